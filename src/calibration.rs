@@ -1,0 +1,83 @@
+//! Calibration: the raw floor of this machine, measured beside the cases so a reader sees
+//! how close each strategy gets to the limit. Three numbers: a rename's inotify event
+//! delivery (the floor of any watch wake), the overshoot of a short timer (the floor of any
+//! poll), and the cost of listing a small relay dir (paid on every scan).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::fsio::publish_atomic;
+use crate::recorder::{new_histogram, LatencyStats};
+use crate::source::{DirWatch, ErrorOnce, Seen, WatchFilter};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Calibration {
+    /// Atomic publication of a request (temp write + rename) -> the watcher's callback (µs).
+    pub inotify_rename_us: LatencyStats,
+    /// A 1 ms tokio sleep's overshoot (µs).
+    pub timer_overshoot_1ms_us: LatencyStats,
+    /// `read_dir` of a relay dir holding 16 files (µs).
+    pub list_16_files_us: LatencyStats,
+    /// Renames whose event never arrived within 1 s.
+    pub inotify_missed: u64,
+}
+
+fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
+    h.saturating_record((d.as_nanos() as u64).max(1));
+}
+
+/// Measures the floor with `samples` of each probe in a scratch dir under `root`.
+pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {
+    let dir = tempfile::Builder::new().prefix("relay-bench-calibration-").tempdir_in(root)?;
+    let path = dir.path().to_path_buf();
+
+    let (tx, rx) = std::sync::mpsc::channel::<Instant>();
+    let tx = std::sync::Mutex::new(tx);
+    let watch = DirWatch::arm(&path, WatchFilter::Requests, Arc::new(ErrorOnce::default()), move |seen| {
+        if let Seen::Name(_) = seen {
+            let _ = tx.lock().expect("calibration channel").send(Instant::now());
+        }
+    })
+    .map_err(std::io::Error::other)?;
+    let mut inotify = new_histogram();
+    let mut missed = 0;
+    for i in 0..samples {
+        let name = format!("cal-{i}.req.json");
+        // Timed from before the rename: the event is often queued before the call returns.
+        let before = Instant::now();
+        publish_atomic(&path, &name, b"{}")?;
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(at) => record(&mut inotify, at.saturating_duration_since(before)),
+            Err(_) => missed += 1,
+        }
+        std::fs::remove_file(path.join(&name))?;
+    }
+    watch.disarm();
+
+    let mut timer = new_histogram();
+    for _ in 0..samples {
+        let t0 = Instant::now();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        record(&mut timer, t0.elapsed().saturating_sub(Duration::from_millis(1)));
+    }
+
+    for i in 0..16 {
+        std::fs::write(path.join(format!("f{i}.res.json")), b"{}")?;
+    }
+    let mut list = new_histogram();
+    for _ in 0..samples {
+        let t0 = Instant::now();
+        let n = std::fs::read_dir(&path)?.count();
+        record(&mut list, t0.elapsed());
+        debug_assert_eq!(n, 16);
+    }
+    Ok(Calibration {
+        inotify_rename_us: LatencyStats::of(&inotify),
+        timer_overshoot_1ms_us: LatencyStats::of(&timer),
+        list_16_files_us: LatencyStats::of(&list),
+        inotify_missed: missed,
+    })
+}

@@ -1,0 +1,357 @@
+//! The command line: parses flags into a plain config, runs scenarios, writes reports after
+//! every case (so a killed run still leaves one), and maps the outcome to an exit code.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::calibration::calibrate;
+use crate::engine::{run_case, Progress};
+use crate::env::Environment;
+use crate::export::{Exporter, Json, Markdown, Table};
+use crate::scenario::{Scenario, ScenarioError, SHIPPED};
+use crate::source::Signal;
+use crate::summary::{Summary, SCHEMA_VERSION};
+
+/// Exit codes CI can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every gate of every case passed.
+    Pass = 0,
+    /// The run finished and at least one gate failed.
+    GateFailed = 1,
+    /// Bad input: a flag, a scenario file, a path.
+    BadInput = 2,
+    /// Something broke inside relay-bench (not the system under test).
+    Internal = 3,
+    /// Ctrl-C: a partial report was written and marked interrupted.
+    Interrupted = 130,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
+            CliError::Internal(_) => Exit::Internal,
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "relay-bench",
+    version,
+    about = "Benchmark the file-based tool-call relays of AI agents",
+    long_about = "Fires batches of relay calls through poll-only and watch-assisted strategies on real relay \
+directories and records wake, pickup and completion latency (HDR histograms) plus request counts per minute, \
+then checks the scenario's gates.\n\nExit codes: 0 all gates passed, 1 a gate failed, 2 bad input, \
+3 internal error, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios (the embedded default when none is given) and write their reports.
+    Run(RunArgs),
+    /// List the shipped scenarios.
+    List,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Scenario files (.toml) or names of shipped scenarios (see `relay-bench list`).
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
+    /// one subdirectory per scenario.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print only the final table.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Where to make the relay dirs (default: the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub relay_root: Option<PathBuf>,
+    /// Run only the cases with these names.
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+    /// Skip the calibration of this machine's floor.
+    #[arg(long)]
+    pub no_calibration: bool,
+}
+
+/// Parses `args`, runs, prints; returns the process exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return Exit::Internal as i32;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code as i32,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            e.exit() as i32
+        }
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<Exit, CliError> {
+    match cli.command {
+        Command::List => {
+            for (name, text) in SHIPPED {
+                let s = Scenario::parse(&format!("embedded:{name}"), text)?;
+                let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
+                println!("{name:<12} {} [{}]", s.description, cases.join(", "));
+            }
+            Ok(Exit::Pass)
+        }
+        Command::Run(args) => run_scenarios(args).await,
+    }
+}
+
+/// Options of one scenario run, validated.
+pub struct RunOptions {
+    pub out_dir: PathBuf,
+    pub relay_root: PathBuf,
+    pub quiet: bool,
+    pub calibrate: bool,
+}
+
+async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
+    let names = if args.scenarios.is_empty() { vec![crate::scenario::DEFAULT_NAME.to_owned()] } else { args.scenarios };
+    let mut scenarios = Vec::new();
+    for n in &names {
+        let mut s = Scenario::load(n)?;
+        if !args.cases.is_empty() {
+            let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
+            if let Some(bad) = args.cases.iter().find(|c| !known.contains(c)) {
+                return Err(CliError::BadInput(format!(
+                    "--case {bad:?}: scenario {:?} has no such case; its cases: {}",
+                    s.name,
+                    known.join(", ")
+                )));
+            }
+            s.cases.retain(|c| args.cases.contains(&c.name));
+        }
+        scenarios.push(s);
+    }
+    let relay_root = args.relay_root.unwrap_or_else(std::env::temp_dir);
+    if !relay_root.is_dir() {
+        return Err(CliError::BadInput(format!("--relay-root {}: not a directory", relay_root.display())));
+    }
+    let interrupt = Arc::new(Signal::new());
+    tokio::spawn({
+        let interrupt = interrupt.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: finishing the current case's report (Ctrl-C again to abort)");
+                interrupt.close();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(Exit::Interrupted as i32);
+                }
+            }
+        }
+    });
+    let (stamp_iso, stamp_compact) = utc_stamps();
+    let several = scenarios.len() > 1;
+    let mut worst = Exit::Pass;
+    for s in &scenarios {
+        let out_dir = match &args.out {
+            Some(d) if several => d.join(&s.name),
+            Some(d) => d.clone(),
+            None => PathBuf::from("reports").join(format!("{stamp_compact}-{}", s.name)),
+        };
+        let opts = RunOptions { out_dir, relay_root: relay_root.clone(), quiet: args.quiet, calibrate: !args.no_calibration };
+        let summary = run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?;
+        print!("{}", String::from_utf8_lossy(&Table.render(&summary)));
+        if !args.quiet {
+            println!("report: {}", opts.out_dir.join("summary.md").display());
+        }
+        let code = if summary.interrupted {
+            Exit::Interrupted
+        } else if summary.pass {
+            Exit::Pass
+        } else {
+            Exit::GateFailed
+        };
+        worst = worse(worst, code);
+        if summary.interrupted {
+            break;
+        }
+    }
+    Ok(worst)
+}
+
+fn worse(a: Exit, b: Exit) -> Exit {
+    let rank = |e: Exit| match e {
+        Exit::Pass => 0,
+        Exit::GateFailed => 1,
+        Exit::BadInput => 2,
+        Exit::Internal => 3,
+        Exit::Interrupted => 4,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// Runs every case of one scenario, rewriting the report after each.
+pub async fn run_scenario(
+    s: &Scenario,
+    opts: &RunOptions,
+    started_at: &str,
+    interrupt: Arc<Signal>,
+) -> Result<Summary, CliError> {
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| CliError::BadInput(format!("--out {}: cannot create: {e}", opts.out_dir.display())))?;
+    let say = |msg: &str| {
+        if !opts.quiet {
+            eprintln!("{msg}");
+        }
+    };
+    let environment = Environment::probe(&opts.relay_root);
+    if environment.build == "debug" {
+        say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
+    }
+    let calibration = if opts.calibrate {
+        say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
+        match calibrate(&opts.relay_root, 200).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                say(&format!("calibration failed, reported as not measured: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut summary = Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: Summary::tool(),
+        scenario: s.name.clone(),
+        scenario_origin: s.origin.clone(),
+        description: s.description.clone(),
+        started_at: started_at.to_owned(),
+        environment,
+        calibration,
+        results: Vec::new(),
+        cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        interrupted: false,
+        pass: false,
+    };
+    write_reports(&summary, &opts.out_dir)?;
+    let progress: Progress = if opts.quiet { None } else { Some(Arc::new(|line: &str| eprintln!("{line}"))) };
+    let n = s.cases.len();
+    for (i, case) in s.cases.iter().enumerate() {
+        if interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        say(&format!(
+            "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
+            i + 1,
+            case.name,
+            case.runner.name(),
+            case.runner.params(),
+            case.writer.name(),
+            case.writer.params(),
+            s.workload.sandboxes,
+            crate::units::human(s.workload.duration)
+        ));
+        let result = run_case(s, case, &opts.relay_root, interrupt.clone(), progress.clone())
+            .await
+            .map_err(|e| CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name))))?;
+        say(&format!(
+            "      {} calls answered, {} lost, pickup p50 {}, {}",
+            result.calls.completed,
+            result.calls.lost,
+            crate::export::pair(&result.latency_us.pickup),
+            if result.pass { "gates pass" } else { "GATES FAIL" }
+        ));
+        summary.interrupted |= result.interrupted;
+        summary.cases_not_run.retain(|c| *c != case.name);
+        summary.results.push(result);
+        summary.recompute_pass();
+        write_reports(&summary, &opts.out_dir)?;
+    }
+    summary.recompute_pass();
+    write_reports(&summary, &opts.out_dir)?;
+    Ok(summary)
+}
+
+fn write_reports(summary: &Summary, dir: &Path) -> Result<(), CliError> {
+    let exporters: [&dyn Exporter; 2] = [&Json, &Markdown];
+    for e in exporters {
+        let path = dir.join(e.file_name());
+        let tmp = dir.join(format!(".{}.tmp", e.file_name()));
+        std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&e.render(summary)))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|err| CliError::Internal(anyhow::anyhow!("cannot write {}: {err}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
+pub fn utc_stamps() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_look_right() {
+        let (iso, compact) = utc_stamps();
+        assert_eq!(iso.len(), 20);
+        assert!(iso.starts_with("20") && iso.ends_with('Z'));
+        assert_eq!(compact.len(), 16);
+    }
+
+    #[test]
+    fn help_and_bad_flags() {
+        assert_eq!(main_with_args(["relay-bench".into(), "--help".into()]), 0);
+        assert_eq!(main_with_args(["relay-bench".into(), "run".into(), "--bogus".into()]), 2);
+    }
+}

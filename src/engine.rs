@@ -1,0 +1,242 @@
+//! Runs one case: builds its parts from the case spec, lays out the relay dirs, starts a
+//! runner per dir, paces the writers' calls open-loop, drains, stops, and turns what the
+//! recorder saw into a [`CaseResult`].
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::events::EventSink;
+use crate::fsio::{relay_files, sweep_stale};
+use crate::host::{Host, RequestCounts};
+use crate::recorder::Recorder;
+use crate::runner::{Runner, RunnerReport};
+use crate::scenario::{CaseSpec, Scenario};
+use crate::source::{ActivitySource, Signal};
+use crate::summary::CaseResult;
+use crate::units::human;
+use crate::writer::{writer_deadline, CallSpec, Writer};
+
+/// Lead time between building the parts and the first intended start.
+const LEAD: Duration = Duration::from_millis(100);
+/// How long stopped runners get to finish their in-flight handlers.
+const STOP_BOUND: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot prepare relay dirs under {root}: {source}")]
+    Setup { root: String, source: std::io::Error },
+    #[error("the pacer thread failed: {0}")]
+    Pacer(String),
+    #[error("the recorder thread failed: {0}")]
+    Recorder(String),
+}
+
+/// Where a case reports progress (calls done so far); `None` keeps quiet.
+pub type Progress = Option<Arc<dyn Fn(&str) + Send + Sync>>;
+
+/// Runs `case` of `scenario` with relay dirs under `relay_root`. `interrupt` ends it early
+/// (the result is then marked interrupted); `progress` gets a line every few seconds.
+pub async fn run_case(
+    scenario: &Scenario,
+    case: &CaseSpec,
+    relay_root: &Path,
+    interrupt: Arc<Signal>,
+    progress: Progress,
+) -> Result<CaseResult, EngineError> {
+    let wl = &scenario.workload;
+    let setup_err = |source| EngineError::Setup { root: relay_root.display().to_string(), source };
+    let root = tempfile::Builder::new()
+        .prefix(&format!("relay-bench-{}-", case.name))
+        .tempdir_in(relay_root)
+        .map_err(setup_err)?;
+
+    let (sink, rx) = EventSink::channel();
+    let recorder = std::thread::Builder::new()
+        .name("relay-bench-recorder".into())
+        .spawn(move || Recorder::run(rx))
+        .map_err(setup_err)?;
+
+    let handler = Arc::new(scenario.handler.clone());
+    let mut hosts: Vec<Arc<dyn Host>> = Vec::new();
+    let mut sources: Vec<Arc<dyn ActivitySource>> = Vec::new();
+    let mut writers: Vec<Arc<Writer>> = Vec::new();
+    let mut runners = JoinSet::new();
+    let mut dirs = Vec::new();
+    for sandbox in 0..wl.sandboxes {
+        let dir = root.path().join(format!("sandbox-{sandbox}"));
+        std::fs::create_dir(&dir).map_err(setup_err)?;
+        let swept = sweep_stale(&dir, 3, Duration::from_millis(150)).map_err(setup_err)?;
+        if !swept.remaining.is_empty() {
+            sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
+        }
+        let host = case.host.build(&dir);
+        let (source, schedule) = case.runner.build(&dir);
+        runners.spawn(
+            Runner {
+                sandbox,
+                host: host.clone(),
+                source: source.clone(),
+                schedule,
+                handler: handler.clone(),
+                events: sink.clone(),
+            }
+            .run(),
+        );
+        writers.push(Arc::new(Writer::new(sandbox, dir.clone(), case.writer.build(&dir), sink.clone())));
+        hosts.push(host);
+        sources.push(source);
+        dirs.push(dir);
+    }
+    let counts = |hosts: &[Arc<dyn Host>]| {
+        let mut c = RequestCounts::default();
+        hosts.iter().for_each(|h| c.add(&h.counts()));
+        c
+    };
+
+    // Pace the calls open-loop.
+    let slots = wl.schedule();
+    let deadline = writer_deadline(wl.tool_timeout);
+    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
+    let done = Arc::new(AtomicU64::new(0));
+    let epoch = Instant::now() + LEAD;
+    tokio::time::sleep_until(epoch).await;
+    let before = counts(&hosts);
+    let ticker = progress.map(|p| {
+        let (done, total, name) = (done.clone(), slots.len(), case.name.clone());
+        let length = wl.duration;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                let n = done.load(Ordering::Relaxed);
+                p(&format!(
+                    "  {name}: {} of {} schedule, {n}/{total} calls answered",
+                    human(epoch.elapsed()),
+                    human(length)
+                ));
+            }
+        })
+    });
+    // The pacer runs on its own OS thread: tokio's timer wheel ticks in whole milliseconds,
+    // a thread sleep is precise to tens of microseconds, and the pacer must not add lag.
+    let total = slots.len();
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut pacer = {
+        let (handle, writers, interrupt, done) = (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone(), done.clone());
+        let epoch_std = epoch.into_std();
+        tokio::task::spawn_blocking(move || {
+            crate::pacer::pace(&slots, epoch_std, || interrupt.is_closed(), |slot, at| {
+                let writer = writers[slot.sandbox as usize].clone();
+                let spec = CallSpec {
+                    id: slot.call_id(),
+                    tool: "bench".into(),
+                    args: args.clone(),
+                    intended: Instant::from_std(at),
+                    warmup: slot.warmup,
+                    deadline,
+                };
+                let (done, done_tx) = (done.clone(), done_tx.clone());
+                handle.spawn(async move {
+                    writer.call(spec).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                    let _ = done_tx.send(());
+                });
+            })
+        })
+    };
+
+    // Drain: every call ends by its deadline; an interrupt ends them now.
+    let mut interrupted = false;
+    let mut fired: Option<usize> = None;
+    let mut finished = 0usize;
+    while fired.is_none_or(|n| finished < n) {
+        tokio::select! {
+            r = &mut pacer, if fired.is_none() => {
+                let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
+                fired = Some(n);
+                if stopped && !interrupted {
+                    interrupted = true;
+                    writers.iter().for_each(|w| w.close());
+                }
+            }
+            Some(()) = done_rx.recv() => finished += 1,
+            _ = interrupt.wait(Duration::from_secs(86_400)), if !interrupted => {
+                interrupted = true;
+                writers.iter().for_each(|w| w.close());
+            }
+        }
+    }
+    let end = Instant::now();
+    let after = counts(&hosts);
+    if let Some(t) = ticker {
+        t.abort();
+    }
+
+    // Stop the runners and let their handlers finish.
+    sources.iter().for_each(|s| s.close());
+    let mut reports: Vec<RunnerReport> = Vec::new();
+    let stop_deadline = Instant::now() + STOP_BOUND;
+    while let Ok(Some(r)) = tokio::time::timeout_at(stop_deadline, runners.join_next()).await {
+        match r {
+            Ok(rep) => reports.push(rep),
+            Err(e) => sink.notice(u32::MAX, format!("a runner task failed: {e}")),
+        }
+    }
+    if !runners.is_empty() {
+        sink.notice(u32::MAX, format!("{} runner(s) did not stop within {}s; aborted", runners.len(), STOP_BOUND.as_secs()));
+        runners.abort_all();
+    }
+    let leftover: u64 = dirs.iter().map(|d| relay_files(d).map_or(0, |f| f.len() as u64)).sum();
+    let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.health.degraded.clone()).collect();
+    degraded.extend(writers.iter().filter_map(|w| w.health().degraded));
+    writers.iter().for_each(|w| w.close());
+    drop(writers);
+    drop(sink);
+    let recording = tokio::task::spawn_blocking(move || recorder.join())
+        .await
+        .map_err(|e| EngineError::Recorder(e.to_string()))?
+        .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
+
+    let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
+    let used = after.minus(&before);
+    // Rates are per relay dir (one sandbox's active turn), as SPEC §5 states them.
+    let per_min = |n: u64| n as f64 * 60.0 / window.as_secs_f64() / f64::from(wl.sandboxes.max(1));
+    let mut r = CaseResult {
+        case: case.name.clone(),
+        host: hosts.first().map_or_else(|| case.host.name().to_owned(), |h| h.label()),
+        strategy: case.runner.name().into(),
+        strategy_params: case.runner.params(),
+        writer: case.writer.name().into(),
+        writer_params: case.writer.params(),
+        clock: case.clock.name().into(),
+        sandboxes: wl.sandboxes,
+        window_secs: (window.as_secs_f64() * 1000.0).round() / 1000.0,
+        leftover_files: leftover,
+        interrupted,
+        ..CaseResult::default()
+    };
+    r.fill_from(&recording);
+    r.calls.scheduled = total as u64;
+    r.requests = crate::summary::Requests {
+        discovery_per_min: (per_min(used.discovery_total()) * 100.0).round() / 100.0,
+        data_per_min: (per_min(used.data_total()) * 100.0).round() / 100.0,
+        discovery_total: used.discovery_total(),
+        data_total: used.data_total(),
+        by_kind: used.by_kind(),
+    };
+    r.runner = crate::summary::RunnerStats {
+        scans: reports.iter().map(|x| x.scans).sum(),
+        woken_by_activity: reports.iter().map(|x| x.woken_by_activity).sum(),
+        malformed: reports.iter().map(|x| x.malformed).sum(),
+        delete_retries: reports.iter().map(|x| x.delete_retries).sum(),
+        list_errors: reports.iter().map(|x| x.list_errors).sum(),
+        degraded,
+    };
+    r.judge(&case.gates);
+    Ok(r)
+}

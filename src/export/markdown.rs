@@ -1,0 +1,178 @@
+//! `summary.md`: a report a person reads, fit for a CI job summary.
+
+use std::fmt::Write;
+
+use super::{pair, us, Exporter};
+use crate::recorder::LatencyStats;
+use crate::summary::Summary;
+
+pub struct Markdown;
+
+fn row(o: &mut String, case: &str, measure: &str, s: &LatencyStats) {
+    if s.count == 0 {
+        let _ = writeln!(o, "| {case} | {measure} | 0 | - | - | - | - | - |");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "| {case} | {measure} | {} | {} | {} | {} | {} | {} |",
+        s.count,
+        us(s.p50),
+        us(s.p90),
+        us(s.p99),
+        us(s.p999),
+        us(s.max)
+    );
+}
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "summary.md"
+    }
+
+    fn render(&self, s: &Summary) -> Vec<u8> {
+        let mut o = String::new();
+        let verdict = if s.interrupted {
+            "INTERRUPTED"
+        } else if s.pass {
+            "PASS"
+        } else {
+            "FAIL"
+        };
+        let _ = writeln!(o, "# relay-bench: {} — {verdict}\n", s.scenario);
+        if !s.description.is_empty() {
+            let _ = writeln!(o, "{}\n", s.description);
+        }
+        let e = &s.environment;
+        let _ = writeln!(
+            o,
+            "{} {} v{} · started {} · {} · kernel {} · {} cpus · relay dirs on {} ({}) · {} build · clock: real (wall time, real files and inotify)\n",
+            s.tool.name, s.scenario_origin, s.tool.version, s.started_at, e.arch, e.kernel, e.cpus, e.relay_fs, e.relay_root, e.build
+        );
+        if e.build == "debug" {
+            let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
+        }
+
+        let _ = writeln!(o, "## Results\n");
+        let _ = writeln!(o, "| case | strategy | writer | calls | lost | wake p50 / p99 | pickup p50 / p99 | completion p50 / p99 | discovery/min/dir | gates |");
+        let _ = writeln!(o, "|---|---|---|---:|---:|---|---|---|---:|---|");
+        for r in &s.results {
+            let passed = r.gates.iter().filter(|g| g.pass).count();
+            let mark = if r.interrupted {
+                "interrupted".to_owned()
+            } else if r.pass {
+                format!("✅ {passed}/{}", r.gates.len())
+            } else {
+                format!("❌ {passed}/{}", r.gates.len())
+            };
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {mark} |",
+                r.case,
+                r.strategy,
+                r.writer,
+                r.calls.completed,
+                r.calls.lost,
+                pair(&r.latency_us.wake),
+                pair(&r.latency_us.pickup),
+                pair(&r.latency_us.completion),
+                r.requests.discovery_per_min
+            );
+        }
+
+        let _ = writeln!(o, "\n## Gates\n");
+        for r in &s.results {
+            for g in &r.gates {
+                let _ = writeln!(o, "- {} **{}** `{}` — observed {}", if g.pass { "✅" } else { "❌" }, r.case, g.expr, g.observed_text);
+            }
+        }
+
+        let _ = writeln!(o, "\n## Latency distributions\n");
+        let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
+        let _ = writeln!(o, "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |");
+        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|");
+        for r in &s.results {
+            let l = &r.latency_us;
+            row(&mut o, &r.case, "wake", &l.wake);
+            row(&mut o, &r.case, "pickup", &l.pickup);
+            row(&mut o, &r.case, "completion", &l.completion);
+            row(&mut o, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
+            row(&mut o, &r.case, "relay overhead", &l.relay_overhead);
+            row(&mut o, &r.case, "schedule lag", &r.schedule_lag_us);
+        }
+
+        let _ = writeln!(o, "\n## Calls and requests\n");
+        let _ = writeln!(o, "| case | parameters | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | data/min/dir | requests by kind | leftover files |");
+        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+        for r in &s.results {
+            let kinds: Vec<String> =
+                r.requests.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+            let _ = writeln!(
+                o,
+                "| {} | runner: {}; writer: {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
+                r.case,
+                r.strategy_params,
+                r.writer_params,
+                r.calls.scheduled,
+                r.calls.ok,
+                r.calls.error,
+                r.calls.paused,
+                r.calls.lost,
+                r.calls.duplicated,
+                r.requests.discovery_per_min,
+                r.requests.data_per_min,
+                kinds.join(", "),
+                r.leftover_files
+            );
+        }
+
+        if let Some(c) = &s.calibration {
+            let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
+            let _ = writeln!(o, "| probe | samples | p50 | p99 | max |");
+            let _ = writeln!(o, "|---|---:|---:|---:|---:|");
+            for (name, st) in [
+                ("publish (write + rename) -> inotify event", &c.inotify_rename_us),
+                ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
+                ("list a 16-file dir", &c.list_16_files_us),
+            ] {
+                let _ = writeln!(o, "| {name} | {} | {} | {} | {} |", st.count, us(st.p50), us(st.p99), us(st.max));
+            }
+            if c.inotify_missed > 0 {
+                let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
+            }
+        } else {
+            let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
+        }
+
+        let mut said = false;
+        for r in &s.results {
+            if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
+                continue;
+            }
+            if !said {
+                let _ = writeln!(o, "\n## What happened along the way\n");
+                said = true;
+            }
+            let _ = writeln!(o, "### {}\n", r.case);
+            for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
+                let _ = writeln!(o, "- pairing violation `{k}`: {n}");
+            }
+            for b in r.pairing_violations.listed.iter().take(20) {
+                let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
+            }
+            for d in &r.runner.degraded {
+                let _ = writeln!(o, "- degraded: {d}");
+            }
+            for n in r.notices.iter().take(20) {
+                let _ = writeln!(o, "- {n}");
+            }
+            if r.notices_total as usize > r.notices.len().min(20) {
+                let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
+            }
+        }
+        if !s.cases_not_run.is_empty() {
+            let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
+        }
+        o.into_bytes()
+    }
+}

@@ -1,0 +1,31 @@
+//! Exporters: each turns a [`Summary`] into bytes; the caller owns the file or terminal.
+//! One file per format.
+
+mod json;
+mod markdown;
+mod table;
+
+pub use json::Json;
+pub use markdown::Markdown;
+pub use table::Table;
+
+use crate::summary::Summary;
+
+pub trait Exporter {
+    /// The file name this format is written to (`summary.json`), if it is a file.
+    fn file_name(&self) -> &'static str;
+    fn render(&self, summary: &Summary) -> Vec<u8>;
+}
+
+/// `p50 / p99` of a latency in a short human form, or `-` without samples.
+pub(crate) fn pair(s: &crate::recorder::LatencyStats) -> String {
+    if s.count == 0 {
+        return "-".into();
+    }
+    format!("{} / {}", us(s.p50), us(s.p99))
+}
+
+/// Microseconds for a person.
+pub(crate) fn us(v: f64) -> String {
+    crate::units::human(std::time::Duration::from_secs_f64(v.max(0.0) / 1e6))
+}

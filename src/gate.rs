@@ -1,0 +1,198 @@
+//! Gates (k6-style thresholds): `pickup.p50 < 10ms`, `completion.p99 < 2s`, `lost == 0`,
+//! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
+//! each case's result. A gate whose metric has no samples fails and says so.
+
+use serde::Serialize;
+
+use crate::recorder::{LatencyStats, Measure};
+use crate::units::{human, parse_duration};
+
+/// A number a gate can read from a case result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// A latency statistic, in microseconds.
+    Latency(Measure, &'static str),
+    Count(Counter),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    Lost,
+    Duplicated,
+    PairingViolations,
+    LeftoverFiles,
+    Malformed,
+    Completed,
+    DiscoveryPerMin,
+    DataPerMin,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 8] = [
+        Counter::Lost,
+        Counter::Duplicated,
+        Counter::PairingViolations,
+        Counter::LeftoverFiles,
+        Counter::Malformed,
+        Counter::Completed,
+        Counter::DiscoveryPerMin,
+        Counter::DataPerMin,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Lost => "lost",
+            Counter::Duplicated => "duplicated",
+            Counter::PairingViolations => "pairing_violations",
+            Counter::LeftoverFiles => "leftover_files",
+            Counter::Malformed => "malformed",
+            Counter::Completed => "completed",
+            Counter::DiscoveryPerMin => "discovery_per_min",
+            Counter::DataPerMin => "data_per_min",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Op {
+    const ALL: [(&'static str, Op); 6] =
+        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
+
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub expr: String,
+    pub metric: Metric,
+    pub op: Op,
+    /// In microseconds for latency metrics, plain for counters.
+    pub threshold: f64,
+}
+
+/// A gate's verdict on one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateResult {
+    pub expr: String,
+    /// The observed value (microseconds for latency metrics); null when nothing was measured.
+    pub observed: Option<f64>,
+    /// The observed value as a person reads it.
+    pub observed_text: String,
+    pub pass: bool,
+}
+
+/// Every metric name a gate may use, for error messages and help.
+pub fn metric_names() -> String {
+    let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
+    let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
+    format!("{}, {} (stat: {})", lat.join(", "), cnt.join(", "), LatencyStats::STATS.join(", "))
+}
+
+impl Gate {
+    pub fn parse(expr: &str) -> Result<Gate, String> {
+        let (pos, sym, op) = Op::ALL
+            .iter()
+            .filter_map(|(sym, op)| expr.find(sym).map(|p| (p, *sym, *op)))
+            .min_by_key(|(p, sym, _)| (*p, std::cmp::Reverse(sym.len())))
+            .ok_or_else(|| format!("{expr:?} has no comparison (use <, <=, >, >=, == or !=)"))?;
+        let lhs = expr[..pos].trim();
+        let rhs = expr[pos + sym.len()..].trim();
+        let metric = match lhs.split_once('.') {
+            Some((m, stat)) => {
+                let measure = Measure::from_name(m)
+                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?;
+                let stat = LatencyStats::STATS
+                    .iter()
+                    .find(|s| **s == stat)
+                    .ok_or_else(|| format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", ")))?;
+                Metric::Latency(measure, stat)
+            }
+            None => Metric::Count(
+                Counter::ALL
+                    .into_iter()
+                    .find(|c| c.name() == lhs)
+                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?,
+            ),
+        };
+        let threshold = match metric {
+            Metric::Latency(..) => {
+                parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
+            }
+            Metric::Count(_) => {
+                rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?
+            }
+        };
+        Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
+    }
+
+    /// Checks the gate against a value read by `lookup`.
+    pub fn evaluate(&self, observed: Option<f64>) -> GateResult {
+        let observed_text = match (observed, self.metric) {
+            (None, _) => "not measured (no samples)".to_owned(),
+            (Some(v), Metric::Latency(..)) => human(std::time::Duration::from_secs_f64(v / 1e6)),
+            (Some(v), Metric::Count(_)) => format!("{}", (v * 100.0).round() / 100.0),
+        };
+        GateResult {
+            expr: self.expr.clone(),
+            observed,
+            observed_text,
+            pass: observed.is_some_and(|v| self.op.holds(v, self.threshold)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_issue_examples() {
+        let g = Gate::parse("pickup.p50 < 10ms").unwrap();
+        assert_eq!(g.metric, Metric::Latency(Measure::Pickup, "p50"));
+        assert_eq!(g.op, Op::Lt);
+        assert_eq!(g.threshold, 10_000.0);
+        assert_eq!(Gate::parse("completion.p99 < 2s").unwrap().threshold, 2e6);
+        let g = Gate::parse("lost == 0").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::Lost), Op::Eq, 0.0));
+        let g = Gate::parse("discovery_per_min<=5").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::DiscoveryPerMin), Op::Le, 5.0));
+    }
+
+    #[test]
+    fn rejects_bad_gates_with_the_allowed_values() {
+        assert!(Gate::parse("pickup.p50 10ms").unwrap_err().contains("no comparison"));
+        let e = Gate::parse("latency.p50 < 1ms").unwrap_err();
+        assert!(e.contains("unknown metric") && e.contains("pickup.<stat>"), "{e}");
+        assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().contains("p999"));
+        assert!(Gate::parse("pickup.p50 < 10").unwrap_err().contains("no unit"));
+        assert!(Gate::parse("lost == none").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn evaluation_and_missing_samples() {
+        let g = Gate::parse("pickup.p50 < 10ms").unwrap();
+        assert!(g.evaluate(Some(9_999.0)).pass);
+        assert!(!g.evaluate(Some(10_000.0)).pass);
+        let none = g.evaluate(None);
+        assert!(!none.pass);
+        assert!(none.observed_text.contains("not measured"));
+    }
+}

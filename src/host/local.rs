@@ -1,0 +1,64 @@
+//! The `local` host: a real directory on this machine, touched with plain syscalls.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Host, Kind, Purpose, RequestCounter, RequestCounts};
+use crate::fsio;
+use crate::BoxFut;
+
+/// A relay directory on the local filesystem. Every call is counted like a remote request
+/// would be, so local and remote cases share one request budget.
+#[derive(Debug)]
+pub struct LocalHost {
+    dir: PathBuf,
+    counter: RequestCounter,
+}
+
+impl LocalHost {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        LocalHost { dir: dir.into(), counter: RequestCounter::default() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Host for LocalHost {
+    fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.counter.count(purpose, Kind::List);
+        let out = (|| {
+            let mut names = Vec::new();
+            for e in std::fs::read_dir(&self.dir)? {
+                names.push(e?.file_name().to_string_lossy().into_owned());
+            }
+            Ok(names)
+        })();
+        Box::pin(std::future::ready(out))
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        self.counter.count(Purpose::Data, Kind::Read);
+        Box::pin(std::future::ready(std::fs::read(self.dir.join(name))))
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        self.counter.count(Purpose::Data, Kind::Write);
+        self.counter.count(Purpose::Data, Kind::Rename);
+        Box::pin(std::future::ready(fsio::publish_atomic(&self.dir, name, bytes)))
+    }
+
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
+        self.counter.count(Purpose::Data, Kind::Delete);
+        Box::pin(std::future::ready(fsio::remove_if_present(&self.dir.join(name))))
+    }
+
+    fn counts(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    fn label(&self) -> String {
+        "local".into()
+    }
+}

@@ -1,0 +1,177 @@
+//! The open-loop pacer: intended start times for every call, fixed before the case runs.
+//!
+//! Arrivals are turns; each turn is a batch of N parallel calls in one sandbox (N = 1 gives
+//! a plain constant or Poisson call rate). Turns go to sandboxes round-robin. Because the
+//! schedule never waits for answers, a stalled relay is charged for every call queued
+//! behind it (latency from the intended start, as wrk2 does).
+
+use std::time::Duration;
+
+use crate::rng::Rng;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    Constant,
+    Poisson,
+}
+
+impl Arrival {
+    pub const NAMES: &'static [&'static str] = &["constant", "poisson"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub sandboxes: u32,
+    pub arrival: Arrival,
+    pub turns_per_sec: f64,
+    pub calls_per_turn: u32,
+    /// Length of the schedule (warm-up included).
+    pub duration: Duration,
+    /// Calls whose intended start falls in the first `warmup` run but are not measured.
+    pub warmup: Duration,
+    pub tool_timeout: Option<Duration>,
+    pub seed: u64,
+    /// Size of each request's args payload.
+    pub payload_bytes: usize,
+}
+
+/// One scheduled call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slot {
+    /// Offset of the intended start from the case's epoch.
+    pub offset: Duration,
+    pub sandbox: u32,
+    pub turn: u64,
+    pub index: u32,
+    pub warmup: bool,
+}
+
+impl Slot {
+    /// The call id: unique within the case.
+    pub fn call_id(&self) -> String {
+        format!("t{}-c{}", self.turn, self.index)
+    }
+}
+
+impl Workload {
+    /// Every call of the case, in intended-start order.
+    pub fn schedule(&self) -> Vec<Slot> {
+        let mut rng = Rng::new(self.seed);
+        let mean = 1.0 / self.turns_per_sec;
+        let mut t = 0.0f64;
+        let mut out = Vec::new();
+        let end = self.duration.as_secs_f64();
+        let mut turn = 0u64;
+        loop {
+            t = match self.arrival {
+                // Multiplying (not summing) keeps 0.1 s steps exact over long schedules.
+                Arrival::Constant => turn as f64 * mean,
+                Arrival::Poisson if turn == 0 => 0.0,
+                Arrival::Poisson => t + rng.exp(mean),
+            };
+            if t >= end - 1e-9 {
+                break;
+            }
+            let offset = Duration::from_secs_f64(t);
+            let sandbox = (turn % self.sandboxes as u64) as u32;
+            for index in 0..self.calls_per_turn {
+                out.push(Slot { offset, sandbox, turn, index, warmup: offset < self.warmup });
+            }
+            turn += 1;
+        }
+        out
+    }
+}
+
+/// Fires every slot at `epoch + offset` on the calling (OS) thread, sleeping in between in
+/// steps of at most 20 ms so `stop` is seen promptly. Returns how many slots fired and
+/// whether `stop` ended the schedule early. `fire` gets the slot and its intended start.
+pub fn pace(
+    slots: &[Slot],
+    epoch: std::time::Instant,
+    stop: impl Fn() -> bool,
+    mut fire: impl FnMut(&Slot, std::time::Instant),
+) -> (usize, bool) {
+    const STEP: Duration = Duration::from_millis(20);
+    for (i, slot) in slots.iter().enumerate() {
+        let at = epoch + slot.offset;
+        loop {
+            if stop() {
+                return (i, true);
+            }
+            let now = std::time::Instant::now();
+            if now >= at {
+                break;
+            }
+            std::thread::sleep((at - now).min(STEP));
+        }
+        fire(slot, at);
+    }
+    (slots.len(), false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wl(arrival: Arrival) -> Workload {
+        Workload {
+            sandboxes: 4,
+            arrival,
+            turns_per_sec: 10.0,
+            calls_per_turn: 3,
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(1),
+            tool_timeout: None,
+            seed: 42,
+            payload_bytes: 64,
+        }
+    }
+
+    #[test]
+    fn constant_batches() {
+        let s = wl(Arrival::Constant).schedule();
+        assert_eq!(s.len(), 300);
+        assert!(s.chunks(3).all(|b| b.iter().all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
+        assert_eq!(s.iter().filter(|c| c.warmup).count(), 30);
+        assert_eq!(s[3].sandbox, 1);
+        assert_eq!(s[3].offset, Duration::from_millis(100));
+        let ids: std::collections::HashSet<_> = s.iter().map(Slot::call_id).collect();
+        assert_eq!(ids.len(), 300);
+    }
+
+    #[test]
+    fn pace_fires_in_order_and_stops() {
+        let mut w = wl(Arrival::Constant);
+        w.turns_per_sec = 1000.0;
+        w.duration = Duration::from_millis(20);
+        let slots = w.schedule();
+        let epoch = std::time::Instant::now();
+        let mut fired = Vec::new();
+        let (n, stopped) = pace(&slots, epoch, || false, |s, at| {
+            assert!(std::time::Instant::now() >= at, "never early");
+            fired.push(s.turn);
+        });
+        assert_eq!((n, stopped), (slots.len(), false));
+        assert!(fired.windows(2).all(|p| p[0] <= p[1]));
+        let calls = std::cell::Cell::new(0);
+        let (n, stopped) = pace(&slots, std::time::Instant::now(), || calls.get() >= 4, |_, _| calls.set(calls.get() + 1));
+        assert_eq!((n, stopped), (4, true));
+    }
+
+    #[test]
+    fn poisson_is_seeded_and_near_its_rate() {
+        let a = wl(Arrival::Poisson).schedule();
+        assert_eq!(a, wl(Arrival::Poisson).schedule());
+        let turns = a.len() / 3;
+        assert!((70..130).contains(&turns), "{turns} turns");
+        assert!(a.windows(2).all(|w| w[0].offset <= w[1].offset));
+    }
+}

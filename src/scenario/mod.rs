@@ -1,0 +1,385 @@
+//! Scenarios: TOML files that say what to run (workload, handler, cases) and what must
+//! hold (gates), validated into a plain config before any I/O happens.
+//!
+//! Every key is checked: an unknown key, a bad duration, an unknown strategy, a strategy
+//! setting that does not apply to the chosen strategy, or a gate on an unknown metric is an
+//! error naming the file, the key and the allowed values.
+
+mod fields;
+
+pub use fields::ScenarioError;
+
+use std::path::Path;
+use std::time::Duration;
+
+use fields::Fields;
+
+use crate::gate::Gate;
+use crate::handler::HandlerModel;
+use crate::pacer::{Arrival, Workload};
+use crate::strategy::{HostSpec, RunnerStrategy, WriterStrategy};
+
+/// The scenario `relay-bench run` uses when given none.
+pub const DEFAULT_NAME: &str = "default";
+pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
+
+/// Scenarios shipped in `scenarios/`, embedded so `relay-bench list` works anywhere.
+pub const SHIPPED: &[(&str, &str)] =
+    &[("default", DEFAULT_TOML), ("throughput", include_str!("../../scenarios/throughput.toml"))];
+
+/// How time passes in a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// The machine's own clock: real files, real watches, real sleeps.
+    Real,
+}
+
+impl Clock {
+    pub const NAMES: &'static [&'static str] = &["real"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Clock::Real => "real",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseSpec {
+    pub name: String,
+    pub host: HostSpec,
+    pub clock: Clock,
+    pub runner: RunnerStrategy,
+    pub writer: WriterStrategy,
+    /// Scenario-wide gates first, then the case's own.
+    pub gates: Vec<Gate>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// Where it came from: a path, or `embedded:<name>`.
+    pub origin: String,
+    pub workload: Workload,
+    pub handler: HandlerModel,
+    pub cases: Vec<CaseSpec>,
+}
+
+impl Scenario {
+    /// Loads a scenario from a file path, or by the name of a shipped scenario.
+    pub fn load(arg: &str) -> Result<Scenario, ScenarioError> {
+        if let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == arg) {
+            return Scenario::parse(&format!("embedded:{name}"), text);
+        }
+        let path = Path::new(arg);
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: arg.to_owned(),
+            key: "(file)".into(),
+            msg: format!(
+                "cannot read: {e}; give a path to a .toml file or one of: {}",
+                SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        Scenario::parse(arg, &text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
+            file: file.to_owned(),
+            key: "(syntax)".into(),
+            msg: e.message().to_owned()
+                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+        })?;
+        let mut top = Fields::new(file, "", &table);
+        let name = top.required_string("name")?.to_owned();
+        let description = top.string("description")?.unwrap_or("").to_owned();
+        let gate_strings = top.strings("gates")?;
+        let common_gates = parse_gates(&top, "gates", &gate_strings)?;
+        let workload = match top.table("workload")? {
+            Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
+            None => return Err(top.err("workload", "is required ([workload] table)")),
+        };
+        let handler = match top.table("handler")? {
+            Some(mut h) => {
+                let m = parse_handler(&mut h, workload.seed)?;
+                h.finish()?;
+                m
+            }
+            None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
+        };
+        let mut cases = Vec::new();
+        for mut c in top.tables("case")? {
+            let case = parse_case(&mut c, &common_gates)?;
+            c.finish()?;
+            if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
+                return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
+            }
+            cases.push(case);
+        }
+        if cases.is_empty() {
+            return Err(top.err("case", "at least one [[case]] is required"));
+        }
+        top.finish()?;
+        Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases })
+    }
+}
+
+fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
+    exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
+}
+
+fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+    let duration = w.duration("duration")?.unwrap_or(Duration::from_secs(10));
+    if duration.is_zero() {
+        return Err(w.err("duration", "must be longer than 0s"));
+    }
+    let warmup = w.duration("warmup")?.unwrap_or(Duration::ZERO);
+    if warmup >= duration {
+        return Err(w.err("warmup", "must be shorter than `duration`"));
+    }
+    let arrival = match w.choice("arrival", Arrival::NAMES)? {
+        Some("poisson") => Arrival::Poisson,
+        _ => Arrival::Constant,
+    };
+    Ok(Workload {
+        sandboxes: w.int("sandboxes", 1, 1024)?.unwrap_or(1) as u32,
+        arrival,
+        turns_per_sec: w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0),
+        calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
+        duration,
+        warmup,
+        tool_timeout: w.duration("tool_timeout")?,
+        seed: w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64,
+        payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
+    })
+}
+
+fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, ScenarioError> {
+    let duration = h.duration("duration")?.unwrap_or(Duration::from_millis(2));
+    let duration_max = h.duration("duration_max")?.unwrap_or(duration);
+    if duration_max < duration {
+        return Err(h.err("duration_max", "must not be shorter than `duration`"));
+    }
+    let error_ratio = h.float("error_ratio", 0.0, 1.0)?.unwrap_or(0.0);
+    let pause_ratio = h.float("pause_ratio", 0.0, 1.0)?.unwrap_or(0.0);
+    if error_ratio + pause_ratio > 1.0 {
+        return Err(h.err("pause_ratio", "error_ratio + pause_ratio must not exceed 1"));
+    }
+    Ok(HandlerModel {
+        duration,
+        duration_max,
+        error_ratio,
+        pause_ratio,
+        payload_bytes: h.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
+        seed,
+    })
+}
+
+fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioError> {
+    let name = c.required_string("name")?.to_owned();
+    if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        return Err(c.err("name", format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ .")));
+    }
+    let host = match c.choice("host", HostSpec::NAMES)? {
+        Some("local") | None => HostSpec::Local,
+        Some(other) => unreachable!("validated host {other}"),
+    };
+    let clock = match c.choice("clock", Clock::NAMES)? {
+        Some("real") | None => Clock::Real,
+        Some(other) => unreachable!("validated clock {other}"),
+    };
+    let runner = parse_runner(c)?;
+    let writer = parse_writer(c)?;
+    let own = c.strings("gates")?;
+    let mut gates = common.to_vec();
+    gates.extend(parse_gates(c, "gates", &own)?);
+    Ok(CaseSpec { name, host, clock, runner, writer, gates })
+}
+
+/// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
+fn strategy_table<'a>(
+    c: &mut Fields<'a>,
+    key: &'static str,
+    allowed: &[&str],
+) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
+    match c.raw(key) {
+        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
+        Some(toml::Value::String(s)) => {
+            if !allowed.contains(&s.as_str()) {
+                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
+            }
+            Ok((s.clone(), None))
+        }
+        Some(toml::Value::Table(_)) => {
+            let mut t = c.table(key)?.expect("checked: a table");
+            let s = t.choice("strategy", allowed)?.ok_or_else(|| {
+                t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))
+            })?;
+            Ok((s.to_owned(), Some(t)))
+        }
+        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
+    }
+}
+
+fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
+    let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
+    let mut strategy = match name.as_str() {
+        "poll" => RunnerStrategy::poll_default(),
+        _ => RunnerStrategy::watch_default(),
+    };
+    if let Some(mut t) = table {
+        match &mut strategy {
+            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
+                *interval = t.duration("interval")?.unwrap_or(*interval);
+                *idle_polls = t.int("idle_polls", 0, u32::MAX as i64)?.map(|v| v as u32).unwrap_or(*idle_polls);
+                *max_interval = t.duration("max_interval")?.unwrap_or(*max_interval);
+                check_positive(&t, "interval", *interval)?;
+                if *max_interval < *interval {
+                    return Err(t.err("max_interval", "must not be shorter than `interval`"));
+                }
+            }
+            RunnerStrategy::Watch { safety_interval } => {
+                *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
+                check_positive(&t, "safety_interval", *safety_interval)?;
+            }
+        }
+        t.finish()?;
+    }
+    Ok(strategy)
+}
+
+fn parse_writer(c: &mut Fields<'_>) -> Result<WriterStrategy, ScenarioError> {
+    let (name, table) = strategy_table(c, "writer", WriterStrategy::NAMES)?;
+    let ms300 = Duration::from_millis(300);
+    let mut strategy = match name.as_str() {
+        "poll" => WriterStrategy::Poll { interval: ms300 },
+        _ => WriterStrategy::Watch { safety_interval: ms300 },
+    };
+    if let Some(mut t) = table {
+        match &mut strategy {
+            WriterStrategy::Poll { interval } => {
+                *interval = t.duration("interval")?.unwrap_or(*interval);
+                check_positive(&t, "interval", *interval)?;
+            }
+            WriterStrategy::Watch { safety_interval } => {
+                *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
+                check_positive(&t, "safety_interval", *safety_interval)?;
+            }
+        }
+        t.finish()?;
+    }
+    Ok(strategy)
+}
+
+fn check_positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioError> {
+    if d < Duration::from_millis(1) {
+        return Err(t.err(key, "must be at least 1ms"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+gates = ["lost == 0"]
+[workload]
+sandboxes = 2
+duration = "2s"
+turns_per_sec = 5
+calls_per_turn = 3
+[[case]]
+name = "p"
+runner = { strategy = "poll", interval = "50ms" }
+writer = "watch"
+gates = ["pickup.p50 < 10ms"]
+"#;
+
+    fn err(text: &str) -> ScenarioError {
+        Scenario::parse("s.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn shipped_scenarios_parse() {
+        for (name, text) in SHIPPED {
+            let s = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!s.cases.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_good_scenario() {
+        let s = Scenario::parse("s.toml", GOOD).unwrap();
+        assert_eq!(s.workload.calls_per_turn, 3);
+        let c = &s.cases[0];
+        assert_eq!(
+            c.runner,
+            RunnerStrategy::Poll {
+                interval: Duration::from_millis(50),
+                idle_polls: 5,
+                max_interval: Duration::from_millis(1500)
+            }
+        );
+        assert_eq!(c.writer.name(), "watch");
+        assert_eq!(c.gates.len(), 2, "scenario gates then case gates");
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_allowed() {
+        let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\nsandbox_count = 3"));
+        assert_eq!(e.file, "s.toml");
+        assert_eq!(e.key, "workload.sandbox_count");
+        assert!(e.msg.contains("allowed here:") && e.msg.contains("sandboxes"), "{e}");
+    }
+
+    #[test]
+    fn bad_duration_is_named() {
+        let e = err(&GOOD.replace("\"2s\"", "\"2 fortnights\""));
+        assert_eq!(e.key, "workload.duration");
+        assert!(e.msg.contains("unknown unit"), "{e}");
+        let e = err(&GOOD.replace("\"2s\"", "2"));
+        assert!(e.msg.contains("expected a duration string"), "{e}");
+    }
+
+    #[test]
+    fn unknown_strategy_lists_the_allowed_ones() {
+        let e = err(&GOOD.replace("writer = \"watch\"", "writer = \"carrier-pigeon\""));
+        assert_eq!(e.key, "case[0].writer");
+        assert!(e.msg.contains("poll, watch"), "{e}");
+        let e = err(&GOOD.replace("strategy = \"poll\"", "strategy = \"telepathy\""));
+        assert_eq!(e.key, "case[0].runner.strategy");
+    }
+
+    #[test]
+    fn a_setting_that_does_not_apply_is_refused() {
+        let e = err(&GOOD.replace("writer = \"watch\"", "writer = { strategy = \"watch\", interval = \"10ms\" }"));
+        assert_eq!(e.key, "case[0].writer.interval");
+        assert!(e.msg.contains("safety_interval"), "{e}");
+    }
+
+    #[test]
+    fn gate_on_unknown_metric() {
+        let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
+        assert_eq!(e.key, "case[0].gates");
+        assert!(e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_and_missing_parts() {
+        assert_eq!(err("name = ").key, "(syntax)");
+        assert_eq!(err("name = \"x\"").key, "workload");
+        let e = err(&GOOD.replace("[[case]]\nname = \"p\"", "[[case]]\nname = \"p q\""));
+        assert_eq!(e.key, "case[0].name");
+        let no_cases = GOOD.split("[[case]]").next().unwrap();
+        assert_eq!(err(no_cases).key, "case");
+    }
+
+    #[test]
+    fn missing_file_says_what_to_give() {
+        let e = Scenario::load("/nonexistent/x.toml").unwrap_err();
+        assert!(e.msg.contains("default"), "{e}");
+    }
+}

@@ -1,0 +1,177 @@
+//! Directory watches through `notify` (inotify on Linux): the watch-assisted strategy.
+//!
+//! A [`DirWatch`] owns one watcher on one relay dir and hands each relevant file name to a
+//! callback; the runner's [`WatchSource`] and the writer's response hub are two callbacks.
+//! Events are wake signals only: the caller's safety timer keeps racing them, so a watch
+//! that cannot be created, errors, or sits on a replaced directory degrades to polling,
+//! never to a hang.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use notify::event::{EventKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+
+use super::{ActivitySource, ErrorOnce, Signal, SourceHealth, Wake};
+use crate::protocol::{classify, FileKind};
+use crate::BoxFut;
+
+/// Which relay names a watch reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchFilter {
+    Requests,
+    Responses,
+}
+
+impl WatchFilter {
+    fn wants(self, name: &str) -> bool {
+        matches!(
+            (self, classify(name)),
+            (WatchFilter::Requests, FileKind::Request) | (WatchFilter::Responses, FileKind::Response)
+        )
+    }
+}
+
+/// What a watch callback is told.
+pub enum Seen<'a> {
+    /// A final relay name appeared (created or renamed onto).
+    Name(&'a str),
+    /// The kernel dropped events (queue overflow): anything may have happened.
+    Rescan,
+}
+
+/// One live watch on one directory.
+pub struct DirWatch {
+    watcher: Mutex<Option<RecommendedWatcher>>,
+    errors: Arc<ErrorOnce>,
+}
+
+impl DirWatch {
+    /// Arms a watch on `dir`. `on_seen` runs on the watcher's thread for every relevant
+    /// name; errors after arming are recorded once in `errors` and degrade the watch.
+    pub fn arm(
+        dir: &Path,
+        filter: WatchFilter,
+        errors: Arc<ErrorOnce>,
+        on_seen: impl Fn(Seen<'_>) + Send + 'static,
+    ) -> Result<DirWatch, notify::Error> {
+        let errs = errors.clone();
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) => {
+                if ev.need_rescan() || (ev.paths.is_empty() && !matches!(ev.kind, EventKind::Remove(_))) {
+                    on_seen(Seen::Rescan);
+                    return;
+                }
+                let appears = matches!(
+                    ev.kind,
+                    EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_)) | EventKind::Any | EventKind::Other
+                );
+                if !appears {
+                    return;
+                }
+                for p in &ev.paths {
+                    if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                        if filter.wants(name) {
+                            on_seen(Seen::Name(name));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let msg = format!("watch error: {e}");
+                errs.record(msg.clone());
+                errs.degrade(msg);
+                // Wake the waiters so they rescan now rather than at their next tick.
+                on_seen(Seen::Rescan);
+            }
+        })?;
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        Ok(DirWatch { watcher: Mutex::new(Some(watcher)), errors })
+    }
+
+    /// Drops the watcher (and its thread). Idempotent.
+    pub fn disarm(&self) {
+        self.watcher.lock().expect("watcher lock poisoned").take();
+    }
+
+    pub fn health(&self) -> SourceHealth {
+        self.errors.health()
+    }
+}
+
+/// The runner's watch-assisted source: any new request name in the dir is activity.
+pub struct WatchSource {
+    signal: Arc<Signal>,
+    watch: Option<DirWatch>,
+    errors: Arc<ErrorOnce>,
+}
+
+impl WatchSource {
+    /// Arms the watch. If it cannot be armed (ENOSPC, EMFILE, missing dir) the source
+    /// still works as a timer and reports itself degraded.
+    pub fn new(dir: &Path) -> WatchSource {
+        let signal = Arc::new(Signal::new());
+        let errors = Arc::new(ErrorOnce::default());
+        let s = signal.clone();
+        let watch = match DirWatch::arm(dir, WatchFilter::Requests, errors.clone(), move |_| s.raise()) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                let msg = format!("could not arm watch on {}: {e}; polling only", dir.display());
+                errors.record(msg.clone());
+                errors.degrade(msg);
+                None
+            }
+        };
+        WatchSource { signal, watch, errors }
+    }
+}
+
+impl ActivitySource for WatchSource {
+    fn wait(&self, timeout: Duration) -> BoxFut<'_, Wake> {
+        Box::pin(self.signal.wait(timeout))
+    }
+
+    fn close(&self) {
+        if let Some(w) = &self.watch {
+            w.disarm();
+        }
+        self.signal.close();
+    }
+
+    fn health(&self) -> SourceHealth {
+        self.errors.health()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsio::publish_atomic;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_published_request_wakes_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = WatchSource::new(dir.path());
+        assert_eq!(src.health().degraded, None);
+        // Responses, temp names and other files do not wake it.
+        publish_atomic(dir.path(), "a.res.json", b"{}").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
+        assert_eq!(src.wait(Duration::from_millis(300)).await, Wake::Timeout);
+        publish_atomic(dir.path(), "a.req.json", b"{}").unwrap();
+        // Generous bound: the event normally arrives in microseconds.
+        assert_eq!(src.wait(Duration::from_secs(20)).await, Wake::Activity);
+        src.close();
+        assert_eq!(src.wait(Duration::from_secs(20)).await, Wake::Closed);
+    }
+
+    #[tokio::test]
+    async fn a_missing_dir_degrades_to_a_timer() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = WatchSource::new(&dir.path().join("gone"));
+        let h = src.health();
+        assert!(h.degraded.unwrap().contains("could not arm watch"));
+        assert_eq!(h.errors, 1);
+        assert_eq!(src.wait(Duration::from_millis(10)).await, Wake::Timeout);
+    }
+}

@@ -1,0 +1,224 @@
+//! The result types every exporter reads: one [`CaseResult`] per case and the run's
+//! [`Summary`] (the shape of `summary.json`, `schema_version` 1).
+
+use serde::Serialize;
+
+use crate::calibration::Calibration;
+use crate::env::Environment;
+use crate::gate::{Counter, Gate, GateResult, Metric};
+use crate::pairing::{Breach, BreachKind, PairingReport};
+use crate::recorder::{LatencyStats, Measure, Recording};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Calls {
+    /// Calls in the schedule (warm-up included).
+    pub scheduled: u64,
+    /// Calls the writers started.
+    pub started: u64,
+    /// Calls whose answer the writer read.
+    pub completed: u64,
+    pub ok: u64,
+    pub error: u64,
+    pub paused: u64,
+    /// Started calls that never got their answer (timeout, publish error, interruption).
+    pub lost: u64,
+    /// Answers or requests seen twice (pairing: duplicate response + duplicate request).
+    pub duplicated: u64,
+    pub timeout: u64,
+    pub id_collision: u64,
+    pub publish_error: u64,
+    pub interrupted: u64,
+    /// Warm-up calls, run but not in the histograms.
+    pub warmup: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Latencies {
+    pub wake: LatencyStats,
+    pub pickup: LatencyStats,
+    pub completion: LatencyStats,
+    pub completion_uncorrected: LatencyStats,
+    pub relay_overhead: LatencyStats,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Requests {
+    /// Discovery requests (lists, watch execs) per minute per relay dir.
+    pub discovery_per_min: f64,
+    /// Data requests (read, delete, answer write + rename) per minute per relay dir.
+    pub data_per_min: f64,
+    /// Totals over all relay dirs and the whole window.
+    pub discovery_total: u64,
+    pub data_total: u64,
+    pub by_kind: crate::host::ByKind,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Violations {
+    pub total: u64,
+    pub by_kind: crate::host::ByKind,
+    /// The first breaches, each with its kind, sandbox and call id.
+    pub listed: Vec<Breach>,
+}
+
+impl Violations {
+    pub fn of(p: &PairingReport) -> Violations {
+        Violations {
+            total: p.total(),
+            by_kind: crate::host::ByKind(BreachKind::ALL.iter().map(|k| (k.name(), p.count(*k))).collect()),
+            listed: p.breaches.clone(),
+        }
+    }
+
+    pub fn count(&self, name: &str) -> u64 {
+        self.by_kind.0.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
+    }
+}
+
+/// What the runners did beside answering calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunnerStats {
+    pub scans: u64,
+    pub woken_by_activity: u64,
+    pub malformed: u64,
+    pub delete_retries: u64,
+    pub list_errors: u64,
+    /// Why a watch fell back to its timer, if one did (runner or writer side).
+    pub degraded: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub host: String,
+    pub strategy: String,
+    pub strategy_params: String,
+    pub writer: String,
+    pub writer_params: String,
+    /// `real`: timings come from the machine's clock.
+    pub clock: String,
+    pub sandboxes: u32,
+    /// Seconds from the first intended start to the last answer (request rates use it).
+    pub window_secs: f64,
+    pub calls: Calls,
+    pub latency_us: Latencies,
+    /// How late the pacer started calls against their intended start.
+    pub schedule_lag_us: LatencyStats,
+    pub requests: Requests,
+    pub pairing_violations: Violations,
+    /// Relay files (requests, responses, temp names) left in the dirs after the case.
+    pub leftover_files: u64,
+    pub runner: RunnerStats,
+    /// Things survived and said (malformed files, failed deletes, watch errors...).
+    pub notices: Vec<String>,
+    pub notices_total: u64,
+    pub gates: Vec<GateResult>,
+    pub interrupted: bool,
+    pub pass: bool,
+}
+
+impl CaseResult {
+    pub fn fill_from(&mut self, rec: &Recording) {
+        let c = &rec.calls;
+        self.calls.started = c.started;
+        self.calls.completed = c.completed;
+        self.calls.ok = c.ok;
+        self.calls.error = c.error;
+        self.calls.paused = c.paused;
+        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision);
+        self.calls.duplicated = rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
+        self.calls.timeout = c.timeout;
+        self.calls.id_collision = c.id_collision;
+        self.calls.publish_error = c.publish_error;
+        self.calls.interrupted = c.interrupted;
+        self.calls.warmup = c.warmup;
+        self.latency_us = Latencies {
+            wake: rec.stats(Measure::Wake),
+            pickup: rec.stats(Measure::Pickup),
+            completion: rec.stats(Measure::Completion),
+            completion_uncorrected: rec.stats(Measure::CompletionUncorrected),
+            relay_overhead: rec.stats(Measure::RelayOverhead),
+        };
+        self.schedule_lag_us = rec.stats(Measure::ScheduleLag);
+        self.pairing_violations = Violations::of(&rec.pairing);
+        self.notices = rec.notices.clone();
+        self.notices_total = rec.notices_total;
+    }
+
+    fn latency(&self, m: Measure) -> &LatencyStats {
+        match m {
+            Measure::Wake => &self.latency_us.wake,
+            Measure::Pickup => &self.latency_us.pickup,
+            Measure::Completion => &self.latency_us.completion,
+            Measure::CompletionUncorrected => &self.latency_us.completion_uncorrected,
+            Measure::RelayOverhead => &self.latency_us.relay_overhead,
+            Measure::ScheduleLag => &self.schedule_lag_us,
+        }
+    }
+
+    /// The value a gate reads; `None` when there is nothing to read (no samples).
+    pub fn metric(&self, m: Metric) -> Option<f64> {
+        match m {
+            Metric::Latency(measure, stat) => {
+                let s = self.latency(measure);
+                if s.count == 0 {
+                    None
+                } else {
+                    s.get(stat)
+                }
+            }
+            Metric::Count(c) => Some(match c {
+                Counter::Lost => self.calls.lost as f64,
+                Counter::Duplicated => self.calls.duplicated as f64,
+                Counter::PairingViolations => self.pairing_violations.total as f64,
+                Counter::LeftoverFiles => self.leftover_files as f64,
+                Counter::Malformed => self.runner.malformed as f64,
+                Counter::Completed => self.calls.completed as f64,
+                Counter::DiscoveryPerMin => self.requests.discovery_per_min,
+                Counter::DataPerMin => self.requests.data_per_min,
+            }),
+        }
+    }
+
+    /// Evaluates the gates and sets `pass`. An interrupted case never passes.
+    pub fn judge(&mut self, gates: &[Gate]) {
+        self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.pass = !self.interrupted && self.gates.iter().all(|g| g.pass);
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub scenario: String,
+    pub scenario_origin: String,
+    pub description: String,
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started_at: String,
+    pub environment: Environment,
+    pub calibration: Option<Calibration>,
+    pub results: Vec<CaseResult>,
+    /// Cases of the scenario not run (the run was interrupted first).
+    pub cases_not_run: Vec<String>,
+    pub interrupted: bool,
+    pub pass: bool,
+}
+
+impl Summary {
+    pub fn tool() -> Tool {
+        Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") }
+    }
+
+    pub fn recompute_pass(&mut self) {
+        self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
+    }
+}

@@ -1,0 +1,66 @@
+//! Durations at the edges: parsing `"300ms"`, `"2s"`, `"1.5m"` from scenarios and gates,
+//! and printing them for people.
+
+use std::time::Duration;
+
+/// Parses `<number><unit>` with unit one of `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 =
+        num.parse().map_err(|_| format!("{s:?} is not a duration (expected e.g. \"300ms\", \"2s\", \"1.5m\")"))?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "" => return Err(format!("{s:?} has no unit (use ns, us, ms, s, m or h)")),
+        u => return Err(format!("{s:?} has unknown unit {u:?} (use ns, us, ms, s, m or h)")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(format!("{s:?} is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A duration for a person: `850µs`, `12.3ms`, `1.50s`.
+pub fn human(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.0}µs")
+    } else if us < 10_000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else if us < 1_000_000.0 {
+        format!("{:.1}ms", us / 1000.0)
+    } else {
+        format!("{:.2}s", us / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("300ms").unwrap(), Duration::from_millis(300));
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert!(parse_duration("300").unwrap_err().contains("no unit"));
+        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn human_format() {
+        assert_eq!(human(Duration::from_micros(850)), "850µs");
+        assert_eq!(human(Duration::from_micros(1234)), "1.23ms");
+        assert_eq!(human(Duration::from_millis(150)), "150.0ms");
+        assert_eq!(human(Duration::from_millis(1500)), "1.50s");
+    }
+}

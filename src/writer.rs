@@ -1,0 +1,347 @@
+//! The writer: the in-sandbox side that hands a call to the runner and waits for the answer
+//! (hop 1). It touches the relay dir directly, as the real writer inside the sandbox does.
+//!
+//! One call: claim the file id (collisions refused), arm the response wait, publish the
+//! request atomically, then check-and-wait until the answer appears or the deadline passes
+//! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
+//! the first check closes the created-before-armed race.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::events::{EventKind, EventSink, FailKind};
+use crate::fsio::{publish_atomic, remove_if_present};
+use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
+use crate::source::{DirWatch, ErrorOnce, Seen, Signal, SourceHealth, WatchFilter, Wake};
+
+/// The writer deadline of SPEC §2.
+pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
+    match tool_timeout {
+        Some(t) => t + Duration::from_secs(10),
+        None => Duration::from_secs(60),
+    }
+}
+
+/// How the writer learns that its answer is there.
+pub trait ResponseWaiter: Send + Sync {
+    /// Registers interest in `res_name`; must be called before the first check.
+    fn arm(&self, res_name: &str) -> Armed;
+    /// The longest wait between two checks (the poll interval or safety timer).
+    fn interval(&self) -> Duration;
+    fn close(&self);
+    fn health(&self) -> SourceHealth;
+}
+
+#[derive(Default)]
+struct SlotMap {
+    waits: HashMap<String, Arc<Signal>>,
+    closed: bool,
+}
+
+/// The armed waits of one writer, by response name.
+#[derive(Default, Clone)]
+struct Slots(Arc<Mutex<SlotMap>>);
+
+impl Slots {
+    fn arm(&self, res_name: &str) -> Armed {
+        let signal = Arc::new(Signal::new());
+        let mut g = self.0.lock().expect("slots poisoned");
+        if g.closed {
+            // Armed after close: resolves as Closed at once.
+            signal.close();
+        }
+        g.waits.insert(res_name.to_owned(), signal.clone());
+        Armed { signal, slots: self.clone(), name: res_name.to_owned() }
+    }
+
+    fn raise(&self, seen: Seen<'_>) {
+        let slots = &self.0.lock().expect("slots poisoned").waits;
+        match seen {
+            Seen::Name(n) => {
+                if let Some(sig) = slots.get(n) {
+                    sig.raise();
+                }
+            }
+            Seen::Rescan => slots.values().for_each(|sig| sig.raise()),
+        }
+    }
+
+    fn close(&self) {
+        let mut g = self.0.lock().expect("slots poisoned");
+        g.closed = true;
+        g.waits.values().for_each(|sig| sig.close());
+    }
+}
+
+/// One call's armed wait; unregisters itself when dropped.
+pub struct Armed {
+    signal: Arc<Signal>,
+    slots: Slots,
+    name: String,
+}
+
+impl Armed {
+    pub async fn wait(&self, timeout: Duration) -> Wake {
+        self.signal.wait(timeout).await
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        self.slots.0.lock().expect("slots poisoned").waits.remove(&self.name);
+    }
+}
+
+/// Poll-only writer: check every `interval`.
+pub struct PollWaiter {
+    interval: Duration,
+    slots: Slots,
+}
+
+impl PollWaiter {
+    pub fn new(interval: Duration) -> PollWaiter {
+        PollWaiter { interval, slots: Slots::default() }
+    }
+}
+
+impl ResponseWaiter for PollWaiter {
+    fn arm(&self, res_name: &str) -> Armed {
+        self.slots.arm(res_name)
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn close(&self) {
+        self.slots.close();
+    }
+    fn health(&self) -> SourceHealth {
+        SourceHealth::default()
+    }
+}
+
+/// Watch-assisted writer: one directory watch per relay dir, waking exactly the call whose
+/// response name appeared (every call on a rescan); `interval` stays as the safety timer.
+pub struct WatchWaiter {
+    slots: Slots,
+    watch: Option<DirWatch>,
+    errors: Arc<ErrorOnce>,
+    interval: Duration,
+}
+
+impl WatchWaiter {
+    pub fn new(dir: &std::path::Path, safety_interval: Duration) -> WatchWaiter {
+        let slots = Slots::default();
+        let errors = Arc::new(ErrorOnce::default());
+        let s = slots.clone();
+        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| s.raise(seen)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                let msg = format!("could not arm response watch on {}: {e}; polling only", dir.display());
+                errors.record(msg.clone());
+                errors.degrade(msg);
+                None
+            }
+        };
+        WatchWaiter { slots, watch, errors, interval: safety_interval }
+    }
+}
+
+impl ResponseWaiter for WatchWaiter {
+    fn arm(&self, res_name: &str) -> Armed {
+        self.slots.arm(res_name)
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn close(&self) {
+        if let Some(w) = &self.watch {
+            w.disarm();
+        }
+        self.slots.close();
+    }
+    fn health(&self) -> SourceHealth {
+        self.errors.health()
+    }
+}
+
+/// One call to make.
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    pub id: String,
+    pub tool: String,
+    /// Raw JSON args, `None` for `{}`.
+    pub args: Option<String>,
+    pub intended: Instant,
+    pub warmup: bool,
+    pub deadline: Duration,
+}
+
+/// How a call ended, from the writer's side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallEnd {
+    Answered(Response),
+    Failed(FailKind),
+}
+
+/// The writer of one relay dir.
+pub struct Writer {
+    pub sandbox: u32,
+    pub dir: PathBuf,
+    pub waiter: Box<dyn ResponseWaiter>,
+    pub events: EventSink,
+    ids: Mutex<IdRegistry>,
+}
+
+impl Writer {
+    pub fn new(sandbox: u32, dir: PathBuf, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
+        Writer { sandbox, dir, waiter, events, ids: Mutex::new(IdRegistry::default()) }
+    }
+
+    pub async fn call(&self, spec: CallSpec) -> CallEnd {
+        let (sb, id, ev) = (self.sandbox, spec.id.as_str(), &self.events);
+        ev.emit(sb, id, EventKind::Started { intended: spec.intended, warmup: spec.warmup });
+        let claimed = self.ids.lock().expect("id registry poisoned").claim(id);
+        let file_id = match claimed {
+            Ok(f) => f,
+            Err(e) => {
+                ev.notice(sb, e.to_string());
+                ev.emit(sb, id, EventKind::Failed { why: FailKind::IdCollision });
+                return CallEnd::Failed(FailKind::IdCollision);
+            }
+        };
+        let end = self.exchange(&spec, &file_id).await;
+        self.ids.lock().expect("id registry poisoned").release(&file_id);
+        match &end {
+            CallEnd::Answered(r) => ev.emit(sb, id, EventKind::AnswerRead { outcome: r.outcome() }),
+            CallEnd::Failed(why) => ev.emit(sb, id, EventKind::Failed { why: *why }),
+        }
+        end
+    }
+
+    async fn exchange(&self, spec: &CallSpec, file_id: &str) -> CallEnd {
+        let (sb, id, ev) = (self.sandbox, spec.id.as_str(), &self.events);
+        let (req, res) = (req_name(file_id), res_name(file_id));
+        let body = match Request::new(&spec.tool, id, spec.args.as_deref()) {
+            Ok(r) => r.encode(),
+            Err(e) => {
+                ev.notice(sb, format!("call {id:?}: {e}"));
+                return CallEnd::Failed(FailKind::PublishError);
+            }
+        };
+        let armed = self.waiter.arm(&res);
+        let deadline = Instant::now() + spec.deadline;
+        ev.emit(sb, id, EventKind::Requesting);
+        if let Err(e) = publish_atomic(&self.dir, &req, &body) {
+            ev.notice(sb, format!("cannot publish request {id:?}: {e}"));
+            // Announced but never visible: close the pairing as the runner cannot answer.
+            return CallEnd::Failed(FailKind::PublishError);
+        }
+        ev.emit(sb, id, EventKind::Published);
+        let res_path = self.dir.join(&res);
+        loop {
+            match std::fs::read(&res_path) {
+                Ok(bytes) => {
+                    let _ = remove_if_present(&res_path);
+                    let _ = remove_if_present(&self.dir.join(&req));
+                    return match Response::decode(&bytes) {
+                        Ok(r) => CallEnd::Answered(r),
+                        Err(e) => {
+                            ev.notice(sb, format!("malformed answer for {id:?}: {e}; treated as an error"));
+                            CallEnd::Answered(Response::Error(e.to_string()))
+                        }
+                    };
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => ev.notice(sb, format!("cannot read answer for {id:?}: {e}; retrying")),
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let _ = remove_if_present(&self.dir.join(&req));
+                return CallEnd::Failed(FailKind::Timeout);
+            }
+            let wait = self.waiter.interval().min(deadline - now);
+            if armed.wait(wait).await == Wake::Closed {
+                return CallEnd::Failed(FailKind::Interrupted);
+            }
+        }
+    }
+
+    pub fn close(&self) {
+        self.waiter.close();
+    }
+
+    pub fn health(&self) -> SourceHealth {
+        self.waiter.health()
+    }
+
+    /// Calls in flight (claimed file ids).
+    pub fn in_flight(&self) -> usize {
+        self.ids.lock().expect("id registry poisoned").len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_rule() {
+        assert_eq!(writer_deadline(None), Duration::from_secs(60));
+        assert_eq!(writer_deadline(Some(Duration::from_secs(5))), Duration::from_secs(15));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_call_times_out_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, rx) = EventSink::channel();
+        let w = Writer::new(0, dir.path().to_path_buf(), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+        let spec = CallSpec {
+            id: "lonely".into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(2),
+        };
+        assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
+        assert!(crate::fsio::relay_files(dir.path()).unwrap().is_empty(), "request removed at timeout");
+        drop(w);
+        let kinds: Vec<_> = rx.try_iter().collect();
+        assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e) if e.kind == EventKind::Failed { why: FailKind::Timeout })));
+    }
+
+    #[tokio::test]
+    async fn colliding_ids_are_refused_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, _rx) = EventSink::channel();
+        let w = Arc::new(Writer::new(
+            0,
+            dir.path().to_path_buf(),
+            Box::new(PollWaiter::new(Duration::from_millis(20))),
+            sink,
+        ));
+        let spec = |id: &str| CallSpec {
+            id: id.into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_millis(500),
+        };
+        let first = {
+            let w = w.clone();
+            let s = spec("a/b");
+            tokio::spawn(async move { w.call(s).await })
+        };
+        while w.in_flight() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
+        assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
+    }
+}
