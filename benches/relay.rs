@@ -1,1 +1,178 @@
-fn main(){}
+//! `cargo bench`: the suite's own costs and one local relay round trip per strategy.
+//!
+//! - `protocol/*`: encoding and decoding the relay's bytes.
+//! - `record/*`: what recording one call's timeline costs. `emit_one_call` is what the
+//!   measured tasks pay (four sends: two intents, two timeline halves; about 100 ns each);
+//!   `ingest_one_call` is the recorder thread's share (pairing, joining the halves, six HDR
+//!   records). Criterion runs millions of calls, so the pairing set is large and cold here.
+//! - `round_trip/*`: one call through a real runner and writer on a temp dir, per strategy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, RunnerSide, WriterSide};
+use relay_bench::handler::HandlerModel;
+use relay_bench::host::LocalHost;
+use relay_bench::protocol::{Outcome, Request, Response};
+use relay_bench::recorder::Recorder;
+use relay_bench::relay::Relay;
+use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
+use relay_bench::writer::CallEnd;
+use tokio::time::Instant;
+
+fn protocol(c: &mut Criterion) {
+    let mut g = c.benchmark_group("protocol");
+    let req = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap();
+    let bytes = req.encode();
+    g.bench_function("encode_request", |b| b.iter(|| black_box(&req).encode()));
+    g.bench_function("decode_request", |b| {
+        b.iter(|| Request::decode(black_box(&bytes)).unwrap())
+    });
+    let res = Response::Ok("x".repeat(256));
+    let res_bytes = res.encode();
+    g.bench_function("encode_response", |b| b.iter(|| black_box(&res).encode()));
+    g.bench_function("decode_response", |b| {
+        b.iter(|| Response::decode(black_box(&res_bytes)).unwrap())
+    });
+    g.finish();
+}
+
+/// The four events of one call, as the writer and runner send them.
+fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
+    // The writer makes a call's id once; every event shares it.
+    let id: CallId = format!("t{n}-c0").into();
+    let at = |us: u64| t0 + Duration::from_micros(n * 100 + us);
+    sink.emit(0, &id, EventKind::Requesting);
+    sink.emit(0, &id, EventKind::Answering);
+    let runner = RunnerSide {
+        woke: at(3),
+        picked: at(4),
+        handler_start: at(5),
+        handler_end: at(9),
+        answered: Some(at(10)),
+    };
+    sink.emit_at(at(10), 0, &id, EventKind::Runner(runner));
+    let writer = WriterSide {
+        intended: at(0),
+        started: at(1),
+        warmup: false,
+        published: Some(at(2)),
+        read: Some(at(12)),
+        outcome: CallOutcome::Answered(Outcome::Ok),
+    };
+    sink.emit_at(at(12), 0, &id, EventKind::Writer(writer));
+}
+
+fn record(c: &mut Criterion) {
+    let mut g = c.benchmark_group("record");
+    let t0 = Instant::now();
+    // What the measured tasks pay: four sends per call (half on the writer, half on the runner).
+    g.bench_function("emit_one_call", |b| {
+        let (sink, rx) = EventSink::channel();
+        let mut n = 0u64;
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                n += 1;
+                let start = std::time::Instant::now();
+                emit_call(&sink, n, t0);
+                spent += start.elapsed();
+                rx.try_iter().for_each(drop);
+            }
+            spent
+        })
+    });
+    // What the recorder thread pays: receive, pair, join the halves, fold into histograms.
+    g.bench_function("ingest_one_call", |b| {
+        let (sink, rx) = EventSink::channel();
+        let mut recorder = Recorder::default();
+        let mut n = 0u64;
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                n += 1;
+                emit_call(&sink, n, t0);
+                let start = std::time::Instant::now();
+                for msg in rx.try_iter() {
+                    recorder.ingest(msg);
+                }
+                spent += start.elapsed();
+            }
+            spent
+        })
+    });
+    g.finish();
+}
+
+fn round_trip(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ms = Duration::from_millis;
+    let cases: [(&str, RunnerStrategy, WriterStrategy); 3] = [
+        (
+            "poll_300ms",
+            RunnerStrategy::poll_default(),
+            WriterStrategy::Poll { interval: ms(300) },
+        ),
+        (
+            "poll_50ms",
+            RunnerStrategy::Poll {
+                interval: ms(50),
+                idle_polls: 5,
+                max_interval: ms(50),
+            },
+            WriterStrategy::Poll { interval: ms(50) },
+        ),
+        (
+            "watch",
+            RunnerStrategy::watch_default(),
+            WriterStrategy::Watch {
+                safety_interval: ms(300),
+            },
+        ),
+    ];
+    let mut g = c.benchmark_group("round_trip");
+    g.sample_size(10)
+        .warm_up_time(ms(500))
+        .measurement_time(Duration::from_secs(4));
+    for (name, runner, writer) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, _rx) = EventSink::channel();
+        let handler = Arc::new(HandlerModel {
+            duration: Duration::ZERO,
+            duration_max: Duration::ZERO,
+            ..Default::default()
+        });
+        let mut relay = rt.block_on(async {
+            Relay::start(
+                0,
+                dir.path(),
+                Arc::new(LocalHost::new(dir.path())),
+                &runner,
+                &writer,
+                handler,
+                &sink,
+            )
+        });
+        let mut n = 0u64;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                n += 1;
+                let end = rt.block_on(relay.call(&format!("c{n}"), None, Duration::from_secs(30)));
+                assert!(matches!(end, CallEnd::Answered(_)), "{end:?}");
+            })
+        });
+        rt.block_on(relay.stop(Instant::now() + Duration::from_secs(10)))
+            .unwrap();
+        // Events of the benchmark are not recorded; drop them as they come.
+        drop(sink);
+    }
+    g.finish();
+}
+
+criterion_group!(benches, protocol, record, round_trip);
+criterion_main!(benches);

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::fsio::publish_atomic;
+use crate::fsio::temp_name;
 use crate::recorder::{new_histogram, LatencyStats};
 use crate::source::{DirWatch, ErrorOnce, Seen, WatchFilter};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Calibration {
-    /// Atomic publication of a request (temp write + rename) -> the watcher's callback (µs).
+    /// A request's rename onto its final name -> the watcher's callback (µs).
     pub inotify_rename_us: LatencyStats,
     /// A 1 ms tokio sleep's overshoot (µs).
     pub timer_overshoot_1ms_us: LatencyStats,
@@ -31,24 +31,35 @@ fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
 
 /// Measures the floor with `samples` of each probe in a scratch dir under `root`.
 pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {
-    let dir = tempfile::Builder::new().prefix("relay-bench-calibration-").tempdir_in(root)?;
+    let dir = tempfile::Builder::new()
+        .prefix("relay-bench-calibration-")
+        .tempdir_in(root)?;
     let path = dir.path().to_path_buf();
 
     let (tx, rx) = std::sync::mpsc::channel::<Instant>();
     let tx = std::sync::Mutex::new(tx);
-    let watch = DirWatch::arm(&path, WatchFilter::Requests, Arc::new(ErrorOnce::default()), move |seen| {
-        if let Seen::Name(_) = seen {
-            let _ = tx.lock().expect("calibration channel").send(Instant::now());
-        }
-    })
+    let watch = DirWatch::arm(
+        &path,
+        WatchFilter::Requests,
+        Arc::new(ErrorOnce::default()),
+        move |seen| {
+            if let Seen::Name(_) = seen {
+                let _ = tx.lock().expect("calibration channel").send(Instant::now());
+            }
+        },
+    )
     .map_err(std::io::Error::other)?;
     let mut inotify = new_histogram();
     let mut missed = 0;
     for i in 0..samples {
         let name = format!("cal-{i}.req.json");
-        // Timed from before the rename: the event is often queued before the call returns.
+        // A rename is reported twice (the new name, then the from/to pair): drop leftovers.
+        while rx.try_recv().is_ok() {}
+        // Timed from just before the rename: the event is often queued before it returns.
+        let tmp = path.join(temp_name(&name));
+        std::fs::write(&tmp, b"{}")?;
         let before = Instant::now();
-        publish_atomic(&path, &name, b"{}")?;
+        std::fs::rename(&tmp, path.join(&name))?;
         match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(at) => record(&mut inotify, at.saturating_duration_since(before)),
             Err(_) => missed += 1,
@@ -61,7 +72,10 @@ pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration
     for _ in 0..samples {
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(1)).await;
-        record(&mut timer, t0.elapsed().saturating_sub(Duration::from_millis(1)));
+        record(
+            &mut timer,
+            t0.elapsed().saturating_sub(Duration::from_millis(1)),
+        );
     }
 
     for i in 0..16 {

@@ -7,16 +7,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::events::EventSink;
 use crate::fsio::{relay_files, sweep_stale};
 use crate::host::{Host, RequestCounts};
 use crate::recorder::Recorder;
-use crate::runner::{Runner, RunnerReport};
+use crate::relay::Relay;
+use crate::runner::RunnerReport;
 use crate::scenario::{CaseSpec, Scenario};
-use crate::source::{ActivitySource, Signal};
+use crate::source::Signal;
 use crate::summary::CaseResult;
 use crate::units::human;
 use crate::writer::{writer_deadline, CallSpec, Writer};
@@ -29,7 +29,10 @@ const STOP_BOUND: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("cannot prepare relay dirs under {root}: {source}")]
-    Setup { root: String, source: std::io::Error },
+    Setup {
+        root: String,
+        source: std::io::Error,
+    },
     #[error("the pacer thread failed: {0}")]
     Pacer(String),
     #[error("the recorder thread failed: {0}")]
@@ -49,23 +52,25 @@ pub async fn run_case(
     progress: Progress,
 ) -> Result<CaseResult, EngineError> {
     let wl = &scenario.workload;
-    let setup_err = |source| EngineError::Setup { root: relay_root.display().to_string(), source };
+    let setup_err = |source| EngineError::Setup {
+        root: relay_root.display().to_string(),
+        source,
+    };
     let root = tempfile::Builder::new()
         .prefix(&format!("relay-bench-{}-", case.name))
         .tempdir_in(relay_root)
         .map_err(setup_err)?;
 
     let (sink, rx) = EventSink::channel();
+    let slots = wl.schedule();
+    let recorder = Recorder::with_capacity(slots.len());
     let recorder = std::thread::Builder::new()
         .name("relay-bench-recorder".into())
-        .spawn(move || Recorder::run(rx))
+        .spawn(move || recorder.drain(rx))
         .map_err(setup_err)?;
 
     let handler = Arc::new(scenario.handler.clone());
-    let mut hosts: Vec<Arc<dyn Host>> = Vec::new();
-    let mut sources: Vec<Arc<dyn ActivitySource>> = Vec::new();
-    let mut writers: Vec<Arc<Writer>> = Vec::new();
-    let mut runners = JoinSet::new();
+    let mut relays: Vec<Relay> = Vec::new();
     let mut dirs = Vec::new();
     for sandbox in 0..wl.sandboxes {
         let dir = root.path().join(format!("sandbox-{sandbox}"));
@@ -75,23 +80,19 @@ pub async fn run_case(
             sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
         }
         let host = case.host.build(&dir);
-        let (source, schedule) = case.runner.build(&dir);
-        runners.spawn(
-            Runner {
-                sandbox,
-                host: host.clone(),
-                source: source.clone(),
-                schedule,
-                handler: handler.clone(),
-                events: sink.clone(),
-            }
-            .run(),
-        );
-        writers.push(Arc::new(Writer::new(sandbox, dir.clone(), case.writer.build(&dir), sink.clone())));
-        hosts.push(host);
-        sources.push(source);
+        relays.push(Relay::start(
+            sandbox,
+            &dir,
+            host,
+            &case.runner,
+            &case.writer,
+            handler.clone(),
+            &sink,
+        ));
         dirs.push(dir);
     }
+    let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
+    let writers: Vec<Arc<Writer>> = relays.iter().map(|r| r.writer.clone()).collect();
     let counts = |hosts: &[Arc<dyn Host>]| {
         let mut c = RequestCounts::default();
         hosts.iter().for_each(|h| c.add(&h.counts()));
@@ -99,9 +100,11 @@ pub async fn run_case(
     };
 
     // Pace the calls open-loop.
-    let slots = wl.schedule();
     let deadline = writer_deadline(wl.tool_timeout);
-    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
+    let args = Some(format!(
+        "{{\"payload\":\"{}\"}}",
+        crate::handler::filler(wl.payload_bytes)
+    ));
     let done = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now() + LEAD;
     tokio::time::sleep_until(epoch).await;
@@ -110,7 +113,8 @@ pub async fn run_case(
         let (done, total, name) = (done.clone(), slots.len(), case.name.clone());
         let length = wl.duration;
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
+            let mut tick =
+                tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
             loop {
                 tick.tick().await;
                 let n = done.load(Ordering::Relaxed);
@@ -127,26 +131,36 @@ pub async fn run_case(
     let total = slots.len();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut pacer = {
-        let (handle, writers, interrupt, done) = (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone(), done.clone());
+        let (handle, writers, interrupt, done) = (
+            tokio::runtime::Handle::current(),
+            writers.clone(),
+            interrupt.clone(),
+            done.clone(),
+        );
         let epoch_std = epoch.into_std();
         tokio::task::spawn_blocking(move || {
-            crate::pacer::pace(&slots, epoch_std, || interrupt.is_closed(), |slot, at| {
-                let writer = writers[slot.sandbox as usize].clone();
-                let spec = CallSpec {
-                    id: slot.call_id(),
-                    tool: "bench".into(),
-                    args: args.clone(),
-                    intended: Instant::from_std(at),
-                    warmup: slot.warmup,
-                    deadline,
-                };
-                let (done, done_tx) = (done.clone(), done_tx.clone());
-                handle.spawn(async move {
-                    writer.call(spec).await;
-                    done.fetch_add(1, Ordering::Relaxed);
-                    let _ = done_tx.send(());
-                });
-            })
+            crate::pacer::pace(
+                &slots,
+                epoch_std,
+                || interrupt.is_closed(),
+                |slot, at| {
+                    let writer = writers[slot.sandbox as usize].clone();
+                    let spec = CallSpec {
+                        id: slot.call_id(),
+                        tool: "bench".into(),
+                        args: args.clone(),
+                        intended: Instant::from_std(at),
+                        warmup: slot.warmup,
+                        deadline,
+                    };
+                    let (done, done_tx) = (done.clone(), done_tx.clone());
+                    handle.spawn(async move {
+                        writer.call(spec).await;
+                        done.fetch_add(1, Ordering::Relaxed);
+                        let _ = done_tx.send(());
+                    });
+                },
+            )
         })
     };
 
@@ -178,37 +192,41 @@ pub async fn run_case(
     }
 
     // Stop the runners and let their handlers finish.
-    sources.iter().for_each(|s| s.close());
     let mut reports: Vec<RunnerReport> = Vec::new();
     let stop_deadline = Instant::now() + STOP_BOUND;
-    while let Ok(Some(r)) = tokio::time::timeout_at(stop_deadline, runners.join_next()).await {
-        match r {
+    for relay in &mut relays {
+        match relay.stop(stop_deadline).await {
             Ok(rep) => reports.push(rep),
-            Err(e) => sink.notice(u32::MAX, format!("a runner task failed: {e}")),
+            Err(e) => sink.notice(relay.sandbox, e),
         }
     }
-    if !runners.is_empty() {
-        sink.notice(u32::MAX, format!("{} runner(s) did not stop within {}s; aborted", runners.len(), STOP_BOUND.as_secs()));
-        runners.abort_all();
-    }
-    let leftover: u64 = dirs.iter().map(|d| relay_files(d).map_or(0, |f| f.len() as u64)).sum();
-    let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.health.degraded.clone()).collect();
+    let leftover: u64 = dirs
+        .iter()
+        .map(|d| relay_files(d).map_or(0, |f| f.len() as u64))
+        .sum();
+    let mut degraded: Vec<String> = reports
+        .iter()
+        .filter_map(|r| r.health.degraded.clone())
+        .collect();
     degraded.extend(writers.iter().filter_map(|w| w.health().degraded));
-    writers.iter().for_each(|w| w.close());
-    drop(writers);
+    drop((writers, relays));
     drop(sink);
     let recording = tokio::task::spawn_blocking(move || recorder.join())
         .await
         .map_err(|e| EngineError::Recorder(e.to_string()))?
         .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
 
-    let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
+    let window = end
+        .saturating_duration_since(epoch)
+        .max(Duration::from_millis(1));
     let used = after.minus(&before);
     // Rates are per relay dir (one sandbox's active turn), as SPEC §5 states them.
     let per_min = |n: u64| n as f64 * 60.0 / window.as_secs_f64() / f64::from(wl.sandboxes.max(1));
     let mut r = CaseResult {
         case: case.name.clone(),
-        host: hosts.first().map_or_else(|| case.host.name().to_owned(), |h| h.label()),
+        host: hosts
+            .first()
+            .map_or_else(|| case.host.name().to_owned(), |h| h.label()),
         strategy: case.runner.name().into(),
         strategy_params: case.runner.params(),
         writer: case.writer.name().into(),

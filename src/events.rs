@@ -1,42 +1,65 @@
 //! Per-call events: what the writers and runners say happened, on one channel.
 //!
-//! Emitting an event is a timestamp and a channel send (no lock, no I/O); the recorder
-//! thread on the other end does the bookkeeping. The "intent" events (`Requesting` before
-//! the request rename, `Answering` before the answer rename) are what the pairing check
-//! reads: each is sent before the file it announces can be seen by the other side, so the
-//! channel carries them in causal order whichever thread sends first.
+//! A call costs four sends in all. Each side keeps its own timestamps in local variables
+//! and sends its half of the timeline once ([`WriterSide`], [`RunnerSide`]); the recorder
+//! joins the halves. Besides, each side sends an intent event just before its rename
+//! (`Requesting` for the request, `Answering` for the answer): these are what the pairing
+//! check reads, and since each is sent before the file it announces can be seen by the
+//! other side, the channel carries them in causal order whichever thread sends first.
 
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use crate::protocol::Outcome;
 
-/// Identifies a call within a case: the sandbox (relay dir) and the call id.
-pub type CallKey = (u32, Box<str>);
+/// A call id, shared by every event of the call (one allocation per call, not per event).
+pub type CallId = Arc<str>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
-    /// The writer began the call; `at` is the actual start.
-    Started { intended: Instant, warmup: bool },
     /// The writer is about to publish the request (pairing: a request).
     Requesting,
-    /// The request's rename completed.
-    Published,
-    /// The runner's wait returned before the scan that found this request (`at` = wake).
-    Woke,
-    /// The runner read and deleted the request.
-    PickedUp,
-    HandlerStart,
-    HandlerEnd,
     /// The runner is about to publish its answer (pairing: a response).
     Answering,
-    /// The answer's rename completed.
-    Answered,
-    /// The writer read the answer.
-    AnswerRead { outcome: Outcome },
-    /// The writer gave up on the call.
-    Failed { why: FailKind },
+    /// The writer's half of the timeline, sent once when the call ends.
+    Writer(WriterSide),
+    /// The runner's half of the timeline, sent once when its answer is out.
+    Runner(RunnerSide),
+}
+
+/// How a call ended for the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    Answered(Outcome),
+    Failed(FailKind),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriterSide {
+    /// When the pacer meant the call to start (latency is timed from here).
+    pub intended: Instant,
+    /// When the writer actually started it.
+    pub started: Instant,
+    pub warmup: bool,
+    /// When the request's rename completed.
+    pub published: Option<Instant>,
+    /// When the writer had read the answer.
+    pub read: Option<Instant>,
+    pub outcome: CallOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunnerSide {
+    /// When the runner's wait returned before the scan that found the request.
+    pub woke: Instant,
+    /// When the request was read and deleted.
+    pub picked: Instant,
+    pub handler_start: Instant,
+    pub handler_end: Instant,
+    /// When the answer's rename completed (`None`: it could not be published).
+    pub answered: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +89,7 @@ impl FailKind {
 pub struct Event {
     pub at: Instant,
     pub sandbox: u32,
-    pub call: Box<str>,
+    pub call: CallId,
     pub kind: EventKind,
 }
 
@@ -96,14 +119,19 @@ impl EventSink {
     }
 
     #[inline]
-    pub fn emit(&self, sandbox: u32, call: &str, kind: EventKind) {
+    pub fn emit(&self, sandbox: u32, call: &CallId, kind: EventKind) {
         self.emit_at(Instant::now(), sandbox, call, kind);
     }
 
     #[inline]
-    pub fn emit_at(&self, at: Instant, sandbox: u32, call: &str, kind: EventKind) {
+    pub fn emit_at(&self, at: Instant, sandbox: u32, call: &CallId, kind: EventKind) {
         // A closed recorder means the case is over; late events have nowhere to go.
-        let _ = self.tx.send(Msg::Call(Event { at, sandbox, call: call.into(), kind }));
+        let _ = self.tx.send(Msg::Call(Event {
+            at,
+            sandbox,
+            call: call.clone(),
+            kind,
+        }));
     }
 
     pub fn notice(&self, sandbox: u32, what: String) {

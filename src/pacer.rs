@@ -82,7 +82,13 @@ impl Workload {
             let offset = Duration::from_secs_f64(t);
             let sandbox = (turn % self.sandboxes as u64) as u32;
             for index in 0..self.calls_per_turn {
-                out.push(Slot { offset, sandbox, turn, index, warmup: offset < self.warmup });
+                out.push(Slot {
+                    offset,
+                    sandbox,
+                    turn,
+                    index,
+                    warmup: offset < self.warmup,
+                });
             }
             turn += 1;
         }
@@ -139,7 +145,9 @@ mod tests {
     fn constant_batches() {
         let s = wl(Arrival::Constant).schedule();
         assert_eq!(s.len(), 300);
-        assert!(s.chunks(3).all(|b| b.iter().all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
+        assert!(s.chunks(3).all(|b| b
+            .iter()
+            .all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
         assert_eq!(s.iter().filter(|c| c.warmup).count(), 30);
         assert_eq!(s[3].sandbox, 1);
         assert_eq!(s[3].offset, Duration::from_millis(100));
@@ -155,14 +163,24 @@ mod tests {
         let slots = w.schedule();
         let epoch = std::time::Instant::now();
         let mut fired = Vec::new();
-        let (n, stopped) = pace(&slots, epoch, || false, |s, at| {
-            assert!(std::time::Instant::now() >= at, "never early");
-            fired.push(s.turn);
-        });
+        let (n, stopped) = pace(
+            &slots,
+            epoch,
+            || false,
+            |s, at| {
+                assert!(std::time::Instant::now() >= at, "never early");
+                fired.push(s.turn);
+            },
+        );
         assert_eq!((n, stopped), (slots.len(), false));
         assert!(fired.windows(2).all(|p| p[0] <= p[1]));
         let calls = std::cell::Cell::new(0);
-        let (n, stopped) = pace(&slots, std::time::Instant::now(), || calls.get() >= 4, |_, _| calls.set(calls.get() + 1));
+        let (n, stopped) = pace(
+            &slots,
+            std::time::Instant::now(),
+            || calls.get() >= 4,
+            |_, _| calls.set(calls.get() + 1),
+        );
         assert_eq!((n, stopped), (4, true));
     }
 

@@ -4,9 +4,14 @@
 //! it as a pure function over a recorded stream for replay. Breaches are classified,
 //! counted and listed; none is fatal and none is dropped.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::events::CallId;
+use std::hash::Hasher;
+
+use crate::fxhash::{FxHashMap, FxHashSet, FxHasher};
 
 /// One side of the pairing: a request published or a response published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,16 +62,28 @@ pub struct Breach {
     pub call: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Open,
-    Answered,
+/// A call's key in the recorder's and the pairing check's maps: a 128-bit fingerprint of
+/// (sandbox, call id). Copy, 16 bytes, cheap to hash, and holds no reference to the id (two
+/// distinct calls share a key with probability 2^-128).
+pub type CallKey = u128;
+
+pub fn call_key(sandbox: u32, call: &str) -> CallKey {
+    let half = |seed: u64| {
+        let mut h = FxHasher::seeded(seed);
+        h.write_u32(sandbox);
+        h.write(call.as_bytes());
+        h.write_usize(call.len());
+        h.finish()
+    };
+    (u128::from(half(0x243f_6a88_85a3_08d3)) << 64) | u128::from(half(0x1319_8a2e_0370_7344))
 }
 
-/// The pairing state machine over (sandbox, call id) keys.
+/// The pairing state machine. Open calls keep their id (to name them if they end
+/// unanswered); answered calls are remembered by key alone, 16 bytes each.
 #[derive(Debug, Default)]
 pub struct Pairing {
-    state: HashMap<(u32, Box<str>), State>,
+    open: FxHashMap<CallKey, (u32, CallId)>,
+    answered: FxHashSet<CallKey>,
     counts: [u64; 5],
     breaches: Vec<Breach>,
 }
@@ -75,46 +92,64 @@ pub struct Pairing {
 pub const MAX_LISTED: usize = 1000;
 
 impl Pairing {
-    pub fn observe(&mut self, sandbox: u32, call: &str, ev: PairEvent) {
-        let key = (sandbox, Box::<str>::from(call));
-        let breach = match (ev, self.state.get(&key).copied()) {
-            (PairEvent::Request, None) => {
-                self.state.insert(key, State::Open);
-                None
+    /// A state machine sized for about `calls` calls.
+    pub fn with_capacity(calls: usize) -> Pairing {
+        Pairing {
+            answered: FxHashSet::with_capacity_and_hasher(calls, Default::default()),
+            ..Pairing::default()
+        }
+    }
+
+    /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
+    pub fn observe(&mut self, key: CallKey, sandbox: u32, call: CallId, ev: PairEvent) {
+        let breach = match ev {
+            PairEvent::Request => {
+                if self.open.contains_key(&key) {
+                    Some(BreachKind::DuplicateRequest)
+                } else {
+                    let reused = self.answered.remove(&key);
+                    self.open.insert(key, (sandbox, call.clone()));
+                    reused.then_some(BreachKind::ReusedId)
+                }
             }
-            (PairEvent::Request, Some(State::Open)) => Some(BreachKind::DuplicateRequest),
-            (PairEvent::Request, Some(State::Answered)) => {
-                self.state.insert(key, State::Open);
-                Some(BreachKind::ReusedId)
+            PairEvent::Response => {
+                if self.open.remove(&key).is_some() {
+                    self.answered.insert(key);
+                    None
+                } else if self.answered.contains(&key) {
+                    Some(BreachKind::DuplicateResponse)
+                } else {
+                    Some(BreachKind::UnpairedResponse)
+                }
             }
-            (PairEvent::Response, Some(State::Open)) => {
-                self.state.insert(key, State::Answered);
-                None
-            }
-            (PairEvent::Response, Some(State::Answered)) => Some(BreachKind::DuplicateResponse),
-            (PairEvent::Response, None) => Some(BreachKind::UnpairedResponse),
         };
         if let Some(kind) = breach {
-            self.push(kind, sandbox, call);
+            self.push(kind, sandbox, &call);
         }
     }
 
     fn push(&mut self, kind: BreachKind, sandbox: u32, call: &str) {
         self.counts[kind as usize] += 1;
         if self.breaches.len() < MAX_LISTED {
-            self.breaches.push(Breach { kind, sandbox, call: call.to_owned() });
+            self.breaches.push(Breach {
+                kind,
+                sandbox,
+                call: call.to_owned(),
+            });
         }
     }
 
     /// Ends the run: every open request is closed as abandoned.
     pub fn finish(mut self) -> PairingReport {
-        let mut open: Vec<(u32, Box<str>)> =
-            self.state.iter().filter(|(_, s)| **s == State::Open).map(|(k, _)| k.clone()).collect();
+        let mut open: Vec<(u32, CallId)> = self.open.drain().map(|(_, v)| v).collect();
         open.sort();
         for (sandbox, call) in open {
             self.push(BreachKind::UnansweredAtEnd, sandbox, &call);
         }
-        PairingReport { counts: self.counts, breaches: self.breaches }
+        PairingReport {
+            counts: self.counts,
+            breaches: self.breaches,
+        }
     }
 }
 
@@ -136,10 +171,12 @@ impl PairingReport {
 }
 
 /// Replays the pairing rules over a recorded stream of (sandbox, call id, event).
-pub fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
+pub fn check_pairing<'a>(
+    events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>,
+) -> PairingReport {
     let mut p = Pairing::default();
     for (sandbox, call, ev) in events {
-        p.observe(sandbox, call, ev);
+        p.observe(call_key(sandbox, call), sandbox, Arc::from(call), ev);
     }
     p.finish()
 }
@@ -151,29 +188,43 @@ mod tests {
 
     #[test]
     fn balanced_stream_has_no_breach() {
-        let r = check_pairing([(0, "a", Q), (0, "b", Q), (0, "b", R), (0, "a", R), (1, "a", Q), (1, "a", R)]);
+        let r = check_pairing([
+            (0, "a", Q),
+            (0, "b", Q),
+            (0, "b", R),
+            (0, "a", R),
+            (1, "a", Q),
+            (1, "a", R),
+        ]);
         assert_eq!(r.total(), 0);
     }
 
     #[test]
     fn every_breach_kind_is_classified() {
         let r = check_pairing([
-            (0, "x", R),             // unpaired response
+            (0, "x", R), // unpaired response
             (0, "a", Q),
             (0, "a", R),
-            (0, "a", R),             // duplicate response
+            (0, "a", R), // duplicate response
             (0, "b", Q),
-            (0, "b", Q),             // duplicate request
+            (0, "b", Q), // duplicate request
             (0, "b", R),
-            (0, "a", Q),             // reused id (a was answered)
+            (0, "a", Q), // reused id (a was answered)
             (0, "a", R),
-            (0, "c", Q),             // never answered
+            (0, "c", Q), // never answered
         ]);
         for k in BreachKind::ALL {
             assert_eq!(r.count(k), 1, "{k:?}");
         }
         assert_eq!(r.total(), 5);
-        assert_eq!(r.breaches.last().unwrap(), &Breach { kind: BreachKind::UnansweredAtEnd, sandbox: 0, call: "c".into() });
+        assert_eq!(
+            r.breaches.last().unwrap(),
+            &Breach {
+                kind: BreachKind::UnansweredAtEnd,
+                sandbox: 0,
+                call: "c".into()
+            }
+        );
     }
 
     #[test]
@@ -182,7 +233,11 @@ mod tests {
         let mut evs: Vec<(u32, &str, PairEvent)> = ids.iter().map(|i| (0, i.as_str(), Q)).collect();
         evs.extend(ids.iter().rev().take(2).map(|i| (0, i.as_str(), R)));
         let r = check_pairing(evs.clone());
-        assert_eq!(r.count(BreachKind::UnansweredAtEnd), 1, "one of three parallel calls unanswered");
+        assert_eq!(
+            r.count(BreachKind::UnansweredAtEnd),
+            1,
+            "one of three parallel calls unanswered"
+        );
         evs.push((0, ids[0].as_str(), R));
         assert_eq!(check_pairing(evs).total(), 0);
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::events::{EventKind, EventSink};
+use crate::events::{CallId, EventKind, EventSink, RunnerSide};
 use crate::handler::HandlerModel;
 use crate::host::{Host, Purpose};
 use crate::protocol::{classify, file_id_of, res_name, FileKind, Request, Response};
@@ -63,15 +63,18 @@ impl Runner {
             let found = match self.host.list(Purpose::Discovery).await {
                 Ok(names) => {
                     if last_list_error.take().is_some() {
-                        self.events.notice(self.sandbox, "relay dir readable again".into());
+                        self.events
+                            .notice(self.sandbox, "relay dir readable again".into());
                     }
-                    self.scan(names, woke_at, &mut undeleted, &mut handlers, &mut report).await
+                    self.scan(names, woke_at, &mut undeleted, &mut handlers, &mut report)
+                        .await
                 }
                 Err(e) => {
                     report.list_errors += 1;
                     let msg = format!("cannot list relay dir: {e}");
                     if last_list_error.as_deref() != Some(&msg) {
-                        self.events.notice(self.sandbox, format!("{msg}; still polling"));
+                        self.events
+                            .notice(self.sandbox, format!("{msg}; still polling"));
                         last_list_error = Some(msg);
                     }
                     0
@@ -120,7 +123,10 @@ impl Runner {
                 Ok(b) => b,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => {
-                    self.events.notice(self.sandbox, format!("cannot read {name:?}: {e}; will retry"));
+                    self.events.notice(
+                        self.sandbox,
+                        format!("cannot read {name:?}: {e}; will retry"),
+                    );
                     continue;
                 }
             };
@@ -132,30 +138,34 @@ impl Runner {
             }
             match Request::decode(&bytes) {
                 Ok(req) => {
-                    let ev = &self.events;
-                    let (sb, id) = (self.sandbox, req.tool_call_id.as_str());
-                    ev.emit_at(woke_at, sb, id, EventKind::Woke);
-                    ev.emit_at(picked, sb, id, EventKind::PickedUp);
+                    let id: CallId = Arc::from(req.tool_call_id.as_str());
                     let file_id = file_id_of(name).unwrap_or(name).to_owned();
                     handlers.spawn(answer(
                         self.sandbox,
                         self.host.clone(),
                         self.handler.clone(),
                         self.events.clone(),
-                        req.tool_call_id,
+                        id,
                         file_id,
+                        (woke_at, picked),
                     ));
                 }
                 Err(e) => {
                     report.malformed += 1;
                     self.events.notice(
                         self.sandbox,
-                        format!("malformed request {name:?} ({} bytes): {e}; answered with an error", bytes.len()),
+                        format!(
+                            "malformed request {name:?} ({} bytes): {e}; answered with an error",
+                            bytes.len()
+                        ),
                     );
                     let file_id = file_id_of(name).unwrap_or(name);
                     let body = Response::Error(format!("relay-bench runner: {e}")).encode();
                     if let Err(e) = self.host.publish(&res_name(file_id), &body).await {
-                        self.events.notice(self.sandbox, format!("cannot answer malformed {name:?}: {e}"));
+                        self.events.notice(
+                            self.sandbox,
+                            format!("cannot answer malformed {name:?}: {e}"),
+                        );
                     }
                 }
             }
@@ -168,11 +178,17 @@ impl Runner {
         match tokio::time::timeout(DELETE_BOUND, self.host.delete(name)).await {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
-                self.events.notice(self.sandbox, format!("delete of {name:?} failed: {e}; retrying next pass"));
+                self.events.notice(
+                    self.sandbox,
+                    format!("delete of {name:?} failed: {e}; retrying next pass"),
+                );
                 false
             }
             Err(_) => {
-                self.events.notice(self.sandbox, format!("delete of {name:?} exceeded 10 s; retrying next pass"));
+                self.events.notice(
+                    self.sandbox,
+                    format!("delete of {name:?} exceeded 10 s; retrying next pass"),
+                );
                 false
             }
         }
@@ -185,17 +201,37 @@ async fn answer(
     host: Arc<dyn Host>,
     model: Arc<HandlerModel>,
     events: EventSink,
-    call_id: String,
+    call_id: CallId,
     file_id: String,
+    (woke, picked): (Instant, Instant),
 ) {
     let plan = model.plan(&call_id);
-    events.emit(sandbox, &call_id, EventKind::HandlerStart);
+    let handler_start = Instant::now();
     tokio::time::sleep(plan.duration).await;
     let body = model.respond(&call_id, plan.outcome).encode();
-    events.emit(sandbox, &call_id, EventKind::HandlerEnd);
+    let handler_end = Instant::now();
     events.emit(sandbox, &call_id, EventKind::Answering);
-    match host.publish(&res_name(&file_id), &body).await {
-        Ok(()) => events.emit(sandbox, &call_id, EventKind::Answered),
-        Err(e) => events.notice(sandbox, format!("cannot publish answer for {call_id:?}: {e}")),
-    }
+    let answered = match host.publish(&res_name(&file_id), &body).await {
+        Ok(()) => Some(Instant::now()),
+        Err(e) => {
+            events.notice(
+                sandbox,
+                format!("cannot publish answer for {call_id:?}: {e}"),
+            );
+            None
+        }
+    };
+    let at = answered.unwrap_or(handler_end);
+    events.emit_at(
+        at,
+        sandbox,
+        &call_id,
+        EventKind::Runner(RunnerSide {
+            woke,
+            picked,
+            handler_start,
+            handler_end,
+            answered,
+        }),
+    );
 }

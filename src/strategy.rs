@@ -38,7 +38,11 @@ impl HostSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunnerStrategy {
     /// List every `interval`; after `idle_polls` idle polls the delay doubles up to `max_interval`.
-    Poll { interval: Duration, idle_polls: u32, max_interval: Duration },
+    Poll {
+        interval: Duration,
+        idle_polls: u32,
+        max_interval: Duration,
+    },
     /// A directory watch wakes the loop; a list every `safety_interval` races it.
     Watch { safety_interval: Duration },
 }
@@ -55,7 +59,9 @@ impl RunnerStrategy {
     }
 
     pub fn watch_default() -> Self {
-        RunnerStrategy::Watch { safety_interval: Duration::from_millis(300) }
+        RunnerStrategy::Watch {
+            safety_interval: Duration::from_millis(300),
+        }
     }
 
     pub fn name(&self) -> &'static str {
@@ -68,21 +74,37 @@ impl RunnerStrategy {
     /// Parameters as a person reads them.
     pub fn params(&self) -> String {
         match self {
-            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
-                format!("interval {}, x2 after {idle_polls} idle up to {}", human(*interval), human(*max_interval))
+            RunnerStrategy::Poll {
+                interval,
+                idle_polls,
+                max_interval,
+            } => {
+                format!(
+                    "interval {}, x2 after {idle_polls} idle up to {}",
+                    human(*interval),
+                    human(*max_interval)
+                )
             }
-            RunnerStrategy::Watch { safety_interval } => format!("inotify + safety list {}", human(*safety_interval)),
+            RunnerStrategy::Watch { safety_interval } => {
+                format!("inotify + safety list {}", human(*safety_interval))
+            }
         }
     }
 
     pub fn build(&self, dir: &Path) -> (Arc<dyn ActivitySource>, PollSchedule) {
         match self {
-            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
-                (Arc::new(TimerSource::new()), PollSchedule::new(*interval, *idle_polls, *max_interval))
-            }
-            RunnerStrategy::Watch { safety_interval } => {
-                (Arc::new(WatchSource::new(dir)), PollSchedule::fixed(*safety_interval))
-            }
+            RunnerStrategy::Poll {
+                interval,
+                idle_polls,
+                max_interval,
+            } => (
+                Arc::new(TimerSource::new()),
+                PollSchedule::new(*interval, *idle_polls, *max_interval),
+            ),
+            RunnerStrategy::Watch { safety_interval } => (
+                Arc::new(WatchSource::new(dir)),
+                PollSchedule::fixed(*safety_interval),
+            ),
         }
     }
 }
@@ -107,14 +129,18 @@ impl WriterStrategy {
     pub fn params(&self) -> String {
         match self {
             WriterStrategy::Poll { interval } => format!("check every {}", human(*interval)),
-            WriterStrategy::Watch { safety_interval } => format!("inotify + safety check {}", human(*safety_interval)),
+            WriterStrategy::Watch { safety_interval } => {
+                format!("inotify + safety check {}", human(*safety_interval))
+            }
         }
     }
 
     pub fn build(&self, dir: &Path) -> Box<dyn ResponseWaiter> {
         match self {
             WriterStrategy::Poll { interval } => Box::new(PollWaiter::new(*interval)),
-            WriterStrategy::Watch { safety_interval } => Box::new(WatchWaiter::new(dir, *safety_interval)),
+            WriterStrategy::Watch { safety_interval } => {
+                Box::new(WatchWaiter::new(dir, *safety_interval))
+            }
         }
     }
 }

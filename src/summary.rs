@@ -67,13 +67,22 @@ impl Violations {
     pub fn of(p: &PairingReport) -> Violations {
         Violations {
             total: p.total(),
-            by_kind: crate::host::ByKind(BreachKind::ALL.iter().map(|k| (k.name(), p.count(*k))).collect()),
+            by_kind: crate::host::ByKind(
+                BreachKind::ALL
+                    .iter()
+                    .map(|k| (k.name(), p.count(*k)))
+                    .collect(),
+            ),
             listed: p.breaches.clone(),
         }
     }
 
     pub fn count(&self, name: &str) -> u64 {
-        self.by_kind.0.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
+        self.by_kind
+            .0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map_or(0, |(_, v)| *v)
     }
 }
 
@@ -128,7 +137,8 @@ impl CaseResult {
         self.calls.error = c.error;
         self.calls.paused = c.paused;
         self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision);
-        self.calls.duplicated = rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
+        self.calls.duplicated = rec.pairing.count(BreachKind::DuplicateResponse)
+            + rec.pairing.count(BreachKind::DuplicateRequest);
         self.calls.timeout = c.timeout;
         self.calls.id_collision = c.id_collision;
         self.calls.publish_error = c.publish_error;
@@ -184,7 +194,10 @@ impl CaseResult {
 
     /// Evaluates the gates and sets `pass`. An interrupted case never passes.
     pub fn judge(&mut self, gates: &[Gate]) {
-        self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.gates = gates
+            .iter()
+            .map(|g| g.evaluate(self.metric(g.metric)))
+            .collect();
         self.pass = !self.interrupted && self.gates.iter().all(|g| g.pass);
     }
 }
@@ -215,10 +228,15 @@ pub struct Summary {
 
 impl Summary {
     pub fn tool() -> Tool {
-        Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") }
+        Tool {
+            name: env!("CARGO_PKG_NAME"),
+            version: env!("CARGO_PKG_VERSION"),
+        }
     }
 
     pub fn recompute_pass(&mut self) {
-        self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
+        self.pass = !self.interrupted
+            && self.cases_not_run.is_empty()
+            && self.results.iter().all(|r| r.pass);
     }
 }

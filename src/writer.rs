@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::events::{EventKind, EventSink, FailKind};
+use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
 use crate::fsio::{publish_atomic, remove_if_present};
 use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
-use crate::source::{DirWatch, ErrorOnce, Seen, Signal, SourceHealth, WatchFilter, Wake};
+use crate::source::{DirWatch, ErrorOnce, Seen, Signal, SourceHealth, Wake, WatchFilter};
 
 /// The writer deadline of SPEC §2.
 pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
@@ -56,7 +56,11 @@ impl Slots {
             signal.close();
         }
         g.waits.insert(res_name.to_owned(), signal.clone());
-        Armed { signal, slots: self.clone(), name: res_name.to_owned() }
+        Armed {
+            signal,
+            slots: self.clone(),
+            name: res_name.to_owned(),
+        }
     }
 
     fn raise(&self, seen: Seen<'_>) {
@@ -93,7 +97,12 @@ impl Armed {
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        self.slots.0.lock().expect("slots poisoned").waits.remove(&self.name);
+        self.slots
+            .0
+            .lock()
+            .expect("slots poisoned")
+            .waits
+            .remove(&self.name);
     }
 }
 
@@ -105,7 +114,10 @@ pub struct PollWaiter {
 
 impl PollWaiter {
     pub fn new(interval: Duration) -> PollWaiter {
-        PollWaiter { interval, slots: Slots::default() }
+        PollWaiter {
+            interval,
+            slots: Slots::default(),
+        }
     }
 }
 
@@ -138,16 +150,26 @@ impl WatchWaiter {
         let slots = Slots::default();
         let errors = Arc::new(ErrorOnce::default());
         let s = slots.clone();
-        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| s.raise(seen)) {
+        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| {
+            s.raise(seen)
+        }) {
             Ok(w) => Some(w),
             Err(e) => {
-                let msg = format!("could not arm response watch on {}: {e}; polling only", dir.display());
+                let msg = format!(
+                    "could not arm response watch on {}: {e}; polling only",
+                    dir.display()
+                );
                 errors.record(msg.clone());
                 errors.degrade(msg);
                 None
             }
         };
-        WatchWaiter { slots, watch, errors, interval: safety_interval }
+        WatchWaiter {
+            slots,
+            watch,
+            errors,
+            interval: safety_interval,
+        }
     }
 }
 
@@ -198,35 +220,70 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn new(sandbox: u32, dir: PathBuf, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
-        Writer { sandbox, dir, waiter, events, ids: Mutex::new(IdRegistry::default()) }
+    pub fn new(
+        sandbox: u32,
+        dir: PathBuf,
+        waiter: Box<dyn ResponseWaiter>,
+        events: EventSink,
+    ) -> Writer {
+        Writer {
+            sandbox,
+            dir,
+            waiter,
+            events,
+            ids: Mutex::new(IdRegistry::default()),
+        }
     }
 
     pub async fn call(&self, spec: CallSpec) -> CallEnd {
-        let (sb, id, ev) = (self.sandbox, spec.id.as_str(), &self.events);
-        ev.emit(sb, id, EventKind::Started { intended: spec.intended, warmup: spec.warmup });
-        let claimed = self.ids.lock().expect("id registry poisoned").claim(id);
-        let file_id = match claimed {
-            Ok(f) => f,
+        let id: CallId = Arc::from(spec.id.as_str());
+        let mut times = WriterSide {
+            intended: spec.intended,
+            started: Instant::now(),
+            warmup: spec.warmup,
+            published: None,
+            read: None,
+            outcome: CallOutcome::Failed(FailKind::IdCollision),
+        };
+        let claimed = self
+            .ids
+            .lock()
+            .expect("id registry poisoned")
+            .claim(&spec.id);
+        let end = match claimed {
+            Ok(file_id) => {
+                let end = self.exchange(&spec, &id, &file_id, &mut times).await;
+                self.ids
+                    .lock()
+                    .expect("id registry poisoned")
+                    .release(&file_id);
+                end
+            }
             Err(e) => {
-                ev.notice(sb, e.to_string());
-                ev.emit(sb, id, EventKind::Failed { why: FailKind::IdCollision });
-                return CallEnd::Failed(FailKind::IdCollision);
+                self.events.notice(self.sandbox, e.to_string());
+                CallEnd::Failed(FailKind::IdCollision)
             }
         };
-        let end = self.exchange(&spec, &file_id).await;
-        self.ids.lock().expect("id registry poisoned").release(&file_id);
-        match &end {
-            CallEnd::Answered(r) => ev.emit(sb, id, EventKind::AnswerRead { outcome: r.outcome() }),
-            CallEnd::Failed(why) => ev.emit(sb, id, EventKind::Failed { why: *why }),
-        }
+        times.outcome = match &end {
+            CallEnd::Answered(r) => CallOutcome::Answered(r.outcome()),
+            CallEnd::Failed(why) => CallOutcome::Failed(*why),
+        };
+        let at = times.read.unwrap_or_else(Instant::now);
+        self.events
+            .emit_at(at, self.sandbox, &id, EventKind::Writer(times));
         end
     }
 
-    async fn exchange(&self, spec: &CallSpec, file_id: &str) -> CallEnd {
-        let (sb, id, ev) = (self.sandbox, spec.id.as_str(), &self.events);
+    async fn exchange(
+        &self,
+        spec: &CallSpec,
+        id: &CallId,
+        file_id: &str,
+        times: &mut WriterSide,
+    ) -> CallEnd {
+        let (sb, ev) = (self.sandbox, &self.events);
         let (req, res) = (req_name(file_id), res_name(file_id));
-        let body = match Request::new(&spec.tool, id, spec.args.as_deref()) {
+        let body = match Request::new(&spec.tool, &spec.id, spec.args.as_deref()) {
             Ok(r) => r.encode(),
             Err(e) => {
                 ev.notice(sb, format!("call {id:?}: {e}"));
@@ -241,17 +298,21 @@ impl Writer {
             // Announced but never visible: close the pairing as the runner cannot answer.
             return CallEnd::Failed(FailKind::PublishError);
         }
-        ev.emit(sb, id, EventKind::Published);
+        times.published = Some(Instant::now());
         let res_path = self.dir.join(&res);
         loop {
             match std::fs::read(&res_path) {
                 Ok(bytes) => {
+                    times.read = Some(Instant::now());
                     let _ = remove_if_present(&res_path);
                     let _ = remove_if_present(&self.dir.join(&req));
                     return match Response::decode(&bytes) {
                         Ok(r) => CallEnd::Answered(r),
                         Err(e) => {
-                            ev.notice(sb, format!("malformed answer for {id:?}: {e}; treated as an error"));
+                            ev.notice(
+                                sb,
+                                format!("malformed answer for {id:?}: {e}; treated as an error"),
+                            );
                             CallEnd::Answered(Response::Error(e.to_string()))
                         }
                     };
@@ -292,14 +353,22 @@ mod tests {
     #[test]
     fn deadline_rule() {
         assert_eq!(writer_deadline(None), Duration::from_secs(60));
-        assert_eq!(writer_deadline(Some(Duration::from_secs(5))), Duration::from_secs(15));
+        assert_eq!(
+            writer_deadline(Some(Duration::from_secs(5))),
+            Duration::from_secs(15)
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unanswered_call_times_out_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let (sink, rx) = EventSink::channel();
-        let w = Writer::new(0, dir.path().to_path_buf(), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+        let w = Writer::new(
+            0,
+            dir.path().to_path_buf(),
+            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            sink,
+        );
         let spec = CallSpec {
             id: "lonely".into(),
             tool: "t".into(),
@@ -309,10 +378,14 @@ mod tests {
             deadline: Duration::from_secs(2),
         };
         assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
-        assert!(crate::fsio::relay_files(dir.path()).unwrap().is_empty(), "request removed at timeout");
+        assert!(
+            crate::fsio::relay_files(dir.path()).unwrap().is_empty(),
+            "request removed at timeout"
+        );
         drop(w);
         let kinds: Vec<_> = rx.try_iter().collect();
-        assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e) if e.kind == EventKind::Failed { why: FailKind::Timeout })));
+        assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e)
+            if matches!(&e.kind, EventKind::Writer(w) if w.outcome == CallOutcome::Failed(FailKind::Timeout) && w.read.is_none()))));
     }
 
     #[tokio::test]
@@ -341,7 +414,10 @@ mod tests {
         while w.in_flight() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
+        assert_eq!(
+            w.call(spec("a:b")).await,
+            CallEnd::Failed(FailKind::IdCollision)
+        );
         assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
     }
 }

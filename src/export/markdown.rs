@@ -50,7 +50,10 @@ impl Exporter for Markdown {
             s.tool.name, s.scenario_origin, s.tool.version, s.started_at, e.arch, e.kernel, e.cpus, e.relay_fs, e.relay_root, e.build
         );
         if e.build == "debug" {
-            let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
+            let _ = writeln!(
+                o,
+                "> **Warning:** a debug build; its numbers include unoptimized harness code.\n"
+            );
         }
 
         let _ = writeln!(o, "## Results\n");
@@ -83,30 +86,54 @@ impl Exporter for Markdown {
         let _ = writeln!(o, "\n## Gates\n");
         for r in &s.results {
             for g in &r.gates {
-                let _ = writeln!(o, "- {} **{}** `{}` — observed {}", if g.pass { "✅" } else { "❌" }, r.case, g.expr, g.observed_text);
+                let _ = writeln!(
+                    o,
+                    "- {} **{}** `{}` — observed {}",
+                    if g.pass { "✅" } else { "❌" },
+                    r.case,
+                    g.expr,
+                    g.observed_text
+                );
             }
         }
 
         let _ = writeln!(o, "\n## Latency distributions\n");
         let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
-        let _ = writeln!(o, "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |");
+        let _ = writeln!(
+            o,
+            "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |"
+        );
         let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|");
         for r in &s.results {
             let l = &r.latency_us;
             row(&mut o, &r.case, "wake", &l.wake);
             row(&mut o, &r.case, "pickup", &l.pickup);
             row(&mut o, &r.case, "completion", &l.completion);
-            row(&mut o, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
+            row(
+                &mut o,
+                &r.case,
+                "completion (uncorrected)",
+                &l.completion_uncorrected,
+            );
             row(&mut o, &r.case, "relay overhead", &l.relay_overhead);
             row(&mut o, &r.case, "schedule lag", &r.schedule_lag_us);
         }
 
         let _ = writeln!(o, "\n## Calls and requests\n");
         let _ = writeln!(o, "| case | parameters | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | data/min/dir | requests by kind | leftover files |");
-        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+        let _ = writeln!(
+            o,
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+        );
         for r in &s.results {
-            let kinds: Vec<String> =
-                r.requests.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+            let kinds: Vec<String> = r
+                .requests
+                .by_kind
+                .0
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
             let _ = writeln!(
                 o,
                 "| {} | runner: {}; writer: {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
@@ -131,14 +158,25 @@ impl Exporter for Markdown {
             let _ = writeln!(o, "| probe | samples | p50 | p99 | max |");
             let _ = writeln!(o, "|---|---:|---:|---:|---:|");
             for (name, st) in [
-                ("publish (write + rename) -> inotify event", &c.inotify_rename_us),
+                ("rename -> inotify event delivered", &c.inotify_rename_us),
                 ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
                 ("list a 16-file dir", &c.list_16_files_us),
             ] {
-                let _ = writeln!(o, "| {name} | {} | {} | {} | {} |", st.count, us(st.p50), us(st.p99), us(st.max));
+                let _ = writeln!(
+                    o,
+                    "| {name} | {} | {} | {} | {} |",
+                    st.count,
+                    us(st.p50),
+                    us(st.p99),
+                    us(st.max)
+                );
             }
             if c.inotify_missed > 0 {
-                let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
+                let _ = writeln!(
+                    o,
+                    "\n{} rename event(s) never arrived within 1 s.",
+                    c.inotify_missed
+                );
             }
         } else {
             let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
@@ -146,7 +184,10 @@ impl Exporter for Markdown {
 
         let mut said = false;
         for r in &s.results {
-            if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
+            if r.pairing_violations.total == 0
+                && r.notices_total == 0
+                && r.runner.degraded.is_empty()
+            {
                 continue;
             }
             if !said {
@@ -154,11 +195,23 @@ impl Exporter for Markdown {
                 said = true;
             }
             let _ = writeln!(o, "### {}\n", r.case);
-            for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
+            for (k, n) in r
+                .pairing_violations
+                .by_kind
+                .0
+                .iter()
+                .filter(|(_, n)| *n > 0)
+            {
                 let _ = writeln!(o, "- pairing violation `{k}`: {n}");
             }
             for b in r.pairing_violations.listed.iter().take(20) {
-                let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
+                let _ = writeln!(
+                    o,
+                    "  - `{}` sandbox {} call `{}`",
+                    b.kind.name(),
+                    b.sandbox,
+                    b.call
+                );
             }
             for d in &r.runner.degraded {
                 let _ = writeln!(o, "- degraded: {d}");
@@ -167,11 +220,19 @@ impl Exporter for Markdown {
                 let _ = writeln!(o, "- {n}");
             }
             if r.notices_total as usize > r.notices.len().min(20) {
-                let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
+                let _ = writeln!(
+                    o,
+                    "- … {} notices in all (see summary.json)",
+                    r.notices_total
+                );
             }
         }
         if !s.cases_not_run.is_empty() {
-            let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
+            let _ = writeln!(
+                o,
+                "\nNot run (interrupted first): {}",
+                s.cases_not_run.join(", ")
+            );
         }
         o.into_bytes()
     }

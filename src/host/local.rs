@@ -17,7 +17,10 @@ pub struct LocalHost {
 
 impl LocalHost {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        LocalHost { dir: dir.into(), counter: RequestCounter::default() }
+        LocalHost {
+            dir: dir.into(),
+            counter: RequestCounter::default(),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -46,12 +49,16 @@ impl Host for LocalHost {
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Write);
         self.counter.count(Purpose::Data, Kind::Rename);
-        Box::pin(std::future::ready(fsio::publish_atomic(&self.dir, name, bytes)))
+        Box::pin(std::future::ready(fsio::publish_atomic(
+            &self.dir, name, bytes,
+        )))
     }
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Delete);
-        Box::pin(std::future::ready(fsio::remove_if_present(&self.dir.join(name))))
+        Box::pin(std::future::ready(fsio::remove_if_present(
+            &self.dir.join(name),
+        )))
     }
 
     fn counts(&self) -> RequestCounts {

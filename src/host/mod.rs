@@ -39,7 +39,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [Kind::List, Kind::Read, Kind::Write, Kind::Rename, Kind::Delete, Kind::Stat, Kind::Exec];
+    pub const ALL: [Kind; 7] = [
+        Kind::List,
+        Kind::Read,
+        Kind::Write,
+        Kind::Rename,
+        Kind::Delete,
+        Kind::Stat,
+        Kind::Exec,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -69,8 +77,10 @@ impl RequestCounter {
     pub fn snapshot(&self) -> RequestCounts {
         let mut out = RequestCounts::default();
         for k in Kind::ALL {
-            out.discovery[k as usize] = self.counts[Purpose::Discovery as usize][k as usize].load(Ordering::Relaxed);
-            out.data[k as usize] = self.counts[Purpose::Data as usize][k as usize].load(Ordering::Relaxed);
+            out.discovery[k as usize] =
+                self.counts[Purpose::Discovery as usize][k as usize].load(Ordering::Relaxed);
+            out.data[k as usize] =
+                self.counts[Purpose::Data as usize][k as usize].load(Ordering::Relaxed);
         }
         out
     }
@@ -166,6 +176,9 @@ mod tests {
         let by = s.by_kind();
         assert_eq!(by.0[0], ("list", 2));
         assert_eq!(by.0[1], ("read", 1));
-        assert_eq!(serde_json::to_string(&by).unwrap(), r#"{"list":2,"read":1,"write":0,"rename":0,"delete":0,"stat":0,"exec":0}"#);
+        assert_eq!(
+            serde_json::to_string(&by).unwrap(),
+            r#"{"list":2,"read":1,"write":0,"rename":0,"delete":0,"stat":0,"exec":0}"#
+        );
     }
 }

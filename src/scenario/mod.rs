@@ -24,8 +24,13 @@ pub const DEFAULT_NAME: &str = "default";
 pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 
 /// Scenarios shipped in `scenarios/`, embedded so `relay-bench list` works anywhere.
-pub const SHIPPED: &[(&str, &str)] =
-    &[("default", DEFAULT_TOML), ("throughput", include_str!("../../scenarios/throughput.toml"))];
+pub const SHIPPED: &[(&str, &str)] = &[
+    ("default", DEFAULT_TOML),
+    (
+        "throughput",
+        include_str!("../../scenarios/throughput.toml"),
+    ),
+];
 
 /// How time passes in a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +83,11 @@ impl Scenario {
             key: "(file)".into(),
             msg: format!(
                 "cannot read: {e}; give a path to a .toml file or one of: {}",
-                SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                SHIPPED
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         })?;
         Scenario::parse(arg, &text)
@@ -89,7 +98,9 @@ impl Scenario {
             file: file.to_owned(),
             key: "(syntax)".into(),
             msg: e.message().to_owned()
-                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+                + &e.span()
+                    .map(|s| format!(" (at byte {})", s.start))
+                    .unwrap_or_default(),
         })?;
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
@@ -106,14 +117,20 @@ impl Scenario {
                 h.finish()?;
                 m
             }
-            None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
+            None => HandlerModel {
+                seed: workload.seed,
+                ..HandlerModel::default()
+            },
         };
         let mut cases = Vec::new();
         for mut c in top.tables("case")? {
             let case = parse_case(&mut c, &common_gates)?;
             c.finish()?;
             if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
-                return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
+                return Err(top.err(
+                    "case",
+                    format!("two cases are named {:?}; names must be unique", case.name),
+                ));
             }
             cases.push(case);
         }
@@ -121,12 +138,22 @@ impl Scenario {
             return Err(top.err("case", "at least one [[case]] is required"));
         }
         top.finish()?;
-        Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases })
+        Ok(Scenario {
+            name,
+            description,
+            origin: file.to_owned(),
+            workload,
+            handler,
+            cases,
+        })
     }
 }
 
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
-    exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
+    exprs
+        .iter()
+        .map(|e| Gate::parse(e).map_err(|m| f.err(key, m)))
+        .collect()
 }
 
 fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
@@ -178,8 +205,15 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
 
 fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
-    if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
-        return Err(c.err("name", format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ .")));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+    {
+        return Err(c.err(
+            "name",
+            format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ ."),
+        ));
     }
     let host = match c.choice("host", HostSpec::NAMES)? {
         Some("local") | None => HostSpec::Local,
@@ -194,7 +228,14 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioE
     let own = c.strings("gates")?;
     let mut gates = common.to_vec();
     gates.extend(parse_gates(c, "gates", &own)?);
-    Ok(CaseSpec { name, host, clock, runner, writer, gates })
+    Ok(CaseSpec {
+        name,
+        host,
+        clock,
+        runner,
+        writer,
+        gates,
+    })
 }
 
 /// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
@@ -204,21 +245,33 @@ fn strategy_table<'a>(
     allowed: &[&str],
 ) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
     match c.raw(key) {
-        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
+        None => Err(c.err(
+            key,
+            format!("is required; allowed strategies: {}", allowed.join(", ")),
+        )),
         Some(toml::Value::String(s)) => {
             if !allowed.contains(&s.as_str()) {
-                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
+                return Err(c.err(
+                    key,
+                    format!("unknown strategy {s:?}; allowed: {}", allowed.join(", ")),
+                ));
             }
             Ok((s.clone(), None))
         }
         Some(toml::Value::Table(_)) => {
             let mut t = c.table(key)?.expect("checked: a table");
             let s = t.choice("strategy", allowed)?.ok_or_else(|| {
-                t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))
+                t.err(
+                    "strategy",
+                    format!("is required; allowed: {}", allowed.join(", ")),
+                )
             })?;
             Ok((s.to_owned(), Some(t)))
         }
-        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
+        Some(_) => Err(c.err(
+            key,
+            "expected a strategy name or a table with `strategy = ...`",
+        )),
     }
 }
 
@@ -230,9 +283,16 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
     };
     if let Some(mut t) = table {
         match &mut strategy {
-            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
+            RunnerStrategy::Poll {
+                interval,
+                idle_polls,
+                max_interval,
+            } => {
                 *interval = t.duration("interval")?.unwrap_or(*interval);
-                *idle_polls = t.int("idle_polls", 0, u32::MAX as i64)?.map(|v| v as u32).unwrap_or(*idle_polls);
+                *idle_polls = t
+                    .int("idle_polls", 0, u32::MAX as i64)?
+                    .map(|v| v as u32)
+                    .unwrap_or(*idle_polls);
                 *max_interval = t.duration("max_interval")?.unwrap_or(*max_interval);
                 check_positive(&t, "interval", *interval)?;
                 if *max_interval < *interval {
@@ -254,7 +314,9 @@ fn parse_writer(c: &mut Fields<'_>) -> Result<WriterStrategy, ScenarioError> {
     let ms300 = Duration::from_millis(300);
     let mut strategy = match name.as_str() {
         "poll" => WriterStrategy::Poll { interval: ms300 },
-        _ => WriterStrategy::Watch { safety_interval: ms300 },
+        _ => WriterStrategy::Watch {
+            safety_interval: ms300,
+        },
     };
     if let Some(mut t) = table {
         match &mut strategy {
@@ -332,7 +394,10 @@ gates = ["pickup.p50 < 10ms"]
         let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\nsandbox_count = 3"));
         assert_eq!(e.file, "s.toml");
         assert_eq!(e.key, "workload.sandbox_count");
-        assert!(e.msg.contains("allowed here:") && e.msg.contains("sandboxes"), "{e}");
+        assert!(
+            e.msg.contains("allowed here:") && e.msg.contains("sandboxes"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -355,7 +420,10 @@ gates = ["pickup.p50 < 10ms"]
 
     #[test]
     fn a_setting_that_does_not_apply_is_refused() {
-        let e = err(&GOOD.replace("writer = \"watch\"", "writer = { strategy = \"watch\", interval = \"10ms\" }"));
+        let e = err(&GOOD.replace(
+            "writer = \"watch\"",
+            "writer = { strategy = \"watch\", interval = \"10ms\" }",
+        ));
         assert_eq!(e.key, "case[0].writer.interval");
         assert!(e.msg.contains("safety_interval"), "{e}");
     }
@@ -364,7 +432,10 @@ gates = ["pickup.p50 < 10ms"]
     fn gate_on_unknown_metric() {
         let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
         assert_eq!(e.key, "case[0].gates");
-        assert!(e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"), "{e}");
+        assert!(
+            e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"),
+            "{e}"
+        );
     }
 
     #[test]

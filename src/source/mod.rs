@@ -177,7 +177,11 @@ mod tests {
         s.raise();
         s.raise();
         assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Activity);
-        assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Timeout, "three raises are one wake");
+        assert_eq!(
+            s.wait(Duration::from_secs(1)).await,
+            Wake::Timeout,
+            "three raises are one wake"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -208,7 +212,9 @@ mod tests {
         let mut waiters = Vec::new();
         for _ in 0..8 {
             let s = s.clone();
-            waiters.push(tokio::spawn(async move { s.wait(Duration::from_secs(3600)).await }));
+            waiters.push(tokio::spawn(async move {
+                s.wait(Duration::from_secs(3600)).await
+            }));
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -216,7 +222,11 @@ mod tests {
         for w in waiters {
             assert_eq!(w.await.unwrap(), Wake::Closed);
         }
-        assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Closed, "a wait after close returns at once");
+        assert_eq!(
+            s.wait(Duration::from_secs(1)).await,
+            Wake::Closed,
+            "a wait after close returns at once"
+        );
         assert_eq!(s.listeners(), 0);
     }
 

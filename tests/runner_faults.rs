@@ -1,0 +1,256 @@
+//! The runner and writer against bad input and a hostile environment: malformed and
+//! truncated request files, hostile call ids, a relay dir that vanishes, failing deletes.
+//! Each is reported and survived; the pairing check proves nothing was lost or doubled.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use relay_bench::events::{EventSink, Msg};
+use relay_bench::handler::HandlerModel;
+use relay_bench::host::{Host, LocalHost, Purpose, RequestCounts};
+use relay_bench::protocol::{Request, Response};
+use relay_bench::recorder::{Recorder, Recording};
+use relay_bench::relay::Relay;
+use relay_bench::runner::RunnerReport;
+use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
+use relay_bench::writer::CallEnd;
+use relay_bench::BoxFut;
+
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+struct Rig {
+    relay: Relay,
+    sink: EventSink,
+    rx: std::sync::mpsc::Receiver<Msg>,
+}
+
+impl Rig {
+    fn start(
+        dir: &Path,
+        host: Arc<dyn Host>,
+        runner: RunnerStrategy,
+        writer: WriterStrategy,
+    ) -> Rig {
+        let (sink, rx) = EventSink::channel();
+        let handler = HandlerModel {
+            duration: MS(1),
+            duration_max: MS(1),
+            ..HandlerModel::default()
+        };
+        let relay = Relay::start(0, dir, host, &runner, &writer, Arc::new(handler), &sink);
+        Rig { relay, sink, rx }
+    }
+
+    async fn call(&self, id: &str) -> CallEnd {
+        self.relay
+            .call(id, Some(r#"{"q":1}"#), Duration::from_secs(30))
+            .await
+    }
+
+    async fn stop(mut self) -> (RunnerReport, Recording) {
+        let report = self
+            .relay
+            .stop(tokio::time::Instant::now() + Duration::from_secs(30))
+            .await
+            .unwrap();
+        drop(self.relay);
+        drop(self.sink);
+        (report, Recorder::run(self.rx))
+    }
+}
+
+fn poll(ms: u64) -> RunnerStrategy {
+    RunnerStrategy::Poll {
+        interval: MS(ms),
+        idle_polls: 5,
+        max_interval: MS(ms),
+    }
+}
+
+async fn wait_for_file(path: &Path) -> Vec<u8> {
+    for _ in 0..2000 {
+        if let Ok(b) = std::fs::read(path) {
+            return b;
+        }
+        tokio::time::sleep(MS(10)).await;
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_and_truncated_requests_are_answered_with_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rig = Rig::start(
+        d,
+        Arc::new(LocalHost::new(d)),
+        RunnerStrategy::watch_default(),
+        WriterStrategy::Poll { interval: MS(20) },
+    );
+    let golden = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#))
+        .unwrap()
+        .encode();
+    std::fs::write(d.join("garbage.req.json"), b"{not json at all").unwrap();
+    std::fs::write(d.join("trunc.req.json"), &golden[..golden.len() / 2]).unwrap();
+    std::fs::write(d.join("empty.req.json"), b"").unwrap();
+    for name in ["garbage", "trunc", "empty"] {
+        let bytes = wait_for_file(&d.join(format!("{name}.res.json"))).await;
+        match Response::decode(&bytes).unwrap() {
+            Response::Error(e) => assert!(e.contains("malformed"), "{name}: {e}"),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(
+            !d.join(format!("{name}.req.json")).exists(),
+            "{name}: deleted on pickup"
+        );
+    }
+    // The runner keeps going: a good call right after is answered.
+    assert!(matches!(
+        rig.call("after-garbage").await,
+        CallEnd::Answered(Response::Ok(_))
+    ));
+    let (report, rec) = rig.stop().await;
+    assert_eq!(report.malformed, 3);
+    assert_eq!(rec.calls.completed, 1);
+    assert_eq!(rec.pairing.total(), 0);
+    let notices = rec.notices.join("\n");
+    for name in ["garbage.req.json", "trunc.req.json", "empty.req.json"] {
+        assert!(notices.contains(name), "notice for {name} in:\n{notices}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_call_ids_stay_inside_the_relay_dir() {
+    let outer = tempfile::tempdir().unwrap();
+    let d = outer.path().join("relay");
+    std::fs::create_dir(&d).unwrap();
+    let rig = Rig::start(
+        &d,
+        Arc::new(LocalHost::new(&d)),
+        poll(10),
+        WriterStrategy::Watch {
+            safety_interval: MS(300),
+        },
+    );
+    let long = "L".repeat(500);
+    let ids = [
+        "../../etc/passwd",
+        long.as_str(),
+        "héllo/wörld 🦀",
+        "a\nb;$(rm -rf /) `x` 'q' \"d\"",
+        "",
+    ];
+    for id in ids {
+        match rig.call(id).await {
+            CallEnd::Answered(Response::Ok(_)) => {}
+            other => panic!("{id:?}: {other:?}"),
+        }
+    }
+    let (report, rec) = rig.stop().await;
+    assert_eq!(report.requests, 5);
+    assert_eq!(rec.calls.completed, 5);
+    assert_eq!(rec.pairing.total(), 0, "{:?}", rec.pairing.breaches);
+    // Nothing was written outside the relay dir, and nothing is left inside it.
+    let outside: Vec<_> = std::fs::read_dir(outer.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(outside, vec![std::ffi::OsString::from("relay")]);
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vanished_relay_dir_is_reported_and_survived() {
+    let outer = tempfile::tempdir().unwrap();
+    let d = outer.path().join("relay");
+    std::fs::create_dir(&d).unwrap();
+    // Watch runner: after the dir is replaced its watch sits on the old inode, and the
+    // safety list must carry discovery.
+    let rig = Rig::start(
+        &d,
+        Arc::new(LocalHost::new(&d)),
+        RunnerStrategy::Watch {
+            safety_interval: MS(20),
+        },
+        WriterStrategy::Poll { interval: MS(20) },
+    );
+    assert!(matches!(rig.call("before").await, CallEnd::Answered(_)));
+    std::fs::remove_dir_all(&d).unwrap();
+    tokio::time::sleep(MS(200)).await;
+    std::fs::create_dir(&d).unwrap();
+    assert!(matches!(rig.call("after").await, CallEnd::Answered(_)));
+    let (report, rec) = rig.stop().await;
+    assert!(report.list_errors > 0);
+    assert_eq!(rec.calls.completed, 2);
+    assert_eq!(rec.pairing.total(), 0);
+    let notices = rec.notices.join("\n");
+    assert!(notices.contains("cannot list relay dir"), "{notices}");
+    assert!(notices.contains("readable again"), "{notices}");
+}
+
+/// A local host whose first `fail` deletes fail.
+struct FlakyDeletes {
+    inner: LocalHost,
+    fail: AtomicU32,
+}
+
+impl Host for FlakyDeletes {
+    fn list(&self, p: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.inner.list(p)
+    }
+    fn read<'a>(&'a self, n: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        self.inner.read(n)
+    }
+    fn publish<'a>(&'a self, n: &'a str, b: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        self.inner.publish(n, b)
+    }
+    fn delete<'a>(&'a self, n: &'a str) -> BoxFut<'a, io::Result<()>> {
+        if self
+            .fail
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1))
+            .is_ok()
+        {
+            return Box::pin(std::future::ready(Err(io::Error::other(
+                "injected delete failure",
+            ))));
+        }
+        self.inner.delete(n)
+    }
+    fn counts(&self) -> RequestCounts {
+        self.inner.counts()
+    }
+    fn label(&self) -> String {
+        "flaky".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delete_is_retried_and_the_call_answered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let host = Arc::new(FlakyDeletes {
+        inner: LocalHost::new(d),
+        fail: AtomicU32::new(3),
+    });
+    // A slow writer leaves the request in place for many runner passes.
+    let rig = Rig::start(d, host, poll(5), WriterStrategy::Poll { interval: MS(500) });
+    assert!(matches!(
+        rig.call("sticky").await,
+        CallEnd::Answered(Response::Ok(_))
+    ));
+    let (report, rec) = rig.stop().await;
+    assert_eq!(
+        report.requests, 1,
+        "the undeleted request was not picked up again"
+    );
+    assert!(report.delete_retries >= 1);
+    assert_eq!(rec.pairing.total(), 0, "{:?}", rec.pairing.breaches);
+    assert!(rec
+        .notices
+        .iter()
+        .any(|n| n.contains("injected delete failure")));
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
+}
