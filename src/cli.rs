@@ -400,11 +400,18 @@ mod tests {
     }
 
     #[test]
-    fn help_and_bad_flags() {
-        assert_eq!(main_with_args(["relay-bench".into(), "--help".into()]), 0);
-        assert_eq!(
-            main_with_args(["relay-bench".into(), "run".into(), "--bogus".into()]),
-            2
-        );
+    fn flags_parse_into_a_plain_config() {
+        let cli =
+            Cli::try_parse_from(["relay-bench", "run", "a.toml", "--case", "x", "-q"]).unwrap();
+        match cli.command {
+            Command::Run(r) => {
+                assert_eq!(r.scenarios, vec!["a.toml".to_string()]);
+                assert_eq!(r.cases, vec!["x".to_string()]);
+                assert!(r.quiet);
+            }
+            Command::List => panic!("parsed as list"),
+        }
+        let err = Cli::try_parse_from(["relay-bench", "run", "--bogus"]).unwrap_err();
+        assert!(err.use_stderr(), "a bad flag is an error, exit code 2");
     }
 }

@@ -253,6 +253,8 @@ pub async fn run_case(
         malformed: reports.iter().map(|x| x.malformed).sum(),
         delete_retries: reports.iter().map(|x| x.delete_retries).sum(),
         list_errors: reports.iter().map(|x| x.list_errors).sum(),
+        missed_by_source: reports.iter().map(|x| x.missed_by_source).sum(),
+        inline: reports.iter().map(|x| x.inline).sum(),
         degraded,
     };
     r.judge(&case.gates);

@@ -94,6 +94,10 @@ pub struct RunnerStats {
     pub malformed: u64,
     pub delete_retries: u64,
     pub list_errors: u64,
+    /// Timer-driven scans that found work the watch had not signalled.
+    pub missed_by_source: u64,
+    /// Requests the source carried inline (no list, no read).
+    pub inline: u64,
     /// Why a watch fell back to its timer, if one did (runner or writer side).
     pub degraded: Vec<String>,
 }

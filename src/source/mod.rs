@@ -56,6 +56,24 @@ pub trait ActivitySource: Send + Sync {
     fn close(&self);
     /// How the source is doing.
     fn health(&self) -> SourceHealth;
+
+    /// Requests the source already carried to the runner, as (name, bytes): the runner
+    /// skips its list and read for them. Most sources carry none.
+    fn take_inline(&self) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
+    }
+
+    /// While the source is healthy it may suspend the runner's polling: the runner then
+    /// waits this long (a slow safety list) instead of its poll schedule.
+    fn suspended_polling(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A timer-driven scan found work the source never signalled. Returns whether the
+    /// source counts that as its own failure (a pure timer does not).
+    fn missed(&self) -> bool {
+        false
+    }
 }
 
 /// A sticky, coalescing, closable wake signal.

@@ -161,6 +161,13 @@ impl ActivitySource for WatchSource {
     fn health(&self) -> SourceHealth {
         self.errors.health()
     }
+
+    fn missed(&self) -> bool {
+        // A watch on a replaced directory sees nothing; the safety list carries discovery.
+        self.errors
+            .record("the safety list found a request the watch did not signal".into());
+        true
+    }
 }
 
 #[cfg(test)]
