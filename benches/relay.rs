@@ -16,7 +16,7 @@ use relay_bench::handler::HandlerModel;
 use relay_bench::host::LocalHost;
 use relay_bench::protocol::{Outcome, Request, Response};
 use relay_bench::recorder::Recorder;
-use relay_bench::relay::Relay;
+use relay_bench::relay::{Relay, RelaySpec};
 use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
 use relay_bench::writer::CallEnd;
 use tokio::time::Instant;
@@ -148,15 +148,19 @@ fn round_trip(c: &mut Criterion) {
             ..Default::default()
         });
         let mut relay = rt.block_on(async {
-            Relay::start(
-                0,
-                dir.path(),
-                Arc::new(LocalHost::new(dir.path())),
-                &runner,
-                &writer,
+            let spec = RelaySpec {
+                sandbox: 0,
+                dir: dir.path(),
+                host: Arc::new(LocalHost::new(dir.path())),
+                busy: Arc::default(),
+                runner: &runner,
+                writer: &writer,
                 handler,
-                &sink,
-            )
+                // Local strategies run no watch program.
+                watch_program: std::path::Path::new("relay-bench"),
+                seed: 1,
+            };
+            Relay::start(spec, &sink)
         });
         let mut n = 0u64;
         g.bench_function(name, |b| {

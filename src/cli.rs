@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::calibration::calibrate;
-use crate::engine::{run_case, Progress};
+use crate::engine::{run_case, CaseEnv, Progress};
 use crate::env::Environment;
 use crate::export::{Exporter, Json, Markdown, Table};
 use crate::scenario::{Scenario, ScenarioError, SHIPPED};
@@ -70,6 +70,16 @@ pub enum Command {
     Run(RunArgs),
     /// List the shipped scenarios.
     List,
+    /// The in-sandbox watch program of the window-exec strategy (run by the suite itself).
+    #[command(hide = true)]
+    SandboxWatch {
+        dir: PathBuf,
+        window_ms: u64,
+        relist_ms: u64,
+        /// Print the requests found, so the runner skips its list and read.
+        #[arg(long)]
+        inline: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -108,6 +118,16 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
             };
         }
     };
+    if let Command::SandboxWatch {
+        dir,
+        window_ms,
+        relist_ms,
+        inline,
+    } = &cli.command
+    {
+        let ms = std::time::Duration::from_millis;
+        return crate::sandbox_watch::run(dir, ms(*window_ms), ms(*relist_ms), *inline);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -138,6 +158,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_scenarios(args).await,
+        Command::SandboxWatch { .. } => unreachable!("run before the runtime starts"),
     }
 }
 
@@ -147,6 +168,8 @@ pub struct RunOptions {
     pub relay_root: PathBuf,
     pub quiet: bool,
     pub calibrate: bool,
+    /// The relay-bench binary that window-exec strategies run in the sandbox.
+    pub watch_program: PathBuf,
 }
 
 async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
@@ -193,6 +216,9 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
             }
         }
     });
+    let watch_program = std::env::current_exe().map_err(|e| {
+        CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}"))
+    })?;
     let (stamp_iso, stamp_compact) = utc_stamps();
     let several = scenarios.len() > 1;
     let mut worst = Exit::Pass;
@@ -207,6 +233,7 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
             relay_root: relay_root.clone(),
             quiet: args.quiet,
             calibrate: !args.no_calibration,
+            watch_program: watch_program.clone(),
         };
         let summary = run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?;
         print!("{}", String::from_utf8_lossy(&Table.render(&summary)));
@@ -290,6 +317,7 @@ pub async fn run_scenario(
         calibration,
         results: Vec::new(),
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        baseline: s.baseline.clone(),
         interrupted: false,
         pass: false,
     };
@@ -298,6 +326,12 @@ pub async fn run_scenario(
         None
     } else {
         Some(Arc::new(|line: &str| eprintln!("{line}")))
+    };
+    let env = CaseEnv {
+        relay_root: opts.relay_root.clone(),
+        watch_program: opts.watch_program.clone(),
+        interrupt: interrupt.clone(),
+        progress: progress.clone(),
     };
     let n = s.cases.len();
     for (i, case) in s.cases.iter().enumerate() {
@@ -314,17 +348,9 @@ pub async fn run_scenario(
             case.writer.name(),
             case.writer.params(),
             s.workload.sandboxes,
-            crate::units::human(s.workload.duration)
+            crate::units::human(s.workload.duration())
         ));
-        let result = run_case(
-            s,
-            case,
-            &opts.relay_root,
-            interrupt.clone(),
-            progress.clone(),
-        )
-        .await
-        .map_err(|e| {
+        let result = run_case(s, case, &env).await.map_err(|e| {
             CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name)))
         })?;
         say(&format!(
@@ -341,6 +367,12 @@ pub async fn run_scenario(
         summary.interrupted |= result.interrupted;
         summary.cases_not_run.retain(|c| *c != case.name);
         summary.results.push(result);
+        summary.compare(|case| {
+            s.cases
+                .iter()
+                .find(|c| c.name == case)
+                .and_then(|c| c.baseline.clone())
+        });
         summary.recompute_pass();
         write_reports(&summary, &opts.out_dir)?;
     }
@@ -409,7 +441,7 @@ mod tests {
                 assert_eq!(r.cases, vec!["x".to_string()]);
                 assert!(r.quiet);
             }
-            Command::List => panic!("parsed as list"),
+            _ => panic!("parsed as another command"),
         }
         let err = Cli::try_parse_from(["relay-bench", "run", "--bogus"]).unwrap_err();
         assert!(err.use_stderr(), "a bad flag is an error, exit code 2");

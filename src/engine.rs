@@ -2,7 +2,7 @@
 //! runner per dir, paces the writers' calls open-loop, drains, stops, and turns what the
 //! recorder saw into a [`CaseResult`].
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,12 +11,14 @@ use tokio::time::Instant;
 
 use crate::events::EventSink;
 use crate::fsio::{relay_files, sweep_stale};
-use crate::host::{Host, RequestCounts};
+use crate::host::{Busy, Host, RequestCounts};
 use crate::recorder::Recorder;
-use crate::relay::Relay;
+use crate::recorder::{new_histogram, LatencyStats};
+use crate::relay::{Relay, RelaySpec};
 use crate::runner::RunnerReport;
 use crate::scenario::{CaseSpec, Scenario};
 use crate::source::Signal;
+use crate::strategy::HostSpec;
 use crate::summary::CaseResult;
 use crate::units::human;
 use crate::writer::{writer_deadline, CallSpec, Writer};
@@ -42,15 +44,30 @@ pub enum EngineError {
 /// Where a case reports progress (calls done so far); `None` keeps quiet.
 pub type Progress = Option<Arc<dyn Fn(&str) + Send + Sync>>;
 
-/// Runs `case` of `scenario` with relay dirs under `relay_root`. `interrupt` ends it early
-/// (the result is then marked interrupted); `progress` gets a line every few seconds.
+/// Where and how cases run.
+#[derive(Clone)]
+pub struct CaseEnv {
+    /// Where the relay dirs are made.
+    pub relay_root: PathBuf,
+    /// The relay-bench binary, run in the sandbox as the watch program.
+    pub watch_program: PathBuf,
+    /// Ends a case early (the result is then marked interrupted).
+    pub interrupt: Arc<Signal>,
+    /// Gets a line every few seconds.
+    pub progress: Progress,
+}
+
+/// Runs `case` of `scenario`.
 pub async fn run_case(
     scenario: &Scenario,
     case: &CaseSpec,
-    relay_root: &Path,
-    interrupt: Arc<Signal>,
-    progress: Progress,
+    env: &CaseEnv,
 ) -> Result<CaseResult, EngineError> {
+    let (relay_root, interrupt, progress) = (
+        env.relay_root.as_path(),
+        env.interrupt.clone(),
+        env.progress.clone(),
+    );
     let wl = &scenario.workload;
     let setup_err = |source| EngineError::Setup {
         root: relay_root.display().to_string(),
@@ -79,16 +96,23 @@ pub async fn run_case(
         if !swept.remaining.is_empty() {
             sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
         }
-        let host = case.host.build(&dir);
-        relays.push(Relay::start(
+        let busy = Arc::new(Busy::default());
+        let seed = wl
+            .seed
+            .wrapping_mul(0x9E37_79B9)
+            .wrapping_add(u64::from(sandbox));
+        let spec = RelaySpec {
             sandbox,
-            &dir,
-            host,
-            &case.runner,
-            &case.writer,
-            handler.clone(),
-            &sink,
-        ));
+            dir: &dir,
+            host: case.host.build(&dir, busy.clone(), seed),
+            busy,
+            runner: &case.runner,
+            writer: &case.writer,
+            handler: handler.clone(),
+            watch_program: &env.watch_program,
+            seed,
+        };
+        relays.push(Relay::start(spec, &sink));
         dirs.push(dir);
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
@@ -111,7 +135,7 @@ pub async fn run_case(
     let before = counts(&hosts);
     let ticker = progress.map(|p| {
         let (done, total, name) = (done.clone(), slots.len(), case.name.clone());
-        let length = wl.duration;
+        let length = wl.duration();
         tokio::spawn(async move {
             let mut tick =
                 tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
@@ -130,6 +154,7 @@ pub async fn run_case(
     // a thread sleep is precise to tens of microseconds, and the pacer must not add lag.
     let total = slots.len();
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let length = wl.duration();
     let mut pacer = {
         let (handle, writers, interrupt, done) = (
             tokio::runtime::Handle::current(),
@@ -142,6 +167,7 @@ pub async fn run_case(
             crate::pacer::pace(
                 &slots,
                 epoch_std,
+                length,
                 || interrupt.is_closed(),
                 |slot, at| {
                     let writer = writers[slot.sandbox as usize].clone();
@@ -221,7 +247,24 @@ pub async fn run_case(
         .max(Duration::from_millis(1));
     let used = after.minus(&before);
     // Rates are per relay dir (one sandbox's active turn), as SPEC §5 states them.
-    let per_min = |n: u64| n as f64 * 60.0 / window.as_secs_f64() / f64::from(wl.sandboxes.max(1));
+    // Rates are per relay dir (one sandbox's turn), as SPEC §5 states them: over the whole
+    // window, and split by whether the dir had calls in flight.
+    let dir_minutes = window.as_secs_f64() * f64::from(wl.sandboxes.max(1)) / 60.0;
+    let busy_minutes = (used.busy_time.as_secs_f64() / 60.0).min(dir_minutes);
+    let idle_minutes = dir_minutes - busy_minutes;
+    let rate = |n: u64, minutes: f64| {
+        if minutes > 0.0 {
+            (n as f64 / minutes * 100.0).round() / 100.0
+        } else {
+            0.0
+        }
+    };
+    let mut injected = new_histogram();
+    for h in &hosts {
+        if let Some(legs) = h.injected_legs() {
+            let _ = injected.add(&legs);
+        }
+    }
     let mut r = CaseResult {
         case: case.name.clone(),
         host: hosts
@@ -240,13 +283,32 @@ pub async fn run_case(
     };
     r.fill_from(&recording);
     r.calls.scheduled = total as u64;
+    let (disc_idle, data_idle) = (used.discovery_idle_total(), used.data_idle_total());
     r.requests = crate::summary::Requests {
-        discovery_per_min: (per_min(used.discovery_total()) * 100.0).round() / 100.0,
-        data_per_min: (per_min(used.data_total()) * 100.0).round() / 100.0,
+        discovery_per_min: rate(used.discovery_total(), dir_minutes),
+        data_per_min: rate(used.data_total(), dir_minutes),
         discovery_total: used.discovery_total(),
         data_total: used.data_total(),
+        busy: crate::summary::Stretch {
+            minutes: (busy_minutes * 1000.0).round() / 1000.0,
+            discovery_per_min: rate(used.discovery_total() - disc_idle, busy_minutes),
+            data_per_min: rate(used.data_total() - data_idle, busy_minutes),
+        },
+        idle: crate::summary::Stretch {
+            minutes: (idle_minutes * 1000.0).round() / 1000.0,
+            discovery_per_min: rate(disc_idle, idle_minutes),
+            data_per_min: rate(data_idle, idle_minutes),
+        },
         by_kind: used.by_kind(),
     };
+    r.host_params = match &case.host {
+        HostSpec::Local => "local directory, no injected latency".into(),
+        HostSpec::Remote(p) => format!(
+            "{}; latency injected in user space (tokio timers, no netem)",
+            p.describe()
+        ),
+    };
+    r.injected_leg_us = (!injected.is_empty()).then(|| LatencyStats::of(&injected));
     r.runner = crate::summary::RunnerStats {
         scans: reports.iter().map(|x| x.scans).sum(),
         woken_by_activity: reports.iter().map(|x| x.woken_by_activity).sum(),

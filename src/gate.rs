@@ -25,10 +25,12 @@ pub enum Counter {
     Completed,
     DiscoveryPerMin,
     DataPerMin,
+    BusyDiscoveryPerMin,
+    IdleDiscoveryPerMin,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 8] = [
+    pub const ALL: [Counter; 10] = [
         Counter::Lost,
         Counter::Duplicated,
         Counter::PairingViolations,
@@ -37,6 +39,8 @@ impl Counter {
         Counter::Completed,
         Counter::DiscoveryPerMin,
         Counter::DataPerMin,
+        Counter::BusyDiscoveryPerMin,
+        Counter::IdleDiscoveryPerMin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +53,8 @@ impl Counter {
             Counter::Completed => "completed",
             Counter::DiscoveryPerMin => "discovery_per_min",
             Counter::DataPerMin => "data_per_min",
+            Counter::BusyDiscoveryPerMin => "busy_discovery_per_min",
+            Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod recorder;
 pub mod relay;
 pub mod rng;
 pub mod runner;
+pub mod sandbox_watch;
 pub mod scenario;
 pub mod schedule;
 pub mod source;

@@ -26,14 +26,20 @@ impl Arrival {
     }
 }
 
+/// A stretch of the schedule at one turn rate; a rate of 0 is an idle phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    pub duration: Duration,
+    pub turns_per_sec: f64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
     pub sandboxes: u32,
     pub arrival: Arrival,
-    pub turns_per_sec: f64,
+    /// The schedule, phase after phase (warm-up included).
+    pub phases: Vec<Phase>,
     pub calls_per_turn: u32,
-    /// Length of the schedule (warm-up included).
-    pub duration: Duration,
     /// Calls whose intended start falls in the first `warmup` run but are not measured.
     pub warmup: Duration,
     pub tool_timeout: Option<Duration>,
@@ -61,36 +67,47 @@ impl Slot {
 }
 
 impl Workload {
+    /// Length of the whole schedule.
+    pub fn duration(&self) -> Duration {
+        self.phases.iter().map(|p| p.duration).sum()
+    }
+
     /// Every call of the case, in intended-start order.
     pub fn schedule(&self) -> Vec<Slot> {
         let mut rng = Rng::new(self.seed);
-        let mean = 1.0 / self.turns_per_sec;
-        let mut t = 0.0f64;
         let mut out = Vec::new();
-        let end = self.duration.as_secs_f64();
         let mut turn = 0u64;
-        loop {
-            t = match self.arrival {
-                // Multiplying (not summing) keeps 0.1 s steps exact over long schedules.
-                Arrival::Constant => turn as f64 * mean,
-                Arrival::Poisson if turn == 0 => 0.0,
-                Arrival::Poisson => t + rng.exp(mean),
-            };
-            if t >= end - 1e-9 {
-                break;
+        let mut phase_start = 0.0f64;
+        for phase in &self.phases {
+            let len = phase.duration.as_secs_f64();
+            if phase.turns_per_sec > 0.0 {
+                let mean = 1.0 / phase.turns_per_sec;
+                let mut t = 0.0f64;
+                for k in 0u64.. {
+                    t = match self.arrival {
+                        // Multiplying (not summing) keeps 0.1 s steps exact over long phases.
+                        Arrival::Constant => k as f64 * mean,
+                        Arrival::Poisson if k == 0 => 0.0,
+                        Arrival::Poisson => t + rng.exp(mean),
+                    };
+                    if t >= len - 1e-9 {
+                        break;
+                    }
+                    let offset = Duration::from_secs_f64(phase_start + t);
+                    let sandbox = (turn % u64::from(self.sandboxes)) as u32;
+                    for index in 0..self.calls_per_turn {
+                        out.push(Slot {
+                            offset,
+                            sandbox,
+                            turn,
+                            index,
+                            warmup: offset < self.warmup,
+                        });
+                    }
+                    turn += 1;
+                }
             }
-            let offset = Duration::from_secs_f64(t);
-            let sandbox = (turn % self.sandboxes as u64) as u32;
-            for index in 0..self.calls_per_turn {
-                out.push(Slot {
-                    offset,
-                    sandbox,
-                    turn,
-                    index,
-                    warmup: offset < self.warmup,
-                });
-            }
-            turn += 1;
+            phase_start += len;
         }
         out
     }
@@ -102,23 +119,32 @@ impl Workload {
 pub fn pace(
     slots: &[Slot],
     epoch: std::time::Instant,
+    length: Duration,
     stop: impl Fn() -> bool,
     mut fire: impl FnMut(&Slot, std::time::Instant),
 ) -> (usize, bool) {
     const STEP: Duration = Duration::from_millis(20);
+    // Sleeps until `at`; false if stopped first.
+    let wait_until = |at: std::time::Instant| loop {
+        if stop() {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= at {
+            return true;
+        }
+        std::thread::sleep((at - now).min(STEP));
+    };
     for (i, slot) in slots.iter().enumerate() {
         let at = epoch + slot.offset;
-        loop {
-            if stop() {
-                return (i, true);
-            }
-            let now = std::time::Instant::now();
-            if now >= at {
-                break;
-            }
-            std::thread::sleep((at - now).min(STEP));
+        if !wait_until(at) {
+            return (i, true);
         }
         fire(slot, at);
+    }
+    // The schedule lasts its whole length: a closing idle phase is part of the case.
+    if !wait_until(epoch + length) {
+        return (slots.len(), true);
     }
     (slots.len(), false)
 }
@@ -131,9 +157,11 @@ mod tests {
         Workload {
             sandboxes: 4,
             arrival,
-            turns_per_sec: 10.0,
+            phases: vec![Phase {
+                duration: Duration::from_secs(10),
+                turns_per_sec: 10.0,
+            }],
             calls_per_turn: 3,
-            duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
             tool_timeout: None,
             seed: 42,
@@ -158,14 +186,17 @@ mod tests {
     #[test]
     fn pace_fires_in_order_and_stops() {
         let mut w = wl(Arrival::Constant);
-        w.turns_per_sec = 1000.0;
-        w.duration = Duration::from_millis(20);
+        w.phases = vec![Phase {
+            duration: Duration::from_millis(20),
+            turns_per_sec: 1000.0,
+        }];
         let slots = w.schedule();
         let epoch = std::time::Instant::now();
         let mut fired = Vec::new();
         let (n, stopped) = pace(
             &slots,
             epoch,
+            w.duration(),
             || false,
             |s, at| {
                 assert!(std::time::Instant::now() >= at, "never early");
@@ -173,15 +204,49 @@ mod tests {
             },
         );
         assert_eq!((n, stopped), (slots.len(), false));
+        assert!(
+            epoch.elapsed() >= w.duration(),
+            "the pacer lasts the whole schedule"
+        );
         assert!(fired.windows(2).all(|p| p[0] <= p[1]));
         let calls = std::cell::Cell::new(0);
         let (n, stopped) = pace(
             &slots,
             std::time::Instant::now(),
+            w.duration(),
             || calls.get() >= 4,
             |_, _| calls.set(calls.get() + 1),
         );
         assert_eq!((n, stopped), (4, true));
+    }
+
+    #[test]
+    fn phases_follow_each_other_and_idle_phases_are_empty() {
+        let mut w = wl(Arrival::Constant);
+        w.warmup = Duration::ZERO;
+        w.phases = vec![
+            Phase {
+                duration: Duration::from_secs(2),
+                turns_per_sec: 2.0,
+            },
+            Phase {
+                duration: Duration::from_secs(60),
+                turns_per_sec: 0.0,
+            },
+            Phase {
+                duration: Duration::from_secs(1),
+                turns_per_sec: 4.0,
+            },
+        ];
+        assert_eq!(w.duration(), Duration::from_secs(63));
+        let s = w.schedule();
+        assert_eq!(s.len(), (4 + 4) * 3);
+        let offsets: Vec<f64> = s
+            .iter()
+            .step_by(3)
+            .map(|c| c.offset.as_secs_f64())
+            .collect();
+        assert_eq!(offsets, vec![0.0, 0.5, 1.0, 1.5, 62.0, 62.25, 62.5, 62.75]);
     }
 
     #[test]

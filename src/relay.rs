@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use crate::events::EventSink;
 use crate::handler::HandlerModel;
-use crate::host::Host;
+use crate::host::{Busy, Host};
 use crate::runner::{Runner, RunnerReport};
 use crate::source::ActivitySource;
-use crate::strategy::{RunnerStrategy, WriterStrategy};
+use crate::strategy::{Parts, RunnerStrategy, WriterStrategy};
 use crate::writer::{CallEnd, CallSpec, Writer};
 
 pub struct Relay {
@@ -24,39 +24,51 @@ pub struct Relay {
     runner: Option<JoinHandle<RunnerReport>>,
 }
 
+/// Everything one relay dir's pair is built from.
+pub struct RelaySpec<'a> {
+    pub sandbox: u32,
+    pub dir: &'a Path,
+    pub host: Arc<dyn Host>,
+    /// The dir's in-flight gauge, shared by the writer and the host.
+    pub busy: Arc<Busy>,
+    pub runner: &'a RunnerStrategy,
+    pub writer: &'a WriterStrategy,
+    pub handler: Arc<HandlerModel>,
+    /// The relay-bench binary, run in the sandbox by window-exec strategies.
+    pub watch_program: &'a Path,
+    pub seed: u64,
+}
+
 impl Relay {
-    /// Builds both sides on `dir` and starts the runner loop (inside a tokio runtime).
-    pub fn start(
-        sandbox: u32,
-        dir: &Path,
-        host: Arc<dyn Host>,
-        runner: &RunnerStrategy,
-        writer: &WriterStrategy,
-        handler: Arc<HandlerModel>,
-        sink: &EventSink,
-    ) -> Relay {
-        let (source, schedule) = runner.build(dir);
-        let task = tokio::spawn(
-            Runner {
-                sandbox,
-                host: host.clone(),
-                source: source.clone(),
-                schedule,
-                handler,
-                events: sink.clone(),
-            }
-            .run(),
-        );
-        let writer = Arc::new(Writer::new(
-            sandbox,
-            dir.to_path_buf(),
-            writer.build(dir),
+    /// Builds both sides and starts the runner loop (inside a tokio runtime).
+    pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
+        let parts = Parts {
+            dir: spec.dir,
+            host: &spec.host,
+            watch_program: spec.watch_program,
+            seed: spec.seed,
+        };
+        let (source, schedule) = spec.runner.build(&parts);
+        let runner = Runner {
+            sandbox: spec.sandbox,
+            host: spec.host.clone(),
+            source: source.clone(),
+            schedule,
+            handler: spec.handler,
+            events: sink.clone(),
+        };
+        let task = tokio::spawn(runner.run());
+        let writer = Writer::new(
+            spec.sandbox,
+            spec.dir.to_path_buf(),
+            spec.writer.build(spec.dir),
             sink.clone(),
-        ));
+        )
+        .with_busy(spec.busy);
         Relay {
-            sandbox,
-            host,
-            writer,
+            sandbox: spec.sandbox,
+            host: spec.host,
+            writer: Arc::new(writer),
             source,
             runner: Some(task),
         }

@@ -100,8 +100,8 @@ impl Runner {
         let mut tasks = JoinSet::new();
         let mut last_list_error: Option<String> = None;
         let mut woke_at = Instant::now();
-        // The first scan is not a timer's: nothing can have been missed yet.
-        let mut wake = Wake::Activity;
+        // How the last wait ended; `None` before the first scan.
+        let mut wake: Option<Wake> = None;
         loop {
             let inline = self.source.take_inline();
             let found = if !inline.is_empty() {
@@ -115,7 +115,14 @@ impl Runner {
                     .count()
             } else {
                 report.scans += 1;
-                match self.host.list(Purpose::Discovery).await {
+                // A list after a wake fetches work known to be there (data); a list the timer
+                // started is looking for work (discovery).
+                let purpose = if wake == Some(Wake::Activity) {
+                    Purpose::Data
+                } else {
+                    Purpose::Discovery
+                };
+                match self.host.list(purpose).await {
                     Ok(names) => {
                         if last_list_error.take().is_some() {
                             ctx.events
@@ -136,15 +143,16 @@ impl Runner {
                     }
                 }
             };
-            if found > 0 && wake == Wake::Timeout && self.source.missed() {
+            if found > 0 && wake == Some(Wake::Timeout) && self.source.missed() {
                 report.missed_by_source += 1;
             }
             while tasks.try_join_next().is_some() {}
             let delay = self.schedule.next(found > 0);
             let timeout = self.source.suspended_polling().unwrap_or(delay);
-            wake = self.source.wait(timeout).await;
+            let w = self.source.wait(timeout).await;
             woke_at = Instant::now();
-            match wake {
+            wake = Some(w);
+            match w {
                 Wake::Closed => break,
                 Wake::Activity => report.woken_by_activity += 1,
                 Wake::Timeout => {}

@@ -6,32 +6,52 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::host::{Host, LocalHost};
+use crate::host::{Busy, Daemon, Host, LatencyProfile, LocalHost, RemoteHost};
 use crate::schedule::PollSchedule;
-use crate::source::{ActivitySource, TimerSource, WatchSource};
+use crate::source::{
+    clamp_window, ActivitySource, ProgramExec, TimerSource, WatchSource, WindowConfig, WindowSource,
+};
 use crate::units::human;
 use crate::writer::{PollWaiter, ResponseWaiter, WatchWaiter};
 
 /// Where the relay dir lives, seen from the runner.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum HostSpec {
     Local,
+    /// A sandbox behind an emulated daemon with this latency profile.
+    Remote(LatencyProfile),
 }
 
 impl HostSpec {
-    pub const NAMES: &'static [&'static str] = &["local"];
+    pub const NAMES: &'static [&'static str] = &["local", "remote"];
 
     pub fn name(&self) -> &'static str {
         match self {
             HostSpec::Local => "local",
+            HostSpec::Remote(_) => "remote",
         }
     }
 
-    pub fn build(&self, dir: &Path) -> Arc<dyn Host> {
+    /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives the
+    /// latency draws.
+    pub fn build(&self, dir: &Path, busy: Arc<Busy>, seed: u64) -> Arc<dyn Host> {
         match self {
-            HostSpec::Local => Arc::new(LocalHost::new(dir)),
+            HostSpec::Local => Arc::new(LocalHost::with_busy(dir, busy)),
+            HostSpec::Remote(profile) => Arc::new(RemoteHost::new(
+                dir,
+                Arc::new(Daemon::new(profile.clone(), seed, busy)),
+            )),
         }
     }
+}
+
+/// What a runner strategy is built from.
+pub struct Parts<'a> {
+    pub dir: &'a Path,
+    pub host: &'a Arc<dyn Host>,
+    /// The relay-bench binary, run in the sandbox as the watch program.
+    pub watch_program: &'a Path,
+    pub seed: u64,
 }
 
 /// How the runner discovers requests (hop 2).
@@ -45,10 +65,17 @@ pub enum RunnerStrategy {
     },
     /// A directory watch wakes the loop; a list every `safety_interval` races it.
     Watch { safety_interval: Duration },
+    /// Bounded-window execs of the in-sandbox watch program; `demoted` is the poll schedule
+    /// the dir falls back to after repeated failures.
+    WindowExec {
+        window: WindowConfig,
+        demoted: PollSchedule,
+    },
 }
 
 impl RunnerStrategy {
-    pub const NAMES: &'static [&'static str] = &["poll", "watch"];
+    pub const NAMES: &'static [&'static str] =
+        &["poll", "watch", "window-exec", "window-exec-inline"];
 
     pub fn poll_default() -> Self {
         RunnerStrategy::Poll {
@@ -64,34 +91,49 @@ impl RunnerStrategy {
         }
     }
 
+    pub fn window_default(inline: bool) -> Self {
+        RunnerStrategy::WindowExec {
+            window: WindowConfig {
+                inline,
+                ..WindowConfig::default()
+            },
+            demoted: PollSchedule::new(Duration::from_millis(300), 5, Duration::from_millis(1500)),
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             RunnerStrategy::Poll { .. } => "poll",
             RunnerStrategy::Watch { .. } => "watch",
+            RunnerStrategy::WindowExec { window, .. } if window.inline => "window-exec-inline",
+            RunnerStrategy::WindowExec { .. } => "window-exec",
         }
     }
 
     /// Parameters as a person reads them.
     pub fn params(&self) -> String {
         match self {
-            RunnerStrategy::Poll {
-                interval,
-                idle_polls,
-                max_interval,
-            } => {
-                format!(
-                    "interval {}, x2 after {idle_polls} idle up to {}",
-                    human(*interval),
-                    human(*max_interval)
-                )
+            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
+                format!("interval {}, x2 after {idle_polls} idle up to {}", human(*interval), human(*max_interval))
             }
             RunnerStrategy::Watch { safety_interval } => {
                 format!("inotify + safety list {}", human(*safety_interval))
             }
+            RunnerStrategy::WindowExec { window: w, demoted } => format!(
+                "window {} (x0.8-1.0) + grace {}, relist {}, safety list {}, demote after {} failures, backoff {}-{}, then poll {}",
+                human(clamp_window(w.window)),
+                human(w.grace),
+                human(w.relist),
+                human(w.safety),
+                w.max_failures,
+                human(w.backoff_min),
+                human(w.backoff_max),
+                human(demoted.interval)
+            ),
         }
     }
 
-    pub fn build(&self, dir: &Path) -> (Arc<dyn ActivitySource>, PollSchedule) {
+    pub fn build(&self, parts: &Parts<'_>) -> (Arc<dyn ActivitySource>, PollSchedule) {
         match self {
             RunnerStrategy::Poll {
                 interval,
@@ -102,9 +144,26 @@ impl RunnerStrategy {
                 PollSchedule::new(*interval, *idle_polls, *max_interval),
             ),
             RunnerStrategy::Watch { safety_interval } => (
-                Arc::new(WatchSource::new(dir)),
+                Arc::new(WatchSource::new(parts.dir)),
                 PollSchedule::fixed(*safety_interval),
             ),
+            RunnerStrategy::WindowExec { window, demoted } => {
+                let exec = ProgramExec {
+                    host: parts.host.clone(),
+                    program: parts.watch_program.to_path_buf(),
+                    dir: parts.dir.to_path_buf(),
+                    relist: window.relist,
+                    inline: window.inline,
+                };
+                (
+                    Arc::new(WindowSource::start(
+                        window.clone(),
+                        Arc::new(exec),
+                        parts.seed,
+                    )),
+                    *demoted,
+                )
+            }
         }
     }
 }

@@ -52,7 +52,20 @@ pub struct Requests {
     /// Totals over all relay dirs and the whole window.
     pub discovery_total: u64,
     pub data_total: u64,
+    /// While the relay dir had calls in flight.
+    pub busy: Stretch,
+    /// While it had none.
+    pub idle: Stretch,
     pub by_kind: crate::host::ByKind,
+}
+
+/// Request rates over one kind of stretch, per relay dir per minute.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stretch {
+    /// Relay-dir minutes spent in this kind of stretch (summed over dirs).
+    pub minutes: f64,
+    pub discovery_per_min: f64,
+    pub data_per_min: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -106,6 +119,10 @@ pub struct RunnerStats {
 pub struct CaseResult {
     pub case: String,
     pub host: String,
+    /// What the host models: its latency profile, or none.
+    pub host_params: String,
+    /// The latency legs the emulated daemon actually paid (one way, µs); null when local.
+    pub injected_leg_us: Option<LatencyStats>,
     pub strategy: String,
     pub strategy_params: String,
     pub writer: String,
@@ -128,8 +145,83 @@ pub struct CaseResult {
     pub notices: Vec<String>,
     pub notices_total: u64,
     pub gates: Vec<GateResult>,
+    /// This case against the scenario's baseline case, when it has one.
+    pub vs_baseline: Option<Comparison>,
     pub interrupted: bool,
     pub pass: bool,
+}
+
+/// Ratios of the baseline's figure to this case's (above 1: this case is lower).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub pickup_p50_ratio: Option<f64>,
+    pub completion_p50_ratio: Option<f64>,
+    pub discovery_per_min_ratio: Option<f64>,
+    pub idle_discovery_per_min_ratio: Option<f64>,
+    /// The same, as a person reads it.
+    pub text: String,
+}
+
+fn ratio(base: f64, this: f64) -> Option<f64> {
+    (base > 0.0 && this > 0.0).then(|| (base / this * 100.0).round() / 100.0)
+}
+
+fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {
+    let r = r?;
+    Some(if r >= 1.0 {
+        format!("{what} {r:.1}x {lower}")
+    } else {
+        format!("{what} {:.1}x {higher}", 1.0 / r)
+    })
+}
+
+impl Comparison {
+    pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
+        let (b, t) = (&base.latency_us, &this.latency_us);
+        let lat = |x: &LatencyStats, y: &LatencyStats| {
+            ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0)
+        };
+        let mut c = Comparison {
+            baseline: base.case.clone(),
+            pickup_p50_ratio: lat(&b.pickup, &t.pickup),
+            completion_p50_ratio: lat(&b.completion, &t.completion),
+            discovery_per_min_ratio: ratio(
+                base.requests.discovery_per_min,
+                this.requests.discovery_per_min,
+            ),
+            idle_discovery_per_min_ratio: ratio(
+                base.requests.idle.discovery_per_min,
+                this.requests.idle.discovery_per_min,
+            ),
+            text: String::new(),
+        };
+        let parts: Vec<String> = [
+            say_ratio("pickup p50", c.pickup_p50_ratio, "lower", "higher"),
+            say_ratio("completion p50", c.completion_p50_ratio, "lower", "higher"),
+            say_ratio(
+                "discovery requests",
+                c.discovery_per_min_ratio,
+                "fewer",
+                "more",
+            ),
+            say_ratio(
+                "idle discovery requests",
+                c.idle_discovery_per_min_ratio,
+                "fewer",
+                "more",
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        c.text = if parts.is_empty() {
+            "nothing comparable measured".into()
+        } else {
+            parts.join(", ")
+        };
+        c
+    }
 }
 
 impl CaseResult {
@@ -192,6 +284,8 @@ impl CaseResult {
                 Counter::Completed => self.calls.completed as f64,
                 Counter::DiscoveryPerMin => self.requests.discovery_per_min,
                 Counter::DataPerMin => self.requests.data_per_min,
+                Counter::BusyDiscoveryPerMin => self.requests.busy.discovery_per_min,
+                Counter::IdleDiscoveryPerMin => self.requests.idle.discovery_per_min,
             }),
         }
     }
@@ -226,6 +320,8 @@ pub struct Summary {
     pub results: Vec<CaseResult>,
     /// Cases of the scenario not run (the run was interrupted first).
     pub cases_not_run: Vec<String>,
+    /// The case the others are compared with.
+    pub baseline: Option<String>,
     pub interrupted: bool,
     pub pass: bool,
 }
@@ -235,6 +331,23 @@ impl Summary {
         Tool {
             name: env!("CARGO_PKG_NAME"),
             version: env!("CARGO_PKG_VERSION"),
+        }
+    }
+
+    /// Fills each case's comparison with its baseline (its own, else the scenario's), once
+    /// that baseline has run. `own` gives a case's own baseline by case name.
+    pub fn compare(&mut self, own: impl Fn(&str) -> Option<String>) {
+        let snapshot = self.results.clone();
+        for r in self.results.iter_mut() {
+            let Some(name) = own(&r.case).or_else(|| self.baseline.clone()) else {
+                continue;
+            };
+            if name == r.case {
+                continue;
+            }
+            if let Some(base) = snapshot.iter().find(|b| b.case == name) {
+                r.vs_baseline = Some(Comparison::of(base, r));
+            }
         }
     }
 

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
 use crate::fsio::{publish_atomic, remove_if_present};
+use crate::host::Busy;
 use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
 use crate::source::{DirWatch, ErrorOnce, Seen, Signal, SourceHealth, Wake, WatchFilter};
 
@@ -217,6 +218,7 @@ pub struct Writer {
     pub waiter: Box<dyn ResponseWaiter>,
     pub events: EventSink,
     ids: Mutex<IdRegistry>,
+    busy: Arc<Busy>,
 }
 
 impl Writer {
@@ -232,10 +234,24 @@ impl Writer {
             waiter,
             events,
             ids: Mutex::new(IdRegistry::default()),
+            busy: Arc::default(),
         }
     }
 
+    /// Shares the relay dir's in-flight gauge with its host (busy/idle request rates).
+    pub fn with_busy(mut self, busy: Arc<Busy>) -> Writer {
+        self.busy = busy;
+        self
+    }
+
     pub async fn call(&self, spec: CallSpec) -> CallEnd {
+        self.busy.begin();
+        let end = self.call_inner(spec).await;
+        self.busy.end();
+        end
+    }
+
+    async fn call_inner(&self, spec: CallSpec) -> CallEnd {
         let id: CallId = Arc::from(spec.id.as_str());
         let mut times = WriterSide {
             intended: spec.intended,

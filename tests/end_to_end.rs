@@ -44,6 +44,7 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
         relay_root: relay.path().to_path_buf(),
         quiet: true,
         calibrate: true,
+        watch_program: BIN.into(),
     };
     let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new()))
         .await
@@ -76,7 +77,20 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
                 .1,
             36
         );
-        assert!(r.requests.discovery_total > 0);
+        assert!(
+            r.requests
+                .by_kind
+                .0
+                .iter()
+                .find(|(k, _)| *k == "list")
+                .unwrap()
+                .1
+                > 0
+        );
+        if r.strategy == "poll" {
+            // Every poll-only list is a timer's: looking for work.
+            assert!(r.requests.discovery_total > 0);
+        }
         assert!(r.pass, "{}: {:?}", r.case, r.gates);
     }
     assert!(summary.pass);
@@ -160,6 +174,7 @@ async fn an_interrupt_ends_the_case_and_marks_the_report() {
         relay_root: relay.path().to_path_buf(),
         quiet: true,
         calibrate: false,
+        watch_program: BIN.into(),
     };
     let interrupt = Arc::new(Signal::new());
     let stopper = {
@@ -267,4 +282,111 @@ fn list_shows_the_shipped_scenarios() {
         text.contains("default") && text.contains("throughput"),
         "{text}"
     );
+}
+
+const REMOTE: &str = r#"
+name = "remote-small"
+gates = ["lost == 0", "pairing_violations == 0", "leftover_files == 0", "duplicated == 0"]
+baseline = "poll"
+[workload]
+sandboxes = 2
+calls_per_turn = 3
+[[workload.phase]]
+duration = "2s"
+turns_per_sec = 3
+[[workload.phase]]
+duration = "1s"
+turns_per_sec = 0
+[handler]
+duration = "1ms"
+[profile.near]
+leg_min = "1ms"
+leg_max = "2ms"
+concurrency = 4
+[[case]]
+name = "poll"
+host = "remote"
+profile = "near"
+runner = { strategy = "poll", interval = "20ms", max_interval = "20ms" }
+writer = "watch"
+[[case]]
+name = "window"
+host = "remote"
+profile = "near"
+runner = { strategy = "window-exec", window = "5s", safety_interval = "10s" }
+writer = "watch"
+[[case]]
+name = "inline"
+host = "remote"
+profile = "lan"
+runner = "window-exec-inline"
+writer = "watch"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_window_exec_runs_the_real_watch_program_and_answers_every_call() {
+    let out = tempfile::tempdir().unwrap();
+    let relay = tempfile::tempdir().unwrap();
+    let s = Scenario::parse("remote.toml", REMOTE).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate: false,
+        watch_program: BIN.into(),
+    };
+    let summary = run_scenario(&s, &opts, "t", Arc::new(Signal::new()))
+        .await
+        .unwrap();
+    for r in &summary.results {
+        assert_eq!(
+            r.calls.completed, r.calls.scheduled,
+            "{}: every call answered",
+            r.case
+        );
+        assert!(r.pass, "{}: {:?} {:?}", r.case, r.gates, r.notices);
+        assert!(r.host.starts_with("remote:"), "{}", r.host);
+        assert!(
+            r.injected_leg_us.as_ref().is_some_and(|l| l.count > 0),
+            "{}: legs were paid",
+            r.case
+        );
+        let kind = |k: &str| {
+            r.requests
+                .by_kind
+                .0
+                .iter()
+                .find(|(n, _)| *n == k)
+                .unwrap()
+                .1
+        };
+        assert_eq!(
+            kind("read") + r.runner.inline,
+            r.calls.scheduled,
+            "{}",
+            r.case
+        );
+        if r.strategy.starts_with("window-exec") {
+            assert!(kind("exec") > 0, "{}: the watch program ran", r.case);
+            assert!(
+                r.runner.degraded.is_empty(),
+                "{}: {:?}",
+                r.case,
+                r.runner.degraded
+            );
+        }
+        assert!(r.requests.busy.minutes > 0.0 && r.requests.idle.minutes > 0.0);
+    }
+    let inline = summary.results.iter().find(|r| r.case == "inline").unwrap();
+    assert!(
+        inline.runner.inline > 0,
+        "the inline variant carried requests"
+    );
+    let window = summary.results.iter().find(|r| r.case == "window").unwrap();
+    assert!(window
+        .vs_baseline
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("pickup p50"));
 }

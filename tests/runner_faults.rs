@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use relay_bench::events::{EventSink, Msg};
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::{Host, LocalHost, Purpose, RequestCounts};
+use relay_bench::host::{ExecOutput, Host, LocalHost, Purpose, RequestCounts};
 use relay_bench::protocol::{Request, Response};
 use relay_bench::recorder::{Recorder, Recording};
-use relay_bench::relay::Relay;
+use relay_bench::relay::{Relay, RelaySpec};
 use relay_bench::runner::RunnerReport;
 use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
 use relay_bench::writer::CallEnd;
 use relay_bench::BoxFut;
+use std::ffi::OsString;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -40,7 +41,18 @@ impl Rig {
             duration_max: MS(1),
             ..HandlerModel::default()
         };
-        let relay = Relay::start(0, dir, host, &runner, &writer, Arc::new(handler), &sink);
+        let spec = RelaySpec {
+            sandbox: 0,
+            dir,
+            host,
+            busy: Arc::default(),
+            runner: &runner,
+            writer: &writer,
+            handler: Arc::new(handler),
+            watch_program: Path::new(env!("CARGO_BIN_EXE_relay-bench")),
+            seed: 1,
+        };
+        let relay = Relay::start(spec, &sink);
         Rig { relay, sink, rx }
     }
 
@@ -218,6 +230,9 @@ impl Host for FlakyDeletes {
             ))));
         }
         self.inner.delete(n)
+    }
+    fn exec<'a>(&'a self, argv: &'a [OsString], p: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.inner.exec(argv, p)
     }
     fn counts(&self) -> RequestCounts {
         self.inner.counts()

@@ -83,6 +83,15 @@ impl Exporter for Markdown {
             );
         }
 
+        if let Some(b) = &s.baseline {
+            let _ = writeln!(o, "\n## Against the baseline ({b})\n");
+            for r in &s.results {
+                if let Some(c) = &r.vs_baseline {
+                    let _ = writeln!(o, "- **{}**: {}", r.case, c.text);
+                }
+            }
+        }
+
         let _ = writeln!(o, "\n## Gates\n");
         for r in &s.results {
             for g in &r.gates {
@@ -120,7 +129,8 @@ impl Exporter for Markdown {
         }
 
         let _ = writeln!(o, "\n## Calls and requests\n");
-        let _ = writeln!(o, "| case | parameters | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | data/min/dir | requests by kind | leftover files |");
+        let _ = writeln!(o, "Rates are per relay dir per minute: over the whole window, then split by whether the dir had calls in flight (busy) or not (idle). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery.\n");
+        let _ = writeln!(o, "| case | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | busy | idle | data/min/dir | requests by kind | leftover files |");
         let _ = writeln!(
             o,
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
@@ -136,10 +146,8 @@ impl Exporter for Markdown {
                 .collect();
             let _ = writeln!(
                 o,
-                "| {} | runner: {}; writer: {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} | {} | {} |",
                 r.case,
-                r.strategy_params,
-                r.writer_params,
                 r.calls.scheduled,
                 r.calls.ok,
                 r.calls.error,
@@ -147,10 +155,36 @@ impl Exporter for Markdown {
                 r.calls.lost,
                 r.calls.duplicated,
                 r.requests.discovery_per_min,
+                r.requests.busy.discovery_per_min,
+                r.requests.busy.minutes,
+                r.requests.idle.discovery_per_min,
+                r.requests.idle.minutes,
                 r.requests.data_per_min,
                 kinds.join(", "),
                 r.leftover_files
             );
+        }
+
+        let _ = writeln!(o, "\n## Cases\n");
+        for r in &s.results {
+            let _ = writeln!(
+                o,
+                "- **{}** — host: {}; runner `{}`: {}; writer `{}`: {}",
+                r.case, r.host_params, r.strategy, r.strategy_params, r.writer, r.writer_params
+            );
+            if let Some(l) = &r.injected_leg_us {
+                let _ = writeln!(
+                    o,
+                    "  - latency legs actually injected (one way, {} legs): p50 {}, p99 {}, max {}",
+                    l.count,
+                    us(l.p50),
+                    us(l.p99),
+                    us(l.max)
+                );
+            }
+            if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
+                let _ = writeln!(o, "  - requests carried inline by the watch: {}; timer scans that found work the watch missed: {}", r.runner.inline, r.runner.missed_by_source);
+            }
         }
 
         if let Some(c) = &s.calibration {

@@ -49,6 +49,11 @@ impl Exporter for Table {
             );
         }
         for r in &s.results {
+            if let Some(c) = &r.vs_baseline {
+                let _ = writeln!(o, "  {} vs {}: {}", r.case, c.baseline, c.text);
+            }
+        }
+        for r in &s.results {
             for g in r.gates.iter().filter(|g| !g.pass) {
                 let _ = writeln!(
                     o,

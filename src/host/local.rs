@@ -1,9 +1,11 @@
 //! The `local` host: a real directory on this machine, touched with plain syscalls.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::{Host, Kind, Purpose, RequestCounter, RequestCounts};
+use super::{run_child, Busy, ExecOutput, Host, Kind, Purpose, RequestCounter, RequestCounts};
 use crate::fsio;
 use crate::BoxFut;
 
@@ -17,9 +19,14 @@ pub struct LocalHost {
 
 impl LocalHost {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self::with_busy(dir, Arc::default())
+    }
+
+    /// A host whose requests are split busy/idle by `busy`, the dir's in-flight gauge.
+    pub fn with_busy(dir: impl Into<PathBuf>, busy: Arc<Busy>) -> Self {
         LocalHost {
             dir: dir.into(),
-            counter: RequestCounter::default(),
+            counter: RequestCounter::new(busy),
         }
     }
 
@@ -59,6 +66,15 @@ impl Host for LocalHost {
         Box::pin(std::future::ready(fsio::remove_if_present(
             &self.dir.join(name),
         )))
+    }
+
+    fn exec<'a>(
+        &'a self,
+        argv: &'a [OsString],
+        purpose: Purpose,
+    ) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.counter.count(purpose, Kind::Exec);
+        Box::pin(run_child(argv))
     }
 
     fn counts(&self) -> RequestCounts {

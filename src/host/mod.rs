@@ -6,12 +6,19 @@
 //! reports the same request budget (SPEC §5). New hosts (remote-emulated, in-memory) are a
 //! new file here plus one line in [`crate::strategy`].
 
+mod busy;
 mod local;
+mod remote;
 
+pub use busy::Busy;
 pub use local::LocalHost;
+pub use remote::{Daemon, LatencyProfile, Leg, RemoteHost};
 
+use std::ffi::OsString;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -62,26 +69,41 @@ impl Kind {
     }
 }
 
-/// Lock-free request counters, one per (purpose, kind).
+/// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as
+/// busy when the relay dir has calls in flight at the moment it is made.
 #[derive(Debug, Default)]
 pub struct RequestCounter {
-    counts: [[AtomicU64; 7]; 2],
+    counts: [[[AtomicU64; 7]; 2]; 2],
+    busy: Arc<Busy>,
 }
 
 impl RequestCounter {
+    pub fn new(busy: Arc<Busy>) -> Self {
+        RequestCounter {
+            counts: Default::default(),
+            busy,
+        }
+    }
+
     #[inline]
     pub fn count(&self, purpose: Purpose, kind: Kind) {
-        self.counts[purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
+        let idle = usize::from(!self.busy.is_busy());
+        self.counts[idle][purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> RequestCounts {
         let mut out = RequestCounts::default();
+        let get = |idle: usize, p: Purpose, k: Kind| {
+            self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed)
+        };
         for k in Kind::ALL {
-            out.discovery[k as usize] =
-                self.counts[Purpose::Discovery as usize][k as usize].load(Ordering::Relaxed);
-            out.data[k as usize] =
-                self.counts[Purpose::Data as usize][k as usize].load(Ordering::Relaxed);
+            let i = k as usize;
+            out.discovery_idle[i] = get(1, Purpose::Discovery, k);
+            out.data_idle[i] = get(1, Purpose::Data, k);
+            out.discovery[i] = get(0, Purpose::Discovery, k) + out.discovery_idle[i];
+            out.data[i] = get(0, Purpose::Data, k) + out.data_idle[i];
         }
+        out.busy_time = self.busy.busy_time();
         out
     }
 }
@@ -89,8 +111,14 @@ impl RequestCounter {
 /// A copy of the counters at one moment; counters of several hosts add up.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RequestCounts {
+    /// All requests, by kind.
     pub discovery: [u64; 7],
     pub data: [u64; 7],
+    /// The part of them made while the relay dir had no call in flight.
+    pub discovery_idle: [u64; 7],
+    pub data_idle: [u64; 7],
+    /// How long the relay dir had calls in flight (summed over dirs).
+    pub busy_time: Duration,
 }
 
 impl RequestCounts {
@@ -98,7 +126,10 @@ impl RequestCounts {
         for i in 0..7 {
             self.discovery[i] += other.discovery[i];
             self.data[i] += other.data[i];
+            self.discovery_idle[i] += other.discovery_idle[i];
+            self.data_idle[i] += other.data_idle[i];
         }
+        self.busy_time += other.busy_time;
     }
 
     pub fn minus(&self, earlier: &RequestCounts) -> RequestCounts {
@@ -106,7 +137,10 @@ impl RequestCounts {
         for i in 0..7 {
             out.discovery[i] -= earlier.discovery[i];
             out.data[i] -= earlier.data[i];
+            out.discovery_idle[i] -= earlier.discovery_idle[i];
+            out.data_idle[i] -= earlier.data_idle[i];
         }
+        out.busy_time = out.busy_time.saturating_sub(earlier.busy_time);
         out
     }
 
@@ -116,6 +150,14 @@ impl RequestCounts {
 
     pub fn data_total(&self) -> u64 {
         self.data.iter().sum()
+    }
+
+    pub fn discovery_idle_total(&self) -> u64 {
+        self.discovery_idle.iter().sum()
+    }
+
+    pub fn data_idle_total(&self) -> u64 {
+        self.data_idle.iter().sum()
     }
 
     /// Per kind, both purposes: `{"list": 12, ...}` in a fixed order.
@@ -143,6 +185,33 @@ impl Serialize for ByKind {
     }
 }
 
+/// What a finished program left.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// The exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `argv` as a child process on this machine; killed if the future is dropped.
+pub async fn run_child(argv: &[OsString]) -> io::Result<ExecOutput> {
+    let (prog, args) = argv
+        .split_first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let out = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await?;
+    Ok(ExecOutput {
+        code: out.status.code(),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    })
+}
+
 /// The runner's access to one relay directory. Names are plain file names inside the dir;
 /// a host never accepts a path.
 pub trait Host: Send + Sync {
@@ -154,8 +223,19 @@ pub trait Host: Send + Sync {
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>>;
     /// Deletes one file; a file already gone is not an error.
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>>;
+    /// Runs a program in the sandbox (argv, never a shell string) and returns its output.
+    /// Dropping the future kills the program.
+    fn exec<'a>(
+        &'a self,
+        argv: &'a [OsString],
+        purpose: Purpose,
+    ) -> BoxFut<'a, io::Result<ExecOutput>>;
     /// The requests made so far.
     fn counts(&self) -> RequestCounts;
+    /// The latency legs injected so far (nanoseconds), if this host emulates any.
+    fn injected_legs(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        None
+    }
     /// A short label for reports ("local", "remote:proxy").
     fn label(&self) -> String;
 }
@@ -166,11 +246,16 @@ mod tests {
 
     #[test]
     fn counters_split_by_purpose_and_kind() {
-        let c = RequestCounter::default();
+        let busy = Arc::new(Busy::default());
+        let c = RequestCounter::new(busy.clone());
         c.count(Purpose::Discovery, Kind::List);
         c.count(Purpose::Discovery, Kind::List);
+        busy.begin();
         c.count(Purpose::Data, Kind::Read);
+        busy.end();
         let s = c.snapshot();
+        assert_eq!(s.discovery_idle_total(), 2, "no call was in flight");
+        assert_eq!(s.data_idle_total(), 0, "the read was made while busy");
         assert_eq!(s.discovery_total(), 2);
         assert_eq!(s.data_total(), 1);
         let by = s.by_kind();

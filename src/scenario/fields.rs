@@ -22,6 +22,8 @@ pub struct Fields<'a> {
     prefix: String,
     table: &'a Table,
     known: Vec<&'static str>,
+    /// Keys that are names rather than settings (see [`Fields::keys`]).
+    names: Vec<String>,
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -43,6 +45,7 @@ impl<'a> Fields<'a> {
             prefix: prefix.to_owned(),
             table,
             known: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -70,6 +73,27 @@ impl<'a> Fields<'a> {
 
     pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
         self.get(key)
+    }
+
+    /// Whether `key` is present, without marking it as read.
+    pub fn raw_unread(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// The keys of a table whose keys are names (like `[profile.NAME]`); all count as read.
+    pub fn keys(&mut self) -> Vec<String> {
+        let keys: Vec<String> = self.table.keys().cloned().collect();
+        self.names.extend(keys.iter().cloned());
+        keys
+    }
+
+    /// The table under a name returned by [`Fields::keys`].
+    pub fn named_table(&self, name: &str) -> Result<Fields<'a>, ScenarioError> {
+        match self.table.get(name) {
+            Some(Value::Table(t)) => Ok(Fields::new(self.file, &self.path(name), t)),
+            Some(v) => Err(self.err(name, format!("expected a table, found {}", type_name(v)))),
+            None => Err(self.err(name, "is missing")),
+        }
     }
 
     pub fn string(&mut self, key: &'static str) -> Result<Option<&'a str>, ScenarioError> {
@@ -212,7 +236,7 @@ impl<'a> Fields<'a> {
         let mut unknown: Vec<&String> = self
             .table
             .keys()
-            .filter(|k| !self.known.contains(&k.as_str()))
+            .filter(|k| !self.known.contains(&k.as_str()) && !self.names.contains(k))
             .collect();
         unknown.sort();
         if let Some(k) = unknown.first() {

@@ -9,6 +9,7 @@ mod fields;
 
 pub use fields::ScenarioError;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,7 +17,10 @@ use fields::Fields;
 
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
-use crate::pacer::{Arrival, Workload};
+use crate::host::{LatencyProfile, Leg};
+use crate::pacer::{Arrival, Phase, Workload};
+use crate::schedule::PollSchedule;
+use crate::source::{WINDOW_MAX, WINDOW_MIN};
 use crate::strategy::{HostSpec, RunnerStrategy, WriterStrategy};
 
 /// The scenario `relay-bench run` uses when given none.
@@ -29,6 +33,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     (
         "throughput",
         include_str!("../../scenarios/throughput.toml"),
+    ),
+    (
+        "rollout-gate",
+        include_str!("../../scenarios/rollout-gate.toml"),
     ),
 ];
 
@@ -58,6 +66,8 @@ pub struct CaseSpec {
     pub writer: WriterStrategy,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
+    /// The case this one is compared with, over the scenario's `baseline`.
+    pub baseline: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +79,8 @@ pub struct Scenario {
     pub workload: Workload,
     pub handler: HandlerModel,
     pub cases: Vec<CaseSpec>,
+    /// The case the others are compared with (ratios in the reports).
+    pub baseline: Option<String>,
 }
 
 impl Scenario {
@@ -122,9 +134,19 @@ impl Scenario {
                 ..HandlerModel::default()
             },
         };
+        let mut profiles = BTreeMap::new();
+        if let Some(mut pt) = top.table("profile")? {
+            for name in pt.keys() {
+                let mut f = pt.named_table(&name)?;
+                let profile = parse_profile(&mut f, &name)?;
+                f.finish()?;
+                profiles.insert(name, profile);
+            }
+        }
+        let baseline = top.string("baseline")?.map(str::to_owned);
         let mut cases = Vec::new();
         for mut c in top.tables("case")? {
-            let case = parse_case(&mut c, &common_gates)?;
+            let case = parse_case(&mut c, &common_gates, &profiles)?;
             c.finish()?;
             if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
                 return Err(top.err(
@@ -137,6 +159,24 @@ impl Scenario {
         if cases.is_empty() {
             return Err(top.err("case", "at least one [[case]] is required"));
         }
+        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        if let Some(b) = &baseline {
+            if !names.contains(&b.as_str()) {
+                return Err(top.err(
+                    "baseline",
+                    format!("no case is named {b:?}; cases: {}", names.join(", ")),
+                ));
+            }
+        }
+        for (i, c) in cases.iter().enumerate() {
+            if let Some(b) = c.baseline.as_deref().filter(|b| !names.contains(b)) {
+                return Err(ScenarioError {
+                    file: file.to_owned(),
+                    key: format!("case[{i}].baseline"),
+                    msg: format!("no case is named {b:?}; cases: {}", names.join(", ")),
+                });
+            }
+        }
         top.finish()?;
         Ok(Scenario {
             name,
@@ -145,6 +185,7 @@ impl Scenario {
             workload,
             handler,
             cases,
+            baseline,
         })
     }
 }
@@ -156,11 +197,77 @@ fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, S
         .collect()
 }
 
-fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
-    let duration = w.duration("duration")?.unwrap_or(Duration::from_secs(10));
-    if duration.is_zero() {
-        return Err(w.err("duration", "must be longer than 0s"));
+fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
+    let base = LatencyProfile::shipped("proxy").expect("shipped");
+    let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
+    let max = f.duration("leg_max")?.unwrap_or(min.max(base.leg.max));
+    if max < min {
+        return Err(f.err("leg_max", "must not be shorter than `leg_min`"));
     }
+    let leg = Leg {
+        min,
+        max,
+        tail_ratio: f.float("tail_ratio", 0.0, 1.0)?.unwrap_or(0.0),
+        tail_mean: f.duration("tail_mean")?.unwrap_or(Duration::ZERO),
+        tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
+    };
+    let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
+    Ok(LatencyProfile {
+        name: name.to_owned(),
+        leg,
+        concurrency,
+    })
+}
+
+fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError> {
+    let tables = w.tables("phase")?;
+    if tables.is_empty() {
+        return Ok(None);
+    }
+    let mut phases = Vec::new();
+    for mut t in tables {
+        let duration = t
+            .duration("duration")?
+            .ok_or_else(|| t.err("duration", "is required"))?;
+        if duration.is_zero() {
+            return Err(t.err("duration", "must be longer than 0s"));
+        }
+        let turns_per_sec = t.float("turns_per_sec", 0.0, 100_000.0)?.unwrap_or(0.0);
+        t.finish()?;
+        phases.push(Phase {
+            duration,
+            turns_per_sec,
+        });
+    }
+    Ok(Some(phases))
+}
+
+fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+    let phases = match parse_phases(w)? {
+        Some(p) => {
+            for key in ["duration", "turns_per_sec"] {
+                if w.raw_unread(key) {
+                    return Err(w.err(
+                        key,
+                        "cannot be given with [[workload.phase]]; give it per phase",
+                    ));
+                }
+            }
+            p
+        }
+        None => {
+            let duration = w.duration("duration")?.unwrap_or(Duration::from_secs(10));
+            if duration.is_zero() {
+                return Err(w.err("duration", "must be longer than 0s"));
+            }
+            let turns_per_sec = w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0);
+            vec![Phase {
+                duration,
+                turns_per_sec,
+            }]
+        }
+    };
+    let duration: Duration = phases.iter().map(|p| p.duration).sum();
     let warmup = w.duration("warmup")?.unwrap_or(Duration::ZERO);
     if warmup >= duration {
         return Err(w.err("warmup", "must be shorter than `duration`"));
@@ -172,9 +279,8 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
     Ok(Workload {
         sandboxes: w.int("sandboxes", 1, 1024)?.unwrap_or(1) as u32,
         arrival,
-        turns_per_sec: w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0),
+        phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
-        duration,
         warmup,
         tool_timeout: w.duration("tool_timeout")?,
         seed: w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64,
@@ -203,7 +309,11 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
     })
 }
 
-fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioError> {
+fn parse_case(
+    c: &mut Fields<'_>,
+    common: &[Gate],
+    profiles: &BTreeMap<String, LatencyProfile>,
+) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     if name.is_empty()
         || !name
@@ -216,8 +326,35 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioE
         ));
     }
     let host = match c.choice("host", HostSpec::NAMES)? {
-        Some("local") | None => HostSpec::Local,
-        Some(other) => unreachable!("validated host {other}"),
+        Some("local") | None => {
+            if c.raw("profile").is_some() {
+                return Err(c.err("profile", "applies only to host = \"remote\""));
+            }
+            HostSpec::Local
+        }
+        Some(_) => {
+            let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
+            allowed.extend(profiles.keys().map(String::as_str));
+            let name = c.string("profile")?.ok_or_else(|| {
+                c.err(
+                    "profile",
+                    format!(
+                        "is required with host = \"remote\"; allowed: {}",
+                        allowed.join(", ")
+                    ),
+                )
+            })?;
+            let profile = profiles
+                .get(name)
+                .cloned()
+                .or_else(|| LatencyProfile::shipped(name));
+            HostSpec::Remote(profile.ok_or_else(|| {
+                c.err(
+                    "profile",
+                    format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")),
+                )
+            })?)
+        }
     };
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
@@ -225,6 +362,7 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioE
     };
     let runner = parse_runner(c)?;
     let writer = parse_writer(c)?;
+    let baseline = c.string("baseline")?.map(str::to_owned);
     let own = c.strings("gates")?;
     let mut gates = common.to_vec();
     gates.extend(parse_gates(c, "gates", &own)?);
@@ -235,6 +373,7 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate]) -> Result<CaseSpec, ScenarioE
         runner,
         writer,
         gates,
+        baseline,
     })
 }
 
@@ -275,11 +414,27 @@ fn strategy_table<'a>(
     }
 }
 
+/// `interval`, `idle_polls`, `max_interval` of a poll schedule, over `base`.
+fn parse_poll(t: &mut Fields<'_>, base: PollSchedule) -> Result<PollSchedule, ScenarioError> {
+    let interval = t.duration("interval")?.unwrap_or(base.interval);
+    let idle_polls = t
+        .int("idle_polls", 0, u32::MAX as i64)?
+        .map_or(base.idle_polls, |v| v as u32);
+    let max_interval = t.duration("max_interval")?.unwrap_or(base.max_interval);
+    check_positive(t, "interval", interval)?;
+    if max_interval < interval {
+        return Err(t.err("max_interval", "must not be shorter than `interval`"));
+    }
+    Ok(PollSchedule::new(interval, idle_polls, max_interval))
+}
+
 fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
     let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
     let mut strategy = match name.as_str() {
         "poll" => RunnerStrategy::poll_default(),
-        _ => RunnerStrategy::watch_default(),
+        "watch" => RunnerStrategy::watch_default(),
+        "window-exec" => RunnerStrategy::window_default(false),
+        _ => RunnerStrategy::window_default(true),
     };
     if let Some(mut t) = table {
         match &mut strategy {
@@ -288,20 +443,46 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
                 idle_polls,
                 max_interval,
             } => {
-                *interval = t.duration("interval")?.unwrap_or(*interval);
-                *idle_polls = t
-                    .int("idle_polls", 0, u32::MAX as i64)?
-                    .map(|v| v as u32)
-                    .unwrap_or(*idle_polls);
-                *max_interval = t.duration("max_interval")?.unwrap_or(*max_interval);
-                check_positive(&t, "interval", *interval)?;
-                if *max_interval < *interval {
-                    return Err(t.err("max_interval", "must not be shorter than `interval`"));
-                }
+                let p = parse_poll(
+                    &mut t,
+                    PollSchedule::new(*interval, *idle_polls, *max_interval),
+                )?;
+                (*interval, *idle_polls, *max_interval) =
+                    (p.interval, p.idle_polls, p.max_interval);
             }
             RunnerStrategy::Watch { safety_interval } => {
                 *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
                 check_positive(&t, "safety_interval", *safety_interval)?;
+            }
+            RunnerStrategy::WindowExec { window: w, demoted } => {
+                if let Some(d) = t.duration("window")? {
+                    if !(WINDOW_MIN..=WINDOW_MAX).contains(&d) {
+                        return Err(t.err(
+                            "window",
+                            "must be between 5s and 120s (SPEC §3 clamps it there)",
+                        ));
+                    }
+                    w.window = d;
+                }
+                w.grace = t.duration("grace")?.unwrap_or(w.grace);
+                w.relist = t.duration("relist")?.unwrap_or(w.relist);
+                w.safety = t.duration("safety_interval")?.unwrap_or(w.safety);
+                w.max_failures = t
+                    .int("max_failures", 1, 1000)?
+                    .map_or(w.max_failures, |v| v as u32);
+                w.backoff_min = t.duration("backoff_min")?.unwrap_or(w.backoff_min);
+                w.backoff_max = t.duration("backoff_max")?.unwrap_or(w.backoff_max);
+                for (k, d) in [
+                    ("relist", w.relist),
+                    ("safety_interval", w.safety),
+                    ("backoff_min", w.backoff_min),
+                ] {
+                    check_positive(&t, k, d)?;
+                }
+                if w.backoff_max < w.backoff_min {
+                    return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
+                }
+                *demoted = parse_poll(&mut t, *demoted)?;
             }
         }
         t.finish()?;

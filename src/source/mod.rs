@@ -15,9 +15,14 @@
 
 mod timer;
 mod watch;
+mod window;
 
 pub use timer::TimerSource;
 pub use watch::{DirWatch, Seen, WatchFilter, WatchSource};
+pub use window::{
+    backoff, clamp_window, jitter, ProgramExec, WatchExec, WindowConfig, WindowSource, WindowStats,
+    WINDOW_MAX, WINDOW_MIN,
+};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;

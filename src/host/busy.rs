@@ -1,0 +1,78 @@
+//! Whether a relay dir has calls in flight, and for how long it has had: the split between
+//! busy and idle stretches that request rates are reported by (SPEC §5: ~200 lists/min per
+//! active turn, ~40/min idle, for today's polling).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+#[derive(Debug, Default)]
+struct State {
+    in_flight: u64,
+    since: Option<Instant>,
+    busy: Duration,
+}
+
+/// A gauge of calls in flight in one relay dir, shared by its writer and its host.
+#[derive(Debug, Default)]
+pub struct Busy {
+    state: Mutex<State>,
+    flag: AtomicBool,
+}
+
+impl Busy {
+    /// A call started.
+    pub fn begin(&self) {
+        let mut s = self.state.lock().expect("busy gauge poisoned");
+        s.in_flight += 1;
+        if s.in_flight == 1 {
+            s.since = Some(Instant::now());
+            self.flag.store(true, Ordering::Release);
+        }
+    }
+
+    /// A call ended.
+    pub fn end(&self) {
+        let mut s = self.state.lock().expect("busy gauge poisoned");
+        s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 {
+            if let Some(t) = s.since.take() {
+                s.busy += t.elapsed();
+            }
+            self.flag.store(false, Ordering::Release);
+        }
+    }
+
+    #[inline]
+    pub fn is_busy(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// Time spent with calls in flight so far, the current stretch included.
+    pub fn busy_time(&self) -> Duration {
+        let s = self.state.lock().expect("busy gauge poisoned");
+        s.busy + s.since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn busy_time_counts_overlapping_calls_once() {
+        let b = Busy::default();
+        b.begin();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        b.begin();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        b.end();
+        assert!(b.is_busy());
+        b.end();
+        assert!(!b.is_busy());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(b.busy_time(), Duration::from_secs(2));
+    }
+}

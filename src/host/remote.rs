@@ -1,0 +1,396 @@
+//! The `remote` host: a sandbox reached through its daemon, emulated.
+//!
+//! The sandbox side is a real local directory (the writer, being inside the sandbox,
+//! touches it directly). Every runner operation goes through an emulated [`Daemon`]: it
+//! waits for a slot under the sandbox's concurrency limit, pays a request leg, does the
+//! real operation on the real directory, and pays a response leg. Legs are drawn from a
+//! named [`LatencyProfile`] with a seeded generator. A list is an exec of a listing command,
+//! as in production, counted as `list`; a program run is an `exec`.
+//!
+//! Latency is injected in user space with tokio timers (this kernel offers no netem), so a
+//! leg is rounded up to tokio's 1 ms timer resolution; the daemon records every leg it
+//! actually paid, and the report shows those, not the profile's nominal figures.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::{run_child, Busy, ExecOutput, Host, Kind, Purpose, RequestCounter, RequestCounts};
+use crate::fsio;
+use crate::recorder::new_histogram;
+use crate::rng::Rng;
+use crate::units::human;
+use crate::BoxFut;
+
+/// One leg of a round trip: uniform between `min` and `max`, and with probability
+/// `tail_ratio` an extra exponential delay of mean `tail_mean` (capped at `tail_max`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Leg {
+    pub min: Duration,
+    pub max: Duration,
+    pub tail_ratio: f64,
+    pub tail_mean: Duration,
+    pub tail_max: Duration,
+}
+
+impl Leg {
+    pub const fn uniform(min: Duration, max: Duration) -> Leg {
+        Leg {
+            min,
+            max,
+            tail_ratio: 0.0,
+            tail_mean: Duration::ZERO,
+            tail_max: Duration::ZERO,
+        }
+    }
+
+    pub fn draw(&self, rng: &mut Rng) -> Duration {
+        let base = self.min + self.max.saturating_sub(self.min).mul_f64(rng.unit());
+        if self.tail_ratio > 0.0 && rng.unit() < self.tail_ratio {
+            let extra = Duration::from_secs_f64(rng.exp(self.tail_mean.as_secs_f64()));
+            return base + extra.min(self.tail_max);
+        }
+        base
+    }
+}
+
+/// How far the sandbox's daemon is: one leg each way, and how many requests it serves at
+/// once per sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyProfile {
+    pub name: String,
+    pub leg: Leg,
+    pub concurrency: usize,
+}
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+impl LatencyProfile {
+    /// The shipped profiles: `lan` (~1 ms round trip), `proxy` (20–50 ms round trip, as the
+    /// production design assumes), `far` (~150 ms with a heavy tail).
+    pub fn shipped(name: &str) -> Option<LatencyProfile> {
+        let (leg, concurrency) = match name {
+            "lan" => (
+                Leg::uniform(Duration::from_micros(300), Duration::from_micros(700)),
+                16,
+            ),
+            "proxy" => (Leg::uniform(ms(10), ms(25)), 8),
+            "far" => (
+                Leg {
+                    min: ms(70),
+                    max: ms(80),
+                    tail_ratio: 0.05,
+                    tail_mean: ms(200),
+                    tail_max: ms(2000),
+                },
+                8,
+            ),
+            _ => return None,
+        };
+        Some(LatencyProfile {
+            name: name.to_owned(),
+            leg,
+            concurrency,
+        })
+    }
+
+    pub const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
+
+    pub fn describe(&self) -> String {
+        let l = &self.leg;
+        let mut s = format!(
+            "{}: round trip {}–{}, {} concurrent",
+            self.name,
+            human(l.min * 2),
+            human(l.max * 2),
+            self.concurrency
+        );
+        if l.tail_ratio > 0.0 {
+            s += &format!(
+                ", {:.0}% of legs +exp({}) up to {}",
+                l.tail_ratio * 100.0,
+                human(l.tail_mean),
+                human(l.tail_max)
+            );
+        }
+        s
+    }
+}
+
+/// One sandbox's emulated daemon: a concurrency limit, latency legs, request counters, and
+/// a record of the delays it actually paid.
+pub struct Daemon {
+    profile: LatencyProfile,
+    slots: Semaphore,
+    rng: Mutex<Rng>,
+    counter: RequestCounter,
+    paid: Mutex<Histogram<u64>>,
+}
+
+impl Daemon {
+    pub fn new(profile: LatencyProfile, seed: u64, busy: Arc<Busy>) -> Daemon {
+        Daemon {
+            slots: Semaphore::new(profile.concurrency.max(1)),
+            rng: Mutex::new(Rng::new(seed)),
+            counter: RequestCounter::new(busy),
+            paid: Mutex::new(new_histogram()),
+            profile,
+        }
+    }
+
+    fn leg(&self) -> Duration {
+        self.profile
+            .leg
+            .draw(&mut self.rng.lock().expect("daemon rng poisoned"))
+    }
+
+    async fn pay(&self, leg: Duration) {
+        let t0 = Instant::now();
+        tokio::time::sleep(leg).await;
+        let paid = t0.elapsed().as_nanos() as u64;
+        self.paid
+            .lock()
+            .expect("daemon histogram poisoned")
+            .saturating_record(paid.max(1));
+    }
+
+    /// One request: a slot, the request leg, `op` on the sandbox side, the response leg.
+    pub async fn request<T>(
+        &self,
+        purpose: Purpose,
+        kind: Kind,
+        op: impl AsyncOp<T>,
+    ) -> io::Result<T> {
+        self.counter.count(purpose, kind);
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| io::Error::other("daemon closed"))?;
+        self.pay(self.leg()).await;
+        let out = op.run().await;
+        self.pay(self.leg()).await;
+        out
+    }
+
+    pub fn counts(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    /// The legs actually paid so far (microsecond stats of one leg, not a round trip).
+    pub fn paid_legs(&self) -> Histogram<u64> {
+        self.paid.lock().expect("daemon histogram poisoned").clone()
+    }
+
+    pub fn profile(&self) -> &LatencyProfile {
+        &self.profile
+    }
+}
+
+/// The sandbox-side work of one daemon request.
+pub trait AsyncOp<T>: Send {
+    fn run(self) -> BoxFut<'static, io::Result<T>>;
+}
+
+impl<T, F> AsyncOp<T> for F
+where
+    F: FnOnce() -> io::Result<T> + Send,
+    T: Send + 'static,
+{
+    fn run(self) -> BoxFut<'static, io::Result<T>> {
+        Box::pin(std::future::ready(self()))
+    }
+}
+
+/// The runner's view of a remote sandbox's relay dir.
+pub struct RemoteHost {
+    dir: PathBuf,
+    daemon: Arc<Daemon>,
+}
+
+impl RemoteHost {
+    pub fn new(dir: impl Into<PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
+        RemoteHost {
+            dir: dir.into(),
+            daemon,
+        }
+    }
+
+    pub fn daemon(&self) -> &Arc<Daemon> {
+        &self.daemon
+    }
+}
+
+fn list_dir(dir: &std::path::Path) -> io::Result<Vec<String>> {
+    std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect()
+}
+
+impl Host for RemoteHost {
+    fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
+        let dir = self.dir.clone();
+        Box::pin(
+            self.daemon
+                .request(purpose, Kind::List, move || list_dir(&dir)),
+        )
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        let path = self.dir.join(name);
+        Box::pin(
+            self.daemon
+                .request(Purpose::Data, Kind::Read, move || std::fs::read(path)),
+        )
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(async move {
+            // Upload to a temp name, then rename onto the final name: two requests.
+            let tmp = self.dir.join(fsio::temp_name(name));
+            let (tmp2, body) = (tmp.clone(), bytes.to_vec());
+            self.daemon
+                .request(Purpose::Data, Kind::Write, move || {
+                    std::fs::write(&tmp2, body)
+                })
+                .await?;
+            let fin = self.dir.join(name);
+            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, {
+                let tmp = tmp.clone();
+                move || std::fs::rename(&tmp, fin)
+            });
+            if let Err(e) = renamed.await {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+            Ok(())
+        })
+    }
+
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
+        let path = self.dir.join(name);
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || {
+            fsio::remove_if_present(&path)
+        }))
+    }
+
+    fn exec<'a>(
+        &'a self,
+        argv: &'a [OsString],
+        purpose: Purpose,
+    ) -> BoxFut<'a, io::Result<ExecOutput>> {
+        Box::pin(
+            self.daemon
+                .request(purpose, Kind::Exec, ChildOp(argv.to_vec())),
+        )
+    }
+
+    fn counts(&self) -> RequestCounts {
+        self.daemon.counts()
+    }
+
+    fn injected_legs(&self) -> Option<Histogram<u64>> {
+        Some(self.daemon.paid_legs())
+    }
+
+    fn label(&self) -> String {
+        format!("remote:{}", self.daemon.profile.name)
+    }
+}
+
+struct ChildOp(Vec<OsString>);
+
+impl AsyncOp<ExecOutput> for ChildOp {
+    fn run(self) -> BoxFut<'static, io::Result<ExecOutput>> {
+        Box::pin(async move { run_child(&self.0).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_profiles_and_legs() {
+        let p = LatencyProfile::shipped("proxy").unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..1000 {
+            let l = p.leg.draw(&mut rng);
+            assert!(l >= ms(10) && l <= ms(25), "{l:?}");
+        }
+        let far = LatencyProfile::shipped("far").unwrap();
+        let draws: Vec<Duration> = (0..10_000).map(|_| far.leg.draw(&mut rng)).collect();
+        let tail = draws.iter().filter(|d| **d > ms(80)).count();
+        assert!(
+            (300..700).contains(&tail),
+            "about 5% of legs in the tail: {tail}"
+        );
+        assert!(draws.iter().all(|d| *d <= ms(2080)));
+        assert!(LatencyProfile::shipped("mars").is_none());
+        assert!(
+            p.describe().contains("proxy: round trip 20.0ms–50.0ms"),
+            "{}",
+            p.describe()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_request_pays_two_legs_and_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = LatencyProfile {
+            name: "fixed".into(),
+            leg: Leg::uniform(ms(20), ms(20)),
+            concurrency: 2,
+        };
+        let daemon = Arc::new(Daemon::new(profile, 1, Arc::default()));
+        let host = RemoteHost::new(dir.path(), daemon.clone());
+        let t0 = Instant::now();
+        host.publish("a.res.json", b"{}").await.unwrap();
+        assert_eq!(t0.elapsed(), ms(80), "write + rename: two round trips");
+        let t0 = Instant::now();
+        assert!(host
+            .list(Purpose::Discovery)
+            .await
+            .unwrap()
+            .contains(&"a.res.json".to_string()));
+        assert_eq!(host.read("a.res.json").await.unwrap(), b"{}");
+        assert_eq!(t0.elapsed(), ms(80));
+        let c = host.counts();
+        assert_eq!((c.discovery_total(), c.data_total()), (1, 3));
+        assert_eq!(daemon.paid_legs().len(), 8);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_concurrency_limit_queues_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = LatencyProfile {
+            name: "fixed".into(),
+            leg: Leg::uniform(ms(10), ms(10)),
+            concurrency: 2,
+        };
+        let host = Arc::new(RemoteHost::new(
+            dir.path(),
+            Arc::new(Daemon::new(profile, 1, Arc::default())),
+        ));
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let h = host.clone();
+            tasks.push(tokio::spawn(async move {
+                h.list(Purpose::Discovery).await.unwrap()
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(t0.elapsed(), ms(40), "4 requests, 2 at a time, 20 ms each");
+    }
+}
