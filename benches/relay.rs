@@ -26,15 +26,11 @@ fn protocol(c: &mut Criterion) {
     let req = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap();
     let bytes = req.encode();
     g.bench_function("encode_request", |b| b.iter(|| black_box(&req).encode()));
-    g.bench_function("decode_request", |b| {
-        b.iter(|| Request::decode(black_box(&bytes)).unwrap())
-    });
+    g.bench_function("decode_request", |b| b.iter(|| Request::decode(black_box(&bytes)).unwrap()));
     let res = Response::Ok("x".repeat(256));
     let res_bytes = res.encode();
     g.bench_function("encode_response", |b| b.iter(|| black_box(&res).encode()));
-    g.bench_function("decode_response", |b| {
-        b.iter(|| Response::decode(black_box(&res_bytes)).unwrap())
-    });
+    g.bench_function("decode_response", |b| b.iter(|| Response::decode(black_box(&res_bytes)).unwrap()));
     g.finish();
 }
 
@@ -45,13 +41,8 @@ fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
     let at = |us: u64| t0 + Duration::from_micros(n * 100 + us);
     sink.emit(0, &id, EventKind::Requesting);
     sink.emit(0, &id, EventKind::Answering);
-    let runner = RunnerSide {
-        woke: at(3),
-        picked: at(4),
-        handler_start: at(5),
-        handler_end: at(9),
-        answered: Some(at(10)),
-    };
+    let runner =
+        RunnerSide { woke: at(3), picked: at(4), handler_start: at(5), handler_end: at(9), answered: Some(at(10)) };
     sink.emit_at(at(10), 0, &id, EventKind::Runner(runner));
     let writer = WriterSide {
         intended: at(0),
@@ -69,7 +60,7 @@ fn record(c: &mut Criterion) {
     let t0 = Instant::now();
     // What the measured tasks pay: four sends per call (half on the writer, half on the runner).
     g.bench_function("emit_one_call", |b| {
-        let (sink, rx) = EventSink::channel();
+        let (sink, mut rx) = EventSink::channel();
         let mut n = 0u64;
         b.iter_custom(|iters| {
             let mut spent = Duration::ZERO;
@@ -78,14 +69,14 @@ fn record(c: &mut Criterion) {
                 let start = std::time::Instant::now();
                 emit_call(&sink, n, t0);
                 spent += start.elapsed();
-                rx.try_iter().for_each(drop);
+                rx.take(drop);
             }
             spent
         })
     });
     // What the recorder thread pays: receive, pair, join the halves, fold into histograms.
     g.bench_function("ingest_one_call", |b| {
-        let (sink, rx) = EventSink::channel();
+        let (sink, mut rx) = EventSink::channel();
         let mut recorder = Recorder::default();
         let mut n = 0u64;
         b.iter_custom(|iters| {
@@ -94,9 +85,7 @@ fn record(c: &mut Criterion) {
                 n += 1;
                 emit_call(&sink, n, t0);
                 let start = std::time::Instant::now();
-                for msg in rx.try_iter() {
-                    recorder.ingest(msg);
-                }
+                rx.take(|msg| recorder.ingest(msg));
                 spent += start.elapsed();
             }
             spent
@@ -106,47 +95,24 @@ fn record(c: &mut Criterion) {
 }
 
 fn round_trip(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let ms = Duration::from_millis;
     let cases: [(&str, RunnerStrategy, WriterStrategy); 3] = [
-        (
-            "poll_300ms",
-            RunnerStrategy::poll_default(),
-            WriterStrategy::Poll { interval: ms(300) },
-        ),
+        ("poll_300ms", RunnerStrategy::poll_default(), WriterStrategy::Poll { interval: ms(300) }),
         (
             "poll_50ms",
-            RunnerStrategy::Poll {
-                interval: ms(50),
-                idle_polls: 5,
-                max_interval: ms(50),
-            },
+            RunnerStrategy::Poll { interval: ms(50), idle_polls: 5, max_interval: ms(50) },
             WriterStrategy::Poll { interval: ms(50) },
         ),
-        (
-            "watch",
-            RunnerStrategy::watch_default(),
-            WriterStrategy::Watch {
-                safety_interval: ms(300),
-            },
-        ),
+        ("watch", RunnerStrategy::watch_default(), WriterStrategy::Watch { safety_interval: ms(300) }),
     ];
     let mut g = c.benchmark_group("round_trip");
-    g.sample_size(10)
-        .warm_up_time(ms(500))
-        .measurement_time(Duration::from_secs(4));
+    g.sample_size(10).warm_up_time(ms(500)).measurement_time(Duration::from_secs(4));
     for (name, runner, writer) in cases {
         let dir = tempfile::tempdir().unwrap();
         let (sink, _rx) = EventSink::channel();
-        let handler = Arc::new(HandlerModel {
-            duration: Duration::ZERO,
-            duration_max: Duration::ZERO,
-            ..Default::default()
-        });
+        let handler =
+            Arc::new(HandlerModel { duration: Duration::ZERO, duration_max: Duration::ZERO, ..Default::default() });
         let mut relay = rt.block_on(async {
             let spec = RelaySpec {
                 sandbox: 0,
@@ -170,8 +136,7 @@ fn round_trip(c: &mut Criterion) {
                 assert!(matches!(end, CallEnd::Answered(_)), "{end:?}");
             })
         });
-        rt.block_on(relay.stop(Instant::now() + Duration::from_secs(10)))
-            .unwrap();
+        rt.block_on(relay.stop(Instant::now() + Duration::from_secs(10))).unwrap();
         // Events of the benchmark are not recorded; drop them as they come.
         drop(sink);
     }

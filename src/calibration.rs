@@ -31,23 +31,16 @@ fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
 
 /// Measures the floor with `samples` of each probe in a scratch dir under `root`.
 pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {
-    let dir = tempfile::Builder::new()
-        .prefix("relay-bench-calibration-")
-        .tempdir_in(root)?;
+    let dir = tempfile::Builder::new().prefix("relay-bench-calibration-").tempdir_in(root)?;
     let path = dir.path().to_path_buf();
 
     let (tx, rx) = std::sync::mpsc::channel::<Instant>();
     let tx = std::sync::Mutex::new(tx);
-    let watch = DirWatch::arm(
-        &path,
-        WatchFilter::Requests,
-        Arc::new(ErrorOnce::default()),
-        move |seen| {
-            if let Seen::Name(_) = seen {
-                let _ = tx.lock().expect("calibration channel").send(Instant::now());
-            }
-        },
-    )
+    let watch = DirWatch::arm(&path, WatchFilter::Requests, Arc::new(ErrorOnce::default()), move |seen| {
+        if let Seen::Name(_) = seen {
+            let _ = tx.lock().expect("calibration channel").send(Instant::now());
+        }
+    })
     .map_err(std::io::Error::other)?;
     let mut inotify = new_histogram();
     let mut missed = 0;
@@ -72,10 +65,7 @@ pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration
     for _ in 0..samples {
         let t0 = Instant::now();
         tokio::time::sleep(Duration::from_millis(1)).await;
-        record(
-            &mut timer,
-            t0.elapsed().saturating_sub(Duration::from_millis(1)),
-        );
+        record(&mut timer, t0.elapsed().saturating_sub(Duration::from_millis(1)));
     }
 
     for i in 0..16 {

@@ -79,6 +79,9 @@ pub enum Command {
         /// Print the requests found, so the runner skips its list and read.
         #[arg(long)]
         inline: bool,
+        /// Stay up for the window, streaming a line per event (the persistent watcher).
+        #[arg(long, conflicts_with = "inline")]
+        follow: bool,
     },
 }
 
@@ -111,27 +114,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                Exit::BadInput as i32
-            } else {
-                Exit::Pass as i32
-            };
+            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
         }
     };
-    if let Command::SandboxWatch {
-        dir,
-        window_ms,
-        relist_ms,
-        inline,
-    } = &cli.command
-    {
+    if let Command::SandboxWatch { dir, window_ms, relist_ms, inline, follow } = &cli.command {
         let ms = std::time::Duration::from_millis;
+        if *follow {
+            return crate::sandbox_watch::follow(dir, ms(*window_ms), ms(*relist_ms));
+        }
         return crate::sandbox_watch::run(dir, ms(*window_ms), ms(*relist_ms), *inline);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("Error: cannot start the async runtime: {e}");
@@ -173,11 +166,7 @@ pub struct RunOptions {
 }
 
 async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
-    let names = if args.scenarios.is_empty() {
-        vec![crate::scenario::DEFAULT_NAME.to_owned()]
-    } else {
-        args.scenarios
-    };
+    let names = if args.scenarios.is_empty() { vec![crate::scenario::DEFAULT_NAME.to_owned()] } else { args.scenarios };
     let mut scenarios = Vec::new();
     for n in &names {
         let mut s = Scenario::load(n)?;
@@ -196,19 +185,14 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
     }
     let relay_root = args.relay_root.unwrap_or_else(std::env::temp_dir);
     if !relay_root.is_dir() {
-        return Err(CliError::BadInput(format!(
-            "--relay-root {}: not a directory",
-            relay_root.display()
-        )));
+        return Err(CliError::BadInput(format!("--relay-root {}: not a directory", relay_root.display())));
     }
     let interrupt = Arc::new(Signal::new());
     tokio::spawn({
         let interrupt = interrupt.clone();
         async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\ninterrupted: finishing the current case's report (Ctrl-C again to abort)"
-                );
+                eprintln!("\ninterrupted: finishing the current case's report (Ctrl-C again to abort)");
                 interrupt.close();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(Exit::Interrupted as i32);
@@ -216,9 +200,8 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
             }
         }
     });
-    let watch_program = std::env::current_exe().map_err(|e| {
-        CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}"))
-    })?;
+    let watch_program = std::env::current_exe()
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
     let (stamp_iso, stamp_compact) = utc_stamps();
     let several = scenarios.len() > 1;
     let mut worst = Exit::Pass;
@@ -277,12 +260,8 @@ pub async fn run_scenario(
     started_at: &str,
     interrupt: Arc<Signal>,
 ) -> Result<Summary, CliError> {
-    std::fs::create_dir_all(&opts.out_dir).map_err(|e| {
-        CliError::BadInput(format!(
-            "--out {}: cannot create: {e}",
-            opts.out_dir.display()
-        ))
-    })?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| CliError::BadInput(format!("--out {}: cannot create: {e}", opts.out_dir.display())))?;
     let say = |msg: &str| {
         if !opts.quiet {
             eprintln!("{msg}");
@@ -297,9 +276,7 @@ pub async fn run_scenario(
         match calibrate(&opts.relay_root, 200).await {
             Ok(c) => Some(c),
             Err(e) => {
-                say(&format!(
-                    "calibration failed, reported as not measured: {e}"
-                ));
+                say(&format!("calibration failed, reported as not measured: {e}"));
                 None
             }
         }
@@ -322,11 +299,7 @@ pub async fn run_scenario(
         pass: false,
     };
     write_reports(&summary, &opts.out_dir)?;
-    let progress: Progress = if opts.quiet {
-        None
-    } else {
-        Some(Arc::new(|line: &str| eprintln!("{line}")))
-    };
+    let progress: Progress = if opts.quiet { None } else { Some(Arc::new(|line: &str| eprintln!("{line}"))) };
     let env = CaseEnv {
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),
@@ -350,29 +323,20 @@ pub async fn run_scenario(
             s.workload.sandboxes,
             crate::units::human(s.workload.duration())
         ));
-        let result = run_case(s, case, &env).await.map_err(|e| {
-            CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name)))
-        })?;
+        let result = run_case(s, case, &env)
+            .await
+            .map_err(|e| CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name))))?;
         say(&format!(
             "      {} calls answered, {} lost, pickup p50 {}, {}",
             result.calls.completed,
             result.calls.lost,
             crate::export::pair(&result.latency_us.pickup),
-            if result.pass {
-                "gates pass"
-            } else {
-                "GATES FAIL"
-            }
+            if result.pass { "gates pass" } else { "GATES FAIL" }
         ));
         summary.interrupted |= result.interrupted;
         summary.cases_not_run.retain(|c| *c != case.name);
         summary.results.push(result);
-        summary.compare(|case| {
-            s.cases
-                .iter()
-                .find(|c| c.name == case)
-                .and_then(|c| c.baseline.clone())
-        });
+        summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
         summary.recompute_pass();
         write_reports(&summary, &opts.out_dir)?;
     }
@@ -389,18 +353,14 @@ fn write_reports(summary: &Summary, dir: &Path) -> Result<(), CliError> {
         std::fs::File::create(&tmp)
             .and_then(|mut f| f.write_all(&e.render(summary)))
             .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|err| {
-                CliError::Internal(anyhow::anyhow!("cannot write {}: {err}", path.display()))
-            })?;
+            .map_err(|err| CliError::Internal(anyhow::anyhow!("cannot write {}: {err}", path.display())))?;
     }
     Ok(())
 }
 
 /// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
 pub fn utc_stamps() -> (String, String) {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil from days (Howard Hinnant's algorithm).
     let z = days + 719_468;
@@ -413,10 +373,7 @@ pub fn utc_stamps() -> (String, String) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    (
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
-        format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"),
-    )
+    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
 }
 
 #[cfg(test)]
@@ -433,8 +390,7 @@ mod tests {
 
     #[test]
     fn flags_parse_into_a_plain_config() {
-        let cli =
-            Cli::try_parse_from(["relay-bench", "run", "a.toml", "--case", "x", "-q"]).unwrap();
+        let cli = Cli::try_parse_from(["relay-bench", "run", "a.toml", "--case", "x", "-q"]).unwrap();
         match cli.command {
             Command::Run(r) => {
                 assert_eq!(r.scenarios, vec!["a.toml".to_string()]);

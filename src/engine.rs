@@ -31,10 +31,7 @@ const STOP_BOUND: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("cannot prepare relay dirs under {root}: {source}")]
-    Setup {
-        root: String,
-        source: std::io::Error,
-    },
+    Setup { root: String, source: std::io::Error },
     #[error("the pacer thread failed: {0}")]
     Pacer(String),
     #[error("the recorder thread failed: {0}")]
@@ -57,22 +54,18 @@ pub struct CaseEnv {
     pub progress: Progress,
 }
 
+/// The request counters of all hosts, added up.
+fn total_counts(hosts: &[Arc<dyn Host>]) -> RequestCounts {
+    let mut c = RequestCounts::default();
+    hosts.iter().for_each(|h| c.add(&h.counts()));
+    c
+}
+
 /// Runs `case` of `scenario`.
-pub async fn run_case(
-    scenario: &Scenario,
-    case: &CaseSpec,
-    env: &CaseEnv,
-) -> Result<CaseResult, EngineError> {
-    let (relay_root, interrupt, progress) = (
-        env.relay_root.as_path(),
-        env.interrupt.clone(),
-        env.progress.clone(),
-    );
+pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+    let (relay_root, interrupt, progress) = (env.relay_root.as_path(), env.interrupt.clone(), env.progress.clone());
     let wl = &scenario.workload;
-    let setup_err = |source| EngineError::Setup {
-        root: relay_root.display().to_string(),
-        source,
-    };
+    let setup_err = |source| EngineError::Setup { root: relay_root.display().to_string(), source };
     let root = tempfile::Builder::new()
         .prefix(&format!("relay-bench-{}-", case.name))
         .tempdir_in(relay_root)
@@ -97,10 +90,7 @@ pub async fn run_case(
             sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
         }
         let busy = Arc::new(Busy::default());
-        let seed = wl
-            .seed
-            .wrapping_mul(0x9E37_79B9)
-            .wrapping_add(u64::from(sandbox));
+        let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
         let spec = RelaySpec {
             sandbox,
             dir: &dir,
@@ -117,28 +107,33 @@ pub async fn run_case(
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
     let writers: Vec<Arc<Writer>> = relays.iter().map(|r| r.writer.clone()).collect();
-    let counts = |hosts: &[Arc<dyn Host>]| {
-        let mut c = RequestCounts::default();
-        hosts.iter().for_each(|h| c.add(&h.counts()));
-        c
-    };
 
     // Pace the calls open-loop.
     let deadline = writer_deadline(wl.tool_timeout);
-    let args = Some(format!(
-        "{{\"payload\":\"{}\"}}",
-        crate::handler::filler(wl.payload_bytes)
-    ));
+    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
     let done = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now() + LEAD;
     tokio::time::sleep_until(epoch).await;
-    let before = counts(&hosts);
+    let before = total_counts(&hosts);
+    // Snapshot the request counters at every phase end, for per-phase rates.
+    let phase_snaps = {
+        let (hosts, phases) = (hosts.clone(), wl.phases.clone());
+        tokio::spawn(async move {
+            let mut snaps = Vec::new();
+            let mut end = epoch;
+            for p in phases {
+                end += p.duration;
+                tokio::time::sleep_until(end).await;
+                snaps.push(total_counts(&hosts));
+            }
+            snaps
+        })
+    };
     let ticker = progress.map(|p| {
         let (done, total, name) = (done.clone(), slots.len(), case.name.clone());
         let length = wl.duration();
         tokio::spawn(async move {
-            let mut tick =
-                tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
+            let mut tick = tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
             loop {
                 tick.tick().await;
                 let n = done.load(Ordering::Relaxed);
@@ -156,12 +151,8 @@ pub async fn run_case(
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let length = wl.duration();
     let mut pacer = {
-        let (handle, writers, interrupt, done) = (
-            tokio::runtime::Handle::current(),
-            writers.clone(),
-            interrupt.clone(),
-            done.clone(),
-        );
+        let (handle, writers, interrupt, done) =
+            (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone(), done.clone());
         let epoch_std = epoch.into_std();
         tokio::task::spawn_blocking(move || {
             crate::pacer::pace(
@@ -212,10 +203,17 @@ pub async fn run_case(
         }
     }
     let end = Instant::now();
-    let after = counts(&hosts);
+    let after = total_counts(&hosts);
     if let Some(t) = ticker {
         t.abort();
     }
+    // Phases the case did not reach (interrupted) have no snapshot.
+    // The sampler ends with the schedule, which a finished case has reached; an interrupted
+    // case reports no phase rates (its phases were cut short).
+    if interrupted {
+        phase_snaps.abort();
+    }
+    let snaps = phase_snaps.await.unwrap_or_default();
 
     // Stop the runners and let their handlers finish.
     let mut reports: Vec<RunnerReport> = Vec::new();
@@ -226,14 +224,8 @@ pub async fn run_case(
             Err(e) => sink.notice(relay.sandbox, e),
         }
     }
-    let leftover: u64 = dirs
-        .iter()
-        .map(|d| relay_files(d).map_or(0, |f| f.len() as u64))
-        .sum();
-    let mut degraded: Vec<String> = reports
-        .iter()
-        .filter_map(|r| r.health.degraded.clone())
-        .collect();
+    let leftover: u64 = dirs.iter().map(|d| relay_files(d).map_or(0, |f| f.len() as u64)).sum();
+    let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.health.degraded.clone()).collect();
     degraded.extend(writers.iter().filter_map(|w| w.health().degraded));
     drop((writers, relays));
     drop(sink);
@@ -242,9 +234,7 @@ pub async fn run_case(
         .map_err(|e| EngineError::Recorder(e.to_string()))?
         .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
 
-    let window = end
-        .saturating_duration_since(epoch)
-        .max(Duration::from_millis(1));
+    let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
     let used = after.minus(&before);
     // Rates are per relay dir (one sandbox's active turn), as SPEC §5 states them.
     // Rates are per relay dir (one sandbox's turn), as SPEC §5 states them: over the whole
@@ -267,9 +257,7 @@ pub async fn run_case(
     }
     let mut r = CaseResult {
         case: case.name.clone(),
-        host: hosts
-            .first()
-            .map_or_else(|| case.host.name().to_owned(), |h| h.label()),
+        host: hosts.first().map_or_else(|| case.host.name().to_owned(), |h| h.label()),
         strategy: case.runner.name().into(),
         strategy_params: case.runner.params(),
         writer: case.writer.name().into(),
@@ -300,13 +288,36 @@ pub async fn run_case(
             data_per_min: rate(data_idle, idle_minutes),
         },
         by_kind: used.by_kind(),
+        ..Default::default()
     };
+    let dirs_f = f64::from(wl.sandboxes.max(1));
+    let mut prev = before;
+    let mut phases = Vec::new();
+    let (mut active, mut idle) = ((0u64, 0u64, 0.0f64), (0u64, 0u64, 0.0f64));
+    for (p, snap) in wl.phases.iter().zip(&snaps) {
+        let d = snap.minus(&prev);
+        prev = *snap;
+        let minutes = p.duration.as_secs_f64() / 60.0 * dirs_f;
+        let acc = if p.turns_per_sec > 0.0 { &mut active } else { &mut idle };
+        *acc = (acc.0 + d.discovery_total(), acc.1 + d.data_total(), acc.2 + minutes);
+        phases.push(crate::summary::PhaseRates {
+            turns_per_sec: p.turns_per_sec,
+            seconds: p.duration.as_secs_f64(),
+            discovery_per_min: rate(d.discovery_total(), minutes),
+            data_per_min: rate(d.data_total(), minutes),
+        });
+    }
+    let stretch = |(disc, data, minutes): (u64, u64, f64)| crate::summary::Stretch {
+        minutes: (minutes * 1000.0).round() / 1000.0,
+        discovery_per_min: rate(disc, minutes),
+        data_per_min: rate(data, minutes),
+    };
+    r.requests.phases = phases;
+    r.requests.active_phases = stretch(active);
+    r.requests.idle_phases = stretch(idle);
     r.host_params = match &case.host {
         HostSpec::Local => "local directory, no injected latency".into(),
-        HostSpec::Remote(p) => format!(
-            "{}; latency injected in user space (tokio timers, no netem)",
-            p.describe()
-        ),
+        HostSpec::Remote(p) => format!("{}; latency injected in user space (tokio timers, no netem)", p.describe()),
     };
     r.injected_leg_us = (!injected.is_empty()).then(|| LatencyStats::of(&injected));
     r.runner = crate::summary::RunnerStats {

@@ -72,11 +72,7 @@ impl Environment {
                 max_user_instances: read_u64("/proc/sys/fs/inotify/max_user_instances"),
                 max_queued_events: read_u64("/proc/sys/fs/inotify/max_queued_events"),
             },
-            build: if cfg!(debug_assertions) {
-                "debug"
-            } else {
-                "release"
-            },
+            build: if cfg!(debug_assertions) { "debug" } else { "release" },
         }
     }
 }

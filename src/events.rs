@@ -7,8 +7,8 @@
 //! check reads, and since each is sent before the file it announces can be seen by the
 //! other side, the channel carries them in causal order whichever thread sends first.
 
-use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
@@ -106,16 +106,42 @@ pub enum Msg {
     Notice(Notice),
 }
 
-/// The sending end; cheap to clone, one per task.
-#[derive(Debug, Clone)]
+#[derive(Debug, Default)]
+struct Shared {
+    buf: Mutex<Vec<Msg>>,
+    senders: AtomicUsize,
+}
+
+/// The sending end; cheap to clone, one per task. Sending is a lock and a push: the
+/// recorder swaps the whole buffer out every millisecond or so, so the measured tasks never
+/// wait on it, and a send's position in the buffer respects happens-before across threads.
+#[derive(Debug)]
 pub struct EventSink {
-    tx: Sender<Msg>,
+    shared: Arc<Shared>,
+}
+
+impl Clone for EventSink {
+    fn clone(&self) -> Self {
+        self.shared.senders.fetch_add(1, Ordering::AcqRel);
+        EventSink { shared: self.shared.clone() }
+    }
+}
+
+impl Drop for EventSink {
+    fn drop(&mut self) {
+        self.shared.senders.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl EventSink {
-    pub fn channel() -> (EventSink, Receiver<Msg>) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        (EventSink { tx }, rx)
+    pub fn channel() -> (EventSink, EventInbox) {
+        let shared = Arc::new(Shared { buf: Mutex::new(Vec::with_capacity(1024)), senders: AtomicUsize::new(1) });
+        (EventSink { shared: shared.clone() }, EventInbox { shared, spare: Vec::with_capacity(1024) })
+    }
+
+    #[inline]
+    fn send(&self, msg: Msg) {
+        self.shared.buf.lock().expect("event buffer poisoned").push(msg);
     }
 
     #[inline]
@@ -125,16 +151,56 @@ impl EventSink {
 
     #[inline]
     pub fn emit_at(&self, at: Instant, sandbox: u32, call: &CallId, kind: EventKind) {
-        // A closed recorder means the case is over; late events have nowhere to go.
-        let _ = self.tx.send(Msg::Call(Event {
-            at,
-            sandbox,
-            call: call.clone(),
-            kind,
-        }));
+        self.send(Msg::Call(Event { at, sandbox, call: call.clone(), kind }));
     }
 
     pub fn notice(&self, sandbox: u32, what: String) {
-        let _ = self.tx.send(Msg::Notice(Notice { sandbox, what }));
+        self.send(Msg::Notice(Notice { sandbox, what }));
+    }
+}
+
+/// The receiving end, owned by the recorder.
+#[derive(Debug)]
+pub struct EventInbox {
+    shared: Arc<Shared>,
+    spare: Vec<Msg>,
+}
+
+/// How long the recorder sleeps when the buffer is empty.
+const TICK: std::time::Duration = std::time::Duration::from_millis(1);
+
+impl EventInbox {
+    /// Hands every message sent so far to `f`, in order; returns how many there were.
+    pub fn take(&mut self, mut f: impl FnMut(Msg)) -> usize {
+        std::mem::swap(&mut *self.shared.buf.lock().expect("event buffer poisoned"), &mut self.spare);
+        let n = self.spare.len();
+        self.spare.drain(..).for_each(&mut f);
+        n
+    }
+
+    /// Every message sent so far.
+    pub fn try_iter(&mut self) -> std::vec::IntoIter<Msg> {
+        let mut out = Vec::new();
+        self.take(|m| out.push(m));
+        out.into_iter()
+    }
+
+    /// True once every sender is gone.
+    pub fn is_closed(&self) -> bool {
+        self.shared.senders.load(Ordering::Acquire) == 0
+    }
+
+    /// Hands every message to `f` until every sender is gone (blocking this thread).
+    pub fn drain(mut self, mut f: impl FnMut(Msg)) {
+        loop {
+            let closed = self.is_closed();
+            let n = self.take(&mut f);
+            if closed {
+                return;
+            }
+            if n == 0 {
+                std::thread::sleep(TICK);
+            }
+        }
     }
 }

@@ -112,52 +112,31 @@ mod tests {
                 while !stop.load(Ordering::Relaxed) {
                     let bytes = std::fs::read(path.join("x.res.json")).unwrap();
                     assert_eq!(bytes.len(), 256 * 1024, "a reader saw a partial file");
-                    assert!(
-                        bytes.iter().all(|&b| b == bytes[0]),
-                        "a reader saw mixed bytes"
-                    );
+                    assert!(bytes.iter().all(|&b| b == bytes[0]), "a reader saw mixed bytes");
                     reads += 1;
                 }
                 reads
             })
         };
         for i in 0..200 {
-            publish_atomic(
-                &path,
-                "x.res.json",
-                if i % 2 == 0 { &big_b } else { &big_a },
-            )
-            .unwrap();
+            publish_atomic(&path, "x.res.json", if i % 2 == 0 { &big_b } else { &big_a }).unwrap();
         }
         stop.store(true, Ordering::Relaxed);
         assert!(reader.join().unwrap() > 0);
-        assert_eq!(
-            relay_files(&path).unwrap(),
-            vec!["x.res.json".to_string()],
-            "no temp file left behind"
-        );
+        assert_eq!(relay_files(&path).unwrap(), vec!["x.res.json".to_string()], "no temp file left behind");
     }
 
     #[test]
     fn sweep_removes_relay_files_only() {
         let dir = tempfile::tempdir().unwrap();
-        for n in [
-            "a.req.json",
-            "a.res.json",
-            "b.req.json.tmp.9",
-            "b.res.json.tmp.1-2",
-            "keep.txt",
-            "keep.json.tmp.1",
-        ] {
+        for n in ["a.req.json", "a.res.json", "b.req.json.tmp.9", "b.res.json.tmp.1-2", "keep.txt", "keep.json.tmp.1"] {
             std::fs::write(dir.path().join(n), b"{}").unwrap();
         }
         let r = sweep_stale(dir.path(), 3, Duration::from_millis(150)).unwrap();
         assert_eq!(r.removed, 4);
         assert!(r.remaining.is_empty());
-        let mut left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut left: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
         assert_eq!(left, vec!["keep.json.tmp.1", "keep.txt"]);
     }

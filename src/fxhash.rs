@@ -90,13 +90,8 @@ mod tests {
     fn low_bits_spread_for_ids_that_differ_late() {
         use std::hash::BuildHasher;
         let b = FxBuild::default();
-        let buckets: std::collections::HashSet<u64> = (0..4096)
-            .map(|i| b.hash_one(format!("t{i:07}-c0")) & 0xfff)
-            .collect();
-        assert!(
-            buckets.len() > 2000,
-            "only {} of 4096 buckets used",
-            buckets.len()
-        );
+        let buckets: std::collections::HashSet<u64> =
+            (0..4096).map(|i| b.hash_one(format!("t{i:07}-c0")) & 0xfff).collect();
+        assert!(buckets.len() > 2000, "only {} of 4096 buckets used", buckets.len());
     }
 }

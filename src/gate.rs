@@ -27,10 +27,12 @@ pub enum Counter {
     DataPerMin,
     BusyDiscoveryPerMin,
     IdleDiscoveryPerMin,
+    ActivePhaseDiscoveryPerMin,
+    IdlePhaseDiscoveryPerMin,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 10] = [
+    pub const ALL: [Counter; 12] = [
         Counter::Lost,
         Counter::Duplicated,
         Counter::PairingViolations,
@@ -41,6 +43,8 @@ impl Counter {
         Counter::DataPerMin,
         Counter::BusyDiscoveryPerMin,
         Counter::IdleDiscoveryPerMin,
+        Counter::ActivePhaseDiscoveryPerMin,
+        Counter::IdlePhaseDiscoveryPerMin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +59,8 @@ impl Counter {
             Counter::DataPerMin => "data_per_min",
             Counter::BusyDiscoveryPerMin => "busy_discovery_per_min",
             Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
+            Counter::ActivePhaseDiscoveryPerMin => "active_phase_discovery_per_min",
+            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
         }
     }
 }
@@ -70,14 +76,8 @@ pub enum Op {
 }
 
 impl Op {
-    const ALL: [(&'static str, Op); 6] = [
-        ("<=", Op::Le),
-        (">=", Op::Ge),
-        ("==", Op::Eq),
-        ("!=", Op::Ne),
-        ("<", Op::Lt),
-        (">", Op::Gt),
-    ];
+    const ALL: [(&'static str, Op); 6] =
+        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
 
     fn holds(self, a: f64, b: f64) -> bool {
         match self {
@@ -113,17 +113,9 @@ pub struct GateResult {
 
 /// Every metric name a gate may use, for error messages and help.
 pub fn metric_names() -> String {
-    let lat: Vec<String> = Measure::ALL
-        .iter()
-        .map(|m| format!("{}.<stat>", m.name()))
-        .collect();
+    let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
-    format!(
-        "{}, {} (stat: {})",
-        lat.join(", "),
-        cnt.join(", "),
-        LatencyStats::STATS.join(", ")
-    )
+    format!("{}, {} (stat: {})", lat.join(", "), cnt.join(", "), LatencyStats::STATS.join(", "))
 }
 
 impl Gate {
@@ -137,46 +129,27 @@ impl Gate {
         let rhs = expr[pos + sym.len()..].trim();
         let metric = match lhs.split_once('.') {
             Some((m, stat)) => {
-                let measure = Measure::from_name(m).ok_or_else(|| {
-                    format!("unknown metric {lhs:?}; allowed: {}", metric_names())
+                let measure = Measure::from_name(m)
+                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?;
+                let stat = LatencyStats::STATS.iter().find(|s| **s == stat).ok_or_else(|| {
+                    format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", "))
                 })?;
-                let stat = LatencyStats::STATS
-                    .iter()
-                    .find(|s| **s == stat)
-                    .ok_or_else(|| {
-                        format!(
-                            "unknown statistic {stat:?}; allowed: {}",
-                            LatencyStats::STATS.join(", ")
-                        )
-                    })?;
                 Metric::Latency(measure, stat)
             }
             None => Metric::Count(
                 Counter::ALL
                     .into_iter()
                     .find(|c| c.name() == lhs)
-                    .ok_or_else(|| {
-                        format!("unknown metric {lhs:?}; allowed: {}", metric_names())
-                    })?,
+                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?,
             ),
         };
         let threshold = match metric {
             Metric::Latency(..) => {
-                parse_duration(rhs)
-                    .map_err(|e| format!("latency gate {expr:?}: {e}"))?
-                    .as_secs_f64()
-                    * 1e6
+                parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
             }
-            Metric::Count(_) => rhs
-                .parse::<f64>()
-                .map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?,
+            Metric::Count(_) => rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?,
         };
-        Ok(Gate {
-            expr: expr.trim().to_owned(),
-            metric,
-            op,
-            threshold,
-        })
+        Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
     }
 
     /// Checks the gate against a value read by `lookup`.
@@ -207,36 +180,19 @@ mod tests {
         assert_eq!(g.threshold, 10_000.0);
         assert_eq!(Gate::parse("completion.p99 < 2s").unwrap().threshold, 2e6);
         let g = Gate::parse("lost == 0").unwrap();
-        assert_eq!(
-            (g.metric, g.op, g.threshold),
-            (Metric::Count(Counter::Lost), Op::Eq, 0.0)
-        );
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::Lost), Op::Eq, 0.0));
         let g = Gate::parse("discovery_per_min<=5").unwrap();
-        assert_eq!(
-            (g.metric, g.op, g.threshold),
-            (Metric::Count(Counter::DiscoveryPerMin), Op::Le, 5.0)
-        );
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::DiscoveryPerMin), Op::Le, 5.0));
     }
 
     #[test]
     fn rejects_bad_gates_with_the_allowed_values() {
-        assert!(Gate::parse("pickup.p50 10ms")
-            .unwrap_err()
-            .contains("no comparison"));
+        assert!(Gate::parse("pickup.p50 10ms").unwrap_err().contains("no comparison"));
         let e = Gate::parse("latency.p50 < 1ms").unwrap_err();
-        assert!(
-            e.contains("unknown metric") && e.contains("pickup.<stat>"),
-            "{e}"
-        );
-        assert!(Gate::parse("pickup.p42 < 1ms")
-            .unwrap_err()
-            .contains("p999"));
-        assert!(Gate::parse("pickup.p50 < 10")
-            .unwrap_err()
-            .contains("no unit"));
-        assert!(Gate::parse("lost == none")
-            .unwrap_err()
-            .contains("not a number"));
+        assert!(e.contains("unknown metric") && e.contains("pickup.<stat>"), "{e}");
+        assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().contains("p999"));
+        assert!(Gate::parse("pickup.p50 < 10").unwrap_err().contains("no unit"));
+        assert!(Gate::parse("lost == none").unwrap_err().contains("not a number"));
     }
 
     #[test]

@@ -44,9 +44,7 @@ pub struct Plan {
 }
 
 fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
 
 impl HandlerModel {
@@ -77,11 +75,7 @@ impl HandlerModel {
 
 /// `n` bytes of printable filler.
 pub fn filler(n: usize) -> String {
-    "abcdefghijklmnopqrstuvwxyz0123456789"
-        .chars()
-        .cycle()
-        .take(n)
-        .collect()
+    "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(n).collect()
 }
 
 #[cfg(test)]
@@ -102,27 +96,16 @@ mod tests {
             let id = format!("call-{i}");
             let p = m.plan(&id);
             assert_eq!(p, m.plan(&id));
-            assert!(
-                p.duration >= Duration::from_millis(1) && p.duration <= Duration::from_millis(9)
-            );
+            assert!(p.duration >= Duration::from_millis(1) && p.duration <= Duration::from_millis(9));
             counts[p.outcome as usize] += 1;
         }
-        assert!(
-            (1500..2500).contains(&counts[Outcome::Error as usize]),
-            "{counts:?}"
-        );
-        assert!(
-            (700..1300).contains(&counts[Outcome::Paused as usize]),
-            "{counts:?}"
-        );
+        assert!((1500..2500).contains(&counts[Outcome::Error as usize]), "{counts:?}");
+        assert!((700..1300).contains(&counts[Outcome::Paused as usize]), "{counts:?}");
     }
 
     #[test]
     fn ok_payload_has_the_configured_size() {
-        let m = HandlerModel {
-            payload_bytes: 1000,
-            ..Default::default()
-        };
+        let m = HandlerModel { payload_bytes: 1000, ..Default::default() };
         match m.respond("c", Outcome::Ok) {
             Response::Ok(t) => assert_eq!(t.len(), 1000),
             r => panic!("{r:?}"),

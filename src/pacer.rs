@@ -96,13 +96,7 @@ impl Workload {
                     let offset = Duration::from_secs_f64(phase_start + t);
                     let sandbox = (turn % u64::from(self.sandboxes)) as u32;
                     for index in 0..self.calls_per_turn {
-                        out.push(Slot {
-                            offset,
-                            sandbox,
-                            turn,
-                            index,
-                            warmup: offset < self.warmup,
-                        });
+                        out.push(Slot { offset, sandbox, turn, index, warmup: offset < self.warmup });
                     }
                     turn += 1;
                 }
@@ -157,10 +151,7 @@ mod tests {
         Workload {
             sandboxes: 4,
             arrival,
-            phases: vec![Phase {
-                duration: Duration::from_secs(10),
-                turns_per_sec: 10.0,
-            }],
+            phases: vec![Phase { duration: Duration::from_secs(10), turns_per_sec: 10.0 }],
             calls_per_turn: 3,
             warmup: Duration::from_secs(1),
             tool_timeout: None,
@@ -173,9 +164,7 @@ mod tests {
     fn constant_batches() {
         let s = wl(Arrival::Constant).schedule();
         assert_eq!(s.len(), 300);
-        assert!(s.chunks(3).all(|b| b
-            .iter()
-            .all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
+        assert!(s.chunks(3).all(|b| b.iter().all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
         assert_eq!(s.iter().filter(|c| c.warmup).count(), 30);
         assert_eq!(s[3].sandbox, 1);
         assert_eq!(s[3].offset, Duration::from_millis(100));
@@ -186,10 +175,7 @@ mod tests {
     #[test]
     fn pace_fires_in_order_and_stops() {
         let mut w = wl(Arrival::Constant);
-        w.phases = vec![Phase {
-            duration: Duration::from_millis(20),
-            turns_per_sec: 1000.0,
-        }];
+        w.phases = vec![Phase { duration: Duration::from_millis(20), turns_per_sec: 1000.0 }];
         let slots = w.schedule();
         let epoch = std::time::Instant::now();
         let mut fired = Vec::new();
@@ -204,10 +190,7 @@ mod tests {
             },
         );
         assert_eq!((n, stopped), (slots.len(), false));
-        assert!(
-            epoch.elapsed() >= w.duration(),
-            "the pacer lasts the whole schedule"
-        );
+        assert!(epoch.elapsed() >= w.duration(), "the pacer lasts the whole schedule");
         assert!(fired.windows(2).all(|p| p[0] <= p[1]));
         let calls = std::cell::Cell::new(0);
         let (n, stopped) = pace(
@@ -225,27 +208,14 @@ mod tests {
         let mut w = wl(Arrival::Constant);
         w.warmup = Duration::ZERO;
         w.phases = vec![
-            Phase {
-                duration: Duration::from_secs(2),
-                turns_per_sec: 2.0,
-            },
-            Phase {
-                duration: Duration::from_secs(60),
-                turns_per_sec: 0.0,
-            },
-            Phase {
-                duration: Duration::from_secs(1),
-                turns_per_sec: 4.0,
-            },
+            Phase { duration: Duration::from_secs(2), turns_per_sec: 2.0 },
+            Phase { duration: Duration::from_secs(60), turns_per_sec: 0.0 },
+            Phase { duration: Duration::from_secs(1), turns_per_sec: 4.0 },
         ];
         assert_eq!(w.duration(), Duration::from_secs(63));
         let s = w.schedule();
         assert_eq!(s.len(), (4 + 4) * 3);
-        let offsets: Vec<f64> = s
-            .iter()
-            .step_by(3)
-            .map(|c| c.offset.as_secs_f64())
-            .collect();
+        let offsets: Vec<f64> = s.iter().step_by(3).map(|c| c.offset.as_secs_f64()).collect();
         assert_eq!(offsets, vec![0.0, 0.5, 1.0, 1.5, 62.0, 62.25, 62.5, 62.75]);
     }
 

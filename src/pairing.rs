@@ -94,10 +94,7 @@ pub const MAX_LISTED: usize = 1000;
 impl Pairing {
     /// A state machine sized for about `calls` calls.
     pub fn with_capacity(calls: usize) -> Pairing {
-        Pairing {
-            answered: FxHashSet::with_capacity_and_hasher(calls, Default::default()),
-            ..Pairing::default()
-        }
+        Pairing { answered: FxHashSet::with_capacity_and_hasher(calls, Default::default()), ..Pairing::default() }
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
@@ -131,11 +128,7 @@ impl Pairing {
     fn push(&mut self, kind: BreachKind, sandbox: u32, call: &str) {
         self.counts[kind as usize] += 1;
         if self.breaches.len() < MAX_LISTED {
-            self.breaches.push(Breach {
-                kind,
-                sandbox,
-                call: call.to_owned(),
-            });
+            self.breaches.push(Breach { kind, sandbox, call: call.to_owned() });
         }
     }
 
@@ -146,10 +139,7 @@ impl Pairing {
         for (sandbox, call) in open {
             self.push(BreachKind::UnansweredAtEnd, sandbox, &call);
         }
-        PairingReport {
-            counts: self.counts,
-            breaches: self.breaches,
-        }
+        PairingReport { counts: self.counts, breaches: self.breaches }
     }
 }
 
@@ -171,9 +161,7 @@ impl PairingReport {
 }
 
 /// Replays the pairing rules over a recorded stream of (sandbox, call id, event).
-pub fn check_pairing<'a>(
-    events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>,
-) -> PairingReport {
+pub fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
     let mut p = Pairing::default();
     for (sandbox, call, ev) in events {
         p.observe(call_key(sandbox, call), sandbox, Arc::from(call), ev);
@@ -188,14 +176,7 @@ mod tests {
 
     #[test]
     fn balanced_stream_has_no_breach() {
-        let r = check_pairing([
-            (0, "a", Q),
-            (0, "b", Q),
-            (0, "b", R),
-            (0, "a", R),
-            (1, "a", Q),
-            (1, "a", R),
-        ]);
+        let r = check_pairing([(0, "a", Q), (0, "b", Q), (0, "b", R), (0, "a", R), (1, "a", Q), (1, "a", R)]);
         assert_eq!(r.total(), 0);
     }
 
@@ -219,11 +200,7 @@ mod tests {
         assert_eq!(r.total(), 5);
         assert_eq!(
             r.breaches.last().unwrap(),
-            &Breach {
-                kind: BreachKind::UnansweredAtEnd,
-                sandbox: 0,
-                call: "c".into()
-            }
+            &Breach { kind: BreachKind::UnansweredAtEnd, sandbox: 0, call: "c".into() }
         );
     }
 
@@ -233,11 +210,7 @@ mod tests {
         let mut evs: Vec<(u32, &str, PairEvent)> = ids.iter().map(|i| (0, i.as_str(), Q)).collect();
         evs.extend(ids.iter().rev().take(2).map(|i| (0, i.as_str(), R)));
         let r = check_pairing(evs.clone());
-        assert_eq!(
-            r.count(BreachKind::UnansweredAtEnd),
-            1,
-            "one of three parallel calls unanswered"
-        );
+        assert_eq!(r.count(BreachKind::UnansweredAtEnd), 1, "one of three parallel calls unanswered");
         evs.push((0, ids[0].as_str(), R));
         assert_eq!(check_pairing(evs).total(), 0);
     }

@@ -40,21 +40,12 @@ fn empty_args() -> Box<RawValue> {
 
 impl Request {
     /// A request with the given args JSON (`None` means `{}`).
-    pub fn new(
-        tool_name: &str,
-        tool_call_id: &str,
-        args: Option<&str>,
-    ) -> Result<Self, ProtocolError> {
+    pub fn new(tool_name: &str, tool_call_id: &str, args: Option<&str>) -> Result<Self, ProtocolError> {
         let args = match args {
             None => empty_args(),
-            Some(a) => RawValue::from_string(a.to_owned())
-                .map_err(|e| ProtocolError::BadArgs(e.to_string()))?,
+            Some(a) => RawValue::from_string(a.to_owned()).map_err(|e| ProtocolError::BadArgs(e.to_string()))?,
         };
-        Ok(Request {
-            tool_name: tool_name.to_owned(),
-            tool_call_id: tool_call_id.to_owned(),
-            args,
-        })
+        Ok(Request { tool_name: tool_name.to_owned(), tool_call_id: tool_call_id.to_owned(), args })
     }
 
     /// The exact bytes of the production relay: `{"toolName":..,"toolCallId":..,"args":..}`.
@@ -127,17 +118,14 @@ impl Response {
 
     /// Reads an answer. `paused` is checked before `ok`: a pause is never an empty success.
     pub fn decode(bytes: &[u8]) -> Result<Self, ProtocolError> {
-        let w: AnyWire =
-            serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
+        let w: AnyWire = serde_json::from_slice(bytes).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
         if w.paused == Some(true) {
             return Ok(Response::Paused);
         }
         match w.ok {
             Some(true) => Ok(Response::Ok(w.text.unwrap_or_default())),
             Some(false) => Ok(Response::Error(w.error.unwrap_or_default())),
-            None => Err(ProtocolError::Malformed(
-                "response has no boolean `ok` field".into(),
-            )),
+            None => Err(ProtocolError::Malformed("response has no boolean `ok` field".into())),
         }
     }
 }
@@ -149,11 +137,7 @@ pub enum ProtocolError {
     #[error("args are not valid JSON: {0}")]
     BadArgs(String),
     #[error("call id {new:?} sanitizes to {file_id:?}, which call {existing:?} already uses in this relay dir")]
-    IdCollision {
-        new: String,
-        existing: String,
-        file_id: String,
-    },
+    IdCollision { new: String, existing: String, file_id: String },
 }
 
 /// The file id of a call id: every char outside `[A-Za-z0-9_-]` becomes `_`, cut to 120
@@ -162,13 +146,7 @@ pub fn sanitize_id(call_id: &str) -> String {
     let mut out: String = call_id
         .chars()
         .take(MAX_ID_LEN)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
         .collect();
     if out.is_empty() {
         out.push_str("tool");
@@ -216,8 +194,7 @@ pub fn res_name(file_id: &str) -> String {
 
 /// The file id of a request or response name (`abc.req.json` -> `abc`).
 pub fn file_id_of(name: &str) -> Option<&str> {
-    name.strip_suffix(REQ_SUFFIX)
-        .or_else(|| name.strip_suffix(RES_SUFFIX))
+    name.strip_suffix(REQ_SUFFIX).or_else(|| name.strip_suffix(RES_SUFFIX))
 }
 
 /// Tracks the call ids in flight in one relay dir and refuses a second call whose id
@@ -232,11 +209,7 @@ impl IdRegistry {
     pub fn claim(&mut self, call_id: &str) -> Result<String, ProtocolError> {
         let file_id = sanitize_id(call_id);
         if let Some(existing) = self.in_flight.get(&file_id) {
-            return Err(ProtocolError::IdCollision {
-                new: call_id.to_owned(),
-                existing: existing.clone(),
-                file_id,
-            });
+            return Err(ProtocolError::IdCollision { new: call_id.to_owned(), existing: existing.clone(), file_id });
         }
         self.in_flight.insert(file_id.clone(), call_id.to_owned());
         Ok(file_id)
@@ -272,27 +245,23 @@ mod tests {
     #[test]
     fn golden_request_bytes() {
         let r = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap();
-        assert_eq!(
-            r.encode(),
-            br#"{"toolName":"x","toolCallId":"call-1","args":{"b":2,"a":"1"}}"#.to_vec()
-        );
+        assert_eq!(r.encode(), br#"{"toolName":"x","toolCallId":"call-1","args":{"b":2,"a":"1"}}"#.to_vec());
     }
 
     #[test]
     fn args_default_to_empty_object() {
         let r = Request::new("x", "c", None).unwrap();
-        assert_eq!(
-            r.encode(),
-            br#"{"toolName":"x","toolCallId":"c","args":{}}"#.to_vec()
-        );
+        assert_eq!(r.encode(), br#"{"toolName":"x","toolCallId":"c","args":{}}"#.to_vec());
         let d = Request::decode(br#"{"toolCallId":"c","toolName":"x"}"#).unwrap();
         assert_eq!(d.args.get(), "{}");
     }
 
     #[test]
     fn foreign_whitespace_and_key_order_decode() {
-        let d = Request::decode(b"{ \"args\" : {\"b\": 2, \"a\": \"1\"},\n \"toolCallId\": \"call-1\", \"toolName\": \"x\" }\n")
-            .unwrap();
+        let d = Request::decode(
+            b"{ \"args\" : {\"b\": 2, \"a\": \"1\"},\n \"toolCallId\": \"call-1\", \"toolName\": \"x\" }\n",
+        )
+        .unwrap();
         assert_eq!(d.tool_name, "x");
         assert_eq!(d.tool_call_id, "call-1");
         assert_eq!(d.args.get(), r#"{"b": 2, "a": "1"}"#);
@@ -300,50 +269,26 @@ mod tests {
 
     #[test]
     fn truncated_request_is_malformed() {
-        let full = Request::new("x", "c", Some(r#"{"k":"v"}"#))
-            .unwrap()
-            .encode();
+        let full = Request::new("x", "c", Some(r#"{"k":"v"}"#)).unwrap().encode();
         for cut in 0..full.len() {
-            assert!(
-                Request::decode(&full[..cut]).is_err(),
-                "prefix of {cut} bytes decoded"
-            );
+            assert!(Request::decode(&full[..cut]).is_err(), "prefix of {cut} bytes decoded");
         }
     }
 
     #[test]
     fn response_shapes_round_trip() {
-        assert_eq!(
-            Response::Ok("hi \"x\"".into()).encode(),
-            br#"{"ok":true,"text":"hi \"x\""}"#.to_vec()
-        );
-        assert_eq!(
-            Response::Error("bad".into()).encode(),
-            br#"{"ok":false,"error":"bad"}"#.to_vec()
-        );
-        assert_eq!(
-            Response::Paused.encode(),
-            br#"{"ok":true,"paused":true}"#.to_vec()
-        );
-        for r in [
-            Response::Ok("t".into()),
-            Response::Error("e".into()),
-            Response::Paused,
-        ] {
+        assert_eq!(Response::Ok("hi \"x\"".into()).encode(), br#"{"ok":true,"text":"hi \"x\""}"#.to_vec());
+        assert_eq!(Response::Error("bad".into()).encode(), br#"{"ok":false,"error":"bad"}"#.to_vec());
+        assert_eq!(Response::Paused.encode(), br#"{"ok":true,"paused":true}"#.to_vec());
+        for r in [Response::Ok("t".into()), Response::Error("e".into()), Response::Paused] {
             assert_eq!(Response::decode(&r.encode()).unwrap(), r);
         }
     }
 
     #[test]
     fn pause_is_checked_before_ok() {
-        assert_eq!(
-            Response::decode(br#"{"paused":true,"ok":true}"#).unwrap(),
-            Response::Paused
-        );
-        assert_eq!(
-            Response::decode(br#"{"ok":true}"#).unwrap(),
-            Response::Ok(String::new())
-        );
+        assert_eq!(Response::decode(br#"{"paused":true,"ok":true}"#).unwrap(), Response::Paused);
+        assert_eq!(Response::decode(br#"{"ok":true}"#).unwrap(), Response::Ok(String::new()));
         assert!(Response::decode(br#"{"text":"no ok"}"#).is_err());
     }
 
@@ -370,9 +315,7 @@ mod tests {
         let mut reg = IdRegistry::default();
         let a = reg.claim("call/1").unwrap();
         let err = reg.claim("call:1").unwrap_err();
-        assert!(
-            matches!(err, ProtocolError::IdCollision { ref file_id, .. } if file_id == "call_1")
-        );
+        assert!(matches!(err, ProtocolError::IdCollision { ref file_id, .. } if file_id == "call_1"));
         reg.release(&a);
         assert_eq!(reg.claim("call:1").unwrap(), "call_1");
         // 500-char ids that differ only after char 120 collide too.

@@ -6,14 +6,13 @@
 //! as it is complete and then dropped, so memory stays flat however long a case runs.
 
 use std::collections::hash_map::{Entry, OccupiedEntry};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::events::{CallOutcome, EventKind, FailKind, Msg, RunnerSide, WriterSide};
+use crate::events::{CallOutcome, EventInbox, EventKind, FailKind, Msg, RunnerSide, WriterSide};
 use crate::fxhash::FxHashMap;
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::protocol::Outcome;
@@ -188,10 +187,7 @@ impl Recorder {
     }
 }
 
-fn entry(
-    map: &mut FxHashMap<CallKey, Timeline>,
-    key: CallKey,
-) -> OccupiedEntry<'_, CallKey, Timeline> {
+fn entry(map: &mut FxHashMap<CallKey, Timeline>, key: CallKey) -> OccupiedEntry<'_, CallKey, Timeline> {
     match map.entry(key) {
         Entry::Occupied(o) => o,
         Entry::Vacant(v) => v.insert_entry(Timeline::default()),
@@ -203,18 +199,15 @@ fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
 }
 
 impl Recorder {
-    /// Drains a channel until every sender is gone.
-    pub fn run(rx: Receiver<Msg>) -> Recording {
-        Recorder::default().drain(rx)
+    /// Drains an inbox until every sender is gone.
+    pub fn run(inbox: EventInbox) -> Recording {
+        Recorder::default().drain(inbox)
     }
 
-    /// Drains a channel into this recorder until every sender is gone.
-    pub fn drain(self, rx: Receiver<Msg>) -> Recording {
-        let mut r = self;
-        for msg in rx {
-            r.ingest(msg);
-        }
-        r.finish()
+    /// Drains an inbox into this recorder until every sender is gone.
+    pub fn drain(mut self, inbox: EventInbox) -> Recording {
+        inbox.drain(|msg| self.ingest(msg));
+        self.finish()
     }
 
     pub fn ingest(&mut self, msg: Msg) {
@@ -223,24 +216,15 @@ impl Recorder {
             Msg::Notice(n) => {
                 self.notices_total += 1;
                 if self.notices.len() < MAX_NOTICES {
-                    self.notices
-                        .push(format!("sandbox {}: {}", n.sandbox, n.what));
+                    self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
                 }
                 return;
             }
         };
         let key = call_key(ev.sandbox, &ev.call);
         let entry = match ev.kind {
-            EventKind::Requesting => {
-                return self
-                    .pairing
-                    .observe(key, ev.sandbox, ev.call, PairEvent::Request)
-            }
-            EventKind::Answering => {
-                return self
-                    .pairing
-                    .observe(key, ev.sandbox, ev.call, PairEvent::Response)
-            }
+            EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Request),
+            EventKind::Answering => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Response),
             EventKind::Writer(w) => {
                 self.count(&w);
                 if let CallOutcome::Failed(_) = w.outcome {
@@ -294,14 +278,8 @@ impl Recorder {
             (Measure::Pickup, span(w.published, Some(r.handler_start))),
             (Measure::Completion, span(Some(w.intended), w.read)),
             (Measure::CompletionUncorrected, uncorrected),
-            (
-                Measure::RelayOverhead,
-                uncorrected.map(|u| u.saturating_sub(handler)),
-            ),
-            (
-                Measure::ScheduleLag,
-                Some(w.started.saturating_duration_since(w.intended)),
-            ),
+            (Measure::RelayOverhead, uncorrected.map(|u| u.saturating_sub(handler))),
+            (Measure::ScheduleLag, Some(w.started.saturating_duration_since(w.intended))),
         ];
         for (m, v) in values {
             if let Some(d) = v {
@@ -311,11 +289,7 @@ impl Recorder {
     }
 
     pub fn finish(self) -> Recording {
-        let incomplete = self
-            .timelines
-            .values()
-            .filter(|t| t.writer.is_some())
-            .count() as u64;
+        let incomplete = self.timelines.values().filter(|t| t.writer.is_some()).count() as u64;
         Recording {
             hist: self.hist,
             calls: self.calls,
@@ -333,12 +307,7 @@ mod tests {
     use crate::events::{CallOutcome, Event, EventKind as K, RunnerSide, WriterSide};
 
     fn ev(call: &str, kind: K) -> Msg {
-        Msg::Call(Event {
-            at: Instant::now(),
-            sandbox: 0,
-            call: std::sync::Arc::from(call),
-            kind,
-        })
+        Msg::Call(Event { at: Instant::now(), sandbox: 0, call: std::sync::Arc::from(call), kind })
     }
 
     /// One call's full timeline: published 2 ms after its intended start, woke at 5 ms,
@@ -378,18 +347,12 @@ mod tests {
         for m in timeline(Instant::now(), "c1", false) {
             r.ingest(m);
         }
-        assert!(
-            r.timelines.is_empty(),
-            "a complete timeline is folded and dropped"
-        );
+        assert!(r.timelines.is_empty(), "a complete timeline is folded and dropped");
         let rec = r.finish();
         // HDR histograms at 3 significant digits: exact to 0.1 %.
         let check = |m: Measure, want: f64| {
             let got = rec.stats(m).p50;
-            assert!(
-                (got - want).abs() <= want * 0.001,
-                "{m:?}: {got} µs, want {want}"
-            );
+            assert!((got - want).abs() <= want * 0.001, "{m:?}: {got} µs, want {want}");
         };
         check(Measure::Wake, 3000.0);
         check(Measure::Pickup, 5000.0);
@@ -436,22 +399,11 @@ mod tests {
             }),
         ));
         r.ingest(ev("b", K::Answering));
-        r.ingest(Msg::Notice(crate::events::Notice {
-            sandbox: 0,
-            what: "odd file".into(),
-        }));
+        r.ingest(Msg::Notice(crate::events::Notice { sandbox: 0, what: "odd file".into() }));
         let rec = r.finish();
         assert_eq!(rec.calls.timeout, 1);
-        assert_eq!(
-            rec.pairing
-                .count(crate::pairing::BreachKind::UnansweredAtEnd),
-            1
-        );
-        assert_eq!(
-            rec.pairing
-                .count(crate::pairing::BreachKind::UnpairedResponse),
-            1
-        );
+        assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnansweredAtEnd), 1);
+        assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnpairedResponse), 1);
         assert_eq!(rec.notices, vec!["sandbox 0: odd file".to_string()]);
     }
 }

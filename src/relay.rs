@@ -42,12 +42,7 @@ pub struct RelaySpec<'a> {
 impl Relay {
     /// Builds both sides and starts the runner loop (inside a tokio runtime).
     pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
-        let parts = Parts {
-            dir: spec.dir,
-            host: &spec.host,
-            watch_program: spec.watch_program,
-            seed: spec.seed,
-        };
+        let parts = Parts { dir: spec.dir, host: &spec.host, watch_program: spec.watch_program, seed: spec.seed };
         let (source, schedule) = spec.runner.build(&parts);
         let runner = Runner {
             sandbox: spec.sandbox,
@@ -58,20 +53,9 @@ impl Relay {
             events: sink.clone(),
         };
         let task = tokio::spawn(runner.run());
-        let writer = Writer::new(
-            spec.sandbox,
-            spec.dir.to_path_buf(),
-            spec.writer.build(spec.dir),
-            sink.clone(),
-        )
-        .with_busy(spec.busy);
-        Relay {
-            sandbox: spec.sandbox,
-            host: spec.host,
-            writer: Arc::new(writer),
-            source,
-            runner: Some(task),
-        }
+        let writer = Writer::new(spec.sandbox, spec.dir.to_path_buf(), spec.writer.build(spec.dir), sink.clone())
+            .with_busy(spec.busy);
+        Relay { sandbox: spec.sandbox, host: spec.host, writer: Arc::new(writer), source, runner: Some(task) }
     }
 
     /// One call through the relay, started now.

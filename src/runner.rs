@@ -109,34 +109,25 @@ impl Runner {
                 inline
                     .into_iter()
                     .filter(|(name, _)| claim(&ctx, name))
-                    .map(|(name, bytes)| {
-                        tasks.spawn(pickup(ctx.clone(), name, Some(bytes), woke_at))
-                    })
+                    .map(|(name, bytes)| tasks.spawn(pickup(ctx.clone(), name, Some(bytes), woke_at)))
                     .count()
             } else {
                 report.scans += 1;
                 // A list after a wake fetches work known to be there (data); a list the timer
                 // started is looking for work (discovery).
-                let purpose = if wake == Some(Wake::Activity) {
-                    Purpose::Data
-                } else {
-                    Purpose::Discovery
-                };
+                let purpose = if wake == Some(Wake::Activity) { Purpose::Data } else { Purpose::Discovery };
                 match self.host.list(purpose).await {
                     Ok(names) => {
                         if last_list_error.take().is_some() {
-                            ctx.events
-                                .notice(self.sandbox, "relay dir readable again".into());
+                            ctx.events.notice(self.sandbox, "relay dir readable again".into());
                         }
-                        self.scan(&ctx, names, woke_at, &mut tasks, &mut report)
-                            .await
+                        self.scan(&ctx, names, woke_at, &mut tasks, &mut report).await
                     }
                     Err(e) => {
                         report.list_errors += 1;
                         let msg = format!("cannot list relay dir: {e}");
                         if last_list_error.as_deref() != Some(&msg) {
-                            ctx.events
-                                .notice(self.sandbox, format!("{msg}; still polling"));
+                            ctx.events.notice(self.sandbox, format!("{msg}; still polling"));
                             last_list_error = Some(msg);
                         }
                         0
@@ -226,17 +217,11 @@ async fn delete(ctx: &Ctx, name: &str) -> bool {
     match tokio::time::timeout(DELETE_BOUND, ctx.host.delete(name)).await {
         Ok(Ok(())) => true,
         Ok(Err(e)) => {
-            ctx.events.notice(
-                ctx.sandbox,
-                format!("delete of {name:?} failed: {e}; retrying next pass"),
-            );
+            ctx.events.notice(ctx.sandbox, format!("delete of {name:?} failed: {e}; retrying next pass"));
             false
         }
         Err(_) => {
-            ctx.events.notice(
-                ctx.sandbox,
-                format!("delete of {name:?} exceeded 10 s; retrying next pass"),
-            );
+            ctx.events.notice(ctx.sandbox, format!("delete of {name:?} exceeded 10 s; retrying next pass"));
             false
         }
     }
@@ -251,10 +236,7 @@ async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant) {
             Ok(b) => b,
             Err(e) => {
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    ctx.events.notice(
-                        ctx.sandbox,
-                        format!("cannot read {name:?}: {e}; will retry"),
-                    );
+                    ctx.events.notice(ctx.sandbox, format!("cannot read {name:?}: {e}; will retry"));
                 }
                 ctx.pending.lock().expect("pending poisoned").remove(&name);
                 return;
@@ -267,28 +249,19 @@ async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant) {
     match Request::decode(&bytes) {
         Ok(req) => {
             let id: CallId = Arc::from(req.tool_call_id.as_str());
-            let (deleted, ()) = tokio::join!(
-                delete(&ctx, &name),
-                answer(&ctx, id, &file_id, woke, picked)
-            );
+            let (deleted, ()) = tokio::join!(delete(&ctx, &name), answer(&ctx, id, &file_id, woke, picked));
             settle(&ctx, &name, deleted);
         }
         Err(e) => {
             ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
             ctx.events.notice(
                 ctx.sandbox,
-                format!(
-                    "malformed request {name:?} ({} bytes): {e}; answered with an error",
-                    bytes.len()
-                ),
+                format!("malformed request {name:?} ({} bytes): {e}; answered with an error", bytes.len()),
             );
             let deleted = delete(&ctx, &name).await;
             let body = Response::Error(format!("relay-bench runner: {e}")).encode();
             if let Err(e) = ctx.host.publish(&res_name(&file_id), &body).await {
-                ctx.events.notice(
-                    ctx.sandbox,
-                    format!("cannot answer malformed {name:?}: {e}"),
-                );
+                ctx.events.notice(ctx.sandbox, format!("cannot answer malformed {name:?}: {e}"));
             }
             settle(&ctx, &name, deleted);
         }
@@ -306,21 +279,11 @@ async fn answer(ctx: &Ctx, call_id: CallId, file_id: &str, woke: Instant, picked
     let answered = match ctx.host.publish(&res_name(file_id), &body).await {
         Ok(()) => Some(Instant::now()),
         Err(e) => {
-            ctx.events.notice(
-                ctx.sandbox,
-                format!("cannot publish answer for {call_id:?}: {e}"),
-            );
+            ctx.events.notice(ctx.sandbox, format!("cannot publish answer for {call_id:?}: {e}"));
             None
         }
     };
     let at = answered.unwrap_or(handler_end);
-    let side = RunnerSide {
-        woke,
-        picked,
-        handler_start,
-        handler_end,
-        answered,
-    };
-    ctx.events
-        .emit_at(at, ctx.sandbox, &call_id, EventKind::Runner(side));
+    let side = RunnerSide { woke, picked, handler_start, handler_end, answered };
+    ctx.events.emit_at(at, ctx.sandbox, &call_id, EventKind::Runner(side));
 }

@@ -66,11 +66,7 @@ pub fn parse_output(stdout: &[u8]) -> Option<WatchReport> {
         "idle" => Finish::Idle,
         _ => return None,
     };
-    let inline = lines
-        .filter(|l| !l.is_empty())
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()
-        .ok()?;
+    let inline = lines.filter(|l| !l.is_empty()).map(serde_json::from_str).collect::<Result<_, _>>().ok()?;
     Some(WatchReport { finish, inline })
 }
 
@@ -92,8 +88,7 @@ fn finish(out: &mut impl Write, dir: &Path, how: Finish, inline: bool) -> i32 {
         for name in requests(dir).unwrap_or_default() {
             // A request deleted in the meantime, or not UTF-8, is left to the runner's list.
             if let Ok(body) = std::fs::read_to_string(dir.join(&name)) {
-                let line =
-                    serde_json::to_string(&InlineRequest { name, body }).expect("serializes");
+                let line = serde_json::to_string(&InlineRequest { name, body }).expect("serializes");
                 text.push_str(&line);
                 text.push('\n');
             }
@@ -104,28 +99,70 @@ fn finish(out: &mut impl Write, dir: &Path, how: Finish, inline: bool) -> i32 {
     0
 }
 
+/// Arms the watch on `dir`: every relevant event (a request name, or a rescan after an
+/// overflow) arrives on the receiver. Exit code 3 when it cannot be armed.
+fn arm(dir: &Path) -> Result<(DirWatch, std::sync::mpsc::Receiver<()>), i32> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let tx = std::sync::Mutex::new(tx);
+    let on_seen = move |_: Seen<'_>| {
+        let _ = tx.lock().map(|t| t.send(()));
+    };
+    match DirWatch::arm(dir, WatchFilter::Requests, Arc::new(ErrorOnce::default()), on_seen) {
+        Ok(w) => Ok((w, rx)),
+        Err(e) => {
+            eprintln!("sandbox-watch: cannot watch {}: {e}", dir.display());
+            Err(3)
+        }
+    }
+}
+
+/// Follow mode (the persistent-watcher baseline): stay up for `lifetime`, printing a line
+/// `event` for every watch event and `found` for every re-list that finds requests, then a
+/// last line `end`. Each line is flushed at once: the runner streams them.
+pub fn follow(dir: &Path, lifetime: Duration, relist: Duration) -> i32 {
+    let deadline = Instant::now() + lifetime;
+    let (watch, rx) = match arm(dir) {
+        Ok(w) => w,
+        Err(code) => return code,
+    };
+    let mut out = std::io::stdout().lock();
+    let mut say = |word: &str| out.write_all(format!("{word}\n").as_bytes()).and_then(|_| out.flush()).is_ok();
+    let mut next_list = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            watch.disarm();
+            say("end");
+            return 0;
+        }
+        if now >= next_list {
+            match requests(dir) {
+                Ok(found) if !found.is_empty() && !say("found") => return 0,
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("sandbox-watch: cannot list {}: {e}", dir.display());
+                    return 4;
+                }
+            }
+            next_list = now + relist;
+        }
+        match rx.recv_timeout(next_list.min(deadline).saturating_duration_since(now)) {
+            // The reader went away (stdout closed): nothing left to do.
+            Ok(()) if !say("event") => return 0,
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return 3,
+        }
+    }
+}
+
 /// Runs the program; returns its exit code.
 pub fn run(dir: &Path, window: Duration, relist: Duration, inline: bool) -> i32 {
     let start = Instant::now();
     let deadline = start + window;
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let tx = std::sync::Mutex::new(tx);
     // Arm first, then list: a request created between the two is seen by one or the other.
-    // Any relevant event (a request name, or a rescan after an overflow) ends the window.
-    let on_seen = move |_: Seen<'_>| {
-        let _ = tx.lock().map(|t| t.send(()));
-    };
-    let watch = match DirWatch::arm(
-        dir,
-        WatchFilter::Requests,
-        Arc::new(ErrorOnce::default()),
-        on_seen,
-    ) {
+    let (watch, rx) = match arm(dir) {
         Ok(w) => w,
-        Err(e) => {
-            eprintln!("sandbox-watch: cannot watch {}: {e}", dir.display());
-            return 3;
-        }
+        Err(code) => return code,
     };
     let mut out = std::io::stdout().lock();
     let mut next_list = start;
@@ -133,9 +170,7 @@ pub fn run(dir: &Path, window: Duration, relist: Duration, inline: bool) -> i32 
         let now = Instant::now();
         if now >= next_list {
             match requests(dir) {
-                Ok(found) if !found.is_empty() => {
-                    return finish(&mut out, dir, Finish::Found, inline)
-                }
+                Ok(found) if !found.is_empty() => return finish(&mut out, dir, Finish::Found, inline),
                 Ok(_) => {}
                 Err(e) => {
                     eprintln!("sandbox-watch: cannot list {}: {e}", dir.display());
@@ -170,13 +205,7 @@ mod tests {
     fn output_round_trips() {
         let r = parse_output(b"event\n{\"name\":\"a.req.json\",\"body\":\"{}\"}\n").unwrap();
         assert_eq!(r.finish, Finish::Event);
-        assert_eq!(
-            r.inline,
-            vec![InlineRequest {
-                name: "a.req.json".into(),
-                body: "{}".into()
-            }]
-        );
+        assert_eq!(r.inline, vec![InlineRequest { name: "a.req.json".into(), body: "{}".into() }]);
         assert_eq!(parse_output(b"idle\n").unwrap().finish, Finish::Idle);
         assert!(parse_output(b"Segmentation fault\n").is_none());
         assert!(parse_output(b"").is_none());
@@ -187,41 +216,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.req.json"), b"{}").unwrap();
         let t0 = Instant::now();
-        assert_eq!(
-            run(
-                dir.path(),
-                Duration::from_secs(30),
-                Duration::from_secs(2),
-                false
-            ),
-            0
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "did not wait for the window"
-        );
+        assert_eq!(run(dir.path(), Duration::from_secs(30), Duration::from_secs(2), false), 0);
+        assert!(t0.elapsed() < Duration::from_secs(20), "did not wait for the window");
     }
 
     #[test]
     fn an_idle_window_ends_and_a_missing_dir_fails() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(
-            run(
-                dir.path(),
-                Duration::from_millis(50),
-                Duration::from_millis(20),
-                false
-            ),
-            0
-        );
-        assert_eq!(
-            run(
-                &dir.path().join("gone"),
-                Duration::from_millis(50),
-                Duration::from_millis(20),
-                false
-            ),
-            3
-        );
+        assert_eq!(run(dir.path(), Duration::from_millis(50), Duration::from_millis(20), false), 0);
+        assert_eq!(run(&dir.path().join("gone"), Duration::from_millis(50), Duration::from_millis(20), false), 3);
     }
 }

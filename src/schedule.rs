@@ -18,13 +18,7 @@ pub struct PollSchedule {
 
 impl PollSchedule {
     pub fn new(interval: Duration, idle_polls: u32, max_interval: Duration) -> Self {
-        PollSchedule {
-            interval,
-            idle_polls,
-            max_interval: max_interval.max(interval),
-            idle: 0,
-            delay: interval,
-        }
+        PollSchedule { interval, idle_polls, max_interval: max_interval.max(interval), idle: 0, delay: interval }
     }
 
     /// A fixed interval that never grows.

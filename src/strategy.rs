@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::host::{Busy, Daemon, Host, LatencyProfile, LocalHost, RemoteHost};
 use crate::schedule::PollSchedule;
 use crate::source::{
-    clamp_window, ActivitySource, ProgramExec, TimerSource, WatchSource, WindowConfig, WindowSource,
+    clamp_window, ActivitySource, FollowConfig, ProgramExec, SupervisedSource, TimerSource, WatchSource, WindowConfig,
 };
 use crate::units::human;
 use crate::writer::{PollWaiter, ResponseWaiter, WatchWaiter};
@@ -37,10 +37,9 @@ impl HostSpec {
     pub fn build(&self, dir: &Path, busy: Arc<Busy>, seed: u64) -> Arc<dyn Host> {
         match self {
             HostSpec::Local => Arc::new(LocalHost::with_busy(dir, busy)),
-            HostSpec::Remote(profile) => Arc::new(RemoteHost::new(
-                dir,
-                Arc::new(Daemon::new(profile.clone(), seed, busy)),
-            )),
+            HostSpec::Remote(profile) => {
+                Arc::new(RemoteHost::new(dir, Arc::new(Daemon::new(profile.clone(), seed, busy))))
+            }
         }
     }
 }
@@ -58,24 +57,18 @@ pub struct Parts<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunnerStrategy {
     /// List every `interval`; after `idle_polls` idle polls the delay doubles up to `max_interval`.
-    Poll {
-        interval: Duration,
-        idle_polls: u32,
-        max_interval: Duration,
-    },
+    Poll { interval: Duration, idle_polls: u32, max_interval: Duration },
     /// A directory watch wakes the loop; a list every `safety_interval` races it.
     Watch { safety_interval: Duration },
     /// Bounded-window execs of the in-sandbox watch program; `demoted` is the poll schedule
     /// the dir falls back to after repeated failures.
-    WindowExec {
-        window: WindowConfig,
-        demoted: PollSchedule,
-    },
+    WindowExec { window: WindowConfig, demoted: PollSchedule },
+    /// One long-lived exec streaming a line per event, reopened when it drops.
+    Follow { follow: FollowConfig, demoted: PollSchedule },
 }
 
 impl RunnerStrategy {
-    pub const NAMES: &'static [&'static str] =
-        &["poll", "watch", "window-exec", "window-exec-inline"];
+    pub const NAMES: &'static [&'static str] = &["poll", "watch", "window-exec", "window-exec-inline", "follow"];
 
     pub fn poll_default() -> Self {
         RunnerStrategy::Poll {
@@ -86,23 +79,26 @@ impl RunnerStrategy {
     }
 
     pub fn watch_default() -> Self {
-        RunnerStrategy::Watch {
-            safety_interval: Duration::from_millis(300),
-        }
+        RunnerStrategy::Watch { safety_interval: Duration::from_millis(300) }
     }
 
     pub fn window_default(inline: bool) -> Self {
         RunnerStrategy::WindowExec {
-            window: WindowConfig {
-                inline,
-                ..WindowConfig::default()
-            },
+            window: WindowConfig { inline, ..WindowConfig::default() },
+            demoted: PollSchedule::new(Duration::from_millis(300), 5, Duration::from_millis(1500)),
+        }
+    }
+
+    pub fn follow_default() -> Self {
+        RunnerStrategy::Follow {
+            follow: FollowConfig::default(),
             demoted: PollSchedule::new(Duration::from_millis(300), 5, Duration::from_millis(1500)),
         }
     }
 
     pub fn name(&self) -> &'static str {
         match self {
+            RunnerStrategy::Follow { .. } => "follow",
             RunnerStrategy::Poll { .. } => "poll",
             RunnerStrategy::Watch { .. } => "watch",
             RunnerStrategy::WindowExec { window, .. } if window.inline => "window-exec-inline",
@@ -130,23 +126,27 @@ impl RunnerStrategy {
                 human(w.backoff_max),
                 human(demoted.interval)
             ),
+            RunnerStrategy::Follow { follow: f, demoted } => format!(
+                "streamed watch reopened every {}, relist {}, safety list {}, demote after {} failures, backoff {}-{}, then poll {}",
+                human(f.lifetime),
+                human(f.relist),
+                human(f.safety),
+                f.max_failures,
+                human(f.backoff_min),
+                human(f.backoff_max),
+                human(demoted.interval)
+            ),
         }
     }
 
     pub fn build(&self, parts: &Parts<'_>) -> (Arc<dyn ActivitySource>, PollSchedule) {
         match self {
-            RunnerStrategy::Poll {
-                interval,
-                idle_polls,
-                max_interval,
-            } => (
-                Arc::new(TimerSource::new()),
-                PollSchedule::new(*interval, *idle_polls, *max_interval),
-            ),
-            RunnerStrategy::Watch { safety_interval } => (
-                Arc::new(WatchSource::new(parts.dir)),
-                PollSchedule::fixed(*safety_interval),
-            ),
+            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
+                (Arc::new(TimerSource::new()), PollSchedule::new(*interval, *idle_polls, *max_interval))
+            }
+            RunnerStrategy::Watch { safety_interval } => {
+                (Arc::new(WatchSource::new(parts.dir)), PollSchedule::fixed(*safety_interval))
+            }
             RunnerStrategy::WindowExec { window, demoted } => {
                 let exec = ProgramExec {
                     host: parts.host.clone(),
@@ -155,14 +155,17 @@ impl RunnerStrategy {
                     relist: window.relist,
                     inline: window.inline,
                 };
-                (
-                    Arc::new(WindowSource::start(
-                        window.clone(),
-                        Arc::new(exec),
-                        parts.seed,
-                    )),
-                    *demoted,
-                )
+                (Arc::new(SupervisedSource::window(window.clone(), Arc::new(exec), parts.seed)), *demoted)
+            }
+            RunnerStrategy::Follow { follow, demoted } => {
+                let src = SupervisedSource::follow(
+                    follow.clone(),
+                    parts.host.clone(),
+                    parts.watch_program.to_path_buf(),
+                    parts.dir.to_path_buf(),
+                    parts.seed,
+                );
+                (Arc::new(src), *demoted)
             }
         }
     }
@@ -197,9 +200,7 @@ impl WriterStrategy {
     pub fn build(&self, dir: &Path) -> Box<dyn ResponseWaiter> {
         match self {
             WriterStrategy::Poll { interval } => Box::new(PollWaiter::new(*interval)),
-            WriterStrategy::Watch { safety_interval } => {
-                Box::new(WatchWaiter::new(dir, *safety_interval))
-            }
+            WriterStrategy::Watch { safety_interval } => Box::new(WatchWaiter::new(dir, *safety_interval)),
         }
     }
 }

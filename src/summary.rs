@@ -56,7 +56,21 @@ pub struct Requests {
     pub busy: Stretch,
     /// While it had none.
     pub idle: Stretch,
+    /// Over the workload's phases with turns, and over its idle phases (0 turns/s): the
+    /// steady state a request budget is about.
+    pub active_phases: Stretch,
+    pub idle_phases: Stretch,
+    /// Each phase of the workload, in order (phases not reached are left out).
+    pub phases: Vec<PhaseRates>,
     pub by_kind: crate::host::ByKind,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PhaseRates {
+    pub turns_per_sec: f64,
+    pub seconds: f64,
+    pub discovery_per_min: f64,
+    pub data_per_min: f64,
 }
 
 /// Request rates over one kind of stretch, per relay dir per minute.
@@ -66,6 +80,13 @@ pub struct Stretch {
     pub minutes: f64,
     pub discovery_per_min: f64,
     pub data_per_min: f64,
+}
+
+impl Stretch {
+    /// The discovery rate, or `None` when no time was spent in this stretch.
+    pub fn rate(&self) -> Option<f64> {
+        (self.minutes > 0.0).then_some(self.discovery_per_min)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -80,22 +101,13 @@ impl Violations {
     pub fn of(p: &PairingReport) -> Violations {
         Violations {
             total: p.total(),
-            by_kind: crate::host::ByKind(
-                BreachKind::ALL
-                    .iter()
-                    .map(|k| (k.name(), p.count(*k)))
-                    .collect(),
-            ),
+            by_kind: crate::host::ByKind(BreachKind::ALL.iter().map(|k| (k.name(), p.count(*k))).collect()),
             listed: p.breaches.clone(),
         }
     }
 
     pub fn count(&self, name: &str) -> u64 {
-        self.by_kind
-            .0
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map_or(0, |(_, v)| *v)
+        self.by_kind.0.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
     }
 }
 
@@ -169,57 +181,36 @@ fn ratio(base: f64, this: f64) -> Option<f64> {
 
 fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {
     let r = r?;
-    Some(if r >= 1.0 {
-        format!("{what} {r:.1}x {lower}")
-    } else {
-        format!("{what} {:.1}x {higher}", 1.0 / r)
-    })
+    Some(if r >= 1.0 { format!("{what} {r:.1}x {lower}") } else { format!("{what} {:.1}x {higher}", 1.0 / r) })
 }
 
 impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
         let (b, t) = (&base.latency_us, &this.latency_us);
-        let lat = |x: &LatencyStats, y: &LatencyStats| {
-            ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0)
-        };
+        let lat = |x: &LatencyStats, y: &LatencyStats| ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0);
         let mut c = Comparison {
             baseline: base.case.clone(),
             pickup_p50_ratio: lat(&b.pickup, &t.pickup),
             completion_p50_ratio: lat(&b.completion, &t.completion),
-            discovery_per_min_ratio: ratio(
-                base.requests.discovery_per_min,
-                this.requests.discovery_per_min,
-            ),
-            idle_discovery_per_min_ratio: ratio(
-                base.requests.idle.discovery_per_min,
-                this.requests.idle.discovery_per_min,
-            ),
+            discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
+            // The idle phases (a steady state) when the workload has any, else idle stretches.
+            idle_discovery_per_min_ratio: if this.requests.idle_phases.minutes > 0.0 {
+                ratio(base.requests.idle_phases.discovery_per_min, this.requests.idle_phases.discovery_per_min)
+            } else {
+                ratio(base.requests.idle.discovery_per_min, this.requests.idle.discovery_per_min)
+            },
             text: String::new(),
         };
         let parts: Vec<String> = [
             say_ratio("pickup p50", c.pickup_p50_ratio, "lower", "higher"),
             say_ratio("completion p50", c.completion_p50_ratio, "lower", "higher"),
-            say_ratio(
-                "discovery requests",
-                c.discovery_per_min_ratio,
-                "fewer",
-                "more",
-            ),
-            say_ratio(
-                "idle discovery requests",
-                c.idle_discovery_per_min_ratio,
-                "fewer",
-                "more",
-            ),
+            say_ratio("discovery requests", c.discovery_per_min_ratio, "fewer", "more"),
+            say_ratio("idle discovery requests", c.idle_discovery_per_min_ratio, "fewer", "more"),
         ]
         .into_iter()
         .flatten()
         .collect();
-        c.text = if parts.is_empty() {
-            "nothing comparable measured".into()
-        } else {
-            parts.join(", ")
-        };
+        c.text = if parts.is_empty() { "nothing comparable measured".into() } else { parts.join(", ") };
         c
     }
 }
@@ -233,8 +224,8 @@ impl CaseResult {
         self.calls.error = c.error;
         self.calls.paused = c.paused;
         self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision);
-        self.calls.duplicated = rec.pairing.count(BreachKind::DuplicateResponse)
-            + rec.pairing.count(BreachKind::DuplicateRequest);
+        self.calls.duplicated =
+            rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
         self.calls.timeout = c.timeout;
         self.calls.id_collision = c.id_collision;
         self.calls.publish_error = c.publish_error;
@@ -284,18 +275,18 @@ impl CaseResult {
                 Counter::Completed => self.calls.completed as f64,
                 Counter::DiscoveryPerMin => self.requests.discovery_per_min,
                 Counter::DataPerMin => self.requests.data_per_min,
-                Counter::BusyDiscoveryPerMin => self.requests.busy.discovery_per_min,
-                Counter::IdleDiscoveryPerMin => self.requests.idle.discovery_per_min,
+                // A stretch that never happened is not measured: its gate fails and says so.
+                Counter::BusyDiscoveryPerMin => return self.requests.busy.rate(),
+                Counter::IdleDiscoveryPerMin => return self.requests.idle.rate(),
+                Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
+                Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
             }),
         }
     }
 
     /// Evaluates the gates and sets `pass`. An interrupted case never passes.
     pub fn judge(&mut self, gates: &[Gate]) {
-        self.gates = gates
-            .iter()
-            .map(|g| g.evaluate(self.metric(g.metric)))
-            .collect();
+        self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
         self.pass = !self.interrupted && self.gates.iter().all(|g| g.pass);
     }
 }
@@ -328,10 +319,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn tool() -> Tool {
-        Tool {
-            name: env!("CARGO_PKG_NAME"),
-            version: env!("CARGO_PKG_VERSION"),
-        }
+        Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") }
     }
 
     /// Fills each case's comparison with its baseline (its own, else the scenario's), once
@@ -352,8 +340,36 @@ impl Summary {
     }
 
     pub fn recompute_pass(&mut self) {
-        self.pass = !self.interrupted
-            && self.cases_not_run.is_empty()
-            && self.results.iter().all(|r| r.pass);
+        self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_on_a_stretch_that_never_happened_fails_as_not_measured() {
+        let mut r = CaseResult::default();
+        let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
+        r.judge(std::slice::from_ref(&g));
+        assert!(!r.pass);
+        assert!(r.gates[0].observed.is_none());
+        r.requests.idle_phases = Stretch { minutes: 3.0, discovery_per_min: 4.6, data_per_min: 0.0 };
+        r.judge(&[g]);
+        assert!(r.pass);
+    }
+
+    #[test]
+    fn comparisons_read_as_ratios() {
+        let mut base = CaseResult { case: "poll".into(), ..Default::default() };
+        base.latency_us.pickup = LatencyStats { count: 10, p50: 200_000.0, ..Default::default() };
+        base.requests.discovery_per_min = 180.0;
+        let mut fast = CaseResult { case: "window".into(), ..Default::default() };
+        fast.latency_us.pickup = LatencyStats { count: 10, p50: 20_000.0, ..Default::default() };
+        fast.requests.discovery_per_min = 360.0;
+        let c = Comparison::of(&base, &fast);
+        assert_eq!(c.pickup_p50_ratio, Some(10.0));
+        assert_eq!(c.text, "pickup p50 10.0x lower, discovery requests 2.0x more");
     }
 }

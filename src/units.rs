@@ -6,13 +6,10 @@ use std::time::Duration;
 /// Parses `<number><unit>` with unit one of `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
-        format!("{s:?} is not a duration (expected e.g. \"300ms\", \"2s\", \"1.5m\")")
-    })?;
+    let value: f64 =
+        num.parse().map_err(|_| format!("{s:?} is not a duration (expected e.g. \"300ms\", \"2s\", \"1.5m\")"))?;
     let scale = match unit.trim() {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
@@ -21,11 +18,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "m" | "min" => 60.0,
         "h" => 3600.0,
         "" => return Err(format!("{s:?} has no unit (use ns, us, ms, s, m or h)")),
-        u => {
-            return Err(format!(
-                "{s:?} has unknown unit {u:?} (use ns, us, ms, s, m or h)"
-            ))
-        }
+        u => return Err(format!("{s:?} has unknown unit {u:?} (use ns, us, ms, s, m or h)")),
     };
     let secs = value * scale;
     if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
@@ -59,9 +52,7 @@ mod tests {
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert!(parse_duration("300").unwrap_err().contains("no unit"));
-        assert!(parse_duration("3 parsecs")
-            .unwrap_err()
-            .contains("unknown unit"));
+        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("fast").is_err());
     }
 

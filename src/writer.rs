@@ -57,11 +57,7 @@ impl Slots {
             signal.close();
         }
         g.waits.insert(res_name.to_owned(), signal.clone());
-        Armed {
-            signal,
-            slots: self.clone(),
-            name: res_name.to_owned(),
-        }
+        Armed { signal, slots: self.clone(), name: res_name.to_owned() }
     }
 
     fn raise(&self, seen: Seen<'_>) {
@@ -98,12 +94,7 @@ impl Armed {
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        self.slots
-            .0
-            .lock()
-            .expect("slots poisoned")
-            .waits
-            .remove(&self.name);
+        self.slots.0.lock().expect("slots poisoned").waits.remove(&self.name);
     }
 }
 
@@ -115,10 +106,7 @@ pub struct PollWaiter {
 
 impl PollWaiter {
     pub fn new(interval: Duration) -> PollWaiter {
-        PollWaiter {
-            interval,
-            slots: Slots::default(),
-        }
+        PollWaiter { interval, slots: Slots::default() }
     }
 }
 
@@ -151,26 +139,16 @@ impl WatchWaiter {
         let slots = Slots::default();
         let errors = Arc::new(ErrorOnce::default());
         let s = slots.clone();
-        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| {
-            s.raise(seen)
-        }) {
+        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| s.raise(seen)) {
             Ok(w) => Some(w),
             Err(e) => {
-                let msg = format!(
-                    "could not arm response watch on {}: {e}; polling only",
-                    dir.display()
-                );
+                let msg = format!("could not arm response watch on {}: {e}; polling only", dir.display());
                 errors.record(msg.clone());
                 errors.degrade(msg);
                 None
             }
         };
-        WatchWaiter {
-            slots,
-            watch,
-            errors,
-            interval: safety_interval,
-        }
+        WatchWaiter { slots, watch, errors, interval: safety_interval }
     }
 }
 
@@ -222,20 +200,8 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn new(
-        sandbox: u32,
-        dir: PathBuf,
-        waiter: Box<dyn ResponseWaiter>,
-        events: EventSink,
-    ) -> Writer {
-        Writer {
-            sandbox,
-            dir,
-            waiter,
-            events,
-            ids: Mutex::new(IdRegistry::default()),
-            busy: Arc::default(),
-        }
+    pub fn new(sandbox: u32, dir: PathBuf, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
+        Writer { sandbox, dir, waiter, events, ids: Mutex::new(IdRegistry::default()), busy: Arc::default() }
     }
 
     /// Shares the relay dir's in-flight gauge with its host (busy/idle request rates).
@@ -261,18 +227,11 @@ impl Writer {
             read: None,
             outcome: CallOutcome::Failed(FailKind::IdCollision),
         };
-        let claimed = self
-            .ids
-            .lock()
-            .expect("id registry poisoned")
-            .claim(&spec.id);
+        let claimed = self.ids.lock().expect("id registry poisoned").claim(&spec.id);
         let end = match claimed {
             Ok(file_id) => {
                 let end = self.exchange(&spec, &id, &file_id, &mut times).await;
-                self.ids
-                    .lock()
-                    .expect("id registry poisoned")
-                    .release(&file_id);
+                self.ids.lock().expect("id registry poisoned").release(&file_id);
                 end
             }
             Err(e) => {
@@ -285,18 +244,11 @@ impl Writer {
             CallEnd::Failed(why) => CallOutcome::Failed(*why),
         };
         let at = times.read.unwrap_or_else(Instant::now);
-        self.events
-            .emit_at(at, self.sandbox, &id, EventKind::Writer(times));
+        self.events.emit_at(at, self.sandbox, &id, EventKind::Writer(times));
         end
     }
 
-    async fn exchange(
-        &self,
-        spec: &CallSpec,
-        id: &CallId,
-        file_id: &str,
-        times: &mut WriterSide,
-    ) -> CallEnd {
+    async fn exchange(&self, spec: &CallSpec, id: &CallId, file_id: &str, times: &mut WriterSide) -> CallEnd {
         let (sb, ev) = (self.sandbox, &self.events);
         let (req, res) = (req_name(file_id), res_name(file_id));
         let body = match Request::new(&spec.tool, &spec.id, spec.args.as_deref()) {
@@ -325,10 +277,7 @@ impl Writer {
                     return match Response::decode(&bytes) {
                         Ok(r) => CallEnd::Answered(r),
                         Err(e) => {
-                            ev.notice(
-                                sb,
-                                format!("malformed answer for {id:?}: {e}; treated as an error"),
-                            );
+                            ev.notice(sb, format!("malformed answer for {id:?}: {e}; treated as an error"));
                             CallEnd::Answered(Response::Error(e.to_string()))
                         }
                     };
@@ -369,22 +318,14 @@ mod tests {
     #[test]
     fn deadline_rule() {
         assert_eq!(writer_deadline(None), Duration::from_secs(60));
-        assert_eq!(
-            writer_deadline(Some(Duration::from_secs(5))),
-            Duration::from_secs(15)
-        );
+        assert_eq!(writer_deadline(Some(Duration::from_secs(5))), Duration::from_secs(15));
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unanswered_call_times_out_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
-        let (sink, rx) = EventSink::channel();
-        let w = Writer::new(
-            0,
-            dir.path().to_path_buf(),
-            Box::new(PollWaiter::new(Duration::from_millis(300))),
-            sink,
-        );
+        let (sink, mut rx) = EventSink::channel();
+        let w = Writer::new(0, dir.path().to_path_buf(), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
         let spec = CallSpec {
             id: "lonely".into(),
             tool: "t".into(),
@@ -394,10 +335,7 @@ mod tests {
             deadline: Duration::from_secs(2),
         };
         assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
-        assert!(
-            crate::fsio::relay_files(dir.path()).unwrap().is_empty(),
-            "request removed at timeout"
-        );
+        assert!(crate::fsio::relay_files(dir.path()).unwrap().is_empty(), "request removed at timeout");
         drop(w);
         let kinds: Vec<_> = rx.try_iter().collect();
         assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e)
@@ -430,10 +368,7 @@ mod tests {
         while w.in_flight() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        assert_eq!(
-            w.call(spec("a:b")).await,
-            CallEnd::Failed(FailKind::IdCollision)
-        );
+        assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
         assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
     }
 }

@@ -7,8 +7,26 @@ use std::sync::Arc;
 use relay_bench::cli::{run_scenario, RunOptions};
 use relay_bench::scenario::Scenario;
 use relay_bench::source::Signal;
+use relay_bench::summary::Summary;
 
 const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+
+/// Runs a scenario in-process on fresh temp dirs; returns the summary and the dirs
+/// (reports, relay root) so the caller can inspect them.
+async fn run_temp(name: &str, text: &str, calibrate: bool) -> (Summary, tempfile::TempDir, tempfile::TempDir) {
+    let out = tempfile::tempdir().unwrap();
+    let relay = tempfile::tempdir().unwrap();
+    let s = Scenario::parse(name, text).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate,
+        watch_program: BIN.into(),
+    };
+    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    (summary, out, relay)
+}
 
 const SMALL: &str = r#"
 name = "small"
@@ -36,29 +54,13 @@ writer = "watch"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse("small.toml", SMALL).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: true,
-        watch_program: BIN.into(),
-    };
-    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new()))
-        .await
-        .unwrap();
+    let (summary, out, relay) = run_temp("small.toml", SMALL, true).await;
     assert_eq!(summary.results.len(), 2);
     for r in &summary.results {
         assert_eq!(r.calls.scheduled, 36, "{}", r.case);
         assert_eq!(r.calls.completed, 36, "{}: every call answered", r.case);
         assert_eq!(r.calls.ok + r.calls.error + r.calls.paused, 36);
-        assert!(
-            r.calls.error > 0 && r.calls.paused > 0,
-            "{}: the outcome mix reaches the writer",
-            r.case
-        );
+        assert!(r.calls.error > 0 && r.calls.paused > 0, "{}: the outcome mix reaches the writer", r.case);
         assert_eq!(r.calls.lost, 0);
         assert_eq!(r.pairing_violations.total, 0);
         assert_eq!(r.leftover_files, 0);
@@ -67,26 +69,8 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
         assert_eq!(r.latency_us.pickup.count, 30);
         assert!(r.latency_us.wake.p50 <= r.latency_us.pickup.p50);
         assert!(r.latency_us.pickup.p50 <= r.latency_us.completion.p50);
-        assert_eq!(
-            r.requests
-                .by_kind
-                .0
-                .iter()
-                .find(|(k, _)| *k == "read")
-                .unwrap()
-                .1,
-            36
-        );
-        assert!(
-            r.requests
-                .by_kind
-                .0
-                .iter()
-                .find(|(k, _)| *k == "list")
-                .unwrap()
-                .1
-                > 0
-        );
+        assert_eq!(r.requests.by_kind.0.iter().find(|(k, _)| *k == "read").unwrap().1, 36);
+        assert!(r.requests.by_kind.0.iter().find(|(k, _)| *k == "list").unwrap().1 > 0);
         if r.strategy == "poll" {
             // Every poll-only list is a timer's: looking for work.
             assert!(r.requests.discovery_total > 0);
@@ -105,15 +89,7 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
     assert!(md.contains("| poll |") && md.contains("| watch |"));
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("summary.json")).unwrap()).unwrap();
-    for key in [
-        "schema_version",
-        "tool",
-        "scenario",
-        "environment",
-        "calibration",
-        "results",
-        "pass",
-    ] {
+    for key in ["schema_version", "tool", "scenario", "environment", "calibration", "results", "pass"] {
         assert!(json.get(key).is_some(), "summary.json lacks {key}");
     }
     let r0 = &json["results"][0];
@@ -131,29 +107,12 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
     ] {
         assert!(r0.get(key).is_some(), "results[0] lacks {key}");
     }
-    for m in [
-        "wake",
-        "pickup",
-        "completion",
-        "completion_uncorrected",
-        "relay_overhead",
-    ] {
+    for m in ["wake", "pickup", "completion", "completion_uncorrected", "relay_overhead"] {
         for stat in ["count", "min", "p50", "p90", "p99", "p999", "max", "mean"] {
-            assert!(
-                r0["latency_us"][m].get(stat).is_some(),
-                "latency_us.{m}.{stat}"
-            );
+            assert!(r0["latency_us"][m].get(stat).is_some(), "latency_us.{m}.{stat}");
         }
     }
-    for key in [
-        "scheduled",
-        "completed",
-        "ok",
-        "error",
-        "paused",
-        "lost",
-        "duplicated",
-    ] {
+    for key in ["scheduled", "completed", "ok", "error", "paused", "lost", "duplicated"] {
         assert!(r0["calls"].get(key).is_some(), "calls.{key}");
     }
     for key in ["discovery_per_min", "data_per_min", "by_kind"] {
@@ -206,43 +165,21 @@ async fn an_interrupt_ends_the_case_and_marks_the_report() {
 fn a_malformed_scenario_names_file_and_key_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
-    std::fs::write(
-        &path,
-        SMALL.replace("turns_per_sec = 8", "turns_per_sec = 8\nturns_per_hour = 3"),
-    )
-    .unwrap();
-    let out = Command::new(BIN)
-        .args(["run", "-q"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    std::fs::write(&path, SMALL.replace("turns_per_sec = 8", "turns_per_sec = 8\nturns_per_hour = 3")).unwrap();
+    let out = Command::new(BIN).args(["run", "-q"]).arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml"), "{err}");
     assert!(err.contains("workload.turns_per_hour"), "{err}");
     assert!(err.contains("allowed here:"), "{err}");
 
-    std::fs::write(
-        &path,
-        SMALL.replace("writer = \"watch\"", "writer = \"smoke-signals\""),
-    )
-    .unwrap();
-    let out = Command::new(BIN)
-        .args(["run", "-q"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    std::fs::write(&path, SMALL.replace("writer = \"watch\"", "writer = \"smoke-signals\"")).unwrap();
+    let out = Command::new(BIN).args(["run", "-q"]).arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("case[1].writer") && err.contains("poll, watch"),
-        "{err}"
-    );
+    assert!(err.contains("case[1].writer") && err.contains("poll, watch"), "{err}");
 
-    let out = Command::new(BIN)
-        .args(["run", "-q", "/nonexistent/scenario.toml"])
-        .output()
-        .unwrap();
+    let out = Command::new(BIN).args(["run", "-q", "/nonexistent/scenario.toml"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -253,10 +190,7 @@ fn a_failed_gate_exits_1_and_says_which() {
     let text = SMALL
         .replace("duration = \"1500ms\"", "duration = \"300ms\"")
         .replace("warmup = \"250ms\"", "")
-        .replace(
-            "[[case]]\nname = \"poll\"",
-            "[[case]]\nname = \"poll\"\ngates = [\"completed > 1000000\"]",
-        );
+        .replace("[[case]]\nname = \"poll\"", "[[case]]\nname = \"poll\"\ngates = [\"completed > 1000000\"]");
     std::fs::write(&path, text).unwrap();
     let out = Command::new(BIN)
         .args(["run", "-q", "--no-calibration", "--case", "poll", "--out"])
@@ -266,10 +200,7 @@ fn a_failed_gate_exits_1_and_says_which() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("gate `completed > 1000000` failed"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("gate `completed > 1000000` failed"), "{stdout}");
     assert!(dir.path().join("report/summary.json").exists());
 }
 
@@ -278,10 +209,7 @@ fn list_shows_the_shipped_scenarios() {
     let out = Command::new(BIN).arg("list").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("default") && text.contains("throughput"),
-        "{text}"
-    );
+    assert!(text.contains("default") && text.contains("throughput"), "{text}");
 }
 
 const REMOTE: &str = r#"
@@ -321,72 +249,36 @@ host = "remote"
 profile = "lan"
 runner = "window-exec-inline"
 writer = "watch"
+[[case]]
+name = "follow"
+host = "remote"
+profile = "near"
+runner = { strategy = "follow", lifetime = "1s" }
+writer = "watch"
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_window_exec_runs_the_real_watch_program_and_answers_every_call() {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse("remote.toml", REMOTE).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: false,
-        watch_program: BIN.into(),
-    };
-    let summary = run_scenario(&s, &opts, "t", Arc::new(Signal::new()))
-        .await
-        .unwrap();
+    let (summary, _out, _relay) = run_temp("remote.toml", REMOTE, false).await;
     for r in &summary.results {
-        assert_eq!(
-            r.calls.completed, r.calls.scheduled,
-            "{}: every call answered",
-            r.case
-        );
+        assert_eq!(r.calls.completed, r.calls.scheduled, "{}: every call answered", r.case);
         assert!(r.pass, "{}: {:?} {:?}", r.case, r.gates, r.notices);
         assert!(r.host.starts_with("remote:"), "{}", r.host);
-        assert!(
-            r.injected_leg_us.as_ref().is_some_and(|l| l.count > 0),
-            "{}: legs were paid",
-            r.case
-        );
-        let kind = |k: &str| {
-            r.requests
-                .by_kind
-                .0
-                .iter()
-                .find(|(n, _)| *n == k)
-                .unwrap()
-                .1
-        };
-        assert_eq!(
-            kind("read") + r.runner.inline,
-            r.calls.scheduled,
-            "{}",
-            r.case
-        );
-        if r.strategy.starts_with("window-exec") {
+        assert!(r.injected_leg_us.as_ref().is_some_and(|l| l.count > 0), "{}: legs were paid", r.case);
+        let kind = |k: &str| r.requests.by_kind.0.iter().find(|(n, _)| *n == k).unwrap().1;
+        assert_eq!(kind("read") + r.runner.inline, r.calls.scheduled, "{}", r.case);
+        if r.strategy.starts_with("window-exec") || r.strategy == "follow" {
             assert!(kind("exec") > 0, "{}: the watch program ran", r.case);
-            assert!(
-                r.runner.degraded.is_empty(),
-                "{}: {:?}",
-                r.case,
-                r.runner.degraded
-            );
+            assert!(r.runner.degraded.is_empty(), "{}: {:?}", r.case, r.runner.degraded);
         }
         assert!(r.requests.busy.minutes > 0.0 && r.requests.idle.minutes > 0.0);
+        // Both phases were sampled: 2 s of turns, then 1 s idle, on 2 dirs.
+        assert_eq!(r.requests.phases.len(), 2, "{}", r.case);
+        assert!((r.requests.active_phases.minutes - 4.0 / 60.0).abs() < 1e-3, "{:?}", r.requests.active_phases);
+        assert!((r.requests.idle_phases.minutes - 2.0 / 60.0).abs() < 1e-3, "{:?}", r.requests.idle_phases);
     }
     let inline = summary.results.iter().find(|r| r.case == "inline").unwrap();
-    assert!(
-        inline.runner.inline > 0,
-        "the inline variant carried requests"
-    );
+    assert!(inline.runner.inline > 0, "the inline variant carried requests");
     let window = summary.results.iter().find(|r| r.case == "window").unwrap();
-    assert!(window
-        .vs_baseline
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("pickup p50"));
+    assert!(window.vs_baseline.as_ref().unwrap().text.contains("pickup p50"));
 }

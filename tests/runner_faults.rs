@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::events::{EventSink, Msg};
+use relay_bench::events::{EventInbox, EventSink};
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::{ExecOutput, Host, LocalHost, Purpose, RequestCounts};
+use relay_bench::host::{ExecOutput, Host, Lines, LocalHost, Purpose, RequestCounts};
 use relay_bench::protocol::{Request, Response};
 use relay_bench::recorder::{Recorder, Recording};
 use relay_bench::relay::{Relay, RelaySpec};
@@ -25,22 +25,13 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 struct Rig {
     relay: Relay,
     sink: EventSink,
-    rx: std::sync::mpsc::Receiver<Msg>,
+    rx: EventInbox,
 }
 
 impl Rig {
-    fn start(
-        dir: &Path,
-        host: Arc<dyn Host>,
-        runner: RunnerStrategy,
-        writer: WriterStrategy,
-    ) -> Rig {
+    fn start(dir: &Path, host: Arc<dyn Host>, runner: RunnerStrategy, writer: WriterStrategy) -> Rig {
         let (sink, rx) = EventSink::channel();
-        let handler = HandlerModel {
-            duration: MS(1),
-            duration_max: MS(1),
-            ..HandlerModel::default()
-        };
+        let handler = HandlerModel { duration: MS(1), duration_max: MS(1), ..HandlerModel::default() };
         let spec = RelaySpec {
             sandbox: 0,
             dir,
@@ -57,17 +48,11 @@ impl Rig {
     }
 
     async fn call(&self, id: &str) -> CallEnd {
-        self.relay
-            .call(id, Some(r#"{"q":1}"#), Duration::from_secs(30))
-            .await
+        self.relay.call(id, Some(r#"{"q":1}"#), Duration::from_secs(30)).await
     }
 
     async fn stop(mut self) -> (RunnerReport, Recording) {
-        let report = self
-            .relay
-            .stop(tokio::time::Instant::now() + Duration::from_secs(30))
-            .await
-            .unwrap();
+        let report = self.relay.stop(tokio::time::Instant::now() + Duration::from_secs(30)).await.unwrap();
         drop(self.relay);
         drop(self.sink);
         (report, Recorder::run(self.rx))
@@ -75,11 +60,7 @@ impl Rig {
 }
 
 fn poll(ms: u64) -> RunnerStrategy {
-    RunnerStrategy::Poll {
-        interval: MS(ms),
-        idle_polls: 5,
-        max_interval: MS(ms),
-    }
+    RunnerStrategy::Poll { interval: MS(ms), idle_polls: 5, max_interval: MS(ms) }
 }
 
 async fn wait_for_file(path: &Path) -> Vec<u8> {
@@ -102,9 +83,7 @@ async fn malformed_and_truncated_requests_are_answered_with_an_error() {
         RunnerStrategy::watch_default(),
         WriterStrategy::Poll { interval: MS(20) },
     );
-    let golden = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#))
-        .unwrap()
-        .encode();
+    let golden = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap().encode();
     std::fs::write(d.join("garbage.req.json"), b"{not json at all").unwrap();
     std::fs::write(d.join("trunc.req.json"), &golden[..golden.len() / 2]).unwrap();
     std::fs::write(d.join("empty.req.json"), b"").unwrap();
@@ -114,16 +93,10 @@ async fn malformed_and_truncated_requests_are_answered_with_an_error() {
             Response::Error(e) => assert!(e.contains("malformed"), "{name}: {e}"),
             other => panic!("{name}: {other:?}"),
         }
-        assert!(
-            !d.join(format!("{name}.req.json")).exists(),
-            "{name}: deleted on pickup"
-        );
+        assert!(!d.join(format!("{name}.req.json")).exists(), "{name}: deleted on pickup");
     }
     // The runner keeps going: a good call right after is answered.
-    assert!(matches!(
-        rig.call("after-garbage").await,
-        CallEnd::Answered(Response::Ok(_))
-    ));
+    assert!(matches!(rig.call("after-garbage").await, CallEnd::Answered(Response::Ok(_))));
     let (report, rec) = rig.stop().await;
     assert_eq!(report.malformed, 3);
     assert_eq!(rec.calls.completed, 1);
@@ -139,22 +112,10 @@ async fn hostile_call_ids_stay_inside_the_relay_dir() {
     let outer = tempfile::tempdir().unwrap();
     let d = outer.path().join("relay");
     std::fs::create_dir(&d).unwrap();
-    let rig = Rig::start(
-        &d,
-        Arc::new(LocalHost::new(&d)),
-        poll(10),
-        WriterStrategy::Watch {
-            safety_interval: MS(300),
-        },
-    );
+    let rig =
+        Rig::start(&d, Arc::new(LocalHost::new(&d)), poll(10), WriterStrategy::Watch { safety_interval: MS(300) });
     let long = "L".repeat(500);
-    let ids = [
-        "../../etc/passwd",
-        long.as_str(),
-        "héllo/wörld 🦀",
-        "a\nb;$(rm -rf /) `x` 'q' \"d\"",
-        "",
-    ];
+    let ids = ["../../etc/passwd", long.as_str(), "héllo/wörld 🦀", "a\nb;$(rm -rf /) `x` 'q' \"d\"", ""];
     for id in ids {
         match rig.call(id).await {
             CallEnd::Answered(Response::Ok(_)) => {}
@@ -166,10 +127,7 @@ async fn hostile_call_ids_stay_inside_the_relay_dir() {
     assert_eq!(rec.calls.completed, 5);
     assert_eq!(rec.pairing.total(), 0, "{:?}", rec.pairing.breaches);
     // Nothing was written outside the relay dir, and nothing is left inside it.
-    let outside: Vec<_> = std::fs::read_dir(outer.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let outside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(outside, vec![std::ffi::OsString::from("relay")]);
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
 }
@@ -184,9 +142,7 @@ async fn a_vanished_relay_dir_is_reported_and_survived() {
     let rig = Rig::start(
         &d,
         Arc::new(LocalHost::new(&d)),
-        RunnerStrategy::Watch {
-            safety_interval: MS(20),
-        },
+        RunnerStrategy::Watch { safety_interval: MS(20) },
         WriterStrategy::Poll { interval: MS(20) },
     );
     assert!(matches!(rig.call("before").await, CallEnd::Answered(_)));
@@ -220,19 +176,16 @@ impl Host for FlakyDeletes {
         self.inner.publish(n, b)
     }
     fn delete<'a>(&'a self, n: &'a str) -> BoxFut<'a, io::Result<()>> {
-        if self
-            .fail
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1))
-            .is_ok()
-        {
-            return Box::pin(std::future::ready(Err(io::Error::other(
-                "injected delete failure",
-            ))));
+        if self.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |f| f.checked_sub(1)).is_ok() {
+            return Box::pin(std::future::ready(Err(io::Error::other("injected delete failure"))));
         }
         self.inner.delete(n)
     }
     fn exec<'a>(&'a self, argv: &'a [OsString], p: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
         self.inner.exec(argv, p)
+    }
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString], p: Purpose) -> BoxFut<'a, io::Result<Lines>> {
+        self.inner.exec_follow(argv, p)
     }
     fn counts(&self) -> RequestCounts {
         self.inner.counts()
@@ -246,26 +199,14 @@ impl Host for FlakyDeletes {
 async fn a_failed_delete_is_retried_and_the_call_answered_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let host = Arc::new(FlakyDeletes {
-        inner: LocalHost::new(d),
-        fail: AtomicU32::new(3),
-    });
+    let host = Arc::new(FlakyDeletes { inner: LocalHost::new(d), fail: AtomicU32::new(3) });
     // A slow writer leaves the request in place for many runner passes.
     let rig = Rig::start(d, host, poll(5), WriterStrategy::Poll { interval: MS(500) });
-    assert!(matches!(
-        rig.call("sticky").await,
-        CallEnd::Answered(Response::Ok(_))
-    ));
+    assert!(matches!(rig.call("sticky").await, CallEnd::Answered(Response::Ok(_))));
     let (report, rec) = rig.stop().await;
-    assert_eq!(
-        report.requests, 1,
-        "the undeleted request was not picked up again"
-    );
+    assert_eq!(report.requests, 1, "the undeleted request was not picked up again");
     assert!(report.delete_retries >= 1);
     assert_eq!(rec.pairing.total(), 0, "{:?}", rec.pairing.breaches);
-    assert!(rec
-        .notices
-        .iter()
-        .any(|n| n.contains("injected delete failure")));
+    assert!(rec.notices.iter().any(|n| n.contains("injected delete failure")));
     assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
 }

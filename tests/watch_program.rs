@@ -39,20 +39,10 @@ fn hostile_directory_names_are_only_names() {
     for name in names {
         let dir = outer.path().join(name);
         std::fs::create_dir(&dir).unwrap();
-        std::fs::write(
-            dir.join("a.req.json"),
-            br#"{"toolName":"t","toolCallId":"a","args":{}}"#,
-        )
-        .unwrap();
+        std::fs::write(dir.join("a.req.json"), br#"{"toolName":"t","toolCallId":"a","args":{}}"#).unwrap();
         let out = watch(&dir, outer.path(), 10_000, true);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{name:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report =
-            parse_output(&out.stdout).unwrap_or_else(|| panic!("{name:?}: {:?}", out.stdout));
+        assert_eq!(out.status.code(), Some(0), "{name:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let report = parse_output(&out.stdout).unwrap_or_else(|| panic!("{name:?}: {:?}", out.stdout));
         assert_eq!(report.finish, Finish::Found, "{name:?}");
         assert_eq!(report.inline.len(), 1);
         assert_eq!(report.inline[0].name, "a.req.json");
@@ -66,10 +56,7 @@ fn hostile_directory_names_are_only_names() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert!(
-        entries.iter().all(|e| !e.starts_with("pwned")),
-        "{entries:?}"
-    );
+    assert!(entries.iter().all(|e| !e.starts_with("pwned")), "{entries:?}");
     assert_eq!(entries.len(), names.len());
 }
 
@@ -85,14 +72,8 @@ fn an_event_ends_the_window_and_an_idle_window_ends_by_itself() {
     let out = watch(dir.path(), dir.path(), 60_000, false);
     writer.join().unwrap();
     let report = parse_output(&out.stdout).unwrap();
-    assert!(
-        matches!(report.finish, Finish::Event | Finish::Found),
-        "{report:?}"
-    );
-    assert!(
-        t0.elapsed() < Duration::from_secs(50),
-        "ended by the event, not the 60 s window"
-    );
+    assert!(matches!(report.finish, Finish::Event | Finish::Found), "{report:?}");
+    assert!(t0.elapsed() < Duration::from_secs(50), "ended by the event, not the 60 s window");
 
     let empty = tempfile::tempdir().unwrap();
     let out = watch(empty.path(), empty.path(), 300, false);

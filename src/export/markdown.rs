@@ -50,10 +50,7 @@ impl Exporter for Markdown {
             s.tool.name, s.scenario_origin, s.tool.version, s.started_at, e.arch, e.kernel, e.cpus, e.relay_fs, e.relay_root, e.build
         );
         if e.build == "debug" {
-            let _ = writeln!(
-                o,
-                "> **Warning:** a debug build; its numbers include unoptimized harness code.\n"
-            );
+            let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
         }
 
         let _ = writeln!(o, "## Results\n");
@@ -108,45 +105,28 @@ impl Exporter for Markdown {
 
         let _ = writeln!(o, "\n## Latency distributions\n");
         let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
-        let _ = writeln!(
-            o,
-            "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |"
-        );
+        let _ = writeln!(o, "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |");
         let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|");
         for r in &s.results {
             let l = &r.latency_us;
             row(&mut o, &r.case, "wake", &l.wake);
             row(&mut o, &r.case, "pickup", &l.pickup);
             row(&mut o, &r.case, "completion", &l.completion);
-            row(
-                &mut o,
-                &r.case,
-                "completion (uncorrected)",
-                &l.completion_uncorrected,
-            );
+            row(&mut o, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
             row(&mut o, &r.case, "relay overhead", &l.relay_overhead);
             row(&mut o, &r.case, "schedule lag", &r.schedule_lag_us);
         }
 
         let _ = writeln!(o, "\n## Calls and requests\n");
-        let _ = writeln!(o, "Rates are per relay dir per minute: over the whole window, then split by whether the dir had calls in flight (busy) or not (idle). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery.\n");
-        let _ = writeln!(o, "| case | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | busy | idle | data/min/dir | requests by kind | leftover files |");
-        let _ = writeln!(
-            o,
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
-        );
+        let _ = writeln!(o, "Rates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery.\n");
+        let _ = writeln!(o, "| case | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | busy | idle | active phases | idle phases | data/min/dir | requests by kind | leftover files |");
+        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
         for r in &s.results {
-            let kinds: Vec<String> = r
-                .requests
-                .by_kind
-                .0
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect();
+            let kinds: Vec<String> =
+                r.requests.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} | {} | {} |",
                 r.case,
                 r.calls.scheduled,
                 r.calls.ok,
@@ -159,6 +139,10 @@ impl Exporter for Markdown {
                 r.requests.busy.minutes,
                 r.requests.idle.discovery_per_min,
                 r.requests.idle.minutes,
+                r.requests.active_phases.discovery_per_min,
+                r.requests.active_phases.minutes,
+                r.requests.idle_phases.discovery_per_min,
+                r.requests.idle_phases.minutes,
                 r.requests.data_per_min,
                 kinds.join(", "),
                 r.leftover_files
@@ -183,7 +167,11 @@ impl Exporter for Markdown {
                 );
             }
             if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
-                let _ = writeln!(o, "  - requests carried inline by the watch: {}; timer scans that found work the watch missed: {}", r.runner.inline, r.runner.missed_by_source);
+                let _ = writeln!(
+                    o,
+                    "  - requests carried inline by the watch: {}; timer scans that found work the watch missed: {}",
+                    r.runner.inline, r.runner.missed_by_source
+                );
             }
         }
 
@@ -196,21 +184,10 @@ impl Exporter for Markdown {
                 ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
                 ("list a 16-file dir", &c.list_16_files_us),
             ] {
-                let _ = writeln!(
-                    o,
-                    "| {name} | {} | {} | {} | {} |",
-                    st.count,
-                    us(st.p50),
-                    us(st.p99),
-                    us(st.max)
-                );
+                let _ = writeln!(o, "| {name} | {} | {} | {} | {} |", st.count, us(st.p50), us(st.p99), us(st.max));
             }
             if c.inotify_missed > 0 {
-                let _ = writeln!(
-                    o,
-                    "\n{} rename event(s) never arrived within 1 s.",
-                    c.inotify_missed
-                );
+                let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
             }
         } else {
             let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
@@ -218,10 +195,7 @@ impl Exporter for Markdown {
 
         let mut said = false;
         for r in &s.results {
-            if r.pairing_violations.total == 0
-                && r.notices_total == 0
-                && r.runner.degraded.is_empty()
-            {
+            if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
                 continue;
             }
             if !said {
@@ -229,23 +203,11 @@ impl Exporter for Markdown {
                 said = true;
             }
             let _ = writeln!(o, "### {}\n", r.case);
-            for (k, n) in r
-                .pairing_violations
-                .by_kind
-                .0
-                .iter()
-                .filter(|(_, n)| *n > 0)
-            {
+            for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
                 let _ = writeln!(o, "- pairing violation `{k}`: {n}");
             }
             for b in r.pairing_violations.listed.iter().take(20) {
-                let _ = writeln!(
-                    o,
-                    "  - `{}` sandbox {} call `{}`",
-                    b.kind.name(),
-                    b.sandbox,
-                    b.call
-                );
+                let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
             }
             for d in &r.runner.degraded {
                 let _ = writeln!(o, "- degraded: {d}");
@@ -254,19 +216,11 @@ impl Exporter for Markdown {
                 let _ = writeln!(o, "- {n}");
             }
             if r.notices_total as usize > r.notices.len().min(20) {
-                let _ = writeln!(
-                    o,
-                    "- … {} notices in all (see summary.json)",
-                    r.notices_total
-                );
+                let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
             }
         }
         if !s.cases_not_run.is_empty() {
-            let _ = writeln!(
-                o,
-                "\nNot run (interrupted first): {}",
-                s.cases_not_run.join(", ")
-            );
+            let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
         }
         o.into_bytes()
     }

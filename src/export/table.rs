@@ -17,13 +17,7 @@ impl Exporter for Table {
         let _ = writeln!(
             o,
             "{:<18} {:>6} {:>4}  {:<17} {:<17} {:<17} {:>8}  gates",
-            "case",
-            "calls",
-            "lost",
-            "wake p50 / p99",
-            "pickup p50 / p99",
-            "complete p50/p99",
-            "disc/min"
+            "case", "calls", "lost", "wake p50 / p99", "pickup p50 / p99", "complete p50/p99", "disc/min"
         );
         for r in &s.results {
             let passed = r.gates.iter().filter(|g| g.pass).count();
@@ -55,18 +49,10 @@ impl Exporter for Table {
         }
         for r in &s.results {
             for g in r.gates.iter().filter(|g| !g.pass) {
-                let _ = writeln!(
-                    o,
-                    "  {}: gate `{}` failed (observed {})",
-                    r.case, g.expr, g.observed_text
-                );
+                let _ = writeln!(o, "  {}: gate `{}` failed (observed {})", r.case, g.expr, g.observed_text);
             }
             if r.pairing_violations.total > 0 {
-                let _ = writeln!(
-                    o,
-                    "  {}: {} pairing violation(s)",
-                    r.case, r.pairing_violations.total
-                );
+                let _ = writeln!(o, "  {}: {} pairing violation(s)", r.case, r.pairing_violations.total);
             }
             for d in &r.runner.degraded {
                 let _ = writeln!(o, "  {}: degraded: {d}", r.case);

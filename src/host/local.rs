@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{run_child, Busy, ExecOutput, Host, Kind, Purpose, RequestCounter, RequestCounts};
+use super::{follow_child, run_child, Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
 use crate::fsio;
 use crate::BoxFut;
 
@@ -24,10 +24,7 @@ impl LocalHost {
 
     /// A host whose requests are split busy/idle by `busy`, the dir's in-flight gauge.
     pub fn with_busy(dir: impl Into<PathBuf>, busy: Arc<Busy>) -> Self {
-        LocalHost {
-            dir: dir.into(),
-            counter: RequestCounter::new(busy),
-        }
+        LocalHost { dir: dir.into(), counter: RequestCounter::new(busy) }
     }
 
     pub fn dir(&self) -> &Path {
@@ -56,25 +53,22 @@ impl Host for LocalHost {
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Write);
         self.counter.count(Purpose::Data, Kind::Rename);
-        Box::pin(std::future::ready(fsio::publish_atomic(
-            &self.dir, name, bytes,
-        )))
+        Box::pin(std::future::ready(fsio::publish_atomic(&self.dir, name, bytes)))
     }
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Delete);
-        Box::pin(std::future::ready(fsio::remove_if_present(
-            &self.dir.join(name),
-        )))
+        Box::pin(std::future::ready(fsio::remove_if_present(&self.dir.join(name))))
     }
 
-    fn exec<'a>(
-        &'a self,
-        argv: &'a [OsString],
-        purpose: Purpose,
-    ) -> BoxFut<'a, io::Result<ExecOutput>> {
+    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
         self.counter.count(purpose, Kind::Exec);
         Box::pin(run_child(argv))
+    }
+
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>> {
+        self.counter.count(purpose, Kind::Exec);
+        Box::pin(std::future::ready(follow_child(argv, None)))
     }
 
     fn counts(&self) -> RequestCounts {

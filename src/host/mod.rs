@@ -46,15 +46,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
-        Kind::List,
-        Kind::Read,
-        Kind::Write,
-        Kind::Rename,
-        Kind::Delete,
-        Kind::Stat,
-        Kind::Exec,
-    ];
+    pub const ALL: [Kind; 7] =
+        [Kind::List, Kind::Read, Kind::Write, Kind::Rename, Kind::Delete, Kind::Stat, Kind::Exec];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -79,10 +72,7 @@ pub struct RequestCounter {
 
 impl RequestCounter {
     pub fn new(busy: Arc<Busy>) -> Self {
-        RequestCounter {
-            counts: Default::default(),
-            busy,
-        }
+        RequestCounter { counts: Default::default(), busy }
     }
 
     #[inline]
@@ -93,9 +83,7 @@ impl RequestCounter {
 
     pub fn snapshot(&self) -> RequestCounts {
         let mut out = RequestCounts::default();
-        let get = |idle: usize, p: Purpose, k: Kind| {
-            self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed)
-        };
+        let get = |idle: usize, p: Purpose, k: Kind| self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed);
         for k in Kind::ALL {
             let i = k as usize;
             out.discovery_idle[i] = get(1, Purpose::Discovery, k);
@@ -196,20 +184,49 @@ pub struct ExecOutput {
 
 /// Runs `argv` as a child process on this machine; killed if the future is dropped.
 pub async fn run_child(argv: &[OsString]) -> io::Result<ExecOutput> {
-    let (prog, args) = argv
-        .split_first()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
     let out = tokio::process::Command::new(prog)
         .args(args)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output()
         .await?;
-    Ok(ExecOutput {
-        code: out.status.code(),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    })
+    Ok(ExecOutput { code: out.status.code(), stdout: out.stdout, stderr: out.stderr })
+}
+
+/// A followed program's stdout, line by line; ends when the program does.
+pub type Lines = tokio::sync::mpsc::Receiver<String>;
+
+/// Starts `argv` with its stdout followed line by line. Each line waits `delay()` before it
+/// is handed on (a remote stream's response leg); dropping the receiver kills the program.
+pub fn follow_child(
+    argv: &[OsString],
+    delay: Option<Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync>>,
+) -> io::Result<Lines> {
+    use tokio::io::AsyncBufReadExt;
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let mut child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        let _child = child; // killed when this task ends
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(d) = &delay {
+                d().await;
+            }
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(rx)
 }
 
 /// The runner's access to one relay directory. Names are plain file names inside the dir;
@@ -225,11 +242,10 @@ pub trait Host: Send + Sync {
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>>;
     /// Runs a program in the sandbox (argv, never a shell string) and returns its output.
     /// Dropping the future kills the program.
-    fn exec<'a>(
-        &'a self,
-        argv: &'a [OsString],
-        purpose: Purpose,
-    ) -> BoxFut<'a, io::Result<ExecOutput>>;
+    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>>;
+    /// Starts a program in the sandbox and follows its stdout (one request); dropping the
+    /// receiver kills the program.
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>>;
     /// The requests made so far.
     fn counts(&self) -> RequestCounts;
     /// The latency legs injected so far (nanoseconds), if this host emulates any.

@@ -21,7 +21,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use super::{run_child, Busy, ExecOutput, Host, Kind, Purpose, RequestCounter, RequestCounts};
+use super::{follow_child, run_child, Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
 use crate::fsio;
 use crate::recorder::new_histogram;
 use crate::rng::Rng;
@@ -41,13 +41,7 @@ pub struct Leg {
 
 impl Leg {
     pub const fn uniform(min: Duration, max: Duration) -> Leg {
-        Leg {
-            min,
-            max,
-            tail_ratio: 0.0,
-            tail_mean: Duration::ZERO,
-            tail_max: Duration::ZERO,
-        }
+        Leg { min, max, tail_ratio: 0.0, tail_mean: Duration::ZERO, tail_max: Duration::ZERO }
     }
 
     pub fn draw(&self, rng: &mut Rng) -> Duration {
@@ -78,28 +72,12 @@ impl LatencyProfile {
     /// production design assumes), `far` (~150 ms with a heavy tail).
     pub fn shipped(name: &str) -> Option<LatencyProfile> {
         let (leg, concurrency) = match name {
-            "lan" => (
-                Leg::uniform(Duration::from_micros(300), Duration::from_micros(700)),
-                16,
-            ),
+            "lan" => (Leg::uniform(Duration::from_micros(300), Duration::from_micros(700)), 16),
             "proxy" => (Leg::uniform(ms(10), ms(25)), 8),
-            "far" => (
-                Leg {
-                    min: ms(70),
-                    max: ms(80),
-                    tail_ratio: 0.05,
-                    tail_mean: ms(200),
-                    tail_max: ms(2000),
-                },
-                8,
-            ),
+            "far" => (Leg { min: ms(70), max: ms(80), tail_ratio: 0.05, tail_mean: ms(200), tail_max: ms(2000) }, 8),
             _ => return None,
         };
-        Some(LatencyProfile {
-            name: name.to_owned(),
-            leg,
-            concurrency,
-        })
+        Some(LatencyProfile { name: name.to_owned(), leg, concurrency })
     }
 
     pub const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
@@ -147,34 +125,20 @@ impl Daemon {
     }
 
     fn leg(&self) -> Duration {
-        self.profile
-            .leg
-            .draw(&mut self.rng.lock().expect("daemon rng poisoned"))
+        self.profile.leg.draw(&mut self.rng.lock().expect("daemon rng poisoned"))
     }
 
     async fn pay(&self, leg: Duration) {
         let t0 = Instant::now();
         tokio::time::sleep(leg).await;
         let paid = t0.elapsed().as_nanos() as u64;
-        self.paid
-            .lock()
-            .expect("daemon histogram poisoned")
-            .saturating_record(paid.max(1));
+        self.paid.lock().expect("daemon histogram poisoned").saturating_record(paid.max(1));
     }
 
     /// One request: a slot, the request leg, `op` on the sandbox side, the response leg.
-    pub async fn request<T>(
-        &self,
-        purpose: Purpose,
-        kind: Kind,
-        op: impl AsyncOp<T>,
-    ) -> io::Result<T> {
+    pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
         self.counter.count(purpose, kind);
-        let _slot = self
-            .slots
-            .acquire()
-            .await
-            .map_err(|_| io::Error::other("daemon closed"))?;
+        let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
         self.pay(self.leg()).await;
         let out = op.run().await;
         self.pay(self.leg()).await;
@@ -218,10 +182,7 @@ pub struct RemoteHost {
 
 impl RemoteHost {
     pub fn new(dir: impl Into<PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
-        RemoteHost {
-            dir: dir.into(),
-            daemon,
-        }
+        RemoteHost { dir: dir.into(), daemon }
     }
 
     pub fn daemon(&self) -> &Arc<Daemon> {
@@ -230,26 +191,18 @@ impl RemoteHost {
 }
 
 fn list_dir(dir: &std::path::Path) -> io::Result<Vec<String>> {
-    std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect()
+    std::fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
 }
 
 impl Host for RemoteHost {
     fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
         let dir = self.dir.clone();
-        Box::pin(
-            self.daemon
-                .request(purpose, Kind::List, move || list_dir(&dir)),
-        )
+        Box::pin(self.daemon.request(purpose, Kind::List, move || list_dir(&dir)))
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
         let path = self.dir.join(name);
-        Box::pin(
-            self.daemon
-                .request(Purpose::Data, Kind::Read, move || std::fs::read(path)),
-        )
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || std::fs::read(path)))
     }
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
@@ -257,11 +210,7 @@ impl Host for RemoteHost {
             // Upload to a temp name, then rename onto the final name: two requests.
             let tmp = self.dir.join(fsio::temp_name(name));
             let (tmp2, body) = (tmp.clone(), bytes.to_vec());
-            self.daemon
-                .request(Purpose::Data, Kind::Write, move || {
-                    std::fs::write(&tmp2, body)
-                })
-                .await?;
+            self.daemon.request(Purpose::Data, Kind::Write, move || std::fs::write(&tmp2, body)).await?;
             let fin = self.dir.join(name);
             let renamed = self.daemon.request(Purpose::Data, Kind::Rename, {
                 let tmp = tmp.clone();
@@ -277,20 +226,22 @@ impl Host for RemoteHost {
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
         let path = self.dir.join(name);
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || {
-            fsio::remove_if_present(&path)
-        }))
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || fsio::remove_if_present(&path)))
     }
 
-    fn exec<'a>(
-        &'a self,
-        argv: &'a [OsString],
-        purpose: Purpose,
-    ) -> BoxFut<'a, io::Result<ExecOutput>> {
-        Box::pin(
-            self.daemon
-                .request(purpose, Kind::Exec, ChildOp(argv.to_vec())),
-        )
+    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
+        Box::pin(self.daemon.request(purpose, Kind::Exec, ChildOp(argv.to_vec())))
+    }
+
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>> {
+        let daemon = self.daemon.clone();
+        // Every streamed line pays a response leg on its way to the runner.
+        let delay: Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync> = Arc::new(move || {
+            let d = daemon.clone();
+            Box::pin(async move { d.pay(d.leg()).await })
+        });
+        let argv = argv.to_vec();
+        Box::pin(self.daemon.request(purpose, Kind::Exec, move || follow_child(&argv, Some(delay))))
     }
 
     fn counts(&self) -> RequestCounts {
@@ -329,38 +280,23 @@ mod tests {
         let far = LatencyProfile::shipped("far").unwrap();
         let draws: Vec<Duration> = (0..10_000).map(|_| far.leg.draw(&mut rng)).collect();
         let tail = draws.iter().filter(|d| **d > ms(80)).count();
-        assert!(
-            (300..700).contains(&tail),
-            "about 5% of legs in the tail: {tail}"
-        );
+        assert!((300..700).contains(&tail), "about 5% of legs in the tail: {tail}");
         assert!(draws.iter().all(|d| *d <= ms(2080)));
         assert!(LatencyProfile::shipped("mars").is_none());
-        assert!(
-            p.describe().contains("proxy: round trip 20.0ms–50.0ms"),
-            "{}",
-            p.describe()
-        );
+        assert!(p.describe().contains("proxy: round trip 20.0ms–50.0ms"), "{}", p.describe());
     }
 
     #[tokio::test(start_paused = true)]
     async fn each_request_pays_two_legs_and_is_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile {
-            name: "fixed".into(),
-            leg: Leg::uniform(ms(20), ms(20)),
-            concurrency: 2,
-        };
+        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(20), ms(20)), concurrency: 2 };
         let daemon = Arc::new(Daemon::new(profile, 1, Arc::default()));
         let host = RemoteHost::new(dir.path(), daemon.clone());
         let t0 = Instant::now();
         host.publish("a.res.json", b"{}").await.unwrap();
         assert_eq!(t0.elapsed(), ms(80), "write + rename: two round trips");
         let t0 = Instant::now();
-        assert!(host
-            .list(Purpose::Discovery)
-            .await
-            .unwrap()
-            .contains(&"a.res.json".to_string()));
+        assert!(host.list(Purpose::Discovery).await.unwrap().contains(&"a.res.json".to_string()));
         assert_eq!(host.read("a.res.json").await.unwrap(), b"{}");
         assert_eq!(t0.elapsed(), ms(80));
         let c = host.counts();
@@ -371,22 +307,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_concurrency_limit_queues_requests() {
         let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile {
-            name: "fixed".into(),
-            leg: Leg::uniform(ms(10), ms(10)),
-            concurrency: 2,
-        };
-        let host = Arc::new(RemoteHost::new(
-            dir.path(),
-            Arc::new(Daemon::new(profile, 1, Arc::default())),
-        ));
+        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(10), ms(10)), concurrency: 2 };
+        let host = Arc::new(RemoteHost::new(dir.path(), Arc::new(Daemon::new(profile, 1, Arc::default()))));
         let t0 = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..4 {
             let h = host.clone();
-            tasks.push(tokio::spawn(async move {
-                h.list(Purpose::Discovery).await.unwrap()
-            }));
+            tasks.push(tokio::spawn(async move { h.list(Purpose::Discovery).await.unwrap() }));
         }
         for t in tasks {
             t.await.unwrap();

@@ -40,13 +40,7 @@ fn type_name(v: &Value) -> &'static str {
 
 impl<'a> Fields<'a> {
     pub fn new(file: &'a str, prefix: &str, table: &'a Table) -> Self {
-        Fields {
-            file,
-            prefix: prefix.to_owned(),
-            table,
-            known: Vec::new(),
-            names: Vec::new(),
-        }
+        Fields { file, prefix: prefix.to_owned(), table, known: Vec::new(), names: Vec::new() }
     }
 
     /// The dotted name of `key` in this table.
@@ -59,11 +53,7 @@ impl<'a> Fields<'a> {
     }
 
     pub fn err(&self, key: &str, msg: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            file: self.file.to_owned(),
-            key: self.path(key),
-            msg: msg.into(),
-        }
+        ScenarioError { file: self.file.to_owned(), key: self.path(key), msg: msg.into() }
     }
 
     fn get(&mut self, key: &'static str) -> Option<&'a Value> {
@@ -105,23 +95,15 @@ impl<'a> Fields<'a> {
     }
 
     pub fn required_string(&mut self, key: &'static str) -> Result<&'a str, ScenarioError> {
-        self.string(key)?
-            .ok_or_else(|| self.err(key, "is required"))
+        self.string(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
     /// A string that must be one of `allowed`.
-    pub fn choice(
-        &mut self,
-        key: &'static str,
-        allowed: &[&str],
-    ) -> Result<Option<&'a str>, ScenarioError> {
+    pub fn choice(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<&'a str>, ScenarioError> {
         match self.string(key)? {
             None => Ok(None),
             Some(s) if allowed.contains(&s) => Ok(Some(s)),
-            Some(s) => Err(self.err(
-                key,
-                format!("unknown value {s:?}; allowed: {}", allowed.join(", ")),
-            )),
+            Some(s) => Err(self.err(key, format!("unknown value {s:?}; allowed: {}", allowed.join(", ")))),
         }
     }
 
@@ -129,29 +111,16 @@ impl<'a> Fields<'a> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => parse_duration(s).map(Some).map_err(|e| self.err(key, e)),
-            Some(v) => Err(self.err(
-                key,
-                format!(
-                    "expected a duration string like \"300ms\", found {}",
-                    type_name(v)
-                ),
-            )),
+            Some(v) => Err(self.err(key, format!("expected a duration string like \"300ms\", found {}", type_name(v)))),
         }
     }
 
-    pub fn float(
-        &mut self,
-        key: &'static str,
-        min: f64,
-        max: f64,
-    ) -> Result<Option<f64>, ScenarioError> {
+    pub fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
         let v = match self.get(key) {
             None => return Ok(None),
             Some(Value::Float(f)) => *f,
             Some(Value::Integer(i)) => *i as f64,
-            Some(v) => {
-                return Err(self.err(key, format!("expected a number, found {}", type_name(v))))
-            }
+            Some(v) => return Err(self.err(key, format!("expected a number, found {}", type_name(v)))),
         };
         if !(min..=max).contains(&v) {
             return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
@@ -159,18 +128,11 @@ impl<'a> Fields<'a> {
         Ok(Some(v))
     }
 
-    pub fn int(
-        &mut self,
-        key: &'static str,
-        min: i64,
-        max: i64,
-    ) -> Result<Option<i64>, ScenarioError> {
+    pub fn int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
         let v = match self.get(key) {
             None => return Ok(None),
             Some(Value::Integer(i)) => *i,
-            Some(v) => {
-                return Err(self.err(key, format!("expected an integer, found {}", type_name(v))))
-            }
+            Some(v) => return Err(self.err(key, format!("expected an integer, found {}", type_name(v)))),
         };
         if !(min..=max).contains(&v) {
             return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
@@ -185,16 +147,10 @@ impl<'a> Fields<'a> {
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.as_str()),
-                    v => Err(self.err(
-                        key,
-                        format!("expected an array of strings, found {} in it", type_name(v)),
-                    )),
+                    v => Err(self.err(key, format!("expected an array of strings, found {} in it", type_name(v)))),
                 })
                 .collect(),
-            Some(v) => Err(self.err(
-                key,
-                format!("expected an array of strings, found {}", type_name(v)),
-            )),
+            Some(v) => Err(self.err(key, format!("expected an array of strings, found {}", type_name(v)))),
         }
     }
 
@@ -213,40 +169,24 @@ impl<'a> Fields<'a> {
                 .iter()
                 .enumerate()
                 .map(|(i, v)| match v {
-                    Value::Table(t) => Ok(Fields::new(
-                        self.file,
-                        &format!("{}[{i}]", self.path(key)),
-                        t,
-                    )),
-                    v => Err(self.err(
-                        key,
-                        format!("expected [[{key}]] tables, found {}", type_name(v)),
-                    )),
+                    Value::Table(t) => Ok(Fields::new(self.file, &format!("{}[{i}]", self.path(key)), t)),
+                    v => Err(self.err(key, format!("expected [[{key}]] tables, found {}", type_name(v)))),
                 })
                 .collect(),
-            Some(v) => Err(self.err(
-                key,
-                format!("expected [[{key}]] tables, found {}", type_name(v)),
-            )),
+            Some(v) => Err(self.err(key, format!("expected [[{key}]] tables, found {}", type_name(v)))),
         }
     }
 
     /// Refuses every key that no accessor read.
     pub fn finish(self) -> Result<(), ScenarioError> {
-        let mut unknown: Vec<&String> = self
-            .table
-            .keys()
-            .filter(|k| !self.known.contains(&k.as_str()) && !self.names.contains(k))
-            .collect();
+        let mut unknown: Vec<&String> =
+            self.table.keys().filter(|k| !self.known.contains(&k.as_str()) && !self.names.contains(k)).collect();
         unknown.sort();
         if let Some(k) = unknown.first() {
             let mut allowed = self.known.clone();
             allowed.sort();
             allowed.dedup();
-            return Err(self.err(
-                k,
-                format!("unknown key; allowed here: {}", allowed.join(", ")),
-            ));
+            return Err(self.err(k, format!("unknown key; allowed here: {}", allowed.join(", "))));
         }
         Ok(())
     }

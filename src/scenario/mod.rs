@@ -30,14 +30,8 @@ pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 /// Scenarios shipped in `scenarios/`, embedded so `relay-bench list` works anywhere.
 pub const SHIPPED: &[(&str, &str)] = &[
     ("default", DEFAULT_TOML),
-    (
-        "throughput",
-        include_str!("../../scenarios/throughput.toml"),
-    ),
-    (
-        "rollout-gate",
-        include_str!("../../scenarios/rollout-gate.toml"),
-    ),
+    ("throughput", include_str!("../../scenarios/throughput.toml")),
+    ("rollout-gate", include_str!("../../scenarios/rollout-gate.toml")),
 ];
 
 /// How time passes in a case.
@@ -95,11 +89,7 @@ impl Scenario {
             key: "(file)".into(),
             msg: format!(
                 "cannot read: {e}; give a path to a .toml file or one of: {}",
-                SHIPPED
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
             ),
         })?;
         Scenario::parse(arg, &text)
@@ -109,10 +99,7 @@ impl Scenario {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             key: "(syntax)".into(),
-            msg: e.message().to_owned()
-                + &e.span()
-                    .map(|s| format!(" (at byte {})", s.start))
-                    .unwrap_or_default(),
+            msg: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
         })?;
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
@@ -129,10 +116,7 @@ impl Scenario {
                 h.finish()?;
                 m
             }
-            None => HandlerModel {
-                seed: workload.seed,
-                ..HandlerModel::default()
-            },
+            None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
         let mut profiles = BTreeMap::new();
         if let Some(mut pt) = top.table("profile")? {
@@ -149,10 +133,7 @@ impl Scenario {
             let case = parse_case(&mut c, &common_gates, &profiles)?;
             c.finish()?;
             if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
-                return Err(top.err(
-                    "case",
-                    format!("two cases are named {:?}; names must be unique", case.name),
-                ));
+                return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
             }
             cases.push(case);
         }
@@ -162,10 +143,7 @@ impl Scenario {
         let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
         if let Some(b) = &baseline {
             if !names.contains(&b.as_str()) {
-                return Err(top.err(
-                    "baseline",
-                    format!("no case is named {b:?}; cases: {}", names.join(", ")),
-                ));
+                return Err(top.err("baseline", format!("no case is named {b:?}; cases: {}", names.join(", "))));
             }
         }
         for (i, c) in cases.iter().enumerate() {
@@ -178,23 +156,12 @@ impl Scenario {
             }
         }
         top.finish()?;
-        Ok(Scenario {
-            name,
-            description,
-            origin: file.to_owned(),
-            workload,
-            handler,
-            cases,
-            baseline,
-        })
+        Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases, baseline })
     }
 }
 
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
-    exprs
-        .iter()
-        .map(|e| Gate::parse(e).map_err(|m| f.err(key, m)))
-        .collect()
+    exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
 
 fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
@@ -212,11 +179,7 @@ fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, Scena
         tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
     };
     let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
-    Ok(LatencyProfile {
-        name: name.to_owned(),
-        leg,
-        concurrency,
-    })
+    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency })
 }
 
 fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError> {
@@ -226,18 +189,13 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     }
     let mut phases = Vec::new();
     for mut t in tables {
-        let duration = t
-            .duration("duration")?
-            .ok_or_else(|| t.err("duration", "is required"))?;
+        let duration = t.duration("duration")?.ok_or_else(|| t.err("duration", "is required"))?;
         if duration.is_zero() {
             return Err(t.err("duration", "must be longer than 0s"));
         }
         let turns_per_sec = t.float("turns_per_sec", 0.0, 100_000.0)?.unwrap_or(0.0);
         t.finish()?;
-        phases.push(Phase {
-            duration,
-            turns_per_sec,
-        });
+        phases.push(Phase { duration, turns_per_sec });
     }
     Ok(Some(phases))
 }
@@ -247,10 +205,7 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
         Some(p) => {
             for key in ["duration", "turns_per_sec"] {
                 if w.raw_unread(key) {
-                    return Err(w.err(
-                        key,
-                        "cannot be given with [[workload.phase]]; give it per phase",
-                    ));
+                    return Err(w.err(key, "cannot be given with [[workload.phase]]; give it per phase"));
                 }
             }
             p
@@ -261,10 +216,7 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
                 return Err(w.err("duration", "must be longer than 0s"));
             }
             let turns_per_sec = w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0);
-            vec![Phase {
-                duration,
-                turns_per_sec,
-            }]
+            vec![Phase { duration, turns_per_sec }]
         }
     };
     let duration: Duration = phases.iter().map(|p| p.duration).sum();
@@ -315,15 +267,8 @@ fn parse_case(
     profiles: &BTreeMap<String, LatencyProfile>,
 ) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
-    {
-        return Err(c.err(
-            "name",
-            format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ ."),
-        ));
+    if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+        return Err(c.err("name", format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ .")));
     }
     let host = match c.choice("host", HostSpec::NAMES)? {
         Some("local") | None => {
@@ -336,23 +281,11 @@ fn parse_case(
             let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
             allowed.extend(profiles.keys().map(String::as_str));
             let name = c.string("profile")?.ok_or_else(|| {
-                c.err(
-                    "profile",
-                    format!(
-                        "is required with host = \"remote\"; allowed: {}",
-                        allowed.join(", ")
-                    ),
-                )
+                c.err("profile", format!("is required with host = \"remote\"; allowed: {}", allowed.join(", ")))
             })?;
-            let profile = profiles
-                .get(name)
-                .cloned()
-                .or_else(|| LatencyProfile::shipped(name));
+            let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
             HostSpec::Remote(profile.ok_or_else(|| {
-                c.err(
-                    "profile",
-                    format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")),
-                )
+                c.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")))
             })?)
         }
     };
@@ -366,15 +299,7 @@ fn parse_case(
     let own = c.strings("gates")?;
     let mut gates = common.to_vec();
     gates.extend(parse_gates(c, "gates", &own)?);
-    Ok(CaseSpec {
-        name,
-        host,
-        clock,
-        runner,
-        writer,
-        gates,
-        baseline,
-    })
+    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline })
 }
 
 /// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
@@ -384,42 +309,28 @@ fn strategy_table<'a>(
     allowed: &[&str],
 ) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
     match c.raw(key) {
-        None => Err(c.err(
-            key,
-            format!("is required; allowed strategies: {}", allowed.join(", ")),
-        )),
+        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
         Some(toml::Value::String(s)) => {
             if !allowed.contains(&s.as_str()) {
-                return Err(c.err(
-                    key,
-                    format!("unknown strategy {s:?}; allowed: {}", allowed.join(", ")),
-                ));
+                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
             }
             Ok((s.clone(), None))
         }
         Some(toml::Value::Table(_)) => {
             let mut t = c.table(key)?.expect("checked: a table");
-            let s = t.choice("strategy", allowed)?.ok_or_else(|| {
-                t.err(
-                    "strategy",
-                    format!("is required; allowed: {}", allowed.join(", ")),
-                )
-            })?;
+            let s = t
+                .choice("strategy", allowed)?
+                .ok_or_else(|| t.err("strategy", format!("is required; allowed: {}", allowed.join(", "))))?;
             Ok((s.to_owned(), Some(t)))
         }
-        Some(_) => Err(c.err(
-            key,
-            "expected a strategy name or a table with `strategy = ...`",
-        )),
+        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
     }
 }
 
 /// `interval`, `idle_polls`, `max_interval` of a poll schedule, over `base`.
 fn parse_poll(t: &mut Fields<'_>, base: PollSchedule) -> Result<PollSchedule, ScenarioError> {
     let interval = t.duration("interval")?.unwrap_or(base.interval);
-    let idle_polls = t
-        .int("idle_polls", 0, u32::MAX as i64)?
-        .map_or(base.idle_polls, |v| v as u32);
+    let idle_polls = t.int("idle_polls", 0, u32::MAX as i64)?.map_or(base.idle_polls, |v| v as u32);
     let max_interval = t.duration("max_interval")?.unwrap_or(base.max_interval);
     check_positive(t, "interval", interval)?;
     if max_interval < interval {
@@ -434,21 +345,14 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
         "poll" => RunnerStrategy::poll_default(),
         "watch" => RunnerStrategy::watch_default(),
         "window-exec" => RunnerStrategy::window_default(false),
-        _ => RunnerStrategy::window_default(true),
+        "window-exec-inline" => RunnerStrategy::window_default(true),
+        _ => RunnerStrategy::follow_default(),
     };
     if let Some(mut t) = table {
         match &mut strategy {
-            RunnerStrategy::Poll {
-                interval,
-                idle_polls,
-                max_interval,
-            } => {
-                let p = parse_poll(
-                    &mut t,
-                    PollSchedule::new(*interval, *idle_polls, *max_interval),
-                )?;
-                (*interval, *idle_polls, *max_interval) =
-                    (p.interval, p.idle_polls, p.max_interval);
+            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
+                let p = parse_poll(&mut t, PollSchedule::new(*interval, *idle_polls, *max_interval))?;
+                (*interval, *idle_polls, *max_interval) = (p.interval, p.idle_polls, p.max_interval);
             }
             RunnerStrategy::Watch { safety_interval } => {
                 *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
@@ -457,29 +361,35 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
             RunnerStrategy::WindowExec { window: w, demoted } => {
                 if let Some(d) = t.duration("window")? {
                     if !(WINDOW_MIN..=WINDOW_MAX).contains(&d) {
-                        return Err(t.err(
-                            "window",
-                            "must be between 5s and 120s (SPEC §3 clamps it there)",
-                        ));
+                        return Err(t.err("window", "must be between 5s and 120s (SPEC §3 clamps it there)"));
                     }
                     w.window = d;
                 }
                 w.grace = t.duration("grace")?.unwrap_or(w.grace);
                 w.relist = t.duration("relist")?.unwrap_or(w.relist);
                 w.safety = t.duration("safety_interval")?.unwrap_or(w.safety);
-                w.max_failures = t
-                    .int("max_failures", 1, 1000)?
-                    .map_or(w.max_failures, |v| v as u32);
+                w.max_failures = t.int("max_failures", 1, 1000)?.map_or(w.max_failures, |v| v as u32);
                 w.backoff_min = t.duration("backoff_min")?.unwrap_or(w.backoff_min);
                 w.backoff_max = t.duration("backoff_max")?.unwrap_or(w.backoff_max);
-                for (k, d) in [
-                    ("relist", w.relist),
-                    ("safety_interval", w.safety),
-                    ("backoff_min", w.backoff_min),
-                ] {
+                for (k, d) in [("relist", w.relist), ("safety_interval", w.safety), ("backoff_min", w.backoff_min)] {
                     check_positive(&t, k, d)?;
                 }
                 if w.backoff_max < w.backoff_min {
+                    return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
+                }
+                *demoted = parse_poll(&mut t, *demoted)?;
+            }
+            RunnerStrategy::Follow { follow: f, demoted } => {
+                f.lifetime = t.duration("lifetime")?.unwrap_or(f.lifetime);
+                f.relist = t.duration("relist")?.unwrap_or(f.relist);
+                f.safety = t.duration("safety_interval")?.unwrap_or(f.safety);
+                f.max_failures = t.int("max_failures", 1, 1000)?.map_or(f.max_failures, |v| v as u32);
+                f.backoff_min = t.duration("backoff_min")?.unwrap_or(f.backoff_min);
+                f.backoff_max = t.duration("backoff_max")?.unwrap_or(f.backoff_max);
+                for (k, d) in [("lifetime", f.lifetime), ("relist", f.relist), ("safety_interval", f.safety)] {
+                    check_positive(&t, k, d)?;
+                }
+                if f.backoff_max < f.backoff_min {
                     return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
                 }
                 *demoted = parse_poll(&mut t, *demoted)?;
@@ -495,9 +405,7 @@ fn parse_writer(c: &mut Fields<'_>) -> Result<WriterStrategy, ScenarioError> {
     let ms300 = Duration::from_millis(300);
     let mut strategy = match name.as_str() {
         "poll" => WriterStrategy::Poll { interval: ms300 },
-        _ => WriterStrategy::Watch {
-            safety_interval: ms300,
-        },
+        _ => WriterStrategy::Watch { safety_interval: ms300 },
     };
     if let Some(mut t) = table {
         match &mut strategy {
@@ -575,10 +483,7 @@ gates = ["pickup.p50 < 10ms"]
         let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\nsandbox_count = 3"));
         assert_eq!(e.file, "s.toml");
         assert_eq!(e.key, "workload.sandbox_count");
-        assert!(
-            e.msg.contains("allowed here:") && e.msg.contains("sandboxes"),
-            "{e}"
-        );
+        assert!(e.msg.contains("allowed here:") && e.msg.contains("sandboxes"), "{e}");
     }
 
     #[test]
@@ -601,10 +506,7 @@ gates = ["pickup.p50 < 10ms"]
 
     #[test]
     fn a_setting_that_does_not_apply_is_refused() {
-        let e = err(&GOOD.replace(
-            "writer = \"watch\"",
-            "writer = { strategy = \"watch\", interval = \"10ms\" }",
-        ));
+        let e = err(&GOOD.replace("writer = \"watch\"", "writer = { strategy = \"watch\", interval = \"10ms\" }"));
         assert_eq!(e.key, "case[0].writer.interval");
         assert!(e.msg.contains("safety_interval"), "{e}");
     }
@@ -613,10 +515,7 @@ gates = ["pickup.p50 < 10ms"]
     fn gate_on_unknown_metric() {
         let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
         assert_eq!(e.key, "case[0].gates");
-        assert!(
-            e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"),
-            "{e}"
-        );
+        assert!(e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"), "{e}");
     }
 
     #[test]

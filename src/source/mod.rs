@@ -13,15 +13,17 @@
 //!
 //! Per-wait cancellation is `close()`: each waiting side owns its source.
 
+mod follow;
 mod timer;
 mod watch;
 mod window;
 
+pub use follow::FollowConfig;
 pub use timer::TimerSource;
 pub use watch::{DirWatch, Seen, WatchFilter, WatchSource};
 pub use window::{
-    backoff, clamp_window, jitter, ProgramExec, WatchExec, WindowConfig, WindowSource, WindowStats,
-    WINDOW_MAX, WINDOW_MIN,
+    backoff, clamp_window, jitter, ProgramExec, SupervisedSource, WatchExec, WindowConfig, WindowStats, WINDOW_MAX,
+    WINDOW_MIN,
 };
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -200,11 +202,7 @@ mod tests {
         s.raise();
         s.raise();
         assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Activity);
-        assert_eq!(
-            s.wait(Duration::from_secs(1)).await,
-            Wake::Timeout,
-            "three raises are one wake"
-        );
+        assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Timeout, "three raises are one wake");
     }
 
     #[tokio::test(start_paused = true)]
@@ -235,9 +233,7 @@ mod tests {
         let mut waiters = Vec::new();
         for _ in 0..8 {
             let s = s.clone();
-            waiters.push(tokio::spawn(async move {
-                s.wait(Duration::from_secs(3600)).await
-            }));
+            waiters.push(tokio::spawn(async move { s.wait(Duration::from_secs(3600)).await }));
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -245,11 +241,7 @@ mod tests {
         for w in waiters {
             assert_eq!(w.await.unwrap(), Wake::Closed);
         }
-        assert_eq!(
-            s.wait(Duration::from_secs(1)).await,
-            Wake::Closed,
-            "a wait after close returns at once"
-        );
+        assert_eq!(s.wait(Duration::from_secs(1)).await, Wake::Closed, "a wait after close returns at once");
         assert_eq!(s.listeners(), 0);
     }
 

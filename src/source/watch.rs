@@ -28,8 +28,7 @@ impl WatchFilter {
     fn wants(self, name: &str) -> bool {
         matches!(
             (self, classify(name)),
-            (WatchFilter::Requests, FileKind::Request)
-                | (WatchFilter::Responses, FileKind::Response)
+            (WatchFilter::Requests, FileKind::Request) | (WatchFilter::Responses, FileKind::Response)
         )
     }
 }
@@ -58,46 +57,37 @@ impl DirWatch {
         on_seen: impl Fn(Seen<'_>) + Send + 'static,
     ) -> Result<DirWatch, notify::Error> {
         let errs = errors.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-                Ok(ev) => {
-                    if ev.need_rescan()
-                        || (ev.paths.is_empty() && !matches!(ev.kind, EventKind::Remove(_)))
-                    {
-                        on_seen(Seen::Rescan);
-                        return;
-                    }
-                    let appears = matches!(
-                        ev.kind,
-                        EventKind::Create(_)
-                            | EventKind::Modify(ModifyKind::Name(_))
-                            | EventKind::Any
-                            | EventKind::Other
-                    );
-                    if !appears {
-                        return;
-                    }
-                    for p in &ev.paths {
-                        if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
-                            if filter.wants(name) {
-                                on_seen(Seen::Name(name));
-                            }
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(ev) => {
+                if ev.need_rescan() || (ev.paths.is_empty() && !matches!(ev.kind, EventKind::Remove(_))) {
+                    on_seen(Seen::Rescan);
+                    return;
+                }
+                let appears = matches!(
+                    ev.kind,
+                    EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_)) | EventKind::Any | EventKind::Other
+                );
+                if !appears {
+                    return;
+                }
+                for p in &ev.paths {
+                    if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                        if filter.wants(name) {
+                            on_seen(Seen::Name(name));
                         }
                     }
                 }
-                Err(e) => {
-                    let msg = format!("watch error: {e}");
-                    errs.record(msg.clone());
-                    errs.degrade(msg);
-                    // Wake the waiters so they rescan now rather than at their next tick.
-                    on_seen(Seen::Rescan);
-                }
-            })?;
+            }
+            Err(e) => {
+                let msg = format!("watch error: {e}");
+                errs.record(msg.clone());
+                errs.degrade(msg);
+                // Wake the waiters so they rescan now rather than at their next tick.
+                on_seen(Seen::Rescan);
+            }
+        })?;
         watcher.watch(dir, RecursiveMode::NonRecursive)?;
-        Ok(DirWatch {
-            watcher: Mutex::new(Some(watcher)),
-            errors,
-        })
+        Ok(DirWatch { watcher: Mutex::new(Some(watcher)), errors })
     }
 
     /// Drops the watcher (and its thread). Idempotent.
@@ -124,25 +114,16 @@ impl WatchSource {
         let signal = Arc::new(Signal::new());
         let errors = Arc::new(ErrorOnce::default());
         let s = signal.clone();
-        let watch = match DirWatch::arm(dir, WatchFilter::Requests, errors.clone(), move |_| {
-            s.raise()
-        }) {
+        let watch = match DirWatch::arm(dir, WatchFilter::Requests, errors.clone(), move |_| s.raise()) {
             Ok(w) => Some(w),
             Err(e) => {
-                let msg = format!(
-                    "could not arm watch on {}: {e}; polling only",
-                    dir.display()
-                );
+                let msg = format!("could not arm watch on {}: {e}; polling only", dir.display());
                 errors.record(msg.clone());
                 errors.degrade(msg);
                 None
             }
         };
-        WatchSource {
-            signal,
-            watch,
-            errors,
-        }
+        WatchSource { signal, watch, errors }
     }
 }
 
@@ -164,8 +145,7 @@ impl ActivitySource for WatchSource {
 
     fn missed(&self) -> bool {
         // A watch on a replaced directory sees nothing; the safety list carries discovery.
-        self.errors
-            .record("the safety list found a request the watch did not signal".into());
+        self.errors.record("the safety list found a request the watch did not signal".into());
         true
     }
 }

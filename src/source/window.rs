@@ -96,10 +96,7 @@ impl ProgramExec {
         }
         // `--` ends the options: a directory starting with `-` is still a directory.
         argv.extend(["--".into(), self.dir.clone().into()]);
-        argv.extend([
-            window.as_millis().to_string().into(),
-            self.relist.as_millis().to_string().into(),
-        ]);
+        argv.extend([window.as_millis().to_string().into(), self.relist.as_millis().to_string().into()]);
         argv
     }
 }
@@ -108,64 +105,56 @@ impl WatchExec for ProgramExec {
     fn run(&self, window: Duration) -> BoxFut<'_, Result<WatchReport, String>> {
         Box::pin(async move {
             let argv = self.argv(window);
-            let out = self
-                .host
-                .exec(&argv, Purpose::Discovery)
-                .await
-                .map_err(|e| format!("watch exec failed: {e}"))?;
+            let out = self.host.exec(&argv, Purpose::Discovery).await.map_err(|e| format!("watch exec failed: {e}"))?;
             if out.code != Some(0) {
                 let err = String::from_utf8_lossy(&out.stderr);
-                return Err(format!(
-                    "watch program exited with {:?}: {}",
-                    out.code,
-                    err.trim()
-                ));
+                return Err(format!("watch program exited with {:?}: {}", out.code, err.trim()));
             }
-            parse_output(&out.stdout)
-                .ok_or_else(|| "watch program printed unreadable output".to_owned())
+            parse_output(&out.stdout).ok_or_else(|| "watch program printed unreadable output".to_owned())
         })
     }
 }
 
+/// Health bookkeeping shared by a watch loop and its source: consecutive failures,
+/// demotion at the limit, promotion on success. The follow strategy uses it too.
 #[derive(Default)]
-struct Shared {
-    healthy: AtomicBool,
-    failures: AtomicU32,
-    closed: AtomicBool,
-    inline: Mutex<Vec<(String, Vec<u8>)>>,
-    errors: ErrorOnce,
-    execs: AtomicU64,
-    demotions: AtomicU64,
-    max_failures: u32,
+pub(super) struct Shared {
+    pub(super) healthy: AtomicBool,
+    pub(super) failures: AtomicU32,
+    pub(super) closed: AtomicBool,
+    pub(super) inline: Mutex<Vec<(String, Vec<u8>)>>,
+    pub(super) errors: ErrorOnce,
+    pub(super) execs: AtomicU64,
+    pub(super) demotions: AtomicU64,
+    pub(super) max_failures: u32,
 }
 
 impl Shared {
     /// Counts one failure; demotes at the limit. Returns true if this failure demoted.
-    fn fail(&self, why: String) -> bool {
+    pub(super) fn fail(&self, why: String) -> bool {
         self.errors.record(why.clone());
         let n = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
         if n >= self.max_failures && self.healthy.swap(false, Ordering::AcqRel) {
             self.demotions.fetch_add(1, Ordering::Relaxed);
-            self.errors.degrade(format!(
-                "demoted to polling after {n} consecutive failures (last: {why})"
-            ));
+            self.errors.degrade(format!("demoted to polling after {n} consecutive failures (last: {why})"));
             return true;
         }
         false
     }
 
-    fn succeed(&self) {
+    pub(super) fn succeed(&self) {
         self.failures.store(0, Ordering::Release);
         self.healthy.store(true, Ordering::Release);
     }
 }
 
-/// The window-exec activity source of one relay dir.
-pub struct WindowSource {
-    signal: Arc<Signal>,
-    shared: Arc<Shared>,
-    task: JoinHandle<()>,
-    safety: Duration,
+/// A watch kept alive by a background loop (window execs or a followed stream), with its
+/// health bookkeeping: the activity source of the window-exec and follow strategies.
+pub struct SupervisedSource {
+    pub(super) signal: Arc<Signal>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) task: JoinHandle<()>,
+    pub(super) safety: Duration,
 }
 
 /// Counters of the window loop, for tests and reports.
@@ -177,28 +166,14 @@ pub struct WindowStats {
     pub consecutive_failures: u32,
 }
 
-impl WindowSource {
-    /// Starts the window loop (inside a tokio runtime).
-    pub fn start(cfg: WindowConfig, exec: Arc<dyn WatchExec>, seed: u64) -> WindowSource {
+impl SupervisedSource {
+    /// Starts the window-exec loop (inside a tokio runtime).
+    pub fn window(cfg: WindowConfig, exec: Arc<dyn WatchExec>, seed: u64) -> SupervisedSource {
         let signal = Arc::new(Signal::new());
-        let shared = Arc::new(Shared {
-            max_failures: cfg.max_failures.max(1),
-            ..Shared::default()
-        });
+        let shared = Arc::new(Shared { max_failures: cfg.max_failures.max(1), ..Shared::default() });
         shared.healthy.store(true, Ordering::Release);
-        let task = tokio::spawn(window_loop(
-            cfg.clone(),
-            exec,
-            signal.clone(),
-            shared.clone(),
-            Rng::new(seed),
-        ));
-        WindowSource {
-            signal,
-            shared,
-            task,
-            safety: cfg.safety,
-        }
+        let task = tokio::spawn(window_loop(cfg.clone(), exec, signal.clone(), shared.clone(), Rng::new(seed)));
+        SupervisedSource { signal, shared, task, safety: cfg.safety }
     }
 
     pub fn stats(&self) -> WindowStats {
@@ -225,25 +200,17 @@ async fn window_loop(
         let outcome = match tokio::time::timeout(window + cfg.grace, exec.run(window)).await {
             Ok(r) => r,
             // Dropping the exec future abandons it (the child is killed).
-            Err(_) => Err(format!(
-                "watch exec did not settle within window + grace ({:?}); abandoned",
-                window + cfg.grace
-            )),
+            Err(_) => {
+                Err(format!("watch exec did not settle within window + grace ({:?}); abandoned", window + cfg.grace))
+            }
         };
         match outcome {
             Ok(report) => {
                 shared.succeed();
                 retry = 0;
                 if report.finish != Finish::Idle {
-                    let carried = report
-                        .inline
-                        .into_iter()
-                        .map(|r| (r.name, r.body.into_bytes()));
-                    shared
-                        .inline
-                        .lock()
-                        .expect("inline poisoned")
-                        .extend(carried);
+                    let carried = report.inline.into_iter().map(|r| (r.name, r.body.into_bytes()));
+                    shared.inline.lock().expect("inline poisoned").extend(carried);
                     signal.raise();
                 }
             }
@@ -261,7 +228,7 @@ async fn window_loop(
     }
 }
 
-impl ActivitySource for WindowSource {
+impl ActivitySource for SupervisedSource {
     fn wait(&self, timeout: Duration) -> BoxFut<'_, Wake> {
         Box::pin(self.signal.wait(timeout))
     }
@@ -281,24 +248,20 @@ impl ActivitySource for WindowSource {
     }
 
     fn suspended_polling(&self) -> Option<Duration> {
-        self.shared
-            .healthy
-            .load(Ordering::Acquire)
-            .then_some(self.safety)
+        self.shared.healthy.load(Ordering::Acquire).then_some(self.safety)
     }
 
     fn missed(&self) -> bool {
         // Only a healthy watch can miss; a demoted dir is polling by design.
         if self.shared.healthy.load(Ordering::Acquire) {
-            self.shared
-                .fail("the safety list found a request the watch missed".into());
+            self.shared.fail("the safety list found a request the watch did not signal".into());
             return true;
         }
         false
     }
 }
 
-impl Drop for WindowSource {
+impl Drop for SupervisedSource {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -324,10 +287,8 @@ mod tests {
     impl Script {
         fn new(steps: Vec<(u64, Result<Finish, &str>)>) -> Arc<Script> {
             let s = Script::default();
-            *s.steps.lock().unwrap() = steps
-                .into_iter()
-                .map(|(ms, r)| (Duration::from_millis(ms), r.map_err(str::to_owned)))
-                .collect();
+            *s.steps.lock().unwrap() =
+                steps.into_iter().map(|(ms, r)| (Duration::from_millis(ms), r.map_err(str::to_owned))).collect();
             Arc::new(s)
         }
     }
@@ -343,10 +304,7 @@ mod tests {
                 let r = match step {
                     Some((d, r)) => {
                         tokio::time::sleep(d).await;
-                        r.map(|finish| WatchReport {
-                            finish,
-                            inline: Vec::new(),
-                        })
+                        r.map(|finish| WatchReport { finish, inline: Vec::new() })
                     }
                     None => std::future::pending().await,
                 };
@@ -374,10 +332,7 @@ mod tests {
             lo = lo.min(j);
             hi = hi.max(j);
         }
-        assert!(
-            lo < 20.1 && hi > 24.9,
-            "the whole [0.8, 1.0] range is used: {lo}..{hi}"
-        );
+        assert!(lo < 20.1 && hi > 24.9, "the whole [0.8, 1.0] range is used: {lo}..{hi}");
     }
 
     #[test]
@@ -390,7 +345,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn single_flight_under_concurrent_waiters() {
         let script = Script::new((0..20).map(|_| (100, Ok(Finish::Event))).collect());
-        let src = Arc::new(WindowSource::start(cfg(), script.clone(), 1));
+        let src = Arc::new(SupervisedSource::window(cfg(), script.clone(), 1));
         let mut waiters = Vec::new();
         for _ in 0..16 {
             let s = src.clone();
@@ -403,11 +358,7 @@ mod tests {
             }));
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
-        assert_eq!(
-            script.max_running.load(Ordering::SeqCst),
-            1,
-            "never two execs at once"
-        );
+        assert_eq!(script.max_running.load(Ordering::SeqCst), 1, "never two execs at once");
         src.close();
         for w in waiters {
             let _ = w.await;
@@ -417,14 +368,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn windows_are_jittered_and_polling_suspended_while_healthy() {
         let script = Script::new((0..50).map(|_| (1, Ok(Finish::Idle))).collect());
-        let src = WindowSource::start(cfg(), script.clone(), 7);
+        let src = SupervisedSource::window(cfg(), script.clone(), 7);
         assert_eq!(src.suspended_polling(), Some(Duration::from_secs(30)));
         tokio::time::sleep(Duration::from_secs(1)).await;
         for w in script.windows.lock().unwrap().iter() {
-            assert!(
-                *w >= Duration::from_secs(20) && *w <= Duration::from_secs(25),
-                "{w:?}"
-            );
+            assert!(*w >= Duration::from_secs(20) && *w <= Duration::from_secs(25), "{w:?}");
         }
         src.close();
     }
@@ -441,32 +389,19 @@ mod tests {
             (0, Ok(Finish::Idle)),
         ]);
         let t0 = Instant::now();
-        let src = WindowSource::start(cfg(), script.clone(), 3);
+        let src = SupervisedSource::window(cfg(), script.clone(), 3);
         tokio::task::yield_now().await;
         tokio::time::sleep(Duration::from_millis(1)).await;
         let st = src.stats();
         assert!(!st.healthy);
         assert_eq!(st.demotions, 1);
         assert_eq!(src.suspended_polling(), None, "demoted: the runner polls");
-        assert!(src
-            .health()
-            .degraded
-            .unwrap()
-            .contains("3 consecutive failures"));
+        assert!(src.health().degraded.unwrap().contains("3 consecutive failures"));
         // Let the retries run: backoff 1, 2, 4, 8 s (each jittered to 0.8-1.0x).
         tokio::time::sleep(Duration::from_secs(30)).await;
-        let starts: Vec<f64> = script
-            .starts
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|t| (*t - t0).as_secs_f64())
-            .collect();
+        let starts: Vec<f64> = script.starts.lock().unwrap().iter().map(|t| (*t - t0).as_secs_f64()).collect();
         assert_eq!(starts.len(), 8, "{starts:?}");
-        assert!(
-            starts[..3].iter().all(|s| *s < 0.01),
-            "three failures in a row, no pause: {starts:?}"
-        );
+        assert!(starts[..3].iter().all(|s| *s < 0.01), "three failures in a row, no pause: {starts:?}");
         let gaps: Vec<f64> = starts.windows(2).skip(2).map(|w| w[1] - w[0]).collect();
         for (gap, nominal) in gaps.iter().zip([1.0, 2.0, 4.0, 8.0]) {
             assert!(
@@ -485,7 +420,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_missed_request_counts_as_a_failure() {
         let script = Script::new(vec![(3_600_000, Ok(Finish::Idle))]);
-        let src = WindowSource::start(cfg(), script, 1);
+        let src = SupervisedSource::window(cfg(), script, 1);
         assert!(src.missed());
         assert!(src.missed());
         assert!(src.stats().healthy);
@@ -500,17 +435,10 @@ mod tests {
         // An empty script never settles: every exec must be abandoned at window + grace.
         let script = Script::new(vec![]);
         let t0 = Instant::now();
-        let src = WindowSource::start(cfg(), script.clone(), 5);
-        assert_eq!(
-            src.wait(Duration::from_secs(3600)).await,
-            Wake::Activity,
-            "a failure wakes the runner"
-        );
+        let src = SupervisedSource::window(cfg(), script.clone(), 5);
+        assert_eq!(src.wait(Duration::from_secs(3600)).await, Wake::Activity, "a failure wakes the runner");
         let waited = t0.elapsed();
-        assert!(
-            waited >= Duration::from_secs(25) && waited <= Duration::from_secs(30),
-            "{waited:?}"
-        );
+        assert!(waited >= Duration::from_secs(25) && waited <= Duration::from_secs(30), "{waited:?}");
         assert_eq!(src.stats().consecutive_failures, 1);
         assert!(src.health().errors >= 1);
         src.close();
