@@ -18,7 +18,6 @@ use crate::relay::{Relay, RelaySpec};
 use crate::runner::RunnerReport;
 use crate::scenario::{CaseSpec, Scenario};
 use crate::source::Signal;
-use crate::strategy::HostSpec;
 use crate::summary::CaseResult;
 use crate::units::human;
 use crate::writer::{writer_deadline, CallSpec, Writer};
@@ -315,10 +314,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     r.requests.phases = phases;
     r.requests.active_phases = stretch(active);
     r.requests.idle_phases = stretch(idle);
-    r.host_params = match &case.host {
-        HostSpec::Local => "local directory, no injected latency".into(),
-        HostSpec::Remote(p) => format!("{}; latency injected in user space (tokio timers, no netem)", p.describe()),
-    };
+    r.host_params = case.host.params();
     r.injected_leg_us = (!injected.is_empty()).then(|| LatencyStats::of(&injected));
     r.runner = crate::summary::RunnerStats {
         scans: reports.iter().map(|x| x.scans).sum(),

@@ -32,6 +32,14 @@ impl HostSpec {
         }
     }
 
+    /// What the host models, as a person reads it.
+    pub fn params(&self) -> String {
+        match self {
+            HostSpec::Local => "local directory, no injected latency".into(),
+            HostSpec::Remote(p) => format!("{}; latency injected in user space (tokio timers, no netem)", p.describe()),
+        }
+    }
+
     /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives the
     /// latency draws.
     pub fn build(&self, dir: &Path, busy: Arc<Busy>, seed: u64) -> Arc<dyn Host> {
