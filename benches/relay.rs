@@ -58,6 +58,22 @@ fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
 /// Calls timed together, so reading the clock does not weigh on the figure.
 const BATCH: u64 = 1024;
 
+/// Runs `iters` calls in batches of [`BATCH`]: `untimed` makes the batch's inputs or clears
+/// its outputs, `timed` is the part measured.
+fn batched(iters: u64, mut untimed: impl FnMut(u64), mut timed: impl FnMut(u64)) -> Duration {
+    let mut spent = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let k = left.min(BATCH);
+        untimed(k);
+        let start = std::time::Instant::now();
+        timed(k);
+        spent += start.elapsed();
+        left -= k;
+    }
+    spent
+}
+
 fn record(c: &mut Criterion) {
     let mut g = c.benchmark_group("record");
     let t0 = Instant::now();
@@ -66,20 +82,18 @@ fn record(c: &mut Criterion) {
         let (sink, mut rx) = EventSink::channel();
         let mut n = 0u64;
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let k = left.min(BATCH);
-                let start = std::time::Instant::now();
-                for _ in 0..k {
-                    n += 1;
-                    emit_call(&sink, n, t0);
-                }
-                spent += start.elapsed();
-                rx.take(drop);
-                left -= k;
-            }
-            spent
+            batched(
+                iters,
+                |_| {
+                    rx.take(drop);
+                },
+                |k| {
+                    for _ in 0..k {
+                        n += 1;
+                        emit_call(&sink, n, t0);
+                    }
+                },
+            )
         })
     });
     // What the recorder thread pays: take the events, pair, join the halves, fold into histograms.
@@ -88,20 +102,18 @@ fn record(c: &mut Criterion) {
         let mut recorder = Recorder::default();
         let mut n = 0u64;
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let k = left.min(BATCH);
-                for _ in 0..k {
-                    n += 1;
-                    emit_call(&sink, n, t0);
-                }
-                let start = std::time::Instant::now();
-                rx.take(|msg| recorder.ingest(msg));
-                spent += start.elapsed();
-                left -= k;
-            }
-            spent
+            batched(
+                iters,
+                |k| {
+                    for _ in 0..k {
+                        n += 1;
+                        emit_call(&sink, n, t0);
+                    }
+                },
+                |_| {
+                    rx.take(|msg| recorder.ingest(msg));
+                },
+            )
         })
     });
     g.finish();

@@ -3,7 +3,6 @@
 //! recorder saw into a [`CaseResult`].
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +23,8 @@ use crate::writer::{writer_deadline, CallSpec, Writer};
 
 /// Lead time between building the parts and the first intended start.
 const LEAD: Duration = Duration::from_millis(100);
+/// How often a case reports progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// How long stopped runners get to finish their in-flight handlers.
 const STOP_BOUND: Duration = Duration::from_secs(30);
 
@@ -110,7 +111,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // Pace the calls open-loop.
     let deadline = writer_deadline(wl.tool_timeout);
     let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
-    let done = Arc::new(AtomicU64::new(0));
     let epoch = Instant::now() + LEAD;
     tokio::time::sleep_until(epoch).await;
     let before = total_counts(&hosts);
@@ -128,30 +128,12 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             snaps
         })
     };
-    let ticker = progress.map(|p| {
-        let (done, total, name) = (done.clone(), slots.len(), case.name.clone());
-        let length = wl.duration();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval_at(epoch + Duration::from_secs(5), Duration::from_secs(5));
-            loop {
-                tick.tick().await;
-                let n = done.load(Ordering::Relaxed);
-                p(&format!(
-                    "  {name}: {} of {} schedule, {n}/{total} calls answered",
-                    human(epoch.elapsed()),
-                    human(length)
-                ));
-            }
-        })
-    });
     // The pacer runs on its own OS thread: tokio's timer wheel ticks in whole milliseconds,
     // a thread sleep is precise to tens of microseconds, and the pacer must not add lag.
-    let total = slots.len();
+    let (total, length) = (slots.len(), wl.duration());
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let length = wl.duration();
     let mut pacer = {
-        let (handle, writers, interrupt, done) =
-            (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone(), done.clone());
+        let (handle, writers, interrupt) = (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone());
         let epoch_std = epoch.into_std();
         tokio::task::spawn_blocking(move || {
             crate::pacer::pace(
@@ -169,10 +151,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                         warmup: slot.warmup,
                         deadline,
                     };
-                    let (done, done_tx) = (done.clone(), done_tx.clone());
+                    let done_tx = done_tx.clone();
                     handle.spawn(async move {
                         writer.call(spec).await;
-                        done.fetch_add(1, Ordering::Relaxed);
                         let _ = done_tx.send(());
                     });
                 },
@@ -184,8 +165,19 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut interrupted = false;
     let mut fired: Option<usize> = None;
     let mut finished = 0usize;
+    let mut tick = tokio::time::interval_at(epoch + PROGRESS_EVERY, PROGRESS_EVERY);
     while fired.is_none_or(|n| finished < n) {
         tokio::select! {
+            _ = tick.tick(), if progress.is_some() => {
+                if let Some(p) = &progress {
+                    p(&format!(
+                        "  {}: {} of {} schedule, {finished}/{total} calls answered",
+                        case.name,
+                        human(epoch.elapsed()),
+                        human(length)
+                    ));
+                }
+            }
             r = &mut pacer, if fired.is_none() => {
                 let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
                 fired = Some(n);
@@ -203,10 +195,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     }
     let end = Instant::now();
     let after = total_counts(&hosts);
-    if let Some(t) = ticker {
-        t.abort();
-    }
-    // Phases the case did not reach (interrupted) have no snapshot.
     // The sampler ends with the schedule, which a finished case has reached; an interrupted
     // case reports no phase rates (its phases were cut short).
     if interrupted {

@@ -169,7 +169,10 @@ impl Runner {
         {
             let mut pending = ctx.pending.lock().expect("pending poisoned");
             // An undeleted request that is no longer listed is gone (the writer removed it).
-            pending.retain(|n, p| *p == Pending::InFlight || names.contains(n));
+            if pending.values().any(|p| *p == Pending::Undeleted) {
+                let listed: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+                pending.retain(|n, p| *p == Pending::InFlight || listed.contains(n.as_str()));
+            }
             for (n, p) in pending.iter() {
                 if *p == Pending::Undeleted {
                     retry.push(n.clone());

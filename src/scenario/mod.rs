@@ -339,6 +339,33 @@ fn parse_poll(t: &mut Fields<'_>, base: PollSchedule) -> Result<PollSchedule, Sc
     Ok(PollSchedule::new(interval, idle_polls, max_interval))
 }
 
+/// The settings every supervised watch (window-exec, follow) shares, read in place.
+struct Supervision<'a> {
+    relist: &'a mut Duration,
+    safety: &'a mut Duration,
+    max_failures: &'a mut u32,
+    backoff_min: &'a mut Duration,
+    backoff_max: &'a mut Duration,
+}
+
+impl Supervision<'_> {
+    fn parse(self, t: &mut Fields<'_>) -> Result<(), ScenarioError> {
+        *self.relist = t.duration("relist")?.unwrap_or(*self.relist);
+        *self.safety = t.duration("safety_interval")?.unwrap_or(*self.safety);
+        *self.max_failures = t.int("max_failures", 1, 1000)?.map_or(*self.max_failures, |v| v as u32);
+        *self.backoff_min = t.duration("backoff_min")?.unwrap_or(*self.backoff_min);
+        *self.backoff_max = t.duration("backoff_max")?.unwrap_or(*self.backoff_max);
+        for (k, d) in [("relist", *self.relist), ("safety_interval", *self.safety), ("backoff_min", *self.backoff_min)]
+        {
+            check_positive(t, k, d)?;
+        }
+        if *self.backoff_max < *self.backoff_min {
+            return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
+        }
+        Ok(())
+    }
+}
+
 fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
     let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
     let mut strategy = match name.as_str() {
@@ -366,32 +393,27 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
                     w.window = d;
                 }
                 w.grace = t.duration("grace")?.unwrap_or(w.grace);
-                w.relist = t.duration("relist")?.unwrap_or(w.relist);
-                w.safety = t.duration("safety_interval")?.unwrap_or(w.safety);
-                w.max_failures = t.int("max_failures", 1, 1000)?.map_or(w.max_failures, |v| v as u32);
-                w.backoff_min = t.duration("backoff_min")?.unwrap_or(w.backoff_min);
-                w.backoff_max = t.duration("backoff_max")?.unwrap_or(w.backoff_max);
-                for (k, d) in [("relist", w.relist), ("safety_interval", w.safety), ("backoff_min", w.backoff_min)] {
-                    check_positive(&t, k, d)?;
-                }
-                if w.backoff_max < w.backoff_min {
-                    return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
-                }
+                let s = Supervision {
+                    relist: &mut w.relist,
+                    safety: &mut w.safety,
+                    max_failures: &mut w.max_failures,
+                    backoff_min: &mut w.backoff_min,
+                    backoff_max: &mut w.backoff_max,
+                };
+                s.parse(&mut t)?;
                 *demoted = parse_poll(&mut t, *demoted)?;
             }
             RunnerStrategy::Follow { follow: f, demoted } => {
                 f.lifetime = t.duration("lifetime")?.unwrap_or(f.lifetime);
-                f.relist = t.duration("relist")?.unwrap_or(f.relist);
-                f.safety = t.duration("safety_interval")?.unwrap_or(f.safety);
-                f.max_failures = t.int("max_failures", 1, 1000)?.map_or(f.max_failures, |v| v as u32);
-                f.backoff_min = t.duration("backoff_min")?.unwrap_or(f.backoff_min);
-                f.backoff_max = t.duration("backoff_max")?.unwrap_or(f.backoff_max);
-                for (k, d) in [("lifetime", f.lifetime), ("relist", f.relist), ("safety_interval", f.safety)] {
-                    check_positive(&t, k, d)?;
-                }
-                if f.backoff_max < f.backoff_min {
-                    return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
-                }
+                check_positive(&t, "lifetime", f.lifetime)?;
+                let s = Supervision {
+                    relist: &mut f.relist,
+                    safety: &mut f.safety,
+                    max_failures: &mut f.max_failures,
+                    backoff_min: &mut f.backoff_min,
+                    backoff_max: &mut f.backoff_max,
+                };
+                s.parse(&mut t)?;
                 *demoted = parse_poll(&mut t, *demoted)?;
             }
         }
