@@ -141,7 +141,7 @@ fn round_trip(c: &mut Criterion) {
         let mut relay = rt.block_on(async {
             let spec = RelaySpec {
                 sandbox: 0,
-                dir: dir.path(),
+                dir: Arc::new(relay_bench::dir::RealDir::new(dir.path())),
                 host: Arc::new(LocalHost::new(dir.path())),
                 busy: Arc::default(),
                 runner: &runner,

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::calibration::calibrate;
-use crate::engine::{run_case, CaseEnv, Progress};
+use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
 use crate::env::Environment;
 use crate::export::{Exporter, Json, Markdown, Table};
-use crate::scenario::{Scenario, ScenarioError, SHIPPED};
+use crate::scenario::{Clock, Scenario, ScenarioError, SHIPPED};
 use crate::source::Signal;
 use crate::summary::{Summary, SCHEMA_VERSION};
 
@@ -271,7 +271,8 @@ pub async fn run_scenario(
     if environment.build == "debug" {
         say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
     }
-    let calibration = if opts.calibrate {
+    // The machine's floor means nothing to a scenario whose every case runs in virtual time.
+    let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
         say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
         match calibrate(&opts.relay_root, 200).await {
             Ok(c) => Some(c),
@@ -323,9 +324,23 @@ pub async fn run_scenario(
             s.workload.sandboxes,
             crate::units::human(s.workload.duration())
         ));
-        let result = run_case(s, case, &env)
-            .await
-            .map_err(|e| CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name))))?;
+        let result = match case.clock {
+            Clock::Real => run_case(s, case, &env).await,
+            // A paused clock needs a runtime of its own, on a thread of its own.
+            Clock::Virtual => tokio::task::block_in_place(|| {
+                std::thread::scope(|scope| {
+                    let t = std::thread::Builder::new()
+                        .name("relay-bench-virtual".into())
+                        .spawn_scoped(scope, || run_case_virtual(s, case, &env));
+                    match t {
+                        Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
+                        Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
+                    }
+                })
+            }),
+        };
+        let result =
+            result.map_err(|e| CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name))))?;
         say(&format!(
             "      {} calls answered, {} lost, pickup p50 {}, {}",
             result.calls.completed,

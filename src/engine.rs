@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::dir::{RealDir, RelayDir, SimDir};
 use crate::events::EventSink;
-use crate::fsio::{relay_files, sweep_stale};
+use crate::fault::{FaultKind, ProgramSwitch, Targets, AFTERMATH};
+use crate::fsio::sweep_stale;
 use crate::host::{Busy, Host, RequestCounts};
-use crate::recorder::Recorder;
-use crate::recorder::{new_histogram, LatencyStats};
+use crate::pacer::Slot;
+use crate::recorder::{new_histogram, LatencyStats, Recorder, Span};
 use crate::relay::{Relay, RelaySpec};
 use crate::runner::RunnerReport;
-use crate::scenario::{CaseSpec, Scenario};
+use crate::scenario::{CaseSpec, Clock, Scenario};
 use crate::source::Signal;
 use crate::summary::CaseResult;
 use crate::units::human;
@@ -23,8 +25,10 @@ use crate::writer::{writer_deadline, CallSpec, Writer};
 
 /// Lead time between building the parts and the first intended start.
 const LEAD: Duration = Duration::from_millis(100);
-/// How often a case reports progress.
+/// How often a case reports progress (wall time on the real clock, simulated time on the
+/// virtual one).
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+const PROGRESS_EVERY_VIRTUAL: Duration = Duration::from_secs(3600);
 /// How long stopped runners get to finish their in-flight handlers.
 const STOP_BOUND: Duration = Duration::from_secs(30);
 
@@ -61,58 +65,97 @@ fn total_counts(hosts: &[Arc<dyn Host>]) -> RequestCounts {
     c
 }
 
-/// Runs `case` of `scenario`.
+/// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
+/// paused clock: use [`run_case_virtual`].
 pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
     let (relay_root, interrupt, progress) = (env.relay_root.as_path(), env.interrupt.clone(), env.progress.clone());
+    let virtual_clock = case.clock == Clock::Virtual;
     let wl = &scenario.workload;
     let setup_err = |source| EngineError::Setup { root: relay_root.display().to_string(), source };
-    let root = tempfile::Builder::new()
-        .prefix(&format!("relay-bench-{}-", case.name))
-        .tempdir_in(relay_root)
-        .map_err(setup_err)?;
+    // Real relay dirs live under a fresh temp root; virtual ones only in memory.
+    let root = match virtual_clock {
+        true => None,
+        false => Some(
+            tempfile::Builder::new()
+                .prefix(&format!("relay-bench-{}-", case.name))
+                .tempdir_in(relay_root)
+                .map_err(setup_err)?,
+        ),
+    };
 
-    let (sink, rx) = EventSink::channel();
     let slots = wl.schedule();
-    let recorder = Recorder::with_capacity(slots.len());
+    let epoch = Instant::now() + LEAD;
+    let spans: Vec<Span> = case
+        .faults
+        .iter()
+        .map(|f| Span { sandbox: f.sandbox, from: epoch + f.at, to: epoch + f.at + f.duration + AFTERMATH })
+        .collect();
+    let (sink, rx) = EventSink::channel();
+    let recorder = Recorder::with_capacity(slots.len()).with_spans(&spans);
     let recorder = std::thread::Builder::new()
         .name("relay-bench-recorder".into())
         .spawn(move || recorder.drain(rx))
         .map_err(setup_err)?;
 
+    // Program faults on the real clock switch a symlink to the watch program.
+    let mut targets = Targets::default();
+    let program_faults = case.faults.iter().any(|f| {
+        matches!(
+            f.kind,
+            FaultKind::ProgramMissing | FaultKind::ExecHang | FaultKind::RepeatedTimeouts | FaultKind::ExecFail
+        )
+    });
+    if let (Some(root), true) = (&root, program_faults) {
+        targets.program = Some(ProgramSwitch::new(root.path(), &env.watch_program).map_err(setup_err)?);
+    }
+    let watch_program = targets.program.as_ref().map_or(env.watch_program.clone(), |p| p.path().to_path_buf());
+
     let handler = Arc::new(scenario.handler.clone());
     let mut relays: Vec<Relay> = Vec::new();
-    let mut dirs = Vec::new();
+    let mut dirs: Vec<Arc<dyn RelayDir>> = Vec::new();
     for sandbox in 0..wl.sandboxes {
-        let dir = root.path().join(format!("sandbox-{sandbox}"));
-        std::fs::create_dir(&dir).map_err(setup_err)?;
-        let swept = sweep_stale(&dir, 3, Duration::from_millis(150)).map_err(setup_err)?;
-        if !swept.remaining.is_empty() {
-            sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
-        }
+        let dir: Arc<dyn RelayDir> = match &root {
+            None => {
+                let sim = SimDir::new(format!("/sandbox-{sandbox}/relay"));
+                targets.sims.push(sim.clone());
+                Arc::new(sim)
+            }
+            Some(root) => {
+                let path = root.path().join(format!("sandbox-{sandbox}"));
+                std::fs::create_dir(&path).map_err(setup_err)?;
+                let swept = sweep_stale(&path, 3, Duration::from_millis(150)).map_err(setup_err)?;
+                if !swept.remaining.is_empty() {
+                    sink.notice(sandbox, format!("stale sweep left {:?}", swept.remaining));
+                }
+                targets.paths.push(path.clone());
+                Arc::new(RealDir::new(path))
+            }
+        };
         let busy = Arc::new(Busy::default());
         let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
         let spec = RelaySpec {
             sandbox,
-            dir: &dir,
+            dir: dir.clone(),
             host: case.host.build(&dir, busy.clone(), seed),
             busy,
             runner: &case.runner,
             writer: &case.writer,
             handler: handler.clone(),
-            watch_program: &env.watch_program,
+            watch_program: &watch_program,
             seed,
         };
         relays.push(Relay::start(spec, &sink));
         dirs.push(dir);
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
+    targets.hosts = hosts.clone();
     let writers: Vec<Arc<Writer>> = relays.iter().map(|r| r.writer.clone()).collect();
 
     // Pace the calls open-loop.
     let deadline = writer_deadline(wl.tool_timeout);
     let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
-    let epoch = Instant::now() + LEAD;
     tokio::time::sleep_until(epoch).await;
+    let wall_start = std::time::Instant::now();
     let before = total_counts(&hosts);
     // Snapshot the request counters at every phase end, for per-phase rates.
     let phase_snaps = {
@@ -128,59 +171,92 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             snaps
         })
     };
-    // The pacer runs on its own OS thread: tokio's timer wheel ticks in whole milliseconds,
-    // a thread sleep is precise to tens of microseconds, and the pacer must not add lag.
-    let (total, length) = (slots.len(), wl.duration());
+    let (mut total, length) = (slots.len(), wl.duration());
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let fire = {
+        let (handle, writers, done_tx) = (tokio::runtime::Handle::current(), writers.clone(), done_tx.clone());
+        move |sandbox: u32, id: String, at: Instant, warmup: bool| {
+            let writer = writers[sandbox as usize].clone();
+            let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
+            let done_tx = done_tx.clone();
+            handle.spawn(async move {
+                writer.call(spec).await;
+                let _ = done_tx.send(());
+            });
+        }
+    };
     let mut pacer = {
-        let (handle, writers, interrupt) = (tokio::runtime::Handle::current(), writers.clone(), interrupt.clone());
-        let epoch_std = epoch.into_std();
-        tokio::task::spawn_blocking(move || {
-            crate::pacer::pace(
-                &slots,
-                epoch_std,
-                length,
-                || interrupt.is_closed(),
-                |slot, at| {
-                    let writer = writers[slot.sandbox as usize].clone();
-                    let spec = CallSpec {
-                        id: slot.call_id(),
-                        tool: "bench".into(),
-                        args: args.clone(),
-                        intended: Instant::from_std(at),
-                        warmup: slot.warmup,
-                        deadline,
-                    };
-                    let done_tx = done_tx.clone();
-                    handle.spawn(async move {
-                        writer.call(spec).await;
-                        let _ = done_tx.send(());
-                    });
-                },
-            )
-        })
+        let (fire, interrupt) = (fire.clone(), interrupt.clone());
+        if virtual_clock {
+            tokio::spawn(async move {
+                let fire = |slot: &Slot, at: Instant| fire(slot.sandbox, slot.call_id(), at, slot.warmup);
+                crate::pacer::pace_async(&slots, epoch, length, || interrupt.is_closed(), fire).await
+            })
+        } else {
+            // The pacer runs on its own OS thread: tokio's timer wheel ticks in whole
+            // milliseconds, a thread sleep is precise to tens of microseconds, and the pacer
+            // must not add lag.
+            let epoch_std = epoch.into_std();
+            tokio::task::spawn_blocking(move || {
+                let fire = |slot: &Slot, at| fire(slot.sandbox, slot.call_id(), Instant::from_std(at), slot.warmup);
+                crate::pacer::pace(&slots, epoch_std, length, || interrupt.is_closed(), fire)
+            })
+        }
     };
 
-    // Drain: every call ends by its deadline; an interrupt ends them now.
+    // Drain: every call ends by its deadline; an interrupt ends them now. Faults strike on
+    // their schedule meanwhile.
     let mut interrupted = false;
     let mut fired: Option<usize> = None;
     let mut finished = 0usize;
-    let mut tick = tokio::time::interval_at(epoch + PROGRESS_EVERY, PROGRESS_EVERY);
+    let every = if virtual_clock { PROGRESS_EVERY_VIRTUAL } else { PROGRESS_EVERY };
+    let mut tick = tokio::time::interval_at(epoch + every, every);
+    let mut actions = crate::fault::actions(&case.faults).into_iter().peekable();
+    let mut stops: Vec<Option<Duration>> = vec![None; case.faults.len()];
+    let mut burst_calls = 0usize;
+    let far = epoch + Duration::from_secs(86_400 * 365);
     while fired.is_none_or(|n| finished < n) {
+        let next_action = actions.peek().map_or(far, |a| epoch + a.0);
         tokio::select! {
             _ = tick.tick(), if progress.is_some() => {
                 if let Some(p) = &progress {
                     p(&format!(
-                        "  {}: {} of {} schedule, {finished}/{total} calls answered",
+                        "  {}: {} of {} schedule{}, {finished}/{total} calls answered",
                         case.name,
                         human(epoch.elapsed()),
-                        human(length)
+                        human(length),
+                        if virtual_clock { " (virtual)" } else { "" }
                     ));
+                }
+            }
+            _ = tokio::time::sleep_until(next_action), if actions.peek().is_some() => {
+                let (_, i, on) = actions.next().expect("peeked");
+                let f = &case.faults[i];
+                let k = f.sandbox as usize;
+                sink.notice(f.sandbox, format!("fault {}: {} {}", i + 1, f.kind.name(), if on { "strikes" } else { "ends" }));
+                match f.kind {
+                    FaultKind::StopDuringWindow => match relays[k].restart_runner(Instant::now() + STOP_BOUND).await {
+                        Ok(took) => stops[i] = Some(took),
+                        Err(e) => sink.notice(f.sandbox, format!("stop during the window failed: {e}")),
+                    },
+                    FaultKind::Burst => {
+                        for c in 0..f.calls {
+                            fire(f.sandbox, format!("burst{i}-c{c}"), Instant::now(), false);
+                        }
+                        total += f.calls as usize;
+                        fired = fired.map(|n| n + f.calls as usize);
+                        burst_calls += f.calls as usize;
+                    }
+                    _ => {
+                        if let Err(e) = targets.apply(f, on) {
+                            sink.notice(f.sandbox, format!("fault {} could not be applied: {e}", f.kind.name()));
+                        }
+                    }
                 }
             }
             r = &mut pacer, if fired.is_none() => {
                 let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
-                fired = Some(n);
+                fired = Some(n + burst_calls);
                 if stopped && !interrupted {
                     interrupted = true;
                     writers.iter().for_each(|w| w.close());
@@ -192,6 +268,10 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 writers.iter().for_each(|w| w.close());
             }
         }
+    }
+    // Conditions still on at the end are undone, so the stop below is clean.
+    for (_, i, on) in actions.filter(|a| !a.2) {
+        let _ = targets.apply(&case.faults[i], on);
     }
     let end = Instant::now();
     let after = total_counts(&hosts);
@@ -207,19 +287,27 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let stop_deadline = Instant::now() + STOP_BOUND;
     for relay in &mut relays {
         match relay.stop(stop_deadline).await {
-            Ok(rep) => reports.push(rep),
+            Ok(reps) => reports.extend(reps),
             Err(e) => sink.notice(relay.sandbox, e),
         }
     }
-    let leftover: u64 = dirs.iter().map(|d| relay_files(d).map_or(0, |f| f.len() as u64)).sum();
+    let leftover: u64 = dirs.iter().map(|d| d.relay_files().map_or(0, |f| f.len() as u64)).sum();
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.health.degraded.clone()).collect();
     degraded.extend(writers.iter().filter_map(|w| w.health().degraded));
-    drop((writers, relays));
+    drop((writers, relays, fire, done_tx));
     drop(sink);
     let recording = tokio::task::spawn_blocking(move || recorder.join())
         .await
         .map_err(|e| EngineError::Recorder(e.to_string()))?
         .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
+    if let (true, Some(p)) = (virtual_clock, &progress) {
+        p(&format!(
+            "  {}: simulated {} in {} of wall time",
+            case.name,
+            human(end.saturating_duration_since(epoch)),
+            human(wall_start.elapsed())
+        ));
+    }
 
     let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
     let used = after.minus(&before);
@@ -314,6 +402,20 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         inline: reports.iter().map(|x| x.inline).sum(),
         degraded,
     };
+    r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
     r.judge(&case.gates);
     Ok(r)
+}
+
+/// Runs a virtual-clock case on this thread, on a fresh single-threaded runtime whose clock
+/// is paused: it jumps to the next timer whenever every task waits, so a simulated hour
+/// takes as long as its work, and one seed gives one result. Call it from a thread that is
+/// not inside a runtime (the CLI gives it its own thread).
+pub fn run_case_virtual(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|source| EngineError::Setup { root: "(virtual runtime)".into(), source })?;
+    rt.block_on(run_case(scenario, case, env))
 }

@@ -96,6 +96,7 @@ pub struct Event {
 /// Something worth reporting that is not a call's step: survived, but said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    pub at: Instant,
     pub sandbox: u32,
     pub what: String,
 }
@@ -155,7 +156,7 @@ impl EventSink {
     }
 
     pub fn notice(&self, sandbox: u32, what: String) {
-        self.send(Msg::Notice(Notice { sandbox, what }));
+        self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what }));
     }
 }
 

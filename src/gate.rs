@@ -29,10 +29,12 @@ pub enum Counter {
     IdleDiscoveryPerMin,
     ActivePhaseDiscoveryPerMin,
     IdlePhaseDiscoveryPerMin,
+    FaultsFailed,
+    FaultWorstPickupMs,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 12] = [
+    pub const ALL: [Counter; 14] = [
         Counter::Lost,
         Counter::Duplicated,
         Counter::PairingViolations,
@@ -45,6 +47,8 @@ impl Counter {
         Counter::IdleDiscoveryPerMin,
         Counter::ActivePhaseDiscoveryPerMin,
         Counter::IdlePhaseDiscoveryPerMin,
+        Counter::FaultsFailed,
+        Counter::FaultWorstPickupMs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +65,8 @@ impl Counter {
             Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
             Counter::ActivePhaseDiscoveryPerMin => "active_phase_discovery_per_min",
             Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
+            Counter::FaultsFailed => "faults_failed",
+            Counter::FaultWorstPickupMs => "fault_worst_pickup_ms",
         }
     }
 }

@@ -7,10 +7,12 @@
 
 pub mod calibration;
 pub mod cli;
+pub mod dir;
 pub mod engine;
 pub mod env;
 pub mod events;
 pub mod export;
+pub mod fault;
 pub mod fsio;
 pub mod fxhash;
 pub mod gate;

@@ -143,6 +143,34 @@ pub fn pace(
     (slots.len(), false)
 }
 
+/// [`pace`] on the tokio clock, for virtual time: the same schedule, with every sleep a
+/// timer the paused clock jumps to. `stop` is checked before every slot and once a
+/// simulated minute in the closing idle stretch.
+pub async fn pace_async(
+    slots: &[Slot],
+    epoch: tokio::time::Instant,
+    length: Duration,
+    stop: impl Fn() -> bool,
+    mut fire: impl FnMut(&Slot, tokio::time::Instant),
+) -> (usize, bool) {
+    for (i, slot) in slots.iter().enumerate() {
+        if stop() {
+            return (i, true);
+        }
+        let at = epoch + slot.offset;
+        tokio::time::sleep_until(at).await;
+        fire(slot, at);
+    }
+    let end = epoch + length;
+    while tokio::time::Instant::now() < end {
+        if stop() {
+            return (slots.len(), true);
+        }
+        tokio::time::sleep_until(end.min(tokio::time::Instant::now() + Duration::from_secs(60))).await;
+    }
+    (slots.len(), false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,6 +165,11 @@ pub enum FileKind {
     Other,
 }
 
+/// True for a temp name of an atomic publication (never a final relay file).
+pub fn is_temp(name: &str) -> bool {
+    name.contains(TMP_MARKER)
+}
+
 pub fn classify(name: &str) -> FileKind {
     if let Some(pos) = name.find(TMP_MARKER) {
         let base = &name[..pos];

@@ -139,6 +139,10 @@ pub struct Recording {
     pub pairing: PairingReport,
     pub notices: Vec<String>,
     pub notices_total: u64,
+    /// Notices with their time and sandbox (capped at [`MAX_TIMED_NOTICES`]).
+    pub timed_notices: Vec<TimedNotice>,
+    /// Per span given to [`Recorder::with_spans`], in order: the calls it touched.
+    pub spans: Vec<SpanStats>,
     /// Calls the writer saw answered whose runner half never arrived (an answer the
     /// runner did not announce); they are not in the histograms.
     pub incomplete: u64,
@@ -156,6 +160,40 @@ impl Recording {
 
 /// At most this many notices are kept verbatim; all are counted.
 pub const MAX_NOTICES: usize = 200;
+/// At most this many notices are kept with their time, for the fault report.
+pub const MAX_TIMED_NOTICES: usize = 50_000;
+
+/// A stretch of time in one sandbox (a fault and its aftermath) whose calls are followed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub sandbox: u32,
+    pub from: Instant,
+    pub to: Instant,
+}
+
+impl Span {
+    fn overlaps(&self, sandbox: u32, start: Instant, end: Instant) -> bool {
+        sandbox == self.sandbox && start <= self.to && end >= self.from
+    }
+}
+
+/// The calls whose life overlapped a [`Span`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpanStats {
+    pub calls: u64,
+    pub answered: u64,
+    pub failed: u64,
+    pub worst_pickup: Option<Duration>,
+    pub worst_completion: Option<Duration>,
+}
+
+/// A notice with its time and sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedNotice {
+    pub at: Instant,
+    pub sandbox: u32,
+    pub what: String,
+}
 
 /// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`].
 pub struct Recorder {
@@ -165,6 +203,8 @@ pub struct Recorder {
     pairing: Pairing,
     notices: Vec<String>,
     notices_total: u64,
+    timed: Vec<TimedNotice>,
+    spans: Vec<(Span, SpanStats)>,
 }
 
 impl Default for Recorder {
@@ -183,7 +223,15 @@ impl Recorder {
             pairing: Pairing::with_capacity(calls),
             notices: Vec::new(),
             notices_total: 0,
+            timed: Vec::new(),
+            spans: Vec::new(),
         }
+    }
+
+    /// Follows the calls of each span (see [`Recording::spans`]).
+    pub fn with_spans(mut self, spans: &[Span]) -> Self {
+        self.spans = spans.iter().map(|s| (*s, SpanStats::default())).collect();
+        self
     }
 }
 
@@ -218,6 +266,9 @@ impl Recorder {
                 if self.notices.len() < MAX_NOTICES {
                     self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
                 }
+                if self.timed.len() < MAX_TIMED_NOTICES {
+                    self.timed.push(TimedNotice { at: n.at, sandbox: n.sandbox, what: n.what });
+                }
                 return;
             }
         };
@@ -228,6 +279,12 @@ impl Recorder {
             EventKind::Writer(w) => {
                 self.count(&w);
                 if let CallOutcome::Failed(_) = w.outcome {
+                    for (s, st) in &mut self.spans {
+                        if s.overlaps(ev.sandbox, w.intended, ev.at) {
+                            st.calls += 1;
+                            st.failed += 1;
+                        }
+                    }
                     self.timelines.remove(&key);
                     return;
                 }
@@ -245,6 +302,16 @@ impl Recorder {
         if let (Some(w), Some(r)) = (&t.writer, &t.runner) {
             if !w.warmup {
                 Self::fold(&mut self.hist, w, r);
+            }
+            for (s, st) in &mut self.spans {
+                if s.overlaps(ev.sandbox, w.intended, w.read.unwrap_or(ev.at)) {
+                    st.calls += 1;
+                    st.answered += 1;
+                    let pickup = span(w.published, Some(r.handler_start));
+                    let completion = span(Some(w.intended), w.read);
+                    st.worst_pickup = st.worst_pickup.max(pickup);
+                    st.worst_completion = st.worst_completion.max(completion);
+                }
             }
             entry.remove();
         }
@@ -296,6 +363,8 @@ impl Recorder {
             pairing: self.pairing.finish(),
             notices: self.notices,
             notices_total: self.notices_total,
+            timed_notices: self.timed,
+            spans: self.spans.into_iter().map(|(_, st)| st).collect(),
             incomplete,
         }
     }
@@ -399,7 +468,7 @@ mod tests {
             }),
         ));
         r.ingest(ev("b", K::Answering));
-        r.ingest(Msg::Notice(crate::events::Notice { sandbox: 0, what: "odd file".into() }));
+        r.ingest(Msg::Notice(crate::events::Notice { at: Instant::now(), sandbox: 0, what: "odd file".into() }));
         let rec = r.finish();
         assert_eq!(rec.calls.timeout, 1);
         assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnansweredAtEnd), 1);

@@ -1,13 +1,14 @@
 //! One relay dir's pair: a running runner and its writer, over one host. The engine runs
 //! one per sandbox; tests and benchmarks use it to drive a single relay directly.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::dir::RelayDir;
 use crate::events::EventSink;
 use crate::handler::HandlerModel;
 use crate::host::{Busy, Host};
@@ -16,18 +17,10 @@ use crate::source::ActivitySource;
 use crate::strategy::{Parts, RunnerStrategy, WriterStrategy};
 use crate::writer::{CallEnd, CallSpec, Writer};
 
-pub struct Relay {
-    pub sandbox: u32,
-    pub host: Arc<dyn Host>,
-    pub writer: Arc<Writer>,
-    source: Arc<dyn ActivitySource>,
-    runner: Option<JoinHandle<RunnerReport>>,
-}
-
 /// Everything one relay dir's pair is built from.
 pub struct RelaySpec<'a> {
     pub sandbox: u32,
-    pub dir: &'a Path,
+    pub dir: Arc<dyn RelayDir>,
     pub host: Arc<dyn Host>,
     /// The dir's in-flight gauge, shared by the writer and the host.
     pub busy: Arc<Busy>,
@@ -39,23 +32,50 @@ pub struct RelaySpec<'a> {
     pub seed: u64,
 }
 
+/// What it takes to start the runner again (after a stop during a held window).
+struct RunnerParts {
+    dir: Arc<dyn RelayDir>,
+    strategy: RunnerStrategy,
+    handler: Arc<HandlerModel>,
+    watch_program: PathBuf,
+    seed: u64,
+    sink: EventSink,
+}
+
+pub struct Relay {
+    pub sandbox: u32,
+    pub host: Arc<dyn Host>,
+    pub writer: Arc<Writer>,
+    parts: RunnerParts,
+    source: Arc<dyn ActivitySource>,
+    runner: Option<JoinHandle<RunnerReport>>,
+    /// Reports of runners stopped and replaced during the case.
+    earlier: Vec<RunnerReport>,
+}
+
 impl Relay {
     /// Builds both sides and starts the runner loop (inside a tokio runtime).
     pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
-        let parts = Parts { dir: spec.dir, host: &spec.host, watch_program: spec.watch_program, seed: spec.seed };
-        let (source, schedule) = spec.runner.build(&parts);
-        let runner = Runner {
-            sandbox: spec.sandbox,
-            host: spec.host.clone(),
-            source: source.clone(),
-            schedule,
-            handler: spec.handler,
-            events: sink.clone(),
-        };
-        let task = tokio::spawn(runner.run());
-        let writer = Writer::new(spec.sandbox, spec.dir.to_path_buf(), spec.writer.build(spec.dir), sink.clone())
+        let writer = Writer::new(spec.sandbox, spec.dir.clone(), spec.writer.build(&spec.dir), sink.clone())
             .with_busy(spec.busy);
-        Relay { sandbox: spec.sandbox, host: spec.host, writer: Arc::new(writer), source, runner: Some(task) }
+        let parts = RunnerParts {
+            dir: spec.dir,
+            strategy: spec.runner.clone(),
+            handler: spec.handler,
+            watch_program: spec.watch_program.to_path_buf(),
+            seed: spec.seed,
+            sink: sink.clone(),
+        };
+        let (source, task) = start_runner(spec.sandbox, &spec.host, &parts);
+        Relay {
+            sandbox: spec.sandbox,
+            host: spec.host,
+            writer: Arc::new(writer),
+            parts,
+            source,
+            runner: Some(task),
+            earlier: Vec::new(),
+        }
     }
 
     /// One call through the relay, started now.
@@ -71,11 +91,21 @@ impl Relay {
         self.writer.call(spec).await
     }
 
-    /// Closes the runner's source and waits for its in-flight handlers until `deadline`;
-    /// a runner still busy then is aborted and reported as such. Closes the writer too.
-    pub async fn stop(&mut self, deadline: Instant) -> Result<RunnerReport, String> {
+    /// Stops the runner alone (its source closed, a held exec abandoned) and starts a
+    /// fresh one, as a runner restarted between turns would be. The writer is untouched:
+    /// requests published meanwhile wait in the dir. Returns how long the stop took.
+    pub async fn restart_runner(&mut self, deadline: Instant) -> Result<Duration, String> {
+        let t0 = Instant::now();
+        let report = self.stop_runner(deadline).await?;
+        let took = t0.elapsed();
+        self.earlier.push(report);
+        let (source, task) = start_runner(self.sandbox, &self.host, &self.parts);
+        (self.source, self.runner) = (source, Some(task));
+        Ok(took)
+    }
+
+    async fn stop_runner(&mut self, deadline: Instant) -> Result<RunnerReport, String> {
         self.source.close();
-        self.writer.close();
         let Some(mut task) = self.runner.take() else {
             return Err("already stopped".into());
         };
@@ -88,4 +118,34 @@ impl Relay {
             }
         }
     }
+
+    /// Closes the runner's source and waits for its in-flight handlers until `deadline`;
+    /// a runner still busy then is aborted and reported as such. Closes the writer too.
+    /// Returns the reports of every runner this relay ran.
+    pub async fn stop(&mut self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
+        self.writer.close();
+        let last = self.stop_runner(deadline).await?;
+        let mut all = std::mem::take(&mut self.earlier);
+        all.push(last);
+        Ok(all)
+    }
+}
+
+fn start_runner(
+    sandbox: u32,
+    host: &Arc<dyn Host>,
+    p: &RunnerParts,
+) -> (Arc<dyn ActivitySource>, JoinHandle<RunnerReport>) {
+    let parts = Parts { dir: &p.dir, host, watch_program: &p.watch_program, seed: p.seed };
+    let (source, schedule) = p.strategy.build(&parts);
+    source.report_to(p.sink.clone(), sandbox);
+    let runner = Runner {
+        sandbox,
+        host: host.clone(),
+        source: source.clone(),
+        schedule,
+        handler: p.handler.clone(),
+        events: p.sink.clone(),
+    };
+    (source, tokio::spawn(runner.run()))
 }

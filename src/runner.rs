@@ -136,6 +136,7 @@ impl Runner {
             };
             if found > 0 && wake == Some(Wake::Timeout) && self.source.missed() {
                 report.missed_by_source += 1;
+                ctx.events.notice(self.sandbox, format!("a timed list found {found} request(s) the source missed"));
             }
             while tasks.try_join_next().is_some() {}
             let delay = self.schedule.next(found > 0);

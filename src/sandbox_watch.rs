@@ -82,19 +82,28 @@ fn requests(dir: &Path) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
-fn finish(out: &mut impl Write, dir: &Path, how: Finish, inline: bool) -> i32 {
+/// The program's stdout: the finish word, then (inline) one JSON line per request carried.
+pub fn render(how: Finish, carried: Vec<(String, String)>) -> String {
     let mut text = format!("{}\n", how.word());
+    for (name, body) in carried {
+        let line = serde_json::to_string(&InlineRequest { name, body }).expect("serializes");
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+fn finish(out: &mut impl Write, dir: &Path, how: Finish, inline: bool) -> i32 {
+    let mut carried = Vec::new();
     if inline && how != Finish::Idle {
         for name in requests(dir).unwrap_or_default() {
             // A request deleted in the meantime, or not UTF-8, is left to the runner's list.
             if let Ok(body) = std::fs::read_to_string(dir.join(&name)) {
-                let line = serde_json::to_string(&InlineRequest { name, body }).expect("serializes");
-                text.push_str(&line);
-                text.push('\n');
+                carried.push((name, body));
             }
         }
     }
-    let _ = out.write_all(text.as_bytes());
+    let _ = out.write_all(render(how, carried).as_bytes());
     let _ = out.flush();
     0
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::dir::RelayDir;
 use crate::host::{Busy, Daemon, Host, LatencyProfile, LocalHost, RemoteHost};
 use crate::schedule::PollSchedule;
 use crate::source::{
@@ -42,11 +43,11 @@ impl HostSpec {
 
     /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives the
     /// latency draws.
-    pub fn build(&self, dir: &Path, busy: Arc<Busy>, seed: u64) -> Arc<dyn Host> {
+    pub fn build(&self, dir: &Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> Arc<dyn Host> {
         match self {
-            HostSpec::Local => Arc::new(LocalHost::with_busy(dir, busy)),
+            HostSpec::Local => Arc::new(LocalHost::over(dir.clone(), busy)),
             HostSpec::Remote(profile) => {
-                Arc::new(RemoteHost::new(dir, Arc::new(Daemon::new(profile.clone(), seed, busy))))
+                Arc::new(RemoteHost::over(dir.clone(), Arc::new(Daemon::new(profile.clone(), seed, busy))))
             }
         }
     }
@@ -54,7 +55,7 @@ impl HostSpec {
 
 /// What a runner strategy is built from.
 pub struct Parts<'a> {
-    pub dir: &'a Path,
+    pub dir: &'a Arc<dyn RelayDir>,
     pub host: &'a Arc<dyn Host>,
     /// The relay-bench binary, run in the sandbox as the watch program.
     pub watch_program: &'a Path,
@@ -124,8 +125,9 @@ impl RunnerStrategy {
                 format!("inotify + safety list {}", human(*safety_interval))
             }
             RunnerStrategy::WindowExec { window: w, demoted } => format!(
-                "window {} (x0.8-1.0) + grace {}, relist {}, safety list {}, demote after {} failures, backoff {}-{}, then poll {}",
+                "window {}{} + grace {}, relist {}, safety list {}, demote after {} failures, backoff {}-{}, then poll {}",
                 human(clamp_window(w.window)),
+                if w.jitter { " (x0.8-1.0)" } else { " (no jitter)" },
                 human(w.grace),
                 human(w.relist),
                 human(w.safety),
@@ -153,13 +155,13 @@ impl RunnerStrategy {
                 (Arc::new(TimerSource::new()), PollSchedule::new(*interval, *idle_polls, *max_interval))
             }
             RunnerStrategy::Watch { safety_interval } => {
-                (Arc::new(WatchSource::new(parts.dir)), PollSchedule::fixed(*safety_interval))
+                (Arc::new(WatchSource::new(parts.dir.clone())), PollSchedule::fixed(*safety_interval))
             }
             RunnerStrategy::WindowExec { window, demoted } => {
                 let exec = ProgramExec {
                     host: parts.host.clone(),
                     program: parts.watch_program.to_path_buf(),
-                    dir: parts.dir.to_path_buf(),
+                    dir: parts.dir.path().to_path_buf(),
                     relist: window.relist,
                     inline: window.inline,
                 };
@@ -170,7 +172,7 @@ impl RunnerStrategy {
                     follow.clone(),
                     parts.host.clone(),
                     parts.watch_program.to_path_buf(),
-                    parts.dir.to_path_buf(),
+                    parts.dir.path().to_path_buf(),
                     parts.seed,
                 );
                 (Arc::new(src), *demoted)
@@ -205,10 +207,10 @@ impl WriterStrategy {
         }
     }
 
-    pub fn build(&self, dir: &Path) -> Box<dyn ResponseWaiter> {
+    pub fn build(&self, dir: &Arc<dyn RelayDir>) -> Box<dyn ResponseWaiter> {
         match self {
             WriterStrategy::Poll { interval } => Box::new(PollWaiter::new(*interval)),
-            WriterStrategy::Watch { safety_interval } => Box::new(WatchWaiter::new(dir, *safety_interval)),
+            WriterStrategy::Watch { safety_interval } => Box::new(WatchWaiter::new(dir.clone(), *safety_interval)),
         }
     }
 }

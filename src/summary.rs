@@ -139,7 +139,8 @@ pub struct CaseResult {
     pub strategy_params: String,
     pub writer: String,
     pub writer_params: String,
-    /// `real`: timings come from the machine's clock.
+    /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
+    /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
     pub clock: String,
     pub sandboxes: u32,
     /// Seconds from the first intended start to the last answer (request rates use it).
@@ -153,6 +154,8 @@ pub struct CaseResult {
     /// Relay files (requests, responses, temp names) left in the dirs after the case.
     pub leftover_files: u64,
     pub runner: RunnerStats,
+    /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
+    pub faults: Vec<crate::fault::FaultRow>,
     /// Things survived and said (malformed files, failed deletes, watch errors...).
     pub notices: Vec<String>,
     pub notices_total: u64,
@@ -280,6 +283,11 @@ impl CaseResult {
                 Counter::IdleDiscoveryPerMin => return self.requests.idle.rate(),
                 Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
                 Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
+                Counter::FaultsFailed => self.faults.iter().filter(|f| !f.ok).count() as f64,
+                // No fault, or no call answered while one lasted: not measured.
+                Counter::FaultWorstPickupMs => {
+                    return self.faults.iter().filter_map(|f| f.worst_pickup_ms).reduce(f64::max)
+                }
             }),
         }
     }

@@ -8,17 +8,16 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::dir::{RelayDir, WatchHandle};
 use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
-use crate::fsio::{publish_atomic, remove_if_present};
 use crate::host::Busy;
 use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
-use crate::source::{DirWatch, ErrorOnce, Seen, Signal, SourceHealth, Wake, WatchFilter};
+use crate::source::{ErrorOnce, Seen, Signal, SourceHealth, Wake, WatchFilter};
 
 /// The writer deadline of SPEC §2.
 pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
@@ -36,6 +35,11 @@ pub trait ResponseWaiter: Send + Sync {
     fn interval(&self) -> Duration;
     fn close(&self);
     fn health(&self) -> SourceHealth;
+    /// A timed check found an answer no wake announced (a watch on a replaced directory):
+    /// a watching waiter re-arms and returns true.
+    fn missed(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Default)]
@@ -127,28 +131,44 @@ impl ResponseWaiter for PollWaiter {
 
 /// Watch-assisted writer: one directory watch per relay dir, waking exactly the call whose
 /// response name appeared (every call on a rescan); `interval` stays as the safety timer.
+/// A timed check that finds an unannounced answer re-arms the watch (the directory may
+/// have been replaced under it).
 pub struct WatchWaiter {
     slots: Slots,
-    watch: Option<DirWatch>,
+    dir: Arc<dyn RelayDir>,
+    watch: Mutex<Option<Box<dyn WatchHandle>>>,
     errors: Arc<ErrorOnce>,
     interval: Duration,
 }
 
 impl WatchWaiter {
-    pub fn new(dir: &std::path::Path, safety_interval: Duration) -> WatchWaiter {
-        let slots = Slots::default();
-        let errors = Arc::new(ErrorOnce::default());
-        let s = slots.clone();
-        let watch = match DirWatch::arm(dir, WatchFilter::Responses, errors.clone(), move |seen| s.raise(seen)) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                let msg = format!("could not arm response watch on {}: {e}; polling only", dir.display());
-                errors.record(msg.clone());
-                errors.degrade(msg);
-                None
-            }
+    pub fn new(dir: Arc<dyn RelayDir>, safety_interval: Duration) -> WatchWaiter {
+        let w = WatchWaiter {
+            slots: Slots::default(),
+            dir,
+            watch: Mutex::new(None),
+            errors: Arc::new(ErrorOnce::default()),
+            interval: safety_interval,
         };
-        WatchWaiter { slots, watch, errors, interval: safety_interval }
+        w.arm_watch();
+        w
+    }
+
+    fn arm_watch(&self) {
+        let s = self.slots.clone();
+        let armed = self.dir.watch(WatchFilter::Responses, self.errors.clone(), Box::new(move |seen| s.raise(seen)));
+        let mut slot = self.watch.lock().expect("watch lock poisoned");
+        if let Some(old) = slot.take() {
+            old.disarm();
+        }
+        match armed {
+            Ok(w) => *slot = Some(w),
+            Err(e) => {
+                let msg = format!("could not arm response watch on {}: {e}; polling only", self.dir.path().display());
+                self.errors.record(msg.clone());
+                self.errors.degrade(msg);
+            }
+        }
     }
 }
 
@@ -160,13 +180,18 @@ impl ResponseWaiter for WatchWaiter {
         self.interval
     }
     fn close(&self) {
-        if let Some(w) = &self.watch {
+        if let Some(w) = self.watch.lock().expect("watch lock poisoned").take() {
             w.disarm();
         }
         self.slots.close();
     }
     fn health(&self) -> SourceHealth {
         self.errors.health()
+    }
+    fn missed(&self) -> bool {
+        self.errors.record("a timed check found an answer the watch did not signal; re-armed".into());
+        self.arm_watch();
+        true
     }
 }
 
@@ -192,7 +217,7 @@ pub enum CallEnd {
 /// The writer of one relay dir.
 pub struct Writer {
     pub sandbox: u32,
-    pub dir: PathBuf,
+    pub dir: Arc<dyn RelayDir>,
     pub waiter: Box<dyn ResponseWaiter>,
     pub events: EventSink,
     ids: Mutex<IdRegistry>,
@@ -200,7 +225,7 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn new(sandbox: u32, dir: PathBuf, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
+    pub fn new(sandbox: u32, dir: Arc<dyn RelayDir>, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
         Writer { sandbox, dir, waiter, events, ids: Mutex::new(IdRegistry::default()), busy: Arc::default() }
     }
 
@@ -261,19 +286,23 @@ impl Writer {
         let armed = self.waiter.arm(&res);
         let deadline = Instant::now() + spec.deadline;
         ev.emit(sb, id, EventKind::Requesting);
-        if let Err(e) = publish_atomic(&self.dir, &req, &body) {
+        if let Err(e) = self.dir.writer_publish(&req, &body).await {
             ev.notice(sb, format!("cannot publish request {id:?}: {e}"));
             // Announced but never visible: close the pairing as the runner cannot answer.
             return CallEnd::Failed(FailKind::PublishError);
         }
         times.published = Some(Instant::now());
-        let res_path = self.dir.join(&res);
+        // How the last wait ended: an answer found after a timer wake was not announced.
+        let mut last = None;
         loop {
-            match std::fs::read(&res_path) {
+            match self.dir.read(&res) {
                 Ok(bytes) => {
                     times.read = Some(Instant::now());
-                    let _ = remove_if_present(&res_path);
-                    let _ = remove_if_present(&self.dir.join(&req));
+                    if last == Some(Wake::Timeout) && self.waiter.missed() {
+                        ev.notice(sb, format!("answer for {id:?} found by the safety check; response watch re-armed"));
+                    }
+                    let _ = self.dir.remove(&res);
+                    let _ = self.dir.remove(&req);
                     return match Response::decode(&bytes) {
                         Ok(r) => CallEnd::Answered(r),
                         Err(e) => {
@@ -287,13 +316,15 @@ impl Writer {
             }
             let now = Instant::now();
             if now >= deadline {
-                let _ = remove_if_present(&self.dir.join(&req));
+                let _ = self.dir.remove(&req);
                 return CallEnd::Failed(FailKind::Timeout);
             }
             let wait = self.waiter.interval().min(deadline - now);
-            if armed.wait(wait).await == Wake::Closed {
+            let w = armed.wait(wait).await;
+            if w == Wake::Closed {
                 return CallEnd::Failed(FailKind::Interrupted);
             }
+            last = Some(w);
         }
     }
 
@@ -325,7 +356,12 @@ mod tests {
     async fn an_unanswered_call_times_out_and_cleans_up() {
         let dir = tempfile::tempdir().unwrap();
         let (sink, mut rx) = EventSink::channel();
-        let w = Writer::new(0, dir.path().to_path_buf(), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+        let w = Writer::new(
+            0,
+            Arc::new(crate::dir::RealDir::new(dir.path())),
+            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            sink,
+        );
         let spec = CallSpec {
             id: "lonely".into(),
             tool: "t".into(),
@@ -348,7 +384,7 @@ mod tests {
         let (sink, _rx) = EventSink::channel();
         let w = Arc::new(Writer::new(
             0,
-            dir.path().to_path_buf(),
+            Arc::new(crate::dir::RealDir::new(dir.path())),
             Box::new(PollWaiter::new(Duration::from_millis(20))),
             sink,
         ));

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use relay_bench::dir::RealDir;
 use relay_bench::events::{EventInbox, EventSink};
 use relay_bench::handler::HandlerModel;
 use relay_bench::host::{ExecOutput, Host, Lines, LocalHost, Purpose, RequestCounts};
@@ -34,7 +35,7 @@ impl Rig {
         let handler = HandlerModel { duration: MS(1), duration_max: MS(1), ..HandlerModel::default() };
         let spec = RelaySpec {
             sandbox: 0,
-            dir,
+            dir: Arc::new(RealDir::new(dir)),
             host,
             busy: Arc::default(),
             runner: &runner,
@@ -52,7 +53,8 @@ impl Rig {
     }
 
     async fn stop(mut self) -> (RunnerReport, Recording) {
-        let report = self.relay.stop(tokio::time::Instant::now() + Duration::from_secs(30)).await.unwrap();
+        let mut reports = self.relay.stop(tokio::time::Instant::now() + Duration::from_secs(30)).await.unwrap();
+        let report = reports.pop().expect("one runner");
         drop(self.relay);
         drop(self.sink);
         (report, Recorder::run(self.rx))

@@ -254,6 +254,10 @@ pub trait Host: Send + Sync {
     }
     /// A short label for reports ("local", "remote:proxy").
     fn label(&self) -> String;
+    /// The emulated daemon behind this host, if any (the fault schedule acts on it).
+    fn daemon(&self) -> Option<&Arc<Daemon>> {
+        None
+    }
 }
 
 #[cfg(test)]

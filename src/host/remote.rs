@@ -1,6 +1,7 @@
 //! The `remote` host: a sandbox reached through its daemon, emulated.
 //!
-//! The sandbox side is a real local directory (the writer, being inside the sandbox,
+//! The sandbox side is a [`RelayDir`]: a real local directory, or its in-memory twin in
+//! virtual time (the writer, being inside the sandbox,
 //! touches it directly). Every runner operation goes through an emulated [`Daemon`]: it
 //! waits for a slot under the sandbox's concurrency limit, pays a request leg, does the
 //! real operation on the real directory, and pays a response leg. Legs are drawn from a
@@ -18,10 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
-use super::{follow_child, run_child, Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
+use super::{Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
+use crate::dir::{LineDelay, RealDir, RelayDir};
 use crate::fsio;
 use crate::recorder::new_histogram;
 use crate::rng::Rng;
@@ -103,14 +105,28 @@ impl LatencyProfile {
     }
 }
 
-/// One sandbox's emulated daemon: a concurrency limit, latency legs, request counters, and
-/// a record of the delays it actually paid.
+/// What is wrong with a daemon right now (faults of SPEC §6), broadcast to its requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Outage {
+    /// Bumped on a restart: every request in flight fails.
+    restarts: u64,
+    /// Bumped on a proxy disconnect: every exec in flight (held or streamed) fails.
+    disconnects: u64,
+    /// Until then new requests are refused (the daemon is coming back up).
+    down_until: Option<Instant>,
+    /// Until then requests stall, in flight or new (the sandbox is paused).
+    paused_until: Option<Instant>,
+}
+
+/// One sandbox's emulated daemon: a concurrency limit, latency legs, request counters, a
+/// record of the delays it actually paid, and its faults (restart, proxy disconnect, pause).
 pub struct Daemon {
     profile: LatencyProfile,
     slots: Semaphore,
     rng: Mutex<Rng>,
     counter: RequestCounter,
     paid: Mutex<Histogram<u64>>,
+    outage: watch::Sender<Outage>,
 }
 
 impl Daemon {
@@ -121,6 +137,7 @@ impl Daemon {
             counter: RequestCounter::new(busy),
             paid: Mutex::new(new_histogram()),
             profile,
+            outage: watch::Sender::new(Outage::default()),
         }
     }
 
@@ -135,14 +152,58 @@ impl Daemon {
         self.paid.lock().expect("daemon histogram poisoned").saturating_record(paid.max(1));
     }
 
+    /// Waits out a sandbox pause, if one is on.
+    async fn unpaused(&self) {
+        loop {
+            let until = self.outage.borrow().paused_until;
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// Restarts the daemon: requests in flight fail, new ones are refused for `down`.
+    pub fn restart(&self, down: Duration) {
+        self.outage.send_modify(|o| {
+            o.restarts += 1;
+            o.down_until = Some(Instant::now() + down);
+        });
+    }
+
+    /// Drops the proxy connections of every exec in flight (a held window, a stream).
+    pub fn disconnect(&self) {
+        self.outage.send_modify(|o| o.disconnects += 1);
+    }
+
+    /// Pauses the sandbox for `d`: requests stall until it resumes.
+    pub fn pause(&self, d: Duration) {
+        self.outage.send_modify(|o| o.paused_until = Some(Instant::now() + d));
+    }
+
     /// One request: a slot, the request leg, `op` on the sandbox side, the response leg.
     pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
         self.counter.count(purpose, kind);
-        let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
-        self.pay(self.leg()).await;
-        let out = op.run().await;
-        self.pay(self.leg()).await;
-        out
+        let mut outage = self.outage.subscribe();
+        let at_start = *outage.borrow_and_update();
+        let work = async {
+            let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
+            self.unpaused().await;
+            self.pay(self.leg()).await;
+            let down = self.outage.borrow().down_until.is_some_and(|t| t > Instant::now());
+            let out = if down {
+                Err(io::Error::new(io::ErrorKind::ConnectionRefused, "daemon restarting: connection refused"))
+            } else {
+                op.run().await
+            };
+            self.pay(self.leg()).await;
+            self.unpaused().await;
+            out
+        };
+        tokio::select! {
+            out = work => out,
+            why = broken(&mut outage, at_start, kind) => Err(why),
+        }
     }
 
     pub fn counts(&self) -> RequestCounts {
@@ -156,6 +217,22 @@ impl Daemon {
 
     pub fn profile(&self) -> &LatencyProfile {
         &self.profile
+    }
+}
+
+/// Resolves when a fault breaks a request of `kind` that started under `at_start`.
+async fn broken(outage: &mut watch::Receiver<Outage>, at_start: Outage, kind: Kind) -> io::Error {
+    loop {
+        if outage.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        let now = *outage.borrow_and_update();
+        if now.restarts != at_start.restarts {
+            return io::Error::new(io::ErrorKind::ConnectionReset, "daemon restarted: connection reset");
+        }
+        if kind == Kind::Exec && now.disconnects != at_start.disconnects {
+            return io::Error::new(io::ErrorKind::ConnectionAborted, "proxy disconnected the exec");
+        }
     }
 }
 
@@ -174,15 +251,29 @@ where
     }
 }
 
+/// A sandbox-side operation that is already a future (an exec).
+struct Deferred<T>(BoxFut<'static, io::Result<T>>);
+
+impl<T> AsyncOp<T> for Deferred<T> {
+    fn run(self) -> BoxFut<'static, io::Result<T>> {
+        self.0
+    }
+}
+
 /// The runner's view of a remote sandbox's relay dir.
 pub struct RemoteHost {
-    dir: PathBuf,
+    dir: Arc<dyn RelayDir>,
     daemon: Arc<Daemon>,
 }
 
 impl RemoteHost {
+    /// A real directory on this machine behind `daemon`.
     pub fn new(dir: impl Into<PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
-        RemoteHost { dir: dir.into(), daemon }
+        Self::over(Arc::new(RealDir::new(dir)), daemon)
+    }
+
+    pub fn over(dir: Arc<dyn RelayDir>, daemon: Arc<Daemon>) -> RemoteHost {
+        RemoteHost { dir, daemon }
     }
 
     pub fn daemon(&self) -> &Arc<Daemon> {
@@ -190,34 +281,27 @@ impl RemoteHost {
     }
 }
 
-fn list_dir(dir: &std::path::Path) -> io::Result<Vec<String>> {
-    std::fs::read_dir(dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
-}
-
 impl Host for RemoteHost {
     fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
         let dir = self.dir.clone();
-        Box::pin(self.daemon.request(purpose, Kind::List, move || list_dir(&dir)))
+        Box::pin(self.daemon.request(purpose, Kind::List, move || dir.list()))
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
-        let path = self.dir.join(name);
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || std::fs::read(path)))
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || dir.read(&name)))
     }
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         Box::pin(async move {
             // Upload to a temp name, then rename onto the final name: two requests.
-            let tmp = self.dir.join(fsio::temp_name(name));
-            let (tmp2, body) = (tmp.clone(), bytes.to_vec());
-            self.daemon.request(Purpose::Data, Kind::Write, move || std::fs::write(&tmp2, body)).await?;
-            let fin = self.dir.join(name);
-            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, {
-                let tmp = tmp.clone();
-                move || std::fs::rename(&tmp, fin)
-            });
+            let tmp = fsio::temp_name(name);
+            let (dir, tmp2, body) = (self.dir.clone(), tmp.clone(), bytes.to_vec());
+            self.daemon.request(Purpose::Data, Kind::Write, move || dir.write(&tmp2, &body)).await?;
+            let (dir, tmp2, fin) = (self.dir.clone(), tmp.clone(), name.to_owned());
+            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, move || dir.rename(&tmp2, &fin));
             if let Err(e) = renamed.await {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = self.dir.remove(&tmp);
                 return Err(e);
             }
             Ok(())
@@ -225,23 +309,48 @@ impl Host for RemoteHost {
     }
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
-        let path = self.dir.join(name);
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || fsio::remove_if_present(&path)))
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || dir.remove(&name)))
     }
 
     fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
-        Box::pin(self.daemon.request(purpose, Kind::Exec, ChildOp(argv.to_vec())))
+        Box::pin(self.daemon.request(purpose, Kind::Exec, Deferred(self.dir.exec(argv))))
     }
 
     fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>> {
         let daemon = self.daemon.clone();
-        // Every streamed line pays a response leg on its way to the runner.
-        let delay: Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync> = Arc::new(move || {
+        // Every streamed line pays a response leg on its way to the runner (after a pause).
+        let delay: LineDelay = Arc::new(move || {
             let d = daemon.clone();
-            Box::pin(async move { d.pay(d.leg()).await })
+            Box::pin(async move {
+                d.pay(d.leg()).await;
+                d.unpaused().await;
+            })
         });
-        let argv = argv.to_vec();
-        Box::pin(self.daemon.request(purpose, Kind::Exec, move || follow_child(&argv, Some(delay))))
+        let (dir, argv) = (self.dir.clone(), argv.to_vec());
+        let daemon = self.daemon.clone();
+        let mut outage = daemon.outage.subscribe();
+        let at_start = *outage.borrow_and_update();
+        Box::pin(async move {
+            let mut inner = daemon.request(purpose, Kind::Exec, move || dir.exec_follow(&argv, Some(delay))).await?;
+            // The stream rides the daemon's connection: a restart or disconnect drops it.
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        line = inner.recv() => {
+                            let Some(l) = line else { return };
+                            if tx.send(l).await.is_err() {
+                                return;
+                            }
+                        }
+                        _ = broken(&mut outage, at_start, Kind::Exec) => return,
+                        _ = tx.closed() => return,
+                    }
+                }
+            });
+            Ok(rx)
+        })
     }
 
     fn counts(&self) -> RequestCounts {
@@ -255,13 +364,9 @@ impl Host for RemoteHost {
     fn label(&self) -> String {
         format!("remote:{}", self.daemon.profile.name)
     }
-}
 
-struct ChildOp(Vec<OsString>);
-
-impl AsyncOp<ExecOutput> for ChildOp {
-    fn run(self) -> BoxFut<'static, io::Result<ExecOutput>> {
-        Box::pin(async move { run_child(&self.0).await })
+    fn daemon(&self) -> Option<&Arc<Daemon>> {
+        Some(&self.daemon)
     }
 }
 

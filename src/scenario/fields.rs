@@ -115,6 +115,14 @@ impl<'a> Fields<'a> {
         }
     }
 
+    pub fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.err(key, format!("expected true or false, found {}", type_name(v)))),
+        }
+    }
+
     pub fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
         let v = match self.get(key) {
             None => return Ok(None),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fields::Fields;
 
+use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{LatencyProfile, Leg};
@@ -39,14 +40,18 @@ pub const SHIPPED: &[(&str, &str)] = &[
 pub enum Clock {
     /// The machine's own clock: real files, real watches, real sleeps.
     Real,
+    /// A paused tokio clock that jumps to the next timer: the same strategy code over an
+    /// in-memory sandbox, hours of relay behaviour in seconds, deterministic per seed.
+    Virtual,
 }
 
 impl Clock {
-    pub const NAMES: &'static [&'static str] = &["real"];
+    pub const NAMES: &'static [&'static str] = &["real", "virtual"];
 
     pub fn name(self) -> &'static str {
         match self {
             Clock::Real => "real",
+            Clock::Virtual => "virtual",
         }
     }
 }
@@ -62,6 +67,8 @@ pub struct CaseSpec {
     pub gates: Vec<Gate>,
     /// The case this one is compared with, over the scenario's `baseline`.
     pub baseline: Option<String>,
+    /// Scenario-wide faults first, then the case's own, in time order.
+    pub faults: Vec<FaultSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -128,9 +135,24 @@ impl Scenario {
             }
         }
         let baseline = top.string("baseline")?.map(str::to_owned);
+        let mut common_faults = Vec::new();
+        for mut f in top.tables("fault")? {
+            common_faults.push(parse_fault(&mut f, &workload)?);
+            f.finish()?;
+        }
         let mut cases = Vec::new();
         for mut c in top.tables("case")? {
-            let case = parse_case(&mut c, &common_gates, &profiles)?;
+            let mut case = parse_case(&mut c, &common_gates, &profiles)?;
+            let mut faults = common_faults.clone();
+            for mut f in c.tables("fault")? {
+                faults.push(parse_fault(&mut f, &workload)?);
+                f.finish()?;
+            }
+            for f in &faults {
+                check_fault(&c, &case, f)?;
+            }
+            faults.sort_by_key(|f| f.at);
+            case.faults = faults;
             c.finish()?;
             if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
                 return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
@@ -291,6 +313,7 @@ fn parse_case(
     };
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
+        Some("virtual") => Clock::Virtual,
         Some(other) => unreachable!("validated clock {other}"),
     };
     let runner = parse_runner(c)?;
@@ -299,7 +322,40 @@ fn parse_case(
     let own = c.strings("gates")?;
     let mut gates = common.to_vec();
     gates.extend(parse_gates(c, "gates", &own)?);
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline })
+    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new() })
+}
+
+fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
+    let names = FaultKind::names();
+    let kind = match f.choice("kind", &names)? {
+        Some(k) => FaultKind::from_name(k).expect("validated"),
+        None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
+    };
+    let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
+    if at >= wl.duration() {
+        return Err(f.err("at", format!("must fall inside the schedule ({})", crate::units::human(wl.duration()))));
+    }
+    let sandbox = f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32;
+    let calls = f.int("calls", 1, 10_000)?;
+    if calls.is_some() != (kind == FaultKind::Burst) {
+        return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
+    }
+    let duration = f.duration("duration")?.unwrap_or(kind.default_duration());
+    Ok(FaultSpec { kind, at, duration, sandbox, calls: calls.unwrap_or(0) as u32 })
+}
+
+/// A fault the case's host or clock cannot produce is an error, not a silent no-op.
+fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
+    if f.kind.needs_daemon() && !matches!(case.host, HostSpec::Remote(_)) {
+        return Err(c.err("fault", format!("{} needs host = \"remote\" (a daemon to act on)", f.kind.name())));
+    }
+    if !f.kind.real_time() && case.clock == Clock::Real {
+        return Err(c.err(
+            "fault",
+            format!("{} can only be produced in the in-memory sandbox: set clock = \"virtual\"", f.kind.name()),
+        ));
+    }
+    Ok(())
 }
 
 /// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
@@ -393,6 +449,7 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
                     w.window = d;
                 }
                 w.grace = t.duration("grace")?.unwrap_or(w.grace);
+                w.jitter = t.boolean("jitter")?.unwrap_or(w.jitter);
                 let s = Supervision {
                     relist: &mut w.relist,
                     safety: &mut w.safety,

@@ -27,12 +27,13 @@ pub use window::{
 };
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::events::EventSink;
 use crate::BoxFut;
 
 /// How a wait ended.
@@ -81,6 +82,9 @@ pub trait ActivitySource: Send + Sync {
     fn missed(&self) -> bool {
         false
     }
+
+    /// Where the source reports its transitions (see [`Reporter`]).
+    fn report_to(&self, _sink: EventSink, _sandbox: u32) {}
 }
 
 /// A sticky, coalescing, closable wake signal.
@@ -156,6 +160,24 @@ impl Signal {
                     return if self.closed.load(Ordering::Acquire) { Wake::Closed } else { Wake::Timeout };
                 }
             }
+        }
+    }
+}
+
+/// Where a source says what happened to it (failures, demotion, promotion, re-arms), with
+/// a timestamp, so a fault report can tell how a fault was detected and recovered from.
+/// Set once after building; a source without one stays quiet.
+#[derive(Debug, Default)]
+pub struct Reporter(OnceLock<(EventSink, u32)>);
+
+impl Reporter {
+    pub fn set(&self, sink: EventSink, sandbox: u32) {
+        let _ = self.0.set((sink, sandbox));
+    }
+
+    pub fn say(&self, what: impl FnOnce() -> String) {
+        if let Some((sink, sandbox)) = self.0.get() {
+            sink.notice(*sandbox, what());
         }
     }
 }

@@ -7,13 +7,15 @@
 //! never to a hang.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use notify::event::{EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::{ActivitySource, ErrorOnce, Signal, SourceHealth, Wake};
+use super::{ActivitySource, ErrorOnce, Reporter, Signal, SourceHealth, Wake};
+use crate::dir::{RelayDir, WatchHandle};
 use crate::protocol::{classify, FileKind};
 use crate::BoxFut;
 
@@ -25,7 +27,7 @@ pub enum WatchFilter {
 }
 
 impl WatchFilter {
-    fn wants(self, name: &str) -> bool {
+    pub fn wants(self, name: &str) -> bool {
         matches!(
             (self, classify(name)),
             (WatchFilter::Requests, FileKind::Request) | (WatchFilter::Responses, FileKind::Response)
@@ -100,30 +102,58 @@ impl DirWatch {
     }
 }
 
-/// The runner's watch-assisted source: any new request name in the dir is activity.
+/// The runner's watch-assisted source: any new request name in the dir is activity. When
+/// the safety list finds a request the watch did not signal (the directory was replaced
+/// under it), the watch is re-armed on the directory as it is now.
 pub struct WatchSource {
     signal: Arc<Signal>,
-    watch: Option<DirWatch>,
+    dir: Arc<dyn RelayDir>,
+    watch: Mutex<Option<Box<dyn WatchHandle>>>,
     errors: Arc<ErrorOnce>,
+    rearms: AtomicU64,
+    reporter: Reporter,
 }
 
 impl WatchSource {
     /// Arms the watch. If it cannot be armed (ENOSPC, EMFILE, missing dir) the source
     /// still works as a timer and reports itself degraded.
-    pub fn new(dir: &Path) -> WatchSource {
-        let signal = Arc::new(Signal::new());
-        let errors = Arc::new(ErrorOnce::default());
-        let s = signal.clone();
-        let watch = match DirWatch::arm(dir, WatchFilter::Requests, errors.clone(), move |_| s.raise()) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                let msg = format!("could not arm watch on {}: {e}; polling only", dir.display());
-                errors.record(msg.clone());
-                errors.degrade(msg);
-                None
-            }
+    pub fn new(dir: Arc<dyn RelayDir>) -> WatchSource {
+        let src = WatchSource {
+            signal: Arc::new(Signal::new()),
+            dir,
+            watch: Mutex::new(None),
+            errors: Arc::new(ErrorOnce::default()),
+            rearms: AtomicU64::new(0),
+            reporter: Reporter::default(),
         };
-        WatchSource { signal, watch, errors }
+        src.arm();
+        src
+    }
+
+    fn arm(&self) -> bool {
+        let s = self.signal.clone();
+        let armed = self.dir.watch(WatchFilter::Requests, self.errors.clone(), Box::new(move |_| s.raise()));
+        let mut slot = self.watch.lock().expect("watch lock poisoned");
+        if let Some(old) = slot.take() {
+            old.disarm();
+        }
+        match armed {
+            Ok(w) => {
+                *slot = Some(w);
+                true
+            }
+            Err(e) => {
+                let msg = format!("could not arm watch on {}: {e}; polling only", self.dir.path().display());
+                self.errors.record(msg.clone());
+                self.errors.degrade(msg);
+                false
+            }
+        }
+    }
+
+    /// Times the watch was re-armed after a miss.
+    pub fn rearms(&self) -> u64 {
+        self.rearms.load(Ordering::Relaxed)
     }
 }
 
@@ -133,7 +163,7 @@ impl ActivitySource for WatchSource {
     }
 
     fn close(&self) {
-        if let Some(w) = &self.watch {
+        if let Some(w) = self.watch.lock().expect("watch lock poisoned").take() {
             w.disarm();
         }
         self.signal.close();
@@ -144,9 +174,20 @@ impl ActivitySource for WatchSource {
     }
 
     fn missed(&self) -> bool {
-        // A watch on a replaced directory sees nothing; the safety list carries discovery.
-        self.errors.record("the safety list found a request the watch did not signal".into());
+        // A watch on a replaced directory sees nothing: arm a new one on the directory now
+        // at the path; meanwhile the safety list carried discovery.
+        self.errors.record("the safety list found a request the watch did not signal; re-armed".into());
+        if !self.signal.is_closed() && self.arm() {
+            self.rearms.fetch_add(1, Ordering::Relaxed);
+            self.reporter.say(|| "the safety list found a request the watch missed; watch re-armed".into());
+        } else {
+            self.reporter.say(|| "the safety list found a request the watch missed; re-arm failed, polling".into());
+        }
         true
+    }
+
+    fn report_to(&self, sink: crate::events::EventSink, sandbox: u32) {
+        self.reporter.set(sink, sandbox);
     }
 }
 
@@ -158,7 +199,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_published_request_wakes_the_source() {
         let dir = tempfile::tempdir().unwrap();
-        let src = WatchSource::new(dir.path());
+        let src = WatchSource::new(Arc::new(crate::dir::RealDir::new(dir.path())));
         assert_eq!(src.health().degraded, None);
         // Responses, temp names and other files do not wake it.
         publish_atomic(dir.path(), "a.res.json", b"{}").unwrap();
@@ -174,7 +215,7 @@ mod tests {
     #[tokio::test]
     async fn a_missing_dir_degrades_to_a_timer() {
         let dir = tempfile::tempdir().unwrap();
-        let src = WatchSource::new(&dir.path().join("gone"));
+        let src = WatchSource::new(Arc::new(crate::dir::RealDir::new(dir.path().join("gone"))));
         let h = src.health();
         assert!(h.degraded.unwrap().contains("could not arm watch"));
         assert_eq!(h.errors, 1);

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::{ActivitySource, ErrorOnce, Signal, SourceHealth, Wake};
+use super::{ActivitySource, ErrorOnce, Reporter, Signal, SourceHealth, Wake};
+use crate::events::EventSink;
 use crate::host::{Host, Purpose};
 use crate::rng::Rng;
 use crate::sandbox_watch::{parse_output, Finish, WatchReport};
@@ -41,6 +42,8 @@ pub struct WindowConfig {
     pub backoff_max: Duration,
     /// The watch program prints the requests it found (the `-inline` variant).
     pub inline: bool,
+    /// Scale each window by a factor drawn from [0.8, 1.0] (off: every window is exact).
+    pub jitter: bool,
 }
 
 impl Default for WindowConfig {
@@ -54,6 +57,7 @@ impl Default for WindowConfig {
             backoff_min: Duration::from_secs(1),
             backoff_max: Duration::from_secs(30),
             inline: false,
+            jitter: true,
         }
     }
 }
@@ -127,6 +131,7 @@ pub(super) struct Shared {
     pub(super) execs: AtomicU64,
     pub(super) demotions: AtomicU64,
     pub(super) max_failures: u32,
+    pub(super) reporter: Reporter,
 }
 
 impl Shared {
@@ -134,17 +139,23 @@ impl Shared {
     pub(super) fn fail(&self, why: String) -> bool {
         self.errors.record(why.clone());
         let n = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
+        self.reporter.say(|| format!("watch failure {n}: {why}"));
         if n >= self.max_failures && self.healthy.swap(false, Ordering::AcqRel) {
             self.demotions.fetch_add(1, Ordering::Relaxed);
             self.errors.degrade(format!("demoted to polling after {n} consecutive failures (last: {why})"));
+            self.reporter.say(|| format!("demoted to polling after {n} consecutive failures"));
             return true;
         }
         false
     }
 
     pub(super) fn succeed(&self) {
-        self.failures.store(0, Ordering::Release);
-        self.healthy.store(true, Ordering::Release);
+        let had_failed = self.failures.swap(0, Ordering::AcqRel) > 0;
+        if !self.healthy.swap(true, Ordering::AcqRel) {
+            self.reporter.say(|| "promoted: the watch is healthy again, polling suspended".into());
+        } else if had_failed {
+            self.reporter.say(|| "the watch recovered before demotion".into());
+        }
     }
 }
 
@@ -195,7 +206,7 @@ async fn window_loop(
 ) {
     let mut retry = 0u32;
     while !shared.closed.load(Ordering::Acquire) {
-        let window = jitter(clamp_window(cfg.window), &mut rng);
+        let window = if cfg.jitter { jitter(clamp_window(cfg.window), &mut rng) } else { clamp_window(cfg.window) };
         shared.execs.fetch_add(1, Ordering::Relaxed);
         let outcome = match tokio::time::timeout(window + cfg.grace, exec.run(window)).await {
             Ok(r) => r,
@@ -258,6 +269,10 @@ impl ActivitySource for SupervisedSource {
             return true;
         }
         false
+    }
+
+    fn report_to(&self, sink: EventSink, sandbox: u32) {
+        self.shared.reporter.set(sink, sandbox);
     }
 }
 
