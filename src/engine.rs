@@ -233,10 +233,15 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 let (_, i, on) = actions.next().expect("peeked");
                 let f = &case.faults[i];
                 let k = f.sandbox as usize;
-                sink.notice(f.sandbox, format!("fault {}: {} {}", i + 1, f.kind.name(), if on { "strikes" } else { "ends" }));
+                let what = format!("{} {}", f.kind.name(), if on { "strikes" } else { "ends" });
+                sink.notice(f.sandbox, format!("{}{what}", crate::fault::ENGINE_PREFIX));
                 match f.kind {
                     FaultKind::StopDuringWindow => match relays[k].restart_runner(Instant::now() + STOP_BOUND).await {
-                        Ok(took) => stops[i] = Some(took),
+                        Ok(took) => {
+                            stops[i] = Some(took);
+                            let took = human(took);
+                            sink.notice(f.sandbox, format!("runner stopped in {took} with a window held, started again"));
+                        }
                         Err(e) => sink.notice(f.sandbox, format!("stop during the window failed: {e}")),
                     },
                     FaultKind::Burst => {

@@ -298,6 +298,9 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     out
 }
 
+/// How the engine's notices about the schedule itself begin.
+pub const ENGINE_PREFIX: &str = "fault schedule: ";
+
 /// Words in a notice that name a recovery step, and how the report says it.
 const RECOVERY: &[(&str, &str)] = &[
     ("demoted to polling", "demoted to polling"),
@@ -308,6 +311,7 @@ const RECOVERY: &[(&str, &str)] = &[
     ("re-arm failed", "re-arm failed: polling"),
     ("readable again", "relay dir readable again"),
     ("a timed list found", "found by the poll / safety list"),
+    ("started again", "runner restarted"),
 ];
 
 /// One report row per fault, from what the recorder saw.
@@ -322,6 +326,8 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
                 .timed_notices
                 .iter()
                 .filter(|n| n.sandbox == f.sandbox && n.at >= from && n.at <= to + AFTERMATH)
+                // The engine's own "fault N strikes" lines say nothing about detection.
+                .filter(|n| !n.what.starts_with(ENGINE_PREFIX))
                 .collect();
             let mut steps: Vec<&str> = Vec::new();
             for n in &told {
@@ -335,7 +341,7 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
             let recovery = if !steps.is_empty() {
                 steps.join(" -> ")
             } else if st.failed == 0 {
-                "nothing to recover: calls answered through it".into()
+                "no step needed: every call it touched was answered".into()
             } else {
                 "none seen".into()
             };

@@ -102,6 +102,8 @@ impl Runner {
         let mut woke_at = Instant::now();
         // How the last wait ended; `None` before the first scan.
         let mut wake: Option<Wake> = None;
+        // Whether that wait was a suspended poll's safety wait.
+        let mut suspended = false;
         loop {
             let inline = self.source.take_inline();
             let found = if !inline.is_empty() {
@@ -134,13 +136,15 @@ impl Runner {
                     }
                 }
             };
-            if found > 0 && wake == Some(Wake::Timeout) && self.source.missed() {
+            if found > 0 && wake == Some(Wake::Timeout) && self.source.missed(suspended) {
                 report.missed_by_source += 1;
                 ctx.events.notice(self.sandbox, format!("a timed list found {found} request(s) the source missed"));
             }
             while tasks.try_join_next().is_some() {}
             let delay = self.schedule.next(found > 0);
-            let timeout = self.source.suspended_polling().unwrap_or(delay);
+            let safety = self.source.suspended_polling();
+            suspended = safety.is_some();
+            let timeout = safety.unwrap_or(delay);
             let w = self.source.wait(timeout).await;
             woke_at = Instant::now();
             wake = Some(w);

@@ -73,6 +73,7 @@ fn requests(dir: &Inner) -> io::Result<Vec<String>> {
 
 /// The sandbox's answer to an exec of `argv`.
 pub(super) async fn exec(dir: Arc<Inner>, argv: Vec<OsString>) -> io::Result<ExecOutput> {
+    dir.log_exec();
     if dir.has_fault(SimFault::ProgramMissing) {
         let prog = argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
         return Ok(exit(127, String::new(), format!("sh: {prog}: not found")));
@@ -140,6 +141,7 @@ async fn window(dir: &Arc<Inner>, window: Duration, relist: Duration, inline: bo
 /// Follow mode: `event` per watch event, `found` per re-list that finds requests, `end`
 /// when the lifetime is over. The stream stops when the receiver is dropped.
 pub(super) fn follow(dir: Arc<Inner>, argv: Vec<OsString>, delay: Option<LineDelay>) -> io::Result<Lines> {
+    dir.log_exec();
     if dir.has_fault(SimFault::ProgramMissing) {
         return Err(io::Error::new(io::ErrorKind::NotFound, "the watch program is not installed"));
     }

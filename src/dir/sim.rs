@@ -73,6 +73,8 @@ struct State {
     next_watch: u64,
     faults: Vec<SimFault>,
     hook: Option<Hook>,
+    /// When each exec of the watch program started.
+    execs: Vec<tokio::time::Instant>,
 }
 
 pub(super) struct Inner {
@@ -135,6 +137,11 @@ impl SimDir {
         self.state().hook = Some(Arc::new(hook));
     }
 
+    /// When each exec of the watch program started (window or follow), in order.
+    pub fn exec_times(&self) -> Vec<tokio::time::Instant> {
+        self.state().execs.clone()
+    }
+
     /// Live watches (armed on any generation).
     pub fn watches(&self) -> usize {
         self.state().watches.len()
@@ -148,6 +155,10 @@ impl Inner {
 
     pub(super) fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub(super) fn log_exec(&self) {
+        self.state().execs.push(tokio::time::Instant::now());
     }
 
     pub(super) fn has_fault(&self, fault: SimFault) -> bool {

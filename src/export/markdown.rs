@@ -44,10 +44,25 @@ impl Exporter for Markdown {
             let _ = writeln!(o, "{}\n", s.description);
         }
         let e = &s.environment;
+        let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
+        let clock = match virtuals {
+            0 => "clock: real (wall time, real files and inotify)",
+            n if n == s.results.len() => "clock: virtual (simulated time over an in-memory sandbox: timings come from the model, not from this machine's speed)",
+            _ => "clocks: real and virtual (cases marked *virtual* ran in simulated time over an in-memory sandbox)",
+        };
         let _ = writeln!(
             o,
-            "{} {} v{} · started {} · {} · kernel {} · {} cpus · relay dirs on {} ({}) · {} build · clock: real (wall time, real files and inotify)\n",
-            s.tool.name, s.scenario_origin, s.tool.version, s.started_at, e.arch, e.kernel, e.cpus, e.relay_fs, e.relay_root, e.build
+            "{} {} v{} · started {} · {} · kernel {} · {} cpus · relay dirs on {} ({}) · {} build · {clock}\n",
+            s.tool.name,
+            s.scenario_origin,
+            s.tool.version,
+            s.started_at,
+            e.arch,
+            e.kernel,
+            e.cpus,
+            e.relay_fs,
+            e.relay_root,
+            e.build
         );
         if e.build == "debug" {
             let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
@@ -67,8 +82,9 @@ impl Exporter for Markdown {
             };
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {mark} |",
+                "| {}{} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {mark} |",
                 r.case,
+                if r.clock == "virtual" { " *virtual*" } else { "" },
                 r.strategy,
                 r.writer,
                 r.calls.completed,
@@ -147,6 +163,39 @@ impl Exporter for Markdown {
                 kinds.join(", "),
                 r.leftover_files
             );
+        }
+
+        if s.results.iter().any(|r| !r.faults.is_empty()) {
+            let _ = writeln!(o, "\n## Faults\n");
+            let _ = writeln!(
+                o,
+                "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
+                crate::units::human(crate::fault::AFTERMATH)
+            );
+            let _ = writeln!(o, "| case | fault | sandbox | struck / ended | detected (after) | recovery | calls touched: answered / failed | worst pickup | ok |");
+            let _ = writeln!(o, "|---|---|---:|---|---|---|---|---:|---|");
+            for r in &s.results {
+                for f in &r.faults {
+                    let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
+                    let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
+                    let _ = writeln!(
+                        o,
+                        "| {} | `{}` | {} | {:.1} s / {:.1} s | {}{after} | {}{stop} | {}: {} / {} | {} | {} |",
+                        r.case,
+                        f.kind,
+                        f.sandbox,
+                        f.at_secs,
+                        f.until_secs,
+                        f.detected.replace('|', "\\|"),
+                        f.recovery,
+                        f.calls,
+                        f.answered,
+                        f.failed,
+                        f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
+                        if f.ok { "✅" } else { "❌" }
+                    );
+                }
+            }
         }
 
         let _ = writeln!(o, "\n## Cases\n");

@@ -57,6 +57,13 @@ impl Exporter for Table {
             for d in &r.runner.degraded {
                 let _ = writeln!(o, "  {}: degraded: {d}", r.case);
             }
+            for f in r.faults.iter().filter(|f| !f.ok) {
+                let _ = writeln!(
+                    o,
+                    "  {}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
+                    r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
+                );
+            }
         }
         if !s.cases_not_run.is_empty() {
             let _ = writeln!(o, "  not run (interrupted): {}", s.cases_not_run.join(", "));

@@ -33,6 +33,8 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("default", DEFAULT_TOML),
     ("throughput", include_str!("../../scenarios/throughput.toml")),
     ("rollout-gate", include_str!("../../scenarios/rollout-gate.toml")),
+    ("request-budget", include_str!("../../scenarios/request-budget.toml")),
+    ("faults", include_str!("../../scenarios/faults.toml")),
 ];
 
 /// How time passes in a case.

@@ -77,9 +77,11 @@ pub trait ActivitySource: Send + Sync {
         None
     }
 
-    /// A timer-driven scan found work the source never signalled. Returns whether the
-    /// source counts that as its own failure (a pure timer does not).
-    fn missed(&self) -> bool {
+    /// A timer-driven scan found work the source never signalled; `suspended` says whether
+    /// that wait was the slow safety wait of a suspended poll (see
+    /// [`ActivitySource::suspended_polling`]). Returns whether the source counts it as its
+    /// own failure (a pure timer does not).
+    fn missed(&self, _suspended: bool) -> bool {
         false
     }
 

@@ -173,7 +173,7 @@ impl ActivitySource for WatchSource {
         self.errors.health()
     }
 
-    fn missed(&self) -> bool {
+    fn missed(&self, _suspended: bool) -> bool {
         // A watch on a replaced directory sees nothing: arm a new one on the directory now
         // at the path; meanwhile the safety list carried discovery.
         self.errors.record("the safety list found a request the watch did not signal; re-armed".into());

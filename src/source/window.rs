@@ -42,7 +42,7 @@ pub struct WindowConfig {
     pub backoff_max: Duration,
     /// The watch program prints the requests it found (the `-inline` variant).
     pub inline: bool,
-    /// Scale each window by a factor drawn from [0.8, 1.0] (off: every window is exact).
+    /// Scale each window and backoff by a factor drawn from [0.8, 1.0] (off: all exact).
     pub jitter: bool,
 }
 
@@ -212,7 +212,8 @@ async fn window_loop(
             Ok(r) => r,
             // Dropping the exec future abandons it (the child is killed).
             Err(_) => {
-                Err(format!("watch exec did not settle within window + grace ({:?}); abandoned", window + cfg.grace))
+                let bound = crate::units::human(window + cfg.grace);
+                Err(format!("watch exec did not settle within window + grace ({bound}); abandoned"))
             }
         };
         match outcome {
@@ -232,7 +233,8 @@ async fn window_loop(
             }
         }
         if !shared.healthy.load(Ordering::Acquire) {
-            let pause = jitter(backoff(retry, cfg.backoff_min, cfg.backoff_max), &mut rng);
+            let pause = backoff(retry, cfg.backoff_min, cfg.backoff_max);
+            let pause = if cfg.jitter { jitter(pause, &mut rng) } else { pause };
             retry = retry.saturating_add(1);
             tokio::time::sleep(pause).await;
         }
@@ -262,9 +264,10 @@ impl ActivitySource for SupervisedSource {
         self.shared.healthy.load(Ordering::Acquire).then_some(self.safety)
     }
 
-    fn missed(&self) -> bool {
-        // Only a healthy watch can miss; a demoted dir is polling by design.
-        if self.shared.healthy.load(Ordering::Acquire) {
+    fn missed(&self, suspended: bool) -> bool {
+        // Only a healthy watch can miss, and only on its safety wait: a demoted dir polls by
+        // design, and a poll wait begun before a promotion may beat the new watch's wake.
+        if suspended && self.shared.healthy.load(Ordering::Acquire) {
             self.shared.fail("the safety list found a request the watch did not signal".into());
             return true;
         }
@@ -436,12 +439,14 @@ mod tests {
     async fn a_missed_request_counts_as_a_failure() {
         let script = Script::new(vec![(3_600_000, Ok(Finish::Idle))]);
         let src = SupervisedSource::window(cfg(), script, 1);
-        assert!(src.missed());
-        assert!(src.missed());
+        assert!(src.missed(true));
+        assert!(src.missed(true));
         assert!(src.stats().healthy);
-        assert!(src.missed());
+        assert!(src.missed(true));
         assert!(!src.stats().healthy, "the third miss demotes");
-        assert!(!src.missed(), "a demoted dir does not count misses");
+        assert!(!src.missed(true), "a demoted dir does not count misses");
+        src.shared.succeed();
+        assert!(!src.missed(false), "a poll wait begun while demoted is no miss of the watch");
         src.close();
     }
 
