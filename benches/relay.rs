@@ -168,5 +168,46 @@ fn round_trip(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, protocol, record, round_trip);
+/// Virtual time: how long one simulated hour of 10 remote sandboxes on window-exec (turns
+/// with idle gaps, `proxy` latency) takes to run here.
+fn virtual_time(c: &mut Criterion) {
+    const HOUR: &str = r#"
+name = "virtual-hour"
+[workload]
+sandboxes = 10
+calls_per_turn = 2
+[[workload.phase]]
+duration = "10m"
+turns_per_sec = 2
+[[workload.phase]]
+duration = "50m"
+turns_per_sec = 0
+[[case]]
+name = "window-exec"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+"#;
+    let s = relay_bench::scenario::Scenario::parse("virtual-hour.toml", HOUR).unwrap();
+    let env = relay_bench::engine::CaseEnv {
+        relay_root: std::env::temp_dir(),
+        watch_program: "relay-bench".into(),
+        interrupt: Arc::default(),
+        progress: None,
+    };
+    let mut g = c.benchmark_group("virtual");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    g.bench_function("one_hour_10_sandboxes_window_exec", |b| {
+        b.iter(|| {
+            let r = relay_bench::engine::run_case_virtual(&s, &s.cases[0], &env).unwrap();
+            assert_eq!(r.calls.lost, 0);
+            black_box(r)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, protocol, record, round_trip, virtual_time);
 criterion_main!(benches);

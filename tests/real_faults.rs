@@ -1,0 +1,94 @@
+//! The faults of SPEC §6 this machine can produce for real, on the real clock: a relay dir
+//! deleted and recreated under a live inotify watch, the watch program missing, a watch
+//! exec that hangs (a real child killed at its outer bound), one that fails at once. Real
+//! files, real watches, real child processes; assertions are on counts and recovery steps,
+//! with bounds far above what the strategies need.
+
+use std::sync::Arc;
+
+use relay_bench::cli::{run_scenario, RunOptions};
+use relay_bench::scenario::Scenario;
+use relay_bench::source::Signal;
+
+const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+
+const SCENARIO: &str = r#"
+name = "real-faults"
+gates = ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "faults_failed == 0"]
+[workload]
+sandboxes = 1
+turns_per_sec = 1
+calls_per_turn = 2
+duration = "10s"
+[handler]
+duration = "1ms"
+[[case]]
+name = "dir-replaced"
+runner = "watch"
+writer = "watch"
+[[case.fault]]
+kind = "dir-replaced"
+at = "3500ms"
+[[case]]
+name = "watch-program-missing"
+runner = { strategy = "window-exec", window = "5s", grace = "1s", relist = "1s", safety_interval = "2s", backoff_min = "200ms", backoff_max = "1s" }
+writer = "watch"
+[[case.fault]]
+kind = "watch-program-missing"
+at = "3500ms"
+duration = "2s"
+[[case]]
+name = "exec-hang"
+runner = { strategy = "window-exec", window = "5s", grace = "1s", relist = "1s", safety_interval = "2s" }
+writer = "watch"
+[[case.fault]]
+kind = "exec-hang"
+at = "3500ms"
+duration = "1s"
+[[case]]
+name = "exec-fail"
+runner = { strategy = "window-exec", window = "5s", grace = "1s", relist = "1s", safety_interval = "2s", backoff_min = "200ms", backoff_max = "1s" }
+writer = "watch"
+[[case.fault]]
+kind = "exec-fail"
+at = "3500ms"
+duration = "1s"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_this_machine_can_produce_are_survived_for_real() {
+    let out = tempfile::tempdir().unwrap();
+    let relay = tempfile::tempdir().unwrap();
+    let s = Scenario::parse("real-faults.toml", SCENARIO).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate: false,
+        watch_program: BIN.into(),
+    };
+    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    let find = |name: &str| summary.results.iter().find(|r| r.case == name).unwrap();
+    for r in &summary.results {
+        assert_eq!(r.clock, "real");
+        let failed: Vec<_> = r.gates.iter().filter(|g| !g.pass).collect();
+        assert!(r.pass, "{}: {failed:?} {:?} {:?}", r.case, r.faults, r.notices);
+        assert_eq!(r.faults.len(), 1);
+        assert!(r.faults[0].calls > 0, "{}: the fault touched calls", r.case);
+    }
+    // How each was detected and recovered from, as the report says it.
+    let replaced = &find("dir-replaced").faults[0];
+    assert!(replaced.recovery.contains("re-armed"), "{replaced:?}");
+    let missing = &find("watch-program-missing").faults[0];
+    assert!(missing.detected.contains("watch failure"), "{missing:?}");
+    assert!(missing.recovery.contains("demoted to polling"), "{missing:?}");
+    let hang = &find("exec-hang").faults[0];
+    assert!(hang.detected.contains("did not settle") || hang.detected.contains("did not signal"), "{hang:?}");
+    let fail = &find("exec-fail").faults[0];
+    assert!(fail.detected.contains("exited with"), "{fail:?}");
+    // No watch program child outlives its case.
+    let leftover = std::process::Command::new("pgrep").args(["-f", "sleep 86400"]).output();
+    if let Ok(o) = leftover {
+        assert!(o.stdout.is_empty(), "a hung watch exec was not reaped: {}", String::from_utf8_lossy(&o.stdout));
+    }
+}

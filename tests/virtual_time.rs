@@ -1,0 +1,224 @@
+//! Virtual time: the real strategy code on a paused tokio clock over the in-memory sandbox.
+//! Every figure here is exact, because no wall clock is involved.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use relay_bench::dir::{RelayDir, SimDir, SimFault, Step};
+use relay_bench::engine::{run_case_virtual, CaseEnv};
+use relay_bench::events::EventSink;
+use relay_bench::fault::FaultKind;
+use relay_bench::handler::HandlerModel;
+use relay_bench::host::{Host, LocalHost};
+use relay_bench::relay::{Relay, RelaySpec};
+use relay_bench::scenario::Scenario;
+use relay_bench::source::{ActivitySource, ProgramExec, SupervisedSource, WindowConfig};
+use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
+use tokio::time::Instant;
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn exact_window() -> WindowConfig {
+    WindowConfig { jitter: false, ..WindowConfig::default() }
+}
+
+fn window_source(sim: &SimDir, cfg: WindowConfig) -> SupervisedSource {
+    let host: Arc<dyn Host> = Arc::new(LocalHost::over(Arc::new(sim.clone()), Arc::default()));
+    let exec = ProgramExec {
+        host,
+        program: PathBuf::from("relay-bench"),
+        dir: sim.path().to_path_buf(),
+        relist: cfg.relist,
+        inline: cfg.inline,
+    };
+    SupervisedSource::window(cfg, Arc::new(exec), 1)
+}
+
+/// Gaps between consecutive exec starts, in whole milliseconds.
+fn gaps(times: &[Instant]) -> Vec<u128> {
+    times.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_jitter_an_idle_dir_reissues_exactly_60_per_window_a_minute() {
+    let sim = SimDir::new("/sb/relay");
+    let src = window_source(&sim, exact_window());
+    tokio::time::sleep(S(600) - Duration::from_millis(1)).await;
+    let execs = sim.exec_times();
+    assert_eq!(execs.len(), 24, "600 s / 25 s windows = 2.4 per minute");
+    assert!(gaps(&execs).iter().all(|g| *g == 25_000), "{:?}", gaps(&execs));
+    src.close();
+}
+
+#[tokio::test(start_paused = true)]
+async fn demotion_after_exactly_three_failures_then_backoff_doubles_to_30s() {
+    let sim = SimDir::new("/sb/relay");
+    sim.set_fault(SimFault::ExecFail, true);
+    let src = window_source(&sim, exact_window());
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let s = src.stats();
+    assert_eq!((s.execs, s.demotions, s.healthy), (3, 1, false), "three failures in a row demote, not two");
+    tokio::time::sleep(S(200)).await;
+    let g = gaps(&sim.exec_times());
+    assert_eq!(&g[..2], &[0, 0], "failures while healthy are retried at once");
+    assert_eq!(&g[2..9], &[1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000], "backoff 1, 2, 4 ... 30 s");
+    // The watch works again: the next retry (within 30 s) promotes the dir once its
+    // window (25 s) ends well.
+    sim.set_fault(SimFault::ExecFail, false);
+    tokio::time::sleep(S(56)).await;
+    let s = src.stats();
+    assert!(s.healthy && s.consecutive_failures == 0, "{s:?}");
+    src.close();
+}
+
+struct Rig {
+    sim: SimDir,
+    relay: Relay,
+    _sink: EventSink,
+}
+
+fn rig(sim: SimDir) -> Rig {
+    let (sink, _rx) = EventSink::channel();
+    let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
+    let runner = RunnerStrategy::WindowExec {
+        window: exact_window(),
+        demoted: relay_bench::schedule::PollSchedule::new(Duration::from_millis(300), 5, Duration::from_millis(1500)),
+    };
+    let spec = RelaySpec {
+        sandbox: 0,
+        dir: dir.clone(),
+        host: Arc::new(LocalHost::over(dir, Arc::default())),
+        busy: Arc::default(),
+        runner: &runner,
+        writer: &WriterStrategy::Watch { safety_interval: Duration::from_millis(300) },
+        handler: Arc::new(HandlerModel {
+            duration: Duration::ZERO,
+            duration_max: Duration::ZERO,
+            ..Default::default()
+        }),
+        watch_program: Path::new("relay-bench"),
+        seed: 1,
+    };
+    let relay = Relay::start(spec, &sink);
+    Rig { sim, relay, _sink: sink }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_safety_list_runs_every_30s_while_the_watch_is_healthy() {
+    let r = rig(SimDir::new("/sb/relay"));
+    tokio::time::sleep(S(600) + Duration::from_millis(1)).await;
+    let by = r.relay.host.counts().by_kind();
+    let get = |k: &str| by.0.iter().find(|(n, _)| *n == k).unwrap().1;
+    assert_eq!(get("list"), 21, "one list at start, then one every 30 s for 10 minutes");
+    assert_eq!(get("exec"), 25, "windows of exactly 25 s");
+    let mut relay = r.relay;
+    relay.stop(Instant::now() + S(10)).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_published_at_each_boundary_of_the_watch_program_is_picked_up() {
+    for step in [Step::BeforeArm, Step::ArmedBeforeList, Step::ListedBeforeWait] {
+        let sim = SimDir::new("/sb/relay");
+        // The first time the program reaches `step`, a writer publishes a request.
+        let (s, seen) = (sim.clone(), Arc::new(AtomicBool::new(false)));
+        let seen2 = seen.clone();
+        sim.on_step(move |at| {
+            if at == step && !seen2.swap(true, Ordering::SeqCst) {
+                let body = br#"{"toolName":"t","toolCallId":"b","args":{}}"#;
+                s.publish("b.req.json", body).unwrap();
+            }
+        });
+        let t0 = Instant::now();
+        let r = rig(sim);
+        while r.sim.read("b.res.json").is_err() {
+            // The safety list is 30 s away: only the watch program can explain a fast pickup.
+            assert!(t0.elapsed() < S(5), "{step:?}: not picked up within 5 s");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(seen.load(Ordering::SeqCst));
+        assert!(r.sim.read("b.req.json").is_err(), "{step:?}: deleted on pickup");
+        assert!(r.sim.exec_times().len() < 10, "{step:?}: no spinning execs");
+        let mut relay = r.relay;
+        relay.stop(Instant::now() + S(10)).await.unwrap();
+    }
+}
+
+fn env() -> CaseEnv {
+    CaseEnv {
+        relay_root: std::env::temp_dir(),
+        watch_program: PathBuf::from("relay-bench"),
+        interrupt: Arc::default(),
+        progress: None,
+    }
+}
+
+const SMALL: &str = r#"
+name = "small"
+[workload]
+sandboxes = 3
+calls_per_turn = 2
+arrival = "poisson"
+seed = 9
+[[workload.phase]]
+duration = "2m"
+turns_per_sec = 2
+[[workload.phase]]
+duration = "3m"
+turns_per_sec = 0
+[handler]
+duration = "2ms"
+duration_max = "30ms"
+error_ratio = 0.1
+[[case]]
+name = "window"
+host = "remote"
+profile = "far"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+"#;
+
+#[test]
+fn two_runs_with_one_seed_agree_to_the_byte() {
+    let s = Scenario::parse("small.toml", SMALL).unwrap();
+    let run = || serde_json::to_string(&run_case_virtual(&s, &s.cases[0], &env()).unwrap()).unwrap();
+    let (a, b) = (run(), run());
+    assert!(a.contains(r#""clock":"virtual""#));
+    assert!(a.contains(r#""lost":0"#), "{a}");
+    assert_eq!(a, b);
+    let other = Scenario::parse("small.toml", &SMALL.replace("seed = 9", "seed = 10")).unwrap();
+    let c = serde_json::to_string(&run_case_virtual(&other, &other.cases[0], &env()).unwrap()).unwrap();
+    assert_ne!(a, c, "another seed, another run");
+}
+
+#[test]
+fn every_fault_of_spec_6_strikes_and_is_survived() {
+    let s = Scenario::load("faults").unwrap();
+    let mut kinds = Vec::new();
+    for case in &s.cases {
+        let r = run_case_virtual(&s, case, &env()).unwrap();
+        assert!(r.pass, "{}: {:?}", case.name, r.gates.iter().filter(|g| !g.pass).collect::<Vec<_>>());
+        assert_eq!(r.faults.len(), 1, "{}", case.name);
+        let f = &r.faults[0];
+        assert!(f.ok && f.calls > 0 && f.failed == 0, "{}: {f:?}", case.name);
+        assert_eq!(r.calls.lost, 0);
+        kinds.push(f.kind.clone());
+    }
+    for k in FaultKind::ALL {
+        assert!(kinds.iter().any(|n| n == k.name()), "no case strikes {}", k.name());
+    }
+}
+
+#[test]
+fn a_fault_the_clock_cannot_produce_is_a_scenario_error() {
+    let text = SMALL.replace("clock = \"virtual\"", "clock = \"real\"")
+        + "[[case.fault]]\nkind = \"queue-overflow\"\nat = \"10s\"\n";
+    let e = Scenario::parse("small.toml", &text).unwrap_err().to_string();
+    assert!(e.contains("small.toml") && e.contains("fault") && e.contains("virtual"), "{e}");
+    let e = Scenario::parse("small.toml", &(SMALL.to_owned() + "[[case.fault]]\nkind = \"gremlins\"\nat = \"1s\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("daemon-restart"), "names the allowed kinds: {e}");
+}
