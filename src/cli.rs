@@ -143,10 +143,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
 pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
+            let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
             for (name, text) in SHIPPED {
                 let s = Scenario::parse(&format!("embedded:{name}"), text)?;
                 let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
-                println!("{name:<12} {} [{}]", s.description, cases.join(", "));
+                println!("{name:<width$}  {} [{}]", s.description, cases.join(", "));
             }
             Ok(Exit::Pass)
         }
