@@ -116,7 +116,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     for sandbox in 0..wl.sandboxes {
         let dir: Arc<dyn RelayDir> = match &root {
             None => {
-                let sim = SimDir::new(format!("/sandbox-{sandbox}/relay"));
+                // A hostile name (SPEC §6): quotes, spaces, a newline, shell metacharacters.
+                // It travels to the watch program's twin in argv and must come back intact.
+                let sim = SimDir::new(format!("/sandbox-{sandbox}/relay 'q' \"dq\" $(x) ;&\n|"));
                 targets.sims.push(sim.clone());
                 Arc::new(sim)
             }
@@ -290,10 +292,14 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // Stop the runners and let their handlers finish.
     let mut reports: Vec<RunnerReport> = Vec::new();
     let stop_deadline = Instant::now() + STOP_BOUND;
+    let mut stuck = 0u64;
     for relay in &mut relays {
         match relay.stop(stop_deadline).await {
             Ok(reps) => reports.extend(reps),
-            Err(e) => sink.notice(relay.sandbox, e),
+            Err(e) => {
+                stuck += 1;
+                sink.notice(relay.sandbox, e);
+            }
         }
     }
     let leftover: u64 = dirs.iter().map(|d| d.relay_files().map_or(0, |f| f.len() as u64)).sum();
@@ -405,6 +411,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         list_errors: reports.iter().map(|x| x.list_errors).sum(),
         missed_by_source: reports.iter().map(|x| x.missed_by_source).sum(),
         inline: reports.iter().map(|x| x.inline).sum(),
+        stuck,
         degraded,
     };
     r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);

@@ -123,6 +123,8 @@ pub struct RunnerStats {
     pub missed_by_source: u64,
     /// Requests the source carried inline (no list, no read).
     pub inline: u64,
+    /// Runners that did not stop within the stop bound (aborted): a hang, which fails the case.
+    pub stuck: u64,
     /// Why a watch fell back to its timer, if one did (runner or writer side).
     pub degraded: Vec<String>,
 }
@@ -295,7 +297,7 @@ impl CaseResult {
     /// Evaluates the gates and sets `pass`. An interrupted case never passes.
     pub fn judge(&mut self, gates: &[Gate]) {
         self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
-        self.pass = !self.interrupted && self.gates.iter().all(|g| g.pass);
+        self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
     }
 }
 

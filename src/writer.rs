@@ -164,7 +164,7 @@ impl WatchWaiter {
         match armed {
             Ok(w) => *slot = Some(w),
             Err(e) => {
-                let msg = format!("could not arm response watch on {}: {e}; polling only", self.dir.path().display());
+                let msg = format!("could not arm response watch on {:?}: {e}; polling only", self.dir.path());
                 self.errors.record(msg.clone());
                 self.errors.degrade(msg);
             }

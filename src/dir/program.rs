@@ -95,7 +95,7 @@ pub(super) async fn exec(dir: Arc<Inner>, argv: Vec<OsString>) -> io::Result<Exe
         return Ok(exit(2, String::new(), "sandbox-watch: --follow streams; use a followed exec".into()));
     };
     if args.dir != dir.path() {
-        return Ok(exit(4, String::new(), format!("sandbox-watch: cannot list {}: not found", args.dir.display())));
+        return Ok(exit(4, String::new(), format!("sandbox-watch: cannot list {:?}: not found", args.dir)));
     }
     Ok(window(&dir, args.window, args.relist, inline).await)
 }
@@ -107,7 +107,7 @@ async fn window(dir: &Arc<Inner>, window: Duration, relist: Duration, inline: bo
     // Arm first, then list: a request created between the two is seen by one or the other.
     let _watch = match dir.watch(WatchFilter::Requests, Box::new(move |_| s.raise())) {
         Ok(w) => w,
-        Err(e) => return exit(3, String::new(), format!("sandbox-watch: cannot watch {}: {e}", dir.path().display())),
+        Err(e) => return exit(3, String::new(), format!("sandbox-watch: cannot watch {:?}: {e}", dir.path())),
     };
     dir.step(Step::ArmedBeforeList);
     let deadline = Instant::now() + window;
@@ -116,9 +116,7 @@ async fn window(dir: &Arc<Inner>, window: Duration, relist: Duration, inline: bo
         match requests(dir) {
             Ok(found) if !found.is_empty() => break Finish::Found,
             Ok(_) => {}
-            Err(e) => {
-                return exit(4, String::new(), format!("sandbox-watch: cannot list {}: {e}", dir.path().display()))
-            }
+            Err(e) => return exit(4, String::new(), format!("sandbox-watch: cannot list {:?}: {e}", dir.path())),
         }
         if std::mem::take(&mut first) {
             dir.step(Step::ListedBeforeWait);

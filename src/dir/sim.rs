@@ -89,7 +89,7 @@ pub struct SimDir {
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such directory", path.display()))
+    io::Error::new(io::ErrorKind::NotFound, format!("{path:?}: no such directory"))
 }
 
 impl SimDir {

@@ -42,6 +42,16 @@ impl Exporter for Table {
                 verdict
             );
         }
+        let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
+        if !virtuals.is_empty() {
+            let _ = writeln!(o, "  virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", "));
+        }
+        for r in &s.results {
+            if r.runner.stuck > 0 {
+                let _ =
+                    writeln!(o, "  {}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck);
+            }
+        }
         for r in &s.results {
             if let Some(c) = &r.vs_baseline {
                 let _ = writeln!(o, "  {} vs {}: {}", r.case, c.baseline, c.text);

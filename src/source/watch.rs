@@ -143,7 +143,7 @@ impl WatchSource {
                 true
             }
             Err(e) => {
-                let msg = format!("could not arm watch on {}: {e}; polling only", self.dir.path().display());
+                let msg = format!("could not arm watch on {:?}: {e}; polling only", self.dir.path());
                 self.errors.record(msg.clone());
                 self.errors.degrade(msg);
                 false
