@@ -41,8 +41,15 @@ fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
     let at = |us: u64| t0 + Duration::from_micros(n * 100 + us);
     sink.emit(0, &id, EventKind::Requesting);
     sink.emit(0, &id, EventKind::Answering);
-    let runner =
-        RunnerSide { woke: at(3), picked: at(4), handler_start: at(5), handler_end: at(9), answered: Some(at(10)) };
+    let runner = RunnerSide {
+        woke: at(3),
+        picked: at(4),
+        handler_start: at(5),
+        handler_end: at(9),
+        answered: Some(at(10)),
+        observed: false,
+        handler_known: true,
+    };
     sink.emit_at(at(10), 0, &id, EventKind::Runner(runner));
     let writer = WriterSide {
         intended: at(0),
@@ -150,6 +157,7 @@ fn round_trip(c: &mut Criterion) {
                 // Local strategies run no watch program.
                 watch_program: std::path::Path::new("relay-bench"),
                 seed: 1,
+                stderr_to: None,
             };
             Relay::start(spec, &sink)
         });
@@ -196,6 +204,7 @@ writer = "watch"
         watch_program: "relay-bench".into(),
         interrupt: Arc::default(),
         progress: None,
+        event_log: None,
     };
     let mut g = c.benchmark_group("virtual");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

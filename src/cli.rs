@@ -4,16 +4,25 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
 use crate::calibration::calibrate;
 use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
 use crate::env::Environment;
+use crate::eventlog::check_log;
+use crate::events::FailKind;
 use crate::export::{Exporter, Json, Markdown, Table};
+use crate::handler::HandlerModel;
+use crate::pairing::BreachKind;
+use crate::protocol::Outcome;
 use crate::scenario::{Clock, Scenario, ScenarioError, SHIPPED};
+use crate::serve::{answer_line, CallOptions, ServeOptions};
 use crate::source::Signal;
+use crate::strategy::{RunnerStrategy, WriterStrategy};
 use crate::summary::{Summary, SCHEMA_VERSION};
+use crate::writer::CallEnd;
 
 /// Exit codes CI can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +35,10 @@ pub enum Exit {
     BadInput = 2,
     /// Something broke inside relay-bench (not the system under test).
     Internal = 3,
+    /// `call`: the answer was a pause (`{"ok":true,"paused":true}`).
+    Paused = 4,
+    /// `call`: no answer before the writer deadline.
+    Timeout = 5,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -56,8 +69,10 @@ impl CliError {
     about = "Benchmark the file-based tool-call relays of AI agents",
     long_about = "Fires batches of relay calls through poll-only and watch-assisted strategies on real relay \
 directories and records wake, pickup and completion latency (HDR histograms) plus request counts per minute, \
-then checks the scenario's gates.\n\nExit codes: 0 all gates passed, 1 a gate failed, 2 bad input, \
-3 internal error, 130 interrupted."
+then checks the scenario's gates. `serve` and `call` are the suite's reference runner and writer on a \
+real relay dir; `check` replays the pairing invariant over a run's events.ndjson.\n\nExit codes: 0 all \
+gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
+found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -70,6 +85,15 @@ pub enum Command {
     Run(RunArgs),
     /// List the shipped scenarios.
     List,
+    /// Serve a relay dir with the reference runner until Ctrl-C (a stat line per interval).
+    Serve(ServeArgs),
+    /// Make one call through a relay dir as the reference writer and print the answer.
+    Call(CallArgs),
+    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
+    Check {
+        /// The event log (a run directory's events.ndjson).
+        log: PathBuf,
+    },
     /// The in-sandbox watch program of the window-exec strategy (run by the suite itself).
     #[command(hide = true)]
     SandboxWatch {
@@ -106,6 +130,54 @@ pub struct RunArgs {
     /// Skip the calibration of this machine's floor.
     #[arg(long)]
     pub no_calibration: bool,
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    crate::units::parse_duration(s)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The relay directory to serve.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// How requests are discovered: poll, watch (inotify + safety list) or window-exec.
+    #[arg(long, default_value = "watch", value_parser = ["poll", "watch", "window-exec", "window-exec-inline"])]
+    pub strategy: String,
+    /// Poll interval (poll) or safety list interval (watch).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "300ms")]
+    pub interval: Duration,
+    /// How long the tool takes per call.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "0ms")]
+    pub handler: Duration,
+    /// Share of calls answered {"ok":false,...}.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_ratio: f64,
+    /// How often a stat line is printed.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
+    pub every: Duration,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    /// The relay directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The tool name.
+    #[arg(long)]
+    pub tool: String,
+    /// The args, as JSON (default {}).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// The call id (default: call-<pid>-<time>).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The tool timeout: the writer waits it plus 10 s (60 s without one).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub timeout: Option<Duration>,
+    /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
+    #[arg(long, default_value = "watch", value_parser = ["watch", "poll"])]
+    pub wait: String,
 }
 
 /// Parses `args`, runs, prints; returns the process exit code.
@@ -152,6 +224,9 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_scenarios(args).await,
+        Command::Serve(args) => serve_cmd(args).await,
+        Command::Call(args) => call_cmd(args).await,
+        Command::Check { log } => check_cmd(&log),
         Command::SandboxWatch { .. } => unreachable!("run before the runtime starts"),
     }
 }
@@ -188,19 +263,7 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
     if !relay_root.is_dir() {
         return Err(CliError::BadInput(format!("--relay-root {}: not a directory", relay_root.display())));
     }
-    let interrupt = Arc::new(Signal::new());
-    tokio::spawn({
-        let interrupt = interrupt.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: finishing the current case's report (Ctrl-C again to abort)");
-                interrupt.close();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(Exit::Interrupted as i32);
-                }
-            }
-        }
-    });
+    let interrupt = on_ctrl_c("finishing the current case's report");
     let watch_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
     let (stamp_iso, stamp_compact) = utc_stamps();
@@ -239,10 +302,101 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
     Ok(worst)
 }
 
+/// A signal closed by the first Ctrl-C; a second one exits at once.
+fn on_ctrl_c(doing: &'static str) -> Arc<Signal> {
+    let interrupt = Arc::new(Signal::new());
+    tokio::spawn({
+        let interrupt = interrupt.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: {doing} (Ctrl-C again to abort)");
+                interrupt.close();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(Exit::Interrupted as i32);
+                }
+            }
+        }
+    });
+    interrupt
+}
+
+async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
+    let strategy = match a.strategy.as_str() {
+        "poll" => RunnerStrategy::Poll { interval: a.interval, idle_polls: 5, max_interval: a.interval * 5 },
+        "watch" => RunnerStrategy::Watch { safety_interval: a.interval },
+        "window-exec" => RunnerStrategy::window_default(false),
+        _ => RunnerStrategy::window_default(true),
+    };
+    if !(0.0..=1.0).contains(&a.error_ratio) {
+        return Err(CliError::BadInput(format!("--error-ratio {}: must be between 0 and 1", a.error_ratio)));
+    }
+    let handler = HandlerModel {
+        duration: a.handler,
+        duration_max: a.handler,
+        error_ratio: a.error_ratio,
+        ..HandlerModel::default()
+    };
+    let watch_program = std::env::current_exe()
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
+    let stop = on_ctrl_c("stopping the runner");
+    let opts = ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program };
+    crate::serve::serve(opts, stop).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    Ok(Exit::Pass)
+}
+
+async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
+    let interval = Duration::from_millis(300);
+    let wait = match a.wait.as_str() {
+        "poll" => WriterStrategy::Poll { interval },
+        _ => WriterStrategy::Watch { safety_interval: interval },
+    };
+    let id = a.id.unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
+    let opts = CallOptions { dir: a.dir, tool: a.tool, args: a.args, id, timeout: a.timeout, wait };
+    let end = crate::serve::call(opts).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    Ok(match end {
+        CallEnd::Answered(r) => {
+            println!("{}", answer_line(&r));
+            match r.outcome() {
+                Outcome::Ok => Exit::Pass,
+                Outcome::Error => Exit::GateFailed,
+                Outcome::Paused => Exit::Paused,
+            }
+        }
+        CallEnd::Failed(FailKind::Timeout) => {
+            eprintln!("no answer before the writer deadline");
+            Exit::Timeout
+        }
+        CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
+        CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
+    })
+}
+
+fn check_cmd(log: &Path) -> Result<Exit, CliError> {
+    let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
+    let checks = check_log(&log.display().to_string(), std::io::BufReader::new(file))
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if checks.is_empty() {
+        return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
+    }
+    let mut breaches = 0;
+    for c in &checks {
+        let r = &c.report;
+        breaches += r.total();
+        println!("{}: {} requests, {} responses, {} breaches", c.case, c.requests, c.responses, r.total());
+        for k in BreachKind::ALL.iter().filter(|k| r.count(**k) > 0) {
+            println!("  {}: {}", k.name(), r.count(*k));
+        }
+        for b in r.breaches.iter().take(20) {
+            println!("    {} sandbox {} call {:?}", b.kind.name(), b.sandbox, b.call);
+        }
+    }
+    Ok(if breaches > 0 { Exit::GateFailed } else { Exit::Pass })
+}
+
 fn worse(a: Exit, b: Exit) -> Exit {
     let rank = |e: Exit| match e {
         Exit::Pass => 0,
-        Exit::GateFailed => 1,
+        Exit::GateFailed | Exit::Paused | Exit::Timeout => 1,
         Exit::BadInput => 2,
         Exit::Internal => 3,
         Exit::Interrupted => 4,
@@ -302,7 +456,12 @@ pub async fn run_scenario(
     };
     write_reports(&summary, &opts.out_dir)?;
     let progress: Progress = if opts.quiet { None } else { Some(Arc::new(|line: &str| eprintln!("{line}"))) };
+    // One event log per run directory: every case appends its lines.
+    let event_log = opts.out_dir.join("events.ndjson");
+    std::fs::File::create(&event_log)
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot create {}: {e}", event_log.display())))?;
     let env = CaseEnv {
+        event_log: Some(event_log),
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),
         interrupt: interrupt.clone(),

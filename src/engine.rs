@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::dir::{RealDir, RelayDir, SimDir};
+use crate::eventlog::EventLog;
 use crate::events::EventSink;
 use crate::fault::{FaultKind, ProgramSwitch, Targets, AFTERMATH};
 use crate::fsio::sweep_stale;
@@ -56,6 +57,8 @@ pub struct CaseEnv {
     pub interrupt: Arc<Signal>,
     /// Gets a line every few seconds.
     pub progress: Progress,
+    /// Where the case appends its per-call event lines (`events.ndjson`), if anywhere.
+    pub event_log: Option<PathBuf>,
 }
 
 /// The request counters of all hosts, added up.
@@ -91,7 +94,13 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         .map(|f| Span { sandbox: f.sandbox, from: epoch + f.at, to: epoch + f.at + f.duration + AFTERMATH })
         .collect();
     let (sink, rx) = EventSink::channel();
-    let recorder = Recorder::with_capacity(slots.len()).with_spans(&spans);
+    let mut recorder = Recorder::with_capacity(slots.len()).with_spans(&spans);
+    if let Some(path) = &env.event_log {
+        match EventLog::append(path, &case.name, epoch) {
+            Ok(log) => recorder = recorder.with_log(log),
+            Err(e) => sink.notice(0, format!("cannot open the event log {}: {e}", path.display())),
+        }
+    }
     let recorder = std::thread::Builder::new()
         .name("relay-bench-recorder".into())
         .spawn(move || recorder.drain(rx))
@@ -111,6 +120,12 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let watch_program = targets.program.as_ref().map_or(env.watch_program.clone(), |p| p.path().to_path_buf());
 
     let handler = Arc::new(scenario.handler.clone());
+    // An external runner's stderr is kept beside the run's reports (else in the relay root).
+    let stderr_dir = match (env.event_log.as_ref().and_then(|p| p.parent()), &root) {
+        (Some(d), _) => d.to_path_buf(),
+        (None, Some(r)) => r.path().to_path_buf(),
+        (None, None) => std::env::temp_dir(),
+    };
     let mut relays: Vec<Relay> = Vec::new();
     let mut dirs: Vec<Arc<dyn RelayDir>> = Vec::new();
     for sandbox in 0..wl.sandboxes {
@@ -145,6 +160,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             handler: handler.clone(),
             watch_program: &watch_program,
             seed,
+            stderr_to: Some(stderr_dir.join(format!("{}-sandbox-{sandbox}.stderr", case.name))),
         };
         relays.push(Relay::start(spec, &sink));
         dirs.push(dir);
@@ -359,6 +375,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     r.calls.scheduled = total as u64;
     let (disc_idle, data_idle) = (used.discovery_idle_total(), used.data_idle_total());
     r.requests = crate::summary::Requests {
+        not_measured: matches!(case.runner, crate::strategy::RunnerStrategy::External(_)),
         discovery_per_min: rate(used.discovery_total(), dir_minutes),
         data_per_min: rate(used.data_total(), dir_minutes),
         discovery_total: used.discovery_total(),
@@ -415,6 +432,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         degraded,
     };
     r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
+    r.unavailable = case.runner.unavailable();
     r.judge(&case.gates);
     Ok(r)
 }

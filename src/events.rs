@@ -60,6 +60,12 @@ pub struct RunnerSide {
     pub handler_end: Instant,
     /// When the answer's rename completed (`None`: it could not be published).
     pub answered: Option<Instant>,
+    /// Seen from outside (a black-box runner): `picked` is when the request vanished (or
+    /// the answer appeared), and `woke` is not known.
+    pub observed: bool,
+    /// The handler's time is known (always inside the suite; for a black-box runner only
+    /// when the scenario states it): relay overhead can be computed.
+    pub handler_known: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

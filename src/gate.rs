@@ -34,6 +34,19 @@ pub enum Counter {
 }
 
 impl Counter {
+    /// A rate of the runner's requests (not measurable for a black-box runner).
+    pub fn is_request_rate(self) -> bool {
+        matches!(
+            self,
+            Counter::DiscoveryPerMin
+                | Counter::DataPerMin
+                | Counter::BusyDiscoveryPerMin
+                | Counter::IdleDiscoveryPerMin
+                | Counter::ActivePhaseDiscoveryPerMin
+                | Counter::IdlePhaseDiscoveryPerMin
+        )
+    }
+
     pub const ALL: [Counter; 14] = [
         Counter::Lost,
         Counter::Duplicated,

@@ -79,6 +79,16 @@ pub enum Outcome {
     Paused,
 }
 
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Paused => "paused",
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct OkWire<'a> {
     ok: bool,

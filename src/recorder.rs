@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use tokio::time::Instant;
 
+use crate::eventlog::EventLog;
 use crate::events::{CallOutcome, EventInbox, EventKind, FailKind, Msg, RunnerSide, WriterSide};
 use crate::fxhash::FxHashMap;
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
@@ -143,6 +144,8 @@ pub struct Recording {
     pub timed_notices: Vec<TimedNotice>,
     /// Per span given to [`Recorder::with_spans`], in order: the calls it touched.
     pub spans: Vec<SpanStats>,
+    /// Why the event log is incomplete, if it is.
+    pub log_error: Option<String>,
     /// Calls the writer saw answered whose runner half never arrived (an answer the
     /// runner did not announce); they are not in the histograms.
     pub incomplete: u64,
@@ -205,6 +208,9 @@ pub struct Recorder {
     notices_total: u64,
     timed: Vec<TimedNotice>,
     spans: Vec<(Span, SpanStats)>,
+    log: Option<EventLog>,
+    /// The latest event time seen (the log's breaches are stamped with it).
+    last_at: Option<Instant>,
 }
 
 impl Default for Recorder {
@@ -225,7 +231,15 @@ impl Recorder {
             notices_total: 0,
             timed: Vec::new(),
             spans: Vec::new(),
+            log: None,
+            last_at: None,
         }
+    }
+
+    /// Writes every event to `log` as well (`events.ndjson`).
+    pub fn with_log(mut self, log: EventLog) -> Self {
+        self.log = Some(log);
+        self
     }
 
     /// Follows the calls of each span (see [`Recording::spans`]).
@@ -272,6 +286,10 @@ impl Recorder {
                 return;
             }
         };
+        if let Some(log) = &mut self.log {
+            log.event(&ev);
+            self.last_at = self.last_at.max(Some(ev.at));
+        }
         let key = call_key(ev.sandbox, &ev.call);
         let entry = match ev.kind {
             EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Request),
@@ -340,12 +358,13 @@ impl Recorder {
     fn fold(hist: &mut [Histogram<u64>; 6], w: &WriterSide, r: &RunnerSide) {
         let handler = r.handler_end.saturating_duration_since(r.handler_start);
         let uncorrected = span(Some(w.started), w.read);
+        // A black-box runner's wake (and, unless stated, handler time) is not visible.
         let values = [
-            (Measure::Wake, span(w.published, Some(r.woke))),
+            (Measure::Wake, span(w.published, Some(r.woke)).filter(|_| !r.observed)),
             (Measure::Pickup, span(w.published, Some(r.handler_start))),
             (Measure::Completion, span(Some(w.intended), w.read)),
             (Measure::CompletionUncorrected, uncorrected),
-            (Measure::RelayOverhead, uncorrected.map(|u| u.saturating_sub(handler))),
+            (Measure::RelayOverhead, uncorrected.map(|u| u.saturating_sub(handler)).filter(|_| r.handler_known)),
             (Measure::ScheduleLag, Some(w.started.saturating_duration_since(w.intended))),
         ];
         for (m, v) in values {
@@ -355,12 +374,20 @@ impl Recorder {
         }
     }
 
-    pub fn finish(self) -> Recording {
+    pub fn finish(mut self) -> Recording {
+        let pairing = std::mem::take(&mut self.pairing).finish();
+        let log_error = self.log.take().and_then(|mut log| {
+            if let Some(at) = self.last_at {
+                log.breaches(&pairing, at);
+            }
+            log.finish().err().map(|e| format!("cannot write the event log: {e}"))
+        });
         let incomplete = self.timelines.values().filter(|t| t.writer.is_some()).count() as u64;
         Recording {
             hist: self.hist,
             calls: self.calls,
-            pairing: self.pairing.finish(),
+            pairing,
+            log_error,
             notices: self.notices,
             notices_total: self.notices_total,
             timed_notices: self.timed,
@@ -394,6 +421,8 @@ mod tests {
                     handler_start: at(7),
                     handler_end: at(17),
                     answered: Some(at(18)),
+                    observed: false,
+                    handler_known: true,
                 }),
             ),
             ev(

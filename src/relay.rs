@@ -12,7 +12,7 @@ use crate::dir::RelayDir;
 use crate::events::EventSink;
 use crate::handler::HandlerModel;
 use crate::host::{Busy, Host};
-use crate::runner::{Runner, RunnerReport};
+use crate::runner::RunnerReport;
 use crate::source::ActivitySource;
 use crate::strategy::{Parts, RunnerStrategy, WriterStrategy};
 use crate::writer::{CallEnd, CallSpec, Writer};
@@ -30,6 +30,8 @@ pub struct RelaySpec<'a> {
     /// The relay-bench binary, run in the sandbox by window-exec strategies.
     pub watch_program: &'a Path,
     pub seed: u64,
+    /// Where an external runner's stderr is kept (`None`: the system temp dir).
+    pub stderr_to: Option<PathBuf>,
 }
 
 /// What it takes to start the runner again (after a stop during a held window).
@@ -40,6 +42,7 @@ struct RunnerParts {
     watch_program: PathBuf,
     seed: u64,
     sink: EventSink,
+    stderr_to: Option<PathBuf>,
 }
 
 pub struct Relay {
@@ -65,6 +68,7 @@ impl Relay {
             watch_program: spec.watch_program.to_path_buf(),
             seed: spec.seed,
             sink: sink.clone(),
+            stderr_to: spec.stderr_to,
         };
         let (source, task) = start_runner(spec.sandbox, &spec.host, &parts);
         Relay {
@@ -137,15 +141,7 @@ fn start_runner(
     p: &RunnerParts,
 ) -> (Arc<dyn ActivitySource>, JoinHandle<RunnerReport>) {
     let parts = Parts { dir: &p.dir, host, watch_program: &p.watch_program, seed: p.seed };
-    let (source, schedule) = p.strategy.build(&parts);
-    source.report_to(p.sink.clone(), sandbox);
-    let runner = Runner {
-        sandbox,
-        host: host.clone(),
-        source: source.clone(),
-        schedule,
-        handler: p.handler.clone(),
-        events: p.sink.clone(),
-    };
-    (source, tokio::spawn(runner.run()))
+    let stderr_to =
+        p.stderr_to.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("relay-bench-{sandbox}.stderr")));
+    p.strategy.start(&parts, sandbox, p.handler.clone(), &p.sink, &stderr_to)
 }

@@ -292,6 +292,6 @@ async fn answer(ctx: &Ctx, call_id: CallId, file_id: &str, woke: Instant, picked
         }
     };
     let at = answered.unwrap_or(handler_end);
-    let side = RunnerSide { woke, picked, handler_start, handler_end, answered };
+    let side = RunnerSide { woke, picked, handler_start, handler_end, answered, observed: false, handler_known: true };
     ctx.events.emit_at(at, ctx.sandbox, &call_id, EventKind::Runner(side));
 }

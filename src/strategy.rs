@@ -6,8 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::task::JoinHandle;
+
 use crate::dir::RelayDir;
+use crate::events::EventSink;
+use crate::external::ExternalSpec;
+use crate::handler::HandlerModel;
 use crate::host::{Busy, Daemon, Host, LatencyProfile, LocalHost, RemoteHost};
+use crate::runner::{Runner, RunnerReport};
 use crate::schedule::PollSchedule;
 use crate::source::{
     clamp_window, ActivitySource, FollowConfig, ProgramExec, SupervisedSource, TimerSource, WatchSource, WindowConfig,
@@ -74,6 +80,8 @@ pub enum RunnerStrategy {
     WindowExec { window: WindowConfig, demoted: PollSchedule },
     /// One long-lived exec streaming a line per event, reopened when it drops.
     Follow { follow: FollowConfig, demoted: PollSchedule },
+    /// Someone else's runner: a program serving the relay dir, measured from outside.
+    External(ExternalSpec),
 }
 
 impl RunnerStrategy {
@@ -108,6 +116,7 @@ impl RunnerStrategy {
     pub fn name(&self) -> &'static str {
         match self {
             RunnerStrategy::Follow { .. } => "follow",
+            RunnerStrategy::External(_) => "external",
             RunnerStrategy::Poll { .. } => "poll",
             RunnerStrategy::Watch { .. } => "watch",
             RunnerStrategy::WindowExec { window, .. } if window.inline => "window-exec-inline",
@@ -136,6 +145,11 @@ impl RunnerStrategy {
                 human(w.backoff_max),
                 human(demoted.interval)
             ),
+            RunnerStrategy::External(x) => format!(
+                "command {:?}{}",
+                x.command,
+                x.handler.map_or_else(|| ", handler time not stated".into(), |h| format!(", handler {}", human(h)))
+            ),
             RunnerStrategy::Follow { follow: f, demoted } => format!(
                 "streamed watch reopened every {}, relist {}, safety list {}, demote after {} failures, backoff {}-{}, then poll {}",
                 human(f.lifetime),
@@ -149,8 +163,55 @@ impl RunnerStrategy {
         }
     }
 
+    /// What cannot be measured with this runner, and why (empty for the suite's own).
+    pub fn unavailable(&self) -> Vec<String> {
+        match self {
+            RunnerStrategy::External(x) => {
+                let mut v = vec![
+                    "wake: happens inside the external runner, not visible from outside".to_owned(),
+                    "request counts: the external runner's own list/read/delete calls are not seen".to_owned(),
+                ];
+                if x.handler.is_none() {
+                    v.push("relay_overhead: the external runner's handler time is not known (state it with `handler` in the runner table)".to_owned());
+                }
+                v
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Starts the runner of one relay dir: its activity source (closing it stops the
+    /// runner) and the task that ends with its report.
+    pub fn start(
+        &self,
+        parts: &Parts<'_>,
+        sandbox: u32,
+        handler: Arc<HandlerModel>,
+        sink: &EventSink,
+        stderr_to: &Path,
+    ) -> (Arc<dyn ActivitySource>, JoinHandle<RunnerReport>) {
+        if let RunnerStrategy::External(x) = self {
+            return crate::external::start(x, sandbox, parts.dir.path(), stderr_to, sink.clone());
+        }
+        let (source, schedule) = self.build(parts);
+        source.report_to(sink.clone(), sandbox);
+        let runner = Runner {
+            sandbox,
+            host: parts.host.clone(),
+            source: source.clone(),
+            schedule,
+            handler,
+            events: sink.clone(),
+        };
+        (source, tokio::spawn(runner.run()))
+    }
+
+    /// The activity source and poll schedule of one of the suite's own runners.
     pub fn build(&self, parts: &Parts<'_>) -> (Arc<dyn ActivitySource>, PollSchedule) {
         match self {
+            RunnerStrategy::External(_) => {
+                (Arc::new(TimerSource::new()), PollSchedule::fixed(Duration::from_secs(3600)))
+            }
             RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
                 (Arc::new(TimerSource::new()), PollSchedule::new(*interval, *idle_polls, *max_interval))
             }

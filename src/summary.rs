@@ -45,6 +45,9 @@ pub struct Latencies {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Requests {
+    /// True when the runner's requests cannot be seen (a black-box runner): every rate
+    /// below is then 0 and not a measurement.
+    pub not_measured: bool,
     /// Discovery requests (lists, watch execs) per minute per relay dir.
     pub discovery_per_min: f64,
     /// Data requests (read, delete, answer write + rename) per minute per relay dir.
@@ -156,6 +159,8 @@ pub struct CaseResult {
     /// Relay files (requests, responses, temp names) left in the dirs after the case.
     pub leftover_files: u64,
     pub runner: RunnerStats,
+    /// Measures this case cannot take, and why (a black-box runner hides its wake).
+    pub unavailable: Vec<String>,
     /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
     pub faults: Vec<crate::fault::FaultRow>,
     /// Things survived and said (malformed files, failed deletes, watch errors...).
@@ -247,6 +252,10 @@ impl CaseResult {
         self.pairing_violations = Violations::of(&rec.pairing);
         self.notices = rec.notices.clone();
         self.notices_total = rec.notices_total;
+        if let Some(e) = &rec.log_error {
+            self.notices.push(e.clone());
+            self.notices_total += 1;
+        }
     }
 
     fn latency(&self, m: Measure) -> &LatencyStats {
@@ -271,6 +280,7 @@ impl CaseResult {
                     s.get(stat)
                 }
             }
+            Metric::Count(c) if c.is_request_rate() && self.requests.not_measured => None,
             Metric::Count(c) => Some(match c {
                 Counter::Lost => self.calls.lost as f64,
                 Counter::Duplicated => self.calls.duplicated as f64,

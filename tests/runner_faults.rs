@@ -43,6 +43,7 @@ impl Rig {
             handler: Arc::new(handler),
             watch_program: Path::new(env!("CARGO_BIN_EXE_relay-bench")),
             seed: 1,
+            stderr_to: None,
         };
         let relay = Relay::start(spec, &sink);
         Rig { relay, sink, rx }

@@ -100,6 +100,7 @@ fn rig(sim: SimDir) -> Rig {
         }),
         watch_program: Path::new("relay-bench"),
         seed: 1,
+        stderr_to: None,
     };
     let relay = Relay::start(spec, &sink);
     Rig { sim, relay, _sink: sink }
@@ -151,6 +152,7 @@ fn env() -> CaseEnv {
         watch_program: PathBuf::from("relay-bench"),
         interrupt: Arc::default(),
         progress: None,
+        event_log: None,
     }
 }
 

@@ -82,7 +82,7 @@ impl Exporter for Markdown {
             };
             let _ = writeln!(
                 o,
-                "| {}{} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {mark} |",
+                "| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {mark} |",
                 r.case,
                 if r.clock == "virtual" { " *virtual*" } else { "" },
                 r.strategy,
@@ -92,7 +92,7 @@ impl Exporter for Markdown {
                 pair(&r.latency_us.wake),
                 pair(&r.latency_us.pickup),
                 pair(&r.latency_us.completion),
-                r.requests.discovery_per_min
+                if !r.requests.not_measured { format!("{:.1}", r.requests.discovery_per_min) } else { "-".into() }
             );
         }
 
@@ -214,6 +214,9 @@ impl Exporter for Markdown {
                     us(l.p99),
                     us(l.max)
                 );
+            }
+            for u in &r.unavailable {
+                let _ = writeln!(o, "  - not measured: {u}");
             }
             if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
                 let _ = writeln!(

@@ -29,16 +29,18 @@ impl Exporter for Table {
                 format!("FAIL {passed}/{}", r.gates.len())
             };
             let name: String = r.case.chars().take(18).collect();
+            let disc =
+                if !r.requests.not_measured { format!("{:.1}", r.requests.discovery_per_min) } else { "-".into() };
             let _ = writeln!(
                 o,
-                "{:<18} {:>6} {:>4}  {:<17} {:<17} {:<17} {:>8.1}  {}",
+                "{:<18} {:>6} {:>4}  {:<17} {:<17} {:<17} {:>8}  {}",
                 name,
                 r.calls.completed,
                 r.calls.lost,
                 pair(&r.latency_us.wake),
                 pair(&r.latency_us.pickup),
                 pair(&r.latency_us.completion),
-                r.requests.discovery_per_min,
+                disc,
                 verdict
             );
         }

@@ -65,6 +65,11 @@ impl<'a> Fields<'a> {
         self.get(key)
     }
 
+    /// The value under `key`, without marking it as read.
+    pub fn raw_peek(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+
     /// Whether `key` is present, without marking it as read.
     pub fn raw_unread(&self, key: &str) -> bool {
         self.table.contains_key(key)

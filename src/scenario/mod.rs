@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use fields::Fields;
 
+use crate::external::ExternalSpec;
 use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
@@ -319,6 +320,14 @@ fn parse_case(
         Some(other) => unreachable!("validated clock {other}"),
     };
     let runner = parse_runner(c)?;
+    if let RunnerStrategy::External(_) = runner {
+        if host != HostSpec::Local || clock != Clock::Real {
+            return Err(c.err(
+                "runner",
+                "an external runner serves a real local relay dir: use host = \"local\" and clock = \"real\"",
+            ));
+        }
+    }
     let writer = parse_writer(c)?;
     let baseline = c.string("baseline")?.map(str::to_owned);
     let own = c.strings("gates")?;
@@ -424,7 +433,27 @@ impl Supervision<'_> {
     }
 }
 
+/// `runner = { command = [...], handler = "..." }`: someone else's runner.
+fn parse_external(t: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
+    let command: Vec<String> = t.strings("command")?.into_iter().map(str::to_owned).collect();
+    if command.is_empty() || command[0].is_empty() {
+        return Err(
+            t.err("command", "must be a non-empty array: the program and its arguments ({dir} is the relay dir)")
+        );
+    }
+    let handler = t.duration("handler")?;
+    Ok(RunnerStrategy::External(ExternalSpec { command, handler }))
+}
+
 fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
+    if let Some(toml::Value::Table(t)) = c.raw_peek("runner") {
+        if t.contains_key("command") {
+            let mut t = c.table("runner")?.expect("checked: a table");
+            let s = parse_external(&mut t)?;
+            t.finish()?;
+            return Ok(s);
+        }
+    }
     let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
     let mut strategy = match name.as_str() {
         "poll" => RunnerStrategy::poll_default(),
@@ -462,6 +491,7 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
                 s.parse(&mut t)?;
                 *demoted = parse_poll(&mut t, *demoted)?;
             }
+            RunnerStrategy::External(_) => unreachable!("parsed above"),
             RunnerStrategy::Follow { follow: f, demoted } => {
                 f.lifetime = t.duration("lifetime")?.unwrap_or(f.lifetime);
                 check_positive(&t, "lifetime", f.lifetime)?;

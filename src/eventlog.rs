@@ -1,0 +1,228 @@
+//! `events.ndjson`: every run's per-call event log, one JSON object a line, and its replay.
+//!
+//! Each line carries `case`, `sandbox`, `call`, `event` and `t_ns` (monotonic nanoseconds
+//! from the case's first intended start). Events: `request` and `response` (a request or an
+//! answer is about to be published: what the pairing invariant reads, in causal order),
+//! `published`, `woke`, `picked_up`, `handler_start`, `handler_end`, `answered`,
+//! `answer_read`, `call_end` (with `outcome`), and `breach` (with `kind`) when the case
+//! ends. Timeline lines are written when a side's half of the call arrives, so they are not
+//! in time order: sort by `t_ns` to read a call's story. `relay-bench check` replays the
+//! pairing rules (SPEC §7) over `request` and `response` lines in file order.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::events::{CallOutcome, Event, EventKind};
+use crate::pairing::{check_pairing, PairEvent, PairingReport};
+
+/// Writes one case's lines (appending to the run's file).
+pub struct EventLog {
+    out: BufWriter<std::fs::File>,
+    case: String,
+    epoch: Instant,
+    failed: Option<io::Error>,
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub case: String,
+    pub sandbox: u32,
+    pub call: String,
+    pub event: String,
+    /// Nanoseconds from the case's first intended start (negative before it).
+    pub t_ns: i64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<String>,
+}
+
+impl EventLog {
+    pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(EventLog { out: BufWriter::with_capacity(1 << 16, file), case: case.to_owned(), epoch, failed: None })
+    }
+
+    fn t(&self, at: Instant) -> i64 {
+        if at >= self.epoch {
+            (at - self.epoch).as_nanos() as i64
+        } else {
+            -((self.epoch - at).as_nanos() as i64)
+        }
+    }
+
+    fn line(&mut self, sandbox: u32, call: &str, event: &str, at: Instant, extra: Option<(&str, &str)>) {
+        if self.failed.is_some() {
+            return;
+        }
+        let t = self.t(at);
+        // The case name and call id go through serde_json for escaping.
+        let (case, call) = (serde_json::to_string(&self.case), serde_json::to_string(call));
+        let (Ok(case), Ok(call)) = (case, call) else { return };
+        let extra = extra.map_or(String::new(), |(k, v)| format!(",\"{k}\":\"{v}\""));
+        let r = writeln!(
+            self.out,
+            "{{\"case\":{case},\"sandbox\":{sandbox},\"call\":{call},\"event\":\"{event}\",\"t_ns\":{t}{extra}}}"
+        );
+        if let Err(e) = r {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The lines of one event.
+    pub fn event(&mut self, ev: &Event) {
+        let (sb, call) = (ev.sandbox, &*ev.call);
+        match &ev.kind {
+            EventKind::Requesting => self.line(sb, call, "request", ev.at, None),
+            EventKind::Answering => self.line(sb, call, "response", ev.at, None),
+            EventKind::Writer(w) => {
+                if let Some(p) = w.published {
+                    self.line(sb, call, "published", p, None);
+                }
+                if let Some(r) = w.read {
+                    self.line(sb, call, "answer_read", r, None);
+                }
+                let outcome = match w.outcome {
+                    CallOutcome::Answered(o) => o.name(),
+                    CallOutcome::Failed(f) => f.name(),
+                };
+                self.line(sb, call, "call_end", ev.at, Some(("outcome", outcome)));
+            }
+            EventKind::Runner(r) => {
+                if !r.observed {
+                    self.line(sb, call, "woke", r.woke, None);
+                }
+                self.line(sb, call, "picked_up", r.picked, None);
+                if r.handler_known {
+                    self.line(sb, call, "handler_start", r.handler_start, None);
+                    self.line(sb, call, "handler_end", r.handler_end, None);
+                }
+                if let Some(a) = r.answered {
+                    self.line(sb, call, "answered", a, None);
+                }
+            }
+        }
+    }
+
+    /// The case's breaches, at its end.
+    pub fn breaches(&mut self, report: &PairingReport, at: Instant) {
+        for b in &report.breaches {
+            self.line(b.sandbox, &b.call, "breach", at, Some(("kind", b.kind.name())));
+        }
+    }
+
+    /// Flushes; the first write error, if any, is returned.
+    pub fn finish(mut self) -> io::Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+/// What `relay-bench check` found in one case of a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseCheck {
+    pub case: String,
+    pub requests: u64,
+    pub responses: u64,
+    pub report: PairingReport,
+}
+
+/// A log that cannot be read: which line, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {msg}")]
+pub struct LogError {
+    pub file: String,
+    pub line: usize,
+    pub msg: String,
+}
+
+/// One case's (sandbox, call id, request or response) stream.
+type Stream = Vec<(u32, String, PairEvent)>;
+
+/// Replays the pairing invariant over a recorded log, case by case in the order they
+/// appear. Only `request` and `response` lines count; other events are skipped.
+pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, LogError> {
+    // Cases in the order they first appear, each with its pairing stream.
+    let mut cases: Vec<(String, Stream)> = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let err = |msg: String| LogError { file: file.to_owned(), line: i + 1, msg };
+        let line = line.map_err(|e| err(format!("cannot read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let l: Line = serde_json::from_str(&line).map_err(|e| err(format!("not an event line: {e}")))?;
+        let ev = match l.event.as_str() {
+            "request" => PairEvent::Request,
+            "response" => PairEvent::Response,
+            _ => continue,
+        };
+        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
+            Some(i) => i,
+            None => {
+                cases.push((l.case.clone(), Vec::new()));
+                cases.len() - 1
+            }
+        };
+        cases[idx].1.push((l.sandbox, l.call, ev));
+    }
+    Ok(cases
+        .into_iter()
+        .map(|(case, evs)| {
+            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
+            let responses = evs.len() as u64 - requests;
+            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
+            CaseCheck { case, requests, responses, report }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pairing::BreachKind;
+
+    fn line(case: &str, call: &str, event: &str) -> String {
+        format!(r#"{{"case":"{case}","sandbox":0,"call":"{call}","event":"{event}","t_ns":1}}"#)
+    }
+
+    #[test]
+    fn each_breach_kind_is_found_in_a_crafted_log() {
+        type Crafted<'a> = (&'a str, &'a [(&'a str, &'a str)], BreachKind);
+        let crafted: Vec<Crafted<'_>> = vec![
+            ("unpaired", &[("a", "response")], BreachKind::UnpairedResponse),
+            ("dup-answer", &[("a", "request"), ("a", "response"), ("a", "response")], BreachKind::DuplicateResponse),
+            ("dup-request", &[("a", "request"), ("a", "request"), ("a", "response")], BreachKind::DuplicateRequest),
+            (
+                "reused",
+                &[("a", "request"), ("a", "response"), ("a", "request"), ("a", "response")],
+                BreachKind::ReusedId,
+            ),
+            ("unanswered", &[("a", "request"), ("b", "request"), ("b", "response")], BreachKind::UnansweredAtEnd),
+        ];
+        for (case, evs, kind) in crafted {
+            let mut text: String = evs.iter().map(|(c, e)| line(case, c, e) + "\n").collect();
+            text += &line(case, "a", "picked_up"); // other events are skipped
+            let checks = check_log("crafted.ndjson", text.as_bytes()).unwrap();
+            assert_eq!(checks.len(), 1);
+            let r = &checks[0].report;
+            assert_eq!((r.total(), r.count(kind)), (1, 1), "{case}: {r:?}");
+        }
+        let clean = [line("ok", "a", "request"), line("ok", "a", "response")].join("\n");
+        let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
+        assert_eq!((checks[0].requests, checks[0].responses, checks[0].report.total()), (1, 1, 0));
+    }
+
+    #[test]
+    fn a_broken_line_is_named() {
+        let text = line("c", "a", "request") + "\n{not json\n";
+        let e = check_log("x.ndjson", text.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("x.ndjson:2: not an event line"), "{e}");
+    }
+}

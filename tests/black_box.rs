@@ -1,0 +1,198 @@
+//! Other people's relays: an independent runner (a stdlib-only Python script) measured as a
+//! black box, `serve` and `call` as reference peers, and `check` over a real event log.
+//! Timing bounds are generous: they test what a poll interval implies, not this machine.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use relay_bench::cli::{run_scenario, RunOptions};
+use relay_bench::scenario::Scenario;
+use relay_bench::source::Signal;
+use relay_bench::summary::Summary;
+
+const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+
+fn runner_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/poll_runner.py")
+}
+
+async fn run(text: &str) -> (Summary, tempfile::TempDir) {
+    let out = tempfile::tempdir().unwrap();
+    let relay = tempfile::tempdir().unwrap();
+    let s = Scenario::parse("black-box.toml", text).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate: false,
+        watch_program: BIN.into(),
+    };
+    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    (summary, out)
+}
+
+fn scenario(runner_args: &str, workload: &str) -> String {
+    format!(
+        r#"
+name = "black-box"
+[workload]
+{workload}
+[[case]]
+name = "python"
+runner = {{ command = ["python3", {script:?}, "{{dir}}", {runner_args}] }}
+writer = "watch"
+"#,
+        script = runner_script().display().to_string()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_independent_python_runner_is_measured_from_outside() {
+    // Poisson arrivals against a 200 ms poll: a pickup waits for the next poll, about
+    // 100 ms at the median and never much more than 200 ms plus the script's own work.
+    let text = scenario(
+        r#""0.2""#,
+        r#"sandboxes = 1
+arrival = "poisson"
+turns_per_sec = 5
+calls_per_turn = 2
+duration = "6s"
+warmup = "1s"
+seed = 3"#,
+    );
+    let (summary, out) = run(&text).await;
+    let r = &summary.results[0];
+    assert_eq!(r.strategy, "external");
+    assert_eq!(r.calls.lost, 0, "{:?}", r.notices);
+    assert_eq!(r.calls.completed, r.calls.started);
+    assert_eq!(r.pairing_violations.total, 0, "{:?}", r.pairing_violations.listed);
+    let p = &r.latency_us.pickup;
+    assert!(p.count > 10, "{p:?}");
+    assert!(p.p50 > 30_000.0 && p.p50 < 250_000.0, "p50 {} µs for a 200 ms poll", p.p50);
+    assert!(p.p99 < 600_000.0, "p99 {} µs for a 200 ms poll", p.p99);
+    // What cannot be seen from outside is said, not invented.
+    assert_eq!(r.latency_us.wake.count, 0);
+    assert_eq!(r.latency_us.relay_overhead.count, 0);
+    assert!(r.unavailable.iter().any(|u| u.starts_with("wake:")), "{:?}", r.unavailable);
+    assert!(r.unavailable.iter().any(|u| u.starts_with("relay_overhead:")));
+    let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(md.contains("not measured"), "the report says which measures are unavailable");
+    // Its stderr is kept; the event log replays clean.
+    assert!(out.path().join("python-sandbox-0.stderr").exists());
+    let log = out.path().join("events.ndjson");
+    let check = Command::new(BIN).arg("check").arg(&log).output().unwrap();
+    assert_eq!(check.status.code(), Some(0), "{}", String::from_utf8_lossy(&check.stdout));
+    assert!(String::from_utf8_lossy(&check.stdout).contains("0 breaches"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_answers_twice_and_never_is_reported_and_the_run_finishes() {
+    // 20 requests: the 4th, 8th, 12th and 16th are answered twice; the 5th, 10th, 15th and
+    // 20th never (their writers give up after the 1 s tool timeout + 10 s).
+    let text = scenario(
+        r#""0.05", "--double-every", "4", "--skip-every", "5""#,
+        r#"sandboxes = 1
+turns_per_sec = 10
+calls_per_turn = 1
+duration = "2s"
+tool_timeout = "1s""#,
+    );
+    let (summary, out) = run(&text).await;
+    let r = &summary.results[0];
+    assert_eq!(r.calls.started, 20);
+    assert_eq!(r.calls.timeout, 4);
+    assert_eq!(r.calls.lost, 4);
+    assert_eq!(r.pairing_violations.count("duplicate_response"), 4, "{:?}", r.pairing_violations);
+    assert_eq!(r.pairing_violations.count("unanswered_at_end"), 4);
+    assert_eq!(r.pairing_violations.total, 8);
+    assert!(out.path().join("summary.md").exists());
+    // The replay of its event log finds the same breaches and exits 1.
+    let check = Command::new(BIN).arg("check").arg(out.path().join("events.ndjson")).output().unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{said}");
+    assert!(said.contains("duplicate_response: 4") && said.contains("unanswered_at_end: 4"), "{said}");
+}
+
+/// `relay-bench serve` on a dir, stopped with SIGINT when dropped.
+struct Serve(std::process::Child);
+
+impl Serve {
+    fn start(dir: &Path, extra: &[&str]) -> Serve {
+        let child = Command::new(BIN)
+            .args(["serve", "--dir"])
+            .arg(dir)
+            .args(["--every", "1s"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        Serve(child)
+    }
+
+    fn stop(mut self) -> (Option<i32>, String) {
+        let _ = Command::new("kill").args(["-INT", &self.0.id().to_string()]).status();
+        let out = std::mem::replace(&mut self.0, Command::new("true").spawn().unwrap()).wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn call(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN).args(["call", "--dir"]).arg(dir).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn serve_answers_call_and_a_writer_in_another_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &[]);
+    let (code, out) = call(dir.path(), &["--tool", "echo", "--args", r#"{"q":[1,2]}"#, "--id", "c/1"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with(r#"{"ok":true,"text":"#), "{out}");
+    // A Python writer with its own whitespace and key order.
+    let py = r#"
+import json, os, sys, time
+d = sys.argv[1]
+body = json.dumps({"args": {"b": 2}, "toolCallId": "py-1", "toolName": "x"}, indent=2)
+with open(os.path.join(d, "py-1.req.json.tmp.9"), "w") as f:
+    f.write(body)
+os.replace(os.path.join(d, "py-1.req.json.tmp.9"), os.path.join(d, "py-1.req.json"))
+res = os.path.join(d, "py-1.res.json")
+for _ in range(600):
+    if os.path.exists(res):
+        print(open(res).read())
+        os.remove(res)
+        sys.exit(0)
+    time.sleep(0.05)
+sys.exit(1)
+"#;
+    let out = Command::new("python3").args(["-c", py]).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "the Python writer got no answer");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["ok"], true);
+    let (code, said) = serve.stop();
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("2 answered"), "{said}");
+    assert!(relay_bench::fsio::relay_files(dir.path()).unwrap().is_empty(), "nothing left behind");
+}
+
+#[test]
+fn call_exit_codes_say_how_the_call_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path(), &["--error-ratio", "1"]);
+    let (code, out) = call(dir.path(), &["--tool", "t"]);
+    assert_eq!(code, Some(1), "an error answer exits 1: {out}");
+    assert!(out.starts_with(r#"{"ok":false"#), "{out}");
+    drop(serve);
+    let (code, _) = call(dir.path(), &["--tool", "t", "--args", "{not json"]);
+    assert_eq!(code, Some(2), "bad --args is bad input");
+    let (code, _) = call(&dir.path().join("missing"), &["--tool", "t"]);
+    assert_eq!(code, Some(2), "a missing dir is bad input");
+}
