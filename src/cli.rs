@@ -89,6 +89,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Make one call through a relay dir as the reference writer and print the answer.
     Call(CallArgs),
+    /// Re-render a run directory's charts from its summary.json and .hlog files.
+    Report {
+        /// A run directory (where summary.json is).
+        dir: PathBuf,
+    },
     /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
     Check {
         /// The event log (a run directory's events.ndjson).
@@ -227,6 +232,11 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Serve(args) => serve_cmd(args).await,
         Command::Call(args) => call_cmd(args).await,
         Command::Check { log } => check_cmd(&log),
+        Command::Report { dir } => {
+            let n = render_charts(&dir).map_err(CliError::BadInput)?;
+            println!("{n} chart files written under {}", dir.join("charts").display());
+            Ok(Exit::Pass)
+        }
         Command::SandboxWatch { .. } => unreachable!("run before the runtime starts"),
     }
 }
@@ -508,6 +518,12 @@ pub async fn run_scenario(
             crate::export::pair(&result.latency_us.pickup),
             if result.pass { "gates pass" } else { "GATES FAIL" }
         ));
+        if let Some(hdr) = &result.hdr {
+            let dir = opts.out_dir.join("hdr").join(&case.name);
+            if let Err(e) = crate::export::hdr::write_case(&dir, hdr) {
+                say(&format!("warning: cannot write the HdrHistogram files under {}: {e}", dir.display()));
+            }
+        }
         summary.interrupted |= result.interrupted;
         summary.cases_not_run.retain(|c| *c != case.name);
         summary.results.push(result);
@@ -517,7 +533,16 @@ pub async fn run_scenario(
     }
     summary.recompute_pass();
     write_reports(&summary, &opts.out_dir)?;
+    if let Err(e) = render_charts(&opts.out_dir) {
+        say(&format!("warning: charts not drawn: {e}"));
+    }
     Ok(summary)
+}
+
+/// Draws the run directory's charts from its files; returns how many were written.
+pub fn render_charts(dir: &Path) -> Result<usize, String> {
+    let data = crate::chart::RunData::load(dir)?;
+    crate::chart::render(dir, &data).map(|f| f.len())
 }
 
 fn write_reports(summary: &Summary, dir: &Path) -> Result<(), CliError> {

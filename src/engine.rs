@@ -15,7 +15,7 @@ use crate::fault::{FaultKind, ProgramSwitch, Targets, AFTERMATH};
 use crate::fsio::sweep_stale;
 use crate::host::{Busy, Host, RequestCounts};
 use crate::pacer::Slot;
-use crate::recorder::{new_histogram, LatencyStats, Recorder, Span};
+use crate::recorder::{new_histogram, CaseHdr, LatencyStats, Measure, Recorder, Span};
 use crate::relay::{Relay, RelaySpec};
 use crate::runner::RunnerReport;
 use crate::scenario::{CaseSpec, Clock, Scenario};
@@ -94,7 +94,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         .map(|f| Span { sandbox: f.sandbox, from: epoch + f.at, to: epoch + f.at + f.duration + AFTERMATH })
         .collect();
     let (sink, rx) = EventSink::channel();
-    let mut recorder = Recorder::with_capacity(slots.len()).with_spans(&spans);
+    // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
+    let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
+    let mut recorder = Recorder::with_capacity(slots.len()).with_spans(&spans).with_intervals(epoch, step, 60);
     if let Some(path) = &env.event_log {
         match EventLog::append(path, &case.name, epoch) {
             Ok(log) => recorder = recorder.with_log(log),
@@ -187,6 +189,21 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 snaps.push(total_counts(&hosts));
             }
             snaps
+        })
+    };
+    // ... and the discovery rate over time, every `step`.
+    let timeline = {
+        let hosts = hosts.clone();
+        let end = epoch + wl.duration();
+        tokio::spawn(async move {
+            let mut points = Vec::new();
+            let mut at = epoch;
+            while at < end {
+                at = (at + step).min(end);
+                tokio::time::sleep_until(at).await;
+                points.push((at - epoch, total_counts(&hosts)));
+            }
+            points
         })
     };
     let (mut total, length) = (slots.len(), wl.duration());
@@ -302,8 +319,10 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // case reports no phase rates (its phases were cut short).
     if interrupted {
         phase_snaps.abort();
+        timeline.abort();
     }
     let snaps = phase_snaps.await.unwrap_or_default();
+    let timeline = timeline.await.unwrap_or_default();
 
     // Stop the runners and let their handlers finish.
     let mut reports: Vec<RunnerReport> = Vec::new();
@@ -432,6 +451,21 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         degraded,
     };
     r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
+    let mut prev = (Duration::ZERO, before);
+    for (t, c) in &timeline {
+        let minutes = (*t - prev.0).as_secs_f64() / 60.0 * dirs_f;
+        let d = c.minus(&prev.1);
+        r.requests.timeline.push(crate::summary::RatePoint {
+            t_secs: t.as_secs_f64(),
+            discovery_per_min: rate(d.discovery_total(), minutes),
+        });
+        prev = (*t, *c);
+    }
+    r.hdr = Some(Arc::new(CaseHdr {
+        measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),
+        intervals: recording.intervals.clone(),
+        length: window,
+    }));
     r.unavailable = case.runner.unavailable();
     r.judge(&case.gates);
     Ok(r)

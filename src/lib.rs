@@ -6,6 +6,7 @@
 //! histograms, counters, pairing check) -> summary -> gates -> exporters.
 
 pub mod calibration;
+pub mod chart;
 pub mod cli;
 pub mod dir;
 pub mod engine;

@@ -18,7 +18,7 @@ use crate::fxhash::FxHashMap;
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::protocol::Outcome;
 
-/// The measures of SPEC §4, plus the pacer's lag.
+/// The measures of SPEC §4, the parts a call's time splits into, and the pacer's lag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Measure {
     Wake,
@@ -27,16 +27,25 @@ pub enum Measure {
     CompletionUncorrected,
     RelayOverhead,
     ScheduleLag,
+    /// The handler's own time (handler start -> end).
+    Handler,
+    /// Handler end -> the answer's rename completed.
+    AnswerPublish,
+    /// The answer's rename -> the writer has read it (hop 1).
+    Hop1,
 }
 
 impl Measure {
-    pub const ALL: [Measure; 6] = [
+    pub const ALL: [Measure; 9] = [
         Measure::Wake,
         Measure::Pickup,
         Measure::Completion,
         Measure::CompletionUncorrected,
         Measure::RelayOverhead,
         Measure::ScheduleLag,
+        Measure::Handler,
+        Measure::AnswerPublish,
+        Measure::Hop1,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +56,9 @@ impl Measure {
             Measure::CompletionUncorrected => "completion_uncorrected",
             Measure::RelayOverhead => "relay_overhead",
             Measure::ScheduleLag => "schedule_lag",
+            Measure::Handler => "handler",
+            Measure::AnswerPublish => "answer_publish",
+            Measure::Hop1 => "hop1",
         }
     }
 
@@ -135,7 +147,7 @@ pub struct CallCounts {
 
 /// Everything the recorder learned in one case.
 pub struct Recording {
-    hist: [Histogram<u64>; 6],
+    hist: [Histogram<u64>; 9],
     pub calls: CallCounts,
     pub pairing: PairingReport,
     pub notices: Vec<String>,
@@ -146,6 +158,8 @@ pub struct Recording {
     pub spans: Vec<SpanStats>,
     /// Why the event log is incomplete, if it is.
     pub log_error: Option<String>,
+    /// Pickup per interval, if asked for.
+    pub intervals: Option<Intervals>,
     /// Calls the writer saw answered whose runner half never arrived (an answer the
     /// runner did not announce); they are not in the histograms.
     pub incomplete: u64,
@@ -165,6 +179,38 @@ impl Recording {
 pub const MAX_NOTICES: usize = 200;
 /// At most this many notices are kept with their time, for the fault report.
 pub const MAX_TIMED_NOTICES: usize = 50_000;
+
+/// A case's histograms, for the HdrHistogram exports and charts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseHdr {
+    pub measures: Vec<(Measure, Histogram<u64>)>,
+    pub intervals: Option<Intervals>,
+    /// The case's length (from its first intended start).
+    pub length: Duration,
+}
+
+/// Pickup histograms per interval of publication time (the `.hlog` and pickup-over-time
+/// chart); created only for intervals with calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Intervals {
+    pub epoch: Instant,
+    pub interval: Duration,
+    /// Index i covers [epoch + i * interval, epoch + (i + 1) * interval).
+    pub hists: Vec<Option<Histogram<u64>>>,
+    max: usize,
+}
+
+impl Intervals {
+    fn record(&mut self, at: Instant, v: Option<Duration>) {
+        let Some(v) = v else { return };
+        let i = (at.saturating_duration_since(self.epoch).as_nanos() / self.interval.as_nanos().max(1)) as usize;
+        let i = i.min(self.max - 1);
+        if self.hists.len() <= i {
+            self.hists.resize(i + 1, None);
+        }
+        self.hists[i].get_or_insert_with(new_histogram).saturating_record((v.as_nanos() as u64).max(1));
+    }
+}
 
 /// A stretch of time in one sandbox (a fault and its aftermath) whose calls are followed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -201,7 +247,7 @@ pub struct TimedNotice {
 /// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`].
 pub struct Recorder {
     timelines: FxHashMap<CallKey, Timeline>,
-    hist: [Histogram<u64>; 6],
+    hist: [Histogram<u64>; 9],
     calls: CallCounts,
     pairing: Pairing,
     notices: Vec<String>,
@@ -209,6 +255,7 @@ pub struct Recorder {
     timed: Vec<TimedNotice>,
     spans: Vec<(Span, SpanStats)>,
     log: Option<EventLog>,
+    intervals: Option<Intervals>,
     /// The latest event time seen (the log's breaches are stamped with it).
     last_at: Option<Instant>,
 }
@@ -232,8 +279,16 @@ impl Recorder {
             timed: Vec::new(),
             spans: Vec::new(),
             log: None,
+            intervals: None,
             last_at: None,
         }
+    }
+
+    /// Keeps pickup histograms per `interval` from `epoch` (by publication time), at most
+    /// `max` of them (later calls fold into the last).
+    pub fn with_intervals(mut self, epoch: Instant, interval: Duration, max: usize) -> Self {
+        self.intervals = Some(Intervals { epoch, interval, hists: Vec::new(), max: max.max(1) });
+        self
     }
 
     /// Writes every event to `log` as well (`events.ndjson`).
@@ -320,6 +375,9 @@ impl Recorder {
         if let (Some(w), Some(r)) = (&t.writer, &t.runner) {
             if !w.warmup {
                 Self::fold(&mut self.hist, w, r);
+                if let (Some(iv), Some(p)) = (&mut self.intervals, w.published) {
+                    iv.record(p, span(w.published, Some(r.handler_start)));
+                }
             }
             for (s, st) in &mut self.spans {
                 if s.overlaps(ev.sandbox, w.intended, w.read.unwrap_or(ev.at)) {
@@ -355,7 +413,7 @@ impl Recorder {
         }
     }
 
-    fn fold(hist: &mut [Histogram<u64>; 6], w: &WriterSide, r: &RunnerSide) {
+    fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
         let handler = r.handler_end.saturating_duration_since(r.handler_start);
         let uncorrected = span(Some(w.started), w.read);
         // A black-box runner's wake (and, unless stated, handler time) is not visible.
@@ -366,6 +424,9 @@ impl Recorder {
             (Measure::CompletionUncorrected, uncorrected),
             (Measure::RelayOverhead, uncorrected.map(|u| u.saturating_sub(handler)).filter(|_| r.handler_known)),
             (Measure::ScheduleLag, Some(w.started.saturating_duration_since(w.intended))),
+            (Measure::Handler, Some(handler).filter(|_| r.handler_known)),
+            (Measure::AnswerPublish, span(Some(r.handler_end), r.answered).filter(|_| r.handler_known)),
+            (Measure::Hop1, span(r.answered, w.read)),
         ];
         for (m, v) in values {
             if let Some(d) = v {
@@ -388,6 +449,7 @@ impl Recorder {
             calls: self.calls,
             pairing,
             log_error,
+            intervals: self.intervals.take(),
             notices: self.notices,
             notices_total: self.notices_total,
             timed_notices: self.timed,

@@ -41,6 +41,11 @@ pub struct Latencies {
     pub completion: LatencyStats,
     pub completion_uncorrected: LatencyStats,
     pub relay_overhead: LatencyStats,
+    /// Where a call's time goes: the handler itself, publishing its answer, and hop 1
+    /// (answer published -> read by the writer).
+    pub handler: LatencyStats,
+    pub answer_publish: LatencyStats,
+    pub hop1: LatencyStats,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -65,7 +70,16 @@ pub struct Requests {
     pub idle_phases: Stretch,
     /// Each phase of the workload, in order (phases not reached are left out).
     pub phases: Vec<PhaseRates>,
+    /// Discovery requests per minute per relay dir over time (60 steps of the schedule).
+    pub timeline: Vec<RatePoint>,
     pub by_kind: crate::host::ByKind,
+}
+
+/// The discovery rate over one step of the schedule, ending at `t_secs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RatePoint {
+    pub t_secs: f64,
+    pub discovery_per_min: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -171,6 +185,9 @@ pub struct CaseResult {
     pub vs_baseline: Option<Comparison>,
     pub interrupted: bool,
     pub pass: bool,
+    /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
+    #[serde(skip)]
+    pub hdr: Option<std::sync::Arc<crate::recorder::CaseHdr>>,
 }
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).
@@ -247,6 +264,9 @@ impl CaseResult {
             completion: rec.stats(Measure::Completion),
             completion_uncorrected: rec.stats(Measure::CompletionUncorrected),
             relay_overhead: rec.stats(Measure::RelayOverhead),
+            handler: rec.stats(Measure::Handler),
+            answer_publish: rec.stats(Measure::AnswerPublish),
+            hop1: rec.stats(Measure::Hop1),
         };
         self.schedule_lag_us = rec.stats(Measure::ScheduleLag);
         self.pairing_violations = Violations::of(&rec.pairing);
@@ -266,6 +286,9 @@ impl CaseResult {
             Measure::CompletionUncorrected => &self.latency_us.completion_uncorrected,
             Measure::RelayOverhead => &self.latency_us.relay_overhead,
             Measure::ScheduleLag => &self.schedule_lag_us,
+            Measure::Handler => &self.latency_us.handler,
+            Measure::AnswerPublish => &self.latency_us.answer_publish,
+            Measure::Hop1 => &self.latency_us.hop1,
         }
     }
 

@@ -1,0 +1,76 @@
+//! Chart 2: where a call's time goes, per case: mean wake, the round trips after it (list,
+//! read), the handler, publishing the answer, and hop 1 (answer published -> read),
+//! stacked.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::RunData;
+
+const PARTS: [(&str, RGBColor); 5] = [
+    ("wake", RGBColor(31, 119, 180)),
+    ("after the wake: list + read", RGBColor(255, 127, 14)),
+    ("handler", RGBColor(44, 160, 44)),
+    ("answer publication", RGBColor(148, 103, 189)),
+    ("hop 1: answer -> writer", RGBColor(214, 39, 40)),
+];
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let rows: Vec<(&str, [f64; 5])> = run.cases.iter().filter_map(|c| Some((c.name.as_str(), c.breakdown?))).collect();
+    let total = rows.iter().map(|r| r.1.iter().sum::<f64>()).fold(0.0, f64::max).max(1e-3);
+    let n = rows.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(format!("{}: where a call's time goes (means)", run.scenario), ("sans-serif", 28))
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0.0..total * 1.05, 0.0..n as f64)
+        .map_err(e)?;
+    let names: Vec<String> = rows.iter().map(|r| r.0.to_owned()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc("time (ms)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_labels(n.max(1) * 2 + 1)
+        .y_label_formatter(&|y| {
+            let i = (y - 0.5).round();
+            if (y - 0.5 - i).abs() < 0.01 && i >= 0.0 && (i as usize) < names.len() {
+                names[names.len() - 1 - i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", 16))
+        .axis_desc_style(("sans-serif", 18))
+        .draw()
+        .map_err(e)?;
+    for (k, (label, c)) in PARTS.iter().enumerate() {
+        let bars: Vec<Rectangle<(f64, f64)>> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, parts))| {
+                let y = (n - 1 - i) as f64;
+                let x0: f64 = parts[..k].iter().sum();
+                Rectangle::new([(x0, y + 0.2), (x0 + parts[k], y + 0.8)], c.filled())
+            })
+            .collect();
+        let c = *c;
+        chart
+            .draw_series(bars)
+            .map_err(e)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(e)?;
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! Charts of a run directory, as PNG and SVG beside `summary.json` (in `charts/`):
+//! the latency percentile spectrum ([`percentiles`]), where a call's time goes
+//! ([`breakdown`]), discovery requests over time ([`requests`]), and pickup over time with
+//! fault windows shaded ([`faults`]). They are drawn from the run directory's files alone
+//! (`summary.json` and the `.hlog` interval logs), so `relay-bench report DIR` re-renders
+//! them; text uses the embedded DejaVu Sans, so no system font library is needed.
+
+mod breakdown;
+mod faults;
+mod percentiles;
+mod requests;
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+use crate::export::hdr::{read_hlog, total, Interval};
+
+/// The chart width and height in pixels.
+pub const SIZE: (u32, u32) = (1200, 720);
+
+/// One case's figures, as the charts need them.
+pub struct CaseData {
+    pub name: String,
+    pub clock: String,
+    /// Per measure: the whole-case histogram and, for pickup, its intervals.
+    pub hists: Vec<(String, hdrhistogram::Histogram<u64>)>,
+    pub pickup_intervals: Vec<Interval>,
+    /// Means in ms: wake, post-wake round trips, handler, answer publication, hop 1.
+    pub breakdown: Option<[f64; 5]>,
+    /// (seconds, discovery requests per minute per dir).
+    pub timeline: Vec<(f64, f64)>,
+    /// Thresholds of the case's discovery-rate gates: (gate text, value).
+    pub rate_gates: Vec<(String, f64)>,
+    /// (kind, from s, to s).
+    pub faults: Vec<(String, f64, f64)>,
+    pub requests_measured: bool,
+}
+
+/// A run directory's data.
+pub struct RunData {
+    pub scenario: String,
+    pub cases: Vec<CaseData>,
+}
+
+fn mean_ms(case: &Value, measure: &str) -> Option<f64> {
+    let s = &case["latency_us"][measure];
+    (s["count"].as_u64()? > 0).then(|| s["mean"].as_f64().unwrap_or(0.0) / 1000.0)
+}
+
+impl RunData {
+    /// Reads `summary.json` and the interval logs under `hdr/`.
+    pub fn load(dir: &Path) -> Result<RunData, String> {
+        let path = dir.join("summary.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut cases = Vec::new();
+        for c in v["results"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let name = c["case"].as_str().unwrap_or("?").to_owned();
+            let mut hists = Vec::new();
+            let mut pickup_intervals = Vec::new();
+            for m in ["wake", "pickup", "completion"] {
+                let p = dir.join("hdr").join(&name).join(format!("{m}.hlog"));
+                let Ok(bytes) = std::fs::read(&p) else { continue };
+                let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+                if let Some(h) = total(&ivs) {
+                    hists.push((m.to_owned(), h));
+                }
+                if m == "pickup" {
+                    pickup_intervals = ivs;
+                }
+            }
+            let parts = (|| {
+                let wake = mean_ms(c, "wake")?;
+                let pickup = mean_ms(c, "pickup")?;
+                Some([
+                    wake,
+                    (pickup - wake).max(0.0),
+                    mean_ms(c, "handler")?,
+                    mean_ms(c, "answer_publish")?,
+                    mean_ms(c, "hop1")?,
+                ])
+            })();
+            let timeline = c["requests"]["timeline"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|p| Some((p["t_secs"].as_f64()?, p["discovery_per_min"].as_f64()?)))
+                .collect();
+            let rate_gates = c["gates"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|g| {
+                    let expr = g["expr"].as_str()?;
+                    if !expr.contains("discovery_per_min") {
+                        return None;
+                    }
+                    Some((expr.to_owned(), expr.split_whitespace().last()?.parse().ok()?))
+                })
+                .collect();
+            let faults = c["faults"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|f| {
+                    Some((f["kind"].as_str()?.to_owned(), f["at_secs"].as_f64()?, f["until_secs"].as_f64()?))
+                })
+                .collect();
+            cases.push(CaseData {
+                name,
+                clock: c["clock"].as_str().unwrap_or("real").to_owned(),
+                hists,
+                pickup_intervals,
+                breakdown: parts,
+                timeline,
+                rate_gates,
+                faults,
+                requests_measured: !c["requests"]["not_measured"].as_bool().unwrap_or(false),
+            });
+        }
+        Ok(RunData { scenario: v["scenario"].as_str().unwrap_or("?").to_owned(), cases })
+    }
+}
+
+/// Registers the embedded font once.
+fn font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let bytes: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, bytes);
+    });
+}
+
+/// A distinct color per case.
+pub fn color(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// Renders every chart of `run` into `<dir>/charts/`; returns the files written.
+pub fn render(dir: &Path, run: &RunData) -> Result<Vec<PathBuf>, String> {
+    font();
+    let out = dir.join("charts");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut files = Vec::new();
+    macro_rules! chart {
+        ($stem:expr, $size:expr, $f:path) => {{
+            let png = out.join(format!("{}.png", $stem));
+            let svg = out.join(format!("{}.svg", $stem));
+            {
+                let root = BitMapBackend::new(&png, $size).into_drawing_area();
+                $f(&root, run).map_err(|e| format!("{}: {e}", png.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+            }
+            {
+                let root = SVGBackend::new(&svg, $size).into_drawing_area();
+                $f(&root, run).map_err(|e| format!("{}: {e}", svg.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+            }
+            files.push(png);
+            files.push(svg);
+        }};
+    }
+    if run.cases.iter().any(|c| !c.hists.is_empty()) {
+        chart!("latency-percentiles", (SIZE.0, SIZE.1 * 3 / 2), percentiles::draw);
+    }
+    if run.cases.iter().any(|c| c.breakdown.is_some()) {
+        let h = 160 + 60 * run.cases.len() as u32;
+        chart!("time-breakdown", (SIZE.0, h.max(360)), breakdown::draw);
+    }
+    if run.cases.iter().any(|c| c.requests_measured && !c.timeline.is_empty()) {
+        chart!("discovery-over-time", SIZE, requests::draw);
+    }
+    if run.cases.iter().any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()) {
+        let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
+        chart!("faults-pickup-over-time", (SIZE.0, 220 * n.div_ceil(2) + 80), faults::draw);
+    }
+    Ok(files)
+}

@@ -1,0 +1,103 @@
+//! Chart 1: the latency percentile spectrum of wake, pickup and completion, every case
+//! overlaid, on HdrHistogram's axis: percentile on a log "1/(1-p)" scale, value in ms.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{color, RunData};
+
+/// One case's line: its color index, name and (x, ms) points.
+type Series<'a> = (usize, &'a str, Vec<(f64, f64)>);
+
+/// x = log10(1 / (1 - p)), so 90 % is 1, 99 % is 2, 99.9 % is 3.
+fn label(x: &f64) -> String {
+    let p = 100.0 * (1.0 - 10f64.powf(-x));
+    if p < 99.0 {
+        format!("{p:.0}%")
+    } else {
+        let digits = (x.round() as usize).saturating_sub(2);
+        format!("{p:.digits$}%")
+    }
+}
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let root =
+        root.titled(&format!("{}: latency by percentile (all cases)", run.scenario), ("sans-serif", 30)).map_err(e)?;
+    let panels = root.split_evenly((3, 1));
+    for (panel, measure) in panels.iter().zip(["wake", "pickup", "completion"]) {
+        let series: Vec<Series<'_>> = run
+            .cases
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let h = &c.hists.iter().find(|(m, _)| m == measure)?.1;
+                let pts = h
+                    .iter_quantiles(10)
+                    .filter(|v| v.quantile_iterated_to() < 1.0)
+                    .map(|v| {
+                        let x = (1.0 / (1.0 - v.quantile_iterated_to())).log10();
+                        // A 0 µs model value (virtual local) sits on the 1 µs floor.
+                        (x, (v.value_iterated_to() as f64 / 1e6).max(1e-3))
+                    })
+                    .collect::<Vec<_>>();
+                (!pts.is_empty()).then_some((i, c.name.as_str(), pts))
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let xmax = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(1.0, f64::max).ceil();
+        let ymin = series.iter().flat_map(|s| s.2.iter().map(|p| p.1)).fold(f64::MAX, f64::min);
+        let ymax = series.iter().flat_map(|s| s.2.iter().map(|p| p.1)).fold(0.0, f64::max);
+        let mut chart = ChartBuilder::on(panel)
+            .caption(measure, ("sans-serif", 24))
+            .margin(12)
+            .margin_right(48)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..xmax, (ymin * 0.8..ymax * 1.25).log_scale())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile")
+            .y_desc("latency (ms, log scale)")
+            .x_labels(xmax as usize + 1)
+            .x_label_formatter(&label)
+            .y_label_formatter(&|y| if *y >= 1.0 { format!("{y:.0}") } else { format!("{y:.3}") })
+            .label_style(("sans-serif", 16))
+            .axis_desc_style(("sans-serif", 18))
+            .draw()
+            .map_err(e)?;
+        for (i, name, pts) in series {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(e)?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 15))
+            .draw()
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn percentile_labels() {
+        assert_eq!(super::label(&0.0), "0%");
+        assert_eq!(super::label(&1.0), "90%");
+        assert_eq!(super::label(&2.0), "99%");
+        assert_eq!(super::label(&3.0), "99.9%");
+        assert_eq!(super::label(&4.0), "99.99%");
+    }
+}
