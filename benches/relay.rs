@@ -204,6 +204,7 @@ writer = "watch"
         watch_program: "relay-bench".into(),
         interrupt: Arc::default(),
         progress: None,
+        progress_every: std::time::Duration::from_secs(5),
         event_log: None,
     };
     let mut g = c.benchmark_group("virtual");

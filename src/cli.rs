@@ -22,6 +22,7 @@ use crate::serve::{answer_line, CallOptions, ServeOptions};
 use crate::source::Signal;
 use crate::strategy::{RunnerStrategy, WriterStrategy};
 use crate::summary::{Summary, SCHEMA_VERSION};
+use crate::units::human;
 use crate::writer::CallEnd;
 
 /// Exit codes CI can act on.
@@ -89,6 +90,21 @@ pub enum Command {
     Serve(ServeArgs),
     /// Make one call through a relay dir as the reference writer and print the answer.
     Call(CallArgs),
+    /// Compare two run directories case by case, with a noise-aware verdict; exit 1 on any
+    /// regression.
+    Compare {
+        /// The earlier run directory (or a baseline's).
+        old: PathBuf,
+        /// The later run directory.
+        new: PathBuf,
+        /// A change counts only if its 95% interval clears this many percent.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// Refuse to compare runs whose environments differ (kernel, filesystem, cpus,
+        /// build profile, suite version).
+        #[arg(long)]
+        strict: bool,
+    },
     /// Re-render a run directory's charts from its summary.json and .hlog files.
     Report {
         /// A run directory (where summary.json is).
@@ -135,6 +151,12 @@ pub struct RunArgs {
     /// Skip the calibration of this machine's floor.
     #[arg(long)]
     pub no_calibration: bool,
+    /// Also keep this run as the baseline NAME (reports/baselines/NAME/).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare this run with the baseline NAME afterwards; a regression exits 1.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -232,6 +254,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Serve(args) => serve_cmd(args).await,
         Command::Call(args) => call_cmd(args).await,
         Command::Check { log } => check_cmd(&log),
+        Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
         Command::Report { dir } => {
             let n = render_charts(&dir).map_err(CliError::BadInput)?;
             println!("{n} chart files written under {}", dir.join("charts").display());
@@ -308,6 +331,26 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
         if summary.interrupted {
             break;
         }
+        if let Some(name) = &args.save_baseline {
+            let to = baseline_dir(name)?;
+            let to = if several { to.join(&s.name) } else { to };
+            save_baseline(&opts.out_dir, &to)
+                .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot save the baseline {}: {e}", to.display())))?;
+            println!("baseline saved: {}", to.display());
+        }
+        if let Some(name) = &args.baseline {
+            let from = baseline_dir(name)?;
+            let from = if several { from.join(&s.name) } else { from };
+            if !from.join("summary.json").is_file() {
+                return Err(CliError::BadInput(format!("--baseline {name}: no baseline at {}", from.display())));
+            }
+            let c = crate::compare::compare(&from, &opts.out_dir, 0.05).map_err(CliError::BadInput)?;
+            println!("against the baseline {name}:");
+            print!("{}", crate::compare::render(&c, 0.05));
+            if c.regressions() > 0 {
+                worst = worse(worst, Exit::GateFailed);
+            }
+        }
     }
     Ok(worst)
 }
@@ -379,6 +422,53 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
     })
+}
+
+/// Where baselines are kept.
+fn baseline_dir(name: &str) -> Result<PathBuf, CliError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.')
+    {
+        return Err(CliError::BadInput(format!("baseline {name:?}: use only A-Z a-z 0-9 - _ .")));
+    }
+    Ok(PathBuf::from("reports").join("baselines").join(name))
+}
+
+/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it).
+fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()))?;
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name()))?;
+            }
+        }
+        Ok(())
+    }
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    std::fs::copy(from.join("summary.json"), to.join("summary.json"))?;
+    if from.join("hdr").is_dir() {
+        copy_tree(&from.join("hdr"), &to.join("hdr"))?;
+    }
+    Ok(())
+}
+
+fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Result<Exit, CliError> {
+    if !(0.0..100.0).contains(&threshold_pct) {
+        return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
+    }
+    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(CliError::BadInput)?;
+    if strict && !c.env_diff.is_empty() {
+        let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
+        return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
+    }
+    print!("{}", crate::compare::render(&c, threshold_pct / 100.0));
+    Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
 }
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {
@@ -465,7 +555,21 @@ pub async fn run_scenario(
         pass: false,
     };
     write_reports(&summary, &opts.out_dir)?;
-    let progress: Progress = if opts.quiet { None } else { Some(Arc::new(|line: &str| eprintln!("{line}"))) };
+    // A live bar redrawn in place when stderr is a terminal; off otherwise and with --quiet.
+    let tty = !opts.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress: Progress = if tty {
+        Some(Arc::new(|line: &str| {
+            let line: String = line.chars().take(99).collect();
+            eprint!("\r\x1b[2K{line}");
+        }))
+    } else {
+        None
+    };
+    let clear_bar = || {
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+    };
     // One event log per run directory: every case appends its lines.
     let event_log = opts.out_dir.join("events.ndjson");
     std::fs::File::create(&event_log)
@@ -476,6 +580,7 @@ pub async fn run_scenario(
         watch_program: opts.watch_program.clone(),
         interrupt: interrupt.clone(),
         progress: progress.clone(),
+        progress_every: Duration::from_millis(250),
     };
     let n = s.cases.len();
     for (i, case) in s.cases.iter().enumerate() {
@@ -494,6 +599,7 @@ pub async fn run_scenario(
             s.workload.sandboxes,
             crate::units::human(s.workload.duration())
         ));
+        let wall = std::time::Instant::now();
         let result = match case.clock {
             Clock::Real => run_case(s, case, &env).await,
             // A paused clock needs a runtime of its own, on a thread of its own.
@@ -509,8 +615,13 @@ pub async fn run_scenario(
                 })
             }),
         };
+        clear_bar();
         let result =
             result.map_err(|e| CliError::Internal(anyhow::Error::new(e).context(format!("case {:?}", case.name))))?;
+        if case.clock == Clock::Virtual {
+            let simulated = Duration::from_secs_f64(result.window_secs);
+            say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
+        }
         say(&format!(
             "      {} calls answered, {} lost, pickup p50 {}, {}",
             result.calls.completed,

@@ -26,9 +26,7 @@ use crate::writer::{writer_deadline, CallSpec, Writer};
 
 /// Lead time between building the parts and the first intended start.
 const LEAD: Duration = Duration::from_millis(100);
-/// How often a case reports progress (wall time on the real clock, simulated time on the
-/// virtual one).
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// How often a virtual case reports progress, in simulated time.
 const PROGRESS_EVERY_VIRTUAL: Duration = Duration::from_secs(3600);
 /// How long stopped runners get to finish their in-flight handlers.
 const STOP_BOUND: Duration = Duration::from_secs(30);
@@ -55,8 +53,9 @@ pub struct CaseEnv {
     pub watch_program: PathBuf,
     /// Ends a case early (the result is then marked interrupted).
     pub interrupt: Arc<Signal>,
-    /// Gets a line every few seconds.
+    /// Gets a progress line every `progress_every`.
     pub progress: Progress,
+    pub progress_every: Duration,
     /// Where the case appends its per-call event lines (`events.ndjson`), if anywhere.
     pub event_log: Option<PathBuf>,
 }
@@ -96,7 +95,11 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let (sink, rx) = EventSink::channel();
     // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
-    let mut recorder = Recorder::with_capacity(slots.len()).with_spans(&spans).with_intervals(epoch, step, 60);
+    let live_p50 = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut recorder = Recorder::with_capacity(slots.len())
+        .with_spans(&spans)
+        .with_intervals(epoch, step, 60)
+        .with_live(live_p50.clone());
     if let Some(path) = &env.event_log {
         match EventLog::append(path, &case.name, epoch) {
             Ok(log) => recorder = recorder.with_log(log),
@@ -175,7 +178,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let deadline = writer_deadline(wl.tool_timeout);
     let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
     tokio::time::sleep_until(epoch).await;
-    let wall_start = std::time::Instant::now();
     let before = total_counts(&hosts);
     // Snapshot the request counters at every phase end, for per-phase rates.
     let phase_snaps = {
@@ -244,7 +246,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut interrupted = false;
     let mut fired: Option<usize> = None;
     let mut finished = 0usize;
-    let every = if virtual_clock { PROGRESS_EVERY_VIRTUAL } else { PROGRESS_EVERY };
+    let every = if virtual_clock { PROGRESS_EVERY_VIRTUAL } else { env.progress_every };
     let mut tick = tokio::time::interval_at(epoch + every, every);
     let mut actions = crate::fault::actions(&case.faults).into_iter().peekable();
     let mut stops: Vec<Option<Duration>> = vec![None; case.faults.len()];
@@ -255,12 +257,16 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         tokio::select! {
             _ = tick.tick(), if progress.is_some() => {
                 if let Some(p) = &progress {
+                    let elapsed = epoch.elapsed();
+                    let p50 = live_p50.load(std::sync::atomic::Ordering::Relaxed);
+                    let p50 = if p50 == 0 { "-".to_owned() } else { human(Duration::from_nanos(p50)) };
                     p(&format!(
-                        "  {}: {} of {} schedule{}, {finished}/{total} calls answered",
+                        "  {}: {} / {}{} (ETA {}), {finished}/{total} calls answered, pickup p50 {p50}",
                         case.name,
-                        human(epoch.elapsed()),
+                        human(elapsed),
                         human(length),
-                        if virtual_clock { " (virtual)" } else { "" }
+                        if virtual_clock { " simulated" } else { "" },
+                        human(length.saturating_sub(elapsed))
                     ));
                 }
             }
@@ -346,14 +352,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         .await
         .map_err(|e| EngineError::Recorder(e.to_string()))?
         .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
-    if let (true, Some(p)) = (virtual_clock, &progress) {
-        p(&format!(
-            "  {}: simulated {} in {} of wall time",
-            case.name,
-            human(end.saturating_duration_since(epoch)),
-            human(wall_start.elapsed())
-        ));
-    }
 
     let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
     let used = after.minus(&before);

@@ -8,6 +8,7 @@
 pub mod calibration;
 pub mod chart;
 pub mod cli;
+pub mod compare;
 pub mod dir;
 pub mod engine;
 pub mod env;

@@ -6,6 +6,8 @@
 //! as it is complete and then dropped, so memory stays flat however long a case runs.
 
 use std::collections::hash_map::{Entry, OccupiedEntry};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -256,6 +258,7 @@ pub struct Recorder {
     spans: Vec<(Span, SpanStats)>,
     log: Option<EventLog>,
     intervals: Option<Intervals>,
+    live: Option<Arc<AtomicU64>>,
     /// The latest event time seen (the log's breaches are stamped with it).
     last_at: Option<Instant>,
 }
@@ -280,6 +283,7 @@ impl Recorder {
             spans: Vec::new(),
             log: None,
             intervals: None,
+            live: None,
             last_at: None,
         }
     }
@@ -322,9 +326,32 @@ impl Recorder {
     }
 
     /// Drains an inbox into this recorder until every sender is gone.
-    pub fn drain(mut self, inbox: EventInbox) -> Recording {
-        inbox.drain(|msg| self.ingest(msg));
-        self.finish()
+    pub fn drain(mut self, mut inbox: EventInbox) -> Recording {
+        let mut published = std::time::Instant::now();
+        loop {
+            let closed = inbox.is_closed();
+            let n = inbox.take(|msg| self.ingest(msg));
+            // The live median for a progress bar, at most five times a second.
+            if let Some(live) = &self.live {
+                if published.elapsed() >= std::time::Duration::from_millis(200) {
+                    let h = &self.hist[Measure::Pickup as usize];
+                    live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
+                    published = std::time::Instant::now();
+                }
+            }
+            if closed {
+                return self.finish();
+            }
+            if n == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Publishes the running pickup median (ns; 0 before any sample) into `live`.
+    pub fn with_live(mut self, live: Arc<AtomicU64>) -> Self {
+        self.live = Some(live);
+        self
     }
 
     pub fn ingest(&mut self, msg: Msg) {

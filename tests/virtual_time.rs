@@ -152,6 +152,7 @@ fn env() -> CaseEnv {
         watch_program: PathBuf::from("relay-bench"),
         interrupt: Arc::default(),
         progress: None,
+        progress_every: std::time::Duration::from_secs(5),
         event_log: None,
     }
 }
