@@ -7,13 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fsio::temp_name;
 use crate::recorder::{new_histogram, LatencyStats};
 use crate::source::{DirWatch, ErrorOnce, Seen, WatchFilter};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
     /// A request's rename onto its final name -> the watcher's callback (µs).
     pub inotify_rename_us: LatencyStats,

@@ -105,7 +105,7 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Re-render a run directory's charts from its summary.json and .hlog files.
+    /// Re-render a run directory's summary.md and charts from its summary.json and .hlog files.
     Report {
         /// A run directory (where summary.json is).
         dir: PathBuf,
@@ -256,8 +256,16 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Check { log } => check_cmd(&log),
         Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
         Command::Report { dir } => {
+            let path = dir.join("summary.json");
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+            let summary: Summary =
+                serde_json::from_str(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+            let md = dir.join(Markdown.file_name());
+            std::fs::write(&md, Markdown.render(&summary))
+                .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot write {}: {e}", md.display())))?;
             let n = render_charts(&dir).map_err(CliError::BadInput)?;
-            println!("{n} chart files written under {}", dir.join("charts").display());
+            println!("{} rewritten; {n} chart files written under {}", md.display(), dir.join("charts").display());
             Ok(Exit::Pass)
         }
         Command::SandboxWatch { .. } => unreachable!("run before the runtime starts"),

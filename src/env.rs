@@ -3,19 +3,19 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Inotify {
     pub max_user_watches: Option<u64>,
     pub max_user_instances: Option<u64>,
     pub max_queued_events: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Environment {
-    pub os: &'static str,
-    pub arch: &'static str,
+    pub os: String,
+    pub arch: String,
     pub kernel: String,
     pub cpus: usize,
     /// Where the relay dirs were made.
@@ -24,7 +24,7 @@ pub struct Environment {
     pub relay_fs: String,
     pub inotify: Inotify,
     /// `release` or `debug`: a debug build measures itself, not the relay.
-    pub build: &'static str,
+    pub build: String,
 }
 
 fn read_trim(p: &str) -> Option<String> {
@@ -61,8 +61,8 @@ pub fn filesystem_of(path: &Path) -> String {
 impl Environment {
     pub fn probe(relay_root: &Path) -> Environment {
         Environment {
-            os: std::env::consts::OS,
-            arch: std::env::consts::ARCH,
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             relay_root: relay_root.display().to_string(),
@@ -72,7 +72,7 @@ impl Environment {
                 max_user_instances: read_u64("/proc/sys/fs/inotify/max_user_instances"),
                 max_queued_events: read_u64("/proc/sys/fs/inotify/max_queued_events"),
             },
-            build: if cfg!(debug_assertions) { "debug" } else { "release" },
+            build: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
         }
     }
 }

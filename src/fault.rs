@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::dir::{SimDir, SimFault};
@@ -143,7 +143,7 @@ pub struct FaultSpec {
 }
 
 /// What the report says about one fault.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultRow {
     pub kind: String,
     pub sandbox: u32,

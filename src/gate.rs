@@ -2,7 +2,7 @@
 //! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
 //! each case's result. A gate whose metric has no samples fails and says so.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::recorder::{LatencyStats, Measure};
 use crate::units::{human, parse_duration};
@@ -120,7 +120,7 @@ pub struct Gate {
 }
 
 /// A gate's verdict on one case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {
     pub expr: String,
     /// The observed value (microseconds for latency metrics); null when nothing was measured.

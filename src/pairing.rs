@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::events::CallId;
 use std::hash::Hasher;
@@ -20,7 +20,7 @@ pub enum PairEvent {
     Response,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreachKind {
     /// A response for a call with no open request.
@@ -55,7 +55,7 @@ impl BreachKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Breach {
     pub kind: BreachKind,
     pub sandbox: u32,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::eventlog::EventLog;
@@ -75,7 +75,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Summary statistics of one histogram, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub count: u64,
     pub min: f64,
@@ -130,7 +130,7 @@ struct Timeline {
 }
 
 /// Call outcome counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallCounts {
     /// Calls the writers started (warm-up included).
     pub started: u64,

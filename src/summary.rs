@@ -1,7 +1,7 @@
 //! The result types every exporter reads: one [`CaseResult`] per case and the run's
 //! [`Summary`] (the shape of `summary.json`, `schema_version` 1).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
 use crate::env::Environment;
@@ -11,7 +11,7 @@ use crate::recorder::{LatencyStats, Measure, Recording};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calls {
     /// Calls in the schedule (warm-up included).
     pub scheduled: u64,
@@ -34,7 +34,7 @@ pub struct Calls {
     pub warmup: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latencies {
     pub wake: LatencyStats,
     pub pickup: LatencyStats,
@@ -48,7 +48,7 @@ pub struct Latencies {
     pub hop1: LatencyStats,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Requests {
     /// True when the runner's requests cannot be seen (a black-box runner): every rate
     /// below is then 0 and not a measurement.
@@ -76,13 +76,13 @@ pub struct Requests {
 }
 
 /// The discovery rate over one step of the schedule, ending at `t_secs`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RatePoint {
     pub t_secs: f64,
     pub discovery_per_min: f64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseRates {
     pub turns_per_sec: f64,
     pub seconds: f64,
@@ -91,7 +91,7 @@ pub struct PhaseRates {
 }
 
 /// Request rates over one kind of stretch, per relay dir per minute.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stretch {
     /// Relay-dir minutes spent in this kind of stretch (summed over dirs).
     pub minutes: f64,
@@ -106,7 +106,7 @@ impl Stretch {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Violations {
     pub total: u64,
     pub by_kind: crate::host::ByKind,
@@ -118,7 +118,7 @@ impl Violations {
     pub fn of(p: &PairingReport) -> Violations {
         Violations {
             total: p.total(),
-            by_kind: crate::host::ByKind(BreachKind::ALL.iter().map(|k| (k.name(), p.count(*k))).collect()),
+            by_kind: crate::host::ByKind(BreachKind::ALL.iter().map(|k| (k.name().to_owned(), p.count(*k))).collect()),
             listed: p.breaches.clone(),
         }
     }
@@ -129,7 +129,7 @@ impl Violations {
 }
 
 /// What the runners did beside answering calls.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunnerStats {
     pub scans: u64,
     pub woken_by_activity: u64,
@@ -146,7 +146,7 @@ pub struct RunnerStats {
     pub degraded: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub case: String,
     pub host: String,
@@ -191,7 +191,7 @@ pub struct CaseResult {
 }
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub baseline: String,
     pub pickup_p50_ratio: Option<f64>,
@@ -334,13 +334,13 @@ impl CaseResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
+    pub name: String,
+    pub version: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema_version: u32,
     pub tool: Tool,
@@ -362,7 +362,7 @@ pub struct Summary {
 
 impl Summary {
     pub fn tool() -> Tool {
-        Tool { name: env!("CARGO_PKG_NAME"), version: env!("CARGO_PKG_VERSION") }
+        Tool { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() }
     }
 
     /// Fills each case's comparison with its baseline (its own, else the scenario's), once

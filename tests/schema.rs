@@ -172,3 +172,38 @@ fn the_validator_rejects_what_it_should() {
     assert!(errors.iter().any(|e| e.contains("undeclared key \"surprise\"")), "{errors:?}");
     assert!(errors.iter().any(|e| e.contains("missing required")), "{errors:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summary_json_reads_back_into_the_same_summary() {
+    let v = run(
+        r#"
+name = "round-trip"
+baseline = "a"
+gates = ["lost == 0"]
+[workload]
+duration = "2m"
+turns_per_sec = 1
+[[case]]
+name = "a"
+host = "remote"
+profile = "lan"
+clock = "virtual"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "b"
+host = "remote"
+profile = "lan"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+[[case.fault]]
+kind = "daemon-restart"
+at = "30s"
+"#,
+        false,
+    )
+    .await;
+    let s: relay_bench::summary::Summary = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&s).unwrap(), v, "what `report` reads is what `run` wrote");
+}

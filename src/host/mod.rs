@@ -152,15 +152,36 @@ impl RequestCounts {
     pub fn by_kind(&self) -> ByKind {
         let mut m = ByKind::default();
         for k in Kind::ALL {
-            m.0.push((k.name(), self.discovery[k as usize] + self.data[k as usize]));
+            m.0.push((k.name().to_owned(), self.discovery[k as usize] + self.data[k as usize]));
         }
         m
     }
 }
 
-/// Counts per request kind, serialized as a JSON object in a fixed order.
+/// Counts per kind, serialized as a JSON object in a fixed order (and read back in the
+/// order written).
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ByKind(pub Vec<(&'static str, u64)>);
+pub struct ByKind(pub Vec<(String, u64)>);
+
+impl<'de> serde::Deserialize<'de> for ByKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ByKind;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of counts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<ByKind, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, u64>()? {
+                    out.push((k, v));
+                }
+                Ok(ByKind(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
 
 impl Serialize for ByKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -279,8 +300,8 @@ mod tests {
         assert_eq!(s.discovery_total(), 2);
         assert_eq!(s.data_total(), 1);
         let by = s.by_kind();
-        assert_eq!(by.0[0], ("list", 2));
-        assert_eq!(by.0[1], ("read", 1));
+        assert_eq!(by.0[0], ("list".to_owned(), 2));
+        assert_eq!(by.0[1], ("read".to_owned(), 1));
         assert_eq!(
             serde_json::to_string(&by).unwrap(),
             r#"{"list":2,"read":1,"write":0,"rename":0,"delete":0,"stat":0,"exec":0}"#
