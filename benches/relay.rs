@@ -206,6 +206,7 @@ writer = "watch"
         progress: None,
         progress_every: std::time::Duration::from_secs(5),
         event_log: None,
+        calls_csv: None,
     };
     let mut g = c.benchmark_group("virtual");
     g.sample_size(10).measurement_time(Duration::from_secs(10));

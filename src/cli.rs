@@ -151,6 +151,9 @@ pub struct RunArgs {
     /// Skip the calibration of this machine's floor.
     #[arg(long)]
     pub no_calibration: bool,
+    /// Also write calls.csv: a row per call with its whole timeline (for small runs).
+    #[arg(long)]
+    pub calls_csv: bool,
     /// Also keep this run as the baseline NAME (reports/baselines/NAME/).
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,
@@ -280,6 +283,8 @@ pub struct RunOptions {
     pub calibrate: bool,
     /// The relay-bench binary that window-exec strategies run in the sandbox.
     pub watch_program: PathBuf,
+    /// Write calls.csv beside the report.
+    pub calls_csv: bool,
 }
 
 async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
@@ -322,6 +327,7 @@ async fn run_scenarios(args: RunArgs) -> Result<Exit, CliError> {
             quiet: args.quiet,
             calibrate: !args.no_calibration,
             watch_program: watch_program.clone(),
+            calls_csv: args.calls_csv,
         };
         let summary = run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?;
         print!("{}", String::from_utf8_lossy(&Table.render(&summary)));
@@ -582,7 +588,16 @@ pub async fn run_scenario(
     let event_log = opts.out_dir.join("events.ndjson");
     std::fs::File::create(&event_log)
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot create {}: {e}", event_log.display())))?;
+    let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
+    if let Some(p) = &calls_csv {
+        let _ = std::fs::remove_file(p);
+        let calls: usize = s.workload.schedule().len() * s.cases.len();
+        if calls > 100_000 {
+            say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
+        }
+    }
     let env = CaseEnv {
+        calls_csv,
         event_log: Some(event_log),
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use crate::dir::{RealDir, RelayDir, SimDir};
 use crate::eventlog::EventLog;
 use crate::events::EventSink;
+use crate::export::calls_csv::CallsCsv;
 use crate::fault::{FaultKind, ProgramSwitch, Targets, AFTERMATH};
 use crate::fsio::sweep_stale;
 use crate::host::{Busy, Host, RequestCounts};
@@ -58,6 +59,8 @@ pub struct CaseEnv {
     pub progress_every: Duration,
     /// Where the case appends its per-call event lines (`events.ndjson`), if anywhere.
     pub event_log: Option<PathBuf>,
+    /// Where the case appends a row per call (`calls.csv`), if asked for.
+    pub calls_csv: Option<PathBuf>,
 }
 
 /// The request counters of all hosts, added up.
@@ -100,6 +103,12 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         .with_spans(&spans)
         .with_intervals(epoch, step, 60)
         .with_live(live_p50.clone());
+    if let Some(path) = &env.calls_csv {
+        match CallsCsv::append(path, &case.name, epoch) {
+            Ok(csv) => recorder = recorder.with_calls_csv(csv),
+            Err(e) => sink.notice(0, format!("cannot open {}: {e}", path.display())),
+        }
+    }
     if let Some(path) = &env.event_log {
         match EventLog::append(path, &case.name, epoch) {
             Ok(log) => recorder = recorder.with_log(log),

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use crate::eventlog::EventLog;
 use crate::events::{CallOutcome, EventInbox, EventKind, FailKind, Msg, RunnerSide, WriterSide};
+use crate::export::calls_csv::CallsCsv;
 use crate::fxhash::FxHashMap;
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::protocol::Outcome;
@@ -259,6 +260,7 @@ pub struct Recorder {
     log: Option<EventLog>,
     intervals: Option<Intervals>,
     live: Option<Arc<AtomicU64>>,
+    csv: Option<CallsCsv>,
     /// The latest event time seen (the log's breaches are stamped with it).
     last_at: Option<Instant>,
 }
@@ -284,6 +286,7 @@ impl Recorder {
             log: None,
             intervals: None,
             live: None,
+            csv: None,
             last_at: None,
         }
     }
@@ -348,6 +351,12 @@ impl Recorder {
         }
     }
 
+    /// Writes a row per call to `csv` as well (`calls.csv`).
+    pub fn with_calls_csv(mut self, csv: CallsCsv) -> Self {
+        self.csv = Some(csv);
+        self
+    }
+
     /// Publishes the running pickup median (ns; 0 before any sample) into `live`.
     pub fn with_live(mut self, live: Arc<AtomicU64>) -> Self {
         self.live = Some(live);
@@ -379,6 +388,9 @@ impl Recorder {
             EventKind::Writer(w) => {
                 self.count(&w);
                 if let CallOutcome::Failed(_) = w.outcome {
+                    if let Some(csv) = &mut self.csv {
+                        csv.row(ev.sandbox, &ev.call, &w, None);
+                    }
                     for (s, st) in &mut self.spans {
                         if s.overlaps(ev.sandbox, w.intended, ev.at) {
                             st.calls += 1;
@@ -400,6 +412,9 @@ impl Recorder {
         };
         let t = entry.get();
         if let (Some(w), Some(r)) = (&t.writer, &t.runner) {
+            if let Some(csv) = &mut self.csv {
+                csv.row(ev.sandbox, &ev.call, w, Some(r));
+            }
             if !w.warmup {
                 Self::fold(&mut self.hist, w, r);
                 if let (Some(iv), Some(p)) = (&mut self.intervals, w.published) {
@@ -470,6 +485,10 @@ impl Recorder {
             }
             log.finish().err().map(|e| format!("cannot write the event log: {e}"))
         });
+        let log_error = match self.csv.take().map(CallsCsv::finish) {
+            Some(Err(e)) => Some(format!("cannot write calls.csv: {e}")),
+            _ => log_error,
+        };
         let incomplete = self.timelines.values().filter(|t| t.writer.is_some()).count() as u64;
         Recording {
             hist: self.hist,

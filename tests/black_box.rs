@@ -18,6 +18,10 @@ fn runner_script() -> PathBuf {
 }
 
 async fn run(text: &str) -> (Summary, tempfile::TempDir) {
+    run_with(text, false).await
+}
+
+async fn run_with(text: &str, calls_csv: bool) -> (Summary, tempfile::TempDir) {
     let out = tempfile::tempdir().unwrap();
     let relay = tempfile::tempdir().unwrap();
     let s = Scenario::parse("black-box.toml", text).unwrap();
@@ -27,6 +31,7 @@ async fn run(text: &str) -> (Summary, tempfile::TempDir) {
         quiet: true,
         calibrate: false,
         watch_program: BIN.into(),
+        calls_csv,
     };
     let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
     (summary, out)
@@ -61,9 +66,16 @@ duration = "6s"
 warmup = "1s"
 seed = 3"#,
     );
-    let (summary, out) = run(&text).await;
+    let (summary, out) = run_with(&text, true).await;
     let r = &summary.results[0];
     assert_eq!(r.strategy, "external");
+    // calls.csv: a row per call, its wake cell empty (not seen from outside).
+    let csv = std::fs::read_to_string(out.path().join("calls.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), relay_bench::export::calls_csv::HEADER);
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len() as u64, r.calls.started);
+    assert!(rows.iter().all(|row| row.split(',').nth(6) == Some("")), "{}", rows[0]);
     assert_eq!(r.calls.lost, 0, "{:?}", r.notices);
     assert_eq!(r.calls.completed, r.calls.started);
     assert_eq!(r.pairing_violations.total, 0, "{:?}", r.pairing_violations.listed);

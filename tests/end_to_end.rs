@@ -23,6 +23,7 @@ async fn run_temp(name: &str, text: &str, calibrate: bool) -> (Summary, tempfile
         quiet: true,
         calibrate,
         watch_program: BIN.into(),
+        calls_csv: false,
     };
     let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
     (summary, out, relay)
@@ -134,6 +135,7 @@ async fn an_interrupt_ends_the_case_and_marks_the_report() {
         quiet: true,
         calibrate: false,
         watch_program: BIN.into(),
+        calls_csv: false,
     };
     let interrupt = Arc::new(Signal::new());
     let stopper = {

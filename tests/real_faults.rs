@@ -66,6 +66,7 @@ async fn faults_this_machine_can_produce_are_survived_for_real() {
         quiet: true,
         calibrate: false,
         watch_program: BIN.into(),
+        calls_csv: false,
     };
     let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
     let find = |name: &str| summary.results.iter().find(|r| r.case == name).unwrap();

@@ -102,6 +102,7 @@ async fn run(text: &str, calibrate: bool) -> Value {
         quiet: true,
         calibrate,
         watch_program: env!("CARGO_BIN_EXE_relay-bench").into(),
+        calls_csv: false,
     };
     run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
     serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap()

@@ -154,6 +154,7 @@ fn env() -> CaseEnv {
         progress: None,
         progress_every: std::time::Duration::from_secs(5),
         event_log: None,
+        calls_csv: None,
     }
 }
 
