@@ -198,6 +198,29 @@ impl Exporter for Markdown {
             }
         }
 
+        // The charts drawn beside this file (see `chart`), linked when they will exist.
+        let any_latency = s.results.iter().any(|r| r.latency_us.pickup.count > 0);
+        let charts = [
+            ("latency-percentiles", "latency by percentile", any_latency),
+            ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.latency_us.wake.count > 0)),
+            (
+                "discovery-over-time",
+                "discovery requests over time",
+                s.results.iter().any(|r| !r.requests.not_measured && !r.requests.timeline.is_empty()),
+            ),
+            (
+                "faults-pickup-over-time",
+                "pickup over time, faults shaded",
+                s.results.iter().any(|r| !r.faults.is_empty()),
+            ),
+        ];
+        if charts.iter().any(|c| c.2) {
+            let _ = writeln!(o, "\n## Charts\n");
+            for (file, title, _) in charts.iter().filter(|c| c.2) {
+                let _ = writeln!(o, "![{title}](charts/{file}.png) ([SVG](charts/{file}.svg))\n");
+            }
+        }
+
         let _ = writeln!(o, "\n## Cases\n");
         for r in &s.results {
             let _ = writeln!(
