@@ -105,7 +105,8 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Re-render a run directory's summary.md and charts from its summary.json and .hlog files.
+    /// Re-render a run directory's summary.md, .hgrm files and charts from its summary.json
+    /// and .hlog files.
     Report {
         /// A run directory (where summary.json is).
         dir: PathBuf,
@@ -267,8 +268,13 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
             let md = dir.join(Markdown.file_name());
             std::fs::write(&md, Markdown.render(&summary))
                 .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot write {}: {e}", md.display())))?;
+            let hgrm = crate::export::hdr::rewrite_hgrm(&dir.join("hdr")).map_err(CliError::BadInput)?;
             let n = render_charts(&dir).map_err(CliError::BadInput)?;
-            println!("{} rewritten; {n} chart files written under {}", md.display(), dir.join("charts").display());
+            println!(
+                "{} and {hgrm} .hgrm files rewritten; {n} chart files written under {}",
+                md.display(),
+                dir.join("charts").display()
+            );
             Ok(Exit::Pass)
         }
         Command::SandboxWatch { .. } => unreachable!("run before the runtime starts"),

@@ -135,6 +135,29 @@ pub fn write_case(dir: &Path, hdr: &CaseHdr) -> io::Result<()> {
     Ok(())
 }
 
+/// Rewrites every `.hgrm` under `hdr_dir` (`hdr/<case>/`) from its `.hlog`; returns how many.
+pub fn rewrite_hgrm(hdr_dir: &Path) -> Result<usize, String> {
+    let mut n = 0;
+    let Ok(cases) = std::fs::read_dir(hdr_dir) else { return Ok(0) };
+    for case in cases.flatten() {
+        let Ok(files) = std::fs::read_dir(case.path()) else { continue };
+        for f in files.flatten() {
+            let p = f.path();
+            if p.extension().and_then(|e| e.to_str()) != Some("hlog") {
+                continue;
+            }
+            let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            if let Some(h) = total(&ivs) {
+                let out = p.with_extension("hgrm");
+                std::fs::write(&out, hgrm(&h)).map_err(|e| format!("{}: {e}", out.display()))?;
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
