@@ -458,15 +458,18 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         degraded,
     };
     r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
-    let mut prev = (Duration::ZERO, before);
-    for (t, c) in &timeline {
-        let minutes = (*t - prev.0).as_secs_f64() / 60.0 * dirs_f;
-        let d = c.minus(&prev.1);
+    // Each point: the rate over the trailing minute (or step, if longer), so sparse events
+    // (a window every 25 s) read as a rate, not as spikes.
+    let back = (60.0 / step.as_secs_f64()).ceil().max(1.0) as usize;
+    let points: Vec<(Duration, RequestCounts)> = std::iter::once((Duration::ZERO, before)).chain(timeline).collect();
+    for k in 1..points.len() {
+        let (t, c) = points[k];
+        let (t0, c0) = points[k.saturating_sub(back)];
+        let minutes = (t - t0).as_secs_f64() / 60.0 * dirs_f;
         r.requests.timeline.push(crate::summary::RatePoint {
             t_secs: t.as_secs_f64(),
-            discovery_per_min: rate(d.discovery_total(), minutes),
+            discovery_per_min: rate(c.minus(&c0).discovery_total(), minutes),
         });
-        prev = (*t, *c);
     }
     r.hdr = Some(Arc::new(CaseHdr {
         measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),

@@ -70,7 +70,8 @@ pub struct Requests {
     pub idle_phases: Stretch,
     /// Each phase of the workload, in order (phases not reached are left out).
     pub phases: Vec<PhaseRates>,
-    /// Discovery requests per minute per relay dir over time (60 steps of the schedule).
+    /// Discovery requests per minute per relay dir over time: one point per 1/60 of the
+    /// schedule, each the rate over the trailing minute (or step, if longer).
     pub timeline: Vec<RatePoint>,
     pub by_kind: crate::host::ByKind,
 }

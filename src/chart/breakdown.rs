@@ -21,7 +21,12 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
     let rows: Vec<(&str, [f64; 5])> = run.cases.iter().filter_map(|c| Some((c.name.as_str(), c.breakdown?))).collect();
     let total = rows.iter().map(|r| r.1.iter().sum::<f64>()).fold(0.0, f64::max).max(1e-3);
     let n = rows.len();
-    let mut chart = ChartBuilder::on(root)
+    let entries: Vec<super::Entry> =
+        PARTS.iter().map(|(l, c)| super::Entry { label: (*l).to_owned(), color: *c, dashed: false }).collect();
+    let (w, h) = root.dim_in_pixel();
+    let (body, strip) = root.split_vertically(h - super::legend_height(&entries, w));
+    super::legend(&strip, &entries)?;
+    let mut chart = ChartBuilder::on(&body)
         .caption(format!("{}: where a call's time goes (means)", run.scenario), ("sans-serif", 28))
         .margin(16)
         .x_label_area_size(50)
@@ -47,7 +52,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
         .axis_desc_style(("sans-serif", 18))
         .draw()
         .map_err(e)?;
-    for (k, (label, c)) in PARTS.iter().enumerate() {
+    for (k, (_, c)) in PARTS.iter().enumerate() {
         let bars: Vec<Rectangle<(f64, f64)>> = rows
             .iter()
             .enumerate()
@@ -57,20 +62,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
                 Rectangle::new([(x0, y + 0.2), (x0 + parts[k], y + 0.8)], c.filled())
             })
             .collect();
-        let c = *c;
-        chart
-            .draw_series(bars)
-            .map_err(e)?
-            .label(*label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+        chart.draw_series(bars).map_err(e)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()
-        .map_err(e)?;
     Ok(())
 }

@@ -136,6 +136,25 @@ fn font() {
     });
 }
 
+/// A log axis label: only 1, 2 and 5 times a power of ten are written (the other ticks
+/// stay as grid lines), so labels never crowd whatever the range.
+pub fn log_label(y: &f64) -> String {
+    if *y <= 0.0 {
+        return String::new();
+    }
+    let e = y.log10().floor();
+    let m = y / 10f64.powf(e);
+    if ![1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 0.02) {
+        return String::new();
+    }
+    if *y >= 1.0 {
+        format!("{y:.0}")
+    } else {
+        let digits = (-e) as usize;
+        format!("{y:.digits$}")
+    }
+}
+
 /// A distinct color per case.
 pub fn color(i: usize) -> RGBColor {
     const P: [RGBColor; 10] = [
@@ -151,6 +170,55 @@ pub fn color(i: usize) -> RGBColor {
         RGBColor(23, 190, 207),
     ];
     P[i % P.len()]
+}
+
+/// One legend entry: label, color, and whether its line is dashed (a gate).
+pub struct Entry {
+    pub label: String,
+    pub color: RGBColor,
+    pub dashed: bool,
+}
+
+/// Height of a legend strip for `entries` across `width` pixels.
+pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
+    let (mut x, mut rows) = (10u32, 1u32);
+    for e in entries {
+        let w = 40 + 9 * e.label.chars().count() as u32;
+        if x + w > width && x > 10 {
+            rows += 1;
+            x = 10;
+        }
+        x += w;
+    }
+    10 + 26 * rows
+}
+
+/// Draws a legend as rows of entries in its own strip, so it never covers a line.
+pub fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[Entry],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let width = area.dim_in_pixel().0;
+    let (mut x, mut y) = (10i32, 18i32);
+    for en in entries {
+        let w = 40 + 9 * en.label.chars().count() as i32;
+        if x + w > width as i32 && x > 10 {
+            x = 10;
+            y += 26;
+        }
+        let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
+        if en.dashed {
+            for k in 0..3 {
+                area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style)).map_err(e)?;
+            }
+        } else {
+            area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style)).map_err(e)?;
+        }
+        area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15))).map_err(e)?;
+        x += w;
+    }
+    Ok(())
 }
 
 /// Renders every chart of `run` into `<dir>/charts/`; returns the files written.

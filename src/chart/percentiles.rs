@@ -25,7 +25,16 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
     root.fill(&WHITE).map_err(e)?;
     let root =
         root.titled(&format!("{}: latency by percentile (all cases)", run.scenario), ("sans-serif", 30)).map_err(e)?;
-    let panels = root.split_evenly((3, 1));
+    let entries: Vec<super::Entry> = run
+        .cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.hists.is_empty())
+        .map(|(i, c)| super::Entry { label: c.name.clone(), color: color(i), dashed: false })
+        .collect();
+    let (strip, body) = root.split_vertically(super::legend_height(&entries, root.dim_in_pixel().0));
+    super::legend(&strip, &entries)?;
+    let panels = body.split_evenly((3, 1));
     for (panel, measure) in panels.iter().zip(["wake", "pickup", "completion"]) {
         let series: Vec<Series<'_>> = run
             .cases
@@ -65,33 +74,33 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
             .y_desc("latency (ms, log scale)")
             .x_labels(xmax as usize + 1)
             .x_label_formatter(&label)
-            .y_label_formatter(&|y| if *y >= 1.0 { format!("{y:.0}") } else { format!("{y:.3}") })
+            .y_labels(30)
+            .y_label_formatter(&super::log_label)
             .label_style(("sans-serif", 16))
             .axis_desc_style(("sans-serif", 18))
             .draw()
             .map_err(e)?;
         for (i, name, pts) in series {
             let c = color(i);
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(e)?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3)));
+            let _ = name;
+            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(e)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 15))
-            .draw()
-            .map_err(e)?;
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_labels_are_one_two_five() {
+        use super::super::log_label;
+        assert_eq!(log_label(&100.0), "100");
+        assert_eq!(log_label(&200.0), "200");
+        assert_eq!(log_label(&300.0), "");
+        assert_eq!(log_label(&0.05), "0.05");
+        assert_eq!(log_label(&0.001), "0.001");
+    }
+
     #[test]
     fn percentile_labels() {
         assert_eq!(super::label(&0.0), "0%");
