@@ -318,9 +318,13 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 }
             }
             Some(()) = done_rx.recv() => finished += 1,
-            _ = interrupt.wait(Duration::from_secs(86_400)), if !interrupted => {
-                interrupted = true;
-                writers.iter().for_each(|w| w.close());
+            // Only a close is an interrupt: the wait's own timeout (a day, simulated or
+            // not) just comes round again.
+            w = interrupt.wait(Duration::from_secs(86_400)), if !interrupted => {
+                if w == crate::source::Wake::Closed {
+                    interrupted = true;
+                    writers.iter().for_each(|w| w.close());
+                }
             }
         }
     }

@@ -92,7 +92,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
                 let new = drain(&mut report);
                 println!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
             }
-            _ = stop.wait(Duration::from_secs(86_400)) => break,
+            w = stop.wait(Duration::from_secs(86_400)) => if w == crate::source::Wake::Closed { break },
         }
     }
     source.close();

@@ -226,3 +226,27 @@ fn a_fault_the_clock_cannot_produce_is_a_scenario_error() {
         .to_string();
     assert!(e.contains("daemon-restart"), "names the allowed kinds: {e}");
 }
+
+#[test]
+fn a_case_longer_than_a_day_is_not_mistaken_for_an_interrupt() {
+    let text = r#"
+name = "long"
+[workload]
+sandboxes = 1
+[[workload.phase]]
+duration = "25h"
+turns_per_sec = 0
+[[case]]
+name = "idle"
+host = "remote"
+profile = "lan"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+"#;
+    let s = Scenario::parse("long.toml", text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    assert!(!r.interrupted, "a day-long wait timing out is not a Ctrl-C");
+    assert!(r.window_secs >= 25.0 * 3600.0);
+    assert!((4.4..=5.0).contains(&r.requests.idle_phases.discovery_per_min), "{:?}", r.requests.idle_phases);
+}
