@@ -68,10 +68,12 @@ impl CliError {
     name = "relay-bench",
     version,
     about = "Benchmark the file-based tool-call relays of AI agents",
-    long_about = "Fires batches of relay calls through poll-only and watch-assisted strategies on real relay \
-directories and records wake, pickup and completion latency (HDR histograms) plus request counts per minute, \
+    long_about = "Fires batches of relay calls through poll-only, watch-assisted, bounded-window exec and other \
+strategies, on real relay directories (local or behind an emulated remote daemon) or in virtual time, and \
+records wake, pickup and completion latency (HDR histograms) plus request counts per minute, \
 then checks the scenario's gates. `serve` and `call` are the suite's reference runner and writer on a \
-real relay dir; `check` replays the pairing invariant over a run's events.ndjson.\n\nExit codes: 0 all \
+real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
+directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
 found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 130 interrupted."
 )]
