@@ -405,7 +405,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     r.calls.scheduled = total as u64;
     let (disc_idle, data_idle) = (used.discovery_idle_total(), used.data_idle_total());
     r.requests = crate::summary::Requests {
-        not_measured: matches!(case.runner, crate::strategy::RunnerStrategy::External(_)),
+        not_measured: !case.runner.requests_visible(),
         discovery_per_min: rate(used.discovery_total(), dir_minutes),
         data_per_min: rate(used.data_total(), dir_minutes),
         discovery_total: used.discovery_total(),

@@ -163,6 +163,11 @@ impl RunnerStrategy {
         }
     }
 
+    /// Whether the runner's requests go through a counted host (not a black box's).
+    pub fn requests_visible(&self) -> bool {
+        !matches!(self, RunnerStrategy::External(_))
+    }
+
     /// What cannot be measured with this runner, and why (empty for the suite's own).
     pub fn unavailable(&self) -> Vec<String> {
         match self {

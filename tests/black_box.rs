@@ -4,14 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
-use relay_bench::cli::{run_scenario, RunOptions};
-use relay_bench::scenario::Scenario;
-use relay_bench::source::Signal;
 use relay_bench::summary::Summary;
 
-const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+mod common;
+use common::BIN;
 
 fn runner_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/poll_runner.py")
@@ -22,18 +19,7 @@ async fn run(text: &str) -> (Summary, tempfile::TempDir) {
 }
 
 async fn run_with(text: &str, calls_csv: bool) -> (Summary, tempfile::TempDir) {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse("black-box.toml", text).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: false,
-        watch_program: BIN.into(),
-        calls_csv,
-    };
-    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    let (summary, out, _relay) = common::run("black-box.toml", text, false, calls_csv).await;
     (summary, out)
 }
 

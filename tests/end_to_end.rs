@@ -4,29 +4,16 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use relay_bench::cli::{run_scenario, RunOptions};
+use relay_bench::cli::run_scenario;
 use relay_bench::scenario::Scenario;
 use relay_bench::source::Signal;
 use relay_bench::summary::Summary;
 
-const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+mod common;
+use common::BIN;
 
-/// Runs a scenario in-process on fresh temp dirs; returns the summary and the dirs
-/// (reports, relay root) so the caller can inspect them.
 async fn run_temp(name: &str, text: &str, calibrate: bool) -> (Summary, tempfile::TempDir, tempfile::TempDir) {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse(name, text).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate,
-        watch_program: BIN.into(),
-        calls_csv: false,
-    };
-    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
-    (summary, out, relay)
+    common::run(name, text, calibrate, false).await
 }
 
 const SMALL: &str = r#"
@@ -129,14 +116,7 @@ async fn an_interrupt_ends_the_case_and_marks_the_report() {
     let relay = tempfile::tempdir().unwrap();
     let text = SMALL.replace("duration = \"1500ms\"", "duration = \"60s\"");
     let s = Scenario::parse("long.toml", &text).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: false,
-        watch_program: BIN.into(),
-        calls_csv: false,
-    };
+    let opts = common::options(out.path(), relay.path(), false, false);
     let interrupt = Arc::new(Signal::new());
     let stopper = {
         let i = interrupt.clone();

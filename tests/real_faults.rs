@@ -4,13 +4,7 @@
 //! files, real watches, real child processes; assertions are on counts and recovery steps,
 //! with bounds far above what the strategies need.
 
-use std::sync::Arc;
-
-use relay_bench::cli::{run_scenario, RunOptions};
-use relay_bench::scenario::Scenario;
-use relay_bench::source::Signal;
-
-const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+mod common;
 
 const SCENARIO: &str = r#"
 name = "real-faults"
@@ -57,18 +51,7 @@ duration = "1s"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_this_machine_can_produce_are_survived_for_real() {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse("real-faults.toml", SCENARIO).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: false,
-        watch_program: BIN.into(),
-        calls_csv: false,
-    };
-    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    let (summary, _out, _relay) = common::run("real-faults.toml", SCENARIO, false, false).await;
     let find = |name: &str| summary.results.iter().find(|r| r.case == name).unwrap();
     for r in &summary.results {
         assert_eq!(r.clock, "real");

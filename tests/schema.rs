@@ -3,12 +3,9 @@
 //! properties, required, additionalProperties, items, anyOf, $ref). Every key the suite
 //! writes must be declared, so the schema cannot fall behind the code.
 
-use std::sync::Arc;
-
-use relay_bench::cli::{run_scenario, RunOptions};
-use relay_bench::scenario::Scenario;
-use relay_bench::source::Signal;
 use serde_json::Value;
+
+mod common;
 
 fn schema() -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
@@ -93,18 +90,7 @@ fn check(summary: &Value) {
 }
 
 async fn run(text: &str, calibrate: bool) -> Value {
-    let out = tempfile::tempdir().unwrap();
-    let relay = tempfile::tempdir().unwrap();
-    let s = Scenario::parse("schema.toml", text).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate,
-        watch_program: env!("CARGO_BIN_EXE_relay-bench").into(),
-        calls_csv: false,
-    };
-    run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
+    let (_, out, _relay) = common::run("schema.toml", text, calibrate, false).await;
     serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap()
 }
 
