@@ -396,12 +396,14 @@ fn on_ctrl_c(doing: &'static str) -> Arc<Signal> {
 }
 
 async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
-    let strategy = match a.strategy.as_str() {
-        "poll" => RunnerStrategy::Poll { interval: a.interval, idle_polls: 5, max_interval: a.interval * 5 },
-        "watch" => RunnerStrategy::Watch { safety_interval: a.interval },
-        "window-exec" => RunnerStrategy::window_default(false),
-        _ => RunnerStrategy::window_default(true),
-    };
+    let mut strategy = RunnerStrategy::by_name(&a.strategy).expect("clap checked the name");
+    match &mut strategy {
+        RunnerStrategy::Poll { interval, max_interval, .. } => {
+            (*interval, *max_interval) = (a.interval, a.interval * 5)
+        }
+        RunnerStrategy::Watch { safety_interval } => *safety_interval = a.interval,
+        _ => {}
+    }
     if !(0.0..=1.0).contains(&a.error_ratio) {
         return Err(CliError::BadInput(format!("--error-ratio {}: must be between 0 and 1", a.error_ratio)));
     }

@@ -122,12 +122,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
 
     // Program faults on the real clock switch a symlink to the watch program.
     let mut targets = Targets::default();
-    let program_faults = case.faults.iter().any(|f| {
-        matches!(
-            f.kind,
-            FaultKind::ProgramMissing | FaultKind::ExecHang | FaultKind::RepeatedTimeouts | FaultKind::ExecFail
-        )
-    });
+    let program_faults = case.faults.iter().any(|f| f.kind.acts_on_program());
     if let (Some(root), true) = (&root, program_faults) {
         targets.program = Some(ProgramSwitch::new(root.path(), &env.watch_program).map_err(setup_err)?);
     }

@@ -115,6 +115,14 @@ impl FaultKind {
         }
     }
 
+    /// Faults that swap the watch program (on the real clock, a symlink the schedule moves).
+    pub fn acts_on_program(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ProgramMissing | FaultKind::ExecHang | FaultKind::RepeatedTimeouts | FaultKind::ExecFail
+        )
+    }
+
     /// Faults of the emulated daemon: only a remote host has one.
     pub fn needs_daemon(self) -> bool {
         matches!(self, FaultKind::DaemonRestart | FaultKind::ProxyDisconnect | FaultKind::SandboxPause)

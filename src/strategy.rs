@@ -113,6 +113,18 @@ impl RunnerStrategy {
         }
     }
 
+    /// A strategy by name (one of [`RunnerStrategy::NAMES`]) with its default settings.
+    pub fn by_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "poll" => Self::poll_default(),
+            "watch" => Self::watch_default(),
+            "window-exec" => Self::window_default(false),
+            "window-exec-inline" => Self::window_default(true),
+            "follow" => Self::follow_default(),
+            _ => return None,
+        })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             RunnerStrategy::Follow { .. } => "follow",

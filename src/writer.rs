@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::dir::{RelayDir, WatchHandle};
+use crate::dir::RelayDir;
 use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
 use crate::host::Busy;
 use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
-use crate::source::{ErrorOnce, Seen, Signal, SourceHealth, Wake, WatchFilter};
+use crate::source::{Rearmable, Seen, Signal, SourceHealth, Wake, WatchFilter};
 
 /// The writer deadline of SPEC §2.
 pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
@@ -135,40 +135,16 @@ impl ResponseWaiter for PollWaiter {
 /// have been replaced under it).
 pub struct WatchWaiter {
     slots: Slots,
-    dir: Arc<dyn RelayDir>,
-    watch: Mutex<Option<Box<dyn WatchHandle>>>,
-    errors: Arc<ErrorOnce>,
+    watch: Rearmable,
     interval: Duration,
 }
 
 impl WatchWaiter {
     pub fn new(dir: Arc<dyn RelayDir>, safety_interval: Duration) -> WatchWaiter {
-        let w = WatchWaiter {
-            slots: Slots::default(),
-            dir,
-            watch: Mutex::new(None),
-            errors: Arc::new(ErrorOnce::default()),
-            interval: safety_interval,
-        };
-        w.arm_watch();
-        w
-    }
-
-    fn arm_watch(&self) {
-        let s = self.slots.clone();
-        let armed = self.dir.watch(WatchFilter::Responses, self.errors.clone(), Box::new(move |seen| s.raise(seen)));
-        let mut slot = self.watch.lock().expect("watch lock poisoned");
-        if let Some(old) = slot.take() {
-            old.disarm();
-        }
-        match armed {
-            Ok(w) => *slot = Some(w),
-            Err(e) => {
-                let msg = format!("could not arm response watch on {:?}: {e}; polling only", self.dir.path());
-                self.errors.record(msg.clone());
-                self.errors.degrade(msg);
-            }
-        }
+        let slots = Slots::default();
+        let s = slots.clone();
+        let watch = Rearmable::new(dir, WatchFilter::Responses, move |seen| s.raise(seen));
+        WatchWaiter { slots, watch, interval: safety_interval }
     }
 }
 
@@ -180,17 +156,15 @@ impl ResponseWaiter for WatchWaiter {
         self.interval
     }
     fn close(&self) {
-        if let Some(w) = self.watch.lock().expect("watch lock poisoned").take() {
-            w.disarm();
-        }
+        self.watch.disarm();
         self.slots.close();
     }
     fn health(&self) -> SourceHealth {
-        self.errors.health()
+        self.watch.errors().health()
     }
     fn missed(&self) -> bool {
-        self.errors.record("a timed check found an answer the watch did not signal; re-armed".into());
-        self.arm_watch();
+        self.watch.errors().record("a timed check found an answer the watch did not signal; re-armed".into());
+        self.watch.arm();
         true
     }
 }

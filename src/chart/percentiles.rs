@@ -6,8 +6,8 @@ use plotters::prelude::*;
 
 use super::{color, RunData};
 
-/// One case's line: its color index, name and (x, ms) points.
-type Series<'a> = (usize, &'a str, Vec<(f64, f64)>);
+/// One case's line: its color index and (x, ms) points.
+type Series = (usize, Vec<(f64, f64)>);
 
 /// x = log10(1 / (1 - p)), so 90 % is 1, 99 % is 2, 99.9 % is 3.
 fn label(x: &f64) -> String {
@@ -36,7 +36,7 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
     super::legend(&strip, &entries)?;
     let panels = body.split_evenly((3, 1));
     for (panel, measure) in panels.iter().zip(["wake", "pickup", "completion"]) {
-        let series: Vec<Series<'_>> = run
+        let series: Vec<Series> = run
             .cases
             .iter()
             .enumerate()
@@ -51,15 +51,15 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
                         (x, (v.value_iterated_to() as f64 / 1e6).max(1e-3))
                     })
                     .collect::<Vec<_>>();
-                (!pts.is_empty()).then_some((i, c.name.as_str(), pts))
+                (!pts.is_empty()).then_some((i, pts))
             })
             .collect();
         if series.is_empty() {
             continue;
         }
-        let xmax = series.iter().flat_map(|s| s.2.iter().map(|p| p.0)).fold(1.0, f64::max).ceil();
-        let ymin = series.iter().flat_map(|s| s.2.iter().map(|p| p.1)).fold(f64::MAX, f64::min);
-        let ymax = series.iter().flat_map(|s| s.2.iter().map(|p| p.1)).fold(0.0, f64::max);
+        let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(1.0, f64::max).ceil();
+        let ymin = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(f64::MAX, f64::min);
+        let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
         let mut chart = ChartBuilder::on(panel)
             .caption(measure, ("sans-serif", 24))
             .margin(12)
@@ -80,10 +80,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) ->
             .axis_desc_style(("sans-serif", 18))
             .draw()
             .map_err(e)?;
-        for (i, name, pts) in series {
-            let c = color(i);
-            let _ = name;
-            chart.draw_series(LineSeries::new(pts, c.stroke_width(2))).map_err(e)?;
+        for (i, pts) in series {
+            chart.draw_series(LineSeries::new(pts, color(i).stroke_width(2))).map_err(e)?;
         }
     }
     Ok(())

@@ -455,13 +455,7 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
         }
     }
     let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
-    let mut strategy = match name.as_str() {
-        "poll" => RunnerStrategy::poll_default(),
-        "watch" => RunnerStrategy::watch_default(),
-        "window-exec" => RunnerStrategy::window_default(false),
-        "window-exec-inline" => RunnerStrategy::window_default(true),
-        _ => RunnerStrategy::follow_default(),
-    };
+    let mut strategy = RunnerStrategy::by_name(&name).expect("validated against NAMES");
     if let Some(mut t) = table {
         match &mut strategy {
             RunnerStrategy::Poll { interval, idle_polls, max_interval } => {

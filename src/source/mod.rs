@@ -20,7 +20,7 @@ mod window;
 
 pub use follow::FollowConfig;
 pub use timer::TimerSource;
-pub use watch::{DirWatch, Seen, WatchFilter, WatchSource};
+pub use watch::{DirWatch, Rearmable, Seen, WatchFilter, WatchSource};
 pub use window::{
     backoff, clamp_window, jitter, ProgramExec, SupervisedSource, WatchExec, WindowConfig, WindowStats, WINDOW_MAX,
     WINDOW_MIN,

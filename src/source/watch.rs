@@ -7,7 +7,6 @@
 //! never to a hang.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -102,48 +101,51 @@ impl DirWatch {
     }
 }
 
-/// The runner's watch-assisted source: any new request name in the dir is activity. When
-/// the safety list finds a request the watch did not signal (the directory was replaced
-/// under it), the watch is re-armed on the directory as it is now.
-pub struct WatchSource {
-    signal: Arc<Signal>,
+/// A watch on a relay dir that can be armed again, on the directory now at its path (a
+/// watch stays on a replaced directory). A failure to arm is recorded once and degrades
+/// the owner to its timer. Both sides' watches (runner and writer) are one of these.
+pub struct Rearmable {
     dir: Arc<dyn RelayDir>,
-    watch: Mutex<Option<Box<dyn WatchHandle>>>,
+    filter: WatchFilter,
     errors: Arc<ErrorOnce>,
-    rearms: AtomicU64,
-    reporter: Reporter,
+    on_seen: Arc<dyn Fn(Seen<'_>) + Send + Sync>,
+    live: Mutex<Option<Box<dyn WatchHandle>>>,
 }
 
-impl WatchSource {
-    /// Arms the watch. If it cannot be armed (ENOSPC, EMFILE, missing dir) the source
-    /// still works as a timer and reports itself degraded.
-    pub fn new(dir: Arc<dyn RelayDir>) -> WatchSource {
-        let src = WatchSource {
-            signal: Arc::new(Signal::new()),
+impl Rearmable {
+    /// Arms the watch at once; `on_seen` runs for every relevant name (or a rescan).
+    pub fn new(
+        dir: Arc<dyn RelayDir>,
+        filter: WatchFilter,
+        on_seen: impl Fn(Seen<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        let w = Rearmable {
             dir,
-            watch: Mutex::new(None),
+            filter,
             errors: Arc::new(ErrorOnce::default()),
-            rearms: AtomicU64::new(0),
-            reporter: Reporter::default(),
+            on_seen: Arc::new(on_seen),
+            live: Mutex::new(None),
         };
-        src.arm();
-        src
+        w.arm();
+        w
     }
 
-    fn arm(&self) -> bool {
-        let s = self.signal.clone();
-        let armed = self.dir.watch(WatchFilter::Requests, self.errors.clone(), Box::new(move |_| s.raise()));
-        let mut slot = self.watch.lock().expect("watch lock poisoned");
-        if let Some(old) = slot.take() {
+    /// Replaces the live watch with a new one; false (and recorded) if it cannot be armed.
+    pub fn arm(&self) -> bool {
+        let f = self.on_seen.clone();
+        let armed = self.dir.watch(self.filter, self.errors.clone(), Box::new(move |seen| f(seen)));
+        let mut live = self.live.lock().expect("watch lock poisoned");
+        if let Some(old) = live.take() {
             old.disarm();
         }
         match armed {
             Ok(w) => {
-                *slot = Some(w);
+                *live = Some(w);
                 true
             }
             Err(e) => {
-                let msg = format!("could not arm watch on {:?}: {e}; polling only", self.dir.path());
+                let what = if self.filter == WatchFilter::Responses { "response watch" } else { "watch" };
+                let msg = format!("could not arm {what} on {:?}: {e}; polling only", self.dir.path());
                 self.errors.record(msg.clone());
                 self.errors.degrade(msg);
                 false
@@ -151,9 +153,35 @@ impl WatchSource {
         }
     }
 
-    /// Times the watch was re-armed after a miss.
-    pub fn rearms(&self) -> u64 {
-        self.rearms.load(Ordering::Relaxed)
+    /// Drops the live watch. Idempotent.
+    pub fn disarm(&self) {
+        if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
+            w.disarm();
+        }
+    }
+
+    pub fn errors(&self) -> &ErrorOnce {
+        &self.errors
+    }
+}
+
+/// The runner's watch-assisted source: any new request name in the dir is activity. When
+/// the safety list finds a request the watch did not signal (the directory was replaced
+/// under it), the watch is re-armed on the directory as it is now.
+pub struct WatchSource {
+    signal: Arc<Signal>,
+    watch: Rearmable,
+    reporter: Reporter,
+}
+
+impl WatchSource {
+    /// Arms the watch. If it cannot be armed (ENOSPC, EMFILE, missing dir) the source
+    /// still works as a timer and reports itself degraded.
+    pub fn new(dir: Arc<dyn RelayDir>) -> WatchSource {
+        let signal = Arc::new(Signal::new());
+        let s = signal.clone();
+        let watch = Rearmable::new(dir, WatchFilter::Requests, move |_| s.raise());
+        WatchSource { signal, watch, reporter: Reporter::default() }
     }
 }
 
@@ -163,22 +191,19 @@ impl ActivitySource for WatchSource {
     }
 
     fn close(&self) {
-        if let Some(w) = self.watch.lock().expect("watch lock poisoned").take() {
-            w.disarm();
-        }
+        self.watch.disarm();
         self.signal.close();
     }
 
     fn health(&self) -> SourceHealth {
-        self.errors.health()
+        self.watch.errors().health()
     }
 
     fn missed(&self, _suspended: bool) -> bool {
         // A watch on a replaced directory sees nothing: arm a new one on the directory now
         // at the path; meanwhile the safety list carried discovery.
-        self.errors.record("the safety list found a request the watch did not signal; re-armed".into());
-        if !self.signal.is_closed() && self.arm() {
-            self.rearms.fetch_add(1, Ordering::Relaxed);
+        self.watch.errors().record("the safety list found a request the watch did not signal; re-armed".into());
+        if !self.signal.is_closed() && self.watch.arm() {
             self.reporter.say(|| "the safety list found a request the watch missed; watch re-armed".into());
         } else {
             self.reporter.say(|| "the safety list found a request the watch missed; re-arm failed, polling".into());
