@@ -17,7 +17,7 @@ use relay_bench::host::LocalHost;
 use relay_bench::protocol::{Outcome, Request, Response};
 use relay_bench::recorder::Recorder;
 use relay_bench::relay::{Relay, RelaySpec};
-use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
+use relay_bench::strategy::{runner_from_toml, writer_from_toml};
 use relay_bench::writer::CallEnd;
 use tokio::time::Instant;
 
@@ -129,18 +129,20 @@ fn record(c: &mut Criterion) {
 fn round_trip(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let ms = Duration::from_millis;
-    let cases: [(&str, RunnerStrategy, WriterStrategy); 3] = [
-        ("poll_300ms", RunnerStrategy::poll_default(), WriterStrategy::Poll { interval: ms(300) }),
+    // Production's strategies (and 50 ms polling), in their scenario form.
+    let cases = [
+        ("poll_300ms", "poll", "poll"),
         (
             "poll_50ms",
-            RunnerStrategy::Poll { interval: ms(50), idle_polls: 5, max_interval: ms(50) },
-            WriterStrategy::Poll { interval: ms(50) },
+            r#"{ strategy = "poll", interval = "50ms", max_interval = "50ms" }"#,
+            r#"{ strategy = "poll", interval = "50ms" }"#,
         ),
-        ("watch", RunnerStrategy::watch_default(), WriterStrategy::Watch { safety_interval: ms(300) }),
+        ("watch", "watch", "watch"),
     ];
     let mut g = c.benchmark_group("round_trip");
     g.sample_size(10).warm_up_time(ms(500)).measurement_time(Duration::from_secs(4));
     for (name, runner, writer) in cases {
+        let (runner, writer) = (runner_from_toml(runner).unwrap(), writer_from_toml(writer).unwrap());
         let dir = tempfile::tempdir().unwrap();
         let (sink, _rx) = EventSink::channel();
         let handler =

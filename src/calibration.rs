@@ -4,14 +4,13 @@
 //! poll), and the cost of listing a small relay dir (paid on every scan).
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dir::{DirWatch, EventFilter, WatchHandle};
 use crate::fsio::temp_name;
 use crate::recorder::{new_histogram, LatencyStats};
-use crate::source::{DirWatch, ErrorOnce, Seen, WatchFilter};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
@@ -36,12 +35,14 @@ pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration
 
     let (tx, rx) = std::sync::mpsc::channel::<Instant>();
     let tx = std::sync::Mutex::new(tx);
-    let watch = DirWatch::arm(&path, WatchFilter::Requests, Arc::new(ErrorOnce::default()), move |seen| {
-        if let Seen::Name(_) = seen {
-            let _ = tx.lock().expect("calibration channel").send(Instant::now());
-        }
-    })
-    .map_err(std::io::Error::other)?;
+    let watch = DirWatch::arm(
+        &path,
+        Box::new(move |seen| {
+            if EventFilter::Requests.wants(seen) {
+                let _ = tx.lock().expect("calibration channel").send(Instant::now());
+            }
+        }),
+    )?;
     let mut inotify = new_histogram();
     let mut missed = 0;
     for i in 0..samples {

@@ -79,6 +79,8 @@ impl EventLog {
         match &ev.kind {
             EventKind::Requesting => self.line(sb, call, "request", ev.at, None),
             EventKind::Answering => self.line(sb, call, "response", ev.at, None),
+            // A call parked with no answer: its turn ended, which closes the request.
+            EventKind::Parked => self.line(sb, call, "parked", ev.at, None),
             EventKind::Writer(w) => {
                 if let Some(p) = w.published {
                     self.line(sb, call, "published", p, None);
@@ -159,7 +161,7 @@ pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, Log
         let l: Line = serde_json::from_str(&line).map_err(|e| err(format!("not an event line: {e}")))?;
         let ev = match l.event.as_str() {
             "request" => PairEvent::Request,
-            "response" => PairEvent::Response,
+            "response" | "parked" => PairEvent::Response,
             _ => continue,
         };
         let idx = match cases.iter().position(|(c, _)| *c == l.case) {

@@ -23,6 +23,9 @@ pub enum EventKind {
     Requesting,
     /// The runner is about to publish its answer (pairing: a response).
     Answering,
+    /// The runner parked the call with no answer: its turn ends (pairing: it closes the
+    /// request as a response would).
+    Parked,
     /// The writer's half of the timeline, sent once when the call ends.
     Writer(WriterSide),
     /// The runner's half of the timeline, sent once when its answer is out.
@@ -104,7 +107,7 @@ pub struct Event {
 pub struct Notice {
     pub at: Instant,
     pub sandbox: u32,
-    pub what: String,
+    pub what: crate::notice::Say,
 }
 
 #[derive(Debug)]
@@ -161,8 +164,8 @@ impl EventSink {
         self.send(Msg::Call(Event { at, sandbox, call: call.clone(), kind }));
     }
 
-    pub fn notice(&self, sandbox: u32, what: String) {
-        self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what }));
+    pub fn notice(&self, sandbox: u32, what: impl Into<crate::notice::Say>) {
+        self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what: what.into() }));
     }
 }
 

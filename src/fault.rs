@@ -7,16 +7,14 @@
 //! how it was detected, how the strategy recovered, the worst pickup while it lasted and
 //! what happened to the calls it touched.
 
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::dir::{SimDir, SimFault};
-use crate::host::Host;
+use crate::dir::SimFault;
+use crate::host::Daemon;
+use crate::notice::Recovery;
 use crate::recorder::Recording;
 
 /// One kind of fault.
@@ -117,15 +115,12 @@ impl FaultKind {
 
     /// Faults that swap the watch program (on the real clock, a symlink the schedule moves).
     pub fn acts_on_program(self) -> bool {
-        matches!(
-            self,
-            FaultKind::ProgramMissing | FaultKind::ExecHang | FaultKind::RepeatedTimeouts | FaultKind::ExecFail
-        )
+        matches!(self.target(), Target::Sandbox(SimFault::ProgramMissing | SimFault::ExecHang | SimFault::ExecFail))
     }
 
-    /// Faults of the emulated daemon: only a remote host has one.
+    /// Faults of the emulated daemon: only a host with one can take them.
     pub fn needs_daemon(self) -> bool {
-        matches!(self, FaultKind::DaemonRestart | FaultKind::ProxyDisconnect | FaultKind::SandboxPause)
+        self.target() == Target::Daemon
     }
 
     /// Faults this machine can produce for real, on the real clock. The others need the
@@ -163,6 +158,9 @@ pub struct FaultRow {
     pub detected_after_ms: Option<f64>,
     /// How the strategy got back (demotion, promotion, re-arm, poll fallback, ...).
     pub recovery: String,
+    /// The same steps, typed.
+    #[serde(default)]
+    pub steps: Vec<Recovery>,
     /// Calls whose life overlapped the fault, and how they ended.
     pub calls: u64,
     pub answered: u64,
@@ -180,115 +178,46 @@ pub struct FaultRow {
 /// 30 s safety list, a demotion and its backoff) takes time.
 pub const AFTERMATH: Duration = Duration::from_secs(60);
 
-/// The watch program of a real-clock case with program faults: a symlink the schedule
-/// points at the real program, at nothing (missing), or at a script that hangs or fails.
-pub struct ProgramSwitch {
-    link: PathBuf,
-    real: PathBuf,
-    hang: PathBuf,
-    fail: PathBuf,
+/// What striking a fault acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The sandbox's daemon (the host's).
+    Daemon,
+    /// A condition of the sandbox (the backend's).
+    Sandbox(SimFault),
+    /// The relay dir itself: deleted, and recreated at once or when the fault ends.
+    Dir,
+    /// The runner: stopped during a held window and started again (the engine's).
+    Runner,
+    /// The workload: a burst of parallel calls (the engine's).
+    Calls,
 }
 
-impl ProgramSwitch {
-    /// Sets up `dir/bin/` with the link and the two scripts.
-    pub fn new(dir: &Path, real: &Path) -> io::Result<ProgramSwitch> {
-        use std::os::unix::fs::PermissionsExt;
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin)?;
-        let script = |name: &str, body: &str| -> io::Result<PathBuf> {
-            let p = bin.join(name);
-            std::fs::write(&p, body)?;
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))?;
-            Ok(p)
-        };
-        let hang = script("hang.sh", "#!/bin/sh\n# a watch exec that never settles\nexec sleep 86400\n")?;
-        let fail = script("fail.sh", "#!/bin/sh\necho 'sandbox-watch: simulated failure' >&2\nexit 1\n")?;
-        let sw = ProgramSwitch { link: bin.join("relay-bench"), real: real.to_path_buf(), hang, fail };
-        sw.point(Some(&sw.real.clone()))?;
-        Ok(sw)
-    }
-
-    /// The path strategies run.
-    pub fn path(&self) -> &Path {
-        &self.link
-    }
-
-    fn point(&self, to: Option<&Path>) -> io::Result<()> {
-        match to {
-            None => crate::fsio::remove_if_present(&self.link),
-            Some(target) => {
-                let tmp = self.link.with_extension("new");
-                let _ = std::fs::remove_file(&tmp);
-                std::os::unix::fs::symlink(target, &tmp)?;
-                std::fs::rename(&tmp, &self.link)
-            }
+impl FaultKind {
+    pub fn target(self) -> Target {
+        match self {
+            FaultKind::DaemonRestart | FaultKind::ProxyDisconnect | FaultKind::SandboxPause => Target::Daemon,
+            FaultKind::DirReplaced => Target::Dir,
+            FaultKind::ProgramMissing => Target::Sandbox(SimFault::ProgramMissing),
+            FaultKind::WatchEnospc => Target::Sandbox(SimFault::WatchLimit),
+            FaultKind::WatchEmfile => Target::Sandbox(SimFault::WatchInstances),
+            FaultKind::QueueOverflow => Target::Sandbox(SimFault::QueueOverflow),
+            FaultKind::ExecHang | FaultKind::RepeatedTimeouts => Target::Sandbox(SimFault::ExecHang),
+            FaultKind::ExecFail => Target::Sandbox(SimFault::ExecFail),
+            FaultKind::ChunkedPublish => Target::Sandbox(SimFault::ChunkedPublish),
+            FaultKind::StopDuringWindow => Target::Runner,
+            FaultKind::Burst => Target::Calls,
         }
     }
-}
 
-/// What the fault schedule acts on in one case.
-#[derive(Default)]
-pub struct Targets {
-    /// The in-memory dirs (virtual clock), by sandbox.
-    pub sims: Vec<SimDir>,
-    /// The real dirs (real clock), by sandbox.
-    pub paths: Vec<PathBuf>,
-    pub hosts: Vec<Arc<dyn Host>>,
-    pub program: Option<ProgramSwitch>,
-}
-
-impl Targets {
-    /// Turns the condition of `f` on (it strikes) or off (it ends). Stops and bursts act
-    /// on the relays and are the engine's.
-    pub fn apply(&self, f: &FaultSpec, on: bool) -> Result<(), String> {
-        let k = f.sandbox as usize;
-        let daemon = || self.hosts.get(k).and_then(|h| h.daemon()).ok_or("no daemon on this host".to_owned());
-        let sim_fault = match f.kind {
-            FaultKind::DaemonRestart if on => return daemon().map(|d| d.restart(f.duration)),
-            FaultKind::ProxyDisconnect if on => return daemon().map(|d| d.disconnect()),
-            FaultKind::SandboxPause if on => return daemon().map(|d| d.pause(f.duration)),
-            FaultKind::DaemonRestart | FaultKind::ProxyDisconnect | FaultKind::SandboxPause => return Ok(()),
-            FaultKind::StopDuringWindow | FaultKind::Burst => return Ok(()),
-            FaultKind::DirReplaced => return self.replace_dir(k, on, f.duration.is_zero()),
-            FaultKind::ProgramMissing => SimFault::ProgramMissing,
-            FaultKind::WatchEnospc => SimFault::WatchLimit,
-            FaultKind::WatchEmfile => SimFault::WatchInstances,
-            FaultKind::QueueOverflow => SimFault::QueueOverflow,
-            FaultKind::ExecHang | FaultKind::RepeatedTimeouts => SimFault::ExecHang,
-            FaultKind::ExecFail => SimFault::ExecFail,
-            FaultKind::ChunkedPublish => SimFault::ChunkedPublish,
-        };
-        if let Some(sim) = self.sims.get(k) {
-            sim.set_fault(sim_fault, on);
-            return Ok(());
+    /// Acts on the emulated daemon: strikes it for `duration`.
+    pub fn strike_daemon(self, d: &Daemon, duration: Duration) {
+        match self {
+            FaultKind::DaemonRestart => d.restart(duration),
+            FaultKind::ProxyDisconnect => d.disconnect(),
+            FaultKind::SandboxPause => d.pause(duration),
+            _ => {}
         }
-        let Some(sw) = &self.program else {
-            return Err(format!("{} cannot be produced on this clock", f.kind.name()));
-        };
-        let target = match (on, sim_fault) {
-            (false, _) => Some(sw.real.as_path()),
-            (true, SimFault::ProgramMissing) => None,
-            (true, SimFault::ExecHang) => Some(sw.hang.as_path()),
-            (true, SimFault::ExecFail) => Some(sw.fail.as_path()),
-            (true, other) => return Err(format!("{other:?} cannot be produced on the real clock")),
-        };
-        sw.point(target).map_err(|e| format!("cannot switch the watch program: {e}"))
-    }
-
-    fn replace_dir(&self, k: usize, on: bool, at_once: bool) -> Result<(), String> {
-        if let Some(sim) = self.sims.get(k) {
-            if on {
-                sim.delete_dir();
-            }
-            if !on || at_once {
-                sim.recreate();
-            }
-            return Ok(());
-        }
-        let path = self.paths.get(k).ok_or("no such sandbox")?;
-        let res = if on { std::fs::remove_dir_all(path) } else { Ok(()) };
-        let res = res.and_then(|_| if !on || at_once { std::fs::create_dir_all(path) } else { Ok(()) });
-        res.map_err(|e| format!("cannot replace {}: {e}", path.display()))
     }
 }
 
@@ -306,22 +235,6 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     out
 }
 
-/// How the engine's notices about the schedule itself begin.
-pub const ENGINE_PREFIX: &str = "fault schedule: ";
-
-/// Words in a notice that name a recovery step, and how the report says it.
-const RECOVERY: &[(&str, &str)] = &[
-    ("demoted to polling", "demoted to polling"),
-    ("promoted", "promoted back to the watch"),
-    ("recovered before demotion", "the next watch exec succeeded (no demotion)"),
-    ("watch re-armed", "watch re-armed"),
-    ("response watch re-armed", "response watch re-armed"),
-    ("re-arm failed", "re-arm failed: polling"),
-    ("readable again", "relay dir readable again"),
-    ("a timed list found", "found by the poll / safety list"),
-    ("started again", "runner restarted"),
-];
-
 /// One report row per fault, from what the recorder saw.
 pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
     let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
@@ -334,20 +247,18 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
                 .timed_notices
                 .iter()
                 .filter(|n| n.sandbox == f.sandbox && n.at >= from && n.at <= to + AFTERMATH)
-                // The engine's own "fault N strikes" lines say nothing about detection.
-                .filter(|n| !n.what.starts_with(ENGINE_PREFIX))
+                // The schedule's own "strikes" lines say nothing about detection.
+                .filter(|n| !n.what.is_schedule())
                 .collect();
-            let mut steps: Vec<&str> = Vec::new();
-            for n in &told {
-                if let Some((_, say)) = RECOVERY.iter().find(|(k, _)| n.what.contains(k)) {
-                    if steps.last() != Some(say) {
-                        steps.push(say);
-                    }
+            let mut steps: Vec<Recovery> = Vec::new();
+            for step in told.iter().filter_map(|n| n.what.recovery()) {
+                if steps.last() != Some(&step) {
+                    steps.push(step);
                 }
             }
             let st = rec.spans.get(i).copied().unwrap_or_default();
             let recovery = if !steps.is_empty() {
-                steps.join(" -> ")
+                steps.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ")
             } else if st.failed == 0 {
                 "no step needed: every call it touched was answered".into()
             } else {
@@ -358,7 +269,8 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
                 sandbox: f.sandbox,
                 at_secs: f.at.as_secs_f64(),
                 until_secs: (f.at + f.duration).as_secs_f64(),
-                detected: told.first().map_or_else(|| "nothing reported".into(), |n| n.what.clone()),
+                detected: told.first().map_or_else(|| "nothing reported".into(), |n| n.what.to_string()),
+                steps,
                 detected_after_ms: told.first().map(|n| ms(n.at - from)),
                 recovery,
                 calls: st.calls,

@@ -17,21 +17,34 @@ pub const REQ_SUFFIX: &str = ".req.json";
 pub const RES_SUFFIX: &str = ".res.json";
 /// Marker of a temp name: `<final>.tmp.<nonce>`. Readers and watchers ignore such names.
 pub const TMP_MARKER: &str = ".tmp.";
-/// Longest sanitized id, in characters.
+/// Longest sanitized id, in UTF-16 code units (as production's JavaScript counts them).
 pub const MAX_ID_LEN: usize = 120;
 
 /// A tool call handed from the writer to the runner.
 ///
 /// `args` is kept as raw JSON so the bytes a writer chose (key order included) travel
 /// unchanged: `{"b":2,"a":"1"}` stays in that order.
+///
+/// `toolCallId` is what the writer chose; a request from a foreign writer that has none (or
+/// `null`, or not a string) runs under its file id, as production's runner does: see
+/// [`Request::call_id_or`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
     #[serde(rename = "toolName")]
     pub tool_name: String,
-    #[serde(rename = "toolCallId")]
-    pub tool_call_id: String,
+    #[serde(rename = "toolCallId", default, deserialize_with = "lenient_id")]
+    pub tool_call_id: Option<String>,
     #[serde(default = "empty_args")]
     pub args: Box<RawValue>,
+}
+
+/// A `toolCallId` that is missing, `null` or not a string reads as none.
+fn lenient_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
 }
 
 fn empty_args() -> Box<RawValue> {
@@ -45,7 +58,12 @@ impl Request {
             None => empty_args(),
             Some(a) => RawValue::from_string(a.to_owned()).map_err(|e| ProtocolError::BadArgs(e.to_string()))?,
         };
-        Ok(Request { tool_name: tool_name.to_owned(), tool_call_id: tool_call_id.to_owned(), args })
+        Ok(Request { tool_name: tool_name.to_owned(), tool_call_id: Some(tool_call_id.to_owned()), args })
+    }
+
+    /// The call id the handler runs under: the request's own, else `file_id`.
+    pub fn call_id_or<'a>(&'a self, file_id: &'a str) -> &'a str {
+        self.tool_call_id.as_deref().unwrap_or(file_id)
     }
 
     /// The exact bytes of the production relay: `{"toolName":..,"toolCallId":..,"args":..}`.
@@ -150,14 +168,22 @@ pub enum ProtocolError {
     IdCollision { new: String, existing: String, file_id: String },
 }
 
-/// The file id of a call id: every char outside `[A-Za-z0-9_-]` becomes `_`, cut to 120
-/// chars, `tool` if empty. The result can never name a path outside the relay dir.
+/// The file id of a call id, as production's writer names it: every UTF-16 code unit outside
+/// `[A-Za-z0-9_-]` becomes `_` (so an astral character, two units, becomes `__`), cut to 120
+/// units, `tool` if empty. The result is ASCII and can never name a path outside the dir.
 pub fn sanitize_id(call_id: &str) -> String {
-    let mut out: String = call_id
-        .chars()
-        .take(MAX_ID_LEN)
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-        .collect();
+    let mut out = String::with_capacity(call_id.len().min(MAX_ID_LEN));
+    for c in call_id.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n('_', c.len_utf16()));
+        }
+        if out.len() >= MAX_ID_LEN {
+            out.truncate(MAX_ID_LEN);
+            break;
+        }
+    }
     if out.is_empty() {
         out.push_str("tool");
     }
@@ -278,8 +304,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(d.tool_name, "x");
-        assert_eq!(d.tool_call_id, "call-1");
+        assert_eq!(d.tool_call_id.as_deref(), Some("call-1"));
         assert_eq!(d.args.get(), r#"{"b": 2, "a": "1"}"#);
+    }
+
+    #[test]
+    fn a_missing_or_non_string_call_id_runs_under_the_file_id() {
+        for body in [
+            r#"{"toolName":"x","args":{}}"#,
+            r#"{"toolName":"x","toolCallId":null}"#,
+            r#"{"toolName":"x","toolCallId":42}"#,
+            r#"{"toolName":"x","toolCallId":{"a":1}}"#,
+        ] {
+            let r = Request::decode(body.as_bytes()).unwrap();
+            assert_eq!(r.call_id_or("file-7"), "file-7", "{body}");
+        }
+        let r = Request::decode(br#"{"toolName":"x","toolCallId":"c-1"}"#).unwrap();
+        assert_eq!(r.call_id_or("file-7"), "c-1");
     }
 
     #[test]
@@ -319,6 +360,12 @@ mod tests {
         let s = sanitize_id(&emoji);
         assert_eq!(s.chars().count(), MAX_ID_LEN);
         assert!(s.chars().all(|c| c == '_'));
+        // UTF-16 code units, as production's JavaScript counts them: an astral character is
+        // two units (two `_`), a BMP one is one; the 120 cut counts units too.
+        assert_eq!(sanitize_id("a🦀b"), "a__b");
+        assert_eq!(sanitize_id("é🦀"), "___");
+        let mixed = format!("{}🦀z", "x".repeat(119));
+        assert_eq!(sanitize_id(&mixed), format!("{}_", "x".repeat(119)), "the cut falls inside the pair");
         for hostile in ["../../etc/passwd", "/abs", "a/b", ".", ".."] {
             let id = sanitize_id(hostile);
             assert!(!id.contains('/') && !id.contains('.'), "{hostile} -> {id}");

@@ -240,11 +240,11 @@ pub struct SpanStats {
 }
 
 /// A notice with its time and sandbox.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimedNotice {
     pub at: Instant,
     pub sandbox: u32,
-    pub what: String,
+    pub what: crate::notice::Say,
 }
 
 /// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`].
@@ -384,7 +384,9 @@ impl Recorder {
         let key = call_key(ev.sandbox, &ev.call);
         let entry = match ev.kind {
             EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Request),
-            EventKind::Answering => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Response),
+            EventKind::Answering | EventKind::Parked => {
+                return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Response)
+            }
             EventKind::Writer(w) => {
                 self.count(&w);
                 if let CallOutcome::Failed(_) = w.outcome {
@@ -605,7 +607,11 @@ mod tests {
             }),
         ));
         r.ingest(ev("b", K::Answering));
-        r.ingest(Msg::Notice(crate::events::Notice { at: Instant::now(), sandbox: 0, what: "odd file".into() }));
+        r.ingest(Msg::Notice(crate::events::Notice {
+            at: Instant::now(),
+            sandbox: 0,
+            what: "odd file".to_owned().into(),
+        }));
         let rec = r.finish();
         assert_eq!(rec.calls.timeout, 1);
         assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnansweredAtEnd), 1);

@@ -12,9 +12,9 @@ use crate::dir::RelayDir;
 use crate::events::EventSink;
 use crate::handler::HandlerModel;
 use crate::host::{Busy, Host};
-use crate::runner::RunnerReport;
-use crate::source::ActivitySource;
-use crate::strategy::{Parts, RunnerStrategy, WriterStrategy};
+use crate::runner::{Control, ParkFn, RunnerReport};
+use crate::source::Reporter;
+use crate::strategy::{Parts, RunnerSpec, WriterSpec};
 use crate::writer::{CallEnd, CallSpec, Writer};
 
 /// Everything one relay dir's pair is built from.
@@ -24,25 +24,27 @@ pub struct RelaySpec<'a> {
     pub host: Arc<dyn Host>,
     /// The dir's in-flight gauge, shared by the writer and the host.
     pub busy: Arc<Busy>,
-    pub runner: &'a RunnerStrategy,
-    pub writer: &'a WriterStrategy,
+    pub runner: &'a Arc<dyn RunnerSpec>,
+    pub writer: &'a Arc<dyn WriterSpec>,
     pub handler: Arc<HandlerModel>,
     /// The relay-bench binary, run in the sandbox by window-exec strategies.
     pub watch_program: &'a Path,
     pub seed: u64,
-    /// Where an external runner's stderr is kept (`None`: the system temp dir).
+    /// Where a black-box runner's stderr is kept (`None`: the system temp dir).
     pub stderr_to: Option<PathBuf>,
 }
 
 /// What it takes to start the runner again (after a stop during a held window).
 struct RunnerParts {
     dir: Arc<dyn RelayDir>,
-    strategy: RunnerStrategy,
+    strategy: Arc<dyn RunnerSpec>,
     handler: Arc<HandlerModel>,
     watch_program: PathBuf,
     seed: u64,
     sink: EventSink,
-    stderr_to: Option<PathBuf>,
+    reporter: Reporter,
+    stderr_to: PathBuf,
+    on_park: ParkFn,
 }
 
 pub struct Relay {
@@ -50,17 +52,31 @@ pub struct Relay {
     pub host: Arc<dyn Host>,
     pub writer: Arc<Writer>,
     parts: RunnerParts,
-    source: Arc<dyn ActivitySource>,
+    control: Arc<Control>,
     runner: Option<JoinHandle<RunnerReport>>,
-    /// Reports of runners stopped and replaced during the case.
-    earlier: Vec<RunnerReport>,
+    /// Runners stopped and replaced during the case: their reports, and their controls,
+    /// kept so a closed source's abandoned exec runs on until the case ends.
+    earlier: Vec<(RunnerReport, Arc<Control>)>,
 }
 
 impl Relay {
     /// Builds both sides and starts the runner loop (inside a tokio runtime).
     pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
-        let writer = Writer::new(spec.sandbox, spec.dir.clone(), spec.writer.build(&spec.dir), sink.clone())
-            .with_busy(spec.busy);
+        let reporter = Reporter::new(sink.clone(), spec.sandbox);
+        let waiter = spec.writer.build(&spec.dir, Reporter::new(sink.clone(), spec.sandbox));
+        let writer = Writer::new(spec.sandbox, spec.dir.clone(), waiter, sink.clone())
+            .with_busy(spec.busy)
+            .with_cleanup(spec.writer.cleanup());
+        let writer = Arc::new(writer);
+        // A pause with no answer ends the call's turn: its writer is told out of band.
+        let w = Arc::downgrade(&writer);
+        let on_park: ParkFn = Arc::new(move |file_id: &str| {
+            if let Some(w) = w.upgrade() {
+                w.park(file_id);
+            }
+        });
+        let stderr_to =
+            spec.stderr_to.unwrap_or_else(|| std::env::temp_dir().join(format!("relay-bench-{}.stderr", spec.sandbox)));
         let parts = RunnerParts {
             dir: spec.dir,
             strategy: spec.runner.clone(),
@@ -68,18 +84,25 @@ impl Relay {
             watch_program: spec.watch_program.to_path_buf(),
             seed: spec.seed,
             sink: sink.clone(),
-            stderr_to: spec.stderr_to,
+            reporter,
+            stderr_to,
+            on_park,
         };
-        let (source, task) = start_runner(spec.sandbox, &spec.host, &parts);
+        let (control, task) = start_runner(spec.sandbox, &spec.host, &parts);
         Relay {
             sandbox: spec.sandbox,
             host: spec.host,
-            writer: Arc::new(writer),
+            writer,
             parts,
-            source,
+            control,
             runner: Some(task),
             earlier: Vec::new(),
         }
+    }
+
+    /// Waits until the runner is ready (its start-up done), at most `bound`.
+    pub async fn ready(&self, bound: Duration) -> bool {
+        self.control.ready(bound).await
     }
 
     /// One call through the relay, started now.
@@ -102,14 +125,15 @@ impl Relay {
         let t0 = Instant::now();
         let report = self.stop_runner(deadline).await?;
         let took = t0.elapsed();
-        self.earlier.push(report);
-        let (source, task) = start_runner(self.sandbox, &self.host, &self.parts);
-        (self.source, self.runner) = (source, Some(task));
+        let (control, task) = start_runner(self.sandbox, &self.host, &self.parts);
+        let old = std::mem::replace(&mut self.control, control);
+        self.earlier.push((report, old));
+        self.runner = Some(task);
         Ok(took)
     }
 
     async fn stop_runner(&mut self, deadline: Instant) -> Result<RunnerReport, String> {
-        self.source.close();
+        self.control.stop();
         let Some(mut task) = self.runner.take() else {
             return Err("already stopped".into());
         };
@@ -123,25 +147,31 @@ impl Relay {
         }
     }
 
-    /// Closes the runner's source and waits for its in-flight handlers until `deadline`;
-    /// a runner still busy then is aborted and reported as such. Closes the writer too.
-    /// Returns the reports of every runner this relay ran.
+    /// Stops the runner and waits for its in-flight handlers until `deadline`; a runner
+    /// still busy then is aborted and reported as such. Closes the writer too. Returns the
+    /// reports of every runner this relay ran.
     pub async fn stop(&mut self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
         self.writer.close();
         let last = self.stop_runner(deadline).await?;
-        let mut all = std::mem::take(&mut self.earlier);
+        let mut all: Vec<RunnerReport> = std::mem::take(&mut self.earlier).into_iter().map(|(r, _)| r).collect();
         all.push(last);
         Ok(all)
     }
 }
 
-fn start_runner(
-    sandbox: u32,
-    host: &Arc<dyn Host>,
-    p: &RunnerParts,
-) -> (Arc<dyn ActivitySource>, JoinHandle<RunnerReport>) {
-    let parts = Parts { dir: &p.dir, host, watch_program: &p.watch_program, seed: p.seed };
-    let stderr_to =
-        p.stderr_to.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("relay-bench-{sandbox}.stderr")));
-    p.strategy.start(&parts, sandbox, p.handler.clone(), &p.sink, &stderr_to)
+fn start_runner(sandbox: u32, host: &Arc<dyn Host>, p: &RunnerParts) -> (Arc<Control>, JoinHandle<RunnerReport>) {
+    let parts = Parts {
+        sandbox,
+        dir: &p.dir,
+        host,
+        watch_program: &p.watch_program,
+        seed: p.seed,
+        handler: p.handler.clone(),
+        sink: &p.sink,
+        reporter: p.reporter.clone(),
+        on_park: Some(p.on_park.clone()),
+        stderr_to: &p.stderr_to,
+    };
+    let started = p.strategy.start(&parts);
+    (started.control, started.task)
 }

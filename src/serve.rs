@@ -12,17 +12,19 @@ use crate::dir::{RealDir, RelayDir};
 use crate::events::{EventKind, EventSink, Msg};
 use crate::handler::HandlerModel;
 use crate::host::{Host, LocalHost};
+use crate::notice::Say;
 use crate::protocol::Response;
-use crate::runner::Runner;
-use crate::source::Signal;
-use crate::strategy::{Parts, RunnerStrategy, WriterStrategy};
+use crate::signal::{Signal, Wake};
+use crate::source::Reporter;
+use crate::strategy::{Parts, RunnerSpec, WriterSpec};
 use crate::units::human;
 use crate::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 
 /// What `serve` needs.
 pub struct ServeOptions {
     pub dir: PathBuf,
-    pub strategy: RunnerStrategy,
+    /// The runner strategy; `serve` never sweeps (the dir is shared with other writers).
+    pub strategy: Arc<dyn RunnerSpec>,
     pub handler: HandlerModel,
     /// How often a stat line is printed.
     pub every: Duration,
@@ -50,20 +52,22 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
     }
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
-    let parts = Parts { dir: &dir, host: &host, watch_program: &opts.watch_program, seed: opts.handler.seed };
-    let (source, schedule) = opts.strategy.build(&parts);
     let (sink, mut inbox) = EventSink::channel();
-    source.report_to(sink.clone(), 0);
-    let runner = Runner {
+    let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
+    let parts = Parts {
         sandbox: 0,
-        host,
-        source: source.clone(),
-        schedule,
-        handler: Arc::new(opts.handler),
-        events: sink.clone(),
+        dir: &dir,
+        host: &host,
+        watch_program: &opts.watch_program,
+        seed: opts.handler.seed,
+        handler: Arc::new(opts.handler.clone()),
+        sink: &sink,
+        reporter: Reporter::new(sink.clone(), 0),
+        on_park: None,
+        stderr_to: &stderr_to,
     };
+    let started = opts.strategy.start(&parts);
     drop(sink);
-    let task = tokio::spawn(runner.run());
     println!(
         "serving {} with runner {} ({}); Ctrl-C to stop",
         opts.dir.display(),
@@ -80,7 +84,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
             Msg::Call(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
-                report.malformed += u64::from(n.what.starts_with("malformed request"));
+                report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
                 eprintln!("  {}", n.what);
             }
         });
@@ -92,21 +96,21 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
                 let new = drain(&mut report);
                 println!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
             }
-            w = stop.wait(Duration::from_secs(86_400)) => if w == crate::source::Wake::Closed { break },
+            w = stop.wait(Duration::from_secs(86_400)) => if w == Wake::Closed { break },
         }
     }
-    source.close();
-    let runner = task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
+    started.control.stop();
+    let runner = started.task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
     drain(&mut report);
     report.scans = runner.scans;
     println!(
-        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries, watch: {}",
+        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries{}",
         human(t0.elapsed()),
         report.answered,
         report.malformed,
         runner.scans,
         runner.delete_retries,
-        runner.health.degraded.as_deref().unwrap_or("healthy")
+        runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
     );
     Ok(report)
 }
@@ -119,7 +123,7 @@ pub struct CallOptions {
     pub id: String,
     /// The tool timeout; the writer waits it plus 10 s (60 s without one), SPEC §2.
     pub timeout: Option<Duration>,
-    pub wait: WriterStrategy,
+    pub wait: Arc<dyn WriterSpec>,
 }
 
 /// Publishes one request, waits for its answer and cleans up. Returns how it ended.
@@ -136,7 +140,8 @@ pub async fn call(opts: CallOptions) -> std::io::Result<CallEnd> {
     }
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir));
     let (sink, _inbox) = EventSink::channel();
-    let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir), sink);
+    let reporter = Reporter::new(sink.clone(), 0);
+    let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
     let spec = CallSpec {
         id: opts.id,
         tool: opts.tool,

@@ -145,6 +145,30 @@ pub struct RunnerStats {
     pub stuck: u64,
     /// Why a watch fell back to its timer, if one did (runner or writer side).
     pub degraded: Vec<String>,
+    /// The slowest runner's start-up before the schedule began (its stale sweep; a
+    /// black-box runner's probe call), in ms.
+    #[serde(default)]
+    pub startup_ms: f64,
+}
+
+impl RunnerStats {
+    /// The runners' reports added up; `stuck` runners did not stop in time.
+    pub fn of(reports: &[crate::runner::RunnerReport], stuck: u64, degraded: Vec<String>) -> RunnerStats {
+        let sum = |f: fn(&crate::runner::RunnerReport) -> u64| reports.iter().map(f).sum();
+        let startup = reports.iter().map(|r| r.startup).max().unwrap_or_default();
+        RunnerStats {
+            scans: sum(|r| r.scans),
+            woken_by_activity: sum(|r| r.woken_by_activity),
+            malformed: sum(|r| r.malformed),
+            delete_retries: sum(|r| r.delete_retries),
+            list_errors: sum(|r| r.list_errors),
+            missed_by_source: sum(|r| r.missed_by_source),
+            inline: sum(|r| r.inline),
+            stuck,
+            degraded,
+            startup_ms: (startup.as_secs_f64() * 1e5).round() / 100.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -157,6 +181,10 @@ pub struct CaseResult {
     pub injected_leg_us: Option<LatencyStats>,
     pub strategy: String,
     pub strategy_params: String,
+    /// The options this case sets away from production's relay as built (SPEC §8); empty:
+    /// the case is production's design.
+    #[serde(default)]
+    pub departures: Vec<String>,
     pub writer: String,
     pub writer_params: String,
     /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock

@@ -41,6 +41,12 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// Nanosecond histograms from 1 ns to one hour at 3 significant digits: every latency the
+/// suite records.
+pub fn new_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,18 +6,20 @@
 //! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
 //! the first check closes the created-before-armed race.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::dir::RelayDir;
+use crate::dir::{EventFilter, RelayDir, Seen, WatchHandle};
 use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
 use crate::host::Busy;
-use crate::protocol::{req_name, res_name, IdRegistry, Request, Response};
-use crate::source::{Rearmable, Seen, Signal, SourceHealth, Wake, WatchFilter};
+use crate::notice::Say;
+use crate::protocol::{req_name, res_name, IdRegistry, Outcome, Request, Response};
+use crate::signal::{Signal, Wake};
+use crate::source::Reporter;
 
 /// The writer deadline of SPEC §2.
 pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
@@ -34,7 +36,8 @@ pub trait ResponseWaiter: Send + Sync {
     /// The longest wait between two checks (the poll interval or safety timer).
     fn interval(&self) -> Duration;
     fn close(&self);
-    fn health(&self) -> SourceHealth;
+    /// Tells the call waiting for `res_name` that its turn ended with no answer (a pause).
+    fn park(&self, res_name: &str);
     /// A timed check found an answer no wake announced (a watch on a replaced directory):
     /// a watching waiter re-arms and returns true.
     fn missed(&self) -> bool {
@@ -45,6 +48,7 @@ pub trait ResponseWaiter: Send + Sync {
 #[derive(Default)]
 struct SlotMap {
     waits: HashMap<String, Arc<Signal>>,
+    parked: HashSet<String>,
     closed: bool,
 }
 
@@ -67,12 +71,20 @@ impl Slots {
     fn raise(&self, seen: Seen<'_>) {
         let slots = &self.0.lock().expect("slots poisoned").waits;
         match seen {
-            Seen::Name(n) => {
+            Seen::Name(n, _) => {
                 if let Some(sig) = slots.get(n) {
                     sig.raise();
                 }
             }
-            Seen::Rescan => slots.values().for_each(|sig| sig.raise()),
+            Seen::Rescan | Seen::Failed => slots.values().for_each(|sig| sig.raise()),
+        }
+    }
+
+    fn park(&self, res_name: &str) {
+        let mut g = self.0.lock().expect("slots poisoned");
+        if let Some(sig) = g.waits.get(res_name).cloned() {
+            g.parked.insert(res_name.to_owned());
+            sig.raise();
         }
     }
 
@@ -94,11 +106,18 @@ impl Armed {
     pub async fn wait(&self, timeout: Duration) -> Wake {
         self.signal.wait(timeout).await
     }
+
+    /// The runner said this call's turn ended with no answer.
+    pub fn parked(&self) -> bool {
+        self.slots.0.lock().expect("slots poisoned").parked.contains(&self.name)
+    }
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        self.slots.0.lock().expect("slots poisoned").waits.remove(&self.name);
+        let mut g = self.slots.0.lock().expect("slots poisoned");
+        g.waits.remove(&self.name);
+        g.parked.remove(&self.name);
     }
 }
 
@@ -124,27 +143,54 @@ impl ResponseWaiter for PollWaiter {
     fn close(&self) {
         self.slots.close();
     }
-    fn health(&self) -> SourceHealth {
-        SourceHealth::default()
+    fn park(&self, res_name: &str) {
+        self.slots.park(res_name);
     }
 }
 
 /// Watch-assisted writer: one directory watch per relay dir, waking exactly the call whose
 /// response name appeared (every call on a rescan); `interval` stays as the safety timer.
-/// A timed check that finds an unannounced answer re-arms the watch (the directory may
-/// have been replaced under it).
+/// Production arms an `fs.watch` per call and checks its answer on any event; one watch per
+/// dir, routed by name, is the same kernel mechanism without a watcher thread per call. A
+/// timed check that finds an unannounced answer re-arms the watch (the directory may have
+/// been replaced under it; production's next call arms a fresh watch anyway).
 pub struct WatchWaiter {
     slots: Slots,
-    watch: Rearmable,
+    dir: Arc<dyn RelayDir>,
+    live: Mutex<Option<Box<dyn WatchHandle>>>,
     interval: Duration,
+    reporter: Reporter,
 }
 
 impl WatchWaiter {
-    pub fn new(dir: Arc<dyn RelayDir>, safety_interval: Duration) -> WatchWaiter {
-        let slots = Slots::default();
-        let s = slots.clone();
-        let watch = Rearmable::new(dir, WatchFilter::Responses, move |seen| s.raise(seen));
-        WatchWaiter { slots, watch, interval: safety_interval }
+    pub fn new(dir: Arc<dyn RelayDir>, safety_interval: Duration, reporter: Reporter) -> WatchWaiter {
+        let w =
+            WatchWaiter { slots: Slots::default(), dir, live: Mutex::new(None), interval: safety_interval, reporter };
+        w.rearm();
+        w
+    }
+
+    fn rearm(&self) -> bool {
+        let s = self.slots.clone();
+        let armed = self.dir.watch(Box::new(move |seen| {
+            if EventFilter::Responses.wants(seen) {
+                s.raise(seen)
+            }
+        }));
+        let mut live = self.live.lock().expect("watch lock poisoned");
+        if let Some(old) = live.take() {
+            old.disarm();
+        }
+        match armed {
+            Ok(w) => {
+                *live = Some(w);
+                true
+            }
+            Err(e) => {
+                self.reporter.say(Say::WatchUnavailable(format!("response watch: {e}")));
+                false
+            }
+        }
     }
 }
 
@@ -156,16 +202,16 @@ impl ResponseWaiter for WatchWaiter {
         self.interval
     }
     fn close(&self) {
-        self.watch.disarm();
+        if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
+            w.disarm();
+        }
         self.slots.close();
     }
-    fn health(&self) -> SourceHealth {
-        self.watch.errors().health()
+    fn park(&self, res_name: &str) {
+        self.slots.park(res_name);
     }
     fn missed(&self) -> bool {
-        self.watch.errors().record("a timed check found an answer the watch did not signal; re-armed".into());
-        self.watch.arm();
-        true
+        self.rearm()
     }
 }
 
@@ -185,7 +231,19 @@ pub struct CallSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallEnd {
     Answered(Response),
+    /// The runner parked the call with no answer: the turn ended (a pause).
+    Parked,
     Failed(FailKind),
+}
+
+/// When the writer deletes its request file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanup {
+    /// After an answer (or a pause) only; a timed-out request stays for the next turn's
+    /// sweep (production).
+    OnAnswer,
+    /// At a timeout too.
+    Always,
 }
 
 /// The writer of one relay dir.
@@ -194,13 +252,45 @@ pub struct Writer {
     pub dir: Arc<dyn RelayDir>,
     pub waiter: Box<dyn ResponseWaiter>,
     pub events: EventSink,
+    pub cleanup: Cleanup,
+    reporter: Reporter,
     ids: Mutex<IdRegistry>,
     busy: Arc<Busy>,
 }
 
 impl Writer {
     pub fn new(sandbox: u32, dir: Arc<dyn RelayDir>, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
-        Writer { sandbox, dir, waiter, events, ids: Mutex::new(IdRegistry::default()), busy: Arc::default() }
+        Writer {
+            sandbox,
+            dir,
+            waiter,
+            reporter: Reporter::new(events.clone(), sandbox),
+            events,
+            cleanup: Cleanup::OnAnswer,
+            ids: Mutex::new(IdRegistry::default()),
+            busy: Arc::default(),
+        }
+    }
+
+    /// Says what happens through `reporter` (shared with the waiter that reports too).
+    pub fn with_reporter(mut self, reporter: Reporter) -> Writer {
+        self.reporter = reporter;
+        self
+    }
+
+    pub fn with_cleanup(mut self, cleanup: Cleanup) -> Writer {
+        self.cleanup = cleanup;
+        self
+    }
+
+    /// The runner parked the call of `file_id` with no answer.
+    pub fn park(&self, file_id: &str) {
+        self.waiter.park(&res_name(file_id));
+    }
+
+    /// Why this writer's response watch degraded, if it did.
+    pub fn degraded(&self) -> Option<String> {
+        self.reporter.degraded()
     }
 
     /// Shares the relay dir's in-flight gauge with its host (busy/idle request rates).
@@ -234,12 +324,13 @@ impl Writer {
                 end
             }
             Err(e) => {
-                self.events.notice(self.sandbox, e.to_string());
+                self.reporter.say(Say::IdCollision(e.to_string()));
                 CallEnd::Failed(FailKind::IdCollision)
             }
         };
         times.outcome = match &end {
             CallEnd::Answered(r) => CallOutcome::Answered(r.outcome()),
+            CallEnd::Parked => CallOutcome::Answered(Outcome::Paused),
             CallEnd::Failed(why) => CallOutcome::Failed(*why),
         };
         let at = times.read.unwrap_or_else(Instant::now);
@@ -248,20 +339,20 @@ impl Writer {
     }
 
     async fn exchange(&self, spec: &CallSpec, id: &CallId, file_id: &str, times: &mut WriterSide) -> CallEnd {
-        let (sb, ev) = (self.sandbox, &self.events);
+        let (sb, ev, say) = (self.sandbox, &self.events, &self.reporter);
         let (req, res) = (req_name(file_id), res_name(file_id));
         let body = match Request::new(&spec.tool, &spec.id, spec.args.as_deref()) {
             Ok(r) => r.encode(),
             Err(e) => {
-                ev.notice(sb, format!("call {id:?}: {e}"));
+                say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
                 return CallEnd::Failed(FailKind::PublishError);
             }
         };
         let armed = self.waiter.arm(&res);
         let deadline = Instant::now() + spec.deadline;
         ev.emit(sb, id, EventKind::Requesting);
-        if let Err(e) = self.dir.writer_publish(&req, &body).await {
-            ev.notice(sb, format!("cannot publish request {id:?}: {e}"));
+        if let Err(e) = self.dir.publish(&req, &body).await {
+            say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
             // Announced but never visible: close the pairing as the runner cannot answer.
             return CallEnd::Failed(FailKind::PublishError);
         }
@@ -272,30 +363,41 @@ impl Writer {
             match self.dir.read(&res) {
                 Ok(bytes) => {
                     times.read = Some(Instant::now());
-                    if last == Some(Wake::Timeout) && self.waiter.missed() {
-                        ev.notice(sb, format!("answer for {id:?} found by the safety check; response watch re-armed"));
+                    if last == Some(Wake::Timeout) {
+                        let rearmed = self.waiter.missed();
+                        say.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
                     }
-                    let _ = self.dir.remove(&res);
                     let _ = self.dir.remove(&req);
+                    let _ = self.dir.remove(&res);
                     return match Response::decode(&bytes) {
                         Ok(r) => CallEnd::Answered(r),
                         Err(e) => {
-                            ev.notice(sb, format!("malformed answer for {id:?}: {e}; treated as an error"));
+                            say.say(Say::MalformedAnswer { call: id.to_string(), error: e.to_string() });
                             CallEnd::Answered(Response::Error(e.to_string()))
                         }
                     };
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => ev.notice(sb, format!("cannot read answer for {id:?}: {e}; retrying")),
+                Err(e) => say.say(Say::AnswerReadFailed { call: id.to_string(), error: e.to_string() }),
+            }
+            if armed.parked() {
+                // The turn ended with no answer: the request was already deleted on pickup.
+                times.read = Some(Instant::now());
+                let _ = self.dir.remove(&req);
+                return CallEnd::Parked;
             }
             let now = Instant::now();
             if now >= deadline {
-                let _ = self.dir.remove(&req);
+                if self.cleanup == Cleanup::Always {
+                    let _ = self.dir.remove(&req);
+                }
                 return CallEnd::Failed(FailKind::Timeout);
             }
             let wait = self.waiter.interval().min(deadline - now);
             let w = armed.wait(wait).await;
             if w == Wake::Closed {
+                // Interrupted: the harness leaves nothing behind.
+                let _ = self.dir.remove(&req);
                 return CallEnd::Failed(FailKind::Interrupted);
             }
             last = Some(w);
@@ -304,10 +406,6 @@ impl Writer {
 
     pub fn close(&self) {
         self.waiter.close();
-    }
-
-    pub fn health(&self) -> SourceHealth {
-        self.waiter.health()
     }
 
     /// Calls in flight (claimed file ids).
@@ -335,7 +433,8 @@ mod tests {
             Arc::new(crate::dir::RealDir::new(dir.path())),
             Box::new(PollWaiter::new(Duration::from_millis(300))),
             sink,
-        );
+        )
+        .with_cleanup(Cleanup::Always);
         let spec = CallSpec {
             id: "lonely".into(),
             tool: "t".into(),
@@ -346,6 +445,24 @@ mod tests {
         };
         assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
         assert!(crate::fsio::relay_files(dir.path()).unwrap().is_empty(), "request removed at timeout");
+        // Production's writer (the default) leaves it for the next turn's sweep.
+        let (sink, _rx2) = EventSink::channel();
+        let w2 = Writer::new(
+            0,
+            Arc::new(crate::dir::RealDir::new(dir.path())),
+            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            sink,
+        );
+        let spec = CallSpec {
+            id: "left".into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(2),
+        };
+        assert_eq!(w2.call(spec).await, CallEnd::Failed(FailKind::Timeout));
+        assert_eq!(crate::fsio::relay_files(dir.path()).unwrap(), vec!["left.req.json".to_owned()]);
         drop(w);
         let kinds: Vec<_> = rx.try_iter().collect();
         assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e)

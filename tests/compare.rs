@@ -21,7 +21,7 @@ seed = {seed}
 [[case]]
 name = "local-poll"
 clock = "virtual"
-runner = {{ strategy = "poll", interval = "{interval_ms}ms", idle_polls = 1000, max_interval = "{interval_ms}ms" }}
+runner = {{ strategy = "poll", interval = "{interval_ms}ms", grow_after = 1000, max_interval = "{interval_ms}ms" }}
 writer = "watch"
 "#
     )

@@ -4,9 +4,9 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use relay_bench::cli::run_scenario;
+use relay_bench::bench::run_scenario;
 use relay_bench::scenario::Scenario;
-use relay_bench::source::Signal;
+use relay_bench::signal::Signal;
 use relay_bench::summary::Summary;
 
 mod common;
@@ -32,7 +32,7 @@ error_ratio = 0.2
 pause_ratio = 0.2
 [[case]]
 name = "poll"
-runner = { strategy = "poll", interval = "20ms", idle_polls = 2, max_interval = "80ms" }
+runner = { strategy = "poll", interval = "20ms", grow_after = 2, max_interval = "80ms" }
 writer = { strategy = "poll", interval = "20ms" }
 [[case]]
 name = "watch"
@@ -223,7 +223,7 @@ writer = "watch"
 name = "window"
 host = "remote"
 profile = "near"
-runner = { strategy = "window-exec", window = "5s", safety_interval = "10s" }
+runner = { strategy = "window-exec", window = "5s", safety_wait = "10s" }
 writer = "watch"
 [[case]]
 name = "inline"

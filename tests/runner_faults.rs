@@ -8,15 +8,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::dir::RealDir;
+use relay_bench::dir::{ExecOutput, Lines, RealDir};
 use relay_bench::events::{EventInbox, EventSink};
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::{ExecOutput, Host, Lines, LocalHost, Purpose, RequestCounts};
+use relay_bench::host::{Host, LocalHost, RequestCounts};
 use relay_bench::protocol::{Request, Response};
 use relay_bench::recorder::{Recorder, Recording};
 use relay_bench::relay::{Relay, RelaySpec};
 use relay_bench::runner::RunnerReport;
-use relay_bench::strategy::{RunnerStrategy, WriterStrategy};
+use relay_bench::strategy::{runner_from_toml, writer_from_toml};
 use relay_bench::writer::CallEnd;
 use relay_bench::BoxFut;
 use std::ffi::OsString;
@@ -30,7 +30,11 @@ struct Rig {
 }
 
 impl Rig {
-    fn start(dir: &Path, host: Arc<dyn Host>, runner: RunnerStrategy, writer: WriterStrategy) -> Rig {
+    /// `runner` and `writer` in their scenario form (`"watch"`, `{ strategy = ... }`).
+    /// Starts the pair and waits until the runner is ready (its stale sweep done: files
+    /// put in the dir before that are swept, as production's are).
+    async fn start(dir: &Path, host: Arc<dyn Host>, runner: &str, writer: &str) -> Rig {
+        let (runner, writer) = (runner_from_toml(runner).unwrap(), writer_from_toml(writer).unwrap());
         let (sink, rx) = EventSink::channel();
         let handler = HandlerModel { duration: MS(1), duration_max: MS(1), ..HandlerModel::default() };
         let spec = RelaySpec {
@@ -46,6 +50,7 @@ impl Rig {
             stderr_to: None,
         };
         let relay = Relay::start(spec, &sink);
+        assert!(relay.ready(Duration::from_secs(30)).await, "the runner started");
         Rig { relay, sink, rx }
     }
 
@@ -62,9 +67,12 @@ impl Rig {
     }
 }
 
-fn poll(ms: u64) -> RunnerStrategy {
-    RunnerStrategy::Poll { interval: MS(ms), idle_polls: 5, max_interval: MS(ms) }
+/// Polling at a fixed `ms` (no idle growth).
+fn poll(ms: u64) -> String {
+    format!(r#"{{ strategy = "poll", interval = "{ms}ms", max_interval = "{ms}ms" }}"#)
 }
+
+const POLL_20MS: &str = r#"{ strategy = "poll", interval = "20ms" }"#;
 
 async fn wait_for_file(path: &Path) -> Vec<u8> {
     for _ in 0..2000 {
@@ -80,12 +88,7 @@ async fn wait_for_file(path: &Path) -> Vec<u8> {
 async fn malformed_and_truncated_requests_are_answered_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let rig = Rig::start(
-        d,
-        Arc::new(LocalHost::new(d)),
-        RunnerStrategy::watch_default(),
-        WriterStrategy::Poll { interval: MS(20) },
-    );
+    let rig = Rig::start(d, Arc::new(LocalHost::new(d)), "watch", POLL_20MS).await;
     let golden = Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap().encode();
     std::fs::write(d.join("garbage.req.json"), b"{not json at all").unwrap();
     std::fs::write(d.join("trunc.req.json"), &golden[..golden.len() / 2]).unwrap();
@@ -115,8 +118,7 @@ async fn hostile_call_ids_stay_inside_the_relay_dir() {
     let outer = tempfile::tempdir().unwrap();
     let d = outer.path().join("relay");
     std::fs::create_dir(&d).unwrap();
-    let rig =
-        Rig::start(&d, Arc::new(LocalHost::new(&d)), poll(10), WriterStrategy::Watch { safety_interval: MS(300) });
+    let rig = Rig::start(&d, Arc::new(LocalHost::new(&d)), &poll(10), "watch").await;
     let long = "L".repeat(500);
     let ids = ["../../etc/passwd", long.as_str(), "héllo/wörld 🦀", "a\nb;$(rm -rf /) `x` 'q' \"d\"", ""];
     for id in ids {
@@ -141,13 +143,14 @@ async fn a_vanished_relay_dir_is_reported_and_survived() {
     let d = outer.path().join("relay");
     std::fs::create_dir(&d).unwrap();
     // Watch runner: after the dir is replaced its watch sits on the old inode, and the
-    // safety list must carry discovery.
+    // poll delay racing it must carry discovery.
     let rig = Rig::start(
         &d,
         Arc::new(LocalHost::new(&d)),
-        RunnerStrategy::Watch { safety_interval: MS(20) },
-        WriterStrategy::Poll { interval: MS(20) },
-    );
+        r#"{ strategy = "watch", interval = "20ms", max_interval = "20ms" }"#,
+        POLL_20MS,
+    )
+    .await;
     assert!(matches!(rig.call("before").await, CallEnd::Answered(_)));
     std::fs::remove_dir_all(&d).unwrap();
     tokio::time::sleep(MS(200)).await;
@@ -169,11 +172,14 @@ struct FlakyDeletes {
 }
 
 impl Host for FlakyDeletes {
-    fn list(&self, p: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
-        self.inner.list(p)
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.inner.list()
     }
     fn read<'a>(&'a self, n: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
         self.inner.read(n)
+    }
+    fn stat<'a>(&'a self, n: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        self.inner.stat(n)
     }
     fn publish<'a>(&'a self, n: &'a str, b: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         self.inner.publish(n, b)
@@ -184,11 +190,11 @@ impl Host for FlakyDeletes {
         }
         self.inner.delete(n)
     }
-    fn exec<'a>(&'a self, argv: &'a [OsString], p: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
-        self.inner.exec(argv, p)
+    fn exec<'a>(&'a self, argv: &'a [OsString], t: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.inner.exec(argv, t)
     }
-    fn exec_follow<'a>(&'a self, argv: &'a [OsString], p: Purpose) -> BoxFut<'a, io::Result<Lines>> {
-        self.inner.exec_follow(argv, p)
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
+        self.inner.exec_follow(argv)
     }
     fn counts(&self) -> RequestCounts {
         self.inner.counts()
@@ -204,7 +210,7 @@ async fn a_failed_delete_is_retried_and_the_call_answered_once() {
     let d = dir.path();
     let host = Arc::new(FlakyDeletes { inner: LocalHost::new(d), fail: AtomicU32::new(3) });
     // A slow writer leaves the request in place for many runner passes.
-    let rig = Rig::start(d, host, poll(5), WriterStrategy::Poll { interval: MS(500) });
+    let rig = Rig::start(d, host, &poll(5), r#"{ strategy = "poll", interval = "500ms" }"#).await;
     assert!(matches!(rig.call("sticky").await, CallEnd::Answered(Response::Ok(_))));
     let (report, rec) = rig.stop().await;
     assert_eq!(report.requests, 1, "the undeleted request was not picked up again");

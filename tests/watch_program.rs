@@ -1,23 +1,30 @@
 //! The in-sandbox watch program as the real child process the window-exec strategy runs:
-//! its directory travels in argv, so hostile paths are harmless, and its output is what
-//! the runner parses.
+//! its directory travels in argv, so hostile paths are harmless. Production's program
+//! (the default) prints nothing and always exits 0; `--report` / `--inline` print what the
+//! runner parses. Production's own expectations of its script as a real process are ported
+//! here (`relay-watch.test.ts`, "the watch script as a real process"), with generous bounds.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use relay_bench::sandbox_watch::{parse_output, Finish};
+use relay_bench::dir::program::{parse_report as parse_output, Finish};
 
 const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
-fn watch(dir: &Path, cwd: &Path, window_ms: u64, inline: bool) -> std::process::Output {
+/// Runs the program; `flag` is `--inline`, `--report` or nothing (production's).
+fn run(dir: &Path, cwd: &Path, window_ms: u64, relist_ms: u64, flag: Option<&str>) -> std::process::Output {
     let mut c = Command::new(BIN);
     c.current_dir(cwd).arg("sandbox-watch");
-    if inline {
-        c.arg("--inline");
+    if let Some(f) = flag {
+        c.arg(f);
     }
-    c.arg("--").arg(dir).arg(window_ms.to_string()).arg("200");
+    c.arg("--").arg(dir).arg(window_ms.to_string()).arg(relist_ms.to_string());
     c.output().unwrap()
+}
+
+fn watch(dir: &Path, cwd: &Path, window_ms: u64, inline: bool) -> std::process::Output {
+    run(dir, cwd, window_ms, 200, Some(if inline { "--inline" } else { "--report" }))
 }
 
 #[test]
@@ -81,9 +88,58 @@ fn an_event_ends_the_window_and_an_idle_window_ends_by_itself() {
 }
 
 #[test]
-fn a_missing_directory_is_a_failure_the_runner_can_see() {
+fn a_missing_directory_degrades_to_the_relist_and_ends_at_the_window() {
+    // Production: a dir that cannot be watched is no failure of the program; its re-list
+    // runs for the window and it exits 0 (an idle wake for the runner).
     let dir = tempfile::tempdir().unwrap();
-    let out = watch(&dir.path().join("gone"), dir.path(), 1000, false);
-    assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot watch"));
+    let t0 = Instant::now();
+    let out = run(&dir.path().join("gone"), dir.path(), 1200, 2000, None);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t0.elapsed() >= Duration::from_millis(1100), "ended at the window bound");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn production_program_exits_0_and_prints_nothing_in_every_case() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pre-existing request: exits at once.
+    std::fs::write(dir.path().join("call-1.req.json"), b"{}").unwrap();
+    let t0 = Instant::now();
+    let out = run(dir.path(), dir.path(), 15_000, 2000, None);
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]));
+    assert!(t0.elapsed() < Duration::from_secs(10), "not the 15 s window");
+    // No file: exits at the window bound.
+    std::fs::remove_file(dir.path().join("call-1.req.json")).unwrap();
+    let t0 = Instant::now();
+    let out = run(dir.path(), dir.path(), 1200, 2000, None);
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]));
+    assert!(t0.elapsed() >= Duration::from_millis(1100));
+    // Any change in the dir ends it (a file that is not a request, too), long before the
+    // window and the re-list (production's program filters nothing).
+    let d = dir.path().to_path_buf();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(d.join("notes.txt"), b"x").unwrap();
+    });
+    let t0 = Instant::now();
+    let out = run(dir.path(), dir.path(), 60_000, 50_000, None);
+    writer.join().unwrap();
+    assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(0), &b""[..]));
+    assert!(t0.elapsed() < Duration::from_secs(40), "ended by the event");
+}
+
+#[test]
+fn with_events_requests_a_stray_file_does_not_end_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::write(d.join("notes.txt"), b"x").unwrap();
+        relay_bench::fsio::publish_atomic(&d, "x.res.json", b"{}").unwrap();
+    });
+    let mut c = Command::new(BIN);
+    c.arg("sandbox-watch").args(["--events", "requests", "--report", "--"]).arg(dir.path()).args(["1500", "60000"]);
+    let out = c.output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(parse_output(&out.stdout).unwrap().finish, Finish::Idle, "{:?}", out);
 }

@@ -3,12 +3,10 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::time::Duration;
 
-use super::{LineDelay, OnSeen, RelayDir, WatchHandle};
+use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
 use crate::fsio;
-use crate::host::{follow_child, run_child, ExecOutput, Lines};
-use crate::source::{DirWatch, ErrorOnce, WatchFilter};
 use crate::BoxFut;
 
 #[derive(Debug, Clone)]
@@ -22,12 +20,6 @@ impl RealDir {
     }
 }
 
-impl WatchHandle for DirWatch {
-    fn disarm(&self) {
-        DirWatch::disarm(self);
-    }
-}
-
 impl RelayDir for RealDir {
     fn list(&self) -> io::Result<Vec<String>> {
         std::fs::read_dir(&self.dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
@@ -35,6 +27,10 @@ impl RelayDir for RealDir {
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
         std::fs::read(self.dir.join(name))
+    }
+
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        std::fs::metadata(self.dir.join(name)).map(|m| m.len())
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
@@ -49,22 +45,17 @@ impl RelayDir for RealDir {
         fsio::remove_if_present(&self.dir.join(name))
     }
 
-    fn publish(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        fsio::publish_atomic(&self.dir, name, bytes)
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(std::future::ready(fsio::publish_atomic(&self.dir, name, bytes)))
     }
 
-    fn watch(&self, filter: WatchFilter, errors: Arc<ErrorOnce>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        DirWatch::arm(&self.dir, filter, errors, on_seen).map(|w| Box::new(w) as Box<dyn WatchHandle>).map_err(|e| {
-            match e.kind {
-                notify::ErrorKind::Io(io) => io,
-                other => io::Error::other(format!("{other:?}")),
-            }
-        })
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        DirWatch::arm(&self.dir, on_seen).map(|w| Box::new(w) as Box<dyn WatchHandle>)
     }
 
-    fn exec(&self, argv: &[OsString]) -> BoxFut<'static, io::Result<ExecOutput>> {
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
         let argv = argv.to_vec();
-        Box::pin(async move { run_child(&argv).await })
+        Box::pin(async move { run_child(&argv, timeout).await })
     }
 
     fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
@@ -73,5 +64,72 @@ impl RelayDir for RealDir {
 
     fn path(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Runs `argv` as a child process on this machine, killed (and reaped) after `timeout` or
+/// when the future is dropped.
+pub async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(out) => {
+            let out = out?;
+            Ok(ExecOutput { code: out.status.code(), stdout: out.stdout, stderr: out.stderr, timed_out: false })
+        }
+        // Dropping the wait drops the child: killed (kill_on_drop) and reaped by tokio.
+        Err(_) => Ok(ExecOutput::timed_out()),
+    }
+}
+
+/// Starts `argv` with its stdout followed line by line. Each line waits `delay()` before it
+/// is handed on (a remote stream's response leg); dropping the receiver kills the program.
+pub fn follow_child(argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
+    use tokio::io::AsyncBufReadExt;
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let mut child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        let _child = child; // killed when this task ends
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(d) = &delay {
+                d().await;
+            }
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_child_past_its_timeout_is_killed_and_says_so() {
+        let argv: Vec<OsString> = ["sleep", "30"].iter().map(Into::into).collect();
+        let t0 = std::time::Instant::now();
+        let out = run_child(&argv, Duration::from_millis(100)).await.unwrap();
+        assert!(out.timed_out && out.code.is_none(), "{out:?}");
+        assert!(t0.elapsed() < Duration::from_secs(20), "killed, not waited for");
+        let argv: Vec<OsString> = ["sh", "-c", "echo hi; exit 3"].iter().map(Into::into).collect();
+        let out = run_child(&argv, Duration::from_secs(20)).await.unwrap();
+        assert_eq!((out.code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"hi\n"[..], false));
     }
 }

@@ -1,10 +1,12 @@
 //! The in-memory twin of a relay dir, for virtual time.
 //!
-//! Files live in a sorted map (listings come back in one deterministic order); a rename
-//! is atomic and tells every watch armed on the *same* directory, as inotify does; a
-//! directory that is deleted and recreated is a new directory, and the watches armed on the
-//! old one stay silent. Operations take no time: every delay of a case comes from the host
-//! model (the emulated daemon) and the strategy code, on the paused tokio clock.
+//! Files live in a sorted map (listings come back in one deterministic order); every
+//! change (a write, a rename, a removal, of any name) is told to every watch armed on the
+//! *same* directory, as inotify does; a directory that is deleted and recreated is a new
+//! directory, and the watches armed on the old one stay silent. Operations take no time:
+//! every delay of a case comes from the host model (the emulated daemon) and the strategy
+//! code, on the paused tokio clock. A program run here is the watch program itself
+//! ([`super::program`]), the very function `relay-bench sandbox-watch` runs.
 //!
 //! The faults of SPEC §6 that live in the sandbox are switches here ([`SimFault`]): the
 //! watch program missing, watch creation failing (ENOSPC / EMFILE), the watch queue
@@ -18,22 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{program, LineDelay, OnSeen, RelayDir, WatchHandle};
-use crate::host::{ExecOutput, Lines};
-use crate::protocol::is_temp;
-use crate::source::{ErrorOnce, Seen, WatchFilter};
+use super::program::{self, Step, WatchArgs};
+use super::{Change, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, Seen, WatchHandle};
 use crate::BoxFut;
-
-/// A boundary inside the watch program twin, where a test hook may act.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Started, before the watch is armed.
-    BeforeArm,
-    /// Armed, before the first list.
-    ArmedBeforeList,
-    /// Listed (nothing found), before waiting.
-    ListedBeforeWait,
-}
 
 /// A sandbox-side fault, switched on and off by the fault schedule or a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +48,6 @@ type Hook = Arc<dyn Fn(Step) + Send + Sync>;
 struct Watch {
     id: u64,
     generation: u64,
-    filter: WatchFilter,
     on_seen: Arc<OnSeen>,
 }
 
@@ -77,7 +65,7 @@ struct State {
     execs: Vec<tokio::time::Instant>,
 }
 
-pub(super) struct Inner {
+struct Inner {
     path: PathBuf,
     state: Mutex<State>,
 }
@@ -141,11 +129,6 @@ impl SimDir {
     pub fn exec_times(&self) -> Vec<tokio::time::Instant> {
         self.state().execs.clone()
     }
-
-    /// Live watches (armed on any generation).
-    pub fn watches(&self) -> usize {
-        self.state().watches.len()
-    }
 }
 
 impl Inner {
@@ -153,26 +136,15 @@ impl Inner {
         self.state.lock().expect("sim dir poisoned")
     }
 
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub(super) fn log_exec(&self) {
+    fn log_exec(&self) {
         self.state().execs.push(tokio::time::Instant::now());
     }
 
-    pub(super) fn has_fault(&self, fault: SimFault) -> bool {
+    fn has_fault(&self, fault: SimFault) -> bool {
         self.state().faults.contains(&fault)
     }
 
-    pub(super) fn step(&self, step: Step) {
-        let hook = self.state().hook.clone();
-        if let Some(h) = hook {
-            h(step);
-        }
-    }
-
-    pub(super) fn list(&self) -> io::Result<Vec<String>> {
+    fn list(&self) -> io::Result<Vec<String>> {
         let s = self.state();
         if !s.exists {
             return Err(not_found(&self.path));
@@ -180,7 +152,7 @@ impl Inner {
         Ok(s.files.keys().cloned().collect())
     }
 
-    pub(super) fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
         let s = self.state();
         if !s.exists {
             return Err(not_found(&self.path));
@@ -188,34 +160,40 @@ impl Inner {
         s.files.get(name).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not found")))
     }
 
-    /// Stores `bytes` under `name` and tells the watches it appeared.
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        self.read(name).map(|b| b.len() as u64)
+    }
+
+    /// Stores `bytes` under `name` and tells the watches.
     fn put(&self, name: &str, bytes: Vec<u8>, append: bool) -> io::Result<()> {
         let seen = {
             let mut s = self.state();
             if !s.exists {
                 return Err(not_found(&self.path));
             }
+            let existed = s.files.contains_key(name);
             let slot = s.files.entry(name.to_owned()).or_default();
             if append {
                 slot.extend_from_slice(&bytes);
             } else {
                 *slot = bytes;
             }
-            self.to_tell(&s, name)
+            let change = if existed { Change::Modified } else { Change::Appeared };
+            self.to_tell(&s, vec![(name.to_owned(), change)])
         };
-        tell(seen, name);
+        tell(seen);
         Ok(())
     }
 
-    pub(super) fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         self.put(name, bytes.to_vec(), false)
     }
 
-    pub(super) fn append(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+    fn append(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         self.put(name, bytes.to_vec(), true)
     }
 
-    pub(super) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let seen = {
             let mut s = self.state();
             if !s.exists {
@@ -226,38 +204,35 @@ impl Inner {
                 .remove(from)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
             s.files.insert(to.to_owned(), bytes);
-            self.to_tell(&s, to)
+            self.to_tell(&s, vec![(from.to_owned(), Change::Removed), (to.to_owned(), Change::Appeared)])
         };
-        tell(seen, to);
+        tell(seen);
         Ok(())
     }
 
-    pub(super) fn remove(&self, name: &str) -> io::Result<()> {
-        let mut s = self.state();
-        if !s.exists {
-            return Err(not_found(&self.path));
-        }
-        s.files.remove(name);
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let seen = {
+            let mut s = self.state();
+            if !s.exists {
+                return Err(not_found(&self.path));
+            }
+            if s.files.remove(name).is_none() {
+                return Ok(());
+            }
+            self.to_tell(&s, vec![(name.to_owned(), Change::Removed)])
+        };
+        tell(seen);
         Ok(())
     }
 
-    /// The callbacks to run for `name`, and whether the queue overflowed (called under the
-    /// lock; the callbacks run after it is released).
-    fn to_tell(&self, s: &State, name: &str) -> (Vec<Arc<OnSeen>>, bool) {
-        if is_temp(name) {
-            return (Vec::new(), false);
-        }
-        let overflow = s.faults.contains(&SimFault::QueueOverflow);
-        let cbs = s
-            .watches
-            .iter()
-            .filter(|w| w.generation == s.generation && (overflow || w.filter.wants(name)))
-            .map(|w| w.on_seen.clone())
-            .collect();
-        (cbs, overflow)
+    /// The callbacks to run and what to tell them (called under the lock; the callbacks run
+    /// after it is released). Under a queue overflow every change is a rescan.
+    fn to_tell(&self, s: &State, changes: Vec<(String, Change)>) -> Tell {
+        let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
+        Tell { cbs, changes, overflow: s.faults.contains(&SimFault::QueueOverflow) }
     }
 
-    pub(super) fn watch(self: &Arc<Self>, filter: WatchFilter, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+    fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
         let mut s = self.state();
         if !s.exists {
             return Err(not_found(&self.path));
@@ -271,17 +246,22 @@ impl Inner {
         let id = s.next_watch;
         s.next_watch += 1;
         let generation = s.generation;
-        s.watches.push(Watch { id, generation, filter, on_seen: Arc::new(on_seen) });
+        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen) });
         Ok(Box::new(SimWatch { dir: self.clone(), id }))
     }
 }
 
-fn tell((cbs, overflow): (Vec<Arc<OnSeen>>, bool), name: &str) {
-    for cb in cbs {
-        if overflow {
-            cb(Seen::Rescan);
-        } else {
-            cb(Seen::Name(name));
+/// Changes to tell, and to whom.
+struct Tell {
+    cbs: Vec<Arc<OnSeen>>,
+    changes: Vec<(String, Change)>,
+    overflow: bool,
+}
+
+fn tell(t: Tell) {
+    for cb in &t.cbs {
+        for (name, change) in &t.changes {
+            cb(if t.overflow { Seen::Rescan } else { Seen::Name(name, *change) });
         }
     }
 }
@@ -312,6 +292,10 @@ impl RelayDir for SimDir {
         self.inner.read(name)
     }
 
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        self.inner.stat(name)
+    }
+
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         self.inner.write(name, bytes)
     }
@@ -324,27 +308,63 @@ impl RelayDir for SimDir {
         self.inner.remove(name)
     }
 
-    fn watch(&self, filter: WatchFilter, errors: Arc<ErrorOnce>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        let _ = errors; // a sim watch has no error after arming other than going silent
-        self.inner.watch(filter, on_seen)
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        self.inner.watch(on_seen)
     }
 
-    fn exec(&self, argv: &[OsString]) -> BoxFut<'static, io::Result<ExecOutput>> {
-        Box::pin(program::exec(self.inner.clone(), argv.to_vec()))
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
+        let (dir, argv) = (self.clone(), argv.to_vec());
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, dir.run_program(argv)).await {
+                Ok(out) => Ok(out),
+                Err(_) => Ok(ExecOutput::timed_out()),
+            }
+        })
     }
 
     fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
-        program::follow(self.inner.clone(), argv.to_vec(), delay)
+        self.inner.log_exec();
+        if self.has_fault(SimFault::ProgramMissing) {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "the watch program is not installed"));
+        }
+        let args = WatchArgs::parse_argv(argv).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let (raw_tx, mut raw) = tokio::sync::mpsc::channel::<String>(64);
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let (hang, fail) = (self.has_fault(SimFault::ExecHang), self.has_fault(SimFault::ExecFail));
+        let dir = self.clone();
+        tokio::spawn(async move {
+            if fail {
+                return; // the stream ends without `end`: a drop
+            }
+            if hang {
+                tx.closed().await;
+                return;
+            }
+            let view = dir.view_at(&args.dir);
+            let program = async move { program::follow(view.as_ref(), &args, raw_tx).await };
+            let forward = async move {
+                while let Some(line) = raw.recv().await {
+                    if let Some(d) = &delay {
+                        d().await;
+                    }
+                    if tx.send(line).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::join!(program, forward);
+        });
+        Ok(rx)
     }
 
     fn path(&self) -> &Path {
         &self.inner.path
     }
 
-    fn writer_publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         Box::pin(async move {
             if !self.inner.has_fault(SimFault::ChunkedPublish) {
-                return self.publish(name, bytes);
+                return super::publish_now(self, name, bytes);
             }
             // Four chunks 50 ms apart: the temp name holds partial bytes meanwhile.
             let tmp = crate::fsio::temp_name(name);
@@ -356,5 +376,53 @@ impl RelayDir for SimDir {
             }
             self.rename(&tmp, name)
         })
+    }
+}
+
+impl SimDir {
+    /// The sandbox's answer to running `argv`: the watch program, unless a fault says
+    /// otherwise.
+    async fn run_program(&self, argv: Vec<OsString>) -> ExecOutput {
+        self.inner.log_exec();
+        // Starting a program gives the CPU away: the runner's other work runs before it
+        // lists, as it would while a real process starts (here it costs no simulated time).
+        tokio::task::yield_now().await;
+        if self.has_fault(SimFault::ProgramMissing) {
+            let prog = argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            return ExecOutput::exited(127, "", format!("sh: {prog}: not found"));
+        }
+        let args = match WatchArgs::parse_argv(&argv) {
+            Ok(a) if !a.follow => a,
+            Ok(_) => return ExecOutput::exited(2, "", "sandbox-watch: --follow streams; use a followed exec"),
+            Err(e) => return ExecOutput::exited(2, "", format!("sandbox-watch: {e}")),
+        };
+        if self.has_fault(SimFault::ExecHang) {
+            std::future::pending::<()>().await;
+        }
+        if self.has_fault(SimFault::ExecFail) {
+            return ExecOutput::exited(1, "", "sandbox-watch: killed (simulated failure)");
+        }
+        let hook = self.state().hook.clone();
+        let step = move |s: Step| {
+            if let Some(h) = &hook {
+                h(s);
+            }
+        };
+        let view = self.view_at(&args.dir);
+        program::run(view.as_ref(), &args, &step).await
+    }
+
+    /// What a program sees at `path`: this directory, or nothing (a path that is not it).
+    fn view_at(&self, path: &Path) -> Box<dyn RelayDir> {
+        if path == self.inner.path {
+            Box::new(self.clone())
+        } else {
+            Box::new(SimDir::absent(path))
+        }
+    }
+
+    /// A directory that does not exist.
+    fn absent(path: &Path) -> SimDir {
+        SimDir { inner: Arc::new(Inner { path: path.to_path_buf(), state: Mutex::new(State::default()) }) }
     }
 }

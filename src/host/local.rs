@@ -5,9 +5,11 @@ use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::{Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
-use crate::dir::{RealDir, RelayDir};
+use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Profiles, Purpose, RequestCounter, RequestCounts};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{ExecOutput, Lines, RealDir, RelayDir};
 use crate::BoxFut;
 
 /// A relay directory reached directly. Every call is counted like a remote request would
@@ -31,8 +33,8 @@ impl LocalHost {
 }
 
 impl Host for LocalHost {
-    fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
-        self.counter.count(purpose, Kind::List);
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.counter.count(Purpose::Discovery, Kind::List);
         Box::pin(std::future::ready(self.dir.list()))
     }
 
@@ -41,10 +43,15 @@ impl Host for LocalHost {
         Box::pin(std::future::ready(self.dir.read(name)))
     }
 
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        self.counter.count(Purpose::Data, Kind::Stat);
+        Box::pin(std::future::ready(self.dir.stat(name)))
+    }
+
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Write);
         self.counter.count(Purpose::Data, Kind::Rename);
-        Box::pin(std::future::ready(self.dir.publish(name, bytes)))
+        self.dir.publish(name, bytes)
     }
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
@@ -52,13 +59,13 @@ impl Host for LocalHost {
         Box::pin(std::future::ready(self.dir.remove(name)))
     }
 
-    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
-        self.counter.count(purpose, Kind::Exec);
-        self.dir.exec(argv)
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.counter.count(Purpose::Discovery, Kind::Exec);
+        self.dir.exec(argv, timeout)
     }
 
-    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>> {
-        self.counter.count(purpose, Kind::Exec);
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
+        self.counter.count(Purpose::Discovery, Kind::Exec);
         Box::pin(std::future::ready(self.dir.exec_follow(argv, None)))
     }
 
@@ -68,5 +75,43 @@ impl Host for LocalHost {
 
     fn label(&self) -> String {
         "local".into()
+    }
+}
+
+/// `host = "local"` (the default).
+pub struct Local;
+pub const LOCAL: Local = Local;
+
+#[derive(Debug)]
+struct LocalSpec;
+
+impl HostKind for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn about(&self) -> &'static str {
+        "the relay dir on this machine, touched directly (every operation still counted)"
+    }
+
+    fn parse(&self, case: &mut Fields<'_>, _: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        if case.raw_peek("profile").is_some() {
+            return Err(case.err("profile", "applies only to a host with a daemon (host = \"remote\")"));
+        }
+        Ok(Arc::new(LocalSpec))
+    }
+}
+
+impl HostSpec for LocalSpec {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn params(&self) -> String {
+        "local directory, no injected latency".into()
+    }
+
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> BuiltHost {
+        BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None }
     }
 }

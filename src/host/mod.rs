@@ -3,8 +3,8 @@
 //! Every operation the runner performs on a relay dir goes through [`Host`] and is counted
 //! by kind (list, read, write, rename, delete, stat, exec) and purpose (discovery = looking
 //! for work, data = moving a call's bytes), even on a local directory, so that every case
-//! reports the same request budget (SPEC §5). New hosts (remote-emulated, in-memory) are a
-//! new file here plus one line in [`crate::strategy`].
+//! reports the same request budget (SPEC §5). A new host is a new file here plus one line
+//! in [`HOSTS`].
 
 mod busy;
 mod local;
@@ -12,7 +12,7 @@ mod remote;
 
 pub use busy::Busy;
 pub use local::LocalHost;
-pub use remote::{Daemon, LatencyProfile, Leg, RemoteHost};
+pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
 
 use std::ffi::OsString;
 use std::io;
@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{ExecOutput, Lines, RelayDir};
 use crate::BoxFut;
 
 /// Why a request was made.
@@ -194,79 +196,26 @@ impl Serialize for ByKind {
     }
 }
 
-/// What a finished program left.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExecOutput {
-    /// The exit code; `None` when killed by a signal.
-    pub code: Option<i32>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-/// Runs `argv` as a child process on this machine; killed if the future is dropped.
-pub async fn run_child(argv: &[OsString]) -> io::Result<ExecOutput> {
-    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
-    let out = tokio::process::Command::new(prog)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await?;
-    Ok(ExecOutput { code: out.status.code(), stdout: out.stdout, stderr: out.stderr })
-}
-
-/// A followed program's stdout, line by line; ends when the program does.
-pub type Lines = tokio::sync::mpsc::Receiver<String>;
-
-/// Starts `argv` with its stdout followed line by line. Each line waits `delay()` before it
-/// is handed on (a remote stream's response leg); dropping the receiver kills the program.
-pub fn follow_child(
-    argv: &[OsString],
-    delay: Option<Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync>>,
-) -> io::Result<Lines> {
-    use tokio::io::AsyncBufReadExt;
-    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
-    let mut child = tokio::process::Command::new(prog)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    tokio::spawn(async move {
-        let _child = child; // killed when this task ends
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(d) = &delay {
-                d().await;
-            }
-            if tx.send(line).await.is_err() {
-                break;
-            }
-        }
-    });
-    Ok(rx)
-}
-
 /// The runner's access to one relay directory. Names are plain file names inside the dir;
-/// a host never accepts a path.
+/// a host never accepts a path. Every call is one request, counted by kind and purpose:
+/// lists and execs look for work (discovery), the rest move a call's bytes (data).
 pub trait Host: Send + Sync {
     /// Names of every entry in the relay dir (the caller filters).
-    fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>>;
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>>;
     /// The bytes of one file.
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>>;
+    /// One file's metadata (the runner's pickup telemetry).
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>>;
     /// Publishes `bytes` under `name` atomically (temp write + rename: two requests).
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>>;
     /// Deletes one file; a file already gone is not an error.
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>>;
-    /// Runs a program in the sandbox (argv, never a shell string) and returns its output.
-    /// Dropping the future kills the program.
-    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>>;
+    /// Runs a program in the sandbox (argv, never a shell string), killed after `timeout`
+    /// (the answer says `timed_out`). Dropping the future abandons it.
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>>;
     /// Starts a program in the sandbox and follows its stdout (one request); dropping the
     /// receiver kills the program.
-    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>>;
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>>;
     /// The requests made so far.
     fn counts(&self) -> RequestCounts;
     /// The latency legs injected so far (nanoseconds), if this host emulates any.
@@ -275,10 +224,44 @@ pub trait Host: Send + Sync {
     }
     /// A short label for reports ("local", "remote:proxy").
     fn label(&self) -> String;
-    /// The emulated daemon behind this host, if any (the fault schedule acts on it).
-    fn daemon(&self) -> Option<&Arc<Daemon>> {
-        None
+}
+
+/// A host built for one relay dir, and what the fault schedule can act on through it.
+pub struct BuiltHost {
+    pub host: Arc<dyn Host>,
+    /// The emulated daemon, if the host has one (restart, disconnect, pause).
+    pub daemon: Option<Arc<Daemon>>,
+}
+
+/// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
+/// [`HOSTS`]. It reads its own keys from the case table.
+pub trait HostKind: Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `--help` and the README.
+    fn about(&self) -> &'static str;
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError>;
+}
+
+/// A parsed host: what it models, and how to build it over one relay dir.
+pub trait HostSpec: std::fmt::Debug + Send + Sync {
+    fn name(&self) -> &'static str;
+    /// What the host models, as a person reads it.
+    fn params(&self) -> String;
+    /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives any
+    /// latency draws.
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> BuiltHost;
+    /// Whether it has a daemon the fault schedule can act on.
+    fn has_daemon(&self) -> bool {
+        false
     }
+}
+
+/// Every host kind: a new host is a file in this folder plus one line here.
+pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE];
+
+/// The host kind named `name`.
+pub fn kind(name: &str) -> Option<&'static dyn HostKind> {
+    HOSTS.iter().copied().find(|k| k.name() == name)
 }
 
 #[cfg(test)]

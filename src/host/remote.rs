@@ -5,13 +5,17 @@
 //! touches it directly). Every runner operation goes through an emulated [`Daemon`]: it
 //! waits for a slot under the sandbox's concurrency limit, pays a request leg, does the
 //! real operation on the real directory, and pays a response leg. Legs are drawn from a
-//! named [`LatencyProfile`] with a seeded generator. A list is an exec of a listing command,
-//! as in production, counted as `list`; a program run is an `exec`.
+//! named [`LatencyProfile`] with a seeded generator. A list is an exec of `ls -1 DIR` in
+//! production, counted here as `list`, with its semantics: a missing directory lists as
+//! empty (`ls` fails with nothing on stdout, and production ignores its exit code). A
+//! program run is an `exec` whose timeout the daemon enforces (it kills the program and
+//! answers `timedOut`).
 //!
 //! Latency is injected in user space with tokio timers (this kernel offers no netem), so a
 //! leg is rounded up to tokio's 1 ms timer resolution; the daemon records every leg it
 //! actually paid, and the report shows those, not the profile's nominal figures.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
@@ -22,12 +26,12 @@ use hdrhistogram::Histogram;
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
-use super::{Busy, ExecOutput, Host, Kind, Lines, Purpose, RequestCounter, RequestCounts};
-use crate::dir::{LineDelay, RealDir, RelayDir};
+use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Purpose, RequestCounter, RequestCounts};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
 use crate::fsio;
-use crate::recorder::new_histogram;
 use crate::rng::Rng;
-use crate::units::human;
+use crate::units::{human, new_histogram};
 use crate::BoxFut;
 
 /// One leg of a round trip: uniform between `min` and `max`, and with probability
@@ -214,10 +218,6 @@ impl Daemon {
     pub fn paid_legs(&self) -> Histogram<u64> {
         self.paid.lock().expect("daemon histogram poisoned").clone()
     }
-
-    pub fn profile(&self) -> &LatencyProfile {
-        &self.profile
-    }
 }
 
 /// Resolves when a fault breaks a request of `kind` that started under `at_start`.
@@ -275,21 +275,26 @@ impl RemoteHost {
     pub fn over(dir: Arc<dyn RelayDir>, daemon: Arc<Daemon>) -> RemoteHost {
         RemoteHost { dir, daemon }
     }
-
-    pub fn daemon(&self) -> &Arc<Daemon> {
-        &self.daemon
-    }
 }
 
 impl Host for RemoteHost {
-    fn list(&self, purpose: Purpose) -> BoxFut<'_, io::Result<Vec<String>>> {
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
         let dir = self.dir.clone();
-        Box::pin(self.daemon.request(purpose, Kind::List, move || dir.list()))
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::List, move || match dir.list() {
+            // `ls -1 DIR` of a missing dir prints nothing; production ignores its exit code.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            other => other,
+        }))
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
         let (dir, name) = (self.dir.clone(), name.to_owned());
         Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || dir.read(&name)))
+    }
+
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Stat, move || dir.stat(&name)))
     }
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
@@ -313,11 +318,11 @@ impl Host for RemoteHost {
         Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || dir.remove(&name)))
     }
 
-    fn exec<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<ExecOutput>> {
-        Box::pin(self.daemon.request(purpose, Kind::Exec, Deferred(self.dir.exec(argv))))
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::Exec, Deferred(self.dir.exec(argv, timeout))))
     }
 
-    fn exec_follow<'a>(&'a self, argv: &'a [OsString], purpose: Purpose) -> BoxFut<'a, io::Result<Lines>> {
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
         let daemon = self.daemon.clone();
         // Every streamed line pays a response leg on its way to the runner (after a pause).
         let delay: LineDelay = Arc::new(move || {
@@ -332,7 +337,8 @@ impl Host for RemoteHost {
         let mut outage = daemon.outage.subscribe();
         let at_start = *outage.borrow_and_update();
         Box::pin(async move {
-            let mut inner = daemon.request(purpose, Kind::Exec, move || dir.exec_follow(&argv, Some(delay))).await?;
+            let op = move || dir.exec_follow(&argv, Some(delay));
+            let mut inner = daemon.request(Purpose::Discovery, Kind::Exec, op).await?;
             // The stream rides the daemon's connection: a restart or disconnect drops it.
             let (tx, rx) = tokio::sync::mpsc::channel(64);
             tokio::spawn(async move {
@@ -364,9 +370,76 @@ impl Host for RemoteHost {
     fn label(&self) -> String {
         format!("remote:{}", self.daemon.profile.name)
     }
+}
 
-    fn daemon(&self) -> Option<&Arc<Daemon>> {
-        Some(&self.daemon)
+/// Latency profiles a scenario defines (`[profile.NAME]`), by name.
+pub type Profiles = BTreeMap<String, LatencyProfile>;
+
+/// Reads a `[profile.NAME]` table: `leg_min`, `leg_max`, `tail_ratio`, `tail_mean`,
+/// `tail_max`, `concurrency` (missing keys from the `proxy` profile).
+pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
+    let base = LatencyProfile::shipped("proxy").expect("shipped");
+    let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
+    let max = f.duration("leg_max")?.unwrap_or(min.max(base.leg.max));
+    if max < min {
+        return Err(f.err("leg_max", "must not be shorter than `leg_min`"));
+    }
+    let leg = Leg {
+        min,
+        max,
+        tail_ratio: f.float("tail_ratio", 0.0, 1.0)?.unwrap_or(0.0),
+        tail_mean: f.duration("tail_mean")?.unwrap_or(Duration::ZERO),
+        tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
+    };
+    let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
+    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency })
+}
+
+/// `host = "remote"`, with `profile = "<name>"`.
+pub struct Remote;
+pub const REMOTE: Remote = Remote;
+
+#[derive(Debug)]
+struct RemoteSpec(LatencyProfile);
+
+impl HostKind for Remote {
+    fn name(&self) -> &'static str {
+        "remote"
+    }
+
+    fn about(&self) -> &'static str {
+        "a sandbox behind an emulated daemon: every request pays two latency legs from a profile"
+    }
+
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
+        allowed.extend(profiles.keys().map(String::as_str));
+        let name = case.string("profile")?.ok_or_else(|| {
+            case.err("profile", format!("is required with host = \"remote\"; allowed: {}", allowed.join(", ")))
+        })?;
+        let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
+        let profile = profile
+            .ok_or_else(|| case.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", "))))?;
+        Ok(Arc::new(RemoteSpec(profile)))
+    }
+}
+
+impl HostSpec for RemoteSpec {
+    fn name(&self) -> &'static str {
+        "remote"
+    }
+
+    fn params(&self) -> String {
+        format!("{}; latency injected in user space (tokio timers, no netem)", self.0.describe())
+    }
+
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> BuiltHost {
+        let daemon = Arc::new(Daemon::new(self.0.clone(), seed, busy));
+        BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon) }
+    }
+
+    fn has_daemon(&self) -> bool {
+        true
     }
 }
 
@@ -401,7 +474,7 @@ mod tests {
         host.publish("a.res.json", b"{}").await.unwrap();
         assert_eq!(t0.elapsed(), ms(80), "write + rename: two round trips");
         let t0 = Instant::now();
-        assert!(host.list(Purpose::Discovery).await.unwrap().contains(&"a.res.json".to_string()));
+        assert!(host.list().await.unwrap().contains(&"a.res.json".to_string()));
         assert_eq!(host.read("a.res.json").await.unwrap(), b"{}");
         assert_eq!(t0.elapsed(), ms(80));
         let c = host.counts();
@@ -418,7 +491,7 @@ mod tests {
         let mut tasks = Vec::new();
         for _ in 0..4 {
             let h = host.clone();
-            tasks.push(tokio::spawn(async move { h.list(Purpose::Discovery).await.unwrap() }));
+            tasks.push(tokio::spawn(async move { h.list().await.unwrap() }));
         }
         for t in tasks {
             t.await.unwrap();

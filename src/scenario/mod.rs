@@ -5,25 +5,19 @@
 //! setting that does not apply to the chosen strategy, or a gate on an unknown metric is an
 //! error naming the file, the key and the allowed values.
 
-mod fields;
+pub use crate::config::ScenarioError;
 
-pub use fields::ScenarioError;
-
-use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use fields::Fields;
-
-use crate::external::ExternalSpec;
+use crate::config::Fields;
 use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
-use crate::host::{LatencyProfile, Leg};
+use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
 use crate::pacer::{Arrival, Phase, Workload};
-use crate::schedule::PollSchedule;
-use crate::source::{WINDOW_MAX, WINDOW_MIN};
-use crate::strategy::{HostSpec, RunnerStrategy, WriterStrategy};
+use crate::strategy::{runner_kind, runner_names, RunnerSpec, WriterSpec, WRITERS};
 
 /// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
@@ -59,13 +53,13 @@ impl Clock {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CaseSpec {
     pub name: String,
-    pub host: HostSpec,
+    pub host: Arc<dyn HostSpec>,
     pub clock: Clock,
-    pub runner: RunnerStrategy,
-    pub writer: WriterStrategy,
+    pub runner: Arc<dyn RunnerSpec>,
+    pub writer: Arc<dyn WriterSpec>,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
     /// The case this one is compared with, over the scenario's `baseline`.
@@ -74,7 +68,17 @@ pub struct CaseSpec {
     pub faults: Vec<FaultSpec>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+impl CaseSpec {
+    /// Where this case departs from production's relay as built (SPEC §8): the options set
+    /// away from production's defaults, runner side then writer side.
+    pub fn departures(&self) -> Vec<String> {
+        let mut d = self.runner.departures();
+        d.extend(self.writer.departures());
+        d
+    }
+}
+
+#[derive(Debug, Clone)]
 pub struct Scenario {
     pub name: String,
     pub description: String,
@@ -128,7 +132,7 @@ impl Scenario {
             }
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
-        let mut profiles = BTreeMap::new();
+        let mut profiles = Profiles::new();
         if let Some(mut pt) = top.table("profile")? {
             for name in pt.keys() {
                 let mut f = pt.named_table(&name)?;
@@ -187,24 +191,6 @@ impl Scenario {
 
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
     exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
-}
-
-fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
-    let base = LatencyProfile::shipped("proxy").expect("shipped");
-    let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
-    let max = f.duration("leg_max")?.unwrap_or(min.max(base.leg.max));
-    if max < min {
-        return Err(f.err("leg_max", "must not be shorter than `leg_min`"));
-    }
-    let leg = Leg {
-        min,
-        max,
-        tail_ratio: f.float("tail_ratio", 0.0, 1.0)?.unwrap_or(0.0),
-        tail_mean: f.duration("tail_mean")?.unwrap_or(Duration::ZERO),
-        tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
-    };
-    let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
-    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency })
 }
 
 fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError> {
@@ -286,47 +272,26 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
     })
 }
 
-fn parse_case(
-    c: &mut Fields<'_>,
-    common: &[Gate],
-    profiles: &BTreeMap<String, LatencyProfile>,
-) -> Result<CaseSpec, ScenarioError> {
+fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
         return Err(c.err("name", format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ .")));
     }
-    let host = match c.choice("host", HostSpec::NAMES)? {
-        Some("local") | None => {
-            if c.raw("profile").is_some() {
-                return Err(c.err("profile", "applies only to host = \"remote\""));
-            }
-            HostSpec::Local
-        }
-        Some(_) => {
-            let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
-            allowed.extend(profiles.keys().map(String::as_str));
-            let name = c.string("profile")?.ok_or_else(|| {
-                c.err("profile", format!("is required with host = \"remote\"; allowed: {}", allowed.join(", ")))
-            })?;
-            let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
-            HostSpec::Remote(profile.ok_or_else(|| {
-                c.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")))
-            })?)
-        }
-    };
+    let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
+    let host_name = c.choice("host", &host_names)?.unwrap_or("local");
+    let kind = HOSTS.iter().find(|k| k.name() == host_name).expect("validated");
+    let host = kind.parse(c, profiles)?;
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
         Some("virtual") => Clock::Virtual,
         Some(other) => unreachable!("validated clock {other}"),
     };
     let runner = parse_runner(c)?;
-    if let RunnerStrategy::External(_) = runner {
-        if host != HostSpec::Local || clock != Clock::Real {
-            return Err(c.err(
-                "runner",
-                "an external runner serves a real local relay dir: use host = \"local\" and clock = \"real\"",
-            ));
-        }
+    if runner.needs_real_local_dir() && (host.has_daemon() || clock != Clock::Real) {
+        return Err(c.err(
+            "runner",
+            "an external runner serves a real local relay dir: use host = \"local\" and clock = \"real\"",
+        ));
     }
     let writer = parse_writer(c)?;
     let baseline = c.string("baseline")?.map(str::to_owned);
@@ -357,7 +322,7 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
-    if f.kind.needs_daemon() && !matches!(case.host, HostSpec::Remote(_)) {
+    if f.kind.needs_daemon() && !case.host.has_daemon() {
         return Err(c.err("fault", format!("{} needs host = \"remote\" (a daemon to act on)", f.kind.name())));
     }
     if !f.kind.real_time() && case.clock == Clock::Real {
@@ -383,156 +348,40 @@ fn strategy_table<'a>(
             }
             Ok((s.clone(), None))
         }
-        Some(toml::Value::Table(_)) => {
+        Some(toml::Value::Table(t)) => {
+            let implied = (key == "runner" && t.contains_key("command")).then_some("external");
             let mut t = c.table(key)?.expect("checked: a table");
-            let s = t
-                .choice("strategy", allowed)?
-                .ok_or_else(|| t.err("strategy", format!("is required; allowed: {}", allowed.join(", "))))?;
-            Ok((s.to_owned(), Some(t)))
+            let s = match (t.choice("strategy", allowed)?, implied) {
+                (Some(s), _) | (None, Some(s)) => s.to_owned(),
+                (None, None) => return Err(t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))),
+            };
+            Ok((s, Some(t)))
         }
         Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
     }
 }
 
-/// `interval`, `idle_polls`, `max_interval` of a poll schedule, over `base`.
-fn parse_poll(t: &mut Fields<'_>, base: PollSchedule) -> Result<PollSchedule, ScenarioError> {
-    let interval = t.duration("interval")?.unwrap_or(base.interval);
-    let idle_polls = t.int("idle_polls", 0, u32::MAX as i64)?.map_or(base.idle_polls, |v| v as u32);
-    let max_interval = t.duration("max_interval")?.unwrap_or(base.max_interval);
-    check_positive(t, "interval", interval)?;
-    if max_interval < interval {
-        return Err(t.err("max_interval", "must not be shorter than `interval`"));
-    }
-    Ok(PollSchedule::new(interval, idle_polls, max_interval))
-}
-
-/// The settings every supervised watch (window-exec, follow) shares, read in place.
-struct Supervision<'a> {
-    relist: &'a mut Duration,
-    safety: &'a mut Duration,
-    max_failures: &'a mut u32,
-    backoff_min: &'a mut Duration,
-    backoff_max: &'a mut Duration,
-}
-
-impl Supervision<'_> {
-    fn parse(self, t: &mut Fields<'_>) -> Result<(), ScenarioError> {
-        *self.relist = t.duration("relist")?.unwrap_or(*self.relist);
-        *self.safety = t.duration("safety_interval")?.unwrap_or(*self.safety);
-        *self.max_failures = t.int("max_failures", 1, 1000)?.map_or(*self.max_failures, |v| v as u32);
-        *self.backoff_min = t.duration("backoff_min")?.unwrap_or(*self.backoff_min);
-        *self.backoff_max = t.duration("backoff_max")?.unwrap_or(*self.backoff_max);
-        for (k, d) in [("relist", *self.relist), ("safety_interval", *self.safety), ("backoff_min", *self.backoff_min)]
-        {
-            check_positive(t, k, d)?;
-        }
-        if *self.backoff_max < *self.backoff_min {
-            return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
-        }
-        Ok(())
-    }
-}
-
-/// `runner = { command = [...], handler = "..." }`: someone else's runner.
-fn parse_external(t: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
-    let command: Vec<String> = t.strings("command")?.into_iter().map(str::to_owned).collect();
-    if command.is_empty() || command[0].is_empty() {
-        return Err(
-            t.err("command", "must be a non-empty array: the program and its arguments ({dir} is the relay dir)")
-        );
-    }
-    let handler = t.duration("handler")?;
-    Ok(RunnerStrategy::External(ExternalSpec { command, handler }))
-}
-
-fn parse_runner(c: &mut Fields<'_>) -> Result<RunnerStrategy, ScenarioError> {
-    if let Some(toml::Value::Table(t)) = c.raw_peek("runner") {
-        if t.contains_key("command") {
-            let mut t = c.table("runner")?.expect("checked: a table");
-            let s = parse_external(&mut t)?;
-            t.finish()?;
-            return Ok(s);
-        }
-    }
-    let (name, table) = strategy_table(c, "runner", RunnerStrategy::NAMES)?;
-    let mut strategy = RunnerStrategy::by_name(&name).expect("validated against NAMES");
-    if let Some(mut t) = table {
-        match &mut strategy {
-            RunnerStrategy::Poll { interval, idle_polls, max_interval } => {
-                let p = parse_poll(&mut t, PollSchedule::new(*interval, *idle_polls, *max_interval))?;
-                (*interval, *idle_polls, *max_interval) = (p.interval, p.idle_polls, p.max_interval);
-            }
-            RunnerStrategy::Watch { safety_interval } => {
-                *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
-                check_positive(&t, "safety_interval", *safety_interval)?;
-            }
-            RunnerStrategy::WindowExec { window: w, demoted } => {
-                if let Some(d) = t.duration("window")? {
-                    if !(WINDOW_MIN..=WINDOW_MAX).contains(&d) {
-                        return Err(t.err("window", "must be between 5s and 120s (SPEC §3 clamps it there)"));
-                    }
-                    w.window = d;
-                }
-                w.grace = t.duration("grace")?.unwrap_or(w.grace);
-                w.jitter = t.boolean("jitter")?.unwrap_or(w.jitter);
-                let s = Supervision {
-                    relist: &mut w.relist,
-                    safety: &mut w.safety,
-                    max_failures: &mut w.max_failures,
-                    backoff_min: &mut w.backoff_min,
-                    backoff_max: &mut w.backoff_max,
-                };
-                s.parse(&mut t)?;
-                *demoted = parse_poll(&mut t, *demoted)?;
-            }
-            RunnerStrategy::External(_) => unreachable!("parsed above"),
-            RunnerStrategy::Follow { follow: f, demoted } => {
-                f.lifetime = t.duration("lifetime")?.unwrap_or(f.lifetime);
-                check_positive(&t, "lifetime", f.lifetime)?;
-                let s = Supervision {
-                    relist: &mut f.relist,
-                    safety: &mut f.safety,
-                    max_failures: &mut f.max_failures,
-                    backoff_min: &mut f.backoff_min,
-                    backoff_max: &mut f.backoff_max,
-                };
-                s.parse(&mut t)?;
-                *demoted = parse_poll(&mut t, *demoted)?;
-            }
-        }
+/// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
+/// for a black-box runner), through the strategy registry.
+fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+    let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
+    let kind = runner_kind(&name).expect("validated against the registry");
+    let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
+    if let Some(t) = table {
         t.finish()?;
     }
-    Ok(strategy)
+    Ok(spec)
 }
 
-fn parse_writer(c: &mut Fields<'_>) -> Result<WriterStrategy, ScenarioError> {
-    let (name, table) = strategy_table(c, "writer", WriterStrategy::NAMES)?;
-    let ms300 = Duration::from_millis(300);
-    let mut strategy = match name.as_str() {
-        "poll" => WriterStrategy::Poll { interval: ms300 },
-        _ => WriterStrategy::Watch { safety_interval: ms300 },
-    };
-    if let Some(mut t) = table {
-        match &mut strategy {
-            WriterStrategy::Poll { interval } => {
-                *interval = t.duration("interval")?.unwrap_or(*interval);
-                check_positive(&t, "interval", *interval)?;
-            }
-            WriterStrategy::Watch { safety_interval } => {
-                *safety_interval = t.duration("safety_interval")?.unwrap_or(*safety_interval);
-                check_positive(&t, "safety_interval", *safety_interval)?;
-            }
-        }
+fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+    let names: Vec<&str> = WRITERS.iter().map(|k| k.name()).collect();
+    let (name, mut table) = strategy_table(c, "writer", &names)?;
+    let kind = WRITERS.iter().find(|k| k.name() == name).expect("validated against the registry");
+    let spec = kind.parse(table.as_mut())?;
+    if let Some(t) = table {
         t.finish()?;
     }
-    Ok(strategy)
-}
-
-fn check_positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioError> {
-    if d < Duration::from_millis(1) {
-        return Err(t.err(key, "must be at least 1ms"));
-    }
-    Ok(())
+    Ok(spec)
 }
 
 #[cfg(test)]
@@ -571,14 +420,9 @@ gates = ["pickup.p50 < 10ms"]
         let s = Scenario::parse("s.toml", GOOD).unwrap();
         assert_eq!(s.workload.calls_per_turn, 3);
         let c = &s.cases[0];
-        assert_eq!(
-            c.runner,
-            RunnerStrategy::Poll {
-                interval: Duration::from_millis(50),
-                idle_polls: 5,
-                max_interval: Duration::from_millis(1500)
-            }
-        );
+        assert_eq!(c.runner.name(), "poll");
+        assert_eq!(c.runner.departures(), vec!["interval = 50.0ms".to_owned()]);
+        assert!(c.runner.params().starts_with("poll 50.0ms"), "{}", c.runner.params());
         assert_eq!(c.writer.name(), "watch");
         assert_eq!(c.gates.len(), 2, "scenario gates then case gates");
     }

@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use relay_bench::cli::{run_scenario, RunOptions};
+use relay_bench::bench::{run_scenario, RunOptions};
 use relay_bench::scenario::Scenario;
-use relay_bench::source::Signal;
+use relay_bench::signal::Signal;
 use relay_bench::summary::Summary;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");

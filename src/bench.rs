@@ -1,0 +1,276 @@
+//! Running scenarios: every case of a scenario on its clock, the machine's calibration
+//! beside them, and the reports rewritten after each case (so a killed run still leaves
+//! one). The library's entry point; the CLI only parses flags and prints.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::calibration::calibrate;
+use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
+use crate::env::Environment;
+use crate::export::{Exporter, Json, Markdown};
+use crate::scenario::{Clock, Scenario};
+use crate::signal::Signal;
+use crate::summary::{Summary, SCHEMA_VERSION};
+use crate::units::human;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("--out {path}: cannot create: {source}")]
+    OutDir { path: String, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+    #[error("case {case:?}: {source}")]
+    Case { case: String, source: EngineError },
+}
+
+impl BenchError {
+    /// Whether the user can fix it (a path), rather than something broken inside.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, BenchError::OutDir { .. })
+    }
+}
+
+/// Options of one scenario run, validated.
+pub struct RunOptions {
+    pub out_dir: PathBuf,
+    pub relay_root: PathBuf,
+    pub quiet: bool,
+    pub calibrate: bool,
+    /// The relay-bench binary that window-exec strategies run in the sandbox.
+    pub watch_program: PathBuf,
+    /// Write calls.csv beside the report.
+    pub calls_csv: bool,
+}
+
+/// Runs every case of one scenario, rewriting the report after each.
+pub async fn run_scenario(
+    s: &Scenario,
+    opts: &RunOptions,
+    started_at: &str,
+    interrupt: Arc<Signal>,
+) -> Result<Summary, BenchError> {
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
+    let say = |msg: &str| {
+        if !opts.quiet {
+            eprintln!("{msg}");
+        }
+    };
+    let environment = Environment::probe(&opts.relay_root);
+    if environment.build == "debug" {
+        say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
+    }
+    // The machine's floor means nothing to a scenario whose every case runs in virtual time.
+    let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
+        say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
+        match calibrate(&opts.relay_root, 200).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                say(&format!("calibration failed, reported as not measured: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut summary = Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: Summary::tool(),
+        scenario: s.name.clone(),
+        scenario_origin: s.origin.clone(),
+        description: s.description.clone(),
+        started_at: started_at.to_owned(),
+        environment,
+        calibration,
+        results: Vec::new(),
+        cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        baseline: s.baseline.clone(),
+        interrupted: false,
+        pass: false,
+    };
+    write_reports(&summary, &opts.out_dir)?;
+    // A live bar redrawn in place when stderr is a terminal; off otherwise and with --quiet.
+    let tty = !opts.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress: Progress = if tty {
+        Some(Arc::new(|line: &str| {
+            let line: String = line.chars().take(99).collect();
+            eprint!("\r\x1b[2K{line}");
+        }))
+    } else {
+        None
+    };
+    let clear_bar = || {
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+    };
+    // One event log per run directory: every case appends its lines.
+    let event_log = opts.out_dir.join("events.ndjson");
+    std::fs::File::create(&event_log)
+        .map_err(|source| BenchError::Write { path: event_log.display().to_string(), source })?;
+    let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
+    if let Some(p) = &calls_csv {
+        let _ = std::fs::remove_file(p);
+        let calls: usize = s.workload.schedule().len() * s.cases.len();
+        if calls > 100_000 {
+            say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
+        }
+    }
+    let env = CaseEnv {
+        calls_csv,
+        event_log: Some(event_log),
+        relay_root: opts.relay_root.clone(),
+        watch_program: opts.watch_program.clone(),
+        interrupt: interrupt.clone(),
+        progress: progress.clone(),
+        progress_every: Duration::from_millis(250),
+    };
+    let n = s.cases.len();
+    for (i, case) in s.cases.iter().enumerate() {
+        if interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        say(&format!(
+            "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
+            i + 1,
+            case.name,
+            case.runner.name(),
+            case.runner.params(),
+            case.writer.name(),
+            case.writer.params(),
+            s.workload.sandboxes,
+            human(s.workload.duration())
+        ));
+        let departures = case.departures();
+        if !departures.is_empty() {
+            say(&format!("      departs from production: {}", departures.join(", ")));
+        }
+        let wall = std::time::Instant::now();
+        let result = match case.clock {
+            Clock::Real => run_case(s, case, &env).await,
+            // A paused clock needs a runtime of its own, on a thread of its own.
+            Clock::Virtual => tokio::task::block_in_place(|| {
+                std::thread::scope(|scope| {
+                    let t = std::thread::Builder::new()
+                        .name("relay-bench-virtual".into())
+                        .spawn_scoped(scope, || run_case_virtual(s, case, &env));
+                    match t {
+                        Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
+                        Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
+                    }
+                })
+            }),
+        };
+        clear_bar();
+        let result = result.map_err(|source| BenchError::Case { case: case.name.clone(), source })?;
+        if case.clock == Clock::Virtual {
+            let simulated = Duration::from_secs_f64(result.window_secs);
+            say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
+        }
+        say(&format!(
+            "      {} calls answered, {} lost, pickup p50 {}, {}",
+            result.calls.completed,
+            result.calls.lost,
+            crate::export::pair(&result.latency_us.pickup),
+            if result.pass { "gates pass" } else { "GATES FAIL" }
+        ));
+        if let Some(hdr) = &result.hdr {
+            let dir = opts.out_dir.join("hdr").join(&case.name);
+            if let Err(e) = crate::export::hdr::write_case(&dir, hdr) {
+                say(&format!("warning: cannot write the HdrHistogram files under {}: {e}", dir.display()));
+            }
+        }
+        summary.interrupted |= result.interrupted;
+        summary.cases_not_run.retain(|c| *c != case.name);
+        summary.results.push(result);
+        summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
+        summary.recompute_pass();
+        write_reports(&summary, &opts.out_dir)?;
+    }
+    summary.recompute_pass();
+    write_reports(&summary, &opts.out_dir)?;
+    if let Err(e) = render_charts(&opts.out_dir) {
+        say(&format!("warning: charts not drawn: {e}"));
+    }
+    Ok(summary)
+}
+
+/// Draws the run directory's charts from its files; returns how many were written.
+pub fn render_charts(dir: &Path) -> Result<usize, String> {
+    let data = crate::chart::RunData::load(dir)?;
+    crate::chart::render(dir, &data).map(|f| f.len())
+}
+
+/// Writes summary.json and summary.md atomically (temp name, then rename).
+pub fn write_reports(summary: &Summary, dir: &Path) -> Result<(), BenchError> {
+    let exporters: [&dyn Exporter; 2] = [&Json, &Markdown];
+    for e in exporters {
+        let path = dir.join(e.file_name());
+        let tmp = dir.join(format!(".{}.tmp", e.file_name()));
+        std::fs::File::create(&tmp)
+            .and_then(|mut f| f.write_all(&e.render(summary)))
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|source| BenchError::Write { path: path.display().to_string(), source })?;
+    }
+    Ok(())
+}
+
+/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it).
+pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()))?;
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name()))?;
+            }
+        }
+        Ok(())
+    }
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    std::fs::copy(from.join("summary.json"), to.join("summary.json"))?;
+    if from.join("hdr").is_dir() {
+        copy_tree(&from.join("hdr"), &to.join("hdr"))?;
+    }
+    Ok(())
+}
+
+/// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
+pub fn utc_stamps() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_look_right() {
+        let (iso, compact) = utc_stamps();
+        assert_eq!(iso.len(), 20);
+        assert!(iso.starts_with("20") && iso.ends_with('Z'));
+        assert_eq!(compact.len(), 16);
+    }
+}

@@ -1,0 +1,306 @@
+//! Black-box runners: a relay dir served by someone else's program.
+//!
+//! The suite starts the command (argv, `{dir}` and `{sandbox}` substituted, never a shell),
+//! keeps its stderr in a file, and waits until the program is ready: a probe call
+//! (`relay-bench-probe`) answered, unless `ready = "none"`. Only then does the schedule
+//! start, so whatever the program does at start-up (a stale sweep) touches no measured
+//! call; the report gives the start-up time. The suite watches the relay dir from outside
+//! with its own watch: a request file vanishing is the pickup (or, for a runner that does
+//! not delete, its answer appearing), an answer appearing is the answer (and one pairing
+//! event per appearance, so a doubled answer is a duplicate). Wake and handler time happen
+//! inside the program and are not measured; relay overhead only when the scenario states
+//! the handler's time. At the end the program is killed and reaped.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Parts, RunnerKind, RunnerSpec};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{Change, RelayDir, Seen, WatchHandle};
+use crate::events::{CallId, EventKind, EventSink, RunnerSide};
+use crate::notice::Say;
+use crate::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};
+use crate::runner::{Control, RunnerReport, Started};
+use crate::units::human;
+
+/// The probe call's id: the observer ignores it.
+pub const PROBE_ID: &str = "relay-bench-probe";
+/// How long a black-box runner gets to answer the probe.
+pub const READY_BOUND: Duration = Duration::from_secs(30);
+
+/// An external runner, as a case gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalSpec {
+    /// argv; `{dir}` and `{sandbox}` are substituted in every element.
+    pub command: Vec<String>,
+    /// The handler's time, if the program states one (for relay overhead).
+    pub handler: Option<Duration>,
+    /// Wait for a probe call's answer before the schedule starts.
+    pub probe: bool,
+}
+
+impl ExternalSpec {
+    pub fn argv(&self, dir: &Path, sandbox: u32) -> Vec<String> {
+        let d = dir.to_string_lossy();
+        self.command.iter().map(|a| a.replace("{dir}", &d).replace("{sandbox}", &sandbox.to_string())).collect()
+    }
+}
+
+#[derive(Default)]
+struct Observed {
+    /// When each request name vanished (first time).
+    deleted: HashMap<String, Instant>,
+    /// Answers seen per file id.
+    answers: HashMap<String, u32>,
+    report: RunnerReport,
+    /// The probe's answer appeared.
+    probe_answered: bool,
+}
+
+/// `runner = { command = [...], handler = "5ms", ready = "probe" }`.
+pub struct External;
+pub const EXTERNAL: External = External;
+
+impl RunnerKind for External {
+    fn name(&self) -> &'static str {
+        "external"
+    }
+
+    fn about(&self) -> &'static str {
+        "someone else's runner program (`runner = { command = [...] }`), measured from outside"
+    }
+
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+        let Some(t) = table else {
+            return Err(ScenarioError {
+                file: String::new(),
+                key: "runner".into(),
+                msg: "an external runner needs `command`".into(),
+            });
+        };
+        let command: Vec<String> = t.strings("command")?.into_iter().map(str::to_owned).collect();
+        if command.is_empty() || command[0].is_empty() {
+            return Err(
+                t.err("command", "must be a non-empty array: the program and its arguments ({dir} is the relay dir)")
+            );
+        }
+        let handler = t.duration("handler")?;
+        let probe = t.choice("ready", &["probe", "none"])? != Some("none");
+        Ok(Arc::new(ExternalSpec { command, handler, probe }))
+    }
+}
+
+impl RunnerSpec for ExternalSpec {
+    fn name(&self) -> &'static str {
+        "external"
+    }
+
+    fn params(&self) -> String {
+        format!(
+            "command {:?}{}{}",
+            self.command,
+            self.handler.map_or_else(|| ", handler time not stated".into(), |h| format!(", handler {}", human(h))),
+            if self.probe { ", ready when a probe call is answered" } else { "" }
+        )
+    }
+
+    fn departures(&self) -> Vec<String> {
+        vec!["runner = external program (not the suite's model of production)".into()]
+    }
+
+    fn requests_visible(&self) -> bool {
+        false
+    }
+
+    fn needs_real_local_dir(&self) -> bool {
+        true
+    }
+
+    fn unavailable(&self) -> Vec<String> {
+        let mut v = vec![
+            "wake: happens inside the external runner, not visible from outside".to_owned(),
+            "request counts: the external runner's own list/read/delete calls are not seen".to_owned(),
+        ];
+        if self.handler.is_none() {
+            v.push("relay_overhead: the external runner's handler time is not known (state it with `handler` in the runner table)".to_owned());
+        }
+        v
+    }
+
+    fn start(&self, parts: &Parts<'_>) -> Started {
+        let stop = Arc::new(crate::signal::Signal::new());
+        let stop2 = stop.clone();
+        let control = Arc::new(Control::new(None).on_stop(move || stop2.close()));
+        let (spec, dir, sink, reporter) = (self.clone(), parts.dir.clone(), parts.sink.clone(), parts.reporter.clone());
+        let (sandbox, stderr_to) = (parts.sandbox, parts.stderr_to.to_path_buf());
+        let c = control.clone();
+        let task = tokio::spawn(async move {
+            let observed = Arc::new(Mutex::new(Observed::default()));
+            let watch = observe(&*dir, sandbox, spec.handler, observed.clone(), sink);
+            if let Err(e) = &watch {
+                reporter.say(Say::External(format!(
+                    "cannot watch {} from outside: {e}; nothing measured",
+                    dir.path().display()
+                )));
+            }
+            let argv = spec.argv(dir.path(), sandbox);
+            let mut child = match spawn(&argv, &stderr_to) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    reporter.say(Say::External(format!("cannot start the external runner {argv:?}: {e}")));
+                    None
+                }
+            };
+            let t0 = Instant::now();
+            if child.is_some() && spec.probe {
+                if probe(&*dir, &observed, &stop).await {
+                    c.mark_ready();
+                } else {
+                    reporter.say(Say::External(format!(
+                        "the external runner did not answer the probe call within {}; see {}",
+                        human(READY_BOUND),
+                        stderr_to.display()
+                    )));
+                }
+            } else if child.is_some() {
+                c.mark_ready();
+            }
+            let startup = t0.elapsed();
+            // Until the stop, noticing an early exit of the program.
+            loop {
+                let exited = match &mut child {
+                    Some(ch) => tokio::select! {
+                        st = ch.wait() => Some(st),
+                        _ = stop.wait(Duration::from_secs(86_400)) => if stop.is_closed() { break } else { None },
+                    },
+                    None => {
+                        if stop.wait(Duration::from_secs(86_400)).await == crate::signal::Wake::Closed {
+                            break;
+                        }
+                        None
+                    }
+                };
+                if let Some(st) = exited {
+                    let how = st.map_or_else(|e| e.to_string(), |s| s.to_string());
+                    reporter.say(Say::External(format!(
+                        "the external runner exited early ({how}); see {}",
+                        stderr_to.display()
+                    )));
+                    child = None;
+                }
+            }
+            if let Some(mut ch) = child {
+                let _ = ch.start_kill();
+                let _ = ch.wait().await; // reaped
+            }
+            if let Ok(w) = watch {
+                w.disarm();
+            }
+            let mut report = observed.lock().expect("observer poisoned").report.clone();
+            report.startup = startup;
+            report
+        });
+        Started { control, task }
+    }
+}
+
+/// Publishes the probe request and waits for its answer; cleans both up.
+async fn probe(dir: &dyn RelayDir, observed: &Mutex<Observed>, stop: &crate::signal::Signal) -> bool {
+    let body = Request::new(PROBE_ID, PROBE_ID, None).expect("valid").encode();
+    if dir.publish(&req_name(PROBE_ID), &body).await.is_err() {
+        return false;
+    }
+    let deadline = Instant::now() + READY_BOUND;
+    let answered = loop {
+        if observed.lock().expect("observer poisoned").probe_answered || dir.read(&res_name(PROBE_ID)).is_ok() {
+            break true;
+        }
+        if Instant::now() >= deadline || stop.is_closed() {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let _ = dir.remove(&res_name(PROBE_ID));
+    let _ = dir.remove(&req_name(PROBE_ID));
+    answered
+}
+
+fn spawn(argv: &[String], stderr_to: &Path) -> std::io::Result<tokio::process::Child> {
+    let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+    let stderr = std::fs::File::create(stderr_to)?;
+    tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// The outside watch: request deletions and answer appearances, timestamped as they arrive.
+fn observe(
+    dir: &dyn RelayDir,
+    sandbox: u32,
+    handler: Option<Duration>,
+    observed: Arc<Mutex<Observed>>,
+    sink: EventSink,
+) -> std::io::Result<Box<dyn WatchHandle>> {
+    dir.watch(Box::new(move |seen| {
+        let Seen::Name(name, change) = seen else { return };
+        let now = Instant::now();
+        let mut s = observed.lock().expect("observer poisoned");
+        if name.starts_with(PROBE_ID) {
+            s.probe_answered |= classify(name) == FileKind::Response && change == Change::Appeared;
+            return;
+        }
+        match (classify(name), change) {
+            (FileKind::Request, Change::Removed) => {
+                s.deleted.entry(name.to_owned()).or_insert(now);
+            }
+            (FileKind::Response, Change::Appeared) => {
+                let Some(id) = file_id_of(name) else { return };
+                let n = {
+                    let c = s.answers.entry(id.to_owned()).or_insert(0);
+                    *c += 1;
+                    *c
+                };
+                let call: CallId = Arc::from(id);
+                sink.emit_at(now, sandbox, &call, EventKind::Answering);
+                if n == 1 {
+                    s.report.requests += 1;
+                    let picked = s.deleted.get(&req_name(id)).copied().filter(|t| *t <= now).unwrap_or(now);
+                    let side = RunnerSide {
+                        woke: picked,
+                        picked,
+                        handler_start: picked,
+                        handler_end: handler.map_or(picked, |h| picked + h),
+                        answered: Some(now),
+                        observed: true,
+                        handler_known: handler.is_some(),
+                    };
+                    sink.emit_at(now, sandbox, &call, EventKind::Runner(side));
+                }
+            }
+            _ => {}
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argv_substitution() {
+        let s = ExternalSpec {
+            command: vec!["r".into(), "{dir}".into(), "--n={sandbox}".into()],
+            handler: None,
+            probe: true,
+        };
+        assert_eq!(s.argv(Path::new("/d x"), 3), vec!["r", "/d x", "--n=3"]);
+    }
+}

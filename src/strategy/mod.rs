@@ -1,0 +1,295 @@
+//! Strategies: how the runner discovers requests (hop 2) and how the writer learns its
+//! answer arrived (hop 1). Each runner strategy is one file here owning its settings, their
+//! parsing, its one-line description and its construction, registered by one line in
+//! [`RUNNERS`]; writer strategies likewise in [`WRITERS`]. Nothing outside this module
+//! branches on a strategy's kind.
+//!
+//! Every suite runner shares production's loop ([`crate::runner`]); its options are read
+//! here once for all ([`parse_loop`]). A strategy's defaults are production's relay as
+//! built (SPEC §8); each knowing departure is a named option, and a case lists the options
+//! it sets away from production ([`RunnerSpec::departures`]).
+
+pub mod external;
+mod follow;
+mod poll;
+mod watch;
+pub mod window;
+mod writers;
+
+pub use external::ExternalSpec;
+pub use follow::FollowConfig;
+pub use watch::LocalWatch;
+pub use window::{WindowConfig, WindowSource, WindowStats};
+pub use writers::{writer_by_name, WriterKind, WriterSpec, WRITERS};
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Fields, ScenarioError};
+use crate::dir::RelayDir;
+use crate::events::EventSink;
+use crate::handler::HandlerModel;
+use crate::host::Host;
+use crate::runner::{LoopOptions, ParkFn, PauseAnswer, PollDelay, ReadFailure, Runner, SeenScope, Started};
+use crate::source::{ActivitySource, Inbox, Reporter};
+use crate::units::human;
+
+/// What a runner is built from, for one relay dir.
+pub struct Parts<'a> {
+    pub sandbox: u32,
+    pub dir: &'a Arc<dyn RelayDir>,
+    pub host: &'a Arc<dyn Host>,
+    /// The relay-bench binary, run in the sandbox as the watch program.
+    pub watch_program: &'a Path,
+    pub seed: u64,
+    pub handler: Arc<HandlerModel>,
+    pub sink: &'a EventSink,
+    /// Where the runner and its source say what happens (one per relay dir's runner).
+    pub reporter: Reporter,
+    /// How a call that parked without an answer is told to its writer.
+    pub on_park: Option<ParkFn>,
+    /// Where a black-box runner's stderr is kept.
+    pub stderr_to: &'a Path,
+}
+
+impl Parts<'_> {
+    /// The suite's runner over this relay dir with `source` (and the inline inbox, if the
+    /// source carries requests).
+    pub fn runner(&self, source: Option<Arc<dyn ActivitySource>>, inbox: Option<Inbox>, opts: &LoopOptions) -> Runner {
+        Runner {
+            sandbox: self.sandbox,
+            host: self.host.clone(),
+            source,
+            inbox,
+            opts: opts.clone(),
+            handler: self.handler.clone(),
+            events: self.sink.clone(),
+            reporter: self.reporter.clone(),
+            on_park: self.on_park.clone(),
+        }
+    }
+}
+
+/// A kind of runner strategy, as a scenario names it.
+pub trait RunnerKind: Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `--help`, `list` and the README.
+    fn about(&self) -> &'static str;
+    /// Reads the strategy's table (`None`: the name alone, every default).
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError>;
+}
+
+/// A parsed runner strategy.
+pub trait RunnerSpec: Debug + Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Its settings as a person reads them.
+    fn params(&self) -> String;
+    /// The options this case sets away from production's relay as built, as `key = value`.
+    fn departures(&self) -> Vec<String>;
+    /// Starts the runner of one relay dir.
+    fn start(&self, parts: &Parts<'_>) -> Started;
+    /// Whether the runner's requests go through a counted host (not a black box's).
+    fn requests_visible(&self) -> bool {
+        true
+    }
+    /// What cannot be measured with this runner, and why.
+    fn unavailable(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// A black-box runner needs a real local directory and the real clock.
+    fn needs_real_local_dir(&self) -> bool {
+        false
+    }
+}
+
+/// Every runner strategy: a new one is a file in this folder plus one line here.
+pub const RUNNERS: &[&dyn RunnerKind] = &[
+    &poll::POLL,
+    &watch::WATCH,
+    &window::WINDOW_EXEC,
+    &window::WINDOW_EXEC_INLINE,
+    &follow::FOLLOW,
+    &external::EXTERNAL,
+];
+
+/// The runner strategy named `name`.
+pub fn runner_kind(name: &str) -> Option<&'static dyn RunnerKind> {
+    RUNNERS.iter().copied().find(|k| k.name() == name)
+}
+
+/// Names of every runner strategy.
+pub fn runner_names() -> Vec<&'static str> {
+    RUNNERS.iter().map(|k| k.name()).collect()
+}
+
+/// A runner strategy by name, with every default.
+pub fn runner_by_name(name: &str) -> Option<Arc<dyn RunnerSpec>> {
+    runner_kind(name)?.parse(None).ok()
+}
+
+/// A runner strategy from its scenario form, for tests, benches and tools: a name
+/// (`"poll"`) or an inline table (`{ strategy = "window-exec", jitter = false }`).
+pub fn runner_from_toml(text: &str) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+    let (name, table) = inline(text)?;
+    let kind = runner_kind(&name).ok_or_else(|| bad(format!("unknown runner strategy {name:?}")))?;
+    parse_with(table, |t| kind.parse(t))
+}
+
+/// A writer strategy from its scenario form (see [`runner_from_toml`]).
+pub fn writer_from_toml(text: &str) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+    let (name, table) = inline(text)?;
+    let kind = WRITERS.iter().find(|k| k.name() == name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
+    parse_with(table, |t| kind.parse(t))
+}
+
+fn bad(msg: String) -> ScenarioError {
+    ScenarioError { file: "(inline)".into(), key: "strategy".into(), msg }
+}
+
+fn inline(text: &str) -> Result<(String, Option<toml::Table>), ScenarioError> {
+    let t = text.trim();
+    if !t.starts_with('{') {
+        return Ok((t.trim_matches('"').to_owned(), None));
+    }
+    let table: toml::Table = format!("x = {t}").parse().map_err(|e: toml::de::Error| bad(e.message().to_owned()))?;
+    let Some(toml::Value::Table(mut inner)) = table.get("x").cloned() else { return Err(bad("not a table".into())) };
+    let name = match inner.remove("strategy") {
+        Some(toml::Value::String(s)) => s,
+        _ if inner.contains_key("command") => "external".into(),
+        _ => return Err(bad("no `strategy`".into())),
+    };
+    Ok((name, Some(inner)))
+}
+
+fn parse_with<T>(
+    table: Option<toml::Table>,
+    parse: impl FnOnce(Option<&mut Fields<'_>>) -> Result<T, ScenarioError>,
+) -> Result<T, ScenarioError> {
+    match &table {
+        None => parse(None),
+        Some(t) => {
+            let mut f = Fields::new("(inline)", "", t);
+            let v = parse(Some(&mut f))?;
+            f.finish()?;
+            Ok(v)
+        }
+    }
+}
+
+/// Reads the loop's options (shared by every suite runner) from a strategy table, over
+/// production's defaults.
+pub fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, ScenarioError> {
+    let mut o = LoopOptions::default();
+    let Some(t) = t else { return Ok(o) };
+    o.poll = parse_poll(t, o.poll)?;
+    o.await_pickups = t.boolean("await_pickups")?.unwrap_or(o.await_pickups);
+    o.stat = t.boolean("stat")?.unwrap_or(o.stat);
+    o.sweep = t.boolean("sweep")?.unwrap_or(o.sweep);
+    o.seen = match t.choice("seen", &["turn", "in-flight"])? {
+        Some("in-flight") => SeenScope::InFlight,
+        _ => SeenScope::Turn,
+    };
+    o.read_failure = match t.choice("read_failure", &["answer", "retry"])? {
+        Some("retry") => ReadFailure::Retry,
+        _ => ReadFailure::Answer,
+    };
+    o.pause_answer = match t.choice("pause_answer", &["none", "paused"])? {
+        Some("paused") => PauseAnswer::Paused,
+        _ => PauseAnswer::None,
+    };
+    Ok(o)
+}
+
+/// `interval`, `grow_after`, `max_interval` of a poll delay, over `base`.
+pub fn parse_poll(t: &mut Fields<'_>, base: PollDelay) -> Result<PollDelay, ScenarioError> {
+    let interval = t.duration("interval")?.unwrap_or(base.interval);
+    let grow_after = t.int("grow_after", 0, 1_000_000)?.map_or(base.grow_after, |v| v as u32);
+    let max = t.duration("max_interval")?.unwrap_or(base.max.max(interval));
+    positive(t, "interval", interval)?;
+    if max < interval {
+        return Err(t.err("max_interval", "must not be shorter than `interval`"));
+    }
+    Ok(PollDelay { interval, grow_after, max })
+}
+
+/// Refuses a duration under 1 ms.
+pub fn positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioError> {
+    if d < Duration::from_millis(1) {
+        return Err(t.err(key, "must be at least 1ms"));
+    }
+    Ok(())
+}
+
+/// The loop's options as a person reads them.
+pub fn loop_params(o: &LoopOptions) -> String {
+    format!(
+        "poll {} (x2 per idle list from the {}th, up to {})",
+        human(o.poll.interval),
+        o.poll.grow_after,
+        human(o.poll.max)
+    )
+}
+
+/// Where the loop's options depart from production's.
+pub fn loop_departures(o: &LoopOptions) -> Vec<String> {
+    let p = LoopOptions::default();
+    let mut d = Vec::new();
+    if o.poll.interval != p.poll.interval {
+        d.push(format!("interval = {}", human(o.poll.interval)));
+    }
+    if o.poll.grow_after != p.poll.grow_after {
+        d.push(format!("grow_after = {}", o.poll.grow_after));
+    }
+    if o.poll.max != p.poll.max {
+        d.push(format!("max_interval = {}", human(o.poll.max)));
+    }
+    for (key, on, prod) in
+        [("await_pickups", o.await_pickups, p.await_pickups), ("stat", o.stat, p.stat), ("sweep", o.sweep, p.sweep)]
+    {
+        if on != prod {
+            d.push(format!("{key} = {on}"));
+        }
+    }
+    if o.seen != p.seen {
+        d.push("seen = in-flight".into());
+    }
+    if o.read_failure != p.read_failure {
+        d.push("read_failure = retry".into());
+    }
+    if o.pause_answer != p.pause_answer {
+        d.push("pause_answer = paused".into());
+    }
+    if o.safety_wait != p.safety_wait {
+        d.push(format!("safety_wait = {}", human(o.safety_wait)));
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_registered_once_and_parses_its_defaults() {
+        let mut names = runner_names();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), RUNNERS.len());
+        for k in RUNNERS.iter().filter(|k| k.name() != "external") {
+            let spec = k.parse(None).unwrap_or_else(|e| panic!("{}: {e}", k.name()));
+            assert_eq!(spec.name(), k.name());
+            assert!(!k.about().is_empty());
+        }
+    }
+
+    #[test]
+    fn production_defaults_depart_from_nothing() {
+        for name in ["poll", "watch", "window-exec"] {
+            let spec = runner_by_name(name).unwrap();
+            assert!(spec.departures().is_empty(), "{name}: {:?}", spec.departures());
+        }
+        assert!(loop_departures(&LoopOptions::default()).is_empty());
+    }
+}

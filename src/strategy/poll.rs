@@ -1,0 +1,49 @@
+//! `poll`: today's baseline. No activity source: the loop lists, then sleeps the poll
+//! delay (300 ms, growing after 5 idle lists to 1500 ms; a list that finds work resets it).
+//! Tighter polling (a rejected alternative) is the same strategy with `interval = "50ms"`.
+
+use std::sync::Arc;
+
+use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
+use crate::config::{Fields, ScenarioError};
+use crate::runner::{LoopOptions, Started};
+
+pub struct Poll;
+pub const POLL: Poll = Poll;
+
+#[derive(Debug)]
+struct PollSpec {
+    opts: LoopOptions,
+}
+
+impl RunnerKind for Poll {
+    fn name(&self) -> &'static str {
+        "poll"
+    }
+
+    fn about(&self) -> &'static str {
+        "list every 300 ms, backing off to 1500 ms when idle (today's relay)"
+    }
+
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+        Ok(Arc::new(PollSpec { opts: parse_loop(table)? }))
+    }
+}
+
+impl RunnerSpec for PollSpec {
+    fn name(&self) -> &'static str {
+        "poll"
+    }
+
+    fn params(&self) -> String {
+        loop_params(&self.opts)
+    }
+
+    fn departures(&self) -> Vec<String> {
+        loop_departures(&self.opts)
+    }
+
+    fn start(&self, parts: &Parts<'_>) -> Started {
+        parts.runner(None, None, &self.opts).start()
+    }
+}

@@ -1,0 +1,219 @@
+//! `watch`: watch-assisted discovery on a local host, as production's local source does it.
+//!
+//! One directory watch (inotify) armed when the runner starts; any change in the dir wakes
+//! the loop (temp names and the runner's own answers included); the wait is raced by the
+//! poll delay, so a dead watch degrades to polling, never to a hang. A dir that cannot be
+//! watched means plain polling for the turn; a watch that fails later leaves its waits to
+//! the timer. It is never demoted and never re-armed.
+//!
+//! Options: `wake_on = "requests"` wakes only on a request name appearing;
+//! `rearm_on_miss = true` arms the watch again when a list after a timed-out wait finds a
+//! request it did not announce (the directory may have been replaced under it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{EventFilter, RelayDir, Seen, WatchHandle};
+use crate::notice::Say;
+use crate::runner::{LoopOptions, Started};
+use crate::source::{ActivitySource, Reporter, Signal, Wake};
+use crate::BoxFut;
+
+/// The local watch's own options (production: any event, never re-armed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchConfig {
+    pub wake_on: EventFilter,
+    pub rearm_on_miss: bool,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig { wake_on: EventFilter::Any, rearm_on_miss: false }
+    }
+}
+
+/// The local watch source.
+pub struct LocalWatch {
+    dir: Arc<dyn RelayDir>,
+    cfg: WatchConfig,
+    signal: Arc<Signal>,
+    live: Mutex<Option<Box<dyn WatchHandle>>>,
+    closed: AtomicBool,
+    reporter: Reporter,
+}
+
+impl LocalWatch {
+    /// Arms the watch; `None` (said) when the dir cannot be watched: the runner polls.
+    pub fn arm(dir: Arc<dyn RelayDir>, cfg: WatchConfig, reporter: Reporter) -> Option<LocalWatch> {
+        let w = LocalWatch {
+            dir,
+            cfg,
+            signal: Arc::new(Signal::new()),
+            live: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            reporter,
+        };
+        match w.arm_watch() {
+            Ok(h) => {
+                *w.live.lock().expect("watch lock poisoned") = Some(h);
+                Some(w)
+            }
+            Err(e) => {
+                w.reporter.say(Say::WatchUnavailable(e.to_string()));
+                None
+            }
+        }
+    }
+
+    fn arm_watch(&self) -> std::io::Result<Box<dyn WatchHandle>> {
+        let (signal, filter, reporter) = (self.signal.clone(), self.cfg.wake_on, self.reporter.clone());
+        self.dir.watch(Box::new(move |seen| match seen {
+            // A failed watch goes quiet; the waits end by their timer.
+            Seen::Failed => reporter.say(Say::WatchFailed),
+            s if filter.wants(s) => signal.raise(),
+            _ => {}
+        }))
+    }
+}
+
+impl ActivitySource for LocalWatch {
+    fn wait(&self, timeout: Duration) -> BoxFut<'_, Wake> {
+        Box::pin(async move {
+            if self.closed.load(Ordering::Acquire) {
+                return Wake::Closed;
+            }
+            self.signal.wait(timeout).await
+        })
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
+            w.disarm();
+        }
+        self.signal.close();
+    }
+
+    fn is_healthy(&self) -> bool {
+        !self.closed.load(Ordering::Acquire)
+    }
+
+    fn note_miss(&self) -> bool {
+        if !self.cfg.rearm_on_miss || !self.is_healthy() {
+            return false;
+        }
+        match self.arm_watch() {
+            Ok(h) => {
+                if let Some(old) = self.live.lock().expect("watch lock poisoned").replace(h) {
+                    old.disarm();
+                }
+                self.reporter.say(Say::WatchRearmed);
+            }
+            Err(e) => self.reporter.say(Say::RearmFailed(e.to_string())),
+        }
+        true
+    }
+}
+
+pub struct Watch;
+pub const WATCH: Watch = Watch;
+
+#[derive(Debug)]
+struct WatchSpec {
+    opts: LoopOptions,
+    cfg: WatchConfig,
+}
+
+impl RunnerKind for Watch {
+    fn name(&self) -> &'static str {
+        "watch"
+    }
+
+    fn about(&self) -> &'static str {
+        "an inotify watch on the relay dir wakes the loop; the poll delay races it (local hosts)"
+    }
+
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+        let mut cfg = WatchConfig::default();
+        let opts = match table {
+            None => LoopOptions::default(),
+            Some(t) => {
+                cfg.wake_on = match t.choice("wake_on", &["any", "requests"])? {
+                    Some("requests") => EventFilter::Requests,
+                    _ => EventFilter::Any,
+                };
+                cfg.rearm_on_miss = t.boolean("rearm_on_miss")?.unwrap_or(false);
+                parse_loop(Some(t))?
+            }
+        };
+        Ok(Arc::new(WatchSpec { opts, cfg }))
+    }
+}
+
+impl RunnerSpec for WatchSpec {
+    fn name(&self) -> &'static str {
+        "watch"
+    }
+
+    fn params(&self) -> String {
+        format!("inotify, wakes on {} events; {}", self.cfg.wake_on.name(), loop_params(&self.opts))
+    }
+
+    fn departures(&self) -> Vec<String> {
+        let mut d = loop_departures(&self.opts);
+        if self.cfg.wake_on != EventFilter::Any {
+            d.push(format!("wake_on = {}", self.cfg.wake_on.name()));
+        }
+        if self.cfg.rearm_on_miss {
+            d.push("rearm_on_miss = true".into());
+        }
+        d
+    }
+
+    fn start(&self, parts: &Parts<'_>) -> Started {
+        let source = LocalWatch::arm(parts.dir.clone(), self.cfg, parts.reporter.clone())
+            .map(|w| Arc::new(w) as Arc<dyn ActivitySource>);
+        parts.runner(source, None, &self.opts).start()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dir::{RealDir, SimDir};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn any_change_wakes_it_and_close_ends_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let real: Arc<dyn RelayDir> = Arc::new(RealDir::new(dir.path()));
+        let src = LocalWatch::arm(real, WatchConfig::default(), Reporter::default()).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"x").unwrap();
+        // Generous bound: the event normally arrives in microseconds.
+        assert_eq!(src.wait(Duration::from_secs(20)).await, Wake::Activity, "any name wakes production's watch");
+        src.close();
+        assert_eq!(src.wait(Duration::from_secs(20)).await, Wake::Closed);
+        assert!(!src.is_healthy());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_filter_ignores_other_changes() {
+        let sim = SimDir::new("/sb/relay");
+        let cfg = WatchConfig { wake_on: EventFilter::Requests, rearm_on_miss: false };
+        let src = LocalWatch::arm(Arc::new(sim.clone()), cfg, Reporter::default()).unwrap();
+        sim.write("a.res.json", b"{}").unwrap();
+        sim.write("x.req.json.tmp.1", b"{}").unwrap();
+        assert_eq!(src.wait(Duration::from_millis(300)).await, Wake::Timeout);
+        sim.rename("x.req.json.tmp.1", "x.req.json").unwrap();
+        assert_eq!(src.wait(Duration::from_millis(300)).await, Wake::Activity);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dir_that_cannot_be_watched_means_polling() {
+        let sim = SimDir::new("/sb/relay");
+        sim.delete_dir();
+        assert!(LocalWatch::arm(Arc::new(sim), WatchConfig::default(), Reporter::default()).is_none());
+    }
+}

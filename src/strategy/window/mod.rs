@@ -1,0 +1,325 @@
+//! `window-exec` (and `window-exec-inline`): bounded-window execs of the in-sandbox watch
+//! program, for remote hosts (SPEC §3, §8). The source's state machine is in [`source`];
+//! here are its settings, their parsing, and its construction.
+//!
+//! Production's constants: window 25 s (clamped to [5 s, 120 s], jittered 0.8–1.0 per
+//! window), the daemon's timeout at window + 5 s grace, the runner's outer bound 2 s after
+//! that, the program's re-list every 2 s, failures backing off 1 s doubling to 30 s, demotion
+//! at the 3rd consecutive failure for the rest of the turn, the loop's wait bounded by 30 s
+//! while healthy. Options, each one behaviour (defaults are production's):
+//!
+//! - `idle_wake = false` — an idle window (nothing found, no event) is no wake: the next one
+//!   starts inside the same wait, and the runner lists only on its 30 s safety wait;
+//! - `window_events = "requests"` — only a request name appearing ends a window (not temp
+//!   files, not the runner's own answers);
+//! - `after_demotion = "retry"` — a demoted dir keeps trying windows with backoff while it
+//!   polls, and is promoted back when one succeeds;
+//! - `failure_wake = "every"` — every failure wakes the runner (production: only a non-zero
+//!   exit does);
+//! - `on_close = "abort"` — `close()` kills a held exec (production abandons it);
+//! - `backoff_before_demotion = false` — failures before the demotion are retried at once;
+//!   the backoff starts with the demotion (1 s, 2 s, ... for `after_demotion = "retry"`);
+//! - `inline = true` (the `window-exec-inline` strategy) — the program prints the requests it
+//!   found, so the runner skips its list and read.
+
+pub mod source;
+
+pub use source::{WindowExec, WindowSource, WindowStats};
+
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{loop_departures, loop_params, parse_loop, positive, Parts, RunnerKind, RunnerSpec};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::program::WatchArgs;
+use crate::dir::{EventFilter, ExecOutput};
+use crate::host::Host;
+use crate::runner::{LoopOptions, Started};
+use crate::source::{ActivitySource, Inbox};
+use crate::units::human;
+use crate::BoxFut;
+
+pub const WINDOW_MIN: Duration = Duration::from_secs(5);
+pub const WINDOW_MAX: Duration = Duration::from_secs(120);
+
+/// What follows a demotion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterDemotion {
+    /// Classic polling for the rest of the turn (production).
+    Poll,
+    /// Windows retried with backoff while polling; promoted back on a good one.
+    Retry,
+}
+
+/// Which failures wake the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureWake {
+    /// Only a non-zero exit (production).
+    NonZeroExit,
+    /// Every failure.
+    Every,
+}
+
+/// What `close()` does with a held exec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnClose {
+    /// Leaves it to end by itself; its result is ignored (production).
+    Abandon,
+    /// Kills it.
+    Abort,
+}
+
+/// Every constant of the source, settable per case; defaults are production's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowConfig {
+    pub window: Duration,
+    /// The daemon's timeout is window + grace.
+    pub grace: Duration,
+    /// The runner's outer bound is window + grace + margin.
+    pub margin: Duration,
+    /// The program's re-list period inside the sandbox.
+    pub relist: Duration,
+    pub max_failures: u32,
+    pub backoff_min: Duration,
+    pub backoff_max: Duration,
+    /// Scale each window and backoff by a factor drawn from [0.8, 1.0] (off: all exact).
+    pub jitter: bool,
+    pub idle_wake: bool,
+    pub events: EventFilter,
+    pub inline: bool,
+    pub after_demotion: AfterDemotion,
+    pub failure_wake: FailureWake,
+    pub on_close: OnClose,
+    pub backoff_before_demotion: bool,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            window: Duration::from_secs(25),
+            grace: Duration::from_secs(5),
+            margin: Duration::from_secs(2),
+            relist: Duration::from_secs(2),
+            max_failures: 3,
+            backoff_min: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(30),
+            jitter: true,
+            idle_wake: true,
+            events: EventFilter::Any,
+            inline: false,
+            after_demotion: AfterDemotion::Poll,
+            failure_wake: FailureWake::NonZeroExit,
+            on_close: OnClose::Abandon,
+            backoff_before_demotion: true,
+        }
+    }
+}
+
+impl WindowConfig {
+    /// The window actually used: clamped to [5 s, 120 s].
+    pub fn clamped_window(&self) -> Duration {
+        self.window.clamp(WINDOW_MIN, WINDOW_MAX)
+    }
+
+    /// Whether the program must say why it finished.
+    pub fn reports(&self) -> bool {
+        !self.idle_wake || self.inline
+    }
+
+    /// The program's argv for one window over `dir`.
+    pub fn program_args(&self, dir: PathBuf, window: Duration) -> WatchArgs {
+        let mut a = WatchArgs::window(dir, window, self.relist);
+        (a.events, a.report, a.inline) = (self.events, self.reports(), self.inline);
+        a
+    }
+
+    /// Where these settings depart from production's.
+    pub fn departures(&self) -> Vec<String> {
+        let p = WindowConfig::default();
+        let mut d = Vec::new();
+        let durations = [
+            ("window", self.window, p.window),
+            ("grace", self.grace, p.grace),
+            ("margin", self.margin, p.margin),
+            ("relist", self.relist, p.relist),
+            ("backoff_min", self.backoff_min, p.backoff_min),
+            ("backoff_max", self.backoff_max, p.backoff_max),
+        ];
+        d.extend(durations.iter().filter(|(_, v, p)| v != p).map(|(k, v, _)| format!("{k} = {}", human(*v))));
+        if self.max_failures != p.max_failures {
+            d.push(format!("max_failures = {}", self.max_failures));
+        }
+        for (k, v, p) in [
+            ("jitter", self.jitter, p.jitter),
+            ("idle_wake", self.idle_wake, p.idle_wake),
+            ("backoff_before_demotion", self.backoff_before_demotion, p.backoff_before_demotion),
+        ] {
+            if v != p {
+                d.push(format!("{k} = {v}"));
+            }
+        }
+        if self.events != p.events {
+            d.push(format!("window_events = {}", self.events.name()));
+        }
+        if self.after_demotion != p.after_demotion {
+            d.push("after_demotion = retry".into());
+        }
+        if self.failure_wake != p.failure_wake {
+            d.push("failure_wake = every".into());
+        }
+        if self.on_close != p.on_close {
+            d.push("on_close = abort".into());
+        }
+        d
+    }
+}
+
+/// Runs the watch program through the host: `PROGRAM sandbox-watch [...] -- DIR WINDOW RELIST`.
+pub struct ProgramExec {
+    pub host: Arc<dyn Host>,
+    pub program: PathBuf,
+    pub dir: PathBuf,
+    pub cfg: WindowConfig,
+}
+
+impl ProgramExec {
+    pub fn argv(&self, window: Duration) -> Vec<OsString> {
+        self.cfg.program_args(self.dir.clone(), window).argv(&self.program)
+    }
+}
+
+impl WindowExec for ProgramExec {
+    fn run(&self, window: Duration, timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
+        let (host, argv) = (self.host.clone(), self.argv(window));
+        Box::pin(async move { host.exec(&argv, timeout).await })
+    }
+}
+
+pub struct WindowExecKind {
+    name: &'static str,
+    inline: bool,
+}
+
+pub const WINDOW_EXEC: WindowExecKind = WindowExecKind { name: "window-exec", inline: false };
+pub const WINDOW_EXEC_INLINE: WindowExecKind = WindowExecKind { name: "window-exec-inline", inline: true };
+
+#[derive(Debug)]
+struct WindowSpec {
+    name: &'static str,
+    cfg: WindowConfig,
+    opts: LoopOptions,
+}
+
+impl RunnerKind for WindowExecKind {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn about(&self) -> &'static str {
+        if self.inline {
+            "window-exec whose watch program prints the requests it found (no list, no read after a wake)"
+        } else {
+            "bounded-window execs of an in-sandbox watch program wake the loop (remote hosts)"
+        }
+    }
+
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+        let mut cfg = WindowConfig { inline: self.inline, ..WindowConfig::default() };
+        let Some(t) = table else {
+            return Ok(Arc::new(WindowSpec { name: self.name, cfg, opts: LoopOptions::default() }));
+        };
+        if let Some(w) = t.duration("window")? {
+            if !(WINDOW_MIN..=WINDOW_MAX).contains(&w) {
+                return Err(t.err("window", "must be between 5s and 120s (production clamps it there)"));
+            }
+            cfg.window = w;
+        }
+        for (key, slot) in [
+            ("grace", &mut cfg.grace),
+            ("margin", &mut cfg.margin),
+            ("relist", &mut cfg.relist),
+            ("backoff_min", &mut cfg.backoff_min),
+            ("backoff_max", &mut cfg.backoff_max),
+        ] {
+            *slot = t.duration(key)?.unwrap_or(*slot);
+        }
+        positive(t, "relist", cfg.relist)?;
+        if cfg.backoff_max < cfg.backoff_min {
+            return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
+        }
+        cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
+        cfg.jitter = t.boolean("jitter")?.unwrap_or(cfg.jitter);
+        cfg.idle_wake = t.boolean("idle_wake")?.unwrap_or(cfg.idle_wake);
+        cfg.backoff_before_demotion = t.boolean("backoff_before_demotion")?.unwrap_or(cfg.backoff_before_demotion);
+        if let Some(e) = t.choice("window_events", &["any", "requests"])? {
+            cfg.events = if e == "requests" { EventFilter::Requests } else { EventFilter::Any };
+        }
+        if t.choice("after_demotion", &["poll", "retry"])? == Some("retry") {
+            cfg.after_demotion = AfterDemotion::Retry;
+        }
+        if t.choice("failure_wake", &["non-zero-exit", "every"])? == Some("every") {
+            cfg.failure_wake = FailureWake::Every;
+        }
+        if t.choice("on_close", &["abandon", "abort"])? == Some("abort") {
+            cfg.on_close = OnClose::Abort;
+        }
+        let safety = t.duration("safety_wait")?;
+        let mut opts = parse_loop(Some(t))?;
+        if let Some(s) = safety {
+            positive(t, "safety_wait", s)?;
+            opts.safety_wait = s;
+        }
+        Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
+    }
+}
+
+impl RunnerSpec for WindowSpec {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn params(&self) -> String {
+        let c = &self.cfg;
+        format!(
+            "window {}{} + grace {} (+ {} outer bound), relist {}, safety wait {}, demote at {} failures ({}), backoff {}-{}; {}",
+            human(c.clamped_window()),
+            if c.jitter { " (x0.8-1.0)" } else { " (no jitter)" },
+            human(c.grace),
+            human(c.margin),
+            human(c.relist),
+            human(self.opts.safety_wait),
+            c.max_failures,
+            if c.after_demotion == AfterDemotion::Poll { "for the turn" } else { "retried" },
+            human(c.backoff_min),
+            human(c.backoff_max),
+            loop_params(&self.opts)
+        )
+    }
+
+    fn departures(&self) -> Vec<String> {
+        let mut d = self.cfg.departures();
+        if self.cfg.inline {
+            d.retain(|x| !x.starts_with("inline"));
+            d.insert(0, "inline = true".into());
+        }
+        d.extend(loop_departures(&self.opts));
+        d
+    }
+
+    fn start(&self, parts: &Parts<'_>) -> Started {
+        let exec = ProgramExec {
+            host: parts.host.clone(),
+            program: parts.watch_program.to_path_buf(),
+            dir: parts.dir.path().to_path_buf(),
+            cfg: self.cfg.clone(),
+        };
+        let inbox = self.cfg.inline.then(Inbox::default);
+        let src =
+            WindowSource::new(self.cfg.clone(), Arc::new(exec), parts.seed, parts.reporter.clone(), inbox.clone());
+        let src: Arc<dyn ActivitySource> = Arc::new(src);
+        parts.runner(Some(src), inbox, &self.opts).start()
+    }
+}

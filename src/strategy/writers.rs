@@ -1,0 +1,132 @@
+//! Writer strategies (hop 1): how the in-sandbox writer learns its answer arrived.
+//!
+//! `watch` (production's default): a directory watch wakes the call, a check every 300 ms
+//! races it. `poll` (production with its response watch switched off): a check every
+//! 300 ms. Both clean up as production does (`cleanup = "answer"`: a timed-out request
+//! stays for the next turn's sweep); `cleanup = "always"` removes it at the timeout too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::positive;
+use crate::config::{Fields, ScenarioError};
+use crate::dir::RelayDir;
+use crate::source::Reporter;
+use crate::units::human;
+use crate::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
+
+/// A kind of writer strategy, as a scenario names it.
+pub trait WriterKind: Sync {
+    fn name(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError>;
+}
+
+/// A parsed writer strategy.
+pub trait WriterSpec: std::fmt::Debug + Send + Sync {
+    fn name(&self) -> &'static str;
+    fn params(&self) -> String;
+    fn departures(&self) -> Vec<String>;
+    fn cleanup(&self) -> Cleanup;
+    /// The response waiter of one relay dir's writer.
+    fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter>;
+}
+
+/// Every writer strategy: a new one is a file or a struct here plus one line.
+pub const WRITERS: &[&dyn WriterKind] = &[&POLL, &WATCH];
+
+/// The writer strategy named `name`, with every default.
+pub fn writer_by_name(name: &str) -> Option<Arc<dyn WriterSpec>> {
+    WRITERS.iter().find(|k| k.name() == name)?.parse(None).ok()
+}
+
+const INTERVAL: Duration = Duration::from_millis(300);
+
+#[derive(Debug)]
+struct Spec {
+    watch: bool,
+    interval: Duration,
+    cleanup: Cleanup,
+}
+
+pub struct Kind {
+    watch: bool,
+}
+
+pub const WATCH: Kind = Kind { watch: true };
+pub const POLL: Kind = Kind { watch: false };
+
+impl WriterKind for Kind {
+    fn name(&self) -> &'static str {
+        if self.watch {
+            "watch"
+        } else {
+            "poll"
+        }
+    }
+
+    fn about(&self) -> &'static str {
+        if self.watch {
+            "a watch on the relay dir wakes the waiting call; a check every 300 ms races it"
+        } else {
+            "check for the answer every 300 ms"
+        }
+    }
+
+    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+        let mut spec = Spec { watch: self.watch, interval: INTERVAL, cleanup: Cleanup::OnAnswer };
+        if let Some(t) = table {
+            let key = if self.watch { "safety_interval" } else { "interval" };
+            spec.interval = t.duration(key)?.unwrap_or(spec.interval);
+            positive(t, key, spec.interval)?;
+            if t.choice("cleanup", &["answer", "always"])? == Some("always") {
+                spec.cleanup = Cleanup::Always;
+            }
+        }
+        Ok(Arc::new(spec))
+    }
+}
+
+impl WriterSpec for Spec {
+    fn name(&self) -> &'static str {
+        if self.watch {
+            "watch"
+        } else {
+            "poll"
+        }
+    }
+
+    fn params(&self) -> String {
+        if self.watch {
+            format!("inotify + safety check {}", human(self.interval))
+        } else {
+            format!("check every {}", human(self.interval))
+        }
+    }
+
+    fn departures(&self) -> Vec<String> {
+        let mut d = Vec::new();
+        if !self.watch {
+            d.push("writer = poll (response watch off)".into());
+        }
+        if self.interval != INTERVAL {
+            d.push(format!("writer interval = {}", human(self.interval)));
+        }
+        if self.cleanup != Cleanup::OnAnswer {
+            d.push("writer cleanup = always".into());
+        }
+        d
+    }
+
+    fn cleanup(&self) -> Cleanup {
+        self.cleanup
+    }
+
+    fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter> {
+        if self.watch {
+            Box::new(WatchWaiter::new(dir.clone(), self.interval, reporter))
+        } else {
+            Box::new(PollWaiter::new(self.interval))
+        }
+    }
+}
