@@ -118,7 +118,6 @@ impl ActivitySource for FakeSource {
 /// Production's `fakeHost`: the relay dir in memory, every operation recorded as
 /// (op, name); lists can fail, removes can fail or be held, stats can fail.
 pub struct FakeHost {
-    pub dir: SimDir,
     inner: LocalHost,
     pub ops: Mutex<Vec<(&'static str, String)>>,
     /// The first `n` lists fail.
@@ -138,7 +137,6 @@ pub struct FakeHost {
 impl FakeHost {
     pub fn new(dir: &SimDir) -> FakeHost {
         FakeHost {
-            dir: dir.clone(),
             inner: LocalHost::over(Arc::new(dir.clone()), Arc::default()),
             ops: Mutex::default(),
             list_fails: AtomicU32::new(0),
@@ -328,16 +326,6 @@ impl WindowExec for FakeSandbox {
             running.fetch_sub(1, Ordering::SeqCst);
             out
         })
-    }
-}
-
-/// An exec that never settles (the outer bound's test).
-pub struct NeverSettles(pub AtomicUsize);
-
-impl WindowExec for NeverSettles {
-    fn run(&self, _: Duration, _: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(std::future::pending())
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use relay_bench::dir::{RelayDir, SimDir};
 use relay_bench::events::EventSink;
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::{Host, Kind, LocalHost, RequestCounts};
+use relay_bench::host::{Kind, LocalHost, RequestCounts};
 use relay_bench::relay::{Relay, RelaySpec};
 use relay_bench::strategy::{runner_from_toml, writer_from_toml};
 use relay_bench::writer::CallEnd;
