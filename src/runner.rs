@@ -31,6 +31,7 @@ use crate::host::Host;
 use crate::notice::Say;
 use crate::protocol::{classify, file_id_of, res_name, FileKind, Outcome, Request, Response};
 use crate::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
+use crate::BoxFut;
 
 /// Bound on one delete (SPEC §2).
 pub const DELETE_BOUND: Duration = Duration::from_secs(10);
@@ -286,7 +287,8 @@ impl Runner {
         let mut woke_at = Instant::now();
         let mut list_error: Option<String> = None;
         let (handlers, collector) = HandlerSpawner::new();
-        let mut pickups: JoinSet<Picked> = JoinSet::new();
+        // Pickups the loop does not await (`await_pickups = false`) run as tasks here.
+        let mut background: JoinSet<Picked> = JoinSet::new();
         while control.is_active() {
             let carried = self.inbox.as_ref().map(Inbox::take).unwrap_or_default();
             let (names, carried) = if carried.is_empty() {
@@ -315,14 +317,15 @@ impl Runner {
             // Deletes that failed earlier: retried while the name is still listed.
             let listed: HashSet<&str> = names.iter().map(String::as_str).collect();
             remove_failed.retain(|n| listed.contains(n.as_str()) || !carried.is_empty());
+            let mut batch: Vec<BoxFut<'static, Picked>> = Vec::new();
             for name in remove_failed.iter().cloned() {
                 report.delete_retries += 1;
                 let host = self.host.clone();
                 let reporter = self.reporter.clone();
-                pickups.spawn(async move {
+                batch.push(Box::pin(async move {
                     let deleted = delete(&*host, &reporter, &name).await;
                     Picked { name, deleted, forget: false }
-                });
+                }));
             }
             let mut found = 0usize;
             let new = names
@@ -335,15 +338,17 @@ impl Runner {
                     continue;
                 }
                 found += 1;
-                pickups.spawn(pickup(ctx.clone(), name, bytes, woke_at, handlers.clone()));
+                batch.push(Box::pin(pickup(ctx.clone(), name, bytes, woke_at, handlers.clone())));
             }
-            if self.opts.await_pickups || !control.is_active() {
-                while let Some(done) = pickups.join_next().await {
+            if self.opts.await_pickups {
+                // Concurrently, on this task: no task hop between the wake and the pickups.
+                for done in join_all(batch).await {
                     settle(done, &mut seen, &mut remove_failed, self.opts.seen);
                 }
             } else {
-                while let Some(done) = pickups.try_join_next() {
-                    settle(done, &mut seen, &mut remove_failed, self.opts.seen);
+                batch.into_iter().for_each(|p| drop(background.spawn(p)));
+                while let Some(done) = background.try_join_next() {
+                    settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
                 }
             }
             let healthy = self.source.as_ref().filter(|s| s.is_healthy());
@@ -370,8 +375,8 @@ impl Runner {
             };
             woke_at = Instant::now();
         }
-        while let Some(done) = pickups.join_next().await {
-            settle(done, &mut seen, &mut remove_failed, self.opts.seen);
+        while let Some(done) = background.join_next().await {
+            settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
         }
         drop(handlers);
         let _ = collector.await;
@@ -403,13 +408,18 @@ impl HandlerSpawner {
     }
 }
 
-fn settle(
+fn settle_joined(
     done: Result<Picked, tokio::task::JoinError>,
     seen: &mut HashSet<String>,
     failed: &mut HashSet<String>,
     scope: SeenScope,
 ) {
-    let Ok(p) = done else { return };
+    if let Ok(p) = done {
+        settle(p, seen, failed, scope);
+    }
+}
+
+fn settle(p: Picked, seen: &mut HashSet<String>, failed: &mut HashSet<String>, scope: SeenScope) {
     if p.forget {
         seen.remove(&p.name);
         return;
@@ -433,7 +443,7 @@ pub async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
                 let stale: Vec<String> = names.into_iter().filter(|n| classify(n) != FileKind::Other).collect();
                 if !stale.is_empty() {
                     let removals = stale.iter().map(|n| tokio::time::timeout(DELETE_BOUND, host.delete(n)));
-                    join_all(removals).await;
+                    join_all(removals.collect()).await;
                     reporter.say(Say::Swept { removed: stale.len() });
                 }
                 return attempt;
@@ -445,18 +455,26 @@ pub async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
     3
 }
 
-/// Awaits every future (they run concurrently on this task).
-async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) {
-    let mut futures: Vec<_> = futures.map(Box::pin).collect();
+/// Awaits every future, running them concurrently on this task; their outputs in order.
+async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
-        futures.retain_mut(|f| f.as_mut().poll(cx).is_pending());
-        if futures.is_empty() {
-            std::task::Poll::Ready(())
-        } else {
+        let mut pending = false;
+        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()).filter(|(_, o)| o.is_none()) {
+            match f.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => *out = Some(v),
+                std::task::Poll::Pending => pending = true,
+            }
+        }
+        if pending {
             std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
         }
     })
     .await;
+    outputs.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
 /// Deletes a picked-up request within [`DELETE_BOUND`]; false if it must be retried.
@@ -486,7 +504,9 @@ async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant, h
     match Request::decode(&bytes) {
         Ok(req) => {
             let call: CallId = Arc::from(req.call_id_or(&file_id));
-            handlers.spawn(execute(ctx.clone(), call, file_id, woke, picked));
+            // The handler is invoked here, as production's loop invokes it (its task then
+            // runs on the runtime: that scheduling is the handler's time, not the relay's).
+            handlers.spawn(execute(ctx.clone(), call, file_id, woke, picked, Instant::now()));
         }
         Err(e) => {
             ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
@@ -532,9 +552,8 @@ async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
 /// the call's turn instead).
-async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked: Instant) {
+async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked: Instant, handler_start: Instant) {
     let plan = ctx.handler.plan(&call);
-    let handler_start = Instant::now();
     tokio::time::sleep(plan.duration).await;
     let handler_end = Instant::now();
     let mut side =
