@@ -85,6 +85,26 @@ seed = 3"#,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_sweeps_at_start_up_is_ready_before_the_schedule_starts() {
+    // The runner sleeps a second, then sweeps every relay file (as production's runner does
+    // before a turn), then serves. The schedule waits for its probe call to be answered, so
+    // no measured call is swept away and charged to it as lost.
+    let text = scenario(
+        r#""0.05", "--startup", "1""#,
+        r#"sandboxes = 1
+turns_per_sec = 10
+calls_per_turn = 1
+duration = "2s""#,
+    );
+    let (summary, _out) = run(&text).await;
+    let r = &summary.results[0];
+    assert_eq!(r.calls.started, 20);
+    assert_eq!(r.calls.lost, 0, "{:?}", r.notices);
+    assert_eq!(r.pairing_violations.total, 0, "{:?}", r.pairing_violations.listed);
+    assert!(r.runner.startup_ms >= 900.0, "the start-up is reported: {} ms", r.runner.startup_ms);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_that_answers_twice_and_never_is_reported_and_the_run_finishes() {
     // 20 requests: the 4th, 8th, 12th and 16th are answered twice; the 5th, 10th, 15th and
     // 20th never (their writers give up after the 1 s tool timeout + 10 s).

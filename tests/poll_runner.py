@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """An independent relay runner, standard library only: the black-box peer of the tests.
 
-Usage: poll_runner.py DIR INTERVAL_S [--double-every N] [--skip-every M]
+Usage: poll_runner.py DIR INTERVAL_S [--double-every N] [--skip-every M] [--startup S]
 
 Every INTERVAL_S it lists DIR, and for each `<id>.req.json` (temp names ignored) reads it,
 deletes it and publishes `<id>.res.json` atomically (temp name in the same dir, then
 rename). For the breach tests, every N-th request is answered twice and every M-th never.
+With --startup S it first sleeps S seconds, then sweeps every relay file it finds (as
+production's runner does before a turn), then serves.
 """
 import json
 import os
@@ -26,6 +28,12 @@ def main():
     rest = sys.argv[3:]
     double_every = int(rest[rest.index("--double-every") + 1]) if "--double-every" in rest else 0
     skip_every = int(rest[rest.index("--skip-every") + 1]) if "--skip-every" in rest else 0
+    startup = float(rest[rest.index("--startup") + 1]) if "--startup" in rest else 0
+    if startup:
+        time.sleep(startup)
+        for name in os.listdir(directory):
+            if name.endswith((".req.json", ".res.json")) or ".req.json.tmp." in name or ".res.json.tmp." in name:
+                os.remove(os.path.join(directory, name))
     k = 0
     while True:
         for name in sorted(os.listdir(directory)):

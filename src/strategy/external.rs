@@ -208,24 +208,39 @@ impl RunnerSpec for ExternalSpec {
     }
 }
 
-/// Publishes the probe request and waits for its answer; cleans both up.
+/// Publishes probe requests until one is answered (a fresh one every second: a runner that
+/// sweeps its dir at start-up may remove the first unread); cleans them all up.
 async fn probe(dir: &dyn RelayDir, observed: &Mutex<Observed>, stop: &crate::signal::Signal) -> bool {
-    let body = Request::new(PROBE_ID, PROBE_ID, None).expect("valid").encode();
-    if dir.publish(&req_name(PROBE_ID), &body).await.is_err() {
-        return false;
-    }
     let deadline = Instant::now() + READY_BOUND;
+    let mut ids = Vec::new();
+    let mut next = Instant::now();
     let answered = loop {
-        if observed.lock().expect("observer poisoned").probe_answered || dir.read(&res_name(PROBE_ID)).is_ok() {
+        if observed.lock().expect("observer poisoned").probe_answered
+            || ids.iter().any(|id: &String| dir.read(&res_name(id)).is_ok())
+        {
             break true;
         }
-        if Instant::now() >= deadline || stop.is_closed() {
+        let now = Instant::now();
+        if now >= deadline || stop.is_closed() {
             break false;
+        }
+        if now >= next {
+            let id = format!("{PROBE_ID}-{}", ids.len() + 1);
+            let body = Request::new(PROBE_ID, &id, None).expect("valid").encode();
+            if dir.publish(&req_name(&id), &body).await.is_err() {
+                break false;
+            }
+            ids.push(id);
+            next = now + Duration::from_secs(1);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let _ = dir.remove(&res_name(PROBE_ID));
-    let _ = dir.remove(&req_name(PROBE_ID));
+    // Give a late answer to the other probes a moment, then leave nothing behind.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for id in &ids {
+        let _ = dir.remove(&res_name(id));
+        let _ = dir.remove(&req_name(id));
+    }
     answered
 }
 
