@@ -18,7 +18,6 @@ pub mod export;
 pub mod external;
 pub mod fault;
 pub mod fsio;
-pub mod fxhash;
 pub mod gate;
 pub mod handler;
 pub mod host;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use foldhash::HashMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
@@ -17,7 +18,6 @@ use tokio::time::Instant;
 use crate::eventlog::EventLog;
 use crate::events::{CallOutcome, EventInbox, EventKind, FailKind, Msg, RunnerSide, WriterSide};
 use crate::export::calls_csv::CallsCsv;
-use crate::fxhash::FxHashMap;
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::protocol::Outcome;
 
@@ -249,7 +249,7 @@ pub struct TimedNotice {
 
 /// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`].
 pub struct Recorder {
-    timelines: FxHashMap<CallKey, Timeline>,
+    timelines: HashMap<CallKey, Timeline>,
     hist: [Histogram<u64>; 9],
     calls: CallCounts,
     pairing: Pairing,
@@ -275,7 +275,7 @@ impl Recorder {
     /// A recorder sized for about `calls` calls, so the hot path never rehashes.
     pub fn with_capacity(calls: usize) -> Self {
         Recorder {
-            timelines: FxHashMap::default(),
+            timelines: HashMap::default(),
             hist: std::array::from_fn(|_| new_histogram()),
             calls: CallCounts::default(),
             pairing: Pairing::with_capacity(calls),
@@ -311,7 +311,7 @@ impl Recorder {
     }
 }
 
-fn entry(map: &mut FxHashMap<CallKey, Timeline>, key: CallKey) -> OccupiedEntry<'_, CallKey, Timeline> {
+fn entry(map: &mut HashMap<CallKey, Timeline>, key: CallKey) -> OccupiedEntry<'_, CallKey, Timeline> {
     match map.entry(key) {
         Entry::Occupied(o) => o,
         Entry::Vacant(v) => v.insert_entry(Timeline::default()),
@@ -383,8 +383,8 @@ impl Recorder {
         }
         let key = call_key(ev.sandbox, &ev.call);
         let entry = match ev.kind {
-            EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Request),
-            EventKind::Answering => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Response),
+            EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Request),
+            EventKind::Answering => return self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response),
             EventKind::Writer(w) => {
                 self.count(&w);
                 if let CallOutcome::Failed(_) = w.outcome {
