@@ -139,7 +139,7 @@ fn record(c: &mut Criterion) {
                     }
                 },
                 |_, _| {
-                    rx.take(|msg| recorder.ingest(msg));
+                    rx.take(|msg| recorder.ingest(&msg));
                 },
             )
         })

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::dir::{RealDir, RelayDir, SimDir};
 use crate::eventlog::EventLog;
-use crate::events::EventSink;
+use crate::events::{EventSink, Listener};
 use crate::export::calls_csv::CallsCsv;
 use crate::fault::{FaultKind, ProgramSwitch, Targets, AFTERMATH};
 use crate::fsio::sweep_stale;
@@ -99,25 +99,26 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
     let live_p50 = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut recorder = Recorder::with_capacity(slots.len())
+    let recorder = Recorder::with_capacity(slots.len())
         .with_spans(&spans)
         .with_intervals(epoch, step, 60)
         .with_live(live_p50.clone());
+    let mut listeners: Vec<Box<dyn Listener>> = Vec::new();
     if let Some(path) = &env.calls_csv {
         match CallsCsv::append(path, &case.name, epoch) {
-            Ok(csv) => recorder = recorder.with_calls_csv(csv),
+            Ok(csv) => listeners.push(Box::new(csv)),
             Err(e) => sink.notice(0, format!("cannot open {}: {e}", path.display())),
         }
     }
     if let Some(path) = &env.event_log {
         match EventLog::append(path, &case.name, epoch) {
-            Ok(log) => recorder = recorder.with_log(log),
+            Ok(log) => listeners.push(Box::new(log)),
             Err(e) => sink.notice(0, format!("cannot open the event log {}: {e}", path.display())),
         }
     }
     let recorder = std::thread::Builder::new()
         .name("relay-bench-recorder".into())
-        .spawn(move || recorder.drain(rx))
+        .spawn(move || recorder.drain(rx, listeners))
         .map_err(setup_err)?;
 
     // Program faults on the real clock switch a symlink to the watch program.

@@ -8,6 +8,9 @@
 //! ends. Timeline lines are written when a side's half of the call arrives, so they are not
 //! in time order: sort by `t_ns` to read a call's story. `relay-bench check` replays the
 //! pairing rules (SPEC §7) over `request` and `response` lines in file order.
+//!
+//! The log is a [`Listener`] on the event channel: the recorder thread feeds it every event
+//! and closes it with the case's pairing verdict.
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::Path;
@@ -15,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::events::{CallOutcome, Event, EventKind};
+use crate::events::{CallOutcome, Event, EventKind, Listener, Msg};
 use crate::pairing::{check_pairing, PairEvent, PairingReport};
 
 /// Writes one case's lines (appending to the run's file).
@@ -24,6 +27,8 @@ pub struct EventLog {
     case: String,
     epoch: Instant,
     failed: Option<io::Error>,
+    /// The latest event time seen (the breaches are stamped with it).
+    last_at: Option<Instant>,
 }
 
 /// One line of the log.
@@ -44,7 +49,13 @@ pub struct Line {
 impl EventLog {
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(EventLog { out: BufWriter::with_capacity(1 << 16, file), case: case.to_owned(), epoch, failed: None })
+        Ok(EventLog {
+            out: BufWriter::with_capacity(1 << 16, file),
+            case: case.to_owned(),
+            epoch,
+            failed: None,
+            last_at: None,
+        })
     }
 
     fn t(&self, at: Instant) -> i64 {
@@ -116,11 +127,27 @@ impl EventLog {
     }
 
     /// Flushes; the first write error, if any, is returned.
-    pub fn finish(mut self) -> io::Result<()> {
+    pub fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.out.flush()
+    }
+}
+
+impl Listener for EventLog {
+    fn message(&mut self, msg: &Msg) {
+        if let Msg::Call(ev) = msg {
+            self.event(ev);
+            self.last_at = self.last_at.max(Some(ev.at));
+        }
+    }
+
+    fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+        if let Some(at) = self.last_at {
+            self.breaches(pairing, at);
+        }
+        self.flush().map_err(|e| format!("cannot write the event log: {e}"))
     }
 }
 

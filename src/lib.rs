@@ -35,6 +35,7 @@ pub mod serve;
 pub mod source;
 pub mod strategy;
 pub mod summary;
+pub mod timeline;
 pub mod units;
 pub mod writer;
 

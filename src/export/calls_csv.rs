@@ -2,13 +2,18 @@
 //! with every timestamp of its timeline in microseconds from the case's first intended
 //! start, and its pickup and completion. Empty cells are steps that did not happen or
 //! cannot be seen (a black-box runner's wake).
+//!
+//! It is a [`Listener`] on the event channel: it joins each call's halves itself and
+//! writes the row when the call is whole (or the writer gave up), in that order.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use tokio::time::Instant;
 
-use crate::events::{CallOutcome, RunnerSide, WriterSide};
+use crate::events::{CallId, CallOutcome, EventKind, Listener, Msg, RunnerSide, WriterSide};
+use crate::pairing::PairingReport;
+use crate::timeline::Halves;
 
 pub const HEADER: &str = "case,sandbox,call,outcome,intended_us,published_us,woke_us,picked_us,handler_start_us,handler_end_us,answered_us,read_us,pickup_us,completion_us";
 
@@ -17,6 +22,7 @@ pub struct CallsCsv {
     case: String,
     epoch: Instant,
     failed: Option<io::Error>,
+    waiting: Halves<(u32, CallId)>,
 }
 
 impl CallsCsv {
@@ -29,7 +35,7 @@ impl CallsCsv {
             writeln!(out, "{HEADER}")?;
         }
         // A case name is A-Z a-z 0-9 - _ . (validated), so it needs no quoting.
-        Ok(CallsCsv { out, case: case.to_owned(), epoch, failed: None })
+        Ok(CallsCsv { out, case: case.to_owned(), epoch, failed: None, waiting: Halves::default() })
     }
 
     fn us(&self, t: Option<Instant>) -> String {
@@ -82,10 +88,89 @@ impl CallsCsv {
         }
     }
 
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Flushes; the first write error, if any, is returned.
+    pub fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.out.flush()
+    }
+}
+
+impl Listener for CallsCsv {
+    fn message(&mut self, msg: &Msg) {
+        let Msg::Call(ev) = msg else { return };
+        let key = (ev.sandbox, ev.call.clone());
+        match &ev.kind {
+            EventKind::Writer(w) if matches!(w.outcome, CallOutcome::Failed(_)) => {
+                self.waiting.forget(&key);
+                self.row(ev.sandbox, &ev.call, w, None);
+            }
+            EventKind::Writer(w) => {
+                if let Some(r) = self.waiting.writer(key, w) {
+                    self.row(ev.sandbox, &ev.call, w, Some(&r));
+                }
+            }
+            EventKind::Runner(r) => {
+                if let Some(w) = self.waiting.runner(key, r) {
+                    self.row(ev.sandbox, &ev.call, &w, Some(r));
+                }
+            }
+            EventKind::Requesting | EventKind::Answering => {}
+        }
+    }
+
+    fn close(&mut self, _pairing: &PairingReport) -> Result<(), String> {
+        self.flush().map_err(|e| format!("cannot write calls.csv: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{Event, FailKind};
+    use crate::protocol::Outcome;
+
+    #[test]
+    fn a_row_per_call_when_it_is_whole_or_the_writer_gave_up() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let t0 = Instant::now();
+        let us = |n: u64| t0 + std::time::Duration::from_micros(n);
+        let mut csv = CallsCsv::append(file.path(), "case", t0).unwrap();
+        let runner = RunnerSide {
+            woke: us(3),
+            picked: us(4),
+            handler_start: us(5),
+            handler_end: us(9),
+            answered: Some(us(10)),
+            observed: false,
+            handler_known: true,
+        };
+        let writer = |outcome| WriterSide {
+            intended: t0,
+            started: us(1),
+            warmup: false,
+            published: Some(us(2)),
+            read: Some(us(12)),
+            outcome,
+        };
+        let ok = writer(CallOutcome::Answered(Outcome::Ok));
+        let mut send = |call: &str, kind| {
+            csv.message(&Msg::Call(Event { at: us(20), sandbox: 1, call: call.into(), kind }));
+        };
+        send("runner-first", EventKind::Runner(runner.clone()));
+        send("runner-first", EventKind::Writer(ok.clone()));
+        send("writer-first", EventKind::Writer(ok));
+        send("given-up", EventKind::Runner(runner.clone()));
+        send("given-up", EventKind::Writer(writer(CallOutcome::Failed(FailKind::Timeout))));
+        send("writer-first", EventKind::Runner(runner));
+        csv.close(&PairingReport::default()).unwrap();
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows[0], HEADER);
+        assert_eq!(rows[1], r#"case,1,"runner-first",ok,0,2,3,4,5,9,10,12,3,12"#);
+        assert_eq!(rows[2], r#"case,1,"given-up",timeout,0,2,,,,,,12,,12"#);
+        assert_eq!(rows[3], r#"case,1,"writer-first",ok,0,2,3,4,5,9,10,12,3,12"#);
+        assert_eq!(rows.len(), 4);
     }
 }
