@@ -6,14 +6,16 @@
 //!   intents, two halves); `ingest_one_call` is the recorder thread's share (pairing,
 //!   joining the halves, nine HDR records, dropping the events). Their sum is what
 //!   recording one call costs. Criterion runs millions of calls, so the pairing set is
-//!   large and cold here.
+//!   large and cold here. `log_one_call` is what the event log (a listener on the same
+//!   thread, on in every run) adds.
 //! - `round_trip/*`: one call through a real runner and writer on a temp dir, per strategy.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, RunnerSide, WriterSide};
+use relay_bench::eventlog::EventLog;
+use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, Listener, RunnerSide, WriterSide};
 use relay_bench::handler::HandlerModel;
 use relay_bench::host::LocalHost;
 use relay_bench::protocol::{Outcome, Request, Response};
@@ -140,6 +142,29 @@ fn record(c: &mut Criterion) {
                 },
                 |_, _| {
                     rx.take(|msg| recorder.ingest(&msg));
+                },
+            )
+        })
+    });
+    // What the event log adds on the recorder thread (on in every `run`): nine lines a call.
+    g.bench_function("log_one_call", |b| {
+        let (sink, mut rx) = EventSink::channel();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut log = EventLog::append(file.path(), "bench", t0).unwrap();
+        let mut calls = (0u64, Vec::new());
+        b.iter_custom(|iters| {
+            batched(
+                iters,
+                &mut calls,
+                |(n, ids), k| {
+                    next_ids(ids, *n, k);
+                    for id in ids.iter() {
+                        *n += 1;
+                        emit_call(&sink, id, *n, t0);
+                    }
+                },
+                |_, _| {
+                    rx.take(|msg| log.message(&msg));
                 },
             )
         })
