@@ -2,16 +2,20 @@
 //!
 //! - `protocol/*`: encoding and decoding the relay's bytes.
 //! - `record/*`: what recording one call's timeline costs, timed in batches of 1,024 calls.
-//!   `emit_one_call` is what the measured tasks pay (four events: two intents, two halves);
-//!   `ingest_one_call` is the recorder thread's share (pairing, joining the halves, six HDR
-//!   records). Criterion runs millions of calls, so the pairing set is large and cold here.
+//!   `emit_one_call` is what the measured tasks pay (each side's id, four events: two
+//!   intents, two halves); `ingest_one_call` is the recorder thread's share (pairing,
+//!   joining the halves, nine HDR records, dropping the events). Their sum is what
+//!   recording one call costs. Criterion runs millions of calls, so the pairing set is
+//!   large and cold here. `log_one_call` is what the event log (a listener on the same
+//!   thread, on in every run) adds.
 //! - `round_trip/*`: one call through a real runner and writer on a temp dir, per strategy.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, RunnerSide, WriterSide};
+use relay_bench::eventlog::EventLog;
+use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, Listener, RunnerSide, WriterSide};
 use relay_bench::handler::HandlerModel;
 use relay_bench::host::LocalHost;
 use relay_bench::protocol::{Outcome, Request, Response};
@@ -34,13 +38,15 @@ fn protocol(c: &mut Criterion) {
     g.finish();
 }
 
-/// The four events of one call, as the writer and runner send them.
-fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
-    // The writer makes a call's id once; every event shares it.
-    let id: CallId = format!("t{n}-c0").into();
+/// The four events of one call, as the writer and runner send them. Each side makes its
+/// `CallId` once from the id it already holds (the writer from its call spec, the runner
+/// from the request it read) and shares it between its two events.
+fn emit_call(sink: &EventSink, id: &str, n: u64, t0: Instant) {
     let at = |us: u64| t0 + Duration::from_micros(n * 100 + us);
-    sink.emit(0, &id, EventKind::Requesting);
-    sink.emit(0, &id, EventKind::Answering);
+    let writer_id: CallId = Arc::from(id);
+    sink.emit(0, &writer_id, EventKind::Requesting);
+    let runner_id: CallId = Arc::from(id);
+    sink.emit(0, &runner_id, EventKind::Answering);
     let runner = RunnerSide {
         woke: at(3),
         picked: at(4),
@@ -50,7 +56,7 @@ fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
         observed: false,
         handler_known: true,
     };
-    sink.emit_at(at(10), 0, &id, EventKind::Runner(runner));
+    sink.emit_at(at(10), 0, &runner_id, EventKind::Runner(runner));
     let writer = WriterSide {
         intended: at(0),
         started: at(1),
@@ -59,22 +65,34 @@ fn emit_call(sink: &EventSink, n: u64, t0: Instant) {
         read: Some(at(12)),
         outcome: CallOutcome::Answered(Outcome::Ok),
     };
-    sink.emit_at(at(12), 0, &id, EventKind::Writer(writer));
+    sink.emit_at(at(12), 0, &writer_id, EventKind::Writer(writer));
+}
+
+/// The ids of the next `k` calls (made outside the timed part: the writer's pacer has them
+/// before the call starts).
+fn next_ids(ids: &mut Vec<String>, n: u64, k: u64) {
+    ids.clear();
+    ids.extend((n + 1..=n + k).map(|i| format!("t{i}-c0")));
 }
 
 /// Calls timed together, so reading the clock does not weigh on the figure.
 const BATCH: u64 = 1024;
 
-/// Runs `iters` calls in batches of [`BATCH`]: `untimed` makes the batch's inputs or clears
-/// its outputs, `timed` is the part measured.
-fn batched(iters: u64, mut untimed: impl FnMut(u64), mut timed: impl FnMut(u64)) -> Duration {
+/// Runs `iters` calls in batches of [`BATCH`] over `state`: `untimed` makes the batch's
+/// inputs or clears its outputs, `timed` is the part measured.
+fn batched<S>(
+    iters: u64,
+    state: &mut S,
+    mut untimed: impl FnMut(&mut S, u64),
+    mut timed: impl FnMut(&mut S, u64),
+) -> Duration {
     let mut spent = Duration::ZERO;
     let mut left = iters;
     while left > 0 {
         let k = left.min(BATCH);
-        untimed(k);
+        untimed(state, k);
         let start = std::time::Instant::now();
-        timed(k);
+        timed(state, k);
         spent += start.elapsed();
         left -= k;
     }
@@ -87,38 +105,66 @@ fn record(c: &mut Criterion) {
     // What the measured tasks pay: four events per call (half on the writer, half on the runner).
     g.bench_function("emit_one_call", |b| {
         let (sink, mut rx) = EventSink::channel();
-        let mut n = 0u64;
+        let mut calls = (0u64, Vec::new());
         b.iter_custom(|iters| {
             batched(
                 iters,
-                |_| {
+                &mut calls,
+                |(n, ids), k| {
                     rx.take(drop);
+                    next_ids(ids, *n, k);
                 },
-                |k| {
-                    for _ in 0..k {
-                        n += 1;
-                        emit_call(&sink, n, t0);
+                |(n, ids), _| {
+                    for id in ids.iter() {
+                        *n += 1;
+                        emit_call(&sink, id, *n, t0);
                     }
                 },
             )
         })
     });
-    // What the recorder thread pays: take the events, pair, join the halves, fold into histograms.
+    // What the recorder thread pays: take the events, pair, join the halves, fold into
+    // histograms, drop the events (and with them the ids).
     g.bench_function("ingest_one_call", |b| {
         let (sink, mut rx) = EventSink::channel();
         let mut recorder = Recorder::default();
-        let mut n = 0u64;
+        let mut calls = (0u64, Vec::new());
         b.iter_custom(|iters| {
             batched(
                 iters,
-                |k| {
-                    for _ in 0..k {
-                        n += 1;
-                        emit_call(&sink, n, t0);
+                &mut calls,
+                |(n, ids), k| {
+                    next_ids(ids, *n, k);
+                    for id in ids.iter() {
+                        *n += 1;
+                        emit_call(&sink, id, *n, t0);
                     }
                 },
-                |_| {
-                    rx.take(|msg| recorder.ingest(msg));
+                |_, _| {
+                    rx.take(|msg| recorder.ingest(&msg));
+                },
+            )
+        })
+    });
+    // What the event log adds on the recorder thread (on in every `run`): nine lines a call.
+    g.bench_function("log_one_call", |b| {
+        let (sink, mut rx) = EventSink::channel();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let mut log = EventLog::append(file.path(), "bench", t0).unwrap();
+        let mut calls = (0u64, Vec::new());
+        b.iter_custom(|iters| {
+            batched(
+                iters,
+                &mut calls,
+                |(n, ids), k| {
+                    next_ids(ids, *n, k);
+                    for id in ids.iter() {
+                        *n += 1;
+                        emit_call(&sink, id, *n, t0);
+                    }
+                },
+                |_, _| {
+                    rx.take(|msg| log.message(&msg));
                 },
             )
         })

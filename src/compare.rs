@@ -13,10 +13,10 @@
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use serde_json::Value;
 
 use crate::export::hdr::{read_hlog, total};
 use crate::rng::Rng;
+use crate::summary::Summary;
 
 /// How one measure of one case moved.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,12 +68,6 @@ impl Comparison {
     }
 }
 
-fn load(dir: &Path) -> Result<Value, String> {
-    let p = if dir.is_dir() { dir.join("summary.json") } else { dir.to_path_buf() };
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
-}
-
 fn hist(dir: &Path, case: &str, measure: &str) -> Option<Histogram<u64>> {
     let bytes = std::fs::read(dir.join("hdr").join(case).join(format!("{measure}.hlog"))).ok()?;
     total(&read_hlog(&bytes).ok()?).filter(|h| !h.is_empty())
@@ -120,25 +114,24 @@ pub fn ratio_interval(old: &Histogram<u64>, new: &Histogram<u64>, seed: u64) -> 
 
 /// Compares two run directories.
 pub fn compare(old_dir: &Path, new_dir: &Path, threshold: f64) -> Result<Comparison, String> {
-    let (old, new) = (load(old_dir)?, load(new_dir)?);
+    let (old, new) = (Summary::read(old_dir)?, Summary::read(new_dir)?);
     let mut out = Comparison::default();
-    let (eo, en) = (&old["environment"], &new["environment"]);
-    let fields = [("kernel", &eo["kernel"], &en["kernel"]), ("relay_fs", &eo["relay_fs"], &en["relay_fs"])];
-    let more = [
-        ("cpus", &eo["cpus"], &en["cpus"]),
-        ("build", &eo["build"], &en["build"]),
-        ("version", &old["tool"]["version"], &new["tool"]["version"]),
+    let (eo, en) = (&old.environment, &new.environment);
+    let fields = [
+        ("kernel", eo.kernel.clone(), en.kernel.clone()),
+        ("relay_fs", eo.relay_fs.clone(), en.relay_fs.clone()),
+        ("cpus", eo.cpus.to_string(), en.cpus.to_string()),
+        ("build", eo.build.clone(), en.build.clone()),
+        ("version", old.tool.version.clone(), new.tool.version.clone()),
     ];
-    for (name, a, b) in fields.into_iter().chain(more) {
+    for (name, a, b) in fields {
         if a != b {
-            out.env_diff.push((name.to_owned(), a.to_string(), b.to_string()));
+            out.env_diff.push((name.to_owned(), a, b));
         }
     }
-    let cases = |v: &Value| -> Vec<Value> { v["results"].as_array().cloned().unwrap_or_default() };
-    let (oc, nc) = (cases(&old), cases(&new));
-    for n in &nc {
-        let name = n["case"].as_str().unwrap_or("?");
-        let Some(o) = oc.iter().find(|o| o["case"] == n["case"]) else {
+    for n in &new.results {
+        let name = n.case.as_str();
+        let Some(o) = old.results.iter().find(|o| o.case == n.case) else {
             out.unmatched.push(format!("{name} (only in NEW)"));
             continue;
         };
@@ -165,12 +158,11 @@ pub fn compare(old_dir: &Path, new_dir: &Path, threshold: f64) -> Result<Compari
                 verdict,
             });
         }
-        let rate = |v: &Value| v["requests"]["discovery_per_min"].as_f64().unwrap_or(0.0);
-        out.rates.push((name.to_owned(), rate(o), rate(n)));
+        out.rates.push((name.to_owned(), o.requests.discovery_per_min, n.requests.discovery_per_min));
     }
-    for o in &oc {
-        if !nc.iter().any(|n| n["case"] == o["case"]) {
-            out.unmatched.push(format!("{} (only in OLD)", o["case"].as_str().unwrap_or("?")));
+    for o in &old.results {
+        if !new.results.iter().any(|n| n.case == o.case) {
+            out.unmatched.push(format!("{} (only in OLD)", o.case));
         }
     }
     Ok(out)

@@ -8,6 +8,9 @@
 //! ends. Timeline lines are written when a side's half of the call arrives, so they are not
 //! in time order: sort by `t_ns` to read a call's story. `relay-bench check` replays the
 //! pairing rules (SPEC §7) over `request` and `response` lines in file order.
+//!
+//! The log is a [`Listener`] on the event channel: the recorder thread feeds it every event
+//! and closes it with the case's pairing verdict.
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::Path;
@@ -15,15 +18,20 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::events::{CallOutcome, Event, EventKind};
+use crate::events::{CallOutcome, Event, EventKind, Listener, Msg};
 use crate::pairing::{check_pairing, PairEvent, PairingReport};
 
 /// Writes one case's lines (appending to the run's file).
 pub struct EventLog {
     out: BufWriter<std::fs::File>,
+    /// The case name as a JSON string (quoted and escaped once).
     case: String,
+    /// What the lines of the current event start with: `{"case":…,"call":…,"event":"`.
+    head: Vec<u8>,
     epoch: Instant,
     failed: Option<io::Error>,
+    /// The latest event time seen (the breaches are stamped with it).
+    last_at: Option<Instant>,
 }
 
 /// One line of the log.
@@ -44,7 +52,9 @@ pub struct Line {
 impl EventLog {
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(EventLog { out: BufWriter::with_capacity(1 << 16, file), case: case.to_owned(), epoch, failed: None })
+        let case = serde_json::to_string(case).map_err(io::Error::other)?;
+        let out = BufWriter::with_capacity(1 << 16, file);
+        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None })
     }
 
     fn t(&self, at: Instant) -> i64 {
@@ -55,19 +65,41 @@ impl EventLog {
         }
     }
 
-    fn line(&mut self, sandbox: u32, call: &str, event: &str, at: Instant, extra: Option<(&str, &str)>) {
+    /// Starts the lines of one call: the case, sandbox and call id are the same on each.
+    fn head(&mut self, sandbox: u32, call: &str) {
+        let h = &mut self.head;
+        h.clear();
+        h.extend_from_slice(b"{\"case\":");
+        h.extend_from_slice(self.case.as_bytes());
+        h.extend_from_slice(b",\"sandbox\":");
+        h.extend_from_slice(itoa::Buffer::new().format(sandbox).as_bytes());
+        h.extend_from_slice(b",\"call\":");
+        // The call id goes through serde_json for escaping; writing to a Vec cannot fail.
+        serde_json::to_writer(&mut *h, call).expect("a string serializes");
+        h.extend_from_slice(b",\"event\":\"");
+    }
+
+    /// One line of the call whose [`head`](Self::head) is current. Lines are put together
+    /// from bytes: `write!` would cost several times as much on the recorder thread.
+    fn line(&mut self, event: &str, at: Instant, extra: Option<(&str, &str)>) {
         if self.failed.is_some() {
             return;
         }
-        let t = self.t(at);
-        // The case name and call id go through serde_json for escaping.
-        let (case, call) = (serde_json::to_string(&self.case), serde_json::to_string(call));
-        let (Ok(case), Ok(call)) = (case, call) else { return };
-        let extra = extra.map_or(String::new(), |(k, v)| format!(",\"{k}\":\"{v}\""));
-        let r = writeln!(
-            self.out,
-            "{{\"case\":{case},\"sandbox\":{sandbox},\"call\":{call},\"event\":\"{event}\",\"t_ns\":{t}{extra}}}"
-        );
+        let mut t = itoa::Buffer::new();
+        let t = t.format(self.t(at));
+        let out = &mut self.out;
+        let r = (|| {
+            out.write_all(&self.head)?;
+            out.write_all(event.as_bytes())?;
+            out.write_all(b"\",\"t_ns\":")?;
+            out.write_all(t.as_bytes())?;
+            if let Some((k, v)) = extra {
+                for part in [",\"", k, "\":\"", v, "\""] {
+                    out.write_all(part.as_bytes())?;
+                }
+            }
+            out.write_all(b"}\n")
+        })();
         if let Err(e) = r {
             self.failed = Some(e);
         }
@@ -75,36 +107,36 @@ impl EventLog {
 
     /// The lines of one event.
     pub fn event(&mut self, ev: &Event) {
-        let (sb, call) = (ev.sandbox, &*ev.call);
+        self.head(ev.sandbox, &ev.call);
         match &ev.kind {
-            EventKind::Requesting => self.line(sb, call, "request", ev.at, None),
-            EventKind::Answering => self.line(sb, call, "response", ev.at, None),
+            EventKind::Requesting => self.line("request", ev.at, None),
+            EventKind::Answering => self.line("response", ev.at, None),
             // A call parked with no answer: its turn ended, which closes the request.
-            EventKind::Parked => self.line(sb, call, "parked", ev.at, None),
+            EventKind::Parked => self.line("parked", ev.at, None),
             EventKind::Writer(w) => {
                 if let Some(p) = w.published {
-                    self.line(sb, call, "published", p, None);
+                    self.line("published", p, None);
                 }
                 if let Some(r) = w.read {
-                    self.line(sb, call, "answer_read", r, None);
+                    self.line("answer_read", r, None);
                 }
                 let outcome = match w.outcome {
                     CallOutcome::Answered(o) => o.name(),
                     CallOutcome::Failed(f) => f.name(),
                 };
-                self.line(sb, call, "call_end", ev.at, Some(("outcome", outcome)));
+                self.line("call_end", ev.at, Some(("outcome", outcome)));
             }
             EventKind::Runner(r) => {
                 if !r.observed {
-                    self.line(sb, call, "woke", r.woke, None);
+                    self.line("woke", r.woke, None);
                 }
-                self.line(sb, call, "picked_up", r.picked, None);
+                self.line("picked_up", r.picked, None);
                 if r.handler_known {
-                    self.line(sb, call, "handler_start", r.handler_start, None);
-                    self.line(sb, call, "handler_end", r.handler_end, None);
+                    self.line("handler_start", r.handler_start, None);
+                    self.line("handler_end", r.handler_end, None);
                 }
                 if let Some(a) = r.answered {
-                    self.line(sb, call, "answered", a, None);
+                    self.line("answered", a, None);
                 }
             }
         }
@@ -113,16 +145,33 @@ impl EventLog {
     /// The case's breaches, at its end.
     pub fn breaches(&mut self, report: &PairingReport, at: Instant) {
         for b in &report.breaches {
-            self.line(b.sandbox, &b.call, "breach", at, Some(("kind", b.kind.name())));
+            self.head(b.sandbox, &b.call);
+            self.line("breach", at, Some(("kind", b.kind.name())));
         }
     }
 
     /// Flushes; the first write error, if any, is returned.
-    pub fn finish(mut self) -> io::Result<()> {
+    pub fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.out.flush()
+    }
+}
+
+impl Listener for EventLog {
+    fn message(&mut self, msg: &Msg) {
+        if let Msg::Call(ev) = msg {
+            self.event(ev);
+            self.last_at = self.last_at.max(Some(ev.at));
+        }
+    }
+
+    fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+        if let Some(at) = self.last_at {
+            self.breaches(pairing, at);
+        }
+        self.flush().map_err(|e| format!("cannot write the event log: {e}"))
     }
 }
 
@@ -218,6 +267,41 @@ mod tests {
         let clean = [line("ok", "a", "request"), line("ok", "a", "response")].join("\n");
         let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
         assert_eq!((checks[0].requests, checks[0].responses, checks[0].report.total()), (1, 1, 0));
+    }
+
+    #[test]
+    fn lines_are_written_as_json() {
+        use crate::events::{Event, FailKind, WriterSide};
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + std::time::Duration::from_millis(n);
+        let mut log = EventLog::append(file.path(), "a \"case\"", ms(1)).unwrap();
+        let call: crate::events::CallId = "t1-\u{e9}\"c0".into();
+        let ev = |at, kind| Msg::Call(Event { at, sandbox: 3, call: call.clone(), kind });
+        log.message(&ev(t0, EventKind::Requesting));
+        let w = WriterSide {
+            intended: ms(1),
+            started: ms(1),
+            warmup: false,
+            published: Some(ms(2)),
+            read: None,
+            outcome: CallOutcome::Failed(FailKind::Timeout),
+        };
+        log.message(&ev(ms(9), EventKind::Writer(w)));
+        log.close(&check_pairing([(3, "x", PairEvent::Response)])).unwrap();
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        let head = r#"{"case":"a \"case\"","sandbox":3,"call":"t1-é\"c0","event":"#;
+        let want = [
+            format!(r#"{head}"request","t_ns":-1000000}}"#),
+            format!(r#"{head}"published","t_ns":1000000}}"#),
+            format!(r#"{head}"call_end","t_ns":8000000,"outcome":"timeout"}}"#),
+            r#"{"case":"a \"case\"","sandbox":3,"call":"x","event":"breach","t_ns":8000000,"kind":"unpaired_response"}"#
+                .to_string(),
+        ];
+        assert_eq!(text.lines().collect::<Vec<_>>(), want);
+        for l in text.lines() {
+            let _: Line = serde_json::from_str(l).unwrap();
+        }
     }
 
     #[test]

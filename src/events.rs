@@ -6,16 +6,19 @@
 //! (`Requesting` for the request, `Answering` for the answer): these are what the pairing
 //! check reads, and since each is sent before the file it announces can be seen by the
 //! other side, the channel carries them in causal order whichever thread sends first.
+//!
+//! The recorder thread blocks on the channel (it never polls) and hands each batch to every
+//! [`Listener`]: the recorder itself, the event log, `calls.csv`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::time::Instant;
 
+use crate::pairing::PairingReport;
 use crate::protocol::Outcome;
 
-/// A call id, shared by every event of the call (one allocation per call, not per event).
-pub type CallId = Arc<str>;
+pub use crate::protocol::CallId;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
@@ -116,15 +119,54 @@ pub enum Msg {
     Notice(Notice),
 }
 
+impl Msg {
+    /// A request or an answer about to be published (sent inside the measured steps).
+    fn is_intent(&self) -> bool {
+        matches!(self, Msg::Call(Event { kind: EventKind::Requesting | EventKind::Answering, .. }))
+    }
+}
+
+/// Something fed by the recorder thread's drain loop: every message of the channel, in
+/// channel order. The recorder is one; the event log (`events.ndjson`) and `calls.csv` are
+/// others, so the recorder knows nothing of files.
+pub trait Listener: Send {
+    fn message(&mut self, msg: &Msg);
+
+    /// The channel has closed and `pairing` is the case's verdict: write what remains and
+    /// flush. Returns why this listener's output is incomplete, if it is.
+    fn close(&mut self, _pairing: &PairingReport) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+struct Buffer {
+    msgs: Vec<Msg>,
+    /// The receiver waits on the condvar for a message (or for the last sender to go).
+    parked: bool,
+}
+
 #[derive(Debug, Default)]
 struct Shared {
-    buf: Mutex<Vec<Msg>>,
+    buf: Mutex<Buffer>,
+    wake: Condvar,
     senders: AtomicUsize,
 }
 
-/// The sending end; cheap to clone, one per task. Sending is a lock and a push: the
-/// recorder swaps the whole buffer out every millisecond or so, so the measured tasks never
-/// wait on it, and a send's position in the buffer respects happens-before across threads.
+impl Shared {
+    #[inline]
+    fn lock(&self) -> MutexGuard<'_, Buffer> {
+        self.buf.lock().expect("event buffer poisoned")
+    }
+}
+
+/// The sending end; cheap to clone, one per task. Sending is a lock and a push, and a
+/// send's position in the buffer respects happens-before across threads.
+///
+/// The receiver blocks while the buffer is empty; a send wakes it only if it is parked and
+/// only for a timeline half or a notice. Intents (`Requesting`, `Answering`) are sent
+/// inside the measured steps and never pay for a wakeup: each is followed by its side's
+/// half, sent after the side's last timestamp, which does.
 #[derive(Debug)]
 pub struct EventSink {
     shared: Arc<Shared>,
@@ -139,19 +181,37 @@ impl Clone for EventSink {
 
 impl Drop for EventSink {
     fn drop(&mut self) {
-        self.shared.senders.fetch_sub(1, Ordering::AcqRel);
+        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The last sender: a parked receiver must learn that the channel has closed.
+            let parked = std::mem::take(&mut self.shared.lock().parked);
+            if parked {
+                self.shared.wake.notify_one();
+            }
+        }
     }
 }
 
 impl EventSink {
     pub fn channel() -> (EventSink, EventInbox) {
-        let shared = Arc::new(Shared { buf: Mutex::new(Vec::with_capacity(1024)), senders: AtomicUsize::new(1) });
+        let shared = Arc::new(Shared {
+            buf: Mutex::new(Buffer { msgs: Vec::with_capacity(1024), parked: false }),
+            wake: Condvar::new(),
+            senders: AtomicUsize::new(1),
+        });
         (EventSink { shared: shared.clone() }, EventInbox { shared, spare: Vec::with_capacity(1024) })
     }
 
+    /// Pushes `msg`, waking a parked receiver unless `msg` is an intent.
     #[inline]
     fn send(&self, msg: Msg) {
-        self.shared.buf.lock().expect("event buffer poisoned").push(msg);
+        let mut buf = self.shared.lock();
+        buf.msgs.push(msg);
+        // The flag is read first: while the receiver is busy, a send reads nothing else.
+        if buf.parked && !buf.msgs.last().is_some_and(Msg::is_intent) {
+            buf.parked = false;
+            drop(buf);
+            self.shared.wake.notify_one();
+        }
     }
 
     #[inline]
@@ -169,20 +229,18 @@ impl EventSink {
     }
 }
 
-/// The receiving end, owned by the recorder.
+/// The receiving end, owned by the recorder thread.
 #[derive(Debug)]
 pub struct EventInbox {
     shared: Arc<Shared>,
     spare: Vec<Msg>,
 }
 
-/// How long the recorder sleeps when the buffer is empty.
-const TICK: std::time::Duration = std::time::Duration::from_millis(1);
-
 impl EventInbox {
-    /// Hands every message sent so far to `f`, in order; returns how many there were.
+    /// Hands every message sent so far to `f`, in order, without waiting; returns how many
+    /// there were.
     pub fn take(&mut self, mut f: impl FnMut(Msg)) -> usize {
-        std::mem::swap(&mut *self.shared.buf.lock().expect("event buffer poisoned"), &mut self.spare);
+        std::mem::swap(&mut self.shared.lock().msgs, &mut self.spare);
         let n = self.spare.len();
         self.spare.drain(..).for_each(&mut f);
         n
@@ -195,22 +253,88 @@ impl EventInbox {
         out.into_iter()
     }
 
-    /// True once every sender is gone.
-    pub fn is_closed(&self) -> bool {
-        self.shared.senders.load(Ordering::Acquire) == 0
+    /// Blocks until a message has been sent or every sender is gone, then swaps every
+    /// message sent so far into `batch` (which must be empty). Returns false once the
+    /// channel is closed and drained.
+    pub fn recv(&mut self, batch: &mut Vec<Msg>) -> bool {
+        debug_assert!(batch.is_empty());
+        let mut buf = self.shared.lock();
+        loop {
+            if !buf.msgs.is_empty() {
+                std::mem::swap(&mut buf.msgs, batch);
+                return true;
+            }
+            if self.shared.senders.load(Ordering::Acquire) == 0 {
+                return false;
+            }
+            buf.parked = true;
+            buf = self.shared.wake.wait(buf).expect("event buffer poisoned");
+            // Woken by a sender (which cleared the flag) or spuriously.
+            buf.parked = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer_half() -> EventKind {
+        let t = Instant::now();
+        EventKind::Writer(WriterSide {
+            intended: t,
+            started: t,
+            warmup: false,
+            published: None,
+            read: None,
+            outcome: CallOutcome::Failed(FailKind::Timeout),
+        })
     }
 
-    /// Hands every message to `f` until every sender is gone (blocking this thread).
-    pub fn drain(mut self, mut f: impl FnMut(Msg)) {
-        loop {
-            let closed = self.is_closed();
-            let n = self.take(&mut f);
-            if closed {
-                return;
+    #[test]
+    fn a_parked_receiver_wakes_for_a_half_and_the_close_not_for_an_intent() {
+        let (sink, mut inbox) = EventSink::channel();
+        let id: CallId = Arc::from("c1");
+        let receiver = std::thread::spawn(move || {
+            let mut sizes = Vec::new();
+            let mut batch = Vec::new();
+            while inbox.recv(&mut batch) {
+                sizes.push(batch.len());
+                batch.clear();
             }
-            if n == 0 {
-                std::thread::sleep(TICK);
-            }
+            sizes
+        });
+        // Let the receiver park on the empty buffer.
+        while !sink.shared.lock().parked {
+            std::thread::yield_now();
         }
+        sink.emit(0, &id, EventKind::Requesting);
+        assert!(sink.shared.lock().parked, "an intent leaves the receiver parked");
+        sink.emit(0, &id, writer_half());
+        // A half wakes it, and it takes both messages (the bound is only against a hang).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !sink.shared.lock().msgs.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "a half did not wake the receiver");
+            std::thread::yield_now();
+        }
+        drop(sink);
+        assert_eq!(receiver.join().unwrap().iter().sum::<usize>(), 2, "both messages, then the close");
+    }
+
+    #[test]
+    fn recv_returns_false_only_once_closed_and_drained() {
+        let (sink, mut inbox) = EventSink::channel();
+        let other = sink.clone();
+        sink.notice(0, "one".to_owned());
+        drop(sink);
+        let mut batch = Vec::new();
+        assert!(inbox.recv(&mut batch));
+        assert_eq!(batch.len(), 1);
+        batch.clear();
+        other.notice(0, "two".to_owned());
+        drop(other);
+        assert!(inbox.recv(&mut batch), "what was sent before the close is still handed over");
+        batch.clear();
+        assert!(!inbox.recv(&mut batch));
     }
 }

@@ -7,12 +7,53 @@ use serde::{Deserialize, Serialize};
 use crate::recorder::{LatencyStats, Measure};
 use crate::units::{human, parse_duration};
 
-/// A number a gate can read from a case result.
+/// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// A latency statistic, in microseconds.
     Latency(Measure, &'static str),
     Count(Counter),
+}
+
+impl Metric {
+    /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
+    pub fn name(self) -> String {
+        match self {
+            Metric::Latency(m, stat) => format!("{}.{stat}", m.name()),
+            Metric::Count(c) => c.name().to_owned(),
+        }
+    }
+
+    /// A metric by its name; the error lists the allowed ones.
+    pub fn parse(name: &str) -> Result<Metric, String> {
+        match name.split_once('.') {
+            Some((m, stat)) => {
+                let measure = Measure::from_name(m)
+                    .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names()))?;
+                let stat = LatencyStats::STATS.iter().find(|s| **s == stat).ok_or_else(|| {
+                    format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", "))
+                })?;
+                Ok(Metric::Latency(measure, stat))
+            }
+            None => Counter::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .map(Metric::Count)
+                .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names())),
+        }
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Metric::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +86,11 @@ impl Counter {
                 | Counter::ActivePhaseDiscoveryPerMin
                 | Counter::IdlePhaseDiscoveryPerMin
         )
+    }
+
+    /// A rate of discovery requests (the request charts draw these gates).
+    pub fn is_discovery_rate(self) -> bool {
+        self.is_request_rate() && self != Counter::DataPerMin
     }
 
     pub const ALL: [Counter; 14] = [
@@ -84,6 +130,7 @@ impl Counter {
     }
 }
 
+/// A gate's comparison; written as its symbol (`<=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Lt,
@@ -97,6 +144,10 @@ pub enum Op {
 impl Op {
     const ALL: [(&'static str, Op); 6] =
         [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
+
+    pub fn symbol(self) -> &'static str {
+        Op::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(sym, _)| sym)
+    }
 
     fn holds(self, a: f64, b: f64) -> bool {
         match self {
@@ -119,15 +170,74 @@ pub struct Gate {
     pub threshold: f64,
 }
 
+impl Serialize for Op {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.symbol())
+    }
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let sym = String::deserialize(d)?;
+        Op::ALL
+            .iter()
+            .find(|(s, _)| *s == sym)
+            .map(|(_, op)| *op)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown comparison {sym:?} (use <, <=, >, >=, == or !=)")))
+    }
+}
+
 /// A gate's verdict on one case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredGateResult")]
 pub struct GateResult {
     pub expr: String,
+    /// What the gate reads, how it compares, and its threshold (microseconds for latency
+    /// metrics, plain for counters): the expression, parsed.
+    pub metric: Metric,
+    pub op: Op,
+    pub threshold: f64,
     /// The observed value (microseconds for latency metrics); null when nothing was measured.
     pub observed: Option<f64>,
     /// The observed value as a person reads it.
     pub observed_text: String,
     pub pass: bool,
+}
+
+/// A gate result as stored: runs written before `metric`, `op` and `threshold` were
+/// recorded still read, from their expression.
+#[derive(Deserialize)]
+struct StoredGateResult {
+    expr: String,
+    metric: Option<Metric>,
+    op: Option<Op>,
+    threshold: Option<f64>,
+    observed: Option<f64>,
+    observed_text: String,
+    pass: bool,
+}
+
+impl TryFrom<StoredGateResult> for GateResult {
+    type Error = String;
+
+    fn try_from(g: StoredGateResult) -> Result<GateResult, String> {
+        let (metric, op, threshold) = match (g.metric, g.op, g.threshold) {
+            (Some(m), Some(o), Some(t)) => (m, o, t),
+            _ => {
+                let parsed = Gate::parse(&g.expr)?;
+                (parsed.metric, parsed.op, parsed.threshold)
+            }
+        };
+        Ok(GateResult {
+            expr: g.expr,
+            metric,
+            op,
+            threshold,
+            observed: g.observed,
+            observed_text: g.observed_text,
+            pass: g.pass,
+        })
+    }
 }
 
 /// Every metric name a gate may use, for error messages and help.
@@ -146,22 +256,7 @@ impl Gate {
             .ok_or_else(|| format!("{expr:?} has no comparison (use <, <=, >, >=, == or !=)"))?;
         let lhs = expr[..pos].trim();
         let rhs = expr[pos + sym.len()..].trim();
-        let metric = match lhs.split_once('.') {
-            Some((m, stat)) => {
-                let measure = Measure::from_name(m)
-                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?;
-                let stat = LatencyStats::STATS.iter().find(|s| **s == stat).ok_or_else(|| {
-                    format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", "))
-                })?;
-                Metric::Latency(measure, stat)
-            }
-            None => Metric::Count(
-                Counter::ALL
-                    .into_iter()
-                    .find(|c| c.name() == lhs)
-                    .ok_or_else(|| format!("unknown metric {lhs:?}; allowed: {}", metric_names()))?,
-            ),
-        };
+        let metric = Metric::parse(lhs)?;
         let threshold = match metric {
             Metric::Latency(..) => {
                 parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
@@ -180,6 +275,9 @@ impl Gate {
         };
         GateResult {
             expr: self.expr.clone(),
+            metric: self.metric,
+            op: self.op,
+            threshold: self.threshold,
             observed,
             observed_text,
             pass: observed.is_some_and(|v| self.op.holds(v, self.threshold)),
@@ -212,6 +310,23 @@ mod tests {
         assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().contains("p999"));
         assert!(Gate::parse("pickup.p50 < 10").unwrap_err().contains("no unit"));
         assert!(Gate::parse("lost == none").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn a_result_says_its_gate_and_old_results_still_read() {
+        let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
+        let r = g.evaluate(Some(4.5));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            (&v["metric"], &v["op"], &v["threshold"]),
+            (&"idle_phase_discovery_per_min".into(), &"<=".into(), &5.0.into())
+        );
+        assert_eq!(serde_json::from_value::<GateResult>(v).unwrap(), r);
+        assert!(matches!(r.metric, Metric::Count(c) if c.is_discovery_rate()));
+        let old =
+            serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
+        let r: GateResult = serde_json::from_value(old).unwrap();
+        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
     }
 
     #[test]

@@ -12,13 +12,13 @@
 //!
 //! | layer | modules | owns |
 //! |---|---|---|
-//! | 0 base | `units`, `rng`, `fxhash`, `protocol`, `config`, `signal`, `notice` | bytes and names of the protocol, durations, the strict TOML reader, the wake signal, what the relay says |
-//! | 1 events | `events`, `pairing` | the event channel; the pairing invariant as a pure replay |
+//! | 0 base | `units`, `rng`, `protocol`, `config`, `signal`, `notice` | bytes and names of the protocol, durations, the strict TOML reader, the wake signal, what the relay says |
+//! | 1 events | `events`, `pairing`, `timeline` | the event channel and its listeners' contract; the pairing invariant as a pure replay; a call's two timeline halves joined |
 //! | 2 sandbox | `fsio`, `dir`, `host` | a relay dir and the sandbox around it (files, watches, the watch program); the runner's counted view of it (local, remote daemon) |
 //! | 3 sources | `source`, `handler` | the activity-source contract and what sources share; the tool's duration and outcome |
 //! | 4 sides | `runner`, `writer` | production's runner loop; the in-sandbox writer |
 //! | 5 strategies | `strategy`, `relay` | every runner and writer strategy (one file each, registered); a runner + writer pair |
-//! | 6 recording | `recorder`, `eventlog` | HDR histograms and counters from the event stream; the event log |
+//! | 6 recording | `recorder`, `eventlog`, `calls_csv` | the listeners on the event channel: HDR histograms and counters, `events.ndjson`, `calls.csv` |
 //! | 7 scenario | `gate`, `fault`, `pacer`, `scenario` | gates, the fault schedule, intended start times, validated scenarios |
 //! | 8 summary | `summary`, `rates`, `calibration`, `env` | the typed results, request-rate arithmetic, this machine's floor and facts |
 //! | 9 engine | `engine` | running one case on a backend (real or virtual clock) |
@@ -28,6 +28,7 @@
 
 pub mod bench;
 pub mod calibration;
+pub mod calls_csv;
 pub mod chart;
 pub mod cli;
 pub mod compare;
@@ -40,7 +41,6 @@ pub mod events;
 pub mod export;
 pub mod fault;
 pub mod fsio;
-pub mod fxhash;
 pub mod gate;
 pub mod handler;
 pub mod host;
@@ -59,6 +59,7 @@ pub mod signal;
 pub mod source;
 pub mod strategy;
 pub mod summary;
+pub mod timeline;
 pub mod units;
 pub mod writer;
 

@@ -4,14 +4,14 @@
 //! it as a pure function over a recorded stream for replay. Breaches are classified,
 //! counted and listed; none is fatal and none is dropped.
 
+use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::{Deserialize, Serialize};
 
-use crate::events::CallId;
-use std::hash::Hasher;
-
-use crate::fxhash::{FxHashMap, FxHashSet, FxHasher};
+use crate::protocol::CallId;
 
 /// One side of the pairing: a request published or a response published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,18 +63,13 @@ pub struct Breach {
 }
 
 /// A call's key in the recorder's and the pairing check's maps: a 128-bit fingerprint of
-/// (sandbox, call id). Copy, 16 bytes, cheap to hash, and holds no reference to the id (two
-/// distinct calls share a key with probability 2^-128).
+/// (sandbox, call id), two 64-bit foldhash halves under fixed, distinct seeds. Copy, 16
+/// bytes, cheap to hash, and holds no reference to the id (two distinct calls share a key
+/// with probability about 2^-128).
 pub type CallKey = u128;
 
 pub fn call_key(sandbox: u32, call: &str) -> CallKey {
-    let half = |seed: u64| {
-        let mut h = FxHasher::seeded(seed);
-        h.write_u32(sandbox);
-        h.write(call.as_bytes());
-        h.write_usize(call.len());
-        h.finish()
-    };
+    let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((sandbox, call));
     (u128::from(half(0x243f_6a88_85a3_08d3)) << 64) | u128::from(half(0x1319_8a2e_0370_7344))
 }
 
@@ -82,8 +77,8 @@ pub fn call_key(sandbox: u32, call: &str) -> CallKey {
 /// unanswered); answered calls are remembered by key alone, 16 bytes each.
 #[derive(Debug, Default)]
 pub struct Pairing {
-    open: FxHashMap<CallKey, (u32, CallId)>,
-    answered: FxHashSet<CallKey>,
+    open: HashMap<CallKey, (u32, CallId)>,
+    answered: HashSet<CallKey>,
     counts: [u64; 5],
     breaches: Vec<Breach>,
 }
@@ -94,21 +89,19 @@ pub const MAX_LISTED: usize = 1000;
 impl Pairing {
     /// A state machine sized for about `calls` calls.
     pub fn with_capacity(calls: usize) -> Pairing {
-        Pairing { answered: FxHashSet::with_capacity_and_hasher(calls, Default::default()), ..Pairing::default() }
+        Pairing { answered: HashSet::with_capacity(calls), open: HashMap::with_capacity(64), ..Pairing::default() }
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
-    pub fn observe(&mut self, key: CallKey, sandbox: u32, call: CallId, ev: PairEvent) {
+    pub fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
         let breach = match ev {
-            PairEvent::Request => {
-                if self.open.contains_key(&key) {
-                    Some(BreachKind::DuplicateRequest)
-                } else {
-                    let reused = self.answered.remove(&key);
-                    self.open.insert(key, (sandbox, call.clone()));
-                    reused.then_some(BreachKind::ReusedId)
+            PairEvent::Request => match self.open.entry(key) {
+                Entry::Occupied(_) => Some(BreachKind::DuplicateRequest),
+                Entry::Vacant(v) => {
+                    v.insert((sandbox, call.clone()));
+                    self.answered.remove(&key).then_some(BreachKind::ReusedId)
                 }
-            }
+            },
             PairEvent::Response => {
                 if self.open.remove(&key).is_some() {
                     self.answered.insert(key);
@@ -121,7 +114,7 @@ impl Pairing {
             }
         };
         if let Some(kind) = breach {
-            self.push(kind, sandbox, &call);
+            self.push(kind, sandbox, call);
         }
     }
 
@@ -164,7 +157,7 @@ impl PairingReport {
 pub fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
     let mut p = Pairing::default();
     for (sandbox, call, ev) in events {
-        p.observe(call_key(sandbox, call), sandbox, Arc::from(call), ev);
+        p.observe(call_key(sandbox, call), sandbox, &Arc::from(call), ev);
     }
     p.finish()
 }
@@ -202,6 +195,20 @@ mod tests {
             r.breaches.last().unwrap(),
             &Breach { kind: BreachKind::UnansweredAtEnd, sandbox: 0, call: "c".into() }
         );
+    }
+
+    #[test]
+    fn distinct_calls_get_distinct_keys() {
+        let keys: HashSet<CallKey> = (0..10_000u32).map(|i| call_key(i % 7, &format!("t{i}-c{}", i % 3))).collect();
+        assert_eq!(keys.len(), 10_000);
+        assert_eq!(call_key(3, "t10-c1"), call_key(3, "t10-c1"));
+        assert_ne!(call_key(3, "t10-c1"), call_key(4, "t10-c1"));
+    }
+
+    #[test]
+    fn low_bits_spread_for_ids_that_differ_late() {
+        let buckets: HashSet<u128> = (0..4096).map(|i| call_key(0, &format!("t{i:07}-c0")) & 0xfff).collect();
+        assert!(buckets.len() > 2000, "only {} of 4096 buckets used", buckets.len());
     }
 
     #[test]

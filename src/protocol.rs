@@ -20,6 +20,9 @@ pub const TMP_MARKER: &str = ".tmp.";
 /// Longest sanitized id, in UTF-16 code units (as production's JavaScript counts them).
 pub const MAX_ID_LEN: usize = 120;
 
+/// A call id, shared by every event of the call (one allocation per call, not per event).
+pub type CallId = std::sync::Arc<str>;
+
 /// A tool call handed from the writer to the runner.
 ///
 /// `args` is kept as raw JSON so the bytes a writer chose (key order included) travel

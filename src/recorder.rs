@@ -2,10 +2,15 @@
 //! counters and the pairing check.
 //!
 //! It runs on its own thread at the end of the event channel, so the measured tasks pay
-//! only for a timestamp and a send. A call's timeline is folded into the histograms as soon
-//! as it is complete and then dropped, so memory stays flat however long a case runs.
+//! only for a timestamp and a send. Its drain loop blocks on the channel and hands each
+//! batch to the recorder and then to the case's other [`Listener`]s (the event log,
+//! `calls.csv`), which it closes with the pairing verdict at the end. A call's timeline is
+//! folded into the histograms as soon as both halves are in and then dropped; what stays
+//! per call is its 16-byte pairing key.
 
-use std::collections::hash_map::{Entry, OccupiedEntry};
+mod follow;
+mod measure;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,121 +19,15 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::eventlog::EventLog;
-use crate::events::{CallOutcome, EventInbox, EventKind, FailKind, Msg, RunnerSide, WriterSide};
-use crate::export::calls_csv::CallsCsv;
-use crate::fxhash::FxHashMap;
+pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
+pub use measure::{new_histogram, LatencyStats, Measure};
+
+use crate::events::{
+    CallOutcome, Event, EventInbox, EventKind, FailKind, Listener, Msg, Notice, RunnerSide, WriterSide,
+};
 use crate::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::protocol::Outcome;
-
-/// The measures of SPEC §4, the parts a call's time splits into, and the pacer's lag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Measure {
-    Wake,
-    Pickup,
-    Completion,
-    CompletionUncorrected,
-    RelayOverhead,
-    ScheduleLag,
-    /// The handler's own time (handler start -> end).
-    Handler,
-    /// Handler end -> the answer's rename completed.
-    AnswerPublish,
-    /// The answer's rename -> the writer has read it (hop 1).
-    Hop1,
-}
-
-impl Measure {
-    pub const ALL: [Measure; 9] = [
-        Measure::Wake,
-        Measure::Pickup,
-        Measure::Completion,
-        Measure::CompletionUncorrected,
-        Measure::RelayOverhead,
-        Measure::ScheduleLag,
-        Measure::Handler,
-        Measure::AnswerPublish,
-        Measure::Hop1,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Measure::Wake => "wake",
-            Measure::Pickup => "pickup",
-            Measure::Completion => "completion",
-            Measure::CompletionUncorrected => "completion_uncorrected",
-            Measure::RelayOverhead => "relay_overhead",
-            Measure::ScheduleLag => "schedule_lag",
-            Measure::Handler => "handler",
-            Measure::AnswerPublish => "answer_publish",
-            Measure::Hop1 => "hop1",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<Measure> {
-        Measure::ALL.into_iter().find(|m| m.name() == s)
-    }
-}
-
-/// Nanosecond histograms from 1 ns to one hour at 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
-}
-
-/// Summary statistics of one histogram, in microseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyStats {
-    pub count: u64,
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-impl LatencyStats {
-    pub fn of(h: &Histogram<u64>) -> LatencyStats {
-        if h.is_empty() {
-            return LatencyStats::default();
-        }
-        let us = |ns: u64| (ns as f64 / 1000.0 * 10.0).round() / 10.0;
-        LatencyStats {
-            count: h.len(),
-            min: us(h.min()),
-            p50: us(h.value_at_quantile(0.5)),
-            p90: us(h.value_at_quantile(0.9)),
-            p99: us(h.value_at_quantile(0.99)),
-            p999: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
-            mean: (h.mean() / 1000.0 * 10.0).round() / 10.0,
-        }
-    }
-
-    /// A statistic by its gate name (`p50`, `p99`, `max`, ...), in microseconds.
-    pub fn get(&self, stat: &str) -> Option<f64> {
-        Some(match stat {
-            "min" => self.min,
-            "p50" | "median" => self.p50,
-            "p90" => self.p90,
-            "p99" => self.p99,
-            "p999" => self.p999,
-            "max" => self.max,
-            "mean" => self.mean,
-            _ => return None,
-        })
-    }
-
-    pub const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
-}
-
-/// The two halves of one call's timeline, joined as they arrive.
-#[derive(Debug, Default)]
-struct Timeline {
-    writer: Option<WriterSide>,
-    runner: Option<RunnerSide>,
-}
+use crate::timeline::Halves;
 
 /// Call outcome counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,7 +58,7 @@ pub struct Recording {
     pub timed_notices: Vec<TimedNotice>,
     /// Per span given to [`Recorder::with_spans`], in order: the calls it touched.
     pub spans: Vec<SpanStats>,
-    /// Why the event log is incomplete, if it is.
+    /// Why an output of the case (the event log, `calls.csv`) is incomplete, if one is.
     pub log_error: Option<String>,
     /// Pickup per interval, if asked for.
     pub intervals: Option<Intervals>,
@@ -182,74 +81,14 @@ impl Recording {
 pub const MAX_NOTICES: usize = 200;
 /// At most this many notices are kept with their time, for the fault report.
 pub const MAX_TIMED_NOTICES: usize = 50_000;
+/// How often the drain loop publishes the running pickup median, at most.
+const LIVE_EVERY: Duration = Duration::from_millis(200);
 
-/// A case's histograms, for the HdrHistogram exports and charts.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CaseHdr {
-    pub measures: Vec<(Measure, Histogram<u64>)>,
-    pub intervals: Option<Intervals>,
-    /// The case's length (from its first intended start).
-    pub length: Duration,
-}
-
-/// Pickup histograms per interval of publication time (the `.hlog` and pickup-over-time
-/// chart); created only for intervals with calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Intervals {
-    pub epoch: Instant,
-    pub interval: Duration,
-    /// Index i covers [epoch + i * interval, epoch + (i + 1) * interval).
-    pub hists: Vec<Option<Histogram<u64>>>,
-    max: usize,
-}
-
-impl Intervals {
-    fn record(&mut self, at: Instant, v: Option<Duration>) {
-        let Some(v) = v else { return };
-        let i = (at.saturating_duration_since(self.epoch).as_nanos() / self.interval.as_nanos().max(1)) as usize;
-        let i = i.min(self.max - 1);
-        if self.hists.len() <= i {
-            self.hists.resize(i + 1, None);
-        }
-        self.hists[i].get_or_insert_with(new_histogram).saturating_record((v.as_nanos() as u64).max(1));
-    }
-}
-
-/// A stretch of time in one sandbox (a fault and its aftermath) whose calls are followed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Span {
-    pub sandbox: u32,
-    pub from: Instant,
-    pub to: Instant,
-}
-
-impl Span {
-    fn overlaps(&self, sandbox: u32, start: Instant, end: Instant) -> bool {
-        sandbox == self.sandbox && start <= self.to && end >= self.from
-    }
-}
-
-/// The calls whose life overlapped a [`Span`].
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SpanStats {
-    pub calls: u64,
-    pub answered: u64,
-    pub failed: u64,
-    pub worst_pickup: Option<Duration>,
-    pub worst_completion: Option<Duration>,
-}
-
-/// A notice with its time and sandbox.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TimedNotice {
-    pub at: Instant,
-    pub sandbox: u32,
-    pub what: crate::notice::Say,
-}
-
-/// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`].
+/// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`],
+/// or let [`Recorder::drain`] do both on the recorder thread.
 pub struct Recorder {
-    timelines: FxHashMap<CallKey, Timeline>,
+    /// Calls with one half of their timeline in.
+    waiting: Halves<CallKey>,
     hist: [Histogram<u64>; 9],
     calls: CallCounts,
     pairing: Pairing,
@@ -257,12 +96,8 @@ pub struct Recorder {
     notices_total: u64,
     timed: Vec<TimedNotice>,
     spans: Vec<(Span, SpanStats)>,
-    log: Option<EventLog>,
     intervals: Option<Intervals>,
     live: Option<Arc<AtomicU64>>,
-    csv: Option<CallsCsv>,
-    /// The latest event time seen (the log's breaches are stamped with it).
-    last_at: Option<Instant>,
 }
 
 impl Default for Recorder {
@@ -275,7 +110,7 @@ impl Recorder {
     /// A recorder sized for about `calls` calls, so the hot path never rehashes.
     pub fn with_capacity(calls: usize) -> Self {
         Recorder {
-            timelines: FxHashMap::default(),
+            waiting: Halves::default(),
             hist: std::array::from_fn(|_| new_histogram()),
             calls: CallCounts::default(),
             pairing: Pairing::with_capacity(calls),
@@ -283,11 +118,8 @@ impl Recorder {
             notices_total: 0,
             timed: Vec::new(),
             spans: Vec::new(),
-            log: None,
             intervals: None,
             live: None,
-            csv: None,
-            last_at: None,
         }
     }
 
@@ -298,62 +130,9 @@ impl Recorder {
         self
     }
 
-    /// Writes every event to `log` as well (`events.ndjson`).
-    pub fn with_log(mut self, log: EventLog) -> Self {
-        self.log = Some(log);
-        self
-    }
-
     /// Follows the calls of each span (see [`Recording::spans`]).
     pub fn with_spans(mut self, spans: &[Span]) -> Self {
         self.spans = spans.iter().map(|s| (*s, SpanStats::default())).collect();
-        self
-    }
-}
-
-fn entry(map: &mut FxHashMap<CallKey, Timeline>, key: CallKey) -> OccupiedEntry<'_, CallKey, Timeline> {
-    match map.entry(key) {
-        Entry::Occupied(o) => o,
-        Entry::Vacant(v) => v.insert_entry(Timeline::default()),
-    }
-}
-
-fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
-    Some(to?.saturating_duration_since(from?))
-}
-
-impl Recorder {
-    /// Drains an inbox until every sender is gone.
-    pub fn run(inbox: EventInbox) -> Recording {
-        Recorder::default().drain(inbox)
-    }
-
-    /// Drains an inbox into this recorder until every sender is gone.
-    pub fn drain(mut self, mut inbox: EventInbox) -> Recording {
-        let mut published = std::time::Instant::now();
-        loop {
-            let closed = inbox.is_closed();
-            let n = inbox.take(|msg| self.ingest(msg));
-            // The live median for a progress bar, at most five times a second.
-            if let Some(live) = &self.live {
-                if published.elapsed() >= std::time::Duration::from_millis(200) {
-                    let h = &self.hist[Measure::Pickup as usize];
-                    live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
-                    published = std::time::Instant::now();
-                }
-            }
-            if closed {
-                return self.finish();
-            }
-            if n == 0 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-    }
-
-    /// Writes a row per call to `csv` as well (`calls.csv`).
-    pub fn with_calls_csv(mut self, csv: CallsCsv) -> Self {
-        self.csv = Some(csv);
         self
     }
 
@@ -363,77 +142,106 @@ impl Recorder {
         self
     }
 
-    pub fn ingest(&mut self, msg: Msg) {
+    /// Drains an inbox until every sender is gone, with no other listener.
+    pub fn run(inbox: EventInbox) -> Recording {
+        Recorder::default().drain(inbox, Vec::new())
+    }
+
+    /// The recorder thread's loop: blocks on `inbox` until every sender is gone, handing
+    /// each batch to this recorder and then to each of `listeners` in turn; at the end
+    /// closes them with the pairing verdict (their errors go to [`Recording::log_error`]).
+    pub fn drain(mut self, mut inbox: EventInbox, mut listeners: Vec<Box<dyn Listener>>) -> Recording {
+        let mut batch = Vec::with_capacity(1024);
+        let mut published = std::time::Instant::now();
+        while inbox.recv(&mut batch) {
+            batch.iter().for_each(|m| self.ingest(m));
+            for l in &mut listeners {
+                batch.iter().for_each(|m| l.message(m));
+            }
+            batch.clear();
+            // The live median for a progress bar, at most five times a second.
+            if let Some(live) = &self.live {
+                if published.elapsed() >= LIVE_EVERY {
+                    let h = &self.hist[Measure::Pickup as usize];
+                    live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
+                    published = std::time::Instant::now();
+                }
+            }
+        }
+        let mut rec = self.finish();
+        let errors: Vec<String> = listeners.iter_mut().filter_map(|l| l.close(&rec.pairing).err()).collect();
+        if !errors.is_empty() {
+            rec.log_error = Some(errors.join("; "));
+        }
+        rec
+    }
+
+    pub fn ingest(&mut self, msg: &Msg) {
         let ev = match msg {
             Msg::Call(ev) => ev,
-            Msg::Notice(n) => {
-                self.notices_total += 1;
-                if self.notices.len() < MAX_NOTICES {
-                    self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
-                }
-                if self.timed.len() < MAX_TIMED_NOTICES {
-                    self.timed.push(TimedNotice { at: n.at, sandbox: n.sandbox, what: n.what });
-                }
-                return;
-            }
+            Msg::Notice(n) => return self.notice(n),
         };
-        if let Some(log) = &mut self.log {
-            log.event(&ev);
-            self.last_at = self.last_at.max(Some(ev.at));
-        }
         let key = call_key(ev.sandbox, &ev.call);
-        let entry = match ev.kind {
-            EventKind::Requesting => return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Request),
+        match &ev.kind {
+            EventKind::Requesting => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Request),
+            // A parked call's turn ended with no answer: that closes its request.
             EventKind::Answering | EventKind::Parked => {
-                return self.pairing.observe(key, ev.sandbox, ev.call, PairEvent::Response)
+                self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response)
             }
             EventKind::Writer(w) => {
-                self.count(&w);
+                self.count(w);
                 if let CallOutcome::Failed(_) = w.outcome {
-                    if let Some(csv) = &mut self.csv {
-                        csv.row(ev.sandbox, &ev.call, &w, None);
-                    }
-                    for (s, st) in &mut self.spans {
-                        if s.overlaps(ev.sandbox, w.intended, ev.at) {
-                            st.calls += 1;
-                            st.failed += 1;
-                        }
-                    }
-                    self.timelines.remove(&key);
-                    return;
+                    self.waiting.forget(&key);
+                    return self.failed(ev, w);
                 }
-                let mut e = entry(&mut self.timelines, key);
-                e.get_mut().writer = Some(w);
-                e
+                if let Some(r) = self.waiting.writer(key, w) {
+                    self.joined(ev, w, &r);
+                }
             }
             EventKind::Runner(r) => {
-                let mut e = entry(&mut self.timelines, key);
-                e.get_mut().runner = Some(r);
-                e
-            }
-        };
-        let t = entry.get();
-        if let (Some(w), Some(r)) = (&t.writer, &t.runner) {
-            if let Some(csv) = &mut self.csv {
-                csv.row(ev.sandbox, &ev.call, w, Some(r));
-            }
-            if !w.warmup {
-                Self::fold(&mut self.hist, w, r);
-                if let (Some(iv), Some(p)) = (&mut self.intervals, w.published) {
-                    iv.record(p, span(w.published, Some(r.handler_start)));
+                if let Some(w) = self.waiting.runner(key, r) {
+                    self.joined(ev, &w, r);
                 }
             }
-            for (s, st) in &mut self.spans {
-                if s.overlaps(ev.sandbox, w.intended, w.read.unwrap_or(ev.at)) {
-                    st.calls += 1;
-                    st.answered += 1;
-                    let pickup = span(w.published, Some(r.handler_start));
-                    let completion = span(Some(w.intended), w.read);
-                    st.worst_pickup = st.worst_pickup.max(pickup);
-                    st.worst_completion = st.worst_completion.max(completion);
-                }
+        }
+    }
+
+    fn notice(&mut self, n: &Notice) {
+        self.notices_total += 1;
+        if self.notices.len() < MAX_NOTICES {
+            self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
+        }
+        if self.timed.len() < MAX_TIMED_NOTICES {
+            self.timed.push(n.clone().into());
+        }
+    }
+
+    /// A call the writer gave up on (or never published).
+    fn failed(&mut self, ev: &Event, w: &WriterSide) {
+        for (s, st) in &mut self.spans {
+            if s.overlaps(ev.sandbox, w.intended, ev.at) {
+                st.calls += 1;
+                st.failed += 1;
             }
-            entry.remove();
+        }
+    }
+
+    /// A call with both halves of its timeline in: `ev` is the later one.
+    fn joined(&mut self, ev: &Event, w: &WriterSide, r: &RunnerSide) {
+        let pickup = || span(w.published, Some(r.handler_start));
+        if !w.warmup {
+            fold(&mut self.hist, w, r);
+            if let (Some(iv), Some(p), Some(v)) = (&mut self.intervals, w.published, pickup()) {
+                iv.record(p, v);
+            }
+        }
+        for (s, st) in &mut self.spans {
+            if s.overlaps(ev.sandbox, w.intended, w.read.unwrap_or(ev.at)) {
+                st.calls += 1;
+                st.answered += 1;
+                st.worst_pickup = st.worst_pickup.max(pickup());
+                st.worst_completion = st.worst_completion.max(span(Some(w.intended), w.read));
+            }
         }
     }
 
@@ -457,54 +265,74 @@ impl Recorder {
         }
     }
 
-    fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
-        let handler = r.handler_end.saturating_duration_since(r.handler_start);
-        let uncorrected = span(Some(w.started), w.read);
-        // A black-box runner's wake (and, unless stated, handler time) is not visible.
-        let values = [
-            (Measure::Wake, span(w.published, Some(r.woke)).filter(|_| !r.observed)),
-            (Measure::Pickup, span(w.published, Some(r.handler_start))),
-            (Measure::Completion, span(Some(w.intended), w.read)),
-            (Measure::CompletionUncorrected, uncorrected),
-            (Measure::RelayOverhead, uncorrected.map(|u| u.saturating_sub(handler)).filter(|_| r.handler_known)),
-            (Measure::ScheduleLag, Some(w.started.saturating_duration_since(w.intended))),
-            (Measure::Handler, Some(handler).filter(|_| r.handler_known)),
-            (Measure::AnswerPublish, span(Some(r.handler_end), r.answered).filter(|_| r.handler_known)),
-            (Measure::Hop1, span(r.answered, w.read)),
-        ];
-        for (m, v) in values {
-            if let Some(d) = v {
-                hist[m as usize].saturating_record((d.as_nanos() as u64).max(1));
-            }
-        }
-    }
-
     pub fn finish(mut self) -> Recording {
         let pairing = std::mem::take(&mut self.pairing).finish();
-        let log_error = self.log.take().and_then(|mut log| {
-            if let Some(at) = self.last_at {
-                log.breaches(&pairing, at);
-            }
-            log.finish().err().map(|e| format!("cannot write the event log: {e}"))
-        });
-        let log_error = match self.csv.take().map(CallsCsv::finish) {
-            Some(Err(e)) => Some(format!("cannot write calls.csv: {e}")),
-            _ => log_error,
-        };
-        let incomplete = self.timelines.values().filter(|t| t.writer.is_some()).count() as u64;
         Recording {
             hist: self.hist,
             calls: self.calls,
             pairing,
-            log_error,
+            log_error: None,
             intervals: self.intervals.take(),
             notices: self.notices,
             notices_total: self.notices_total,
             timed_notices: self.timed,
             spans: self.spans.into_iter().map(|(_, st)| st).collect(),
-            incomplete,
+            incomplete: self.waiting.writers_waiting(),
         }
     }
+}
+
+impl Listener for Recorder {
+    fn message(&mut self, msg: &Msg) {
+        self.ingest(msg);
+    }
+}
+
+impl From<Notice> for TimedNotice {
+    fn from(n: Notice) -> TimedNotice {
+        TimedNotice { at: n.at, sandbox: n.sandbox, what: n.what }
+    }
+}
+
+fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
+    Some(to?.saturating_duration_since(from?))
+}
+
+/// Records one call's measures. A black-box runner's wake (and, unless stated, handler
+/// time) is not visible. Every instant is read once, as nanoseconds from the intended
+/// start, and each measure is a difference of two, floored at zero as
+/// `saturating_duration_since` would.
+fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
+    let base = w.intended;
+    let at = |t: Instant| match t.checked_duration_since(base) {
+        Some(d) => nanos(d) as i64,
+        None => -(nanos(base.duration_since(t)) as i64),
+    };
+    let (started, published, read) = (at(w.started), w.published.map(at), w.read.map(at));
+    let (start, end, answered) = (at(r.handler_start), at(r.handler_end), r.answered.map(at));
+    let known = r.handler_known;
+    let between = |from: Option<i64>, to: Option<i64>| Some(to?.saturating_sub(from?).max(0) as u64);
+    let handler = between(Some(start), Some(end));
+    let uncorrected = between(Some(started), read);
+    let mut record = |m: Measure, v: Option<u64>| {
+        if let Some(v) = v {
+            hist[m as usize].saturating_record(v.max(1));
+        }
+    };
+    record(Measure::Wake, between(published, Some(at(r.woke))).filter(|_| !r.observed));
+    record(Measure::Pickup, between(published, Some(start)));
+    record(Measure::Completion, between(Some(0), read));
+    record(Measure::CompletionUncorrected, uncorrected);
+    record(Measure::RelayOverhead, uncorrected.zip(handler).map(|(u, h)| u.saturating_sub(h)).filter(|_| known));
+    record(Measure::ScheduleLag, between(Some(0), Some(started)));
+    record(Measure::Handler, handler.filter(|_| known));
+    record(Measure::AnswerPublish, between(Some(end), answered).filter(|_| known));
+    record(Measure::Hop1, between(answered, read));
+}
+
+/// A duration in nanoseconds (saturating at about 584 years).
+fn nanos(d: Duration) -> u64 {
+    d.as_secs().saturating_mul(1_000_000_000).saturating_add(u64::from(d.subsec_nanos()))
 }
 
 #[cfg(test)]
@@ -553,9 +381,9 @@ mod tests {
     fn a_timeline_yields_exact_measures() {
         let mut r = Recorder::default();
         for m in timeline(Instant::now(), "c1", false) {
-            r.ingest(m);
+            r.ingest(&m);
         }
-        assert!(r.timelines.is_empty(), "a complete timeline is folded and dropped");
+        assert!(r.waiting.is_empty(), "a complete timeline is folded and dropped");
         let rec = r.finish();
         // HDR histograms at 3 significant digits: exact to 0.1 %.
         let check = |m: Measure, want: f64| {
@@ -579,10 +407,10 @@ mod tests {
         // The writer's half may arrive before the runner's.
         msgs.swap(2, 3);
         for m in msgs {
-            r.ingest(m);
+            r.ingest(&m);
         }
         for m in timeline(Instant::now(), "warm", true) {
-            r.ingest(m);
+            r.ingest(&m);
         }
         let rec = r.finish();
         assert_eq!(rec.stats(Measure::Pickup).count, 1);
@@ -594,8 +422,8 @@ mod tests {
     fn failures_and_breaches_are_counted() {
         let mut r = Recorder::default();
         let t = Instant::now();
-        r.ingest(ev("a", K::Requesting));
-        r.ingest(ev(
+        r.ingest(&ev("a", K::Requesting));
+        r.ingest(&ev(
             "a",
             K::Writer(WriterSide {
                 intended: t,
@@ -606,8 +434,8 @@ mod tests {
                 outcome: CallOutcome::Failed(FailKind::Timeout),
             }),
         ));
-        r.ingest(ev("b", K::Answering));
-        r.ingest(Msg::Notice(crate::events::Notice {
+        r.ingest(&ev("b", K::Answering));
+        r.ingest(&Msg::Notice(crate::events::Notice {
             at: Instant::now(),
             sandbox: 0,
             what: "odd file".to_owned().into(),
@@ -617,5 +445,38 @@ mod tests {
         assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnansweredAtEnd), 1);
         assert_eq!(rec.pairing.count(crate::pairing::BreachKind::UnpairedResponse), 1);
         assert_eq!(rec.notices, vec!["sandbox 0: odd file".to_string()]);
+    }
+
+    /// Counts what it is fed and fails to close.
+    struct Counting(Arc<AtomicU64>);
+
+    impl Listener for Counting {
+        fn message(&mut self, _: &Msg) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+
+        fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+            Err(format!("closed with {} breaches", pairing.total()))
+        }
+    }
+
+    #[test]
+    fn drain_feeds_every_listener_and_keeps_their_errors() {
+        let (sink, inbox) = crate::events::EventSink::channel();
+        let seen = Arc::new(AtomicU64::new(0));
+        let listeners: Vec<Box<dyn Listener>> =
+            vec![Box::new(Counting(seen.clone())), Box::new(Counting(seen.clone()))];
+        let recorder = std::thread::spawn(move || Recorder::default().drain(inbox, listeners));
+        let t0 = Instant::now();
+        for m in timeline(t0, "c1", false) {
+            let Msg::Call(ev) = m else { unreachable!() };
+            sink.emit_at(ev.at, ev.sandbox, &ev.call, ev.kind);
+        }
+        sink.emit(0, &Arc::from("c2"), K::Requesting);
+        drop(sink);
+        let rec = recorder.join().unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 2 * 5);
+        assert_eq!(rec.stats(Measure::Pickup).count, 1);
+        assert_eq!(rec.log_error.as_deref(), Some("closed with 1 breaches; closed with 1 breaches"));
     }
 }

@@ -43,8 +43,14 @@ pub struct Latencies {
     pub relay_overhead: LatencyStats,
     /// Where a call's time goes: the handler itself, publishing its answer, and hop 1
     /// (answer published -> read by the writer).
+    ///
+    /// Fields marked `serde(default)` here and below came after the first archived runs
+    /// (`reports/runs/20261129-rollout-gate`): absent, they read as not recorded.
+    #[serde(default)]
     pub handler: LatencyStats,
+    #[serde(default)]
     pub answer_publish: LatencyStats,
+    #[serde(default)]
     pub hop1: LatencyStats,
 }
 
@@ -52,6 +58,7 @@ pub struct Latencies {
 pub struct Requests {
     /// True when the runner's requests cannot be seen (a black-box runner): every rate
     /// below is then 0 and not a measurement.
+    #[serde(default)]
     pub not_measured: bool,
     /// Discovery requests (lists, watch execs) per minute per relay dir.
     pub discovery_per_min: f64,
@@ -72,6 +79,7 @@ pub struct Requests {
     pub phases: Vec<PhaseRates>,
     /// Discovery requests per minute per relay dir over time: one point per 1/60 of the
     /// schedule, each the rate over the trailing minute (or step, if longer).
+    #[serde(default)]
     pub timeline: Vec<RatePoint>,
     pub by_kind: crate::host::ByKind,
 }
@@ -142,6 +150,7 @@ pub struct RunnerStats {
     /// Requests the source carried inline (no list, no read).
     pub inline: u64,
     /// Runners that did not stop within the stop bound (aborted): a hang, which fails the case.
+    #[serde(default)]
     pub stuck: u64,
     /// Why a watch fell back to its timer, if one did (runner or writer side).
     pub degraded: Vec<String>,
@@ -203,8 +212,10 @@ pub struct CaseResult {
     pub leftover_files: u64,
     pub runner: RunnerStats,
     /// Measures this case cannot take, and why (a black-box runner hides its wake).
+    #[serde(default)]
     pub unavailable: Vec<String>,
     /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
+    #[serde(default)]
     pub faults: Vec<crate::fault::FaultRow>,
     /// Things survived and said (malformed files, failed deletes, watch errors...).
     pub notices: Vec<String>,
@@ -411,6 +422,13 @@ impl Summary {
         }
     }
 
+    /// Reads a run's `summary.json`; `path` is the file or the run directory holding it.
+    pub fn read(path: &std::path::Path) -> Result<Summary, String> {
+        let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))
+    }
+
     pub fn recompute_pass(&mut self) {
         self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
     }
@@ -443,5 +461,17 @@ mod tests {
         let c = Comparison::of(&base, &fast);
         assert_eq!(c.pickup_p50_ratio, Some(10.0));
         assert_eq!(c.text, "pickup p50 10.0x lower, discovery requests 2.0x more");
+    }
+
+    #[test]
+    fn the_archived_runs_still_read() {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
+        let mut n = 0;
+        for dir in std::fs::read_dir(runs).unwrap() {
+            let s = Summary::read(&dir.unwrap().path()).unwrap();
+            assert!(!s.results.is_empty());
+            n += 1;
+        }
+        assert!(n > 0);
     }
 }

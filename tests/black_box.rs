@@ -58,7 +58,7 @@ seed = 3"#,
     // calls.csv: a row per call, its wake cell empty (not seen from outside).
     let csv = std::fs::read_to_string(out.path().join("calls.csv")).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next().unwrap(), relay_bench::export::calls_csv::HEADER);
+    assert_eq!(lines.next().unwrap(), relay_bench::calls_csv::HEADER);
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len() as u64, r.calls.started);
     assert!(rows.iter().all(|row| row.split(',').nth(6) == Some("")), "{}", rows[0]);

@@ -13,9 +13,11 @@ mod requests;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
-use serde_json::Value;
 
 use crate::export::hdr::{read_hlog, total, Interval};
+use crate::gate::Metric;
+use crate::recorder::LatencyStats;
+use crate::summary::{CaseResult, Summary};
 
 /// The chart width and height in pixels.
 pub const SIZE: (u32, u32) = (1200, 720);
@@ -44,86 +46,58 @@ pub struct RunData {
     pub cases: Vec<CaseData>,
 }
 
-fn mean_ms(case: &Value, measure: &str) -> Option<f64> {
-    let s = &case["latency_us"][measure];
-    (s["count"].as_u64()? > 0).then(|| s["mean"].as_f64().unwrap_or(0.0) / 1000.0)
+/// A mean in ms, if the measure has samples.
+fn mean_ms(s: &LatencyStats) -> Option<f64> {
+    (s.count > 0).then(|| s.mean / 1000.0)
+}
+
+impl CaseData {
+    /// The charts' view of one case: its figures from the summary, its histograms from the
+    /// interval logs under `dir/hdr/<case>/`.
+    fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, String> {
+        let mut hists = Vec::new();
+        let mut pickup_intervals = Vec::new();
+        for m in ["wake", "pickup", "completion"] {
+            let p = dir.join("hdr").join(&c.case).join(format!("{m}.hlog"));
+            let Ok(bytes) = std::fs::read(&p) else { continue };
+            let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            if let Some(h) = total(&ivs) {
+                hists.push((m.to_owned(), h));
+            }
+            if m == "pickup" {
+                pickup_intervals = ivs;
+            }
+        }
+        let l = &c.latency_us;
+        let breakdown = (|| {
+            let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
+            Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
+        })();
+        Ok(CaseData {
+            name: c.case.clone(),
+            clock: c.clock.clone(),
+            hists,
+            pickup_intervals,
+            breakdown,
+            timeline: c.requests.timeline.iter().map(|p| (p.t_secs, p.discovery_per_min)).collect(),
+            rate_gates: c
+                .gates
+                .iter()
+                .filter(|g| matches!(g.metric, Metric::Count(k) if k.is_discovery_rate()))
+                .map(|g| (g.expr.clone(), g.threshold))
+                .collect(),
+            faults: c.faults.iter().map(|f| (f.kind.clone(), f.at_secs, f.until_secs)).collect(),
+            requests_measured: !c.requests.not_measured,
+        })
+    }
 }
 
 impl RunData {
     /// Reads `summary.json` and the interval logs under `hdr/`.
     pub fn load(dir: &Path) -> Result<RunData, String> {
-        let path = dir.join("summary.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut cases = Vec::new();
-        for c in v["results"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            let name = c["case"].as_str().unwrap_or("?").to_owned();
-            let mut hists = Vec::new();
-            let mut pickup_intervals = Vec::new();
-            for m in ["wake", "pickup", "completion"] {
-                let p = dir.join("hdr").join(&name).join(format!("{m}.hlog"));
-                let Ok(bytes) = std::fs::read(&p) else { continue };
-                let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
-                if let Some(h) = total(&ivs) {
-                    hists.push((m.to_owned(), h));
-                }
-                if m == "pickup" {
-                    pickup_intervals = ivs;
-                }
-            }
-            let parts = (|| {
-                let wake = mean_ms(c, "wake")?;
-                let pickup = mean_ms(c, "pickup")?;
-                Some([
-                    wake,
-                    (pickup - wake).max(0.0),
-                    mean_ms(c, "handler")?,
-                    mean_ms(c, "answer_publish")?,
-                    mean_ms(c, "hop1")?,
-                ])
-            })();
-            let timeline = c["requests"]["timeline"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|p| Some((p["t_secs"].as_f64()?, p["discovery_per_min"].as_f64()?)))
-                .collect();
-            let rate_gates = c["gates"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|g| {
-                    let expr = g["expr"].as_str()?;
-                    if !expr.contains("discovery_per_min") {
-                        return None;
-                    }
-                    Some((expr.to_owned(), expr.split_whitespace().last()?.parse().ok()?))
-                })
-                .collect();
-            let faults = c["faults"]
-                .as_array()
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|f| {
-                    Some((f["kind"].as_str()?.to_owned(), f["at_secs"].as_f64()?, f["until_secs"].as_f64()?))
-                })
-                .collect();
-            cases.push(CaseData {
-                name,
-                clock: c["clock"].as_str().unwrap_or("real").to_owned(),
-                hists,
-                pickup_intervals,
-                breakdown: parts,
-                timeline,
-                rate_gates,
-                faults,
-                requests_measured: !c["requests"]["not_measured"].as_bool().unwrap_or(false),
-            });
-        }
-        Ok(RunData { scenario: v["scenario"].as_str().unwrap_or("?").to_owned(), cases })
+        let summary = Summary::read(&dir.join("summary.json"))?;
+        let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
+        Ok(RunData { scenario: summary.scenario, cases })
     }
 }
 
@@ -260,4 +234,21 @@ pub fn render(dir: &Path, run: &RunData) -> Result<Vec<PathBuf>, String> {
         chart!("faults-pickup-over-time", (SIZE.0, 220 * n.div_ceil(2) + 80), faults::draw);
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_archived_run_loads_with_its_rate_gates() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261129-vm");
+        let run = RunData::load(&dir).unwrap();
+        let w = run.cases.iter().find(|c| c.name == "window-exec").unwrap();
+        assert_eq!(w.rate_gates, vec![("idle_phase_discovery_per_min <= 5.0".to_string(), 5.0)]);
+        assert!(w.requests_measured && !w.timeline.is_empty() && w.breakdown.is_some());
+        assert_eq!(w.hists.len(), 3, "wake, pickup and completion from the interval logs");
+        let poll = run.cases.iter().find(|c| c.name == "poll-only").unwrap();
+        assert!(poll.rate_gates.is_empty());
+    }
 }

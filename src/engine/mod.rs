@@ -14,9 +14,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use self::backend::{Backend, Fire};
+use crate::calls_csv::CallsCsv;
 use crate::eventlog::EventLog;
-use crate::events::EventSink;
-use crate::export::calls_csv::CallsCsv;
+use crate::events::{EventSink, Listener};
 use crate::fault::{Target, AFTERMATH};
 use crate::host::{Busy, Daemon, Host, RequestCounts};
 use crate::notice::Say;
@@ -106,21 +106,21 @@ fn start_recorder(
         .iter()
         .map(|f| Span { sandbox: f.sandbox, from: epoch + f.at, to: epoch + f.at + f.duration + AFTERMATH })
         .collect();
-    let mut recorder =
-        Recorder::with_capacity(calls).with_spans(&spans).with_intervals(epoch, step, 60).with_live(live);
+    let recorder = Recorder::with_capacity(calls).with_spans(&spans).with_intervals(epoch, step, 60).with_live(live);
+    let mut listeners: Vec<Box<dyn Listener>> = Vec::new();
     if let Some(path) = &env.calls_csv {
         match CallsCsv::append(path, &case.name, epoch) {
-            Ok(csv) => recorder = recorder.with_calls_csv(csv),
+            Ok(csv) => listeners.push(Box::new(csv)),
             Err(e) => sink.notice(0, Say::Other(format!("cannot open {}: {e}", path.display()))),
         }
     }
     if let Some(path) = &env.event_log {
         match EventLog::append(path, &case.name, epoch) {
-            Ok(log) => recorder = recorder.with_log(log),
+            Ok(log) => listeners.push(Box::new(log)),
             Err(e) => sink.notice(0, Say::Other(format!("cannot open the event log {}: {e}", path.display()))),
         }
     }
-    std::thread::Builder::new().name("relay-bench-recorder".into()).spawn(move || recorder.drain(rx))
+    std::thread::Builder::new().name("relay-bench-recorder".into()).spawn(move || recorder.drain(rx, listeners))
 }
 
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a

@@ -1,7 +1,6 @@
 //! Exporters: each turns a [`Summary`] into bytes; the caller owns the file or terminal.
 //! One file per format.
 
-pub mod calls_csv;
 pub mod hdr;
 mod json;
 mod markdown;

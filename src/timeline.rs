@@ -1,0 +1,84 @@
+//! Joining the two halves of a call's timeline: the writer's and the runner's arrive in
+//! either order, each once, and a call is whole when both are in. The recorder joins them
+//! to fold a call into its histograms; `calls.csv` to write its row.
+
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
+
+use foldhash::HashMap;
+
+use crate::events::{RunnerSide, WriterSide};
+
+/// The half of a call's timeline that arrived first, waiting for the other.
+#[derive(Debug)]
+enum Half {
+    Writer(WriterSide),
+    Runner(RunnerSide),
+}
+
+/// Calls with one half of their timeline in, by key. A second half of the same side
+/// replaces the first.
+#[derive(Debug)]
+pub struct Halves<K> {
+    waiting: HashMap<K, Half>,
+}
+
+impl<K> Default for Halves<K> {
+    fn default() -> Self {
+        Halves { waiting: HashMap::default() }
+    }
+}
+
+impl<K: Hash + Eq> Halves<K> {
+    /// The writer's half of `key`: the runner's, if it was waiting (the call is whole and
+    /// forgotten); else `w` waits for it.
+    pub fn writer(&mut self, key: K, w: &WriterSide) -> Option<RunnerSide> {
+        match self.waiting.entry(key) {
+            Entry::Occupied(o) if matches!(o.get(), Half::Runner(_)) => match o.remove() {
+                Half::Runner(r) => Some(r),
+                Half::Writer(_) => unreachable!("matched a runner half"),
+            },
+            Entry::Occupied(mut o) => {
+                *o.get_mut() = Half::Writer(w.clone());
+                None
+            }
+            Entry::Vacant(v) => {
+                v.insert(Half::Writer(w.clone()));
+                None
+            }
+        }
+    }
+
+    /// The runner's half of `key`: the writer's, if it was waiting (the call is whole and
+    /// forgotten); else `r` waits for it.
+    pub fn runner(&mut self, key: K, r: &RunnerSide) -> Option<WriterSide> {
+        match self.waiting.entry(key) {
+            Entry::Occupied(o) if matches!(o.get(), Half::Writer(_)) => match o.remove() {
+                Half::Writer(w) => Some(w),
+                Half::Runner(_) => unreachable!("matched a writer half"),
+            },
+            Entry::Occupied(mut o) => {
+                *o.get_mut() = Half::Runner(r.clone());
+                None
+            }
+            Entry::Vacant(v) => {
+                v.insert(Half::Runner(r.clone()));
+                None
+            }
+        }
+    }
+
+    /// Forgets `key`'s waiting half (its call ended without the other).
+    pub fn forget(&mut self, key: &K) {
+        self.waiting.remove(key);
+    }
+
+    /// Calls whose writer half waits for a runner half that never came.
+    pub fn writers_waiting(&self) -> u64 {
+        self.waiting.values().filter(|h| matches!(h, Half::Writer(_))).count() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+}
