@@ -171,13 +171,6 @@ pub async fn run_scenario(
             let simulated = Duration::from_secs_f64(result.window_secs);
             say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
         }
-        say(&format!(
-            "      {} calls answered, {} lost, pickup p50 {}, {}",
-            result.calls.completed,
-            result.calls.lost,
-            crate::export::pair(&result.latency_us.pickup),
-            if result.pass { "gates pass" } else { "GATES FAIL" }
-        ));
         if let Some(hdr) = &result.hdr {
             let dir = opts.out_dir.join("hdr").join(&case.name);
             if let Err(e) = crate::export::hdr::write_case(&dir, hdr) {
@@ -188,6 +181,20 @@ pub async fn run_scenario(
         summary.cases_not_run.retain(|c| *c != case.name);
         summary.results.push(result);
         summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
+        // Gates on a baseline ratio read the comparison just made: judged again.
+        for r in summary.results.iter_mut() {
+            if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
+                r.judge(&spec.gates);
+            }
+        }
+        let result = summary.results.last().expect("just pushed");
+        say(&format!(
+            "      {} calls answered, {} lost, pickup p50 {}, {}",
+            result.calls.completed,
+            result.calls.lost,
+            crate::export::pair(&result.latency_us.pickup),
+            if result.pass { "gates pass" } else { "GATES FAIL" }
+        ));
         summary.recompute_pass();
         write_reports(&summary, &opts.out_dir)?;
     }

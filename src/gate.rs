@@ -7,13 +7,44 @@ use serde::{Deserialize, Serialize};
 use crate::recorder::{LatencyStats, Measure};
 use crate::units::{human, parse_duration};
 
-/// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`).
+/// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
+/// `vs_baseline.pickup_p50`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// A latency statistic, in microseconds.
     Latency(Measure, &'static str),
     Count(Counter),
+    /// This case's figure over its baseline case's (1.0: the same).
+    VsBaseline(Ratio),
 }
+
+/// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value
+/// divided by the baseline's, so `vs_baseline.pickup_p50 <= 1.15` reads "at most 15 % more".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ratio {
+    PickupP50,
+    CompletionP50,
+    DiscoveryPerMin,
+    /// Over the idle phases when the workload has any, else the idle stretches.
+    IdleDiscoveryPerMin,
+}
+
+impl Ratio {
+    pub const ALL: [Ratio; 4] =
+        [Ratio::PickupP50, Ratio::CompletionP50, Ratio::DiscoveryPerMin, Ratio::IdleDiscoveryPerMin];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Ratio::PickupP50 => "pickup_p50",
+            Ratio::CompletionP50 => "completion_p50",
+            Ratio::DiscoveryPerMin => "discovery_per_min",
+            Ratio::IdleDiscoveryPerMin => "idle_discovery_per_min",
+        }
+    }
+}
+
+/// The prefix of a baseline ratio's name.
+pub const VS_BASELINE: &str = "vs_baseline";
 
 impl Metric {
     /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
@@ -21,12 +52,19 @@ impl Metric {
         match self {
             Metric::Latency(m, stat) => format!("{}.{stat}", m.name()),
             Metric::Count(c) => c.name().to_owned(),
+            Metric::VsBaseline(r) => format!("{VS_BASELINE}.{}", r.name()),
         }
     }
 
     /// A metric by its name; the error lists the allowed ones.
     pub fn parse(name: &str) -> Result<Metric, String> {
         match name.split_once('.') {
+            Some((VS_BASELINE, r)) => {
+                Ratio::ALL.into_iter().find(|x| x.name() == r).map(Metric::VsBaseline).ok_or_else(|| {
+                    let names: Vec<&str> = Ratio::ALL.iter().map(|x| x.name()).collect();
+                    format!("unknown baseline ratio {r:?}; allowed: {}", names.join(", "))
+                })
+            }
             Some((m, stat)) => {
                 let measure = Measure::from_name(m)
                     .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names()))?;
@@ -244,7 +282,8 @@ impl TryFrom<StoredGateResult> for GateResult {
 pub fn metric_names() -> String {
     let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
-    format!("{}, {} (stat: {})", lat.join(", "), cnt.join(", "), LatencyStats::STATS.join(", "))
+    let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
+    format!("{}, {}, {} (stat: {})", lat.join(", "), cnt.join(", "), ratios.join(", "), LatencyStats::STATS.join(", "))
 }
 
 impl Gate {
@@ -261,8 +300,13 @@ impl Gate {
             Metric::Latency(..) => {
                 parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
             }
-            Metric::Count(_) => rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?,
+            Metric::Count(_) | Metric::VsBaseline(_) => {
+                rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?
+            }
         };
+        if !threshold.is_finite() {
+            return Err(format!("gate {expr:?}: the threshold must be a finite number"));
+        }
         Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
     }
 
@@ -272,6 +316,7 @@ impl Gate {
             (None, _) => "not measured (no samples)".to_owned(),
             (Some(v), Metric::Latency(..)) => human(std::time::Duration::from_secs_f64(v / 1e6)),
             (Some(v), Metric::Count(_)) => format!("{}", (v * 100.0).round() / 100.0),
+            (Some(v), Metric::VsBaseline(_)) => format!("{:.3}x the baseline", v),
         };
         GateResult {
             expr: self.expr.clone(),
@@ -327,6 +372,16 @@ mod tests {
             serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
         let r: GateResult = serde_json::from_value(old).unwrap();
         assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
+    }
+
+    #[test]
+    fn baseline_ratios_parse_and_read_as_ratios() {
+        let g = Gate::parse("vs_baseline.pickup_p50 <= 1.15").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::VsBaseline(Ratio::PickupP50), Op::Le, 1.15));
+        assert_eq!(g.metric.name(), "vs_baseline.pickup_p50");
+        assert!(g.evaluate(Some(1.1)).observed_text.contains("1.100x"));
+        assert!(Gate::parse("vs_baseline.speed < 1").unwrap_err().contains("pickup_p50"));
+        assert!(Gate::parse("lost == NaN").unwrap_err().contains("finite"));
     }
 
     #[test]

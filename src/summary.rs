@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::calibration::Calibration;
 use crate::env::Environment;
-use crate::gate::{Counter, Gate, GateResult, Metric};
+use crate::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::pairing::{Breach, BreachKind, PairingReport};
 use crate::recorder::{LatencyStats, Measure, Recording};
 
@@ -243,7 +243,7 @@ pub struct Comparison {
 }
 
 fn ratio(base: f64, this: f64) -> Option<f64> {
-    (base > 0.0 && this > 0.0).then(|| (base / this * 100.0).round() / 100.0)
+    (base > 0.0 && this > 0.0).then(|| (base / this * 1e4).round() / 1e4)
 }
 
 fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {
@@ -342,6 +342,17 @@ impl CaseResult {
                 } else {
                     s.get(stat)
                 }
+            }
+            // This case's figure over its baseline's: stored the other way round.
+            Metric::VsBaseline(r) => {
+                let c = self.vs_baseline.as_ref()?;
+                let stored = match r {
+                    Ratio::PickupP50 => c.pickup_p50_ratio,
+                    Ratio::CompletionP50 => c.completion_p50_ratio,
+                    Ratio::DiscoveryPerMin => c.discovery_per_min_ratio,
+                    Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
+                }?;
+                Some(1.0 / stored)
             }
             Metric::Count(c) if c.is_request_rate() && self.requests.not_measured => None,
             Metric::Count(c) => Some(match c {

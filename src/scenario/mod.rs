@@ -30,6 +30,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("rollout-gate", include_str!("../../scenarios/rollout-gate.toml")),
     ("request-budget", include_str!("../../scenarios/request-budget.toml")),
     ("faults", include_str!("../../scenarios/faults.toml")),
+    ("clock-check", include_str!("../../scenarios/clock-check.toml")),
 ];
 
 /// How time passes in a case.
@@ -176,6 +177,15 @@ impl Scenario {
             }
         }
         for (i, c) in cases.iter().enumerate() {
+            let base = c.baseline.as_deref().or(baseline.as_deref()).filter(|b| *b != c.name);
+            if base.is_none() && c.gates.iter().any(|g| matches!(g.metric, crate::gate::Metric::VsBaseline(_))) {
+                return Err(ScenarioError {
+                    file: file.to_owned(),
+                    key: format!("case[{i}].gates"),
+                    msg: "a `vs_baseline.*` gate needs a baseline case: set `baseline` on the case or the scenario"
+                        .into(),
+                });
+            }
             if let Some(b) = c.baseline.as_deref().filter(|b| !names.contains(b)) {
                 return Err(ScenarioError {
                     file: file.to_owned(),
