@@ -133,6 +133,8 @@ impl Exporter for Markdown {
             ]);
         }
 
+        super::verdict::render(&mut o, s);
+
         if let Some(b) = &s.baseline {
             let _ = writeln!(o, "\n## Against the baseline ({b})\n");
             for r in &s.results {

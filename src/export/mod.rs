@@ -8,6 +8,7 @@ pub mod hdr;
 mod json;
 mod markdown;
 mod table;
+mod verdict;
 
 pub use json::Json;
 pub use markdown::Markdown;
