@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::events::{CallOutcome, Event, EventKind, Listener, Msg};
-use crate::pairing::{check_pairing, PairEvent, PairingReport};
+use crate::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 
 /// Writes one case's lines (appending to the run's file).
 pub struct EventLog {
@@ -193,6 +193,23 @@ pub struct LogError {
     pub msg: String,
 }
 
+/// What `relay-bench check` prints: per case its request, response and breach counts, the
+/// breaches by kind, and the first 20 of them.
+pub fn render_checks(checks: &[CaseCheck]) -> String {
+    let mut out = String::new();
+    for c in checks {
+        let r = &c.report;
+        out += &format!("{}: {} requests, {} responses, {} breaches\n", c.case, c.requests, c.responses, r.total());
+        for k in BreachKind::ALL.iter().filter(|k| r.count(**k) > 0) {
+            out += &format!("  {}: {}\n", k.name(), r.count(*k));
+        }
+        for b in r.breaches.iter().take(20) {
+            out += &format!("    {} sandbox {} call {:?}\n", b.kind.name(), b.sandbox, b.call);
+        }
+    }
+    out
+}
+
 /// One case's (sandbox, call id, request or response) stream.
 type Stream = Vec<(u32, String, PairEvent)>;
 
@@ -236,7 +253,6 @@ pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, Log
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pairing::BreachKind;
 
     fn line(case: &str, call: &str, event: &str) -> String {
         format!(r#"{{"case":"{case}","sandbox":0,"call":"{call}","event":"{event}","t_ns":1}}"#)
@@ -267,6 +283,13 @@ mod tests {
         let clean = [line("ok", "a", "request"), line("ok", "a", "response")].join("\n");
         let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
         assert_eq!((checks[0].requests, checks[0].responses, checks[0].report.total()), (1, 1, 0));
+        assert_eq!(render_checks(&checks), "ok: 1 requests, 1 responses, 0 breaches\n");
+        let dup = [line("d", "a", "request"), line("d", "a", "response"), line("d", "a", "response")].join("\n");
+        let checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
+        assert_eq!(
+            render_checks(&checks),
+            "d: 1 requests, 2 responses, 1 breaches\n  duplicate_response: 1\n    duplicate_response sandbox 0 call \"a\"\n"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! | 8 summary | `summary`, `rates`, `calibration`, `env` | the typed results, request-rate arithmetic, this machine's floor and facts |
 //! | 9 engine | `engine` | running one case on a backend (real or virtual clock) |
 //! | 10 reports | `export`, `chart`, `compare` | summary.json / summary.md / table / HDR files, charts, run comparison |
-//! | 11 run | `bench`, `serve` | running scenarios and writing reports; `serve` and `call` |
+//! | 11 run | `bench`, `serve`, `runs` | running scenarios and writing reports; `serve` and `call`; what `run`, `report` and `list` ask: scenarios and cases chosen, baselines kept and compared |
 //! | 12 cli | `cli` | flags, printing, exit codes |
 
 pub mod bench;
@@ -53,6 +53,7 @@ pub mod recorder;
 pub mod relay;
 pub mod rng;
 pub mod runner;
+pub mod runs;
 pub mod scenario;
 pub mod serve;
 pub mod signal;

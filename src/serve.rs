@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::config::{Fields, ScenarioError};
 use crate::dir::{RealDir, RelayDir};
 use crate::events::{EventKind, EventSink, Msg};
 use crate::handler::HandlerModel;
@@ -16,7 +17,7 @@ use crate::notice::Say;
 use crate::protocol::Response;
 use crate::signal::{Signal, Wake};
 use crate::source::Reporter;
-use crate::strategy::{Parts, RunnerSpec, WriterSpec};
+use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
 use crate::units::human;
 use crate::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 
@@ -30,6 +31,21 @@ pub struct ServeOptions {
     pub every: Duration,
     /// The watch program (this binary), for window-exec.
     pub watch_program: PathBuf,
+}
+
+/// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
+/// (production's), polling every `interval` (growing to 5x when idle, as production's
+/// does), and no stale sweep (the dir is shared with other writers). Read through the
+/// scenario parser's registry, as a case's table would be.
+pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+    let mut table = toml::Table::new();
+    let ms = |d: Duration| toml::Value::String(format!("{}ms", d.as_millis()));
+    table.insert("interval".into(), ms(interval));
+    table.insert("max_interval".into(), ms(interval * 5));
+    table.insert("sweep".into(), toml::Value::Boolean(false));
+    let mut fields = Fields::new("--strategy", "", &table);
+    let kind = runner_kind(strategy).ok_or_else(|| fields.err("strategy", format!("unknown strategy {strategy:?}")))?;
+    kind.parse(Some(&mut fields))
 }
 
 /// What `serve` did, for its last line (and for tests).

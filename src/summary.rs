@@ -191,8 +191,9 @@ pub struct CaseResult {
     pub strategy: String,
     pub strategy_params: String,
     /// The options this case sets away from production's relay as built (SPEC §8); empty:
-    /// the case is production's design.
-    #[serde(default)]
+    /// the case is production's design. Absent (a run from before it was recorded), it
+    /// reads as [`DEPARTURES_NOT_RECORDED`], not as production's design.
+    #[serde(default = "departures_not_recorded")]
     pub departures: Vec<String>,
     pub writer: String,
     pub writer_params: String,
@@ -228,6 +229,13 @@ pub struct CaseResult {
     /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
     #[serde(skip)]
     pub hdr: Option<std::sync::Arc<crate::recorder::CaseHdr>>,
+}
+
+/// What an archived case's `departures` reads as when its run did not record them.
+pub const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
+
+fn departures_not_recorded() -> Vec<String> {
+    vec![DEPARTURES_NOT_RECORDED.to_owned()]
 }
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).

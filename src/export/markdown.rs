@@ -2,27 +2,51 @@
 
 use std::fmt::Write;
 
-use super::{pair, us, Exporter};
+use super::gfm::{Align, MdTable};
+use super::{design, pair, us, Exporter};
 use crate::recorder::LatencyStats;
-use crate::summary::Summary;
+use crate::summary::{Stretch, Summary};
 
 pub struct Markdown;
 
-fn row(o: &mut String, case: &str, measure: &str, s: &LatencyStats) {
+/// Start-up shorter than this is not worth a line: a local stale sweep.
+const STARTUP_SHOWN_MS: f64 = 1.0;
+
+use Align::{Left as L, Right as R};
+
+fn latency_row(t: &mut MdTable<'_>, case: &str, measure: &str, s: &LatencyStats) {
     if s.count == 0 {
-        let _ = writeln!(o, "| {case} | {measure} | 0 | - | - | - | - | - |");
+        t.row(&[case, measure, "0", "-", "-", "-", "-", "-"]);
         return;
     }
-    let _ = writeln!(
-        o,
-        "| {case} | {measure} | {} | {} | {} | {} | {} | {} |",
-        s.count,
+    t.row(&[
+        case.to_owned(),
+        measure.to_owned(),
+        s.count.to_string(),
         us(s.p50),
         us(s.p90),
         us(s.p99),
         us(s.p999),
-        us(s.max)
-    );
+        us(s.max),
+    ]);
+}
+
+/// A stretch's discovery rate and its length, or `-` when none of it happened or the
+/// runner's requests could not be seen.
+fn stretch(s: &Stretch, visible: bool) -> String {
+    match s.rate() {
+        Some(rate) if visible => format!("{rate:.1} ({:.1} min)", s.minutes),
+        _ => "-".into(),
+    }
+}
+
+/// A request rate, or `-` when the runner's requests could not be seen.
+fn rate(v: f64, visible: bool) -> String {
+    if visible {
+        format!("{v:.1}")
+    } else {
+        "-".into()
+    }
 }
 
 impl Exporter for Markdown {
@@ -69,8 +93,22 @@ impl Exporter for Markdown {
         }
 
         let _ = writeln!(o, "## Results\n");
-        let _ = writeln!(o, "| case | strategy | writer | calls | lost | wake p50 / p99 | pickup p50 / p99 | completion p50 / p99 | discovery/min/dir | gates |");
-        let _ = writeln!(o, "|---|---|---|---:|---:|---|---|---|---:|---|");
+        let mut t = MdTable::new(
+            &mut o,
+            &[
+                ("case", L),
+                ("strategy", L),
+                ("writer", L),
+                ("departs from production", L),
+                ("calls", R),
+                ("lost", R),
+                ("wake p50 / p99", L),
+                ("pickup p50 / p99", L),
+                ("completion p50 / p99", L),
+                ("discovery/min/dir", R),
+                ("gates", L),
+            ],
+        );
         for r in &s.results {
             let passed = r.gates.iter().filter(|g| g.pass).count();
             let mark = if r.interrupted {
@@ -80,21 +118,22 @@ impl Exporter for Markdown {
             } else {
                 format!("❌ {passed}/{}", r.gates.len())
             };
-            let _ = writeln!(
-                o,
-                "| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {mark} |",
-                r.case,
-                if r.clock == "virtual" { " *virtual*" } else { "" },
-                r.strategy,
-                r.writer,
-                r.calls.completed,
-                r.calls.lost,
+            t.row(&[
+                format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
+                r.strategy.clone(),
+                r.writer.clone(),
+                design(r),
+                r.calls.completed.to_string(),
+                r.calls.lost.to_string(),
                 pair(&r.latency_us.wake),
                 pair(&r.latency_us.pickup),
                 pair(&r.latency_us.completion),
-                if !r.requests.not_measured { format!("{:.1}", r.requests.discovery_per_min) } else { "-".into() }
-            );
+                rate(r.requests.discovery_per_min, !r.requests.not_measured),
+                mark,
+            ]);
         }
+
+        super::verdict::render(&mut o, s);
 
         if let Some(b) = &s.baseline {
             let _ = writeln!(o, "\n## Against the baseline ({b})\n");
@@ -121,48 +160,85 @@ impl Exporter for Markdown {
 
         let _ = writeln!(o, "\n## Latency distributions\n");
         let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
-        let _ = writeln!(o, "| case | measure | samples | p50 | p90 | p99 | p99.9 | max |");
-        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|");
+        let mut t = MdTable::new(
+            &mut o,
+            &[
+                ("case", L),
+                ("measure", L),
+                ("samples", R),
+                ("p50", R),
+                ("p90", R),
+                ("p99", R),
+                ("p99.9", R),
+                ("max", R),
+            ],
+        );
         for r in &s.results {
             let l = &r.latency_us;
-            row(&mut o, &r.case, "wake", &l.wake);
-            row(&mut o, &r.case, "pickup", &l.pickup);
-            row(&mut o, &r.case, "completion", &l.completion);
-            row(&mut o, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
-            row(&mut o, &r.case, "relay overhead", &l.relay_overhead);
-            row(&mut o, &r.case, "schedule lag", &r.schedule_lag_us);
+            latency_row(&mut t, &r.case, "wake", &l.wake);
+            latency_row(&mut t, &r.case, "pickup", &l.pickup);
+            latency_row(&mut t, &r.case, "completion", &l.completion);
+            latency_row(&mut t, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
+            latency_row(&mut t, &r.case, "relay overhead", &l.relay_overhead);
+            latency_row(&mut t, &r.case, "schedule lag", &r.schedule_lag_us);
         }
 
         let _ = writeln!(o, "\n## Calls and requests\n");
-        let _ = writeln!(o, "Rates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery.\n");
-        let _ = writeln!(o, "| case | scheduled | ok | error | paused | lost | duplicated | discovery/min/dir | busy | idle | active phases | idle phases | data/min/dir | requests by kind | leftover files |");
-        let _ = writeln!(o, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+        let mut t = MdTable::new(
+            &mut o,
+            &[
+                ("case", L),
+                ("scheduled", R),
+                ("ok", R),
+                ("error", R),
+                ("paused", R),
+                ("lost", R),
+                ("duplicated", R),
+                ("leftover files", R),
+            ],
+        );
         for r in &s.results {
+            let c = &r.calls;
+            t.row(&[
+                r.case.clone(),
+                c.scheduled.to_string(),
+                c.ok.to_string(),
+                c.error.to_string(),
+                c.paused.to_string(),
+                c.lost.to_string(),
+                c.duplicated.to_string(),
+                r.leftover_files.to_string(),
+            ]);
+        }
+        let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
+        let mut t = MdTable::new(
+            &mut o,
+            &[
+                ("case", L),
+                ("discovery/min/dir", R),
+                ("busy", R),
+                ("idle", R),
+                ("active phases", R),
+                ("idle phases", R),
+                ("data/min/dir", R),
+                ("requests by kind", L),
+            ],
+        );
+        for r in &s.results {
+            let q = &r.requests;
+            let visible = !q.not_measured;
             let kinds: Vec<String> =
-                r.requests.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} ({:.1} min) | {:.1} | {} | {} |",
-                r.case,
-                r.calls.scheduled,
-                r.calls.ok,
-                r.calls.error,
-                r.calls.paused,
-                r.calls.lost,
-                r.calls.duplicated,
-                r.requests.discovery_per_min,
-                r.requests.busy.discovery_per_min,
-                r.requests.busy.minutes,
-                r.requests.idle.discovery_per_min,
-                r.requests.idle.minutes,
-                r.requests.active_phases.discovery_per_min,
-                r.requests.active_phases.minutes,
-                r.requests.idle_phases.discovery_per_min,
-                r.requests.idle_phases.minutes,
-                r.requests.data_per_min,
-                kinds.join(", "),
-                r.leftover_files
-            );
+                q.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+            t.row(&[
+                r.case.clone(),
+                rate(q.discovery_per_min, visible),
+                stretch(&q.busy, visible),
+                stretch(&q.idle, visible),
+                stretch(&q.active_phases, visible),
+                stretch(&q.idle_phases, visible),
+                rate(q.data_per_min, visible),
+                if visible { kinds.join(", ") } else { "-".into() },
+            ]);
         }
 
         if s.results.iter().any(|r| !r.faults.is_empty()) {
@@ -172,28 +248,35 @@ impl Exporter for Markdown {
                 "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
                 crate::units::human(crate::fault::AFTERMATH)
             );
-            let _ = writeln!(o, "| case | fault | sandbox | struck / ended | detected (after) | recovery | calls touched: answered / failed | worst pickup | ok |");
-            let _ = writeln!(o, "|---|---|---:|---|---|---|---|---:|---|");
+            let mut t = MdTable::new(
+                &mut o,
+                &[
+                    ("case", L),
+                    ("fault", L),
+                    ("sandbox", R),
+                    ("struck / ended", L),
+                    ("detected (after)", L),
+                    ("recovery", L),
+                    ("calls touched: answered / failed", L),
+                    ("worst pickup", R),
+                    ("ok", L),
+                ],
+            );
             for r in &s.results {
                 for f in &r.faults {
                     let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
                     let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
-                    let _ = writeln!(
-                        o,
-                        "| {} | `{}` | {} | {:.1} s / {:.1} s | {}{after} | {}{stop} | {}: {} / {} | {} | {} |",
-                        r.case,
-                        f.kind,
-                        f.sandbox,
-                        f.at_secs,
-                        f.until_secs,
-                        f.detected.replace('|', "\\|"),
-                        f.recovery,
-                        f.calls,
-                        f.answered,
-                        f.failed,
+                    t.row(&[
+                        r.case.clone(),
+                        format!("`{}`", f.kind),
+                        f.sandbox.to_string(),
+                        format!("{:.1} s / {:.1} s", f.at_secs, f.until_secs),
+                        format!("{}{after}", f.detected),
+                        format!("{}{stop}", f.recovery),
+                        format!("{}: {} / {}", f.calls, f.answered, f.failed),
                         f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
-                        if f.ok { "✅" } else { "❌" }
-                    );
+                        (if f.ok { "✅" } else { "❌" }).to_owned(),
+                    ]);
                 }
             }
         }
@@ -238,6 +321,13 @@ impl Exporter for Markdown {
                     us(l.max)
                 );
             }
+            if r.runner.startup_ms >= STARTUP_SHOWN_MS {
+                let _ = writeln!(
+                    o,
+                    "  - start-up before the schedule: {} (the slowest runner's: its stale sweep, or a black-box runner's answer to the probe call)",
+                    us(r.runner.startup_ms * 1000.0)
+                );
+            }
             for u in &r.unavailable {
                 let _ = writeln!(o, "  - not measured: {u}");
             }
@@ -252,14 +342,17 @@ impl Exporter for Markdown {
 
         if let Some(c) = &s.calibration {
             let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
-            let _ = writeln!(o, "| probe | samples | p50 | p99 | max |");
-            let _ = writeln!(o, "|---|---:|---:|---:|---:|");
+            let mut t = MdTable::new(&mut o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
             for (name, st) in [
                 ("rename -> inotify event delivered", &c.inotify_rename_us),
                 ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
                 ("list a 16-file dir", &c.list_16_files_us),
             ] {
-                let _ = writeln!(o, "| {name} | {} | {} | {} | {} |", st.count, us(st.p50), us(st.p99), us(st.max));
+                if st.count == 0 {
+                    t.row(&[name, "0", "-", "-", "-"]);
+                } else {
+                    t.row(&[name.to_owned(), st.count.to_string(), us(st.p50), us(st.p99), us(st.max)]);
+                }
             }
             if c.inotify_missed > 0 {
                 let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
@@ -298,5 +391,40 @@ impl Exporter for Markdown {
             let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
         }
         o.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::realistic;
+    use super::super::gfm::tests::check_tables;
+    use super::*;
+
+    #[test]
+    fn every_table_parses_as_a_gfm_table_with_one_column_count() {
+        let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
+        let tables = check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
+        assert_eq!(tables, 6, "results, latency, calls, requests, faults, calibration");
+        for debug in ["Some(", "None", "NaN", " inf "] {
+            assert!(!md.contains(debug), "{debug:?} in the report:\n{md}");
+        }
+    }
+
+    #[test]
+    fn the_report_says_each_case_design_and_what_was_not_measured() {
+        let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
+        let line = |start: &str| md.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}\n{md}"));
+        assert!(line("| window-exec |").contains("| production as built |"));
+        assert!(line("| window-exec-quiet-idle |").contains("| idle_wake = false |"));
+        // The black-box case: no wake, no request rates; its start-up is said.
+        let results = line("| python-poll | external |");
+        assert!(results.contains("| - |"), "{results}");
+        let rates = &md[md.find("| case | discovery/min/dir |").unwrap()..];
+        let requests = rates.lines().find(|l| l.starts_with("| python-poll |")).unwrap();
+        assert_eq!(requests, "| python-poll | - | - | - | - | - | - | - |");
+        assert!(md.contains("start-up before the schedule: 1.02s"), "{md}");
+        assert!(md.contains("start-up before the schedule: 41.7ms"));
+        assert!(md.contains("- watch program exited with code 127"));
+        assert!(md.contains("watch failure \\| exec rejected"));
     }
 }

@@ -1,16 +1,20 @@
 //! Exporters: each turns a [`Summary`] into bytes; the caller owns the file or terminal.
 //! One file per format.
 
+#[cfg(test)]
+mod fixture;
+mod gfm;
 pub mod hdr;
 mod json;
 mod markdown;
 mod table;
+mod verdict;
 
 pub use json::Json;
 pub use markdown::Markdown;
 pub use table::Table;
 
-use crate::summary::Summary;
+use crate::summary::{CaseResult, Summary};
 
 pub trait Exporter {
     /// The file name this format is written to (`summary.json`), if it is a file.
@@ -29,4 +33,14 @@ pub(crate) fn pair(s: &crate::recorder::LatencyStats) -> String {
 /// Microseconds for a person.
 pub(crate) fn us(v: f64) -> String {
     crate::units::human(std::time::Duration::from_secs_f64(v.max(0.0) / 1e6))
+}
+
+/// What a case is against production's relay as built: `production as built`, or the
+/// options it departs with.
+pub(crate) fn design(r: &CaseResult) -> String {
+    if r.departures.is_empty() {
+        "production as built".into()
+    } else {
+        r.departures.join(", ")
+    }
 }

@@ -1,0 +1,239 @@
+//! The command line: parses flags into plain values ([`args`]), hands the work to the
+//! library ([`crate::runs`], [`crate::serve`], [`crate::compare`], [`crate::eventlog`]),
+//! prints what it reports, and maps the outcome to an exit code.
+
+mod args;
+
+pub use args::{CallArgs, Cli, Command, RunArgs, ServeArgs};
+
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::bench::utc_stamps;
+use crate::eventlog::{check_log, render_checks};
+use crate::events::FailKind;
+use crate::export::{Exporter, Table};
+use crate::handler::HandlerModel;
+use crate::protocol::Outcome;
+use crate::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
+use crate::scenario::ScenarioError;
+use crate::serve::{answer_line, serve_runner, CallOptions, ServeOptions};
+use crate::signal::Signal;
+use crate::strategy::writer_by_name;
+use crate::writer::CallEnd;
+
+/// Exit codes CI can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every gate of every case passed.
+    Pass = 0,
+    /// The run finished and at least one gate failed.
+    GateFailed = 1,
+    /// Bad input: a flag, a scenario file, a path.
+    BadInput = 2,
+    /// Something broke inside relay-bench (not the system under test).
+    Internal = 3,
+    /// `call`: the answer was a pause (`{"ok":true,"paused":true}`).
+    Paused = 4,
+    /// `call`: no answer before the writer deadline.
+    Timeout = 5,
+    /// Ctrl-C: a partial report was written and marked interrupted.
+    Interrupted = 130,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Runs(#[from] RunsError),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
+            CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Runs(_) | CliError::Internal(_) => Exit::Internal,
+        }
+    }
+}
+
+/// Parses `args`, runs, prints; returns the process exit code.
+pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item = I>) -> i32 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    // The in-sandbox watch program (run by the suite itself, hidden from help): its argv is
+    // `sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS` (DIR may be any bytes), read by
+    // its own parser.
+    if args.get(1).is_some_and(|a| a == crate::dir::program::SUBCOMMAND) {
+        return crate::dir::program::main(&args[2..]);
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return Exit::Internal as i32;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code as i32,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            e.exit() as i32
+        }
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<Exit, CliError> {
+    match cli.command {
+        Command::List => {
+            print!("{}", list_shipped()?);
+            Ok(Exit::Pass)
+        }
+        Command::Run(args) => run_cmd(args).await,
+        Command::Serve(args) => serve_cmd(args).await,
+        Command::Call(args) => call_cmd(args).await,
+        Command::Check { log } => check_cmd(&log),
+        Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
+        Command::Report { dir } => {
+            let r = rerender(&dir)?;
+            println!(
+                "{} and {} .hgrm files rewritten; {} chart files written under {}",
+                r.markdown.display(),
+                r.hgrm_files,
+                r.chart_files,
+                r.charts_dir.display()
+            );
+            Ok(Exit::Pass)
+        }
+    }
+}
+
+async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
+    let quiet = args.quiet;
+    let plan = Plan::new(args.request())?;
+    let interrupt = on_ctrl_c("finishing the current case's report");
+    let outcome = plan
+        .run(interrupt, |step| match step {
+            Step::Ran { summary, out_dir } => {
+                print!("{}", String::from_utf8_lossy(&Table.render(summary)));
+                if !quiet {
+                    println!("report: {}", out_dir.join("summary.md").display());
+                }
+            }
+            Step::BaselineSaved(to) => println!("baseline saved: {}", to.display()),
+            Step::Compared { name, comparison } => {
+                println!("against the baseline {name}:");
+                print!("{}", crate::compare::render(comparison, BASELINE_THRESHOLD));
+            }
+        })
+        .await?;
+    Ok(if outcome.interrupted {
+        Exit::Interrupted
+    } else if outcome.gate_failed || outcome.regressions > 0 {
+        Exit::GateFailed
+    } else {
+        Exit::Pass
+    })
+}
+
+/// A signal closed by the first Ctrl-C; a second one exits at once.
+fn on_ctrl_c(doing: &'static str) -> Arc<Signal> {
+    let interrupt = Arc::new(Signal::new());
+    tokio::spawn({
+        let interrupt = interrupt.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: {doing} (Ctrl-C again to abort)");
+                interrupt.close();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(Exit::Interrupted as i32);
+                }
+            }
+        }
+    });
+    interrupt
+}
+
+async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
+    let strategy = serve_runner(&a.strategy, a.interval)?;
+    if !(0.0..=1.0).contains(&a.error_ratio) {
+        return Err(CliError::BadInput(format!("--error-ratio {}: must be between 0 and 1", a.error_ratio)));
+    }
+    let handler = HandlerModel {
+        duration: a.handler,
+        duration_max: a.handler,
+        error_ratio: a.error_ratio,
+        ..HandlerModel::default()
+    };
+    let watch_program = std::env::current_exe()
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
+    let stop = on_ctrl_c("stopping the runner");
+    let opts = ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program };
+    crate::serve::serve(opts, stop).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    Ok(Exit::Pass)
+}
+
+async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
+    let wait = writer_by_name(&a.wait).expect("clap checked the name");
+    let id = a.id.unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
+    let opts = CallOptions { dir: a.dir, tool: a.tool, args: a.args, id, timeout: a.timeout, wait };
+    let end = crate::serve::call(opts).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    Ok(match end {
+        CallEnd::Answered(r) => {
+            println!("{}", answer_line(&r));
+            match r.outcome() {
+                Outcome::Ok => Exit::Pass,
+                Outcome::Error => Exit::GateFailed,
+                Outcome::Paused => Exit::Paused,
+            }
+        }
+        CallEnd::Parked => {
+            println!("{}", answer_line(&crate::protocol::Response::Paused));
+            Exit::Paused
+        }
+        CallEnd::Failed(FailKind::Timeout) => {
+            eprintln!("no answer before the writer deadline");
+            Exit::Timeout
+        }
+        CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
+        CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
+    })
+}
+
+fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Result<Exit, CliError> {
+    if !(0.0..100.0).contains(&threshold_pct) {
+        return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
+    }
+    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(CliError::BadInput)?;
+    if strict && !c.env_diff.is_empty() {
+        let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
+        return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
+    }
+    print!("{}", crate::compare::render(&c, threshold_pct / 100.0));
+    Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
+}
+
+fn check_cmd(log: &Path) -> Result<Exit, CliError> {
+    let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
+    let checks = check_log(&log.display().to_string(), std::io::BufReader::new(file))
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if checks.is_empty() {
+        return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
+    }
+    print!("{}", render_checks(&checks));
+    Ok(if checks.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+}

@@ -1,0 +1,267 @@
+//! What `relay-bench run`, `report` and `list` do below the command line: scenarios loaded
+//! by name or path and narrowed to the chosen cases, every input checked before anything
+//! runs ([`Plan::new`]); each scenario run and reported ([`crate::bench`]), kept as a
+//! baseline or compared with one ([`Plan::run`], which says each step to its caller, who
+//! prints it); a run directory's reports drawn again ([`rerender`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::bench::{render_charts, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::compare::{compare, Comparison};
+use crate::export::{Exporter, Markdown};
+use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
+use crate::signal::Signal;
+use crate::summary::Summary;
+
+/// A run compared with a baseline counts a change only past this (5%).
+pub const BASELINE_THRESHOLD: f64 = 0.05;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("--case {case:?}: scenario {scenario:?} has no such case; its cases: {known}")]
+    UnknownCase { case: String, scenario: String, known: String },
+    #[error("--relay-root {0}: not a directory")]
+    RelayRoot(String),
+    #[error("baseline {0:?}: use only A-Z a-z 0-9 - _ .")]
+    BaselineName(String),
+    #[error("--baseline {name}: no baseline at {path}")]
+    NoBaseline { name: String, path: String },
+    /// A run directory or baseline that cannot be read or compared.
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("cannot locate the relay-bench binary: {0}")]
+    CurrentExe(std::io::Error),
+    #[error("cannot save the baseline {path}: {source}")]
+    SaveBaseline { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+}
+
+impl RunsError {
+    /// Whether the user can fix it (a flag, a file, a path), rather than something broken
+    /// inside relay-bench.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } => false,
+            RunsError::Bench(e) => e.is_bad_input(),
+            _ => true,
+        }
+    }
+}
+
+/// What `relay-bench run` was asked, as plain values.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Scenario files or names of shipped scenarios; none: the default scenario.
+    pub scenarios: Vec<String>,
+    /// Run only these cases (every scenario must have each).
+    pub cases: Vec<String>,
+    /// The report directory; with several scenarios, one subdirectory each.
+    pub out: Option<PathBuf>,
+    /// Where the relay dirs go; none: the system temp dir.
+    pub relay_root: Option<PathBuf>,
+    pub quiet: bool,
+    pub calibrate: bool,
+    pub calls_csv: bool,
+    /// Keep the run as this baseline; compare it with this one.
+    pub save_baseline: Option<String>,
+    pub baseline: Option<String>,
+}
+
+/// A request checked and its scenarios loaded: ready to run.
+pub struct Plan {
+    scenarios: Vec<Scenario>,
+    request: RunRequest,
+    relay_root: PathBuf,
+    watch_program: PathBuf,
+}
+
+/// One step of a run, for the caller to print.
+pub enum Step<'a> {
+    /// A scenario ran; its reports are in `out_dir`.
+    Ran { summary: &'a Summary, out_dir: &'a Path },
+    /// The run was kept as a baseline, here.
+    BaselineSaved(&'a Path),
+    /// The run was compared with the baseline `name` ([`BASELINE_THRESHOLD`]).
+    Compared { name: &'a str, comparison: &'a Comparison },
+}
+
+/// How a whole run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Ctrl-C: the last report is partial and marked so; later scenarios did not run.
+    pub interrupted: bool,
+    /// A gate failed in some case.
+    pub gate_failed: bool,
+    /// Changes against the baseline that count as regressions.
+    pub regressions: usize,
+}
+
+impl Plan {
+    /// Loads the scenarios, keeps the chosen cases, and checks the paths and baseline names,
+    /// all before anything runs.
+    pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
+        let names =
+            if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
+        let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
+        if !relay_root.is_dir() {
+            return Err(RunsError::RelayRoot(relay_root.display().to_string()));
+        }
+        for n in request.save_baseline.iter().chain(&request.baseline) {
+            baseline_dir(n)?;
+        }
+        let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
+        Ok(Plan { scenarios, request, relay_root, watch_program })
+    }
+
+    pub fn scenarios(&self) -> &[Scenario] {
+        &self.scenarios
+    }
+
+    /// Runs every scenario in turn, telling `step` what happened; stops after an
+    /// interrupted one.
+    pub async fn run(&self, interrupt: Arc<Signal>, mut step: impl FnMut(Step<'_>)) -> Result<Outcome, RunsError> {
+        let req = &self.request;
+        let (stamp_iso, stamp_compact) = utc_stamps();
+        let several = self.scenarios.len() > 1;
+        let mut outcome = Outcome::default();
+        for s in &self.scenarios {
+            let out_dir = match &req.out {
+                Some(d) if several => d.join(&s.name),
+                Some(d) => d.clone(),
+                None => PathBuf::from("reports").join(format!("{stamp_compact}-{}", s.name)),
+            };
+            let opts = RunOptions {
+                out_dir,
+                relay_root: self.relay_root.clone(),
+                quiet: req.quiet,
+                calibrate: req.calibrate,
+                watch_program: self.watch_program.clone(),
+                calls_csv: req.calls_csv,
+            };
+            let summary = run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?;
+            step(Step::Ran { summary: &summary, out_dir: &opts.out_dir });
+            outcome.interrupted |= summary.interrupted;
+            outcome.gate_failed |= !summary.interrupted && !summary.pass;
+            if summary.interrupted {
+                break;
+            }
+            // With several scenarios, a baseline keeps one subdirectory each.
+            let per_scenario = |dir: PathBuf| if several { dir.join(&s.name) } else { dir };
+            if let Some(name) = &req.save_baseline {
+                let to = per_scenario(baseline_dir(name)?);
+                save_baseline(&opts.out_dir, &to)
+                    .map_err(|source| RunsError::SaveBaseline { path: to.display().to_string(), source })?;
+                step(Step::BaselineSaved(&to));
+            }
+            if let Some(name) = &req.baseline {
+                let from = per_scenario(baseline_dir(name)?);
+                if !from.join("summary.json").is_file() {
+                    return Err(RunsError::NoBaseline { name: name.clone(), path: from.display().to_string() });
+                }
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD).map_err(RunsError::Unreadable)?;
+                outcome.regressions += comparison.regressions();
+                step(Step::Compared { name, comparison: &comparison });
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// A scenario by file path or shipped name, narrowed to `cases` when any are given.
+fn load(name: &str, cases: &[String]) -> Result<Scenario, RunsError> {
+    let mut s = Scenario::load(name)?;
+    if !cases.is_empty() {
+        let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
+        if let Some(bad) = cases.iter().find(|c| !known.contains(c)) {
+            return Err(RunsError::UnknownCase { case: bad.clone(), scenario: s.name, known: known.join(", ") });
+        }
+        s.cases.retain(|c| cases.contains(&c.name));
+    }
+    Ok(s)
+}
+
+/// Where the baseline `name` is kept: `reports/baselines/NAME/`.
+pub fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.')
+    {
+        return Err(RunsError::BaselineName(name.to_owned()));
+    }
+    Ok(PathBuf::from("reports").join("baselines").join(name))
+}
+
+/// The shipped scenarios, a line each: name, description, cases.
+pub fn list_shipped() -> Result<String, ScenarioError> {
+    let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, text) in SHIPPED {
+        let s = Scenario::parse(&format!("embedded:{name}"), text)?;
+        let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
+        out += &format!("{name:<width$}  {} [{}]\n", s.description, cases.join(", "));
+    }
+    Ok(out)
+}
+
+/// What [`rerender`] wrote.
+pub struct Rerendered {
+    pub markdown: PathBuf,
+    pub hgrm_files: usize,
+    pub chart_files: usize,
+    pub charts_dir: PathBuf,
+}
+
+/// Draws a run directory's summary.md, .hgrm files and charts again from its summary.json
+/// and .hlog files.
+pub fn rerender(dir: &Path) -> Result<Rerendered, RunsError> {
+    let path = dir.join("summary.json");
+    let unreadable = |e: &dyn std::fmt::Display| RunsError::Unreadable(format!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
+    let summary: Summary = serde_json::from_str(&text).map_err(|e| unreadable(&e))?;
+    let markdown = dir.join(Markdown.file_name());
+    std::fs::write(&markdown, Markdown.render(&summary))
+        .map_err(|source| BenchError::Write { path: markdown.display().to_string(), source })?;
+    let hgrm_files = crate::export::hdr::rewrite_hgrm(&dir.join("hdr")).map_err(RunsError::Unreadable)?;
+    let chart_files = render_charts(dir).map_err(RunsError::Unreadable)?;
+    Ok(Rerendered { markdown, hgrm_files, chart_files, charts_dir: dir.join("charts") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_are_chosen_by_name_and_an_unknown_one_is_named() {
+        let last = Scenario::load(DEFAULT_NAME).unwrap().cases.pop().unwrap().name;
+        let p = Plan::new(RunRequest { cases: vec![last.clone()], ..Default::default() }).unwrap();
+        let s = &p.scenarios()[0];
+        assert_eq!((s.name.as_str(), s.cases.len(), &s.cases[0].name), (DEFAULT_NAME, 1, &last));
+        let e = Plan::new(RunRequest { cases: vec!["nope".into()], ..Default::default() }).err().unwrap();
+        assert!(e.is_bad_input());
+        assert!(
+            e.to_string().starts_with("--case \"nope\": scenario \"default\" has no such case; its cases: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn inputs_are_checked_before_anything_runs() {
+        let bad = |r: RunRequest| Plan::new(r).err().unwrap().to_string();
+        let e = bad(RunRequest { relay_root: Some("/nonexistent/root".into()), ..Default::default() });
+        assert_eq!(e, "--relay-root /nonexistent/root: not a directory");
+        let e = bad(RunRequest { baseline: Some("../x".into()), ..Default::default() });
+        assert_eq!(e, "baseline \"../x\": use only A-Z a-z 0-9 - _ .");
+        assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());
+        assert_eq!(baseline_dir("nightly-1.2").unwrap(), Path::new("reports/baselines/nightly-1.2"));
+    }
+
+    #[test]
+    fn every_shipped_scenario_is_listed() {
+        let text = list_shipped().unwrap();
+        assert_eq!(text.lines().count(), SHIPPED.len());
+        assert!(text.lines().any(|l| l.starts_with(DEFAULT_NAME)), "{text}");
+    }
+}
