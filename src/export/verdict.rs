@@ -152,7 +152,7 @@ recorded): they are listed apart.\n"
         .map(|r| format!("{} ({})", name(r), r.departures.join(", ")))
         .collect();
     if total > 1 && !all_met.is_empty() {
-        let _ = writeln!(o, "Option sets that meet every rollout gate ({total}): {}.\n", all_met.join("; "));
+        let _ = writeln!(o, "Option sets that meet all {total} rollout gates: {}.\n", all_met.join("; "));
     } else if total > 1 && any(Design::OptionSet) {
         let _ = writeln!(o, "No option set meets every rollout gate ({total}).\n");
     }
@@ -210,7 +210,7 @@ mod tests {
         let pickup = &verdict[verdict.find("- `pickup.p50 < 150ms`").unwrap()..verdict.find("- `idle_phase").unwrap()];
         assert!(pickup.contains("  - production as built: **window-exec**: pass, 95.9ms\n"), "{pickup}");
         assert!(!pickup.contains("python-poll"), "a case is judged only by its own gates: {pickup}");
-        assert!(verdict.contains("Option sets that meet every rollout gate (2): **window-exec-quiet-idle** (idle_wake = false); **window-exec-inline** (inline = true)."), "{verdict}");
+        assert!(verdict.contains("Option sets that meet all 2 rollout gates: **window-exec-quiet-idle** (idle_wake = false); **window-exec-inline** (inline = true)."), "{verdict}");
         // Scenario-wide gates are not rollout gates.
         assert!(!verdict.contains("lost == 0"));
     }
