@@ -1,83 +1,97 @@
-//! A directory watch on this machine: inotify through `notify`.
-//!
-//! Every change in the directory is told to the callback, as production's `fs.watch` (libuv
-//! over inotify) tells it: names appearing, changing and going away, temp names and other
-//! files included. Opens and closes are not changes (libuv does not ask inotify for them,
-//! and `notify` does: they are dropped here). A queue overflow is a rescan; an error after
-//! arming is told once as [`Seen::Failed`].
+//! A directory watch on this machine: inotify, with the mask production's `fs.watch` (libuv)
+//! asks for: names created, moved in or out, deleted, modified, their attributes changed,
+//! and the directory itself deleted or moved. Not opens and closes: libuv does not ask for
+//! them, and on a relay dir every list and every read would be an event for every watch.
+//! Every change is told to the callback (temp names and other files included); a queue
+//! overflow is a rescan; an error after arming is told once as [`Seen::Failed`].
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use notify::event::{EventKind, ModifyKind, RenameMode};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
 
 use super::{Change, OnSeen, Seen, WatchHandle};
 
-/// One live watch on one directory.
+/// libuv's mask for `fs.watch` on Linux.
+const MASK: WatchMask = WatchMask::ATTRIB
+    .union(WatchMask::CREATE)
+    .union(WatchMask::MODIFY)
+    .union(WatchMask::DELETE)
+    .union(WatchMask::DELETE_SELF)
+    .union(WatchMask::MOVE_SELF)
+    .union(WatchMask::MOVED_FROM)
+    .union(WatchMask::MOVED_TO);
+
+/// One live watch on one directory: an inotify instance, the thread that reads it, and the
+/// handle that removes the watch (which ends the thread).
 pub struct DirWatch {
-    watcher: Mutex<Option<RecommendedWatcher>>,
+    live: Mutex<Option<(Watches, WatchDescriptor)>>,
 }
 
 impl DirWatch {
-    /// Arms a watch on `dir`; `on_seen` runs on the watcher's thread for every change.
+    /// Arms a watch on `dir`; `on_seen` runs on the watch's thread for every change.
     pub fn arm(dir: &Path, on_seen: OnSeen) -> std::io::Result<DirWatch> {
-        let failed = AtomicBool::new(false);
-        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-            Ok(ev) => {
-                if ev.need_rescan() {
-                    return on_seen(Seen::Rescan);
-                }
-                let change = match ev.kind {
-                    EventKind::Access(_) => return,
-                    EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(RenameMode::To)) => Change::Appeared,
-                    EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_) => Change::Removed,
-                    // A rename within the dir, told once more with both paths: the first
-                    // went away, the second appeared (already told as From and To).
-                    EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return,
-                    EventKind::Modify(_) => Change::Modified,
-                    EventKind::Any | EventKind::Other => return on_seen(Seen::Rescan),
-                };
-                if ev.paths.is_empty() {
-                    return on_seen(Seen::Rescan);
-                }
-                for p in &ev.paths {
-                    match p.file_name().and_then(|n| n.to_str()) {
-                        Some(name) => on_seen(Seen::Name(name, change)),
-                        // A non-UTF-8 name is still a change.
-                        None => on_seen(Seen::Rescan),
-                    }
-                }
-            }
-            Err(_) => {
-                if !failed.swap(true, Ordering::AcqRel) {
-                    on_seen(Seen::Failed);
-                }
-            }
-        })
-        .map_err(to_io)?;
-        watcher.watch(dir, RecursiveMode::NonRecursive).map_err(to_io)?;
-        Ok(DirWatch { watcher: Mutex::new(Some(watcher)) })
+        let inotify = Inotify::init()?;
+        let mut watches = inotify.watches();
+        let wd = watches.add(dir, MASK).map_err(|e| match e.raw_os_error() {
+            Some(28) => std::io::Error::other("inotify watch limit reached (ENOSPC)"),
+            _ => e,
+        })?;
+        std::thread::Builder::new().name("relay-bench-watch".into()).spawn(move || read_loop(inotify, on_seen))?;
+        Ok(DirWatch { live: Mutex::new(Some((watches, wd))) })
     }
 }
 
-fn to_io(e: notify::Error) -> std::io::Error {
-    match e.kind {
-        notify::ErrorKind::Io(io) => io,
-        notify::ErrorKind::PathNotFound => std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
-        notify::ErrorKind::MaxFilesWatch => std::io::Error::other("inotify watch limit reached (ENOSPC)"),
-        other => std::io::Error::other(format!("{other:?}")),
+fn read_loop(mut inotify: Inotify, on_seen: OnSeen) {
+    let mut buf = [0u8; 4096];
+    loop {
+        let events = match inotify.read_events_blocking(&mut buf) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return on_seen(Seen::Failed),
+        };
+        for ev in events {
+            if ev.mask.contains(EventMask::IGNORED) {
+                return;
+            }
+            if ev.mask.contains(EventMask::Q_OVERFLOW) {
+                on_seen(Seen::Rescan);
+                continue;
+            }
+            let change = if ev.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) {
+                Change::Appeared
+            } else if ev.mask.intersects(EventMask::DELETE | EventMask::MOVED_FROM) {
+                Change::Removed
+            } else if ev.mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF) {
+                on_seen(Seen::Rescan);
+                continue;
+            } else {
+                Change::Modified
+            };
+            match ev.name.and_then(OsStr::to_str) {
+                Some(name) => on_seen(Seen::Name(name, change)),
+                None => on_seen(Seen::Rescan),
+            }
+        }
     }
 }
 
 impl WatchHandle for DirWatch {
-    /// Drops the watcher (and its thread). Idempotent.
+    /// Removes the watch: the kernel queues IN_IGNORED and the reading thread ends. Idempotent.
     fn disarm(&self) {
-        self.watcher.lock().expect("watcher lock poisoned").take();
+        if let Some((mut watches, wd)) = self.live.lock().expect("watch lock poisoned").take() {
+            // Already gone when the directory was deleted: nothing to remove.
+            let _ = watches.remove(wd);
+        }
     }
 }
 
+impl Drop for DirWatch {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
