@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the rollout-gate scenario (about 21 minutes) on this machine and files the report
+# Runs the rollout-gate scenario (about 32 minutes) on this machine and files the report
 # under reports/runs/<date>-<host>/, with a SETUP.md saying what ran where.
 # Usage: scripts/rollout-gate.sh [extra `relay-bench run` flags]
 set -euo pipefail

@@ -240,10 +240,29 @@ struct Counters {
 /// How one pickup ended, for the loop's bookkeeping.
 struct Picked {
     name: String,
-    /// The delete landed (false: retried on later lists).
-    deleted: bool,
-    /// The read failed and the name is to be read again (`read_failure = "retry"`).
-    forget: bool,
+    how: Settled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Read and deleted.
+    Deleted,
+    /// Read, but its delete failed: retried on later lists while it is listed.
+    DeleteFailed,
+    /// Not read, answered with the error and left on disk: never read again this turn.
+    Unread,
+    /// Not read; to be read again on the next list (`read_failure = "retry"`).
+    Forget,
+}
+
+impl Settled {
+    fn of(deleted: bool) -> Settled {
+        if deleted {
+            Settled::Deleted
+        } else {
+            Settled::DeleteFailed
+        }
+    }
 }
 
 impl Runner {
@@ -324,7 +343,7 @@ impl Runner {
                 let reporter = self.reporter.clone();
                 batch.push(Box::pin(async move {
                     let deleted = delete(&*host, &reporter, &name).await;
-                    Picked { name, deleted, forget: false }
+                    Picked { name, how: Settled::of(deleted) }
                 }));
             }
             let mut found = 0usize;
@@ -420,17 +439,22 @@ fn settle_joined(
 }
 
 fn settle(p: Picked, seen: &mut HashSet<String>, failed: &mut HashSet<String>, scope: SeenScope) {
-    if p.forget {
-        seen.remove(&p.name);
-        return;
-    }
-    if p.deleted {
-        failed.remove(&p.name);
-        if scope == SeenScope::InFlight {
+    match p.how {
+        Settled::Deleted => {
+            failed.remove(&p.name);
+            if scope == SeenScope::InFlight {
+                seen.remove(&p.name);
+            }
+        }
+        Settled::DeleteFailed => {
+            failed.insert(p.name);
+        }
+        // Left on disk and in the seen set, whatever the scope: it is not in flight, and
+        // reading it again would answer it again.
+        Settled::Unread => {}
+        Settled::Forget => {
             seen.remove(&p.name);
         }
-    } else {
-        failed.insert(p.name);
     }
 }
 
@@ -521,7 +545,7 @@ async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant, h
         }
     };
     let (_, deleted) = tokio::join!(stat, delete(&*ctx.host, &ctx.reporter, &name));
-    Picked { name, deleted, forget: false }
+    Picked { name, how: Settled::of(deleted) }
 }
 
 fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
@@ -529,14 +553,13 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
         ReadFailure::Answer => {
             ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: true });
             h.spawn(answer_error(ctx.clone(), file_id, Response::Error(e.to_string()).encode()));
-            // Left on disk and in the seen set: never read again this turn.
-            Picked { name, deleted: true, forget: false }
+            Picked { name, how: Settled::Unread }
         }
         ReadFailure::Retry => {
             if e.kind() != std::io::ErrorKind::NotFound {
                 ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: false });
             }
-            Picked { name, deleted: true, forget: true }
+            Picked { name, how: Settled::Forget }
         }
     }
 }

@@ -369,3 +369,17 @@ async fn a_failed_read_is_answered_with_the_error_never_retried_and_the_file_lef
     assert!(dir.read("call-1.req.json").is_ok(), "left on disk");
     r.control.stop();
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unread_request_is_not_read_again_even_when_the_seen_set_forgets_deleted_names() {
+    let (dir, host, _) = rig(None);
+    let opts = LoopOptions { seen: relay_bench::runner::SeenScope::InFlight, ..LoopOptions::default() };
+    let (r, _sink, _rx) = start(&host, &None, opts);
+    assert!(r.control.ready(BOUND).await);
+    host.read_fails.store(1, Ordering::SeqCst);
+    put_request(&dir, "call-1");
+    until("the answer", BOUND, || answered(&dir, "call-1")).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(host.count("read", "call-1.req.json"), 1, "answered once, not on every list");
+    r.control.stop();
+}
