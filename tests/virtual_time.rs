@@ -1,7 +1,7 @@
 //! Virtual time: the real strategy code on a paused tokio clock over the in-memory sandbox.
 //! Every figure here is exact, because no wall clock is involved.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +11,11 @@ use relay_bench::engine::{run_case_virtual, CaseEnv};
 use relay_bench::events::EventSink;
 use relay_bench::fault::FaultKind;
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::LocalHost;
-use relay_bench::relay::{Relay, RelaySpec};
+use relay_bench::relay::Relay;
 use relay_bench::scenario::Scenario;
-use relay_bench::strategy::{runner_from_toml, writer_from_toml};
 use tokio::time::Instant;
+
+mod common;
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
@@ -76,25 +76,8 @@ impl Rig {
 /// A relay over `sim` with the runner strategy `runner` (its scenario form), a watching
 /// writer, and a handler that takes no time.
 fn rig(sim: SimDir, runner: &str) -> Rig {
-    let (sink, _rx) = EventSink::channel();
-    let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
-    let spec = RelaySpec {
-        sandbox: 0,
-        dir: dir.clone(),
-        host: Arc::new(LocalHost::over(dir, Arc::default())),
-        busy: Arc::default(),
-        runner: &runner_from_toml(runner).unwrap(),
-        writer: &writer_from_toml("watch").unwrap(),
-        handler: Arc::new(HandlerModel {
-            duration: Duration::ZERO,
-            duration_max: Duration::ZERO,
-            ..Default::default()
-        }),
-        watch_program: Path::new("relay-bench"),
-        seed: 1,
-        stderr_to: None,
-    };
-    let relay = Relay::start(spec, &sink);
+    let handler = HandlerModel { duration: Duration::ZERO, duration_max: Duration::ZERO, ..Default::default() };
+    let (relay, sink) = common::sim_relay(&sim, runner, handler);
     Rig { sim, relay, _sink: sink }
 }
 

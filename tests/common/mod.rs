@@ -38,3 +38,29 @@ pub async fn run(
     let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
     (summary, out, relay)
 }
+
+/// A relay over the in-memory dir `sim` (a local host), with the runner strategy `runner`
+/// in its scenario form, a watching writer and `handler`; its event sink must be kept.
+pub fn sim_relay(
+    sim: &relay_bench::dir::SimDir,
+    runner: &str,
+    handler: relay_bench::handler::HandlerModel,
+) -> (relay_bench::relay::Relay, relay_bench::events::EventSink) {
+    use relay_bench::dir::RelayDir;
+    use relay_bench::strategy::{runner_from_toml, writer_from_toml};
+    let (sink, _rx) = relay_bench::events::EventSink::channel();
+    let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
+    let spec = relay_bench::relay::RelaySpec {
+        sandbox: 0,
+        dir: dir.clone(),
+        host: Arc::new(relay_bench::host::LocalHost::over(dir, Arc::default())),
+        busy: Arc::default(),
+        runner: &runner_from_toml(runner).unwrap(),
+        writer: &writer_from_toml("watch").unwrap(),
+        handler: Arc::new(handler),
+        watch_program: Path::new("relay-bench"),
+        seed: 1,
+        stderr_to: None,
+    };
+    (relay_bench::relay::Relay::start(spec, &sink), sink)
+}

@@ -4,6 +4,8 @@
 //! and orders; so do these. Names follow theirs. Plus the exact request counts of an idle
 //! window and of one call, on production's defaults.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod fakes;
 mod loop_tests;
 mod request_counts;

@@ -1,16 +1,13 @@
 //! Exact request counts on production's defaults (virtual time, no jitter): per idle
 //! window, and per call. Counting what the code does, not the plan's arithmetic.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::dir::{RelayDir, SimDir};
+use relay_bench::dir::SimDir;
 use relay_bench::events::EventSink;
 use relay_bench::handler::HandlerModel;
-use relay_bench::host::{Kind, LocalHost, RequestCounts};
-use relay_bench::relay::{Relay, RelaySpec};
-use relay_bench::strategy::{runner_from_toml, writer_from_toml};
+use relay_bench::host::{Kind, RequestCounts};
+use relay_bench::relay::Relay;
 use relay_bench::writer::CallEnd;
 use tokio::time::Instant;
 
@@ -24,23 +21,10 @@ struct Rig {
 }
 
 fn rig(runner: &str) -> Rig {
-    let (sink, _rx) = EventSink::channel();
-    let sim = SimDir::new("/sb/relay");
-    let dir: Arc<dyn RelayDir> = Arc::new(sim);
-    let spec = RelaySpec {
-        sandbox: 0,
-        dir: dir.clone(),
-        host: Arc::new(LocalHost::over(dir, Arc::default())),
-        busy: Arc::default(),
-        runner: &runner_from_toml(runner).unwrap(),
-        writer: &writer_from_toml("watch").unwrap(),
-        // A tool that takes 5 ms: its answer lands while the next window is up.
-        handler: Arc::new(HandlerModel { duration: Duration::from_millis(5), ..instant() }),
-        watch_program: Path::new("relay-bench"),
-        seed: 1,
-        stderr_to: None,
-    };
-    Rig { relay: Relay::start(spec, &sink), _sink: sink }
+    // A tool that takes 5 ms: its answer lands while the next window is up.
+    let handler = HandlerModel { duration: Duration::from_millis(5), ..instant() };
+    let (relay, sink) = crate::common::sim_relay(&SimDir::new("/sb/relay"), runner, handler);
+    Rig { relay, _sink: sink }
 }
 
 /// (exec, list, read, stat, delete, write, rename) made between two snapshots.
