@@ -207,7 +207,10 @@ fn round_trip(c: &mut Criterion) {
                 seed: 1,
                 stderr_to: None,
             };
-            Relay::start(spec, &sink)
+            let relay = Relay::start(spec, &sink);
+            // Production's runner sweeps its dir before serving: calls start after that.
+            assert!(relay.ready(Duration::from_secs(30)).await, "the runner started");
+            relay
         });
         let mut n = 0u64;
         g.bench_function(name, |b| {
