@@ -206,6 +206,23 @@ pub fn list_shipped() -> Result<String, ScenarioError> {
     Ok(out)
 }
 
+/// The registered parts a case can name, one line each: runner and writer strategies and
+/// hosts (what `relay-bench list` prints after the scenarios).
+pub fn list_parts() -> String {
+    let mut out = String::new();
+    let mut section = |title: &str, rows: Vec<(&str, &str)>| {
+        let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        out += &format!("\n{title}:\n");
+        for (name, about) in rows {
+            out += &format!("  {name:<width$}  {about}\n");
+        }
+    };
+    section("runner strategies", crate::strategy::RUNNERS.iter().map(|k| (k.name(), k.about())).collect());
+    section("writer strategies", crate::strategy::WRITERS.iter().map(|k| (k.name(), k.about())).collect());
+    section("hosts", crate::host::HOSTS.iter().map(|k| (k.name(), k.about())).collect());
+    out
+}
+
 /// What [`rerender`] wrote.
 pub struct Rerendered {
     pub markdown: PathBuf,
@@ -260,6 +277,10 @@ mod tests {
 
     #[test]
     fn every_shipped_scenario_is_listed() {
+        let parts = list_parts();
+        for name in ["poll", "window-exec", "external", "watch", "remote"] {
+            assert!(parts.contains(&format!("  {name} ")), "{parts}");
+        }
         let text = list_shipped().unwrap();
         assert_eq!(text.lines().count(), SHIPPED.len());
         assert!(text.lines().any(|l| l.starts_with(DEFAULT_NAME)), "{text}");

@@ -31,7 +31,7 @@ pub struct Cli {
 pub enum Command {
     /// Run scenarios (the embedded default when none is given) and write their reports.
     Run(RunArgs),
-    /// List the shipped scenarios.
+    /// List the shipped scenarios, then the strategies and hosts a case can name.
     List,
     /// Serve a relay dir with the reference runner until Ctrl-C (a stat line per interval).
     Serve(ServeArgs),

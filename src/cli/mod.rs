@@ -101,6 +101,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
             print!("{}", list_shipped()?);
+            print!("{}", crate::runs::list_parts());
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_cmd(args).await,
