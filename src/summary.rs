@@ -45,7 +45,7 @@ pub struct Latencies {
     /// (answer published -> read by the writer).
     ///
     /// Fields marked `serde(default)` here and below came after the first archived runs
-    /// (`reports/runs/20261129-rollout-gate`): absent, they read as not recorded.
+    /// (`tests/fixtures/archived-run`): absent, they read as not recorded.
     #[serde(default)]
     pub handler: LatencyStats,
     #[serde(default)]

@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn an_archived_run_loads_with_its_rate_gates() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261129-vm");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run");
         let run = RunData::load(&dir).unwrap();
         let w = run.cases.iter().find(|c| c.name == "window-exec").unwrap();
         assert_eq!(w.rate_gates, vec![("idle_phase_discovery_per_min <= 5.0".to_string(), 5.0)]);

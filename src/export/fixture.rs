@@ -68,6 +68,6 @@ pub(crate) fn realistic() -> Summary {
 
 /// The archived run itself, as `summary.json` holds it (no departures recorded).
 pub(crate) fn archived() -> Summary {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261129-vm");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run");
     Summary::read(&dir).unwrap()
 }
