@@ -13,7 +13,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
 use relay_bench::eventlog::EventLog;
 use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, Listener, RunnerSide, WriterSide};
 use relay_bench::handler::HandlerModel;
