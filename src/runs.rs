@@ -34,6 +34,10 @@ pub enum RunsError {
     Unreadable(String),
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
+    #[error("--junit {0}: its directory does not exist")]
+    JUnitPath(String),
+    #[error("cannot write {path}: {source}")]
+    WriteJUnit { path: String, source: std::io::Error },
     #[error("cannot save the baseline {path}: {source}")]
     SaveBaseline { path: String, source: std::io::Error },
     #[error(transparent)]
@@ -45,7 +49,7 @@ impl RunsError {
     /// inside relay-bench.
     pub fn is_bad_input(&self) -> bool {
         match self {
-            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } => false,
+            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::WriteJUnit { .. } => false,
             RunsError::Bench(e) => e.is_bad_input(),
             _ => true,
         }
@@ -69,6 +73,8 @@ pub struct RunRequest {
     /// Keep the run as this baseline; compare it with this one.
     pub save_baseline: Option<String>,
     pub baseline: Option<String>,
+    /// Also write every case's gates as JUnit XML here (rewritten after each scenario).
+    pub junit: Option<PathBuf>,
 }
 
 /// A request checked and its scenarios loaded: ready to run.
@@ -114,6 +120,12 @@ impl Plan {
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
+        if let Some(j) = &request.junit {
+            let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(RunsError::JUnitPath(j.display().to_string()));
+            }
+        }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         Ok(Plan { scenarios, request, relay_root, watch_program })
     }
@@ -129,6 +141,7 @@ impl Plan {
         let (stamp_iso, stamp_compact) = utc_stamps();
         let several = self.scenarios.len() > 1;
         let mut outcome = Outcome::default();
+        let mut done: Vec<Summary> = Vec::new();
         for s in &self.scenarios {
             let out_dir = match &req.out {
                 Some(d) if several => d.join(&s.name),
@@ -144,6 +157,11 @@ impl Plan {
                 calls_csv: req.calls_csv,
             };
             let summary = run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?;
+            if let Some(path) = &req.junit {
+                done.push(summary.clone());
+                std::fs::write(path, crate::export::junit::render_all(&done))
+                    .map_err(|source| RunsError::WriteJUnit { path: path.display().to_string(), source })?;
+            }
             step(Step::Ran { summary: &summary, out_dir: &opts.out_dir });
             outcome.interrupted |= summary.interrupted;
             outcome.gate_failed |= !summary.interrupted && !summary.pass;

@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// Compare this run with the baseline NAME afterwards; a regression exits 1.
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
+    /// Also write every case's gates as JUnit XML to FILE (a testsuite per case, a testcase
+    /// per gate), for CI systems to display.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -159,6 +163,7 @@ impl RunArgs {
             calls_csv: self.calls_csv,
             save_baseline: self.save_baseline,
             baseline: self.baseline,
+            junit: self.junit,
         }
     }
 }

@@ -6,11 +6,13 @@ mod fixture;
 mod gfm;
 pub mod hdr;
 mod json;
+pub mod junit;
 mod markdown;
 mod table;
 mod verdict;
 
 pub use json::Json;
+pub use junit::JUnit;
 pub use markdown::Markdown;
 pub use table::Table;
 
