@@ -1,12 +1,43 @@
 #!/usr/bin/env bash
-# The benchmark job for CI: criterion benchmarks (numbers for the log, never a failure by
-# themselves), then the virtual-time scenarios, whose gates decide the exit code.
-# Usage: scripts/ci-bench.sh [OUT_DIR]   (default target/ci-bench)
+# The benchmark job of CI, as .ci/run and .github/workflows/bench.yml both run it:
+#   1. cargo bench (criterion): timings for the log, never a failure by themselves;
+#   2. the virtual-time scenarios (request-budget, faults): their gates decide the exit code,
+#      and are also written as JUnit XML (OUT_DIR/junit.xml);
+#   3. with --save-baseline NAME / --baseline NAME: criterion's baseline of the harness
+#      micro-benchmarks and relay-bench's baseline of the scenarios are saved / compared
+#      (a relay-bench regression exits 1; criterion only reports its changes);
+#   4. with $GITHUB_STEP_SUMMARY set, each scenario's summary.md goes to the job summary.
+# Usage: scripts/ci-bench.sh [--quick] [--save-baseline NAME | --baseline NAME] [OUT_DIR]
+#   --quick   criterion's quick mode (seconds, not minutes: what .ci/run uses)
+#   OUT_DIR   default target/ci-bench
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-target/ci-bench}"
+criterion=(--noplot)
+relay=()
+out=target/ci-bench
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) criterion+=(--quick) ;;
+    --save-baseline|--baseline)
+      [ $# -ge 2 ] || { echo "$1 needs a NAME" >&2; exit 2; }
+      criterion+=("$1" "$2"); relay+=("$1" "$2"); shift ;;
+    -*) echo "unknown option $1" >&2; exit 2 ;;
+    *) out="$1" ;;
+  esac
+  shift
+done
 mkdir -p "$out"
 echo "== cargo bench (timings only)"
-cargo bench --locked --bench relay -- --noplot 2>&1 | tee "$out/criterion.txt" || echo "warning: cargo bench failed; timings missing"
+cargo bench --locked --bench relay -- "${criterion[@]}" 2>&1 | tee "$out/criterion.txt" \
+  || echo "warning: cargo bench failed; timings missing"
 echo "== virtual-time scenarios: their gates decide"
-cargo run --release --locked -- run request-budget faults --quiet --out "$out"
+set +e
+cargo run --release --locked -- run request-budget faults --quiet --out "$out" --junit "$out/junit.xml" "${relay[@]}"
+code=$?
+set -e
+if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+  for md in "$out"/*/summary.md; do
+    [ -f "$md" ] && { cat "$md"; echo; } >> "$GITHUB_STEP_SUMMARY"
+  done
+fi
+exit $code
