@@ -36,12 +36,27 @@ fn start(
     start_runner(host.clone(), src, opts, instant())
 }
 
-#[tokio::test(start_paused = true)]
-async fn suspended_mode_requests_are_handled_on_wake_and_every_wait_is_the_30s_safety_poll() {
+/// A loop over a fake source that suspends polling (a healthy watch), parked in its first wait.
+struct Waiting {
+    dir: SimDir,
+    host: Arc<FakeHost>,
+    fake: Arc<FakeSource>,
+    r: relay_bench::runner::Started,
+    _sink: relay_bench::events::EventSink,
+    _rx: relay_bench::events::EventInbox,
+}
+
+async fn waiting() -> Waiting {
     let (dir, host, src) = rig(Some(FakeSource::new(true)));
     let fake = src.clone().unwrap();
     let (r, _sink, _rx) = start(&host, &src, LoopOptions::default());
     until("the first wait", BOUND, || fake.waits() == 1).await;
+    Waiting { dir, host, fake, r, _sink, _rx }
+}
+
+#[tokio::test(start_paused = true)]
+async fn suspended_mode_requests_are_handled_on_wake_and_every_wait_is_the_30s_safety_poll() {
+    let Waiting { dir, host: _, fake, r, _sink, _rx } = waiting().await;
     put_request(&dir, "call-1");
     fake.wake();
     until("the answer", MS(250), || answered(&dir, "call-1")).await;
@@ -65,10 +80,7 @@ async fn non_suspending_local_mode_waits_use_the_poll_cadence_not_the_safety_pol
 
 #[tokio::test(start_paused = true)]
 async fn a_demoted_source_reverts_the_loop_to_the_classic_sleep_wait_never_called_again() {
-    let (dir, host, src) = rig(Some(FakeSource::new(true)));
-    let fake = src.clone().unwrap();
-    let (r, _sink, _rx) = start(&host, &src, LoopOptions::default());
-    until("the first wait", BOUND, || fake.waits() == 1).await;
+    let Waiting { dir, host: _, fake, r, _sink, _rx } = waiting().await;
     fake.demote();
     fake.expire();
     let at_demotion = fake.waits();
@@ -93,10 +105,7 @@ async fn stop_during_a_held_wait_returns_promptly_close_resolves_the_wait() {
 
 #[tokio::test(start_paused = true)]
 async fn a_safety_poll_discovery_timeout_then_a_request_found_counts_as_a_watch_miss() {
-    let (dir, host, src) = rig(Some(FakeSource::new(true)));
-    let fake = src.clone().unwrap();
-    let (r, _sink, _rx) = start(&host, &src, LoopOptions::default());
-    until("the first wait", BOUND, || fake.waits() == 1).await;
+    let Waiting { dir, host: _, fake, r, _sink, _rx } = waiting().await;
     put_request(&dir, "call-1");
     fake.expire();
     until("the answer", BOUND, || answered(&dir, "call-1")).await;
@@ -111,10 +120,7 @@ async fn a_safety_poll_discovery_timeout_then_a_request_found_counts_as_a_watch_
 
 #[tokio::test(start_paused = true)]
 async fn the_seen_set_dedups_across_wake_and_poll_pickups_of_the_same_file() {
-    let (dir, host, src) = rig(Some(FakeSource::new(true)));
-    let fake = src.clone().unwrap();
-    let (r, _sink, _rx) = start(&host, &src, LoopOptions::default());
-    until("the first wait", BOUND, || fake.waits() == 1).await;
+    let Waiting { dir, host, fake, r, _sink, _rx } = waiting().await;
     put_request(&dir, "call-1");
     fake.wake();
     until("the answer", BOUND, || answered(&dir, "call-1")).await;
@@ -149,10 +155,7 @@ async fn delete_on_pickup_a_slow_execution_does_not_rearm_storm_the_window_exec(
 
 #[tokio::test(start_paused = true)]
 async fn a_closed_wait_outcome_while_the_loop_is_active_still_runs_a_list_pass() {
-    let (dir, host, src) = rig(Some(FakeSource::new(true)));
-    let fake = src.clone().unwrap();
-    let (r, _sink, _rx) = start(&host, &src, LoopOptions::default());
-    until("the first wait", BOUND, || fake.waits() == 1).await;
+    let Waiting { dir, host: _, fake, r, _sink, _rx } = waiting().await;
     put_request(&dir, "call-1");
     fake.close();
     until("the answer", BOUND, || answered(&dir, "call-1")).await;
