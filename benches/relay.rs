@@ -77,6 +77,15 @@ fn next_ids(ids: &mut Vec<String>, n: u64, k: u64) {
     ids.extend((n + 1..=n + k).map(|i| format!("t{i}-c0")));
 }
 
+/// Emits the next `k` calls (untimed: the input of what the recorder thread is timed on).
+fn emit_batch(sink: &EventSink, (n, ids): &mut (u64, Vec<String>), k: u64, t0: Instant) {
+    next_ids(ids, *n, k);
+    for id in ids.iter() {
+        *n += 1;
+        emit_call(sink, id, *n, t0);
+    }
+}
+
 /// Calls timed together, so reading the clock does not weigh on the figure.
 const BATCH: u64 = 1024;
 
@@ -135,13 +144,7 @@ fn record(c: &mut Criterion) {
             batched(
                 iters,
                 &mut calls,
-                |(n, ids), k| {
-                    next_ids(ids, *n, k);
-                    for id in ids.iter() {
-                        *n += 1;
-                        emit_call(&sink, id, *n, t0);
-                    }
-                },
+                |calls, k| emit_batch(&sink, calls, k, t0),
                 |_, _| {
                     rx.take(|msg| recorder.ingest(&msg));
                 },
@@ -158,13 +161,7 @@ fn record(c: &mut Criterion) {
             batched(
                 iters,
                 &mut calls,
-                |(n, ids), k| {
-                    next_ids(ids, *n, k);
-                    for id in ids.iter() {
-                        *n += 1;
-                        emit_call(&sink, id, *n, t0);
-                    }
-                },
+                |calls, k| emit_batch(&sink, calls, k, t0),
                 |_, _| {
                     rx.take(|msg| log.message(&msg));
                 },
