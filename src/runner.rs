@@ -310,14 +310,23 @@ impl Runner {
         let mut background: JoinSet<Picked> = JoinSet::new();
         while control.is_active() {
             let carried = self.inbox.as_ref().map(Inbox::take).unwrap_or_default();
-            let (names, carried) = if carried.is_empty() {
+            let mut names = Vec::new();
+            // Deletes that failed earlier are retried while a list still shows them (or with
+            // carried requests, when there is no list); a failed list retries and forgets
+            // nothing, as in production.
+            let retry_deletes = if carried.is_empty() {
                 report.scans += 1;
                 match self.host.list().await {
-                    Ok(names) => {
+                    Ok(listed) => {
                         if list_error.take().is_some() {
                             self.reporter.say(Say::DirReadable);
                         }
-                        (names, Vec::new())
+                        if !remove_failed.is_empty() {
+                            let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+                            remove_failed.retain(|n| listed.contains(n.as_str()));
+                        }
+                        names = listed;
+                        true
                     }
                     Err(e) => {
                         report.list_errors += 1;
@@ -326,18 +335,15 @@ impl Runner {
                             self.reporter.say(Say::ListFailed(msg.clone()));
                             list_error = Some(msg);
                         }
-                        (Vec::new(), Vec::new())
+                        false
                     }
                 }
             } else {
                 report.inline += carried.len() as u64;
-                (Vec::new(), carried)
+                true
             };
-            // Deletes that failed earlier: retried while the name is still listed.
-            let listed: HashSet<&str> = names.iter().map(String::as_str).collect();
-            remove_failed.retain(|n| listed.contains(n.as_str()) || !carried.is_empty());
             let mut batch: Vec<BoxFut<'static, Picked>> = Vec::new();
-            for name in remove_failed.iter().cloned() {
+            for name in remove_failed.iter().filter(|_| retry_deletes).cloned() {
                 report.delete_retries += 1;
                 let host = self.host.clone();
                 let reporter = self.reporter.clone();

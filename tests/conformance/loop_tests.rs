@@ -280,6 +280,21 @@ async fn a_failed_delete_on_pickup_is_retried_on_later_list_passes_until_gone_fr
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_failed_list_between_retries_forgets_no_failed_delete() {
+    let (dir, host, _) = rig(None);
+    host.remove_fails.store(1, Ordering::SeqCst);
+    let (r, _sink, _rx) = start(&host, &None, LoopOptions::default());
+    assert!(r.control.ready(BOUND).await);
+    put_request(&dir, "call-1");
+    until("the failed delete", BOUND, || host.count("remove", "call-1.req.json") == 1).await;
+    host.list_fails.store(1, Ordering::SeqCst);
+    until("the failed list", BOUND, || host.list_fails.load(Ordering::SeqCst) == 0).await;
+    until("the request gone", BOUND, || dir.read("call-1.req.json").is_err()).await;
+    assert_eq!(host.count("remove", "call-1.req.json"), 2, "retried once, after the list recovered");
+    r.control.stop();
+}
+
+#[tokio::test(start_paused = true)]
 async fn one_pickup_stats_before_it_removes() {
     let (dir, host, _) = rig(None);
     let (r, _sink, _rx) = start(&host, &None, LoopOptions::default());
