@@ -38,10 +38,11 @@ pub trait ResponseWaiter: Send + Sync {
     fn close(&self);
     /// Tells the call waiting for `res_name` that its turn ended with no answer (a pause).
     fn park(&self, res_name: &str);
-    /// A timed check found an answer no wake announced (a watch on a replaced directory):
-    /// a watching waiter re-arms and returns true.
-    fn missed(&self) -> bool {
-        false
+    /// A timed check found an answer no wake announced (a watch on a replaced directory).
+    /// A watching waiter re-arms and says whether that worked; a polling waiter, whose every
+    /// answer is found by a timed check, returns `None`: nothing was missed.
+    fn missed(&self) -> Option<bool> {
+        None
     }
 }
 
@@ -68,15 +69,20 @@ impl Slots {
         Armed { signal, slots: self.clone(), name: res_name.to_owned() }
     }
 
-    fn raise(&self, seen: Seen<'_>) {
+    /// Wakes the calls `seen` concerns: with `wake_on = Responses` the call whose answer
+    /// appeared (every call on a rescan or a failure), otherwise every waiting call.
+    fn raise(&self, seen: Seen<'_>, wake_on: EventFilter) {
+        if !wake_on.wants(seen) {
+            return;
+        }
         let slots = &self.0.lock().expect("slots poisoned").waits;
-        match seen {
-            Seen::Name(n, _) => {
+        match (wake_on, seen) {
+            (EventFilter::Responses, Seen::Name(n, _)) => {
                 if let Some(sig) = slots.get(n) {
                     sig.raise();
                 }
             }
-            Seen::Rescan | Seen::Failed => slots.values().for_each(|sig| sig.raise()),
+            _ => slots.values().for_each(|sig| sig.raise()),
         }
     }
 
@@ -148,14 +154,17 @@ impl ResponseWaiter for PollWaiter {
     }
 }
 
-/// Watch-assisted writer: one directory watch per relay dir, waking exactly the call whose
-/// response name appeared (every call on a rescan); `interval` stays as the safety timer.
-/// Production arms an `fs.watch` per call and checks its answer on any event; one watch per
-/// dir, routed by name, is the same kernel mechanism without a watcher thread per call. A
-/// timed check that finds an unannounced answer re-arms the watch (the directory may have
-/// been replaced under it; production's next call arms a fresh watch anyway).
+/// Watch-assisted writer: `interval` stays as the safety timer a directory watch cuts short.
+/// Production arms an `fs.watch` per waiting call and re-checks its answer on any event in
+/// the dir (`wake_on = Any`, the default here); `Responses` wakes only the call whose answer
+/// name appeared (a named option). One watch per relay dir stands in for the per-call
+/// watches: the same kernel events reach the same waiting calls, without a watcher thread
+/// per call. Where the two differ — a watch on a directory replaced under it — production's
+/// next call arms a fresh watch; here a timed check that finds an unannounced answer re-arms
+/// the one watch, so later calls are watched again as they would be in production.
 pub struct WatchWaiter {
     slots: Slots,
+    wake_on: EventFilter,
     dir: Arc<dyn RelayDir>,
     live: Mutex<Option<Box<dyn WatchHandle>>>,
     interval: Duration,
@@ -163,20 +172,21 @@ pub struct WatchWaiter {
 }
 
 impl WatchWaiter {
-    pub fn new(dir: Arc<dyn RelayDir>, safety_interval: Duration, reporter: Reporter) -> WatchWaiter {
-        let w =
-            WatchWaiter { slots: Slots::default(), dir, live: Mutex::new(None), interval: safety_interval, reporter };
+    pub fn new(
+        dir: Arc<dyn RelayDir>,
+        safety_interval: Duration,
+        wake_on: EventFilter,
+        reporter: Reporter,
+    ) -> WatchWaiter {
+        let slots = Slots::default();
+        let w = WatchWaiter { slots, wake_on, dir, live: Mutex::new(None), interval: safety_interval, reporter };
         w.rearm();
         w
     }
 
     fn rearm(&self) -> bool {
-        let s = self.slots.clone();
-        let armed = self.dir.watch(Box::new(move |seen| {
-            if EventFilter::Responses.wants(seen) {
-                s.raise(seen)
-            }
-        }));
+        let (s, wake_on) = (self.slots.clone(), self.wake_on);
+        let armed = self.dir.watch(Box::new(move |seen| s.raise(seen, wake_on)));
         let mut live = self.live.lock().expect("watch lock poisoned");
         if let Some(old) = live.take() {
             old.disarm();
@@ -210,8 +220,8 @@ impl ResponseWaiter for WatchWaiter {
     fn park(&self, res_name: &str) {
         self.slots.park(res_name);
     }
-    fn missed(&self) -> bool {
-        self.rearm()
+    fn missed(&self) -> Option<bool> {
+        Some(self.rearm())
     }
 }
 
@@ -364,8 +374,9 @@ impl Writer {
                 Ok(bytes) => {
                     times.read = Some(Instant::now());
                     if last == Some(Wake::Timeout) {
-                        let rearmed = self.waiter.missed();
-                        say.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
+                        if let Some(rearmed) = self.waiter.missed() {
+                            say.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
+                        }
                     }
                     let _ = self.dir.remove(&req);
                     let _ = self.dir.remove(&res);
@@ -497,5 +508,55 @@ mod tests {
         }
         assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
         assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
+    }
+
+    fn one_call(id: &str) -> CallSpec {
+        CallSpec {
+            id: id.into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(5),
+        }
+    }
+
+    /// Answers `id` after `after`, as a runner would: the answer published atomically.
+    fn answer_later(dir: &crate::dir::SimDir, id: &str, after: Duration) {
+        let (dir, name) = (dir.clone(), res_name(id));
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            crate::dir::publish_now(&dir, &name, br#"{"ok":true,"text":"x"}"#).unwrap();
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_polling_writer_finds_every_answer_by_its_timer_and_says_nothing_of_it() {
+        let dir = crate::dir::SimDir::new("/sb/relay");
+        let (sink, mut rx) = EventSink::channel();
+        let w = Writer::new(0, Arc::new(dir.clone()), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+        answer_later(&dir, "p1", Duration::from_millis(100));
+        assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
+        drop(w);
+        let notices: Vec<_> = rx.try_iter().filter(|m| matches!(m, crate::events::Msg::Notice(_))).collect();
+        assert!(notices.is_empty(), "{} notices", notices.len());
+    }
+
+    /// Production's writer re-checks its answer on any change in the dir; `Responses` wakes
+    /// only the call whose answer appeared.
+    #[tokio::test(start_paused = true)]
+    async fn the_writer_watch_wakes_on_any_change_unless_told_responses() {
+        for (wake_on, woken) in [(EventFilter::Any, true), (EventFilter::Responses, false)] {
+            let dir = crate::dir::SimDir::new("/sb/relay");
+            let (sink, _rx) = EventSink::channel();
+            let waiter =
+                WatchWaiter::new(Arc::new(dir.clone()), Duration::from_millis(300), wake_on, Reporter::new(sink, 0));
+            let armed = waiter.arm("c1.res.json");
+            crate::dir::publish_now(&dir, "other.req.json", b"{}").unwrap();
+            let wake = armed.wait(Duration::from_millis(300)).await;
+            assert_eq!(wake == Wake::Activity, woken, "{wake_on:?}: {wake:?}");
+            crate::dir::publish_now(&dir, "c1.res.json", b"{}").unwrap();
+            assert_eq!(armed.wait(Duration::from_millis(300)).await, Wake::Activity, "{wake_on:?}: its answer");
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Writer strategies (hop 1): how the in-sandbox writer learns its answer arrived.
 //!
-//! `watch` (production's default): a directory watch wakes the call, a check every 300 ms
-//! races it. `poll` (production with its response watch switched off): a check every
+//! `watch` (production's default): any change in the relay dir wakes the waiting calls to
+//! check their answers, a check every 300 ms races it (`wake_on = "responses"`: only the
+//! call whose answer appeared). `poll` (production with its response watch switched off): a check every
 //! 300 ms. Both clean up as production does (`cleanup = "answer"`: a timed-out request
 //! stays for the next turn's sweep); `cleanup = "always"` removes it at the timeout too.
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use super::positive;
 use crate::config::{Fields, ScenarioError};
-use crate::dir::RelayDir;
+use crate::dir::{EventFilter, RelayDir};
 use crate::source::Reporter;
 use crate::units::human;
 use crate::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
@@ -46,6 +47,8 @@ const INTERVAL: Duration = Duration::from_millis(300);
 struct Spec {
     watch: bool,
     interval: Duration,
+    /// What wakes a waiting call (the watch writer only).
+    wake_on: EventFilter,
     cleanup: Cleanup,
 }
 
@@ -67,18 +70,22 @@ impl WriterKind for Kind {
 
     fn about(&self) -> &'static str {
         if self.watch {
-            "a watch on the relay dir wakes the waiting call; a check every 300 ms races it"
+            "any change in the relay dir wakes the waiting calls; a check every 300 ms races it"
         } else {
             "check for the answer every 300 ms"
         }
     }
 
     fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
-        let mut spec = Spec { watch: self.watch, interval: INTERVAL, cleanup: Cleanup::OnAnswer };
+        let mut spec =
+            Spec { watch: self.watch, interval: INTERVAL, wake_on: EventFilter::Any, cleanup: Cleanup::OnAnswer };
         if let Some(t) = table {
             let key = if self.watch { "safety_interval" } else { "interval" };
             spec.interval = t.duration(key)?.unwrap_or(spec.interval);
             positive(t, key, spec.interval)?;
+            if self.watch && t.choice("wake_on", &["any", "responses"])? == Some("responses") {
+                spec.wake_on = EventFilter::Responses;
+            }
             if t.choice("cleanup", &["answer", "always"])? == Some("always") {
                 spec.cleanup = Cleanup::Always;
             }
@@ -98,7 +105,7 @@ impl WriterSpec for Spec {
 
     fn params(&self) -> String {
         if self.watch {
-            format!("inotify + safety check {}", human(self.interval))
+            format!("inotify ({} events) + safety check {}", self.wake_on.name(), human(self.interval))
         } else {
             format!("check every {}", human(self.interval))
         }
@@ -108,6 +115,9 @@ impl WriterSpec for Spec {
         let mut d = Vec::new();
         if !self.watch {
             d.push("writer = poll (response watch off)".into());
+        }
+        if self.wake_on != EventFilter::Any {
+            d.push(format!("writer wake_on = {}", self.wake_on.name()));
         }
         if self.interval != INTERVAL {
             d.push(format!("writer interval = {}", human(self.interval)));
@@ -124,7 +134,7 @@ impl WriterSpec for Spec {
 
     fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter> {
         if self.watch {
-            Box::new(WatchWaiter::new(dir.clone(), self.interval, reporter))
+            Box::new(WatchWaiter::new(dir.clone(), self.interval, self.wake_on, reporter))
         } else {
             Box::new(PollWaiter::new(self.interval))
         }
