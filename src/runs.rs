@@ -27,8 +27,10 @@ pub enum RunsError {
     RelayRoot(String),
     #[error("baseline {0:?}: use only A-Z a-z 0-9 - _ .")]
     BaselineName(String),
-    #[error("--baseline {name}: no baseline at {path}")]
-    NoBaseline { name: String, path: String },
+    #[error("--baseline {name}: no baseline of scenario {scenario:?} at {path}")]
+    NoBaseline { name: String, scenario: String, path: String },
+    #[error("--save-baseline {0} --baseline {0}: the run would be compared with itself")]
+    SameBaseline(String),
     /// A run directory or baseline that cannot be read or compared.
     #[error("{0}")]
     Unreadable(String),
@@ -120,6 +122,16 @@ impl Plan {
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
+        if let (Some(save), Some(against)) = (&request.save_baseline, &request.baseline) {
+            if save == against {
+                return Err(RunsError::SameBaseline(save.clone()));
+            }
+        }
+        if let Some(name) = &request.baseline {
+            for s in &scenarios {
+                baseline_of(name, &s.name)?;
+            }
+        }
         if let Some(j) = &request.junit {
             let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
@@ -177,10 +189,7 @@ impl Plan {
                 step(Step::BaselineSaved(&to));
             }
             if let Some(name) = &req.baseline {
-                let from = per_scenario(baseline_dir(name)?);
-                if !from.join("summary.json").is_file() {
-                    return Err(RunsError::NoBaseline { name: name.clone(), path: from.display().to_string() });
-                }
+                let from = baseline_of(name, &s.name)?;
                 let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD).map_err(RunsError::Unreadable)?;
                 outcome.regressions += comparison.regressions();
                 step(Step::Compared { name, comparison: &comparison });
@@ -210,6 +219,25 @@ pub fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
         return Err(RunsError::BaselineName(name.to_owned()));
     }
     Ok(PathBuf::from("reports").join("baselines").join(name))
+}
+
+/// Where the baseline `name` keeps scenario `scenario`: its own subdirectory when it was
+/// saved by a run of several scenarios, the baseline's root when saved by a run of that one
+/// alone — so a baseline is found however the run that saved it was composed.
+fn baseline_of(name: &str, scenario: &str) -> Result<PathBuf, RunsError> {
+    let root = baseline_dir(name)?;
+    let sub = root.join(scenario);
+    if sub.join("summary.json").is_file() {
+        return Ok(sub);
+    }
+    match Summary::read(&root) {
+        Ok(saved) if saved.scenario == scenario => Ok(root),
+        _ => Err(RunsError::NoBaseline {
+            name: name.to_owned(),
+            scenario: scenario.to_owned(),
+            path: sub.display().to_string(),
+        }),
+    }
 }
 
 /// The shipped scenarios, a line each: name, description, cases.
@@ -252,10 +280,7 @@ pub struct Rerendered {
 /// Draws a run directory's summary.md, .hgrm files and charts again from its summary.json
 /// and .hlog files.
 pub fn rerender(dir: &Path) -> Result<Rerendered, RunsError> {
-    let path = dir.join("summary.json");
-    let unreadable = |e: &dyn std::fmt::Display| RunsError::Unreadable(format!("{}: {e}", path.display()));
-    let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&e))?;
-    let summary: Summary = serde_json::from_str(&text).map_err(|e| unreadable(&e))?;
+    let summary = Summary::read(dir).map_err(RunsError::Unreadable)?;
     let markdown = dir.join(Markdown.file_name());
     std::fs::write(&markdown, Markdown.render(&summary))
         .map_err(|source| BenchError::Write { path: markdown.display().to_string(), source })?;

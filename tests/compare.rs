@@ -92,3 +92,44 @@ fn baselines_are_saved_and_compared_and_environments_are_checked() {
     assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("--strict"), "{said}");
 }
+
+#[test]
+fn a_baseline_is_found_however_the_saving_run_was_composed_and_checked_before_anything_runs() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let other = scenario(1, 300).replace(r#"name = "cmp""#, r#"name = "cmp2""#);
+    std::fs::write(d.join("cmp.toml"), scenario(1, 300)).unwrap();
+    std::fs::write(d.join("cmp2.toml"), &other).unwrap();
+    let run = |files: &[&str], out: &str, extra: &[&str]| {
+        Command::new(BIN)
+            .current_dir(d)
+            .arg("run")
+            .args(files)
+            .args(["--quiet", "--no-calibration", "--out", out])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // Saved by a run of two scenarios (a subdirectory each), compared by a run of one.
+    let out = run(&["cmp.toml", "cmp2.toml"], "pair", &["--save-baseline", "both"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["cmp.toml"], "one", &["--baseline", "both"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("against the baseline both"));
+    // Saved by a run of one: a run of two finds it for that scenario, and the other
+    // scenario's missing baseline is refused before anything runs.
+    let out = run(&["cmp.toml"], "solo", &["--save-baseline", "solo"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["cmp.toml", "cmp2.toml"], "late", &["--baseline", "solo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(r#"scenario "cmp2""#),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!d.join("late").exists(), "nothing ran");
+    // A run is never compared with the baseline it saves.
+    let out = run(&["cmp.toml"], "self", &["--save-baseline", "solo", "--baseline", "solo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("compared with itself"));
+}
