@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 
 use crate::export::hdr::{read_hlog, total};
 use crate::rng::Rng;
-use crate::summary::Summary;
+use crate::summary::{CaseResult, Summary};
 
 /// How one measure of one case moved.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,8 +54,9 @@ impl Verdict {
 #[derive(Debug, Clone, Default)]
 pub struct Comparison {
     pub changes: Vec<Change>,
-    /// (case, old discovery/min, new discovery/min).
-    pub rates: Vec<(String, f64, f64)>,
+    /// Discovery requests per minute, old and new; `None` where a run did not measure them
+    /// (a black-box runner).
+    pub rates: Vec<(String, Option<f64>, Option<f64>)>,
     /// Environment fields that differ: (field, old, new).
     pub env_diff: Vec<(String, String, String)>,
     /// Cases in only one of the runs.
@@ -158,7 +159,8 @@ pub fn compare(old_dir: &Path, new_dir: &Path, threshold: f64) -> Result<Compari
                 verdict,
             });
         }
-        out.rates.push((name.to_owned(), o.requests.discovery_per_min, n.requests.discovery_per_min));
+        let rate = |r: &CaseResult| (!r.requests.not_measured).then_some(r.requests.discovery_per_min);
+        out.rates.push((name.to_owned(), rate(o), rate(n)));
     }
     for o in &old.results {
         if !new.results.iter().any(|n| n.case == o.case) {
@@ -201,8 +203,12 @@ pub fn render(c: &Comparison, threshold: f64) -> String {
         );
     }
     for (case, a, b) in &c.rates {
-        let r = if *a > 0.0 { format!("{:.2}x", b / a) } else { "-".into() };
-        let _ = writeln!(o, "{case:<22} discovery/min {a:>9.1} -> {b:.1} ({r})");
+        let shown = |v: &Option<f64>| v.map_or_else(|| "not measured".to_owned(), |v| format!("{v:.1}"));
+        let r = match (a, b) {
+            (Some(a), Some(b)) if *a > 0.0 => format!(" ({:.2}x)", b / a),
+            _ => String::new(),
+        };
+        let _ = writeln!(o, "{case:<22} discovery/min {:>9} -> {}{r}", shown(a), shown(b));
     }
     for u in &c.unmatched {
         let _ = writeln!(o, "not compared: {u}");
@@ -233,5 +239,19 @@ mod tests {
         let c = uniform(600, 500, 3);
         let (lo, hi) = ratio_interval(&a, &c, 7);
         assert!(lo > 1.5 && hi < 2.6, "a doubled poll interval: [{lo}, {hi}]");
+    }
+
+    #[test]
+    fn a_rate_a_run_did_not_measure_is_said_so_never_printed_as_zero() {
+        let c = Comparison {
+            changes: Vec::new(),
+            rates: vec![("black-box".into(), Some(12.0), None), ("both".into(), Some(10.0), Some(5.0))],
+            env_diff: Vec::new(),
+            unmatched: Vec::new(),
+        };
+        let text = render(&c, 5.0);
+        let line = text.lines().find(|l| l.starts_with("black-box")).unwrap();
+        assert!(line.ends_with("12.0 -> not measured"), "no ratio: {line}");
+        assert!(text.lines().any(|l| l.starts_with("both") && l.ends_with("10.0 -> 5.0 (0.50x)")), "{text}");
     }
 }
