@@ -189,7 +189,10 @@ fn round_trip(c: &mut Criterion) {
     for (name, runner, writer) in cases {
         let (runner, writer) = (runner_from_toml(runner).unwrap(), writer_from_toml(writer).unwrap());
         let dir = tempfile::tempdir().unwrap();
-        let (sink, _rx) = EventSink::channel();
+        // Recorded as a run records them, on the recorder's own thread: an undrained channel
+        // would grow (and copy) its buffer inside the timed calls.
+        let (sink, rx) = EventSink::channel();
+        let recorder = std::thread::spawn(move || Recorder::run(rx));
         let handler =
             Arc::new(HandlerModel { duration: Duration::ZERO, duration_max: Duration::ZERO, ..Default::default() });
         let mut relay = rt.block_on(async {
@@ -220,8 +223,8 @@ fn round_trip(c: &mut Criterion) {
             })
         });
         rt.block_on(relay.stop(Instant::now() + Duration::from_secs(10))).unwrap();
-        // Events of the benchmark are not recorded; drop them as they come.
-        drop(sink);
+        drop((relay, sink));
+        recorder.join().unwrap();
     }
     g.finish();
 }
