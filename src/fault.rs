@@ -113,6 +113,12 @@ impl FaultKind {
         }
     }
 
+    /// Whether the fault is a condition that lasts (a `duration`), not a single act: a
+    /// disconnect, a runner restart and a burst happen once.
+    pub fn lasts(self) -> bool {
+        !matches!(self, FaultKind::ProxyDisconnect | FaultKind::StopDuringWindow | FaultKind::Burst)
+    }
+
     /// Faults that swap the watch program (on the real clock, a symlink the schedule moves).
     pub fn acts_on_program(self) -> bool {
         matches!(self.target(), Target::Sandbox(SimFault::ProgramMissing | SimFault::ExecHang | SimFault::ExecFail))
@@ -227,7 +233,7 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     for (i, f) in faults.iter().enumerate() {
         out.push((f.at, i, true));
         // Conditions with a length end by themselves in the daemon; the others are undone.
-        if !f.duration.is_zero() && !f.kind.needs_daemon() {
+        if f.kind.lasts() && !f.duration.is_zero() && !f.kind.needs_daemon() {
             out.push((f.at + f.duration, i, false));
         }
     }

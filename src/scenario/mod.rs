@@ -326,7 +326,12 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
     if calls.is_some() != (kind == FaultKind::Burst) {
         return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
     }
-    let duration = f.duration("duration")?.unwrap_or(kind.default_duration());
+    let duration = match f.duration("duration")? {
+        Some(_) if !kind.lasts() => {
+            return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
+        }
+        d => d.unwrap_or(kind.default_duration()),
+    };
     Ok(FaultSpec { kind, at, duration, sandbox, calls: calls.unwrap_or(0) as u32 })
 }
 
@@ -485,6 +490,16 @@ gates = ["pickup.p50 < 10ms"]
         assert_eq!(e.key, "case[0].name");
         let no_cases = GOOD.split("[[case]]").next().unwrap();
         assert_eq!(err(no_cases).key, "case");
+    }
+
+    #[test]
+    fn a_fault_that_happens_once_takes_no_duration() {
+        let burst = "[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 4\n";
+        let ok = format!("{GOOD}{burst}");
+        assert_eq!(Scenario::parse("s.toml", &ok).unwrap().cases[0].faults.len(), 1);
+        let e = err(&format!("{ok}duration = \"1s\"\n"));
+        assert!(e.key.ends_with("duration") && e.msg.contains("happens once"), "{e}");
+        assert_eq!(crate::fault::actions(&Scenario::parse("s.toml", &ok).unwrap().cases[0].faults).len(), 1);
     }
 
     #[test]
