@@ -64,7 +64,7 @@ pub struct Recording {
     pub intervals: Option<Intervals>,
     /// Calls the writer saw answered whose runner half never arrived (an answer the
     /// runner did not announce); they are not in the histograms.
-    pub incomplete: u64,
+    pub unmeasured: u64,
 }
 
 impl Recording {
@@ -277,7 +277,7 @@ impl Recorder {
             notices_total: self.notices_total,
             timed_notices: self.timed,
             spans: self.spans.into_iter().map(|(_, st)| st).collect(),
-            incomplete: self.waiting.writers_waiting(),
+            unmeasured: self.waiting.writers_waiting(),
         }
     }
 }
@@ -416,6 +416,18 @@ mod tests {
         assert_eq!(rec.stats(Measure::Pickup).count, 1);
         assert_eq!(rec.calls.warmup, 1);
         assert_eq!(rec.calls.completed, 2);
+    }
+
+    #[test]
+    fn an_answer_no_runner_announced_is_counted_as_unmeasured_not_dropped() {
+        let mut r = Recorder::default();
+        let mut msgs = timeline(Instant::now(), "c1", false);
+        msgs.remove(2);
+        for m in msgs {
+            r.ingest(&m);
+        }
+        let rec = r.finish();
+        assert_eq!((rec.calls.completed, rec.stats(Measure::Completion).count, rec.unmeasured), (1, 0, 1));
     }
 
     #[test]

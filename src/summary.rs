@@ -32,6 +32,10 @@ pub struct Calls {
     pub interrupted: u64,
     /// Warm-up calls, run but not in the histograms.
     pub warmup: u64,
+    /// Answered calls not in the histograms either: the writer read an answer whose runner
+    /// half never reached the recorder (an answer no runner announced). 0 in a sound run.
+    #[serde(default)]
+    pub unmeasured: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -306,6 +310,7 @@ impl CaseResult {
         self.calls.publish_error = c.publish_error;
         self.calls.interrupted = c.interrupted;
         self.calls.warmup = c.warmup;
+        self.calls.unmeasured = rec.unmeasured;
         self.latency_us = Latencies {
             wake: rec.stats(Measure::Wake),
             pickup: rec.stats(Measure::Pickup),

@@ -331,6 +331,13 @@ impl Exporter for Markdown {
             for u in &r.unavailable {
                 let _ = writeln!(o, "  - not measured: {u}");
             }
+            if r.calls.unmeasured > 0 {
+                let _ = writeln!(
+                    o,
+                    "  - answered but not in these histograms: {} call(s) whose answer no runner announced",
+                    r.calls.unmeasured
+                );
+            }
             if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
                 let _ = writeln!(
                     o,
