@@ -146,7 +146,7 @@ pub struct CallArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub timeout: Option<Duration>,
     /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
-    #[arg(long, default_value = "watch", value_parser = ["watch", "poll"])]
+    #[arg(long, default_value = "watch", value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
     pub wait: String,
 }
 

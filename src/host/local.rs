@@ -114,4 +114,8 @@ impl HostSpec for LocalSpec {
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> BuiltHost {
         BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None }
     }
+
+    fn dir_is_local(&self) -> bool {
+        true
+    }
 }

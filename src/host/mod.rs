@@ -254,6 +254,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn has_daemon(&self) -> bool {
         false
     }
+    /// Whether the relay dir is on the runner's side, readable without the host (a runner
+    /// that watches the dir itself needs it).
+    fn dir_is_local(&self) -> bool {
+        false
+    }
 }
 
 /// Every host kind: a new host is a file in this folder plus one line here.

@@ -17,7 +17,7 @@ use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
 use crate::pacer::{Arrival, Phase, Workload};
-use crate::strategy::{runner_kind, runner_names, RunnerSpec, WriterSpec, WRITERS};
+use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
 /// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
@@ -289,7 +289,7 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
     }
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or("local");
-    let kind = HOSTS.iter().find(|k| k.name() == host_name).expect("validated");
+    let kind = crate::host::kind(host_name).expect("validated");
     let host = kind.parse(c, profiles)?;
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
@@ -297,11 +297,12 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
         Some(other) => unreachable!("validated clock {other}"),
     };
     let runner = parse_runner(c)?;
-    if runner.needs_real_local_dir() && (host.has_daemon() || clock != Clock::Real) {
-        return Err(c.err(
-            "runner",
-            "an external runner serves a real local relay dir: use host = \"local\" and clock = \"real\"",
-        ));
+    if runner.reads_the_dir_itself() && !host.dir_is_local() {
+        let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
+        return Err(c.err("runner", why));
+    }
+    if runner.needs_real_clock() && clock != Clock::Real {
+        return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
     }
     let writer = parse_writer(c)?;
     let baseline = c.string("baseline")?.map(str::to_owned);
@@ -364,7 +365,7 @@ fn strategy_table<'a>(
             Ok((s.clone(), None))
         }
         Some(toml::Value::Table(t)) => {
-            let implied = (key == "runner" && t.contains_key("command")).then_some("external");
+            let implied = if key == "runner" { crate::strategy::implied_runner(t) } else { None };
             let mut t = c.table(key)?.expect("checked: a table");
             let s = match (t.choice("strategy", allowed)?, implied) {
                 (Some(s), _) | (None, Some(s)) => s.to_owned(),
@@ -389,9 +390,8 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError
 }
 
 fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
-    let names: Vec<&str> = WRITERS.iter().map(|k| k.name()).collect();
-    let (name, mut table) = strategy_table(c, "writer", &names)?;
-    let kind = WRITERS.iter().find(|k| k.name() == name).expect("validated against the registry");
+    let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
+    let kind = writer_kind(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut())?;
     if let Some(t) = table {
         t.finish()?;
@@ -500,6 +500,22 @@ gates = ["pickup.p50 < 10ms"]
         let e = err(&format!("{ok}duration = \"1s\"\n"));
         assert!(e.key.ends_with("duration") && e.msg.contains("happens once"), "{e}");
         assert_eq!(crate::fault::actions(&Scenario::parse("s.toml", &ok).unwrap().cases[0].faults).len(), 1);
+    }
+
+    #[test]
+    fn a_runner_that_reads_the_dir_itself_needs_a_local_host_and_a_black_box_the_real_clock() {
+        let remote_watch = GOOD.replace(
+            "runner = { strategy = \"poll\", interval = \"50ms\" }",
+            "host = \"remote\"\nprofile = \"lan\"\nrunner = \"watch\"",
+        );
+        let e = err(&remote_watch);
+        assert!(e.key.ends_with("runner") && e.msg.contains("host = \"local\""), "{e}");
+        let virtual_black_box = GOOD.replace(
+            "runner = { strategy = \"poll\", interval = \"50ms\" }",
+            "clock = \"virtual\"\nrunner = { command = [\"true\"] }",
+        );
+        let e = err(&virtual_black_box);
+        assert!(e.key.ends_with("runner") && e.msg.contains("clock = \"real\""), "{e}");
     }
 
     #[test]

@@ -116,7 +116,11 @@ impl RunnerSpec for ExternalSpec {
         false
     }
 
-    fn needs_real_local_dir(&self) -> bool {
+    fn reads_the_dir_itself(&self) -> bool {
+        true
+    }
+
+    fn needs_real_clock(&self) -> bool {
         true
     }
 

@@ -20,7 +20,7 @@ pub use external::ExternalSpec;
 pub use follow::FollowConfig;
 pub use watch::LocalWatch;
 pub use window::{WindowConfig, WindowSource, WindowStats};
-pub use writers::{writer_by_name, WriterKind, WriterSpec, WRITERS};
+pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS};
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -98,8 +98,13 @@ pub trait RunnerSpec: Debug + Send + Sync {
     fn unavailable(&self) -> Vec<String> {
         Vec::new()
     }
-    /// A black-box runner needs a real local directory and the real clock.
-    fn needs_real_local_dir(&self) -> bool {
+    /// Whether the runner reads the relay dir itself (a directory watch, a black box) rather
+    /// than through the host's counted requests: only a host whose dir is local can serve it.
+    fn reads_the_dir_itself(&self) -> bool {
+        false
+    }
+    /// Whether the runner runs on the real clock only (a child process of its own).
+    fn needs_real_clock(&self) -> bool {
         false
     }
 }
@@ -140,8 +145,14 @@ pub fn runner_from_toml(text: &str) -> Result<Arc<dyn RunnerSpec>, ScenarioError
 /// A writer strategy from its scenario form (see [`runner_from_toml`]).
 pub fn writer_from_toml(text: &str) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
     let (name, table) = inline(text)?;
-    let kind = WRITERS.iter().find(|k| k.name() == name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
+    let kind = writer_kind(&name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
     parse_with(table, |t| kind.parse(t))
+}
+
+/// The runner strategy a table names without `strategy`: one with a `command` is the
+/// black-box runner.
+pub fn implied_runner(table: &toml::Table) -> Option<&'static str> {
+    table.contains_key("command").then_some(external::EXTERNAL.name())
 }
 
 fn bad(msg: String) -> ScenarioError {
@@ -157,8 +168,7 @@ fn inline(text: &str) -> Result<(String, Option<toml::Table>), ScenarioError> {
     let Some(toml::Value::Table(mut inner)) = table.get("x").cloned() else { return Err(bad("not a table".into())) };
     let name = match inner.remove("strategy") {
         Some(toml::Value::String(s)) => s,
-        _ if inner.contains_key("command") => "external".into(),
-        _ => return Err(bad("no `strategy`".into())),
+        _ => implied_runner(&inner).ok_or_else(|| bad("no `strategy`".into()))?.to_owned(),
     };
     Ok((name, Some(inner)))
 }

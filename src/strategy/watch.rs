@@ -178,6 +178,10 @@ impl RunnerSpec for WatchSpec {
             .map(|w| Arc::new(w) as Arc<dyn ActivitySource>);
         parts.runner(source, None, &self.opts).start()
     }
+
+    fn reads_the_dir_itself(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -36,9 +36,19 @@ pub trait WriterSpec: std::fmt::Debug + Send + Sync {
 /// Every writer strategy: a new one is a file or a struct here plus one line.
 pub const WRITERS: &[&dyn WriterKind] = &[&POLL, &WATCH];
 
+/// The writer strategy named `name`.
+pub fn writer_kind(name: &str) -> Option<&'static dyn WriterKind> {
+    WRITERS.iter().copied().find(|k| k.name() == name)
+}
+
+/// Names of every writer strategy.
+pub fn writer_names() -> Vec<&'static str> {
+    WRITERS.iter().map(|k| k.name()).collect()
+}
+
 /// The writer strategy named `name`, with every default.
 pub fn writer_by_name(name: &str) -> Option<Arc<dyn WriterSpec>> {
-    WRITERS.iter().find(|k| k.name() == name)?.parse(None).ok()
+    writer_kind(name)?.parse(None).ok()
 }
 
 const INTERVAL: Duration = Duration::from_millis(300);
