@@ -2,7 +2,6 @@
 //! beside them, and the reports rewritten after each case (so a killed run still leaves
 //! one). The library's entry point; the CLI only parses flags and prints.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -216,12 +215,8 @@ pub fn render_charts(dir: &Path) -> Result<usize, String> {
 pub fn write_reports(summary: &Summary, dir: &Path) -> Result<(), BenchError> {
     let exporters: [&dyn Exporter; 2] = [&Json, &Markdown];
     for e in exporters {
-        let path = dir.join(e.file_name());
-        let tmp = dir.join(format!(".{}.tmp", e.file_name()));
-        std::fs::File::create(&tmp)
-            .and_then(|mut f| f.write_all(&e.render(summary)))
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|source| BenchError::Write { path: path.display().to_string(), source })?;
+        crate::dir::publish_now(&crate::dir::RealDir::new(dir), e.file_name(), &e.render(summary))
+            .map_err(|source| BenchError::Write { path: dir.join(e.file_name()).display().to_string(), source })?;
     }
     Ok(())
 }

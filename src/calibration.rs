@@ -24,9 +24,7 @@ pub struct Calibration {
     pub inotify_missed: u64,
 }
 
-fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
-    h.saturating_record((d.as_nanos() as u64).max(1));
-}
+use crate::units::record;
 
 /// Measures the floor with `samples` of each probe in a scratch dir under `root`.
 pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {

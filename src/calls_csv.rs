@@ -39,14 +39,7 @@ impl CallsCsv {
     }
 
     fn us(&self, t: Option<Instant>) -> String {
-        t.map_or(String::new(), |t| {
-            let us = if t >= self.epoch {
-                (t - self.epoch).as_micros() as i128
-            } else {
-                -((self.epoch - t).as_micros() as i128)
-            };
-            us.to_string()
-        })
+        t.map_or(String::new(), |t| (crate::units::offset_ns(t, self.epoch) / 1000).to_string())
     }
 
     /// One call's row; `r` is `None` for a call the runner never answered.
@@ -54,10 +47,7 @@ impl CallsCsv {
         if self.failed.is_some() {
             return;
         }
-        let outcome = match w.outcome {
-            CallOutcome::Answered(o) => o.name(),
-            CallOutcome::Failed(f) => f.name(),
-        };
+        let outcome = w.outcome.name();
         let span = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
             (Some(a), Some(b)) => b.saturating_duration_since(a).as_micros().to_string(),
             _ => String::new(),

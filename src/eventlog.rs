@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::events::{CallOutcome, Event, EventKind, Listener, Msg};
+use crate::events::{Event, EventKind, Listener, Msg};
 use crate::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 
 /// Writes one case's lines (appending to the run's file).
@@ -58,11 +58,7 @@ impl EventLog {
     }
 
     fn t(&self, at: Instant) -> i64 {
-        if at >= self.epoch {
-            (at - self.epoch).as_nanos() as i64
-        } else {
-            -((self.epoch - at).as_nanos() as i64)
-        }
+        crate::units::offset_ns(at, self.epoch)
     }
 
     /// Starts the lines of one call: the case, sandbox and call id are the same on each.
@@ -120,10 +116,7 @@ impl EventLog {
                 if let Some(r) = w.read {
                     self.line("answer_read", r, None);
                 }
-                let outcome = match w.outcome {
-                    CallOutcome::Answered(o) => o.name(),
-                    CallOutcome::Failed(f) => f.name(),
-                };
+                let outcome = w.outcome.name();
                 self.line("call_end", ev.at, Some(("outcome", outcome)));
             }
             EventKind::Runner(r) => {
@@ -253,6 +246,7 @@ pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, Log
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::CallOutcome;
 
     fn line(case: &str, call: &str, event: &str) -> String {
         format!(r#"{{"case":"{case}","sandbox":0,"call":"{call}","event":"{event}","t_ns":1}}"#)

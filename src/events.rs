@@ -42,6 +42,16 @@ pub enum CallOutcome {
     Failed(FailKind),
 }
 
+impl CallOutcome {
+    /// As the event log and `calls.csv` write it: `ok`, `error`, `paused`, or why it failed.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallOutcome::Answered(o) => o.name(),
+            CallOutcome::Failed(f) => f.name(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterSide {
     /// When the pacer meant the call to start (latency is timed from here).

@@ -243,7 +243,7 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
 
 /// One report row per fault, from what the recorder saw.
 pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
-    let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+    let ms = crate::units::ms_2dp;
     faults
         .iter()
         .enumerate()

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::recorder::{LatencyStats, Measure};
-use crate::units::{human, parse_duration};
+use crate::units::parse_duration;
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).
@@ -314,7 +314,7 @@ impl Gate {
     pub fn evaluate(&self, observed: Option<f64>) -> GateResult {
         let observed_text = match (observed, self.metric) {
             (None, _) => "not measured (no samples)".to_owned(),
-            (Some(v), Metric::Latency(..)) => human(std::time::Duration::from_secs_f64(v / 1e6)),
+            (Some(v), Metric::Latency(..)) => crate::units::human_us(v),
             (Some(v), Metric::Count(_)) => format!("{}", (v * 100.0).round() / 100.0),
             (Some(v), Metric::VsBaseline(_)) => format!("{:.3}x the baseline", v),
         };

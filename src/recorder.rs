@@ -304,10 +304,7 @@ fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
 /// `saturating_duration_since` would.
 fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
     let base = w.intended;
-    let at = |t: Instant| match t.checked_duration_since(base) {
-        Some(d) => nanos(d) as i64,
-        None => -(nanos(base.duration_since(t)) as i64),
-    };
+    let at = |t: Instant| crate::units::offset_ns(t, base);
     let (started, published, read) = (at(w.started), w.published.map(at), w.read.map(at));
     let (start, end, answered) = (at(r.handler_start), at(r.handler_end), r.answered.map(at));
     let known = r.handler_known;
@@ -328,11 +325,6 @@ fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
     record(Measure::Handler, handler.filter(|_| known));
     record(Measure::AnswerPublish, between(Some(end), answered).filter(|_| known));
     record(Measure::Hop1, between(answered, read));
-}
-
-/// A duration in nanoseconds (saturating at about 584 years).
-fn nanos(d: Duration) -> u64 {
-    d.as_secs().saturating_mul(1_000_000_000).saturating_add(u64::from(d.subsec_nanos()))
 }
 
 #[cfg(test)]

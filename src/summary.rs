@@ -179,7 +179,7 @@ impl RunnerStats {
             inline: sum(|r| r.inline),
             stuck,
             degraded,
-            startup_ms: (startup.as_secs_f64() * 1e5).round() / 100.0,
+            startup_ms: crate::units::ms_2dp(startup),
         }
     }
 }

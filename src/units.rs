@@ -41,10 +41,34 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// Microseconds (a report's unit) for a person, negative values as 0.
+pub fn human_us(us: f64) -> String {
+    human(Duration::from_secs_f64(us.max(0.0) / 1e6))
+}
+
+/// Milliseconds rounded to two decimals, as reports store them.
+pub fn ms_2dp(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e5).round() / 100.0
+}
+
+/// `t` as signed nanoseconds from `epoch` (an event before it is negative), saturating.
+pub fn offset_ns(t: tokio::time::Instant, epoch: tokio::time::Instant) -> i64 {
+    let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    match t.checked_duration_since(epoch) {
+        Some(d) => ns(d),
+        None => -ns(epoch - t),
+    }
+}
+
 /// Nanosecond histograms from 1 ns to one hour at 3 significant digits: every latency the
 /// suite records.
 pub fn new_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Records `d` in a histogram of [`new_histogram`]'s bounds (a zero as its lowest value).
+pub fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
+    h.saturating_record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
 }
 
 #[cfg(test)]

@@ -455,7 +455,7 @@ mod tests {
             deadline: Duration::from_secs(2),
         };
         assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
-        assert!(crate::fsio::relay_files(dir.path()).unwrap().is_empty(), "request removed at timeout");
+        assert!(crate::dir::RealDir::new(dir.path()).relay_files().unwrap().is_empty(), "request removed at timeout");
         // Production's writer (the default) leaves it for the next turn's sweep.
         let (sink, _rx2) = EventSink::channel();
         let w2 = Writer::new(
@@ -473,7 +473,7 @@ mod tests {
             deadline: Duration::from_secs(2),
         };
         assert_eq!(w2.call(spec).await, CallEnd::Failed(FailKind::Timeout));
-        assert_eq!(crate::fsio::relay_files(dir.path()).unwrap(), vec!["left.req.json".to_owned()]);
+        assert_eq!(crate::dir::RealDir::new(dir.path()).relay_files().unwrap(), vec!["left.req.json".to_owned()]);
         drop(w);
         let kinds: Vec<_> = rx.try_iter().collect();
         assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e)

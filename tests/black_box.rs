@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use relay_bench::dir::{RealDir, RelayDir};
 use relay_bench::summary::Summary;
 
 mod common;
@@ -198,7 +199,7 @@ sys.exit(1)
     let (code, said) = serve.stop();
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("2 answered"), "{said}");
-    assert!(relay_bench::fsio::relay_files(dir.path()).unwrap().is_empty(), "nothing left behind");
+    assert!(RealDir::new(dir.path()).relay_files().unwrap().is_empty(), "nothing left behind");
 }
 
 #[test]

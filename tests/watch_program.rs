@@ -73,7 +73,7 @@ fn an_event_ends_the_window_and_an_idle_window_ends_by_itself() {
     let d = dir.path().to_path_buf();
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
-        relay_bench::fsio::publish_atomic(&d, "late.req.json", b"{}").unwrap();
+        relay_bench::dir::publish_now(&relay_bench::dir::RealDir::new(&d), "late.req.json", b"{}").unwrap();
     });
     let t0 = Instant::now();
     let out = watch(dir.path(), dir.path(), 60_000, false);
@@ -135,7 +135,7 @@ fn with_events_requests_a_stray_file_does_not_end_the_window() {
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         std::fs::write(d.join("notes.txt"), b"x").unwrap();
-        relay_bench::fsio::publish_atomic(&d, "x.res.json", b"{}").unwrap();
+        relay_bench::dir::publish_now(&relay_bench::dir::RealDir::new(&d), "x.res.json", b"{}").unwrap();
     });
     let mut c = Command::new(BIN);
     c.arg("sandbox-watch").args(["--events", "requests", "--report", "--"]).arg(dir.path()).args(["1500", "60000"]);

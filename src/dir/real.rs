@@ -45,10 +45,6 @@ impl RelayDir for RealDir {
         fsio::remove_if_present(&self.dir.join(name))
     }
 
-    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
-        Box::pin(std::future::ready(fsio::publish_atomic(&self.dir, name, bytes)))
-    }
-
     fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
         DirWatch::arm(&self.dir, on_seen).map(|w| Box::new(w) as Box<dyn WatchHandle>)
     }
@@ -131,5 +127,37 @@ mod tests {
         let argv: Vec<OsString> = ["sh", "-c", "echo hi; exit 3"].iter().map(Into::into).collect();
         let out = run_child(&argv, Duration::from_secs(20)).await.unwrap();
         assert_eq!((out.code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"hi\n"[..], false));
+    }
+
+    #[test]
+    fn publish_is_atomic_under_a_concurrent_reader() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let real = RealDir::new(&path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let big_a = vec![b'a'; 256 * 1024];
+        let big_b = vec![b'b'; 256 * 1024];
+        super::super::publish_now(&real, "x.res.json", &big_a).unwrap();
+        let reader = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let bytes = std::fs::read(path.join("x.res.json")).unwrap();
+                    assert_eq!(bytes.len(), 256 * 1024, "a reader saw a partial file");
+                    assert!(bytes.iter().all(|&b| b == bytes[0]), "a reader saw mixed bytes");
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for i in 0..200 {
+            super::super::publish_now(&real, "x.res.json", if i % 2 == 0 { &big_b } else { &big_a }).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        assert_eq!(real.relay_files().unwrap(), vec!["x.res.json".to_string()], "no temp file left behind");
     }
 }

@@ -34,7 +34,7 @@ pub(crate) fn pair(s: &crate::recorder::LatencyStats) -> String {
 
 /// Microseconds for a person.
 pub(crate) fn us(v: f64) -> String {
-    crate::units::human(std::time::Duration::from_secs_f64(v.max(0.0) / 1e6))
+    crate::units::human_us(v)
 }
 
 /// What a case is against production's relay as built: `production as built`, or the

@@ -6,7 +6,6 @@ use std::fmt::Write;
 
 use crate::recorder::LatencyStats;
 use crate::summary::{CaseResult, Summary};
-use crate::units::human;
 
 pub struct Table;
 
@@ -21,8 +20,7 @@ fn pair(s: &LatencyStats) -> String {
     if s.count == 0 {
         return "-".into();
     }
-    let at = |v: f64| human(std::time::Duration::from_secs_f64(v.max(0.0) / 1e6));
-    let (a, b) = (at(s.p50), at(s.p99));
+    let (a, b) = (super::us(s.p50), super::us(s.p99));
     let unit = |t: &str| t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.').to_owned();
     if unit(&a) == unit(&b) {
         format!("{}/{b}", a.trim_end_matches(|c: char| !(c.is_ascii_digit() || c == '.')))

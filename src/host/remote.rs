@@ -152,8 +152,7 @@ impl Daemon {
     async fn pay(&self, leg: Duration) {
         let t0 = Instant::now();
         tokio::time::sleep(leg).await;
-        let paid = t0.elapsed().as_nanos() as u64;
-        self.paid.lock().expect("daemon histogram poisoned").saturating_record(paid.max(1));
+        crate::units::record(&mut self.paid.lock().expect("daemon histogram poisoned"), t0.elapsed());
     }
 
     /// Waits out a sandbox pause, if one is on.

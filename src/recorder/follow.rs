@@ -36,7 +36,7 @@ impl Intervals {
         if self.hists.len() <= i {
             self.hists.resize(i + 1, None);
         }
-        self.hists[i].get_or_insert_with(new_histogram).saturating_record((v.as_nanos() as u64).max(1));
+        crate::units::record(self.hists[i].get_or_insert_with(new_histogram), v);
     }
 }
 
