@@ -295,6 +295,15 @@ impl Comparison {
 }
 
 impl CaseResult {
+    /// Where a call's time goes, as mean milliseconds: wake, wake to pickup, handler, answer
+    /// publication, hop 1; `None` unless every step was measured (the time-breakdown chart).
+    pub fn breakdown_ms(&self) -> Option<[f64; 5]> {
+        let mean_ms = |s: &LatencyStats| (s.count > 0).then(|| s.mean / 1000.0);
+        let l = &self.latency_us;
+        let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
+        Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
+    }
+
     pub fn fill_from(&mut self, rec: &Recording) {
         let c = &rec.calls;
         self.calls.started = c.started;

@@ -16,7 +16,6 @@ use plotters::prelude::*;
 
 use crate::export::hdr::{read_hlog, total, Interval};
 use crate::gate::Metric;
-use crate::recorder::LatencyStats;
 use crate::summary::{CaseResult, Summary};
 
 /// The chart width and height in pixels.
@@ -46,11 +45,6 @@ pub struct RunData {
     pub cases: Vec<CaseData>,
 }
 
-/// A mean in ms, if the measure has samples.
-fn mean_ms(s: &LatencyStats) -> Option<f64> {
-    (s.count > 0).then(|| s.mean / 1000.0)
-}
-
 impl CaseData {
     /// The charts' view of one case: its figures from the summary, its histograms from the
     /// interval logs under `dir/hdr/<case>/`.
@@ -68,11 +62,7 @@ impl CaseData {
                 pickup_intervals = ivs;
             }
         }
-        let l = &c.latency_us;
-        let breakdown = (|| {
-            let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
-            Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
-        })();
+        let breakdown = c.breakdown_ms();
         Ok(CaseData {
             name: c.case.clone(),
             clock: c.clock.clone(),

@@ -285,7 +285,7 @@ impl Exporter for Markdown {
         let any_latency = s.results.iter().any(|r| r.latency_us.pickup.count > 0);
         let charts = [
             ("latency-percentiles", "latency by percentile", any_latency),
-            ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.latency_us.wake.count > 0)),
+            ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.breakdown_ms().is_some())),
             (
                 "discovery-over-time",
                 "discovery requests over time",
