@@ -195,10 +195,10 @@ pub struct CaseResult {
     pub strategy: String,
     pub strategy_params: String,
     /// The options this case sets away from production's relay as built (SPEC §8); empty:
-    /// the case is production's design. Absent (a run from before it was recorded), it
-    /// reads as [`DEPARTURES_NOT_RECORDED`], not as production's design.
-    #[serde(default = "departures_not_recorded")]
-    pub departures: Vec<String>,
+    /// the case is production's design. `None`: a run from before they were recorded,
+    /// which is not production's design either ([`DEPARTURES_NOT_RECORDED`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub departures: Option<Vec<String>>,
     pub writer: String,
     pub writer_params: String,
     /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
@@ -237,10 +237,6 @@ pub struct CaseResult {
 
 /// What an archived case's `departures` reads as when its run did not record them.
 pub const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
-
-fn departures_not_recorded() -> Vec<String> {
-    vec![DEPARTURES_NOT_RECORDED.to_owned()]
-}
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

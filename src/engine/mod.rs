@@ -337,7 +337,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         injected_leg_us: (!injected.is_empty()).then(|| LatencyStats::of(&injected)),
         strategy: case.runner.name().into(),
         strategy_params: case.runner.params(),
-        departures: case.departures(),
+        departures: Some(case.departures()),
         writer: case.writer.name().into(),
         writer_params: case.writer.params(),
         clock: case.clock.name().into(),

@@ -17,13 +17,13 @@ pub(crate) fn realistic() -> Summary {
     };
     let rollout = ["pickup.p50 < 150ms", "idle_phase_discovery_per_min <= 5.0"];
     for r in s.results.iter_mut() {
-        r.departures = match r.case.as_str() {
+        r.departures = Some(match r.case.as_str() {
             "poll-only" => vec!["writer = poll (response watch off)".into()],
             "poll-50ms" => vec!["interval = 50.0ms".into(), "max_interval = 50.0ms".into()],
             "window-exec" => vec![],
             "window-exec-inline" => vec!["inline = true".into()],
             _ => vec!["strategy = follow (a design production rejected)".into()],
-        };
+        });
     }
     let i = s.results.iter().position(|r| r.case == "window-exec").unwrap();
     let mut quiet = s.results[i].clone();
@@ -45,13 +45,13 @@ pub(crate) fn realistic() -> Summary {
     });
     judge(prod, &rollout);
     quiet.case = "window-exec-quiet-idle".into();
-    quiet.departures = vec!["idle_wake = false".into()];
+    quiet.departures = Some(vec!["idle_wake = false".into()]);
     quiet.requests.idle_phases.discovery_per_min = 4.63;
     judge(&mut quiet, &rollout);
     let mut black_box = s.results[0].clone();
     black_box.case = "python-poll".into();
     black_box.strategy = "external".into();
-    black_box.departures = vec!["runner = external program (not the suite's model of production)".into()];
+    black_box.departures = Some(vec!["runner = external program (not the suite's model of production)".into()]);
     black_box.requests = crate::summary::Requests { not_measured: true, ..Default::default() };
     black_box.latency_us.wake = LatencyStats::default();
     black_box.unavailable = vec!["wake: the runner is a black box".into()];

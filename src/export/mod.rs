@@ -40,9 +40,9 @@ pub(crate) fn us(v: f64) -> String {
 /// What a case is against production's relay as built: `production as built`, or the
 /// options it departs with.
 pub(crate) fn design(r: &CaseResult) -> String {
-    if r.departures.is_empty() {
-        "production as built".into()
-    } else {
-        r.departures.join(", ")
+    match r.departures.as_deref() {
+        Some([]) => "production as built".into(),
+        Some(d) => d.join(", "),
+        None => crate::summary::DEPARTURES_NOT_RECORDED.into(),
     }
 }

@@ -29,6 +29,12 @@ fn pair(s: &LatencyStats) -> String {
     }
 }
 
+/// Whether the case knowingly departs from production's relay as built (an archived run
+/// that did not record it is not marked).
+fn departs(r: &CaseResult) -> bool {
+    r.departures.as_ref().is_some_and(|d| !d.is_empty())
+}
+
 fn verdict(r: &CaseResult) -> String {
     let passed = r.gates.iter().filter(|g| g.pass).count();
     if r.interrupted {
@@ -78,7 +84,7 @@ impl super::Exporter for Table {
             .iter()
             .map(|r| {
                 [
-                    format!("{}{}", r.case, if r.departures.is_empty() { "" } else { "*" }),
+                    format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
                     r.calls.completed.to_string(),
                     r.calls.lost.to_string(),
                     pair(&r.latency_us.wake),
@@ -117,12 +123,12 @@ impl super::Exporter for Table {
             line(row);
         }
 
-        let departing: Vec<&CaseResult> = s.results.iter().filter(|r| !r.departures.is_empty()).collect();
+        let departing: Vec<&CaseResult> = s.results.iter().filter(|r| departs(r)).collect();
         let footnote = !departing.is_empty();
         if footnote {
             let _ = writeln!(o, "* departs from production's relay as built:");
             for r in departing {
-                note(&mut o, &format!("{}: {}", r.case, r.departures.join(", ")));
+                note(&mut o, &format!("{}: {}", r.case, super::design(r)));
             }
         }
         let notes_start = o.len();

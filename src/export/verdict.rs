@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use crate::gate::GateResult;
-use crate::summary::{CaseResult, Summary, DEPARTURES_NOT_RECORDED};
+use crate::summary::{CaseResult, Summary};
 
 /// How a case stands against production's relay as built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,10 +19,10 @@ enum Design {
 }
 
 fn design_of(r: &CaseResult) -> Design {
-    match r.departures.as_slice() {
-        [] => Design::Production,
-        [d] if d == DEPARTURES_NOT_RECORDED => Design::Unknown,
-        _ => Design::OptionSet,
+    match r.departures.as_deref() {
+        Some([]) => Design::Production,
+        Some(_) => Design::OptionSet,
+        None => Design::Unknown,
     }
 }
 
@@ -81,7 +81,7 @@ fn option_sets(cases: &[(&CaseResult, &GateResult)]) -> String {
         .iter()
         .map(|(r, g)| {
             let figure = if g.observed.is_some() { format!(" {}", g.observed_text) } else { String::new() };
-            format!("{} ({}){figure}", name(r), r.departures.join(", "))
+            format!("{} ({}){figure}", name(r), super::design(r))
         })
         .collect();
     listed.join("; ")
@@ -149,7 +149,7 @@ recorded): they are listed apart.\n"
         .iter()
         .filter(|r| design_of(r) == Design::OptionSet)
         .filter(|r| rows.iter().all(|row| row.cases.iter().any(|(c, g)| std::ptr::eq(*c, *r) && g.pass)))
-        .map(|r| format!("{} ({})", name(r), r.departures.join(", ")))
+        .map(|r| format!("{} ({})", name(r), super::design(r)))
         .collect();
     if total > 1 && !all_met.is_empty() {
         let _ = writeln!(o, "Option sets that meet all {total} rollout gates: {}.\n", all_met.join("; "));
