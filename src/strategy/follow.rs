@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::{loop_departures, loop_params, parse_loop, positive, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
 use crate::config::{Fields, ScenarioError};
 use crate::dir::program::WatchArgs;
 use crate::host::Host;
@@ -206,12 +206,7 @@ impl RunnerKind for Follow {
             return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
         }
         cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
-        let safety = t.duration("safety_wait")?;
-        let mut opts = parse_loop(Some(t))?;
-        if let Some(s) = safety {
-            positive(t, "safety_wait", s)?;
-            opts.safety_wait = s;
-        }
+        let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(FollowSpec { cfg, opts }))
     }
 }

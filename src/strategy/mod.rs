@@ -188,6 +188,18 @@ fn parse_with<T>(
     }
 }
 
+/// The loop's options and `safety_wait` (the bound on a wait while the source suspends
+/// polling), for the strategies whose source does.
+fn parse_suspending_loop(t: &mut Fields<'_>) -> Result<LoopOptions, ScenarioError> {
+    let safety = t.duration("safety_wait")?;
+    let mut opts = parse_loop(Some(t))?;
+    if let Some(s) = safety {
+        positive(t, "safety_wait", s)?;
+        opts.safety_wait = s;
+    }
+    Ok(opts)
+}
+
 /// Reads the loop's options (shared by every suite runner) from a strategy table, over
 /// production's defaults.
 pub fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, ScenarioError> {

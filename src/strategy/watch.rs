@@ -10,7 +10,6 @@
 //! `rearm_on_miss = true` arms the watch again when a list after a timed-out wait finds a
 //! request it did not announce (the directory may have been replaced under it).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -41,21 +40,13 @@ pub struct LocalWatch {
     cfg: WatchConfig,
     signal: Arc<Signal>,
     live: Mutex<Option<Box<dyn WatchHandle>>>,
-    closed: AtomicBool,
     reporter: Reporter,
 }
 
 impl LocalWatch {
     /// Arms the watch; `None` (said) when the dir cannot be watched: the runner polls.
     pub fn arm(dir: Arc<dyn RelayDir>, cfg: WatchConfig, reporter: Reporter) -> Option<LocalWatch> {
-        let w = LocalWatch {
-            dir,
-            cfg,
-            signal: Arc::new(Signal::new()),
-            live: Mutex::new(None),
-            closed: AtomicBool::new(false),
-            reporter,
-        };
+        let w = LocalWatch { dir, cfg, signal: Arc::new(Signal::new()), live: Mutex::new(None), reporter };
         match w.arm_watch() {
             Ok(h) => {
                 *w.live.lock().expect("watch lock poisoned") = Some(h);
@@ -81,24 +72,19 @@ impl LocalWatch {
 
 impl ActivitySource for LocalWatch {
     fn wait(&self, timeout: Duration) -> BoxFut<'_, Wake> {
-        Box::pin(async move {
-            if self.closed.load(Ordering::Acquire) {
-                return Wake::Closed;
-            }
-            self.signal.wait(timeout).await
-        })
+        // A closed signal ends the wait at once.
+        Box::pin(self.signal.wait(timeout))
     }
 
     fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        self.signal.close();
         if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
             w.disarm();
         }
-        self.signal.close();
     }
 
     fn is_healthy(&self) -> bool {
-        !self.closed.load(Ordering::Acquire)
+        !self.signal.is_closed()
     }
 
     fn note_miss(&self) -> bool {

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{loop_departures, loop_params, parse_loop, positive, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
 use crate::config::{Fields, ScenarioError};
 use crate::dir::program::WatchArgs;
 use crate::dir::{EventFilter, ExecOutput};
@@ -266,12 +266,7 @@ impl RunnerKind for WindowExecKind {
         if t.choice("on_close", &["abandon", "abort"])? == Some("abort") {
             cfg.on_close = OnClose::Abort;
         }
-        let safety = t.duration("safety_wait")?;
-        let mut opts = parse_loop(Some(t))?;
-        if let Some(s) = safety {
-            positive(t, "safety_wait", s)?;
-            opts.safety_wait = s;
-        }
+        let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
     }
 }
@@ -302,7 +297,6 @@ impl RunnerSpec for WindowSpec {
     fn departures(&self) -> Vec<String> {
         let mut d = self.cfg.departures();
         if self.cfg.inline {
-            d.retain(|x| !x.starts_with("inline"));
             d.insert(0, "inline = true".into());
         }
         d.extend(loop_departures(&self.opts));
