@@ -60,6 +60,9 @@ pub enum Say {
     DirReadable,
     /// A request could not be read; `answered`: an error answer was written for it.
     ReadFailed { name: String, error: String, answered: bool },
+    /// An entry under a request's name is no relay file (a FIFO, a device, a directory, a
+    /// link, a file past the size cap, a name that is not UTF-8): left alone, said once.
+    Skipped { name: String, why: String },
     /// A request's bytes are not a request: answered with an error.
     Malformed { name: String, bytes: usize, error: String },
     /// A delete on pickup failed or exceeded its bound: retried on later passes.
@@ -184,6 +187,7 @@ impl fmt::Display for Say {
                 write!(f, "cannot read {name:?}: {error}; answered with an error")
             }
             Say::ReadFailed { name, error, answered: false } => write!(f, "cannot read {name:?}: {error}; will retry"),
+            Say::Skipped { name, why } => write!(f, "skipped {name:?}: {why}; left in place, not answered"),
             Say::Malformed { name, bytes, error } => {
                 write!(f, "malformed request {name:?} ({bytes} bytes): {error}; answered with an error")
             }

@@ -25,6 +25,7 @@ use std::time::Duration;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
+use crate::dir::UnsafeEntry;
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
 use crate::handler::HandlerModel;
 use crate::host::Host;
@@ -163,11 +164,19 @@ pub struct Control {
     /// case ends (the relay keeps the controls of runners it stopped).
     source: Option<Arc<dyn ActivitySource>>,
     stop_extra: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Why the runner could not start, if it could not.
+    start_failure: std::sync::Mutex<Option<String>>,
 }
 
 impl Control {
     pub fn new(source: Option<Arc<dyn ActivitySource>>) -> Control {
-        Control { active: AtomicBool::new(true), ready: Signal::new(), source, stop_extra: None }
+        Control {
+            active: AtomicBool::new(true),
+            ready: Signal::new(),
+            source,
+            stop_extra: None,
+            start_failure: Default::default(),
+        }
     }
 
     /// Also runs `f` on stop (a black-box runner's program is killed).
@@ -195,6 +204,17 @@ impl Control {
 
     pub fn mark_ready(&self) {
         self.ready.close();
+    }
+
+    /// The runner cannot start (`why`): whoever waits for it to be ready hears it at once.
+    pub fn fail_start(&self, why: String) {
+        *self.start_failure.lock().expect("control poisoned") = Some(why);
+        self.active.store(false, Ordering::Release);
+        self.ready.close();
+    }
+
+    pub fn start_failure(&self) -> Option<String> {
+        self.start_failure.lock().expect("control poisoned").clone()
     }
 
     /// Waits until the runner is ready (or stopped), at most `bound`; false if it was not.
@@ -249,7 +269,8 @@ enum Settled {
     Deleted,
     /// Read, but its delete failed: retried on later lists while it is listed.
     DeleteFailed,
-    /// Not read, answered with the error and left on disk: never read again this turn.
+    /// Not read (answered with the error, or refused as no relay file) and left on disk:
+    /// never read again this turn.
     Unread,
     /// Not read; to be read again on the next list (`read_failure = "retry"`).
     Forget,
@@ -555,6 +576,12 @@ async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant, h
 }
 
 fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
+    if let Some(why) = UnsafeEntry::of(&e) {
+        // Not a relay file whatever its name (a FIFO, a link, a huge file): said once (the
+        // name stays seen), never answered, never read again.
+        ctx.reporter.say(Say::Skipped { name: name.clone(), why: why.to_string() });
+        return Picked { name, how: Settled::Unread };
+    }
     match ctx.opts.read_failure {
         ReadFailure::Answer => {
             ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: true });

@@ -219,3 +219,46 @@ async fn a_failed_delete_is_retried_and_the_call_answered_once() {
     assert!(rec.notices.iter().any(|n| n.contains("injected delete failure")));
     assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
 }
+
+/// Entries a hostile user can put under request names. Each is said once, skipped, left in
+/// place and never answered; the runner neither blocks nor reads through a link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_entries_under_request_names_are_skipped_once_and_block_nothing() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let host = Arc::new(LocalHost::over(Arc::new(RealDir::new(d).with_max_bytes(4096)), Arc::default()));
+    let rig = Rig::start(d, host, &poll(10), POLL_20MS).await;
+    let status = std::process::Command::new("mkfifo").arg(d.join("fifo.req.json")).status().unwrap();
+    assert!(status.success(), "mkfifo");
+    std::os::unix::fs::symlink("/etc/passwd", d.join("passwd.req.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.req.json")).unwrap();
+    std::fs::create_dir(d.join("dir.req.json")).unwrap();
+    std::fs::write(d.join("big.req.json"), vec![b' '; 4097]).unwrap();
+    std::fs::write(d.join(std::ffi::OsStr::from_bytes(b"\xff\xfe.req.json")), b"{}").unwrap();
+    // Many lists later the runner is still answering.
+    tokio::time::sleep(MS(300)).await;
+    assert!(matches!(rig.call("after-hostile").await, CallEnd::Answered(Response::Ok(_))));
+    let (report, rec) = rig.stop().await;
+    assert_eq!(rec.calls.completed, 1);
+    assert_eq!(rec.pairing.total(), 0);
+    assert_eq!(report.requests, 1, "only the real call was read");
+    let notices = rec.notices.join("\n");
+    for (name, why) in [
+        ("fifo.req.json", "a FIFO"),
+        ("passwd.req.json", "symbolic link"),
+        ("zero.req.json", "symbolic link"),
+        ("dir.req.json", "a directory"),
+        ("big.req.json", "4096-byte cap"),
+        ("\u{fffd}\u{fffd}.req.json", "not UTF-8"),
+    ] {
+        let said: Vec<&str> =
+            rec.notices.iter().filter(|n| n.contains(&format!("{name:?}"))).map(|s| s.as_str()).collect();
+        assert_eq!(said.len(), 1, "{name}: said once, in:\n{notices}");
+        assert!(said[0].contains(why) && said[0].contains("skipped"), "{name}: {}", said[0]);
+        let id = name.trim_end_matches(".req.json");
+        assert!(!d.join(format!("{id}.res.json")).exists(), "{name}: never answered");
+    }
+    assert!(d.join("fifo.req.json").exists() && d.join("big.req.json").exists(), "left in place");
+    assert!(!notices.contains("missed") && !notices.contains("re-armed"), "no watch blamed:\n{notices}");
+}

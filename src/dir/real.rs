@@ -1,8 +1,17 @@
-//! A relay dir on this machine: plain syscalls, inotify through `notify`, child processes.
+//! A relay dir on this machine: plain syscalls, inotify, child processes.
+//!
+//! Its entries are untrusted: anyone who can write the dir can put a FIFO, a device, a
+//! directory, a symbolic link or a huge file under a relay name, or a name that is not
+//! UTF-8. A read opens without following links and without blocking, checks that it holds a
+//! regular file and reads at most [`RealDir::DEFAULT_MAX_BYTES`] (or the dir's own cap); a
+//! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
@@ -12,25 +21,114 @@ use crate::BoxFut;
 #[derive(Debug, Clone)]
 pub struct RealDir {
     dir: PathBuf,
+    max_bytes: u64,
+    /// Names listed lossily (not UTF-8): a read of one is refused, never guessed at.
+    not_utf8: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Why an entry under a relay name was not read: it is not a relay file, whatever its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeEntry {
+    #[error("not a regular file ({0})")]
+    NotRegular(&'static str),
+    #[error("a symbolic link (not followed)")]
+    Symlink,
+    #[error("larger than the {cap}-byte cap")]
+    TooLarge { cap: u64 },
+    #[error("its name is not UTF-8")]
+    NotUtf8,
+}
+
+impl UnsafeEntry {
+    /// The refusal inside `e`, if `e` is one.
+    pub fn of(e: &io::Error) -> Option<&UnsafeEntry> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<UnsafeEntry>())
+    }
+
+    fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
 }
 
 impl RealDir {
+    /// The read cap unless a dir is given its own: 16 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+
     pub fn new(dir: impl Into<PathBuf>) -> RealDir {
-        RealDir { dir: dir.into() }
+        RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES, not_utf8: Arc::default() }
     }
+
+    /// Reads of more than `max_bytes` are refused.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> RealDir {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// A name as listed; one that is not UTF-8 is remembered (until the next list) so that a
+    /// read of its lossy form is refused.
+    fn lossy_name(raw: OsString, not_utf8: &mut HashSet<String>) -> String {
+        raw.into_string().unwrap_or_else(|raw| {
+            let name = raw.to_string_lossy().into_owned();
+            not_utf8.insert(name.clone());
+            name
+        })
+    }
+}
+
+/// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes.
+pub fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { UnsafeEntry::Symlink.into_io() } else { e })?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(UnsafeEntry::NotRegular(what).into_io());
+    }
+    if meta.len() > cap {
+        return Err(UnsafeEntry::TooLarge { cap }.into_io());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows after the fstat is still read no further than the cap.
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(UnsafeEntry::TooLarge { cap }.into_io());
+    }
+    Ok(bytes)
 }
 
 impl RelayDir for RealDir {
     fn list(&self) -> io::Result<Vec<String>> {
-        std::fs::read_dir(&self.dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
+        let mut not_utf8 = HashSet::new();
+        let names = std::fs::read_dir(&self.dir)?
+            .map(|e| e.map(|e| Self::lossy_name(e.file_name(), &mut not_utf8)))
+            .collect::<io::Result<Vec<String>>>()?;
+        *self.not_utf8.lock().expect("name set poisoned") = not_utf8;
+        Ok(names)
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        std::fs::read(self.dir.join(name))
+        if self.not_utf8.lock().expect("name set poisoned").contains(name) {
+            return Err(UnsafeEntry::NotUtf8.into_io());
+        }
+        read_untrusted(&self.dir.join(name), self.max_bytes)
     }
 
     fn stat(&self, name: &str) -> io::Result<u64> {
-        std::fs::metadata(self.dir.join(name)).map(|m| m.len())
+        std::fs::symlink_metadata(self.dir.join(name)).map(|m| m.len())
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
@@ -127,6 +225,25 @@ mod tests {
         let argv: Vec<OsString> = ["sh", "-c", "echo hi; exit 3"].iter().map(Into::into).collect();
         let out = run_child(&argv, Duration::from_secs(20)).await.unwrap();
         assert_eq!((out.code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"hi\n"[..], false));
+    }
+
+    #[test]
+    fn an_untrusted_read_takes_regular_files_up_to_the_cap_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RealDir::new(dir.path()).with_max_bytes(8);
+        std::fs::write(dir.path().join("eight.req.json"), b"12345678").unwrap();
+        std::fs::write(dir.path().join("nine.req.json"), b"123456789").unwrap();
+        std::os::unix::fs::symlink("eight.req.json", dir.path().join("link.req.json")).unwrap();
+        assert_eq!(d.read("eight.req.json").unwrap(), b"12345678");
+        let refused = |name: &str| UnsafeEntry::of(&d.read(name).unwrap_err()).cloned();
+        assert_eq!(refused("nine.req.json"), Some(UnsafeEntry::TooLarge { cap: 8 }));
+        assert_eq!(refused("link.req.json"), Some(UnsafeEntry::Symlink), "not followed, even inside the dir");
+        assert_eq!(d.stat("link.req.json").unwrap(), "eight.req.json".len() as u64, "the link's own size");
+        let gone = d.read("gone.req.json").unwrap_err();
+        assert!(
+            gone.kind() == io::ErrorKind::NotFound && UnsafeEntry::of(&gone).is_none(),
+            "a vanished file is no refusal"
+        );
     }
 
     #[test]
