@@ -2,7 +2,7 @@
 //! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
 //! for one call). Both are the same runner and writer the benchmark measures.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,10 +11,11 @@ use tokio::time::Instant;
 use crate::config::{Fields, ScenarioError};
 use crate::dir::{RealDir, RelayDir};
 use crate::events::{EventKind, EventSink, Msg};
+use crate::fsio::remove_if_present;
 use crate::handler::HandlerModel;
 use crate::host::{Host, LocalHost};
 use crate::notice::Say;
-use crate::protocol::Response;
+use crate::protocol::{req_name, res_name, sanitize_id, Response};
 use crate::signal::{Signal, Wake};
 use crate::source::Reporter;
 use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
@@ -31,6 +32,8 @@ pub struct ServeOptions {
     pub every: Duration,
     /// The watch program (this binary), for window-exec.
     pub watch_program: PathBuf,
+    /// Request files past this size are skipped, not read.
+    pub max_file_bytes: u64,
 }
 
 /// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
@@ -48,6 +51,37 @@ pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn Runner
     kind.parse(Some(&mut fields))
 }
 
+/// Checks that `dir` can be listed and written, and takes it for this runner: an exclusive
+/// lock on the directory itself (`flock`, released when the returned handle drops or the
+/// process dies; nothing is left in the dir). A second runner on the same dir would answer
+/// calls twice; it is refused.
+pub fn claim(dir: &Path) -> std::io::Result<std::fs::File> {
+    let say = |what: &str, e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {what}: {e}", dir.display()));
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: not a directory", dir.display())));
+    }
+    std::fs::read_dir(dir).map_err(|e| say("cannot list it", e))?;
+    let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
+    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| say("cannot write in it", e))?;
+    std::fs::remove_file(&probe).map_err(|e| say("cannot remove a file in it", e))?;
+    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
+    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(handle);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!(
+                "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
+                dir.display()
+            ),
+        ));
+    }
+    Err(say("cannot lock it", e))
+}
+
 /// What `serve` did, for its last line (and for tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServeReport {
@@ -60,13 +94,8 @@ pub struct ServeReport {
 /// Runs the reference runner on `opts.dir` until `stop` is closed, printing a stat line
 /// every `opts.every` to stdout and notices to stderr.
 pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<ServeReport> {
-    if !opts.dir.is_dir() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("{}: not a directory", opts.dir.display()),
-        ));
-    }
-    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir));
+    let _claim = claim(&opts.dir)?;
+    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
     let (sink, mut inbox) = EventSink::channel();
     let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
@@ -96,7 +125,10 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
     let mut drain = |report: &mut ServeReport| {
         let before = report.answered;
         inbox.take(|m| match m {
-            Msg::Call(ev) if ev.kind == EventKind::Answering => report.answered += 1,
+            // Counted once the answer is out (a failed publish is a notice, not an answer).
+            Msg::Call(ev) if matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()) => {
+                report.answered += 1
+            }
             Msg::Call(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
@@ -112,7 +144,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
                 let new = drain(&mut report);
                 println!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
             }
-            w = stop.wait(Duration::from_secs(86_400)) => if w == Wake::Closed { break },
+            () = closed(&stop) => break,
         }
     }
     started.control.stop();
@@ -140,10 +172,18 @@ pub struct CallOptions {
     /// The tool timeout; the writer waits it plus 10 s (60 s without one), SPEC §2.
     pub timeout: Option<Duration>,
     pub wait: Arc<dyn WriterSpec>,
+    /// Answers past this size are not read.
+    pub max_file_bytes: u64,
 }
 
-/// Publishes one request, waits for its answer and cleans up. Returns how it ended.
-pub async fn call(opts: CallOptions) -> std::io::Result<CallEnd> {
+/// Publishes one request, waits for its answer and cleans up. Returns how it ended, or
+/// `None` when `stop` closed first (its request is then removed: no runner picks up a call
+/// nobody waits for).
+///
+/// A request already under the call's file id means another call with that id is in
+/// flight: refused, never replaced (its caller would get this call's answer). An answer
+/// already there is stale (no request of this call was out): removed, never returned.
+pub async fn call(opts: CallOptions, stop: Arc<Signal>) -> std::io::Result<Option<CallEnd>> {
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -154,7 +194,19 @@ pub async fn call(opts: CallOptions) -> std::io::Result<CallEnd> {
         serde_json::from_str::<serde::de::IgnoredAny>(a)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--args is not JSON: {e}")))?;
     }
-    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir));
+    let file_id = sanitize_id(&opts.id);
+    let (req, res) = (opts.dir.join(req_name(&file_id)), opts.dir.join(res_name(&file_id)));
+    if req.symlink_metadata().is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("a call with id {:?} is in flight ({} exists); use another --id", opts.id, req.display()),
+        ));
+    }
+    if res.symlink_metadata().is_ok() {
+        remove_if_present(&res)?;
+        eprintln!("removed a stale answer left from an earlier call: {}", res.display());
+    }
+    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
     let (sink, _inbox) = EventSink::channel();
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
@@ -166,9 +218,20 @@ pub async fn call(opts: CallOptions) -> std::io::Result<CallEnd> {
         warmup: false,
         deadline: writer_deadline(opts.timeout),
     };
-    let end = writer.call(spec).await;
+    let end = tokio::select! {
+        end = writer.call(spec) => Some(end),
+        () = closed(&stop) => None,
+    };
     writer.close();
+    if end.is_none() {
+        remove_if_present(&req)?;
+    }
     Ok(end)
+}
+
+/// Resolves when `stop` is closed.
+async fn closed(stop: &Signal) {
+    while stop.wait(Duration::from_secs(86_400)).await != Wake::Closed {}
 }
 
 /// The answer as `call` prints it: the response's JSON, one line.

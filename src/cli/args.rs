@@ -123,9 +123,12 @@ pub struct ServeArgs {
     /// Share of calls answered {"ok":false,...}.
     #[arg(long, default_value_t = 0.0)]
     pub error_ratio: f64,
-    /// How often a stat line is printed.
+    /// How often a stat line is printed (more than 0).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
     pub every: Duration,
+    /// Request files larger than this are skipped (reported once, never read).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::dir::RealDir::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +151,9 @@ pub struct CallArgs {
     /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
     #[arg(long, default_value = "watch", value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
     pub wait: String,
+    /// An answer larger than this is not read.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::dir::RealDir::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: u64,
 }
 
 impl RunArgs {
