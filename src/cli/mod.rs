@@ -100,8 +100,8 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
 pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
-            print!("{}", list_shipped()?);
-            print!("{}", crate::runs::list_parts());
+            let text = format!("{}{}", list_shipped()?, crate::runs::list_parts());
+            print_all(&text).map_err(|e| CliError::Internal(anyhow::anyhow!("cannot write to stdout: {e}")))?;
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_cmd(args).await,
@@ -123,10 +123,21 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
+/// Writes `text` to stdout; a reader that went away (`relay-bench list | head -1`) is not
+/// an error: it read what it wanted.
+fn print_all(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     let quiet = args.quiet;
     let plan = Plan::new(args.request())?;
-    let interrupt = on_ctrl_c("finishing the current case's report");
+    let interrupt = on_interrupt("finishing the current case's report");
     let outcome = plan
         .run(interrupt, |step| match step {
             Step::Ran { summary, out_dir } => {
@@ -151,22 +162,52 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     })
 }
 
-/// A signal closed by the first Ctrl-C; a second one exits at once.
-fn on_ctrl_c(doing: &'static str) -> Arc<Signal> {
+/// A signal closed by the first Ctrl-C, SIGTERM or SIGHUP (a terminal closed, a CI job
+/// cancelled, `kill`): the command finishes as it would on Ctrl-C. A second one exits at once.
+fn on_interrupt(doing: &'static str) -> Arc<Signal> {
     let interrupt = Arc::new(Signal::new());
+    // Registered here, before the work starts: a signal that arrives before the task first
+    // runs is still caught (and not the default action, which kills without a report).
+    let Ok(mut signals) = Interrupts::new() else { return interrupt };
     tokio::spawn({
         let interrupt = interrupt.clone();
         async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: {doing} (Ctrl-C again to abort)");
-                interrupt.close();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(Exit::Interrupted as i32);
-                }
-            }
+            let first = signals.next().await;
+            eprintln!("\ninterrupted ({first}): {doing} (again to abort)");
+            interrupt.close();
+            let again = signals.next().await;
+            eprintln!("interrupted again ({again}): aborting");
+            std::process::exit(Exit::Interrupted as i32);
         }
     });
     interrupt
+}
+
+/// The signals that stop a command.
+struct Interrupts {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn new() -> std::io::Result<Interrupts> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Interrupts {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next one's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "Ctrl-C",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
 }
 
 async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
@@ -182,8 +223,12 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     };
     let watch_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
-    let stop = on_ctrl_c("stopping the runner");
-    let opts = ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program };
+    if a.every.is_zero() {
+        return Err(CliError::BadInput("--every 0: the stat line interval must be more than 0".into()));
+    }
+    let stop = on_interrupt("stopping the runner");
+    let opts =
+        ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
     crate::serve::serve(opts, stop).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
     Ok(Exit::Pass)
 }
@@ -191,8 +236,21 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
 async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
     let wait = writer_by_name(&a.wait).expect("clap checked the name");
     let id = a.id.unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
-    let opts = CallOptions { dir: a.dir, tool: a.tool, args: a.args, id, timeout: a.timeout, wait };
-    let end = crate::serve::call(opts).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let opts = CallOptions {
+        dir: a.dir,
+        tool: a.tool,
+        args: a.args,
+        id,
+        timeout: a.timeout,
+        wait,
+        max_file_bytes: a.max_file_bytes,
+    };
+    let stop = on_interrupt("removing the request");
+    let end = crate::serve::call(opts, stop).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let Some(end) = end else {
+        eprintln!("interrupted: the request was removed");
+        return Ok(Exit::Interrupted);
+    };
     Ok(match end {
         CallEnd::Answered(r) => {
             println!("{}", answer_line(&r));

@@ -1,0 +1,143 @@
+//! SIGTERM and SIGHUP stop `run`, `serve` and `call` as Ctrl-C does: the report written and
+//! marked interrupted, children killed and reaped, relay dirs and requests removed; and a
+//! reader that closes the pipe early is no error.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::BIN;
+
+fn signal(child: &Child, name: &str) {
+    let ok = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    assert!(ok.success(), "kill -{name}");
+}
+
+/// Waits (generously) until `cond` holds.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Processes on this machine whose command line names `path` (a fresh temp dir: only this
+/// test's processes can).
+fn processes_naming(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle))
+        .collect()
+}
+
+const SCENARIO: &str = r#"
+name = "sigterm"
+[workload]
+sandboxes = 2
+turns_per_sec = 5
+duration = "30s"
+[[case]]
+name = "window"
+host = "remote"
+profile = "lan"
+runner = "window-exec"
+writer = "watch"
+[[case]]
+name = "never-reached"
+runner = "poll"
+writer = "poll"
+"#;
+
+#[test]
+fn sigterm_on_run_writes_the_interrupted_report_and_leaves_nothing_behind() {
+    for sig in ["TERM", "HUP"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (file, out, root) = (tmp.path().join("s.toml"), tmp.path().join("out"), tmp.path().join("relays"));
+        std::fs::write(&file, SCENARIO).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg(&file)
+            .args(["--no-calibration", "--quiet", "--out"])
+            .arg(&out)
+            .arg("--relay-root")
+            .arg(&root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The case is under way once its watch programs run.
+        wait_until("the watch programs", || !processes_naming(&root).iter().all(|c| c.contains(" run ")));
+        std::thread::sleep(Duration::from_secs(2));
+        signal(&child, sig);
+        let done = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(130), "SIG{sig}: {err}");
+        assert!(err.contains(&format!("interrupted (SIG{sig})")), "{err}");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["interrupted"], true);
+        assert_eq!(summary["results"].as_array().unwrap().len(), 1, "the case under way is reported");
+        assert_eq!(summary["results"][0]["interrupted"], true);
+        assert_eq!(summary["cases_not_run"][0], "never-reached");
+        let events = std::fs::read_to_string(out.join("events.ndjson")).unwrap();
+        assert!(events.lines().count() > 10, "the event log was written");
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0, "relay dirs removed");
+        assert!(processes_naming(&root).is_empty(), "children reaped: {:?}", processes_naming(&root));
+    }
+}
+
+#[test]
+fn sigterm_and_sighup_stop_serve_cleanly() {
+    for sig in ["TERM", "HUP"] {
+        let dir = tempfile::tempdir().unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--dir"])
+            .arg(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let call = Command::new(BIN).args(["call", "--tool", "t", "--dir"]).arg(dir.path()).output().unwrap();
+        assert_eq!(call.status.code(), Some(0));
+        signal(&child, sig);
+        let done = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&done.stdout);
+        assert_eq!(done.status.code(), Some(0), "SIG{sig}: {said}");
+        assert!(said.contains("stopped after") && said.contains(": 1 answered"), "{said}");
+    }
+}
+
+#[test]
+fn sigterm_on_call_removes_its_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args(["call", "--tool", "t", "--id", "waiting", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let req = dir.path().join("waiting.req.json");
+    wait_until("the request", || req.exists());
+    signal(&child, "TERM");
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(130), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(!req.exists(), "no runner picks up a call nobody waits for");
+}
+
+#[test]
+fn list_into_a_reader_that_goes_away_exits_0() {
+    // `relay-bench list | head -1` with `head` gone before `list` writes (the read end is
+    // closed microseconds after the spawn; the program needs milliseconds to start): its
+    // write fails with EPIPE, which a Rust `print!` turns into a panic.
+    let mut child = Command::new(BIN).arg("list").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+}
