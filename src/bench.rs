@@ -26,9 +26,11 @@ pub enum BenchError {
 }
 
 impl BenchError {
-    /// Whether the user can fix it (a path), rather than something broken inside.
+    /// Whether the user can fix it (a path, a runner command), rather than something broken
+    /// inside.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, BenchError::OutDir { .. })
+        // A runner that cannot start is the case's command (a black-box runner), not us.
+        matches!(self, BenchError::OutDir { .. } | BenchError::Case { source: EngineError::NotReady { .. }, .. })
     }
 }
 

@@ -105,6 +105,11 @@ impl Relay {
         self.control.ready(bound).await
     }
 
+    /// Why the runner could not start, when it said so.
+    pub fn start_failure(&self) -> Option<String> {
+        self.control.start_failure()
+    }
+
     /// One call through the relay, started now.
     pub async fn call(&self, id: &str, args: Option<&str>, deadline: Duration) -> CallEnd {
         let spec = CallSpec {

@@ -41,8 +41,8 @@ const READY_BOUND: Duration = Duration::from_secs(60);
 pub enum EngineError {
     #[error("cannot prepare relay dirs under {root}: {source}")]
     Setup { root: String, source: std::io::Error },
-    #[error("the runner of sandbox {sandbox} was not ready within {bound}: {detail}")]
-    NotReady { sandbox: u32, bound: String, detail: String },
+    #[error("the runner of sandbox {sandbox} did not start: {detail}")]
+    NotReady { sandbox: u32, detail: String },
     #[error("the pacer failed: {0}")]
     Pacer(String),
     #[error("the recorder thread failed: {0}")]
@@ -162,14 +162,12 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // The schedule starts once every runner is ready (its start-up is not the workload's).
     for k in 0..relays.len() {
         if !relays[k].ready(READY_BOUND).await {
+            let detail =
+                relays[k].start_failure().unwrap_or_else(|| format!("not ready within {}", human(READY_BOUND)));
             for r in &mut relays {
                 let _ = r.stop(Instant::now() + STOP_BOUND).await;
             }
-            return Err(EngineError::NotReady {
-                sandbox: k as u32,
-                bound: human(READY_BOUND),
-                detail: "a black-box runner that did not answer its probe call? See its stderr file".into(),
-            });
+            return Err(EngineError::NotReady { sandbox: k as u32, detail });
         }
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();

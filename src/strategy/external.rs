@@ -153,22 +153,31 @@ impl RunnerSpec for ExternalSpec {
             }
             let argv = spec.argv(dir.path(), sandbox);
             let mut child = match spawn(&argv, &stderr_to) {
-                Ok(c) => Some(c),
+                Ok(ch) => Some(ch),
                 Err(e) => {
-                    reporter.say(Say::External(format!("cannot start the external runner {argv:?}: {e}")));
+                    c.fail_start(format!("cannot start the external runner {argv:?}: {e}"));
                     None
                 }
             };
+            // The group outlives an early exit of its leader: what it started is killed too.
+            let group = child.as_ref().and_then(|ch| ch.id()).and_then(|p| i32::try_from(p).ok());
             let t0 = Instant::now();
-            if child.is_some() && spec.probe {
-                if probe(&*dir, &observed, &stop).await {
-                    c.mark_ready();
-                } else {
-                    reporter.say(Say::External(format!(
+            if let (Some(ch), true) = (&mut child, spec.probe) {
+                match probe(&*dir, &observed, &stop, ch).await {
+                    Probe::Answered => c.mark_ready(),
+                    Probe::Stopped => {}
+                    Probe::TimedOut => c.fail_start(format!(
                         "the external runner did not answer the probe call within {}; see {}",
                         human(READY_BOUND),
                         stderr_to.display()
-                    )));
+                    )),
+                    Probe::Exited(how) => {
+                        c.fail_start(format!(
+                            "the external runner exited ({how}) before answering; see {}",
+                            stderr_to.display()
+                        ));
+                        child = None;
+                    }
                 }
             } else if child.is_some() {
                 c.mark_ready();
@@ -197,10 +206,7 @@ impl RunnerSpec for ExternalSpec {
                     child = None;
                 }
             }
-            if let Some(mut ch) = child {
-                let _ = ch.start_kill();
-                let _ = ch.wait().await; // reaped
-            }
+            kill_group(group, child).await;
             if let Ok(w) = watch {
                 w.disarm();
             }
@@ -212,27 +218,49 @@ impl RunnerSpec for ExternalSpec {
     }
 }
 
+/// How the probe ended.
+enum Probe {
+    Answered,
+    TimedOut,
+    /// The program ended first (how it exited).
+    Exited(String),
+    /// The case was stopped first.
+    Stopped,
+}
+
 /// Publishes probe requests until one is answered (a fresh one every second: a runner that
-/// sweeps its dir at start-up may remove the first unread); cleans them all up.
-async fn probe(dir: &dyn RelayDir, observed: &Mutex<Observed>, stop: &crate::signal::Signal) -> bool {
+/// sweeps its dir at start-up may remove the first unread), or the program exits, or the
+/// bound passes; cleans them all up.
+async fn probe(
+    dir: &dyn RelayDir,
+    observed: &Mutex<Observed>,
+    stop: &crate::signal::Signal,
+    child: &mut tokio::process::Child,
+) -> Probe {
     let deadline = Instant::now() + READY_BOUND;
     let mut ids = Vec::new();
     let mut next = Instant::now();
-    let answered = loop {
+    let end = loop {
         if observed.lock().expect("observer poisoned").probe_answered
             || ids.iter().any(|id: &String| dir.read(&res_name(id)).is_ok())
         {
-            break true;
+            break Probe::Answered;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break Probe::Exited(status.to_string());
         }
         let now = Instant::now();
-        if now >= deadline || stop.is_closed() {
-            break false;
+        if stop.is_closed() {
+            break Probe::Stopped;
+        }
+        if now >= deadline {
+            break Probe::TimedOut;
         }
         if now >= next {
             let id = format!("{PROBE_ID}-{}", ids.len() + 1);
             let body = Request::new(PROBE_ID, &id, None).expect("valid").encode();
-            if dir.publish(&req_name(&id), &body).await.is_err() {
-                break false;
+            if let Err(e) = dir.publish(&req_name(&id), &body).await {
+                break Probe::Exited(format!("the probe call could not be published: {e}"));
             }
             ids.push(id);
             next = now + Duration::from_secs(1);
@@ -245,9 +273,11 @@ async fn probe(dir: &dyn RelayDir, observed: &Mutex<Observed>, stop: &crate::sig
         let _ = dir.remove(&res_name(id));
         let _ = dir.remove(&req_name(id));
     }
-    answered
+    end
 }
 
+/// Starts the program in a process group of its own, so that whatever it starts in turn
+/// ends with it ([`kill_group`]).
 fn spawn(argv: &[String], stderr_to: &Path) -> std::io::Result<tokio::process::Child> {
     let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
     let stderr = std::fs::File::create(stderr_to)?;
@@ -256,8 +286,21 @@ fn spawn(argv: &[String], stderr_to: &Path) -> std::io::Result<tokio::process::C
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr)
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
+}
+
+/// Kills the program's whole process group (what it started too) and reaps the program.
+async fn kill_group(group: Option<i32>, child: Option<tokio::process::Child>) {
+    if let Some(pgid) = group {
+        // SAFETY: killpg only sends a signal, to the group spawn() created for the program.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    }
+    if let Some(mut ch) = child {
+        let _ = ch.start_kill();
+        let _ = ch.wait().await; // reaped
+    }
 }
 
 /// The outside watch: request deletions and answer appearances, timestamped as they arrive.
