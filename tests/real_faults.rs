@@ -72,8 +72,10 @@ async fn faults_this_machine_can_produce_are_survived_for_real() {
     assert!(replaced.recovery.contains("re-armed"), "{replaced:?}");
     // Production's watch is never re-armed: the poll delay racing it carries discovery.
     let production = &find("dir-replaced-production").faults[0];
+    // Whether a list fell into the microseconds between the delete and the re-create (then
+    // "relay dir readable again" is a step) is the machine's timing, not the design's.
     assert!(!production.recovery.contains("re-armed"), "{production:?}");
-    assert!(production.recovery.contains("readable again"), "{production:?}");
+    assert!(production.ok && production.failed == 0, "{production:?}");
     let missing = &find("watch-program-missing").faults[0];
     assert!(missing.detected.contains("watch failure"), "{missing:?}");
     assert!(missing.recovery.contains("demoted to polling"), "{missing:?}");
@@ -84,9 +86,7 @@ async fn faults_this_machine_can_produce_are_survived_for_real() {
     assert!(noticed.iter().any(|n| hang.detected.contains(n)), "{hang:?}");
     let fail = &find("exec-fail").faults[0];
     assert!(fail.detected.contains("exited with"), "{fail:?}");
-    // No watch program child outlives its case.
-    let leftover = std::process::Command::new("pgrep").args(["-f", "sleep 86400"]).output();
-    if let Ok(o) = leftover {
-        assert!(o.stdout.is_empty(), "a hung watch exec was not reaped: {}", String::from_utf8_lossy(&o.stdout));
-    }
+    // No watch program child outlives its case (the hung one is `sleep 86400`).
+    let left = common::live_children();
+    assert!(left.is_empty(), "children not reaped: {left:?}");
 }

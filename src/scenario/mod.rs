@@ -309,7 +309,25 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
     let own = c.strings("gates")?;
     let mut gates = common.to_vec();
     gates.extend(parse_gates(c, "gates", &own)?);
+    if !c.boolean("expect_breaches")?.unwrap_or(false) {
+        add_invariants(&mut gates);
+    }
     Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new() })
+}
+
+/// What every case must hold unless it says `expect_breaches = true`: nothing lost, nothing
+/// doubled, no pairing breach, nothing left in the dir, and calls made at all. A gate the
+/// scenario already sets on one of these metrics is the one that counts.
+pub const INVARIANTS: [&str; 5] =
+    ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "completed > 0"];
+
+fn add_invariants(gates: &mut Vec<Gate>) {
+    for expr in INVARIANTS {
+        let g = Gate::parse(expr).expect("the invariants parse");
+        if !gates.iter().any(|x| x.metric == g.metric) {
+            gates.push(g);
+        }
+    }
 }
 
 fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
@@ -439,7 +457,27 @@ gates = ["pickup.p50 < 10ms"]
         assert_eq!(c.runner.departures(), vec!["interval = 50.0ms".to_owned()]);
         assert!(c.runner.params().starts_with("poll 50.0ms"), "{}", c.runner.params());
         assert_eq!(c.writer.name(), "watch");
-        assert_eq!(c.gates.len(), 2, "scenario gates then case gates");
+        let exprs: Vec<&str> = c.gates.iter().map(|g| g.expr.as_str()).collect();
+        assert_eq!(
+            exprs,
+            [
+                "lost == 0",
+                "pickup.p50 < 10ms",
+                "duplicated == 0",
+                "pairing_violations == 0",
+                "leftover_files == 0",
+                "completed > 0"
+            ],
+            "scenario gates, case gates, then the invariants not already gated"
+        );
+    }
+
+    #[test]
+    fn a_case_that_expects_breaches_has_no_invariants() {
+        let text = GOOD.replace("[[case]]\n", "[[case]]\nexpect_breaches = true\n");
+        let s = Scenario::parse("s.toml", &text).unwrap();
+        let exprs: Vec<&str> = s.cases[0].gates.iter().map(|g| g.expr.as_str()).collect();
+        assert_eq!(exprs, ["lost == 0", "pickup.p50 < 10ms"], "only what the scenario says");
     }
 
     #[test]

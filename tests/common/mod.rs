@@ -64,3 +64,18 @@ pub fn sim_relay(
     };
     (relay_bench::relay::Relay::start(spec, &sink), sink)
 }
+
+/// The command lines of this test process's live children (`/proc/self/task/*/children`):
+/// what a test started and did not reap, and nothing of anyone else's.
+pub fn live_children() -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|pids| pids.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter_map(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .ok()
+                .map(|c| format!("{pid}: {}", String::from_utf8_lossy(&c).replace('\0', " ")))
+        })
+        .collect()
+}
