@@ -113,7 +113,7 @@ pub async fn run_scenario(
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
         let _ = std::fs::remove_file(p);
-        let calls: usize = s.workload.schedule().len() * s.cases.len();
+        let calls = s.workload.planned_calls() * s.cases.len() as u64;
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
         }

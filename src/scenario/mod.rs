@@ -16,7 +16,7 @@ use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
-use crate::pacer::{Arrival, Phase, Workload};
+use crate::pacer::{Arrival, Phase, Workload, MAX_CALLS_PER_CASE};
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
 /// The scenario `relay-bench run` uses when given none.
@@ -32,6 +32,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("faults", include_str!("../../scenarios/faults.toml")),
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
 ];
+
+/// The most cases one scenario may hold: every case rewrites the run's reports, so a
+/// scenario of thousands is a generator's mistake, not a benchmark.
+pub const MAX_CASES: usize = 1000;
 
 /// How time passes in a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +129,7 @@ impl Scenario {
             Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
+        check_schedule_size(&top, &workload)?;
         let handler = match top.table("handler")? {
             Some(mut h) => {
                 let m = parse_handler(&mut h, workload.seed)?;
@@ -148,8 +153,13 @@ impl Scenario {
             common_faults.push(parse_fault(&mut f, &workload)?);
             f.finish()?;
         }
+        let case_tables = top.tables("case")?;
+        if case_tables.len() > MAX_CASES {
+            let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
+            return Err(top.err("case", msg));
+        }
         let mut cases = Vec::new();
-        for mut c in top.tables("case")? {
+        for mut c in case_tables {
             let mut case = parse_case(&mut c, &common_gates, &profiles)?;
             let mut faults = common_faults.clone();
             for mut f in c.tables("fault")? {
@@ -197,6 +207,26 @@ impl Scenario {
         top.finish()?;
         Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases, baseline })
     }
+}
+
+/// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
+/// it is allocated: every case runs the whole workload.
+fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {
+    let calls = wl.planned_calls();
+    if calls <= MAX_CALLS_PER_CASE {
+        return Ok(());
+    }
+    Err(top.err(
+        "workload",
+        format!(
+            "every case would schedule {calls} calls ({} turns over {} x calls_per_turn {}; sandboxes share the \
+             turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
+             calls_per_turn",
+            wl.planned_turns(),
+            crate::units::human(wl.duration()),
+            wl.calls_per_turn
+        ),
+    ))
 }
 
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
@@ -516,6 +546,49 @@ gates = ["pickup.p50 < 10ms"]
         );
         let e = err(&virtual_black_box);
         assert!(e.key.ends_with("runner") && e.msg.contains("clock = \"real\""), "{e}");
+    }
+
+    #[test]
+    fn a_schedule_too_large_to_build_is_refused_before_anything_is_allocated() {
+        let huge = GOOD
+            .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+            .replace("calls_per_turn = 3", "calls_per_turn = 1000");
+        let e = err(&huge);
+        assert_eq!((e.file.as_str(), e.key.as_str()), ("s.toml", "workload"));
+        assert!(e.msg.contains("200000000 calls") && e.msg.contains("at most 10000000 calls per case"), "{e}");
+        assert!(e.msg.contains("calls_per_turn 1000") && e.msg.contains("200000 turns"), "{e}");
+        // Phases add up; an idle phase adds nothing.
+        let phased = r#"
+name = "t"
+[workload]
+calls_per_turn = 1000
+[[workload.phase]]
+duration = "1h"
+turns_per_sec = 3
+[[workload.phase]]
+duration = "1h"
+[[case]]
+name = "p"
+runner = "poll"
+writer = "poll"
+"#;
+        let e = err(phased);
+        assert!(e.msg.contains("10800000 calls (10800 turns over 7200.00s"), "{e}");
+        let at_cap = GOOD
+            .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+            .replace("calls_per_turn = 3", "calls_per_turn = 50");
+        assert_eq!(Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(), MAX_CALLS_PER_CASE);
+    }
+
+    #[test]
+    fn a_scenario_holds_at_most_a_thousand_cases() {
+        let case = |i: usize| format!("[[case]]\nname = \"c{i}\"\nrunner = \"poll\"\nwriter = \"poll\"\n");
+        let head = GOOD.split("[[case]]").next().unwrap();
+        let many = |n: usize| head.to_owned() + &(0..n).map(case).collect::<String>();
+        assert_eq!(Scenario::parse("s.toml", &many(MAX_CASES)).unwrap().cases.len(), MAX_CASES);
+        let e = err(&many(MAX_CASES + 1));
+        assert_eq!(e.key, "case");
+        assert!(e.msg.contains("1001 cases; allowed: at most 1000 per scenario"), "{e}");
     }
 
     #[test]
