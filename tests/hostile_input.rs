@@ -48,3 +48,25 @@ writer = "poll"
     assert!(!t.path().join("report").exists(), "no report started");
     assert_eq!(std::fs::read_dir(t.path().join("relay")).unwrap().count(), 0, "no relay dir made");
 }
+
+#[test]
+fn check_replays_a_log_whose_last_line_a_kill_cut_and_refuses_an_endless_line() {
+    let t = tempfile::tempdir().unwrap();
+    let line =
+        |call: &str, event: &str| format!(r#"{{"case":"c","sandbox":0,"call":"{call}","event":"{event}","t_ns":1}}"#);
+    let log = t.path().join("events.ndjson");
+    let text = [line("a", "request"), line("a", "response"), line("b", "request")].join("\n");
+    std::fs::write(&log, &text[..text.len() - 5]).unwrap();
+    let out = Command::new(BIN).arg("check").arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let s = said(&out);
+    assert!(
+        s.contains("events.ndjson:3: the last line has no newline") && s.contains("c: 1 requests, 1 responses"),
+        "{s}"
+    );
+
+    std::fs::write(&log, format!("{}\n{}", line("a", "request"), "x".repeat(3 << 20))).unwrap();
+    let out = Command::new(BIN).arg("check").arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("events.ndjson:2: longer than 1048576 bytes"), "{}", said(&out));
+}

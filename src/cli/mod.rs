@@ -230,11 +230,11 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {
     let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
-    let checks = check_log(&log.display().to_string(), std::io::BufReader::new(file))
+    let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
         .map_err(|e| CliError::BadInput(e.to_string()))?;
-    if checks.is_empty() {
+    if check.cases.is_empty() {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
-    print!("{}", render_checks(&checks));
-    Ok(if checks.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+    print!("{}", render_checks(&check));
+    Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
 }
