@@ -455,7 +455,14 @@ impl Summary {
     pub fn read(path: &std::path::Path) -> Result<Summary, String> {
         let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
         let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))
+        let summary: Summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        // Case names become paths under the run directory (`hdr/<case>/`): one that would
+        // leave it is refused here, for every reader at once.
+        for (i, r) in summary.results.iter().enumerate() {
+            crate::scenario::check_case_name(&r.case)
+                .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
+        }
+        Ok(summary)
     }
 
     pub fn recompute_pass(&mut self) {

@@ -70,3 +70,31 @@ fn check_replays_a_log_whose_last_line_a_kill_cut_and_refuses_an_endless_line() 
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("events.ndjson:2: longer than 1048576 bytes"), "{}", said(&out));
 }
+
+#[test]
+fn a_case_name_that_would_leave_the_report_folder_is_refused_when_written_and_when_read() {
+    let t = tempfile::tempdir().unwrap();
+    for bad in ["..", ".", "-x", "../up"] {
+        let text = format!(
+            "name = \"n\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"{bad}\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n"
+        );
+        let out = run(t.path(), &text);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", said(&out));
+        assert!(
+            said(&out).contains("`case[0].name`") && said(&out).contains("is not allowed; allowed:"),
+            "{}",
+            said(&out)
+        );
+        assert!(!t.path().join("report").exists(), "{bad}: nothing written");
+    }
+    // A summary.json edited to name a case `../..` is not followed out of its run directory.
+    let archived = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run/summary.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(archived).unwrap()).unwrap();
+    v["results"][0]["case"] = "../..".into();
+    let dir = t.path().join("edited");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("summary.json"), v.to_string()).unwrap();
+    let out = Command::new(BIN).arg("report").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("`results[0].case`: \"../..\" is not allowed"), "{}", said(&out));
+}
