@@ -459,7 +459,7 @@ impl Summary {
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
-            crate::scenario::check_case_name(&r.case)
+            crate::scenario::check_name(&r.case)
                 .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
         }
         Ok(summary)

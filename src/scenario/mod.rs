@@ -37,22 +37,23 @@ pub const SHIPPED: &[(&str, &str)] = &[
 /// scenario of thousands is a generator's mistake, not a benchmark.
 pub const MAX_CASES: usize = 1000;
 
-/// The longest case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
-pub const MAX_CASE_NAME: usize = 100;
+/// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
+pub const MAX_NAME: usize = 100;
 
-/// What a case name may hold, as errors say it.
-pub const CASE_NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
+/// What a scenario or case name may hold, as errors say it.
+pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
 
-/// Refuses a case name that would not stay one plain file name in the run directory (its
-/// folder under `hdr/`, its relay dirs and stderr files): empty, `.` or `..`, a separator
-/// or a control character, a leading `.` (hidden, or a parent) or `-` (read as an option).
-pub fn check_case_name(name: &str) -> Result<(), String> {
+/// Refuses a scenario or case name that would not stay one plain file name (a scenario's
+/// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
+/// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
+/// parent) or `-` (read as an option).
+pub fn check_name(name: &str) -> Result<(), String> {
     let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
     let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain && first_ok && name.len() <= MAX_CASE_NAME {
+    if plain && first_ok && name.len() <= MAX_NAME {
         Ok(())
     } else {
-        Err(format!("{name:?} is not allowed; allowed: {CASE_NAME_ALLOWED}"))
+        Err(format!("{name:?} is not allowed; allowed: {NAME_ALLOWED}"))
     }
 }
 
@@ -141,6 +142,7 @@ impl Scenario {
         })?;
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
+        check_name(&name).map_err(|msg| top.err("name", msg))?;
         let description = top.string("description")?.unwrap_or("").to_owned();
         let gate_strings = top.strings("gates")?;
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
@@ -333,7 +335,7 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
 
 fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
-    check_case_name(&name).map_err(|msg| c.err("name", msg))?;
+    check_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or("local");
     let kind = crate::host::kind(host_name).expect("validated");
@@ -609,7 +611,7 @@ writer = "poll"
     }
 
     #[test]
-    fn a_case_name_stays_one_plain_file_name() {
+    fn scenario_and_case_names_stay_one_plain_file_name() {
         let named =
             |n: &str| GOOD.replace("[[case]]\nname = \"p\"", &format!("[[case]]\nname = {}", toml::Value::from(n)));
         for bad in [".", "..", "../x", "a/b", "a\\b", "", "-rf", ".hidden", "a\nb", "tab\t", "\u{7f}", "é"] {
@@ -617,8 +619,10 @@ writer = "poll"
             assert_eq!(e.key, "case[0].name", "{bad:?}");
             assert!(e.msg.contains("is not allowed; allowed: letters A-Z a-z, digits 0-9, - _ ."), "{e}");
         }
-        assert!(err(&named(&"x".repeat(MAX_CASE_NAME + 1))).msg.contains("at most 100 characters"));
-        for good in ["p", "poll-50ms", "v1.2", "_x", "A_b-c.d", &"x".repeat(MAX_CASE_NAME)] {
+        assert!(err(&named(&"x".repeat(MAX_NAME + 1))).msg.contains("at most 100 characters"));
+        let e = err(&GOOD.replace("name = \"t\"", "name = \"../../t\""));
+        assert_eq!(e.key, "name", "the scenario's name becomes its report directory's: {e}");
+        for good in ["p", "poll-50ms", "v1.2", "_x", "A_b-c.d", &"x".repeat(MAX_NAME)] {
             assert_eq!(Scenario::parse("s.toml", &named(good)).unwrap().cases[0].name, good);
         }
     }
