@@ -192,7 +192,8 @@ impl Plan {
             }
             if let Some(name) = &req.baseline {
                 let from = baseline_of(name, &s.name)?;
-                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD).map_err(RunsError::Unreadable)?;
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)
+                    .map_err(|e| RunsError::Unreadable(e.to_string()))?;
                 outcome.regressions += comparison.regressions();
                 step(Step::Compared { name, comparison: &comparison });
             }

@@ -219,7 +219,7 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
     if !(0.0..100.0).contains(&threshold_pct) {
         return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
     }
-    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(CliError::BadInput)?;
+    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(|e| CliError::BadInput(e.to_string()))?;
     if strict && !c.env_diff.is_empty() {
         let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
