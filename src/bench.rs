@@ -115,7 +115,7 @@ pub async fn run_scenario(
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
         let _ = std::fs::remove_file(p);
-        let calls: usize = s.workload.schedule().len() * s.cases.len();
+        let calls = s.workload.planned_calls() * s.cases.len() as u64;
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
         }
@@ -248,6 +248,29 @@ pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How many suffixes [`create_unique_dir`] tries before it gives up.
+const MAX_SUFFIX: u32 = 1000;
+
+/// Creates a new directory `parent/stem`, or `parent/stem-2`, `-3`, ... when that name is
+/// taken, and returns it. The last component is made with `create_dir`, which fails on a
+/// name that exists, so two runs started in the same second get a directory each and never
+/// share one (`parent` itself may exist).
+pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    for n in 1..=MAX_SUFFIX {
+        let dir = parent.join(if n == 1 { stem.to_owned() } else { format!("{stem}-{n}") });
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{}/{stem} and its suffixes -2 to -{MAX_SUFFIX} all exist", parent.display()),
+    ))
+}
+
 /// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
 pub fn utc_stamps() -> (String, String) {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
@@ -269,6 +292,26 @@ pub fn utc_stamps() -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_directories_made_in_the_same_second_are_distinct() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("reports");
+        let (_, stamp) = utc_stamps();
+        let stem = format!("{stamp}-default");
+        let a = create_unique_dir(&parent, &stem).unwrap();
+        let b = create_unique_dir(&parent, &stem).unwrap();
+        assert_eq!(a, parent.join(&stem));
+        assert_eq!(b, parent.join(format!("{stem}-2")));
+        // At once from several threads: one directory each, none shared.
+        let made: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| create_unique_dir(&parent, &stem).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let distinct: std::collections::BTreeSet<_> = made.iter().chain([&a, &b]).collect();
+        assert_eq!(distinct.len(), 10);
+        assert!(made.iter().all(|d| d.is_dir()));
+    }
 
     #[test]
     fn stamps_look_right() {

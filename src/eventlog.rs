@@ -186,11 +186,27 @@ pub struct LogError {
     pub msg: String,
 }
 
-/// What `relay-bench check` prints: per case its request, response and breach counts, the
-/// breaches by kind, and the first 20 of them.
-pub fn render_checks(checks: &[CaseCheck]) -> String {
+/// The longest line `relay-bench check` reads (1 MiB). The suite's lines are a few hundred
+/// bytes; a longer one means the file is not an event log, and reading it whole could
+/// take all the memory there is.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// What `relay-bench check` found: each case's pairing, and what it read past.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogCheck {
+    pub cases: Vec<CaseCheck>,
+    /// Lines skipped with a warning (a last line cut by a kill).
+    pub warnings: Vec<String>,
+}
+
+/// What `relay-bench check` prints: its warnings, then per case its request, response and
+/// breach counts, the breaches by kind, and the first 20 of them.
+pub fn render_checks(check: &LogCheck) -> String {
     let mut out = String::new();
-    for c in checks {
+    for w in &check.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    for c in &check.cases {
         let r = &c.report;
         out += &format!("{}: {} requests, {} responses, {} breaches\n", c.case, c.requests, c.responses, r.total());
         for k in BreachKind::ALL.iter().filter(|k| r.count(**k) > 0) {
@@ -206,18 +222,79 @@ pub fn render_checks(checks: &[CaseCheck]) -> String {
 /// One case's (sandbox, call id, request or response) stream.
 type Stream = Vec<(u32, String, PairEvent)>;
 
+/// How reading one line ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnd {
+    /// A whole line, its newline read.
+    Newline,
+    /// The file's last bytes, with no newline after them.
+    EndOfFile,
+    /// Longer than the cap: the rest was not read.
+    TooLong,
+    /// Nothing left.
+    Nothing,
+}
+
+/// Reads one line (without its newline) into `buf`, never more than `max` bytes of it.
+fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
+    buf.clear();
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(if buf.is_empty() { LineEnd::Nothing } else { LineEnd::EndOfFile });
+        }
+        let newline = chunk.iter().position(|b| *b == b'\n');
+        let take = newline.unwrap_or(chunk.len());
+        if buf.len() + take > max {
+            return Ok(LineEnd::TooLong);
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        r.consume(take + usize::from(newline.is_some()));
+        if newline.is_some() {
+            return Ok(LineEnd::Newline);
+        }
+    }
+}
+
 /// Replays the pairing invariant over a recorded log, case by case in the order they
-/// appear. Only `request` and `response` lines count; other events are skipped.
-pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, LogError> {
+/// appear. Only `request` and `response` lines count; other events are skipped. Lines are
+/// read one at a time, each at most [`MAX_LINE_BYTES`]; a last line that has no newline
+/// and is not an event line (a kill cut it) is skipped with a warning.
+pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
     // Cases in the order they first appear, each with its pairing stream.
     let mut cases: Vec<(String, Stream)> = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let err = |msg: String| LogError { file: file.to_owned(), line: i + 1, msg };
-        let line = line.map_err(|e| err(format!("cannot read: {e}")))?;
-        if line.trim().is_empty() {
+    let mut warnings = Vec::new();
+    let mut buf = Vec::new();
+    for n in 1.. {
+        let err = |msg: String| LogError { file: file.to_owned(), line: n, msg };
+        let end =
+            read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| err(format!("cannot read: {e}")))?;
+        match end {
+            LineEnd::Nothing => break,
+            LineEnd::TooLong => {
+                return Err(err(format!(
+                    "longer than {MAX_LINE_BYTES} bytes (1 MiB); allowed: event lines, a few hundred bytes each"
+                )))
+            }
+            LineEnd::Newline | LineEnd::EndOfFile => {}
+        }
+        if buf.trim_ascii().is_empty() {
             continue;
         }
-        let l: Line = serde_json::from_str(&line).map_err(|e| err(format!("not an event line: {e}")))?;
+        let l: Line = match serde_json::from_slice(&buf) {
+            Ok(l) => l,
+            Err(_) if end == LineEnd::EndOfFile => {
+                warnings.push(format!(
+                    "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
+                ));
+                break;
+            }
+            Err(e) => return Err(err(format!("not an event line: {e}"))),
+        };
         let ev = match l.event.as_str() {
             "request" => PairEvent::Request,
             "response" | "parked" => PairEvent::Response,
@@ -232,7 +309,7 @@ pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, Log
         };
         cases[idx].1.push((l.sandbox, l.call, ev));
     }
-    Ok(cases
+    let cases = cases
         .into_iter()
         .map(|(case, evs)| {
             let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
@@ -240,7 +317,8 @@ pub fn check_log(file: &str, reader: impl BufRead) -> Result<Vec<CaseCheck>, Log
             let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
             CaseCheck { case, requests, responses, report }
         })
-        .collect())
+        .collect();
+    Ok(LogCheck { cases, warnings })
 }
 
 #[cfg(test)]
@@ -269,14 +347,15 @@ mod tests {
         for (case, evs, kind) in crafted {
             let mut text: String = evs.iter().map(|(c, e)| line(case, c, e) + "\n").collect();
             text += &line(case, "a", "picked_up"); // other events are skipped
-            let checks = check_log("crafted.ndjson", text.as_bytes()).unwrap();
+            let checks = check_log("crafted.ndjson", text.as_bytes()).unwrap().cases;
             assert_eq!(checks.len(), 1);
             let r = &checks[0].report;
             assert_eq!((r.total(), r.count(kind)), (1, 1), "{case}: {r:?}");
         }
         let clean = [line("ok", "a", "request"), line("ok", "a", "response")].join("\n");
         let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
-        assert_eq!((checks[0].requests, checks[0].responses, checks[0].report.total()), (1, 1, 0));
+        let c = &checks.cases[0];
+        assert_eq!((c.requests, c.responses, c.report.total()), (1, 1, 0));
         assert_eq!(render_checks(&checks), "ok: 1 requests, 1 responses, 0 breaches\n");
         let dup = [line("d", "a", "request"), line("d", "a", "response"), line("d", "a", "response")].join("\n");
         let checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
@@ -327,5 +406,34 @@ mod tests {
         let e = check_log("x.ndjson", text.as_bytes()).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.to_string().starts_with("x.ndjson:2: not an event line"), "{e}");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_named_not_read_whole() {
+        let long = format!("{}\n{}\n", line("c", "a", "request"), "x".repeat(MAX_LINE_BYTES + 1));
+        let e = check_log("long.ndjson", long.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("long.ndjson:2: longer than 1048576 bytes (1 MiB); allowed:"), "{e}");
+        // A line that never ends: refused at the cap, not read until memory runs out.
+        let endless = std::io::BufReader::new(std::io::repeat(b'{'));
+        assert_eq!(check_log("endless", endless).unwrap_err().line, 1);
+        let request = line("c", "a", "request");
+        let at_cap = format!("{request}{}\n", " ".repeat(MAX_LINE_BYTES - request.len()));
+        assert_eq!(check_log("wide.ndjson", at_cap.as_bytes()).unwrap().cases[0].requests, 1);
+    }
+
+    #[test]
+    fn a_last_line_cut_by_a_kill_is_skipped_with_a_warning() {
+        let full = [line("c", "a", "request"), line("c", "a", "response"), line("c", "b", "request")].join("\n");
+        let cut = &full[..full.len() - 9];
+        let check = check_log("cut.ndjson", cut.as_bytes()).unwrap();
+        assert_eq!((check.cases[0].requests, check.cases[0].responses), (1, 1), "the cut request is not counted");
+        assert_eq!(check.warnings.len(), 1);
+        assert!(render_checks(&check).starts_with("warning: cut.ndjson:3: the last line has no newline"));
+        // A whole last line without its newline still counts; a cut line before the last
+        // one is an error, not a warning.
+        assert_eq!(check_log("whole.ndjson", full.as_bytes()).unwrap().cases[0].requests, 2);
+        let inside = format!("{cut}\n{}\n", line("c", "b", "response"));
+        assert_eq!(check_log("inside.ndjson", inside.as_bytes()).unwrap_err().line, 3);
     }
 }

@@ -48,6 +48,11 @@ pub struct Workload {
     pub payload_bytes: usize,
 }
 
+/// The most calls one case may schedule. The schedule, the pairing check and the recorder
+/// are sized by it before the case starts (some 70 bytes a call), so a rate mistyped in a
+/// scenario is refused when it is read rather than becoming gigabytes of allocation.
+pub const MAX_CALLS_PER_CASE: u64 = 10_000_000;
+
 /// One scheduled call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Slot {
@@ -70,6 +75,19 @@ impl Workload {
     /// Length of the whole schedule.
     pub fn duration(&self) -> Duration {
         self.phases.iter().map(|p| p.duration).sum()
+    }
+
+    /// How many turns the schedule holds, computed without building it: a constant
+    /// arrival's count (to within one turn a phase), a Poisson arrival's expectation.
+    /// Saturates rather than overflows.
+    pub fn planned_turns(&self) -> u64 {
+        let turns: f64 = self.phases.iter().map(|p| (p.duration.as_secs_f64() * p.turns_per_sec).ceil()).sum();
+        turns as u64
+    }
+
+    /// How many calls the schedule holds ([`Workload::planned_turns`] × calls per turn).
+    pub fn planned_calls(&self) -> u64 {
+        self.planned_turns().saturating_mul(u64::from(self.calls_per_turn))
     }
 
     /// Every call of the case, in intended-start order.
@@ -192,6 +210,7 @@ mod tests {
     fn constant_batches() {
         let s = wl(Arrival::Constant).schedule();
         assert_eq!(s.len(), 300);
+        assert_eq!(wl(Arrival::Constant).planned_calls(), 300, "counted without building it");
         assert!(s.chunks(3).all(|b| b.iter().all(|c| c.offset == b[0].offset && c.sandbox == b[0].sandbox)));
         assert_eq!(s.iter().filter(|c| c.warmup).count(), 30);
         assert_eq!(s[3].sandbox, 1);
@@ -243,6 +262,7 @@ mod tests {
         assert_eq!(w.duration(), Duration::from_secs(63));
         let s = w.schedule();
         assert_eq!(s.len(), (4 + 4) * 3);
+        assert_eq!(w.planned_calls(), s.len() as u64);
         let offsets: Vec<f64> = s.iter().step_by(3).map(|c| c.offset.as_secs_f64()).collect();
         assert_eq!(offsets, vec![0.0, 0.5, 1.0, 1.5, 62.0, 62.25, 62.5, 62.75]);
     }
@@ -253,6 +273,7 @@ mod tests {
         assert_eq!(a, wl(Arrival::Poisson).schedule());
         let turns = a.len() / 3;
         assert!((70..130).contains(&turns), "{turns} turns");
+        assert_eq!(wl(Arrival::Poisson).planned_turns(), 100, "the expectation");
         assert!(a.windows(2).all(|w| w[0].offset <= w[1].offset));
     }
 }

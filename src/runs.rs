@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::bench::{render_charts, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::bench::{create_unique_dir, render_charts, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
 use crate::compare::{compare, Comparison};
 use crate::export::{Exporter, Markdown};
 use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
@@ -34,6 +34,8 @@ pub enum RunsError {
     /// A run directory or baseline that cannot be read or compared.
     #[error("{0}")]
     Unreadable(String),
+    #[error("cannot create the report directory {path} (give one with --out DIR): {source}")]
+    ReportDir { path: String, source: std::io::Error },
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
     #[error("--junit {0}: its directory does not exist")]
@@ -158,7 +160,7 @@ impl Plan {
             let out_dir = match &req.out {
                 Some(d) if several => d.join(&s.name),
                 Some(d) => d.clone(),
-                None => PathBuf::from("reports").join(format!("{stamp_compact}-{}", s.name)),
+                None => new_report_dir(Path::new(DEFAULT_REPORTS), &stamp_compact, &s.name)?,
             };
             let opts = RunOptions {
                 out_dir,
@@ -190,13 +192,26 @@ impl Plan {
             }
             if let Some(name) = &req.baseline {
                 let from = baseline_of(name, &s.name)?;
-                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD).map_err(RunsError::Unreadable)?;
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)
+                    .map_err(|e| RunsError::Unreadable(e.to_string()))?;
                 outcome.regressions += comparison.regressions();
                 step(Step::Compared { name, comparison: &comparison });
             }
         }
         Ok(outcome)
     }
+}
+
+/// Where a run's reports go unless `--out` says.
+pub const DEFAULT_REPORTS: &str = "reports";
+
+/// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
+/// the same second has it), created here so no other run can take it. `--out DIR` is not
+/// made here: a directory the user names is used as it is, and rewritten.
+fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
+    let stem = format!("{stamp}-{scenario}");
+    create_unique_dir(reports, &stem)
+        .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
 }
 
 /// A scenario by file path or shipped name, narrowed to `cases` when any are given.
@@ -316,6 +331,21 @@ mod tests {
         assert_eq!(e, "baseline \"../x\": use only A-Z a-z 0-9 - _ .");
         assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());
         assert_eq!(baseline_dir("nightly-1.2").unwrap(), Path::new("reports/baselines/nightly-1.2"));
+    }
+
+    #[test]
+    fn two_runs_of_one_scenario_in_one_second_get_a_report_directory_each() {
+        let t = tempfile::tempdir().unwrap();
+        let reports = t.path().join("reports");
+        let first = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
+        let second = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
+        assert_eq!(first, reports.join("20261129T183000Z-default"));
+        assert_eq!(second, reports.join("20261129T183000Z-default-2"));
+        assert!(first.is_dir() && second.is_dir());
+        let blocked = t.path().join("file");
+        std::fs::write(&blocked, "").unwrap();
+        let e = new_report_dir(&blocked, "s", "default").unwrap_err();
+        assert!(e.is_bad_input() && e.to_string().starts_with("cannot create the report directory "), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::env::Environment;
 use crate::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::pairing::{Breach, BreachKind, PairingReport};
 use crate::recorder::{LatencyStats, Measure, Recording};
+use crate::strategy::PickupDefinition;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -219,6 +220,10 @@ pub struct CaseResult {
     /// Measures this case cannot take, and why (a black-box runner hides its wake).
     #[serde(default)]
     pub unavailable: Vec<String>,
+    /// What pickup is timed to here; `None`: a run from before it was recorded (see
+    /// [`CaseResult::pickup_defined_as`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pickup_definition: Option<PickupDefinition>,
     /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
     #[serde(default)]
     pub faults: Vec<crate::fault::FaultRow>,
@@ -263,9 +268,11 @@ impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
         let (b, t) = (&base.latency_us, &this.latency_us);
         let lat = |x: &LatencyStats, y: &LatencyStats| ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0);
+        // Two pickups timed to different points are not one measure: no ratio.
+        let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
             baseline: base.case.clone(),
-            pickup_p50_ratio: lat(&b.pickup, &t.pickup),
+            pickup_p50_ratio: lat(&b.pickup, &t.pickup).filter(|_| same_pickup),
             completion_p50_ratio: lat(&b.completion, &t.completion),
             discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
             // The idle phases (a steady state) when the workload has any, else idle stretches.
@@ -276,7 +283,7 @@ impl Comparison {
             },
             text: String::new(),
         };
-        let parts: Vec<String> = [
+        let mut parts: Vec<String> = [
             say_ratio("pickup p50", c.pickup_p50_ratio, "lower", "higher"),
             say_ratio("completion p50", c.completion_p50_ratio, "lower", "higher"),
             say_ratio("discovery requests", c.discovery_per_min_ratio, "fewer", "more"),
@@ -285,6 +292,13 @@ impl Comparison {
         .into_iter()
         .flatten()
         .collect();
+        if !same_pickup {
+            parts.push(format!(
+                "pickup not compared (timed differently: here {}; in the baseline {})",
+                this.pickup_defined_as().describe(),
+                base.pickup_defined_as().describe()
+            ));
+        }
         c.text = if parts.is_empty() { "nothing comparable measured".into() } else { parts.join(", ") };
         c
     }
@@ -336,7 +350,18 @@ impl CaseResult {
         }
     }
 
-    fn latency(&self, m: Measure) -> &LatencyStats {
+    /// What this case's pickup is timed to. A run from before it was recorded is read from
+    /// what it did record: only a black-box runner's requests are not measured.
+    pub fn pickup_defined_as(&self) -> PickupDefinition {
+        self.pickup_definition.unwrap_or(if self.requests.not_measured {
+            PickupDefinition::RequestGone
+        } else {
+            PickupDefinition::HandlerStart
+        })
+    }
+
+    /// The statistics of one measure.
+    pub fn latency(&self, m: Measure) -> &LatencyStats {
         match m {
             Measure::Wake => &self.latency_us.wake,
             Measure::Pickup => &self.latency_us.pickup,
@@ -455,7 +480,14 @@ impl Summary {
     pub fn read(path: &std::path::Path) -> Result<Summary, String> {
         let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
         let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))
+        let summary: Summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        // Case names become paths under the run directory (`hdr/<case>/`): one that would
+        // leave it is refused here, for every reader at once.
+        for (i, r) in summary.results.iter().enumerate() {
+            crate::scenario::check_name(&r.case)
+                .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
+        }
+        Ok(summary)
     }
 
     pub fn recompute_pass(&mut self) {
@@ -490,6 +522,11 @@ mod tests {
         let c = Comparison::of(&base, &fast);
         assert_eq!(c.pickup_p50_ratio, Some(10.0));
         assert_eq!(c.text, "pickup p50 10.0x lower, discovery requests 2.0x more");
+        // A black-box case's pickup is timed to another point: no ratio, and said.
+        fast.pickup_definition = Some(PickupDefinition::RequestGone);
+        let c = Comparison::of(&base, &fast);
+        assert_eq!(c.pickup_p50_ratio, None);
+        assert!(c.text.ends_with("pickup not compared (timed differently: here from publication to the request file's removal (or its answer's appearance), seen outside a black-box runner; in the baseline from publication to the handler's start, inside the runner)"), "{}", c.text);
     }
 
     #[test]

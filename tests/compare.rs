@@ -133,3 +133,99 @@ fn a_baseline_is_found_however_the_saving_run_was_composed_and_checked_before_an
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("compared with itself"));
 }
+
+/// Copies the run directory `from` to `to` (summary.json and hdr/), for editing.
+fn copy_run(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_run(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Edits a run directory's summary.json.
+fn edit(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join("summary.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn runs_that_share_no_case_are_bad_input_and_an_interrupted_run_is_warned_of() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    let renamed = scenario(2, 300).replace(r#"name = "local-poll""#, r#"name = "other-poll""#);
+    assert!(run(d, "other", &renamed, &[]).status.success());
+    let (code, said) = compare(d, "a", "other", &[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("share no case: OLD has local-poll; NEW has other-poll"), "{said}");
+
+    copy_run(&d.join("a"), &d.join("cut"));
+    edit(&d.join("cut"), |v| {
+        v["interrupted"] = true.into();
+        v["results"][0]["interrupted"] = true.into();
+    });
+    let (code, said) = compare(d, "a", "cut", &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.starts_with("warning: the NEW run was interrupted: its figures are partial (cut short: local-poll)\n"),
+        "{said}"
+    );
+    let (_, said) = compare(d, "a", "a", &[]);
+    assert!(!said.contains("warning"), "{said}");
+}
+
+#[test]
+fn a_missing_histogram_is_an_error_not_a_skipped_line() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    copy_run(&d.join("a"), &d.join("b"));
+    std::fs::remove_file(d.join("b/hdr/local-poll/pickup.hlog")).unwrap();
+    let (code, said) = compare(d, "a", "b", &[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("b/hdr/local-poll/pickup.hlog: cannot read:"), "{said}");
+    assert!(said.contains("pickup samples of case \"local-poll\", so this histogram is needed"), "{said}");
+    std::fs::write(d.join("b/hdr/local-poll/pickup.hlog"), "not a log").unwrap();
+    let (code, said) = compare(d, "b", "a", &[]);
+    assert_eq!(code, Some(2), "{said}");
+}
+
+#[test]
+fn a_black_box_pickup_is_never_set_beside_an_in_process_one() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("a/summary.json")).unwrap()).unwrap();
+    assert_eq!(v["results"][0]["pickup_definition"], "handler_start", "recorded by every run");
+    copy_run(&d.join("a"), &d.join("box"));
+    edit(&d.join("box"), |v| v["results"][0]["pickup_definition"] = "request_gone".into());
+    let (code, said) = compare(d, "a", "box", &[]);
+    assert_eq!(code, Some(0), "{said}");
+    let pickup: Vec<&str> = said.lines().filter(|l| l.contains(" pickup ")).collect();
+    assert_eq!(pickup.len(), 1, "one line, and no ratio on it: {said}");
+    assert!(
+        pickup[0].contains("not compared: timed differently: OLD from publication to the handler's start")
+            && pickup[0].contains("NEW from publication to the request file's removal"),
+        "{said}"
+    );
+    assert!(said.lines().any(|l| l.contains(" completion ") && l.contains("noise")), "the rest is compared: {said}");
+    // A run from before the definition was recorded: a black box is known by its
+    // requests not being measured.
+    copy_run(&d.join("a"), &d.join("old-box"));
+    edit(&d.join("old-box"), |v| {
+        v["results"][0].as_object_mut().unwrap().remove("pickup_definition");
+        v["results"][0]["requests"]["not_measured"] = true.into();
+    });
+    let (_, said) = compare(d, "old-box", "a", &[]);
+    assert!(said.lines().any(|l| l.contains(" pickup ") && l.contains("timed differently")), "{said}");
+    let (_, said) = compare(d, "old-box", "box", &[]);
+    assert!(said.lines().any(|l| l.contains(" pickup ") && l.contains("noise")), "same definition: {said}");
+}

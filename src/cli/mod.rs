@@ -277,7 +277,7 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
     if !(0.0..100.0).contains(&threshold_pct) {
         return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
     }
-    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(CliError::BadInput)?;
+    let c = crate::compare::compare(old, new, threshold_pct / 100.0).map_err(|e| CliError::BadInput(e.to_string()))?;
     if strict && !c.env_diff.is_empty() {
         let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
@@ -288,11 +288,11 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {
     let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
-    let checks = check_log(&log.display().to_string(), std::io::BufReader::new(file))
+    let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
         .map_err(|e| CliError::BadInput(e.to_string()))?;
-    if checks.is_empty() {
+    if check.cases.is_empty() {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
-    print!("{}", render_checks(&checks));
-    Ok(if checks.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+    print!("{}", render_checks(&check));
+    Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
 }

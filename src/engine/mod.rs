@@ -344,6 +344,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         leftover_files: leftover,
         interrupted,
         unavailable: case.runner.unavailable(),
+        pickup_definition: Some(case.runner.pickup_definition()),
         ..CaseResult::default()
     };
     r.fill_from(&recording);

@@ -16,7 +16,7 @@ use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
-use crate::pacer::{Arrival, Phase, Workload};
+use crate::pacer::{Arrival, Phase, Workload, MAX_CALLS_PER_CASE};
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
 /// The scenario `relay-bench run` uses when given none.
@@ -32,6 +32,30 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("faults", include_str!("../../scenarios/faults.toml")),
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
 ];
+
+/// The most cases one scenario may hold: every case rewrites the run's reports, so a
+/// scenario of thousands is a generator's mistake, not a benchmark.
+pub const MAX_CASES: usize = 1000;
+
+/// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
+pub const MAX_NAME: usize = 100;
+
+/// What a scenario or case name may hold, as errors say it.
+pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
+
+/// Refuses a scenario or case name that would not stay one plain file name (a scenario's
+/// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
+/// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
+/// parent) or `-` (read as an option).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain && first_ok && name.len() <= MAX_NAME {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not allowed; allowed: {NAME_ALLOWED}"))
+    }
+}
 
 /// How time passes in a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +142,7 @@ impl Scenario {
         })?;
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
+        check_name(&name).map_err(|msg| top.err("name", msg))?;
         let description = top.string("description")?.unwrap_or("").to_owned();
         let gate_strings = top.strings("gates")?;
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
@@ -125,6 +150,7 @@ impl Scenario {
             Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
+        check_schedule_size(&top, &workload)?;
         let handler = match top.table("handler")? {
             Some(mut h) => {
                 let m = parse_handler(&mut h, workload.seed)?;
@@ -148,8 +174,13 @@ impl Scenario {
             common_faults.push(parse_fault(&mut f, &workload)?);
             f.finish()?;
         }
+        let case_tables = top.tables("case")?;
+        if case_tables.len() > MAX_CASES {
+            let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
+            return Err(top.err("case", msg));
+        }
         let mut cases = Vec::new();
-        for mut c in top.tables("case")? {
+        for mut c in case_tables {
             let mut case = parse_case(&mut c, &common_gates, &profiles)?;
             let mut faults = common_faults.clone();
             for mut f in c.tables("fault")? {
@@ -197,6 +228,26 @@ impl Scenario {
         top.finish()?;
         Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases, baseline })
     }
+}
+
+/// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
+/// it is allocated: every case runs the whole workload.
+fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {
+    let calls = wl.planned_calls();
+    if calls <= MAX_CALLS_PER_CASE {
+        return Ok(());
+    }
+    Err(top.err(
+        "workload",
+        format!(
+            "every case would schedule {calls} calls ({} turns over {} x calls_per_turn {}; sandboxes share the \
+             turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
+             calls_per_turn",
+            wl.planned_turns(),
+            crate::units::human(wl.duration()),
+            wl.calls_per_turn
+        ),
+    ))
 }
 
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
@@ -284,9 +335,7 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
 
 fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
-    if name.is_empty() || !name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
-        return Err(c.err("name", format!("{name:?} must be non-empty and use only A-Z a-z 0-9 - _ .")));
-    }
+    check_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or("local");
     let kind = crate::host::kind(host_name).expect("validated");
@@ -554,6 +603,66 @@ gates = ["pickup.p50 < 10ms"]
         );
         let e = err(&virtual_black_box);
         assert!(e.key.ends_with("runner") && e.msg.contains("clock = \"real\""), "{e}");
+    }
+
+    #[test]
+    fn a_schedule_too_large_to_build_is_refused_before_anything_is_allocated() {
+        let huge = GOOD
+            .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+            .replace("calls_per_turn = 3", "calls_per_turn = 1000");
+        let e = err(&huge);
+        assert_eq!((e.file.as_str(), e.key.as_str()), ("s.toml", "workload"));
+        assert!(e.msg.contains("200000000 calls") && e.msg.contains("at most 10000000 calls per case"), "{e}");
+        assert!(e.msg.contains("calls_per_turn 1000") && e.msg.contains("200000 turns"), "{e}");
+        // Phases add up; an idle phase adds nothing.
+        let phased = r#"
+name = "t"
+[workload]
+calls_per_turn = 1000
+[[workload.phase]]
+duration = "1h"
+turns_per_sec = 3
+[[workload.phase]]
+duration = "1h"
+[[case]]
+name = "p"
+runner = "poll"
+writer = "poll"
+"#;
+        let e = err(phased);
+        assert!(e.msg.contains("10800000 calls (10800 turns over 7200.00s"), "{e}");
+        let at_cap = GOOD
+            .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+            .replace("calls_per_turn = 3", "calls_per_turn = 50");
+        assert_eq!(Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(), MAX_CALLS_PER_CASE);
+    }
+
+    #[test]
+    fn a_scenario_holds_at_most_a_thousand_cases() {
+        let case = |i: usize| format!("[[case]]\nname = \"c{i}\"\nrunner = \"poll\"\nwriter = \"poll\"\n");
+        let head = GOOD.split("[[case]]").next().unwrap();
+        let many = |n: usize| head.to_owned() + &(0..n).map(case).collect::<String>();
+        assert_eq!(Scenario::parse("s.toml", &many(MAX_CASES)).unwrap().cases.len(), MAX_CASES);
+        let e = err(&many(MAX_CASES + 1));
+        assert_eq!(e.key, "case");
+        assert!(e.msg.contains("1001 cases; allowed: at most 1000 per scenario"), "{e}");
+    }
+
+    #[test]
+    fn scenario_and_case_names_stay_one_plain_file_name() {
+        let named =
+            |n: &str| GOOD.replace("[[case]]\nname = \"p\"", &format!("[[case]]\nname = {}", toml::Value::from(n)));
+        for bad in [".", "..", "../x", "a/b", "a\\b", "", "-rf", ".hidden", "a\nb", "tab\t", "\u{7f}", "é"] {
+            let e = err(&named(bad));
+            assert_eq!(e.key, "case[0].name", "{bad:?}");
+            assert!(e.msg.contains("is not allowed; allowed: letters A-Z a-z, digits 0-9, - _ ."), "{e}");
+        }
+        assert!(err(&named(&"x".repeat(MAX_NAME + 1))).msg.contains("at most 100 characters"));
+        let e = err(&GOOD.replace("name = \"t\"", "name = \"../../t\""));
+        assert_eq!(e.key, "name", "the scenario's name becomes its report directory's: {e}");
+        for good in ["p", "poll-50ms", "v1.2", "_x", "A_b-c.d", &"x".repeat(MAX_NAME)] {
+            assert_eq!(Scenario::parse("s.toml", &named(good)).unwrap().cases[0].name, good);
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Parts, RunnerKind, RunnerSpec};
+use super::{Parts, PickupDefinition, RunnerKind, RunnerSpec};
 use crate::config::{Fields, ScenarioError};
 use crate::dir::{Change, RelayDir, Seen, WatchHandle};
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
@@ -133,6 +133,10 @@ impl RunnerSpec for ExternalSpec {
             v.push("relay_overhead: the external runner's handler time is not known (state it with `handler` in the runner table)".to_owned());
         }
         v
+    }
+
+    fn pickup_definition(&self) -> PickupDefinition {
+        PickupDefinition::RequestGone
     }
 
     fn start(&self, parts: &Parts<'_>) -> Started {

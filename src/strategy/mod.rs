@@ -72,6 +72,30 @@ impl Parts<'_> {
     }
 }
 
+/// What a runner's pickup is timed to. The two are not one measure: a ratio of one to the
+/// other says nothing about a change, so reports record which one a case took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PickupDefinition {
+    /// Request published -> the tool handler starts, timed inside the suite's runner.
+    HandlerStart,
+    /// Request published -> its file is seen gone (or its answer seen), by the suite's
+    /// watch outside a black-box runner.
+    RequestGone,
+}
+
+impl PickupDefinition {
+    /// The definition as a person reads it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PickupDefinition::HandlerStart => "from publication to the handler's start, inside the runner",
+            PickupDefinition::RequestGone => {
+                "from publication to the request file's removal (or its answer's appearance), seen outside a black-box runner"
+            }
+        }
+    }
+}
+
 /// A kind of runner strategy, as a scenario names it.
 pub trait RunnerKind: Sync {
     fn name(&self) -> &'static str;
@@ -97,6 +121,10 @@ pub trait RunnerSpec: Debug + Send + Sync {
     /// What cannot be measured with this runner, and why.
     fn unavailable(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// What this runner's pickup is timed to.
+    fn pickup_definition(&self) -> PickupDefinition {
+        PickupDefinition::HandlerStart
     }
     /// Whether the runner reads the relay dir itself (a directory watch, a black box) rather
     /// than through the host's counted requests: only a host whose dir is local can serve it.
