@@ -84,6 +84,7 @@ fn sigterm_on_run_writes_the_interrupted_report_and_leaves_nothing_behind() {
         assert_eq!(summary["interrupted"], true);
         assert_eq!(summary["results"].as_array().unwrap().len(), 1, "the case under way is reported");
         assert_eq!(summary["results"][0]["interrupted"], true);
+        assert_eq!(summary["results"][0]["calls"]["lost"], 0, "calls cut off are counted as interrupted, not lost");
         assert_eq!(summary["cases_not_run"][0], "never-reached");
         let events = std::fs::read_to_string(out.join("events.ndjson")).unwrap();
         assert!(events.lines().count() > 10, "the event log was written");

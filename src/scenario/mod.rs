@@ -16,10 +16,15 @@ use crate::fault::{FaultKind, FaultSpec};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
-use crate::pacer::{Arrival, Phase, Workload, MAX_CALLS_PER_CASE};
+use crate::pacer::{Arrival, Phase, Workload};
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
 /// The scenario `relay-bench run` uses when given none.
+mod rules;
+
+use rules::{add_invariants, check_schedule_size};
+pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_NAME, NAME_ALLOWED};
+
 pub const DEFAULT_NAME: &str = "default";
 pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 
@@ -32,30 +37,6 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("faults", include_str!("../../scenarios/faults.toml")),
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
 ];
-
-/// The most cases one scenario may hold: every case rewrites the run's reports, so a
-/// scenario of thousands is a generator's mistake, not a benchmark.
-pub const MAX_CASES: usize = 1000;
-
-/// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
-pub const MAX_NAME: usize = 100;
-
-/// What a scenario or case name may hold, as errors say it.
-pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
-
-/// Refuses a scenario or case name that would not stay one plain file name (a scenario's
-/// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
-/// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
-/// parent) or `-` (read as an option).
-pub fn check_name(name: &str) -> Result<(), String> {
-    let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-    if plain && first_ok && name.len() <= MAX_NAME {
-        Ok(())
-    } else {
-        Err(format!("{name:?} is not allowed; allowed: {NAME_ALLOWED}"))
-    }
-}
 
 /// How time passes in a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,26 +211,6 @@ impl Scenario {
     }
 }
 
-/// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
-/// it is allocated: every case runs the whole workload.
-fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {
-    let calls = wl.planned_calls();
-    if calls <= MAX_CALLS_PER_CASE {
-        return Ok(());
-    }
-    Err(top.err(
-        "workload",
-        format!(
-            "every case would schedule {calls} calls ({} turns over {} x calls_per_turn {}; sandboxes share the \
-             turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
-             calls_per_turn",
-            wl.planned_turns(),
-            crate::units::human(wl.duration()),
-            wl.calls_per_turn
-        ),
-    ))
-}
-
 fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
     exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
@@ -362,21 +323,6 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
         add_invariants(&mut gates);
     }
     Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new() })
-}
-
-/// What every case must hold unless it says `expect_breaches = true`: nothing lost, nothing
-/// doubled, no pairing breach, nothing left in the dir, and calls made at all. A gate the
-/// scenario already sets on one of these metrics is the one that counts.
-pub const INVARIANTS: [&str; 5] =
-    ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "completed > 0"];
-
-fn add_invariants(gates: &mut Vec<Gate>) {
-    for expr in INVARIANTS {
-        let g = Gate::parse(expr).expect("the invariants parse");
-        if !gates.iter().any(|x| x.metric == g.metric) {
-            gates.push(g);
-        }
-    }
 }
 
 fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
@@ -634,7 +580,10 @@ writer = "poll"
         let at_cap = GOOD
             .replace("turns_per_sec = 5", "turns_per_sec = 100000")
             .replace("calls_per_turn = 3", "calls_per_turn = 50");
-        assert_eq!(Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(), MAX_CALLS_PER_CASE);
+        assert_eq!(
+            Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(),
+            crate::pacer::MAX_CALLS_PER_CASE
+        );
     }
 
     #[test]

@@ -1,0 +1,65 @@
+//! What every scenario respects whatever it asks for: names that stay one plain file name,
+//! sizes counted before anything is allocated, and the invariants every case is gated on.
+
+use crate::config::{Fields, ScenarioError};
+use crate::gate::Gate;
+use crate::pacer::{Workload, MAX_CALLS_PER_CASE};
+
+/// The most cases one scenario may hold: every case rewrites the run's reports, so a
+/// scenario of thousands is a generator's mistake, not a benchmark.
+pub const MAX_CASES: usize = 1000;
+
+/// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
+pub const MAX_NAME: usize = 100;
+
+/// What a scenario or case name may hold, as errors say it.
+pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
+
+/// Refuses a scenario or case name that would not stay one plain file name (a scenario's
+/// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
+/// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
+/// parent) or `-` (read as an option).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain && first_ok && name.len() <= MAX_NAME {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not allowed; allowed: {NAME_ALLOWED}"))
+    }
+}
+
+/// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
+/// it is allocated: every case runs the whole workload.
+pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {
+    let calls = wl.planned_calls();
+    if calls <= MAX_CALLS_PER_CASE {
+        return Ok(());
+    }
+    Err(top.err(
+        "workload",
+        format!(
+            "every case would schedule {calls} calls ({} turns over {} x calls_per_turn {}; sandboxes share the \
+             turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
+             calls_per_turn",
+            wl.planned_turns(),
+            crate::units::human(wl.duration()),
+            wl.calls_per_turn
+        ),
+    ))
+}
+
+/// What every case must hold unless it says `expect_breaches = true`: nothing lost, nothing
+/// doubled, no pairing breach, nothing left in the dir, and calls made at all. A gate the
+/// scenario already sets on one of these metrics is the one that counts.
+pub const INVARIANTS: [&str; 5] =
+    ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "completed > 0"];
+
+pub(super) fn add_invariants(gates: &mut Vec<Gate>) {
+    for expr in INVARIANTS {
+        let g = Gate::parse(expr).expect("the invariants parse");
+        if !gates.iter().any(|x| x.metric == g.metric) {
+            gates.push(g);
+        }
+    }
+}
