@@ -43,6 +43,8 @@ pub enum EngineError {
     Setup { root: String, source: std::io::Error },
     #[error("the runner of sandbox {sandbox} did not start: {detail}")]
     NotReady { sandbox: u32, detail: String },
+    #[error("cannot start the host: {0}")]
+    Host(std::io::Error),
     #[error("the pacer failed: {0}")]
     Pacer(String),
     #[error("the recorder thread failed: {0}")]
@@ -142,7 +144,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         let dir = backend.make_dir(sandbox).map_err(setup)?;
         let busy = Arc::new(Busy::default());
         let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
-        let built = case.host.build(dir.clone(), busy.clone(), seed);
+        let built = case.host.build(dir.clone(), busy.clone(), seed).map_err(EngineError::Host)?;
         daemons.push(built.daemon);
         let spec = RelaySpec {
             sandbox,

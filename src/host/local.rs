@@ -111,8 +111,8 @@ impl HostSpec for LocalSpec {
         "local directory, no injected latency".into()
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> BuiltHost {
-        BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None }
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> io::Result<BuiltHost> {
+        Ok(BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None })
     }
 
     fn dir_is_local(&self) -> bool {

@@ -6,10 +6,12 @@
 //! reports the same request budget (SPEC §5). A new host is a new file here plus one line
 //! in [`HOSTS`].
 
+mod agent;
 mod busy;
 mod local;
 mod remote;
 
+pub use agent::{find_binary as find_sandbox_agent, AgentHost, AgentProcess};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
@@ -249,7 +251,7 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn params(&self) -> String;
     /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives any
     /// latency draws.
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> BuiltHost;
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost>;
     /// Whether it has a daemon the fault schedule can act on.
     fn has_daemon(&self) -> bool {
         false
@@ -259,10 +261,14 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn dir_is_local(&self) -> bool {
         false
     }
+    /// Whether it needs the real clock (a real daemon cannot run in simulated time).
+    fn needs_real_clock(&self) -> bool {
+        false
+    }
 }
 
 /// Every host kind: a new host is a file in this folder plus one line here.
-pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE];
+pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE, &agent::SANDBOX_AGENT];
 
 /// The host kind named `name`.
 pub fn kind(name: &str) -> Option<&'static dyn HostKind> {

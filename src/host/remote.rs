@@ -432,9 +432,9 @@ impl HostSpec for RemoteSpec {
         format!("{}; latency injected in user space (tokio timers, no netem)", self.0.describe())
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> BuiltHost {
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
         let daemon = Arc::new(Daemon::new(self.0.clone(), seed, busy));
-        BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon) }
+        Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon) })
     }
 
     fn has_daemon(&self) -> bool {

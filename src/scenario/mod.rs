@@ -311,6 +311,9 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
         let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
         return Err(c.err("runner", why));
     }
+    if host.needs_real_clock() && clock != Clock::Real {
+        return Err(c.err("host", format!("{host_name} runs on the real clock only: use clock = \"real\"")));
+    }
     if runner.needs_real_clock() && clock != Clock::Real {
         return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
     }

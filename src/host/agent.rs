@@ -1,0 +1,397 @@
+//! The `sandbox-agent` host: the real daemon production's runner talks to (sandbox-agent
+//! 0.4.2, over HTTP), started by relay-bench on this machine for the case and stopped with
+//! it. Every runner operation is the daemon call production's `sandboxRelayHost` makes
+//! (`services/runner/src/tools/relay.ts`):
+//!
+//! | operation | request |
+//! |---|---|
+//! | list | `POST /v1/processes/run` of `ls -1 DIR` (timeoutMs 10000); its exit code ignored |
+//! | read | `GET /v1/fs/file?path=` |
+//! | write | `PUT /v1/fs/file?path=` (octet-stream body) |
+//! | rename | `POST /v1/fs/move` `{from, to, overwrite: true}` |
+//! | delete | `DELETE /v1/fs/entry?path=` |
+//! | stat | `GET /v1/fs/stat?path=` |
+//! | a window | `POST /v1/processes/run` of the watch program, timeoutMs = window + grace |
+//!
+//! One HTTP/1.1 client per host with a keep-alive pool (hyper's, as production's `fetch`
+//! keeps its connections). The
+//! daemon runs on loopback: nothing here is emulated, and no latency is added.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::Method;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use serde::Deserialize;
+
+use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Profiles, Purpose, RequestCounter, RequestCounts};
+use crate::config::{Fields, ScenarioError};
+use crate::dir::{ExecOutput, Lines, RelayDir};
+use crate::BoxFut;
+
+/// The npm package that carries the daemon's Linux binary.
+pub const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
+/// Where to look for the binary first.
+pub const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
+/// The project-local install of `scripts/install-sandbox-agent.sh`.
+pub const LOCAL_INSTALL: &str = "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
+/// How long a started daemon gets to answer.
+const START_BOUND: Duration = Duration::from_secs(10);
+/// The list's own timeout, as production asks for it.
+const LIST_TIMEOUT_MS: u64 = 10_000;
+
+/// Finds the daemon binary: `$SANDBOX_AGENT_BIN` when set (and nothing else then: an
+/// explicit choice is not overridden), else the project-local install, else `PATH`.
+pub fn find_binary() -> Result<PathBuf, String> {
+    let install = format!("install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})");
+    if let Some(p) = std::env::var_os(BIN_ENV).map(PathBuf::from) {
+        return if p.is_file() { Ok(p) } else { Err(format!("${BIN_ENV}={}: no such file; {install}", p.display())) };
+    }
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(LOCAL_INSTALL);
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("sandbox-agent")).collect::<Vec<_>>())
+        .unwrap_or_default();
+    std::iter::once(local)
+        .chain(on_path)
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("sandbox-agent not found ({LOCAL_INSTALL}, PATH); {install}"))
+}
+
+/// What `sandbox-agent --version` says (`sandbox-agent 0.4.2`).
+pub fn version_of(bin: &Path) -> io::Result<String> {
+    let out = std::process::Command::new(bin).arg("--version").output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// A daemon process started for a case; killed and reaped when the last host using it goes.
+pub struct AgentProcess {
+    child: Mutex<std::process::Child>,
+    pub base: String,
+}
+
+impl AgentProcess {
+    /// Starts `bin` on a free loopback port and waits until it answers.
+    pub fn start(bin: &Path) -> io::Result<AgentProcess> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: prctl in the child before exec: the daemon dies with relay-bench, even a
+        // relay-bench killed by SIGKILL (no orphan daemon).
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn()?;
+        let process = AgentProcess { child: Mutex::new(child), base: format!("http://127.0.0.1:{port}") };
+        let deadline = std::time::Instant::now() + START_BOUND;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = process.child.lock().expect("daemon lock").try_wait() {
+                return Err(io::Error::other(format!("{} exited at start ({status})", bin.display())));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(io::Error::other(format!("{} did not listen on port {port} within 10 s", bin.display())));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(process)
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let child = self.child.get_mut().expect("daemon lock");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// The runner's side of one relay dir, through a sandbox-agent daemon.
+pub struct AgentHost {
+    http: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+    dir: PathBuf,
+    counter: RequestCounter,
+    label: String,
+    /// Keeps a daemon started for the case alive while this host is.
+    _process: Option<Arc<AgentProcess>>,
+}
+
+/// `/v1/processes/run`'s answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunAnswer {
+    exit_code: Option<i32>,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
+}
+
+#[derive(Deserialize)]
+struct StatAnswer {
+    size: u64,
+}
+
+impl AgentHost {
+    pub fn new(base: String, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
+        let http = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build_http();
+        let label = "sandbox-agent".to_owned();
+        AgentHost { http, base, dir, counter: RequestCounter::new(busy), label, _process: process }
+    }
+
+    /// How reports name it (the daemon's version and where it runs).
+    pub fn labelled(mut self, label: String) -> AgentHost {
+        self.label = label;
+        self
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    /// `route?path=<the file's path>`.
+    fn at(&self, route: &str, name: &str) -> String {
+        format!("{}{route}?path={}", self.base, percent_encode(&self.path(name)))
+    }
+
+    /// One request; an answer that is not 2xx is an error carrying the daemon's detail
+    /// ("path not found" becomes NotFound).
+    async fn send(&self, method: Method, uri: String, content_type: &str, body: Vec<u8>) -> io::Result<Vec<u8>> {
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", content_type)
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("sandbox-agent: {e}")))?;
+        let res =
+            self.http.request(req).await.map_err(|e| io::Error::other(format!("sandbox-agent: {}", cause(&e))))?;
+        let status = res.status();
+        let body =
+            res.into_body().collect().await.map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?.to_bytes();
+        if status.is_success() {
+            return Ok(body.to_vec());
+        }
+        let detail = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let kind = if detail.contains("path not found") { io::ErrorKind::NotFound } else { io::ErrorKind::Other };
+        Err(io::Error::new(kind, format!("sandbox-agent {status}: {detail}")))
+    }
+
+    async fn get(&self, route: &str, name: &str) -> io::Result<Vec<u8>> {
+        self.send(Method::GET, self.at(route, name), "application/octet-stream", Vec::new()).await
+    }
+
+    async fn post_json(&self, route: &str, body: serde_json::Value) -> io::Result<Vec<u8>> {
+        self.send(Method::POST, format!("{}{route}", self.base), "application/json", body.to_string().into_bytes())
+            .await
+    }
+
+    async fn run(&self, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
+        let (command, args) =
+            argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+        let body = serde_json::json!({ "command": command, "args": args, "timeoutMs": timeout_ms });
+        let bytes = self.post_json("/v1/processes/run", body).await?;
+        let a: RunAnswer =
+            serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?;
+        Ok(ExecOutput {
+            code: a.exit_code,
+            stdout: a.stdout.into_bytes(),
+            stderr: a.stderr.into_bytes(),
+            timed_out: a.timed_out,
+        })
+    }
+
+    async fn list_now(&self) -> io::Result<Vec<String>> {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let out = self.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
+        // Production reads stdout whatever the exit code: a missing dir lists as empty.
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    async fn write_now(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.send(Method::PUT, self.at("/v1/fs/file", name), "application/octet-stream", bytes.to_vec()).await.map(drop)
+    }
+
+    async fn rename_now(&self, from: &str, to: &str) -> io::Result<()> {
+        let body = serde_json::json!({ "from": self.path(from), "to": self.path(to), "overwrite": true });
+        self.post_json("/v1/fs/move", body).await.map(drop)
+    }
+
+    async fn delete_now(&self, name: &str) -> io::Result<()> {
+        match self.send(Method::DELETE, self.at("/v1/fs/entry", name), "application/octet-stream", Vec::new()).await {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other.map(drop),
+        }
+    }
+}
+
+/// A query value: unreserved bytes as they are, every other byte `%XX`.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// What failed on the wire, without the URL (it holds the relay dir's path).
+fn cause(e: &hyper_util::client::legacy::Error) -> String {
+    let kind = if e.is_connect() { "cannot connect" } else { "request failed" };
+    match std::error::Error::source(e) {
+        Some(src) => format!("{kind}: {src}"),
+        None => kind.to_owned(),
+    }
+}
+
+impl Host for AgentHost {
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.counter.count(Purpose::Discovery, Kind::List);
+        Box::pin(self.list_now())
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        self.counter.count(Purpose::Data, Kind::Read);
+        Box::pin(self.get("/v1/fs/file", name))
+    }
+
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        self.counter.count(Purpose::Data, Kind::Stat);
+        Box::pin(async move {
+            let bytes = self.get("/v1/fs/stat", name).await?;
+            let s: StatAnswer =
+                serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?;
+            Ok(s.size)
+        })
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(async move {
+            // Upload to a temp name, then move onto the final name: two requests.
+            let tmp = crate::fsio::temp_name(name);
+            self.counter.count(Purpose::Data, Kind::Write);
+            self.write_now(&tmp, bytes).await?;
+            self.counter.count(Purpose::Data, Kind::Rename);
+            if let Err(e) = self.rename_now(&tmp, name).await {
+                let _ = self.delete_now(&tmp).await;
+                return Err(e);
+            }
+            Ok(())
+        })
+    }
+
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
+        self.counter.count(Purpose::Data, Kind::Delete);
+        Box::pin(self.delete_now(name))
+    }
+
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.counter.count(Purpose::Discovery, Kind::Exec);
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        Box::pin(async move {
+            let out = self.run(&argv, timeout.as_millis() as u64).await;
+            // A spawn the daemon refuses (502) is a rejected exec, as production sees it.
+            out.map_err(|e| io::Error::new(e.kind(), format!("exec rejected: {e}")))
+        })
+    }
+
+    fn exec_follow<'a>(&'a self, _argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
+        let e = io::Error::new(io::ErrorKind::Unsupported, "sandbox-agent: no followed processes in this host (yet)");
+        Box::pin(std::future::ready(Err(e)))
+    }
+
+    fn counts(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+}
+
+pub struct SandboxAgent;
+pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
+
+/// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per case, shared by
+/// its sandboxes, as one sandbox machine's daemon serves every dir on it).
+#[derive(Debug)]
+pub struct AgentSpec {
+    bin: PathBuf,
+    version: String,
+    running: Mutex<Weak<AgentProcess>>,
+}
+
+impl HostKind for SandboxAgent {
+    fn name(&self) -> &'static str {
+        "sandbox-agent"
+    }
+
+    fn about(&self) -> &'static str {
+        "the real sandbox-agent daemon over HTTP on loopback, started for the case (real clock)"
+    }
+
+    fn parse(&self, case: &mut Fields<'_>, _profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let bin = match case.string("binary")? {
+            Some(b) => PathBuf::from(b),
+            None => find_binary().map_err(|why| case.err("host", why))?,
+        };
+        let version = version_of(&bin).map_err(|e| case.err("binary", format!("{}: {e}", bin.display())))?;
+        Ok(Arc::new(AgentSpec { bin, version, running: Mutex::new(Weak::new()) }))
+    }
+}
+
+impl HostSpec for AgentSpec {
+    fn name(&self) -> &'static str {
+        "sandbox-agent"
+    }
+
+    fn params(&self) -> String {
+        format!("{} ({}) on 127.0.0.1, started for the case; no latency added", self.version, self.bin.display())
+    }
+
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> io::Result<BuiltHost> {
+        let mut running = self.running.lock().expect("daemon lock");
+        let process = match running.upgrade() {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(AgentProcess::start(&self.bin)?);
+                *running = Arc::downgrade(&p);
+                p
+            }
+        };
+        let label = format!("{} @ {}", self.version, process.base.trim_start_matches("http://"));
+        let host = AgentHost::new(process.base.clone(), dir.path().to_path_buf(), busy, Some(process)).labelled(label);
+        Ok(BuiltHost { host: Arc::new(host), daemon: None })
+    }
+
+    fn needs_real_clock(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,119 @@
+//! The real sandbox-agent daemon (0.4.2) as the runner's host. Skipped, and said so, when
+//! the binary is not installed (scripts/install-sandbox-agent.sh); run by `.ci/run`, which
+//! installs it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use relay_bench::host::{find_sandbox_agent, AgentHost, AgentProcess, Host};
+
+mod common;
+
+/// One test at a time: the last one checks that this process has no child left.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The daemon binary, or `None` after saying why the test is skipped.
+fn daemon_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    match find_sandbox_agent() {
+        Ok(bin) => Some(bin),
+        Err(why) => {
+            eprintln!("{test}: skipped: {why}");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_is_a_daemon_request_and_counted() {
+    let Some(bin) = daemon_or_skip("every_operation_is_a_daemon_request_and_counted") else { return };
+    let _one = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let process = Arc::new(AgentProcess::start(&bin).unwrap());
+    let host = AgentHost::new(process.base.clone(), d.to_path_buf(), Arc::default(), Some(process.clone()));
+    host.publish("a.req.json", br#"{"x":1}"#).await.unwrap();
+    assert_eq!(std::fs::read(d.join("a.req.json")).unwrap(), br#"{"x":1}"#, "written through the daemon");
+    assert_eq!(host.list().await.unwrap(), vec!["a.req.json".to_owned()], "no temp name left");
+    assert_eq!(host.read("a.req.json").await.unwrap(), br#"{"x":1}"#);
+    assert_eq!(host.stat("a.req.json").await.unwrap(), 7);
+    host.delete("a.req.json").await.unwrap();
+    host.delete("a.req.json").await.unwrap(); // already gone: not an error
+    assert_eq!(host.read("a.req.json").await.unwrap_err().kind(), std::io::ErrorKind::NotFound);
+    let out = host.exec(&["sh".into(), "-c".into(), "echo hi; exit 3".into()], Duration::from_secs(10)).await.unwrap();
+    assert_eq!((out.code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"hi\n"[..], false));
+    let hung = host.exec(&["sleep".into(), "30".into()], Duration::from_millis(200)).await.unwrap();
+    assert!(hung.timed_out && hung.code.is_none(), "the daemon's own timeout: {hung:?}");
+    let refused = host.exec(&["/nonexistent/program".into()], Duration::from_secs(10)).await.unwrap_err();
+    assert!(refused.to_string().contains("exec rejected"), "{refused}");
+    // A missing dir lists as empty, as production's `ls -1` with its exit code ignored.
+    let gone = AgentHost::new(process.base.clone(), d.join("missing"), Arc::default(), None);
+    assert!(gone.list().await.unwrap().is_empty());
+    let by: Vec<(String, u64)> = host.counts().by_kind().0;
+    let count = |k: &str| by.iter().find(|(n, _)| n == k).unwrap().1;
+    assert_eq!(
+        [count("list"), count("read"), count("write"), count("rename"), count("delete"), count("stat"), count("exec")],
+        [1, 2, 1, 1, 2, 1, 3]
+    );
+    // Every request went to the daemon: with it gone, each one fails.
+    drop(host);
+    drop(gone);
+    let base = process.base.clone();
+    drop(process);
+    let dead = AgentHost::new(base, d.to_path_buf(), Arc::default(), None);
+    let e = dead.list().await.unwrap_err();
+    assert!(e.to_string().contains("cannot connect"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_case_on_the_real_daemon_loses_nothing_and_leaves_no_daemon() {
+    if daemon_or_skip("a_case_on_the_real_daemon_loses_nothing_and_leaves_no_daemon").is_none() {
+        return;
+    }
+    let _one = SERIAL.lock().await;
+    let text = r#"
+name = "daemon"
+[workload]
+sandboxes = 2
+turns_per_sec = 4
+calls_per_turn = 2
+duration = "3s"
+[[case]]
+name = "poll"
+host = "sandbox-agent"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "window-exec"
+host = "sandbox-agent"
+runner = "window-exec"
+writer = "watch"
+"#;
+    let (summary, _out, _relay) = common::run("daemon.toml", text, false, false).await;
+    for r in &summary.results {
+        assert!(r.pass, "{}: {:?} {:?}", r.case, r.gates, r.notices);
+        assert_eq!(r.calls.lost, 0);
+        assert!(r.host.starts_with("sandbox-agent 0.4.2"), "the report names the daemon: {}", r.host);
+    }
+    let left = common::live_children();
+    assert!(left.is_empty(), "daemon and watch programs reaped: {left:?}");
+}
+
+#[test]
+fn a_scenario_on_a_missing_daemon_names_the_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"d\"\nhost = \"sandbox-agent\"\nrunner = \"poll\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .arg("run")
+        .arg(&file)
+        .env("SANDBOX_AGENT_BIN", "/nonexistent/sandbox-agent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("@sandbox-agent/cli-linux-x64@0.4.2") && err.contains("install-sandbox-agent.sh"), "{err}");
+}
