@@ -23,6 +23,8 @@ pub enum BenchError {
     Write { path: String, source: std::io::Error },
     #[error("case {case:?}: {source}")]
     Case { case: String, source: EngineError },
+    #[error("case {case:?}: host {host}: {why}")]
+    HostUnavailable { case: String, host: String, why: String },
 }
 
 impl BenchError {
@@ -30,8 +32,24 @@ impl BenchError {
     /// inside.
     pub fn is_bad_input(&self) -> bool {
         // A runner that cannot start is the case's command (a black-box runner), not us.
-        matches!(self, BenchError::OutDir { .. } | BenchError::Case { source: EngineError::NotReady { .. }, .. })
+        matches!(
+            self,
+            BenchError::OutDir { .. }
+                | BenchError::HostUnavailable { .. }
+                | BenchError::Case { source: EngineError::NotReady { .. }, .. }
+        )
     }
+}
+
+/// Refuses a scenario with a case whose host this machine lacks (a daemon not installed):
+/// said before anything runs, not after the cases before it.
+pub fn check_hosts(s: &Scenario) -> Result<(), BenchError> {
+    for c in &s.cases {
+        if let Some(why) = c.host.unavailable() {
+            return Err(BenchError::HostUnavailable { case: c.name.clone(), host: c.host.name().to_owned(), why });
+        }
+    }
+    Ok(())
 }
 
 /// Options of one scenario run, validated.
@@ -53,6 +71,7 @@ pub async fn run_scenario(
     started_at: &str,
     interrupt: Arc<Signal>,
 ) -> Result<Summary, BenchError> {
+    check_hosts(s)?;
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
     let say = |msg: &str| {

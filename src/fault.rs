@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::dir::SimFault;
-use crate::host::Daemon;
+use crate::host::DaemonControl;
 use crate::notice::Recovery;
 use crate::recorder::Recording;
 
@@ -216,13 +216,13 @@ impl FaultKind {
         }
     }
 
-    /// Acts on the emulated daemon: strikes it for `duration`.
-    pub fn strike_daemon(self, d: &Daemon, duration: Duration) {
+    /// Acts on the host's daemon: strikes it for `duration`.
+    pub fn strike_daemon(self, d: &dyn DaemonControl, duration: Duration) -> Result<(), String> {
         match self {
             FaultKind::DaemonRestart => d.restart(duration),
             FaultKind::ProxyDisconnect => d.disconnect(),
             FaultKind::SandboxPause => d.pause(duration),
-            _ => {}
+            _ => Ok(()),
         }
     }
 }

@@ -104,7 +104,7 @@ fn a_scenario_on_a_missing_daemon_names_the_package() {
     let file = dir.path().join("s.toml");
     std::fs::write(
         &file,
-        "name = \"x\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"d\"\nhost = \"sandbox-agent\"\nrunner = \"poll\"\n",
+        "name = \"x\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"d\"\nhost = \"sandbox-agent\"\nrunner = \"poll\"\nwriter = \"poll\"\n",
     )
     .unwrap();
     let out = std::process::Command::new(common::BIN)
@@ -116,4 +116,75 @@ fn a_scenario_on_a_missing_daemon_names_the_package() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("@sandbox-agent/cli-linux-x64@0.4.2") && err.contains("install-sandbox-agent.sh"), "{err}");
+    // The shipped scenario that needs it is still listed.
+    let list = std::process::Command::new(common::BIN)
+        .arg("list")
+        .env("SANDBOX_AGENT_BIN", "/nonexistent/sandbox-agent")
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0), "{}", String::from_utf8_lossy(&list.stderr));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("real-daemon"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_strike_the_real_daemon_and_its_wire() {
+    if daemon_or_skip("faults_strike_the_real_daemon_and_its_wire").is_none() {
+        return;
+    }
+    let _one = SERIAL.lock().await;
+    // A restart kills the process and starts it again on its port; a disconnect cuts the
+    // proxy's connections; a pause SIGSTOPs the daemon. Each is survived, nothing lost.
+    let text = r#"
+name = "daemon-faults"
+[workload]
+sandboxes = 1
+turns_per_sec = 4
+duration = "5s"
+[[case]]
+name = "restart"
+host = "sandbox-agent"
+profile = "lan"
+runner = "poll"
+writer = "watch"
+[[case.fault]]
+kind = "daemon-restart"
+at = "2s"
+duration = "1s"
+[[case]]
+name = "disconnect"
+host = "sandbox-agent"
+profile = "lan"
+runner = "window-exec"
+writer = "watch"
+[[case.fault]]
+kind = "proxy-disconnect"
+at = "2s"
+[[case]]
+name = "pause"
+host = "sandbox-agent"
+profile = "lan"
+runner = "poll"
+writer = "watch"
+[[case.fault]]
+kind = "sandbox-pause"
+at = "2s"
+duration = "1s"
+"#;
+    let (summary, _out, _relay) = common::run("daemon-faults.toml", text, false, false).await;
+    for r in &summary.results {
+        assert_eq!(r.calls.lost, 0, "{}: {:?}", r.case, r.notices);
+        let f = &r.faults[0];
+        assert!(f.ok && f.failed == 0 && f.calls > 0, "{}: {f:?}", r.case);
+        assert!(!r.notices.iter().any(|n| n.contains("not applied")), "{}: {:?}", r.case, r.notices);
+    }
+    let restart = &summary.results[0];
+    assert!(
+        restart.notices.iter().any(|n| n.contains("cannot connect") || n.contains("cannot list")),
+        "{:?}",
+        restart.notices
+    );
+    let disconnect = &summary.results[1].faults[0];
+    assert!(disconnect.detected.contains("watch failure"), "the held window's exec broke: {disconnect:?}");
+    let pause = &summary.results[2].faults[0];
+    assert!(pause.worst_pickup_ms.unwrap_or(0.0) >= 500.0, "calls waited for the frozen daemon: {pause:?}");
 }

@@ -18,7 +18,7 @@ use crate::calls_csv::CallsCsv;
 use crate::eventlog::EventLog;
 use crate::events::{EventSink, Listener};
 use crate::fault::{Target, AFTERMATH};
-use crate::host::{Busy, Daemon, Host, RequestCounts};
+use crate::host::{Busy, DaemonControl, Host, RequestCounts};
 use crate::notice::Say;
 use crate::rates::Snapshots;
 use crate::recorder::{CaseHdr, LatencyStats, Measure, Recorder, Recording, Span};
@@ -138,7 +138,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let handler = Arc::new(scenario.handler.clone());
     let stderr_dir = env.event_log.as_ref().and_then(|p| p.parent()).map_or_else(|| backend.scratch(), PathBuf::from);
     let mut relays: Vec<Relay> = Vec::new();
-    let mut daemons: Vec<Option<Arc<Daemon>>> = Vec::new();
+    let mut daemons: Vec<Option<Arc<dyn DaemonControl>>> = Vec::new();
     let mut dirs = Vec::new();
     for sandbox in 0..wl.sandboxes {
         let dir = backend.make_dir(sandbox).map_err(setup)?;
@@ -247,10 +247,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                         Ok(())
                     }
                     Target::Daemon if on => match &daemons[k] {
-                        Some(d) => {
-                            f.kind.strike_daemon(d, f.duration);
-                            Ok(())
-                        }
+                        Some(d) => f.kind.strike_daemon(&**d, f.duration),
                         None => Err("no daemon on this host".to_owned()),
                     },
                     Target::Daemon => Ok(()),

@@ -20,7 +20,7 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -31,7 +31,10 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::Deserialize;
 
-use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Profiles, Purpose, RequestCounter, RequestCounts};
+use super::{
+    BuiltHost, Busy, DaemonControl, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose,
+    RequestCounter, RequestCounts,
+};
 use crate::config::{Fields, ScenarioError};
 use crate::dir::{ExecOutput, Lines, RelayDir};
 use crate::BoxFut;
@@ -70,9 +73,12 @@ pub fn version_of(bin: &Path) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// A daemon process started for a case; killed and reaped when the last host using it goes.
+/// A daemon process started for one sandbox; killed and reaped when dropped. The fault
+/// schedule can stop it for a while (a restart) or freeze it (a pause).
 pub struct AgentProcess {
-    child: Mutex<std::process::Child>,
+    bin: PathBuf,
+    port: u16,
+    child: Arc<Mutex<Option<std::process::Child>>>,
     pub base: String,
 }
 
@@ -80,40 +86,152 @@ impl AgentProcess {
     /// Starts `bin` on a free loopback port and waits until it answers.
     pub fn start(bin: &Path) -> io::Result<AgentProcess> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let mut cmd = std::process::Command::new(bin);
-        cmd.args(["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        // SAFETY: prctl in the child before exec: the daemon dies with relay-bench, even a
-        // relay-bench killed by SIGKILL (no orphan daemon).
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let child = cmd.spawn()?;
-        let process = AgentProcess { child: Mutex::new(child), base: format!("http://127.0.0.1:{port}") };
-        let deadline = std::time::Instant::now() + START_BOUND;
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = process.child.lock().expect("daemon lock").try_wait() {
-                return Err(io::Error::other(format!("{} exited at start ({status})", bin.display())));
-            }
-            if std::time::Instant::now() >= deadline {
-                return Err(io::Error::other(format!("{} did not listen on port {port} within 10 s", bin.display())));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Ok(process)
+        let child = spawn_daemon(bin, port)?;
+        Ok(AgentProcess {
+            bin: bin.to_path_buf(),
+            port,
+            child: Arc::new(Mutex::new(Some(child))),
+            base: format!("http://127.0.0.1:{port}"),
+        })
     }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Kills the daemon (its connections reset, its runs end), starts it again on the same
+    /// port after `down`.
+    pub fn restart(&self, down: Duration) {
+        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let (child, bin, port) = (Arc::downgrade(&self.child), self.bin.clone(), self.port);
+        std::thread::spawn(move || {
+            std::thread::sleep(down);
+            // Gone with its case while it was down: nothing to restart.
+            let Some(slot) = child.upgrade() else { return };
+            if let Ok(c) = spawn_daemon(&bin, port) {
+                *slot.lock().expect("daemon lock") = Some(c);
+            }
+        });
+    }
+
+    /// SIGSTOP, then SIGCONT after `d`: the daemon accepts nothing and answers nothing.
+    pub fn pause(&self, d: Duration) -> Result<(), String> {
+        let pid =
+            self.child.lock().expect("daemon lock").as_ref().map(|c| c.id() as i32).ok_or("the daemon is down")?;
+        // SAFETY: kill() only sends a signal to the daemon this process started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let child = Arc::downgrade(&self.child);
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            if let Some(slot) = child.upgrade() {
+                if let Some(c) = slot.lock().expect("daemon lock").as_ref() {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Starts the daemon on `port` and waits (10 s at most) until it listens.
+fn spawn_daemon(bin: &Path, port: u16) -> io::Result<std::process::Child> {
+    let mut child = spawner_thread_spawn(bin, port)?;
+    let deadline = std::time::Instant::now() + START_BOUND;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(io::Error::other(format!("{} exited at start ({status})", bin.display())));
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other(format!("{} did not listen on port {port} within 10 s", bin.display())));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(child)
+}
+
+type SpawnRequest = (PathBuf, u16, std::sync::mpsc::Sender<io::Result<std::process::Child>>);
+
+/// Spawns the daemon from one thread that lives as long as relay-bench. The daemon asks the
+/// kernel for SIGKILL when its parent dies (no orphan, even after a SIGKILL of relay-bench),
+/// and Linux counts the parent as the *thread* that spawned it: a short-lived thread (a
+/// restart's) would take its daemon with it.
+fn spawner_thread_spawn(bin: &Path, port: u16) -> io::Result<std::process::Child> {
+    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<SpawnRequest>>> = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("sandbox-agent-spawner".into())
+            .spawn(move || {
+                for (bin, port, reply) in rx {
+                    let _ = reply.send(command(&bin, port).spawn());
+                }
+            })
+            .expect("a thread");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = std::sync::mpsc::channel();
+    spawner
+        .lock()
+        .expect("spawner lock")
+        .send((bin.to_path_buf(), port, reply))
+        .map_err(|_| io::Error::other("the daemon spawner thread is gone"))?;
+    answer.recv().map_err(|_| io::Error::other("the daemon spawner thread is gone"))?
+}
+
+fn command(bin: &Path, port: u16) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: prctl in the child before exec, async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
 }
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        let child = self.child.get_mut().expect("daemon lock");
-        let _ = child.kill();
-        let _ = child.wait();
+        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
+            // SAFETY: a paused daemon is resumed so that it can die.
+            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// What the fault schedule acts on: the sandbox's daemon and, with a profile, the proxy in
+/// front of it.
+pub struct AgentControl {
+    process: Arc<AgentProcess>,
+    proxy: Option<Arc<DelayProxy>>,
+}
+
+impl DaemonControl for AgentControl {
+    fn restart(&self, down: Duration) -> Result<(), String> {
+        self.process.restart(down);
+        Ok(())
+    }
+
+    fn disconnect(&self) -> Result<(), String> {
+        let proxy = self.proxy.as_ref().ok_or("no proxy on this host (give it a profile) to disconnect")?;
+        proxy.disconnect();
+        Ok(())
+    }
+
+    fn pause(&self, d: Duration) -> Result<(), String> {
+        self.process.pause(d)
     }
 }
 
@@ -124,8 +242,10 @@ pub struct AgentHost {
     dir: PathBuf,
     counter: RequestCounter,
     label: String,
-    /// Keeps a daemon started for the case alive while this host is.
+    /// Keeps a daemon started for the sandbox alive while this host is.
     _process: Option<Arc<AgentProcess>>,
+    /// The delay proxy its requests go through, if it has one.
+    proxy: Option<Arc<DelayProxy>>,
 }
 
 /// `/v1/processes/run`'s answer.
@@ -153,7 +273,14 @@ impl AgentHost {
             .pool_idle_timeout(Duration::from_secs(90))
             .build_http();
         let label = "sandbox-agent".to_owned();
-        AgentHost { http, base, dir, counter: RequestCounter::new(busy), label, _process: process }
+        AgentHost { http, base, dir, counter: RequestCounter::new(busy), label, _process: process, proxy: None }
+    }
+
+    /// Its requests go through `proxy` (to its address instead of the daemon's).
+    pub fn through(mut self, proxy: Arc<DelayProxy>) -> AgentHost {
+        self.base = format!("http://{}", proxy.addr);
+        self.proxy = Some(proxy);
+        self
     }
 
     /// How reports name it (the daemon's version and where it runs).
@@ -331,6 +458,10 @@ impl Host for AgentHost {
         self.counter.snapshot()
     }
 
+    fn injected_legs(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        self.proxy.as_ref().map(|p| p.legs())
+    }
+
     fn label(&self) -> String {
         self.label.clone()
     }
@@ -339,13 +470,15 @@ impl Host for AgentHost {
 pub struct SandboxAgent;
 pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
 
-/// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per case, shared by
-/// its sandboxes, as one sandbox machine's daemon serves every dir on it).
+/// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per sandbox, as each
+/// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
 #[derive(Debug)]
 pub struct AgentSpec {
-    bin: PathBuf,
+    /// The binary, or why there is none (said before a run starts, not when parsing, so
+    /// that a scenario naming this host can be listed without it).
+    bin: Result<PathBuf, String>,
     version: String,
-    running: Mutex<Weak<AgentProcess>>,
+    profile: Option<LatencyProfile>,
 }
 
 impl HostKind for SandboxAgent {
@@ -354,16 +487,30 @@ impl HostKind for SandboxAgent {
     }
 
     fn about(&self) -> &'static str {
-        "the real sandbox-agent daemon over HTTP on loopback, started for the case (real clock)"
+        "the real sandbox-agent daemon over HTTP, one per sandbox on loopback, optionally behind a delay proxy (real clock)"
     }
 
-    fn parse(&self, case: &mut Fields<'_>, _profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
         let bin = match case.string("binary")? {
-            Some(b) => PathBuf::from(b),
-            None => find_binary().map_err(|why| case.err("host", why))?,
+            Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
+            Some(b) => Err(format!("binary = {b:?}: no such file")),
+            None => find_binary(),
         };
-        let version = version_of(&bin).map_err(|e| case.err("binary", format!("{}: {e}", bin.display())))?;
-        Ok(Arc::new(AgentSpec { bin, version, running: Mutex::new(Weak::new()) }))
+        let profile = match case.string("profile")? {
+            None => None,
+            Some(name) => {
+                Some(profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name)).ok_or_else(|| {
+                    let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
+                    allowed.extend(profiles.keys().map(String::as_str));
+                    case.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")))
+                })?)
+            }
+        };
+        let version = match &bin {
+            Ok(b) => version_of(b).map_err(|e| case.err("binary", format!("{}: {e}", b.display())))?,
+            Err(_) => "sandbox-agent (not installed)".to_owned(),
+        };
+        Ok(Arc::new(AgentSpec { bin, version, profile }))
     }
 }
 
@@ -373,22 +520,36 @@ impl HostSpec for AgentSpec {
     }
 
     fn params(&self) -> String {
-        format!("{} ({}) on 127.0.0.1, started for the case; no latency added", self.version, self.bin.display())
+        let wire = match &self.profile {
+            Some(p) => format!("behind a delay proxy: {} on a real TCP path", p.describe()),
+            None => "on loopback, no latency added".to_owned(),
+        };
+        let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
+        format!("{} ({at}), one per sandbox, {wire}", self.version)
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> io::Result<BuiltHost> {
-        let mut running = self.running.lock().expect("daemon lock");
-        let process = match running.upgrade() {
-            Some(p) => p,
-            None => {
-                let p = Arc::new(AgentProcess::start(&self.bin)?);
-                *running = Arc::downgrade(&p);
-                p
-            }
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.clone()))?;
+        let process = Arc::new(AgentProcess::start(bin)?);
+        let proxy = match &self.profile {
+            Some(p) => Some(Arc::new(DelayProxy::start(process.addr(), p.clone(), seed)?)),
+            None => None,
         };
         let label = format!("{} @ {}", self.version, process.base.trim_start_matches("http://"));
-        let host = AgentHost::new(process.base.clone(), dir.path().to_path_buf(), busy, Some(process)).labelled(label);
-        Ok(BuiltHost { host: Arc::new(host), daemon: None })
+        let mut host = AgentHost::new(process.base.clone(), dir.path().to_path_buf(), busy, Some(process.clone()));
+        if let Some(p) = &proxy {
+            host = host.through(p.clone());
+        }
+        let control = AgentControl { process, proxy };
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)) })
+    }
+
+    fn has_daemon(&self) -> bool {
+        true
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.bin.as_ref().err().cloned()
     }
 
     fn needs_real_clock(&self) -> bool {

@@ -10,11 +10,13 @@ mod agent;
 mod busy;
 mod local;
 mod remote;
+mod wire;
 
 pub use agent::{find_binary as find_sandbox_agent, AgentHost, AgentProcess};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
+pub use wire::DelayProxy;
 
 use std::ffi::OsString;
 use std::io;
@@ -228,11 +230,22 @@ pub trait Host: Send + Sync {
     fn label(&self) -> String;
 }
 
+/// What the fault schedule can do to a host's daemon (the emulated one, or a real process
+/// and the proxy in front of it). An `Err` says why this host cannot take the fault.
+pub trait DaemonControl: Send + Sync {
+    /// Down for `down` (requests in flight fail, new ones are refused), then back.
+    fn restart(&self, down: Duration) -> Result<(), String>;
+    /// Every open connection cut.
+    fn disconnect(&self) -> Result<(), String>;
+    /// Frozen for `d`: requests stall until it resumes.
+    fn pause(&self, d: Duration) -> Result<(), String>;
+}
+
 /// A host built for one relay dir, and what the fault schedule can act on through it.
 pub struct BuiltHost {
     pub host: Arc<dyn Host>,
-    /// The emulated daemon, if the host has one (restart, disconnect, pause).
-    pub daemon: Option<Arc<Daemon>>,
+    /// The daemon, if the host has one (restart, disconnect, pause).
+    pub daemon: Option<Arc<dyn DaemonControl>>,
 }
 
 /// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
@@ -260,6 +273,10 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// that watches the dir itself needs it).
     fn dir_is_local(&self) -> bool {
         false
+    }
+    /// Why it cannot run on this machine, if it cannot (checked before a run starts).
+    fn unavailable(&self) -> Option<String> {
+        None
     }
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).
     fn needs_real_clock(&self) -> bool {

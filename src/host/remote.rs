@@ -401,6 +401,21 @@ pub const REMOTE: Remote = Remote;
 #[derive(Debug)]
 struct RemoteSpec(LatencyProfile);
 
+impl super::DaemonControl for Daemon {
+    fn restart(&self, down: Duration) -> Result<(), String> {
+        Daemon::restart(self, down);
+        Ok(())
+    }
+    fn disconnect(&self) -> Result<(), String> {
+        Daemon::disconnect(self);
+        Ok(())
+    }
+    fn pause(&self, d: Duration) -> Result<(), String> {
+        Daemon::pause(self, d);
+        Ok(())
+    }
+}
+
 impl HostKind for Remote {
     fn name(&self) -> &'static str {
         "remote"

@@ -36,6 +36,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("request-budget", include_str!("../../scenarios/request-budget.toml")),
     ("faults", include_str!("../../scenarios/faults.toml")),
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
+    ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
 ];
 
 /// How time passes in a case.

@@ -1,0 +1,152 @@
+//! A delay proxy on a real TCP path: what a network adds between the runner and a real
+//! daemon. Every chunk of bytes, in each direction, is held for one leg drawn from a latency
+//! profile (seeded), in order (a chunk never overtakes the one before it), so an HTTP round
+//! trip pays a request leg and a response leg, as the emulated daemon charges them. It can
+//! cut every live connection (a proxy disconnect) or hold every byte (a blackhole).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::LatencyProfile;
+use crate::rng::Rng;
+
+/// A running proxy; it stops when dropped.
+pub struct DelayProxy {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+struct Shared {
+    profile: LatencyProfile,
+    seed: u64,
+    connections: AtomicU64,
+    /// Bumped to cut every live connection.
+    cut: watch::Sender<u64>,
+    /// While set, no byte moves (they wait, as behind a blackhole).
+    holding: AtomicBool,
+    legs: Mutex<Histogram<u64>>,
+}
+
+impl DelayProxy {
+    /// Listens on a free loopback port and forwards to `upstream` (inside a tokio runtime).
+    pub fn start(upstream: SocketAddr, profile: LatencyProfile, seed: u64) -> io::Result<DelayProxy> {
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let listener = TcpListener::from_std(std_listener)?;
+        let shared = Arc::new(Shared {
+            profile,
+            seed,
+            connections: AtomicU64::new(0),
+            cut: watch::channel(0).0,
+            holding: AtomicBool::new(false),
+            legs: Mutex::new(Histogram::new(3).expect("a histogram")),
+        });
+        let s = shared.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let n = s.connections.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(serve(client, upstream, s.clone(), n));
+            }
+        });
+        Ok(DelayProxy { addr, shared, accept })
+    }
+
+    /// Cuts every live connection (new ones are accepted).
+    pub fn disconnect(&self) {
+        self.shared.cut.send_modify(|n| *n += 1);
+    }
+
+    /// Holds every byte until [`DelayProxy::release`].
+    pub fn hold(&self) {
+        self.shared.holding.store(true, Ordering::Release);
+    }
+
+    pub fn release(&self) {
+        self.shared.holding.store(false, Ordering::Release);
+    }
+
+    /// The legs injected so far, in nanoseconds.
+    pub fn legs(&self) -> Histogram<u64> {
+        self.shared.legs.lock().expect("legs lock").clone()
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{} on a real TCP path (a delay proxy, each direction)", self.shared.profile.describe())
+    }
+}
+
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.disconnect();
+    }
+}
+
+/// One client connection: two pumps, each delaying what it reads before writing it on.
+async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>, n: u64) {
+    let Ok(server) = TcpStream::connect(upstream).await else { return };
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    let mut cut = shared.cut.subscribe();
+    let up = pump(cr, sw, shared.clone(), Rng::new(shared.seed ^ (n << 1)));
+    let down = pump(sr, cw, shared.clone(), Rng::new(shared.seed ^ (n << 1 | 1)));
+    tokio::select! {
+        _ = async { tokio::join!(up, down) } => {}
+        _ = cut.changed() => {} // dropping both halves resets the connection
+    }
+}
+
+/// Reads chunks from `from` and writes each to `to` one leg after it arrived, in order.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    to: tokio::net::tcp::OwnedWriteHalf,
+    shared: Arc<Shared>,
+    mut rng: Rng,
+) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let writer = {
+        let shared = shared.clone();
+        async move {
+            let mut to = to;
+            while let Some((at, bytes)) = rx.recv().await {
+                tokio::time::sleep_until(at).await;
+                while shared.holding.load(Ordering::Acquire) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                if to.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            let _ = to.shutdown().await;
+        }
+    };
+    let reader = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut last = Instant::now();
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let leg = shared.profile.leg.draw(&mut rng);
+            let _ = shared.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
+            last = (Instant::now() + leg).max(last);
+            if tx.send((last, buf[..n].to_vec())).is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(reader, writer);
+}
