@@ -143,3 +143,47 @@ fn with_events_requests_a_stray_file_does_not_end_the_window() {
     writer.join().unwrap();
     assert_eq!(parse_output(&out.stdout).unwrap().finish, Finish::Idle, "{:?}", out);
 }
+
+/// `program = "node"`: our Node script run as production runs its window (`node -e`), the
+/// same facts as the default program. Skipped, and said so, without node.
+#[test]
+fn the_node_script_keeps_the_programs_facts() {
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("the_node_script_keeps_the_programs_facts: skipped: node is not installed");
+        return;
+    }
+    let node = |dir: &Path, window_ms: u64| {
+        let argv =
+            relay_bench::dir::program::node_argv(dir, Duration::from_millis(window_ms), Duration::from_millis(200));
+        let t0 = Instant::now();
+        let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
+        (out, t0.elapsed())
+    };
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("new\nline $(touch pwned) 'q'");
+    std::fs::create_dir(&dir).unwrap();
+    // Idle: the window runs out; nothing printed, exit 0.
+    let (out, took) = node(&dir, 500);
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(took >= Duration::from_millis(450), "the window ran: {took:?}");
+    // A request already there ends it at once (the look after arming).
+    std::fs::write(dir.join("a.req.json"), b"{}").unwrap();
+    let (out, took) = node(&dir, 30_000);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    std::fs::remove_file(dir.join("a.req.json")).unwrap();
+    // Any change ends it (a temp name too), well before the window.
+    let d2 = dir.clone();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(d2.join("x.res.json.tmp.1"), b"{}").unwrap();
+    });
+    let (out, took) = node(&dir, 30_000);
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    // A dir that cannot be watched: the re-list carries the window, still exit 0.
+    let (out, _) = node(&outer.path().join("missing"), 300);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!outer.path().join("pwned").exists(), "the dir is only a name");
+}

@@ -31,6 +31,22 @@ use super::{EventFilter, ExecOutput, RelayDir};
 use crate::protocol::{classify, FileKind};
 use crate::signal::{Signal, Wake};
 
+/// The same window as a Node script (`src/dir/watch.js`), for `program = "node"`: what
+/// production execs (`node -e`), with Node's start-up in every window.
+pub const NODE_SCRIPT: &str = include_str!("watch.js");
+
+/// `node -e SCRIPT DIR WINDOW_MS RELIST_MS`: production's defaults only (no options).
+pub fn node_argv(dir: &Path, window: Duration, relist: Duration) -> Vec<OsString> {
+    vec![
+        "node".into(),
+        "-e".into(),
+        NODE_SCRIPT.into(),
+        dir.into(),
+        window.as_millis().to_string().into(),
+        relist.as_millis().to_string().into(),
+    ]
+}
+
 /// The hidden subcommand that runs the program.
 pub const SUBCOMMAND: &str = "sandbox-watch";
 

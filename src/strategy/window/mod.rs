@@ -94,6 +94,9 @@ pub struct WindowConfig {
     pub failure_wake: FailureWake,
     pub on_close: OnClose,
     pub backoff_before_demotion: bool,
+    /// The window runs our Node script under `node -e` (production's way, with its start-up
+    /// cost) instead of `relay-bench sandbox-watch`.
+    pub node: bool,
 }
 
 impl Default for WindowConfig {
@@ -114,6 +117,7 @@ impl Default for WindowConfig {
             failure_wake: FailureWake::NonZeroExit,
             on_close: OnClose::Abandon,
             backoff_before_demotion: true,
+            node: false,
         }
     }
 }
@@ -187,6 +191,9 @@ pub struct ProgramExec {
 
 impl ProgramExec {
     pub fn argv(&self, window: Duration) -> Vec<OsString> {
+        if self.cfg.node {
+            return crate::dir::program::node_argv(&self.dir, window, self.cfg.relist);
+        }
         self.cfg.program_args(self.dir.clone(), window).argv(&self.program)
     }
 }
@@ -266,9 +273,24 @@ impl RunnerKind for WindowExecKind {
         if t.choice("on_close", &["abandon", "abort"])? == Some("abort") {
             cfg.on_close = OnClose::Abort;
         }
+        if t.choice("program", &["relay-bench", "node"])? == Some("node") {
+            if cfg.reports() || cfg.events != EventFilter::Any {
+                let why = "the node script is production's window only: idle_wake, window_events and inline keep their defaults";
+                return Err(t.err("program", why));
+            }
+            if !on_path("node") {
+                return Err(t.err("program", "node is not on PATH here; allowed: relay-bench, or install Node.js"));
+            }
+            cfg.node = true;
+        }
         let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
     }
+}
+
+/// Whether `program` is an executable on PATH.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 impl RunnerSpec for WindowSpec {
@@ -276,10 +298,16 @@ impl RunnerSpec for WindowSpec {
         self.name
     }
 
+    fn needs_real_clock(&self) -> bool {
+        // Node runs on this machine's clock; the in-memory sandbox runs only our program.
+        self.cfg.node
+    }
+
     fn params(&self) -> String {
         let c = &self.cfg;
         format!(
-            "window {}{} + grace {} (+ {} outer bound), relist {}, safety wait {}, demote at {} failures ({}), backoff {}-{}; {}",
+            "{}window {}{} + grace {} (+ {} outer bound), relist {}, safety wait {}, demote at {} failures ({}), backoff {}-{}; {}",
+            if c.node { "node -e (our watch.js), " } else { "" },
             human(c.clamped_window()),
             if c.jitter { " (x0.8-1.0)" } else { " (no jitter)" },
             human(c.grace),
@@ -315,5 +343,27 @@ impl RunnerSpec for WindowSpec {
             WindowSource::new(self.cfg.clone(), Arc::new(exec), parts.seed, parts.reporter.clone(), inbox.clone());
         let src: Arc<dyn ActivitySource> = Arc::new(src);
         parts.runner(Some(src), inbox, &self.opts).start()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::strategy::runner_from_toml;
+
+    #[test]
+    fn the_node_program_is_productions_window_only_and_needs_the_real_clock() {
+        let e = runner_from_toml(r#"{ strategy = "window-exec", program = "node", idle_wake = false }"#).unwrap_err();
+        assert_eq!(e.key, "program", "{e}");
+        assert!(e.msg.contains("production's window only"), "{e}");
+        let e = runner_from_toml(r#"{ strategy = "window-exec-inline", program = "node" }"#).unwrap_err();
+        assert_eq!(e.key, "program", "{e}");
+        let e = runner_from_toml(r#"{ strategy = "window-exec", program = "python" }"#).unwrap_err();
+        assert!(e.msg.contains("relay-bench, node"), "{e}");
+        let ours = runner_from_toml(r#""window-exec""#).unwrap();
+        assert!(!ours.needs_real_clock() && ours.departures().is_empty());
+        if let Ok(node) = runner_from_toml(r#"{ strategy = "window-exec", program = "node" }"#) {
+            assert!(node.needs_real_clock(), "the in-memory sandbox runs only our program");
+            assert!(node.params().starts_with("node -e"), "{}", node.params());
+        }
     }
 }
