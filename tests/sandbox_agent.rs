@@ -188,3 +188,66 @@ duration = "1s"
     let pause = &summary.results[2].faults[0];
     assert!(pause.worst_pickup_ms.unwrap_or(0.0) >= 500.0, "calls waited for the frozen daemon: {pause:?}");
 }
+
+/// A daemon started by someone else, with a token: `url` + the token from the environment.
+#[test]
+fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
+    let Some(bin) = daemon_or_skip("a_running_daemon_by_url_and_token_never_written_to_a_report") else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let token = "tok-5f1e-never-in-reports";
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _daemon = Killed(
+        std::process::Command::new(&bin)
+            .args(["server", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", token])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"mine\"\n[workload]\nturns_per_sec = 4\nduration = \"2s\"\n[[case]]\nname = \"mine\"\n\
+             host = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\ntoken_env = \"MY_DAEMON_TOKEN\"\n\
+             runner = \"window-exec\"\nwriter = \"watch\"\n"
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let run = |with_token: bool| {
+        let mut c = std::process::Command::new(common::BIN);
+        c.arg("run").arg(&file).args(["--no-calibration", "--quiet", "--out"]).arg(&out_dir);
+        if with_token {
+            c.env("MY_DAEMON_TOKEN", token);
+        } else {
+            c.env_remove("MY_DAEMON_TOKEN");
+        }
+        c.output().unwrap()
+    };
+    let refused = run(false);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("refused the token") && err.contains("MY_DAEMON_TOKEN"), "{err}");
+    let ok = run(true);
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    let json = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(summary["results"][0]["host"], format!("sandbox-agent @ 127.0.0.1:{port}"));
+    for f in ["summary.json", "summary.md", "events.ndjson"] {
+        let text = std::fs::read_to_string(out_dir.join(f)).unwrap();
+        assert!(!text.contains(token), "{f} holds the token");
+    }
+}

@@ -20,7 +20,7 @@
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -32,12 +32,19 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::Deserialize;
 
 use super::{
-    BuiltHost, Busy, DaemonControl, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose,
-    RequestCounter, RequestCounts,
+    BuiltHost, Busy, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose, RequestCounter,
+    RequestCounts,
 };
 use crate::config::{Fields, ScenarioError};
+
+mod process;
+mod running;
+
 use crate::dir::{ExecOutput, Lines, RelayDir};
 use crate::BoxFut;
+pub use process::{AgentControl, AgentProcess};
+use running::RunningDaemon;
+pub use running::Url;
 
 /// The npm package that carries the daemon's Linux binary.
 pub const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
@@ -46,7 +53,10 @@ pub const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
 /// The project-local install of `scripts/install-sandbox-agent.sh`.
 pub const LOCAL_INSTALL: &str = "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
 /// How long a started daemon gets to answer.
-const START_BOUND: Duration = Duration::from_secs(10);
+pub(super) const START_BOUND: Duration = Duration::from_secs(10);
+/// The environment variable a running daemon's token is read from, unless `token_env` names
+/// another.
+pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
@@ -73,168 +83,6 @@ pub fn version_of(bin: &Path) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// A daemon process started for one sandbox; killed and reaped when dropped. The fault
-/// schedule can stop it for a while (a restart) or freeze it (a pause).
-pub struct AgentProcess {
-    bin: PathBuf,
-    port: u16,
-    child: Arc<Mutex<Option<std::process::Child>>>,
-    pub base: String,
-}
-
-impl AgentProcess {
-    /// Starts `bin` on a free loopback port and waits until it answers.
-    pub fn start(bin: &Path) -> io::Result<AgentProcess> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let child = spawn_daemon(bin, port)?;
-        Ok(AgentProcess {
-            bin: bin.to_path_buf(),
-            port,
-            child: Arc::new(Mutex::new(Some(child))),
-            base: format!("http://127.0.0.1:{port}"),
-        })
-    }
-
-    pub fn addr(&self) -> std::net::SocketAddr {
-        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    /// Kills the daemon (its connections reset, its runs end), starts it again on the same
-    /// port after `down`.
-    pub fn restart(&self, down: Duration) {
-        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let (child, bin, port) = (Arc::downgrade(&self.child), self.bin.clone(), self.port);
-        std::thread::spawn(move || {
-            std::thread::sleep(down);
-            // Gone with its case while it was down: nothing to restart.
-            let Some(slot) = child.upgrade() else { return };
-            if let Ok(c) = spawn_daemon(&bin, port) {
-                *slot.lock().expect("daemon lock") = Some(c);
-            }
-        });
-    }
-
-    /// SIGSTOP, then SIGCONT after `d`: the daemon accepts nothing and answers nothing.
-    pub fn pause(&self, d: Duration) -> Result<(), String> {
-        let pid =
-            self.child.lock().expect("daemon lock").as_ref().map(|c| c.id() as i32).ok_or("the daemon is down")?;
-        // SAFETY: kill() only sends a signal to the daemon this process started.
-        unsafe { libc::kill(pid, libc::SIGSTOP) };
-        let child = Arc::downgrade(&self.child);
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            if let Some(slot) = child.upgrade() {
-                if let Some(c) = slot.lock().expect("daemon lock").as_ref() {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
-                }
-            }
-        });
-        Ok(())
-    }
-}
-
-/// Starts the daemon on `port` and waits (10 s at most) until it listens.
-fn spawn_daemon(bin: &Path, port: u16) -> io::Result<std::process::Child> {
-    let mut child = spawner_thread_spawn(bin, port)?;
-    let deadline = std::time::Instant::now() + START_BOUND;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(io::Error::other(format!("{} exited at start ({status})", bin.display())));
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other(format!("{} did not listen on port {port} within 10 s", bin.display())));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Ok(child)
-}
-
-type SpawnRequest = (PathBuf, u16, std::sync::mpsc::Sender<io::Result<std::process::Child>>);
-
-/// Spawns the daemon from one thread that lives as long as relay-bench. The daemon asks the
-/// kernel for SIGKILL when its parent dies (no orphan, even after a SIGKILL of relay-bench),
-/// and Linux counts the parent as the *thread* that spawned it: a short-lived thread (a
-/// restart's) would take its daemon with it.
-fn spawner_thread_spawn(bin: &Path, port: u16) -> io::Result<std::process::Child> {
-    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<SpawnRequest>>> = std::sync::OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("sandbox-agent-spawner".into())
-            .spawn(move || {
-                for (bin, port, reply) in rx {
-                    let _ = reply.send(command(&bin, port).spawn());
-                }
-            })
-            .expect("a thread");
-        Mutex::new(tx)
-    });
-    let (reply, answer) = std::sync::mpsc::channel();
-    spawner
-        .lock()
-        .expect("spawner lock")
-        .send((bin.to_path_buf(), port, reply))
-        .map_err(|_| io::Error::other("the daemon spawner thread is gone"))?;
-    answer.recv().map_err(|_| io::Error::other("the daemon spawner thread is gone"))?
-}
-
-fn command(bin: &Path, port: u16) -> std::process::Command {
-    let mut cmd = std::process::Command::new(bin);
-    cmd.args(["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    // SAFETY: prctl in the child before exec, async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    cmd
-}
-
-impl Drop for AgentProcess {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
-            // SAFETY: a paused daemon is resumed so that it can die.
-            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// What the fault schedule acts on: the sandbox's daemon and, with a profile, the proxy in
-/// front of it.
-pub struct AgentControl {
-    process: Arc<AgentProcess>,
-    proxy: Option<Arc<DelayProxy>>,
-}
-
-impl DaemonControl for AgentControl {
-    fn restart(&self, down: Duration) -> Result<(), String> {
-        self.process.restart(down);
-        Ok(())
-    }
-
-    fn disconnect(&self) -> Result<(), String> {
-        let proxy = self.proxy.as_ref().ok_or("no proxy on this host (give it a profile) to disconnect")?;
-        proxy.disconnect();
-        Ok(())
-    }
-
-    fn pause(&self, d: Duration) -> Result<(), String> {
-        self.process.pause(d)
-    }
-}
-
 /// The runner's side of one relay dir, through a sandbox-agent daemon.
 pub struct AgentHost {
     http: Client<HttpConnector, Full<Bytes>>,
@@ -242,6 +90,8 @@ pub struct AgentHost {
     dir: PathBuf,
     counter: RequestCounter,
     label: String,
+    /// Never written anywhere: sent as a bearer token only.
+    token: Option<String>,
     /// Keeps a daemon started for the sandbox alive while this host is.
     _process: Option<Arc<AgentProcess>>,
     /// The delay proxy its requests go through, if it has one.
@@ -273,7 +123,14 @@ impl AgentHost {
             .pool_idle_timeout(Duration::from_secs(90))
             .build_http();
         let label = "sandbox-agent".to_owned();
-        AgentHost { http, base, dir, counter: RequestCounter::new(busy), label, _process: process, proxy: None }
+        let counter = RequestCounter::new(busy);
+        AgentHost { http, base, dir, counter, label, token: None, _process: process, proxy: None }
+    }
+
+    /// Every request carries `Authorization: Bearer TOKEN` (a daemon started with --token).
+    pub fn with_token(mut self, token: Option<String>) -> AgentHost {
+        self.token = token;
+        self
     }
 
     /// Its requests go through `proxy` (to its address instead of the daemon's).
@@ -301,10 +158,11 @@ impl AgentHost {
     /// One request; an answer that is not 2xx is an error carrying the daemon's detail
     /// ("path not found" becomes NotFound).
     async fn send(&self, method: Method, uri: String, content_type: &str, body: Vec<u8>) -> io::Result<Vec<u8>> {
-        let req = hyper::Request::builder()
-            .method(method)
-            .uri(uri)
-            .header("content-type", content_type)
+        let mut req = hyper::Request::builder().method(method).uri(uri).header("content-type", content_type);
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = req
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("sandbox-agent: {e}")))?;
         let res =
@@ -474,6 +332,10 @@ pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
 /// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
 #[derive(Debug)]
 pub struct AgentSpec {
+    /// A daemon already running (`url`): relay-bench starts none.
+    url: Option<Url>,
+    /// The environment variable holding its token, if any.
+    token_env: String,
     /// The binary, or why there is none (said before a run starts, not when parsing, so
     /// that a scenario naming this host can be listed without it).
     bin: Result<PathBuf, String>,
@@ -491,6 +353,11 @@ impl HostKind for SandboxAgent {
     }
 
     fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let url = match case.string("url")? {
+            Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
+            None => None,
+        };
+        let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
         let bin = match case.string("binary")? {
             Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
             Some(b) => Err(format!("binary = {b:?}: no such file")),
@@ -506,11 +373,12 @@ impl HostKind for SandboxAgent {
                 })?)
             }
         };
-        let version = match &bin {
-            Ok(b) => version_of(b).map_err(|e| case.err("binary", format!("{}: {e}", b.display())))?,
-            Err(_) => "sandbox-agent (not installed)".to_owned(),
+        let version = match (&url, &bin) {
+            (Some(_), _) => "sandbox-agent (version not reported: the daemon has no version endpoint)".to_owned(),
+            (None, Ok(b)) => version_of(b).map_err(|e| case.err("binary", format!("{}: {e}", b.display())))?,
+            (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
         };
-        Ok(Arc::new(AgentSpec { bin, version, profile }))
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile }))
     }
 }
 
@@ -524,11 +392,26 @@ impl HostSpec for AgentSpec {
             Some(p) => format!("behind a delay proxy: {} on a real TCP path", p.describe()),
             None => "on loopback, no latency added".to_owned(),
         };
+        if let Some(u) = &self.url {
+            let token = if std::env::var_os(&self.token_env).is_some() {
+                format!(", token from ${}", self.token_env)
+            } else {
+                String::new()
+            };
+            return format!(
+                "{} at {} (running, not started by relay-bench{token}), {wire}",
+                self.version,
+                u.host_port()
+            );
+        }
         let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
         format!("{} ({at}), one per sandbox, {wire}", self.version)
     }
 
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        if let Some(u) = &self.url {
+            return self.build_on(u, dir, busy, seed);
+        }
         let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.clone()))?;
         let process = Arc::new(AgentProcess::start(bin)?);
         let proxy = match &self.profile {
@@ -549,10 +432,32 @@ impl HostSpec for AgentSpec {
     }
 
     fn unavailable(&self) -> Option<String> {
-        self.bin.as_ref().err().cloned()
+        match &self.url {
+            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
+            None => self.bin.as_ref().err().cloned(),
+        }
     }
 
     fn needs_real_clock(&self) -> bool {
         true
+    }
+}
+
+impl AgentSpec {
+    /// A host on a daemon already running at `url` (relay-bench's writer runs here, so the
+    /// daemon must see this machine's relay dirs).
+    fn build_on(&self, url: &Url, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        let proxy = match &self.profile {
+            Some(p) => Some(Arc::new(DelayProxy::start(url.addr()?, p.clone(), seed)?)),
+            None => None,
+        };
+        let token = std::env::var(&self.token_env).ok();
+        let mut host = AgentHost::new(url.base(), dir.path().to_path_buf(), busy, None).with_token(token);
+        if let Some(p) = &proxy {
+            host = host.through(p.clone());
+        }
+        let label = format!("sandbox-agent @ {}", url.host_port());
+        let control = RunningDaemon { proxy };
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)) })
     }
 }
