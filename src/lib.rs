@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | 0 base | `units`, `rng`, `protocol`, `config`, `signal`, `notice` | bytes and names of the protocol, durations, the strict TOML reader, the wake signal, what the relay says |
 //! | 1 events | `events`, `pairing`, `timeline` | the event channel and its listeners' contract; the pairing invariant as a pure replay; a call's two timeline halves joined |
-//! | 2 sandbox | `fsio`, `dir`, `host` | a relay dir and the sandbox around it (files, watches, the watch program); the runner's counted view of it (local, remote daemon) |
+//! | 2 sandbox | `fsio`, `dir`, `host` | a relay dir and the sandbox around it (files, watches, the watch program); the runner's counted view of it (local, emulated remote daemon, the real sandbox-agent daemon and the delay proxy on its wire) |
 //! | 3 sources | `source`, `handler` | the activity-source contract and what sources share; the tool's duration and outcome |
 //! | 4 sides | `runner`, `writer` | production's runner loop; the in-sandbox writer |
 //! | 5 strategies | `strategy`, `relay` | every runner and writer strategy (one file each, registered); a runner + writer pair |

@@ -55,10 +55,11 @@ pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(),
 pub const INVARIANTS: [&str; 5] =
     ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "completed > 0"];
 
-pub(super) fn add_invariants(gates: &mut Vec<Gate>) {
+/// Appends to `gates` each invariant whose metric neither `gates` nor the case's `own` gate.
+pub(super) fn add_invariants(gates: &mut Vec<Gate>, own: &[Gate]) {
     for expr in INVARIANTS {
         let g = Gate::parse(expr).expect("the invariants parse");
-        if !gates.iter().any(|x| x.metric == g.metric) {
+        if !gates.iter().chain(own).any(|x| x.metric == g.metric) {
             gates.push(g);
         }
     }
