@@ -2,13 +2,12 @@
 //! daemon. Every chunk of bytes, in each direction, is held for one leg drawn from a latency
 //! profile (seeded), in order (a chunk never overtakes the one before it), so an HTTP round
 //! trip pays a request leg and a response leg, as the emulated daemon charges them. It can
-//! cut every live connection (a proxy disconnect) or hold every byte (a blackhole).
+//! cut every live connection (a proxy disconnect).
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,8 +31,6 @@ struct Shared {
     connections: AtomicU64,
     /// Bumped to cut every live connection.
     cut: watch::Sender<u64>,
-    /// While set, no byte moves (they wait, as behind a blackhole).
-    holding: AtomicBool,
     legs: Mutex<Histogram<u64>>,
 }
 
@@ -49,7 +46,6 @@ impl DelayProxy {
             seed,
             connections: AtomicU64::new(0),
             cut: watch::channel(0).0,
-            holding: AtomicBool::new(false),
             legs: Mutex::new(Histogram::new(3).expect("a histogram")),
         });
         let s = shared.clone();
@@ -67,22 +63,9 @@ impl DelayProxy {
         self.shared.cut.send_modify(|n| *n += 1);
     }
 
-    /// Holds every byte until [`DelayProxy::release`].
-    pub fn hold(&self) {
-        self.shared.holding.store(true, Ordering::Release);
-    }
-
-    pub fn release(&self) {
-        self.shared.holding.store(false, Ordering::Release);
-    }
-
     /// The legs injected so far, in nanoseconds.
     pub fn legs(&self) -> Histogram<u64> {
         self.shared.legs.lock().expect("legs lock").clone()
-    }
-
-    pub fn describe(&self) -> String {
-        format!("{} on a real TCP path (a delay proxy, each direction)", self.shared.profile.describe())
     }
 }
 
@@ -116,21 +99,15 @@ async fn pump(
     mut rng: Rng,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
-    let writer = {
-        let shared = shared.clone();
-        async move {
-            let mut to = to;
-            while let Some((at, bytes)) = rx.recv().await {
-                tokio::time::sleep_until(at).await;
-                while shared.holding.load(Ordering::Acquire) {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                if to.write_all(&bytes).await.is_err() {
-                    break;
-                }
+    let writer = async move {
+        let mut to = to;
+        while let Some((at, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(at).await;
+            if to.write_all(&bytes).await.is_err() {
+                break;
             }
-            let _ = to.shutdown().await;
         }
+        let _ = to.shutdown().await;
     };
     let reader = async move {
         let mut buf = vec![0u8; 64 * 1024];
@@ -149,4 +126,55 @@ async fn pump(
         }
     };
     tokio::join!(reader, writer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Leg;
+
+    fn fixed(ms: u64) -> LatencyProfile {
+        let d = std::time::Duration::from_millis(ms);
+        let leg = Leg { min: d, max: d, tail_ratio: 0.0, tail_mean: d, tail_max: d };
+        LatencyProfile { name: "fixed".into(), leg, concurrency: 1 }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_direction_pays_a_leg_in_order_and_a_disconnect_cuts() {
+        // An echo server behind a proxy of 40 ms legs: a round trip takes two legs at least.
+        let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = echo.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = echo.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        let proxy = DelayProxy::start(upstream, fixed(40), 1).unwrap();
+        let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+        let t0 = Instant::now();
+        for chunk in [&b"one "[..], b"two ", b"three"] {
+            c.write_all(chunk).await.unwrap();
+        }
+        let mut got = Vec::new();
+        while got.len() < 13 {
+            let mut buf = [0u8; 64];
+            let n = c.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, b"one two three", "in order");
+        assert!(t0.elapsed() >= std::time::Duration::from_millis(80), "two legs at least: {:?}", t0.elapsed());
+        assert!(proxy.legs().len() >= 2 && proxy.legs().min() >= 39_000_000, "legs recorded (3 significant digits)");
+        proxy.disconnect();
+        let mut buf = [0u8; 8];
+        let cut = tokio::time::timeout(std::time::Duration::from_secs(10), c.read(&mut buf)).await.unwrap();
+        assert!(matches!(cut, Ok(0) | Err(_)), "the connection is cut: {cut:?}");
+    }
 }
