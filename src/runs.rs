@@ -38,6 +38,8 @@ pub enum RunsError {
     ReportDir { path: String, source: std::io::Error },
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
+    #[error("--sandbox-agent {0}")]
+    SandboxAgent(String),
     #[error("--junit {0}: its directory does not exist")]
     JUnitPath(String),
     #[error("cannot write {path}: {source}")]
@@ -79,6 +81,8 @@ pub struct RunRequest {
     pub baseline: Option<String>,
     /// Also write every case's gates as JUnit XML here (rewritten after each scenario).
     pub junit: Option<PathBuf>,
+    /// The sandbox-agent binary to start, before any other place it is looked for.
+    pub sandbox_agent: Option<PathBuf>,
 }
 
 /// A request checked and its scenarios loaded: ready to run.
@@ -114,6 +118,9 @@ impl Plan {
     /// Loads the scenarios, keeps the chosen cases, and checks the paths and baseline names,
     /// all before anything runs.
     pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
+        if let Some(bin) = &request.sandbox_agent {
+            crate::host::use_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
+        }
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;

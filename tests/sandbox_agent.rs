@@ -116,6 +116,27 @@ fn a_scenario_on_a_missing_daemon_names_the_package() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("@sandbox-agent/cli-linux-x64@0.4.2") && err.contains("install-sandbox-agent.sh"), "{err}");
+    // --sandbox-agent names it: a missing file is bad input; a real one wins over the env.
+    let flagged = |bin: &std::path::Path| {
+        std::process::Command::new(common::BIN)
+            .arg("run")
+            .arg(&file)
+            .args(["--no-calibration", "--quiet", "--out"])
+            .arg(dir.path().join("out"))
+            .arg("--sandbox-agent")
+            .arg(bin)
+            .env("SANDBOX_AGENT_BIN", "/nonexistent/sandbox-agent")
+            .output()
+            .unwrap()
+    };
+    let out = flagged(std::path::Path::new("/nonexistent/flagged"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--sandbox-agent /nonexistent/flagged") && err.contains("no such file"), "{err}");
+    if let Ok(bin) = find_sandbox_agent() {
+        let out = flagged(&bin);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
     // The shipped scenario that needs it is still listed.
     let list = std::process::Command::new(common::BIN)
         .arg("list")

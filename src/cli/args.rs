@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// per gate), for CI systems to display.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// The sandbox-agent binary for `host = "sandbox-agent"` cases (before
+    /// $SANDBOX_AGENT_BIN, the project-local install and PATH).
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_agent: Option<PathBuf>,
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {
@@ -170,6 +174,7 @@ impl RunArgs {
             save_baseline: self.save_baseline,
             baseline: self.baseline,
             junit: self.junit,
+            sandbox_agent: self.sandbox_agent,
         }
     }
 }

@@ -12,7 +12,7 @@ mod local;
 mod remote;
 mod wire;
 
-pub use agent::{find_binary as find_sandbox_agent, AgentHost, AgentProcess};
+pub use agent::{find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
