@@ -63,6 +63,12 @@ impl DelayProxy {
         self.shared.cut.send_modify(|n| *n += 1);
     }
 
+    /// A proxy-disconnect fault on a host that may have no proxy (then it cannot be struck).
+    pub fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), String> {
+        proxy.ok_or("no proxy on this host (give it a profile) to disconnect")?.disconnect();
+        Ok(())
+    }
+
     /// The legs injected so far, in nanoseconds.
     pub fn legs(&self) -> Histogram<u64> {
         self.shared.legs.lock().expect("legs lock").clone()

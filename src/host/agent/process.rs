@@ -162,9 +162,7 @@ impl DaemonControl for AgentControl {
     }
 
     fn disconnect(&self) -> Result<(), String> {
-        let proxy = self.proxy.as_ref().ok_or("no proxy on this host (give it a profile) to disconnect")?;
-        proxy.disconnect();
-        Ok(())
+        DelayProxy::disconnect_any(self.proxy.as_deref())
     }
 
     fn pause(&self, d: Duration) -> Result<(), String> {
