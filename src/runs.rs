@@ -25,7 +25,7 @@ pub enum RunsError {
     UnknownCase { case: String, scenario: String, known: String },
     #[error("--relay-root {0}: not a directory")]
     RelayRoot(String),
-    #[error("baseline {0:?}: use only A-Z a-z 0-9 - _ .")]
+    #[error("baseline {0:?}: allowed: {allowed}", allowed = crate::scenario::NAME_ALLOWED)]
     BaselineName(String),
     #[error("--baseline {name}: no baseline of scenario {scenario:?} at {path}")]
     NoBaseline { name: String, scenario: String, path: String },
@@ -237,8 +237,8 @@ fn load(name: &str, cases: &[String]) -> Result<Scenario, RunsError> {
 
 /// Where the baseline `name` is kept: `reports/baselines/NAME/`.
 pub fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || name.starts_with('.')
-    {
+    // The rule of scenario and case names: one plain file name, not read as an option.
+    if crate::scenario::check_name(name).is_err() {
         return Err(RunsError::BaselineName(name.to_owned()));
     }
     Ok(PathBuf::from("reports").join("baselines").join(name))
@@ -336,8 +336,9 @@ mod tests {
         let e = bad(RunRequest { relay_root: Some("/nonexistent/root".into()), ..Default::default() });
         assert_eq!(e, "--relay-root /nonexistent/root: not a directory");
         let e = bad(RunRequest { baseline: Some("../x".into()), ..Default::default() });
-        assert_eq!(e, "baseline \"../x\": use only A-Z a-z 0-9 - _ .");
+        assert!(e.starts_with("baseline \"../x\": allowed: letters"), "{e}");
         assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());
+        assert!(baseline_dir("-x").is_err(), "read as an option by a shell tool");
         assert_eq!(baseline_dir("nightly-1.2").unwrap(), Path::new("reports/baselines/nightly-1.2"));
     }
 

@@ -22,7 +22,7 @@ use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, Runn
 /// The scenario `relay-bench run` uses when given none.
 mod rules;
 
-use rules::{add_invariants, check_schedule_size};
+use rules::{add_invariants, check_burst_calls, check_schedule_size};
 pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_NAME, NAME_ALLOWED};
 
 pub const DEFAULT_NAME: &str = "default";
@@ -172,6 +172,7 @@ impl Scenario {
             for f in &faults {
                 check_fault(&c, &case, f)?;
             }
+            check_burst_calls(&c, &workload, &faults)?;
             faults.sort_by_key(|f| f.at);
             case.faults = faults;
             c.finish()?;
@@ -591,6 +592,11 @@ writer = "poll"
             Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(),
             crate::pacer::MAX_CALLS_PER_CASE
         );
+        // A burst's calls count too.
+        let burst = format!("{at_cap}[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 2\n");
+        let e = err(&burst);
+        assert_eq!(e.key, "case[0].fault", "{e}");
+        assert!(e.msg.contains("2 burst calls make 10000002"), "{e}");
     }
 
     #[test]

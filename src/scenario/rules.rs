@@ -2,6 +2,7 @@
 //! sizes counted before anything is allocated, and the invariants every case is gated on.
 
 use crate::config::{Fields, ScenarioError};
+use crate::fault::FaultSpec;
 use crate::gate::Gate;
 use crate::pacer::{Workload, MAX_CALLS_PER_CASE};
 
@@ -45,6 +46,22 @@ pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(),
             wl.planned_turns(),
             crate::units::human(wl.duration()),
             wl.calls_per_turn
+        ),
+    ))
+}
+
+/// Refuses a case whose bursts (a fault's extra calls) take its calls past the same cap.
+pub(super) fn check_burst_calls(case: &Fields<'_>, wl: &Workload, faults: &[FaultSpec]) -> Result<(), ScenarioError> {
+    let bursts: u64 = faults.iter().map(|f| u64::from(f.calls)).sum();
+    let calls = wl.planned_calls().saturating_add(bursts);
+    if calls <= MAX_CALLS_PER_CASE {
+        return Ok(());
+    }
+    Err(case.err(
+        "fault",
+        format!(
+            "the schedule's {} calls and {bursts} burst calls make {calls}; allowed: at most {MAX_CALLS_PER_CASE} calls per case",
+            wl.planned_calls()
         ),
     ))
 }
