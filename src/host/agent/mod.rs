@@ -1,6 +1,7 @@
 //! The `sandbox-agent` host: the real daemon production's runner talks to (sandbox-agent
-//! 0.4.2, over HTTP), started by relay-bench on this machine for the case and stopped with
-//! it. Every runner operation is the daemon call production's `sandboxRelayHost` makes
+//! 0.4.2, over HTTP): one per sandbox started by relay-bench on loopback and stopped with its
+//! case ([`process`]), or one already running at `url` ([`running`]). Every runner operation
+//! is the daemon call production's `sandboxRelayHost` makes
 //! (`services/runner/src/tools/relay.ts`):
 //!
 //! | operation | request |
@@ -14,8 +15,8 @@
 //! | a window | `POST /v1/processes/run` of the watch program, timeoutMs = window + grace |
 //!
 //! One HTTP/1.1 client per host with a keep-alive pool (hyper's, as production's `fetch`
-//! keeps its connections). The
-//! daemon runs on loopback: nothing here is emulated, and no latency is added.
+//! keeps its connections). Nothing here is emulated; with a latency profile the requests
+//! cross a delay proxy on a real TCP path ([`super::DelayProxy`]).
 
 use std::ffi::OsString;
 use std::io;
@@ -36,12 +37,12 @@ use super::{
     RequestCounts,
 };
 use crate::config::{Fields, ScenarioError};
+use crate::dir::{ExecOutput, Lines, RelayDir};
+use crate::BoxFut;
 
 mod process;
 mod running;
 
-use crate::dir::{ExecOutput, Lines, RelayDir};
-use crate::BoxFut;
 pub use process::{AgentControl, AgentProcess};
 use running::RunningDaemon;
 pub use running::Url;
