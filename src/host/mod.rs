@@ -274,6 +274,10 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn dir_is_local(&self) -> bool {
         false
     }
+    /// Whether it can start a process and follow its output (a persistent watcher's stream).
+    fn can_follow(&self) -> bool {
+        true
+    }
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
     fn unavailable(&self) -> Option<String> {
         None

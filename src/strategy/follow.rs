@@ -212,6 +212,10 @@ impl RunnerKind for Follow {
 }
 
 impl RunnerSpec for FollowSpec {
+    fn follows_a_process(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "follow"
     }

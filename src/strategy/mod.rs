@@ -135,6 +135,10 @@ pub trait RunnerSpec: Debug + Send + Sync {
     fn needs_real_clock(&self) -> bool {
         false
     }
+    /// Whether the runner follows a process's output through the host (a persistent watcher).
+    fn follows_a_process(&self) -> bool {
+        false
+    }
 }
 
 /// Every runner strategy: a new one is a file in this folder plus one line here.

@@ -464,6 +464,10 @@ impl HostSpec for AgentSpec {
     fn needs_real_clock(&self) -> bool {
         true
     }
+
+    fn can_follow(&self) -> bool {
+        false
+    }
 }
 
 impl AgentSpec {

@@ -1,0 +1,218 @@
+//! The scenario parser's tests: every error names the file, the key and what is allowed.
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+gates = ["lost == 0"]
+[workload]
+sandboxes = 2
+duration = "2s"
+turns_per_sec = 5
+calls_per_turn = 3
+[[case]]
+name = "p"
+runner = { strategy = "poll", interval = "50ms" }
+writer = "watch"
+gates = ["pickup.p50 < 10ms"]
+"#;
+
+fn err(text: &str) -> ScenarioError {
+    Scenario::parse("s.toml", text).unwrap_err()
+}
+
+#[test]
+fn shipped_scenarios_parse() {
+    for (name, text) in SHIPPED {
+        let s = Scenario::parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.cases.is_empty());
+    }
+}
+
+#[test]
+fn a_good_scenario() {
+    let s = Scenario::parse("s.toml", GOOD).unwrap();
+    assert_eq!(s.workload.calls_per_turn, 3);
+    let c = &s.cases[0];
+    assert_eq!(c.runner.name(), "poll");
+    assert_eq!(c.runner.departures(), vec!["interval = 50.0ms".to_owned()]);
+    assert!(c.runner.params().starts_with("poll 50.0ms"), "{}", c.runner.params());
+    assert_eq!(c.writer.name(), "watch");
+    let exprs: Vec<&str> = c.gates.iter().map(|g| g.expr.as_str()).collect();
+    assert_eq!(
+        exprs,
+        [
+            "lost == 0",
+            "duplicated == 0",
+            "pairing_violations == 0",
+            "leftover_files == 0",
+            "completed > 0",
+            "pickup.p50 < 10ms"
+        ],
+        "scenario gates, the invariants not already gated, then the case's own"
+    );
+}
+
+#[test]
+fn a_case_that_expects_breaches_has_no_invariants() {
+    let text = GOOD.replace("[[case]]\n", "[[case]]\nexpect_breaches = true\n");
+    let s = Scenario::parse("s.toml", &text).unwrap();
+    let exprs: Vec<&str> = s.cases[0].gates.iter().map(|g| g.expr.as_str()).collect();
+    assert_eq!(exprs, ["lost == 0", "pickup.p50 < 10ms"], "only what the scenario says");
+}
+
+#[test]
+fn unknown_key_names_file_key_and_allowed() {
+    let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\nsandbox_count = 3"));
+    assert_eq!(e.file, "s.toml");
+    assert_eq!(e.key, "workload.sandbox_count");
+    assert!(e.msg.contains("allowed here:") && e.msg.contains("sandboxes"), "{e}");
+}
+
+#[test]
+fn bad_duration_is_named() {
+    let e = err(&GOOD.replace("\"2s\"", "\"2 fortnights\""));
+    assert_eq!(e.key, "workload.duration");
+    assert!(e.msg.contains("unknown unit"), "{e}");
+    let e = err(&GOOD.replace("\"2s\"", "2"));
+    assert!(e.msg.contains("expected a duration string"), "{e}");
+}
+
+#[test]
+fn unknown_strategy_lists_the_allowed_ones() {
+    let e = err(&GOOD.replace("writer = \"watch\"", "writer = \"carrier-pigeon\""));
+    assert_eq!(e.key, "case[0].writer");
+    assert!(e.msg.contains("poll, watch"), "{e}");
+    let e = err(&GOOD.replace("strategy = \"poll\"", "strategy = \"telepathy\""));
+    assert_eq!(e.key, "case[0].runner.strategy");
+}
+
+#[test]
+fn a_setting_that_does_not_apply_is_refused() {
+    let e = err(&GOOD.replace("writer = \"watch\"", "writer = { strategy = \"watch\", interval = \"10ms\" }"));
+    assert_eq!(e.key, "case[0].writer.interval");
+    assert!(e.msg.contains("safety_interval"), "{e}");
+}
+
+#[test]
+fn gate_on_unknown_metric() {
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
+    assert_eq!(e.key, "case[0].gates");
+    assert!(e.msg.contains("unknown metric") && e.msg.contains("discovery_per_min"), "{e}");
+}
+
+#[test]
+fn syntax_errors_and_missing_parts() {
+    assert_eq!(err("name = ").key, "(syntax)");
+    assert_eq!(err("name = \"x\"").key, "workload");
+    let e = err(&GOOD.replace("[[case]]\nname = \"p\"", "[[case]]\nname = \"p q\""));
+    assert_eq!(e.key, "case[0].name");
+    let no_cases = GOOD.split("[[case]]").next().unwrap();
+    assert_eq!(err(no_cases).key, "case");
+}
+
+#[test]
+fn a_fault_that_happens_once_takes_no_duration() {
+    let burst = "[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 4\n";
+    let ok = format!("{GOOD}{burst}");
+    assert_eq!(Scenario::parse("s.toml", &ok).unwrap().cases[0].faults.len(), 1);
+    let e = err(&format!("{ok}duration = \"1s\"\n"));
+    assert!(e.key.ends_with("duration") && e.msg.contains("happens once"), "{e}");
+    assert_eq!(crate::fault::actions(&Scenario::parse("s.toml", &ok).unwrap().cases[0].faults).len(), 1);
+}
+
+#[test]
+fn a_runner_that_reads_the_dir_itself_needs_a_local_host_and_a_black_box_the_real_clock() {
+    let remote_watch = GOOD.replace(
+        "runner = { strategy = \"poll\", interval = \"50ms\" }",
+        "host = \"remote\"\nprofile = \"lan\"\nrunner = \"watch\"",
+    );
+    let e = err(&remote_watch);
+    assert!(e.key.ends_with("runner") && e.msg.contains("host = \"local\""), "{e}");
+    let virtual_black_box = GOOD.replace(
+        "runner = { strategy = \"poll\", interval = \"50ms\" }",
+        "clock = \"virtual\"\nrunner = { command = [\"true\"] }",
+    );
+    let e = err(&virtual_black_box);
+    assert!(e.key.ends_with("runner") && e.msg.contains("clock = \"real\""), "{e}");
+}
+
+#[test]
+fn a_schedule_too_large_to_build_is_refused_before_anything_is_allocated() {
+    let huge = GOOD
+        .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+        .replace("calls_per_turn = 3", "calls_per_turn = 1000");
+    let e = err(&huge);
+    assert_eq!((e.file.as_str(), e.key.as_str()), ("s.toml", "workload"));
+    assert!(e.msg.contains("200000000 calls") && e.msg.contains("at most 10000000 calls per case"), "{e}");
+    assert!(e.msg.contains("calls_per_turn 1000") && e.msg.contains("200000 turns"), "{e}");
+    // Phases add up; an idle phase adds nothing.
+    let phased = r#"
+name = "t"
+[workload]
+calls_per_turn = 1000
+[[workload.phase]]
+duration = "1h"
+turns_per_sec = 3
+[[workload.phase]]
+duration = "1h"
+[[case]]
+name = "p"
+runner = "poll"
+writer = "poll"
+"#;
+    let e = err(phased);
+    assert!(e.msg.contains("10800000 calls (10800 turns over 7200.00s"), "{e}");
+    let at_cap = GOOD
+        .replace("turns_per_sec = 5", "turns_per_sec = 100000")
+        .replace("calls_per_turn = 3", "calls_per_turn = 50");
+    assert_eq!(Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(), crate::pacer::MAX_CALLS_PER_CASE);
+    // A burst's calls count too.
+    let burst = format!("{at_cap}[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 2\n");
+    let e = err(&burst);
+    assert_eq!(e.key, "case[0].fault", "{e}");
+    assert!(e.msg.contains("2 burst calls make 10000002"), "{e}");
+}
+
+#[test]
+fn a_follow_runner_needs_a_host_that_can_follow_a_process() {
+    let text = GOOD
+        .replace("[[case]]\n", "[[case]]\nhost = \"sandbox-agent\"\n")
+        .replace("runner = { strategy = \"poll\", interval = \"50ms\" }", "runner = \"follow\"");
+    let e = err(&text);
+    assert_eq!(e.key, "case[0].runner", "{e}");
+    assert!(e.msg.contains("follow follows a process's output, which the sandbox-agent host cannot"), "{e}");
+}
+
+#[test]
+fn a_scenario_holds_at_most_a_thousand_cases() {
+    let case = |i: usize| format!("[[case]]\nname = \"c{i}\"\nrunner = \"poll\"\nwriter = \"poll\"\n");
+    let head = GOOD.split("[[case]]").next().unwrap();
+    let many = |n: usize| head.to_owned() + &(0..n).map(case).collect::<String>();
+    assert_eq!(Scenario::parse("s.toml", &many(MAX_CASES)).unwrap().cases.len(), MAX_CASES);
+    let e = err(&many(MAX_CASES + 1));
+    assert_eq!(e.key, "case");
+    assert!(e.msg.contains("1001 cases; allowed: at most 1000 per scenario"), "{e}");
+}
+
+#[test]
+fn scenario_and_case_names_stay_one_plain_file_name() {
+    let named = |n: &str| GOOD.replace("[[case]]\nname = \"p\"", &format!("[[case]]\nname = {}", toml::Value::from(n)));
+    for bad in [".", "..", "../x", "a/b", "a\\b", "", "-rf", ".hidden", "a\nb", "tab\t", "\u{7f}", "é"] {
+        let e = err(&named(bad));
+        assert_eq!(e.key, "case[0].name", "{bad:?}");
+        assert!(e.msg.contains("is not allowed; allowed: letters A-Z a-z, digits 0-9, - _ ."), "{e}");
+    }
+    assert!(err(&named(&"x".repeat(MAX_NAME + 1))).msg.contains("at most 100 characters"));
+    let e = err(&GOOD.replace("name = \"t\"", "name = \"../../t\""));
+    assert_eq!(e.key, "name", "the scenario's name becomes its report directory's: {e}");
+    for good in ["p", "poll-50ms", "v1.2", "_x", "A_b-c.d", &"x".repeat(MAX_NAME)] {
+        assert_eq!(Scenario::parse("s.toml", &named(good)).unwrap().cases[0].name, good);
+    }
+}
+
+#[test]
+fn missing_file_says_what_to_give() {
+    let e = Scenario::load("/nonexistent/x.toml").unwrap_err();
+    assert!(e.msg.contains("default"), "{e}");
+}
