@@ -6,12 +6,10 @@
 //! regular file and reads at most [`RealDir::DEFAULT_MAX_BYTES`] (or the dir's own cap); a
 //! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
@@ -22,8 +20,6 @@ use crate::BoxFut;
 pub struct RealDir {
     dir: PathBuf,
     max_bytes: u64,
-    /// Names listed lossily (not UTF-8): a read of one is refused, never guessed at.
-    not_utf8: Arc<Mutex<HashSet<String>>>,
 }
 
 /// Why an entry under a relay name was not read: it is not a relay file, whatever its name.
@@ -55,23 +51,13 @@ impl RealDir {
     pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
 
     pub fn new(dir: impl Into<PathBuf>) -> RealDir {
-        RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES, not_utf8: Arc::default() }
+        RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES }
     }
 
     /// Reads of more than `max_bytes` are refused.
     pub fn with_max_bytes(mut self, max_bytes: u64) -> RealDir {
         self.max_bytes = max_bytes;
         self
-    }
-
-    /// A name as listed; one that is not UTF-8 is remembered (until the next list) so that a
-    /// read of its lossy form is refused.
-    fn lossy_name(raw: OsString, not_utf8: &mut HashSet<String>) -> String {
-        raw.into_string().unwrap_or_else(|raw| {
-            let name = raw.to_string_lossy().into_owned();
-            not_utf8.insert(name.clone());
-            name
-        })
     }
 }
 
@@ -112,19 +98,18 @@ pub fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 
 impl RelayDir for RealDir {
     fn list(&self) -> io::Result<Vec<String>> {
-        let mut not_utf8 = HashSet::new();
-        let names = std::fs::read_dir(&self.dir)?
-            .map(|e| e.map(|e| Self::lossy_name(e.file_name(), &mut not_utf8)))
-            .collect::<io::Result<Vec<String>>>()?;
-        *self.not_utf8.lock().expect("name set poisoned") = not_utf8;
-        Ok(names)
+        // A name that is not UTF-8 is listed lossily (U+FFFD for each bad byte): no file has
+        // that name, so its read fails and says why (see `read`).
+        std::fs::read_dir(&self.dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        if self.not_utf8.lock().expect("name set poisoned").contains(name) {
-            return Err(UnsafeEntry::NotUtf8.into_io());
+        match read_untrusted(&self.dir.join(name), self.max_bytes) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && name.contains(char::REPLACEMENT_CHARACTER) => {
+                Err(UnsafeEntry::NotUtf8.into_io())
+            }
+            other => other,
         }
-        read_untrusted(&self.dir.join(name), self.max_bytes)
     }
 
     fn stat(&self, name: &str) -> io::Result<u64> {
