@@ -64,14 +64,15 @@ pub struct RunOptions {
     pub calls_csv: bool,
 }
 
-/// Runs every case of one scenario, rewriting the report after each.
+/// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
+/// first ([`check_hosts`]) by whoever plans the run (`runs::Plan::new`, once for every
+/// scenario); a host that turns out to be missing here fails its case when it is built.
 pub async fn run_scenario(
     s: &Scenario,
     opts: &RunOptions,
     started_at: &str,
     interrupt: Arc<Signal>,
 ) -> Result<Summary, BenchError> {
-    check_hosts(s)?;
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
     let say = |msg: &str| {

@@ -20,6 +20,11 @@ pub fn temp_name(final_name: &str) -> String {
     format!("{final_name}{TMP_MARKER}{}-{n}", std::process::id())
 }
 
+/// The first `program` file in a directory of `PATH`, as a shell would find it.
+pub fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
 /// Removes a file, treating "already gone" as success.
 pub fn remove_if_present(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {

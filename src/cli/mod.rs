@@ -24,6 +24,12 @@ use crate::signal::Signal;
 use crate::strategy::writer_by_name;
 use crate::writer::CallEnd;
 
+/// `print!` to stdout through [`print_all`]; `out!(line ...)` adds the newline.
+macro_rules! out {
+    (line $($t:tt)*) => { print_all(&format!("{}\n", format_args!($($t)*))) };
+    ($($t:tt)*) => { print_all(&format!($($t)*)) };
+}
+
 /// Exit codes CI can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -100,8 +106,7 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
 pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
-            let text = format!("{}{}", list_shipped()?, crate::runs::list_parts());
-            print_all(&text).map_err(|e| CliError::Internal(anyhow::anyhow!("cannot write to stdout: {e}")))?;
+            out!("{}{}", list_shipped()?, crate::runs::list_parts());
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_cmd(args).await,
@@ -111,7 +116,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
         Command::Report { dir } => {
             let r = rerender(&dir)?;
-            println!(
+            out!(line
                 "{} and {} .hgrm files rewritten; {} chart files written under {}",
                 r.markdown.display(),
                 r.hgrm_files,
@@ -123,15 +128,14 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
-/// Writes `text` to stdout; a reader that went away (`relay-bench list | head -1`) is not
-/// an error: it read what it wanted.
-fn print_all(text: &str) -> std::io::Result<()> {
+/// Writes `text` to stdout. A reader that went away (`relay-bench list | head -1`) read what
+/// it wanted: not an error, and no panic as `print!` would. Every command's output goes
+/// through here (the [`out!`] macro).
+fn print_all(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
+    // Nothing else to do with a stdout that cannot be written; the exit code says the rest.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
@@ -141,15 +145,15 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     let outcome = plan
         .run(interrupt, |step| match step {
             Step::Ran { summary, out_dir } => {
-                print!("{}", String::from_utf8_lossy(&Table.render(summary)));
+                out!("{}", String::from_utf8_lossy(&Table.render(summary)));
                 if !quiet {
-                    println!("report: {}", out_dir.join("summary.md").display());
+                    out!(line "report: {}", out_dir.join("summary.md").display());
                 }
             }
-            Step::BaselineSaved(to) => println!("baseline saved: {}", to.display()),
+            Step::BaselineSaved(to) => out!(line "baseline saved: {}", to.display()),
             Step::Compared { name, comparison } => {
-                println!("against the baseline {name}:");
-                print!("{}", crate::compare::render(comparison, BASELINE_THRESHOLD));
+                out!(line "against the baseline {name}:");
+                out!("{}", crate::compare::render(comparison, BASELINE_THRESHOLD));
             }
         })
         .await?;
@@ -253,7 +257,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
     };
     Ok(match end {
         CallEnd::Answered(r) => {
-            println!("{}", answer_line(&r));
+            out!(line "{}", answer_line(&r));
             match r.outcome() {
                 Outcome::Ok => Exit::Pass,
                 Outcome::Error => Exit::GateFailed,
@@ -261,7 +265,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
             }
         }
         CallEnd::Parked => {
-            println!("{}", answer_line(&crate::protocol::Response::Paused));
+            out!(line "{}", answer_line(&crate::protocol::Response::Paused));
             Exit::Paused
         }
         CallEnd::Failed(FailKind::Timeout) => {
@@ -282,7 +286,7 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
         let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
     }
-    print!("{}", crate::compare::render(&c, threshold_pct / 100.0));
+    out!("{}", crate::compare::render(&c, threshold_pct / 100.0));
     Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
 }
 
@@ -293,6 +297,6 @@ fn check_cmd(log: &Path) -> Result<Exit, CliError> {
     if check.cases.is_empty() {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
-    print!("{}", render_checks(&check));
+    out!("{}", render_checks(&check));
     Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
 }

@@ -91,12 +91,9 @@ pub fn find_binary() -> Result<PathBuf, String> {
         return if p.is_file() { Ok(p) } else { Err(format!("${BIN_ENV}={}: no such file; {install}", p.display())) };
     }
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(LOCAL_INSTALL);
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("sandbox-agent")).collect::<Vec<_>>())
-        .unwrap_or_default();
-    std::iter::once(local)
-        .chain(on_path)
-        .find(|p| p.is_file())
+    Some(local)
+        .filter(|p| p.is_file())
+        .or_else(|| crate::fsio::on_path("sandbox-agent"))
         .ok_or_else(|| format!("sandbox-agent not found ({LOCAL_INSTALL}, PATH); {install}"))
 }
 
@@ -362,7 +359,9 @@ pub struct AgentSpec {
     /// The binary, or why there is none (said before a run starts, not when parsing, so
     /// that a scenario naming this host can be listed without it).
     bin: Result<PathBuf, String>,
-    version: String,
+    /// What `--version` says, asked once, when first needed (not when a scenario is only
+    /// read, as `relay-bench list` does).
+    version: std::sync::OnceLock<String>,
     profile: Option<LatencyProfile>,
 }
 
@@ -396,12 +395,7 @@ impl HostKind for SandboxAgent {
                 })?)
             }
         };
-        let version = match (&url, &bin) {
-            (Some(_), _) => "sandbox-agent (version not reported: the daemon has no version endpoint)".to_owned(),
-            (None, Ok(b)) => version_of(b).map_err(|e| case.err("binary", format!("{}: {e}", b.display())))?,
-            (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
-        };
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile }))
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile }))
     }
 }
 
@@ -423,12 +417,12 @@ impl HostSpec for AgentSpec {
             };
             return format!(
                 "{} at {} (running, not started by relay-bench{token}), {wire}",
-                self.version,
+                self.version(),
                 u.host_port()
             );
         }
         let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
-        format!("{} ({at}), one per sandbox, {wire}", self.version)
+        format!("{} ({at}), one per sandbox, {wire}", self.version())
     }
 
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
@@ -441,7 +435,7 @@ impl HostSpec for AgentSpec {
             Some(p) => Some(Arc::new(DelayProxy::start(process.addr(), p.clone(), seed)?)),
             None => None,
         };
-        let label = format!("{} @ {}", self.version, process.base.trim_start_matches("http://"));
+        let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
         let mut host = AgentHost::new(process.base.clone(), dir.path().to_path_buf(), busy, Some(process.clone()));
         if let Some(p) = &proxy {
             host = host.through(p.clone());
@@ -471,6 +465,14 @@ impl HostSpec for AgentSpec {
 }
 
 impl AgentSpec {
+    fn version(&self) -> &str {
+        self.version.get_or_init(|| match (&self.url, &self.bin) {
+            (Some(_), _) => "sandbox-agent (version not reported: the daemon has no version endpoint)".to_owned(),
+            (None, Ok(b)) => version_of(b).unwrap_or_else(|e| format!("sandbox-agent (--version failed: {e})")),
+            (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
+        })
+    }
+
     /// A host on a daemon already running at `url` (relay-bench's writer runs here, so the
     /// daemon must see this machine's relay dirs).
     fn build_on(&self, url: &Url, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {

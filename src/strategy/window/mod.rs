@@ -278,7 +278,7 @@ impl RunnerKind for WindowExecKind {
                 let why = "the node script is production's window only: idle_wake, window_events and inline keep their defaults";
                 return Err(t.err("program", why));
             }
-            if !on_path("node") {
+            if crate::fsio::on_path("node").is_none() {
                 return Err(t.err("program", "node is not on PATH here; allowed: relay-bench, or install Node.js"));
             }
             cfg.node = true;
@@ -286,11 +286,6 @@ impl RunnerKind for WindowExecKind {
         let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
     }
-}
-
-/// Whether `program` is an executable on PATH.
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
 impl RunnerSpec for WindowSpec {
