@@ -426,16 +426,26 @@ impl HostKind for Remote {
     }
 
     fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
-        allowed.extend(profiles.keys().map(String::as_str));
-        let name = case.string("profile")?.ok_or_else(|| {
-            case.err("profile", format!("is required with host = \"remote\"; allowed: {}", allowed.join(", ")))
+        let profile = case_profile(case, profiles)?.ok_or_else(|| {
+            case.err("profile", format!("is required with host = \"remote\"; allowed: {}", profile_names(profiles)))
         })?;
-        let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
-        let profile = profile
-            .ok_or_else(|| case.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", "))))?;
         Ok(Arc::new(RemoteSpec(profile)))
     }
+}
+
+/// The profile a case names (`profile = "..."`: shipped, or a `[profile.NAME]` of the
+/// scenario), if it names one.
+pub fn case_profile(case: &mut Fields<'_>, profiles: &Profiles) -> Result<Option<LatencyProfile>, ScenarioError> {
+    let Some(name) = case.string("profile")? else { return Ok(None) };
+    let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
+    let unknown = || case.err("profile", format!("unknown profile {name:?}; allowed: {}", profile_names(profiles)));
+    profile.map(Some).ok_or_else(unknown)
+}
+
+fn profile_names(profiles: &Profiles) -> String {
+    let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
+    allowed.extend(profiles.keys().map(String::as_str));
+    allowed.join(", ")
 }
 
 impl HostSpec for RemoteSpec {

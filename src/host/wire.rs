@@ -1,7 +1,8 @@
 //! A delay proxy on a real TCP path: what a network adds between the runner and a real
-//! daemon. Every chunk of bytes, in each direction, is held for one leg drawn from a latency
-//! profile (seeded), in order (a chunk never overtakes the one before it), so an HTTP round
-//! trip pays a request leg and a response leg, as the emulated daemon charges them. It can
+//! daemon. Every message, in each direction, is held for one leg drawn from a latency
+//! profile (seeded); bytes that arrive while the message before them is still held go with
+//! it, in order. So an HTTP round trip pays a request leg and a response leg, as the
+//! emulated daemon charges them. It can
 //! cut every live connection (a proxy disconnect).
 
 use std::io;
@@ -123,9 +124,14 @@ async fn pump(
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            let leg = shared.profile.leg.draw(&mut rng);
-            let _ = shared.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
-            last = (Instant::now() + leg).max(last);
+            // A chunk that arrives while the one before it is still on the way is the same
+            // message (a response in two reads): it goes with it, not one more leg later.
+            let now = Instant::now();
+            if last <= now {
+                let leg = shared.profile.leg.draw(&mut rng);
+                let _ = shared.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
+                last = now + leg;
+            }
             if tx.send((last, buf[..n].to_vec())).is_err() {
                 break;
             }

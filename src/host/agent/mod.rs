@@ -177,8 +177,13 @@ impl AgentHost {
 
     /// One request; an answer that is not 2xx is an error carrying the daemon's detail
     /// ("path not found" becomes NotFound).
-    async fn send(&self, method: Method, uri: String, content_type: &str, body: Vec<u8>) -> io::Result<Vec<u8>> {
-        let mut req = hyper::Request::builder().method(method).uri(uri).header("content-type", content_type);
+    /// `body`: its content type and bytes, for the requests that carry one.
+    async fn send(&self, method: Method, uri: String, body: Option<(&str, Vec<u8>)>) -> io::Result<Vec<u8>> {
+        let mut req = hyper::Request::builder().method(method).uri(uri);
+        let (content_type, body) = body.map_or((None, Vec::new()), |(t, b)| (Some(t), b));
+        if let Some(t) = content_type {
+            req = req.header("content-type", t);
+        }
         if let Some(t) = &self.token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
@@ -202,12 +207,16 @@ impl AgentHost {
     }
 
     async fn get(&self, route: &str, name: &str) -> io::Result<Vec<u8>> {
-        self.send(Method::GET, self.at(route, name), "application/octet-stream", Vec::new()).await
+        self.send(Method::GET, self.at(route, name), None).await
     }
 
     async fn post_json(&self, route: &str, body: serde_json::Value) -> io::Result<Vec<u8>> {
-        self.send(Method::POST, format!("{}{route}", self.base), "application/json", body.to_string().into_bytes())
-            .await
+        self.send(
+            Method::POST,
+            format!("{}{route}", self.base),
+            Some(("application/json", body.to_string().into_bytes())),
+        )
+        .await
     }
 
     async fn run(&self, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
@@ -238,7 +247,9 @@ impl AgentHost {
     }
 
     async fn write_now(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.send(Method::PUT, self.at("/v1/fs/file", name), "application/octet-stream", bytes.to_vec()).await.map(drop)
+        self.send(Method::PUT, self.at("/v1/fs/file", name), Some(("application/octet-stream", bytes.to_vec())))
+            .await
+            .map(drop)
     }
 
     async fn rename_now(&self, from: &str, to: &str) -> io::Result<()> {
@@ -247,7 +258,7 @@ impl AgentHost {
     }
 
     async fn delete_now(&self, name: &str) -> io::Result<()> {
-        match self.send(Method::DELETE, self.at("/v1/fs/entry", name), "application/octet-stream", Vec::new()).await {
+        match self.send(Method::DELETE, self.at("/v1/fs/entry", name), None).await {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other.map(drop),
         }
@@ -305,6 +316,8 @@ impl Host for AgentHost {
             self.write_now(&tmp, bytes).await?;
             self.counter.count(Purpose::Data, Kind::Rename);
             if let Err(e) = self.rename_now(&tmp, name).await {
+                // Counted: a real request (production leaves the temp name to the next sweep).
+                self.counter.count(Purpose::Data, Kind::Delete);
                 let _ = self.delete_now(&tmp).await;
                 return Err(e);
             }
@@ -385,16 +398,7 @@ impl HostKind for SandboxAgent {
             Some(b) => Err(format!("binary = {b:?}: no such file")),
             None => find_binary(),
         };
-        let profile = match case.string("profile")? {
-            None => None,
-            Some(name) => {
-                Some(profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name)).ok_or_else(|| {
-                    let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
-                    allowed.extend(profiles.keys().map(String::as_str));
-                    case.err("profile", format!("unknown profile {name:?}; allowed: {}", allowed.join(", ")))
-                })?)
-            }
-        };
+        let profile = super::remote::case_profile(case, profiles)?;
         Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile }))
     }
 }
@@ -448,7 +452,7 @@ impl HostSpec for AgentSpec {
         true
     }
 
-    fn unavailable(&self) -> Option<String> {
+    fn missing_here(&self) -> Option<String> {
         match &self.url {
             Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
             None => self.bin.as_ref().err().cloned(),

@@ -15,7 +15,7 @@ use crate::host::{DaemonControl, DelayProxy};
 pub struct AgentProcess {
     bin: PathBuf,
     port: u16,
-    child: Arc<Mutex<Option<std::process::Child>>>,
+    child: Arc<Mutex<Option<Running>>>,
     pub base: String,
 }
 
@@ -27,7 +27,7 @@ impl AgentProcess {
         Ok(AgentProcess {
             bin: bin.to_path_buf(),
             port,
-            child: Arc::new(Mutex::new(Some(child))),
+            child: Arc::new(Mutex::new(Some(Running(child)))),
             base: format!("http://127.0.0.1:{port}"),
         })
     }
@@ -37,27 +37,28 @@ impl AgentProcess {
     }
 
     /// Kills the daemon (its connections reset, its runs end), starts it again on the same
-    /// port after `down`.
-    pub fn restart(&self, down: Duration) {
-        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let (child, bin, port) = (Arc::downgrade(&self.child), self.bin.clone(), self.port);
+    /// port after `down`. Refused while a restart is under way. A daemon that will not start
+    /// again stays down (every request then fails and says so); one started after its case
+    /// ended is killed at once.
+    pub fn restart(&self, down: Duration) -> Result<(), String> {
+        let killed = self.child.lock().expect("daemon lock").take().ok_or("the daemon is already down (restarting)")?;
+        drop(killed);
+        let (slot, bin, port) = (Arc::downgrade(&self.child), self.bin.clone(), self.port);
         std::thread::spawn(move || {
             std::thread::sleep(down);
-            // Gone with its case while it was down: nothing to restart.
-            let Some(slot) = child.upgrade() else { return };
-            if let Ok(c) = spawn_daemon(&bin, port) {
-                *slot.lock().expect("daemon lock") = Some(c);
+            let Ok(c) = spawn_daemon(&bin, port) else { return };
+            // Its case gone meanwhile: dropped here, so killed.
+            if let Some(slot) = slot.upgrade() {
+                *slot.lock().expect("daemon lock") = Some(Running(c));
             }
         });
+        Ok(())
     }
 
     /// SIGSTOP, then SIGCONT after `d`: the daemon accepts nothing and answers nothing.
     pub fn pause(&self, d: Duration) -> Result<(), String> {
         let pid =
-            self.child.lock().expect("daemon lock").as_ref().map(|c| c.id() as i32).ok_or("the daemon is down")?;
+            self.child.lock().expect("daemon lock").as_ref().map(|c| c.0.id() as i32).ok_or("the daemon is down")?;
         // SAFETY: kill() only sends a signal to the daemon this process started.
         unsafe { libc::kill(pid, libc::SIGSTOP) };
         let child = Arc::downgrade(&self.child);
@@ -66,7 +67,7 @@ impl AgentProcess {
             if let Some(slot) = child.upgrade() {
                 if let Some(c) = slot.lock().expect("daemon lock").as_ref() {
                     // SAFETY: as above.
-                    unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+                    unsafe { libc::kill(c.0.id() as i32, libc::SIGCONT) };
                 }
             }
         });
@@ -137,14 +138,16 @@ fn command(bin: &Path, port: u16) -> std::process::Command {
     cmd
 }
 
-impl Drop for AgentProcess {
+/// A daemon process that is killed and reaped when dropped, wherever it is dropped (a slot
+/// overwritten, a restart that outlived its case).
+struct Running(std::process::Child);
+
+impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.lock().expect("daemon lock").take() {
-            // SAFETY: a paused daemon is resumed so that it can die.
-            unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // SAFETY: kill() only sends a signal; a paused daemon is resumed so that it can die.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGCONT) };
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -157,8 +160,7 @@ pub struct AgentControl {
 
 impl DaemonControl for AgentControl {
     fn restart(&self, down: Duration) -> Result<(), String> {
-        self.process.restart(down);
-        Ok(())
+        self.process.restart(down)
     }
 
     fn disconnect(&self) -> Result<(), String> {
