@@ -23,8 +23,8 @@ pub enum BenchError {
     Write { path: String, source: std::io::Error },
     #[error("case {case:?}: {source}")]
     Case { case: String, source: EngineError },
-    #[error("case {case:?}: host {host}: {why}")]
-    HostUnavailable { case: String, host: String, why: String },
+    #[error("case {case:?}: {part}: {why}")]
+    Unavailable { case: String, part: String, why: String },
 }
 
 impl BenchError {
@@ -35,18 +35,20 @@ impl BenchError {
         matches!(
             self,
             BenchError::OutDir { .. }
-                | BenchError::HostUnavailable { .. }
-                | BenchError::Case { source: EngineError::NotReady { .. }, .. }
+                | BenchError::Unavailable { .. }
+                | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
         )
     }
 }
 
-/// Refuses a scenario with a case whose host this machine lacks (a daemon not installed):
-/// said before anything runs, not after the cases before it.
-pub fn check_hosts(s: &Scenario) -> Result<(), BenchError> {
+/// Refuses a scenario with a case whose host or runner this machine lacks (a daemon not
+/// installed, no node): said before anything runs, not after the cases before it.
+pub fn check_available(s: &Scenario) -> Result<(), BenchError> {
     for c in &s.cases {
-        if let Some(why) = c.host.unavailable() {
-            return Err(BenchError::HostUnavailable { case: c.name.clone(), host: c.host.name().to_owned(), why });
+        let lacking =
+            [("host", c.host.name(), c.host.missing_here()), ("runner", c.runner.name(), c.runner.missing_here())];
+        if let Some((kind, name, Some(why))) = lacking.into_iter().find(|(_, _, why)| why.is_some()) {
+            return Err(BenchError::Unavailable { case: c.name.clone(), part: format!("{kind} {name}"), why });
         }
     }
     Ok(())
@@ -65,7 +67,7 @@ pub struct RunOptions {
 }
 
 /// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
-/// first ([`check_hosts`]) by whoever plans the run (`runs::Plan::new`, once for every
+/// first ([`check_available`]) by whoever plans the run (`runs::Plan::new`, once for every
 /// scenario); a host that turns out to be missing here fails its case when it is built.
 pub async fn run_scenario(
     s: &Scenario,

@@ -238,26 +238,17 @@ enum LineEnd {
 /// Reads one line (without its newline) into `buf`, never more than `max` bytes of it.
 fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
     buf.clear();
-    loop {
-        let chunk = match r.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(if buf.is_empty() { LineEnd::Nothing } else { LineEnd::EndOfFile });
+    // One byte past the cap tells a line that is too long from one that is just right.
+    io::Read::take(&mut *r, max as u64 + 1).read_until(b'\n', buf)?;
+    Ok(match buf.last() {
+        None => LineEnd::Nothing,
+        Some(b'\n') => {
+            buf.pop();
+            LineEnd::Newline
         }
-        let newline = chunk.iter().position(|b| *b == b'\n');
-        let take = newline.unwrap_or(chunk.len());
-        if buf.len() + take > max {
-            return Ok(LineEnd::TooLong);
-        }
-        buf.extend_from_slice(&chunk[..take]);
-        r.consume(take + usize::from(newline.is_some()));
-        if newline.is_some() {
-            return Ok(LineEnd::Newline);
-        }
-    }
+        Some(_) if buf.len() > max => LineEnd::TooLong,
+        Some(_) => LineEnd::EndOfFile,
+    })
 }
 
 /// Replays the pairing invariant over a recorded log, case by case in the order they

@@ -165,7 +165,7 @@ pub struct Control {
     source: Option<Arc<dyn ActivitySource>>,
     stop_extra: Option<Box<dyn Fn() + Send + Sync>>,
     /// Why the runner could not start, if it could not.
-    start_failure: std::sync::Mutex<Option<String>>,
+    start_failure: std::sync::OnceLock<String>,
 }
 
 impl Control {
@@ -208,13 +208,13 @@ impl Control {
 
     /// The runner cannot start (`why`): whoever waits for it to be ready hears it at once.
     pub fn fail_start(&self, why: String) {
-        *self.start_failure.lock().expect("control poisoned") = Some(why);
+        let _ = self.start_failure.set(why); // the first reason is the one
         self.active.store(false, Ordering::Release);
         self.ready.close();
     }
 
     pub fn start_failure(&self) -> Option<String> {
-        self.start_failure.lock().expect("control poisoned").clone()
+        self.start_failure.get().cloned()
     }
 
     /// Waits until the runner is ready (or stopped), at most `bound`; false if it was not.

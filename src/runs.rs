@@ -124,7 +124,7 @@ impl Plan {
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
-        scenarios.iter().try_for_each(crate::bench::check_hosts)?;
+        scenarios.iter().try_for_each(crate::bench::check_available)?;
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
             return Err(RunsError::RelayRoot(relay_root.display().to_string()));

@@ -16,7 +16,7 @@ use crate::handler::HandlerModel;
 use crate::host::{Host, LocalHost};
 use crate::notice::Say;
 use crate::protocol::{req_name, res_name, sanitize_id, Response};
-use crate::signal::{Signal, Wake};
+use crate::signal::Signal;
 use crate::source::Reporter;
 use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
 use crate::units::human;
@@ -61,25 +61,26 @@ pub fn claim(dir: &Path) -> std::io::Result<std::fs::File> {
         return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: not a directory", dir.display())));
     }
     std::fs::read_dir(dir).map_err(|e| say("cannot list it", e))?;
+    // The lock first: a refused second runner does not touch the dir it was refused.
+    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
+    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!(
+                    "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
+                    dir.display()
+                ),
+            ));
+        }
+        return Err(say("cannot lock it", e));
+    }
     let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
     std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| say("cannot write in it", e))?;
     std::fs::remove_file(&probe).map_err(|e| say("cannot remove a file in it", e))?;
-    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(handle);
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AddrInUse,
-            format!(
-                "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
-                dir.display()
-            ),
-        ));
-    }
-    Err(say("cannot lock it", e))
+    Ok(handle)
 }
 
 /// What `serve` did, for its last line (and for tests).
@@ -144,7 +145,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
                 let new = drain(&mut report);
                 println!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
             }
-            () = closed(&stop) => break,
+            () = stop.closed() => break,
         }
     }
     started.control.stop();
@@ -182,7 +183,10 @@ pub struct CallOptions {
 ///
 /// A request already under the call's file id means another call with that id is in
 /// flight: refused, never replaced (its caller would get this call's answer). An answer
-/// already there is stale (no request of this call was out): removed, never returned.
+/// already there is taken as stale: removed, never returned. What this cannot see: a call
+/// with the same id whose request a runner already picked up, or one published between
+/// this check and this call's own publish. Ids are the callers' to keep unique (the
+/// default id, `call-<pid>-<time>`, is).
 pub async fn call(opts: CallOptions, stop: Arc<Signal>) -> std::io::Result<Option<CallEnd>> {
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
@@ -220,18 +224,13 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>) -> std::io::Result<Optio
     };
     let end = tokio::select! {
         end = writer.call(spec) => Some(end),
-        () = closed(&stop) => None,
+        () = stop.closed() => None,
     };
     writer.close();
     if end.is_none() {
         remove_if_present(&req)?;
     }
     Ok(end)
-}
-
-/// Resolves when `stop` is closed.
-async fn closed(stop: &Signal) {
-    while stop.wait(Duration::from_secs(86_400)).await != Wake::Closed {}
 }
 
 /// The answer as `call` prints it: the response's JSON, one line.

@@ -68,6 +68,12 @@ impl Signal {
         self.listeners.load(Ordering::Acquire)
     }
 
+    /// Resolves once the signal is closed: for a stop signal, which is only ever closed (a
+    /// raise meanwhile is consumed, as by [`Signal::wait`]).
+    pub async fn closed(&self) {
+        while self.wait(Duration::from_secs(86_400)).await != Wake::Closed {}
+    }
+
     /// Waits for a raise (consuming it), a close, or the timeout.
     pub async fn wait(&self, timeout: Duration) -> Wake {
         let deadline = Instant::now() + timeout;

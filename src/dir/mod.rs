@@ -16,7 +16,7 @@ mod sim;
 mod watch;
 
 pub use program::Step;
-pub use real::{read_untrusted, RealDir, UnsafeEntry};
+pub use real::{RealDir, UnsafeEntry};
 pub use sim::{SimDir, SimFault};
 pub use watch::DirWatch;
 

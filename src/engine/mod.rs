@@ -25,7 +25,7 @@ use crate::recorder::{CaseHdr, LatencyStats, Measure, Recorder, Recording, Span}
 use crate::relay::{Relay, RelaySpec};
 use crate::runner::RunnerReport;
 use crate::scenario::{CaseSpec, Clock, Scenario};
-use crate::signal::{Signal, Wake};
+use crate::signal::Signal;
 use crate::summary::{CaseResult, RunnerStats};
 use crate::units::{human, new_histogram};
 use crate::writer::{writer_deadline, CallSpec, Writer};
@@ -42,7 +42,13 @@ pub enum EngineError {
     #[error("cannot prepare relay dirs under {root}: {source}")]
     Setup { root: String, source: std::io::Error },
     #[error("the runner of sandbox {sandbox} did not start: {detail}")]
-    NotReady { sandbox: u32, detail: String },
+    NotReady {
+        sandbox: u32,
+        detail: String,
+        /// The runner said why it could not start (a black-box command that would not run):
+        /// the user's to fix, unlike a runner of ours that was merely not ready in time.
+        said_why: bool,
+    },
     #[error("cannot start the host: {0}")]
     Host(std::io::Error),
     #[error("the pacer failed: {0}")]
@@ -140,11 +146,17 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut relays: Vec<Relay> = Vec::new();
     let mut daemons: Vec<Option<Arc<dyn DaemonControl>>> = Vec::new();
     let mut dirs = Vec::new();
+    // Every host is built before any runner starts: a host that fails to build (a daemon
+    // that will not start) leaves nothing running; the built ones go with this scope.
+    let mut built = Vec::new();
     for sandbox in 0..wl.sandboxes {
         let dir = backend.make_dir(sandbox).map_err(setup)?;
         let busy = Arc::new(Busy::default());
         let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
-        let built = case.host.build(dir.clone(), busy.clone(), seed).map_err(EngineError::Host)?;
+        let host = case.host.build(dir.clone(), busy.clone(), seed).map_err(EngineError::Host)?;
+        built.push((sandbox, dir, busy, seed, host));
+    }
+    for (sandbox, dir, busy, seed, built) in built {
         daemons.push(built.daemon);
         let spec = RelaySpec {
             sandbox,
@@ -164,12 +176,13 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // The schedule starts once every runner is ready (its start-up is not the workload's).
     for k in 0..relays.len() {
         if !relays[k].ready(READY_BOUND).await {
-            let detail =
-                relays[k].start_failure().unwrap_or_else(|| format!("not ready within {}", human(READY_BOUND)));
+            let said = relays[k].start_failure();
+            let said_why = said.is_some();
+            let detail = said.unwrap_or_else(|| format!("not ready within {}", human(READY_BOUND)));
             for r in &mut relays {
                 let _ = r.stop(Instant::now() + STOP_BOUND).await;
             }
-            return Err(EngineError::NotReady { sandbox: k as u32, detail });
+            return Err(EngineError::NotReady { sandbox: k as u32, detail, said_why });
         }
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
@@ -267,13 +280,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 }
             }
             Some(()) = done_rx.recv() => finished += 1,
-            // Only a close is an interrupt: the wait's own timeout (a day, simulated or
-            // not) just comes round again.
-            w = env.interrupt.wait(Duration::from_secs(86_400)), if !interrupted => {
-                if w == Wake::Closed {
-                    interrupted = true;
-                    writers.iter().for_each(|w| w.close());
-                }
+            () = env.interrupt.closed(), if !interrupted => {
+                interrupted = true;
+                writers.iter().for_each(|w| w.close());
             }
         }
     }

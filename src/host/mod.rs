@@ -279,7 +279,7 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
         true
     }
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
-    fn unavailable(&self) -> Option<String> {
+    fn missing_here(&self) -> Option<String> {
         None
     }
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).

@@ -19,12 +19,12 @@ use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
 use crate::pacer::{Arrival, Phase, Workload};
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
-/// The scenario `relay-bench run` uses when given none.
 mod rules;
 
 use rules::{add_invariants, check_burst_calls, check_schedule_size};
 pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_NAME, NAME_ALLOWED};
 
+/// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
 pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 

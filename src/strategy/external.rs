@@ -175,6 +175,7 @@ impl RunnerSpec for ExternalSpec {
                         human(READY_BOUND),
                         stderr_to.display()
                     )),
+                    Probe::Unpublished(e) => c.fail_start(format!("the probe call could not be published: {e}")),
                     Probe::Exited(how) => {
                         c.fail_start(format!(
                             "the external runner exited ({how}) before answering; see {}",
@@ -187,29 +188,22 @@ impl RunnerSpec for ExternalSpec {
                 c.mark_ready();
             }
             let startup = t0.elapsed();
-            // Until the stop, noticing an early exit of the program.
-            loop {
-                let exited = match &mut child {
-                    Some(ch) => tokio::select! {
-                        st = ch.wait() => Some(st),
-                        _ = stop.wait(Duration::from_secs(86_400)) => if stop.is_closed() { break } else { None },
-                    },
-                    None => {
-                        if stop.wait(Duration::from_secs(86_400)).await == crate::signal::Wake::Closed {
-                            break;
-                        }
-                        None
+            // Until the stop, noticing an early exit of the program (the outside watch stays
+            // armed either way).
+            if let Some(ch) = &mut child {
+                tokio::select! {
+                    st = ch.wait() => {
+                        let how = st.map_or_else(|e| e.to_string(), |s| s.to_string());
+                        reporter.say(Say::External(format!(
+                            "the external runner exited early ({how}); see {}",
+                            stderr_to.display()
+                        )));
+                        child = None;
                     }
-                };
-                if let Some(st) = exited {
-                    let how = st.map_or_else(|e| e.to_string(), |s| s.to_string());
-                    reporter.say(Say::External(format!(
-                        "the external runner exited early ({how}); see {}",
-                        stderr_to.display()
-                    )));
-                    child = None;
+                    () = stop.closed() => {}
                 }
             }
+            stop.closed().await;
             kill_group(group, child).await;
             if let Ok(w) = watch {
                 w.disarm();
@@ -230,6 +224,8 @@ enum Probe {
     Exited(String),
     /// The case was stopped first.
     Stopped,
+    /// The probe request could not be written into the relay dir (the program still runs).
+    Unpublished(String),
 }
 
 /// Publishes probe requests until one is answered (a fresh one every second: a runner that
@@ -264,7 +260,7 @@ async fn probe(
             let id = format!("{PROBE_ID}-{}", ids.len() + 1);
             let body = Request::new(PROBE_ID, &id, None).expect("valid").encode();
             if let Err(e) = dir.publish(&req_name(&id), &body).await {
-                break Probe::Exited(format!("the probe call could not be published: {e}"));
+                break Probe::Unpublished(e.to_string());
             }
             ids.push(id);
             next = now + Duration::from_secs(1);

@@ -135,6 +135,11 @@ pub trait RunnerSpec: Debug + Send + Sync {
     fn needs_real_clock(&self) -> bool {
         false
     }
+    /// Why it cannot run on this machine, if it cannot (checked before a run starts, not when
+    /// a scenario is read: `relay-bench list` reads them all).
+    fn missing_here(&self) -> Option<String> {
+        None
+    }
     /// Whether the runner follows a process's output through the host (a persistent watcher).
     fn follows_a_process(&self) -> bool {
         false

@@ -278,9 +278,6 @@ impl RunnerKind for WindowExecKind {
                 let why = "the node script is production's window only: idle_wake, window_events and inline keep their defaults";
                 return Err(t.err("program", why));
             }
-            if crate::fsio::on_path("node").is_none() {
-                return Err(t.err("program", "node is not on PATH here; allowed: relay-bench, or install Node.js"));
-            }
             cfg.node = true;
         }
         let opts = super::parse_suspending_loop(t)?;
@@ -296,6 +293,13 @@ impl RunnerSpec for WindowSpec {
     fn needs_real_clock(&self) -> bool {
         // Node runs on this machine's clock; the in-memory sandbox runs only our program.
         self.cfg.node
+    }
+
+    fn missing_here(&self) -> Option<String> {
+        let missing = self.cfg.node && crate::fsio::on_path("node").is_none();
+        missing.then(|| {
+            "program = \"node\": node is not on PATH here (install Node.js, or use program = \"relay-bench\")".into()
+        })
     }
 
     fn params(&self) -> String {
