@@ -2,37 +2,15 @@
 //! marked interrupted, children killed and reaped, relay dirs and requests removed; and a
 //! reader that closes the pipe early is no error.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
-use common::BIN;
+use common::{processes_naming, wait_until, BIN};
 
 fn signal(child: &Child, name: &str) {
     let ok = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
     assert!(ok.success(), "kill -{name}");
-}
-
-/// Waits (generously) until `cond` holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Processes on this machine whose command line names `path` (a fresh temp dir: only this
-/// test's processes can).
-fn processes_naming(path: &Path) -> Vec<String> {
-    let needle = path.to_string_lossy().into_owned();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&needle))
-        .collect()
 }
 
 const SCENARIO: &str = r#"

@@ -79,3 +79,24 @@ pub fn live_children() -> Vec<String> {
         })
         .collect()
 }
+
+/// Waits (generously) until `cond` holds.
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Processes on this machine whose command line names `path` (a fresh temp dir: only this
+/// test's processes can).
+pub fn processes_naming(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle))
+        .collect()
+}
