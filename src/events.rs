@@ -234,6 +234,11 @@ impl EventSink {
         self.send(Msg::Call(Event { at, sandbox, call: call.clone(), kind }));
     }
 
+    /// Sends a message recorded elsewhere (the in-sandbox writer's, brought back), as it is.
+    pub fn forward(&self, msg: Msg) {
+        self.send(msg);
+    }
+
     pub fn notice(&self, sandbox: u32, what: impl Into<crate::notice::Say>) {
         self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what: what.into() }));
     }

@@ -14,14 +14,14 @@
 //! |---|---|---|
 //! | 0 base | `units`, `rng`, `protocol`, `config`, `signal`, `notice` | bytes and names of the protocol, durations, the strict TOML reader, the wake signal, what the relay says |
 //! | 1 events | `events`, `pairing`, `timeline` | the event channel and its listeners' contract; the pairing invariant as a pure replay; a call's two timeline halves joined |
-//! | 2 sandbox | `fsio`, `dir`, `host` | a relay dir and the sandbox around it (files, watches, the watch program); the runner's counted view of it (local, emulated remote daemon, the real sandbox-agent daemon and the delay proxy on its wire) |
+//! | 2 sandbox | `fsio`, `dir`, `host` | a relay dir and the sandbox around it (files, watches, the watch program); the runner's counted view of it (local, emulated remote daemon, the real sandbox-agent daemon and the delay proxy on its wire, and relay-bench's own requests into its sandbox) |
 //! | 3 sources | `source`, `handler` | the activity-source contract and what sources share; the tool's duration and outcome |
 //! | 4 sides | `runner`, `writer` | production's runner loop; the in-sandbox writer |
 //! | 5 strategies | `strategy`, `relay` | every runner and writer strategy (one file each, registered); a runner + writer pair |
 //! | 6 recording | `recorder`, `eventlog`, `calls_csv` | the listeners on the event channel: HDR histograms and counters, `events.ndjson`, `calls.csv` |
 //! | 7 scenario | `gate`, `fault`, `pacer`, `scenario` | gates, the fault schedule, intended start times, validated scenarios |
 //! | 8 summary | `summary`, `rates`, `calibration`, `env` | the typed results, request-rate arithmetic, this machine's floor and facts |
-//! | 9 engine | `engine` | running one case on a backend (real or virtual clock) |
+//! | 9 engine | `engine` | running one case on a backend (real or virtual clock, or the in-sandbox side in the sandbox itself, with the program it runs there) |
 //! | 10 reports | `export`, `chart`, `compare` | summary.json / summary.md / table / HDR files, charts, run comparison |
 //! | 11 run | `bench`, `serve`, `runs` | running scenarios and writing reports; `serve` and `call`; what `run`, `report` and `list` ask: scenarios and cases chosen, baselines kept and compared |
 //! | 12 cli | `cli` | flags, printing, exit codes |

@@ -23,6 +23,9 @@ pub struct Snapshots<'a> {
     pub step: Duration,
     /// False for a black-box runner: its requests are not seen.
     pub visible: bool,
+    /// False when the writer ran in the sandbox: which requests fell while a call was in
+    /// flight is not known here, so the busy and idle stretches are not measured.
+    pub busy_known: bool,
 }
 
 /// `n` per minute, to two decimals; 0 over no time.
@@ -55,11 +58,13 @@ pub fn requests(s: &Snapshots<'_>) -> Requests {
         data_per_min: rate(used.data_total(), dir_minutes),
         discovery_total: used.discovery_total(),
         data_total: used.data_total(),
-        busy: stretch(used.discovery_total() - disc_idle, used.data_total() - data_idle, busy_minutes),
-        idle: stretch(disc_idle, data_idle, dir_minutes - busy_minutes),
         by_kind: used.by_kind(),
         ..Requests::default()
     };
+    if s.busy_known {
+        r.busy = stretch(used.discovery_total() - disc_idle, used.data_total() - data_idle, busy_minutes);
+        r.idle = stretch(disc_idle, data_idle, dir_minutes - busy_minutes);
+    }
     let mut prev = s.before;
     let (mut active, mut idle) = ((0u64, 0u64, 0.0f64), (0u64, 0u64, 0.0f64));
     for (p, snap) in s.phases.iter().zip(s.at_phase_ends) {
@@ -130,6 +135,7 @@ mod tests {
             timeline: &timeline,
             step: Duration::from_secs(60),
             visible: true,
+            busy_known: true,
         });
         // 2 dirs x 3 minutes = 6 dir-minutes.
         assert_eq!(r.discovery_per_min, 69.33);
@@ -158,9 +164,29 @@ mod tests {
             timeline: &[],
             step: Duration::from_secs(1),
             visible: false,
+            busy_known: true,
         });
         assert_eq!(r.discovery_per_min, 0.0);
         assert!(r.not_measured);
         assert_eq!(r.idle.rate(), None);
+    }
+
+    #[test]
+    fn busy_and_idle_are_not_measured_when_the_calls_ran_elsewhere() {
+        let end = counts(60, 30, 20, Duration::from_secs(30));
+        let r = requests(&Snapshots {
+            sandboxes: 1,
+            window: Duration::from_secs(60),
+            before: RequestCounts::default(),
+            after: end,
+            phases: &[],
+            at_phase_ends: &[],
+            timeline: &[],
+            step: Duration::from_secs(60),
+            visible: true,
+            busy_known: false,
+        });
+        assert_eq!(r.discovery_per_min, 60.0, "the totals stand");
+        assert_eq!((r.busy.rate(), r.idle.rate()), (None, None));
     }
 }

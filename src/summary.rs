@@ -23,7 +23,8 @@ pub struct Calls {
     pub ok: u64,
     pub error: u64,
     pub paused: u64,
-    /// Started calls that never got their answer (timeout, publish error, interruption).
+    /// Started calls that never got their answer (timeout, publish error); a call cut off by
+    /// an interrupt is counted under `interrupted` instead.
     pub lost: u64,
     /// Answers or requests seen twice (pairing: duplicate response + duplicate request).
     pub duplicated: u64,
@@ -224,6 +225,10 @@ pub struct CaseResult {
     /// [`CaseResult::pickup_defined_as`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pickup_definition: Option<PickupDefinition>,
+    /// The in-sandbox side when it ran in the sandbox itself (`in_sandbox = true`): how it
+    /// got there and how well the two clocks were joined. Absent: it ran on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_side: Option<SandboxSide>,
     /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
     #[serde(default)]
     pub faults: Vec<crate::fault::FaultRow>,
@@ -238,6 +243,28 @@ pub struct CaseResult {
     /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
     #[serde(skip)]
     pub hdr: Option<std::sync::Arc<crate::recorder::CaseHdr>>,
+}
+
+/// The writer and the watch program ran in the sandbox, uploaded and started through its
+/// daemon; the writer's times were brought back and put on this machine's clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSide {
+    /// Where in the sandbox the case's files were (removed after the case).
+    pub root: String,
+    /// What the daemon's binary says to `--version`, when it could be asked.
+    pub daemon_version: Option<String>,
+    /// The relay-bench binary uploaded (bytes), and how long the upload took.
+    pub program_bytes: u64,
+    pub upload_ms: f64,
+    /// The sandbox's clock minus this machine's, at the start.
+    pub clock_offset_ms: f64,
+    /// At most this far off (half the best round trip): measures that join the two clocks
+    /// (wake, pickup, relay overhead) carry it; completion, read on the sandbox's clock
+    /// alone, does not.
+    pub clock_uncertainty_ms: f64,
+    /// How fast the offset moved between the readings before and after the case.
+    pub clock_drift_ppm: f64,
+    pub clock_readings: u32,
 }
 
 /// What an archived case's `departures` reads as when its run did not record them.
@@ -321,7 +348,7 @@ impl CaseResult {
         self.calls.ok = c.ok;
         self.calls.error = c.error;
         self.calls.paused = c.paused;
-        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision);
+        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision + c.interrupted);
         self.calls.duplicated =
             rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
         self.calls.timeout = c.timeout;

@@ -27,6 +27,47 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// This machine's `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads on Linux, as a
+/// number another process (in the sandbox: `sandbox-clock`, the sandbox writer) can print
+/// and this one can read back.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+/// Converts between `Instant`s and [`monotonic_ns`] readings of this machine (one pair of
+/// readings taken back to back: both are the same clock).
+#[derive(Debug, Clone, Copy)]
+pub struct Mono {
+    at: tokio::time::Instant,
+    ns: u64,
+}
+
+impl Mono {
+    pub fn now() -> Mono {
+        let at = tokio::time::Instant::now();
+        Mono { at, ns: monotonic_ns() }
+    }
+
+    pub fn ns_of(&self, t: tokio::time::Instant) -> u64 {
+        if t >= self.at {
+            self.ns + (t - self.at).as_nanos() as u64
+        } else {
+            self.ns.saturating_sub((self.at - t).as_nanos() as u64)
+        }
+    }
+
+    pub fn instant_of(&self, ns: u64) -> tokio::time::Instant {
+        if ns >= self.ns {
+            self.at + std::time::Duration::from_nanos(ns - self.ns)
+        } else {
+            self.at.checked_sub(std::time::Duration::from_nanos(self.ns - ns)).unwrap_or(self.at)
+        }
+    }
+}
+
 /// A duration for a person: `850µs`, `12.3ms`, `1.50s`.
 pub fn human(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;

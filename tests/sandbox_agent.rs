@@ -91,15 +91,48 @@ name = "window-exec"
 host = "sandbox-agent"
 runner = "window-exec"
 writer = "watch"
+[[case]]
+name = "window-exec-in-sandbox"
+host = "sandbox-agent"
+profile = "proxy"
+in_sandbox = true
+runner = "window-exec"
+writer = "watch"
 "#;
     let (summary, _out, _relay) = common::run("daemon.toml", text, false, false).await;
     for r in &summary.results {
         assert!(r.pass, "{}: {:?} {:?}", r.case, r.gates, r.notices);
         assert_eq!(r.calls.lost, 0);
         assert!(r.host.starts_with("sandbox-agent 0.4.2"), "the report names the daemon: {}", r.host);
+        assert_eq!(r.sandbox_side.is_some(), r.case.ends_with("in-sandbox"), "{}", r.case);
     }
+    let r = &summary.results[2];
+    in_sandbox_side_checks(r);
+    assert_eq!(r.calls.completed, summary.results[1].calls.completed, "the same schedule, paced in the sandbox");
     let left = common::live_children();
     assert!(left.is_empty(), "daemon and watch programs reaped: {left:?}");
+}
+
+/// What every case whose in-sandbox side ran in the sandbox shows: its writers' calls all
+/// joined with the runner's (no breach, nothing left), the sandbox's clock joined to this
+/// one (here the two are one clock, so the estimated offset must lie within the bound the
+/// report gives), its files removed and no writer left running.
+fn in_sandbox_side_checks(r: &relay_bench::summary::CaseResult) {
+    let side = r.sandbox_side.as_ref().unwrap();
+    assert_eq!(side.daemon_version.as_deref(), Some("sandbox-agent 0.4.2"), "asked of the daemon's own binary");
+    assert!(side.program_bytes > 1_000_000 && side.clock_readings == 10, "{side:?}");
+    assert!(
+        side.clock_offset_ms.abs() <= side.clock_uncertainty_ms + 0.002,
+        "one machine, one clock: the offset found ({} ms) must be within its bound ({} ms)",
+        side.clock_offset_ms,
+        side.clock_uncertainty_ms
+    );
+    assert_eq!((r.pairing_violations.total, r.leftover_files, r.calls.unmeasured), (0, 0, 0), "{:?}", r.notices);
+    assert!(r.calls.completed > 0 && r.latency_us.pickup.count > 0);
+    assert!(r.requests.idle.rate().is_none(), "busy and idle are not known here when the writer ran elsewhere");
+    let root = std::path::Path::new(&side.root);
+    assert!(!root.exists(), "{} removed after the case", root.display());
+    assert!(common::processes_naming(root).is_empty(), "no writer left running");
 }
 
 #[test]
@@ -249,7 +282,9 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
         format!(
             "name = \"mine\"\n[workload]\nturns_per_sec = 4\nduration = \"2s\"\n[[case]]\nname = \"mine\"\n\
              host = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\ntoken_env = \"MY_DAEMON_TOKEN\"\n\
-             runner = \"window-exec\"\nwriter = \"watch\"\n"
+             runner = \"window-exec\"\nwriter = \"watch\"\n\
+             [[case]]\nname = \"mine-in-sandbox\"\nhost = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\n\
+             token_env = \"MY_DAEMON_TOKEN\"\nin_sandbox = true\nrunner = \"window-exec\"\nwriter = \"watch\"\n"
         ),
     )
     .unwrap();
@@ -273,8 +308,64 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let json = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(summary["results"][0]["host"], format!("sandbox-agent @ 127.0.0.1:{port}"));
+    // The in-sandbox side went up, ran and came back through the daemon, token and all.
+    let mine: relay_bench::summary::CaseResult = serde_json::from_value(summary["results"][1].clone()).unwrap();
+    assert!(mine.pass, "{:?} {:?}", mine.gates, mine.notices);
+    in_sandbox_side_checks(&mine);
     for f in ["summary.json", "summary.md", "events.ndjson"] {
         let text = std::fs::read_to_string(out_dir.join(f)).unwrap();
         assert!(!text.contains(token), "{f} holds the token");
     }
+}
+
+#[test]
+fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files() {
+    let Some(_) = daemon_or_skip("an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files") else {
+        return;
+    };
+    let _one = SERIAL.blocking_lock();
+    let tmp = tempfile::tempdir().unwrap();
+    let sandbox_root = tmp.path().join("sandbox");
+    std::fs::create_dir(&sandbox_root).unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"cut\"\n[workload]\nsandboxes = 2\nturns_per_sec = 6\nduration = \"120s\"\n\
+             [[case]]\nname = \"in-sandbox\"\nhost = \"sandbox-agent\"\nin_sandbox = true\n\
+             sandbox_root = {:?}\nrunner = \"window-exec\"\nwriter = \"watch\"\n",
+            sandbox_root.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let child = std::process::Command::new(common::BIN)
+        .arg("run")
+        .arg(&file)
+        .args(["--no-calibration", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Under way once both writers run in the sandbox (their argv names its root).
+    common::wait_until("the writers in the sandbox", || {
+        common::processes_naming(&sandbox_root).iter().filter(|c| c.contains("sandbox-writer")).count() == 2
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    let summary: relay_bench::summary::Summary =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let r = &summary.results[0];
+    assert!(r.interrupted, "{:?}", r.notices);
+    assert!(r.calls.completed > 0, "calls ran before the interrupt: {:?}", r.calls);
+    assert_eq!(r.calls.lost, 0, "calls cut off are interrupted, not lost: {:?} {:?}", r.calls, r.notices);
+    assert!(r.calls.started < r.calls.scheduled, "the writers stopped pacing: {:?}", r.calls);
+    assert!(common::processes_naming(&sandbox_root).is_empty(), "the writers stopped");
+    assert_eq!(std::fs::read_dir(&sandbox_root).unwrap().count(), 0, "the case's files removed from the sandbox");
 }

@@ -80,6 +80,15 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     if args.get(1).is_some_and(|a| a == crate::dir::program::SUBCOMMAND) {
         return crate::dir::program::main(&args[2..]);
     }
+    // The in-sandbox writer and the clock it is timed by, run in a sandbox through its
+    // daemon (`in_sandbox = true`); hidden from help as well.
+    use crate::engine::sandbox::program as in_sandbox;
+    if args.get(1).is_some_and(|a| a == in_sandbox::CLOCK_SUBCOMMAND) {
+        return in_sandbox::clock_main();
+    }
+    if args.get(1).is_some_and(|a| a == in_sandbox::WRITER_SUBCOMMAND) {
+        return in_sandbox::writer_main(&args[2..]);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

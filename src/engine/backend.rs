@@ -12,8 +12,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::dir::{RealDir, RelayDir, SimDir, SimFault};
+use crate::host::SandboxControl;
 use crate::pacer::Slot;
 use crate::signal::Signal;
+use crate::BoxFut;
 
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
 pub type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;
@@ -41,6 +43,32 @@ pub trait Backend: Send + Sync {
     ) -> JoinHandle<(usize, bool)>;
     /// How often progress is reported, given the real-clock period asked for.
     fn progress_every(&self, real: Duration) -> Duration;
+
+    /// The calls run elsewhere (the in-sandbox side in the sandbox): the pacer's task ends
+    /// when they all have, and their events arrive at the end ([`Backend::finish`]).
+    fn settles_calls(&self) -> bool {
+        false
+    }
+    /// Time between the runners being ready and the first intended start.
+    fn lead(&self) -> Duration {
+        Duration::from_millis(100)
+    }
+    /// Hands over relay-bench's own way into sandbox `sandbox`, if its host has one.
+    fn attach(&mut self, _sandbox: u32, _control: Option<Arc<SandboxControl>>) {}
+    /// Readies the sandbox side once every host is built, before any runner starts.
+    fn prepare(&mut self) -> BoxFut<'_, Result<(), String>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// The case ends before its calls ran (a runner not ready): what `prepare` laid out is
+    /// removed.
+    fn abandon(&mut self) -> BoxFut<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+    /// Once the runners have stopped: their messages (`runner`) joined with what the calls'
+    /// side recorded elsewhere; `None` when the calls ran here.
+    fn finish(&mut self, _runner: Vec<crate::events::Msg>) -> BoxFut<'_, Option<super::sandbox::Finished>> {
+        Box::pin(std::future::ready(None))
+    }
 }
 
 /// The in-memory sandbox on a paused clock.

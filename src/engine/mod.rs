@@ -5,6 +5,7 @@
 //! depends on the clock is the [`backend::Backend`].
 
 pub mod backend;
+pub mod sandbox;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,8 +31,6 @@ use crate::summary::{CaseResult, RunnerStats};
 use crate::units::{human, new_histogram};
 use crate::writer::{writer_deadline, CallSpec, Writer};
 
-/// Lead time between the runners being ready and the first intended start.
-const LEAD: Duration = Duration::from_millis(100);
 /// How long stopped runners get to finish their in-flight handlers.
 const STOP_BOUND: Duration = Duration::from_secs(30);
 /// How long runners get to be ready (their sweep, a black box's probe call).
@@ -55,6 +54,8 @@ pub enum EngineError {
     Pacer(String),
     #[error("the recorder thread failed: {0}")]
     Recorder(String),
+    #[error("cannot ready the sandbox side: {0}")]
+    Sandbox(String),
 }
 
 /// Where a case reports progress; `None` keeps quiet.
@@ -85,9 +86,15 @@ fn total_counts(hosts: &[Arc<dyn Host>]) -> RequestCounts {
     c
 }
 
-/// The backend of a case on its clock.
-fn backend_for(case: &CaseSpec, env: &CaseEnv) -> Result<Box<dyn Backend>, EngineError> {
+/// The backend of a case on its clock (or in the sandbox itself).
+fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Box<dyn Backend>, EngineError> {
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
+    if let Some(root) = case.host.in_sandbox() {
+        let text = scenario.source.clone();
+        let b = sandbox::InSandbox::new(root, &case.name, &env.watch_program, text, scenario.workload.clone())
+            .map_err(setup)?;
+        return Ok(Box::new(b));
+    }
     Ok(match case.clock {
         Clock::Virtual => Box::new(backend::Virtual::new()),
         Clock::Real => {
@@ -136,9 +143,21 @@ fn start_recorder(
 pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
     let wl = &scenario.workload;
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
-    let mut backend = backend_for(case, env)?;
+    let mut backend = backend_for(scenario, case, env)?;
     let watch_program = backend.watch_program();
     let (sink, rx) = EventSink::channel();
+    // When the calls run elsewhere, their events come at the end: the runners' are held
+    // apart until then, so that the two sides can be put in one order.
+    let elsewhere = backend.settles_calls();
+    let (runner_sink, runner_inbox) = if elsewhere {
+        let (s, i) = EventSink::channel();
+        (s, Some(i))
+    } else {
+        (sink.clone(), None)
+    };
+    // The writer here is never called when the calls run elsewhere: an inert one.
+    let writer_spec =
+        if elsewhere { crate::strategy::writer_by_name("poll").expect("registered") } else { case.writer.clone() };
 
     // The relays: a dir, a host and a runner + writer per sandbox.
     let handler = Arc::new(scenario.handler.clone());
@@ -154,8 +173,10 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         let busy = Arc::new(Busy::default());
         let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
         let host = case.host.build(dir.clone(), busy.clone(), seed).map_err(EngineError::Host)?;
+        backend.attach(sandbox, host.sandbox.clone());
         built.push((sandbox, dir, busy, seed, host));
     }
+    backend.prepare().await.map_err(EngineError::Sandbox)?;
     for (sandbox, dir, busy, seed, built) in built {
         daemons.push(built.daemon);
         let spec = RelaySpec {
@@ -164,13 +185,13 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             host: built.host,
             busy,
             runner: &case.runner,
-            writer: &case.writer,
+            writer: &writer_spec,
             handler: handler.clone(),
             watch_program: &watch_program,
             seed,
             stderr_to: Some(stderr_dir.join(format!("{}-sandbox-{sandbox}.stderr", case.name))),
         };
-        relays.push(Relay::start(spec, &sink));
+        relays.push(Relay::start(spec, &runner_sink));
         dirs.push(dir);
     }
     // The schedule starts once every runner is ready (its start-up is not the workload's).
@@ -182,6 +203,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             for r in &mut relays {
                 let _ = r.stop(Instant::now() + STOP_BOUND).await;
             }
+            backend.abandon().await;
             return Err(EngineError::NotReady { sandbox: k as u32, detail, said_why });
         }
     }
@@ -189,7 +211,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let writers: Vec<Arc<Writer>> = relays.iter().map(|r| r.writer.clone()).collect();
 
     let slots = wl.schedule();
-    let epoch = Instant::now() + LEAD;
+    let epoch = Instant::now() + backend.lead();
     // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
     let live_p50 = Arc::new(AtomicU64::new(0));
@@ -201,20 +223,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let timeline = sample_every(&hosts, epoch, step, wl.duration());
     let (mut total, length) = (slots.len(), wl.duration());
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let fire: Fire = {
-        let deadline = writer_deadline(wl.tool_timeout);
-        let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
-        let (handle, writers, done_tx) = (tokio::runtime::Handle::current(), writers.clone(), done_tx.clone());
-        Arc::new(move |sandbox: u32, id: String, at: Instant, warmup: bool| {
-            let writer = writers[sandbox as usize].clone();
-            let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
-            let done_tx = done_tx.clone();
-            handle.spawn(async move {
-                writer.call(spec).await;
-                let _ = done_tx.send(());
-            });
-        })
-    };
+    let fire = firing(writers.clone(), wl, done_tx.clone());
     let mut pacer = backend.pace(slots, epoch, length, env.interrupt.clone(), fire.clone());
 
     // Drain: every call ends by its deadline; an interrupt ends them now. Faults strike on
@@ -233,7 +242,8 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         tokio::select! {
             _ = tick.tick(), if env.progress.is_some() => {
                 if let Some(p) = &env.progress {
-                    p(&progress_line(case, epoch, length, finished, total, live_p50.load(Ordering::Relaxed)));
+                    let done = (!elsewhere).then_some(finished);
+                    p(&progress_line(case, epoch, length, done, total, live_p50.load(Ordering::Relaxed)));
                 }
             }
             _ = tokio::time::sleep_until(next_action), if actions.peek().is_some() => {
@@ -274,6 +284,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             r = &mut pacer, if fired.is_none() => {
                 let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
                 fired = Some(n + burst_calls);
+                if elsewhere {
+                    finished = n;
+                }
                 if stopped && !interrupted {
                     interrupted = true;
                     writers.iter().for_each(|w| w.close());
@@ -319,10 +332,23 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             }
         }
     }
-    let leftover: u64 = dirs.iter().map(|d| d.relay_files().map_or(0, |f| f.len() as u64)).sum();
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
-    degraded.extend(writers.iter().filter_map(|w| w.degraded()));
-    drop((writers, relays, fire, done_tx));
+    let mut leftover: u64 = 0;
+    let mut sandbox_side = None;
+    if let Some(mut inbox) = runner_inbox {
+        let runner_msgs: Vec<crate::events::Msg> = inbox.try_iter().collect();
+        if let Some(f) = backend.finish(runner_msgs).await {
+            f.msgs.into_iter().for_each(|m| sink.forward(m));
+            f.problems.into_iter().for_each(|p| sink.notice(0, Say::Other(p)));
+            degraded.extend(f.degraded);
+            leftover = f.leftover;
+            sandbox_side = Some(f.side);
+        }
+    } else {
+        leftover = dirs.iter().map(|d| d.relay_files().map_or(0, |f| f.len() as u64)).sum();
+        degraded.extend(writers.iter().filter_map(|w| w.degraded()));
+    }
+    drop((writers, relays, fire, done_tx, runner_sink));
     drop(sink);
     let recording = tokio::task::spawn_blocking(move || recorder.join())
         .await
@@ -353,6 +379,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         interrupted,
         unavailable: case.runner.unavailable(),
         pickup_definition: Some(case.runner.pickup_definition()),
+        sandbox_side,
         ..CaseResult::default()
     };
     r.fill_from(&recording);
@@ -367,6 +394,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         timeline: &timeline,
         step,
         visible: case.runner.requests_visible(),
+        busy_known: !elsewhere,
     });
     r.runner = RunnerStats::of(&reports, stuck, degraded);
     r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
@@ -379,11 +407,45 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     Ok(r)
 }
 
-fn progress_line(case: &CaseSpec, epoch: Instant, length: Duration, done: usize, total: usize, p50_ns: u64) -> String {
+/// Starts one call of the workload `wl` on `writers[sandbox]` (on the current runtime) and
+/// says on `done` when it has ended.
+pub(crate) fn firing(
+    writers: Vec<Arc<Writer>>,
+    wl: &crate::pacer::Workload,
+    done: tokio::sync::mpsc::UnboundedSender<()>,
+) -> Fire {
+    let deadline = writer_deadline(wl.tool_timeout);
+    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
+    let handle = tokio::runtime::Handle::current();
+    Arc::new(move |sandbox: u32, id: String, at: Instant, warmup: bool| {
+        let writer = writers[sandbox as usize].clone();
+        let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
+        let done = done.clone();
+        handle.spawn(async move {
+            writer.call(spec).await;
+            let _ = done.send(());
+        });
+    })
+}
+
+/// `done`: calls answered so far, `None` when they are counted only at the end (in the
+/// sandbox).
+fn progress_line(
+    case: &CaseSpec,
+    epoch: Instant,
+    length: Duration,
+    done: Option<usize>,
+    total: usize,
+    p50_ns: u64,
+) -> String {
     let elapsed = epoch.elapsed();
     let p50 = if p50_ns == 0 { "-".to_owned() } else { human(Duration::from_nanos(p50_ns)) };
+    let calls = match done {
+        Some(done) => format!("{done}/{total} calls answered, pickup p50 {p50}"),
+        None => format!("{total} calls running in the sandbox (counted when their log comes back)"),
+    };
     format!(
-        "  {}: {} / {}{} (ETA {}), {done}/{total} calls answered, pickup p50 {p50}",
+        "  {}: {} / {}{} (ETA {}), {calls}",
         case.name,
         human(elapsed),
         human(length),

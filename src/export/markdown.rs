@@ -321,6 +321,20 @@ impl Exporter for Markdown {
                     us(l.max)
                 );
             }
+            if let Some(side) = &r.sandbox_side {
+                let _ = writeln!(
+                    o,
+                    "  - in the sandbox: the writer and the watch program ran there (relay-bench uploaded, {:.1} MB in {:.0} ms, to {}; daemon {}); its clock joined to this one from {} round trips: offset {:.3} ms, drift {:.1} ppm, **wake, pickup and relay overhead ±{:.3} ms**, completion exact (one clock)",
+                    side.program_bytes as f64 / 1e6,
+                    side.upload_ms,
+                    side.root,
+                    side.daemon_version.as_deref().unwrap_or("version not known"),
+                    side.clock_readings,
+                    side.clock_offset_ms,
+                    side.clock_drift_ppm,
+                    side.clock_uncertainty_ms
+                );
+            }
             if r.runner.startup_ms >= STARTUP_SHOWN_MS {
                 let _ = writeln!(
                     o,

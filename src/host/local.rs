@@ -112,7 +112,7 @@ impl HostSpec for LocalSpec {
     }
 
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> io::Result<BuiltHost> {
-        Ok(BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None })
+        Ok(BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None, sandbox: None })
     }
 
     fn dir_is_local(&self) -> bool {

@@ -12,7 +12,10 @@ mod local;
 mod remote;
 mod wire;
 
-pub use agent::{find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess};
+pub use agent::{
+    find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess, ClockReading,
+    ProcessState, SandboxControl,
+};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
@@ -246,6 +249,8 @@ pub struct BuiltHost {
     pub host: Arc<dyn Host>,
     /// The daemon, if the host has one (restart, disconnect, pause).
     pub daemon: Option<Arc<dyn DaemonControl>>,
+    /// relay-bench's own way into the sandbox (its in-sandbox side), if the host has one.
+    pub sandbox: Option<Arc<SandboxControl>>,
 }
 
 /// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
@@ -285,6 +290,16 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).
     fn needs_real_clock(&self) -> bool {
         false
+    }
+    /// Where in the sandbox the case's files go when the in-sandbox side (writer, watch
+    /// program) runs in the sandbox itself, reached through the host's daemon; `None`: it
+    /// runs on this machine.
+    fn in_sandbox(&self) -> Option<&str> {
+        None
+    }
+    /// Why it cannot take the fault named `fault` (see `FaultKind::name`), if it cannot.
+    fn cannot_take(&self, _fault: &str) -> Option<String> {
+        None
     }
 }
 

@@ -459,7 +459,7 @@ impl HostSpec for RemoteSpec {
 
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
         let daemon = Arc::new(Daemon::new(self.0.clone(), seed, busy));
-        Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon) })
+        Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon), sandbox: None })
     }
 
     fn has_daemon(&self) -> bool {

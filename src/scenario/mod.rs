@@ -91,6 +91,8 @@ pub struct Scenario {
     pub description: String,
     /// Where it came from: a path, or `embedded:<name>`.
     pub origin: String,
+    /// Its text (uploaded to a sandbox whose writer runs there).
+    pub source: Arc<str>,
     pub workload: Workload,
     pub handler: HandlerModel,
     pub cases: Vec<CaseSpec>,
@@ -172,6 +174,10 @@ impl Scenario {
             for f in &faults {
                 check_fault(&c, &case, f)?;
             }
+            if case.host.in_sandbox().is_some() && handler.pause_ratio > 0.0 {
+                let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
+                return Err(c.err("in_sandbox", why));
+            }
             check_burst_calls(&c, &workload, &faults)?;
             faults.sort_by_key(|f| f.at);
             case.faults = faults;
@@ -209,7 +215,16 @@ impl Scenario {
             }
         }
         top.finish()?;
-        Ok(Scenario { name, description, origin: file.to_owned(), workload, handler, cases, baseline })
+        Ok(Scenario {
+            name,
+            description,
+            origin: file.to_owned(),
+            source: Arc::from(text),
+            workload,
+            handler,
+            cases,
+            baseline,
+        })
     }
 }
 
@@ -368,6 +383,9 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
     if f.kind.needs_daemon() && !case.host.has_daemon() {
         return Err(c.err("fault", format!("{} needs host = \"remote\" (a daemon to act on)", f.kind.name())));
+    }
+    if let Some(why) = case.host.cannot_take(f.kind.name()) {
+        return Err(c.err("fault", why));
     }
     if !f.kind.real_time() && case.clock == Clock::Real {
         return Err(c.err(

@@ -216,3 +216,39 @@ fn missing_file_says_what_to_give() {
     let e = Scenario::load("/nonexistent/x.toml").unwrap_err();
     assert!(e.msg.contains("default"), "{e}");
 }
+
+#[test]
+fn the_in_sandbox_side_takes_only_what_it_can_produce() {
+    let agent = |extra: &str| GOOD.replace("[[case]]\n", &format!("[[case]]\nhost = \"sandbox-agent\"\n{extra}"));
+    let s = Scenario::parse("s.toml", &agent("in_sandbox = true\n")).unwrap();
+    assert_eq!(s.cases[0].host.in_sandbox(), Some("/tmp"));
+    assert!(s.source.contains("in_sandbox = true"), "the text goes up to the sandbox as it was read");
+    let s = Scenario::parse("s.toml", &agent("in_sandbox = true\nsandbox_root = \"/work/x\"\n")).unwrap();
+    assert_eq!(s.cases[0].host.in_sandbox(), Some("/work/x"));
+    assert_eq!(Scenario::parse("s.toml", &agent("")).unwrap().cases[0].host.in_sandbox(), None);
+
+    let e = err(&agent("sandbox_root = \"/x\"\n"));
+    assert_eq!((e.key.as_str(), e.msg.as_str()), ("case[0].sandbox_root", "is read only with in_sandbox = true"));
+    let e = err(&agent("in_sandbox = true\nsandbox_root = \"tmp\"\n"));
+    assert!(e.msg.contains("must be an absolute path in the sandbox"), "{e}");
+    let fault = |kind: &str| format!("[[case.fault]]\nkind = \"{kind}\"\nat = \"1s\"\n");
+    let e = err(&(agent("in_sandbox = true\nprofile = \"proxy\"\n") + &fault("dir-replaced")));
+    assert_eq!(e.key, "case[0].fault", "{e}");
+    assert!(e.msg.contains("only proxy-disconnect and stop-during-window"), "{e}");
+    Scenario::parse("s.toml", &(agent("in_sandbox = true\nprofile = \"proxy\"\n") + &fault("proxy-disconnect")))
+        .unwrap();
+    // A pause is told to the writer out of band: not to one in the sandbox.
+    let paused = agent("in_sandbox = true\n").replace("[[case]]", "[handler]\npause_ratio = 0.1\n[[case]]");
+    let e = err(&paused);
+    assert_eq!(e.key, "case[0].in_sandbox", "{e}");
+}
+
+#[test]
+fn a_daemon_relay_bench_did_not_start_is_not_restarted_or_paused_by_it() {
+    let text = GOOD.replace("[[case]]\n", "[[case]]\nhost = \"sandbox-agent\"\nurl = \"http://127.0.0.1:9\"\n");
+    for kind in ["daemon-restart", "sandbox-pause"] {
+        let e = err(&format!("{text}[[case.fault]]\nkind = \"{kind}\"\nat = \"1s\"\n"));
+        assert_eq!(e.key, "case[0].fault", "{e}");
+        assert!(e.msg.contains("is not restarted or paused by it"), "{e}");
+    }
+}

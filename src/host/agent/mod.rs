@@ -24,12 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
 use hyper::Method;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde::Deserialize;
 
 use super::{
@@ -40,8 +35,13 @@ use crate::config::{Fields, ScenarioError};
 use crate::dir::{ExecOutput, Lines, RelayDir};
 use crate::BoxFut;
 
+mod api;
+mod control;
 mod process;
 mod running;
+
+pub(crate) use api::Api;
+pub use control::{ClockReading, ProcessState, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
 use running::RunningDaemon;
@@ -58,6 +58,8 @@ pub(super) const START_BOUND: Duration = Duration::from_secs(10);
 /// The environment variable a running daemon's token is read from, unless `token_env` names
 /// another.
 pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
+/// Where a case's files go in the sandbox when its in-sandbox side runs there.
+pub const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
@@ -105,30 +107,14 @@ pub fn version_of(bin: &Path) -> io::Result<String> {
 
 /// The runner's side of one relay dir, through a sandbox-agent daemon.
 pub struct AgentHost {
-    http: Client<HttpConnector, Full<Bytes>>,
-    base: String,
+    api: Api,
     dir: PathBuf,
     counter: RequestCounter,
     label: String,
-    /// Never written anywhere: sent as a bearer token only.
-    token: Option<String>,
     /// Keeps a daemon started for the sandbox alive while this host is.
     _process: Option<Arc<AgentProcess>>,
     /// The delay proxy its requests go through, if it has one.
     proxy: Option<Arc<DelayProxy>>,
-}
-
-/// `/v1/processes/run`'s answer.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RunAnswer {
-    exit_code: Option<i32>,
-    #[serde(default)]
-    timed_out: bool,
-    #[serde(default)]
-    stdout: String,
-    #[serde(default)]
-    stderr: String,
 }
 
 #[derive(Deserialize)]
@@ -137,25 +123,21 @@ struct StatAnswer {
 }
 
 impl AgentHost {
+    /// A host on the daemon at `base` (`http://HOST:PORT`), no token.
     pub fn new(base: String, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
-        let http = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build_http();
-        let label = "sandbox-agent".to_owned();
-        let counter = RequestCounter::new(busy);
-        AgentHost { http, base, dir, counter, label, token: None, _process: process, proxy: None }
+        AgentHost::over(Api::new(base, None), dir, busy, process)
     }
 
-    /// Every request carries `Authorization: Bearer TOKEN` (a daemon started with --token).
-    pub fn with_token(mut self, token: Option<String>) -> AgentHost {
-        self.token = token;
-        self
+    /// `api`: the daemon's (or the delay proxy's in front of it).
+    pub(crate) fn over(api: Api, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
+        let label = "sandbox-agent".to_owned();
+        let counter = RequestCounter::new(busy);
+        AgentHost { api, dir, counter, label, _process: process, proxy: None }
     }
 
     /// Its requests go through `proxy` (to its address instead of the daemon's).
     pub fn through(mut self, proxy: Arc<DelayProxy>) -> AgentHost {
-        self.base = format!("http://{}", proxy.addr);
+        self.api.base = format!("http://{}", proxy.addr);
         self.proxy = Some(proxy);
         self
     }
@@ -170,73 +152,13 @@ impl AgentHost {
         self.dir.join(name).to_string_lossy().into_owned()
     }
 
-    /// `route?path=<the file's path>`.
-    fn at(&self, route: &str, name: &str) -> String {
-        format!("{}{route}?path={}", self.base, percent_encode(&self.path(name)))
-    }
-
-    /// One request; an answer that is not 2xx is an error carrying the daemon's detail
-    /// ("path not found" becomes NotFound).
-    /// `body`: its content type and bytes, for the requests that carry one.
-    async fn send(&self, method: Method, uri: String, body: Option<(&str, Vec<u8>)>) -> io::Result<Vec<u8>> {
-        let mut req = hyper::Request::builder().method(method).uri(uri);
-        let (content_type, body) = body.map_or((None, Vec::new()), |(t, b)| (Some(t), b));
-        if let Some(t) = content_type {
-            req = req.header("content-type", t);
-        }
-        if let Some(t) = &self.token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("sandbox-agent: {e}")))?;
-        let res =
-            self.http.request(req).await.map_err(|e| io::Error::other(format!("sandbox-agent: {}", cause(&e))))?;
-        let status = res.status();
-        let body =
-            res.into_body().collect().await.map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?.to_bytes();
-        if status.is_success() {
-            return Ok(body.to_vec());
-        }
-        let detail = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(str::to_owned))
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-        let kind = if detail.contains("path not found") { io::ErrorKind::NotFound } else { io::ErrorKind::Other };
-        Err(io::Error::new(kind, format!("sandbox-agent {status}: {detail}")))
-    }
-
     async fn get(&self, route: &str, name: &str) -> io::Result<Vec<u8>> {
-        self.send(Method::GET, self.at(route, name), None).await
-    }
-
-    async fn post_json(&self, route: &str, body: serde_json::Value) -> io::Result<Vec<u8>> {
-        self.send(
-            Method::POST,
-            format!("{}{route}", self.base),
-            Some(("application/json", body.to_string().into_bytes())),
-        )
-        .await
-    }
-
-    async fn run(&self, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
-        let (command, args) =
-            argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
-        let body = serde_json::json!({ "command": command, "args": args, "timeoutMs": timeout_ms });
-        let bytes = self.post_json("/v1/processes/run", body).await?;
-        let a: RunAnswer =
-            serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?;
-        Ok(ExecOutput {
-            code: a.exit_code,
-            stdout: a.stdout.into_bytes(),
-            stderr: a.stderr.into_bytes(),
-            timed_out: a.timed_out,
-        })
+        self.api.send(Method::GET, self.api.at(route, &self.path(name)), None).await
     }
 
     async fn list_now(&self) -> io::Result<Vec<String>> {
         let dir = self.dir.to_string_lossy().into_owned();
-        let out = self.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
+        let out = self.api.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
         // Production reads stdout whatever the exit code: a missing dir lists as empty.
         Ok(String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -247,43 +169,19 @@ impl AgentHost {
     }
 
     async fn write_now(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.send(Method::PUT, self.at("/v1/fs/file", name), Some(("application/octet-stream", bytes.to_vec())))
-            .await
-            .map(drop)
+        self.api.put_file(&self.path(name), bytes.to_vec()).await
     }
 
     async fn rename_now(&self, from: &str, to: &str) -> io::Result<()> {
         let body = serde_json::json!({ "from": self.path(from), "to": self.path(to), "overwrite": true });
-        self.post_json("/v1/fs/move", body).await.map(drop)
+        self.api.post_json("/v1/fs/move", body).await.map(drop)
     }
 
     async fn delete_now(&self, name: &str) -> io::Result<()> {
-        match self.send(Method::DELETE, self.at("/v1/fs/entry", name), None).await {
+        match self.api.send(Method::DELETE, self.api.at("/v1/fs/entry", &self.path(name)), None).await {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other.map(drop),
         }
-    }
-}
-
-/// A query value: unreserved bytes as they are, every other byte `%XX`.
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// What failed on the wire, without the URL (it holds the relay dir's path).
-fn cause(e: &hyper_util::client::legacy::Error) -> String {
-    let kind = if e.is_connect() { "cannot connect" } else { "request failed" };
-    match std::error::Error::source(e) {
-        Some(src) => format!("{kind}: {src}"),
-        None => kind.to_owned(),
     }
 }
 
@@ -302,9 +200,7 @@ impl Host for AgentHost {
         self.counter.count(Purpose::Data, Kind::Stat);
         Box::pin(async move {
             let bytes = self.get("/v1/fs/stat", name).await?;
-            let s: StatAnswer =
-                serde_json::from_slice(&bytes).map_err(|e| io::Error::other(format!("sandbox-agent: {e}")))?;
-            Ok(s.size)
+            Ok(api::decode::<StatAnswer>(&bytes)?.size)
         })
     }
 
@@ -334,7 +230,7 @@ impl Host for AgentHost {
         self.counter.count(Purpose::Discovery, Kind::Exec);
         let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         Box::pin(async move {
-            let out = self.run(&argv, timeout.as_millis() as u64).await;
+            let out = self.api.run(&argv, timeout.as_millis() as u64).await;
             // A spawn the daemon refuses (502) is a rejected exec, as production sees it.
             out.map_err(|e| io::Error::new(e.kind(), format!("exec rejected: {e}")))
         })
@@ -376,6 +272,8 @@ pub struct AgentSpec {
     /// read, as `relay-bench list` does).
     version: std::sync::OnceLock<String>,
     profile: Option<LatencyProfile>,
+    /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
+    in_sandbox: Option<String>,
 }
 
 impl HostKind for SandboxAgent {
@@ -384,7 +282,7 @@ impl HostKind for SandboxAgent {
     }
 
     fn about(&self) -> &'static str {
-        "the real sandbox-agent daemon over HTTP, one per sandbox on loopback, optionally behind a delay proxy (real clock)"
+        "the real sandbox-agent daemon over HTTP, one per sandbox on loopback (or yours: url), optionally behind a delay proxy; in_sandbox = true runs the writer there (real clock)"
     }
 
     fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
@@ -399,7 +297,20 @@ impl HostKind for SandboxAgent {
             None => find_binary(),
         };
         let profile = super::remote::case_profile(case, profiles)?;
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile }))
+        let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
+            (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
+            (false, None) => None,
+            (true, root) => {
+                let root = root.unwrap_or(DEFAULT_SANDBOX_ROOT);
+                if !root.starts_with('/') || root.chars().any(char::is_control) {
+                    return Err(
+                        case.err("sandbox_root", "must be an absolute path in the sandbox (no control characters)")
+                    );
+                }
+                Some(root.to_owned())
+            }
+        };
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile, in_sandbox }))
     }
 }
 
@@ -420,13 +331,14 @@ impl HostSpec for AgentSpec {
                 String::new()
             };
             return format!(
-                "{} at {} (running, not started by relay-bench{token}), {wire}",
+                "{} at {} (running, not started by relay-bench{token}), {wire}{}",
                 self.version(),
-                u.host_port()
+                u.host_port(),
+                self.side()
             );
         }
         let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
-        format!("{} ({at}), one per sandbox, {wire}", self.version())
+        format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
     }
 
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
@@ -440,12 +352,14 @@ impl HostSpec for AgentSpec {
             None => None,
         };
         let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
-        let mut host = AgentHost::new(process.base.clone(), dir.path().to_path_buf(), busy, Some(process.clone()));
+        let api = Api::new(process.base.clone(), None);
+        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, Some(process.clone()));
         if let Some(p) = &proxy {
             host = host.through(p.clone());
         }
         let control = AgentControl { process, proxy };
-        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)) })
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 
     fn has_daemon(&self) -> bool {
@@ -466,9 +380,38 @@ impl HostSpec for AgentSpec {
     fn can_follow(&self) -> bool {
         false
     }
+
+    fn in_sandbox(&self) -> Option<&str> {
+        self.in_sandbox.as_deref()
+    }
+
+    fn cannot_take(&self, fault: &str) -> Option<String> {
+        let acts_on_daemon = matches!(fault, "daemon-restart" | "sandbox-pause");
+        if self.url.is_some() && acts_on_daemon {
+            return Some(format!(
+                "{fault}: a daemon relay-bench did not start (url = ...) is not restarted or paused by it"
+            ));
+        }
+        // In the sandbox, relay-bench reaches only the wire and the runner: the dir and
+        // program faults act on this machine's files, and relay-bench follows its writers
+        // through the daemon's process records, which a restart loses.
+        let here = matches!(fault, "proxy-disconnect" | "stop-during-window");
+        (self.in_sandbox.is_some() && !here).then(|| {
+            format!("{fault}: with in_sandbox = true only proxy-disconnect and stop-during-window are produced (the sandbox is reached through its daemon only)")
+        })
+    }
 }
 
 impl AgentSpec {
+    fn side(&self) -> String {
+        match &self.in_sandbox {
+            Some(root) => {
+                format!("; writer and watch program in the sandbox (uploaded through the daemon, under {root})")
+            }
+            None => "; writer on this machine".to_owned(),
+        }
+    }
+
     fn version(&self) -> &str {
         self.version.get_or_init(|| match (&self.url, &self.bin) {
             (Some(_), _) => "sandbox-agent (version not reported: the daemon has no version endpoint)".to_owned(),
@@ -485,12 +428,14 @@ impl AgentSpec {
             None => None,
         };
         let token = std::env::var(&self.token_env).ok();
-        let mut host = AgentHost::new(url.base(), dir.path().to_path_buf(), busy, None).with_token(token);
+        let api = Api::new(url.base(), token);
+        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, None);
         if let Some(p) = &proxy {
             host = host.through(p.clone());
         }
         let label = format!("sandbox-agent @ {}", url.host_port());
         let control = RunningDaemon { proxy };
-        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)) })
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 }
