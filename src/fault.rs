@@ -25,6 +25,9 @@ pub enum FaultKind {
     DaemonRestart,
     /// The proxy drops every exec connection in flight (a held window, a stream).
     ProxyDisconnect,
+    /// The wire goes dark for `duration`: nothing crosses, connections stay up; what was
+    /// sent crosses at TCP's first retransmission after it heals.
+    ProxyBlackhole,
     /// The sandbox is paused for `duration`: daemon requests stall until it resumes.
     SandboxPause,
     /// The relay dir is deleted and recreated `duration` later (0: at once); watches
@@ -53,9 +56,10 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::DaemonRestart,
         FaultKind::ProxyDisconnect,
+        FaultKind::ProxyBlackhole,
         FaultKind::SandboxPause,
         FaultKind::DirReplaced,
         FaultKind::ProgramMissing,
@@ -74,6 +78,7 @@ impl FaultKind {
         match self {
             FaultKind::DaemonRestart => "daemon-restart",
             FaultKind::ProxyDisconnect => "proxy-disconnect",
+            FaultKind::ProxyBlackhole => "proxy-blackhole",
             FaultKind::SandboxPause => "sandbox-pause",
             FaultKind::DirReplaced => "dir-replaced",
             FaultKind::ProgramMissing => "watch-program-missing",
@@ -101,7 +106,7 @@ impl FaultKind {
     pub fn default_duration(self) -> Duration {
         let s = Duration::from_secs;
         match self {
-            FaultKind::DaemonRestart => s(5),
+            FaultKind::DaemonRestart | FaultKind::ProxyBlackhole => s(5),
             FaultKind::SandboxPause => s(20),
             FaultKind::DirReplaced | FaultKind::ProxyDisconnect | FaultKind::StopDuringWindow | FaultKind::Burst => {
                 Duration::ZERO
@@ -202,7 +207,10 @@ pub enum Target {
 impl FaultKind {
     pub fn target(self) -> Target {
         match self {
-            FaultKind::DaemonRestart | FaultKind::ProxyDisconnect | FaultKind::SandboxPause => Target::Daemon,
+            FaultKind::DaemonRestart
+            | FaultKind::ProxyDisconnect
+            | FaultKind::ProxyBlackhole
+            | FaultKind::SandboxPause => Target::Daemon,
             FaultKind::DirReplaced => Target::Dir,
             FaultKind::ProgramMissing => Target::Sandbox(SimFault::ProgramMissing),
             FaultKind::WatchEnospc => Target::Sandbox(SimFault::WatchLimit),
@@ -221,6 +229,7 @@ impl FaultKind {
         match self {
             FaultKind::DaemonRestart => d.restart(duration),
             FaultKind::ProxyDisconnect => d.disconnect(),
+            FaultKind::ProxyBlackhole => d.blackhole(duration),
             FaultKind::SandboxPause => d.pause(duration),
             _ => Ok(()),
         }

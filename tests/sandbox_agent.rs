@@ -192,7 +192,8 @@ async fn faults_strike_the_real_daemon_and_its_wire() {
     }
     let _one = SERIAL.lock().await;
     // A restart kills the process and starts it again on its port; a disconnect cuts the
-    // proxy's connections; a pause SIGSTOPs the daemon. Each is survived, nothing lost.
+    // proxy's connections; a pause SIGSTOPs the daemon; a blackhole darkens the proxy's wire.
+    // Each is survived, nothing lost.
     let text = r#"
 name = "daemon-faults"
 [workload]
@@ -228,6 +229,17 @@ writer = "watch"
 kind = "sandbox-pause"
 at = "2s"
 duration = "1s"
+[[case]]
+name = "blackhole-in-sandbox"
+host = "sandbox-agent"
+profile = "lan"
+in_sandbox = true
+runner = "window-exec"
+writer = "watch"
+[[case.fault]]
+kind = "proxy-blackhole"
+at = "2s"
+duration = "1500ms"
 "#;
     let (summary, _out, _relay) = common::run("daemon-faults.toml", text, false, false).await;
     for r in &summary.results {
@@ -246,6 +258,12 @@ duration = "1s"
     assert!(disconnect.detected.contains("watch failure"), "the held window's exec broke: {disconnect:?}");
     let pause = &summary.results[2].faults[0];
     assert!(pause.worst_pickup_ms.unwrap_or(0.0) >= 500.0, "calls waited for the frozen daemon: {pause:?}");
+    // The dark wire: the runner's requests crossed only once it healed; the writers in the
+    // sandbox, reached around the proxy, went on publishing meanwhile.
+    let dark = &summary.results[3];
+    let f = &dark.faults[0];
+    assert!(f.worst_pickup_ms.unwrap_or(0.0) >= 1_000.0, "calls waited for the wire to heal: {f:?}");
+    in_sandbox_side_checks(dark);
 }
 
 /// A daemon started by someone else, with a token: `url` + the token from the environment.
@@ -307,7 +325,7 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
     let json = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(summary["results"][0]["host"], format!("sandbox-agent @ 127.0.0.1:{port}"));
+    assert_eq!(summary["results"][0]["host"], format!("sandbox-agent 0.4.2 @ 127.0.0.1:{port}"), "asked of its binary");
     // The in-sandbox side went up, ran and came back through the daemon, token and all.
     let mine: relay_bench::summary::CaseResult = serde_json::from_value(summary["results"][1].clone()).unwrap();
     assert!(mine.pass, "{:?} {:?}", mine.gates, mine.notices);

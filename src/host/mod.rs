@@ -242,6 +242,10 @@ pub trait DaemonControl: Send + Sync {
     fn disconnect(&self) -> Result<(), String>;
     /// Frozen for `d`: requests stall until it resumes.
     fn pause(&self, d: Duration) -> Result<(), String>;
+    /// The wire to it goes dark for `d` (a delay proxy on a real TCP path only).
+    fn blackhole(&self, _d: Duration) -> Result<(), String> {
+        Err("no delay proxy on a real TCP path to blackhole".into())
+    }
 }
 
 /// A host built for one relay dir, and what the fault schedule can act on through it.

@@ -465,6 +465,12 @@ impl HostSpec for RemoteSpec {
     fn has_daemon(&self) -> bool {
         true
     }
+
+    fn cannot_take(&self, fault: &str) -> Option<String> {
+        (fault == "proxy-blackhole").then(|| {
+            "proxy-blackhole needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)".to_owned()
+        })
+    }
 }
 
 #[cfg(test)]

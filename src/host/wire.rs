@@ -2,8 +2,10 @@
 //! daemon. Every message, in each direction, is held for one leg drawn from a latency
 //! profile (seeded); bytes that arrive while the message before them is still held go with
 //! it, in order. So an HTTP round trip pays a request leg and a response leg, as the
-//! emulated daemon charges them. It can
-//! cut every live connection (a proxy disconnect).
+//! emulated daemon charges them. It can cut every live connection (a proxy disconnect), or go
+//! dark for a while (a blackhole): connections stay up, nothing crosses; what was sent crosses
+//! at TCP's first retransmission after the wire heals (Linux's 200 ms minimum RTO, doubling
+//! from when it was sent), behind which the rest of the stream waits, in order.
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,6 +35,29 @@ struct Shared {
     /// Bumped to cut every live connection.
     cut: watch::Sender<u64>,
     legs: Mutex<Histogram<u64>>,
+    /// The dark spell, if one was struck: (from, to).
+    dark: Mutex<Option<(Instant, Instant)>>,
+}
+
+/// TCP's first retransmission timeout on Linux (`TCP_RTO_MIN`); it doubles with each retry.
+const RTO: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// When bytes sent at `sent`, due across at `due`, do cross given the dark spell `dark`: at
+/// `due` if the wire is lit then, else at the first retransmission (sent + RTO·(2^k − 1),
+/// k = 1, 2, ...) that falls after the spell.
+fn crossing(sent: Instant, due: Instant, dark: Option<(Instant, Instant)>) -> Instant {
+    match dark {
+        Some((from, to)) if due >= from && due < to => {
+            let mut retry = sent;
+            let mut rto = RTO;
+            while retry < to {
+                retry += rto;
+                rto *= 2;
+            }
+            retry.max(due)
+        }
+        _ => due,
+    }
 }
 
 impl DelayProxy {
@@ -48,6 +73,7 @@ impl DelayProxy {
             connections: AtomicU64::new(0),
             cut: watch::channel(0).0,
             legs: Mutex::new(Histogram::new(3).expect("a histogram")),
+            dark: Mutex::new(None),
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -67,6 +93,18 @@ impl DelayProxy {
     /// A proxy-disconnect fault on a host that may have no proxy (then it cannot be struck).
     pub fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), String> {
         proxy.ok_or("no proxy on this host (give it a profile) to disconnect")?.disconnect();
+        Ok(())
+    }
+
+    /// The wire goes dark for `d` from now.
+    pub fn blackhole(&self, d: std::time::Duration) {
+        let now = Instant::now();
+        *self.shared.dark.lock().expect("dark lock") = Some((now, now + d));
+    }
+
+    /// A proxy-blackhole fault on a host that may have no proxy.
+    pub fn blackhole_any(proxy: Option<&DelayProxy>, d: std::time::Duration) -> Result<(), String> {
+        proxy.ok_or("no proxy on this host (give it a profile) to blackhole")?.blackhole(d);
         Ok(())
     }
 
@@ -105,11 +143,15 @@ async fn pump(
     shared: Arc<Shared>,
     mut rng: Rng,
 ) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Instant, Vec<u8>)>();
+    let dark_of = shared.clone();
     let writer = async move {
         let mut to = to;
-        while let Some((at, bytes)) = rx.recv().await {
-            tokio::time::sleep_until(at).await;
+        while let Some((sent, due, bytes)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            // A spell struck while these bytes were held still catches them.
+            let dark = *dark_of.dark.lock().expect("dark lock");
+            tokio::time::sleep_until(crossing(sent, due, dark)).await;
             if to.write_all(&bytes).await.is_err() {
                 break;
             }
@@ -132,7 +174,7 @@ async fn pump(
                 let _ = shared.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
                 last = now + leg;
             }
-            if tx.send((last, buf[..n].to_vec())).is_err() {
+            if tx.send((now, last, buf[..n].to_vec())).is_err() {
                 break;
             }
         }
@@ -144,6 +186,20 @@ async fn pump(
 mod tests {
     use super::*;
     use crate::host::Leg;
+
+    #[test]
+    fn bytes_due_in_the_dark_cross_at_the_first_retransmission_after_it() {
+        let t = Instant::now();
+        let ms = |n: u64| t + std::time::Duration::from_millis(n);
+        let dark = Some((ms(100), ms(1_100)));
+        assert_eq!(crossing(ms(0), ms(50), dark), ms(50), "before the spell: on time");
+        assert_eq!(crossing(ms(0), ms(1_200), dark), ms(1_200), "after it: on time");
+        // Sent at 0, due at 150 (dark): retries at 200, 600, 1400 -> 1400.
+        assert_eq!(crossing(ms(0), ms(150), dark), ms(1_400));
+        // Sent at 900: retries at 1100 -> the spell has ended by then.
+        assert_eq!(crossing(ms(900), ms(950), dark), ms(1_100));
+        assert_eq!(crossing(ms(0), ms(150), None), ms(150));
+    }
 
     fn fixed(ms: u64) -> LatencyProfile {
         let d = std::time::Duration::from_millis(ms);

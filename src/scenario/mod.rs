@@ -382,7 +382,9 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
     if f.kind.needs_daemon() && !case.host.has_daemon() {
-        return Err(c.err("fault", format!("{} needs host = \"remote\" (a daemon to act on)", f.kind.name())));
+        let hosts =
+            if f.kind == FaultKind::ProxyBlackhole { "\"sandbox-agent\"" } else { "\"remote\" or \"sandbox-agent\"" };
+        return Err(c.err("fault", format!("{} needs host = {hosts} (a daemon to act on)", f.kind.name())));
     }
     if let Some(why) = case.host.cannot_take(f.kind.name()) {
         return Err(c.err("fault", why));

@@ -234,7 +234,7 @@ fn the_in_sandbox_side_takes_only_what_it_can_produce() {
     let fault = |kind: &str| format!("[[case.fault]]\nkind = \"{kind}\"\nat = \"1s\"\n");
     let e = err(&(agent("in_sandbox = true\nprofile = \"proxy\"\n") + &fault("dir-replaced")));
     assert_eq!(e.key, "case[0].fault", "{e}");
-    assert!(e.msg.contains("only proxy-disconnect and stop-during-window"), "{e}");
+    assert!(e.msg.contains("only proxy-disconnect, proxy-blackhole and stop-during-window"), "{e}");
     Scenario::parse("s.toml", &(agent("in_sandbox = true\nprofile = \"proxy\"\n") + &fault("proxy-disconnect")))
         .unwrap();
     // A pause is told to the writer out of band: not to one in the sandbox.
@@ -251,4 +251,20 @@ fn a_daemon_relay_bench_did_not_start_is_not_restarted_or_paused_by_it() {
         assert_eq!(e.key, "case[0].fault", "{e}");
         assert!(e.msg.contains("is not restarted or paused by it"), "{e}");
     }
+}
+
+#[test]
+fn a_blackhole_needs_the_delay_proxy_of_a_real_daemon() {
+    let with = |host: &str| {
+        GOOD.replace("[[case]]\n", &format!("[[case]]\n{host}"))
+            + "[[case.fault]]\nkind = \"proxy-blackhole\"\nat = \"1s\"\nduration = \"500ms\"\n"
+    };
+    let e = err(&with(""));
+    assert!(e.msg.contains("proxy-blackhole needs host = \"sandbox-agent\""), "{e}");
+    let e = err(&with("host = \"remote\"\nprofile = \"proxy\"\n"));
+    assert!(e.msg.contains("the emulated daemon has no wire"), "{e}");
+    let e = err(&with("host = \"sandbox-agent\"\n"));
+    assert!(e.msg.contains("give the case a latency profile"), "{e}");
+    let s = Scenario::parse("s.toml", &with("host = \"sandbox-agent\"\nprofile = \"proxy\"\n")).unwrap();
+    assert_eq!(s.cases[0].faults[0].duration, Duration::from_millis(500));
 }

@@ -386,6 +386,9 @@ impl HostSpec for AgentSpec {
     }
 
     fn cannot_take(&self, fault: &str) -> Option<String> {
+        if self.profile.is_none() && matches!(fault, "proxy-disconnect" | "proxy-blackhole") {
+            return Some(format!("{fault} acts on the delay proxy: give the case a latency profile"));
+        }
         let acts_on_daemon = matches!(fault, "daemon-restart" | "sandbox-pause");
         if self.url.is_some() && acts_on_daemon {
             return Some(format!(
@@ -395,9 +398,9 @@ impl HostSpec for AgentSpec {
         // In the sandbox, relay-bench reaches only the wire and the runner: the dir and
         // program faults act on this machine's files, and relay-bench follows its writers
         // through the daemon's process records, which a restart loses.
-        let here = matches!(fault, "proxy-disconnect" | "stop-during-window");
+        let here = matches!(fault, "proxy-disconnect" | "proxy-blackhole" | "stop-during-window");
         (self.in_sandbox.is_some() && !here).then(|| {
-            format!("{fault}: with in_sandbox = true only proxy-disconnect and stop-during-window are produced (the sandbox is reached through its daemon only)")
+            format!("{fault}: with in_sandbox = true only proxy-disconnect, proxy-blackhole and stop-during-window are produced (the sandbox is reached through its daemon only)")
         })
     }
 }
@@ -414,7 +417,9 @@ impl AgentSpec {
 
     fn version(&self) -> &str {
         self.version.get_or_init(|| match (&self.url, &self.bin) {
-            (Some(_), _) => "sandbox-agent (version not reported: the daemon has no version endpoint)".to_owned(),
+            (Some(u), _) => u
+                .version(std::env::var(&self.token_env).ok().as_deref())
+                .unwrap_or_else(|why| format!("sandbox-agent (version not known: {why})")),
             (None, Ok(b)) => version_of(b).unwrap_or_else(|e| format!("sandbox-agent (--version failed: {e})")),
             (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
         })
@@ -434,7 +439,7 @@ impl AgentSpec {
         if let Some(p) = &proxy {
             host = host.through(p.clone());
         }
-        let label = format!("sandbox-agent @ {}", url.host_port());
+        let label = format!("{} @ {}", self.version(), url.host_port());
         let control = RunningDaemon { proxy };
         Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }

@@ -170,4 +170,8 @@ impl DaemonControl for AgentControl {
     fn pause(&self, d: Duration) -> Result<(), String> {
         self.process.pause(d)
     }
+
+    fn blackhole(&self, d: Duration) -> Result<(), String> {
+        DelayProxy::blackhole_any(self.proxy.as_deref(), d)
+    }
 }

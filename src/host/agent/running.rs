@@ -25,6 +25,10 @@ impl DaemonControl for RunningDaemon {
     fn pause(&self, _d: Duration) -> Result<(), String> {
         Err("a daemon relay-bench did not start (url = ...) is not paused by it".into())
     }
+
+    fn blackhole(&self, d: Duration) -> Result<(), String> {
+        DelayProxy::blackhole_any(self.proxy.as_deref(), d)
+    }
 }
 
 /// `http://HOST:PORT` of a running daemon (no TLS in this build, no path).
@@ -63,25 +67,55 @@ impl Url {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", self.host)))
     }
 
-    /// `GET /v1/health` over a plain socket, before the run: the daemon answers and takes the
-    /// token.
-    pub fn health(&self, token: Option<&str>, token_env: &str) -> Result<(), String> {
+    /// One request over a plain socket (before the run, outside any runtime): the status
+    /// code and the body.
+    fn plain(&self, request_line: &str, token: Option<&str>, json: Option<&str>) -> Result<(String, String), String> {
         use std::io::{Read, Write};
         let say = |e: &dyn std::fmt::Display| format!("{}: {e}", self.base());
         let addr = self.addr().map_err(|e| say(&e))?;
         let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| say(&e))?;
-        s.set_read_timeout(Some(Duration::from_secs(3))).map_err(|e| say(&e))?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| say(&e))?;
         let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
-        let req = format!("GET /v1/health HTTP/1.1\r\nhost: {}\r\n{auth}connection: close\r\n\r\n", self.host_port());
+        let body = json
+            .map_or_else(String::new, |j| format!("content-type: application/json\r\ncontent-length: {}\r\n", j.len()));
+        let req = format!(
+            "{request_line} HTTP/1.1\r\nhost: {}\r\n{auth}{body}connection: close\r\n\r\n{}",
+            self.host_port(),
+            json.unwrap_or("")
+        );
         s.write_all(req.as_bytes()).map_err(|e| say(&e))?;
         let mut answer = Vec::new();
-        let _ = s.take(64 * 1024).read_to_end(&mut answer);
+        let _ = s.take(1 << 20).read_to_end(&mut answer);
         let text = String::from_utf8_lossy(&answer);
-        match text.split_whitespace().nth(1) {
-            Some("200") => Ok(()),
-            Some("401") => Err(say(&format!("the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)"))),
-            Some(code) => Err(say(&format!("GET /v1/health answered {code}"))),
-            None => Err(say(&"no HTTP answer")),
+        let code = text.split_whitespace().nth(1).ok_or_else(|| say(&"no HTTP answer"))?.to_owned();
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+        Ok((code, body))
+    }
+
+    /// `GET /v1/health` before the run: the daemon answers and takes the token.
+    pub fn health(&self, token: Option<&str>, token_env: &str) -> Result<(), String> {
+        let (code, _) = self.plain("GET /v1/health", token, None)?;
+        let say = |e: &str| format!("{}: {e}", self.base());
+        match code.as_str() {
+            "200" => Ok(()),
+            "401" => Err(say(&format!("the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)"))),
+            code => Err(say(&format!("GET /v1/health answered {code}"))),
+        }
+    }
+
+    /// What the daemon's own binary says to `--version` (it has no version endpoint: a
+    /// process it runs reads its parent's executable).
+    pub fn version(&self, token: Option<&str>) -> Result<String, String> {
+        let run = serde_json::json!({
+            "command": "sh",
+            "args": ["-c", r#"exec "$(readlink /proc/$PPID/exe)" --version"#],
+            "timeoutMs": 10_000,
+        });
+        let (code, body) = self.plain("POST /v1/processes/run", token, Some(&run.to_string()))?;
+        let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("{code}: {e}"))?;
+        match (v["exitCode"].as_i64(), v["stdout"].as_str()) {
+            (Some(0), Some(out)) if !out.trim().is_empty() => Ok(out.trim().to_owned()),
+            _ => Err(format!("its binary did not say ({code})")),
         }
     }
 }
