@@ -188,7 +188,9 @@ fn every_fault_of_spec_6_strikes_and_is_survived() {
         assert_eq!(r.calls.lost, 0);
         kinds.push(f.kind.clone());
     }
-    for k in FaultKind::ALL {
+    // A blackhole darkens a real TCP path (the real daemon's delay proxy): it is struck in
+    // tests/sandbox_agent.rs, not in simulated time.
+    for k in FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::ProxyBlackhole) {
         assert!(kinds.iter().any(|n| n == k.name()), "no case strikes {}", k.name());
     }
 }

@@ -62,8 +62,32 @@ struct Collected {
     problems: Vec<String>,
 }
 
-pub struct InSandbox {
+/// Where a case's files are in the sandbox, under its root.
+#[derive(Debug, Clone)]
+struct Layout {
     root: String,
+}
+
+impl Layout {
+    fn program(&self) -> String {
+        format!("{}/bin/relay-bench", self.root)
+    }
+    fn scenario(&self) -> String {
+        format!("{}/scenario.toml", self.root)
+    }
+    fn dir(&self, sandbox: u32) -> String {
+        format!("{}/sandbox-{sandbox}", self.root)
+    }
+    fn log(&self, sandbox: u32) -> String {
+        format!("{}/writer-{sandbox}.ndjson", self.root)
+    }
+    fn stop(&self) -> String {
+        format!("{}/stop", self.root)
+    }
+}
+
+pub struct InSandbox {
+    at: Layout,
     scratch: tempfile::TempDir,
     program_local: PathBuf,
     scenario_text: Arc<str>,
@@ -131,7 +155,7 @@ impl InSandbox {
         let nonce = monotonic_ns() % 1_000_000_000;
         let root = format!("{}/relay-bench-{case}-{}-{nonce}", sandbox_root.trim_end_matches('/'), std::process::id());
         Ok(InSandbox {
-            root,
+            at: Layout { root },
             scratch: tempfile::Builder::new().prefix("relay-bench-").tempdir()?,
             program_local: program.to_path_buf(),
             scenario_text,
@@ -146,14 +170,6 @@ impl InSandbox {
         })
     }
 
-    fn program(&self) -> String {
-        format!("{}/bin/relay-bench", self.root)
-    }
-
-    fn dir_of(&self, sandbox: u32) -> String {
-        format!("{}/sandbox-{sandbox}", self.root)
-    }
-
     fn first(&self) -> Result<&Arc<SandboxControl>, String> {
         self.controls.first().ok_or_else(|| "no daemon to reach the sandbox through".to_owned())
     }
@@ -164,21 +180,22 @@ impl InSandbox {
             let what = what.to_owned();
             move |e: io::Error| format!("{what}: {e}")
         };
-        c.mkdir(&format!("{}/bin", self.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
+        c.mkdir(&format!("{}/bin", self.at.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
         for k in 0..self.controls.len() as u32 {
-            c.mkdir(&self.dir_of(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
+            c.mkdir(&self.at.dir(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
         }
         let t0 = Instant::now();
         self.program_bytes = c
-            .upload_program(&self.program_local, &self.program())
+            .upload_program(&self.program_local, &self.at.program())
             .await
             .map_err(ctx("uploading relay-bench to the sandbox"))?;
         self.upload = t0.elapsed();
-        let scenario = format!("{}/scenario.toml", self.root);
-        c.put(&scenario, self.scenario_text.as_bytes().to_vec()).await.map_err(ctx("uploading the scenario"))?;
+        c.put(&self.at.scenario(), self.scenario_text.as_bytes().to_vec())
+            .await
+            .map_err(ctx("uploading the scenario"))?;
         self.version = c.version().await.ok();
         for _ in 0..READINGS {
-            let r = c.read_clock(&self.program()).await.map_err(ctx("reading the sandbox's clock"))?;
+            let r = c.read_clock(&self.at.program()).await.map_err(ctx("reading the sandbox's clock"))?;
             self.before.push(r);
         }
         Ok(())
@@ -189,7 +206,7 @@ impl InSandbox {
     /// The clock read again, and the writers' logs brought back and put on this clock.
     async fn bring_back(&self, problems: &mut Vec<String>) -> (Vec<WriterLog>, ClockFit) {
         let mono = Mono::now();
-        let program = self.program();
+        let program = self.at.program();
         let mut after = Vec::new();
         if let Some(c) = self.controls.first() {
             for _ in 0..READINGS {
@@ -205,7 +222,7 @@ impl InSandbox {
         let fit = ClockFit::of(&self.before, &after).expect("prepare took the readings before");
         let mut logs = Vec::new();
         for (k, ctl) in self.controls.iter().enumerate() {
-            let text = match ctl.get(&format!("{}/writer-{k}.ndjson", self.root)).await {
+            let text = match ctl.get(&self.at.log(k as u32)).await {
                 Ok(b) => String::from_utf8_lossy(&b).into_owned(),
                 Err(e) => {
                     problems.push(format!("sandbox {k}: cannot bring its writer's log back: {e}"));
@@ -230,11 +247,11 @@ impl InSandbox {
 
 impl Backend for InSandbox {
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>> {
-        Ok(Arc::new(SandboxDir(PathBuf::from(self.dir_of(sandbox)))))
+        Ok(Arc::new(SandboxDir(PathBuf::from(self.at.dir(sandbox)))))
     }
 
     fn watch_program(&self) -> PathBuf {
-        PathBuf::from(self.program())
+        PathBuf::from(self.at.program())
     }
 
     fn scratch(&self) -> PathBuf {
@@ -259,8 +276,7 @@ impl Backend for InSandbox {
     ) -> JoinHandle<(usize, bool)> {
         let run = Writers {
             controls: self.controls.clone(),
-            program: self.program(),
-            root: self.root.clone(),
+            at: self.at.clone(),
             case: self.case.clone(),
             before: self.before.clone(),
             bound: length + writer_deadline(self.workload.tool_timeout) + END_MARGIN,
@@ -294,7 +310,7 @@ impl Backend for InSandbox {
             if laid.is_err() {
                 // Nothing is left half laid out in the sandbox.
                 if let Some(c) = self.controls.first() {
-                    let _ = c.remove_tree(&self.root).await;
+                    let _ = c.remove_tree(&self.at.root).await;
                 }
             }
             laid
@@ -304,7 +320,7 @@ impl Backend for InSandbox {
     fn abandon(&mut self) -> BoxFut<'_, ()> {
         Box::pin(async move {
             if let Some(c) = self.controls.first() {
-                let _ = c.remove_tree(&self.root).await;
+                let _ = c.remove_tree(&self.at.root).await;
             }
         })
     }
@@ -317,19 +333,19 @@ impl Backend for InSandbox {
             let msgs = log::merge(runner, logs.into_iter().map(|l| l.msgs).collect());
             let mut leftover = 0u64;
             for (k, ctl) in self.controls.iter().enumerate() {
-                match ctl.names(&self.dir_of(k as u32)).await {
+                match ctl.names(&self.at.dir(k as u32)).await {
                     Ok(names) => leftover += names.iter().filter(|n| classify(n) != FileKind::Other).count() as u64,
                     Err(e) => problems.push(format!("sandbox {k}: cannot list its relay dir at the end: {e}")),
                 }
             }
             if let Some(ctl) = self.controls.first() {
-                if let Err(e) = ctl.remove_tree(&self.root).await {
-                    problems.push(format!("cannot remove {} in the sandbox: {e}", self.root));
+                if let Err(e) = ctl.remove_tree(&self.at.root).await {
+                    problems.push(format!("cannot remove {} in the sandbox: {e}", self.at.root));
                 }
             }
             let fit = Some(fit);
             let side = SandboxSide {
-                root: self.root.clone(),
+                root: self.at.root.clone(),
                 daemon_version: self.version.clone(),
                 program_bytes: self.program_bytes,
                 upload_ms: crate::units::ms_2dp(self.upload),
@@ -343,11 +359,10 @@ impl Backend for InSandbox {
     }
 }
 
-/// The pacer's task: the writers started, watched to their end, their logs brought back.
+/// The pacer's task: the writers started and watched to their end.
 struct Writers {
     controls: Vec<Arc<SandboxControl>>,
-    program: String,
-    root: String,
+    at: Layout,
     case: String,
     before: Vec<ClockReading>,
     bound: Duration,
@@ -364,19 +379,19 @@ impl Writers {
             return (0, true);
         };
         let start_ns = fit0.to_sandbox(mono.ns_of(epoch));
-        let stop_file = format!("{}/stop", self.root);
+        let stop_file = self.at.stop();
         let mut ids = Vec::new();
         for (k, ctl) in self.controls.iter().enumerate() {
             let args = WriterArgs {
-                scenario: format!("{}/scenario.toml", self.root).into(),
+                scenario: self.at.scenario().into(),
                 case: self.case.clone(),
                 sandbox: k as u32,
-                dir: format!("{}/sandbox-{k}", self.root).into(),
+                dir: self.at.dir(k as u32).into(),
                 start_ns,
-                events: format!("{}/writer-{k}.ndjson", self.root).into(),
+                events: self.at.log(k as u32).into(),
                 stop: stop_file.clone().into(),
             };
-            match ctl.spawn(&args.argv(&self.program)).await {
+            match ctl.spawn(&args.argv(&self.at.program())).await {
                 Ok(id) => ids.push(Some(id)),
                 Err(e) => {
                     problems.push(format!("sandbox {k}: cannot start its writer: {e}"));
@@ -418,7 +433,7 @@ impl Writers {
             }
             if Instant::now() > deadline {
                 problems.push(format!(
-                    "the writers were still running {} after the schedule: killed",
+                    "the writers were still running {} after the first intended start: killed",
                     crate::units::human(self.bound)
                 ));
                 for (k, id) in ids.iter().enumerate() {
