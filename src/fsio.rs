@@ -1,6 +1,6 @@
 //! Filesystem primitives of the relay on a real directory: unique temp names (publication
 //! writes one, then renames it: [`crate::dir::publish_now`]) and removal that tolerates a
-//! file already gone.
+//! file already gone; and the process groups relay-bench leads ([`OwnGroup`]).
 //!
 //! These are plain blocking calls on purpose: each is one or two syscalls on a local
 //! directory (microseconds), and moving them to a blocking pool would add a thread hop to
@@ -30,6 +30,38 @@ pub fn remove_if_present(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// Process groups of programs relay-bench started in a group of their own (black-box
+/// runners), while they run. An abort (a second Ctrl-C) exits without the stops that would
+/// kill them: it kills these first ([`kill_own_groups`]).
+static OWN_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// A process group relay-bench leads, listed while this lives.
+pub struct OwnGroup(i32);
+
+impl OwnGroup {
+    pub fn register(pgid: i32) -> OwnGroup {
+        OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(pgid);
+        OwnGroup(pgid)
+    }
+}
+
+impl Drop for OwnGroup {
+    fn drop(&mut self) {
+        let mut groups = OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(i) = groups.iter().position(|g| *g == self.0) {
+            groups.swap_remove(i);
+        }
+    }
+}
+
+/// SIGKILLs every process group listed (an abort's last act).
+pub fn kill_own_groups() {
+    for pgid in OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
+        // SAFETY: killpg only sends a signal, to a group relay-bench created and leads.
+        unsafe { libc::killpg(*pgid, libc::SIGKILL) };
     }
 }
 

@@ -22,6 +22,17 @@ use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
 use crate::units::human;
 use crate::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 
+/// A line `serve` or `call` says as it goes: for stdout (stat lines) or stderr (notices).
+/// The caller prints it (the CLI: a closed pipe is not a panic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said<'a> {
+    Out(&'a str),
+    Err(&'a str),
+}
+
+/// Where `serve` and `call` say their lines.
+pub type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
+
 /// What `serve` needs.
 pub struct ServeOptions {
     pub dir: PathBuf,
@@ -92,9 +103,9 @@ pub struct ServeReport {
     pub notices: u64,
 }
 
-/// Runs the reference runner on `opts.dir` until `stop` is closed, printing a stat line
-/// every `opts.every` to stdout and notices to stderr.
-pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<ServeReport> {
+/// Runs the reference runner on `opts.dir` until `stop` is closed, saying a stat line every
+/// `opts.every` ([`Said::Out`]) and each notice ([`Said::Err`]).
+pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<ServeReport> {
     let _claim = claim(&opts.dir)?;
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
@@ -114,12 +125,12 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
     };
     let started = opts.strategy.start(&parts);
     drop(sink);
-    println!(
+    say(Said::Out(&format!(
         "serving {} with runner {} ({}); Ctrl-C to stop",
         opts.dir.display(),
         opts.strategy.name(),
         opts.strategy.params()
-    );
+    )));
     let mut report = ServeReport::default();
     let t0 = Instant::now();
     let mut tick = tokio::time::interval_at(t0 + opts.every, opts.every);
@@ -134,7 +145,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
-                eprintln!("  {}", n.what);
+                say(Said::Err(&format!("  {}", n.what)));
             }
         });
         report.answered - before
@@ -143,7 +154,8 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
         tokio::select! {
             _ = tick.tick() => {
                 let new = drain(&mut report);
-                println!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
+                let line = format!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
+                say(Said::Out(&line));
             }
             () = stop.closed() => break,
         }
@@ -152,7 +164,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
     let runner = started.task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
     drain(&mut report);
     report.scans = runner.scans;
-    println!(
+    say(Said::Out(&format!(
         "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries{}",
         human(t0.elapsed()),
         report.answered,
@@ -160,7 +172,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>) -> std::io::Result<Ser
         runner.scans,
         runner.delete_retries,
         runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
-    );
+    )));
     Ok(report)
 }
 
@@ -187,7 +199,7 @@ pub struct CallOptions {
 /// with the same id whose request a runner already picked up, or one published between
 /// this check and this call's own publish. Ids are the callers' to keep unique (the
 /// default id, `call-<pid>-<time>`, is).
-pub async fn call(opts: CallOptions, stop: Arc<Signal>) -> std::io::Result<Option<CallEnd>> {
+pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -208,7 +220,7 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>) -> std::io::Result<Optio
     }
     if res.symlink_metadata().is_ok() {
         remove_if_present(&res)?;
-        eprintln!("removed a stale answer left from an earlier call: {}", res.display());
+        say(Said::Err(&format!("removed a stale answer left from an earlier call: {}", res.display())));
     }
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
     let (sink, _inbox) = EventSink::channel();

@@ -191,10 +191,7 @@ writer = "watch"
     assert_eq!(summary.results[0].calls.lost, 0, "{:?}", summary.results[0].notices);
     let pid = std::fs::read_to_string(pid_file.path()).unwrap().trim().to_owned();
     assert!(!pid.is_empty(), "the runner wrote its child's pid");
-    // Gone, or a zombie waiting for init: not running either way.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-    let running = state.as_deref().and_then(|s| s.rsplit(") ").next()).is_some_and(|rest| !rest.starts_with('Z'));
-    assert!(!running, "the runner's child {pid} outlived the case: {state:?}");
+    assert!(!running(&pid), "the runner's child {pid} outlived the case");
 }
 
 /// `relay-bench serve` on a dir, stopped with SIGINT when dropped.
@@ -324,4 +321,59 @@ fn call_never_returns_a_stale_answer_nor_replaces_a_call_in_flight() {
     assert!(!out.contains("STALE"), "{out}");
     drop(serve);
     assert!(RealDir::new(d).relay_files().unwrap().is_empty());
+}
+
+/// Whether `pid` runs (a zombie waiting for init does not).
+fn running(pid: &str) -> bool {
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    state.as_deref().and_then(|s| s.rsplit(") ").next()).is_some_and(|rest| !rest.starts_with('Z'))
+}
+
+#[test]
+fn an_abort_kills_what_a_black_box_runner_started() {
+    // A second signal exits at once, without the case's stop: the runner's process group
+    // must still go (here, a background sleep it started).
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name = "abort"
+[workload]
+sandboxes = 1
+turns_per_sec = 2
+duration = "120s"
+[[case]]
+name = "python"
+runner = {{ command = ["sh", "-c", "sleep 600 & echo $! > \"$1\"; exec python3 \"$2\" \"$3\" 0.05", "sh", {pid:?}, {script:?}, "{{dir}}"] }}
+writer = "watch"
+"#,
+            pid = pid_file.display().to_string(),
+            script = runner_script().display().to_string()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .arg("run")
+        .arg(&file)
+        .args(["--no-calibration", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--relay-root")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until("the runner's child", || std::fs::read_to_string(&pid_file).is_ok_and(|p| running(p.trim())));
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+    for _ in 0..2 {
+        let kill = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(kill.success());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(130), "{}", String::from_utf8_lossy(&done.stderr));
+    common::wait_until("the runner's child to be killed", || !running(&pid));
 }

@@ -120,3 +120,24 @@ fn list_into_a_reader_that_goes_away_exits_0() {
     let done = child.wait_with_output().unwrap();
     assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
 }
+
+#[test]
+fn serve_into_a_reader_that_goes_away_keeps_serving_and_exits_0() {
+    // `relay-bench serve | head -1`: once `head` is gone every stat line meets EPIPE. The
+    // runner keeps answering, and a signal still ends it cleanly.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--every", "50ms", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let call = Command::new(BIN).args(["call", "--tool", "t", "--dir"]).arg(dir.path()).output().unwrap();
+    assert_eq!(call.status.code(), Some(0), "answered with its stdout gone");
+    std::thread::sleep(Duration::from_millis(300)); // a few stat lines into the closed pipe
+    signal(&child, "TERM");
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+}

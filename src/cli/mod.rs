@@ -19,7 +19,7 @@ use crate::handler::HandlerModel;
 use crate::protocol::Outcome;
 use crate::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
 use crate::scenario::ScenarioError;
-use crate::serve::{answer_line, serve_runner, CallOptions, ServeOptions};
+use crate::serve::{answer_line, serve_runner, CallOptions, Said, ServeOptions};
 use crate::signal::Signal;
 use crate::strategy::writer_by_name;
 use crate::writer::CallEnd;
@@ -140,6 +140,18 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
 /// Writes `text` to stdout. A reader that went away (`relay-bench list | head -1`) read what
 /// it wanted: not an error, and no panic as `print!` would. Every command's output goes
 /// through here (the [`out!`] macro).
+/// Prints what `serve` and `call` say: stdout through [`print_all`], stderr likewise
+/// (neither a closed pipe nor a full disk is a panic).
+fn say(line: Said<'_>) {
+    use std::io::Write;
+    match line {
+        Said::Out(text) => print_all(&format!("{text}\n")),
+        Said::Err(text) => {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
+    }
+}
+
 fn print_all(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -190,6 +202,9 @@ fn on_interrupt(doing: &'static str) -> Arc<Signal> {
             interrupt.close();
             let again = signals.next().await;
             eprintln!("interrupted again ({again}): aborting");
+            // The stops that would end what relay-bench started do not run on an exit: the
+            // black-box runners' process groups are killed here (daemons die with it).
+            crate::fsio::kill_own_groups();
             std::process::exit(Exit::Interrupted as i32);
         }
     });
@@ -242,7 +257,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     let stop = on_interrupt("stopping the runner");
     let opts =
         ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
-    crate::serve::serve(opts, stop).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    crate::serve::serve(opts, stop, &say).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
     Ok(Exit::Pass)
 }
 
@@ -259,7 +274,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         max_file_bytes: a.max_file_bytes,
     };
     let stop = on_interrupt("removing the request");
-    let end = crate::serve::call(opts, stop).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let end = crate::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
         eprintln!("interrupted: the request was removed");
         return Ok(Exit::Interrupted);

@@ -165,6 +165,7 @@ impl RunnerSpec for ExternalSpec {
             };
             // The group outlives an early exit of its leader: what it started is killed too.
             let group = child.as_ref().and_then(|ch| ch.id()).and_then(|p| i32::try_from(p).ok());
+            let listed = group.map(crate::fsio::OwnGroup::register);
             let t0 = Instant::now();
             if let (Some(ch), true) = (&mut child, spec.probe) {
                 match probe(&*dir, &observed, &stop, ch).await {
@@ -205,6 +206,7 @@ impl RunnerSpec for ExternalSpec {
             }
             stop.closed().await;
             kill_group(group, child).await;
+            drop(listed);
             if let Ok(w) = watch {
                 w.disarm();
             }
