@@ -16,6 +16,7 @@ use plotters::prelude::*;
 
 use crate::export::hdr::{read_hlog, total, Interval};
 use crate::gate::Metric;
+use crate::recorder::Measure;
 use crate::summary::{CaseResult, Summary};
 
 /// The chart width and height in pixels.
@@ -51,14 +52,21 @@ impl CaseData {
     fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, String> {
         let mut hists = Vec::new();
         let mut pickup_intervals = Vec::new();
-        for m in ["wake", "pickup", "completion"] {
-            let p = dir.join("hdr").join(&c.case).join(format!("{m}.hlog"));
-            let Ok(bytes) = std::fs::read(&p) else { continue };
+        for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
+            let p = dir.join("hdr").join(&c.case).join(format!("{}.hlog", m.name()));
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // Nothing measured, nothing to draw (a black-box runner's wake).
+                Err(_) if c.latency(m).count == 0 => continue,
+                Err(e) => {
+                    return Err(format!("{}: {e} (summary.json counts {} samples)", p.display(), c.latency(m).count))
+                }
+            };
             let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
             if let Some(h) = total(&ivs) {
-                hists.push((m.to_owned(), h));
+                hists.push((m.name().to_owned(), h));
             }
-            if m == "pickup" {
+            if m == Measure::Pickup {
                 pickup_intervals = ivs;
             }
         }
@@ -240,5 +248,14 @@ mod tests {
         assert_eq!(w.hists.len(), 3, "wake, pickup and completion from the interval logs");
         let poll = run.cases.iter().find(|c| c.name == "poll-only").unwrap();
         assert!(poll.rate_gates.is_empty());
+    }
+
+    #[test]
+    fn a_missing_interval_log_the_summary_counts_samples_for_is_an_error() {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run");
+        let to = tempfile::tempdir().unwrap();
+        std::fs::copy(from.join("summary.json"), to.path().join("summary.json")).unwrap();
+        let e = RunData::load(to.path()).err().expect("no interval logs at all");
+        assert!(e.contains("wake.hlog") && e.contains("summary.json counts"), "{e}");
     }
 }
