@@ -168,26 +168,30 @@ fn a_runner_that_cannot_start_is_a_case_error_at_once() {
     assert!(took < std::time::Duration::from_secs(25), "{took:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_a_black_box_runner_starts_ends_with_it() {
-    // The runner starts a long sleep in the background, then becomes the Python runner.
-    let pid_file = tempfile::NamedTempFile::new().unwrap();
-    let text = format!(
+/// A scenario whose black-box runner starts a long sleep in the background (its pid written
+/// to `pid_file`), then becomes the Python runner.
+fn sleeper(name: &str, pid_file: &Path, turns_per_sec: u32, duration: &str) -> String {
+    format!(
         r#"
-name = "black-box"
+name = "{name}"
 [workload]
 sandboxes = 1
-turns_per_sec = 5
-duration = "1s"
+turns_per_sec = {turns_per_sec}
+duration = "{duration}"
 [[case]]
 name = "python"
 runner = {{ command = ["sh", "-c", "sleep 600 & echo $! > \"$1\"; exec python3 \"$2\" \"$3\" 0.05", "sh", {pid:?}, {script:?}, "{{dir}}"] }}
 writer = "watch"
 "#,
-        pid = pid_file.path().display().to_string(),
+        pid = pid_file.display().to_string(),
         script = runner_script().display().to_string()
-    );
-    let (summary, _out) = run(&text).await;
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_black_box_runner_starts_ends_with_it() {
+    let pid_file = tempfile::NamedTempFile::new().unwrap();
+    let (summary, _out) = run(&sleeper("black-box", pid_file.path(), 5, "1s")).await;
     assert_eq!(summary.results[0].calls.lost, 0, "{:?}", summary.results[0].notices);
     let pid = std::fs::read_to_string(pid_file.path()).unwrap().trim().to_owned();
     assert!(!pid.is_empty(), "the runner wrote its child's pid");
@@ -336,25 +340,7 @@ fn an_abort_kills_what_a_black_box_runner_started() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
     let file = dir.path().join("s.toml");
-    std::fs::write(
-        &file,
-        format!(
-            r#"
-name = "abort"
-[workload]
-sandboxes = 1
-turns_per_sec = 2
-duration = "120s"
-[[case]]
-name = "python"
-runner = {{ command = ["sh", "-c", "sleep 600 & echo $! > \"$1\"; exec python3 \"$2\" \"$3\" 0.05", "sh", {pid:?}, {script:?}, "{{dir}}"] }}
-writer = "watch"
-"#,
-            pid = pid_file.display().to_string(),
-            script = runner_script().display().to_string()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&file, sleeper("abort", &pid_file, 2, "120s")).unwrap();
     let child = Command::new(BIN)
         .arg("run")
         .arg(&file)
