@@ -387,3 +387,92 @@ fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files()
     assert!(common::processes_naming(&sandbox_root).is_empty(), "the writers stopped");
     assert_eq!(std::fs::read_dir(&sandbox_root).unwrap().count(), 0, "the case's files removed from the sandbox");
 }
+
+/// A daemon in a mount namespace of its own, with a fresh /tmp: a sandbox whose files this
+/// machine cannot see. `None` (said) when namespaces are not permitted here.
+struct Elsewhere(std::process::Child);
+
+impl Elsewhere {
+    fn start(bin: &std::path::Path, port: u16) -> Option<Elsewhere> {
+        let probe = std::process::Command::new("unshare").args(["-m", "sh", "-c", "mount -t tmpfs none /mnt"]).output();
+        if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: `unshare -m` with a tmpfs mount is not permitted here: {probe:?}");
+            return None;
+        }
+        let script = format!(
+            "mount -t tmpfs none /tmp && exec {:?} server --no-token --no-telemetry -H 127.0.0.1 -p {port}",
+            bin.display().to_string()
+        );
+        let child = std::process::Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Elsewhere(child))
+    }
+
+    /// The names the daemon lists in its /tmp.
+    fn tmp(port: u16) -> Vec<String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET /v1/fs/entries?path=/tmp HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        let body = answer.split_once("\r\n\r\n").unwrap().1;
+        let entries: Vec<serde_json::Value> = serde_json::from_str(body).unwrap();
+        entries.iter().map(|e| e["name"].as_str().unwrap().to_owned()).collect()
+    }
+}
+
+impl Drop for Elsewhere {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daemon_alone() {
+    let Some(bin) = daemon_or_skip("a_sandbox_whose_files_this_machine_cannot_see") else { return };
+    let _one = SERIAL.blocking_lock();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let Some(_daemon) = Elsewhere::start(&bin, port) else { return };
+    // Its /tmp is not this one: a file made here is not there.
+    let here = tempfile::Builder::new().prefix("relay-bench-marker-").tempfile_in("/tmp").unwrap();
+    let marker = here.path().file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(!Elsewhere::tmp(port).contains(&marker), "the daemon sees its own /tmp");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"elsewhere\"\n[workload]\nsandboxes = 2\nturns_per_sec = 4\nduration = \"3s\"\n\
+             [[case]]\nname = \"elsewhere\"\nhost = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\n\
+             in_sandbox = true\nrunner = \"window-exec\"\nwriter = \"watch\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = std::process::Command::new(common::BIN)
+        .arg("run")
+        .arg(&file)
+        .args(["--no-calibration", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: relay_bench::summary::Summary =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let r = &summary.results[0];
+    assert!(r.pass && r.calls.completed > 0 && r.calls.lost == 0, "{:?} {:?}", r.calls, r.notices);
+    in_sandbox_side_checks(r);
+    let root = r.sandbox_side.as_ref().unwrap().root.clone();
+    let name = root.rsplit('/').next().unwrap().to_owned();
+    assert!(!Elsewhere::tmp(port).contains(&name), "its root removed there too");
+}
