@@ -388,40 +388,48 @@ fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files()
     assert_eq!(std::fs::read_dir(&sandbox_root).unwrap().count(), 0, "the case's files removed from the sandbox");
 }
 
-/// A daemon in a mount namespace of its own, with a fresh /tmp: a sandbox whose files this
-/// machine cannot see. `None` (said) when namespaces are not permitted here.
+/// A daemon in a mount namespace of its own, with a fresh tmpfs over `hidden` (an empty dir
+/// here): a sandbox whose files there this machine cannot see. `None` (said) when namespaces
+/// are not permitted here.
 struct Elsewhere(std::process::Child);
 
 impl Elsewhere {
-    fn start(bin: &std::path::Path, port: u16) -> Option<Elsewhere> {
+    fn start(bin: &std::path::Path, port: u16, hidden: &std::path::Path) -> Option<Elsewhere> {
         let probe = std::process::Command::new("unshare").args(["-m", "sh", "-c", "mount -t tmpfs none /mnt"]).output();
         if !probe.as_ref().is_ok_and(|o| o.status.success()) {
             eprintln!("skipped: `unshare -m` with a tmpfs mount is not permitted here: {probe:?}");
             return None;
         }
         let script = format!(
-            "mount -t tmpfs none /tmp && exec {:?} server --no-token --no-telemetry -H 127.0.0.1 -p {port}",
+            "mount -t tmpfs none {:?} && exec {:?} server --no-token --no-telemetry -H 127.0.0.1 -p {port}",
+            hidden.display().to_string(),
             bin.display().to_string()
         );
-        let child = std::process::Command::new("unshare")
+        let mut child = std::process::Command::new("unshare")
             .args(["-m", "--propagation", "private", "sh", "-c", &script])
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let t0 = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(st) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+                panic!("the daemon in its namespace exited ({st}): {err}");
+            }
             assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
             std::thread::sleep(Duration::from_millis(20));
         }
         Some(Elsewhere(child))
     }
 
-    /// The names the daemon lists in its /tmp.
-    fn tmp(port: u16) -> Vec<String> {
+    /// The names the daemon lists in `dir` (a path of plain characters).
+    fn names(port: u16, dir: &std::path::Path) -> Vec<String> {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(s, "GET /v1/fs/entries?path=/tmp HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+        let path = dir.display();
+        write!(s, "GET /v1/fs/entries?path={path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
         let mut answer = String::new();
         s.read_to_string(&mut answer).unwrap();
         let body = answer.split_once("\r\n\r\n").unwrap().1;
@@ -442,19 +450,21 @@ fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daem
     let Some(bin) = daemon_or_skip("a_sandbox_whose_files_this_machine_cannot_see") else { return };
     let _one = SERIAL.blocking_lock();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let Some(_daemon) = Elsewhere::start(&bin, port) else { return };
-    // Its /tmp is not this one: a file made here is not there.
-    let here = tempfile::Builder::new().prefix("relay-bench-marker-").tempfile_in("/tmp").unwrap();
-    let marker = here.path().file_name().unwrap().to_str().unwrap().to_owned();
-    assert!(!Elsewhere::tmp(port).contains(&marker), "the daemon sees its own /tmp");
     let dir = tempfile::tempdir().unwrap();
+    let hidden = dir.path().join("sandbox");
+    std::fs::create_dir(&hidden).unwrap();
+    std::fs::write(hidden.join("marker"), "here").unwrap();
+    let Some(_daemon) = Elsewhere::start(&bin, port, &hidden) else { return };
+    // Its `hidden` is not this one: a file made here is not there.
+    assert!(!Elsewhere::names(port, &hidden).contains(&"marker".to_owned()), "the daemon sees its own dir");
     let file = dir.path().join("s.toml");
     std::fs::write(
         &file,
         format!(
             "name = \"elsewhere\"\n[workload]\nsandboxes = 2\nturns_per_sec = 4\nduration = \"3s\"\n\
              [[case]]\nname = \"elsewhere\"\nhost = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\n\
-             in_sandbox = true\nrunner = \"window-exec\"\nwriter = \"watch\"\n"
+             in_sandbox = true\nsandbox_root = {:?}\nrunner = \"window-exec\"\nwriter = \"watch\"\n",
+            hidden.display().to_string()
         ),
     )
     .unwrap();
@@ -472,7 +482,7 @@ fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daem
     let r = &summary.results[0];
     assert!(r.pass && r.calls.completed > 0 && r.calls.lost == 0, "{:?} {:?}", r.calls, r.notices);
     in_sandbox_side_checks(r);
-    let root = r.sandbox_side.as_ref().unwrap().root.clone();
-    let name = root.rsplit('/').next().unwrap().to_owned();
-    assert!(!Elsewhere::tmp(port).contains(&name), "its root removed there too");
+    assert!(Elsewhere::names(port, &hidden).is_empty(), "its root removed there too");
+    let here: Vec<_> = std::fs::read_dir(&hidden).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(here, ["marker"], "nothing of the case ever showed here");
 }
