@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::dir::SimFault;
-use crate::host::DaemonControl;
+use crate::host::{DaemonControl, DaemonFault};
 use crate::notice::Recovery;
 use crate::recorder::Recording;
 
@@ -129,9 +129,17 @@ impl FaultKind {
         matches!(self.target(), Target::Sandbox(SimFault::ProgramMissing | SimFault::ExecHang | SimFault::ExecFail))
     }
 
-    /// Faults of the emulated daemon: only a host with one can take them.
+    /// What it acts on in a host's daemon or wire, if it is a daemon fault.
+    pub fn daemon_fault(self) -> Option<DaemonFault> {
+        match self.target() {
+            Target::Daemon(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Faults of a host's daemon or wire: only a host with one can take them.
     pub fn needs_daemon(self) -> bool {
-        self.target() == Target::Daemon
+        self.daemon_fault().is_some()
     }
 
     /// Faults this machine can produce for real, on the real clock. The others need the
@@ -193,7 +201,7 @@ pub const AFTERMATH: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// The sandbox's daemon (the host's).
-    Daemon,
+    Daemon(DaemonFault),
     /// A condition of the sandbox (the backend's).
     Sandbox(SimFault),
     /// The relay dir itself: deleted, and recreated at once or when the fault ends.
@@ -207,10 +215,10 @@ pub enum Target {
 impl FaultKind {
     pub fn target(self) -> Target {
         match self {
-            FaultKind::DaemonRestart
-            | FaultKind::ProxyDisconnect
-            | FaultKind::ProxyBlackhole
-            | FaultKind::SandboxPause => Target::Daemon,
+            FaultKind::DaemonRestart => Target::Daemon(DaemonFault::Restart),
+            FaultKind::SandboxPause => Target::Daemon(DaemonFault::Pause),
+            FaultKind::ProxyDisconnect => Target::Daemon(DaemonFault::Disconnect),
+            FaultKind::ProxyBlackhole => Target::Daemon(DaemonFault::Blackhole),
             FaultKind::DirReplaced => Target::Dir,
             FaultKind::ProgramMissing => Target::Sandbox(SimFault::ProgramMissing),
             FaultKind::WatchEnospc => Target::Sandbox(SimFault::WatchLimit),
@@ -226,12 +234,12 @@ impl FaultKind {
 
     /// Acts on the host's daemon: strikes it for `duration`.
     pub fn strike_daemon(self, d: &dyn DaemonControl, duration: Duration) -> Result<(), String> {
-        match self {
-            FaultKind::DaemonRestart => d.restart(duration),
-            FaultKind::ProxyDisconnect => d.disconnect(),
-            FaultKind::ProxyBlackhole => d.blackhole(duration),
-            FaultKind::SandboxPause => d.pause(duration),
-            _ => Ok(()),
+        match self.daemon_fault() {
+            Some(DaemonFault::Restart) => d.restart(duration),
+            Some(DaemonFault::Disconnect) => d.disconnect(),
+            Some(DaemonFault::Blackhole) => d.blackhole(duration),
+            Some(DaemonFault::Pause) => d.pause(duration),
+            None => Ok(()),
         }
     }
 }

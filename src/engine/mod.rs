@@ -269,11 +269,11 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                         burst_calls += f.calls as usize;
                         Ok(())
                     }
-                    Target::Daemon if on => match &daemons[k] {
+                    Target::Daemon(_) if on => match &daemons[k] {
                         Some(d) => f.kind.strike_daemon(&**d, f.duration),
                         None => Err("no daemon on this host".to_owned()),
                     },
-                    Target::Daemon => Ok(()),
+                    Target::Daemon(_) => Ok(()),
                     Target::Dir => backend.replace_dir(f.sandbox, on, !on || f.duration.is_zero()),
                     Target::Sandbox(c) => backend.switch(f.sandbox, c, on),
                 };

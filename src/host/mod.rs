@@ -248,6 +248,15 @@ pub trait DaemonControl: Send + Sync {
     }
 }
 
+/// What a daemon fault acts on: the host's daemon, or the wire in front of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonFault {
+    Restart,
+    Pause,
+    Disconnect,
+    Blackhole,
+}
+
 /// A host built for one relay dir, and what the fault schedule can act on through it.
 pub struct BuiltHost {
     pub host: Arc<dyn Host>,
@@ -274,9 +283,14 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives any
     /// latency draws.
     fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost>;
-    /// Whether it has a daemon the fault schedule can act on.
-    fn has_daemon(&self) -> bool {
-        false
+    /// Whether it can take `fault` on its daemon or wire; `Err` says why not (checked when
+    /// the scenario is read).
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        Err(match fault {
+            DaemonFault::Blackhole => "needs host = \"sandbox-agent\" with a profile (a real TCP path)",
+            _ => "needs host = \"remote\" or \"sandbox-agent\" (a daemon to act on)",
+        }
+        .to_owned())
     }
     /// Whether the relay dir is on the runner's side, readable without the host (a runner
     /// that watches the dir itself needs it).
@@ -299,10 +313,6 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// program) runs in the sandbox itself, reached through the host's daemon; `None`: it
     /// runs on this machine.
     fn in_sandbox(&self) -> Option<&str> {
-        None
-    }
-    /// Why it cannot take the fault named `fault` (see `FaultKind::name`), if it cannot.
-    fn cannot_take(&self, _fault: &str) -> Option<String> {
         None
     }
 }

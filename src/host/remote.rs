@@ -26,7 +26,7 @@ use hdrhistogram::Histogram;
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
-use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Purpose, RequestCounter, RequestCounts};
+use super::{BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, Kind, Purpose, RequestCounter, RequestCounts};
 use crate::config::{Fields, ScenarioError};
 use crate::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
 use crate::fsio;
@@ -462,14 +462,14 @@ impl HostSpec for RemoteSpec {
         Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon), sandbox: None })
     }
 
-    fn has_daemon(&self) -> bool {
-        true
-    }
-
-    fn cannot_take(&self, fault: &str) -> Option<String> {
-        (fault == "proxy-blackhole").then(|| {
-            "proxy-blackhole needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)".to_owned()
-        })
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        match fault {
+            DaemonFault::Blackhole => {
+                Err("needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)"
+                    .to_owned())
+            }
+            _ => Ok(()),
+        }
     }
 }
 

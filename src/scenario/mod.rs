@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Fields;
-use crate::fault::{FaultKind, FaultSpec};
+use crate::fault::{FaultKind, FaultSpec, Target};
 use crate::gate::Gate;
 use crate::handler::HandlerModel;
 use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
@@ -381,12 +381,24 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
-    if f.kind.needs_daemon() && !case.host.has_daemon() {
-        let hosts =
-            if f.kind == FaultKind::ProxyBlackhole { "\"sandbox-agent\"" } else { "\"remote\" or \"sandbox-agent\"" };
-        return Err(c.err("fault", format!("{} needs host = {hosts} (a daemon to act on)", f.kind.name())));
-    }
-    if let Some(why) = case.host.cannot_take(f.kind.name()) {
+    if let Some(d) = f.kind.daemon_fault() {
+        case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
+    } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
+        // The sandbox's files and programs are reached through its daemon only.
+        let produced: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| k.daemon_fault().map_or(k.target() == Target::Runner, |d| case.host.takes(d).is_ok()))
+            .map(FaultKind::name)
+            .collect();
+        let list = match produced.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no fault".to_owned(),
+        };
+        let why = format!(
+            "{}: with in_sandbox = true only {list} are produced (the sandbox is reached through its daemon only)",
+            f.kind.name()
+        );
         return Err(c.err("fault", why));
     }
     if !f.kind.real_time() && case.clock == Clock::Real {

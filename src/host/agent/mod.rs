@@ -28,8 +28,8 @@ use hyper::Method;
 use serde::Deserialize;
 
 use super::{
-    BuiltHost, Busy, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose, RequestCounter,
-    RequestCounts,
+    BuiltHost, Busy, DaemonFault, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose,
+    RequestCounter, RequestCounts,
 };
 use crate::config::{Fields, ScenarioError};
 use crate::dir::{ExecOutput, Lines, RelayDir};
@@ -362,10 +362,6 @@ impl HostSpec for AgentSpec {
         Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 
-    fn has_daemon(&self) -> bool {
-        true
-    }
-
     fn missing_here(&self) -> Option<String> {
         match &self.url {
             Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
@@ -385,23 +381,22 @@ impl HostSpec for AgentSpec {
         self.in_sandbox.as_deref()
     }
 
-    fn cannot_take(&self, fault: &str) -> Option<String> {
-        if self.profile.is_none() && matches!(fault, "proxy-disconnect" | "proxy-blackhole") {
-            return Some(format!("{fault} acts on the delay proxy: give the case a latency profile"));
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        let wire = matches!(fault, DaemonFault::Disconnect | DaemonFault::Blackhole);
+        if wire && self.profile.is_none() {
+            return Err("acts on the delay proxy: give the case a latency profile".into());
         }
-        let acts_on_daemon = matches!(fault, "daemon-restart" | "sandbox-pause");
-        if self.url.is_some() && acts_on_daemon {
-            return Some(format!(
-                "{fault}: a daemon relay-bench did not start (url = ...) is not restarted or paused by it"
-            ));
+        if !wire && self.url.is_some() {
+            return Err(
+                "is not for a daemon relay-bench did not start (url = ...): it is not restarted or paused by it".into(),
+            );
         }
-        // In the sandbox, relay-bench reaches only the wire and the runner: the dir and
-        // program faults act on this machine's files, and relay-bench follows its writers
-        // through the daemon's process records, which a restart loses.
-        let here = matches!(fault, "proxy-disconnect" | "proxy-blackhole" | "stop-during-window");
-        (self.in_sandbox.is_some() && !here).then(|| {
-            format!("{fault}: with in_sandbox = true only proxy-disconnect, proxy-blackhole and stop-during-window are produced (the sandbox is reached through its daemon only)")
-        })
+        // In the sandbox, relay-bench follows its writers through the daemon's process
+        // records, which a restart loses (and a pause stalls).
+        if !wire && self.in_sandbox.is_some() {
+            return Err("is not produced with in_sandbox = true: relay-bench acts on the wire, not on the daemon its writers run under".into());
+        }
+        Ok(())
     }
 }
 
