@@ -52,7 +52,7 @@ impl Api {
     }
 
     /// One request; an answer that is not 2xx is an error carrying the daemon's detail
-    /// ("path not found" becomes NotFound).
+    /// ("path not found" becomes NotFound, 401 PermissionDenied).
     /// `body`: its content type and bytes, for the requests that carry one.
     pub async fn send(&self, method: Method, uri: String, body: Option<(&str, Vec<u8>)>) -> io::Result<Vec<u8>> {
         let mut req = hyper::Request::builder().method(method).uri(uri);
@@ -78,7 +78,13 @@ impl Api {
             .ok()
             .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(str::to_owned))
             .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-        let kind = if detail.contains("path not found") { io::ErrorKind::NotFound } else { io::ErrorKind::Other };
+        let kind = if status == hyper::StatusCode::UNAUTHORIZED {
+            io::ErrorKind::PermissionDenied
+        } else if detail.contains("path not found") {
+            io::ErrorKind::NotFound
+        } else {
+            io::ErrorKind::Other
+        };
         Err(io::Error::new(kind, format!("sandbox-agent {status}: {detail}")))
     }
 

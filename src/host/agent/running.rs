@@ -5,8 +5,11 @@
 use std::io;
 use std::time::Duration;
 
-use crate::host::{DaemonControl, DelayProxy};
 use std::sync::Arc;
+
+use super::api::Api;
+use super::control::SandboxControl;
+use crate::host::{DaemonControl, DelayProxy};
 
 /// A daemon relay-bench did not start: only the wire in front of it can be struck.
 pub(super) struct RunningDaemon {
@@ -67,57 +70,44 @@ impl Url {
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", self.host)))
     }
 
-    /// One request over a plain socket (before the run, outside any runtime): the status
-    /// code and the body.
-    fn plain(&self, request_line: &str, token: Option<&str>, json: Option<&str>) -> Result<(String, String), String> {
-        use std::io::{Read, Write};
-        let say = |e: &dyn std::fmt::Display| format!("{}: {e}", self.base());
-        let addr = self.addr().map_err(|e| say(&e))?;
-        let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map_err(|e| say(&e))?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| say(&e))?;
-        let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
-        let body = json
-            .map_or_else(String::new, |j| format!("content-type: application/json\r\ncontent-length: {}\r\n", j.len()));
-        let req = format!(
-            "{request_line} HTTP/1.1\r\nhost: {}\r\n{auth}{body}connection: close\r\n\r\n{}",
-            self.host_port(),
-            json.unwrap_or("")
-        );
-        s.write_all(req.as_bytes()).map_err(|e| say(&e))?;
-        let mut answer = Vec::new();
-        let _ = s.take(1 << 20).read_to_end(&mut answer);
-        let text = String::from_utf8_lossy(&answer);
-        let code = text.split_whitespace().nth(1).ok_or_else(|| say(&"no HTTP answer"))?.to_owned();
-        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
-        Ok((code, body))
-    }
-
     /// `GET /v1/health` before the run: the daemon answers and takes the token.
     pub fn health(&self, token: Option<&str>, token_env: &str) -> Result<(), String> {
-        let (code, _) = self.plain("GET /v1/health", token, None)?;
-        let say = |e: &str| format!("{}: {e}", self.base());
-        match code.as_str() {
-            "200" => Ok(()),
-            "401" => Err(say(&format!("the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)"))),
-            code => Err(say(&format!("GET /v1/health answered {code}"))),
+        let api = Api::new(self.base(), token.map(str::to_owned));
+        let uri = format!("{}/v1/health", self.base());
+        match before_the_run(api.send(hyper::Method::GET, uri, None)) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::PermissionDenied => Err(format!(
+                "{}: the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)",
+                self.base()
+            )),
+            Ok(Err(e)) => Err(format!("{}: {e}", self.base())),
+            Err(e) => Err(format!("{}: {e}", self.base())),
         }
     }
 
-    /// What the daemon's own binary says to `--version` (it has no version endpoint: a
-    /// process it runs reads its parent's executable).
+    /// What the daemon's own binary says to `--version` ([`SandboxControl::version`]).
     pub fn version(&self, token: Option<&str>) -> Result<String, String> {
-        let run = serde_json::json!({
-            "command": "sh",
-            "args": ["-c", r#"exec "$(readlink /proc/$PPID/exe)" --version"#],
-            "timeoutMs": 10_000,
-        });
-        let (code, body) = self.plain("POST /v1/processes/run", token, Some(&run.to_string()))?;
-        let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("{code}: {e}"))?;
-        match (v["exitCode"].as_i64(), v["stdout"].as_str()) {
-            (Some(0), Some(out)) if !out.trim().is_empty() => Ok(out.trim().to_owned()),
-            _ => Err(format!("its binary did not say ({code})")),
-        }
+        let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)));
+        before_the_run(control.version())?.map_err(|e| e.to_string())
     }
+}
+
+/// How long a check before the run may take.
+const CHECK_BOUND: Duration = Duration::from_secs(10);
+
+/// Runs a request to the daemon from the checks before a run, which are sync code (the plan,
+/// a host's report line) that may itself run inside a runtime: on a thread of its own, with
+/// a runtime of its own, at most [`CHECK_BOUND`].
+fn before_the_run<T: Send>(request: impl std::future::Future<Output = T> + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            rt.block_on(async { tokio::time::timeout(CHECK_BOUND, request).await })
+                .map_err(|_| format!("no answer within {}", crate::units::human(CHECK_BOUND)))
+        })
+        .join()
+        .map_err(|_| "the check panicked".to_owned())?
+    })
 }
 
 #[cfg(test)]
