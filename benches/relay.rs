@@ -202,7 +202,7 @@ fn round_trip(c: &mut Criterion) {
                 host: Arc::new(LocalHost::new(dir.path())),
                 busy: Arc::default(),
                 runner: &runner,
-                writer: &writer,
+                writer: Some(&writer),
                 handler,
                 // Local strategies run no watch program.
                 watch_program: std::path::Path::new("relay-bench"),

@@ -25,7 +25,8 @@ pub struct RelaySpec<'a> {
     /// The dir's in-flight gauge, shared by the writer and the host.
     pub busy: Arc<Busy>,
     pub runner: &'a Arc<dyn RunnerSpec>,
-    pub writer: &'a Arc<dyn WriterSpec>,
+    /// The writer here; `None` when the calls are made elsewhere (a writer in the sandbox).
+    pub writer: Option<&'a Arc<dyn WriterSpec>>,
     pub handler: Arc<HandlerModel>,
     /// The relay-bench binary, run in the sandbox by window-exec strategies.
     pub watch_program: &'a Path,
@@ -50,7 +51,8 @@ struct RunnerParts {
 pub struct Relay {
     pub sandbox: u32,
     pub host: Arc<dyn Host>,
-    pub writer: Arc<Writer>,
+    /// `None` when the calls are made elsewhere.
+    pub writer: Option<Arc<Writer>>,
     parts: RunnerParts,
     control: Arc<Control>,
     runner: Option<JoinHandle<RunnerReport>>,
@@ -63,15 +65,17 @@ impl Relay {
     /// Builds both sides and starts the runner loop (inside a tokio runtime).
     pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
         let reporter = Reporter::new(sink.clone(), spec.sandbox);
-        let waiter = spec.writer.build(&spec.dir, Reporter::new(sink.clone(), spec.sandbox));
-        let writer = Writer::new(spec.sandbox, spec.dir.clone(), waiter, sink.clone())
-            .with_busy(spec.busy)
-            .with_cleanup(spec.writer.cleanup());
-        let writer = Arc::new(writer);
+        let writer = spec.writer.map(|w| {
+            let waiter = w.build(&spec.dir, Reporter::new(sink.clone(), spec.sandbox));
+            let writer = Writer::new(spec.sandbox, spec.dir.clone(), waiter, sink.clone())
+                .with_busy(spec.busy.clone())
+                .with_cleanup(w.cleanup());
+            Arc::new(writer)
+        });
         // A pause with no answer ends the call's turn: its writer is told out of band.
-        let w = Arc::downgrade(&writer);
+        let w = writer.as_ref().map(Arc::downgrade);
         let on_park: ParkFn = Arc::new(move |file_id: &str| {
-            if let Some(w) = w.upgrade() {
+            if let Some(w) = w.as_ref().and_then(std::sync::Weak::upgrade) {
                 w.park(file_id);
             }
         });
@@ -110,7 +114,8 @@ impl Relay {
         self.control.start_failure()
     }
 
-    /// One call through the relay, started now.
+    /// One call through the relay, started now. Panics on a relay whose calls are made
+    /// elsewhere (built without a writer).
     pub async fn call(&self, id: &str, args: Option<&str>, deadline: Duration) -> CallEnd {
         let spec = CallSpec {
             id: id.into(),
@@ -120,7 +125,7 @@ impl Relay {
             warmup: false,
             deadline,
         };
-        self.writer.call(spec).await
+        self.writer.as_ref().expect("a relay with its writer here").call(spec).await
     }
 
     /// Stops the runner alone (its source closed, a held exec abandoned) and starts a
@@ -156,7 +161,9 @@ impl Relay {
     /// still busy then is aborted and reported as such. Closes the writer too. Returns the
     /// reports of every runner this relay ran.
     pub async fn stop(&mut self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
-        self.writer.close();
+        if let Some(w) = &self.writer {
+            w.close();
+        }
         let last = self.stop_runner(deadline).await?;
         let mut all: Vec<RunnerReport> = std::mem::take(&mut self.earlier).into_iter().map(|(r, _)| r).collect();
         all.push(last);

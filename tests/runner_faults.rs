@@ -43,7 +43,7 @@ impl Rig {
             host,
             busy: Arc::default(),
             runner: &runner,
-            writer: &writer,
+            writer: Some(&writer),
             handler: Arc::new(handler),
             watch_program: Path::new(env!("CARGO_BIN_EXE_relay-bench")),
             seed: 1,

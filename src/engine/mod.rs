@@ -155,9 +155,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     } else {
         (sink.clone(), None)
     };
-    // The writer here is never called when the calls run elsewhere: an inert one.
-    let writer_spec =
-        if elsewhere { crate::strategy::writer_by_name("poll").expect("registered") } else { case.writer.clone() };
 
     // The relays: a dir, a host and a runner + writer per sandbox.
     let handler = Arc::new(scenario.handler.clone());
@@ -185,7 +182,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             host: built.host,
             busy,
             runner: &case.runner,
-            writer: &writer_spec,
+            writer: (!elsewhere).then_some(&case.writer),
             handler: handler.clone(),
             watch_program: &watch_program,
             seed,
@@ -208,7 +205,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         }
     }
     let hosts: Vec<Arc<dyn Host>> = relays.iter().map(|r| r.host.clone()).collect();
-    let writers: Vec<Arc<Writer>> = relays.iter().map(|r| r.writer.clone()).collect();
+    let writers: Vec<Arc<Writer>> = relays.iter().filter_map(|r| r.writer.clone()).collect();
 
     let slots = wl.schedule();
     let epoch = Instant::now() + backend.lead();
@@ -333,6 +330,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         }
     }
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
+    degraded.extend(writers.iter().filter_map(|w| w.degraded()));
     let mut leftover: u64 = 0;
     let mut sandbox_side = None;
     if let Some(mut inbox) = runner_inbox {
@@ -346,7 +344,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         }
     } else {
         leftover = dirs.iter().map(|d| d.relay_files().map_or(0, |f| f.len() as u64)).sum();
-        degraded.extend(writers.iter().filter_map(|w| w.degraded()));
     }
     drop((writers, relays, fire, done_tx, runner_sink));
     drop(sink);

@@ -56,7 +56,7 @@ pub fn sim_relay(
         host: Arc::new(relay_bench::host::LocalHost::over(dir, Arc::default())),
         busy: Arc::default(),
         runner: &runner_from_toml(runner).unwrap(),
-        writer: &writer_from_toml("watch").unwrap(),
+        writer: Some(&writer_from_toml("watch").unwrap()),
         handler: Arc::new(handler),
         watch_program: Path::new("relay-bench"),
         seed: 1,
