@@ -202,19 +202,30 @@ impl Backend for Real {
         stop: Arc<Signal>,
         fire: Fire,
     ) -> JoinHandle<(usize, bool)> {
-        // The pacer runs on its own OS thread: tokio's timer wheel ticks in whole
-        // milliseconds, a thread sleep is precise to tens of microseconds, and the pacer
-        // must not add lag.
-        let epoch_std = epoch.into_std();
-        tokio::task::spawn_blocking(move || {
-            let fire = |slot: &Slot, at| fire(slot.sandbox, slot.call_id(), Instant::from_std(at), slot.warmup);
-            crate::pacer::pace(&slots, epoch_std, length, || stop.is_closed(), fire)
-        })
+        pace_on_a_thread(slots, epoch, length, stop, fire)
     }
 
     fn progress_every(&self, real: Duration) -> Duration {
         real
     }
+}
+
+/// Fires every slot at its intended start on the real clock (the pacer of this machine,
+/// and of the in-sandbox writer). The pacer runs on its own OS thread: tokio's timer wheel
+/// ticks in whole milliseconds, a thread sleep is precise to tens of microseconds, and the
+/// pacer must not add lag.
+pub fn pace_on_a_thread(
+    slots: Vec<Slot>,
+    epoch: Instant,
+    length: Duration,
+    stop: Arc<Signal>,
+    fire: Fire,
+) -> JoinHandle<(usize, bool)> {
+    let epoch_std = epoch.into_std();
+    tokio::task::spawn_blocking(move || {
+        let fire = |slot: &Slot, at| fire(slot.sandbox, slot.call_id(), Instant::from_std(at), slot.warmup);
+        crate::pacer::pace(&slots, epoch_std, length, || stop.is_closed(), fire)
+    })
 }
 
 /// The watch program of a real-clock case with program faults: a symlink the schedule

@@ -162,17 +162,10 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
         })
     };
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let fire = super::super::firing(vec![writer.clone()], wl, done_tx);
-    let (stop2, epoch_std, length) = (stop.clone(), epoch.into_std(), wl.duration());
-    let pacer = tokio::task::spawn_blocking(move || {
-        crate::pacer::pace(
-            &slots,
-            epoch_std,
-            length,
-            || stop2.is_closed(),
-            |slot, at| fire(0, slot.call_id(), tokio::time::Instant::from_std(at), slot.warmup),
-        )
-    });
+    // Its one writer stands at index 0 of the writers the calls are fired on.
+    let on_writer = super::super::firing(vec![writer.clone()], wl, done_tx);
+    let fire: super::super::backend::Fire = Arc::new(move |_sandbox, id, at, warmup| on_writer(0, id, at, warmup));
+    let pacer = super::super::backend::pace_on_a_thread(slots, epoch, wl.duration(), stop.clone(), fire);
     let mut pacer = std::pin::pin!(pacer);
     let (mut fired, mut finished, mut closed) = (None::<usize>, 0usize, false);
     while fired.is_none_or(|n| finished < n) {
