@@ -139,16 +139,16 @@ fn run_cli(text: &str) -> (Option<i32>, String, std::time::Duration) {
     let file = dir.path().join("s.toml");
     std::fs::write(&file, text).unwrap();
     let t0 = std::time::Instant::now();
-    let out = Command::new(BIN)
-        .arg("run")
-        .arg(&file)
-        .args(["--no-calibration", "--quiet", "--out"])
-        .arg(dir.path().join("out"))
-        .arg("--relay-root")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = run_command(&file, dir.path()).output().unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), t0.elapsed())
+}
+
+/// `relay-bench run FILE` with its report and relay dirs under `dir`.
+fn run_command(file: &Path, dir: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("run").arg(file).args(["--no-calibration", "--quiet", "--out"]).arg(dir.join("out"));
+    c.arg("--relay-root").arg(dir);
+    c
 }
 
 #[test]
@@ -341,13 +341,7 @@ fn an_abort_kills_what_a_black_box_runner_started() {
     let pid_file = dir.path().join("pid");
     let file = dir.path().join("s.toml");
     std::fs::write(&file, sleeper("abort", &pid_file, 2, "120s")).unwrap();
-    let child = Command::new(BIN)
-        .arg("run")
-        .arg(&file)
-        .args(["--no-calibration", "--quiet", "--out"])
-        .arg(dir.path().join("out"))
-        .arg("--relay-root")
-        .arg(dir.path())
+    let child = run_command(&file, dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
