@@ -56,12 +56,6 @@ pub struct Finished {
     pub degraded: Vec<String>,
 }
 
-/// What the pacer task leaves for the end.
-#[derive(Default)]
-struct Collected {
-    problems: Vec<String>,
-}
-
 /// Where a case's files are in the sandbox, under its root.
 #[derive(Debug, Clone)]
 struct Layout {
@@ -98,7 +92,8 @@ pub struct InSandbox {
     version: Option<String>,
     program_bytes: u64,
     upload: Duration,
-    collected: Arc<Mutex<Collected>>,
+    /// What the pacer task met, for the end.
+    problems: Arc<Mutex<Vec<String>>>,
 }
 
 /// A relay dir in the sandbox: only its path is known here; every operation on it is the
@@ -166,7 +161,7 @@ impl InSandbox {
             version: None,
             program_bytes: 0,
             upload: Duration::ZERO,
-            collected: Arc::default(),
+            problems: Arc::default(),
         })
     }
 
@@ -280,7 +275,7 @@ impl Backend for InSandbox {
             case: self.case.clone(),
             before: self.before.clone(),
             bound: length + writer_deadline(self.workload.tool_timeout) + END_MARGIN,
-            collected: self.collected.clone(),
+            problems: self.problems.clone(),
         };
         let fired = slots.len();
         tokio::spawn(async move { run.run(epoch, stop, fired).await })
@@ -327,7 +322,7 @@ impl Backend for InSandbox {
 
     fn finish(&mut self, runner: Vec<Msg>) -> BoxFut<'_, Option<Finished>> {
         Box::pin(async move {
-            let mut problems = std::mem::take(&mut self.collected.lock().expect("collected poisoned").problems);
+            let mut problems = std::mem::take(&mut *self.problems.lock().expect("problems poisoned"));
             let (logs, fit) = self.bring_back(&mut problems).await;
             let degraded = logs.iter().filter_map(|l| l.degraded.clone()).collect();
             let msgs = log::merge(runner, logs.into_iter().map(|l| l.msgs).collect());
@@ -343,16 +338,15 @@ impl Backend for InSandbox {
                     problems.push(format!("cannot remove {} in the sandbox: {e}", self.at.root));
                 }
             }
-            let fit = Some(fit);
             let side = SandboxSide {
                 root: self.at.root.clone(),
                 daemon_version: self.version.clone(),
                 program_bytes: self.program_bytes,
                 upload_ms: crate::units::ms_2dp(self.upload),
-                clock_offset_ms: fit.map_or(0.0, |f| (f.offset_ns() / 1e3).round() / 1e3),
-                clock_uncertainty_ms: fit.map_or(0.0, |f| f.uncertainty_ns as f64 / 1e6),
-                clock_drift_ppm: fit.map_or(0.0, |f| (f.drift_ppm() * 10.0).round() / 10.0),
-                clock_readings: fit.map_or(0, |f| f.readings as u32),
+                clock_offset_ms: (fit.offset_ns() / 1e3).round() / 1e3,
+                clock_uncertainty_ms: fit.uncertainty_ns as f64 / 1e6,
+                clock_drift_ppm: (fit.drift_ppm() * 10.0).round() / 10.0,
+                clock_readings: fit.readings as u32,
             };
             Some(Finished { msgs, leftover, side, problems, degraded })
         })
@@ -366,7 +360,8 @@ struct Writers {
     case: String,
     before: Vec<ClockReading>,
     bound: Duration,
-    collected: Arc<Mutex<Collected>>,
+    /// What the pacer task met, for the end.
+    problems: Arc<Mutex<Vec<String>>>,
 }
 
 impl Writers {
@@ -375,7 +370,7 @@ impl Writers {
         let mono = Mono::now();
         let mut problems = Vec::new();
         let Some(fit0) = ClockFit::of(&self.before, &[]) else {
-            self.collected.lock().expect("collected poisoned").problems.push("no clock reading".into());
+            self.problems.lock().expect("problems poisoned").push("no clock reading".into());
             return (0, true);
         };
         let start_ns = fit0.to_sandbox(mono.ns_of(epoch));
@@ -444,7 +439,7 @@ impl Writers {
                 break;
             }
         }
-        self.collected.lock().expect("collected poisoned").problems = problems;
+        self.problems.lock().expect("problems poisoned").extend(problems);
         (fired, stop.is_closed())
     }
 }
