@@ -16,15 +16,15 @@ use std::time::Duration;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use relay_bench::eventlog::EventLog;
+use relay_bench::base::protocol::{Outcome, Request, Response};
 use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, Listener, RunnerSide, WriterSide};
-use relay_bench::handler::HandlerModel;
-use relay_bench::host::LocalHost;
-use relay_bench::protocol::{Outcome, Request, Response};
-use relay_bench::recorder::Recorder;
-use relay_bench::relay::{Relay, RelaySpec};
+use relay_bench::record::eventlog::EventLog;
+use relay_bench::record::recorder::Recorder;
+use relay_bench::relay::handler::HandlerModel;
+use relay_bench::relay::writer::CallEnd;
+use relay_bench::sandbox::host::LocalHost;
+use relay_bench::strategy::pair::{Relay, RelaySpec};
 use relay_bench::strategy::{runner_from_toml, writer_from_toml};
-use relay_bench::writer::CallEnd;
 use tokio::time::Instant;
 
 fn protocol(c: &mut Criterion) {
@@ -198,7 +198,7 @@ fn round_trip(c: &mut Criterion) {
         let mut relay = rt.block_on(async {
             let spec = RelaySpec {
                 sandbox: 0,
-                dir: Arc::new(relay_bench::dir::RealDir::new(dir.path())),
+                dir: Arc::new(relay_bench::sandbox::dir::RealDir::new(dir.path())),
                 host: Arc::new(LocalHost::new(dir.path())),
                 busy: Arc::default(),
                 runner: &runner,

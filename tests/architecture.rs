@@ -1,30 +1,30 @@
-//! The layering written down in `src/lib.rs` holds: every `crate::` path in a module names
-//! a module of its own layer or a lower one, and modules of one layer import each other
-//! without a cycle. The table in `lib.rs` is the one place the layers are written; this
-//! test reads it.
+//! The layering holds: each folder under `src/` is a layer, in the order `src/lib.rs`
+//! declares them (`pub mod base;` first); every path a file names through `crate::` or
+//! `super::` — in a `use` tree, braces and all, or inline in code — reaches a module of its
+//! own layer or a lower one, and the modules of one layer (the files and folders directly
+//! in it) import each other without a cycle. Nothing here is a table to keep in step: the
+//! layers are the folders, their order is lib.rs's.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// `module -> layer`, from the `| N name | `a`, `b` | ... |` rows of lib.rs's docs.
-fn layers() -> BTreeMap<String, usize> {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    let mut out = BTreeMap::new();
-    for line in lib.lines().filter_map(|l| l.strip_prefix("//! | ")) {
-        let cells: Vec<&str> = line.split(" | ").collect();
-        let Some(layer) = cells.first().and_then(|c| c.split_whitespace().next()).and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        for m in cells[1].split(", ") {
-            out.insert(m.trim_matches('`').to_owned(), layer);
-        }
-    }
-    out
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// Every source file and the top module it belongs to.
-fn files() -> Vec<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+/// The layers, bottom-up: the `pub mod NAME;` lines of lib.rs, in order.
+fn layers() -> Vec<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod ").and_then(|r| r.strip_suffix(';')))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every source file under `src/` (lib.rs and main.rs aside) with its module path
+/// (`src/sandbox/host/remote.rs` -> `["sandbox", "host", "remote"]`; a `mod.rs` is its folder).
+fn files() -> Vec<(Vec<String>, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
@@ -34,65 +34,302 @@ fn files() -> Vec<(String, String)> {
             }
         }
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut paths = Vec::new();
-    walk(&src, &mut paths);
+    walk(&src(), &mut paths);
+    paths.sort();
     paths
         .into_iter()
         .filter_map(|p| {
-            let rel = p.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
-            let top = rel.split('/').next().unwrap().trim_end_matches(".rs").to_owned();
-            (top != "lib" && top != "main").then(|| (top, std::fs::read_to_string(&p).unwrap()))
+            let rel = p.strip_prefix(src()).unwrap().with_extension("");
+            let mut module: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            if module.last().is_some_and(|l| l == "mod") {
+                module.pop();
+            }
+            let top_file = module.len() == 1 && (module[0] == "lib" || module[0] == "main");
+            (!top_file).then(|| (module, std::fs::read_to_string(&p).unwrap()))
         })
         .collect()
 }
 
-/// The top modules a file's code (not its comments) names through `crate::`.
-fn imports(text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for line in text.lines().map(str::trim_start).filter(|l| !l.starts_with("//")) {
-        let mut rest = line;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if name.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
-                out.insert(name);
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Colons,
+    Punct(char),
+}
+
+/// The tokens of Rust source that paths are made of: comments, string, byte-string, raw
+/// string and character literals are skipped; a lifetime is an identifier.
+fn tokens(text: &str) -> Vec<Tok> {
+    let c: Vec<char> = text.chars().collect();
+    let (mut i, mut out) = (0usize, Vec::new());
+    let at = |i: usize| c.get(i).copied().unwrap_or('\0');
+    while i < c.len() {
+        let ch = c[i];
+        if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '/' && at(i + 1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
             }
+        } else if ch == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if ch == 'r' && (at(i + 1) == '#' || at(i + 1) == '"') && {
+            let mut j = i + 1;
+            while at(j) == '#' {
+                j += 1;
+            }
+            at(j) == '"'
+        } {
+            // A raw string: r#"..."#, as many hashes to close as to open.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while at(j) == '#' {
+                hashes += 1;
+                j += 1;
+            }
+            j += 1;
+            loop {
+                if j >= c.len() {
+                    break;
+                }
+                if c[j] == '"' && (1..=hashes).all(|k| at(j + k) == '#') {
+                    j += 1 + hashes;
+                    break;
+                }
+                j += 1;
+            }
+            i = j;
+        } else if ch == '"' || (ch == 'b' && at(i + 1) == '"') {
+            i += if ch == 'b' { 2 } else { 1 };
+            while i < c.len() && c[i] != '"' {
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if ch == '\'' || (ch == 'b' && at(i + 1) == '\'') {
+            let start = if ch == 'b' { i + 1 } else { i };
+            // A character literal ('x', '\n', '\u{1F600}'), or a lifetime ('a).
+            if at(start + 1) == '\\' {
+                let mut j = start + 2;
+                while j < c.len() && c[j] != '\'' {
+                    j += 1;
+                }
+                i = j + 1;
+            } else if at(start + 2) == '\'' {
+                i = start + 3;
+            } else {
+                i = start + 1;
+            }
+        } else if ch.is_alphanumeric() || ch == '_' {
+            let s = i;
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            out.push(Tok::Ident(c[s..i].iter().collect()));
+        } else if ch == ':' && at(i + 1) == ':' {
+            out.push(Tok::Colons);
+            i += 2;
+        } else {
+            out.push(Tok::Punct(ch));
+            i += 1;
         }
     }
     out
 }
 
-#[test]
-fn every_module_has_a_layer_and_imports_only_downward() {
-    let layers = layers();
-    assert!(layers.len() > 20, "the table in lib.rs was read: {layers:?}");
-    let mut upward = Vec::new();
-    for (top, text) in files() {
-        let Some(&own) = layers.get(&top) else { panic!("module `{top}` has no layer in src/lib.rs") };
-        for dep in imports(&text) {
-            let Some(&theirs) = layers.get(&dep) else { continue }; // a type at the root (BoxFut)
-            if theirs > own {
-                upward.push(format!("{top} (layer {own}) imports {dep} (layer {theirs})"));
+/// Reads one path tree at `toks[*i]` (after its root and the `::` that follows it):
+/// `a::b`, `a::{b, c::{d, e as f}}`, `a::*`; appends every whole path to `out`.
+fn tree(toks: &[Tok], i: &mut usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let mut path = prefix;
+    loop {
+        match toks.get(*i) {
+            Some(Tok::Ident(s)) => {
+                *i += 1;
+                if s != "self" {
+                    path.push(s.clone());
+                }
+                if toks.get(*i) == Some(&Tok::Colons) {
+                    *i += 1;
+                    continue;
+                }
+                out.push(path);
+                return;
+            }
+            Some(Tok::Punct('{')) => {
+                *i += 1;
+                loop {
+                    match toks.get(*i) {
+                        Some(Tok::Punct('}')) | None => {
+                            *i += 1;
+                            return;
+                        }
+                        Some(Tok::Punct(',')) => *i += 1,
+                        Some(Tok::Ident(w)) if w == "as" => *i += 2,
+                        _ => tree(toks, i, path.clone(), out),
+                    }
+                }
+            }
+            Some(Tok::Punct('*')) => {
+                *i += 1;
+                out.push(path);
+                return;
+            }
+            _ => {
+                out.push(path);
+                return;
             }
         }
     }
-    upward.sort();
-    upward.dedup();
-    assert!(upward.is_empty(), "upward imports:\n{}", upward.join("\n"));
+}
+
+/// Every module path a file names, made absolute: `crate::a::b` is `[a, b, ..]`;
+/// `super::x` climbs from the module it is written in (an inline `mod tests { .. }` is one
+/// more level).
+fn imports(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let toks = tokens(text);
+    let mut out = Vec::new();
+    // Inline modules open at a brace depth: (depth, name).
+    let (mut depth, mut inline): (usize, Vec<usize>) = (0, Vec::new());
+    let mut i = 0;
+    while i < toks.len() {
+        match &toks[i] {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                depth = depth.saturating_sub(1);
+                if inline.last() == Some(&depth) {
+                    inline.pop();
+                }
+            }
+            Tok::Ident(m)
+                if m == "mod"
+                    && matches!(toks.get(i + 1), Some(Tok::Ident(_)))
+                    && toks.get(i + 2) == Some(&Tok::Punct('{')) =>
+            {
+                inline.push(depth);
+            }
+            Tok::Ident(root) if (root == "crate" || root == "super") && toks.get(i + 1) == Some(&Tok::Colons) => {
+                let mut base: Vec<String> = if root == "crate" { Vec::new() } else { module.to_vec() };
+                if root == "super" {
+                    // The module this is written in: the file's, or an inline one inside it.
+                    base.extend(std::iter::repeat_n("<inline>".to_owned(), inline.len()));
+                    let mut j = i;
+                    while matches!(&toks.get(j), Some(Tok::Ident(s)) if s == "super")
+                        && toks.get(j + 1) == Some(&Tok::Colons)
+                    {
+                        base.pop();
+                        j += 2;
+                    }
+                    i = j;
+                } else {
+                    i += 2;
+                }
+                let mut found = Vec::new();
+                tree(&toks, &mut i, base, &mut found);
+                out.extend(found.into_iter().filter(|p| p.first().is_none_or(|s| s != "<inline>")));
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 #[test]
-fn modules_of_one_layer_import_each_other_without_a_cycle() {
+fn paths_are_read_from_use_trees_and_code() {
+    let text = r#"
+        use crate::base::{units::human, fields::{Fields, ScenarioError as E}};
+        use super::{x, y::*};
+        // use crate::app::cli; (a comment names nothing)
+        const S: &str = "crate::app::nothing";
+        fn f<'a>(c: char) -> bool { c == '{' || crate::report::export::Json::new().is() }
+        #[cfg(test)]
+        mod tests { use super::*; use super::super::z; }
+    "#;
+    let got = imports(&["sandbox".into(), "host".into(), "remote".into()], text);
+    let heads: Vec<String> = got.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        heads,
+        [
+            "base::units::human",
+            "base::fields::Fields",
+            "base::fields::ScenarioError",
+            "sandbox::host::x",
+            "sandbox::host::y",
+            "report::export::Json::new",
+            "sandbox::host::remote",
+            "sandbox::host::z",
+        ]
+    );
+}
+
+/// A source file: its module path, its layer's index, the absolute paths it imports.
+type File = (Vec<String>, usize, Vec<Vec<String>>);
+
+fn read_all() -> (Vec<String>, Vec<File>) {
     let layers = layers();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (top, text) in files() {
-        let own = layers.get(&top).copied();
-        let deps: Vec<String> =
-            imports(&text).into_iter().filter(|d| *d != top && layers.get(d).copied() == own).collect();
-        graph.entry(top).or_default().extend(deps);
+    assert!(layers.len() >= 8, "the layers were read from lib.rs: {layers:?}");
+    let mut out = Vec::new();
+    for (module, text) in files() {
+        let own = layers.iter().position(|l| *l == module[0]).unwrap_or_else(|| {
+            panic!("src/{} is in no layer: its folder is not declared in src/lib.rs", module.join("/"))
+        });
+        out.push((module.clone(), own, imports(&module, &text)));
     }
-    // Depth-first search for a back edge.
+    (layers, out)
+}
+
+#[test]
+fn every_file_imports_only_its_layer_or_lower_ones() {
+    let (layers, files) = read_all();
+    let mut upward = BTreeSet::new();
+    for (module, own, paths) in &files {
+        for p in paths {
+            let Some(theirs) = p.first().and_then(|h| layers.iter().position(|l| l == h)) else { continue };
+            if theirs > *own {
+                upward.insert(format!(
+                    "src/{} (layer {}) imports {} (layer {})",
+                    module.join("/"),
+                    layers[*own],
+                    p.join("::"),
+                    layers[theirs]
+                ));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "upward imports:\n{}", upward.into_iter().collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn the_modules_of_one_layer_import_each_other_without_a_cycle() {
+    let (_, files) = read_all();
+    // Nodes: `layer/module` (the files and folders directly in a layer folder; its mod.rs
+    // is the layer itself and stays out: it only declares and re-exports).
+    let node = |p: &[String]| (p.len() >= 2).then(|| format!("{}/{}", p[0], p[1]));
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, _, paths) in &files {
+        let Some(from) = node(module) else { continue };
+        let entry = graph.entry(from.clone()).or_default();
+        for to in paths.iter().filter(|p| p.first() == module.first()).filter_map(|p| node(p)) {
+            if to != from {
+                entry.insert(to);
+            }
+        }
+    }
     fn visit(
         n: &str,
         g: &BTreeMap<String, BTreeSet<String>>,
@@ -129,14 +366,27 @@ fn modules_of_one_layer_import_each_other_without_a_cycle() {
 }
 
 #[test]
-fn no_source_file_passes_600_lines_by_much() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut long = Vec::new();
-    for (top, text) in files() {
-        let n = text.lines().count();
-        if n > 650 {
-            long.push(format!("{top}: a file of {n} lines"));
+fn modules_are_folders_with_a_mod_rs() {
+    // `foo.rs` beside `foo/` is the other module style: one style throughout.
+    let (_, files) = read_all();
+    let mut mixed = Vec::new();
+    for (module, _, _) in &files {
+        let file = src().join(module.join("/")).with_extension("rs");
+        if file.is_file() && src().join(module.join("/")).is_dir() {
+            mixed.push(file.display().to_string());
         }
     }
-    assert!(long.is_empty(), "{} has files of more than ~600 lines: {long:?}", src.display());
+    assert!(mixed.is_empty(), "modules written as `name.rs` beside `name/` (use name/mod.rs): {mixed:?}");
+}
+
+#[test]
+fn no_source_file_passes_600_lines_by_much() {
+    let mut long = Vec::new();
+    for (module, text) in files() {
+        let n = text.lines().count();
+        if n > 650 {
+            long.push(format!("src/{}: {n} lines", module.join("/")));
+        }
+    }
+    assert!(long.is_empty(), "files of more than ~600 lines: {long:?}");
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::host::{find_sandbox_agent, AgentHost, AgentProcess, Host};
+use relay_bench::sandbox::host::{find_sandbox_agent, AgentHost, AgentProcess, Host};
 
 mod common;
 
@@ -117,7 +117,7 @@ writer = "watch"
 /// joined with the runner's (no breach, nothing left), the sandbox's clock joined to this
 /// one (here the two are one clock, so the estimated offset must lie within the bound the
 /// report gives), its files removed and no writer left running.
-fn in_sandbox_side_checks(r: &relay_bench::summary::CaseResult) {
+fn in_sandbox_side_checks(r: &relay_bench::results::summary::CaseResult) {
     let side = r.sandbox_side.as_ref().unwrap();
     assert_eq!(side.daemon_version.as_deref(), Some("sandbox-agent 0.4.2"), "asked of the daemon's own binary");
     assert!(side.program_bytes > 1_000_000 && side.clock_readings == 10, "{side:?}");
@@ -327,7 +327,8 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(summary["results"][0]["host"], format!("sandbox-agent 0.4.2 @ 127.0.0.1:{port}"), "asked of its binary");
     // The in-sandbox side went up, ran and came back through the daemon, token and all.
-    let mine: relay_bench::summary::CaseResult = serde_json::from_value(summary["results"][1].clone()).unwrap();
+    let mine: relay_bench::results::summary::CaseResult =
+        serde_json::from_value(summary["results"][1].clone()).unwrap();
     assert!(mine.pass, "{:?} {:?}", mine.gates, mine.notices);
     in_sandbox_side_checks(&mine);
     for f in ["summary.json", "summary.md", "events.ndjson"] {
@@ -376,7 +377,7 @@ fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files()
     let done = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(130), "{err}");
-    let summary: relay_bench::summary::Summary =
+    let summary: relay_bench::results::summary::Summary =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap())
             .unwrap_or_else(|e| panic!("{e}: {err}"));
     let r = &summary.results[0];
@@ -477,7 +478,7 @@ fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daem
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let summary: relay_bench::summary::Summary =
+    let summary: relay_bench::results::summary::Summary =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     let r = &summary.results[0];
     assert!(r.pass && r.calls.completed > 0 && r.calls.lost == 0, "{:?} {:?}", r.calls, r.notices);

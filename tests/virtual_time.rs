@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::dir::{RelayDir, SimDir, SimFault, Step};
 use relay_bench::engine::{run_case_virtual, CaseEnv};
 use relay_bench::events::EventSink;
-use relay_bench::fault::FaultKind;
-use relay_bench::handler::HandlerModel;
-use relay_bench::relay::Relay;
+use relay_bench::relay::handler::HandlerModel;
+use relay_bench::sandbox::dir::{RelayDir, SimDir, SimFault, Step};
+use relay_bench::scenario::fault::FaultKind;
 use relay_bench::scenario::Scenario;
+use relay_bench::strategy::pair::Relay;
 use tokio::time::Instant;
 
 mod common;
@@ -107,7 +107,7 @@ async fn a_request_published_at_each_boundary_of_the_watch_program_is_picked_up(
         sim.on_step(move |at| {
             if at == step && !seen2.swap(true, Ordering::SeqCst) {
                 let body = br#"{"toolName":"t","toolCallId":"b","args":{}}"#;
-                relay_bench::dir::publish_now(&s, "b.req.json", body).unwrap();
+                relay_bench::sandbox::dir::publish_now(&s, "b.req.json", body).unwrap();
             }
         });
         let t0 = Instant::now();

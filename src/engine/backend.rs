@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::dir::{RealDir, RelayDir, SimDir, SimFault};
-use crate::host::SandboxControl;
-use crate::pacer::Slot;
-use crate::signal::Signal;
+use crate::base::signal::Signal;
+use crate::sandbox::dir::{RealDir, RelayDir, SimDir, SimFault};
+use crate::sandbox::host::SandboxControl;
+use crate::scenario::pacer::Slot;
 use crate::BoxFut;
 
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
@@ -66,9 +66,21 @@ pub trait Backend: Send + Sync {
     }
     /// Once the runners have stopped: their messages (`runner`) joined with what the calls'
     /// side recorded elsewhere; `None` when the calls ran here.
-    fn finish(&mut self, _runner: Vec<crate::events::Msg>) -> BoxFut<'_, Option<super::sandbox::Finished>> {
+    fn finish(&mut self, _runner: Vec<crate::events::Msg>) -> BoxFut<'_, Option<Finished>> {
         Box::pin(std::future::ready(None))
     }
+}
+
+/// What the case's end hands the engine: every message in one order, the relay files left,
+/// and what the report says of the sandbox side.
+pub struct Finished {
+    pub msgs: Vec<crate::events::Msg>,
+    pub leftover: u64,
+    pub side: crate::results::summary::SandboxSide,
+    /// Problems met (said as notices).
+    pub problems: Vec<String>,
+    /// A writer whose response watch degraded, by what it said.
+    pub degraded: Vec<String>,
 }
 
 /// The in-memory sandbox on a paused clock.
@@ -131,7 +143,7 @@ impl Backend for Virtual {
     ) -> JoinHandle<(usize, bool)> {
         tokio::spawn(async move {
             let fire = |slot: &Slot, at: Instant| fire(slot.sandbox, slot.call_id(), at, slot.warmup);
-            crate::pacer::pace_async(&slots, epoch, length, || stop.is_closed(), fire).await
+            crate::scenario::pacer::pace_async(&slots, epoch, length, || stop.is_closed(), fire).await
         })
     }
 
@@ -224,7 +236,7 @@ pub fn pace_on_a_thread(
     let epoch_std = epoch.into_std();
     tokio::task::spawn_blocking(move || {
         let fire = |slot: &Slot, at| fire(slot.sandbox, slot.call_id(), Instant::from_std(at), slot.warmup);
-        crate::pacer::pace(&slots, epoch_std, length, || stop.is_closed(), fire)
+        crate::scenario::pacer::pace(&slots, epoch_std, length, || stop.is_closed(), fire)
     })
 }
 
@@ -258,7 +270,7 @@ impl ProgramSwitch {
 
     fn point(&self, to: Option<&Path>) -> io::Result<()> {
         match to {
-            None => crate::fsio::remove_if_present(&self.link),
+            None => crate::base::fsio::remove_if_present(&self.link),
             Some(target) => {
                 let tmp = self.link.with_extension("new");
                 let _ = std::fs::remove_file(&tmp);

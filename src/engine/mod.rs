@@ -5,7 +5,7 @@
 //! depends on the clock is the [`backend::Backend`].
 
 pub mod backend;
-pub mod sandbox;
+pub mod in_sandbox;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,21 +15,21 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use self::backend::{Backend, Fire};
-use crate::calls_csv::CallsCsv;
-use crate::eventlog::EventLog;
+use crate::base::notice::Say;
+use crate::base::signal::Signal;
+use crate::base::units::{human, new_histogram};
 use crate::events::{EventSink, Listener};
-use crate::fault::{Target, AFTERMATH};
-use crate::host::{Busy, DaemonControl, Host, RequestCounts};
-use crate::notice::Say;
-use crate::rates::Snapshots;
-use crate::recorder::{CaseHdr, LatencyStats, Measure, Recorder, Recording, Span};
-use crate::relay::{Relay, RelaySpec};
-use crate::runner::RunnerReport;
+use crate::record::calls_csv::CallsCsv;
+use crate::record::eventlog::EventLog;
+use crate::record::recorder::{CaseHdr, LatencyStats, Measure, Recorder, Recording, Span};
+use crate::relay::runner::RunnerReport;
+use crate::relay::writer::{writer_deadline, CallSpec, Writer};
+use crate::results::rates::Snapshots;
+use crate::results::summary::{CaseResult, RunnerStats};
+use crate::sandbox::host::{Busy, DaemonControl, Host, RequestCounts};
+use crate::scenario::fault::{Target, AFTERMATH};
 use crate::scenario::{CaseSpec, Clock, Scenario};
-use crate::signal::Signal;
-use crate::summary::{CaseResult, RunnerStats};
-use crate::units::{human, new_histogram};
-use crate::writer::{writer_deadline, CallSpec, Writer};
+use crate::strategy::pair::{Relay, RelaySpec};
 
 /// How long stopped runners get to finish their in-flight handlers.
 const STOP_BOUND: Duration = Duration::from_secs(30);
@@ -91,7 +91,7 @@ fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Bo
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     if let Some(root) = case.host.in_sandbox() {
         let text = scenario.source.clone();
-        let b = sandbox::InSandbox::new(root, &case.name, &env.watch_program, text, scenario.workload.clone())
+        let b = in_sandbox::InSandbox::new(root, &case.name, &env.watch_program, text, scenario.workload.clone())
             .map_err(setup)?;
         return Ok(Box::new(b));
     }
@@ -230,7 +230,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut finished = 0usize;
     let every = backend.progress_every(env.progress_every);
     let mut tick = tokio::time::interval_at(epoch + every, every);
-    let mut actions = crate::fault::actions(&case.faults).into_iter().peekable();
+    let mut actions = crate::scenario::fault::actions(&case.faults).into_iter().peekable();
     let mut stops: Vec<Option<Duration>> = vec![None; case.faults.len()];
     let mut burst_calls = 0usize;
     let far = epoch + Duration::from_secs(86_400 * 365);
@@ -381,7 +381,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     };
     r.fill_from(&recording);
     r.calls.scheduled = total as u64;
-    r.requests = crate::rates::requests(&Snapshots {
+    r.requests = crate::results::rates::requests(&Snapshots {
         sandboxes: wl.sandboxes,
         window,
         before,
@@ -394,7 +394,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         busy_known: !elsewhere,
     });
     r.runner = RunnerStats::of(&reports, stuck, degraded);
-    r.faults = crate::fault::rows(&case.faults, epoch, &recording, &stops);
+    r.faults = crate::scenario::fault::rows(&case.faults, epoch, &recording, &stops);
     r.hdr = Some(Arc::new(CaseHdr {
         measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),
         intervals: recording.intervals.clone(),
@@ -408,11 +408,11 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
 /// says on `done` when it has ended.
 pub(crate) fn firing(
     writers: Vec<Arc<Writer>>,
-    wl: &crate::pacer::Workload,
+    wl: &crate::scenario::pacer::Workload,
     done: tokio::sync::mpsc::UnboundedSender<()>,
 ) -> Fire {
     let deadline = writer_deadline(wl.tool_timeout);
-    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::handler::filler(wl.payload_bytes)));
+    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::relay::handler::filler(wl.payload_bytes)));
     let handle = tokio::runtime::Handle::current();
     Arc::new(move |sandbox: u32, id: String, at: Instant, warmup: bool| {
         let writer = writers[sandbox as usize].clone();

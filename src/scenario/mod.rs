@@ -5,20 +5,23 @@
 //! setting that does not apply to the chosen strategy, or a gate on an unknown metric is an
 //! error naming the file, the key and the allowed values.
 
-pub use crate::config::ScenarioError;
+pub use crate::base::fields::ScenarioError;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Fields;
-use crate::fault::{FaultKind, FaultSpec, Target};
-use crate::gate::Gate;
-use crate::handler::HandlerModel;
-use crate::host::{parse_profile, HostSpec, Profiles, HOSTS};
-use crate::pacer::{Arrival, Phase, Workload};
+use crate::base::fields::Fields;
+use crate::relay::handler::HandlerModel;
+use crate::sandbox::host::{parse_profile, HostSpec, Profiles, HOSTS};
+use crate::scenario::fault::{FaultKind, FaultSpec, Target};
+use crate::scenario::gate::Gate;
+use crate::scenario::pacer::{Arrival, Phase, Workload};
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
+pub mod fault;
+pub mod gate;
+pub mod pacer;
 mod rules;
 
 use rules::{add_invariants, check_burst_calls, check_schedule_size};
@@ -198,7 +201,9 @@ impl Scenario {
         }
         for (i, c) in cases.iter().enumerate() {
             let base = c.baseline.as_deref().or(baseline.as_deref()).filter(|b| *b != c.name);
-            if base.is_none() && c.gates.iter().any(|g| matches!(g.metric, crate::gate::Metric::VsBaseline(_))) {
+            if base.is_none()
+                && c.gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)))
+            {
                 return Err(ScenarioError {
                     file: file.to_owned(),
                     key: format!("case[{i}].gates"),
@@ -316,7 +321,7 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Resul
     check_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or("local");
-    let kind = crate::host::kind(host_name).expect("validated");
+    let kind = crate::sandbox::host::kind(host_name).expect("validated");
     let host = kind.parse(c, profiles)?;
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
@@ -363,7 +368,9 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
     };
     let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
     if at >= wl.duration() {
-        return Err(f.err("at", format!("must fall inside the schedule ({})", crate::units::human(wl.duration()))));
+        return Err(
+            f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
+        );
     }
     let sandbox = f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32;
     let calls = f.int("calls", 1, 10_000)?;

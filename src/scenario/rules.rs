@@ -1,10 +1,10 @@
 //! What every scenario respects whatever it asks for: names that stay one plain file name,
 //! sizes counted before anything is allocated, and the invariants every case is gated on.
 
-use crate::config::{Fields, ScenarioError};
-use crate::fault::FaultSpec;
-use crate::gate::Gate;
-use crate::pacer::{Workload, MAX_CALLS_PER_CASE};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::scenario::fault::FaultSpec;
+use crate::scenario::gate::Gate;
+use crate::scenario::pacer::{Workload, MAX_CALLS_PER_CASE};
 
 /// The most cases one scenario may hold: every case rewrites the run's reports, so a
 /// scenario of thousands is a generator's mistake, not a benchmark.
@@ -44,7 +44,7 @@ pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(),
              turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
              calls_per_turn",
             wl.planned_turns(),
-            crate::units::human(wl.duration()),
+            crate::base::units::human(wl.duration()),
             wl.calls_per_turn
         ),
     ))

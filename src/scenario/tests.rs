@@ -118,7 +118,7 @@ fn a_fault_that_happens_once_takes_no_duration() {
     assert_eq!(Scenario::parse("s.toml", &ok).unwrap().cases[0].faults.len(), 1);
     let e = err(&format!("{ok}duration = \"1s\"\n"));
     assert!(e.key.ends_with("duration") && e.msg.contains("happens once"), "{e}");
-    assert_eq!(crate::fault::actions(&Scenario::parse("s.toml", &ok).unwrap().cases[0].faults).len(), 1);
+    assert_eq!(crate::scenario::fault::actions(&Scenario::parse("s.toml", &ok).unwrap().cases[0].faults).len(), 1);
 }
 
 #[test]
@@ -166,7 +166,10 @@ writer = "poll"
     let at_cap = GOOD
         .replace("turns_per_sec = 5", "turns_per_sec = 100000")
         .replace("calls_per_turn = 3", "calls_per_turn = 50");
-    assert_eq!(Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(), crate::pacer::MAX_CALLS_PER_CASE);
+    assert_eq!(
+        Scenario::parse("s.toml", &at_cap).unwrap().workload.planned_calls(),
+        crate::scenario::pacer::MAX_CALLS_PER_CASE
+    );
     // A burst's calls count too.
     let burst = format!("{at_cap}[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 2\n");
     let e = err(&burst);

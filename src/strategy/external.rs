@@ -19,13 +19,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Parts, PickupDefinition, RunnerKind, RunnerSpec};
-use crate::config::{Fields, ScenarioError};
-use crate::dir::{Change, RelayDir, Seen, WatchHandle};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::Say;
+use crate::base::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};
+use crate::base::units::human;
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
-use crate::notice::Say;
-use crate::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};
-use crate::runner::{Control, RunnerReport, Started};
-use crate::units::human;
+use crate::relay::runner::{Control, RunnerReport, Started};
+use crate::sandbox::dir::{Change, RelayDir, Seen, WatchHandle};
 
 /// The probe call's id: the observer ignores it.
 pub const PROBE_ID: &str = "relay-bench-probe";
@@ -140,7 +140,7 @@ impl RunnerSpec for ExternalSpec {
     }
 
     fn start(&self, parts: &Parts<'_>) -> Started {
-        let stop = Arc::new(crate::signal::Signal::new());
+        let stop = Arc::new(crate::base::signal::Signal::new());
         let stop2 = stop.clone();
         let control = Arc::new(Control::new(None).on_stop(move || stop2.close()));
         let (spec, dir, sink, reporter) = (self.clone(), parts.dir.clone(), parts.sink.clone(), parts.reporter.clone());
@@ -165,7 +165,7 @@ impl RunnerSpec for ExternalSpec {
             };
             // The group outlives an early exit of its leader: what it started is killed too.
             let group = child.as_ref().and_then(|ch| ch.id()).and_then(|p| i32::try_from(p).ok());
-            let listed = group.map(crate::fsio::OwnGroup::register);
+            let listed = group.map(crate::base::fsio::OwnGroup::register);
             let t0 = Instant::now();
             if let (Some(ch), true) = (&mut child, spec.probe) {
                 match probe(&*dir, &observed, &stop, ch).await {
@@ -236,7 +236,7 @@ enum Probe {
 async fn probe(
     dir: &dyn RelayDir,
     observed: &Mutex<Observed>,
-    stop: &crate::signal::Signal,
+    stop: &crate::base::signal::Signal,
     child: &mut tokio::process::Child,
 ) -> Probe {
     let deadline = Instant::now() + READY_BOUND;

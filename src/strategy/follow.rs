@@ -12,14 +12,14 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
-use crate::config::{Fields, ScenarioError};
-use crate::dir::program::WatchArgs;
-use crate::host::Host;
-use crate::notice::{Say, WindowFailure};
-use crate::rng::Rng;
-use crate::runner::{LoopOptions, Started};
-use crate::source::{backoff, jitter, ActivitySource, Reporter, Signal, Wake};
-use crate::units::human;
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::{Say, WindowFailure};
+use crate::base::rng::Rng;
+use crate::base::units::human;
+use crate::relay::runner::{LoopOptions, Started};
+use crate::relay::source::{backoff, jitter, ActivitySource, Reporter, Signal, Wake};
+use crate::sandbox::dir::program::WatchArgs;
+use crate::sandbox::host::Host;
 use crate::BoxFut;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

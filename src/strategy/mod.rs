@@ -4,13 +4,14 @@
 //! [`RUNNERS`]; writer strategies likewise in [`WRITERS`]. Nothing outside this module
 //! branches on a strategy's kind.
 //!
-//! Every suite runner shares production's loop ([`crate::runner`]); its options are read
+//! Every suite runner shares production's loop ([`crate::relay::runner`]); its options are read
 //! here once for all ([`parse_loop`]). A strategy's defaults are production's relay as
 //! built (SPEC §8); each knowing departure is a named option, and a case lists the options
 //! it sets away from production ([`RunnerSpec::departures`]).
 
 pub mod external;
 mod follow;
+pub mod pair;
 mod poll;
 mod watch;
 pub mod window;
@@ -18,6 +19,7 @@ mod writers;
 
 pub use external::ExternalSpec;
 pub use follow::FollowConfig;
+pub use pair::{Relay, RelaySpec};
 pub use watch::LocalWatch;
 pub use window::{WindowConfig, WindowSource, WindowStats};
 pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS};
@@ -27,14 +29,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Fields, ScenarioError};
-use crate::dir::RelayDir;
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::units::human;
 use crate::events::EventSink;
-use crate::handler::HandlerModel;
-use crate::host::Host;
-use crate::runner::{LoopOptions, ParkFn, PauseAnswer, PollDelay, ReadFailure, Runner, SeenScope, Started};
-use crate::source::{ActivitySource, Inbox, Reporter};
-use crate::units::human;
+use crate::relay::handler::HandlerModel;
+use crate::relay::runner::{LoopOptions, ParkFn, PauseAnswer, PollDelay, ReadFailure, Runner, SeenScope, Started};
+use crate::relay::source::{ActivitySource, Inbox, Reporter};
+use crate::sandbox::dir::RelayDir;
+use crate::sandbox::host::Host;
 
 /// What a runner is built from, for one relay dir.
 pub struct Parts<'a> {

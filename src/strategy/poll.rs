@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
-use crate::config::{Fields, ScenarioError};
-use crate::runner::{LoopOptions, Started};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::relay::runner::{LoopOptions, Started};
 
 pub struct Poll;
 pub const POLL: Poll = Poll;

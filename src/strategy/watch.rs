@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
-use crate::config::{Fields, ScenarioError};
-use crate::dir::{EventFilter, RelayDir, Seen, WatchHandle};
-use crate::notice::Say;
-use crate::runner::{LoopOptions, Started};
-use crate::source::{ActivitySource, Reporter, Signal, Wake};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::Say;
+use crate::relay::runner::{LoopOptions, Started};
+use crate::relay::source::{ActivitySource, Reporter, Signal, Wake};
+use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
 use crate::BoxFut;
 
 /// The local watch's own options (production: any event, never re-armed).
@@ -173,7 +173,7 @@ impl RunnerSpec for WatchSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dir::{RealDir, SimDir};
+    use crate::sandbox::dir::{RealDir, SimDir};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn any_change_wakes_it_and_close_ends_it() {

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::positive;
-use crate::config::{Fields, ScenarioError};
-use crate::dir::{EventFilter, RelayDir};
-use crate::source::Reporter;
-use crate::units::human;
-use crate::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::units::human;
+use crate::relay::source::Reporter;
+use crate::relay::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
+use crate::sandbox::dir::{EventFilter, RelayDir};
 
 /// A kind of writer strategy, as a scenario names it.
 pub trait WriterKind: Sync {

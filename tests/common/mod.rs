@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use relay_bench::bench::{run_scenario, RunOptions};
+use relay_bench::app::bench::{run_scenario, RunOptions};
+use relay_bench::base::signal::Signal;
+use relay_bench::results::summary::Summary;
 use relay_bench::scenario::Scenario;
-use relay_bench::signal::Signal;
-use relay_bench::summary::Summary;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
@@ -42,18 +42,18 @@ pub async fn run(
 /// A relay over the in-memory dir `sim` (a local host), with the runner strategy `runner`
 /// in its scenario form, a watching writer and `handler`; its event sink must be kept.
 pub fn sim_relay(
-    sim: &relay_bench::dir::SimDir,
+    sim: &relay_bench::sandbox::dir::SimDir,
     runner: &str,
-    handler: relay_bench::handler::HandlerModel,
-) -> (relay_bench::relay::Relay, relay_bench::events::EventSink) {
-    use relay_bench::dir::RelayDir;
+    handler: relay_bench::relay::handler::HandlerModel,
+) -> (relay_bench::strategy::pair::Relay, relay_bench::events::EventSink) {
+    use relay_bench::sandbox::dir::RelayDir;
     use relay_bench::strategy::{runner_from_toml, writer_from_toml};
     let (sink, _rx) = relay_bench::events::EventSink::channel();
     let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
-    let spec = relay_bench::relay::RelaySpec {
+    let spec = relay_bench::strategy::pair::RelaySpec {
         sandbox: 0,
         dir: dir.clone(),
-        host: Arc::new(relay_bench::host::LocalHost::over(dir, Arc::default())),
+        host: Arc::new(relay_bench::sandbox::host::LocalHost::over(dir, Arc::default())),
         busy: Arc::default(),
         runner: &runner_from_toml(runner).unwrap(),
         writer: Some(&writer_from_toml("watch").unwrap()),
@@ -62,7 +62,7 @@ pub fn sim_relay(
         seed: 1,
         stderr_to: None,
     };
-    (relay_bench::relay::Relay::start(spec, &sink), sink)
+    (relay_bench::strategy::pair::Relay::start(spec, &sink), sink)
 }
 
 /// The command lines of this test process's live children (`/proc/self/task/*/children`):

@@ -4,12 +4,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::dir::{publish_now, RelayDir, SimDir};
-use relay_bench::handler::HandlerModel;
-use relay_bench::notice::Say;
-use relay_bench::protocol::Response;
-use relay_bench::runner::{LoopOptions, PauseAnswer};
-use relay_bench::source::ActivitySource;
+use relay_bench::base::notice::Say;
+use relay_bench::base::protocol::Response;
+use relay_bench::relay::handler::HandlerModel;
+use relay_bench::relay::runner::{LoopOptions, PauseAnswer};
+use relay_bench::relay::source::ActivitySource;
+use relay_bench::sandbox::dir::{publish_now, RelayDir, SimDir};
 use relay_bench::strategy::window::{WindowConfig, WindowSource};
 use tokio::sync::Semaphore;
 
@@ -31,7 +31,7 @@ fn start(
     host: &Arc<FakeHost>,
     source: &Option<Arc<FakeSource>>,
     opts: LoopOptions,
-) -> (relay_bench::runner::Started, relay_bench::events::EventSink, relay_bench::events::EventInbox) {
+) -> (relay_bench::relay::runner::Started, relay_bench::events::EventSink, relay_bench::events::EventInbox) {
     let src = source.clone().map(|s| s as Arc<dyn ActivitySource>);
     start_runner(host.clone(), src, opts, instant())
 }
@@ -41,7 +41,7 @@ struct Waiting {
     dir: SimDir,
     host: Arc<FakeHost>,
     fake: Arc<FakeSource>,
-    r: relay_bench::runner::Started,
+    r: relay_bench::relay::runner::Started,
     _sink: relay_bench::events::EventSink,
     _rx: relay_bench::events::EventInbox,
 }
@@ -394,7 +394,7 @@ async fn a_failed_read_is_answered_with_the_error_never_retried_and_the_file_lef
 #[tokio::test(start_paused = true)]
 async fn an_unread_request_is_not_read_again_even_when_the_seen_set_forgets_deleted_names() {
     let (dir, host, _) = rig(None);
-    let opts = LoopOptions { seen: relay_bench::runner::SeenScope::InFlight, ..LoopOptions::default() };
+    let opts = LoopOptions { seen: relay_bench::relay::runner::SeenScope::InFlight, ..LoopOptions::default() };
     let (r, _sink, _rx) = start(&host, &None, opts);
     assert!(r.control.ready(BOUND).await);
     host.read_fails.store(1, Ordering::SeqCst);

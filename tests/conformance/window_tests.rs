@@ -5,10 +5,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::dir::ExecOutput;
+use relay_bench::base::notice::{Say, WindowFailure};
 use relay_bench::events::{EventInbox, EventSink};
-use relay_bench::notice::{Say, WindowFailure};
-use relay_bench::source::{ActivitySource, Reporter, Wake};
+use relay_bench::relay::source::{ActivitySource, Reporter, Wake};
+use relay_bench::sandbox::dir::ExecOutput;
 use relay_bench::strategy::window::{WindowConfig, WindowSource};
 use tokio::task::JoinHandle;
 

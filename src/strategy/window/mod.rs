@@ -33,13 +33,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
-use crate::config::{Fields, ScenarioError};
-use crate::dir::program::WatchArgs;
-use crate::dir::{EventFilter, ExecOutput};
-use crate::host::Host;
-use crate::runner::{LoopOptions, Started};
-use crate::source::{ActivitySource, Inbox};
-use crate::units::human;
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::units::human;
+use crate::relay::runner::{LoopOptions, Started};
+use crate::relay::source::{ActivitySource, Inbox};
+use crate::sandbox::dir::program::WatchArgs;
+use crate::sandbox::dir::{EventFilter, ExecOutput};
+use crate::sandbox::host::Host;
 use crate::BoxFut;
 
 pub const WINDOW_MIN: Duration = Duration::from_secs(5);
@@ -192,7 +192,7 @@ pub struct ProgramExec {
 impl ProgramExec {
     pub fn argv(&self, window: Duration) -> Vec<OsString> {
         if self.cfg.node {
-            return crate::dir::program::node_argv(&self.dir, window, self.cfg.relist);
+            return crate::sandbox::dir::program::node_argv(&self.dir, window, self.cfg.relist);
         }
         self.cfg.program_args(self.dir.clone(), window).argv(&self.program)
     }
@@ -296,7 +296,7 @@ impl RunnerSpec for WindowSpec {
     }
 
     fn missing_here(&self) -> Option<String> {
-        let missing = self.cfg.node && crate::fsio::on_path("node").is_none();
+        let missing = self.cfg.node && crate::base::fsio::on_path("node").is_none();
         missing.then(|| {
             "program = \"node\": node is not on PATH here (install Node.js, or use program = \"relay-bench\")".into()
         })

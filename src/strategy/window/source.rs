@@ -28,11 +28,11 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::{AfterDemotion, FailureWake, OnClose, WindowConfig};
-use crate::dir::program::{parse_report, Finish};
-use crate::dir::ExecOutput;
-use crate::notice::{Say, WindowFailure};
-use crate::rng::Rng;
-use crate::source::{backoff, jitter, ActivitySource, Inbox, Reporter, Wake};
+use crate::base::notice::{Say, WindowFailure};
+use crate::base::rng::Rng;
+use crate::relay::source::{backoff, jitter, ActivitySource, Inbox, Reporter, Wake};
+use crate::sandbox::dir::program::{parse_report, Finish};
+use crate::sandbox::dir::ExecOutput;
 use crate::BoxFut;
 
 /// One held exec of the watch program. The real one goes through the host; tests script it.

@@ -1,0 +1,335 @@
+//! Running scenarios: every case of a scenario on its clock, the machine's calibration
+//! beside them, and the reports rewritten after each case (so a killed run still leaves
+//! one). The library's entry point; the CLI only parses flags and prints.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::base::signal::Signal;
+use crate::base::units::human;
+use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
+use crate::report::output::{Input, Moment};
+use crate::report::publish::{publish, FlagPaths, OutputError};
+use crate::results::calibration::calibrate;
+use crate::results::env::Environment;
+use crate::results::summary::{Summary, SCHEMA_VERSION};
+use crate::scenario::{Clock, Scenario};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("--out {path}: cannot create: {source}")]
+    OutDir { path: String, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("case {case:?}: {source}")]
+    Case { case: String, source: EngineError },
+    #[error("case {case:?}: {part}: {why}")]
+    Unavailable { case: String, part: String, why: String },
+}
+
+impl BenchError {
+    /// Whether the user can fix it (a path, a runner command), rather than something broken
+    /// inside.
+    pub fn is_bad_input(&self) -> bool {
+        // A runner that cannot start is the case's command (a black-box runner), not us.
+        matches!(
+            self,
+            BenchError::OutDir { .. }
+                | BenchError::Unavailable { .. }
+                | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
+        )
+    }
+}
+
+/// Refuses a scenario with a case whose host or runner this machine lacks (a daemon not
+/// installed, no node): said before anything runs, not after the cases before it.
+pub fn check_available(s: &Scenario) -> Result<(), BenchError> {
+    for c in &s.cases {
+        let lacking =
+            [("host", c.host.name(), c.host.missing_here()), ("runner", c.runner.name(), c.runner.missing_here())];
+        if let Some((kind, name, Some(why))) = lacking.into_iter().find(|(_, _, why)| why.is_some()) {
+            return Err(BenchError::Unavailable { case: c.name.clone(), part: format!("{kind} {name}"), why });
+        }
+    }
+    Ok(())
+}
+
+/// Options of one scenario run, validated.
+pub struct RunOptions {
+    pub out_dir: PathBuf,
+    pub relay_root: PathBuf,
+    pub quiet: bool,
+    pub calibrate: bool,
+    /// The relay-bench binary that window-exec strategies run in the sandbox.
+    pub watch_program: PathBuf,
+    /// Write calls.csv beside the report.
+    pub calls_csv: bool,
+}
+
+/// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
+/// first ([`check_available`]) by whoever plans the run (`runs::Plan::new`, once for every
+/// scenario); a host that turns out to be missing here fails its case when it is built.
+pub async fn run_scenario(
+    s: &Scenario,
+    opts: &RunOptions,
+    started_at: &str,
+    interrupt: Arc<Signal>,
+) -> Result<Summary, BenchError> {
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
+    let say = |msg: &str| {
+        if !opts.quiet {
+            eprintln!("{msg}");
+        }
+    };
+    let environment = Environment::probe(&opts.relay_root);
+    if environment.build == "debug" {
+        say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
+    }
+    // The machine's floor means nothing to a scenario whose every case runs in virtual time.
+    let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
+        say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
+        match calibrate(&opts.relay_root, 200).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                say(&format!("calibration failed, reported as not measured: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut summary = Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: Summary::tool(),
+        scenario: s.name.clone(),
+        scenario_origin: s.origin.clone(),
+        description: s.description.clone(),
+        started_at: started_at.to_owned(),
+        environment,
+        calibration,
+        results: Vec::new(),
+        cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        baseline: s.baseline.clone(),
+        interrupted: false,
+        pass: false,
+    };
+    publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
+    // A live bar redrawn in place when stderr is a terminal; off otherwise and with --quiet.
+    let tty = !opts.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress: Progress = if tty {
+        Some(Arc::new(|line: &str| {
+            let line: String = line.chars().take(99).collect();
+            eprint!("\r\x1b[2K{line}");
+        }))
+    } else {
+        None
+    };
+    let clear_bar = || {
+        if tty {
+            eprint!("\r\x1b[2K");
+        }
+    };
+    // One event log per run directory: every case appends its lines.
+    let event_log = opts.out_dir.join("events.ndjson");
+    std::fs::File::create(&event_log)
+        .map_err(|source| BenchError::Write { path: event_log.display().to_string(), source })?;
+    let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
+    if let Some(p) = &calls_csv {
+        let _ = std::fs::remove_file(p);
+        let calls = s.workload.planned_calls() * s.cases.len() as u64;
+        if calls > 100_000 {
+            say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
+        }
+    }
+    let env = CaseEnv {
+        calls_csv,
+        event_log: Some(event_log),
+        relay_root: opts.relay_root.clone(),
+        watch_program: opts.watch_program.clone(),
+        interrupt: interrupt.clone(),
+        progress: progress.clone(),
+        progress_every: Duration::from_millis(250),
+    };
+    let n = s.cases.len();
+    for (i, case) in s.cases.iter().enumerate() {
+        if interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        say(&format!(
+            "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
+            i + 1,
+            case.name,
+            case.runner.name(),
+            case.runner.params(),
+            case.writer.name(),
+            case.writer.params(),
+            s.workload.sandboxes,
+            human(s.workload.duration())
+        ));
+        let departures = case.departures();
+        if !departures.is_empty() {
+            say(&format!("      departs from production: {}", departures.join(", ")));
+        }
+        let wall = std::time::Instant::now();
+        let result = match case.clock {
+            Clock::Real => run_case(s, case, &env).await,
+            // A paused clock needs a runtime of its own, on a thread of its own.
+            Clock::Virtual => tokio::task::block_in_place(|| {
+                std::thread::scope(|scope| {
+                    let t = std::thread::Builder::new()
+                        .name("relay-bench-virtual".into())
+                        .spawn_scoped(scope, || run_case_virtual(s, case, &env));
+                    match t {
+                        Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
+                        Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
+                    }
+                })
+            }),
+        };
+        clear_bar();
+        let result = result.map_err(|source| BenchError::Case { case: case.name.clone(), source })?;
+        if case.clock == Clock::Virtual {
+            let simulated = Duration::from_secs_f64(result.window_secs);
+            say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
+        }
+        summary.interrupted |= result.interrupted;
+        summary.cases_not_run.retain(|c| *c != case.name);
+        summary.results.push(result);
+        summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
+        // Gates on a baseline ratio read the comparison just made: judged again.
+        for r in summary.results.iter_mut() {
+            if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
+                r.judge(&spec.gates);
+            }
+        }
+        let result = summary.results.last().expect("just pushed");
+        say(&format!(
+            "      {} calls answered, {} lost, pickup p50 {}, {}",
+            result.calls.completed,
+            result.calls.lost,
+            crate::report::export::pair(&result.latency_us.pickup),
+            if result.pass { "gates pass" } else { "GATES FAIL" }
+        ));
+        summary.recompute_pass();
+        publish_as(Moment::Case, &summary, &opts.out_dir, &say)?;
+    }
+    summary.recompute_pass();
+    if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
+        // Cut short between two cases: the last report does not say so yet.
+        publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
+    }
+    Ok(summary)
+}
+
+/// Publishes the outputs due at `moment` for one scenario's run directory; an output that
+/// is not essential and fails is a warning, said.
+fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
+    let input = Input { summaries: std::slice::from_ref(summary), dir };
+    let done = publish(moment, &input, &FlagPaths::default())?;
+    done.warnings.iter().for_each(|w| say(&format!("warning: {w}")));
+    Ok(())
+}
+
+/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it).
+pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()))?;
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name()))?;
+            }
+        }
+        Ok(())
+    }
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    std::fs::copy(from.join("summary.json"), to.join("summary.json"))?;
+    if from.join("hdr").is_dir() {
+        copy_tree(&from.join("hdr"), &to.join("hdr"))?;
+    }
+    Ok(())
+}
+
+/// How many suffixes [`create_unique_dir`] tries before it gives up.
+const MAX_SUFFIX: u32 = 1000;
+
+/// Creates a new directory `parent/stem`, or `parent/stem-2`, `-3`, ... when that name is
+/// taken, and returns it. The last component is made with `create_dir`, which fails on a
+/// name that exists, so two runs started in the same second get a directory each and never
+/// share one (`parent` itself may exist).
+pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    for n in 1..=MAX_SUFFIX {
+        let dir = parent.join(if n == 1 { stem.to_owned() } else { format!("{stem}-{n}") });
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{}/{stem} and its suffixes -2 to -{MAX_SUFFIX} all exist", parent.display()),
+    ))
+}
+
+/// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
+pub fn utc_stamps() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_directories_made_in_the_same_second_are_distinct() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("reports");
+        let (_, stamp) = utc_stamps();
+        let stem = format!("{stamp}-default");
+        let a = create_unique_dir(&parent, &stem).unwrap();
+        let b = create_unique_dir(&parent, &stem).unwrap();
+        assert_eq!(a, parent.join(&stem));
+        assert_eq!(b, parent.join(format!("{stem}-2")));
+        // At once from several threads: one directory each, none shared.
+        let made: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| create_unique_dir(&parent, &stem).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let distinct: std::collections::BTreeSet<_> = made.iter().chain([&a, &b]).collect();
+        assert_eq!(distinct.len(), 10);
+        assert!(made.iter().all(|d| d.is_dir()));
+    }
+
+    #[test]
+    fn stamps_look_right() {
+        let (iso, compact) = utc_stamps();
+        assert_eq!(iso.len(), 20);
+        assert!(iso.starts_with("20") && iso.ends_with('Z'));
+        assert_eq!(compact.len(), 16);
+    }
+}

@@ -1,0 +1,200 @@
+//! The flags: what each command accepts, with its help text, parsed by clap into plain
+//! values before anything runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::app::runs::RunRequest;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "relay-bench",
+    version,
+    about = "Benchmark the file-based tool-call relays of AI agents",
+    long_about = "Fires batches of relay calls through poll-only, watch-assisted, bounded-window exec and other \
+strategies, on real relay directories (local or behind an emulated remote daemon) or in virtual time, and \
+records wake, pickup and completion latency (HDR histograms) plus request counts per minute, \
+then checks the scenario's gates. `serve` and `call` are the suite's reference runner and writer on a \
+real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
+directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
+gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
+found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run scenarios (the embedded default when none is given) and write their reports.
+    Run(RunArgs),
+    /// List the shipped scenarios, then the strategies and hosts a case can name.
+    List,
+    /// Serve a relay dir with the reference runner until Ctrl-C (a stat line per interval).
+    Serve(ServeArgs),
+    /// Make one call through a relay dir as the reference writer and print the answer.
+    Call(CallArgs),
+    /// Compare two run directories case by case, with a noise-aware verdict; exit 1 on any
+    /// regression.
+    Compare {
+        /// The earlier run directory (or a baseline's).
+        old: PathBuf,
+        /// The later run directory.
+        new: PathBuf,
+        /// A change counts only if its 95% interval clears this many percent.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// Refuse to compare runs whose environments differ (kernel, filesystem, cpus,
+        /// build profile, suite version).
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Re-render a run directory's summary.md, .hgrm files and charts from its summary.json
+    /// and .hlog files.
+    Report {
+        /// A run directory (where summary.json is).
+        dir: PathBuf,
+    },
+    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
+    Check {
+        /// The event log (a run directory's events.ndjson).
+        log: PathBuf,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Scenario files (.toml) or names of shipped scenarios (see `relay-bench list`).
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
+    /// one subdirectory per scenario.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print only the final table.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Where to make the relay dirs (default: the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub relay_root: Option<PathBuf>,
+    /// Run only the cases with these names.
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+    /// Skip the calibration of this machine's floor.
+    #[arg(long)]
+    pub no_calibration: bool,
+    /// Also write calls.csv: a row per call with its whole timeline (for small runs).
+    #[arg(long)]
+    pub calls_csv: bool,
+    /// Also keep this run as the baseline NAME (reports/baselines/NAME/).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare this run with the baseline NAME afterwards; a regression exits 1.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Also write every case's gates as JUnit XML to FILE (a testsuite per case, a testcase
+    /// per gate), for CI systems to display.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// The sandbox-agent binary for `host = "sandbox-agent"` cases (before
+    /// $SANDBOX_AGENT_BIN, the project-local install and PATH).
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_agent: Option<PathBuf>,
+}
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    crate::base::units::parse_duration(s)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The relay directory to serve.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// How requests are discovered: poll, watch (inotify, the poll delay racing it),
+    /// window-exec or window-exec-inline (production's loop, without its stale sweep).
+    #[arg(long, default_value = "watch", value_parser = ["poll", "watch", "window-exec", "window-exec-inline"])]
+    pub strategy: String,
+    /// The poll interval (it grows to 5x after 5 idle lists, as production's does).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "300ms")]
+    pub interval: Duration,
+    /// How long the tool takes per call.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "0ms")]
+    pub handler: Duration,
+    /// Share of calls answered {"ok":false,...}.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_ratio: f64,
+    /// How often a stat line is printed (more than 0).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
+    pub every: Duration,
+    /// Request files larger than this are skipped (reported once, never read).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CallArgs {
+    /// The relay directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The tool name.
+    #[arg(long)]
+    pub tool: String,
+    /// The args, as JSON (default {}).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// The call id (default: call-<pid>-<time>).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The tool timeout: the writer waits it plus 10 s (60 s without one).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub timeout: Option<Duration>,
+    /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
+    #[arg(long, default_value = "watch", value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
+    pub wait: String,
+    /// An answer larger than this is not read.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
+    pub max_file_bytes: u64,
+}
+
+impl RunArgs {
+    /// The request these flags make of [`crate::app::runs::Plan`].
+    pub fn request(self) -> RunRequest {
+        RunRequest {
+            scenarios: self.scenarios,
+            cases: self.cases,
+            out: self.out,
+            relay_root: self.relay_root,
+            quiet: self.quiet,
+            calibrate: !self.no_calibration,
+            calls_csv: self.calls_csv,
+            save_baseline: self.save_baseline,
+            baseline: self.baseline,
+            junit: self.junit,
+            sandbox_agent: self.sandbox_agent,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_into_a_plain_config() {
+        let cli = Cli::try_parse_from(["relay-bench", "run", "a.toml", "--case", "x", "-q"]).unwrap();
+        match cli.command {
+            Command::Run(r) => {
+                assert_eq!(r.scenarios, vec!["a.toml".to_string()]);
+                assert_eq!(r.cases, vec!["x".to_string()]);
+                assert!(r.quiet);
+            }
+            _ => panic!("parsed as another command"),
+        }
+        let err = Cli::try_parse_from(["relay-bench", "run", "--bogus"]).unwrap_err();
+        assert!(err.use_stderr(), "a bad flag is an error, exit code 2");
+    }
+}

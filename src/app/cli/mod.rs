@@ -1,0 +1,327 @@
+//! The command line: parses flags into plain values ([`args`]), hands the work to the
+//! library ([`crate::app::runs`], [`crate::app::serve`], [`crate::report::compare`], [`crate::record::eventlog`]),
+//! prints what it reports, and maps the outcome to an exit code.
+
+mod args;
+
+pub use args::{CallArgs, Cli, Command, RunArgs, ServeArgs};
+
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::app::bench::utc_stamps;
+use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
+use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeOptions};
+use crate::base::protocol::Outcome;
+use crate::base::signal::Signal;
+use crate::events::FailKind;
+use crate::record::eventlog::{check_log, render_checks};
+use crate::relay::handler::HandlerModel;
+use crate::relay::writer::CallEnd;
+use crate::scenario::ScenarioError;
+use crate::strategy::writer_by_name;
+
+/// `print!` to stdout through [`print_all`]; `out!(line ...)` adds the newline.
+macro_rules! out {
+    (line $($t:tt)*) => { print_all(&format!("{}\n", format_args!($($t)*))) };
+    ($($t:tt)*) => { print_all(&format!($($t)*)) };
+}
+
+/// Exit codes CI can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every gate of every case passed.
+    Pass = 0,
+    /// The run finished and at least one gate failed.
+    GateFailed = 1,
+    /// Bad input: a flag, a scenario file, a path.
+    BadInput = 2,
+    /// Something broke inside relay-bench (not the system under test).
+    Internal = 3,
+    /// `call`: the answer was a pause (`{"ok":true,"paused":true}`).
+    Paused = 4,
+    /// `call`: no answer before the writer deadline.
+    Timeout = 5,
+    /// Ctrl-C: a partial report was written and marked interrupted.
+    Interrupted = 130,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("{0}")]
+    BadInput(String),
+    #[error(transparent)]
+    Runs(#[from] RunsError),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
+            CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Runs(_) | CliError::Internal(_) => Exit::Internal,
+        }
+    }
+}
+
+/// Parses `args`, runs, prints; returns the process exit code.
+pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item = I>) -> i32 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    // The in-sandbox watch program (run by the suite itself, hidden from help): its argv is
+    // `sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS` (DIR may be any bytes), read by
+    // its own parser.
+    if args.get(1).is_some_and(|a| a == crate::sandbox::dir::program::SUBCOMMAND) {
+        return crate::sandbox::dir::program::main(&args[2..]);
+    }
+    // The in-sandbox writer and the clock it is timed by, run in a sandbox through its
+    // daemon (`in_sandbox = true`); hidden from help as well.
+    use crate::engine::in_sandbox::program as in_sandbox;
+    if args.get(1).is_some_and(|a| a == in_sandbox::CLOCK_SUBCOMMAND) {
+        return in_sandbox::clock_main();
+    }
+    if args.get(1).is_some_and(|a| a == in_sandbox::WRITER_SUBCOMMAND) {
+        return in_sandbox::writer_main(&args[2..]);
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return Exit::Internal as i32;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code as i32,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            e.exit() as i32
+        }
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<Exit, CliError> {
+    match cli.command {
+        Command::List => {
+            out!("{}{}", list_shipped()?, crate::app::runs::list_parts());
+            Ok(Exit::Pass)
+        }
+        Command::Run(args) => run_cmd(args).await,
+        Command::Serve(args) => serve_cmd(args).await,
+        Command::Call(args) => call_cmd(args).await,
+        Command::Check { log } => check_cmd(&log),
+        Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
+        Command::Report { dir } => {
+            let r = rerender(&dir)?;
+            out!(line
+                "{} and {} .hgrm files rewritten; {} chart files written under {}",
+                dir.join("summary.md").display(),
+                r.files.iter().filter(|(o, f)| *o == "hdr" && f.extension().is_some_and(|e| e == "hgrm")).count(),
+                r.count("charts"),
+                dir.join("charts").display()
+            );
+            Ok(Exit::Pass)
+        }
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`relay-bench list | head -1`) read what
+/// it wanted: not an error, and no panic as `print!` would. Every command's output goes
+/// through here (the [`out!`] macro).
+/// Prints what `serve` and `call` say: stdout through [`print_all`], stderr likewise
+/// (neither a closed pipe nor a full disk is a panic).
+fn say(line: Said<'_>) {
+    use std::io::Write;
+    match line {
+        Said::Out(text) => print_all(&format!("{text}\n")),
+        Said::Err(text) => {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
+    }
+}
+
+fn print_all(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // Nothing else to do with a stdout that cannot be written; the exit code says the rest.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
+    let quiet = args.quiet;
+    let plan = Plan::new(args.request())?;
+    let interrupt = on_interrupt("finishing the current case's report");
+    let outcome = plan
+        .run(interrupt, |step| match step {
+            Step::Ran { summary: _, out_dir, console, warnings } => {
+                warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+                out!("{}", String::from_utf8_lossy(console));
+                if !quiet {
+                    out!(line "report: {}", out_dir.join("summary.md").display());
+                }
+            }
+            Step::BaselineSaved(to) => out!(line "baseline saved: {}", to.display()),
+            Step::Compared { name, comparison } => {
+                out!(line "against the baseline {name}:");
+                out!("{}", crate::report::compare::render(comparison, BASELINE_THRESHOLD));
+            }
+        })
+        .await?;
+    Ok(if outcome.interrupted {
+        Exit::Interrupted
+    } else if outcome.gate_failed || outcome.regressions > 0 {
+        Exit::GateFailed
+    } else {
+        Exit::Pass
+    })
+}
+
+/// A signal closed by the first Ctrl-C, SIGTERM or SIGHUP (a terminal closed, a CI job
+/// cancelled, `kill`): the command finishes as it would on Ctrl-C. A second one exits at once.
+fn on_interrupt(doing: &'static str) -> Arc<Signal> {
+    let interrupt = Arc::new(Signal::new());
+    // Registered here, before the work starts: a signal that arrives before the task first
+    // runs is still caught (and not the default action, which kills without a report).
+    let Ok(mut signals) = Interrupts::new() else { return interrupt };
+    tokio::spawn({
+        let interrupt = interrupt.clone();
+        async move {
+            let first = signals.next().await;
+            eprintln!("\ninterrupted ({first}): {doing} (again to abort)");
+            interrupt.close();
+            let again = signals.next().await;
+            eprintln!("interrupted again ({again}): aborting");
+            // The stops that would end what relay-bench started do not run on an exit: the
+            // black-box runners' process groups are killed here (daemons die with it).
+            crate::base::fsio::kill_own_groups();
+            std::process::exit(Exit::Interrupted as i32);
+        }
+    });
+    interrupt
+}
+
+/// The signals that stop a command.
+struct Interrupts {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    fn new() -> std::io::Result<Interrupts> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Interrupts {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next one's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "Ctrl-C",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+}
+
+async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
+    let strategy = serve_runner(&a.strategy, a.interval)?;
+    if !(0.0..=1.0).contains(&a.error_ratio) {
+        return Err(CliError::BadInput(format!("--error-ratio {}: must be between 0 and 1", a.error_ratio)));
+    }
+    let handler = HandlerModel {
+        duration: a.handler,
+        duration_max: a.handler,
+        error_ratio: a.error_ratio,
+        ..HandlerModel::default()
+    };
+    let watch_program = std::env::current_exe()
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
+    if a.every.is_zero() {
+        return Err(CliError::BadInput("--every 0: the stat line interval must be more than 0".into()));
+    }
+    let stop = on_interrupt("stopping the runner");
+    let opts =
+        ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
+    crate::app::serve::serve(opts, stop, &say).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    Ok(Exit::Pass)
+}
+
+async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
+    let wait = writer_by_name(&a.wait).expect("clap checked the name");
+    let id = a.id.unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
+    let opts = CallOptions {
+        dir: a.dir,
+        tool: a.tool,
+        args: a.args,
+        id,
+        timeout: a.timeout,
+        wait,
+        max_file_bytes: a.max_file_bytes,
+    };
+    let stop = on_interrupt("removing the request");
+    let end = crate::app::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let Some(end) = end else {
+        eprintln!("interrupted: the request was removed");
+        return Ok(Exit::Interrupted);
+    };
+    Ok(match end {
+        CallEnd::Answered(r) => {
+            out!(line "{}", answer_line(&r));
+            match r.outcome() {
+                Outcome::Ok => Exit::Pass,
+                Outcome::Error => Exit::GateFailed,
+                Outcome::Paused => Exit::Paused,
+            }
+        }
+        CallEnd::Parked => {
+            out!(line "{}", answer_line(&crate::base::protocol::Response::Paused));
+            Exit::Paused
+        }
+        CallEnd::Failed(FailKind::Timeout) => {
+            eprintln!("no answer before the writer deadline");
+            Exit::Timeout
+        }
+        CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
+        CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
+    })
+}
+
+fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Result<Exit, CliError> {
+    if !(0.0..100.0).contains(&threshold_pct) {
+        return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
+    }
+    let c = crate::report::compare::compare(old, new, threshold_pct / 100.0)
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if strict && !c.env_diff.is_empty() {
+        let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
+        return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
+    }
+    out!("{}", crate::report::compare::render(&c, threshold_pct / 100.0));
+    Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
+}
+
+fn check_cmd(log: &Path) -> Result<Exit, CliError> {
+    let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
+    let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if check.cases.is_empty() {
+        return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
+    }
+    out!("{}", render_checks(&check));
+    Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+}

@@ -1,0 +1,8 @@
+//! The application layer: running scenarios and writing their reports ([`bench`]), what
+//! `run`, `report` and `list` ask ([`runs`]), the reference runner and writer on a real
+//! relay dir ([`serve`]), and the command line ([`cli`]).
+
+pub mod bench;
+pub mod cli;
+pub mod runs;
+pub mod serve;

@@ -1,0 +1,362 @@
+//! What `relay-bench run`, `report` and `list` do below the command line: scenarios loaded
+//! by name or path and narrowed to the chosen cases, every input checked before anything
+//! runs ([`Plan::new`]); each scenario run and reported ([`crate::app::bench`]), kept as a
+//! baseline or compared with one ([`Plan::run`], which says each step to its caller, who
+//! prints it); a run directory's reports drawn again ([`rerender`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::base::signal::Signal;
+use crate::report::compare::{compare, Comparison};
+use crate::report::output::{Input, Moment};
+use crate::report::publish::{publish, FlagPaths, OutputError};
+use crate::results::summary::Summary;
+use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
+
+/// A run compared with a baseline counts a change only past this (5%).
+pub const BASELINE_THRESHOLD: f64 = 0.05;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error("--case {case:?}: scenario {scenario:?} has no such case; its cases: {known}")]
+    UnknownCase { case: String, scenario: String, known: String },
+    #[error("--relay-root {0}: not a directory")]
+    RelayRoot(String),
+    #[error("baseline {0:?}: allowed: {allowed}", allowed = crate::scenario::NAME_ALLOWED)]
+    BaselineName(String),
+    #[error("--baseline {name}: no baseline of scenario {scenario:?} at {path}")]
+    NoBaseline { name: String, scenario: String, path: String },
+    #[error("--save-baseline {0} --baseline {0}: the run would be compared with itself")]
+    SameBaseline(String),
+    /// A run directory or baseline that cannot be read or compared.
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("cannot create the report directory {path} (give one with --out DIR): {source}")]
+    ReportDir { path: String, source: std::io::Error },
+    #[error("cannot locate the relay-bench binary: {0}")]
+    CurrentExe(std::io::Error),
+    #[error("--sandbox-agent {0}")]
+    SandboxAgent(String),
+    #[error("--junit {0}: its directory does not exist")]
+    JUnitPath(String),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    #[error("cannot save the baseline {path}: {source}")]
+    SaveBaseline { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+}
+
+impl RunsError {
+    /// Whether the user can fix it (a flag, a file, a path), rather than something broken
+    /// inside relay-bench.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Output(_) => false,
+            RunsError::Bench(e) => e.is_bad_input(),
+            _ => true,
+        }
+    }
+}
+
+/// What `relay-bench run` was asked, as plain values.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// Scenario files or names of shipped scenarios; none: the default scenario.
+    pub scenarios: Vec<String>,
+    /// Run only these cases (every scenario must have each).
+    pub cases: Vec<String>,
+    /// The report directory; with several scenarios, one subdirectory each.
+    pub out: Option<PathBuf>,
+    /// Where the relay dirs go; none: the system temp dir.
+    pub relay_root: Option<PathBuf>,
+    pub quiet: bool,
+    pub calibrate: bool,
+    pub calls_csv: bool,
+    /// Keep the run as this baseline; compare it with this one.
+    pub save_baseline: Option<String>,
+    pub baseline: Option<String>,
+    /// Also write every case's gates as JUnit XML here (rewritten after each scenario).
+    pub junit: Option<PathBuf>,
+    /// The sandbox-agent binary to start, before any other place it is looked for.
+    pub sandbox_agent: Option<PathBuf>,
+}
+
+/// A request checked and its scenarios loaded: ready to run.
+pub struct Plan {
+    scenarios: Vec<Scenario>,
+    request: RunRequest,
+    relay_root: PathBuf,
+    watch_program: PathBuf,
+}
+
+/// One step of a run, for the caller to print.
+pub enum Step<'a> {
+    /// A scenario ran; its reports are in `out_dir`; `console` is what the console outputs
+    /// rendered, `warnings` the outputs that could not be written.
+    Ran { summary: &'a Summary, out_dir: &'a Path, console: &'a [u8], warnings: &'a [String] },
+    /// The run was kept as a baseline, here.
+    BaselineSaved(&'a Path),
+    /// The run was compared with the baseline `name` ([`BASELINE_THRESHOLD`]).
+    Compared { name: &'a str, comparison: &'a Comparison },
+}
+
+/// How a whole run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Ctrl-C: the last report is partial and marked so; later scenarios did not run.
+    pub interrupted: bool,
+    /// A gate failed in some case.
+    pub gate_failed: bool,
+    /// Changes against the baseline that count as regressions.
+    pub regressions: usize,
+}
+
+impl Plan {
+    /// Loads the scenarios, keeps the chosen cases, and checks the paths and baseline names,
+    /// all before anything runs.
+    pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
+        if let Some(bin) = &request.sandbox_agent {
+            crate::sandbox::host::use_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
+        }
+        let names =
+            if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
+        let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        scenarios.iter().try_for_each(crate::app::bench::check_available)?;
+        let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
+        if !relay_root.is_dir() {
+            return Err(RunsError::RelayRoot(relay_root.display().to_string()));
+        }
+        for n in request.save_baseline.iter().chain(&request.baseline) {
+            baseline_dir(n)?;
+        }
+        if let (Some(save), Some(against)) = (&request.save_baseline, &request.baseline) {
+            if save == against {
+                return Err(RunsError::SameBaseline(save.clone()));
+            }
+        }
+        if let Some(name) = &request.baseline {
+            for s in &scenarios {
+                baseline_of(name, &s.name)?;
+            }
+        }
+        if let Some(j) = &request.junit {
+            let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(RunsError::JUnitPath(j.display().to_string()));
+            }
+        }
+        let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
+        Ok(Plan { scenarios, request, relay_root, watch_program })
+    }
+
+    pub fn scenarios(&self) -> &[Scenario] {
+        &self.scenarios
+    }
+
+    /// Runs every scenario in turn, telling `step` what happened; stops after an
+    /// interrupted one.
+    pub async fn run(&self, interrupt: Arc<Signal>, mut step: impl FnMut(Step<'_>)) -> Result<Outcome, RunsError> {
+        let req = &self.request;
+        let (stamp_iso, stamp_compact) = utc_stamps();
+        let several = self.scenarios.len() > 1;
+        let mut outcome = Outcome::default();
+        let mut done: Vec<Summary> = Vec::new();
+        let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
+        for s in &self.scenarios {
+            let out_dir = match &req.out {
+                Some(d) if several => d.join(&s.name),
+                Some(d) => d.clone(),
+                None => new_report_dir(Path::new(DEFAULT_REPORTS), &stamp_compact, &s.name)?,
+            };
+            let opts = RunOptions {
+                out_dir,
+                relay_root: self.relay_root.clone(),
+                quiet: req.quiet,
+                calibrate: req.calibrate,
+                watch_program: self.watch_program.clone(),
+                calls_csv: req.calls_csv,
+            };
+            done.push(run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?);
+            let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags)?;
+            let summary = done.last().expect("just pushed");
+            step(Step::Ran {
+                summary,
+                out_dir: &opts.out_dir,
+                console: &published.console,
+                warnings: &published.warnings,
+            });
+            outcome.interrupted |= summary.interrupted;
+            outcome.gate_failed |= !summary.interrupted && !summary.pass;
+            if summary.interrupted {
+                break;
+            }
+            // With several scenarios, a baseline keeps one subdirectory each.
+            let per_scenario = |dir: PathBuf| if several { dir.join(&s.name) } else { dir };
+            if let Some(name) = &req.save_baseline {
+                let to = per_scenario(baseline_dir(name)?);
+                save_baseline(&opts.out_dir, &to)
+                    .map_err(|source| RunsError::SaveBaseline { path: to.display().to_string(), source })?;
+                step(Step::BaselineSaved(&to));
+            }
+            if let Some(name) = &req.baseline {
+                let from = baseline_of(name, &s.name)?;
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)
+                    .map_err(|e| RunsError::Unreadable(e.to_string()))?;
+                outcome.regressions += comparison.regressions();
+                step(Step::Compared { name, comparison: &comparison });
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// Where a run's reports go unless `--out` says.
+pub const DEFAULT_REPORTS: &str = "reports";
+
+/// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
+/// the same second has it), created here so no other run can take it. `--out DIR` is not
+/// made here: a directory the user names is used as it is, and rewritten.
+fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
+    let stem = format!("{stamp}-{scenario}");
+    create_unique_dir(reports, &stem)
+        .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
+}
+
+/// A scenario by file path or shipped name, narrowed to `cases` when any are given.
+fn load(name: &str, cases: &[String]) -> Result<Scenario, RunsError> {
+    let mut s = Scenario::load(name)?;
+    if !cases.is_empty() {
+        let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
+        if let Some(bad) = cases.iter().find(|c| !known.contains(c)) {
+            return Err(RunsError::UnknownCase { case: bad.clone(), scenario: s.name, known: known.join(", ") });
+        }
+        s.cases.retain(|c| cases.contains(&c.name));
+    }
+    Ok(s)
+}
+
+/// Where the baseline `name` is kept: `reports/baselines/NAME/`.
+pub fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
+    // The rule of scenario and case names: one plain file name, not read as an option.
+    if crate::scenario::check_name(name).is_err() {
+        return Err(RunsError::BaselineName(name.to_owned()));
+    }
+    Ok(PathBuf::from("reports").join("baselines").join(name))
+}
+
+/// Where the baseline `name` keeps scenario `scenario`: its own subdirectory when it was
+/// saved by a run of several scenarios, the baseline's root when saved by a run of that one
+/// alone — so a baseline is found however the run that saved it was composed.
+fn baseline_of(name: &str, scenario: &str) -> Result<PathBuf, RunsError> {
+    let root = baseline_dir(name)?;
+    let sub = root.join(scenario);
+    if sub.join("summary.json").is_file() {
+        return Ok(sub);
+    }
+    match Summary::read(&root) {
+        Ok(saved) if saved.scenario == scenario => Ok(root),
+        _ => Err(RunsError::NoBaseline {
+            name: name.to_owned(),
+            scenario: scenario.to_owned(),
+            path: sub.display().to_string(),
+        }),
+    }
+}
+
+/// The shipped scenarios, a line each: name, description, cases.
+pub fn list_shipped() -> Result<String, ScenarioError> {
+    let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, text) in SHIPPED {
+        let s = Scenario::parse(&format!("embedded:{name}"), text)?;
+        let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
+        out += &format!("{name:<width$}  {} [{}]\n", s.description, cases.join(", "));
+    }
+    Ok(out)
+}
+
+/// The registered parts a case can name, one line each: runner and writer strategies and
+/// hosts (what `relay-bench list` prints after the scenarios).
+pub fn list_parts() -> String {
+    let mut out = String::new();
+    let mut section = |title: &str, rows: Vec<(&str, &str)>| {
+        let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        out += &format!("\n{title}:\n");
+        for (name, about) in rows {
+            out += &format!("  {name:<width$}  {about}\n");
+        }
+    };
+    section("runner strategies", crate::strategy::RUNNERS.iter().map(|k| (k.name(), k.about())).collect());
+    section("writer strategies", crate::strategy::WRITERS.iter().map(|k| (k.name(), k.about())).collect());
+    section("hosts", crate::sandbox::host::HOSTS.iter().map(|k| (k.name(), k.about())).collect());
+    out
+}
+
+/// Draws a run directory's outputs again from its summary.json and .hlog files (summary.md,
+/// the .hgrm files, the charts); returns what was written.
+pub fn rerender(dir: &Path) -> Result<crate::report::publish::Published, RunsError> {
+    let summary = Summary::read(dir).map_err(RunsError::Unreadable)?;
+    Ok(publish(Moment::Rerender, &Input { summaries: std::slice::from_ref(&summary), dir }, &FlagPaths::default())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_are_chosen_by_name_and_an_unknown_one_is_named() {
+        let last = Scenario::load(DEFAULT_NAME).unwrap().cases.pop().unwrap().name;
+        let p = Plan::new(RunRequest { cases: vec![last.clone()], ..Default::default() }).unwrap();
+        let s = &p.scenarios()[0];
+        assert_eq!((s.name.as_str(), s.cases.len(), &s.cases[0].name), (DEFAULT_NAME, 1, &last));
+        let e = Plan::new(RunRequest { cases: vec!["nope".into()], ..Default::default() }).err().unwrap();
+        assert!(e.is_bad_input());
+        assert!(
+            e.to_string().starts_with("--case \"nope\": scenario \"default\" has no such case; its cases: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn inputs_are_checked_before_anything_runs() {
+        let bad = |r: RunRequest| Plan::new(r).err().unwrap().to_string();
+        let e = bad(RunRequest { relay_root: Some("/nonexistent/root".into()), ..Default::default() });
+        assert_eq!(e, "--relay-root /nonexistent/root: not a directory");
+        let e = bad(RunRequest { baseline: Some("../x".into()), ..Default::default() });
+        assert!(e.starts_with("baseline \"../x\": allowed: letters"), "{e}");
+        assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());
+        assert!(baseline_dir("-x").is_err(), "read as an option by a shell tool");
+        assert_eq!(baseline_dir("nightly-1.2").unwrap(), Path::new("reports/baselines/nightly-1.2"));
+    }
+
+    #[test]
+    fn two_runs_of_one_scenario_in_one_second_get_a_report_directory_each() {
+        let t = tempfile::tempdir().unwrap();
+        let reports = t.path().join("reports");
+        let first = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
+        let second = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
+        assert_eq!(first, reports.join("20261129T183000Z-default"));
+        assert_eq!(second, reports.join("20261129T183000Z-default-2"));
+        assert!(first.is_dir() && second.is_dir());
+        let blocked = t.path().join("file");
+        std::fs::write(&blocked, "").unwrap();
+        let e = new_report_dir(&blocked, "s", "default").unwrap_err();
+        assert!(e.is_bad_input() && e.to_string().starts_with("cannot create the report directory "), "{e}");
+    }
+
+    #[test]
+    fn every_shipped_scenario_is_listed() {
+        let parts = list_parts();
+        for name in ["poll", "window-exec", "external", "watch", "remote"] {
+            assert!(parts.contains(&format!("  {name} ")), "{parts}");
+        }
+        let text = list_shipped().unwrap();
+        assert_eq!(text.lines().count(), SHIPPED.len());
+        assert!(text.lines().any(|l| l.starts_with(DEFAULT_NAME)), "{text}");
+    }
+}

@@ -1,0 +1,251 @@
+//! The suite's reference peers on a real relay dir, for relays written by others:
+//! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
+//! for one call). Both are the same runner and writer the benchmark measures.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::fsio::remove_if_present;
+use crate::base::notice::Say;
+use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
+use crate::base::signal::Signal;
+use crate::base::units::human;
+use crate::events::{EventKind, EventSink, Msg};
+use crate::relay::handler::HandlerModel;
+use crate::relay::source::Reporter;
+use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
+use crate::sandbox::dir::{RealDir, RelayDir};
+use crate::sandbox::host::{Host, LocalHost};
+use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
+
+/// A line `serve` or `call` says as it goes: for stdout (stat lines) or stderr (notices).
+/// The caller prints it (the CLI: a closed pipe is not a panic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said<'a> {
+    Out(&'a str),
+    Err(&'a str),
+}
+
+/// Where `serve` and `call` say their lines.
+pub type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
+
+/// What `serve` needs.
+pub struct ServeOptions {
+    pub dir: PathBuf,
+    /// The runner strategy; `serve` never sweeps (the dir is shared with other writers).
+    pub strategy: Arc<dyn RunnerSpec>,
+    pub handler: HandlerModel,
+    /// How often a stat line is printed.
+    pub every: Duration,
+    /// The watch program (this binary), for window-exec.
+    pub watch_program: PathBuf,
+    /// Request files past this size are skipped, not read.
+    pub max_file_bytes: u64,
+}
+
+/// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
+/// (production's), polling every `interval` (growing to 5x when idle, as production's
+/// does), and no stale sweep (the dir is shared with other writers). Read through the
+/// scenario parser's registry, as a case's table would be.
+pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+    let mut table = toml::Table::new();
+    let ms = |d: Duration| toml::Value::String(format!("{}ms", d.as_millis()));
+    table.insert("interval".into(), ms(interval));
+    table.insert("max_interval".into(), ms(interval * 5));
+    table.insert("sweep".into(), toml::Value::Boolean(false));
+    let mut fields = Fields::new("--strategy", "", &table);
+    let kind = runner_kind(strategy).ok_or_else(|| fields.err("strategy", format!("unknown strategy {strategy:?}")))?;
+    kind.parse(Some(&mut fields))
+}
+
+/// Checks that `dir` can be listed and written, and takes it for this runner: an exclusive
+/// lock on the directory itself (`flock`, released when the returned handle drops or the
+/// process dies; nothing is left in the dir). A second runner on the same dir would answer
+/// calls twice; it is refused.
+pub fn claim(dir: &Path) -> std::io::Result<std::fs::File> {
+    let say = |what: &str, e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {what}: {e}", dir.display()));
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: not a directory", dir.display())));
+    }
+    std::fs::read_dir(dir).map_err(|e| say("cannot list it", e))?;
+    // The lock first: a refused second runner does not touch the dir it was refused.
+    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
+    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!(
+                    "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
+                    dir.display()
+                ),
+            ));
+        }
+        return Err(say("cannot lock it", e));
+    }
+    let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
+    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| say("cannot write in it", e))?;
+    std::fs::remove_file(&probe).map_err(|e| say("cannot remove a file in it", e))?;
+    Ok(handle)
+}
+
+/// What `serve` did, for its last line (and for tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    pub answered: u64,
+    pub malformed: u64,
+    pub scans: u64,
+    pub notices: u64,
+}
+
+/// Runs the reference runner on `opts.dir` until `stop` is closed, saying a stat line every
+/// `opts.every` ([`Said::Out`]) and each notice ([`Said::Err`]).
+pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<ServeReport> {
+    let _claim = claim(&opts.dir)?;
+    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
+    let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
+    let (sink, mut inbox) = EventSink::channel();
+    let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
+    let parts = Parts {
+        sandbox: 0,
+        dir: &dir,
+        host: &host,
+        watch_program: &opts.watch_program,
+        seed: opts.handler.seed,
+        handler: Arc::new(opts.handler.clone()),
+        sink: &sink,
+        reporter: Reporter::new(sink.clone(), 0),
+        on_park: None,
+        stderr_to: &stderr_to,
+    };
+    let started = opts.strategy.start(&parts);
+    drop(sink);
+    say(Said::Out(&format!(
+        "serving {} with runner {} ({}); Ctrl-C to stop",
+        opts.dir.display(),
+        opts.strategy.name(),
+        opts.strategy.params()
+    )));
+    let mut report = ServeReport::default();
+    let t0 = Instant::now();
+    let mut tick = tokio::time::interval_at(t0 + opts.every, opts.every);
+    let mut drain = |report: &mut ServeReport| {
+        let before = report.answered;
+        inbox.take(|m| match m {
+            // Counted once the answer is out (a failed publish is a notice, not an answer).
+            Msg::Call(ev) if matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()) => {
+                report.answered += 1
+            }
+            Msg::Call(_) => {}
+            Msg::Notice(n) => {
+                report.notices += 1;
+                report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
+                say(Said::Err(&format!("  {}", n.what)));
+            }
+        });
+        report.answered - before
+    };
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let new = drain(&mut report);
+                let line = format!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
+                say(Said::Out(&line));
+            }
+            () = stop.closed() => break,
+        }
+    }
+    started.control.stop();
+    let runner = started.task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
+    drain(&mut report);
+    report.scans = runner.scans;
+    say(Said::Out(&format!(
+        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries{}",
+        human(t0.elapsed()),
+        report.answered,
+        report.malformed,
+        runner.scans,
+        runner.delete_retries,
+        runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
+    )));
+    Ok(report)
+}
+
+/// One call through a real relay dir, as the reference writer makes it.
+pub struct CallOptions {
+    pub dir: PathBuf,
+    pub tool: String,
+    pub args: Option<String>,
+    pub id: String,
+    /// The tool timeout; the writer waits it plus 10 s (60 s without one), SPEC §2.
+    pub timeout: Option<Duration>,
+    pub wait: Arc<dyn WriterSpec>,
+    /// Answers past this size are not read.
+    pub max_file_bytes: u64,
+}
+
+/// Publishes one request, waits for its answer and cleans up. Returns how it ended, or
+/// `None` when `stop` closed first (its request is then removed: no runner picks up a call
+/// nobody waits for).
+///
+/// A request already under the call's file id means another call with that id is in
+/// flight: refused, never replaced (its caller would get this call's answer). An answer
+/// already there is taken as stale: removed, never returned. What this cannot see: a call
+/// with the same id whose request a runner already picked up, or one published between
+/// this check and this call's own publish. Ids are the callers' to keep unique (the
+/// default id, `call-<pid>-<time>`, is).
+pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
+    if !opts.dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{}: not a directory", opts.dir.display()),
+        ));
+    }
+    if let Some(a) = &opts.args {
+        serde_json::from_str::<serde::de::IgnoredAny>(a)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--args is not JSON: {e}")))?;
+    }
+    let file_id = sanitize_id(&opts.id);
+    let (req, res) = (opts.dir.join(req_name(&file_id)), opts.dir.join(res_name(&file_id)));
+    if req.symlink_metadata().is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("a call with id {:?} is in flight ({} exists); use another --id", opts.id, req.display()),
+        ));
+    }
+    if res.symlink_metadata().is_ok() {
+        remove_if_present(&res)?;
+        say(Said::Err(&format!("removed a stale answer left from an earlier call: {}", res.display())));
+    }
+    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
+    let (sink, _inbox) = EventSink::channel();
+    let reporter = Reporter::new(sink.clone(), 0);
+    let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
+    let spec = CallSpec {
+        id: opts.id,
+        tool: opts.tool,
+        args: opts.args,
+        intended: Instant::now(),
+        warmup: false,
+        deadline: writer_deadline(opts.timeout),
+    };
+    let end = tokio::select! {
+        end = writer.call(spec) => Some(end),
+        () = stop.closed() => None,
+    };
+    writer.close();
+    if end.is_none() {
+        remove_if_present(&req)?;
+    }
+    Ok(end)
+}
+
+/// The answer as `call` prints it: the response's JSON, one line.
+pub fn answer_line(r: &Response) -> String {
+    String::from_utf8_lossy(&r.encode()).into_owned()
+}

@@ -1,0 +1,206 @@
+//! A strict reader over one TOML table: every accessor names the key it reads, and
+//! [`Fields::finish`] refuses any key nobody asked for, listing the ones that are allowed.
+//! Errors carry the file, the dotted key and what would have been accepted.
+
+use std::time::Duration;
+
+use toml::{Table, Value};
+
+use crate::base::units::parse_duration;
+
+/// A scenario file that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: `{key}`: {msg}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub key: String,
+    pub msg: String,
+}
+
+pub struct Fields<'a> {
+    file: &'a str,
+    prefix: String,
+    table: &'a Table,
+    known: Vec<&'static str>,
+    /// Keys that are names rather than settings (see [`Fields::keys`]).
+    names: Vec<String>,
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a datetime",
+        Value::Array(_) => "an array",
+        Value::Table(_) => "a table",
+    }
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(file: &'a str, prefix: &str, table: &'a Table) -> Self {
+        Fields { file, prefix: prefix.to_owned(), table, known: Vec::new(), names: Vec::new() }
+    }
+
+    /// The dotted name of `key` in this table.
+    pub fn path(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    pub fn err(&self, key: &str, msg: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: self.file.to_owned(), key: self.path(key), msg: msg.into() }
+    }
+
+    fn get(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.known.push(key);
+        self.table.get(key)
+    }
+
+    pub fn raw(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.get(key)
+    }
+
+    /// The value under `key`, without marking it as read.
+    pub fn raw_peek(&self, key: &str) -> Option<&'a Value> {
+        self.table.get(key)
+    }
+
+    /// Whether `key` is present, without marking it as read.
+    pub fn raw_unread(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// The keys of a table whose keys are names (like `[profile.NAME]`); all count as read.
+    pub fn keys(&mut self) -> Vec<String> {
+        let keys: Vec<String> = self.table.keys().cloned().collect();
+        self.names.extend(keys.iter().cloned());
+        keys
+    }
+
+    /// The table under a name returned by [`Fields::keys`].
+    pub fn named_table(&self, name: &str) -> Result<Fields<'a>, ScenarioError> {
+        match self.table.get(name) {
+            Some(Value::Table(t)) => Ok(Fields::new(self.file, &self.path(name), t)),
+            Some(v) => Err(self.err(name, format!("expected a table, found {}", type_name(v)))),
+            None => Err(self.err(name, "is missing")),
+        }
+    }
+
+    pub fn string(&mut self, key: &'static str) -> Result<Option<&'a str>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.err(key, format!("expected a string, found {}", type_name(v)))),
+        }
+    }
+
+    pub fn required_string(&mut self, key: &'static str) -> Result<&'a str, ScenarioError> {
+        self.string(key)?.ok_or_else(|| self.err(key, "is required"))
+    }
+
+    /// A string that must be one of `allowed`.
+    pub fn choice(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<&'a str>, ScenarioError> {
+        match self.string(key)? {
+            None => Ok(None),
+            Some(s) if allowed.contains(&s) => Ok(Some(s)),
+            Some(s) => Err(self.err(key, format!("unknown value {s:?}; allowed: {}", allowed.join(", ")))),
+        }
+    }
+
+    pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => parse_duration(s).map(Some).map_err(|e| self.err(key, e)),
+            Some(v) => Err(self.err(key, format!("expected a duration string like \"300ms\", found {}", type_name(v)))),
+        }
+    }
+
+    pub fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.err(key, format!("expected true or false, found {}", type_name(v)))),
+        }
+    }
+
+    pub fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
+        let v = match self.get(key) {
+            None => return Ok(None),
+            Some(Value::Float(f)) => *f,
+            Some(Value::Integer(i)) => *i as f64,
+            Some(v) => return Err(self.err(key, format!("expected a number, found {}", type_name(v)))),
+        };
+        if !(min..=max).contains(&v) {
+            return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
+        }
+        Ok(Some(v))
+    }
+
+    pub fn int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
+        let v = match self.get(key) {
+            None => return Ok(None),
+            Some(Value::Integer(i)) => *i,
+            Some(v) => return Err(self.err(key, format!("expected an integer, found {}", type_name(v)))),
+        };
+        if !(min..=max).contains(&v) {
+            return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
+        }
+        Ok(Some(v))
+    }
+
+    pub fn strings(&mut self, key: &'static str) -> Result<Vec<&'a str>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.as_str()),
+                    v => Err(self.err(key, format!("expected an array of strings, found {} in it", type_name(v)))),
+                })
+                .collect(),
+            Some(v) => Err(self.err(key, format!("expected an array of strings, found {}", type_name(v)))),
+        }
+    }
+
+    pub fn table(&mut self, key: &'static str) -> Result<Option<Fields<'a>>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Table(t)) => Ok(Some(Fields::new(self.file, &self.path(key), t))),
+            Some(v) => Err(self.err(key, format!("expected a table, found {}", type_name(v)))),
+        }
+    }
+
+    pub fn tables(&mut self, key: &'static str) -> Result<Vec<Fields<'a>>, ScenarioError> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::Table(t) => Ok(Fields::new(self.file, &format!("{}[{i}]", self.path(key)), t)),
+                    v => Err(self.err(key, format!("expected [[{key}]] tables, found {}", type_name(v)))),
+                })
+                .collect(),
+            Some(v) => Err(self.err(key, format!("expected [[{key}]] tables, found {}", type_name(v)))),
+        }
+    }
+
+    /// Refuses every key that no accessor read.
+    pub fn finish(self) -> Result<(), ScenarioError> {
+        let mut unknown: Vec<&String> =
+            self.table.keys().filter(|k| !self.known.contains(&k.as_str()) && !self.names.contains(k)).collect();
+        unknown.sort();
+        if let Some(k) = unknown.first() {
+            let mut allowed = self.known.clone();
+            allowed.sort();
+            allowed.dedup();
+            return Err(self.err(k, format!("unknown key; allowed here: {}", allowed.join(", "))));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! The base layer: what every other layer speaks — the protocol's bytes and names,
+//! durations and their units, the seeded generator, the wake signal, the strict TOML
+//! reader, what the relay says (notices), and the filesystem primitives of publication.
+
+pub mod fields;
+pub mod fsio;
+pub mod notice;
+pub mod protocol;
+pub mod rng;
+pub mod signal;
+pub mod units;

@@ -1,0 +1,224 @@
+//! The pairing invariant of SPEC §7: within one run every request is answered exactly once.
+//!
+//! [`Pairing`] is the state machine; the recorder feeds it live and [`check_pairing`] runs
+//! it as a pure function over a recorded stream for replay. Breaches are classified,
+//! counted and listed; none is fatal and none is dropped.
+
+use std::collections::hash_map::Entry;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use serde::{Deserialize, Serialize};
+
+use crate::base::protocol::CallId;
+
+/// One side of the pairing: a request published or a response published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairEvent {
+    Request,
+    Response,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreachKind {
+    /// A response for a call with no open request.
+    UnpairedResponse,
+    /// A second response for one request.
+    DuplicateResponse,
+    /// A second request while the first is still open.
+    DuplicateRequest,
+    /// A request reusing the id of a call already answered in this run.
+    ReusedId,
+    /// A request still unanswered when the run ended: closed as abandoned.
+    UnansweredAtEnd,
+}
+
+impl BreachKind {
+    pub const ALL: [BreachKind; 5] = [
+        BreachKind::UnpairedResponse,
+        BreachKind::DuplicateResponse,
+        BreachKind::DuplicateRequest,
+        BreachKind::ReusedId,
+        BreachKind::UnansweredAtEnd,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BreachKind::UnpairedResponse => "unpaired_response",
+            BreachKind::DuplicateResponse => "duplicate_response",
+            BreachKind::DuplicateRequest => "duplicate_request",
+            BreachKind::ReusedId => "reused_id",
+            BreachKind::UnansweredAtEnd => "unanswered_at_end",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Breach {
+    pub kind: BreachKind,
+    pub sandbox: u32,
+    pub call: String,
+}
+
+/// A call's key in the recorder's and the pairing check's maps: a 128-bit fingerprint of
+/// (sandbox, call id), two 64-bit foldhash halves under fixed, distinct seeds. Copy, 16
+/// bytes, cheap to hash, and holds no reference to the id (two distinct calls share a key
+/// with probability about 2^-128).
+pub type CallKey = u128;
+
+pub fn call_key(sandbox: u32, call: &str) -> CallKey {
+    let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((sandbox, call));
+    (u128::from(half(0x243f_6a88_85a3_08d3)) << 64) | u128::from(half(0x1319_8a2e_0370_7344))
+}
+
+/// The pairing state machine. Open calls keep their id (to name them if they end
+/// unanswered); answered calls are remembered by key alone, 16 bytes each.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    open: HashMap<CallKey, (u32, CallId)>,
+    answered: HashSet<CallKey>,
+    counts: [u64; 5],
+    breaches: Vec<Breach>,
+}
+
+/// At most this many breaches are listed; all of them are counted.
+pub const MAX_LISTED: usize = 1000;
+
+impl Pairing {
+    /// A state machine sized for about `calls` calls.
+    pub fn with_capacity(calls: usize) -> Pairing {
+        Pairing { answered: HashSet::with_capacity(calls), open: HashMap::with_capacity(64), ..Pairing::default() }
+    }
+
+    /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
+    pub fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
+        let breach = match ev {
+            PairEvent::Request => match self.open.entry(key) {
+                Entry::Occupied(_) => Some(BreachKind::DuplicateRequest),
+                Entry::Vacant(v) => {
+                    v.insert((sandbox, call.clone()));
+                    self.answered.remove(&key).then_some(BreachKind::ReusedId)
+                }
+            },
+            PairEvent::Response => {
+                if self.open.remove(&key).is_some() {
+                    self.answered.insert(key);
+                    None
+                } else if self.answered.contains(&key) {
+                    Some(BreachKind::DuplicateResponse)
+                } else {
+                    Some(BreachKind::UnpairedResponse)
+                }
+            }
+        };
+        if let Some(kind) = breach {
+            self.push(kind, sandbox, call);
+        }
+    }
+
+    fn push(&mut self, kind: BreachKind, sandbox: u32, call: &str) {
+        self.counts[kind as usize] += 1;
+        if self.breaches.len() < MAX_LISTED {
+            self.breaches.push(Breach { kind, sandbox, call: call.to_owned() });
+        }
+    }
+
+    /// Ends the run: every open request is closed as abandoned.
+    pub fn finish(mut self) -> PairingReport {
+        let mut open: Vec<(u32, CallId)> = self.open.drain().map(|(_, v)| v).collect();
+        open.sort();
+        for (sandbox, call) in open {
+            self.push(BreachKind::UnansweredAtEnd, sandbox, &call);
+        }
+        PairingReport { counts: self.counts, breaches: self.breaches }
+    }
+}
+
+/// The outcome of a pairing check.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PairingReport {
+    counts: [u64; 5],
+    pub breaches: Vec<Breach>,
+}
+
+impl PairingReport {
+    pub fn count(&self, kind: BreachKind) -> u64 {
+        self.counts[kind as usize]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+/// Replays the pairing rules over a recorded stream of (sandbox, call id, event).
+pub fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
+    let mut p = Pairing::default();
+    for (sandbox, call, ev) in events {
+        p.observe(call_key(sandbox, call), sandbox, &Arc::from(call), ev);
+    }
+    p.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PairEvent::{Request as Q, Response as R};
+    use super::*;
+
+    #[test]
+    fn balanced_stream_has_no_breach() {
+        let r = check_pairing([(0, "a", Q), (0, "b", Q), (0, "b", R), (0, "a", R), (1, "a", Q), (1, "a", R)]);
+        assert_eq!(r.total(), 0);
+    }
+
+    #[test]
+    fn every_breach_kind_is_classified() {
+        let r = check_pairing([
+            (0, "x", R), // unpaired response
+            (0, "a", Q),
+            (0, "a", R),
+            (0, "a", R), // duplicate response
+            (0, "b", Q),
+            (0, "b", Q), // duplicate request
+            (0, "b", R),
+            (0, "a", Q), // reused id (a was answered)
+            (0, "a", R),
+            (0, "c", Q), // never answered
+        ]);
+        for k in BreachKind::ALL {
+            assert_eq!(r.count(k), 1, "{k:?}");
+        }
+        assert_eq!(r.total(), 5);
+        assert_eq!(
+            r.breaches.last().unwrap(),
+            &Breach { kind: BreachKind::UnansweredAtEnd, sandbox: 0, call: "c".into() }
+        );
+    }
+
+    #[test]
+    fn distinct_calls_get_distinct_keys() {
+        let keys: HashSet<CallKey> = (0..10_000u32).map(|i| call_key(i % 7, &format!("t{i}-c{}", i % 3))).collect();
+        assert_eq!(keys.len(), 10_000);
+        assert_eq!(call_key(3, "t10-c1"), call_key(3, "t10-c1"));
+        assert_ne!(call_key(3, "t10-c1"), call_key(4, "t10-c1"));
+    }
+
+    #[test]
+    fn low_bits_spread_for_ids_that_differ_late() {
+        let buckets: HashSet<u128> = (0..4096).map(|i| call_key(0, &format!("t{i:07}-c0")) & 0xfff).collect();
+        assert!(buckets.len() > 2000, "only {} of 4096 buckets used", buckets.len());
+    }
+
+    #[test]
+    fn n_calls_in_n_answers_out() {
+        let ids: Vec<String> = (0..3).map(|i| format!("turn1-{i}")).collect();
+        let mut evs: Vec<(u32, &str, PairEvent)> = ids.iter().map(|i| (0, i.as_str(), Q)).collect();
+        evs.extend(ids.iter().rev().take(2).map(|i| (0, i.as_str(), R)));
+        let r = check_pairing(evs.clone());
+        assert_eq!(r.count(BreachKind::UnansweredAtEnd), 1, "one of three parallel calls unanswered");
+        evs.push((0, ids[0].as_str(), R));
+        assert_eq!(check_pairing(evs).total(), 0);
+    }
+}

@@ -1,0 +1,430 @@
+//! `events.ndjson`: every run's per-call event log, one JSON object a line, and its replay.
+//!
+//! Each line carries `case`, `sandbox`, `call`, `event` and `t_ns` (monotonic nanoseconds
+//! from the case's first intended start). Events: `request` and `response` (a request or an
+//! answer is about to be published: what the pairing invariant reads, in causal order),
+//! `published`, `woke`, `picked_up`, `handler_start`, `handler_end`, `answered`,
+//! `answer_read`, `call_end` (with `outcome`), and `breach` (with `kind`) when the case
+//! ends. Timeline lines are written when a side's half of the call arrives, so they are not
+//! in time order: sort by `t_ns` to read a call's story. `relay-bench check` replays the
+//! pairing rules (SPEC §7) over `request` and `response` lines in file order.
+//!
+//! The log is a [`Listener`] on the event channel: the recorder thread feeds it every event
+//! and closes it with the case's pairing verdict.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::events::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
+use crate::events::{Event, EventKind, Listener, Msg};
+
+/// Writes one case's lines (appending to the run's file).
+pub struct EventLog {
+    out: BufWriter<std::fs::File>,
+    /// The case name as a JSON string (quoted and escaped once).
+    case: String,
+    /// What the lines of the current event start with: `{"case":…,"call":…,"event":"`.
+    head: Vec<u8>,
+    epoch: Instant,
+    failed: Option<io::Error>,
+    /// The latest event time seen (the breaches are stamped with it).
+    last_at: Option<Instant>,
+}
+
+/// One line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub case: String,
+    pub sandbox: u32,
+    pub call: String,
+    pub event: String,
+    /// Nanoseconds from the case's first intended start (negative before it).
+    pub t_ns: i64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<String>,
+}
+
+impl EventLog {
+    pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        let case = serde_json::to_string(case).map_err(io::Error::other)?;
+        let out = BufWriter::with_capacity(1 << 16, file);
+        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None })
+    }
+
+    fn t(&self, at: Instant) -> i64 {
+        crate::base::units::offset_ns(at, self.epoch)
+    }
+
+    /// Starts the lines of one call: the case, sandbox and call id are the same on each.
+    fn head(&mut self, sandbox: u32, call: &str) {
+        let h = &mut self.head;
+        h.clear();
+        h.extend_from_slice(b"{\"case\":");
+        h.extend_from_slice(self.case.as_bytes());
+        h.extend_from_slice(b",\"sandbox\":");
+        h.extend_from_slice(itoa::Buffer::new().format(sandbox).as_bytes());
+        h.extend_from_slice(b",\"call\":");
+        // The call id goes through serde_json for escaping; writing to a Vec cannot fail.
+        serde_json::to_writer(&mut *h, call).expect("a string serializes");
+        h.extend_from_slice(b",\"event\":\"");
+    }
+
+    /// One line of the call whose [`head`](Self::head) is current. Lines are put together
+    /// from bytes: `write!` would cost several times as much on the recorder thread.
+    fn line(&mut self, event: &str, at: Instant, extra: Option<(&str, &str)>) {
+        if self.failed.is_some() {
+            return;
+        }
+        let mut t = itoa::Buffer::new();
+        let t = t.format(self.t(at));
+        let out = &mut self.out;
+        let r = (|| {
+            out.write_all(&self.head)?;
+            out.write_all(event.as_bytes())?;
+            out.write_all(b"\",\"t_ns\":")?;
+            out.write_all(t.as_bytes())?;
+            if let Some((k, v)) = extra {
+                for part in [",\"", k, "\":\"", v, "\""] {
+                    out.write_all(part.as_bytes())?;
+                }
+            }
+            out.write_all(b"}\n")
+        })();
+        if let Err(e) = r {
+            self.failed = Some(e);
+        }
+    }
+
+    /// The lines of one event.
+    pub fn event(&mut self, ev: &Event) {
+        self.head(ev.sandbox, &ev.call);
+        match &ev.kind {
+            EventKind::Requesting => self.line("request", ev.at, None),
+            EventKind::Answering => self.line("response", ev.at, None),
+            // A call parked with no answer: its turn ended, which closes the request.
+            EventKind::Parked => self.line("parked", ev.at, None),
+            EventKind::Writer(w) => {
+                if let Some(p) = w.published {
+                    self.line("published", p, None);
+                }
+                if let Some(r) = w.read {
+                    self.line("answer_read", r, None);
+                }
+                let outcome = w.outcome.name();
+                self.line("call_end", ev.at, Some(("outcome", outcome)));
+            }
+            EventKind::Runner(r) => {
+                if !r.observed {
+                    self.line("woke", r.woke, None);
+                }
+                self.line("picked_up", r.picked, None);
+                if r.handler_known {
+                    self.line("handler_start", r.handler_start, None);
+                    self.line("handler_end", r.handler_end, None);
+                }
+                if let Some(a) = r.answered {
+                    self.line("answered", a, None);
+                }
+            }
+        }
+    }
+
+    /// The case's breaches, at its end.
+    pub fn breaches(&mut self, report: &PairingReport, at: Instant) {
+        for b in &report.breaches {
+            self.head(b.sandbox, &b.call);
+            self.line("breach", at, Some(("kind", b.kind.name())));
+        }
+    }
+
+    /// Flushes; the first write error, if any, is returned.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.out.flush()
+    }
+}
+
+impl Listener for EventLog {
+    fn message(&mut self, msg: &Msg) {
+        if let Msg::Call(ev) = msg {
+            self.event(ev);
+            self.last_at = self.last_at.max(Some(ev.at));
+        }
+    }
+
+    fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+        if let Some(at) = self.last_at {
+            self.breaches(pairing, at);
+        }
+        self.flush().map_err(|e| format!("cannot write the event log: {e}"))
+    }
+}
+
+/// What `relay-bench check` found in one case of a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseCheck {
+    pub case: String,
+    pub requests: u64,
+    pub responses: u64,
+    pub report: PairingReport,
+}
+
+/// A log that cannot be read: which line, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {msg}")]
+pub struct LogError {
+    pub file: String,
+    pub line: usize,
+    pub msg: String,
+}
+
+/// The longest line `relay-bench check` reads (1 MiB). The suite's lines are a few hundred
+/// bytes; a longer one means the file is not an event log, and reading it whole could
+/// take all the memory there is.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// What `relay-bench check` found: each case's pairing, and what it read past.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogCheck {
+    pub cases: Vec<CaseCheck>,
+    /// Lines skipped with a warning (a last line cut by a kill).
+    pub warnings: Vec<String>,
+}
+
+/// What `relay-bench check` prints: its warnings, then per case its request, response and
+/// breach counts, the breaches by kind, and the first 20 of them.
+pub fn render_checks(check: &LogCheck) -> String {
+    let mut out = String::new();
+    for w in &check.warnings {
+        out += &format!("warning: {w}\n");
+    }
+    for c in &check.cases {
+        let r = &c.report;
+        out += &format!("{}: {} requests, {} responses, {} breaches\n", c.case, c.requests, c.responses, r.total());
+        for k in BreachKind::ALL.iter().filter(|k| r.count(**k) > 0) {
+            out += &format!("  {}: {}\n", k.name(), r.count(*k));
+        }
+        for b in r.breaches.iter().take(20) {
+            out += &format!("    {} sandbox {} call {:?}\n", b.kind.name(), b.sandbox, b.call);
+        }
+    }
+    out
+}
+
+/// One case's (sandbox, call id, request or response) stream.
+type Stream = Vec<(u32, String, PairEvent)>;
+
+/// How reading one line ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineEnd {
+    /// A whole line, its newline read.
+    Newline,
+    /// The file's last bytes, with no newline after them.
+    EndOfFile,
+    /// Longer than the cap: the rest was not read.
+    TooLong,
+    /// Nothing left.
+    Nothing,
+}
+
+/// Reads one line (without its newline) into `buf`, never more than `max` bytes of it.
+fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
+    buf.clear();
+    // One byte past the cap tells a line that is too long from one that is just right.
+    io::Read::take(&mut *r, max as u64 + 1).read_until(b'\n', buf)?;
+    Ok(match buf.last() {
+        None => LineEnd::Nothing,
+        Some(b'\n') => {
+            buf.pop();
+            LineEnd::Newline
+        }
+        Some(_) if buf.len() > max => LineEnd::TooLong,
+        Some(_) => LineEnd::EndOfFile,
+    })
+}
+
+/// Replays the pairing invariant over a recorded log, case by case in the order they
+/// appear. Only `request` and `response` lines count; other events are skipped. Lines are
+/// read one at a time, each at most [`MAX_LINE_BYTES`]; a last line that has no newline
+/// and is not an event line (a kill cut it) is skipped with a warning.
+pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
+    // Cases in the order they first appear, each with its pairing stream.
+    let mut cases: Vec<(String, Stream)> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut buf = Vec::new();
+    for n in 1.. {
+        let err = |msg: String| LogError { file: file.to_owned(), line: n, msg };
+        let end =
+            read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| err(format!("cannot read: {e}")))?;
+        match end {
+            LineEnd::Nothing => break,
+            LineEnd::TooLong => {
+                return Err(err(format!(
+                    "longer than {MAX_LINE_BYTES} bytes (1 MiB); allowed: event lines, a few hundred bytes each"
+                )))
+            }
+            LineEnd::Newline | LineEnd::EndOfFile => {}
+        }
+        if buf.trim_ascii().is_empty() {
+            continue;
+        }
+        let l: Line = match serde_json::from_slice(&buf) {
+            Ok(l) => l,
+            Err(_) if end == LineEnd::EndOfFile => {
+                warnings.push(format!(
+                    "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
+                ));
+                break;
+            }
+            Err(e) => return Err(err(format!("not an event line: {e}"))),
+        };
+        let ev = match l.event.as_str() {
+            "request" => PairEvent::Request,
+            "response" | "parked" => PairEvent::Response,
+            _ => continue,
+        };
+        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
+            Some(i) => i,
+            None => {
+                cases.push((l.case.clone(), Vec::new()));
+                cases.len() - 1
+            }
+        };
+        cases[idx].1.push((l.sandbox, l.call, ev));
+    }
+    let cases = cases
+        .into_iter()
+        .map(|(case, evs)| {
+            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
+            let responses = evs.len() as u64 - requests;
+            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
+            CaseCheck { case, requests, responses, report }
+        })
+        .collect();
+    Ok(LogCheck { cases, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::CallOutcome;
+
+    fn line(case: &str, call: &str, event: &str) -> String {
+        format!(r#"{{"case":"{case}","sandbox":0,"call":"{call}","event":"{event}","t_ns":1}}"#)
+    }
+
+    #[test]
+    fn each_breach_kind_is_found_in_a_crafted_log() {
+        type Crafted<'a> = (&'a str, &'a [(&'a str, &'a str)], BreachKind);
+        let crafted: Vec<Crafted<'_>> = vec![
+            ("unpaired", &[("a", "response")], BreachKind::UnpairedResponse),
+            ("dup-answer", &[("a", "request"), ("a", "response"), ("a", "response")], BreachKind::DuplicateResponse),
+            ("dup-request", &[("a", "request"), ("a", "request"), ("a", "response")], BreachKind::DuplicateRequest),
+            (
+                "reused",
+                &[("a", "request"), ("a", "response"), ("a", "request"), ("a", "response")],
+                BreachKind::ReusedId,
+            ),
+            ("unanswered", &[("a", "request"), ("b", "request"), ("b", "response")], BreachKind::UnansweredAtEnd),
+        ];
+        for (case, evs, kind) in crafted {
+            let mut text: String = evs.iter().map(|(c, e)| line(case, c, e) + "\n").collect();
+            text += &line(case, "a", "picked_up"); // other events are skipped
+            let checks = check_log("crafted.ndjson", text.as_bytes()).unwrap().cases;
+            assert_eq!(checks.len(), 1);
+            let r = &checks[0].report;
+            assert_eq!((r.total(), r.count(kind)), (1, 1), "{case}: {r:?}");
+        }
+        let clean = [line("ok", "a", "request"), line("ok", "a", "response")].join("\n");
+        let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
+        let c = &checks.cases[0];
+        assert_eq!((c.requests, c.responses, c.report.total()), (1, 1, 0));
+        assert_eq!(render_checks(&checks), "ok: 1 requests, 1 responses, 0 breaches\n");
+        let dup = [line("d", "a", "request"), line("d", "a", "response"), line("d", "a", "response")].join("\n");
+        let checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
+        assert_eq!(
+            render_checks(&checks),
+            "d: 1 requests, 2 responses, 1 breaches\n  duplicate_response: 1\n    duplicate_response sandbox 0 call \"a\"\n"
+        );
+    }
+
+    #[test]
+    fn lines_are_written_as_json() {
+        use crate::events::{Event, FailKind, WriterSide};
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + std::time::Duration::from_millis(n);
+        let mut log = EventLog::append(file.path(), "a \"case\"", ms(1)).unwrap();
+        let call: crate::events::CallId = "t1-\u{e9}\"c0".into();
+        let ev = |at, kind| Msg::Call(Event { at, sandbox: 3, call: call.clone(), kind });
+        log.message(&ev(t0, EventKind::Requesting));
+        let w = WriterSide {
+            intended: ms(1),
+            started: ms(1),
+            warmup: false,
+            published: Some(ms(2)),
+            read: None,
+            outcome: CallOutcome::Failed(FailKind::Timeout),
+        };
+        log.message(&ev(ms(9), EventKind::Writer(w)));
+        log.close(&check_pairing([(3, "x", PairEvent::Response)])).unwrap();
+        let text = std::fs::read_to_string(file.path()).unwrap();
+        let head = r#"{"case":"a \"case\"","sandbox":3,"call":"t1-é\"c0","event":"#;
+        let want = [
+            format!(r#"{head}"request","t_ns":-1000000}}"#),
+            format!(r#"{head}"published","t_ns":1000000}}"#),
+            format!(r#"{head}"call_end","t_ns":8000000,"outcome":"timeout"}}"#),
+            r#"{"case":"a \"case\"","sandbox":3,"call":"x","event":"breach","t_ns":8000000,"kind":"unpaired_response"}"#
+                .to_string(),
+        ];
+        assert_eq!(text.lines().collect::<Vec<_>>(), want);
+        for l in text.lines() {
+            let _: Line = serde_json::from_str(l).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_broken_line_is_named() {
+        let text = line("c", "a", "request") + "\n{not json\n";
+        let e = check_log("x.ndjson", text.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("x.ndjson:2: not an event line"), "{e}");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_named_not_read_whole() {
+        let long = format!("{}\n{}\n", line("c", "a", "request"), "x".repeat(MAX_LINE_BYTES + 1));
+        let e = check_log("long.ndjson", long.as_bytes()).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().starts_with("long.ndjson:2: longer than 1048576 bytes (1 MiB); allowed:"), "{e}");
+        // A line that never ends: refused at the cap, not read until memory runs out.
+        let endless = std::io::BufReader::new(std::io::repeat(b'{'));
+        assert_eq!(check_log("endless", endless).unwrap_err().line, 1);
+        let request = line("c", "a", "request");
+        let at_cap = format!("{request}{}\n", " ".repeat(MAX_LINE_BYTES - request.len()));
+        assert_eq!(check_log("wide.ndjson", at_cap.as_bytes()).unwrap().cases[0].requests, 1);
+    }
+
+    #[test]
+    fn a_last_line_cut_by_a_kill_is_skipped_with_a_warning() {
+        let full = [line("c", "a", "request"), line("c", "a", "response"), line("c", "b", "request")].join("\n");
+        let cut = &full[..full.len() - 9];
+        let check = check_log("cut.ndjson", cut.as_bytes()).unwrap();
+        assert_eq!((check.cases[0].requests, check.cases[0].responses), (1, 1), "the cut request is not counted");
+        assert_eq!(check.warnings.len(), 1);
+        assert!(render_checks(&check).starts_with("warning: cut.ndjson:3: the last line has no newline"));
+        // A whole last line without its newline still counts; a cut line before the last
+        // one is an error, not a warning.
+        assert_eq!(check_log("whole.ndjson", full.as_bytes()).unwrap().cases[0].requests, 2);
+        let inside = format!("{cut}\n{}\n", line("c", "b", "response"));
+        assert_eq!(check_log("inside.ndjson", inside.as_bytes()).unwrap_err().line, 3);
+    }
+}

@@ -1,0 +1,7 @@
+//! The recording layer: the listeners on a case's event channel — HDR histograms, counters
+//! and the pairing check ([`recorder`]), the event log `events.ndjson` ([`eventlog`]), and
+//! `calls.csv` ([`calls_csv`]).
+
+pub mod calls_csv;
+pub mod eventlog;
+pub mod recorder;

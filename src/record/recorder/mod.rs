@@ -1,0 +1,486 @@
+//! The recorder: turns the event stream into per-call timelines, HDR histograms, outcome
+//! counters and the pairing check.
+//!
+//! It runs on its own thread at the end of the event channel, so the measured tasks pay
+//! only for a timestamp and a send. Its drain loop blocks on the channel and hands each
+//! batch to the recorder and then to the case's other [`Listener`]s (the event log,
+//! `calls.csv`), which it closes with the pairing verdict at the end. A call's timeline is
+//! folded into the histograms as soon as both halves are in and then dropped; what stays
+//! per call is its 16-byte pairing key.
+
+mod follow;
+mod measure;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
+pub use measure::{new_histogram, LatencyStats, Measure};
+
+use crate::base::protocol::Outcome;
+use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
+use crate::events::timeline::Halves;
+use crate::events::{
+    CallOutcome, Event, EventInbox, EventKind, FailKind, Listener, Msg, Notice, RunnerSide, WriterSide,
+};
+
+/// Call outcome counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    /// Calls the writers started (warm-up included).
+    pub started: u64,
+    /// Calls whose answer the writer read.
+    pub completed: u64,
+    pub ok: u64,
+    pub error: u64,
+    pub paused: u64,
+    pub timeout: u64,
+    pub id_collision: u64,
+    pub publish_error: u64,
+    pub interrupted: u64,
+    /// Calls in the warm-up, excluded from the histograms.
+    pub warmup: u64,
+}
+
+/// Everything the recorder learned in one case.
+pub struct Recording {
+    hist: [Histogram<u64>; 9],
+    pub calls: CallCounts,
+    pub pairing: PairingReport,
+    pub notices: Vec<String>,
+    pub notices_total: u64,
+    /// Notices with their time and sandbox (capped at [`MAX_TIMED_NOTICES`]).
+    pub timed_notices: Vec<TimedNotice>,
+    /// Per span given to [`Recorder::with_spans`], in order: the calls it touched.
+    pub spans: Vec<SpanStats>,
+    /// Why an output of the case (the event log, `calls.csv`) is incomplete, if one is.
+    pub log_error: Option<String>,
+    /// Pickup per interval, if asked for.
+    pub intervals: Option<Intervals>,
+    /// Calls the writer saw answered whose runner half never arrived (an answer the
+    /// runner did not announce); they are not in the histograms.
+    pub unmeasured: u64,
+}
+
+impl Recording {
+    pub fn histogram(&self, m: Measure) -> &Histogram<u64> {
+        &self.hist[m as usize]
+    }
+
+    pub fn stats(&self, m: Measure) -> LatencyStats {
+        LatencyStats::of(self.histogram(m))
+    }
+}
+
+/// At most this many notices are kept verbatim; all are counted.
+pub const MAX_NOTICES: usize = 200;
+/// At most this many notices are kept with their time, for the fault report.
+pub const MAX_TIMED_NOTICES: usize = 50_000;
+/// How often the drain loop publishes the running pickup median, at most.
+const LIVE_EVERY: Duration = Duration::from_millis(200);
+
+/// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`],
+/// or let [`Recorder::drain`] do both on the recorder thread.
+pub struct Recorder {
+    /// Calls with one half of their timeline in.
+    waiting: Halves<CallKey>,
+    hist: [Histogram<u64>; 9],
+    calls: CallCounts,
+    pairing: Pairing,
+    notices: Vec<String>,
+    notices_total: u64,
+    timed: Vec<TimedNotice>,
+    spans: Vec<(Span, SpanStats)>,
+    intervals: Option<Intervals>,
+    live: Option<Arc<AtomicU64>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::with_capacity(0)
+    }
+}
+
+impl Recorder {
+    /// A recorder sized for about `calls` calls, so the hot path never rehashes.
+    pub fn with_capacity(calls: usize) -> Self {
+        Recorder {
+            waiting: Halves::default(),
+            hist: std::array::from_fn(|_| new_histogram()),
+            calls: CallCounts::default(),
+            pairing: Pairing::with_capacity(calls),
+            notices: Vec::new(),
+            notices_total: 0,
+            timed: Vec::new(),
+            spans: Vec::new(),
+            intervals: None,
+            live: None,
+        }
+    }
+
+    /// Keeps pickup histograms per `interval` from `epoch` (by publication time), at most
+    /// `max` of them (later calls fold into the last).
+    pub fn with_intervals(mut self, epoch: Instant, interval: Duration, max: usize) -> Self {
+        self.intervals = Some(Intervals { epoch, interval, hists: Vec::new(), max: max.max(1) });
+        self
+    }
+
+    /// Follows the calls of each span (see [`Recording::spans`]).
+    pub fn with_spans(mut self, spans: &[Span]) -> Self {
+        self.spans = spans.iter().map(|s| (*s, SpanStats::default())).collect();
+        self
+    }
+
+    /// Publishes the running pickup median (ns; 0 before any sample) into `live`.
+    pub fn with_live(mut self, live: Arc<AtomicU64>) -> Self {
+        self.live = Some(live);
+        self
+    }
+
+    /// Drains an inbox until every sender is gone, with no other listener.
+    pub fn run(inbox: EventInbox) -> Recording {
+        Recorder::default().drain(inbox, Vec::new())
+    }
+
+    /// The recorder thread's loop: blocks on `inbox` until every sender is gone, handing
+    /// each batch to this recorder and then to each of `listeners` in turn; at the end
+    /// closes them with the pairing verdict (their errors go to [`Recording::log_error`]).
+    pub fn drain(mut self, mut inbox: EventInbox, mut listeners: Vec<Box<dyn Listener>>) -> Recording {
+        let mut batch = Vec::with_capacity(1024);
+        let mut published = std::time::Instant::now();
+        while inbox.recv(&mut batch) {
+            batch.iter().for_each(|m| self.ingest(m));
+            for l in &mut listeners {
+                batch.iter().for_each(|m| l.message(m));
+            }
+            batch.clear();
+            // The live median for a progress bar, at most five times a second.
+            if let Some(live) = &self.live {
+                if published.elapsed() >= LIVE_EVERY {
+                    let h = &self.hist[Measure::Pickup as usize];
+                    live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
+                    published = std::time::Instant::now();
+                }
+            }
+        }
+        let mut rec = self.finish();
+        let errors: Vec<String> = listeners.iter_mut().filter_map(|l| l.close(&rec.pairing).err()).collect();
+        if !errors.is_empty() {
+            rec.log_error = Some(errors.join("; "));
+        }
+        rec
+    }
+
+    pub fn ingest(&mut self, msg: &Msg) {
+        let ev = match msg {
+            Msg::Call(ev) => ev,
+            Msg::Notice(n) => return self.notice(n),
+        };
+        let key = call_key(ev.sandbox, &ev.call);
+        match &ev.kind {
+            EventKind::Requesting => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Request),
+            // A parked call's turn ended with no answer: that closes its request.
+            EventKind::Answering | EventKind::Parked => {
+                self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response)
+            }
+            EventKind::Writer(w) => {
+                self.count(w);
+                if let CallOutcome::Failed(_) = w.outcome {
+                    self.waiting.forget(&key);
+                    return self.failed(ev, w);
+                }
+                if let Some(r) = self.waiting.writer(key, w) {
+                    self.joined(ev, w, &r);
+                }
+            }
+            EventKind::Runner(r) => {
+                if let Some(w) = self.waiting.runner(key, r) {
+                    self.joined(ev, &w, r);
+                }
+            }
+        }
+    }
+
+    fn notice(&mut self, n: &Notice) {
+        self.notices_total += 1;
+        if self.notices.len() < MAX_NOTICES {
+            self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
+        }
+        if self.timed.len() < MAX_TIMED_NOTICES {
+            self.timed.push(n.clone().into());
+        }
+    }
+
+    /// A call the writer gave up on (or never published).
+    fn failed(&mut self, ev: &Event, w: &WriterSide) {
+        for (s, st) in &mut self.spans {
+            if s.overlaps(ev.sandbox, w.intended, ev.at) {
+                st.calls += 1;
+                st.failed += 1;
+            }
+        }
+    }
+
+    /// A call with both halves of its timeline in: `ev` is the later one.
+    fn joined(&mut self, ev: &Event, w: &WriterSide, r: &RunnerSide) {
+        let pickup = || span(w.published, Some(r.handler_start));
+        if !w.warmup {
+            fold(&mut self.hist, w, r);
+            if let (Some(iv), Some(p), Some(v)) = (&mut self.intervals, w.published, pickup()) {
+                iv.record(p, v);
+            }
+        }
+        for (s, st) in &mut self.spans {
+            if s.overlaps(ev.sandbox, w.intended, w.read.unwrap_or(ev.at)) {
+                st.calls += 1;
+                st.answered += 1;
+                st.worst_pickup = st.worst_pickup.max(pickup());
+                st.worst_completion = st.worst_completion.max(span(Some(w.intended), w.read));
+            }
+        }
+    }
+
+    fn count(&mut self, w: &WriterSide) {
+        let c = &mut self.calls;
+        c.started += 1;
+        c.warmup += u64::from(w.warmup);
+        match w.outcome {
+            CallOutcome::Answered(o) => {
+                c.completed += 1;
+                match o {
+                    Outcome::Ok => c.ok += 1,
+                    Outcome::Error => c.error += 1,
+                    Outcome::Paused => c.paused += 1,
+                }
+            }
+            CallOutcome::Failed(FailKind::Timeout) => c.timeout += 1,
+            CallOutcome::Failed(FailKind::IdCollision) => c.id_collision += 1,
+            CallOutcome::Failed(FailKind::PublishError) => c.publish_error += 1,
+            CallOutcome::Failed(FailKind::Interrupted) => c.interrupted += 1,
+        }
+    }
+
+    pub fn finish(mut self) -> Recording {
+        let pairing = std::mem::take(&mut self.pairing).finish();
+        Recording {
+            hist: self.hist,
+            calls: self.calls,
+            pairing,
+            log_error: None,
+            intervals: self.intervals.take(),
+            notices: self.notices,
+            notices_total: self.notices_total,
+            timed_notices: self.timed,
+            spans: self.spans.into_iter().map(|(_, st)| st).collect(),
+            unmeasured: self.waiting.writers_waiting(),
+        }
+    }
+}
+
+impl Listener for Recorder {
+    fn message(&mut self, msg: &Msg) {
+        self.ingest(msg);
+    }
+}
+
+impl From<Notice> for TimedNotice {
+    fn from(n: Notice) -> TimedNotice {
+        TimedNotice { at: n.at, sandbox: n.sandbox, what: n.what }
+    }
+}
+
+fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
+    Some(to?.saturating_duration_since(from?))
+}
+
+/// Records one call's measures. A black-box runner's wake (and, unless stated, handler
+/// time) is not visible. Every instant is read once, as nanoseconds from the intended
+/// start, and each measure is a difference of two, floored at zero as
+/// `saturating_duration_since` would.
+fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
+    let base = w.intended;
+    let at = |t: Instant| crate::base::units::offset_ns(t, base);
+    let (started, published, read) = (at(w.started), w.published.map(at), w.read.map(at));
+    let (start, end, answered) = (at(r.handler_start), at(r.handler_end), r.answered.map(at));
+    let known = r.handler_known;
+    let between = |from: Option<i64>, to: Option<i64>| Some(to?.saturating_sub(from?).max(0) as u64);
+    let handler = between(Some(start), Some(end));
+    let uncorrected = between(Some(started), read);
+    let mut record = |m: Measure, v: Option<u64>| {
+        if let Some(v) = v {
+            hist[m as usize].saturating_record(v.max(1));
+        }
+    };
+    record(Measure::Wake, between(published, Some(at(r.woke))).filter(|_| !r.observed));
+    record(Measure::Pickup, between(published, Some(start)));
+    record(Measure::Completion, between(Some(0), read));
+    record(Measure::CompletionUncorrected, uncorrected);
+    record(Measure::RelayOverhead, uncorrected.zip(handler).map(|(u, h)| u.saturating_sub(h)).filter(|_| known));
+    record(Measure::ScheduleLag, between(Some(0), Some(started)));
+    record(Measure::Handler, handler.filter(|_| known));
+    record(Measure::AnswerPublish, between(Some(end), answered).filter(|_| known));
+    record(Measure::Hop1, between(answered, read));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{CallOutcome, Event, EventKind as K, RunnerSide, WriterSide};
+
+    fn ev(call: &str, kind: K) -> Msg {
+        Msg::Call(Event { at: Instant::now(), sandbox: 0, call: std::sync::Arc::from(call), kind })
+    }
+
+    /// One call's full timeline: published 2 ms after its intended start, woke at 5 ms,
+    /// handler 7..17 ms, answer read at 20 ms.
+    fn timeline(t0: Instant, call: &str, warmup: bool) -> Vec<Msg> {
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        vec![
+            ev(call, K::Requesting),
+            ev(call, K::Answering),
+            ev(
+                call,
+                K::Runner(RunnerSide {
+                    woke: at(5),
+                    picked: at(6),
+                    handler_start: at(7),
+                    handler_end: at(17),
+                    answered: Some(at(18)),
+                    observed: false,
+                    handler_known: true,
+                }),
+            ),
+            ev(
+                call,
+                K::Writer(WriterSide {
+                    intended: t0,
+                    started: at(1),
+                    warmup,
+                    published: Some(at(2)),
+                    read: Some(at(20)),
+                    outcome: CallOutcome::Answered(Outcome::Ok),
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_timeline_yields_exact_measures() {
+        let mut r = Recorder::default();
+        for m in timeline(Instant::now(), "c1", false) {
+            r.ingest(&m);
+        }
+        assert!(r.waiting.is_empty(), "a complete timeline is folded and dropped");
+        let rec = r.finish();
+        // HDR histograms at 3 significant digits: exact to 0.1 %.
+        let check = |m: Measure, want: f64| {
+            let got = rec.stats(m).p50;
+            assert!((got - want).abs() <= want * 0.001, "{m:?}: {got} µs, want {want}");
+        };
+        check(Measure::Wake, 3000.0);
+        check(Measure::Pickup, 5000.0);
+        check(Measure::Completion, 20000.0);
+        check(Measure::CompletionUncorrected, 19000.0);
+        check(Measure::RelayOverhead, 9000.0);
+        check(Measure::ScheduleLag, 1000.0);
+        assert_eq!(rec.calls.ok, 1);
+        assert_eq!(rec.pairing.total(), 0);
+    }
+
+    #[test]
+    fn order_of_arrival_does_not_matter_and_warmup_is_excluded() {
+        let mut r = Recorder::default();
+        let mut msgs = timeline(Instant::now(), "c1", false);
+        // The writer's half may arrive before the runner's.
+        msgs.swap(2, 3);
+        for m in msgs {
+            r.ingest(&m);
+        }
+        for m in timeline(Instant::now(), "warm", true) {
+            r.ingest(&m);
+        }
+        let rec = r.finish();
+        assert_eq!(rec.stats(Measure::Pickup).count, 1);
+        assert_eq!(rec.calls.warmup, 1);
+        assert_eq!(rec.calls.completed, 2);
+    }
+
+    #[test]
+    fn an_answer_no_runner_announced_is_counted_as_unmeasured_not_dropped() {
+        let mut r = Recorder::default();
+        let mut msgs = timeline(Instant::now(), "c1", false);
+        msgs.remove(2);
+        for m in msgs {
+            r.ingest(&m);
+        }
+        let rec = r.finish();
+        assert_eq!((rec.calls.completed, rec.stats(Measure::Completion).count, rec.unmeasured), (1, 0, 1));
+    }
+
+    #[test]
+    fn failures_and_breaches_are_counted() {
+        let mut r = Recorder::default();
+        let t = Instant::now();
+        r.ingest(&ev("a", K::Requesting));
+        r.ingest(&ev(
+            "a",
+            K::Writer(WriterSide {
+                intended: t,
+                started: t,
+                warmup: false,
+                published: Some(t),
+                read: None,
+                outcome: CallOutcome::Failed(FailKind::Timeout),
+            }),
+        ));
+        r.ingest(&ev("b", K::Answering));
+        r.ingest(&Msg::Notice(crate::events::Notice {
+            at: Instant::now(),
+            sandbox: 0,
+            what: "odd file".to_owned().into(),
+        }));
+        let rec = r.finish();
+        assert_eq!(rec.calls.timeout, 1);
+        assert_eq!(rec.pairing.count(crate::events::pairing::BreachKind::UnansweredAtEnd), 1);
+        assert_eq!(rec.pairing.count(crate::events::pairing::BreachKind::UnpairedResponse), 1);
+        assert_eq!(rec.notices, vec!["sandbox 0: odd file".to_string()]);
+    }
+
+    /// Counts what it is fed and fails to close.
+    struct Counting(Arc<AtomicU64>);
+
+    impl Listener for Counting {
+        fn message(&mut self, _: &Msg) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+
+        fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+            Err(format!("closed with {} breaches", pairing.total()))
+        }
+    }
+
+    #[test]
+    fn drain_feeds_every_listener_and_keeps_their_errors() {
+        let (sink, inbox) = crate::events::EventSink::channel();
+        let seen = Arc::new(AtomicU64::new(0));
+        let listeners: Vec<Box<dyn Listener>> =
+            vec![Box::new(Counting(seen.clone())), Box::new(Counting(seen.clone()))];
+        let recorder = std::thread::spawn(move || Recorder::default().drain(inbox, listeners));
+        let t0 = Instant::now();
+        for m in timeline(t0, "c1", false) {
+            let Msg::Call(ev) = m else { unreachable!() };
+            sink.emit_at(ev.at, ev.sandbox, &ev.call, ev.kind);
+        }
+        sink.emit(0, &Arc::from("c2"), K::Requesting);
+        drop(sink);
+        let rec = recorder.join().unwrap();
+        assert_eq!(seen.load(Ordering::Relaxed), 2 * 5);
+        assert_eq!(rec.stats(Measure::Pickup).count, 1);
+        assert_eq!(rec.log_error.as_deref(), Some("closed with 1 breaches; closed with 1 breaches"));
+    }
+}

@@ -1,0 +1,114 @@
+//! The handler model: what the tool does once the runner picks a call up.
+//!
+//! A call's duration and outcome are drawn from a seeded generator keyed by the call id,
+//! so the same scenario gives every call the same plan whatever order the calls run in.
+
+use std::time::Duration;
+
+use crate::base::protocol::{Outcome, Response};
+use crate::base::rng::Rng;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlerModel {
+    /// Shortest handler time.
+    pub duration: Duration,
+    /// Longest handler time (uniform between the two); equal to `duration` for a fixed time.
+    pub duration_max: Duration,
+    /// Share of calls answered `{"ok":false,...}`.
+    pub error_ratio: f64,
+    /// Share of calls answered `{"ok":true,"paused":true}`.
+    pub pause_ratio: f64,
+    /// Size of the answer text of an ok call.
+    pub payload_bytes: usize,
+    pub seed: u64,
+}
+
+impl Default for HandlerModel {
+    fn default() -> Self {
+        HandlerModel {
+            duration: Duration::from_millis(2),
+            duration_max: Duration::from_millis(2),
+            error_ratio: 0.0,
+            pause_ratio: 0.0,
+            payload_bytes: 128,
+            seed: 1,
+        }
+    }
+}
+
+/// What the handler will do for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub duration: Duration,
+    pub outcome: Outcome,
+}
+
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+impl HandlerModel {
+    pub fn plan(&self, call_id: &str) -> Plan {
+        let mut rng = Rng::new(self.seed ^ fnv1a(call_id));
+        let span = self.duration_max.saturating_sub(self.duration);
+        let duration = self.duration + span.mul_f64(rng.unit());
+        let x = rng.unit();
+        let outcome = if x < self.error_ratio {
+            Outcome::Error
+        } else if x < self.error_ratio + self.pause_ratio {
+            Outcome::Paused
+        } else {
+            Outcome::Ok
+        };
+        Plan { duration, outcome }
+    }
+
+    /// The answer for a plan.
+    pub fn respond(&self, call_id: &str, outcome: Outcome) -> Response {
+        match outcome {
+            Outcome::Ok => Response::Ok(filler(self.payload_bytes)),
+            Outcome::Error => Response::Error(format!("simulated tool failure for {call_id}")),
+            Outcome::Paused => Response::Paused,
+        }
+    }
+}
+
+/// `n` bytes of printable filler.
+pub fn filler(n: usize) -> String {
+    "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_deterministic_and_follow_the_mix() {
+        let m = HandlerModel {
+            duration: Duration::from_millis(1),
+            duration_max: Duration::from_millis(9),
+            error_ratio: 0.2,
+            pause_ratio: 0.1,
+            ..Default::default()
+        };
+        let mut counts = [0u32; 3];
+        for i in 0..10_000 {
+            let id = format!("call-{i}");
+            let p = m.plan(&id);
+            assert_eq!(p, m.plan(&id));
+            assert!(p.duration >= Duration::from_millis(1) && p.duration <= Duration::from_millis(9));
+            counts[p.outcome as usize] += 1;
+        }
+        assert!((1500..2500).contains(&counts[Outcome::Error as usize]), "{counts:?}");
+        assert!((700..1300).contains(&counts[Outcome::Paused as usize]), "{counts:?}");
+    }
+
+    #[test]
+    fn ok_payload_has_the_configured_size() {
+        let m = HandlerModel { payload_bytes: 1000, ..Default::default() };
+        match m.respond("c", Outcome::Ok) {
+            Response::Ok(t) => assert_eq!(t.len(), 1000),
+            r => panic!("{r:?}"),
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The relay's two sides, as production runs them: the runner's loop ([`runner`]) over an
+//! activity source ([`source`], the wake contract every strategy implements) with the
+//! tool's handler ([`handler`]), and the in-sandbox writer ([`writer`]). Nothing here knows
+//! which strategy or host it runs on.
+
+pub mod handler;
+pub mod runner;
+pub mod source;
+pub mod writer;

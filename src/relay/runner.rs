@@ -1,0 +1,647 @@
+//! The runner: the host-side loop that discovers requests and answers them, as
+//! production's relay loop does it (SPEC §8).
+//!
+//! Before the loop, a stale sweep through the host (up to 3 lists 150 ms apart; requests,
+//! responses and their temp names removed, never read, never other files). Then, while
+//! active: list; retry the deletes that failed earlier (while the name is still listed);
+//! for every new `*.req.json` not in the turn's seen set: read it, start its stat and its
+//! delete, start the handler in the background; await every read, stat and delete (the
+//! handlers run on); note a miss when a list after a timed-out wait found work; then wait:
+//! on a healthy source that suspends polling, the 30 s safety bound; on a healthy source
+//! that does not, the poll delay; otherwise sleep the poll delay (the source is never waited
+//! on again). The poll delay after `n` consecutive idle lists is 300 ms while n < 5, then
+//! 300 ms · 2^(n−4), capped at 1500 ms. A failed read is answered `{ok:false}` (and left on
+//! disk); a request without a usable `toolCallId` runs under its file id.
+//!
+//! Each place where the suite can run the loop otherwise is a named option of
+//! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
+//! it runs on.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::base::notice::Say;
+use crate::base::protocol::{classify, file_id_of, res_name, FileKind, Outcome, Request, Response};
+use crate::events::{CallId, EventKind, EventSink, RunnerSide};
+use crate::relay::handler::HandlerModel;
+use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
+use crate::sandbox::dir::UnsafeEntry;
+use crate::sandbox::host::Host;
+use crate::BoxFut;
+
+/// Bound on one delete (SPEC §2).
+pub const DELETE_BOUND: Duration = Duration::from_secs(10);
+
+/// The poll delay: `interval` while fewer than `grow_after` consecutive idle lists, then
+/// doubling per idle list (`interval · 2^(n − grow_after + 1)`), capped at `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PollDelay {
+    pub interval: Duration,
+    pub grow_after: u32,
+    pub max: Duration,
+}
+
+impl PollDelay {
+    /// Production's: 300 ms, growing after 5 idle lists, up to 1500 ms.
+    pub const PRODUCTION: PollDelay =
+        PollDelay { interval: Duration::from_millis(300), grow_after: 5, max: Duration::from_millis(1500) };
+
+    /// The delay after `idle` consecutive idle lists (the current one included).
+    pub fn after(&self, idle: u32) -> Duration {
+        if idle < self.grow_after {
+            return self.interval;
+        }
+        let doublings = (idle - self.grow_after + 1).min(20);
+        self.interval.saturating_mul(1 << doublings).min(self.max).max(self.interval)
+    }
+}
+
+/// Which requests the loop remembers as handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeenScope {
+    /// Every request name seen this turn (production): a reused id never runs twice.
+    Turn,
+    /// Only names in flight or awaiting their delete: a name seen again later runs again.
+    InFlight,
+}
+
+/// What a failed read of a request leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFailure {
+    /// Answer `{ok:false,error}` under the file id and leave the file (production).
+    Answer,
+    /// Say nothing, forget the name and read it again on the next list.
+    Retry,
+}
+
+/// What a handler's pause writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseAnswer {
+    /// Nothing: the turn ends and the writer is told out of band (production's default).
+    None,
+    /// `{"ok":true,"paused":true}` (production's other integration).
+    Paused,
+}
+
+/// How the loop runs; every default is production's (SPEC §8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopOptions {
+    pub poll: PollDelay,
+    /// The wait on a healthy source that suspends polling (30 s).
+    pub safety_wait: Duration,
+    /// The loop's own bound on a wait is its timeout plus this (1 s).
+    pub wait_margin: Duration,
+    /// Await every pickup's read, stat and delete before the next wait.
+    pub await_pickups: bool,
+    /// Stat each request on pickup (pickup telemetry: one request per call).
+    pub stat: bool,
+    pub seen: SeenScope,
+    pub read_failure: ReadFailure,
+    pub pause_answer: PauseAnswer,
+    /// Sweep stale relay files before the first list.
+    pub sweep: bool,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        LoopOptions {
+            poll: PollDelay::PRODUCTION,
+            safety_wait: Duration::from_secs(30),
+            wait_margin: Duration::from_secs(1),
+            await_pickups: true,
+            stat: true,
+            seen: SeenScope::Turn,
+            read_failure: ReadFailure::Answer,
+            pause_answer: PauseAnswer::None,
+            sweep: true,
+        }
+    }
+}
+
+/// How a runner tells the writer that a call parked with no answer (the turn ends): the
+/// file id of the call.
+pub type ParkFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a runner did, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunnerReport {
+    /// Lists made (the sweep's included).
+    pub scans: u64,
+    /// Waits that ended in activity rather than the timer.
+    pub woken_by_activity: u64,
+    /// Requests picked up (read), malformed ones included.
+    pub requests: u64,
+    /// Requests handed over by the source itself (no list, no read).
+    pub inline: u64,
+    pub malformed: u64,
+    pub delete_retries: u64,
+    pub list_errors: u64,
+    /// Lists after a timed-out wait that found work the source had not signalled.
+    pub missed_by_source: u64,
+    /// How long the start-up (the stale sweep) took.
+    pub startup: Duration,
+    /// Why the source stopped waking the loop, if it did.
+    pub degraded: Option<String>,
+}
+
+/// A started runner: stop it, wait until it is ready, and collect its report.
+pub struct Started {
+    pub control: Arc<Control>,
+    pub task: JoinHandle<RunnerReport>,
+}
+
+/// Stops a runner (its source closed, its loop ended after the current iteration) and
+/// tells when it is ready (its start-up done).
+pub struct Control {
+    active: AtomicBool,
+    ready: Signal,
+    /// Kept alive with the control, so a closed source's abandoned exec runs on until the
+    /// case ends (the relay keeps the controls of runners it stopped).
+    source: Option<Arc<dyn ActivitySource>>,
+    stop_extra: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Why the runner could not start, if it could not.
+    start_failure: std::sync::OnceLock<String>,
+}
+
+impl Control {
+    pub fn new(source: Option<Arc<dyn ActivitySource>>) -> Control {
+        Control {
+            active: AtomicBool::new(true),
+            ready: Signal::new(),
+            source,
+            stop_extra: None,
+            start_failure: Default::default(),
+        }
+    }
+
+    /// Also runs `f` on stop (a black-box runner's program is killed).
+    pub fn on_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Control {
+        self.stop_extra = Some(Box::new(f));
+        self
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Production's stop(): inactive first, then the source closed (a held wait resolves
+    /// `Closed`); the loop ends after its current iteration and awaits its handlers.
+    pub fn stop(&self) {
+        self.active.store(false, Ordering::Release);
+        if let Some(s) = &self.source {
+            s.close();
+        }
+        if let Some(f) = &self.stop_extra {
+            f();
+        }
+        self.ready.close();
+    }
+
+    pub fn mark_ready(&self) {
+        self.ready.close();
+    }
+
+    /// The runner cannot start (`why`): whoever waits for it to be ready hears it at once.
+    pub fn fail_start(&self, why: String) {
+        let _ = self.start_failure.set(why); // the first reason is the one
+        self.active.store(false, Ordering::Release);
+        self.ready.close();
+    }
+
+    pub fn start_failure(&self) -> Option<String> {
+        self.start_failure.get().cloned()
+    }
+
+    /// Waits until the runner is ready (or stopped), at most `bound`; false if it was not.
+    pub async fn ready(&self, bound: Duration) -> bool {
+        self.ready.wait(bound).await == Wake::Closed && self.is_active()
+    }
+}
+
+pub struct Runner {
+    pub sandbox: u32,
+    pub host: Arc<dyn Host>,
+    /// `None`: classic polling (poll-only, or a watch that could not be armed).
+    pub source: Option<Arc<dyn ActivitySource>>,
+    /// Requests carried by the source (the inline window variant).
+    pub inbox: Option<Inbox>,
+    pub opts: LoopOptions,
+    pub handler: Arc<HandlerModel>,
+    pub events: EventSink,
+    pub reporter: Reporter,
+    /// Where a call parked with no answer is told (`None`: nobody listens).
+    pub on_park: Option<ParkFn>,
+}
+
+/// What one pickup needs (cheap to clone into the handler tasks).
+#[derive(Clone)]
+struct Ctx {
+    sandbox: u32,
+    host: Arc<dyn Host>,
+    handler: Arc<HandlerModel>,
+    events: EventSink,
+    reporter: Reporter,
+    opts: Arc<LoopOptions>,
+    on_park: Option<ParkFn>,
+    counters: Arc<Counters>,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    malformed: AtomicU64,
+}
+
+/// How one pickup ended, for the loop's bookkeeping.
+struct Picked {
+    name: String,
+    how: Settled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Read and deleted.
+    Deleted,
+    /// Read, but its delete failed: retried on later lists while it is listed.
+    DeleteFailed,
+    /// Not read (answered with the error, or refused as no relay file) and left on disk:
+    /// never read again this turn.
+    Unread,
+    /// Not read; to be read again on the next list (`read_failure = "retry"`).
+    Forget,
+}
+
+impl Settled {
+    fn of(deleted: bool) -> Settled {
+        if deleted {
+            Settled::Deleted
+        } else {
+            Settled::DeleteFailed
+        }
+    }
+}
+
+impl Runner {
+    /// Starts the loop (inside a tokio runtime).
+    pub fn start(self) -> Started {
+        let control = Arc::new(Control::new(self.source.clone()));
+        let task = tokio::spawn(self.run(control.clone()));
+        Started { control, task }
+    }
+
+    /// Starts the loop with a control built by the caller (to keep parts alive with it).
+    pub fn start_with(self, control: Control) -> Started {
+        let control = Arc::new(control);
+        let task = tokio::spawn(self.run(control.clone()));
+        Started { control, task }
+    }
+
+    async fn run(self, control: Arc<Control>) -> RunnerReport {
+        let ctx = Ctx {
+            sandbox: self.sandbox,
+            host: self.host.clone(),
+            handler: self.handler.clone(),
+            events: self.events.clone(),
+            reporter: self.reporter.clone(),
+            opts: Arc::new(self.opts.clone()),
+            on_park: self.on_park.clone(),
+            counters: Arc::default(),
+        };
+        let mut report = RunnerReport::default();
+        let t0 = Instant::now();
+        if self.opts.sweep {
+            report.scans += sweep(&*self.host, &self.reporter).await;
+        }
+        report.startup = t0.elapsed();
+        control.mark_ready();
+
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut remove_failed: HashSet<String> = HashSet::new();
+        let mut idle = 0u32;
+        let mut last: Option<Wake> = None;
+        let mut woke_at = Instant::now();
+        let mut list_error: Option<String> = None;
+        let (handlers, collector) = HandlerSpawner::new();
+        // Pickups the loop does not await (`await_pickups = false`) run as tasks here.
+        let mut background: JoinSet<Picked> = JoinSet::new();
+        while control.is_active() {
+            let carried = self.inbox.as_ref().map(Inbox::take).unwrap_or_default();
+            let mut names = Vec::new();
+            // Deletes that failed earlier are retried while a list still shows them (or with
+            // carried requests, when there is no list); a failed list retries and forgets
+            // nothing, as in production.
+            let retry_deletes = if carried.is_empty() {
+                report.scans += 1;
+                match self.host.list().await {
+                    Ok(listed) => {
+                        if list_error.take().is_some() {
+                            self.reporter.say(Say::DirReadable);
+                        }
+                        if !remove_failed.is_empty() {
+                            let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+                            remove_failed.retain(|n| listed.contains(n.as_str()));
+                        }
+                        names = listed;
+                        true
+                    }
+                    Err(e) => {
+                        report.list_errors += 1;
+                        let msg = e.to_string();
+                        if list_error.as_deref() != Some(&msg) {
+                            self.reporter.say(Say::ListFailed(msg.clone()));
+                            list_error = Some(msg);
+                        }
+                        false
+                    }
+                }
+            } else {
+                report.inline += carried.len() as u64;
+                true
+            };
+            let mut batch: Vec<BoxFut<'static, Picked>> = Vec::new();
+            for name in remove_failed.iter().filter(|_| retry_deletes).cloned() {
+                report.delete_retries += 1;
+                let host = self.host.clone();
+                let reporter = self.reporter.clone();
+                batch.push(Box::pin(async move {
+                    let deleted = delete(&*host, &reporter, &name).await;
+                    Picked { name, how: Settled::of(deleted) }
+                }));
+            }
+            let mut found = 0usize;
+            let new = names
+                .into_iter()
+                .map(|n| (n, None))
+                .chain(carried.into_iter().map(|(n, b)| (n, Some(b))))
+                .filter(|(n, _)| classify(n) == FileKind::Request);
+            for (name, bytes) in new {
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                found += 1;
+                batch.push(Box::pin(pickup(ctx.clone(), name, bytes, woke_at, handlers.clone())));
+            }
+            if self.opts.await_pickups {
+                // Concurrently, on this task: no task hop between the wake and the pickups.
+                for done in join_all(batch).await {
+                    settle(done, &mut seen, &mut remove_failed, self.opts.seen);
+                }
+            } else {
+                batch.into_iter().for_each(|p| drop(background.spawn(p)));
+                while let Some(done) = background.try_join_next() {
+                    settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
+                }
+            }
+            let healthy = self.source.as_ref().filter(|s| s.is_healthy());
+            if let (true, Some(Wake::Timeout), Some(s)) = (found > 0, last, healthy) {
+                if s.note_miss() {
+                    report.missed_by_source += 1;
+                    self.reporter.say(Say::Missed { found, counted: true });
+                }
+            }
+            idle = if found > 0 { 0 } else { idle.saturating_add(1) };
+            last = match self.source.as_ref().filter(|s| s.is_healthy()) {
+                Some(s) => {
+                    let t = if s.suspends_polling() { self.opts.safety_wait } else { self.opts.poll.after(idle) };
+                    let w = tokio::time::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
+                    if w == Wake::Activity {
+                        report.woken_by_activity += 1;
+                    }
+                    Some(w)
+                }
+                None => {
+                    tokio::time::sleep(self.opts.poll.after(idle)).await;
+                    None
+                }
+            };
+            woke_at = Instant::now();
+        }
+        while let Some(done) = background.join_next().await {
+            settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
+        }
+        drop(handlers);
+        let _ = collector.await;
+        report.requests = ctx.counters.requests.load(Ordering::Relaxed);
+        report.malformed = ctx.counters.malformed.load(Ordering::Relaxed);
+        report.degraded = self.reporter.degraded();
+        report
+    }
+}
+
+/// Starts the handlers (and error answers) in the background; the loop awaits them all
+/// when it ends, through the collector task [`HandlerSpawner::new`] returns.
+#[derive(Clone)]
+struct HandlerSpawner(tokio::sync::mpsc::UnboundedSender<JoinHandle<()>>);
+
+impl HandlerSpawner {
+    fn new() -> (HandlerSpawner, JoinHandle<()>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<JoinHandle<()>>();
+        let collector = tokio::spawn(async move {
+            while let Some(h) = rx.recv().await {
+                let _ = h.await;
+            }
+        });
+        (HandlerSpawner(tx), collector)
+    }
+
+    fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        let _ = self.0.send(tokio::spawn(f));
+    }
+}
+
+fn settle_joined(
+    done: Result<Picked, tokio::task::JoinError>,
+    seen: &mut HashSet<String>,
+    failed: &mut HashSet<String>,
+    scope: SeenScope,
+) {
+    if let Ok(p) = done {
+        settle(p, seen, failed, scope);
+    }
+}
+
+fn settle(p: Picked, seen: &mut HashSet<String>, failed: &mut HashSet<String>, scope: SeenScope) {
+    match p.how {
+        Settled::Deleted => {
+            failed.remove(&p.name);
+            if scope == SeenScope::InFlight {
+                seen.remove(&p.name);
+            }
+        }
+        Settled::DeleteFailed => {
+            failed.insert(p.name);
+        }
+        // Left on disk and in the seen set, whatever the scope: it is not in flight, and
+        // reading it again would answer it again.
+        Settled::Unread => {}
+        Settled::Forget => {
+            seen.remove(&p.name);
+        }
+    }
+}
+
+/// The stale sweep: up to 3 lists 150 ms apart; every relay-owned name found is removed
+/// (concurrently, each bounded), never read. Returns the lists made.
+pub async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
+    for attempt in 1..=3u64 {
+        match host.list().await {
+            Ok(names) => {
+                let stale: Vec<String> = names.into_iter().filter(|n| classify(n) != FileKind::Other).collect();
+                if !stale.is_empty() {
+                    let removals = stale.iter().map(|n| tokio::time::timeout(DELETE_BOUND, host.delete(n)));
+                    join_all(removals.collect()).await;
+                    reporter.say(Say::Swept { removed: stale.len() });
+                }
+                return attempt;
+            }
+            Err(_) if attempt < 3 => tokio::time::sleep(Duration::from_millis(150)).await,
+            Err(_) => reporter.say(Say::SweepSkipped),
+        }
+    }
+    3
+}
+
+/// Awaits every future, running them concurrently on this task; their outputs in order.
+async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()).filter(|(_, o)| o.is_none()) {
+            match f.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => *out = Some(v),
+                std::task::Poll::Pending => pending = true,
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().map(|o| o.expect("every future finished")).collect()
+}
+
+/// Deletes a picked-up request within [`DELETE_BOUND`]; false if it must be retried.
+async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
+    let error = match tokio::time::timeout(DELETE_BOUND, host.delete(name)).await {
+        Ok(Ok(())) => return true,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "exceeded 10 s".to_owned(),
+    };
+    reporter.say(Say::DeleteFailed { name: name.to_owned(), error });
+    false
+}
+
+/// One new request: read it (unless the source carried its bytes), start its stat and
+/// delete and, in the background, its handler; await the stat and the delete.
+async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant, handlers: HandlerSpawner) -> Picked {
+    let file_id = file_id_of(&name).unwrap_or(&name).to_owned();
+    let bytes = match bytes {
+        Some(b) => b,
+        None => match ctx.host.read(&name).await {
+            Ok(b) => b,
+            Err(e) => return read_failed(&ctx, name, file_id, e, &handlers),
+        },
+    };
+    let picked = Instant::now();
+    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+    match Request::decode(&bytes) {
+        Ok(req) => {
+            let call: CallId = Arc::from(req.call_id_or(&file_id));
+            // The handler is invoked here, as production's loop invokes it (its task then
+            // runs on the runtime: that scheduling is the handler's time, not the relay's).
+            handlers.spawn(execute(ctx.clone(), call, file_id, woke, picked, Instant::now()));
+        }
+        Err(e) => {
+            ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
+            ctx.reporter.say(Say::Malformed { name: name.clone(), bytes: bytes.len(), error: e.to_string() });
+            let body = Response::Error(format!("relay-bench runner: {e}")).encode();
+            handlers.spawn(answer_error(ctx.clone(), file_id, body));
+        }
+    }
+    let stat = async {
+        if ctx.opts.stat {
+            let _ = ctx.host.stat(&name).await;
+        }
+    };
+    let (_, deleted) = tokio::join!(stat, delete(&*ctx.host, &ctx.reporter, &name));
+    Picked { name, how: Settled::of(deleted) }
+}
+
+fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
+    if let Some(why) = UnsafeEntry::of(&e) {
+        // Not a relay file whatever its name (a FIFO, a link, a huge file): said once (the
+        // name stays seen), never answered, never read again.
+        ctx.reporter.say(Say::Skipped { name: name.clone(), why: why.to_string() });
+        return Picked { name, how: Settled::Unread };
+    }
+    match ctx.opts.read_failure {
+        ReadFailure::Answer => {
+            ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: true });
+            h.spawn(answer_error(ctx.clone(), file_id, Response::Error(e.to_string()).encode()));
+            Picked { name, how: Settled::Unread }
+        }
+        ReadFailure::Retry => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: false });
+            }
+            Picked { name, how: Settled::Forget }
+        }
+    }
+}
+
+/// An error answer under a file id whose request could not be read or parsed. No call can
+/// be named for it, so it is no pairing event; a writer waiting on that file id reads it
+/// and ends its own call.
+async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
+    if let Err(e) = ctx.host.publish(&res_name(&file_id), &body).await {
+        ctx.reporter.say(Say::AnswerFailed { call: file_id, error: e.to_string() });
+    }
+}
+
+/// Runs the handler for one call and publishes its answer (a pause without an answer ends
+/// the call's turn instead).
+async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked: Instant, handler_start: Instant) {
+    let plan = ctx.handler.plan(&call);
+    tokio::time::sleep(plan.duration).await;
+    let handler_end = Instant::now();
+    let mut side =
+        RunnerSide { woke, picked, handler_start, handler_end, answered: None, observed: false, handler_known: true };
+    if plan.outcome == Outcome::Paused && ctx.opts.pause_answer == PauseAnswer::None {
+        ctx.events.emit(ctx.sandbox, &call, EventKind::Parked);
+        if let Some(park) = &ctx.on_park {
+            park(&file_id);
+        }
+        ctx.events.emit_at(handler_end, ctx.sandbox, &call, EventKind::Runner(side));
+        return;
+    }
+    let body = ctx.handler.respond(&call, plan.outcome).encode();
+    ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
+    match ctx.host.publish(&res_name(&file_id), &body).await {
+        Ok(()) => side.answered = Some(Instant::now()),
+        Err(e) => ctx.reporter.say(Say::AnswerFailed { call: call.to_string(), error: e.to_string() }),
+    }
+    let at = side.answered.unwrap_or(handler_end);
+    ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn production_poll_delay() {
+        let ms = |v: &[u64]| v.iter().map(|m| Duration::from_millis(*m)).collect::<Vec<_>>();
+        let got: Vec<Duration> = (0..10).map(|n| PollDelay::PRODUCTION.after(n)).collect();
+        assert_eq!(got, ms(&[300, 300, 300, 300, 300, 600, 1200, 1500, 1500, 1500]));
+        let fixed = PollDelay { interval: Duration::from_millis(50), grow_after: 5, max: Duration::from_millis(50) };
+        assert!((0..100).all(|n| fixed.after(n) == Duration::from_millis(50)));
+    }
+}

@@ -1,0 +1,568 @@
+//! The writer: the in-sandbox side that hands a call to the runner and waits for the answer
+//! (hop 1). It touches the relay dir directly, as the real writer inside the sandbox does.
+//!
+//! One call: claim the file id (collisions refused), arm the response wait, publish the
+//! request atomically, then check-and-wait until the answer appears or the deadline passes
+//! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
+//! the first check closes the created-before-armed race.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::base::notice::Say;
+use crate::base::protocol::{req_name, res_name, IdRegistry, Outcome, Request, Response};
+use crate::base::signal::{Signal, Wake};
+use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
+use crate::relay::source::Reporter;
+use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
+use crate::sandbox::host::Busy;
+
+/// The writer deadline of SPEC §2.
+pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
+    match tool_timeout {
+        Some(t) => t + Duration::from_secs(10),
+        None => Duration::from_secs(60),
+    }
+}
+
+/// How the writer learns that its answer is there.
+pub trait ResponseWaiter: Send + Sync {
+    /// Registers interest in `res_name`; must be called before the first check.
+    fn arm(&self, res_name: &str) -> Armed;
+    /// The longest wait between two checks (the poll interval or safety timer).
+    fn interval(&self) -> Duration;
+    fn close(&self);
+    /// Tells the call waiting for `res_name` that its turn ended with no answer (a pause).
+    fn park(&self, res_name: &str);
+    /// A timed check found an answer no wake announced (a watch on a replaced directory).
+    /// A watching waiter re-arms and says whether that worked; a polling waiter, whose every
+    /// answer is found by a timed check, returns `None`: nothing was missed.
+    fn missed(&self) -> Option<bool> {
+        None
+    }
+}
+
+#[derive(Default)]
+struct SlotMap {
+    waits: HashMap<String, Arc<Signal>>,
+    parked: HashSet<String>,
+    closed: bool,
+}
+
+/// The armed waits of one writer, by response name.
+#[derive(Default, Clone)]
+struct Slots(Arc<Mutex<SlotMap>>);
+
+impl Slots {
+    fn arm(&self, res_name: &str) -> Armed {
+        let signal = Arc::new(Signal::new());
+        let mut g = self.0.lock().expect("slots poisoned");
+        if g.closed {
+            // Armed after close: resolves as Closed at once.
+            signal.close();
+        }
+        g.waits.insert(res_name.to_owned(), signal.clone());
+        Armed { signal, slots: self.clone(), name: res_name.to_owned() }
+    }
+
+    /// Wakes the calls `seen` concerns: with `wake_on = Responses` the call whose answer
+    /// appeared (every call on a rescan or a failure), otherwise every waiting call.
+    fn raise(&self, seen: Seen<'_>, wake_on: EventFilter) {
+        if !wake_on.wants(seen) {
+            return;
+        }
+        let slots = &self.0.lock().expect("slots poisoned").waits;
+        match (wake_on, seen) {
+            (EventFilter::Responses, Seen::Name(n, _)) => {
+                if let Some(sig) = slots.get(n) {
+                    sig.raise();
+                }
+            }
+            _ => slots.values().for_each(|sig| sig.raise()),
+        }
+    }
+
+    fn park(&self, res_name: &str) {
+        let mut g = self.0.lock().expect("slots poisoned");
+        if let Some(sig) = g.waits.get(res_name).cloned() {
+            g.parked.insert(res_name.to_owned());
+            sig.raise();
+        }
+    }
+
+    fn close(&self) {
+        let mut g = self.0.lock().expect("slots poisoned");
+        g.closed = true;
+        g.waits.values().for_each(|sig| sig.close());
+    }
+}
+
+/// One call's armed wait; unregisters itself when dropped.
+pub struct Armed {
+    signal: Arc<Signal>,
+    slots: Slots,
+    name: String,
+}
+
+impl Armed {
+    pub async fn wait(&self, timeout: Duration) -> Wake {
+        self.signal.wait(timeout).await
+    }
+
+    /// The runner said this call's turn ended with no answer.
+    pub fn parked(&self) -> bool {
+        self.slots.0.lock().expect("slots poisoned").parked.contains(&self.name)
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        let mut g = self.slots.0.lock().expect("slots poisoned");
+        g.waits.remove(&self.name);
+        g.parked.remove(&self.name);
+    }
+}
+
+/// Poll-only writer: check every `interval`.
+pub struct PollWaiter {
+    interval: Duration,
+    slots: Slots,
+}
+
+impl PollWaiter {
+    pub fn new(interval: Duration) -> PollWaiter {
+        PollWaiter { interval, slots: Slots::default() }
+    }
+}
+
+impl ResponseWaiter for PollWaiter {
+    fn arm(&self, res_name: &str) -> Armed {
+        self.slots.arm(res_name)
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn close(&self) {
+        self.slots.close();
+    }
+    fn park(&self, res_name: &str) {
+        self.slots.park(res_name);
+    }
+}
+
+/// Watch-assisted writer: `interval` stays as the safety timer a directory watch cuts short.
+/// Production arms an `fs.watch` per waiting call and re-checks its answer on any event in
+/// the dir (`wake_on = Any`, the default here); `Responses` wakes only the call whose answer
+/// name appeared (a named option). One watch per relay dir stands in for the per-call
+/// watches: the same kernel events reach the same waiting calls, without a watcher thread
+/// per call. Where the two differ — a watch on a directory replaced under it — production's
+/// next call arms a fresh watch; here a timed check that finds an unannounced answer re-arms
+/// the one watch, so later calls are watched again as they would be in production.
+pub struct WatchWaiter {
+    slots: Slots,
+    wake_on: EventFilter,
+    dir: Arc<dyn RelayDir>,
+    live: Mutex<Option<Box<dyn WatchHandle>>>,
+    interval: Duration,
+    reporter: Reporter,
+}
+
+impl WatchWaiter {
+    pub fn new(
+        dir: Arc<dyn RelayDir>,
+        safety_interval: Duration,
+        wake_on: EventFilter,
+        reporter: Reporter,
+    ) -> WatchWaiter {
+        let slots = Slots::default();
+        let w = WatchWaiter { slots, wake_on, dir, live: Mutex::new(None), interval: safety_interval, reporter };
+        w.rearm();
+        w
+    }
+
+    fn rearm(&self) -> bool {
+        let (s, wake_on) = (self.slots.clone(), self.wake_on);
+        let armed = self.dir.watch(Box::new(move |seen| s.raise(seen, wake_on)));
+        let mut live = self.live.lock().expect("watch lock poisoned");
+        if let Some(old) = live.take() {
+            old.disarm();
+        }
+        match armed {
+            Ok(w) => {
+                *live = Some(w);
+                true
+            }
+            Err(e) => {
+                self.reporter.say(Say::WatchUnavailable(format!("response watch: {e}")));
+                false
+            }
+        }
+    }
+}
+
+impl ResponseWaiter for WatchWaiter {
+    fn arm(&self, res_name: &str) -> Armed {
+        self.slots.arm(res_name)
+    }
+    fn interval(&self) -> Duration {
+        self.interval
+    }
+    fn close(&self) {
+        if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
+            w.disarm();
+        }
+        self.slots.close();
+    }
+    fn park(&self, res_name: &str) {
+        self.slots.park(res_name);
+    }
+    fn missed(&self) -> Option<bool> {
+        Some(self.rearm())
+    }
+}
+
+/// One call to make.
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    pub id: String,
+    pub tool: String,
+    /// Raw JSON args, `None` for `{}`.
+    pub args: Option<String>,
+    pub intended: Instant,
+    pub warmup: bool,
+    pub deadline: Duration,
+}
+
+/// How a call ended, from the writer's side.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallEnd {
+    Answered(Response),
+    /// The runner parked the call with no answer: the turn ended (a pause).
+    Parked,
+    Failed(FailKind),
+}
+
+/// When the writer deletes its request file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cleanup {
+    /// After an answer (or a pause) only; a timed-out request stays for the next turn's
+    /// sweep (production).
+    OnAnswer,
+    /// At a timeout too.
+    Always,
+}
+
+/// The writer of one relay dir.
+pub struct Writer {
+    pub sandbox: u32,
+    pub dir: Arc<dyn RelayDir>,
+    pub waiter: Box<dyn ResponseWaiter>,
+    pub events: EventSink,
+    pub cleanup: Cleanup,
+    reporter: Reporter,
+    ids: Mutex<IdRegistry>,
+    busy: Arc<Busy>,
+}
+
+impl Writer {
+    pub fn new(sandbox: u32, dir: Arc<dyn RelayDir>, waiter: Box<dyn ResponseWaiter>, events: EventSink) -> Writer {
+        Writer {
+            sandbox,
+            dir,
+            waiter,
+            reporter: Reporter::new(events.clone(), sandbox),
+            events,
+            cleanup: Cleanup::OnAnswer,
+            ids: Mutex::new(IdRegistry::default()),
+            busy: Arc::default(),
+        }
+    }
+
+    /// Says what happens through `reporter` (shared with the waiter that reports too).
+    pub fn with_reporter(mut self, reporter: Reporter) -> Writer {
+        self.reporter = reporter;
+        self
+    }
+
+    pub fn with_cleanup(mut self, cleanup: Cleanup) -> Writer {
+        self.cleanup = cleanup;
+        self
+    }
+
+    /// The runner parked the call of `file_id` with no answer.
+    pub fn park(&self, file_id: &str) {
+        self.waiter.park(&res_name(file_id));
+    }
+
+    /// Why this writer's response watch degraded, if it did.
+    pub fn degraded(&self) -> Option<String> {
+        self.reporter.degraded()
+    }
+
+    /// Shares the relay dir's in-flight gauge with its host (busy/idle request rates).
+    pub fn with_busy(mut self, busy: Arc<Busy>) -> Writer {
+        self.busy = busy;
+        self
+    }
+
+    pub async fn call(&self, spec: CallSpec) -> CallEnd {
+        self.busy.begin();
+        let end = self.call_inner(spec).await;
+        self.busy.end();
+        end
+    }
+
+    async fn call_inner(&self, spec: CallSpec) -> CallEnd {
+        let id: CallId = Arc::from(spec.id.as_str());
+        let mut times = WriterSide {
+            intended: spec.intended,
+            started: Instant::now(),
+            warmup: spec.warmup,
+            published: None,
+            read: None,
+            outcome: CallOutcome::Failed(FailKind::IdCollision),
+        };
+        let claimed = self.ids.lock().expect("id registry poisoned").claim(&spec.id);
+        let end = match claimed {
+            Ok(file_id) => {
+                let end = self.exchange(&spec, &id, &file_id, &mut times).await;
+                self.ids.lock().expect("id registry poisoned").release(&file_id);
+                end
+            }
+            Err(e) => {
+                self.reporter.say(Say::IdCollision(e.to_string()));
+                CallEnd::Failed(FailKind::IdCollision)
+            }
+        };
+        times.outcome = match &end {
+            CallEnd::Answered(r) => CallOutcome::Answered(r.outcome()),
+            CallEnd::Parked => CallOutcome::Answered(Outcome::Paused),
+            CallEnd::Failed(why) => CallOutcome::Failed(*why),
+        };
+        let at = times.read.unwrap_or_else(Instant::now);
+        self.events.emit_at(at, self.sandbox, &id, EventKind::Writer(times));
+        end
+    }
+
+    async fn exchange(&self, spec: &CallSpec, id: &CallId, file_id: &str, times: &mut WriterSide) -> CallEnd {
+        let (sb, ev, say) = (self.sandbox, &self.events, &self.reporter);
+        let (req, res) = (req_name(file_id), res_name(file_id));
+        let body = match Request::new(&spec.tool, &spec.id, spec.args.as_deref()) {
+            Ok(r) => r.encode(),
+            Err(e) => {
+                say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
+                return CallEnd::Failed(FailKind::PublishError);
+            }
+        };
+        let armed = self.waiter.arm(&res);
+        let deadline = Instant::now() + spec.deadline;
+        ev.emit(sb, id, EventKind::Requesting);
+        if let Err(e) = self.dir.publish(&req, &body).await {
+            say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
+            // Announced but never visible: close the pairing as the runner cannot answer.
+            return CallEnd::Failed(FailKind::PublishError);
+        }
+        times.published = Some(Instant::now());
+        // How the last wait ended: an answer found after a timer wake was not announced.
+        let mut last = None;
+        loop {
+            match self.dir.read(&res) {
+                Ok(bytes) => {
+                    times.read = Some(Instant::now());
+                    if last == Some(Wake::Timeout) {
+                        if let Some(rearmed) = self.waiter.missed() {
+                            say.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
+                        }
+                    }
+                    let _ = self.dir.remove(&req);
+                    let _ = self.dir.remove(&res);
+                    return match Response::decode(&bytes) {
+                        Ok(r) => CallEnd::Answered(r),
+                        Err(e) => {
+                            say.say(Say::MalformedAnswer { call: id.to_string(), error: e.to_string() });
+                            CallEnd::Answered(Response::Error(e.to_string()))
+                        }
+                    };
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => say.say(Say::AnswerReadFailed { call: id.to_string(), error: e.to_string() }),
+            }
+            if armed.parked() {
+                // The turn ended with no answer: the request was already deleted on pickup.
+                times.read = Some(Instant::now());
+                let _ = self.dir.remove(&req);
+                return CallEnd::Parked;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                if self.cleanup == Cleanup::Always {
+                    let _ = self.dir.remove(&req);
+                }
+                return CallEnd::Failed(FailKind::Timeout);
+            }
+            let wait = self.waiter.interval().min(deadline - now);
+            let w = armed.wait(wait).await;
+            if w == Wake::Closed {
+                // Interrupted: the harness leaves nothing behind.
+                let _ = self.dir.remove(&req);
+                return CallEnd::Failed(FailKind::Interrupted);
+            }
+            last = Some(w);
+        }
+    }
+
+    pub fn close(&self) {
+        self.waiter.close();
+    }
+
+    /// Calls in flight (claimed file ids).
+    pub fn in_flight(&self) -> usize {
+        self.ids.lock().expect("id registry poisoned").len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_rule() {
+        assert_eq!(writer_deadline(None), Duration::from_secs(60));
+        assert_eq!(writer_deadline(Some(Duration::from_secs(5))), Duration::from_secs(15));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unanswered_call_times_out_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, mut rx) = EventSink::channel();
+        let w = Writer::new(
+            0,
+            Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
+            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            sink,
+        )
+        .with_cleanup(Cleanup::Always);
+        let spec = CallSpec {
+            id: "lonely".into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(2),
+        };
+        assert_eq!(w.call(spec).await, CallEnd::Failed(FailKind::Timeout));
+        assert!(
+            crate::sandbox::dir::RealDir::new(dir.path()).relay_files().unwrap().is_empty(),
+            "request removed at timeout"
+        );
+        // Production's writer (the default) leaves it for the next turn's sweep.
+        let (sink, _rx2) = EventSink::channel();
+        let w2 = Writer::new(
+            0,
+            Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
+            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            sink,
+        );
+        let spec = CallSpec {
+            id: "left".into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(2),
+        };
+        assert_eq!(w2.call(spec).await, CallEnd::Failed(FailKind::Timeout));
+        assert_eq!(
+            crate::sandbox::dir::RealDir::new(dir.path()).relay_files().unwrap(),
+            vec!["left.req.json".to_owned()]
+        );
+        drop(w);
+        let kinds: Vec<_> = rx.try_iter().collect();
+        assert!(kinds.iter().any(|m| matches!(m, crate::events::Msg::Call(e)
+            if matches!(&e.kind, EventKind::Writer(w) if w.outcome == CallOutcome::Failed(FailKind::Timeout) && w.read.is_none()))));
+    }
+
+    #[tokio::test]
+    async fn colliding_ids_are_refused_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, _rx) = EventSink::channel();
+        let w = Arc::new(Writer::new(
+            0,
+            Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
+            Box::new(PollWaiter::new(Duration::from_millis(20))),
+            sink,
+        ));
+        let spec = |id: &str| CallSpec {
+            id: id.into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_millis(500),
+        };
+        let first = {
+            let w = w.clone();
+            let s = spec("a/b");
+            tokio::spawn(async move { w.call(s).await })
+        };
+        while w.in_flight() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
+        assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
+    }
+
+    fn one_call(id: &str) -> CallSpec {
+        CallSpec {
+            id: id.into(),
+            tool: "t".into(),
+            args: None,
+            intended: Instant::now(),
+            warmup: false,
+            deadline: Duration::from_secs(5),
+        }
+    }
+
+    /// Answers `id` after `after`, as a runner would: the answer published atomically.
+    fn answer_later(dir: &crate::sandbox::dir::SimDir, id: &str, after: Duration) {
+        let (dir, name) = (dir.clone(), res_name(id));
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            crate::sandbox::dir::publish_now(&dir, &name, br#"{"ok":true,"text":"x"}"#).unwrap();
+        });
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_polling_writer_finds_every_answer_by_its_timer_and_says_nothing_of_it() {
+        let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
+        let (sink, mut rx) = EventSink::channel();
+        let w = Writer::new(0, Arc::new(dir.clone()), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+        answer_later(&dir, "p1", Duration::from_millis(100));
+        assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
+        drop(w);
+        let notices: Vec<_> = rx.try_iter().filter(|m| matches!(m, crate::events::Msg::Notice(_))).collect();
+        assert!(notices.is_empty(), "{} notices", notices.len());
+    }
+
+    /// Production's writer re-checks its answer on any change in the dir; `Responses` wakes
+    /// only the call whose answer appeared.
+    #[tokio::test(start_paused = true)]
+    async fn the_writer_watch_wakes_on_any_change_unless_told_responses() {
+        for (wake_on, woken) in [(EventFilter::Any, true), (EventFilter::Responses, false)] {
+            let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
+            let (sink, _rx) = EventSink::channel();
+            let waiter =
+                WatchWaiter::new(Arc::new(dir.clone()), Duration::from_millis(300), wake_on, Reporter::new(sink, 0));
+            let armed = waiter.arm("c1.res.json");
+            crate::sandbox::dir::publish_now(&dir, "other.req.json", b"{}").unwrap();
+            let wake = armed.wait(Duration::from_millis(300)).await;
+            assert_eq!(wake == Wake::Activity, woken, "{wake_on:?}: {wake:?}");
+            crate::sandbox::dir::publish_now(&dir, "c1.res.json", b"{}").unwrap();
+            assert_eq!(armed.wait(Duration::from_millis(300)).await, Wake::Activity, "{wake_on:?}: its answer");
+        }
+    }
+}

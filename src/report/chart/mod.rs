@@ -1,0 +1,282 @@
+//! Charts of a run directory, as PNG and SVG beside `summary.json` (in `charts/`):
+//! the latency percentile spectrum ([`percentiles`]), where a call's time goes
+//! ([`breakdown`]), discovery requests over time ([`requests`]), and pickup over time with
+//! fault windows shaded ([`faults`]). They are drawn from the run directory's files alone
+//! (`summary.json` and the `.hlog` interval logs), so `relay-bench report DIR` re-renders
+//! them; text uses the embedded DejaVu Sans, so no system font library is needed.
+
+mod breakdown;
+mod faults;
+mod percentiles;
+mod requests;
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::record::recorder::Measure;
+use crate::report::export::hdr::{read_hlog, total, Interval};
+use crate::report::output::{Input, Moment, Output, Staged};
+use crate::results::summary::{CaseResult, Summary};
+use crate::scenario::gate::Metric;
+
+/// The chart width and height in pixels.
+pub const SIZE: (u32, u32) = (1200, 720);
+
+/// One case's figures, as the charts need them.
+pub struct CaseData {
+    pub name: String,
+    pub clock: String,
+    /// Per measure: the whole-case histogram and, for pickup, its intervals.
+    pub hists: Vec<(String, hdrhistogram::Histogram<u64>)>,
+    pub pickup_intervals: Vec<Interval>,
+    /// Means in ms: wake, post-wake round trips, handler, answer publication, hop 1.
+    pub breakdown: Option<[f64; 5]>,
+    /// (seconds, discovery requests per minute per dir).
+    pub timeline: Vec<(f64, f64)>,
+    /// Thresholds of the case's discovery-rate gates: (gate text, value).
+    pub rate_gates: Vec<(String, f64)>,
+    /// (kind, from s, to s).
+    pub faults: Vec<(String, f64, f64)>,
+    pub requests_measured: bool,
+}
+
+/// A run directory's data.
+pub struct RunData {
+    pub scenario: String,
+    pub cases: Vec<CaseData>,
+}
+
+impl CaseData {
+    /// The charts' view of one case: its figures from the summary, its histograms from the
+    /// interval logs under `dir/hdr/<case>/`.
+    fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, String> {
+        let mut hists = Vec::new();
+        let mut pickup_intervals = Vec::new();
+        for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
+            let p = dir.join("hdr").join(&c.case).join(format!("{}.hlog", m.name()));
+            let bytes = match std::fs::read(&p) {
+                Ok(b) => b,
+                // Nothing measured, nothing to draw (a black-box runner's wake).
+                Err(_) if c.latency(m).count == 0 => continue,
+                Err(e) => {
+                    return Err(format!("{}: {e} (summary.json counts {} samples)", p.display(), c.latency(m).count))
+                }
+            };
+            let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            if let Some(h) = total(&ivs) {
+                hists.push((m.name().to_owned(), h));
+            }
+            if m == Measure::Pickup {
+                pickup_intervals = ivs;
+            }
+        }
+        let breakdown = c.breakdown_ms();
+        Ok(CaseData {
+            name: c.case.clone(),
+            clock: c.clock.clone(),
+            hists,
+            pickup_intervals,
+            breakdown,
+            timeline: c.requests.timeline.iter().map(|p| (p.t_secs, p.discovery_per_min)).collect(),
+            rate_gates: c
+                .gates
+                .iter()
+                .filter(|g| matches!(g.metric, Metric::Count(k) if k.is_discovery_rate()))
+                .map(|g| (g.expr.clone(), g.threshold))
+                .collect(),
+            faults: c.faults.iter().map(|f| (f.kind.clone(), f.at_secs, f.until_secs)).collect(),
+            requests_measured: !c.requests.not_measured,
+        })
+    }
+}
+
+impl RunData {
+    /// Reads `summary.json` and the interval logs under `hdr/`.
+    pub fn load(dir: &Path) -> Result<RunData, String> {
+        let summary = Summary::read(&dir.join("summary.json"))?;
+        let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
+        Ok(RunData { scenario: summary.scenario, cases })
+    }
+}
+
+/// Registers the embedded font once.
+fn font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let bytes: &'static [u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, bytes);
+    });
+}
+
+/// A log axis label: only 1, 2 and 5 times a power of ten are written (the other ticks
+/// stay as grid lines), so labels never crowd whatever the range.
+pub fn log_label(y: &f64) -> String {
+    if *y <= 0.0 {
+        return String::new();
+    }
+    let e = y.log10().floor();
+    let m = y / 10f64.powf(e);
+    if ![1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 0.02) {
+        return String::new();
+    }
+    if *y >= 1.0 {
+        format!("{y:.0}")
+    } else {
+        let digits = (-e) as usize;
+        format!("{y:.digits$}")
+    }
+}
+
+/// A distinct color per case.
+pub fn color(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// One legend entry: label, color, and whether its line is dashed (a gate).
+pub struct Entry {
+    pub label: String,
+    pub color: RGBColor,
+    pub dashed: bool,
+}
+
+/// Height of a legend strip for `entries` across `width` pixels.
+pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
+    let (mut x, mut rows) = (10u32, 1u32);
+    for e in entries {
+        let w = 40 + 9 * e.label.chars().count() as u32;
+        if x + w > width && x > 10 {
+            rows += 1;
+            x = 10;
+        }
+        x += w;
+    }
+    10 + 26 * rows
+}
+
+/// Draws a legend as rows of entries in its own strip, so it never covers a line.
+pub fn legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    entries: &[Entry],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let width = area.dim_in_pixel().0;
+    let (mut x, mut y) = (10i32, 18i32);
+    for en in entries {
+        let w = 40 + 9 * en.label.chars().count() as i32;
+        if x + w > width as i32 && x > 10 {
+            x = 10;
+            y += 26;
+        }
+        let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
+        if en.dashed {
+            for k in 0..3 {
+                area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style)).map_err(e)?;
+            }
+        } else {
+            area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style)).map_err(e)?;
+        }
+        area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15))).map_err(e)?;
+        x += w;
+    }
+    Ok(())
+}
+
+/// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
+pub struct Charts;
+
+impl Output for Charts {
+    fn name(&self) -> &'static str {
+        "charts"
+    }
+
+    fn path(&self) -> &'static str {
+        "charts/<chart>.png|.svg"
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        moment != Moment::Progress
+    }
+
+    fn essential(&self) -> bool {
+        false
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+        render(&RunData::load(input.dir)?, out)
+    }
+}
+
+/// Stages every chart of `run` under `charts/`.
+fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
+    font();
+    macro_rules! chart {
+        ($stem:expr, $size:expr, $f:path) => {{
+            let png = out.draw(format!("charts/{}.png", $stem))?;
+            let svg = out.draw(format!("charts/{}.svg", $stem))?;
+            {
+                let root = BitMapBackend::new(&png, $size).into_drawing_area();
+                $f(&root, run).map_err(|e| format!("{}: {e}", png.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+            }
+            {
+                let root = SVGBackend::new(&svg, $size).into_drawing_area();
+                $f(&root, run).map_err(|e| format!("{}: {e}", svg.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+            }
+        }};
+    }
+    if run.cases.iter().any(|c| !c.hists.is_empty()) {
+        chart!("latency-percentiles", (SIZE.0, SIZE.1 * 3 / 2), percentiles::draw);
+    }
+    if run.cases.iter().any(|c| c.breakdown.is_some()) {
+        let h = 160 + 60 * run.cases.len() as u32;
+        chart!("time-breakdown", (SIZE.0, h.max(360)), breakdown::draw);
+    }
+    if run.cases.iter().any(|c| c.requests_measured && !c.timeline.is_empty()) {
+        chart!("discovery-over-time", SIZE, requests::draw);
+    }
+    if run.cases.iter().any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()) {
+        let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
+        chart!("faults-pickup-over-time", (SIZE.0, 220 * n.div_ceil(2) + 80), faults::draw);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_archived_run_loads_with_its_rate_gates() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run");
+        let run = RunData::load(&dir).unwrap();
+        let w = run.cases.iter().find(|c| c.name == "window-exec").unwrap();
+        assert_eq!(w.rate_gates, vec![("idle_phase_discovery_per_min <= 5.0".to_string(), 5.0)]);
+        assert!(w.requests_measured && !w.timeline.is_empty() && w.breakdown.is_some());
+        assert_eq!(w.hists.len(), 3, "wake, pickup and completion from the interval logs");
+        let poll = run.cases.iter().find(|c| c.name == "poll-only").unwrap();
+        assert!(poll.rate_gates.is_empty());
+    }
+
+    #[test]
+    fn a_missing_interval_log_the_summary_counts_samples_for_is_an_error() {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/archived-run");
+        let to = tempfile::tempdir().unwrap();
+        std::fs::copy(from.join("summary.json"), to.path().join("summary.json")).unwrap();
+        let e = RunData::load(to.path()).err().expect("no interval logs at all");
+        assert!(e.contains("wake.hlog") && e.contains("summary.json counts"), "{e}");
+    }
+}

@@ -1,0 +1,232 @@
+//! HdrHistogram's own formats, per case and measure: the `.hgrm` percentile distribution
+//! (the text HdrHistogram's `outputPercentileDistribution` prints, which its online plotter
+//! loads; values in milliseconds) and the `.hlog` interval log (V2 compressed histograms,
+//! lossless: `report` re-renders charts from it). Pickup's log has one histogram per
+//! interval of the case; the other measures' logs hold the whole case as one interval.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
+use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+use crate::record::recorder::{CaseHdr, Measure};
+use crate::report::output::{Input, Moment, Output, Staged};
+
+/// Nanoseconds per millisecond: `.hgrm` values are in ms.
+const MS: f64 = 1e6;
+
+/// The percentile distribution of `h` in HdrHistogram's text format, values in ms.
+pub fn hgrm(h: &Histogram<u64>) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(o, "{:>12} {:>14} {:>10} {:>14}\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
+    if !h.is_empty() {
+        let mut count = 0u64;
+        for v in h.iter_quantiles(5) {
+            let (q, value) = (v.quantile_iterated_to(), v.value_iterated_to() as f64 / MS);
+            count += v.count_since_last_iteration();
+            if q < 1.0 {
+                let _ = writeln!(o, "{value:12.3} {q:2.12} {count:10} {:14.2}", 1.0 / (1.0 - q));
+            } else {
+                let _ = writeln!(o, "{value:12.3} {q:2.12} {count:10}");
+            }
+        }
+    }
+    let _ = writeln!(o, "#[Mean    = {:12.3}, StdDeviation   = {:12.3}]", h.mean() / MS, h.stdev() / MS);
+    let _ = writeln!(o, "#[Max     = {:12.3}, Total count    = {:12}]", h.max() as f64 / MS, h.len());
+    let _ = writeln!(o, "#[Buckets = {:12}, SubBuckets     = {:12}]", h.buckets(), h.distinct_values());
+    o
+}
+
+/// The (value in ms, percentile in [0, 1]) rows of a `.hgrm` file.
+pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let v = f.next()?.parse().ok()?;
+            let q = f.next()?.parse().ok()?;
+            Some((v, q))
+        })
+        .collect()
+}
+
+/// One interval of an `.hlog`: its start and length from the case's epoch.
+pub struct Interval {
+    pub start: Duration,
+    pub length: Duration,
+    pub hist: Histogram<u64>,
+}
+
+/// Writes an interval log of `intervals`, tagged with the measure's name.
+pub fn write_hlog(out: &mut impl io::Write, measure: &str, intervals: &[Interval]) -> io::Result<()> {
+    let mut ser = V2DeflateSerializer::new();
+    let mut b = IntervalLogWriterBuilder::new();
+    b.add_comment(&format!(
+        "relay-bench: {measure}, nanoseconds; timestamps are seconds from the case's first intended start"
+    ));
+    b.with_base_time(std::time::SystemTime::UNIX_EPOCH);
+    let mut w = b.begin_log_with(out, &mut ser).map_err(io::Error::other)?;
+    for iv in intervals {
+        w.write_histogram(&iv.hist, iv.start, iv.length, Tag::new(measure))
+            .map_err(|e| io::Error::other(format!("{e:?}")))?;
+    }
+    Ok(())
+}
+
+/// Reads an interval log back, interval by interval.
+pub fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, String> {
+    let mut de = Deserializer::new();
+    let mut out = Vec::new();
+    for entry in IntervalLogIterator::new(bytes) {
+        match entry.map_err(|e| format!("{e:?}"))? {
+            LogEntry::Interval(ilh) => {
+                let raw = base64_decode(ilh.encoded_histogram())?;
+                let hist: Histogram<u64> =
+                    de.deserialize(&mut io::Cursor::new(raw)).map_err(|e| format!("bad histogram: {e:?}"))?;
+                out.push(Interval { start: ilh.start_timestamp(), length: ilh.duration(), hist });
+            }
+            LogEntry::StartTime(_) | LogEntry::BaseTime(_) => {}
+        }
+    }
+    Ok(out)
+}
+
+fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| format!("bad base64: {e}"))
+}
+
+/// The whole case of one measure, summed over its intervals.
+pub fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
+    let mut it = intervals.iter();
+    let mut h = it.next()?.hist.clone();
+    for iv in it {
+        let _ = h.add(&iv.hist);
+    }
+    Some(h)
+}
+
+/// `hdr/<case>/<measure>.hgrm` (percentile distribution) and `.hlog` (interval log) for
+/// every measure with samples: written for a case as it finishes, and the `.hgrm` drawn
+/// again from its `.hlog` by a re-render.
+pub struct Hdr;
+
+impl Output for Hdr {
+    fn name(&self) -> &'static str {
+        "hdr"
+    }
+
+    fn path(&self) -> &'static str {
+        "hdr/<case>/<measure>.hgrm|.hlog"
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        matches!(moment, Moment::Case | Moment::Rerender)
+    }
+
+    fn essential(&self) -> bool {
+        false
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+        // After a case, the case just finished is the last result, its histograms still in
+        // memory; a re-render has none in memory and reads the logs.
+        match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {
+            Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
+            None => rewrite_hgrm(&input.dir.join("hdr"), out),
+        }
+    }
+}
+
+/// Stages `<dir>/<measure>.hgrm` and `<dir>/<measure>.hlog` for every measure with samples.
+fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), String> {
+    for (m, h) in &hdr.measures {
+        if h.is_empty() {
+            continue;
+        }
+        out.put(dir.join(format!("{}.hgrm", m.name())), hgrm(h).as_bytes())?;
+        let intervals: Vec<Interval> = match (&hdr.intervals, m) {
+            (Some(iv), Measure::Pickup) => iv
+                .hists
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| {
+                    let hist = h.clone()?;
+                    Some(Interval { start: iv.interval * i as u32, length: iv.interval, hist })
+                })
+                .collect(),
+            _ => vec![Interval { start: Duration::ZERO, length: hdr.length, hist: h.clone() }],
+        };
+        let mut bytes = Vec::new();
+        write_hlog(&mut bytes, m.name(), &intervals).map_err(|e| format!("{}: {e}", m.name()))?;
+        out.put(dir.join(format!("{}.hlog", m.name())), &bytes)?;
+    }
+    Ok(())
+}
+
+/// Stages every `.hgrm` under `hdr_dir` (`hdr/<case>/`) anew from its `.hlog`.
+fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), String> {
+    let Ok(cases) = std::fs::read_dir(hdr_dir) else { return Ok(()) };
+    let mut logs: Vec<PathBuf> = cases
+        .flatten()
+        .filter_map(|c| std::fs::read_dir(c.path()).ok())
+        .flat_map(|files| files.flatten().map(|f| f.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("hlog"))
+        .collect();
+    logs.sort();
+    for p in logs {
+        let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+        if let Some(h) = total(&ivs) {
+            let rel = p.strip_prefix(hdr_dir.parent().unwrap_or(hdr_dir)).unwrap_or(&p).with_extension("hgrm");
+            out.put(rel, hgrm(&h).as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::recorder::new_histogram;
+
+    fn sample() -> Histogram<u64> {
+        let mut h = new_histogram();
+        for i in 1..=10_000u64 {
+            h.record(i * 37_000).unwrap(); // 37 µs .. 370 ms
+        }
+        h
+    }
+
+    #[test]
+    fn hgrm_parses_back_to_the_same_percentiles() {
+        let h = sample();
+        let rows = parse_hgrm(&hgrm(&h));
+        assert!(rows.len() > 20);
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let (v, _) = rows.iter().find(|(_, p)| *p >= q).copied().unwrap();
+            let want = h.value_at_quantile(q) as f64 / MS;
+            assert!((v - want).abs() <= 0.0015 + want * 1e-3, "p{q}: {v} vs {want}");
+        }
+        assert_eq!(rows.last().unwrap().1, 1.0);
+    }
+
+    #[test]
+    fn hlog_round_trips_losslessly() {
+        let h = sample();
+        let mut buf = Vec::new();
+        let ivs = [
+            Interval { start: Duration::ZERO, length: Duration::from_secs(1), hist: h.clone() },
+            Interval { start: Duration::from_secs(1), length: Duration::from_secs(1), hist: h.clone() },
+        ];
+        write_hlog(&mut buf, "pickup", &ivs).unwrap();
+        let back = read_hlog(&buf).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].start, Duration::from_secs(1));
+        assert_eq!(back[0].hist, h);
+        assert_eq!(total(&back).unwrap().len(), 20_000);
+    }
+}

@@ -1,0 +1,152 @@
+//! Gates as JUnit XML, the format CI systems display: a `<testsuite>` per case, a
+//! `<testcase>` per gate (its failure message the observed value and the threshold), and a
+//! `finished` testcase that fails when the case was interrupted or its runner hung. A run of
+//! several scenarios is one file ([`render_all`]).
+
+use std::fmt::Write;
+
+use crate::report::output::{Dest, Input, Moment, Output, Staged};
+use crate::results::summary::{CaseResult, Summary};
+
+/// `--junit FILE`: every scenario of the run so far, rewritten after each.
+pub struct JUnit;
+
+impl Output for JUnit {
+    fn name(&self) -> &'static str {
+        "junit.xml"
+    }
+
+    fn path(&self) -> &'static str {
+        "FILE of --junit"
+    }
+
+    fn dest(&self) -> Dest {
+        Dest::Flag("--junit")
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        moment == Moment::End
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+        out.put("junit.xml", &render_all(input.summaries))
+    }
+}
+
+/// One JUnit document for every scenario of a run.
+pub fn render_all(summaries: &[Summary]) -> Vec<u8> {
+    let cases: Vec<(&Summary, &CaseResult)> =
+        summaries.iter().flat_map(|s| s.results.iter().map(move |r| (s, r))).collect();
+    let tests: usize = cases.iter().map(|(_, r)| r.gates.len() + 1).sum();
+    let failures: usize = cases.iter().map(|(_, r)| failed(r)).sum();
+    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(o, r#"<testsuites name="relay-bench" tests="{tests}" failures="{failures}">"#);
+    for (s, r) in cases {
+        let suite = format!("{}.{}", s.scenario, r.case);
+        let _ = writeln!(
+            o,
+            r#"  <testsuite name="{}" tests="{}" failures="{}" time="{:.3}">"#,
+            esc(&suite),
+            r.gates.len() + 1,
+            failed(r),
+            r.window_secs
+        );
+        let design = super::design(r);
+        let _ = writeln!(
+            o,
+            r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/></properties>"#,
+            esc(&r.strategy),
+            esc(&design),
+            esc(&r.clock)
+        );
+        let _ = write!(o, r#"    <testcase classname="{}" name="finished""#, esc(&suite));
+        match unfinished(r) {
+            None => o.push_str("/>\n"),
+            Some(why) => {
+                let _ = writeln!(o, ">\n      <failure type=\"case\" message=\"{}\"/>\n    </testcase>", esc(&why));
+            }
+        }
+        for g in &r.gates {
+            let _ = write!(o, r#"    <testcase classname="{}" name="{}""#, esc(&suite), esc(&g.expr));
+            if g.pass {
+                o.push_str("/>\n");
+                continue;
+            }
+            let message = format!(
+                "observed {}; threshold {} {}",
+                g.observed_text,
+                g.op.symbol(),
+                g.expr.split(g.op.symbol()).nth(1).map_or_else(|| g.threshold.to_string(), |t| t.trim().to_owned())
+            );
+            let _ = writeln!(o, ">\n      <failure type=\"gate\" message=\"{}\"/>\n    </testcase>", esc(&message));
+        }
+        o.push_str("  </testsuite>\n");
+    }
+    o.push_str("</testsuites>\n");
+    o.into_bytes()
+}
+
+/// Why a case did not finish cleanly, if it did not.
+fn unfinished(r: &CaseResult) -> Option<String> {
+    if r.interrupted {
+        return Some("interrupted before the schedule ended".into());
+    }
+    (r.runner.stuck > 0).then(|| format!("{} runner(s) did not stop within the stop bound", r.runner.stuck))
+}
+
+fn failed(r: &CaseResult) -> usize {
+    r.gates.iter().filter(|g| !g.pass).count() + usize::from(unfinished(r).is_some())
+}
+
+/// XML attribute text: the five entities escaped, characters XML 1.0 forbids dropped.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_gate_is_a_testcase_and_a_failure_says_observed_and_threshold() {
+        let s = super::super::fixture::realistic();
+        let xml = String::from_utf8(render_all(std::slice::from_ref(&s))).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let root = doc.root_element();
+        assert_eq!(root.tag_name().name(), "testsuites");
+        let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
+        assert_eq!(suites.len(), s.results.len());
+        let gates: usize = s.results.iter().map(|r| r.gates.len()).sum();
+        let cases = root.descendants().filter(|n| n.has_tag_name("testcase")).count();
+        assert_eq!(cases, gates + s.results.len(), "a testcase per gate, and `finished` per case");
+        assert_eq!(root.attribute("tests").unwrap(), cases.to_string());
+        let failures: Vec<_> = root.descendants().filter(|n| n.has_tag_name("failure")).collect();
+        assert_eq!(root.attribute("failures").unwrap(), failures.len().to_string());
+        let idle = failures
+            .iter()
+            .find(|f| f.parent().unwrap().attribute("name") == Some("idle_phase_discovery_per_min <= 5.0"))
+            .expect("the production case's failed budget gate");
+        assert_eq!(idle.attribute("message").unwrap(), "observed 5.33; threshold <= 5.0");
+        let suite = idle.parent().unwrap().parent().unwrap();
+        assert_eq!(suite.attribute("name").unwrap(), format!("{}.window-exec", s.scenario));
+    }
+
+    #[test]
+    fn hostile_text_stays_well_formed() {
+        assert_eq!(esc("a<b & \"c\"\n\u{1}'"), "a&lt;b &amp; &quot;c&quot;&#10;&apos;");
+    }
+}

@@ -1,0 +1,251 @@
+//! The table printed at the end of a run: one row per case, at most 100 columns. A `*`
+//! after a case's name marks a case that departs from production's relay as built; the
+//! notes under the table say with which options, and what else went wrong.
+
+use std::fmt::Write;
+
+use crate::record::recorder::LatencyStats;
+use crate::report::output::{Dest, Input, Moment, Output, Staged};
+use crate::results::summary::{CaseResult, Summary};
+
+pub struct Table;
+
+/// The console's width the table keeps within.
+const WIDTH: usize = 100;
+/// A case name is never cut shorter than this.
+const MIN_NAME: usize = 12;
+
+/// `p50/p99` as short as a person still reads it (`95.9/120.2ms`, `850µs/1.23ms`), or `-`
+/// without samples.
+fn pair(s: &LatencyStats) -> String {
+    if s.count == 0 {
+        return "-".into();
+    }
+    let (a, b) = (super::us(s.p50), super::us(s.p99));
+    let unit = |t: &str| t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.').to_owned();
+    if unit(&a) == unit(&b) {
+        format!("{}/{b}", a.trim_end_matches(|c: char| !(c.is_ascii_digit() || c == '.')))
+    } else {
+        format!("{a}/{b}")
+    }
+}
+
+/// Whether the case knowingly departs from production's relay as built (an archived run
+/// that did not record it is not marked).
+fn departs(r: &CaseResult) -> bool {
+    r.departures.as_ref().is_some_and(|d| !d.is_empty())
+}
+
+fn verdict(r: &CaseResult) -> String {
+    let passed = r.gates.iter().filter(|g| g.pass).count();
+    if r.interrupted {
+        "INTERRUPTED".to_owned()
+    } else if r.pass {
+        format!("pass {passed}/{}", r.gates.len())
+    } else {
+        format!("FAIL {passed}/{}", r.gates.len())
+    }
+}
+
+/// `text` cut to `width` characters, with `…` where it was cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A note under the table: indented by two, wrapped at [`WIDTH`] on spaces (continued
+/// lines by four).
+fn note(o: &mut String, text: &str) {
+    let mut line = String::from(" ");
+    for word in text.split(' ') {
+        if line.chars().count() + 1 + word.chars().count() > WIDTH && !line.trim().is_empty() {
+            let _ = writeln!(o, "{}", line.trim_end());
+            line = String::from("   ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    let _ = writeln!(o, "{}", line.trim_end());
+}
+
+impl Output for Table {
+    fn name(&self) -> &'static str {
+        "console table"
+    }
+
+    fn path(&self) -> &'static str {
+        "stdout"
+    }
+
+    fn dest(&self) -> Dest {
+        Dest::Console
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        moment == Moment::End
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+        out.console(&self.render(input.summary()));
+        Ok(())
+    }
+}
+
+impl Table {
+    pub fn render(&self, s: &Summary) -> Vec<u8> {
+        let header = ["case", "calls", "lost", "wake p50/p99", "pickup p50/p99", "compl. p50/p99", "disc/min", "gates"];
+        let right = [false, true, true, false, false, false, true, false];
+        let rows: Vec<[String; 8]> = s
+            .results
+            .iter()
+            .map(|r| {
+                [
+                    format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
+                    r.calls.completed.to_string(),
+                    r.calls.lost.to_string(),
+                    pair(&r.latency_us.wake),
+                    pair(&r.latency_us.pickup),
+                    pair(&r.latency_us.completion),
+                    if r.requests.not_measured { "-".into() } else { format!("{:.1}", r.requests.discovery_per_min) },
+                    verdict(r),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(|h| h.chars().count());
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        // The name takes what the other columns (one space apart) leave of the width.
+        let rest: usize = widths[1..].iter().sum::<usize>() + widths.len() - 1;
+        widths[0] = widths[0].min(WIDTH.saturating_sub(rest).max(MIN_NAME));
+        let mut o = String::new();
+        let mut line = |cells: &[String]| {
+            let mut l = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                let w = widths[i];
+                let cell = if i == 0 { fit_name(cell, w) } else { cell.clone() };
+                let _ = match (i, right[i]) {
+                    (0, _) => write!(l, "{cell:<w$}"),
+                    (_, true) => write!(l, " {cell:>w$}"),
+                    (_, false) => write!(l, " {cell:<w$}"),
+                };
+            }
+            let _ = writeln!(o, "{}", l.trim_end());
+        };
+        line(&header.map(String::from));
+        for row in &rows {
+            line(row);
+        }
+
+        let departing: Vec<&CaseResult> = s.results.iter().filter(|r| departs(r)).collect();
+        let footnote = !departing.is_empty();
+        if footnote {
+            let _ = writeln!(o, "* departs from production's relay as built:");
+            for r in departing {
+                note(&mut o, &format!("{}: {}", r.case, super::design(r)));
+            }
+        }
+        let notes_start = o.len();
+        let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
+        if !virtuals.is_empty() {
+            note(&mut o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
+        }
+        for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
+            note(
+                &mut o,
+                &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck),
+            );
+        }
+        for r in &s.results {
+            if let Some(c) = &r.vs_baseline {
+                note(&mut o, &format!("{} vs {}: {}", r.case, c.baseline, c.text));
+            }
+        }
+        for r in &s.results {
+            for g in r.gates.iter().filter(|g| !g.pass) {
+                let why = if g.observed.is_some() {
+                    format!(" (observed {})", g.observed_text)
+                } else {
+                    format!(": {}", g.observed_text)
+                };
+                note(&mut o, &format!("{}: gate `{}` failed{why}", r.case, g.expr));
+            }
+            if r.pairing_violations.total > 0 {
+                note(&mut o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total));
+            }
+            for d in &r.runner.degraded {
+                note(&mut o, &format!("{}: degraded: {d}", r.case));
+            }
+            for f in r.faults.iter().filter(|f| !f.ok) {
+                note(
+                    &mut o,
+                    &format!(
+                        "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
+                        r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
+                    ),
+                );
+            }
+        }
+        if !s.cases_not_run.is_empty() {
+            note(&mut o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
+        }
+        // The other notes stand apart from the departures' footnote.
+        if footnote && o.len() > notes_start {
+            o.insert(notes_start, '\n');
+        }
+        o.into_bytes()
+    }
+}
+
+/// A case's name cut to `width`, keeping its `*` mark.
+fn fit_name(name: &str, width: usize) -> String {
+    match name.strip_suffix('*') {
+        Some(bare) if name.chars().count() > width => format!("{}*", fit(bare, width - 1)),
+        _ => fit(name, width),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::realistic;
+
+    use super::*;
+
+    #[test]
+    fn the_table_keeps_within_100_columns_and_marks_departures() {
+        let mut s = realistic();
+        s.results[0].case = "window-exec-requests-only".into();
+        let text = String::from_utf8(Table.render(&s)).unwrap();
+        for l in text.lines() {
+            assert!(l.chars().count() <= WIDTH, "{} columns: {l:?}\n{text}", l.chars().count());
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("case "), "{text}");
+        assert!(text.contains("\nwindow-exec-requests-only* "), "a long name fits when the figures do:\n{text}");
+        assert!(text.contains("\nwindow-exec "), "production as built is not marked:\n{text}");
+        assert!(text.contains("\nwindow-exec-quiet-idle* "), "{text}");
+        assert!(text.contains("95.9/120.2ms"), "{text}");
+        let python = lines.iter().find(|l| l.starts_with("python-poll*")).unwrap();
+        assert!(python.contains(" - "), "its wake and requests are not measured: {python}");
+        let notes = &text[text.find("* departs from production's relay as built:\n").expect("a footnote")..];
+        assert!(notes.contains("\n  window-exec-quiet-idle: idle_wake = false\n"), "{notes}");
+        assert!(notes.contains("gate `idle_phase_discovery_per_min <= 5.0` failed (observed 5.33)"), "{notes}");
+    }
+
+    #[test]
+    fn names_too_long_for_the_width_are_cut_keeping_their_mark() {
+        assert_eq!(fit_name("window-exec-requests-only*", 12), "window-exe…*");
+        assert_eq!(fit_name("window-exec", 12), "window-exec");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        let mut o = String::new();
+        note(&mut o, &"word ".repeat(40));
+        assert!(o.lines().all(|l| l.chars().count() <= WIDTH) && o.lines().count() == 3, "{o}");
+        assert!(o.lines().nth(1).unwrap().starts_with("    word"), "{o}");
+    }
+}

@@ -1,0 +1,179 @@
+//! What an output of a run is ([`Output`]): its name, where it lands, when it is written and
+//! whether a failure to write it ends the run; and how it writes ([`Staged`]): every file
+//! under a temp name in its final directory, renamed onto its final name once the output
+//! has rendered whole, so a reader never sees half a report. The outputs themselves are
+//! registered in [`crate::report::publish`].
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::results::summary::Summary;
+
+/// When outputs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// Before a scenario's first case, and when it is cut short between two cases: a
+    /// killed run still leaves its report.
+    Progress,
+    /// A case has finished: it is the last result, its histograms still in memory.
+    Case,
+    /// A scenario has finished.
+    End,
+    /// `relay-bench report DIR`: drawn again from the run directory's own files.
+    Rerender,
+}
+
+/// Where an output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dest {
+    /// Files under the run directory.
+    RunDir,
+    /// The console (the caller prints it).
+    Console,
+    /// The file a command-line flag names; written only when the flag is given.
+    Flag(&'static str),
+}
+
+/// What outputs render from.
+pub struct Input<'a> {
+    /// The scenarios of this run so far, in order; the last is the one being written.
+    pub summaries: &'a [Summary],
+    /// The run directory of the last one.
+    pub dir: &'a Path,
+}
+
+impl Input<'_> {
+    /// The scenario being written.
+    pub fn summary(&self) -> &Summary {
+        self.summaries.last().expect("an output is written for a scenario")
+    }
+}
+
+/// One output.
+pub trait Output: Sync {
+    fn name(&self) -> &'static str;
+    /// Where it lands, as a person reads it (`summary.json`, `charts/<chart>.png|.svg`).
+    fn path(&self) -> &'static str;
+    fn dest(&self) -> Dest {
+        Dest::RunDir
+    }
+    fn written_at(&self, moment: Moment) -> bool;
+    /// Whether a failure to write it is the run's error; otherwise it is a warning while a
+    /// scenario runs (its results are safe elsewhere). At a re-render every failure counts.
+    fn essential(&self) -> bool {
+        true
+    }
+    /// Renders into `out`; an `Err` says why it could not.
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String>;
+}
+
+pub(crate) fn parent_of(p: &Path) -> PathBuf {
+    p.parent().filter(|d| !d.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// An output's files while it renders: each under a temp name beside its final one,
+/// renamed into place once the output has rendered whole ([`Staged::commit`]).
+pub struct Staged {
+    base: PathBuf,
+    /// A flag output's file name, replacing the name it renders under.
+    rename: Option<OsString>,
+    /// (temp, final).
+    temps: Vec<(PathBuf, PathBuf)>,
+    console: Vec<u8>,
+}
+
+impl Staged {
+    /// An output's files under `base` (a flag output's under `rename`).
+    pub(crate) fn new(base: PathBuf, rename: Option<OsString>) -> Staged {
+        Staged { base, rename, temps: Vec::new(), console: Vec::new() }
+    }
+
+    /// The console text rendered.
+    pub(crate) fn take_console(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.console)
+    }
+
+    fn final_path(&self, rel: &Path) -> PathBuf {
+        match &self.rename {
+            Some(name) => self.base.join(name),
+            None => self.base.join(rel),
+        }
+    }
+
+    /// A temp path for the file `rel` (relative to the output's directory), its extension
+    /// kept (a chart backend picks its format by it), its directory made; the caller writes
+    /// it whole.
+    pub fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, String> {
+        let fin = self.final_path(rel.as_ref());
+        let dir = parent_of(&fin);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let stem = fin.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = crate::base::fsio::temp_name(&stem);
+        let tmp = match fin.extension() {
+            Some(ext) => dir.join(format!("{tmp}.{}", ext.to_string_lossy())),
+            None => dir.join(tmp),
+        };
+        self.temps.push((tmp.clone(), fin));
+        Ok(tmp)
+    }
+
+    /// Stages `bytes` as the file `rel`.
+    pub fn put(&mut self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), String> {
+        let tmp = self.draw(rel)?;
+        std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))
+    }
+
+    /// Text for the console.
+    pub fn console(&mut self, bytes: &[u8]) {
+        self.console.extend_from_slice(bytes);
+    }
+
+    /// Renames every staged file onto its final name; returns the final names.
+    pub(crate) fn commit(&mut self) -> Result<Vec<PathBuf>, String> {
+        let mut done = Vec::new();
+        for (tmp, fin) in std::mem::take(&mut self.temps) {
+            if let Err(e) = std::fs::rename(&tmp, &fin) {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(format!("{}: {e}", fin.display()));
+            }
+            done.push(fin);
+        }
+        Ok(done)
+    }
+
+    /// Removes what was staged (an output that failed leaves nothing half-written).
+    pub(crate) fn abandon(&mut self) {
+        for (tmp, _) in self.temps.drain(..) {
+            let _ = crate::base::fsio::remove_if_present(&tmp);
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        self.abandon();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_output_leaves_no_temp_file_and_a_flag_output_lands_at_its_flag() {
+        let t = tempfile::tempdir().unwrap();
+        let mut out = Staged::new(t.path().into(), None);
+        out.put("a/b.txt", b"x").unwrap();
+        let tmp = out.temps[0].0.clone();
+        assert!(tmp.is_file() && tmp.extension().is_some_and(|e| e == "txt"), "{tmp:?}");
+        out.abandon();
+        assert!(!tmp.exists() && !t.path().join("a/b.txt").exists());
+        let mut out =
+            Staged { base: t.path().into(), rename: Some("gates.xml".into()), temps: Vec::new(), console: Vec::new() };
+        out.put("junit.xml", b"<x/>").unwrap();
+        assert_eq!(out.commit().unwrap(), vec![t.path().join("gates.xml")]);
+        assert_eq!(std::fs::read(t.path().join("gates.xml")).unwrap(), b"<x/>");
+        let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 2, "a/ and gates.xml, no temp: {left:?}");
+    }
+}

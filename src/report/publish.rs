@@ -1,0 +1,142 @@
+//! Every output of a run, in one registry ([`OUTPUTS`]), and their publication: `run`
+//! publishes [`Moment::Progress`] before a scenario, [`Moment::Case`] after each of its cases
+//! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new format is
+//! a file of its own implementing [`Output`] and a line in [`OUTPUTS`].
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::chart::Charts;
+use super::export::hdr::Hdr;
+use super::export::{JUnit, Json, Markdown, Table};
+use super::output::{parent_of, Dest, Input, Moment, Output, Staged};
+
+/// Every output: a new one is a file of its own plus one line here. They are written in
+/// this order (charts read the summary.json and interval logs written before them).
+pub const OUTPUTS: &[&dyn Output] = &[&Json, &Markdown, &Hdr, &Charts, &Table, &JUnit];
+
+/// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
+#[derive(Debug, Clone, Default)]
+pub struct FlagPaths(pub Vec<(&'static str, PathBuf)>);
+
+impl FlagPaths {
+    fn get(&self, flag: &str) -> Option<&Path> {
+        self.0.iter().find(|(f, _)| *f == flag).map(|(_, p)| p.as_path())
+    }
+}
+
+/// An output that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {output} ({path}): {why}")]
+pub struct OutputError {
+    pub output: &'static str,
+    pub path: String,
+    pub why: String,
+}
+
+/// What a publication wrote.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// Every file, by output name, in order.
+    pub files: Vec<(&'static str, PathBuf)>,
+    /// What console outputs rendered.
+    pub console: Vec<u8>,
+    /// Non-essential outputs that failed (said, not fatal).
+    pub warnings: Vec<String>,
+}
+
+impl Published {
+    /// How many files `output` wrote.
+    pub fn count(&self, output: &str) -> usize {
+        self.files.iter().filter(|(o, _)| *o == output).count()
+    }
+}
+
+/// Writes every output due at `moment`.
+pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
+    let mut done = Published::default();
+    for o in OUTPUTS.iter().filter(|o| o.written_at(moment)) {
+        let (base, rename) = match o.dest() {
+            Dest::RunDir => (input.dir.to_path_buf(), None),
+            Dest::Console => (PathBuf::new(), None),
+            Dest::Flag(flag) => match flags.get(flag) {
+                Some(p) => (parent_of(p), p.file_name().map(OsString::from)),
+                None => continue,
+            },
+        };
+        let mut out = Staged::new(base, rename);
+        let fail = |why: String, path: String| OutputError { output: o.name(), path, why };
+        let written = o.write(input, &mut out).and_then(|()| out.commit());
+        match written {
+            Ok(files) => {
+                done.files.extend(files.into_iter().map(|f| (o.name(), f)));
+                done.console.extend(out.take_console());
+            }
+            Err(why) => {
+                out.abandon();
+                let e = fail(why, input.dir.join(o.path()).display().to_string());
+                if o.essential() || moment == Moment::Rerender {
+                    return Err(e);
+                }
+                done.warnings.push(e.to_string());
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// The registry as a person reads it: name, path, when, and whether it is essential.
+pub fn describe() -> Vec<String> {
+    OUTPUTS
+        .iter()
+        .map(|o| {
+            let moments = [
+                (Moment::Progress, "while it runs"),
+                (Moment::Case, "after each case"),
+                (Moment::End, "at the end"),
+                (Moment::Rerender, "by report"),
+            ];
+            let when: Vec<&str> = moments.into_iter().filter(|(m, _)| o.written_at(*m)).map(|(_, w)| w).collect();
+            let dest = match o.dest() {
+                Dest::RunDir => String::new(),
+                Dest::Console => " (the console)".into(),
+                Dest::Flag(f) => format!(" (with {f})"),
+            };
+            format!("{}: {}{dest}, {}", o.name(), o.path(), when.join(", "))
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `path` through a temp name beside it (for files outside the registry,
+/// such as a kept baseline's).
+pub fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_of(path);
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let tmp = dir.join(crate::base::fsio::temp_name(&name.to_string_lossy()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_output_is_registered_once_and_written_at_some_moment() {
+        let mut names: Vec<&str> = OUTPUTS.iter().map(|o| o.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), OUTPUTS.len());
+        for o in OUTPUTS {
+            assert!(
+                [Moment::Progress, Moment::Case, Moment::End, Moment::Rerender].iter().any(|m| o.written_at(*m)),
+                "{} is never written",
+                o.name()
+            );
+        }
+        assert!(describe().iter().any(|l| l.starts_with("summary.json: summary.json")), "{:?}", describe());
+    }
+}

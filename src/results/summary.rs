@@ -1,0 +1,572 @@
+//! The result types every exporter reads: one [`CaseResult`] per case and the run's
+//! [`Summary`] (the shape of `summary.json`, `schema_version` 1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::events::pairing::{Breach, BreachKind, PairingReport};
+use crate::record::recorder::{LatencyStats, Measure, Recording};
+use crate::results::calibration::Calibration;
+use crate::results::env::Environment;
+use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
+use crate::strategy::PickupDefinition;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calls {
+    /// Calls in the schedule (warm-up included).
+    pub scheduled: u64,
+    /// Calls the writers started.
+    pub started: u64,
+    /// Calls whose answer the writer read.
+    pub completed: u64,
+    pub ok: u64,
+    pub error: u64,
+    pub paused: u64,
+    /// Started calls that never got their answer (timeout, publish error); a call cut off by
+    /// an interrupt is counted under `interrupted` instead.
+    pub lost: u64,
+    /// Answers or requests seen twice (pairing: duplicate response + duplicate request).
+    pub duplicated: u64,
+    pub timeout: u64,
+    pub id_collision: u64,
+    pub publish_error: u64,
+    pub interrupted: u64,
+    /// Warm-up calls, run but not in the histograms.
+    pub warmup: u64,
+    /// Answered calls not in the histograms either: the writer read an answer whose runner
+    /// half never reached the recorder (an answer no runner announced). 0 in a sound run.
+    #[serde(default)]
+    pub unmeasured: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub wake: LatencyStats,
+    pub pickup: LatencyStats,
+    pub completion: LatencyStats,
+    pub completion_uncorrected: LatencyStats,
+    pub relay_overhead: LatencyStats,
+    /// Where a call's time goes: the handler itself, publishing its answer, and hop 1
+    /// (answer published -> read by the writer).
+    ///
+    /// Fields marked `serde(default)` here and below came after the first archived runs
+    /// (`tests/fixtures/archived-run`): absent, they read as not recorded.
+    #[serde(default)]
+    pub handler: LatencyStats,
+    #[serde(default)]
+    pub answer_publish: LatencyStats,
+    #[serde(default)]
+    pub hop1: LatencyStats,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Requests {
+    /// True when the runner's requests cannot be seen (a black-box runner): every rate
+    /// below is then 0 and not a measurement.
+    #[serde(default)]
+    pub not_measured: bool,
+    /// Discovery requests (lists, watch execs) per minute per relay dir.
+    pub discovery_per_min: f64,
+    /// Data requests (read, delete, answer write + rename) per minute per relay dir.
+    pub data_per_min: f64,
+    /// Totals over all relay dirs and the whole window.
+    pub discovery_total: u64,
+    pub data_total: u64,
+    /// While the relay dir had calls in flight.
+    pub busy: Stretch,
+    /// While it had none.
+    pub idle: Stretch,
+    /// Over the workload's phases with turns, and over its idle phases (0 turns/s): the
+    /// steady state a request budget is about.
+    pub active_phases: Stretch,
+    pub idle_phases: Stretch,
+    /// Each phase of the workload, in order (phases not reached are left out).
+    pub phases: Vec<PhaseRates>,
+    /// Discovery requests per minute per relay dir over time: one point per 1/60 of the
+    /// schedule, each the rate over the trailing minute (or step, if longer).
+    #[serde(default)]
+    pub timeline: Vec<RatePoint>,
+    pub by_kind: crate::sandbox::host::ByKind,
+}
+
+/// The discovery rate over one step of the schedule, ending at `t_secs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    pub t_secs: f64,
+    pub discovery_per_min: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRates {
+    pub turns_per_sec: f64,
+    pub seconds: f64,
+    pub discovery_per_min: f64,
+    pub data_per_min: f64,
+}
+
+/// Request rates over one kind of stretch, per relay dir per minute.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stretch {
+    /// Relay-dir minutes spent in this kind of stretch (summed over dirs).
+    pub minutes: f64,
+    pub discovery_per_min: f64,
+    pub data_per_min: f64,
+}
+
+impl Stretch {
+    /// The discovery rate, or `None` when no time was spent in this stretch.
+    pub fn rate(&self) -> Option<f64> {
+        (self.minutes > 0.0).then_some(self.discovery_per_min)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Violations {
+    pub total: u64,
+    pub by_kind: crate::sandbox::host::ByKind,
+    /// The first breaches, each with its kind, sandbox and call id.
+    pub listed: Vec<Breach>,
+}
+
+impl Violations {
+    pub fn of(p: &PairingReport) -> Violations {
+        Violations {
+            total: p.total(),
+            by_kind: crate::sandbox::host::ByKind(
+                BreachKind::ALL.iter().map(|k| (k.name().to_owned(), p.count(*k))).collect(),
+            ),
+            listed: p.breaches.clone(),
+        }
+    }
+
+    pub fn count(&self, name: &str) -> u64 {
+        self.by_kind.0.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
+    }
+}
+
+/// What the runners did beside answering calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunnerStats {
+    pub scans: u64,
+    pub woken_by_activity: u64,
+    pub malformed: u64,
+    pub delete_retries: u64,
+    pub list_errors: u64,
+    /// Timer-driven scans that found work the watch had not signalled.
+    pub missed_by_source: u64,
+    /// Requests the source carried inline (no list, no read).
+    pub inline: u64,
+    /// Runners that did not stop within the stop bound (aborted): a hang, which fails the case.
+    #[serde(default)]
+    pub stuck: u64,
+    /// Why a watch fell back to its timer, if one did (runner or writer side).
+    pub degraded: Vec<String>,
+    /// The slowest runner's start-up before the schedule began (its stale sweep; a
+    /// black-box runner's probe call), in ms.
+    #[serde(default)]
+    pub startup_ms: f64,
+}
+
+impl RunnerStats {
+    /// The runners' reports added up; `stuck` runners did not stop in time.
+    pub fn of(reports: &[crate::relay::runner::RunnerReport], stuck: u64, degraded: Vec<String>) -> RunnerStats {
+        let sum = |f: fn(&crate::relay::runner::RunnerReport) -> u64| reports.iter().map(f).sum();
+        let startup = reports.iter().map(|r| r.startup).max().unwrap_or_default();
+        RunnerStats {
+            scans: sum(|r| r.scans),
+            woken_by_activity: sum(|r| r.woken_by_activity),
+            malformed: sum(|r| r.malformed),
+            delete_retries: sum(|r| r.delete_retries),
+            list_errors: sum(|r| r.list_errors),
+            missed_by_source: sum(|r| r.missed_by_source),
+            inline: sum(|r| r.inline),
+            stuck,
+            degraded,
+            startup_ms: crate::base::units::ms_2dp(startup),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub host: String,
+    /// What the host models: its latency profile, or none.
+    pub host_params: String,
+    /// The latency legs the emulated daemon actually paid (one way, µs); null when local.
+    pub injected_leg_us: Option<LatencyStats>,
+    pub strategy: String,
+    pub strategy_params: String,
+    /// The options this case sets away from production's relay as built (SPEC §8); empty:
+    /// the case is production's design. `None`: a run from before they were recorded,
+    /// which is not production's design either ([`DEPARTURES_NOT_RECORDED`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub departures: Option<Vec<String>>,
+    pub writer: String,
+    pub writer_params: String,
+    /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
+    /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
+    pub clock: String,
+    pub sandboxes: u32,
+    /// Seconds from the first intended start to the last answer (request rates use it).
+    pub window_secs: f64,
+    pub calls: Calls,
+    pub latency_us: Latencies,
+    /// How late the pacer started calls against their intended start.
+    pub schedule_lag_us: LatencyStats,
+    pub requests: Requests,
+    pub pairing_violations: Violations,
+    /// Relay files (requests, responses, temp names) left in the dirs after the case.
+    pub leftover_files: u64,
+    pub runner: RunnerStats,
+    /// Measures this case cannot take, and why (a black-box runner hides its wake).
+    #[serde(default)]
+    pub unavailable: Vec<String>,
+    /// What pickup is timed to here; `None`: a run from before it was recorded (see
+    /// [`CaseResult::pickup_defined_as`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pickup_definition: Option<PickupDefinition>,
+    /// The in-sandbox side when it ran in the sandbox itself (`in_sandbox = true`): how it
+    /// got there and how well the two clocks were joined. Absent: it ran on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_side: Option<SandboxSide>,
+    /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
+    #[serde(default)]
+    pub faults: Vec<crate::scenario::fault::FaultRow>,
+    /// Things survived and said (malformed files, failed deletes, watch errors...).
+    pub notices: Vec<String>,
+    pub notices_total: u64,
+    pub gates: Vec<GateResult>,
+    /// This case against the scenario's baseline case, when it has one.
+    pub vs_baseline: Option<Comparison>,
+    pub interrupted: bool,
+    pub pass: bool,
+    /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
+    #[serde(skip)]
+    pub hdr: Option<std::sync::Arc<crate::record::recorder::CaseHdr>>,
+}
+
+/// The writer and the watch program ran in the sandbox, uploaded and started through its
+/// daemon; the writer's times were brought back and put on this machine's clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxSide {
+    /// Where in the sandbox the case's files were (removed after the case).
+    pub root: String,
+    /// What the daemon's binary says to `--version`, when it could be asked.
+    pub daemon_version: Option<String>,
+    /// The relay-bench binary uploaded (bytes), and how long the upload took.
+    pub program_bytes: u64,
+    pub upload_ms: f64,
+    /// The sandbox's clock minus this machine's, at the start.
+    pub clock_offset_ms: f64,
+    /// At most this far off (half the best round trip): measures that join the two clocks
+    /// (wake, pickup, relay overhead) carry it; completion, read on the sandbox's clock
+    /// alone, does not.
+    pub clock_uncertainty_ms: f64,
+    /// How fast the offset moved between the readings before and after the case.
+    pub clock_drift_ppm: f64,
+    pub clock_readings: u32,
+}
+
+/// What an archived case's `departures` reads as when its run did not record them.
+pub const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
+
+/// Ratios of the baseline's figure to this case's (above 1: this case is lower).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub pickup_p50_ratio: Option<f64>,
+    pub completion_p50_ratio: Option<f64>,
+    pub discovery_per_min_ratio: Option<f64>,
+    pub idle_discovery_per_min_ratio: Option<f64>,
+    /// The same, as a person reads it.
+    pub text: String,
+}
+
+fn ratio(base: f64, this: f64) -> Option<f64> {
+    (base > 0.0 && this > 0.0).then(|| (base / this * 1e4).round() / 1e4)
+}
+
+fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {
+    let r = r?;
+    Some(if r >= 1.0 { format!("{what} {r:.1}x {lower}") } else { format!("{what} {:.1}x {higher}", 1.0 / r) })
+}
+
+impl Comparison {
+    pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
+        let (b, t) = (&base.latency_us, &this.latency_us);
+        let lat = |x: &LatencyStats, y: &LatencyStats| ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0);
+        // Two pickups timed to different points are not one measure: no ratio.
+        let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
+        let mut c = Comparison {
+            baseline: base.case.clone(),
+            pickup_p50_ratio: lat(&b.pickup, &t.pickup).filter(|_| same_pickup),
+            completion_p50_ratio: lat(&b.completion, &t.completion),
+            discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
+            // The idle phases (a steady state) when the workload has any, else idle stretches.
+            idle_discovery_per_min_ratio: if this.requests.idle_phases.minutes > 0.0 {
+                ratio(base.requests.idle_phases.discovery_per_min, this.requests.idle_phases.discovery_per_min)
+            } else {
+                ratio(base.requests.idle.discovery_per_min, this.requests.idle.discovery_per_min)
+            },
+            text: String::new(),
+        };
+        let mut parts: Vec<String> = [
+            say_ratio("pickup p50", c.pickup_p50_ratio, "lower", "higher"),
+            say_ratio("completion p50", c.completion_p50_ratio, "lower", "higher"),
+            say_ratio("discovery requests", c.discovery_per_min_ratio, "fewer", "more"),
+            say_ratio("idle discovery requests", c.idle_discovery_per_min_ratio, "fewer", "more"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !same_pickup {
+            parts.push(format!(
+                "pickup not compared (timed differently: here {}; in the baseline {})",
+                this.pickup_defined_as().describe(),
+                base.pickup_defined_as().describe()
+            ));
+        }
+        c.text = if parts.is_empty() { "nothing comparable measured".into() } else { parts.join(", ") };
+        c
+    }
+}
+
+impl CaseResult {
+    /// Where a call's time goes, as mean milliseconds: wake, wake to pickup, handler, answer
+    /// publication, hop 1; `None` unless every step was measured (the time-breakdown chart).
+    pub fn breakdown_ms(&self) -> Option<[f64; 5]> {
+        let mean_ms = |s: &LatencyStats| (s.count > 0).then(|| s.mean / 1000.0);
+        let l = &self.latency_us;
+        let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
+        Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
+    }
+
+    pub fn fill_from(&mut self, rec: &Recording) {
+        let c = &rec.calls;
+        self.calls.started = c.started;
+        self.calls.completed = c.completed;
+        self.calls.ok = c.ok;
+        self.calls.error = c.error;
+        self.calls.paused = c.paused;
+        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision + c.interrupted);
+        self.calls.duplicated =
+            rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
+        self.calls.timeout = c.timeout;
+        self.calls.id_collision = c.id_collision;
+        self.calls.publish_error = c.publish_error;
+        self.calls.interrupted = c.interrupted;
+        self.calls.warmup = c.warmup;
+        self.calls.unmeasured = rec.unmeasured;
+        self.latency_us = Latencies {
+            wake: rec.stats(Measure::Wake),
+            pickup: rec.stats(Measure::Pickup),
+            completion: rec.stats(Measure::Completion),
+            completion_uncorrected: rec.stats(Measure::CompletionUncorrected),
+            relay_overhead: rec.stats(Measure::RelayOverhead),
+            handler: rec.stats(Measure::Handler),
+            answer_publish: rec.stats(Measure::AnswerPublish),
+            hop1: rec.stats(Measure::Hop1),
+        };
+        self.schedule_lag_us = rec.stats(Measure::ScheduleLag);
+        self.pairing_violations = Violations::of(&rec.pairing);
+        self.notices = rec.notices.clone();
+        self.notices_total = rec.notices_total;
+        if let Some(e) = &rec.log_error {
+            self.notices.push(e.clone());
+            self.notices_total += 1;
+        }
+    }
+
+    /// What this case's pickup is timed to. A run from before it was recorded is read from
+    /// what it did record: only a black-box runner's requests are not measured.
+    pub fn pickup_defined_as(&self) -> PickupDefinition {
+        self.pickup_definition.unwrap_or(if self.requests.not_measured {
+            PickupDefinition::RequestGone
+        } else {
+            PickupDefinition::HandlerStart
+        })
+    }
+
+    /// The statistics of one measure.
+    pub fn latency(&self, m: Measure) -> &LatencyStats {
+        match m {
+            Measure::Wake => &self.latency_us.wake,
+            Measure::Pickup => &self.latency_us.pickup,
+            Measure::Completion => &self.latency_us.completion,
+            Measure::CompletionUncorrected => &self.latency_us.completion_uncorrected,
+            Measure::RelayOverhead => &self.latency_us.relay_overhead,
+            Measure::ScheduleLag => &self.schedule_lag_us,
+            Measure::Handler => &self.latency_us.handler,
+            Measure::AnswerPublish => &self.latency_us.answer_publish,
+            Measure::Hop1 => &self.latency_us.hop1,
+        }
+    }
+
+    /// The value a gate reads; `None` when there is nothing to read (no samples).
+    pub fn metric(&self, m: Metric) -> Option<f64> {
+        match m {
+            Metric::Latency(measure, stat) => {
+                let s = self.latency(measure);
+                if s.count == 0 {
+                    None
+                } else {
+                    s.get(stat)
+                }
+            }
+            // This case's figure over its baseline's: stored the other way round.
+            Metric::VsBaseline(r) => {
+                let c = self.vs_baseline.as_ref()?;
+                let stored = match r {
+                    Ratio::PickupP50 => c.pickup_p50_ratio,
+                    Ratio::CompletionP50 => c.completion_p50_ratio,
+                    Ratio::DiscoveryPerMin => c.discovery_per_min_ratio,
+                    Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
+                }?;
+                Some(1.0 / stored)
+            }
+            Metric::Count(c) if c.is_request_rate() && self.requests.not_measured => None,
+            Metric::Count(c) => Some(match c {
+                Counter::Lost => self.calls.lost as f64,
+                Counter::Duplicated => self.calls.duplicated as f64,
+                Counter::PairingViolations => self.pairing_violations.total as f64,
+                Counter::LeftoverFiles => self.leftover_files as f64,
+                Counter::Malformed => self.runner.malformed as f64,
+                Counter::Completed => self.calls.completed as f64,
+                Counter::DiscoveryPerMin => self.requests.discovery_per_min,
+                Counter::DataPerMin => self.requests.data_per_min,
+                // A stretch that never happened is not measured: its gate fails and says so.
+                Counter::BusyDiscoveryPerMin => return self.requests.busy.rate(),
+                Counter::IdleDiscoveryPerMin => return self.requests.idle.rate(),
+                Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
+                Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
+                Counter::FaultsFailed => self.faults.iter().filter(|f| !f.ok).count() as f64,
+                // No fault, or no call answered while one lasted: not measured.
+                Counter::FaultWorstPickupMs => {
+                    return self.faults.iter().filter_map(|f| f.worst_pickup_ms).reduce(f64::max)
+                }
+            }),
+        }
+    }
+
+    /// Evaluates the gates and sets `pass`. An interrupted case never passes.
+    pub fn judge(&mut self, gates: &[Gate]) {
+        self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub scenario: String,
+    pub scenario_origin: String,
+    pub description: String,
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub started_at: String,
+    pub environment: Environment,
+    pub calibration: Option<Calibration>,
+    pub results: Vec<CaseResult>,
+    /// Cases of the scenario not run (the run was interrupted first).
+    pub cases_not_run: Vec<String>,
+    /// The case the others are compared with.
+    pub baseline: Option<String>,
+    pub interrupted: bool,
+    pub pass: bool,
+}
+
+impl Summary {
+    pub fn tool() -> Tool {
+        Tool { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() }
+    }
+
+    /// Fills each case's comparison with its baseline (its own, else the scenario's), once
+    /// that baseline has run. `own` gives a case's own baseline by case name.
+    pub fn compare(&mut self, own: impl Fn(&str) -> Option<String>) {
+        let snapshot = self.results.clone();
+        for r in self.results.iter_mut() {
+            let Some(name) = own(&r.case).or_else(|| self.baseline.clone()) else {
+                continue;
+            };
+            if name == r.case {
+                continue;
+            }
+            if let Some(base) = snapshot.iter().find(|b| b.case == name) {
+                r.vs_baseline = Some(Comparison::of(base, r));
+            }
+        }
+    }
+
+    /// Reads a run's `summary.json`; `path` is the file or the run directory holding it.
+    pub fn read(path: &std::path::Path) -> Result<Summary, String> {
+        let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let summary: Summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        // Case names become paths under the run directory (`hdr/<case>/`): one that would
+        // leave it is refused here, for every reader at once.
+        for (i, r) in summary.results.iter().enumerate() {
+            crate::scenario::check_name(&r.case)
+                .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
+        }
+        Ok(summary)
+    }
+
+    pub fn recompute_pass(&mut self) {
+        self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_on_a_stretch_that_never_happened_fails_as_not_measured() {
+        let mut r = CaseResult::default();
+        let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
+        r.judge(std::slice::from_ref(&g));
+        assert!(!r.pass);
+        assert!(r.gates[0].observed.is_none());
+        r.requests.idle_phases = Stretch { minutes: 3.0, discovery_per_min: 4.6, data_per_min: 0.0 };
+        r.judge(&[g]);
+        assert!(r.pass);
+    }
+
+    #[test]
+    fn comparisons_read_as_ratios() {
+        let mut base = CaseResult { case: "poll".into(), ..Default::default() };
+        base.latency_us.pickup = LatencyStats { count: 10, p50: 200_000.0, ..Default::default() };
+        base.requests.discovery_per_min = 180.0;
+        let mut fast = CaseResult { case: "window".into(), ..Default::default() };
+        fast.latency_us.pickup = LatencyStats { count: 10, p50: 20_000.0, ..Default::default() };
+        fast.requests.discovery_per_min = 360.0;
+        let c = Comparison::of(&base, &fast);
+        assert_eq!(c.pickup_p50_ratio, Some(10.0));
+        assert_eq!(c.text, "pickup p50 10.0x lower, discovery requests 2.0x more");
+        // A black-box case's pickup is timed to another point: no ratio, and said.
+        fast.pickup_definition = Some(PickupDefinition::RequestGone);
+        let c = Comparison::of(&base, &fast);
+        assert_eq!(c.pickup_p50_ratio, None);
+        assert!(c.text.ends_with("pickup not compared (timed differently: here from publication to the request file's removal (or its answer's appearance), seen outside a black-box runner; in the baseline from publication to the handler's start, inside the runner)"), "{}", c.text);
+    }
+
+    #[test]
+    fn the_archived_runs_still_read() {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
+        let mut n = 0;
+        for dir in std::fs::read_dir(runs).unwrap() {
+            let s = Summary::read(&dir.unwrap().path()).unwrap();
+            assert!(!s.results.is_empty());
+            n += 1;
+        }
+        assert!(n > 0);
+    }
+}

@@ -1,0 +1,187 @@
+//! The sandbox side of one relay dir: its files, its watches and the programs that run
+//! next to it.
+//!
+//! The writer touches a [`RelayDir`] directly (it lives in the sandbox); hosts reach it
+//! through their own cost model (counted locally, through a daemon remotely). [`RealDir`] is
+//! a directory on this machine with inotify watches and child processes; [`SimDir`] is its
+//! in-memory twin for virtual time, with the same semantics (atomic rename, every change
+//! told to the watches armed on that directory, the watch program) and the faults of
+//! SPEC §6 that a real machine cannot produce on demand. The in-sandbox watch program is
+//! one async function over this trait ([`program`]): the `sandbox-watch` subcommand runs it
+//! over a [`RealDir`], the twin over a [`SimDir`].
+
+pub mod program;
+mod real;
+mod sim;
+mod watch;
+
+pub use program::Step;
+pub use real::{RealDir, UnsafeEntry};
+pub use sim::{SimDir, SimFault};
+pub use watch::DirWatch;
+
+use std::ffi::OsString;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::base::protocol::{classify, FileKind};
+use crate::BoxFut;
+
+/// What changed in a watched directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// A name appeared: created, or renamed onto.
+    Appeared,
+    /// A file's bytes or metadata changed.
+    Modified,
+    /// A name went away: removed, or renamed from.
+    Removed,
+}
+
+/// What a watch callback is told: every change in the directory, whatever the name (temp
+/// names and other files included, as an inotify or `fs.watch` watch sees them). Consumers
+/// filter with [`EventFilter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    Name(&'a str, Change),
+    /// The kernel dropped events (queue overflow): anything may have happened.
+    Rescan,
+    /// The watch failed after arming (it delivers nothing more).
+    Failed,
+}
+
+/// Which events a consumer of a watch acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventFilter {
+    /// Any change in the directory, any name (production's local watch and watch program).
+    Any,
+    /// A request name appearing (or a rescan, or a failure).
+    Requests,
+    /// A response name appearing (or a rescan, or a failure).
+    Responses,
+}
+
+impl EventFilter {
+    pub fn wants(self, seen: Seen<'_>) -> bool {
+        match (self, seen) {
+            (EventFilter::Any, _) | (_, Seen::Rescan | Seen::Failed) => true,
+            (EventFilter::Requests, Seen::Name(n, Change::Appeared)) => classify(n) == FileKind::Request,
+            (EventFilter::Responses, Seen::Name(n, Change::Appeared)) => classify(n) == FileKind::Response,
+            _ => false,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventFilter::Any => "any",
+            EventFilter::Requests => "requests",
+            EventFilter::Responses => "responses",
+        }
+    }
+}
+
+/// A watch callback.
+pub type OnSeen = Box<dyn Fn(Seen<'_>) + Send + Sync>;
+
+/// A delay paid by every line of a followed program (a remote stream's response leg).
+pub type LineDelay = Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync>;
+
+/// A followed program's stdout, line by line; ends when the program does.
+pub type Lines = tokio::sync::mpsc::Receiver<String>;
+
+/// A live watch; dropping or disarming it stops the callbacks.
+pub trait WatchHandle: Send + Sync {
+    fn disarm(&self);
+}
+
+/// What a finished program left (the shape of a daemon's process-run answer).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    /// The exit code; `None` when killed by a signal (or by the timeout).
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The run's timeout expired and the program was killed.
+    pub timed_out: bool,
+}
+
+impl ExecOutput {
+    pub fn exited(code: i32, stdout: impl Into<Vec<u8>>, stderr: impl Into<Vec<u8>>) -> ExecOutput {
+        ExecOutput { code: Some(code), stdout: stdout.into(), stderr: stderr.into(), timed_out: false }
+    }
+
+    pub fn timed_out() -> ExecOutput {
+        ExecOutput { timed_out: true, ..ExecOutput::default() }
+    }
+}
+
+/// One relay directory and the sandbox around it. Names are plain file names inside the
+/// dir; a `RelayDir` never accepts a path.
+pub trait RelayDir: Send + Sync {
+    /// Names of every entry.
+    fn list(&self) -> io::Result<Vec<String>>;
+    fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// The size of a file (the runner's pickup telemetry stats each request).
+    fn stat(&self, name: &str) -> io::Result<u64>;
+    /// Writes a whole file (not atomic on its own: see [`RelayDir::publish`]).
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
+    /// Renames within the dir, replacing `to`.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Removes a file; one already gone is not an error.
+    fn remove(&self, name: &str) -> io::Result<()>;
+    /// Arms a watch on the directory as it is now (a later replacement of the directory is
+    /// not seen by it): every change is told to `on_seen`.
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>>;
+    /// Runs a program in the sandbox; it is killed after `timeout` (the answer then says
+    /// `timed_out`), or when the future is dropped.
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>>;
+    /// Starts a program and follows its stdout line by line; dropping the receiver kills it.
+    fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines>;
+    /// The directory's path as the sandbox names it (what goes into a watch program's argv).
+    fn path(&self) -> &std::path::Path;
+
+    /// Publishes atomically: a temp name in the same dir, then a rename onto `name`. (The
+    /// in-memory twin can publish in slow chunks under a fault, hence a future.)
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(std::future::ready(publish_now(self, name, bytes)))
+    }
+
+    /// Relay files (requests, responses, their temp names) left in the dir, sorted.
+    fn relay_files(&self) -> io::Result<Vec<String>> {
+        let mut names: Vec<String> = self.list()?.into_iter().filter(|n| classify(n) != FileKind::Other).collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Temp name, then rename; the temp file is removed if the rename fails.
+pub fn publish_now<D: RelayDir + ?Sized>(dir: &D, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = crate::base::fsio::temp_name(name);
+    dir.write(&tmp, bytes)?;
+    if let Err(e) = dir.rename(&tmp, name) {
+        let _ = dir.remove(&tmp);
+        return Err(e);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_pick_their_events() {
+        let req = Seen::Name("a.req.json", Change::Appeared);
+        let res = Seen::Name("a.res.json", Change::Appeared);
+        let tmp = Seen::Name("a.req.json.tmp.1", Change::Appeared);
+        let gone = Seen::Name("a.req.json", Change::Removed);
+        for s in [req, res, tmp, gone, Seen::Rescan, Seen::Failed] {
+            assert!(EventFilter::Any.wants(s), "{s:?}");
+        }
+        assert!(EventFilter::Requests.wants(req) && !EventFilter::Requests.wants(res));
+        assert!(!EventFilter::Requests.wants(tmp) && !EventFilter::Requests.wants(gone));
+        assert!(EventFilter::Responses.wants(res) && !EventFilter::Responses.wants(req));
+        assert!(EventFilter::Requests.wants(Seen::Rescan) && EventFilter::Responses.wants(Seen::Failed));
+    }
+}

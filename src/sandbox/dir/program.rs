@@ -1,0 +1,370 @@
+//! The in-sandbox watch program of the bounded-window exec strategy (SPEC §3, §8), written
+//! once over [`RelayDir`]: `relay-bench sandbox-watch` runs it over a real directory as a
+//! child process, and the in-memory sandbox runs the same function in virtual time.
+//!
+//! `sandbox-watch [--events any|requests] [--report] [--inline] [--follow] -- DIR WINDOW_MS
+//! RELIST_MS` ([`WatchArgs`] is the one definition of that argv). As production's program
+//! does by default: arm a watch on DIR first, then list once and finish at once if a
+//! `*.req.json` is there; re-list every RELIST_MS; finish on any watch event (or a watch
+//! error), on a re-list that sees a request, or when the window ends; print nothing; exit 0.
+//! A directory that cannot be watched leaves the re-list running for the window. The
+//! directory travels in argv, never in a shell string.
+//!
+//! Options, each an improvement measured against that baseline: `--events requests` ends a
+//! window only on a request name appearing (not on temp files or the runner's own answers);
+//! `--report` prints why it finished (`found`, `event` or `idle`), so a runner can tell an
+//! idle window from a wake; `--inline` prints, after that, one JSON line per request present
+//! (`{"name":..,"body":..}`), so the runner can skip its list and read round trips;
+//! `--follow` streams a line per event (`event`), per re-list that finds requests (`found`),
+//! and `end` when the window (the stream's lifetime) is over: the persistent watcher.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::{EventFilter, ExecOutput, RelayDir};
+use crate::base::protocol::{classify, FileKind};
+use crate::base::signal::{Signal, Wake};
+
+/// The same window as a Node script (`src/dir/watch.js`), for `program = "node"`: what
+/// production execs (`node -e`), with Node's start-up in every window.
+pub const NODE_SCRIPT: &str = include_str!("watch.js");
+
+/// `node -e SCRIPT DIR WINDOW_MS RELIST_MS`: production's defaults only (no options).
+pub fn node_argv(dir: &Path, window: Duration, relist: Duration) -> Vec<OsString> {
+    vec![
+        "node".into(),
+        "-e".into(),
+        NODE_SCRIPT.into(),
+        dir.into(),
+        window.as_millis().to_string().into(),
+        relist.as_millis().to_string().into(),
+    ]
+}
+
+/// The hidden subcommand that runs the program.
+pub const SUBCOMMAND: &str = "sandbox-watch";
+
+/// What the program is asked to do: the one definition of its argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchArgs {
+    pub dir: PathBuf,
+    /// The window (with `follow`: the stream's lifetime).
+    pub window: Duration,
+    pub relist: Duration,
+    /// Which watch events end a window (or make a `follow` line).
+    pub events: EventFilter,
+    /// Print why the window finished.
+    pub report: bool,
+    /// Print the requests found (implies `report`).
+    pub inline: bool,
+    /// Stream lines for the whole lifetime instead of finishing on the first event.
+    pub follow: bool,
+}
+
+impl WatchArgs {
+    /// Production's program: any event ends the window, nothing printed.
+    pub fn window(dir: impl Into<PathBuf>, window: Duration, relist: Duration) -> WatchArgs {
+        WatchArgs {
+            dir: dir.into(),
+            window,
+            relist,
+            events: EventFilter::Any,
+            report: false,
+            inline: false,
+            follow: false,
+        }
+    }
+
+    /// `PROGRAM sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS`.
+    pub fn argv(&self, program: &Path) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec![program.into(), SUBCOMMAND.into()];
+        if self.events != EventFilter::Any {
+            argv.extend(["--events".into(), self.events.name().into()]);
+        }
+        for (on, flag) in
+            [(self.report && !self.inline, "--report"), (self.inline, "--inline"), (self.follow, "--follow")]
+        {
+            if on {
+                argv.push(flag.into());
+            }
+        }
+        // `--` ends the options: a directory starting with `-` is still a directory.
+        argv.extend(["--".into(), self.dir.clone().into()]);
+        argv.extend([self.window.as_millis().to_string().into(), self.relist.as_millis().to_string().into()]);
+        argv
+    }
+
+    /// Parses a whole argv as [`WatchArgs::argv`] builds it (program and subcommand first).
+    pub fn parse_argv(argv: &[OsString]) -> Result<WatchArgs, String> {
+        match argv.get(1) {
+            Some(sub) if sub == OsStr::new(SUBCOMMAND) => Self::parse(&argv[2..]),
+            other => Err(format!("expected the {SUBCOMMAND} subcommand, got {other:?}")),
+        }
+    }
+
+    /// Parses the subcommand's own arguments: `[options] -- DIR WINDOW_MS RELIST_MS`.
+    pub fn parse(args: &[OsString]) -> Result<WatchArgs, String> {
+        let mut a = WatchArgs::window("", Duration::ZERO, Duration::ZERO);
+        let mut it = args.iter();
+        loop {
+            match it.next().map(|s| s.to_str()) {
+                Some(Some("--report")) => a.report = true,
+                Some(Some("--inline")) => (a.report, a.inline) = (true, true),
+                Some(Some("--follow")) => a.follow = true,
+                Some(Some("--events")) => {
+                    a.events = match it.next().and_then(|v| v.to_str()) {
+                        Some("any") => EventFilter::Any,
+                        Some("requests") => EventFilter::Requests,
+                        v => return Err(format!("--events takes any or requests, got {v:?}")),
+                    }
+                }
+                Some(Some("--")) => break,
+                other => return Err(format!("expected an option or `--`, got {other:?}")),
+            }
+        }
+        a.dir = PathBuf::from(it.next().ok_or("no DIR")?);
+        let mut ms = |what: &str| -> Result<Duration, String> {
+            let v = it.next().and_then(|a| a.to_str()).ok_or(format!("no {what}"))?;
+            v.parse().map(Duration::from_millis).map_err(|_| format!("{what} {v:?} is not a number of milliseconds"))
+        };
+        (a.window, a.relist) = (ms("WINDOW_MS")?, ms("RELIST_MS")?);
+        if a.relist.is_zero() {
+            return Err("RELIST_MS must be at least 1".into());
+        }
+        if it.next().is_some() {
+            return Err("unexpected arguments after RELIST_MS".into());
+        }
+        Ok(a)
+    }
+}
+
+/// Why a window finished (printed with `--report`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// A request was there when listed.
+    Found,
+    /// The watch told of a change (or failed).
+    Event,
+    /// The window ended with nothing.
+    Idle,
+}
+
+impl Finish {
+    pub fn word(self) -> &'static str {
+        match self {
+            Finish::Found => "found",
+            Finish::Event => "event",
+            Finish::Idle => "idle",
+        }
+    }
+}
+
+/// One request carried inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlineRequest {
+    pub name: String,
+    pub body: String,
+}
+
+/// What a runner reads back from a `--report` program's stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchReport {
+    pub finish: Finish,
+    pub inline: Vec<InlineRequest>,
+}
+
+/// Parses a `--report` program's stdout; `None` if it is not the program's output.
+pub fn parse_report(stdout: &[u8]) -> Option<WatchReport> {
+    let text = std::str::from_utf8(stdout).ok()?;
+    let mut lines = text.lines();
+    let finish = match lines.next()? {
+        "found" => Finish::Found,
+        "event" => Finish::Event,
+        "idle" => Finish::Idle,
+        _ => return None,
+    };
+    let inline = lines.filter(|l| !l.is_empty()).map(serde_json::from_str).collect::<Result<_, _>>().ok()?;
+    Some(WatchReport { finish, inline })
+}
+
+/// A boundary inside the program where the in-memory sandbox lets a test act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Started, before the watch is armed.
+    BeforeArm,
+    /// Armed (or not armable), before the first list.
+    ArmedBeforeList,
+    /// Listed (nothing found), before waiting.
+    ListedBeforeWait,
+}
+
+fn requests(dir: &dyn RelayDir) -> Vec<String> {
+    // A listing error counts as no request, as in production's program.
+    let mut names: Vec<String> =
+        dir.list().unwrap_or_default().into_iter().filter(|n| classify(n) == FileKind::Request).collect();
+    names.sort();
+    names
+}
+
+/// Arms the watch; `None` when the directory cannot be watched (the program degrades to
+/// its re-list).
+fn arm(dir: &dyn RelayDir, filter: EventFilter, signal: &Arc<Signal>) -> Option<Box<dyn super::WatchHandle>> {
+    let s = signal.clone();
+    dir.watch(Box::new(move |seen| {
+        if filter.wants(seen) {
+            s.raise();
+        }
+    }))
+    .ok()
+}
+
+/// One window (the default mode), over `dir`; `step` is told each boundary.
+pub async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sync)) -> ExecOutput {
+    let deadline = Instant::now() + args.window;
+    step(Step::BeforeArm);
+    let signal = Arc::new(Signal::new());
+    let watch = arm(dir, args.events, &signal);
+    step(Step::ArmedBeforeList);
+    let mut first = true;
+    let how = loop {
+        if !requests(dir).is_empty() {
+            break Finish::Found;
+        }
+        if std::mem::take(&mut first) {
+            step(Step::ListedBeforeWait);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break Finish::Idle;
+        }
+        if signal.wait((deadline - now).min(args.relist)).await == Wake::Activity {
+            break Finish::Event;
+        }
+        if Instant::now() >= deadline {
+            break Finish::Idle;
+        }
+    };
+    if let Some(w) = watch {
+        w.disarm();
+    }
+    let mut out = String::new();
+    if args.report {
+        out = format!("{}\n", how.word());
+    }
+    if args.inline && how != Finish::Idle {
+        for name in requests(dir) {
+            // A request deleted meanwhile, or not UTF-8, is left to the runner's list.
+            let Some(body) = dir.read(&name).ok().and_then(|b| String::from_utf8(b).ok()) else { continue };
+            out += &serde_json::to_string(&InlineRequest { name, body }).expect("serializes");
+            out.push('\n');
+        }
+    }
+    ExecOutput::exited(0, out, Vec::new())
+}
+
+/// Follow mode: `event` per watch event, `found` per re-list that finds requests, `end` when
+/// the lifetime is over. Stops when the receiver of `out` is gone.
+pub async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::sync::mpsc::Sender<String>) {
+    let deadline = Instant::now() + args.window;
+    let signal = Arc::new(Signal::new());
+    let _watch = arm(dir, args.events, &signal);
+    let mut next_list = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            let _ = out.send("end".into()).await;
+            return;
+        }
+        if now >= next_list {
+            if !requests(dir).is_empty() && out.send("found".into()).await.is_err() {
+                return;
+            }
+            next_list = now + args.relist;
+        }
+        let wait = next_list.min(deadline).saturating_duration_since(now);
+        tokio::select! {
+            w = signal.wait(wait) => if w == Wake::Activity && out.send("event".into()).await.is_err() { return },
+            _ = out.closed() => return,
+        }
+    }
+}
+
+/// The `sandbox-watch` subcommand: the program over a real directory, on a runtime of its
+/// own; returns the exit code (2 for bad arguments).
+pub fn main(args: &[OsString]) -> i32 {
+    let args = match WatchArgs::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{SUBCOMMAND}: {e}");
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{SUBCOMMAND}: cannot start a runtime: {e}");
+            return 3;
+        }
+    };
+    let dir = super::RealDir::new(&args.dir);
+    rt.block_on(async {
+        let mut stdout = std::io::stdout().lock();
+        if args.follow {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+            let writer = async {
+                while let Some(line) = rx.recv().await {
+                    // The reader went away (stdout closed): nothing left to do.
+                    if writeln!(stdout, "{line}").and_then(|_| stdout.flush()).is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::join!(follow(&dir, &args, tx), writer);
+            return 0;
+        }
+        let out = run(&dir, &args, &|_| {}).await;
+        let _ = stdout.write_all(&out.stdout).and_then(|_| stdout.flush());
+        out.code.unwrap_or(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_argv_round_trips() {
+        let mut a = WatchArgs::window("/tmp/a b\n'$(x)'", Duration::from_secs(25), Duration::from_secs(2));
+        let argv = a.argv(Path::new("rb"));
+        assert_eq!(argv, os(&["rb", "sandbox-watch", "--", "/tmp/a b\n'$(x)'", "25000", "2000"]), "production's argv");
+        assert_eq!(WatchArgs::parse_argv(&argv).unwrap(), a);
+        (a.events, a.inline, a.report) = (EventFilter::Requests, true, true);
+        assert_eq!(WatchArgs::parse_argv(&a.argv(Path::new("rb"))).unwrap(), a);
+        a.follow = true;
+        assert_eq!(WatchArgs::parse_argv(&a.argv(Path::new("rb"))).unwrap(), a);
+        let e = WatchArgs::parse(&os(&["--", "/d", "soon", "1"])).unwrap_err();
+        assert!(e.contains("WINDOW_MS"), "{e}");
+        assert!(WatchArgs::parse(&os(&["--events", "all", "--", "/d", "1", "1"])).is_err());
+        assert!(WatchArgs::parse(&os(&["/d", "1", "1"])).is_err());
+    }
+
+    #[test]
+    fn a_report_round_trips() {
+        let r = parse_report(b"event\n{\"name\":\"a.req.json\",\"body\":\"{}\"}\n").unwrap();
+        assert_eq!(r.finish, Finish::Event);
+        assert_eq!(r.inline, vec![InlineRequest { name: "a.req.json".into(), body: "{}".into() }]);
+        assert_eq!(parse_report(b"idle\n").unwrap().finish, Finish::Idle);
+        assert!(parse_report(b"Segmentation fault\n").is_none());
+        assert!(parse_report(b"").is_none());
+    }
+}

@@ -1,0 +1,265 @@
+//! A relay dir on this machine: plain syscalls, inotify, child processes.
+//!
+//! Its entries are untrusted: anyone who can write the dir can put a FIFO, a device, a
+//! directory, a symbolic link or a huge file under a relay name, or a name that is not
+//! UTF-8. A read opens without following links and without blocking, checks that it holds a
+//! regular file and reads at most [`RealDir::DEFAULT_MAX_BYTES`] (or the dir's own cap); a
+//! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
+use crate::base::fsio;
+use crate::BoxFut;
+
+#[derive(Debug, Clone)]
+pub struct RealDir {
+    dir: PathBuf,
+    max_bytes: u64,
+}
+
+/// Why an entry under a relay name was not read: it is not a relay file, whatever its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnsafeEntry {
+    #[error("not a regular file ({0})")]
+    NotRegular(&'static str),
+    #[error("a symbolic link (not followed)")]
+    Symlink,
+    #[error("larger than the {cap}-byte cap")]
+    TooLarge { cap: u64 },
+    #[error("its name is not UTF-8")]
+    NotUtf8,
+}
+
+impl UnsafeEntry {
+    /// The refusal inside `e`, if `e` is one.
+    pub fn of(e: &io::Error) -> Option<&UnsafeEntry> {
+        e.get_ref().and_then(|inner| inner.downcast_ref::<UnsafeEntry>())
+    }
+
+    fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+}
+
+impl RealDir {
+    /// The read cap unless a dir is given its own: 16 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+
+    pub fn new(dir: impl Into<PathBuf>) -> RealDir {
+        RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES }
+    }
+
+    /// Reads of more than `max_bytes` are refused.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> RealDir {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+/// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes.
+pub fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { UnsafeEntry::Symlink.into_io() } else { e })?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(UnsafeEntry::NotRegular(what).into_io());
+    }
+    if meta.len() > cap {
+        return Err(UnsafeEntry::TooLarge { cap }.into_io());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows after the fstat is still read no further than the cap.
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(UnsafeEntry::TooLarge { cap }.into_io());
+    }
+    Ok(bytes)
+}
+
+impl RelayDir for RealDir {
+    fn list(&self) -> io::Result<Vec<String>> {
+        // A name that is not UTF-8 is listed lossily (U+FFFD for each bad byte): no file has
+        // that name, so its read fails and says why (see `read`).
+        std::fs::read_dir(&self.dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        match read_untrusted(&self.dir.join(name), self.max_bytes) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound && name.contains(char::REPLACEMENT_CHARACTER) => {
+                Err(UnsafeEntry::NotUtf8.into_io())
+            }
+            other => other,
+        }
+    }
+
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        std::fs::symlink_metadata(self.dir.join(name)).map(|m| m.len())
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        std::fs::write(self.dir.join(name), bytes)
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.dir.join(from), self.dir.join(to))
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        fsio::remove_if_present(&self.dir.join(name))
+    }
+
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        DirWatch::arm(&self.dir, on_seen).map(|w| Box::new(w) as Box<dyn WatchHandle>)
+    }
+
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
+        let argv = argv.to_vec();
+        Box::pin(async move { run_child(&argv, timeout).await })
+    }
+
+    fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
+        follow_child(argv, delay)
+    }
+
+    fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Runs `argv` as a child process on this machine, killed (and reaped) after `timeout` or
+/// when the future is dropped.
+pub async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+        Ok(out) => {
+            let out = out?;
+            Ok(ExecOutput { code: out.status.code(), stdout: out.stdout, stderr: out.stderr, timed_out: false })
+        }
+        // Dropping the wait drops the child: killed (kill_on_drop) and reaped by tokio.
+        Err(_) => Ok(ExecOutput::timed_out()),
+    }
+}
+
+/// Starts `argv` with its stdout followed line by line. Each line waits `delay()` before it
+/// is handed on (a remote stream's response leg); dropping the receiver kills the program.
+pub fn follow_child(argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
+    use tokio::io::AsyncBufReadExt;
+    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let mut child = tokio::process::Command::new(prog)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        let _child = child; // killed when this task ends
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(d) = &delay {
+                d().await;
+            }
+            if tx.send(line).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_child_past_its_timeout_is_killed_and_says_so() {
+        let argv: Vec<OsString> = ["sleep", "30"].iter().map(Into::into).collect();
+        let t0 = std::time::Instant::now();
+        let out = run_child(&argv, Duration::from_millis(100)).await.unwrap();
+        assert!(out.timed_out && out.code.is_none(), "{out:?}");
+        assert!(t0.elapsed() < Duration::from_secs(20), "killed, not waited for");
+        let argv: Vec<OsString> = ["sh", "-c", "echo hi; exit 3"].iter().map(Into::into).collect();
+        let out = run_child(&argv, Duration::from_secs(20)).await.unwrap();
+        assert_eq!((out.code, out.stdout.as_slice(), out.timed_out), (Some(3), &b"hi\n"[..], false));
+    }
+
+    #[test]
+    fn an_untrusted_read_takes_regular_files_up_to_the_cap_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RealDir::new(dir.path()).with_max_bytes(8);
+        std::fs::write(dir.path().join("eight.req.json"), b"12345678").unwrap();
+        std::fs::write(dir.path().join("nine.req.json"), b"123456789").unwrap();
+        std::os::unix::fs::symlink("eight.req.json", dir.path().join("link.req.json")).unwrap();
+        assert_eq!(d.read("eight.req.json").unwrap(), b"12345678");
+        let refused = |name: &str| UnsafeEntry::of(&d.read(name).unwrap_err()).cloned();
+        assert_eq!(refused("nine.req.json"), Some(UnsafeEntry::TooLarge { cap: 8 }));
+        assert_eq!(refused("link.req.json"), Some(UnsafeEntry::Symlink), "not followed, even inside the dir");
+        assert_eq!(d.stat("link.req.json").unwrap(), "eight.req.json".len() as u64, "the link's own size");
+        let gone = d.read("gone.req.json").unwrap_err();
+        assert!(
+            gone.kind() == io::ErrorKind::NotFound && UnsafeEntry::of(&gone).is_none(),
+            "a vanished file is no refusal"
+        );
+    }
+
+    #[test]
+    fn publish_is_atomic_under_a_concurrent_reader() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let real = RealDir::new(&path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let big_a = vec![b'a'; 256 * 1024];
+        let big_b = vec![b'b'; 256 * 1024];
+        super::super::publish_now(&real, "x.res.json", &big_a).unwrap();
+        let reader = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let bytes = std::fs::read(path.join("x.res.json")).unwrap();
+                    assert_eq!(bytes.len(), 256 * 1024, "a reader saw a partial file");
+                    assert!(bytes.iter().all(|&b| b == bytes[0]), "a reader saw mixed bytes");
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for i in 0..200 {
+            super::super::publish_now(&real, "x.res.json", if i % 2 == 0 { &big_b } else { &big_a }).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        assert_eq!(real.relay_files().unwrap(), vec!["x.res.json".to_string()], "no temp file left behind");
+    }
+}

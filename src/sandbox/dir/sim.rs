@@ -1,0 +1,428 @@
+//! The in-memory twin of a relay dir, for virtual time.
+//!
+//! Files live in a sorted map (listings come back in one deterministic order); every
+//! change (a write, a rename, a removal, of any name) is told to every watch armed on the
+//! *same* directory, as inotify does; a directory that is deleted and recreated is a new
+//! directory, and the watches armed on the old one stay silent. Operations take no time:
+//! every delay of a case comes from the host model (the emulated daemon) and the strategy
+//! code, on the paused tokio clock. A program run here is the watch program itself
+//! ([`super::program`]), the very function `relay-bench sandbox-watch` runs.
+//!
+//! The faults of SPEC §6 that live in the sandbox are switches here ([`SimFault`]): the
+//! watch program missing, watch creation failing (ENOSPC / EMFILE), the watch queue
+//! overflowing, watch execs that hang or fail at once, publication in slow chunks, the
+//! directory replaced. [`Step`] hooks let a test act at each boundary of the watch program.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::program::{self, Step, WatchArgs};
+use super::{Change, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, Seen, WatchHandle};
+use crate::BoxFut;
+
+/// A sandbox-side fault, switched on and off by the fault schedule or a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimFault {
+    /// The watch program is not installed: its exec exits 127.
+    ProgramMissing,
+    /// Arming a watch fails with ENOSPC (inotify watch limit).
+    WatchLimit,
+    /// Arming a watch fails with EMFILE (inotify instance limit).
+    WatchInstances,
+    /// Watch events are lost; each is delivered as a rescan with no path.
+    QueueOverflow,
+    /// Watch execs never settle (they ignore their window).
+    ExecHang,
+    /// Watch execs fail at once (exit 1).
+    ExecFail,
+    /// The writer publishes in chunks: the temp file grows piece by piece before the rename.
+    ChunkedPublish,
+}
+
+type Hook = Arc<dyn Fn(Step) + Send + Sync>;
+
+struct Watch {
+    id: u64,
+    generation: u64,
+    on_seen: Arc<OnSeen>,
+}
+
+#[derive(Default)]
+struct State {
+    files: BTreeMap<String, Vec<u8>>,
+    exists: bool,
+    /// Bumped when the directory is replaced: a watch belongs to one generation.
+    generation: u64,
+    watches: Vec<Watch>,
+    next_watch: u64,
+    faults: Vec<SimFault>,
+    hook: Option<Hook>,
+    /// When each exec of the watch program started.
+    execs: Vec<tokio::time::Instant>,
+}
+
+struct Inner {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+/// An in-memory relay dir; clones share it.
+#[derive(Clone)]
+pub struct SimDir {
+    inner: Arc<Inner>,
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{path:?}: no such directory"))
+}
+
+impl SimDir {
+    /// An empty, existing directory named `path` (the name the sandbox knows it by).
+    pub fn new(path: impl Into<PathBuf>) -> SimDir {
+        let state = State { exists: true, ..State::default() };
+        SimDir { inner: Arc::new(Inner { path: path.into(), state: Mutex::new(state) }) }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state()
+    }
+
+    pub fn set_fault(&self, fault: SimFault, on: bool) {
+        let mut s = self.state();
+        s.faults.retain(|f| *f != fault);
+        if on {
+            s.faults.push(fault);
+        }
+    }
+
+    pub fn has_fault(&self, fault: SimFault) -> bool {
+        self.state().faults.contains(&fault)
+    }
+
+    /// Deletes the directory and everything in it; watches on it go silent.
+    pub fn delete_dir(&self) {
+        let mut s = self.state();
+        s.files.clear();
+        s.exists = false;
+        s.generation += 1;
+    }
+
+    /// Creates the directory again (empty) if it is gone.
+    pub fn recreate(&self) {
+        let mut s = self.state();
+        if !s.exists {
+            s.exists = true;
+            s.generation += 1;
+        }
+    }
+
+    /// Runs `hook` at every [`Step`] of the watch program.
+    pub fn on_step(&self, hook: impl Fn(Step) + Send + Sync + 'static) {
+        self.state().hook = Some(Arc::new(hook));
+    }
+
+    /// When each exec of the watch program started (window or follow), in order.
+    pub fn exec_times(&self) -> Vec<tokio::time::Instant> {
+        self.state().execs.clone()
+    }
+}
+
+impl Inner {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("sim dir poisoned")
+    }
+
+    fn log_exec(&self) {
+        self.state().execs.push(tokio::time::Instant::now());
+    }
+
+    fn has_fault(&self, fault: SimFault) -> bool {
+        self.state().faults.contains(&fault)
+    }
+
+    fn list(&self) -> io::Result<Vec<String>> {
+        let s = self.state();
+        if !s.exists {
+            return Err(not_found(&self.path));
+        }
+        Ok(s.files.keys().cloned().collect())
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        let s = self.state();
+        if !s.exists {
+            return Err(not_found(&self.path));
+        }
+        s.files.get(name).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not found")))
+    }
+
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        self.read(name).map(|b| b.len() as u64)
+    }
+
+    /// Stores `bytes` under `name` and tells the watches.
+    fn put(&self, name: &str, bytes: Vec<u8>, append: bool) -> io::Result<()> {
+        let seen = {
+            let mut s = self.state();
+            if !s.exists {
+                return Err(not_found(&self.path));
+            }
+            let existed = s.files.contains_key(name);
+            let slot = s.files.entry(name.to_owned()).or_default();
+            if append {
+                slot.extend_from_slice(&bytes);
+            } else {
+                *slot = bytes;
+            }
+            let change = if existed { Change::Modified } else { Change::Appeared };
+            self.to_tell(&s, vec![(name.to_owned(), change)])
+        };
+        tell(seen);
+        Ok(())
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.put(name, bytes.to_vec(), false)
+    }
+
+    fn append(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.put(name, bytes.to_vec(), true)
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let seen = {
+            let mut s = self.state();
+            if !s.exists {
+                return Err(not_found(&self.path));
+            }
+            let bytes = s
+                .files
+                .remove(from)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
+            s.files.insert(to.to_owned(), bytes);
+            self.to_tell(&s, vec![(from.to_owned(), Change::Removed), (to.to_owned(), Change::Appeared)])
+        };
+        tell(seen);
+        Ok(())
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let seen = {
+            let mut s = self.state();
+            if !s.exists {
+                return Err(not_found(&self.path));
+            }
+            if s.files.remove(name).is_none() {
+                return Ok(());
+            }
+            self.to_tell(&s, vec![(name.to_owned(), Change::Removed)])
+        };
+        tell(seen);
+        Ok(())
+    }
+
+    /// The callbacks to run and what to tell them (called under the lock; the callbacks run
+    /// after it is released). Under a queue overflow every change is a rescan.
+    fn to_tell(&self, s: &State, changes: Vec<(String, Change)>) -> Tell {
+        let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
+        Tell { cbs, changes, overflow: s.faults.contains(&SimFault::QueueOverflow) }
+    }
+
+    fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        let mut s = self.state();
+        if !s.exists {
+            return Err(not_found(&self.path));
+        }
+        if s.faults.contains(&SimFault::WatchLimit) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "inotify watch limit reached (ENOSPC)"));
+        }
+        if s.faults.contains(&SimFault::WatchInstances) {
+            return Err(io::Error::other("too many inotify instances (EMFILE)"));
+        }
+        let id = s.next_watch;
+        s.next_watch += 1;
+        let generation = s.generation;
+        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen) });
+        Ok(Box::new(SimWatch { dir: self.clone(), id }))
+    }
+}
+
+/// Changes to tell, and to whom.
+struct Tell {
+    cbs: Vec<Arc<OnSeen>>,
+    changes: Vec<(String, Change)>,
+    overflow: bool,
+}
+
+fn tell(t: Tell) {
+    for cb in &t.cbs {
+        for (name, change) in &t.changes {
+            cb(if t.overflow { Seen::Rescan } else { Seen::Name(name, *change) });
+        }
+    }
+}
+
+struct SimWatch {
+    dir: Arc<Inner>,
+    id: u64,
+}
+
+impl WatchHandle for SimWatch {
+    fn disarm(&self) {
+        self.dir.state().watches.retain(|w| w.id != self.id);
+    }
+}
+
+impl Drop for SimWatch {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
+
+impl RelayDir for SimDir {
+    fn list(&self) -> io::Result<Vec<String>> {
+        self.inner.list()
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        self.inner.read(name)
+    }
+
+    fn stat(&self, name: &str) -> io::Result<u64> {
+        self.inner.stat(name)
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write(name, bytes)
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.inner.remove(name)
+    }
+
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        self.inner.watch(on_seen)
+    }
+
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
+        let (dir, argv) = (self.clone(), argv.to_vec());
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, dir.run_program(argv)).await {
+                Ok(out) => Ok(out),
+                Err(_) => Ok(ExecOutput::timed_out()),
+            }
+        })
+    }
+
+    fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
+        self.inner.log_exec();
+        if self.has_fault(SimFault::ProgramMissing) {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "the watch program is not installed"));
+        }
+        let args = WatchArgs::parse_argv(argv).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let (raw_tx, mut raw) = tokio::sync::mpsc::channel::<String>(64);
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let (hang, fail) = (self.has_fault(SimFault::ExecHang), self.has_fault(SimFault::ExecFail));
+        let dir = self.clone();
+        tokio::spawn(async move {
+            if fail {
+                return; // the stream ends without `end`: a drop
+            }
+            if hang {
+                tx.closed().await;
+                return;
+            }
+            let view = dir.view_at(&args.dir);
+            let program = async move { program::follow(view.as_ref(), &args, raw_tx).await };
+            let forward = async move {
+                while let Some(line) = raw.recv().await {
+                    if let Some(d) = &delay {
+                        d().await;
+                    }
+                    if tx.send(line).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::join!(program, forward);
+        });
+        Ok(rx)
+    }
+
+    fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(async move {
+            if !self.inner.has_fault(SimFault::ChunkedPublish) {
+                return super::publish_now(self, name, bytes);
+            }
+            // Four chunks 50 ms apart: the temp name holds partial bytes meanwhile.
+            let tmp = crate::base::fsio::temp_name(name);
+            for (i, chunk) in bytes.chunks(bytes.len().div_ceil(4).max(1)).enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                self.inner.append(&tmp, chunk)?;
+            }
+            self.rename(&tmp, name)
+        })
+    }
+}
+
+impl SimDir {
+    /// The sandbox's answer to running `argv`: the watch program, unless a fault says
+    /// otherwise.
+    async fn run_program(&self, argv: Vec<OsString>) -> ExecOutput {
+        self.inner.log_exec();
+        // Starting a program gives the CPU away: the runner's other work runs before it
+        // lists, as it would while a real process starts (here it costs no simulated time).
+        tokio::task::yield_now().await;
+        if self.has_fault(SimFault::ProgramMissing) {
+            let prog = argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            return ExecOutput::exited(127, "", format!("sh: {prog}: not found"));
+        }
+        let args = match WatchArgs::parse_argv(&argv) {
+            Ok(a) if !a.follow => a,
+            Ok(_) => return ExecOutput::exited(2, "", "sandbox-watch: --follow streams; use a followed exec"),
+            Err(e) => return ExecOutput::exited(2, "", format!("sandbox-watch: {e}")),
+        };
+        if self.has_fault(SimFault::ExecHang) {
+            std::future::pending::<()>().await;
+        }
+        if self.has_fault(SimFault::ExecFail) {
+            return ExecOutput::exited(1, "", "sandbox-watch: killed (simulated failure)");
+        }
+        let hook = self.state().hook.clone();
+        let step = move |s: Step| {
+            if let Some(h) = &hook {
+                h(s);
+            }
+        };
+        let view = self.view_at(&args.dir);
+        program::run(view.as_ref(), &args, &step).await
+    }
+
+    /// What a program sees at `path`: this directory, or nothing (a path that is not it).
+    fn view_at(&self, path: &Path) -> Box<dyn RelayDir> {
+        if path == self.inner.path {
+            Box::new(self.clone())
+        } else {
+            Box::new(SimDir::absent(path))
+        }
+    }
+
+    /// A directory that does not exist.
+    fn absent(path: &Path) -> SimDir {
+        SimDir { inner: Arc::new(Inner { path: path.to_path_buf(), state: Mutex::new(State::default()) }) }
+    }
+}

@@ -1,0 +1,202 @@
+//! What relay-bench itself asks of a daemon, beside the runner's requests: the in-sandbox
+//! side of a case (`in_sandbox = true`) is laid out, uploaded, started, timed and brought
+//! back through these. They are the bench's requests, not the relay's: none is counted in
+//! the request rates, and none crosses the delay proxy (a real remote sandbox has no proxy;
+//! its network is in every request alike).
+
+use std::io;
+use std::path::Path;
+
+use hyper::Method;
+use serde::Deserialize;
+
+use super::api::{decode, Api};
+use crate::base::units::monotonic_ns;
+use crate::sandbox::dir::ExecOutput;
+
+/// The daemon buffers at most 2 MiB of a request's body (axum's default limit): larger files
+/// go up in parts of this size and are joined in the sandbox.
+pub const UPLOAD_PART: usize = 2 << 20;
+/// How long a short command in the sandbox may take.
+const SHORT_MS: u64 = 30_000;
+
+/// The daemon's process record (`GET /v1/processes/{id}`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProcessRecord {
+    id: String,
+    status: String,
+    exit_code: Option<i32>,
+}
+
+/// One reading of the sandbox's clock: this machine's monotonic clock before the request
+/// went and after its answer came, and the sandbox's in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockReading {
+    pub sent_ns: u64,
+    pub back_ns: u64,
+    pub sandbox_ns: u64,
+}
+
+/// A background process in the sandbox, as the daemon reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running,
+    /// Exited (`None`: by a signal, or the daemon does not know its code).
+    Exited(Option<i32>),
+}
+
+/// relay-bench's own requests to one daemon.
+pub struct SandboxControl {
+    api: Api,
+}
+
+fn shell(script: &str, args: &[&str]) -> Vec<String> {
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), script.to_owned(), "sh".to_owned()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    argv
+}
+
+/// A short command's failure as an error naming what was run.
+fn succeeded(what: &str, out: ExecOutput) -> io::Result<ExecOutput> {
+    if out.code == Some(0) {
+        return Ok(out);
+    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let code = out.code.map_or_else(|| "no exit code".to_owned(), |c| format!("exit {c}"));
+    Err(io::Error::other(format!(
+        "{what} in the sandbox failed ({code}{}{why})",
+        if why.is_empty() { "" } else { ": " }
+    )))
+}
+
+impl SandboxControl {
+    /// `api`: the daemon's own address, never the delay proxy's.
+    pub(crate) fn new(api: Api) -> SandboxControl {
+        SandboxControl { api }
+    }
+
+    /// `POST /v1/fs/mkdir`: `path` and its parents.
+    pub async fn mkdir(&self, path: &str) -> io::Result<()> {
+        self.api.send(Method::POST, self.api.at("/v1/fs/mkdir", path), None).await.map(drop)
+    }
+
+    /// `PUT /v1/fs/file` of a small file.
+    pub async fn put(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
+        self.api.put_file(path, bytes).await
+    }
+
+    /// `GET /v1/fs/file`.
+    pub async fn get(&self, path: &str) -> io::Result<Vec<u8>> {
+        self.api.send(Method::GET, self.api.at("/v1/fs/file", path), None).await
+    }
+
+    /// `DELETE /v1/fs/entry?recursive=true`: `path` and all under it (gone already is fine).
+    pub async fn remove_tree(&self, path: &str) -> io::Result<()> {
+        let uri = format!("{}&recursive=true", self.api.at("/v1/fs/entry", path));
+        match self.api.send(Method::DELETE, uri, None).await {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// The names in `path` (`GET /v1/fs/entries`).
+    pub async fn names(&self, path: &str) -> io::Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct Entry {
+            name: String,
+        }
+        let bytes = self.api.send(Method::GET, self.api.at("/v1/fs/entries", path), None).await?;
+        Ok(decode::<Vec<Entry>>(&bytes)?.into_iter().map(|e| e.name).collect())
+    }
+
+    /// Uploads the executable `local` to `remote` in the sandbox: parts of [`UPLOAD_PART`],
+    /// joined there, made executable, and its size checked. Returns its size.
+    pub async fn upload_program(&self, local: &Path, remote: &str) -> io::Result<u64> {
+        let bytes = std::fs::read(local).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", local.display())))?;
+        let mut parts = Vec::new();
+        for (i, chunk) in bytes.chunks(UPLOAD_PART).enumerate() {
+            let part = format!("{remote}.part{i}");
+            self.put(&part, chunk.to_vec()).await?;
+            parts.push(part);
+        }
+        let mut args = vec![remote];
+        args.extend(parts.iter().map(String::as_str));
+        let join =
+            shell(r#"out=$1; shift; cat "$@" > "$out" && chmod 755 "$out" && rm -f "$@" && wc -c < "$out""#, &args);
+        let out = succeeded("joining the uploaded program", self.api.run(&join, SHORT_MS).await?)?;
+        let size: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0);
+        if size != bytes.len() as u64 {
+            return Err(io::Error::other(format!(
+                "the program uploaded to {remote} has {size} bytes, not {}",
+                bytes.len()
+            )));
+        }
+        Ok(size)
+    }
+
+    /// Runs `argv` to its end (at most `timeout_ms`) and returns its output when it exits 0.
+    pub async fn run_ok(&self, what: &str, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
+        succeeded(what, self.api.run(argv, timeout_ms).await?)
+    }
+
+    /// What the daemon's own binary says to `--version` (the daemon has no version
+    /// endpoint; the process it spawns reads its parent's executable).
+    pub async fn version(&self) -> io::Result<String> {
+        let argv = shell(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
+        let out = self.run_ok("asking the daemon's version", &argv, SHORT_MS).await?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// One reading of the sandbox's clock through `program sandbox-clock`.
+    pub async fn read_clock(&self, program: &str) -> io::Result<ClockReading> {
+        let argv = [program.to_owned(), "sandbox-clock".to_owned()];
+        let sent_ns = monotonic_ns();
+        let out = self.api.run(&argv, SHORT_MS).await;
+        let back_ns = monotonic_ns();
+        let out = succeeded("sandbox-clock", out?)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let sandbox_ns = text
+            .trim()
+            .parse()
+            .map_err(|_| io::Error::other(format!("sandbox-clock printed {:?}, not a number", text.trim())))?;
+        Ok(ClockReading { sent_ns, back_ns, sandbox_ns })
+    }
+
+    /// Starts `argv` in the background (`POST /v1/processes`); returns its id.
+    pub async fn spawn(&self, argv: &[String]) -> io::Result<String> {
+        let (command, args) =
+            argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+        let body = serde_json::json!({ "command": command, "args": args });
+        let bytes = self.api.post_json("/v1/processes", body).await?;
+        Ok(decode::<ProcessRecord>(&bytes)?.id)
+    }
+
+    /// Where a background process stands.
+    pub async fn state(&self, id: &str) -> io::Result<ProcessState> {
+        let uri = format!("{}/v1/processes/{id}", self.api.base);
+        let rec: ProcessRecord = decode(&self.api.send(Method::GET, uri, None).await?)?;
+        Ok(match rec.status.as_str() {
+            "exited" => ProcessState::Exited(rec.exit_code),
+            _ => ProcessState::Running,
+        })
+    }
+
+    /// Kills a background process (SIGKILL; one that has exited already is fine).
+    pub async fn kill(&self, id: &str) -> io::Result<()> {
+        let uri = format!("{}/v1/processes/{id}/kill", self.api.base);
+        self.api.send(Method::POST, uri, None).await.map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_command_names_itself_its_code_and_what_it_said() {
+        let err = succeeded("x", ExecOutput::exited(3, "", "no such file\n")).unwrap_err().to_string();
+        assert_eq!(err, "x in the sandbox failed (exit 3: no such file)");
+        assert!(succeeded("x", ExecOutput::exited(0, "ok", "")).is_ok());
+    }
+}

@@ -1,0 +1,441 @@
+//! The `sandbox-agent` host: the real daemon production's runner talks to (sandbox-agent
+//! 0.4.2, over HTTP): one per sandbox started by relay-bench on loopback and stopped with its
+//! case ([`process`]), or one already running at `url` ([`running`]). Every runner operation
+//! is the daemon call production's `sandboxRelayHost` makes
+//! (`services/runner/src/tools/relay.ts`):
+//!
+//! | operation | request |
+//! |---|---|
+//! | list | `POST /v1/processes/run` of `ls -1 DIR` (timeoutMs 10000); its exit code ignored |
+//! | read | `GET /v1/fs/file?path=` |
+//! | write | `PUT /v1/fs/file?path=` (octet-stream body) |
+//! | rename | `POST /v1/fs/move` `{from, to, overwrite: true}` |
+//! | delete | `DELETE /v1/fs/entry?path=` |
+//! | stat | `GET /v1/fs/stat?path=` |
+//! | a window | `POST /v1/processes/run` of the watch program, timeoutMs = window + grace |
+//!
+//! One HTTP/1.1 client per host with a keep-alive pool (hyper's, as production's `fetch`
+//! keeps its connections). Nothing here is emulated; with a latency profile the requests
+//! cross a delay proxy on a real TCP path ([`super::DelayProxy`]).
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::Method;
+use serde::Deserialize;
+
+use super::{
+    BuiltHost, Busy, DaemonFault, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose,
+    RequestCounter, RequestCounts,
+};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::sandbox::dir::{ExecOutput, Lines, RelayDir};
+use crate::BoxFut;
+
+mod api;
+mod control;
+mod process;
+mod running;
+
+pub(crate) use api::Api;
+pub use control::{ClockReading, ProcessState, SandboxControl};
+
+pub use process::{AgentControl, AgentProcess};
+use running::RunningDaemon;
+pub use running::Url;
+
+/// The npm package that carries the daemon's Linux binary.
+pub const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
+/// Where to look for the binary first.
+pub const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
+/// The project-local install of `scripts/install-sandbox-agent.sh`.
+pub const LOCAL_INSTALL: &str = "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
+/// How long a started daemon gets to answer.
+pub(super) const START_BOUND: Duration = Duration::from_secs(10);
+/// The environment variable a running daemon's token is read from, unless `token_env` names
+/// another.
+pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
+/// Where a case's files go in the sandbox when its in-sandbox side runs there.
+pub const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
+/// The list's own timeout, as production asks for it.
+const LIST_TIMEOUT_MS: u64 = 10_000;
+
+/// The binary `run --sandbox-agent PATH` named, for the rest of the process.
+static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Uses `bin` wherever a sandbox-agent binary is looked for (`run --sandbox-agent PATH`).
+pub fn use_binary(bin: &Path) -> Result<(), String> {
+    if !bin.is_file() {
+        return Err(format!(
+            "{}: no such file; install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})",
+            bin.display()
+        ));
+    }
+    let chosen = CHOSEN.get_or_init(|| bin.to_path_buf());
+    if chosen != bin {
+        return Err(format!("{}: another binary ({}) is already in use", bin.display(), chosen.display()));
+    }
+    Ok(())
+}
+
+/// Finds the daemon binary: the one `--sandbox-agent` named, else `$SANDBOX_AGENT_BIN` when
+/// set (and nothing else then: an explicit choice is not overridden), else the
+/// project-local install, else `PATH`.
+pub fn find_binary() -> Result<PathBuf, String> {
+    if let Some(bin) = CHOSEN.get() {
+        return Ok(bin.clone());
+    }
+    let install = format!("install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})");
+    if let Some(p) = std::env::var_os(BIN_ENV).map(PathBuf::from) {
+        return if p.is_file() { Ok(p) } else { Err(format!("${BIN_ENV}={}: no such file; {install}", p.display())) };
+    }
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(LOCAL_INSTALL);
+    Some(local)
+        .filter(|p| p.is_file())
+        .or_else(|| crate::base::fsio::on_path("sandbox-agent"))
+        .ok_or_else(|| format!("sandbox-agent not found ({LOCAL_INSTALL}, PATH); {install}"))
+}
+
+/// What `sandbox-agent --version` says (`sandbox-agent 0.4.2`).
+pub fn version_of(bin: &Path) -> io::Result<String> {
+    let out = std::process::Command::new(bin).arg("--version").output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The runner's side of one relay dir, through a sandbox-agent daemon.
+pub struct AgentHost {
+    api: Api,
+    dir: PathBuf,
+    counter: RequestCounter,
+    label: String,
+    /// Keeps a daemon started for the sandbox alive while this host is.
+    _process: Option<Arc<AgentProcess>>,
+    /// The delay proxy its requests go through, if it has one.
+    proxy: Option<Arc<DelayProxy>>,
+}
+
+#[derive(Deserialize)]
+struct StatAnswer {
+    size: u64,
+}
+
+impl AgentHost {
+    /// A host on the daemon at `base` (`http://HOST:PORT`), no token.
+    pub fn new(base: String, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
+        AgentHost::over(Api::new(base, None), dir, busy, process)
+    }
+
+    /// `api`: the daemon's (or the delay proxy's in front of it).
+    pub(crate) fn over(api: Api, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
+        let label = "sandbox-agent".to_owned();
+        let counter = RequestCounter::new(busy);
+        AgentHost { api, dir, counter, label, _process: process, proxy: None }
+    }
+
+    /// Its requests go through `proxy` (to its address instead of the daemon's).
+    pub fn through(mut self, proxy: Arc<DelayProxy>) -> AgentHost {
+        self.api.base = format!("http://{}", proxy.addr);
+        self.proxy = Some(proxy);
+        self
+    }
+
+    /// How reports name it (the daemon's version and where it runs).
+    pub fn labelled(mut self, label: String) -> AgentHost {
+        self.label = label;
+        self
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+
+    async fn get(&self, route: &str, name: &str) -> io::Result<Vec<u8>> {
+        self.api.send(Method::GET, self.api.at(route, &self.path(name)), None).await
+    }
+
+    async fn list_now(&self) -> io::Result<Vec<String>> {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let out = self.api.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
+        // Production reads stdout whatever the exit code: a missing dir lists as empty.
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    async fn write_now(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        self.api.put_file(&self.path(name), bytes.to_vec()).await
+    }
+
+    async fn rename_now(&self, from: &str, to: &str) -> io::Result<()> {
+        let body = serde_json::json!({ "from": self.path(from), "to": self.path(to), "overwrite": true });
+        self.api.post_json("/v1/fs/move", body).await.map(drop)
+    }
+
+    async fn delete_now(&self, name: &str) -> io::Result<()> {
+        match self.api.send(Method::DELETE, self.api.at("/v1/fs/entry", &self.path(name)), None).await {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other.map(drop),
+        }
+    }
+}
+
+impl Host for AgentHost {
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
+        self.counter.count(Purpose::Discovery, Kind::List);
+        Box::pin(self.list_now())
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        self.counter.count(Purpose::Data, Kind::Read);
+        Box::pin(self.get("/v1/fs/file", name))
+    }
+
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        self.counter.count(Purpose::Data, Kind::Stat);
+        Box::pin(async move {
+            let bytes = self.get("/v1/fs/stat", name).await?;
+            Ok(api::decode::<StatAnswer>(&bytes)?.size)
+        })
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(async move {
+            // Upload to a temp name, then move onto the final name: two requests.
+            let tmp = crate::base::fsio::temp_name(name);
+            self.counter.count(Purpose::Data, Kind::Write);
+            self.write_now(&tmp, bytes).await?;
+            self.counter.count(Purpose::Data, Kind::Rename);
+            if let Err(e) = self.rename_now(&tmp, name).await {
+                // Counted: a real request (production leaves the temp name to the next sweep).
+                self.counter.count(Purpose::Data, Kind::Delete);
+                let _ = self.delete_now(&tmp).await;
+                return Err(e);
+            }
+            Ok(())
+        })
+    }
+
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
+        self.counter.count(Purpose::Data, Kind::Delete);
+        Box::pin(self.delete_now(name))
+    }
+
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        self.counter.count(Purpose::Discovery, Kind::Exec);
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        Box::pin(async move {
+            let out = self.api.run(&argv, timeout.as_millis() as u64).await;
+            // A spawn the daemon refuses (502) is a rejected exec, as production sees it.
+            out.map_err(|e| io::Error::new(e.kind(), format!("exec rejected: {e}")))
+        })
+    }
+
+    fn exec_follow<'a>(&'a self, _argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
+        let e = io::Error::new(io::ErrorKind::Unsupported, "sandbox-agent: no followed processes in this host (yet)");
+        Box::pin(std::future::ready(Err(e)))
+    }
+
+    fn counts(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    fn injected_legs(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        self.proxy.as_ref().map(|p| p.legs())
+    }
+
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+}
+
+pub struct SandboxAgent;
+pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
+
+/// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per sandbox, as each
+/// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
+#[derive(Debug)]
+pub struct AgentSpec {
+    /// A daemon already running (`url`): relay-bench starts none.
+    url: Option<Url>,
+    /// The environment variable holding its token, if any.
+    token_env: String,
+    /// The binary, or why there is none (said before a run starts, not when parsing, so
+    /// that a scenario naming this host can be listed without it).
+    bin: Result<PathBuf, String>,
+    /// What `--version` says, asked once, when first needed (not when a scenario is only
+    /// read, as `relay-bench list` does).
+    version: std::sync::OnceLock<String>,
+    profile: Option<LatencyProfile>,
+    /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
+    in_sandbox: Option<String>,
+}
+
+impl HostKind for SandboxAgent {
+    fn name(&self) -> &'static str {
+        "sandbox-agent"
+    }
+
+    fn about(&self) -> &'static str {
+        "the real sandbox-agent daemon over HTTP, one per sandbox on loopback (or yours: url), optionally behind a delay proxy; in_sandbox = true runs the writer there (real clock)"
+    }
+
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let url = match case.string("url")? {
+            Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
+            None => None,
+        };
+        let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
+        let bin = match case.string("binary")? {
+            Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
+            Some(b) => Err(format!("binary = {b:?}: no such file")),
+            None => find_binary(),
+        };
+        let profile = super::remote::case_profile(case, profiles)?;
+        let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
+            (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
+            (false, None) => None,
+            (true, root) => {
+                let root = root.unwrap_or(DEFAULT_SANDBOX_ROOT);
+                if !root.starts_with('/') || root.chars().any(char::is_control) {
+                    return Err(
+                        case.err("sandbox_root", "must be an absolute path in the sandbox (no control characters)")
+                    );
+                }
+                Some(root.to_owned())
+            }
+        };
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile, in_sandbox }))
+    }
+}
+
+impl HostSpec for AgentSpec {
+    fn name(&self) -> &'static str {
+        "sandbox-agent"
+    }
+
+    fn params(&self) -> String {
+        let wire = match &self.profile {
+            Some(p) => format!("behind a delay proxy: {} on a real TCP path", p.describe()),
+            None => "on loopback, no latency added".to_owned(),
+        };
+        if let Some(u) = &self.url {
+            let token = if std::env::var_os(&self.token_env).is_some() {
+                format!(", token from ${}", self.token_env)
+            } else {
+                String::new()
+            };
+            return format!(
+                "{} at {} (running, not started by relay-bench{token}), {wire}{}",
+                self.version(),
+                u.host_port(),
+                self.side()
+            );
+        }
+        let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
+        format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
+    }
+
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        if let Some(u) = &self.url {
+            return self.build_on(u, dir, busy, seed);
+        }
+        let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.clone()))?;
+        let process = Arc::new(AgentProcess::start(bin)?);
+        let proxy = match &self.profile {
+            Some(p) => Some(Arc::new(DelayProxy::start(process.addr(), p.clone(), seed)?)),
+            None => None,
+        };
+        let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
+        let api = Api::new(process.base.clone(), None);
+        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, Some(process.clone()));
+        if let Some(p) = &proxy {
+            host = host.through(p.clone());
+        }
+        let control = AgentControl { process, proxy };
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
+    }
+
+    fn missing_here(&self) -> Option<String> {
+        match &self.url {
+            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
+            None => self.bin.as_ref().err().cloned(),
+        }
+    }
+
+    fn needs_real_clock(&self) -> bool {
+        true
+    }
+
+    fn can_follow(&self) -> bool {
+        false
+    }
+
+    fn in_sandbox(&self) -> Option<&str> {
+        self.in_sandbox.as_deref()
+    }
+
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        let wire = matches!(fault, DaemonFault::Disconnect | DaemonFault::Blackhole);
+        if wire && self.profile.is_none() {
+            return Err("acts on the delay proxy: give the case a latency profile".into());
+        }
+        if !wire && self.url.is_some() {
+            return Err(
+                "is not for a daemon relay-bench did not start (url = ...): it is not restarted or paused by it".into(),
+            );
+        }
+        // In the sandbox, relay-bench follows its writers through the daemon's process
+        // records, which a restart loses (and a pause stalls).
+        if !wire && self.in_sandbox.is_some() {
+            return Err("is not produced with in_sandbox = true: relay-bench acts on the wire, not on the daemon its writers run under".into());
+        }
+        Ok(())
+    }
+}
+
+impl AgentSpec {
+    fn side(&self) -> String {
+        match &self.in_sandbox {
+            Some(root) => {
+                format!("; writer and watch program in the sandbox (uploaded through the daemon, under {root})")
+            }
+            None => "; writer on this machine".to_owned(),
+        }
+    }
+
+    fn version(&self) -> &str {
+        self.version.get_or_init(|| match (&self.url, &self.bin) {
+            (Some(u), _) => u
+                .version(std::env::var(&self.token_env).ok().as_deref())
+                .unwrap_or_else(|why| format!("sandbox-agent (version not known: {why})")),
+            (None, Ok(b)) => version_of(b).unwrap_or_else(|e| format!("sandbox-agent (--version failed: {e})")),
+            (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
+        })
+    }
+
+    /// A host on a daemon already running at `url` (relay-bench's writer runs here, so the
+    /// daemon must see this machine's relay dirs).
+    fn build_on(&self, url: &Url, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        let proxy = match &self.profile {
+            Some(p) => Some(Arc::new(DelayProxy::start(url.addr()?, p.clone(), seed)?)),
+            None => None,
+        };
+        let token = std::env::var(&self.token_env).ok();
+        let api = Api::new(url.base(), token);
+        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, None);
+        if let Some(p) = &proxy {
+            host = host.through(p.clone());
+        }
+        let label = format!("{} @ {}", self.version(), url.host_port());
+        let control = RunningDaemon { proxy };
+        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
+    }
+}

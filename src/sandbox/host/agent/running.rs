@@ -1,0 +1,125 @@
+//! A sandbox-agent daemon already running (`url = "http://HOST:PORT"`, a token from the
+//! environment): relay-bench starts none, checks before the run that it answers and takes
+//! the token, and can strike only the wire in front of it.
+
+use std::io;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use super::api::Api;
+use super::control::SandboxControl;
+use crate::sandbox::host::{DaemonControl, DelayProxy};
+
+/// A daemon relay-bench did not start: only the wire in front of it can be struck.
+pub(super) struct RunningDaemon {
+    pub proxy: Option<Arc<DelayProxy>>,
+}
+
+impl DaemonControl for RunningDaemon {
+    fn restart(&self, _down: Duration) -> Result<(), String> {
+        Err("a daemon relay-bench did not start (url = ...) is not restarted by it".into())
+    }
+
+    fn disconnect(&self) -> Result<(), String> {
+        DelayProxy::disconnect_any(self.proxy.as_deref())
+    }
+
+    fn pause(&self, _d: Duration) -> Result<(), String> {
+        Err("a daemon relay-bench did not start (url = ...) is not paused by it".into())
+    }
+
+    fn blackhole(&self, d: Duration) -> Result<(), String> {
+        DelayProxy::blackhole_any(self.proxy.as_deref(), d)
+    }
+}
+
+/// `http://HOST:PORT` of a running daemon (no TLS in this build, no path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    host: String,
+    port: u16,
+}
+
+impl Url {
+    pub fn parse(url: &str) -> Result<Url, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!("{url:?}: only http://HOST:PORT (this build has no TLS; put a TLS-terminating tunnel in front)")
+        })?;
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = rest.rsplit_once(':').map_or((rest, Ok(80)), |(h, p)| (h, p.parse::<u16>()));
+        match port {
+            Ok(port) if !host.is_empty() && !host.contains('/') => Ok(Url { host: host.to_owned(), port }),
+            _ => Err(format!("{url:?}: expected http://HOST:PORT")),
+        }
+    }
+
+    pub fn host_port(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://{}", self.host_port())
+    }
+
+    pub fn addr(&self) -> io::Result<std::net::SocketAddr> {
+        use std::net::ToSocketAddrs;
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{}: no address", self.host)))
+    }
+
+    /// `GET /v1/health` before the run: the daemon answers and takes the token.
+    pub fn health(&self, token: Option<&str>, token_env: &str) -> Result<(), String> {
+        let api = Api::new(self.base(), token.map(str::to_owned));
+        let uri = format!("{}/v1/health", self.base());
+        match before_the_run(api.send(hyper::Method::GET, uri, None)) {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::PermissionDenied => Err(format!(
+                "{}: the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)",
+                self.base()
+            )),
+            Ok(Err(e)) => Err(format!("{}: {e}", self.base())),
+            Err(e) => Err(format!("{}: {e}", self.base())),
+        }
+    }
+
+    /// What the daemon's own binary says to `--version` ([`SandboxControl::version`]).
+    pub fn version(&self, token: Option<&str>) -> Result<String, String> {
+        let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)));
+        before_the_run(control.version())?.map_err(|e| e.to_string())
+    }
+}
+
+/// How long a check before the run may take.
+const CHECK_BOUND: Duration = Duration::from_secs(10);
+
+/// Runs a request to the daemon from the checks before a run, which are sync code (the plan,
+/// a host's report line) that may itself run inside a runtime: on a thread of its own, with
+/// a runtime of its own, at most [`CHECK_BOUND`].
+fn before_the_run<T: Send>(request: impl std::future::Future<Output = T> + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            rt.block_on(async { tokio::time::timeout(CHECK_BOUND, request).await })
+                .map_err(|_| format!("no answer within {}", crate::base::units::human(CHECK_BOUND)))
+        })
+        .join()
+        .map_err(|_| "the check panicked".to_owned())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_http_host_and_port_only() {
+        assert_eq!(Url::parse("http://10.0.0.5:2468/").unwrap().host_port(), "10.0.0.5:2468");
+        assert_eq!(Url::parse("http://sandbox.local").unwrap().host_port(), "sandbox.local:80");
+        assert!(Url::parse("https://x:1").unwrap_err().contains("no TLS"));
+        assert!(Url::parse("http://x:port").is_err());
+        assert!(Url::parse("http://x:1/v1").is_err(), "no path");
+    }
+}

@@ -1,0 +1,354 @@
+//! The host: the runner's view of one relay directory, wherever it lives.
+//!
+//! Every operation the runner performs on a relay dir goes through [`Host`] and is counted
+//! by kind (list, read, write, rename, delete, stat, exec) and purpose (discovery = looking
+//! for work, data = moving a call's bytes), even on a local directory, so that every case
+//! reports the same request budget (SPEC §5). A new host is a new file here plus one line
+//! in [`HOSTS`].
+
+mod agent;
+mod busy;
+mod local;
+mod remote;
+mod wire;
+
+pub use agent::{
+    find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess, ClockReading,
+    ProcessState, SandboxControl,
+};
+pub use busy::Busy;
+pub use local::LocalHost;
+pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
+pub use wire::DelayProxy;
+
+use std::ffi::OsString;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::base::fields::{Fields, ScenarioError};
+use crate::sandbox::dir::{ExecOutput, Lines, RelayDir};
+use crate::BoxFut;
+
+/// Why a request was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Looking for work (a list, a watch exec).
+    Discovery,
+    /// Moving one call's bytes (read, delete, answer write and rename).
+    Data,
+}
+
+/// What a request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    List,
+    Read,
+    Write,
+    Rename,
+    Delete,
+    Stat,
+    Exec,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 7] =
+        [Kind::List, Kind::Read, Kind::Write, Kind::Rename, Kind::Delete, Kind::Stat, Kind::Exec];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::List => "list",
+            Kind::Read => "read",
+            Kind::Write => "write",
+            Kind::Rename => "rename",
+            Kind::Delete => "delete",
+            Kind::Stat => "stat",
+            Kind::Exec => "exec",
+        }
+    }
+}
+
+/// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as
+/// busy when the relay dir has calls in flight at the moment it is made.
+#[derive(Debug, Default)]
+pub struct RequestCounter {
+    counts: [[[AtomicU64; 7]; 2]; 2],
+    busy: Arc<Busy>,
+}
+
+impl RequestCounter {
+    pub fn new(busy: Arc<Busy>) -> Self {
+        RequestCounter { counts: Default::default(), busy }
+    }
+
+    #[inline]
+    pub fn count(&self, purpose: Purpose, kind: Kind) {
+        let idle = usize::from(!self.busy.is_busy());
+        self.counts[idle][purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> RequestCounts {
+        let mut out = RequestCounts::default();
+        let get = |idle: usize, p: Purpose, k: Kind| self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed);
+        for k in Kind::ALL {
+            let i = k as usize;
+            out.discovery_idle[i] = get(1, Purpose::Discovery, k);
+            out.data_idle[i] = get(1, Purpose::Data, k);
+            out.discovery[i] = get(0, Purpose::Discovery, k) + out.discovery_idle[i];
+            out.data[i] = get(0, Purpose::Data, k) + out.data_idle[i];
+        }
+        out.busy_time = self.busy.busy_time();
+        out
+    }
+}
+
+/// A copy of the counters at one moment; counters of several hosts add up.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// All requests, by kind.
+    pub discovery: [u64; 7],
+    pub data: [u64; 7],
+    /// The part of them made while the relay dir had no call in flight.
+    pub discovery_idle: [u64; 7],
+    pub data_idle: [u64; 7],
+    /// How long the relay dir had calls in flight (summed over dirs).
+    pub busy_time: Duration,
+}
+
+impl RequestCounts {
+    pub fn add(&mut self, other: &RequestCounts) {
+        for i in 0..7 {
+            self.discovery[i] += other.discovery[i];
+            self.data[i] += other.data[i];
+            self.discovery_idle[i] += other.discovery_idle[i];
+            self.data_idle[i] += other.data_idle[i];
+        }
+        self.busy_time += other.busy_time;
+    }
+
+    pub fn minus(&self, earlier: &RequestCounts) -> RequestCounts {
+        let mut out = *self;
+        for i in 0..7 {
+            out.discovery[i] -= earlier.discovery[i];
+            out.data[i] -= earlier.data[i];
+            out.discovery_idle[i] -= earlier.discovery_idle[i];
+            out.data_idle[i] -= earlier.data_idle[i];
+        }
+        out.busy_time = out.busy_time.saturating_sub(earlier.busy_time);
+        out
+    }
+
+    pub fn discovery_total(&self) -> u64 {
+        self.discovery.iter().sum()
+    }
+
+    pub fn data_total(&self) -> u64 {
+        self.data.iter().sum()
+    }
+
+    pub fn discovery_idle_total(&self) -> u64 {
+        self.discovery_idle.iter().sum()
+    }
+
+    pub fn data_idle_total(&self) -> u64 {
+        self.data_idle.iter().sum()
+    }
+
+    /// Per kind, both purposes: `{"list": 12, ...}` in a fixed order.
+    pub fn by_kind(&self) -> ByKind {
+        let mut m = ByKind::default();
+        for k in Kind::ALL {
+            m.0.push((k.name().to_owned(), self.discovery[k as usize] + self.data[k as usize]));
+        }
+        m
+    }
+}
+
+/// Counts per kind, serialized as a JSON object in a fixed order (and read back in the
+/// order written).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ByKind(pub Vec<(String, u64)>);
+
+impl<'de> serde::Deserialize<'de> for ByKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ByKind;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of counts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<ByKind, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, u64>()? {
+                    out.push((k, v));
+                }
+                Ok(ByKind(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Serialize for ByKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The runner's access to one relay directory. Names are plain file names inside the dir;
+/// a host never accepts a path. Every call is one request, counted by kind and purpose:
+/// lists and execs look for work (discovery), the rest move a call's bytes (data).
+pub trait Host: Send + Sync {
+    /// Names of every entry in the relay dir (the caller filters).
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>>;
+    /// The bytes of one file.
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>>;
+    /// One file's metadata (the runner's pickup telemetry).
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>>;
+    /// Publishes `bytes` under `name` atomically (temp write + rename: two requests).
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>>;
+    /// Deletes one file; a file already gone is not an error.
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>>;
+    /// Runs a program in the sandbox (argv, never a shell string), killed after `timeout`
+    /// (the answer says `timed_out`). Dropping the future abandons it.
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>>;
+    /// Starts a program in the sandbox and follows its stdout (one request); dropping the
+    /// receiver kills the program.
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>>;
+    /// The requests made so far.
+    fn counts(&self) -> RequestCounts;
+    /// The latency legs injected so far (nanoseconds), if this host emulates any.
+    fn injected_legs(&self) -> Option<hdrhistogram::Histogram<u64>> {
+        None
+    }
+    /// A short label for reports ("local", "remote:proxy").
+    fn label(&self) -> String;
+}
+
+/// What the fault schedule can do to a host's daemon (the emulated one, or a real process
+/// and the proxy in front of it). An `Err` says why this host cannot take the fault.
+pub trait DaemonControl: Send + Sync {
+    /// Down for `down` (requests in flight fail, new ones are refused), then back.
+    fn restart(&self, down: Duration) -> Result<(), String>;
+    /// Every open connection cut.
+    fn disconnect(&self) -> Result<(), String>;
+    /// Frozen for `d`: requests stall until it resumes.
+    fn pause(&self, d: Duration) -> Result<(), String>;
+    /// The wire to it goes dark for `d` (a delay proxy on a real TCP path only).
+    fn blackhole(&self, _d: Duration) -> Result<(), String> {
+        Err("no delay proxy on a real TCP path to blackhole".into())
+    }
+}
+
+/// What a daemon fault acts on: the host's daemon, or the wire in front of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonFault {
+    Restart,
+    Pause,
+    Disconnect,
+    Blackhole,
+}
+
+/// A host built for one relay dir, and what the fault schedule can act on through it.
+pub struct BuiltHost {
+    pub host: Arc<dyn Host>,
+    /// The daemon, if the host has one (restart, disconnect, pause).
+    pub daemon: Option<Arc<dyn DaemonControl>>,
+    /// relay-bench's own way into the sandbox (its in-sandbox side), if the host has one.
+    pub sandbox: Option<Arc<SandboxControl>>,
+}
+
+/// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
+/// [`HOSTS`]. It reads its own keys from the case table.
+pub trait HostKind: Sync {
+    fn name(&self) -> &'static str;
+    /// One line for `--help` and the README.
+    fn about(&self) -> &'static str;
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError>;
+}
+
+/// A parsed host: what it models, and how to build it over one relay dir.
+pub trait HostSpec: std::fmt::Debug + Send + Sync {
+    fn name(&self) -> &'static str;
+    /// What the host models, as a person reads it.
+    fn params(&self) -> String;
+    /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives any
+    /// latency draws.
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost>;
+    /// Whether it can take `fault` on its daemon or wire; `Err` says why not (checked when
+    /// the scenario is read).
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        Err(match fault {
+            DaemonFault::Blackhole => "needs host = \"sandbox-agent\" with a profile (a real TCP path)",
+            _ => "needs host = \"remote\" or \"sandbox-agent\" (a daemon to act on)",
+        }
+        .to_owned())
+    }
+    /// Whether the relay dir is on the runner's side, readable without the host (a runner
+    /// that watches the dir itself needs it).
+    fn dir_is_local(&self) -> bool {
+        false
+    }
+    /// Whether it can start a process and follow its output (a persistent watcher's stream).
+    fn can_follow(&self) -> bool {
+        true
+    }
+    /// Why it cannot run on this machine, if it cannot (checked before a run starts).
+    fn missing_here(&self) -> Option<String> {
+        None
+    }
+    /// Whether it needs the real clock (a real daemon cannot run in simulated time).
+    fn needs_real_clock(&self) -> bool {
+        false
+    }
+    /// Where in the sandbox the case's files go when the in-sandbox side (writer, watch
+    /// program) runs in the sandbox itself, reached through the host's daemon; `None`: it
+    /// runs on this machine.
+    fn in_sandbox(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Every host kind: a new host is a file in this folder plus one line here.
+pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE, &agent::SANDBOX_AGENT];
+
+/// The host kind named `name`.
+pub fn kind(name: &str) -> Option<&'static dyn HostKind> {
+    HOSTS.iter().copied().find(|k| k.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_split_by_purpose_and_kind() {
+        let busy = Arc::new(Busy::default());
+        let c = RequestCounter::new(busy.clone());
+        c.count(Purpose::Discovery, Kind::List);
+        c.count(Purpose::Discovery, Kind::List);
+        busy.begin();
+        c.count(Purpose::Data, Kind::Read);
+        busy.end();
+        let s = c.snapshot();
+        assert_eq!(s.discovery_idle_total(), 2, "no call was in flight");
+        assert_eq!(s.data_idle_total(), 0, "the read was made while busy");
+        assert_eq!(s.discovery_total(), 2);
+        assert_eq!(s.data_total(), 1);
+        let by = s.by_kind();
+        assert_eq!(by.0[0], ("list".to_owned(), 2));
+        assert_eq!(by.0[1], ("read".to_owned(), 1));
+        assert_eq!(
+            serde_json::to_string(&by).unwrap(),
+            r#"{"list":2,"read":1,"write":0,"rename":0,"delete":0,"stat":0,"exec":0}"#
+        );
+    }
+}

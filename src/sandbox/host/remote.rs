@@ -1,0 +1,531 @@
+//! The `remote` host: a sandbox reached through its daemon, emulated.
+//!
+//! The sandbox side is a [`RelayDir`]: a real local directory, or its in-memory twin in
+//! virtual time (the writer, being inside the sandbox,
+//! touches it directly). Every runner operation goes through an emulated [`Daemon`]: it
+//! waits for a slot under the sandbox's concurrency limit, pays a request leg, does the
+//! real operation on the real directory, and pays a response leg. Legs are drawn from a
+//! named [`LatencyProfile`] with a seeded generator. A list is an exec of `ls -1 DIR` in
+//! production, counted here as `list`, with its semantics: a missing directory lists as
+//! empty (`ls` fails with nothing on stdout, and production ignores its exit code). A
+//! program run is an `exec` whose timeout the daemon enforces (it kills the program and
+//! answers `timedOut`).
+//!
+//! Latency is injected in user space with tokio timers (this kernel offers no netem), so a
+//! leg is rounded up to tokio's 1 ms timer resolution; the daemon records every leg it
+//! actually paid, and the report shows those, not the profile's nominal figures.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+
+use super::{BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, Kind, Purpose, RequestCounter, RequestCounts};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::base::fsio;
+use crate::base::rng::Rng;
+use crate::base::units::{human, new_histogram};
+use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
+use crate::BoxFut;
+
+/// One leg of a round trip: uniform between `min` and `max`, and with probability
+/// `tail_ratio` an extra exponential delay of mean `tail_mean` (capped at `tail_max`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Leg {
+    pub min: Duration,
+    pub max: Duration,
+    pub tail_ratio: f64,
+    pub tail_mean: Duration,
+    pub tail_max: Duration,
+}
+
+impl Leg {
+    pub const fn uniform(min: Duration, max: Duration) -> Leg {
+        Leg { min, max, tail_ratio: 0.0, tail_mean: Duration::ZERO, tail_max: Duration::ZERO }
+    }
+
+    pub fn draw(&self, rng: &mut Rng) -> Duration {
+        let base = self.min + self.max.saturating_sub(self.min).mul_f64(rng.unit());
+        if self.tail_ratio > 0.0 && rng.unit() < self.tail_ratio {
+            let extra = Duration::from_secs_f64(rng.exp(self.tail_mean.as_secs_f64()));
+            return base + extra.min(self.tail_max);
+        }
+        base
+    }
+}
+
+/// How far the sandbox's daemon is: one leg each way, and how many requests it serves at
+/// once per sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyProfile {
+    pub name: String,
+    pub leg: Leg,
+    pub concurrency: usize,
+}
+
+const fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+impl LatencyProfile {
+    /// The shipped profiles: `lan` (~1 ms round trip), `proxy` (20–50 ms round trip, as the
+    /// production design assumes), `far` (~150 ms with a heavy tail).
+    pub fn shipped(name: &str) -> Option<LatencyProfile> {
+        let (leg, concurrency) = match name {
+            "lan" => (Leg::uniform(Duration::from_micros(300), Duration::from_micros(700)), 16),
+            "proxy" => (Leg::uniform(ms(10), ms(25)), 8),
+            "far" => (Leg { min: ms(70), max: ms(80), tail_ratio: 0.05, tail_mean: ms(200), tail_max: ms(2000) }, 8),
+            _ => return None,
+        };
+        Some(LatencyProfile { name: name.to_owned(), leg, concurrency })
+    }
+
+    pub const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
+
+    pub fn describe(&self) -> String {
+        let l = &self.leg;
+        let mut s = format!(
+            "{}: round trip {}–{}, {} concurrent",
+            self.name,
+            human(l.min * 2),
+            human(l.max * 2),
+            self.concurrency
+        );
+        if l.tail_ratio > 0.0 {
+            s += &format!(
+                ", {:.0}% of legs +exp({}) up to {}",
+                l.tail_ratio * 100.0,
+                human(l.tail_mean),
+                human(l.tail_max)
+            );
+        }
+        s
+    }
+}
+
+/// What is wrong with a daemon right now (faults of SPEC §6), broadcast to its requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Outage {
+    /// Bumped on a restart: every request in flight fails.
+    restarts: u64,
+    /// Bumped on a proxy disconnect: every exec in flight (held or streamed) fails.
+    disconnects: u64,
+    /// Until then new requests are refused (the daemon is coming back up).
+    down_until: Option<Instant>,
+    /// Until then requests stall, in flight or new (the sandbox is paused).
+    paused_until: Option<Instant>,
+}
+
+/// One sandbox's emulated daemon: a concurrency limit, latency legs, request counters, a
+/// record of the delays it actually paid, and its faults (restart, proxy disconnect, pause).
+pub struct Daemon {
+    profile: LatencyProfile,
+    slots: Semaphore,
+    rng: Mutex<Rng>,
+    counter: RequestCounter,
+    paid: Mutex<Histogram<u64>>,
+    outage: watch::Sender<Outage>,
+}
+
+impl Daemon {
+    pub fn new(profile: LatencyProfile, seed: u64, busy: Arc<Busy>) -> Daemon {
+        Daemon {
+            slots: Semaphore::new(profile.concurrency.max(1)),
+            rng: Mutex::new(Rng::new(seed)),
+            counter: RequestCounter::new(busy),
+            paid: Mutex::new(new_histogram()),
+            profile,
+            outage: watch::Sender::new(Outage::default()),
+        }
+    }
+
+    fn leg(&self) -> Duration {
+        self.profile.leg.draw(&mut self.rng.lock().expect("daemon rng poisoned"))
+    }
+
+    async fn pay(&self, leg: Duration) {
+        let t0 = Instant::now();
+        tokio::time::sleep(leg).await;
+        crate::base::units::record(&mut self.paid.lock().expect("daemon histogram poisoned"), t0.elapsed());
+    }
+
+    /// Waits out a sandbox pause, if one is on.
+    async fn unpaused(&self) {
+        loop {
+            let until = self.outage.borrow().paused_until;
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// Restarts the daemon: requests in flight fail, new ones are refused for `down`.
+    pub fn restart(&self, down: Duration) {
+        self.outage.send_modify(|o| {
+            o.restarts += 1;
+            o.down_until = Some(Instant::now() + down);
+        });
+    }
+
+    /// Drops the proxy connections of every exec in flight (a held window, a stream).
+    pub fn disconnect(&self) {
+        self.outage.send_modify(|o| o.disconnects += 1);
+    }
+
+    /// Pauses the sandbox for `d`: requests stall until it resumes.
+    pub fn pause(&self, d: Duration) {
+        self.outage.send_modify(|o| o.paused_until = Some(Instant::now() + d));
+    }
+
+    /// One request: a slot, the request leg, `op` on the sandbox side, the response leg.
+    pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
+        self.counter.count(purpose, kind);
+        let mut outage = self.outage.subscribe();
+        let at_start = *outage.borrow_and_update();
+        let work = async {
+            let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
+            self.unpaused().await;
+            self.pay(self.leg()).await;
+            let down = self.outage.borrow().down_until.is_some_and(|t| t > Instant::now());
+            let out = if down {
+                Err(io::Error::new(io::ErrorKind::ConnectionRefused, "daemon restarting: connection refused"))
+            } else {
+                op.run().await
+            };
+            self.pay(self.leg()).await;
+            self.unpaused().await;
+            out
+        };
+        tokio::select! {
+            out = work => out,
+            why = broken(&mut outage, at_start, kind) => Err(why),
+        }
+    }
+
+    pub fn counts(&self) -> RequestCounts {
+        self.counter.snapshot()
+    }
+
+    /// The legs actually paid so far (microsecond stats of one leg, not a round trip).
+    pub fn paid_legs(&self) -> Histogram<u64> {
+        self.paid.lock().expect("daemon histogram poisoned").clone()
+    }
+}
+
+/// Resolves when a fault breaks a request of `kind` that started under `at_start`.
+async fn broken(outage: &mut watch::Receiver<Outage>, at_start: Outage, kind: Kind) -> io::Error {
+    loop {
+        if outage.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+        let now = *outage.borrow_and_update();
+        if now.restarts != at_start.restarts {
+            return io::Error::new(io::ErrorKind::ConnectionReset, "daemon restarted: connection reset");
+        }
+        if kind == Kind::Exec && now.disconnects != at_start.disconnects {
+            return io::Error::new(io::ErrorKind::ConnectionAborted, "proxy disconnected the exec");
+        }
+    }
+}
+
+/// The sandbox-side work of one daemon request.
+pub trait AsyncOp<T>: Send {
+    fn run(self) -> BoxFut<'static, io::Result<T>>;
+}
+
+impl<T, F> AsyncOp<T> for F
+where
+    F: FnOnce() -> io::Result<T> + Send,
+    T: Send + 'static,
+{
+    fn run(self) -> BoxFut<'static, io::Result<T>> {
+        Box::pin(std::future::ready(self()))
+    }
+}
+
+/// A sandbox-side operation that is already a future (an exec).
+struct Deferred<T>(BoxFut<'static, io::Result<T>>);
+
+impl<T> AsyncOp<T> for Deferred<T> {
+    fn run(self) -> BoxFut<'static, io::Result<T>> {
+        self.0
+    }
+}
+
+/// The runner's view of a remote sandbox's relay dir.
+pub struct RemoteHost {
+    dir: Arc<dyn RelayDir>,
+    daemon: Arc<Daemon>,
+}
+
+impl RemoteHost {
+    /// A real directory on this machine behind `daemon`.
+    pub fn new(dir: impl Into<PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
+        Self::over(Arc::new(RealDir::new(dir)), daemon)
+    }
+
+    pub fn over(dir: Arc<dyn RelayDir>, daemon: Arc<Daemon>) -> RemoteHost {
+        RemoteHost { dir, daemon }
+    }
+}
+
+impl Host for RemoteHost {
+    fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
+        let dir = self.dir.clone();
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::List, move || match dir.list() {
+            // `ls -1 DIR` of a missing dir prints nothing; production ignores its exit code.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            other => other,
+        }))
+    }
+
+    fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || dir.read(&name)))
+    }
+
+    fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Stat, move || dir.stat(&name)))
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(async move {
+            // Upload to a temp name, then rename onto the final name: two requests.
+            let tmp = fsio::temp_name(name);
+            let (dir, tmp2, body) = (self.dir.clone(), tmp.clone(), bytes.to_vec());
+            self.daemon.request(Purpose::Data, Kind::Write, move || dir.write(&tmp2, &body)).await?;
+            let (dir, tmp2, fin) = (self.dir.clone(), tmp.clone(), name.to_owned());
+            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, move || dir.rename(&tmp2, &fin));
+            if let Err(e) = renamed.await {
+                let _ = self.dir.remove(&tmp);
+                return Err(e);
+            }
+            Ok(())
+        })
+    }
+
+    fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
+        let (dir, name) = (self.dir.clone(), name.to_owned());
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || dir.remove(&name)))
+    }
+
+    fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::Exec, Deferred(self.dir.exec(argv, timeout))))
+    }
+
+    fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
+        let daemon = self.daemon.clone();
+        // Every streamed line pays a response leg on its way to the runner (after a pause).
+        let delay: LineDelay = Arc::new(move || {
+            let d = daemon.clone();
+            Box::pin(async move {
+                d.pay(d.leg()).await;
+                d.unpaused().await;
+            })
+        });
+        let (dir, argv) = (self.dir.clone(), argv.to_vec());
+        let daemon = self.daemon.clone();
+        let mut outage = daemon.outage.subscribe();
+        let at_start = *outage.borrow_and_update();
+        Box::pin(async move {
+            let op = move || dir.exec_follow(&argv, Some(delay));
+            let mut inner = daemon.request(Purpose::Discovery, Kind::Exec, op).await?;
+            // The stream rides the daemon's connection: a restart or disconnect drops it.
+            let (tx, rx) = tokio::sync::mpsc::channel(64);
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        line = inner.recv() => {
+                            let Some(l) = line else { return };
+                            if tx.send(l).await.is_err() {
+                                return;
+                            }
+                        }
+                        _ = broken(&mut outage, at_start, Kind::Exec) => return,
+                        _ = tx.closed() => return,
+                    }
+                }
+            });
+            Ok(rx)
+        })
+    }
+
+    fn counts(&self) -> RequestCounts {
+        self.daemon.counts()
+    }
+
+    fn injected_legs(&self) -> Option<Histogram<u64>> {
+        Some(self.daemon.paid_legs())
+    }
+
+    fn label(&self) -> String {
+        format!("remote:{}", self.daemon.profile.name)
+    }
+}
+
+/// Latency profiles a scenario defines (`[profile.NAME]`), by name.
+pub type Profiles = BTreeMap<String, LatencyProfile>;
+
+/// Reads a `[profile.NAME]` table: `leg_min`, `leg_max`, `tail_ratio`, `tail_mean`,
+/// `tail_max`, `concurrency` (missing keys from the `proxy` profile).
+pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
+    let base = LatencyProfile::shipped("proxy").expect("shipped");
+    let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
+    let max = f.duration("leg_max")?.unwrap_or(min.max(base.leg.max));
+    if max < min {
+        return Err(f.err("leg_max", "must not be shorter than `leg_min`"));
+    }
+    let leg = Leg {
+        min,
+        max,
+        tail_ratio: f.float("tail_ratio", 0.0, 1.0)?.unwrap_or(0.0),
+        tail_mean: f.duration("tail_mean")?.unwrap_or(Duration::ZERO),
+        tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
+    };
+    let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
+    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency })
+}
+
+/// `host = "remote"`, with `profile = "<name>"`.
+pub struct Remote;
+pub const REMOTE: Remote = Remote;
+
+#[derive(Debug)]
+struct RemoteSpec(LatencyProfile);
+
+impl super::DaemonControl for Daemon {
+    fn restart(&self, down: Duration) -> Result<(), String> {
+        Daemon::restart(self, down);
+        Ok(())
+    }
+    fn disconnect(&self) -> Result<(), String> {
+        Daemon::disconnect(self);
+        Ok(())
+    }
+    fn pause(&self, d: Duration) -> Result<(), String> {
+        Daemon::pause(self, d);
+        Ok(())
+    }
+}
+
+impl HostKind for Remote {
+    fn name(&self) -> &'static str {
+        "remote"
+    }
+
+    fn about(&self) -> &'static str {
+        "a sandbox behind an emulated daemon: every request pays two latency legs from a profile"
+    }
+
+    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let profile = case_profile(case, profiles)?.ok_or_else(|| {
+            case.err("profile", format!("is required with host = \"remote\"; allowed: {}", profile_names(profiles)))
+        })?;
+        Ok(Arc::new(RemoteSpec(profile)))
+    }
+}
+
+/// The profile a case names (`profile = "..."`: shipped, or a `[profile.NAME]` of the
+/// scenario), if it names one.
+pub fn case_profile(case: &mut Fields<'_>, profiles: &Profiles) -> Result<Option<LatencyProfile>, ScenarioError> {
+    let Some(name) = case.string("profile")? else { return Ok(None) };
+    let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
+    let unknown = || case.err("profile", format!("unknown profile {name:?}; allowed: {}", profile_names(profiles)));
+    profile.map(Some).ok_or_else(unknown)
+}
+
+fn profile_names(profiles: &Profiles) -> String {
+    let mut allowed: Vec<&str> = LatencyProfile::SHIPPED.to_vec();
+    allowed.extend(profiles.keys().map(String::as_str));
+    allowed.join(", ")
+}
+
+impl HostSpec for RemoteSpec {
+    fn name(&self) -> &'static str {
+        "remote"
+    }
+
+    fn params(&self) -> String {
+        format!("{}; latency injected in user space (tokio timers, no netem)", self.0.describe())
+    }
+
+    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+        let daemon = Arc::new(Daemon::new(self.0.clone(), seed, busy));
+        Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon), sandbox: None })
+    }
+
+    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+        match fault {
+            DaemonFault::Blackhole => {
+                Err("needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)"
+                    .to_owned())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_profiles_and_legs() {
+        let p = LatencyProfile::shipped("proxy").unwrap();
+        let mut rng = Rng::new(3);
+        for _ in 0..1000 {
+            let l = p.leg.draw(&mut rng);
+            assert!(l >= ms(10) && l <= ms(25), "{l:?}");
+        }
+        let far = LatencyProfile::shipped("far").unwrap();
+        let draws: Vec<Duration> = (0..10_000).map(|_| far.leg.draw(&mut rng)).collect();
+        let tail = draws.iter().filter(|d| **d > ms(80)).count();
+        assert!((300..700).contains(&tail), "about 5% of legs in the tail: {tail}");
+        assert!(draws.iter().all(|d| *d <= ms(2080)));
+        assert!(LatencyProfile::shipped("mars").is_none());
+        assert!(p.describe().contains("proxy: round trip 20.0ms–50.0ms"), "{}", p.describe());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_request_pays_two_legs_and_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(20), ms(20)), concurrency: 2 };
+        let daemon = Arc::new(Daemon::new(profile, 1, Arc::default()));
+        let host = RemoteHost::new(dir.path(), daemon.clone());
+        let t0 = Instant::now();
+        host.publish("a.res.json", b"{}").await.unwrap();
+        assert_eq!(t0.elapsed(), ms(80), "write + rename: two round trips");
+        let t0 = Instant::now();
+        assert!(host.list().await.unwrap().contains(&"a.res.json".to_string()));
+        assert_eq!(host.read("a.res.json").await.unwrap(), b"{}");
+        assert_eq!(t0.elapsed(), ms(80));
+        let c = host.counts();
+        assert_eq!((c.discovery_total(), c.data_total()), (1, 3));
+        assert_eq!(daemon.paid_legs().len(), 8);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_concurrency_limit_queues_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(10), ms(10)), concurrency: 2 };
+        let host = Arc::new(RemoteHost::new(dir.path(), Arc::new(Daemon::new(profile, 1, Arc::default()))));
+        let t0 = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let h = host.clone();
+            tasks.push(tokio::spawn(async move { h.list().await.unwrap() }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(t0.elapsed(), ms(40), "4 requests, 2 at a time, 20 ms each");
+    }
+}

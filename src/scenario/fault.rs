@@ -1,0 +1,327 @@
+//! The fault schedule (SPEC §6): what strikes a case, when, and for how long.
+//!
+//! A scenario lists faults as `[[fault]]` (every case) or `[[case.fault]]` (one case):
+//! `at` (offset from the start of the schedule), `kind`, `duration` (how long the
+//! condition lasts, where that means something), `sandbox` (which relay dir, default 0)
+//! and `calls` (for a burst). The engine strikes each at its time and reports, per fault,
+//! how it was detected, how the strategy recovered, the worst pickup while it lasted and
+//! what happened to the calls it touched.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::base::notice::Recovery;
+use crate::record::recorder::Recording;
+use crate::sandbox::dir::SimFault;
+use crate::sandbox::host::{DaemonControl, DaemonFault};
+
+/// One kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The sandbox's daemon restarts: requests in flight fail, new ones are refused for
+    /// `duration`.
+    DaemonRestart,
+    /// The proxy drops every exec connection in flight (a held window, a stream).
+    ProxyDisconnect,
+    /// The wire goes dark for `duration`: nothing crosses, connections stay up; what was
+    /// sent crosses at TCP's first retransmission after it heals.
+    ProxyBlackhole,
+    /// The sandbox is paused for `duration`: daemon requests stall until it resumes.
+    SandboxPause,
+    /// The relay dir is deleted and recreated `duration` later (0: at once); watches
+    /// armed on the old directory go silent.
+    DirReplaced,
+    /// The watch program is missing from the sandbox for `duration`.
+    ProgramMissing,
+    /// Arming a watch fails with ENOSPC for `duration`.
+    WatchEnospc,
+    /// Arming a watch fails with EMFILE for `duration`.
+    WatchEmfile,
+    /// The watch queue overflows for `duration`: events arrive as rescans with no path.
+    QueueOverflow,
+    /// Watch execs started within `duration` never settle (one or two, at the default).
+    ExecHang,
+    /// The same for longer: timeouts in a row, enough to demote.
+    RepeatedTimeouts,
+    /// Watch execs started within `duration` fail at once.
+    ExecFail,
+    /// The runner is stopped while a window is held, then started again.
+    StopDuringWindow,
+    /// The writer publishes in slow chunks (temp file growing before the rename).
+    ChunkedPublish,
+    /// `calls` parallel calls at once in one sandbox, beyond the daemon's concurrency.
+    Burst,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 15] = [
+        FaultKind::DaemonRestart,
+        FaultKind::ProxyDisconnect,
+        FaultKind::ProxyBlackhole,
+        FaultKind::SandboxPause,
+        FaultKind::DirReplaced,
+        FaultKind::ProgramMissing,
+        FaultKind::WatchEnospc,
+        FaultKind::WatchEmfile,
+        FaultKind::QueueOverflow,
+        FaultKind::ExecHang,
+        FaultKind::RepeatedTimeouts,
+        FaultKind::ExecFail,
+        FaultKind::StopDuringWindow,
+        FaultKind::ChunkedPublish,
+        FaultKind::Burst,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::DaemonRestart => "daemon-restart",
+            FaultKind::ProxyDisconnect => "proxy-disconnect",
+            FaultKind::ProxyBlackhole => "proxy-blackhole",
+            FaultKind::SandboxPause => "sandbox-pause",
+            FaultKind::DirReplaced => "dir-replaced",
+            FaultKind::ProgramMissing => "watch-program-missing",
+            FaultKind::WatchEnospc => "watch-enospc",
+            FaultKind::WatchEmfile => "watch-emfile",
+            FaultKind::QueueOverflow => "queue-overflow",
+            FaultKind::ExecHang => "exec-hang",
+            FaultKind::RepeatedTimeouts => "repeated-timeouts",
+            FaultKind::ExecFail => "exec-fail",
+            FaultKind::StopDuringWindow => "stop-during-window",
+            FaultKind::ChunkedPublish => "chunked-publish",
+            FaultKind::Burst => "burst",
+        }
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|k| k.name()).collect()
+    }
+
+    pub fn from_name(name: &str) -> Option<FaultKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// How long the condition lasts when the scenario does not say.
+    pub fn default_duration(self) -> Duration {
+        let s = Duration::from_secs;
+        match self {
+            FaultKind::DaemonRestart | FaultKind::ProxyBlackhole => s(5),
+            FaultKind::SandboxPause => s(20),
+            FaultKind::DirReplaced | FaultKind::ProxyDisconnect | FaultKind::StopDuringWindow | FaultKind::Burst => {
+                Duration::ZERO
+            }
+            FaultKind::ProgramMissing | FaultKind::WatchEnospc | FaultKind::WatchEmfile => s(60),
+            FaultKind::QueueOverflow | FaultKind::ChunkedPublish => s(30),
+            FaultKind::ExecHang | FaultKind::ExecFail => s(1),
+            FaultKind::RepeatedTimeouts => s(90),
+        }
+    }
+
+    /// Whether the fault is a condition that lasts (a `duration`), not a single act: a
+    /// disconnect, a runner restart and a burst happen once.
+    pub fn lasts(self) -> bool {
+        !matches!(self, FaultKind::ProxyDisconnect | FaultKind::StopDuringWindow | FaultKind::Burst)
+    }
+
+    /// Faults that swap the watch program (on the real clock, a symlink the schedule moves).
+    pub fn acts_on_program(self) -> bool {
+        matches!(self.target(), Target::Sandbox(SimFault::ProgramMissing | SimFault::ExecHang | SimFault::ExecFail))
+    }
+
+    /// What it acts on in a host's daemon or wire, if it is a daemon fault.
+    pub fn daemon_fault(self) -> Option<DaemonFault> {
+        match self.target() {
+            Target::Daemon(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Faults of a host's daemon or wire: only a host with one can take them.
+    pub fn needs_daemon(self) -> bool {
+        self.daemon_fault().is_some()
+    }
+
+    /// Faults this machine can produce for real, on the real clock. The others need the
+    /// in-memory sandbox of the virtual clock.
+    pub fn real_time(self) -> bool {
+        !matches!(
+            self,
+            FaultKind::WatchEnospc | FaultKind::WatchEmfile | FaultKind::QueueOverflow | FaultKind::ChunkedPublish
+        )
+    }
+}
+
+/// One scheduled fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultSpec {
+    pub kind: FaultKind,
+    /// Offset from the start of the schedule.
+    pub at: Duration,
+    pub duration: Duration,
+    pub sandbox: u32,
+    /// Parallel calls of a burst.
+    pub calls: u32,
+}
+
+/// What the report says about one fault.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultRow {
+    pub kind: String,
+    pub sandbox: u32,
+    /// When it struck and when its condition ended (seconds from the schedule's start).
+    pub at_secs: f64,
+    pub until_secs: f64,
+    /// The first thing the relay said after the fault struck, and when.
+    pub detected: String,
+    pub detected_after_ms: Option<f64>,
+    /// How the strategy got back (demotion, promotion, re-arm, poll fallback, ...).
+    pub recovery: String,
+    /// The same steps, typed.
+    #[serde(default)]
+    pub steps: Vec<Recovery>,
+    /// Calls whose life overlapped the fault, and how they ended.
+    pub calls: u64,
+    pub answered: u64,
+    pub failed: u64,
+    /// The worst pickup among those calls (ms); `None` if none was answered.
+    pub worst_pickup_ms: Option<f64>,
+    pub worst_completion_ms: Option<f64>,
+    /// For a stop during a held window: how long stop() took (ms).
+    pub stop_ms: Option<f64>,
+    /// Every call answered, none failed.
+    pub ok: bool,
+}
+
+/// After a fault's condition ends, its calls are still followed this long: recovery (a
+/// 30 s safety list, a demotion and its backoff) takes time.
+pub const AFTERMATH: Duration = Duration::from_secs(60);
+
+/// What striking a fault acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The sandbox's daemon (the host's).
+    Daemon(DaemonFault),
+    /// A condition of the sandbox (the backend's).
+    Sandbox(SimFault),
+    /// The relay dir itself: deleted, and recreated at once or when the fault ends.
+    Dir,
+    /// The runner: stopped during a held window and started again (the engine's).
+    Runner,
+    /// The workload: a burst of parallel calls (the engine's).
+    Calls,
+}
+
+impl FaultKind {
+    pub fn target(self) -> Target {
+        match self {
+            FaultKind::DaemonRestart => Target::Daemon(DaemonFault::Restart),
+            FaultKind::SandboxPause => Target::Daemon(DaemonFault::Pause),
+            FaultKind::ProxyDisconnect => Target::Daemon(DaemonFault::Disconnect),
+            FaultKind::ProxyBlackhole => Target::Daemon(DaemonFault::Blackhole),
+            FaultKind::DirReplaced => Target::Dir,
+            FaultKind::ProgramMissing => Target::Sandbox(SimFault::ProgramMissing),
+            FaultKind::WatchEnospc => Target::Sandbox(SimFault::WatchLimit),
+            FaultKind::WatchEmfile => Target::Sandbox(SimFault::WatchInstances),
+            FaultKind::QueueOverflow => Target::Sandbox(SimFault::QueueOverflow),
+            FaultKind::ExecHang | FaultKind::RepeatedTimeouts => Target::Sandbox(SimFault::ExecHang),
+            FaultKind::ExecFail => Target::Sandbox(SimFault::ExecFail),
+            FaultKind::ChunkedPublish => Target::Sandbox(SimFault::ChunkedPublish),
+            FaultKind::StopDuringWindow => Target::Runner,
+            FaultKind::Burst => Target::Calls,
+        }
+    }
+
+    /// Acts on the host's daemon: strikes it for `duration`.
+    pub fn strike_daemon(self, d: &dyn DaemonControl, duration: Duration) -> Result<(), String> {
+        match self.daemon_fault() {
+            Some(DaemonFault::Restart) => d.restart(duration),
+            Some(DaemonFault::Disconnect) => d.disconnect(),
+            Some(DaemonFault::Blackhole) => d.blackhole(duration),
+            Some(DaemonFault::Pause) => d.pause(duration),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The fault schedule as actions in time order: (offset, fault index, on).
+pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
+    let mut out = Vec::new();
+    for (i, f) in faults.iter().enumerate() {
+        out.push((f.at, i, true));
+        // Conditions with a length end by themselves in the daemon; the others are undone.
+        if f.kind.lasts() && !f.duration.is_zero() && !f.kind.needs_daemon() {
+            out.push((f.at + f.duration, i, false));
+        }
+    }
+    out.sort_by_key(|a| (a.0, !a.2));
+    out
+}
+
+/// One report row per fault, from what the recorder saw.
+pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
+    let ms = crate::base::units::ms_2dp;
+    faults
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (from, to) = (epoch + f.at, epoch + f.at + f.duration);
+            let told: Vec<_> = rec
+                .timed_notices
+                .iter()
+                .filter(|n| n.sandbox == f.sandbox && n.at >= from && n.at <= to + AFTERMATH)
+                // The schedule's own "strikes" lines say nothing about detection.
+                .filter(|n| !n.what.is_schedule())
+                .collect();
+            let mut steps: Vec<Recovery> = Vec::new();
+            for step in told.iter().filter_map(|n| n.what.recovery()) {
+                if steps.last() != Some(&step) {
+                    steps.push(step);
+                }
+            }
+            let st = rec.spans.get(i).copied().unwrap_or_default();
+            let recovery = if !steps.is_empty() {
+                steps.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ")
+            } else if st.failed == 0 {
+                "no step needed: every call it touched was answered".into()
+            } else {
+                "none seen".into()
+            };
+            FaultRow {
+                kind: f.kind.name().into(),
+                sandbox: f.sandbox,
+                at_secs: f.at.as_secs_f64(),
+                until_secs: (f.at + f.duration).as_secs_f64(),
+                detected: told.first().map_or_else(|| "nothing reported".into(), |n| n.what.to_string()),
+                steps,
+                detected_after_ms: told.first().map(|n| ms(n.at - from)),
+                recovery,
+                calls: st.calls,
+                answered: st.answered,
+                failed: st.failed,
+                worst_pickup_ms: st.worst_pickup.map(ms),
+                worst_completion_ms: st.worst_completion.map(ms),
+                stop_ms: stops.get(i).copied().flatten().map(ms),
+                ok: st.failed == 0 && st.answered == st.calls,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let names = FaultKind::names();
+        assert_eq!(names.len(), FaultKind::ALL.len());
+        for k in FaultKind::ALL {
+            assert_eq!(FaultKind::from_name(k.name()), Some(k));
+        }
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+    }
+}

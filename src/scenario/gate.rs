@@ -1,0 +1,396 @@
+//! Gates (k6-style thresholds): `pickup.p50 < 10ms`, `completion.p99 < 2s`, `lost == 0`,
+//! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
+//! each case's result. A gate whose metric has no samples fails and says so.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::units::parse_duration;
+use crate::record::recorder::{LatencyStats, Measure};
+
+/// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
+/// `vs_baseline.pickup_p50`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// A latency statistic, in microseconds.
+    Latency(Measure, &'static str),
+    Count(Counter),
+    /// This case's figure over its baseline case's (1.0: the same).
+    VsBaseline(Ratio),
+}
+
+/// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value
+/// divided by the baseline's, so `vs_baseline.pickup_p50 <= 1.15` reads "at most 15 % more".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ratio {
+    PickupP50,
+    CompletionP50,
+    DiscoveryPerMin,
+    /// Over the idle phases when the workload has any, else the idle stretches.
+    IdleDiscoveryPerMin,
+}
+
+impl Ratio {
+    pub const ALL: [Ratio; 4] =
+        [Ratio::PickupP50, Ratio::CompletionP50, Ratio::DiscoveryPerMin, Ratio::IdleDiscoveryPerMin];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Ratio::PickupP50 => "pickup_p50",
+            Ratio::CompletionP50 => "completion_p50",
+            Ratio::DiscoveryPerMin => "discovery_per_min",
+            Ratio::IdleDiscoveryPerMin => "idle_discovery_per_min",
+        }
+    }
+}
+
+/// The prefix of a baseline ratio's name.
+pub const VS_BASELINE: &str = "vs_baseline";
+
+impl Metric {
+    /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
+    pub fn name(self) -> String {
+        match self {
+            Metric::Latency(m, stat) => format!("{}.{stat}", m.name()),
+            Metric::Count(c) => c.name().to_owned(),
+            Metric::VsBaseline(r) => format!("{VS_BASELINE}.{}", r.name()),
+        }
+    }
+
+    /// A metric by its name; the error lists the allowed ones.
+    pub fn parse(name: &str) -> Result<Metric, String> {
+        match name.split_once('.') {
+            Some((VS_BASELINE, r)) => {
+                Ratio::ALL.into_iter().find(|x| x.name() == r).map(Metric::VsBaseline).ok_or_else(|| {
+                    let names: Vec<&str> = Ratio::ALL.iter().map(|x| x.name()).collect();
+                    format!("unknown baseline ratio {r:?}; allowed: {}", names.join(", "))
+                })
+            }
+            Some((m, stat)) => {
+                let measure = Measure::from_name(m)
+                    .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names()))?;
+                let stat = LatencyStats::STATS.iter().find(|s| **s == stat).ok_or_else(|| {
+                    format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", "))
+                })?;
+                Ok(Metric::Latency(measure, stat))
+            }
+            None => Counter::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .map(Metric::Count)
+                .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names())),
+        }
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Metric::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    Lost,
+    Duplicated,
+    PairingViolations,
+    LeftoverFiles,
+    Malformed,
+    Completed,
+    DiscoveryPerMin,
+    DataPerMin,
+    BusyDiscoveryPerMin,
+    IdleDiscoveryPerMin,
+    ActivePhaseDiscoveryPerMin,
+    IdlePhaseDiscoveryPerMin,
+    FaultsFailed,
+    FaultWorstPickupMs,
+}
+
+impl Counter {
+    /// A rate of the runner's requests (not measurable for a black-box runner).
+    pub fn is_request_rate(self) -> bool {
+        matches!(
+            self,
+            Counter::DiscoveryPerMin
+                | Counter::DataPerMin
+                | Counter::BusyDiscoveryPerMin
+                | Counter::IdleDiscoveryPerMin
+                | Counter::ActivePhaseDiscoveryPerMin
+                | Counter::IdlePhaseDiscoveryPerMin
+        )
+    }
+
+    /// A rate of discovery requests (the request charts draw these gates).
+    pub fn is_discovery_rate(self) -> bool {
+        self.is_request_rate() && self != Counter::DataPerMin
+    }
+
+    pub const ALL: [Counter; 14] = [
+        Counter::Lost,
+        Counter::Duplicated,
+        Counter::PairingViolations,
+        Counter::LeftoverFiles,
+        Counter::Malformed,
+        Counter::Completed,
+        Counter::DiscoveryPerMin,
+        Counter::DataPerMin,
+        Counter::BusyDiscoveryPerMin,
+        Counter::IdleDiscoveryPerMin,
+        Counter::ActivePhaseDiscoveryPerMin,
+        Counter::IdlePhaseDiscoveryPerMin,
+        Counter::FaultsFailed,
+        Counter::FaultWorstPickupMs,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Lost => "lost",
+            Counter::Duplicated => "duplicated",
+            Counter::PairingViolations => "pairing_violations",
+            Counter::LeftoverFiles => "leftover_files",
+            Counter::Malformed => "malformed",
+            Counter::Completed => "completed",
+            Counter::DiscoveryPerMin => "discovery_per_min",
+            Counter::DataPerMin => "data_per_min",
+            Counter::BusyDiscoveryPerMin => "busy_discovery_per_min",
+            Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
+            Counter::ActivePhaseDiscoveryPerMin => "active_phase_discovery_per_min",
+            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
+            Counter::FaultsFailed => "faults_failed",
+            Counter::FaultWorstPickupMs => "fault_worst_pickup_ms",
+        }
+    }
+}
+
+/// A gate's comparison; written as its symbol (`<=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Op {
+    const ALL: [(&'static str, Op); 6] =
+        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
+
+    pub fn symbol(self) -> &'static str {
+        Op::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(sym, _)| sym)
+    }
+
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub expr: String,
+    pub metric: Metric,
+    pub op: Op,
+    /// In microseconds for latency metrics, plain for counters.
+    pub threshold: f64,
+}
+
+impl Serialize for Op {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.symbol())
+    }
+}
+
+impl<'de> Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let sym = String::deserialize(d)?;
+        Op::ALL
+            .iter()
+            .find(|(s, _)| *s == sym)
+            .map(|(_, op)| *op)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown comparison {sym:?} (use <, <=, >, >=, == or !=)")))
+    }
+}
+
+/// A gate's verdict on one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredGateResult")]
+pub struct GateResult {
+    pub expr: String,
+    /// What the gate reads, how it compares, and its threshold (microseconds for latency
+    /// metrics, plain for counters): the expression, parsed.
+    pub metric: Metric,
+    pub op: Op,
+    pub threshold: f64,
+    /// The observed value (microseconds for latency metrics); null when nothing was measured.
+    pub observed: Option<f64>,
+    /// The observed value as a person reads it.
+    pub observed_text: String,
+    pub pass: bool,
+}
+
+/// A gate result as stored: runs written before `metric`, `op` and `threshold` were
+/// recorded still read, from their expression.
+#[derive(Deserialize)]
+struct StoredGateResult {
+    expr: String,
+    metric: Option<Metric>,
+    op: Option<Op>,
+    threshold: Option<f64>,
+    observed: Option<f64>,
+    observed_text: String,
+    pass: bool,
+}
+
+impl TryFrom<StoredGateResult> for GateResult {
+    type Error = String;
+
+    fn try_from(g: StoredGateResult) -> Result<GateResult, String> {
+        let (metric, op, threshold) = match (g.metric, g.op, g.threshold) {
+            (Some(m), Some(o), Some(t)) => (m, o, t),
+            _ => {
+                let parsed = Gate::parse(&g.expr)?;
+                (parsed.metric, parsed.op, parsed.threshold)
+            }
+        };
+        Ok(GateResult {
+            expr: g.expr,
+            metric,
+            op,
+            threshold,
+            observed: g.observed,
+            observed_text: g.observed_text,
+            pass: g.pass,
+        })
+    }
+}
+
+/// Every metric name a gate may use, for error messages and help.
+pub fn metric_names() -> String {
+    let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
+    let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
+    let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
+    format!("{}, {}, {} (stat: {})", lat.join(", "), cnt.join(", "), ratios.join(", "), LatencyStats::STATS.join(", "))
+}
+
+impl Gate {
+    pub fn parse(expr: &str) -> Result<Gate, String> {
+        let (pos, sym, op) = Op::ALL
+            .iter()
+            .filter_map(|(sym, op)| expr.find(sym).map(|p| (p, *sym, *op)))
+            .min_by_key(|(p, sym, _)| (*p, std::cmp::Reverse(sym.len())))
+            .ok_or_else(|| format!("{expr:?} has no comparison (use <, <=, >, >=, == or !=)"))?;
+        let lhs = expr[..pos].trim();
+        let rhs = expr[pos + sym.len()..].trim();
+        let metric = Metric::parse(lhs)?;
+        let threshold = match metric {
+            Metric::Latency(..) => {
+                parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
+            }
+            Metric::Count(_) | Metric::VsBaseline(_) => {
+                rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?
+            }
+        };
+        if !threshold.is_finite() {
+            return Err(format!("gate {expr:?}: the threshold must be a finite number"));
+        }
+        Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
+    }
+
+    /// Checks the gate against a value read by `lookup`.
+    pub fn evaluate(&self, observed: Option<f64>) -> GateResult {
+        let observed_text = match (observed, self.metric) {
+            (None, _) => "not measured (no samples)".to_owned(),
+            (Some(v), Metric::Latency(..)) => crate::base::units::human_us(v),
+            (Some(v), Metric::Count(_)) => format!("{}", (v * 100.0).round() / 100.0),
+            (Some(v), Metric::VsBaseline(_)) => format!("{:.3}x the baseline", v),
+        };
+        GateResult {
+            expr: self.expr.clone(),
+            metric: self.metric,
+            op: self.op,
+            threshold: self.threshold,
+            observed,
+            observed_text,
+            pass: observed.is_some_and(|v| self.op.holds(v, self.threshold)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_issue_examples() {
+        let g = Gate::parse("pickup.p50 < 10ms").unwrap();
+        assert_eq!(g.metric, Metric::Latency(Measure::Pickup, "p50"));
+        assert_eq!(g.op, Op::Lt);
+        assert_eq!(g.threshold, 10_000.0);
+        assert_eq!(Gate::parse("completion.p99 < 2s").unwrap().threshold, 2e6);
+        let g = Gate::parse("lost == 0").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::Lost), Op::Eq, 0.0));
+        let g = Gate::parse("discovery_per_min<=5").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::Count(Counter::DiscoveryPerMin), Op::Le, 5.0));
+    }
+
+    #[test]
+    fn rejects_bad_gates_with_the_allowed_values() {
+        assert!(Gate::parse("pickup.p50 10ms").unwrap_err().contains("no comparison"));
+        let e = Gate::parse("latency.p50 < 1ms").unwrap_err();
+        assert!(e.contains("unknown metric") && e.contains("pickup.<stat>"), "{e}");
+        assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().contains("p999"));
+        assert!(Gate::parse("pickup.p50 < 10").unwrap_err().contains("no unit"));
+        assert!(Gate::parse("lost == none").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn a_result_says_its_gate_and_old_results_still_read() {
+        let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
+        let r = g.evaluate(Some(4.5));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            (&v["metric"], &v["op"], &v["threshold"]),
+            (&"idle_phase_discovery_per_min".into(), &"<=".into(), &5.0.into())
+        );
+        assert_eq!(serde_json::from_value::<GateResult>(v).unwrap(), r);
+        assert!(matches!(r.metric, Metric::Count(c) if c.is_discovery_rate()));
+        let old =
+            serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
+        let r: GateResult = serde_json::from_value(old).unwrap();
+        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
+    }
+
+    #[test]
+    fn baseline_ratios_parse_and_read_as_ratios() {
+        let g = Gate::parse("vs_baseline.pickup_p50 <= 1.15").unwrap();
+        assert_eq!((g.metric, g.op, g.threshold), (Metric::VsBaseline(Ratio::PickupP50), Op::Le, 1.15));
+        assert_eq!(g.metric.name(), "vs_baseline.pickup_p50");
+        assert!(g.evaluate(Some(1.1)).observed_text.contains("1.100x"));
+        assert!(Gate::parse("vs_baseline.speed < 1").unwrap_err().contains("pickup_p50"));
+        assert!(Gate::parse("lost == NaN").unwrap_err().contains("finite"));
+    }
+
+    #[test]
+    fn evaluation_and_missing_samples() {
+        let g = Gate::parse("pickup.p50 < 10ms").unwrap();
+        assert!(g.evaluate(Some(9_999.0)).pass);
+        assert!(!g.evaluate(Some(10_000.0)).pass);
+        let none = g.evaluate(None);
+        assert!(!none.pass);
+        assert!(none.observed_text.contains("not measured"));
+    }
+}
