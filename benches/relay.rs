@@ -195,7 +195,7 @@ fn round_trip(c: &mut Criterion) {
         let recorder = std::thread::spawn(move || Recorder::run(rx));
         let handler =
             Arc::new(HandlerModel { duration: Duration::ZERO, duration_max: Duration::ZERO, ..Default::default() });
-        let mut relay = rt.block_on(async {
+        let relay = rt.block_on(async {
             let spec = RelaySpec {
                 sandbox: 0,
                 dir: Arc::new(relay_bench::sandbox::dir::RealDir::new(dir.path())),

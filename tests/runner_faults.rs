@@ -58,7 +58,7 @@ impl Rig {
         self.relay.call(id, Some(r#"{"q":1}"#), Duration::from_secs(30)).await
     }
 
-    async fn stop(mut self) -> (RunnerReport, Recording) {
+    async fn stop(self) -> (RunnerReport, Recording) {
         let mut reports = self.relay.stop(tokio::time::Instant::now() + Duration::from_secs(30)).await.unwrap();
         let report = reports.pop().expect("one runner");
         drop(self.relay);

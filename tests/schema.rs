@@ -78,6 +78,42 @@ writer = "watch"
     .await;
     check(&real_run);
     assert!(!real_run["calibration"].is_null());
+    // Agent turns under a limit that rejects, with a fleet-wide fault: the fleet's figures.
+    let fleet_run = run(
+        r#"
+name = "schema-fleet"
+[workload]
+sandboxes = 6
+duration = "4m"
+[workload.agent]
+think = { min = "2s", max = "6s" }
+user_think = { mean = "10s" }
+[limits.some]
+org_held_execs = 2
+on_limit = "queue"
+queue_wait = "3s"
+idle_timeout = "20s"
+[[case]]
+name = "limited"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+limits = "some"
+[[case.fault]]
+kind = "org-limit"
+at = "2m"
+duration = "30s"
+held_execs = 0
+"#,
+        false,
+    )
+    .await;
+    check(&fleet_run);
+    let f = &fleet_run["results"][0]["fleet"];
+    assert!(f["turns"]["started"].as_u64().unwrap() > 6 && f["queued"].as_u64().unwrap() > 0, "{f}");
+    assert!(!fleet_run["results"][0]["faults"][0]["fleet_recovery"].is_null());
 }
 
 #[test]

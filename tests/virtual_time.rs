@@ -68,7 +68,7 @@ struct Rig {
 
 impl Rig {
     async fn stop(self) {
-        let mut relay = self.relay;
+        let relay = self.relay;
         relay.stop(Instant::now() + S(10)).await.unwrap();
     }
 }

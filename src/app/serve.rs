@@ -141,7 +141,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std
             Msg::Call(ev) if matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()) => {
                 report.answered += 1
             }
-            Msg::Call(_) => {}
+            Msg::Call(_) | Msg::Turn(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));

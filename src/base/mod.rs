@@ -4,6 +4,7 @@
 
 pub mod fields;
 pub mod fsio;
+pub mod gauge;
 pub mod notice;
 pub mod protocol;
 pub mod rng;

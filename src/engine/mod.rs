@@ -1,41 +1,45 @@
-//! Runs one case: a backend lays out the relay dirs, a relay (runner + writer) starts per
-//! dir over the case's host, the schedule starts once every runner is ready, calls are
-//! paced open-loop while the fault schedule strikes, then everything stops and what the
-//! recorder saw becomes a [`CaseResult`]. The recipe is the same on both clocks; what
-//! depends on the clock is the [`backend::Backend`].
+//! Runs one case: a backend lays out the relay dirs, a host and a relay (runner + writer)
+//! per dir over the case's organisation, then the calls are made — on an open-loop
+//! schedule through relays that run the whole case, or as agent turns that start and stop
+//! their relay each ([`drive`]) — while the fault schedule strikes ([`faults`]); then
+//! everything stops and what the recorder saw becomes a [`CaseResult`] ([`result`]). The
+//! recipe is the same on both clocks; what depends on the clock is the [`backend::Backend`].
 
 pub mod backend;
+mod drive;
+mod faults;
 pub mod in_sandbox;
+mod result;
+mod sample;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use self::backend::{Backend, Fire};
+use self::backend::Backend;
 use crate::base::notice::Say;
 use crate::base::signal::Signal;
-use crate::base::units::{human, new_histogram};
-use crate::events::{EventSink, Listener};
+use crate::base::units::human;
+use crate::events::{EventSink, Listener, TurnEvent};
 use crate::record::calls_csv::CallsCsv;
 use crate::record::eventlog::EventLog;
-use crate::record::recorder::{CaseHdr, LatencyStats, Measure, Recorder, Recording, Span};
+use crate::record::recorder::{Fleet, Recorder, Recording, Span};
 use crate::relay::runner::RunnerReport;
-use crate::relay::writer::{writer_deadline, CallSpec, Writer};
-use crate::results::rates::Snapshots;
-use crate::results::summary::{CaseResult, RunnerStats};
-use crate::sandbox::host::{Busy, DaemonControl, Host, RequestCounts};
-use crate::scenario::fault::{Target, AFTERMATH};
+use crate::relay::writer::Writer;
+use crate::results::summary::CaseResult;
+use crate::sandbox::host::org::Org;
+use crate::sandbox::host::{Busy, DaemonControl, Host, Seat};
+use crate::scenario::fault::AFTERMATH;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 use crate::strategy::pair::{Relay, RelaySpec};
 
 /// How long stopped runners get to finish their in-flight handlers.
-const STOP_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const STOP_BOUND: Duration = Duration::from_secs(30);
 /// How long runners get to be ready (their sweep, a black box's probe call).
-const READY_BOUND: Duration = Duration::from_secs(60);
-
+pub(crate) const READY_BOUND: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("cannot prepare relay dirs under {root}: {source}")]
@@ -79,13 +83,6 @@ pub struct CaseEnv {
     pub calls_csv: Option<PathBuf>,
 }
 
-/// The request counters of all hosts, added up.
-fn total_counts(hosts: &[Arc<dyn Host>]) -> RequestCounts {
-    let mut c = RequestCounts::default();
-    hosts.iter().for_each(|h| c.add(&h.counts()));
-    c
-}
-
 /// The backend of a case on its clock (or in the sandbox itself).
 fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Box<dyn Backend>, EngineError> {
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
@@ -106,7 +103,9 @@ fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Bo
     })
 }
 
-/// The recorder thread of a case, with the listeners the run asked for.
+/// The recorder thread of a case, with the listeners the run asked for; its recording comes
+/// back on the returned channel (awaited, not joined: a blocking join would stop a paused
+/// clock from advancing while the runners' last timers are still due).
 fn start_recorder(
     case: &CaseSpec,
     env: &CaseEnv,
@@ -115,13 +114,24 @@ fn start_recorder(
     (epoch, step): (Instant, Duration),
     calls: usize,
     live: Arc<AtomicU64>,
-) -> std::io::Result<std::thread::JoinHandle<Recording>> {
+) -> std::io::Result<tokio::sync::oneshot::Receiver<Recording>> {
     let spans: Vec<Span> = case
         .faults
         .iter()
-        .map(|f| Span { sandbox: f.sandbox, from: epoch + f.at, to: epoch + f.at + f.duration + AFTERMATH })
+        .map(|f| Span {
+            sandbox: f.sandbox,
+            all: f.fleet,
+            from: epoch + f.at,
+            to: epoch + f.at + f.duration + AFTERMATH,
+        })
         .collect();
-    let recorder = Recorder::with_capacity(calls).with_spans(&spans).with_intervals(epoch, step, 60).with_live(live);
+    let fleet_faults: Vec<(Instant, Instant)> =
+        case.faults.iter().filter(|f| f.fleet).map(|f| (epoch + f.at, epoch + f.at + f.duration)).collect();
+    let recorder = Recorder::with_capacity(calls)
+        .with_spans(&spans)
+        .with_intervals(epoch, step, 60)
+        .with_live(live)
+        .with_fleet(Fleet::new(epoch, step, &fleet_faults));
     let mut listeners: Vec<Box<dyn Listener>> = Vec::new();
     if let Some(path) = &env.calls_csv {
         match CallsCsv::append(path, &case.name, epoch) {
@@ -135,7 +145,68 @@ fn start_recorder(
             Err(e) => sink.notice(0, Say::Other(format!("cannot open the event log {}: {e}", path.display()))),
         }
     }
-    std::thread::Builder::new().name("relay-bench-recorder".into()).spawn(move || recorder.drain(rx, listeners))
+    let (tx, done) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new().name("relay-bench-recorder".into()).spawn(move || {
+        let _ = tx.send(recorder.drain(rx, listeners));
+    })?;
+    Ok(done)
+}
+
+/// One sandbox's relay dir, host and relay, as a case builds them.
+struct Built {
+    relays: Vec<Arc<Relay>>,
+    daemons: Vec<Option<Arc<dyn DaemonControl>>>,
+    dirs: Vec<Arc<dyn crate::sandbox::dir::RelayDir>>,
+}
+
+/// Builds every sandbox's host first (a host that fails to build, a daemon that will not
+/// start, leaves nothing running), then readies the sandbox side, then the relays: started
+/// for the whole case, or idle until their first turn (`turns`).
+async fn build_relays(
+    scenario: &Scenario,
+    case: &CaseSpec,
+    env: &CaseEnv,
+    backend: &mut dyn Backend,
+    org: &Arc<Org>,
+    runner_sink: &EventSink,
+) -> Result<Built, EngineError> {
+    let wl = &scenario.workload;
+    let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
+    let watch_program = backend.watch_program();
+    let elsewhere = backend.settles_calls();
+    let handler = Arc::new(scenario.handler.clone());
+    let stderr_dir = env.event_log.as_ref().and_then(|p| p.parent()).map_or_else(|| backend.scratch(), PathBuf::from);
+    let mut hosts = Vec::new();
+    for sandbox in 0..wl.sandboxes {
+        let dir = backend.make_dir(sandbox).map_err(setup)?;
+        let busy = Arc::new(Busy::default());
+        let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
+        let seat = Seat { dir: dir.clone(), busy: busy.clone(), seed, sandbox, org: org.clone() };
+        let host = case.host.build(seat).map_err(EngineError::Host)?;
+        backend.attach(sandbox, host.sandbox.clone());
+        hosts.push((sandbox, dir, busy, seed, host));
+    }
+    backend.prepare().await.map_err(EngineError::Sandbox)?;
+    let mut built = Built { relays: Vec::new(), daemons: Vec::new(), dirs: Vec::new() };
+    for (sandbox, dir, busy, seed, host) in hosts {
+        built.daemons.push(host.daemon);
+        let spec = RelaySpec {
+            sandbox,
+            dir: dir.clone(),
+            host: host.host,
+            busy,
+            runner: &case.runner,
+            writer: (!elsewhere).then_some(&case.writer),
+            handler: handler.clone(),
+            watch_program: &watch_program,
+            seed,
+            stderr_to: Some(stderr_dir.join(format!("{}-sandbox-{sandbox}.stderr", case.name))),
+        };
+        let relay = if wl.agent.is_some() { Relay::idle(spec, runner_sink) } else { Relay::start(spec, runner_sink) };
+        built.relays.push(Arc::new(relay));
+        built.dirs.push(dir);
+    }
+    Ok(built)
 }
 
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
@@ -144,7 +215,6 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let wl = &scenario.workload;
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     let mut backend = backend_for(scenario, case, env)?;
-    let watch_program = backend.watch_program();
     let (sink, rx) = EventSink::channel();
     // When the calls run elsewhere, their events come at the end: the runners' are held
     // apart until then, so that the two sides can be put in one order.
@@ -155,49 +225,18 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     } else {
         (sink.clone(), None)
     };
-
-    // The relays: a dir, a host and a runner + writer per sandbox.
-    let handler = Arc::new(scenario.handler.clone());
-    let stderr_dir = env.event_log.as_ref().and_then(|p| p.parent()).map_or_else(|| backend.scratch(), PathBuf::from);
-    let mut relays: Vec<Relay> = Vec::new();
-    let mut daemons: Vec<Option<Arc<dyn DaemonControl>>> = Vec::new();
-    let mut dirs = Vec::new();
-    // Every host is built before any runner starts: a host that fails to build (a daemon
-    // that will not start) leaves nothing running; the built ones go with this scope.
-    let mut built = Vec::new();
-    for sandbox in 0..wl.sandboxes {
-        let dir = backend.make_dir(sandbox).map_err(setup)?;
-        let busy = Arc::new(Busy::default());
-        let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
-        let host = case.host.build(dir.clone(), busy.clone(), seed).map_err(EngineError::Host)?;
-        backend.attach(sandbox, host.sandbox.clone());
-        built.push((sandbox, dir, busy, seed, host));
-    }
-    backend.prepare().await.map_err(EngineError::Sandbox)?;
-    for (sandbox, dir, busy, seed, built) in built {
-        daemons.push(built.daemon);
-        let spec = RelaySpec {
-            sandbox,
-            dir: dir.clone(),
-            host: built.host,
-            busy,
-            runner: &case.runner,
-            writer: (!elsewhere).then_some(&case.writer),
-            handler: handler.clone(),
-            watch_program: &watch_program,
-            seed,
-            stderr_to: Some(stderr_dir.join(format!("{}-sandbox-{sandbox}.stderr", case.name))),
-        };
-        relays.push(Relay::start(spec, &runner_sink));
-        dirs.push(dir);
-    }
-    // The schedule starts once every runner is ready (its start-up is not the workload's).
-    for k in 0..relays.len() {
-        if !relays[k].ready(READY_BOUND).await {
-            let said = relays[k].start_failure();
+    let limits = case.host.limits();
+    let org = Arc::new(Org::new(limits.clone(), wl.sandboxes));
+    let Built { relays, daemons, dirs } = build_relays(scenario, case, env, &mut *backend, &org, &runner_sink).await?;
+    let turns = wl.agent.is_some();
+    // An open-loop schedule starts once every runner is ready (its start-up is not the
+    // workload's); agent turns wait for their own relay each.
+    for (k, relay) in relays.iter().enumerate().filter(|_| !turns) {
+        if !relay.ready(READY_BOUND).await {
+            let said = relay.start_failure();
             let said_why = said.is_some();
             let detail = said.unwrap_or_else(|| format!("not ready within {}", human(READY_BOUND)));
-            for r in &mut relays {
+            for r in &relays {
                 let _ = r.stop(Instant::now() + STOP_BOUND).await;
             }
             backend.abandon().await;
@@ -212,101 +251,94 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
     let live_p50 = Arc::new(AtomicU64::new(0));
-    let recorder = start_recorder(case, env, &sink, rx, (epoch, step), slots.len(), live_p50.clone()).map_err(setup)?;
+    let calls_hint = usize::try_from(wl.planned_calls()).unwrap_or(usize::MAX).min(1 << 24);
+    let recorder = start_recorder(case, env, &sink, rx, (epoch, step), calls_hint, live_p50.clone()).map_err(setup)?;
 
     tokio::time::sleep_until(epoch).await;
-    let before = total_counts(&hosts);
-    let phase_ends = sample_at_phase_ends(&hosts, epoch, wl.phases.iter().map(|p| p.duration).collect());
-    let timeline = sample_every(&hosts, epoch, step, wl.duration());
+    org.restart_clock(epoch);
+    let before = sample::total_counts(&hosts);
+    // Today's keys: one long turn per sandbox, the whole case.
+    if !turns {
+        relays.iter().for_each(|r| sink.turn(r.sandbox, TurnEvent::Started));
+    }
+    let phase_ends = sample::at_phase_ends(&hosts, epoch, wl.phases.iter().map(|p| p.duration).collect());
+    let timeline = sample::every(&hosts, org.clone(), epoch, step, wl.duration());
     let (mut total, length) = (slots.len(), wl.duration());
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let fire = firing(writers.clone(), wl, done_tx.clone());
-    let mut pacer = backend.pace(slots, epoch, length, env.interrupt.clone(), fire.clone());
+    let per_sandbox: Arc<Vec<AtomicU32>> = Arc::new((0..wl.sandboxes).map(|_| AtomicU32::new(0)).collect());
+    let fire = drive::firing(writers.clone(), wl, done_tx.clone(), per_sandbox.clone());
+    let mut pacer = match drive::Sessions::of(wl, epoch, sink.clone(), env.interrupt.clone(), done_tx.clone()) {
+        Some(s) => drive::sessions(relays.clone(), wl, s),
+        None => backend.pace(slots, epoch, length, env.interrupt.clone(), fire.clone()),
+    };
+    // The pacer's task ends when its calls have (they follow each other's answers, or run
+    // in the sandbox): then every call it fired has finished.
+    let settles = turns || elsewhere;
 
     // Drain: every call ends by its deadline; an interrupt ends them now. Faults strike on
     // their schedule meanwhile.
-    let mut interrupted = false;
-    let mut fired: Option<usize> = None;
-    let mut finished = 0usize;
-    let every = backend.progress_every(env.progress_every);
-    let mut tick = tokio::time::interval_at(epoch + every, every);
-    let mut actions = crate::scenario::fault::actions(&case.faults).into_iter().peekable();
-    let mut stops: Vec<Option<Duration>> = vec![None; case.faults.len()];
-    let mut burst_calls = 0usize;
-    let far = epoch + Duration::from_secs(86_400 * 365);
-    while fired.is_none_or(|n| finished < n) {
-        let next_action = actions.peek().map_or(far, |a| epoch + a.0);
-        tokio::select! {
-            _ = tick.tick(), if env.progress.is_some() => {
-                if let Some(p) = &env.progress {
-                    let done = (!elsewhere).then_some(finished);
-                    p(&progress_line(case, epoch, length, done, total, live_p50.load(Ordering::Relaxed)));
-                }
-            }
-            _ = tokio::time::sleep_until(next_action), if actions.peek().is_some() => {
-                let (_, i, on) = actions.next().expect("peeked");
-                let f = &case.faults[i];
-                let k = f.sandbox as usize;
-                sink.notice(f.sandbox, Say::Fault { kind: f.kind.name(), on });
-                let applied = match f.kind.target() {
-                    Target::Runner => match relays[k].restart_runner(Instant::now() + STOP_BOUND).await {
-                        Ok(took) => {
-                            stops[i] = Some(took);
-                            sink.notice(f.sandbox, Say::RunnerRestarted { took });
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Target::Calls => {
-                        for c in 0..f.calls {
-                            fire(f.sandbox, format!("burst{i}-c{c}"), Instant::now(), false);
-                        }
-                        total += f.calls as usize;
-                        fired = fired.map(|n| n + f.calls as usize);
-                        burst_calls += f.calls as usize;
-                        Ok(())
+    let striker = faults::Striker {
+        relays: &relays,
+        daemons: &daemons,
+        backend: &*backend,
+        org: &org,
+        sink: &sink,
+        fire: &fire,
+        sandboxes: wl.sandboxes,
+        org_cap: limits.org.held_execs,
+    };
+    let (interrupted, stops) = {
+        let mut interrupted = false;
+        let mut fired: Option<usize> = None;
+        let mut finished = 0usize;
+        let every = backend.progress_every(env.progress_every);
+        let mut tick = tokio::time::interval_at(epoch + every, every);
+        let mut actions = crate::scenario::fault::actions(&case.faults).into_iter().peekable();
+        let mut stops: Vec<Option<Duration>> = vec![None; case.faults.len()];
+        let mut burst_calls = 0usize;
+        let far = epoch + Duration::from_secs(86_400 * 365);
+        while fired.is_none_or(|n| finished < n) {
+            let next_action = actions.peek().map_or(far, |a| epoch + a.0);
+            tokio::select! {
+                _ = tick.tick(), if env.progress.is_some() => {
+                    if let Some(p) = &env.progress {
+                        let done = (!elsewhere).then_some(finished);
+                        let total = (!turns).then_some(total);
+                        p(&progress_line(case, epoch, length, done, total, live_p50.load(Ordering::Relaxed)));
                     }
-                    Target::Daemon(_) if on => match &daemons[k] {
-                        Some(d) => f.kind.strike_daemon(&**d, f.duration),
-                        None => Err("no daemon on this host".to_owned()),
-                    },
-                    Target::Daemon(_) => Ok(()),
-                    Target::Dir => backend.replace_dir(f.sandbox, on, !on || f.duration.is_zero()),
-                    Target::Sandbox(c) => backend.switch(f.sandbox, c, on),
-                };
-                if let Err(error) = applied {
-                    sink.notice(f.sandbox, Say::FaultNotApplied { kind: f.kind.name(), error });
                 }
-            }
-            r = &mut pacer, if fired.is_none() => {
-                let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
-                fired = Some(n + burst_calls);
-                if elsewhere {
-                    finished = n;
+                _ = tokio::time::sleep_until(next_action), if actions.peek().is_some() => {
+                    let (_, i, on) = actions.next().expect("peeked");
+                    let struck = striker.strike(i, &case.faults[i], on).await;
+                    stops[i] = stops[i].or(struck.stop_took);
+                    total += struck.burst_calls;
+                    fired = fired.map(|n| n + struck.burst_calls);
+                    burst_calls += struck.burst_calls;
                 }
-                if stopped && !interrupted {
+                r = &mut pacer, if fired.is_none() => {
+                    let (n, stopped) = r.map_err(|e| EngineError::Pacer(e.to_string()))?;
+                    fired = Some(n + burst_calls);
+                    if settles {
+                        finished = finished.max(n);
+                    }
+                    if stopped && !interrupted {
+                        interrupted = true;
+                        writers.iter().for_each(|w| w.close());
+                    }
+                }
+                Some(()) = done_rx.recv() => finished += 1,
+                () = env.interrupt.closed(), if !interrupted => {
                     interrupted = true;
                     writers.iter().for_each(|w| w.close());
                 }
             }
-            Some(()) = done_rx.recv() => finished += 1,
-            () = env.interrupt.closed(), if !interrupted => {
-                interrupted = true;
-                writers.iter().for_each(|w| w.close());
-            }
         }
-    }
-    // Conditions still on at the end are undone, so the stop below is clean.
-    for (_, i, _) in actions.filter(|a| !a.2) {
-        let f = &case.faults[i];
-        let _ = match f.kind.target() {
-            Target::Dir => backend.replace_dir(f.sandbox, false, true),
-            Target::Sandbox(c) => backend.switch(f.sandbox, c, false),
-            _ => Ok(()),
-        };
-    }
+        // Conditions still on at the end are undone, so the stop below is clean.
+        striker.undo(&case.faults, actions.filter(|a| !a.2).map(|a| a.1));
+        (interrupted, stops)
+    };
     let end = Instant::now();
-    let after = total_counts(&hosts);
+    let after = sample::total_counts(&hosts);
     // The samplers end with the schedule, which a finished case has reached; an interrupted
     // case reports no phase rates (its phases were cut short).
     if interrupted {
@@ -320,7 +352,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut reports: Vec<RunnerReport> = Vec::new();
     let stop_deadline = Instant::now() + STOP_BOUND;
     let mut stuck = 0u64;
-    for relay in &mut relays {
+    for relay in &relays {
         match relay.stop(stop_deadline).await {
             Ok(reps) => reports.extend(reps),
             Err(e) => {
@@ -328,7 +360,12 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
                 sink.notice(relay.sandbox, Say::RunnerStuck(e));
             }
         }
+        if !turns {
+            let calls = per_sandbox[relay.sandbox as usize].load(Ordering::Relaxed);
+            sink.turn(relay.sandbox, TurnEvent::Ended { calls });
+        }
     }
+    let org_stats = org.finish(end);
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
     degraded.extend(writers.iter().filter_map(|w| w.degraded()));
     let mut leftover: u64 = 0;
@@ -347,99 +384,52 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     }
     drop((writers, relays, fire, done_tx, runner_sink));
     drop(sink);
-    let recording = tokio::task::spawn_blocking(move || recorder.join())
-        .await
-        .map_err(|e| EngineError::Recorder(e.to_string()))?
-        .map_err(|_| EngineError::Recorder("recorder thread panicked".into()))?;
-
-    let window = end.saturating_duration_since(epoch).max(Duration::from_millis(1));
-    let mut injected = new_histogram();
-    for h in &hosts {
-        if let Some(legs) = h.injected_legs() {
-            let _ = injected.add(&legs);
-        }
-    }
-    let mut r = CaseResult {
-        case: case.name.clone(),
-        host: hosts.first().map_or_else(|| case.host.name().to_owned(), |h| h.label()),
-        host_params: case.host.params(),
-        injected_leg_us: (!injected.is_empty()).then(|| LatencyStats::of(&injected)),
-        strategy: case.runner.name().into(),
-        strategy_params: case.runner.params(),
-        departures: Some(case.departures()),
-        writer: case.writer.name().into(),
-        writer_params: case.writer.params(),
-        clock: case.clock.name().into(),
-        sandboxes: wl.sandboxes,
-        window_secs: (window.as_secs_f64() * 1000.0).round() / 1000.0,
-        leftover_files: leftover,
+    let recording = recorder.await.map_err(|_| EngineError::Recorder("the recorder thread ended early".into()))?;
+    let ended = result::Ended {
+        case,
+        wl,
+        hosts: &hosts,
+        epoch,
+        end,
+        step,
+        total,
         interrupted,
-        unavailable: case.runner.unavailable(),
-        pickup_definition: Some(case.runner.pickup_definition()),
+        leftover,
         sandbox_side,
-        ..CaseResult::default()
-    };
-    r.fill_from(&recording);
-    r.calls.scheduled = total as u64;
-    r.requests = crate::results::rates::requests(&Snapshots {
-        sandboxes: wl.sandboxes,
-        window,
         before,
         after,
-        phases: &wl.phases,
-        at_phase_ends: &at_phase_ends,
-        timeline: &timeline,
-        step,
-        visible: case.runner.requests_visible(),
+        at_phase_ends,
+        timeline,
         busy_known: !elsewhere,
-    });
-    r.runner = RunnerStats::of(&reports, stuck, degraded);
-    r.faults = crate::scenario::fault::rows(&case.faults, epoch, &recording, &stops);
-    r.hdr = Some(Arc::new(CaseHdr {
-        measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),
-        intervals: recording.intervals.clone(),
-        length: window,
-    }));
-    r.judge(&case.gates);
-    Ok(r)
-}
-
-/// Starts one call of the workload `wl` on `writers[sandbox]` (on the current runtime) and
-/// says on `done` when it has ended.
-pub(crate) fn firing(
-    writers: Vec<Arc<Writer>>,
-    wl: &crate::scenario::pacer::Workload,
-    done: tokio::sync::mpsc::UnboundedSender<()>,
-) -> Fire {
-    let deadline = writer_deadline(wl.tool_timeout);
-    let args = Some(format!("{{\"payload\":\"{}\"}}", crate::relay::handler::filler(wl.payload_bytes)));
-    let handle = tokio::runtime::Handle::current();
-    Arc::new(move |sandbox: u32, id: String, at: Instant, warmup: bool| {
-        let writer = writers[sandbox as usize].clone();
-        let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
-        let done = done.clone();
-        handle.spawn(async move {
-            writer.call(spec).await;
-            let _ = done.send(());
-        });
-    })
+        reports,
+        stuck,
+        degraded,
+        stops,
+        org: (case.host.admits()).then_some((org_stats, limits)),
+        org_handle: &org,
+    };
+    Ok(ended.result(&recording))
 }
 
 /// `done`: calls answered so far, `None` when they are counted only at the end (in the
-/// sandbox).
+/// sandbox); `total`: the calls scheduled, `None` for agent turns (their count is known
+/// when they end).
 fn progress_line(
     case: &CaseSpec,
     epoch: Instant,
     length: Duration,
     done: Option<usize>,
-    total: usize,
+    total: Option<usize>,
     p50_ns: u64,
 ) -> String {
     let elapsed = epoch.elapsed();
     let p50 = if p50_ns == 0 { "-".to_owned() } else { human(Duration::from_nanos(p50_ns)) };
-    let calls = match done {
-        Some(done) => format!("{done}/{total} calls answered, pickup p50 {p50}"),
-        None => format!("{total} calls running in the sandbox (counted when their log comes back)"),
+    let calls = match (done, total) {
+        (Some(done), Some(total)) => format!("{done}/{total} calls answered, pickup p50 {p50}"),
+        (Some(done), None) => format!("{done} calls answered, pickup p50 {p50}"),
+        (None, total) => {
+            format!("{} calls running in the sandbox (counted when their log comes back)", total.unwrap_or(0))
+        }
     };
     format!(
         "  {}: {} / {}{} (ETA {}), {calls}",
@@ -449,44 +439,6 @@ fn progress_line(
         if case.clock == Clock::Virtual { " simulated" } else { "" },
         human(length.saturating_sub(elapsed))
     )
-}
-
-/// The counters at the end of each phase (offsets from `epoch`).
-fn sample_at_phase_ends(
-    hosts: &[Arc<dyn Host>],
-    epoch: Instant,
-    phases: Vec<Duration>,
-) -> tokio::task::JoinHandle<Vec<RequestCounts>> {
-    let hosts = hosts.to_vec();
-    tokio::spawn(async move {
-        let mut snaps = Vec::new();
-        let mut end = epoch;
-        for d in phases {
-            end += d;
-            tokio::time::sleep_until(end).await;
-            snaps.push(total_counts(&hosts));
-        }
-        snaps
-    })
-}
-
-/// The counters every `step` until `length`.
-fn sample_every(
-    hosts: &[Arc<dyn Host>],
-    epoch: Instant,
-    step: Duration,
-    length: Duration,
-) -> tokio::task::JoinHandle<Vec<(Duration, RequestCounts)>> {
-    let hosts = hosts.to_vec();
-    tokio::spawn(async move {
-        let (mut points, mut at, end) = (Vec::new(), epoch, epoch + length);
-        while at < end {
-            at = (at + step).min(end);
-            tokio::time::sleep_until(at).await;
-            points.push((at - epoch, total_counts(&hosts)));
-        }
-        points
-    })
 }
 
 /// Runs a virtual-clock case on this thread, on a fresh single-threaded runtime whose clock

@@ -126,10 +126,27 @@ pub struct Notice {
     pub what: crate::base::notice::Say,
 }
 
+/// An agent turn of one sandbox began or ended (one relay per turn, as production runs it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnMark {
+    pub at: Instant,
+    pub sandbox: u32,
+    pub what: TurnEvent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEvent {
+    /// The turn's relay is ready (its stale sweep done) and the turn's first step is next.
+    Started,
+    /// The turn's relay has stopped; it made `calls` calls.
+    Ended { calls: u32 },
+}
+
 #[derive(Debug)]
 pub enum Msg {
     Call(Event),
     Notice(Notice),
+    Turn(TurnMark),
 }
 
 impl Msg {
@@ -244,6 +261,11 @@ impl EventSink {
 
     pub fn notice(&self, sandbox: u32, what: impl Into<crate::base::notice::Say>) {
         self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what: what.into() }));
+    }
+
+    /// A turn of `sandbox` began or ended, now.
+    pub fn turn(&self, sandbox: u32, what: TurnEvent) {
+        self.send(Msg::Turn(TurnMark { at: Instant::now(), sandbox, what }));
     }
 }
 

@@ -3,5 +3,6 @@
 
 pub mod calibration;
 pub mod env;
+pub mod fleet;
 pub mod rates;
 pub mod summary;

@@ -145,6 +145,19 @@ impl Violations {
     }
 }
 
+/// Each distinct reason once, in the order first said, with how many said it when more
+/// than one did (`... (32 turns)`): a fleet's thousand demotions are one line each kind.
+fn tally(reasons: Vec<String>) -> Vec<String> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for r in reasons {
+        match out.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, n)) => *n += 1,
+            None => out.push((r, 1)),
+        }
+    }
+    out.into_iter().map(|(r, n)| if n > 1 { format!("{r} ({n} turns)") } else { r }).collect()
+}
+
 /// What the runners did beside answering calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunnerStats {
@@ -182,7 +195,7 @@ impl RunnerStats {
             missed_by_source: sum(|r| r.missed_by_source),
             inline: sum(|r| r.inline),
             stuck,
-            degraded,
+            degraded: tally(degraded),
             startup_ms: crate::base::units::ms_2dp(startup),
         }
     }
@@ -234,6 +247,10 @@ pub struct CaseResult {
     /// One row per scheduled fault: when, how detected, how recovered, the calls it touched.
     #[serde(default)]
     pub faults: Vec<crate::scenario::fault::FaultRow>,
+    /// The fleet: agent turns, and the remote side as the organisation saw it. Absent: a run
+    /// from before the fleet was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::results::fleet::FleetResult>,
     /// Things survived and said (malformed files, failed deletes, watch errors...).
     pub notices: Vec<String>,
     pub notices_total: u64,
@@ -425,6 +442,17 @@ impl CaseResult {
                     Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
                 }?;
                 Some(1.0 / stored)
+            }
+            Metric::Fleet(f) => {
+                let recoveries: Vec<Option<f64>> = self
+                    .faults
+                    .iter()
+                    .filter_map(|r| r.fleet_recovery.as_ref().map(|fr| fr.secs_to_95pct_healthy))
+                    .collect();
+                // The slowest recovery; one that never came is no value (the gate fails).
+                let recovery = (!recoveries.is_empty())
+                    .then(|| recoveries.iter().try_fold(0.0f64, |worst, r| r.map(|v| worst.max(v))));
+                self.fleet.as_ref()?.metric(f, recovery)
             }
             Metric::Count(c) if c.is_request_rate() && self.requests.not_measured => None,
             Metric::Count(c) => Some(match c {

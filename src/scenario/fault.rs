@@ -53,10 +53,13 @@ pub enum FaultKind {
     ChunkedPublish,
     /// `calls` parallel calls at once in one sandbox, beyond the daemon's concurrency.
     Burst,
+    /// The organisation's held-exec limit lowered to `held_execs` for `duration` (every
+    /// sandbox of the case at once).
+    OrgLimit,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 16] = [
         FaultKind::DaemonRestart,
         FaultKind::ProxyDisconnect,
         FaultKind::ProxyBlackhole,
@@ -72,6 +75,7 @@ impl FaultKind {
         FaultKind::StopDuringWindow,
         FaultKind::ChunkedPublish,
         FaultKind::Burst,
+        FaultKind::OrgLimit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -91,6 +95,7 @@ impl FaultKind {
             FaultKind::StopDuringWindow => "stop-during-window",
             FaultKind::ChunkedPublish => "chunked-publish",
             FaultKind::Burst => "burst",
+            FaultKind::OrgLimit => "org-limit",
         }
     }
 
@@ -115,6 +120,7 @@ impl FaultKind {
             FaultKind::QueueOverflow | FaultKind::ChunkedPublish => s(30),
             FaultKind::ExecHang | FaultKind::ExecFail => s(1),
             FaultKind::RepeatedTimeouts => s(90),
+            FaultKind::OrgLimit => s(60),
         }
     }
 
@@ -159,9 +165,25 @@ pub struct FaultSpec {
     /// Offset from the start of the schedule.
     pub at: Duration,
     pub duration: Duration,
+    /// The sandbox struck (0 for a fleet-wide fault).
     pub sandbox: u32,
+    /// Every sandbox of the case at once (`sandbox = "all"`, and every `org-limit`).
+    pub fleet: bool,
     /// Parallel calls of a burst.
     pub calls: u32,
+    /// The held-exec limit an `org-limit` lowers the organisation's to.
+    pub held_execs: Option<u32>,
+}
+
+impl FaultSpec {
+    /// The sandboxes it strikes, of `sandboxes`.
+    pub fn sandboxes(&self, sandboxes: u32) -> std::ops::Range<u32> {
+        if self.fleet {
+            0..sandboxes
+        } else {
+            self.sandbox..self.sandbox + 1
+        }
+    }
 }
 
 /// What the report says about one fault.
@@ -189,8 +211,29 @@ pub struct FaultRow {
     pub worst_completion_ms: Option<f64>,
     /// For a stop during a held window: how long stop() took (ms).
     pub stop_ms: Option<f64>,
+    /// Every sandbox at once (`sandbox` is then 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fleet: bool,
+    /// A fleet-wide fault: how the fleet came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_recovery: Option<FleetRecovery>,
     /// Every call answered, none failed.
     pub ok: bool,
+}
+
+/// How a fleet came back from a fleet-wide fault.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetRecovery {
+    /// From the fault's end until 95 % of active turns were healthy again; `None`: not by
+    /// the end of the case.
+    pub secs_to_95pct_healthy: Option<f64>,
+    /// The lowest share of active turns that were healthy, from the strike on (%).
+    pub worst_healthy_pct: f64,
+    /// Turns demoted between the strike and the recovery.
+    pub turns_demoted: u64,
+    /// The organisation's busiest ten seconds from the strike to a minute after the recovery
+    /// (requests per second): the storm of fallback polling.
+    pub peak_requests_per_sec_10s: f64,
 }
 
 /// After a fault's condition ends, its calls are still followed this long: recovery (a
@@ -210,6 +253,8 @@ pub enum Target {
     Runner,
     /// The workload: a burst of parallel calls (the engine's).
     Calls,
+    /// The organisation every sandbox shares (its limits).
+    Org,
 }
 
 impl FaultKind {
@@ -229,6 +274,7 @@ impl FaultKind {
             FaultKind::ChunkedPublish => Target::Sandbox(SimFault::ChunkedPublish),
             FaultKind::StopDuringWindow => Target::Runner,
             FaultKind::Burst => Target::Calls,
+            FaultKind::OrgLimit => Target::Org,
         }
     }
 
@@ -250,7 +296,7 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     for (i, f) in faults.iter().enumerate() {
         out.push((f.at, i, true));
         // Conditions with a length end by themselves in the daemon; the others are undone.
-        if f.kind.lasts() && !f.duration.is_zero() && !f.kind.needs_daemon() {
+        if f.kind.lasts() && !f.duration.is_zero() && (!f.kind.needs_daemon() || f.kind.target() == Target::Org) {
             out.push((f.at + f.duration, i, false));
         }
     }
@@ -269,7 +315,7 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
             let told: Vec<_> = rec
                 .timed_notices
                 .iter()
-                .filter(|n| n.sandbox == f.sandbox && n.at >= from && n.at <= to + AFTERMATH)
+                .filter(|n| (f.fleet || n.sandbox == f.sandbox) && n.at >= from && n.at <= to + AFTERMATH)
                 // The schedule's own "strikes" lines say nothing about detection.
                 .filter(|n| !n.what.is_schedule())
                 .collect();
@@ -302,6 +348,8 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
                 worst_pickup_ms: st.worst_pickup.map(ms),
                 worst_completion_ms: st.worst_completion.map(ms),
                 stop_ms: stops.get(i).copied().flatten().map(ms),
+                fleet: f.fleet,
+                fleet_recovery: None,
                 ok: st.failed == 0 && st.answered == st.calls,
             }
         })

@@ -16,6 +16,151 @@ pub enum Metric {
     Count(Counter),
     /// This case's figure over its baseline case's (1.0: the same).
     VsBaseline(Ratio),
+    /// A figure of the fleet: the remote side's gauges, rates and limits, and the turns.
+    Fleet(FleetMetric),
+}
+
+/// A gauge of the fleet, over a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FleetGauge {
+    /// Execs held at once by the organisation (all sandboxes).
+    HeldExecs,
+    /// ... by one sandbox (pooled over sandboxes).
+    SandboxHeldExecs,
+    InFlight,
+    SandboxInFlight,
+    Connections,
+    SandboxConnections,
+    /// Agent turns under way at once.
+    ActiveTurns,
+}
+
+/// A statistic of a gauge (time-weighted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaugeStat {
+    Max,
+    P99,
+    P50,
+    Mean,
+}
+
+/// A figure of the fleet a gate can read: `fleet.<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FleetMetric {
+    Gauge(FleetGauge, GaugeStat),
+    /// The organisation's requests per second: its busiest second, ten seconds, the mean.
+    PeakRequestsPerSec1s,
+    PeakRequestsPerSec10s,
+    MeanRequestsPerSec,
+    Rejected,
+    Queued,
+    Cut,
+    QueueWaitP99Ms,
+    TurnsStarted,
+    TurnsDemoted,
+    /// Demoted turns as a share of turns started (%).
+    TurnsDemotedPct,
+    /// Time demoted turns spent in fallback polling, summed (s).
+    FallbackSecs,
+    /// The longest recovery to 95 % healthy turns after a fleet-wide fault (s; a fleet that
+    /// did not recover has no value, and its gate fails).
+    RecoverySecs,
+    /// The organisation's most held execs over its held-exec limit.
+    HeldExecsUtilisation,
+    /// Seconds of held exec per sandbox per minute.
+    HeldExecSecsPerMin,
+}
+
+impl FleetGauge {
+    const ALL: [FleetGauge; 7] = [
+        FleetGauge::HeldExecs,
+        FleetGauge::SandboxHeldExecs,
+        FleetGauge::InFlight,
+        FleetGauge::SandboxInFlight,
+        FleetGauge::Connections,
+        FleetGauge::SandboxConnections,
+        FleetGauge::ActiveTurns,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FleetGauge::HeldExecs => "held_execs",
+            FleetGauge::SandboxHeldExecs => "sandbox_held_execs",
+            FleetGauge::InFlight => "in_flight",
+            FleetGauge::SandboxInFlight => "sandbox_in_flight",
+            FleetGauge::Connections => "connections",
+            FleetGauge::SandboxConnections => "sandbox_connections",
+            FleetGauge::ActiveTurns => "active_turns",
+        }
+    }
+}
+
+impl GaugeStat {
+    const ALL: [GaugeStat; 4] = [GaugeStat::Max, GaugeStat::P99, GaugeStat::P50, GaugeStat::Mean];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GaugeStat::Max => "max",
+            GaugeStat::P99 => "p99",
+            GaugeStat::P50 => "p50",
+            GaugeStat::Mean => "mean",
+        }
+    }
+}
+
+/// The prefix of a fleet figure's name.
+pub const FLEET: &str = "fleet";
+
+impl FleetMetric {
+    const PLAIN: [FleetMetric; 13] = [
+        FleetMetric::PeakRequestsPerSec1s,
+        FleetMetric::PeakRequestsPerSec10s,
+        FleetMetric::MeanRequestsPerSec,
+        FleetMetric::Rejected,
+        FleetMetric::Queued,
+        FleetMetric::Cut,
+        FleetMetric::QueueWaitP99Ms,
+        FleetMetric::TurnsStarted,
+        FleetMetric::TurnsDemoted,
+        FleetMetric::TurnsDemotedPct,
+        FleetMetric::FallbackSecs,
+        FleetMetric::RecoverySecs,
+        FleetMetric::HeldExecsUtilisation,
+    ];
+
+    /// Every fleet figure, gauges first.
+    pub fn all() -> Vec<FleetMetric> {
+        let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
+        gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).collect()
+    }
+
+    /// The name after `fleet.`.
+    pub fn name(self) -> String {
+        match self {
+            FleetMetric::Gauge(g, s) => format!("{}.{}", g.name(), s.name()),
+            FleetMetric::PeakRequestsPerSec1s => "requests_per_sec.peak_1s".into(),
+            FleetMetric::PeakRequestsPerSec10s => "requests_per_sec.peak_10s".into(),
+            FleetMetric::MeanRequestsPerSec => "requests_per_sec.mean".into(),
+            FleetMetric::Rejected => "rejected".into(),
+            FleetMetric::Queued => "queued".into(),
+            FleetMetric::Cut => "cut".into(),
+            FleetMetric::QueueWaitP99Ms => "queue_wait_p99_ms".into(),
+            FleetMetric::TurnsStarted => "turns_started".into(),
+            FleetMetric::TurnsDemoted => "turns_demoted".into(),
+            FleetMetric::TurnsDemotedPct => "turns_demoted_pct".into(),
+            FleetMetric::FallbackSecs => "fallback_secs".into(),
+            FleetMetric::RecoverySecs => "recovery_secs".into(),
+            FleetMetric::HeldExecsUtilisation => "held_execs_utilisation".into(),
+            FleetMetric::HeldExecSecsPerMin => "held_exec_secs_per_min".into(),
+        }
+    }
+
+    fn parse(rest: &str) -> Result<FleetMetric, String> {
+        FleetMetric::all().into_iter().find(|m| m.name() == rest).ok_or_else(|| {
+            let names: Vec<String> = FleetMetric::all().iter().map(|m| format!("{FLEET}.{}", m.name())).collect();
+            format!("unknown fleet figure {rest:?}; allowed: {}", names.join(", "))
+        })
+    }
 }
 
 /// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value
@@ -53,12 +198,14 @@ impl Metric {
             Metric::Latency(m, stat) => format!("{}.{stat}", m.name()),
             Metric::Count(c) => c.name().to_owned(),
             Metric::VsBaseline(r) => format!("{VS_BASELINE}.{}", r.name()),
+            Metric::Fleet(f) => format!("{FLEET}.{}", f.name()),
         }
     }
 
     /// A metric by its name; the error lists the allowed ones.
     pub fn parse(name: &str) -> Result<Metric, String> {
         match name.split_once('.') {
+            Some((FLEET, f)) => FleetMetric::parse(f).map(Metric::Fleet),
             Some((VS_BASELINE, r)) => {
                 Ratio::ALL.into_iter().find(|x| x.name() == r).map(Metric::VsBaseline).ok_or_else(|| {
                     let names: Vec<&str> = Ratio::ALL.iter().map(|x| x.name()).collect();
@@ -283,7 +430,13 @@ pub fn metric_names() -> String {
     let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
     let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
-    format!("{}, {}, {} (stat: {})", lat.join(", "), cnt.join(", "), ratios.join(", "), LatencyStats::STATS.join(", "))
+    format!(
+        "{}, {}, {}, {FLEET}.<figure> (stat: {}; fleet figures: see the docs)",
+        lat.join(", "),
+        cnt.join(", "),
+        ratios.join(", "),
+        LatencyStats::STATS.join(", ")
+    )
 }
 
 impl Gate {
@@ -300,7 +453,7 @@ impl Gate {
             Metric::Latency(..) => {
                 parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
             }
-            Metric::Count(_) | Metric::VsBaseline(_) => {
+            Metric::Count(_) | Metric::VsBaseline(_) | Metric::Fleet(_) => {
                 rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?
             }
         };
@@ -315,7 +468,7 @@ impl Gate {
         let observed_text = match (observed, self.metric) {
             (None, _) => "not measured (no samples)".to_owned(),
             (Some(v), Metric::Latency(..)) => crate::base::units::human_us(v),
-            (Some(v), Metric::Count(_)) => format!("{}", (v * 100.0).round() / 100.0),
+            (Some(v), Metric::Count(_) | Metric::Fleet(_)) => format!("{}", (v * 100.0).round() / 100.0),
             (Some(v), Metric::VsBaseline(_)) => format!("{:.3}x the baseline", v),
         };
         GateResult {
@@ -382,6 +535,20 @@ mod tests {
         assert!(g.evaluate(Some(1.1)).observed_text.contains("1.100x"));
         assert!(Gate::parse("vs_baseline.speed < 1").unwrap_err().contains("pickup_p50"));
         assert!(Gate::parse("lost == NaN").unwrap_err().contains("finite"));
+    }
+
+    #[test]
+    fn fleet_figures_parse_by_name_and_an_unknown_one_lists_them() {
+        let g = Gate::parse("fleet.held_execs.max <= 560").unwrap();
+        assert_eq!(g.metric, Metric::Fleet(FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max)));
+        assert_eq!(g.metric.name(), "fleet.held_execs.max");
+        let g = Gate::parse("fleet.turns_demoted_pct <= 1").unwrap();
+        assert_eq!((g.metric, g.threshold), (Metric::Fleet(FleetMetric::TurnsDemotedPct), 1.0));
+        for m in FleetMetric::all() {
+            assert_eq!(Metric::parse(&format!("fleet.{}", m.name())), Ok(Metric::Fleet(m)));
+        }
+        let e = Gate::parse("fleet.held_exec.max < 3").unwrap_err();
+        assert!(e.contains("fleet.held_execs.max") && e.contains("fleet.recovery_secs"), "{e}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::base::fields::Fields;
 use crate::relay::handler::HandlerModel;
-use crate::sandbox::host::{parse_profile, HostSpec, Profiles, HOSTS};
+use crate::sandbox::host::{parse_profile, HostSpec, HostTables, HOSTS};
 use crate::scenario::fault::{FaultKind, FaultSpec, Target};
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::{Arrival, Phase, Workload};
@@ -23,6 +23,7 @@ pub mod fault;
 pub mod gate;
 pub mod pacer;
 mod rules;
+pub mod turns;
 
 use rules::{add_invariants, check_burst_calls, check_schedule_size};
 pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_NAME, NAME_ALLOWED};
@@ -146,13 +147,21 @@ impl Scenario {
             }
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
-        let mut profiles = Profiles::new();
+        let mut tables = HostTables::default();
         if let Some(mut pt) = top.table("profile")? {
             for name in pt.keys() {
                 let mut f = pt.named_table(&name)?;
                 let profile = parse_profile(&mut f, &name)?;
                 f.finish()?;
-                profiles.insert(name, profile);
+                tables.profiles.insert(name, profile);
+            }
+        }
+        if let Some(mut lt) = top.table("limits")? {
+            for name in lt.keys() {
+                let mut f = lt.named_table(&name)?;
+                let limits = crate::sandbox::host::org::parse_limits(&mut f)?;
+                f.finish()?;
+                tables.limits.insert(name, limits);
             }
         }
         let baseline = top.string("baseline")?.map(str::to_owned);
@@ -168,7 +177,7 @@ impl Scenario {
         }
         let mut cases = Vec::new();
         for mut c in case_tables {
-            let mut case = parse_case(&mut c, &common_gates, &profiles)?;
+            let mut case = parse_case(&mut c, &common_gates, &tables)?;
             let mut faults = common_faults.clone();
             for mut f in c.tables("fault")? {
                 faults.push(parse_fault(&mut f, &workload)?);
@@ -256,6 +265,21 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
 }
 
 fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+    let agent = match w.table("agent")? {
+        Some(mut a) => {
+            for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
+                if w.raw_unread(key) {
+                    let why =
+                        "cannot be given with [workload.agent]: agent turns come from sessions (steps, think times)";
+                    return Err(w.err(key, why));
+                }
+            }
+            let turns = crate::scenario::turns::AgentTurns::parse(&mut a)?;
+            a.finish()?;
+            Some(turns)
+        }
+        None => None,
+    };
     let phases = match parse_phases(w)? {
         Some(p) => {
             for key in ["duration", "turns_per_sec"] {
@@ -283,8 +307,17 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
         Some("poisson") => Arrival::Poisson,
         _ => Arrival::Constant,
     };
+    let sandboxes = w.int("sandboxes", 1, MAX_SANDBOXES)?.unwrap_or(1) as u32;
+    // Agent turns make one active phase: its rate is the fleet's expected turns per second.
+    let phases = match &agent {
+        Some(a) => {
+            let turns_per_sec = a.turns_per_sec_per_sandbox() * f64::from(sandboxes);
+            phases.into_iter().map(|p| Phase { turns_per_sec, ..p }).collect()
+        }
+        None => phases,
+    };
     Ok(Workload {
-        sandboxes: w.int("sandboxes", 1, 1024)?.unwrap_or(1) as u32,
+        sandboxes,
         arrival,
         phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
@@ -292,8 +325,13 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
         tool_timeout: w.duration("tool_timeout")?,
         seed: w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64,
         payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
+        agent,
     })
 }
+
+/// The most sandboxes one case may have (a fleet of 10,000 fits; every sandbox has a relay
+/// dir, a host and a runner).
+pub const MAX_SANDBOXES: i64 = 20_000;
 
 fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, ScenarioError> {
     let duration = h.duration("duration")?.unwrap_or(Duration::from_millis(2));
@@ -316,13 +354,13 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
     })
 }
 
-fn parse_case(c: &mut Fields<'_>, common: &[Gate], profiles: &Profiles) -> Result<CaseSpec, ScenarioError> {
+fn parse_case(c: &mut Fields<'_>, common: &[Gate], tables: &HostTables) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     check_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or("local");
     let kind = crate::sandbox::host::kind(host_name).expect("validated");
-    let host = kind.parse(c, profiles)?;
+    let host = kind.parse(c, tables)?;
     let clock = match c.choice("clock", Clock::NAMES)? {
         Some("real") | None => Clock::Real,
         Some("virtual") => Clock::Virtual,
@@ -372,10 +410,23 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
             f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
         );
     }
-    let sandbox = f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32;
+    let (sandbox, fleet) = match f.raw_peek("sandbox") {
+        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
+            Some(_) => (0, true),
+            None => unreachable!("a string was read"),
+        },
+        _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
+    };
     let calls = f.int("calls", 1, 10_000)?;
     if calls.is_some() != (kind == FaultKind::Burst) {
         return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
+    }
+    let held_execs = f.int("held_execs", 0, 10_000_000)?.map(|n| n as u32);
+    if held_execs.is_some() != (kind == FaultKind::OrgLimit) {
+        return Err(f.err("held_execs", "is required for kind = \"org-limit\" and allowed only there"));
+    }
+    if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
+        return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
     }
     let duration = match f.duration("duration")? {
         Some(_) if !kind.lasts() => {
@@ -383,12 +434,18 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
         }
         d => d.unwrap_or(kind.default_duration()),
     };
-    Ok(FaultSpec { kind, at, duration, sandbox, calls: calls.unwrap_or(0) as u32 })
+    let fleet = fleet || kind == FaultKind::OrgLimit;
+    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
 }
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
-    if let Some(d) = f.kind.daemon_fault() {
+    if f.kind.target() == Target::Org {
+        if !case.host.admits() {
+            let why = "org-limit needs host = \"remote\": the emulated daemon's requests pass through the organisation";
+            return Err(c.err("fault", why));
+        }
+    } else if let Some(d) = f.kind.daemon_fault() {
         case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
     } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
         // The sandbox's files and programs are reached through its daemon only.

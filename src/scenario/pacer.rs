@@ -46,6 +46,9 @@ pub struct Workload {
     pub seed: u64,
     /// Size of each request's args payload.
     pub payload_bytes: usize,
+    /// Agent turns as production runs them (a relay per turn), instead of the open-loop
+    /// schedule of `phases` (one relay per sandbox for the whole case).
+    pub agent: Option<super::turns::AgentTurns>,
 }
 
 /// The most calls one case may schedule. The schedule, the pairing check and the recorder
@@ -81,17 +84,28 @@ impl Workload {
     /// arrival's count (to within one turn a phase), a Poisson arrival's expectation.
     /// Saturates rather than overflows.
     pub fn planned_turns(&self) -> u64 {
+        if let Some(a) = &self.agent {
+            let per_sandbox = a.turns_per_sec_per_sandbox() * self.duration().as_secs_f64();
+            return (per_sandbox * f64::from(self.sandboxes)).ceil() as u64;
+        }
         let turns: f64 = self.phases.iter().map(|p| (p.duration.as_secs_f64() * p.turns_per_sec).ceil()).sum();
         turns as u64
     }
 
     /// How many calls the schedule holds ([`Workload::planned_turns`] × calls per turn).
     pub fn planned_calls(&self) -> u64 {
+        if let Some(a) = &self.agent {
+            return (self.planned_turns() as f64 * a.calls_per_turn()).ceil() as u64;
+        }
         self.planned_turns().saturating_mul(u64::from(self.calls_per_turn))
     }
 
-    /// Every call of the case, in intended-start order.
+    /// Every call of the case, in intended-start order (none with agent turns: their calls
+    /// follow each other's answers, not a clock).
     pub fn schedule(&self) -> Vec<Slot> {
+        if self.agent.is_some() {
+            return Vec::new();
+        }
         let mut rng = Rng::new(self.seed);
         let mut out = Vec::new();
         let mut turn = 0u64;
@@ -203,6 +217,7 @@ mod tests {
             tool_timeout: None,
             seed: 42,
             payload_bytes: 64,
+            agent: None,
         }
     }
 

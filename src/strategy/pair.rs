@@ -2,7 +2,7 @@
 //! one per sandbox; tests and benchmarks use it to drive a single relay directly.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
@@ -43,7 +43,6 @@ struct RunnerParts {
     watch_program: PathBuf,
     seed: u64,
     sink: EventSink,
-    reporter: Reporter,
     stderr_to: PathBuf,
     on_park: ParkFn,
 }
@@ -54,17 +53,30 @@ pub struct Relay {
     /// `None` when the calls are made elsewhere.
     pub writer: Option<Arc<Writer>>,
     parts: RunnerParts,
-    control: Arc<Control>,
-    runner: Option<JoinHandle<RunnerReport>>,
-    /// Runners stopped and replaced during the case: their reports, and their controls,
-    /// kept so a closed source's abandoned exec runs on until the case ends.
+    runner: Mutex<Runners>,
+}
+
+/// The runner of the turn under way, if any, and every runner this relay ran before.
+#[derive(Default)]
+struct Runners {
+    live: Option<(Arc<Control>, JoinHandle<RunnerReport>)>,
+    /// Runners stopped (a turn's end, a restart): their reports, and their controls, kept so
+    /// a closed source's abandoned exec runs on until the case ends.
     earlier: Vec<(RunnerReport, Arc<Control>)>,
 }
 
 impl Relay {
-    /// Builds both sides and starts the runner loop (inside a tokio runtime).
+    /// Builds both sides and starts the runner loop (inside a tokio runtime): one turn that
+    /// lasts until [`Relay::stop`].
     pub fn start(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
-        let reporter = Reporter::new(sink.clone(), spec.sandbox);
+        let relay = Relay::idle(spec, sink);
+        relay.begin_turn();
+        relay
+    }
+
+    /// Builds both sides with no runner yet: each agent turn starts one
+    /// ([`Relay::begin_turn`]) and stops it ([`Relay::end_turn`]), as production does.
+    pub fn idle(spec: RelaySpec<'_>, sink: &EventSink) -> Relay {
         let writer = spec.writer.map(|w| {
             let waiter = w.build(&spec.dir, Reporter::new(sink.clone(), spec.sandbox));
             let writer = Writer::new(spec.sandbox, spec.dir.clone(), waiter, sink.clone())
@@ -88,30 +100,48 @@ impl Relay {
             watch_program: spec.watch_program.to_path_buf(),
             seed: spec.seed,
             sink: sink.clone(),
-            reporter,
             stderr_to,
             on_park,
         };
-        let (control, task) = start_runner(spec.sandbox, &spec.host, &parts);
-        Relay {
-            sandbox: spec.sandbox,
-            host: spec.host,
-            writer,
-            parts,
-            control,
-            runner: Some(task),
-            earlier: Vec::new(),
+        Relay { sandbox: spec.sandbox, host: spec.host, writer, parts, runner: Mutex::default() }
+    }
+
+    fn runners(&self) -> std::sync::MutexGuard<'_, Runners> {
+        self.runner.lock().expect("relay runners poisoned")
+    }
+
+    fn control(&self) -> Option<Arc<Control>> {
+        self.runners().live.as_ref().map(|(c, _)| c.clone())
+    }
+
+    /// Starts a runner: a turn begins (its stale sweep first, then the loop). A runner
+    /// already under way is left as it is.
+    pub fn begin_turn(&self) {
+        let mut r = self.runners();
+        if r.live.is_none() {
+            r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
         }
+    }
+
+    /// Stops the turn's runner (its source closed, a held exec abandoned) and waits for its
+    /// handlers until `deadline`; returns its report (kept for [`Relay::stop`] as well).
+    pub async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, String> {
+        let (control, report) = self.stop_runner(deadline).await?;
+        self.runners().earlier.push((report.clone(), control));
+        Ok(report)
     }
 
     /// Waits until the runner is ready (its start-up done), at most `bound`.
     pub async fn ready(&self, bound: Duration) -> bool {
-        self.control.ready(bound).await
+        match self.control() {
+            Some(c) => c.ready(bound).await,
+            None => false,
+        }
     }
 
     /// Why the runner could not start, when it said so.
     pub fn start_failure(&self) -> Option<String> {
-        self.control.start_failure()
+        self.control().and_then(|c| c.start_failure())
     }
 
     /// One call through the relay, started now. Panics on a relay whose calls are made
@@ -131,24 +161,23 @@ impl Relay {
     /// Stops the runner alone (its source closed, a held exec abandoned) and starts a
     /// fresh one, as a runner restarted between turns would be. The writer is untouched:
     /// requests published meanwhile wait in the dir. Returns how long the stop took.
-    pub async fn restart_runner(&mut self, deadline: Instant) -> Result<Duration, String> {
+    pub async fn restart_runner(&self, deadline: Instant) -> Result<Duration, String> {
         let t0 = Instant::now();
-        let report = self.stop_runner(deadline).await?;
+        let (control, report) = self.stop_runner(deadline).await?;
         let took = t0.elapsed();
-        let (control, task) = start_runner(self.sandbox, &self.host, &self.parts);
-        let old = std::mem::replace(&mut self.control, control);
-        self.earlier.push((report, old));
-        self.runner = Some(task);
+        let mut r = self.runners();
+        r.earlier.push((report, control));
+        r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
         Ok(took)
     }
 
-    async fn stop_runner(&mut self, deadline: Instant) -> Result<RunnerReport, String> {
-        self.control.stop();
-        let Some(mut task) = self.runner.take() else {
-            return Err("already stopped".into());
+    async fn stop_runner(&self, deadline: Instant) -> Result<(Arc<Control>, RunnerReport), String> {
+        let Some((control, mut task)) = self.runners().live.take() else {
+            return Err("no runner under way (between turns)".into());
         };
+        control.stop();
         match tokio::time::timeout_at(deadline, &mut task).await {
-            Ok(Ok(report)) => Ok(report),
+            Ok(Ok(report)) => Ok((control, report)),
             Ok(Err(e)) => Err(format!("runner task failed: {e}")),
             Err(_) => {
                 task.abort();
@@ -157,16 +186,17 @@ impl Relay {
         }
     }
 
-    /// Stops the runner and waits for its in-flight handlers until `deadline`; a runner
-    /// still busy then is aborted and reported as such. Closes the writer too. Returns the
-    /// reports of every runner this relay ran.
-    pub async fn stop(&mut self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
+    /// Stops the runner (if a turn is under way) and waits for its in-flight handlers until
+    /// `deadline`; a runner still busy then is aborted and reported as such. Closes the
+    /// writer too. Returns the reports of every runner this relay ran.
+    pub async fn stop(&self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
         if let Some(w) = &self.writer {
             w.close();
         }
-        let last = self.stop_runner(deadline).await?;
-        let mut all: Vec<RunnerReport> = std::mem::take(&mut self.earlier).into_iter().map(|(r, _)| r).collect();
-        all.push(last);
+        let last = if self.runners().live.is_some() { Some(self.stop_runner(deadline).await?) } else { None };
+        let mut r = self.runners();
+        let mut all: Vec<RunnerReport> = std::mem::take(&mut r.earlier).into_iter().map(|(rep, _)| rep).collect();
+        all.extend(last.map(|(_, rep)| rep));
         Ok(all)
     }
 }
@@ -180,7 +210,8 @@ fn start_runner(sandbox: u32, host: &Arc<dyn Host>, p: &RunnerParts) -> (Arc<Con
         seed: p.seed,
         handler: p.handler.clone(),
         sink: &p.sink,
-        reporter: p.reporter.clone(),
+        // A fresh reporter per runner: what degraded one turn's wakes is that turn's.
+        reporter: Reporter::new(p.sink.clone(), sandbox),
         on_park: Some(p.on_park.clone()),
         stderr_to: &p.stderr_to,
     };

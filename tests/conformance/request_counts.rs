@@ -46,7 +46,7 @@ async fn an_idle_window_costs_one_exec_and_one_list() {
     assert_eq!(k, [24, 2 + 23, 0, 0, 0, 0, 0], "exec, list, read, stat, delete, write, rename");
     let discovery = r.relay.host.counts().discovery_total();
     assert_eq!(discovery, 24 + 25, "all of it discovery");
-    let mut relay = r.relay;
+    let relay = r.relay;
     relay.stop(Instant::now() + S(10)).await.unwrap();
 }
 
@@ -63,7 +63,7 @@ async fn one_call(runner: &str) -> [u64; 7] {
     assert!(matches!(r.relay.call("c1", None, S(60)).await, CallEnd::Answered(_)));
     tokio::time::sleep_until(t0 + S(70)).await;
     let k = kinds(&before, &r.relay.host.counts());
-    let mut relay = r.relay;
+    let relay = r.relay;
     relay.stop(Instant::now() + S(10)).await.unwrap();
     k
 }
@@ -102,6 +102,6 @@ async fn poll_only_lists_every_300ms_and_backs_off_to_1500ms_when_idle() {
     // The sweep's list, then lists at 0, 0.3, 0.6, 0.9, 1.2 (idle 1..5), 1.8 (600 ms),
     // 3.0 (1200 ms), then every 1.5 s: 4.5, 6.0, ..., 58.5 (37 more).
     assert_eq!(k[1], 1 + 5 + 2 + 37, "{k:?}");
-    let mut relay = r.relay;
+    let relay = r.relay;
     relay.stop(Instant::now() + S(10)).await.unwrap();
 }

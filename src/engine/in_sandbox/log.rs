@@ -74,8 +74,8 @@ impl Line {
             Msg::Notice(n) => {
                 Line::Notice { t: mono.ns_of(n.at), text: n.what.to_string(), degraded: n.what.degraded() }
             }
-            // The runner's side never runs in the sandbox writer.
-            Msg::Call(_) => return None,
+            // The runner's side never runs in the sandbox writer, nor do its turns.
+            Msg::Call(_) | Msg::Turn(_) => return None,
         })
     }
 }
@@ -217,6 +217,7 @@ fn at_of(m: &Msg) -> Instant {
     match m {
         Msg::Call(e) => e.at,
         Msg::Notice(n) => n.at,
+        Msg::Turn(m) => m.at,
     }
 }
 
@@ -308,6 +309,7 @@ mod tests {
             .map(|m| match m {
                 Msg::Call(e) => format!("{}:{}", e.call, format!("{:?}", e.kind).split('(').next().unwrap()),
                 Msg::Notice(_) => "notice".into(),
+                Msg::Turn(_) => "turn".into(),
             })
             .collect()
     }

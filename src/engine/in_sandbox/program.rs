@@ -163,7 +163,8 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
     };
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     // Its one writer stands at index 0 of the writers the calls are fired on.
-    let on_writer = super::super::firing(vec![writer.clone()], wl, done_tx);
+    let counted = Arc::new(vec![std::sync::atomic::AtomicU32::new(0)]);
+    let on_writer = super::super::drive::firing(vec![writer.clone()], wl, done_tx, counted);
     let fire: super::super::backend::Fire = Arc::new(move |_sandbox, id, at, warmup| on_writer(0, id, at, warmup));
     let pacer = super::super::backend::pace_on_a_thread(slots, epoch, wl.duration(), stop.clone(), fire);
     let mut pacer = std::pin::pin!(pacer);

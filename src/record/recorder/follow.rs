@@ -44,13 +44,15 @@ impl Intervals {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
     pub sandbox: u32,
+    /// Every sandbox (a fleet-wide fault).
+    pub all: bool,
     pub from: Instant,
     pub to: Instant,
 }
 
 impl Span {
     pub(super) fn overlaps(&self, sandbox: u32, start: Instant, end: Instant) -> bool {
-        sandbox == self.sandbox && start <= self.to && end >= self.from
+        (self.all || sandbox == self.sandbox) && start <= self.to && end >= self.from
     }
 }
 

@@ -8,6 +8,7 @@
 //! folded into the histograms as soon as both halves are in and then dropped; what stays
 //! per call is its 16-byte pairing key.
 
+mod fleet;
 mod follow;
 mod measure;
 
@@ -19,6 +20,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
 pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
 pub use measure::{new_histogram, LatencyStats, Measure};
 
@@ -65,6 +67,8 @@ pub struct Recording {
     /// Calls the writer saw answered whose runner half never arrived (an answer the
     /// runner did not announce); they are not in the histograms.
     pub unmeasured: u64,
+    /// The fleet's turns, if followed ([`Recorder::with_fleet`]).
+    pub fleet: Option<FleetRecording>,
 }
 
 impl Recording {
@@ -98,6 +102,9 @@ pub struct Recorder {
     spans: Vec<(Span, SpanStats)>,
     intervals: Option<Intervals>,
     live: Option<Arc<AtomicU64>>,
+    fleet: Option<Fleet>,
+    /// The latest time any message carried.
+    last_at: Option<Instant>,
 }
 
 impl Default for Recorder {
@@ -120,7 +127,15 @@ impl Recorder {
             spans: Vec::new(),
             intervals: None,
             live: None,
+            fleet: None,
+            last_at: None,
         }
+    }
+
+    /// Follows the fleet's turns and health (see [`Fleet::new`]).
+    pub fn with_fleet(mut self, fleet: Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
     }
 
     /// Keeps pickup histograms per `interval` from `epoch` (by publication time), at most
@@ -180,6 +195,13 @@ impl Recorder {
         let ev = match msg {
             Msg::Call(ev) => ev,
             Msg::Notice(n) => return self.notice(n),
+            Msg::Turn(m) => {
+                self.last_at = self.last_at.max(Some(m.at));
+                if let Some(f) = &mut self.fleet {
+                    f.mark(m);
+                }
+                return;
+            }
         };
         let key = call_key(ev.sandbox, &ev.call);
         match &ev.kind {
@@ -207,6 +229,9 @@ impl Recorder {
     }
 
     fn notice(&mut self, n: &Notice) {
+        if let Some(f) = &mut self.fleet {
+            f.notice(n.sandbox, &n.what, n.at);
+        }
         self.notices_total += 1;
         if self.notices.len() < MAX_NOTICES {
             self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
@@ -267,6 +292,8 @@ impl Recorder {
 
     pub fn finish(mut self) -> Recording {
         let pairing = std::mem::take(&mut self.pairing).finish();
+        let end = self.last_at;
+        let fleet = self.fleet.take().map(|f| f.finish(end.unwrap_or_else(Instant::now)));
         Recording {
             hist: self.hist,
             calls: self.calls,
@@ -278,6 +305,7 @@ impl Recorder {
             timed_notices: self.timed,
             spans: self.spans.into_iter().map(|(_, st)| st).collect(),
             unmeasured: self.waiting.writers_waiting(),
+            fleet,
         }
     }
 }

@@ -71,362 +71,393 @@ impl Output for Markdown {
 impl Markdown {
     pub fn render(&self, s: &Summary) -> Vec<u8> {
         let mut o = String::new();
-        let verdict = if s.interrupted {
-            "INTERRUPTED"
-        } else if s.pass {
-            "PASS"
+        header(&mut o, s);
+        results(&mut o, s);
+        super::verdict::render(&mut o, s);
+        baseline(&mut o, s);
+        gates(&mut o, s);
+        latency(&mut o, s);
+        calls_and_requests(&mut o, s);
+        faults(&mut o, s);
+        super::fleet::render(&mut o, s);
+        charts(&mut o, s);
+        cases(&mut o, s);
+        calibration(&mut o, s);
+        along_the_way(&mut o, s);
+        o.into_bytes()
+    }
+}
+
+/// The title with the run's verdict, the description, and where and how it ran.
+fn header(o: &mut String, s: &Summary) {
+    let verdict = if s.interrupted {
+        "INTERRUPTED"
+    } else if s.pass {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    let _ = writeln!(o, "# relay-bench: {} — {verdict}\n", s.scenario);
+    if !s.description.is_empty() {
+        let _ = writeln!(o, "{}\n", s.description);
+    }
+    let e = &s.environment;
+    let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
+    let clock = match virtuals {
+        0 => "clock: real (wall time, real files and inotify)",
+        n if n == s.results.len() => "clock: virtual (simulated time over an in-memory sandbox: timings come from the model, not from this machine's speed)",
+        _ => "clocks: real and virtual (cases marked *virtual* ran in simulated time over an in-memory sandbox)",
+    };
+    let _ = writeln!(
+        o,
+        "{} {} v{} · started {} · {} · kernel {} · {} cpus · relay dirs on {} ({}) · {} build · {clock}\n",
+        s.tool.name,
+        s.scenario_origin,
+        s.tool.version,
+        s.started_at,
+        e.arch,
+        e.kernel,
+        e.cpus,
+        e.relay_fs,
+        e.relay_root,
+        e.build
+    );
+    if e.build == "debug" {
+        let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
+    }
+}
+
+/// One row per case.
+fn results(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "## Results\n");
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("case", L),
+            ("strategy", L),
+            ("writer", L),
+            ("departs from production", L),
+            ("calls", R),
+            ("lost", R),
+            ("wake p50 / p99", L),
+            ("pickup p50 / p99", L),
+            ("completion p50 / p99", L),
+            ("discovery/min/dir", R),
+            ("gates", L),
+        ],
+    );
+    for r in &s.results {
+        let passed = r.gates.iter().filter(|g| g.pass).count();
+        let mark = if r.interrupted {
+            "interrupted".to_owned()
+        } else if r.pass {
+            format!("✅ {passed}/{}", r.gates.len())
         } else {
-            "FAIL"
+            format!("❌ {passed}/{}", r.gates.len())
         };
-        let _ = writeln!(o, "# relay-bench: {} — {verdict}\n", s.scenario);
-        if !s.description.is_empty() {
-            let _ = writeln!(o, "{}\n", s.description);
+        t.row(&[
+            format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
+            r.strategy.clone(),
+            r.writer.clone(),
+            design(r),
+            r.calls.completed.to_string(),
+            r.calls.lost.to_string(),
+            pair(&r.latency_us.wake),
+            pair(&r.latency_us.pickup),
+            pair(&r.latency_us.completion),
+            rate(r.requests.discovery_per_min, !r.requests.not_measured),
+            mark,
+        ]);
+    }
+}
+
+/// Each case against the scenario's baseline case.
+fn baseline(o: &mut String, s: &Summary) {
+    if let Some(b) = &s.baseline {
+        let _ = writeln!(o, "\n## Against the baseline ({b})\n");
+        for r in &s.results {
+            if let Some(c) = &r.vs_baseline {
+                let _ = writeln!(o, "- **{}**: {}", r.case, c.text);
+            }
         }
-        let e = &s.environment;
-        let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
-        let clock = match virtuals {
-            0 => "clock: real (wall time, real files and inotify)",
-            n if n == s.results.len() => "clock: virtual (simulated time over an in-memory sandbox: timings come from the model, not from this machine's speed)",
-            _ => "clocks: real and virtual (cases marked *virtual* ran in simulated time over an in-memory sandbox)",
-        };
+    }
+}
+
+/// Every gate of every case.
+fn gates(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "\n## Gates\n");
+    for r in &s.results {
+        for g in &r.gates {
+            let _ = writeln!(
+                o,
+                "- {} **{}** `{}` — observed {}",
+                if g.pass { "✅" } else { "❌" },
+                r.case,
+                g.expr,
+                g.observed_text
+            );
+        }
+    }
+}
+
+/// The latency distributions of every case.
+fn latency(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "\n## Latency distributions\n");
+    let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
+    let mut t = MdTable::new(
+        o,
+        &[("case", L), ("measure", L), ("samples", R), ("p50", R), ("p90", R), ("p99", R), ("p99.9", R), ("max", R)],
+    );
+    for r in &s.results {
+        let l = &r.latency_us;
+        latency_row(&mut t, &r.case, "wake", &l.wake);
+        latency_row(&mut t, &r.case, "pickup", &l.pickup);
+        latency_row(&mut t, &r.case, "completion", &l.completion);
+        latency_row(&mut t, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
+        latency_row(&mut t, &r.case, "relay overhead", &l.relay_overhead);
+        latency_row(&mut t, &r.case, "schedule lag", &r.schedule_lag_us);
+    }
+}
+
+/// How calls ended, and the request rates.
+fn calls_and_requests(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "\n## Calls and requests\n");
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("case", L),
+            ("scheduled", R),
+            ("ok", R),
+            ("error", R),
+            ("paused", R),
+            ("lost", R),
+            ("duplicated", R),
+            ("leftover files", R),
+        ],
+    );
+    for r in &s.results {
+        let c = &r.calls;
+        t.row(&[
+            r.case.clone(),
+            c.scheduled.to_string(),
+            c.ok.to_string(),
+            c.error.to_string(),
+            c.paused.to_string(),
+            c.lost.to_string(),
+            c.duplicated.to_string(),
+            r.leftover_files.to_string(),
+        ]);
+    }
+    let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("case", L),
+            ("discovery/min/dir", R),
+            ("busy", R),
+            ("idle", R),
+            ("active phases", R),
+            ("idle phases", R),
+            ("data/min/dir", R),
+            ("requests by kind", L),
+        ],
+    );
+    for r in &s.results {
+        let q = &r.requests;
+        let visible = !q.not_measured;
+        let kinds: Vec<String> = q.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        t.row(&[
+            r.case.clone(),
+            rate(q.discovery_per_min, visible),
+            stretch(&q.busy, visible),
+            stretch(&q.idle, visible),
+            stretch(&q.active_phases, visible),
+            stretch(&q.idle_phases, visible),
+            rate(q.data_per_min, visible),
+            if visible { kinds.join(", ") } else { "-".into() },
+        ]);
+    }
+}
+
+/// One row per fault of the schedule.
+fn faults(o: &mut String, s: &Summary) {
+    if s.results.iter().any(|r| !r.faults.is_empty()) {
+        let _ = writeln!(o, "\n## Faults\n");
         let _ = writeln!(
             o,
-            "{} {} v{} · started {} · {} · kernel {} · {} cpus · relay dirs on {} ({}) · {} build · {clock}\n",
-            s.tool.name,
-            s.scenario_origin,
-            s.tool.version,
-            s.started_at,
-            e.arch,
-            e.kernel,
-            e.cpus,
-            e.relay_fs,
-            e.relay_root,
-            e.build
+            "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
+            crate::base::units::human(crate::scenario::fault::AFTERMATH)
         );
-        if e.build == "debug" {
-            let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
-        }
-
-        let _ = writeln!(o, "## Results\n");
         let mut t = MdTable::new(
-            &mut o,
+            o,
             &[
                 ("case", L),
-                ("strategy", L),
-                ("writer", L),
-                ("departs from production", L),
-                ("calls", R),
-                ("lost", R),
-                ("wake p50 / p99", L),
-                ("pickup p50 / p99", L),
-                ("completion p50 / p99", L),
-                ("discovery/min/dir", R),
-                ("gates", L),
+                ("fault", L),
+                ("sandbox", R),
+                ("struck / ended", L),
+                ("detected (after)", L),
+                ("recovery", L),
+                ("calls touched: answered / failed", L),
+                ("worst pickup", R),
+                ("ok", L),
             ],
         );
         for r in &s.results {
-            let passed = r.gates.iter().filter(|g| g.pass).count();
-            let mark = if r.interrupted {
-                "interrupted".to_owned()
-            } else if r.pass {
-                format!("✅ {passed}/{}", r.gates.len())
+            for f in &r.faults {
+                let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
+                let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
+                t.row(&[
+                    r.case.clone(),
+                    format!("`{}`", f.kind),
+                    f.sandbox.to_string(),
+                    format!("{:.1} s / {:.1} s", f.at_secs, f.until_secs),
+                    format!("{}{after}", f.detected),
+                    format!("{}{stop}", f.recovery),
+                    format!("{}: {} / {}", f.calls, f.answered, f.failed),
+                    f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
+                    (if f.ok { "✅" } else { "❌" }).to_owned(),
+                ]);
+            }
+        }
+    }
+}
+
+/// The charts drawn beside this file, linked when they will exist.
+fn charts(o: &mut String, s: &Summary) {
+    // The charts drawn beside this file (see `chart`), linked when they will exist.
+    let any_latency = s.results.iter().any(|r| r.latency_us.pickup.count > 0);
+    let charts = [
+        ("latency-percentiles", "latency by percentile", any_latency),
+        ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.breakdown_ms().is_some())),
+        (
+            "discovery-over-time",
+            "discovery requests over time",
+            s.results.iter().any(|r| !r.requests.not_measured && !r.requests.timeline.is_empty()),
+        ),
+        ("faults-pickup-over-time", "pickup over time, faults shaded", s.results.iter().any(|r| !r.faults.is_empty())),
+    ];
+    if charts.iter().any(|c| c.2) {
+        let _ = writeln!(o, "\n## Charts\n");
+        for (file, title, _) in charts.iter().filter(|c| c.2) {
+            let _ = writeln!(o, "![{title}](charts/{file}.png) ([SVG](charts/{file}.svg))\n");
+        }
+    }
+}
+
+/// What each case ran on, and what it could not measure.
+fn cases(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "\n## Cases\n");
+    for r in &s.results {
+        let _ = writeln!(
+            o,
+            "- **{}** — host: {}; runner `{}`: {}; writer `{}`: {}",
+            r.case, r.host_params, r.strategy, r.strategy_params, r.writer, r.writer_params
+        );
+        if let Some(l) = &r.injected_leg_us {
+            let _ = writeln!(
+                o,
+                "  - latency legs actually injected (one way, {} legs): p50 {}, p99 {}, max {}",
+                l.count,
+                us(l.p50),
+                us(l.p99),
+                us(l.max)
+            );
+        }
+        if let Some(side) = &r.sandbox_side {
+            let _ = writeln!(
+                o,
+                "  - in the sandbox: the writer and the watch program ran there (relay-bench uploaded, {:.1} MB in {:.0} ms, to {}; daemon {}); its clock joined to this one from {} round trips: offset {:.3} ms, drift {:.1} ppm, **wake, pickup and relay overhead ±{:.3} ms**, completion exact (one clock)",
+                side.program_bytes as f64 / 1e6,
+                side.upload_ms,
+                side.root,
+                side.daemon_version.as_deref().unwrap_or("version not known"),
+                side.clock_readings,
+                side.clock_offset_ms,
+                side.clock_drift_ppm,
+                side.clock_uncertainty_ms
+            );
+        }
+        if r.runner.startup_ms >= STARTUP_SHOWN_MS {
+            let _ = writeln!(
+                o,
+                "  - start-up before the schedule: {} (the slowest runner's: its stale sweep, or a black-box runner's answer to the probe call)",
+                us(r.runner.startup_ms * 1000.0)
+            );
+        }
+        for u in &r.unavailable {
+            let _ = writeln!(o, "  - not measured: {u}");
+        }
+        if r.calls.unmeasured > 0 {
+            let _ = writeln!(
+                o,
+                "  - answered but not in these histograms: {} call(s) whose answer no runner announced",
+                r.calls.unmeasured
+            );
+        }
+        if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
+            let _ = writeln!(
+                o,
+                "  - requests carried inline by the watch: {}; timer scans that found work the watch missed: {}",
+                r.runner.inline, r.runner.missed_by_source
+            );
+        }
+    }
+}
+
+/// This machine's floor, when measured.
+fn calibration(o: &mut String, s: &Summary) {
+    if let Some(c) = &s.calibration {
+        let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
+        let mut t = MdTable::new(o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
+        for (name, st) in [
+            ("rename -> inotify event delivered", &c.inotify_rename_us),
+            ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
+            ("list a 16-file dir", &c.list_16_files_us),
+        ] {
+            if st.count == 0 {
+                t.row(&[name, "0", "-", "-", "-"]);
             } else {
-                format!("❌ {passed}/{}", r.gates.len())
-            };
-            t.row(&[
-                format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
-                r.strategy.clone(),
-                r.writer.clone(),
-                design(r),
-                r.calls.completed.to_string(),
-                r.calls.lost.to_string(),
-                pair(&r.latency_us.wake),
-                pair(&r.latency_us.pickup),
-                pair(&r.latency_us.completion),
-                rate(r.requests.discovery_per_min, !r.requests.not_measured),
-                mark,
-            ]);
+                t.row(&[name.to_owned(), st.count.to_string(), us(st.p50), us(st.p99), us(st.max)]);
+            }
         }
+        if c.inotify_missed > 0 {
+            let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
+        }
+    } else {
+        let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
+    }
+}
 
-        super::verdict::render(&mut o, s);
-
-        if let Some(b) = &s.baseline {
-            let _ = writeln!(o, "\n## Against the baseline ({b})\n");
-            for r in &s.results {
-                if let Some(c) = &r.vs_baseline {
-                    let _ = writeln!(o, "- **{}**: {}", r.case, c.text);
-                }
-            }
+/// Breaches, degraded wakes and notices, per case; the cases not run.
+fn along_the_way(o: &mut String, s: &Summary) {
+    let mut said = false;
+    for r in &s.results {
+        if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
+            continue;
         }
-
-        let _ = writeln!(o, "\n## Gates\n");
-        for r in &s.results {
-            for g in &r.gates {
-                let _ = writeln!(
-                    o,
-                    "- {} **{}** `{}` — observed {}",
-                    if g.pass { "✅" } else { "❌" },
-                    r.case,
-                    g.expr,
-                    g.observed_text
-                );
-            }
+        if !said {
+            let _ = writeln!(o, "\n## What happened along the way\n");
+            said = true;
         }
-
-        let _ = writeln!(o, "\n## Latency distributions\n");
-        let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
-        let mut t = MdTable::new(
-            &mut o,
-            &[
-                ("case", L),
-                ("measure", L),
-                ("samples", R),
-                ("p50", R),
-                ("p90", R),
-                ("p99", R),
-                ("p99.9", R),
-                ("max", R),
-            ],
-        );
-        for r in &s.results {
-            let l = &r.latency_us;
-            latency_row(&mut t, &r.case, "wake", &l.wake);
-            latency_row(&mut t, &r.case, "pickup", &l.pickup);
-            latency_row(&mut t, &r.case, "completion", &l.completion);
-            latency_row(&mut t, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
-            latency_row(&mut t, &r.case, "relay overhead", &l.relay_overhead);
-            latency_row(&mut t, &r.case, "schedule lag", &r.schedule_lag_us);
+        let _ = writeln!(o, "### {}\n", r.case);
+        for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
+            let _ = writeln!(o, "- pairing violation `{k}`: {n}");
         }
-
-        let _ = writeln!(o, "\n## Calls and requests\n");
-        let mut t = MdTable::new(
-            &mut o,
-            &[
-                ("case", L),
-                ("scheduled", R),
-                ("ok", R),
-                ("error", R),
-                ("paused", R),
-                ("lost", R),
-                ("duplicated", R),
-                ("leftover files", R),
-            ],
-        );
-        for r in &s.results {
-            let c = &r.calls;
-            t.row(&[
-                r.case.clone(),
-                c.scheduled.to_string(),
-                c.ok.to_string(),
-                c.error.to_string(),
-                c.paused.to_string(),
-                c.lost.to_string(),
-                c.duplicated.to_string(),
-                r.leftover_files.to_string(),
-            ]);
+        for b in r.pairing_violations.listed.iter().take(20) {
+            let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
         }
-        let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
-        let mut t = MdTable::new(
-            &mut o,
-            &[
-                ("case", L),
-                ("discovery/min/dir", R),
-                ("busy", R),
-                ("idle", R),
-                ("active phases", R),
-                ("idle phases", R),
-                ("data/min/dir", R),
-                ("requests by kind", L),
-            ],
-        );
-        for r in &s.results {
-            let q = &r.requests;
-            let visible = !q.not_measured;
-            let kinds: Vec<String> =
-                q.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-            t.row(&[
-                r.case.clone(),
-                rate(q.discovery_per_min, visible),
-                stretch(&q.busy, visible),
-                stretch(&q.idle, visible),
-                stretch(&q.active_phases, visible),
-                stretch(&q.idle_phases, visible),
-                rate(q.data_per_min, visible),
-                if visible { kinds.join(", ") } else { "-".into() },
-            ]);
+        for d in &r.runner.degraded {
+            let _ = writeln!(o, "- degraded: {d}");
         }
-
-        if s.results.iter().any(|r| !r.faults.is_empty()) {
-            let _ = writeln!(o, "\n## Faults\n");
-            let _ = writeln!(
-                o,
-                "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
-                crate::base::units::human(crate::scenario::fault::AFTERMATH)
-            );
-            let mut t = MdTable::new(
-                &mut o,
-                &[
-                    ("case", L),
-                    ("fault", L),
-                    ("sandbox", R),
-                    ("struck / ended", L),
-                    ("detected (after)", L),
-                    ("recovery", L),
-                    ("calls touched: answered / failed", L),
-                    ("worst pickup", R),
-                    ("ok", L),
-                ],
-            );
-            for r in &s.results {
-                for f in &r.faults {
-                    let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
-                    let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
-                    t.row(&[
-                        r.case.clone(),
-                        format!("`{}`", f.kind),
-                        f.sandbox.to_string(),
-                        format!("{:.1} s / {:.1} s", f.at_secs, f.until_secs),
-                        format!("{}{after}", f.detected),
-                        format!("{}{stop}", f.recovery),
-                        format!("{}: {} / {}", f.calls, f.answered, f.failed),
-                        f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
-                        (if f.ok { "✅" } else { "❌" }).to_owned(),
-                    ]);
-                }
-            }
+        for n in r.notices.iter().take(20) {
+            let _ = writeln!(o, "- {n}");
         }
-
-        // The charts drawn beside this file (see `chart`), linked when they will exist.
-        let any_latency = s.results.iter().any(|r| r.latency_us.pickup.count > 0);
-        let charts = [
-            ("latency-percentiles", "latency by percentile", any_latency),
-            ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.breakdown_ms().is_some())),
-            (
-                "discovery-over-time",
-                "discovery requests over time",
-                s.results.iter().any(|r| !r.requests.not_measured && !r.requests.timeline.is_empty()),
-            ),
-            (
-                "faults-pickup-over-time",
-                "pickup over time, faults shaded",
-                s.results.iter().any(|r| !r.faults.is_empty()),
-            ),
-        ];
-        if charts.iter().any(|c| c.2) {
-            let _ = writeln!(o, "\n## Charts\n");
-            for (file, title, _) in charts.iter().filter(|c| c.2) {
-                let _ = writeln!(o, "![{title}](charts/{file}.png) ([SVG](charts/{file}.svg))\n");
-            }
+        if r.notices_total as usize > r.notices.len().min(20) {
+            let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
         }
-
-        let _ = writeln!(o, "\n## Cases\n");
-        for r in &s.results {
-            let _ = writeln!(
-                o,
-                "- **{}** — host: {}; runner `{}`: {}; writer `{}`: {}",
-                r.case, r.host_params, r.strategy, r.strategy_params, r.writer, r.writer_params
-            );
-            if let Some(l) = &r.injected_leg_us {
-                let _ = writeln!(
-                    o,
-                    "  - latency legs actually injected (one way, {} legs): p50 {}, p99 {}, max {}",
-                    l.count,
-                    us(l.p50),
-                    us(l.p99),
-                    us(l.max)
-                );
-            }
-            if let Some(side) = &r.sandbox_side {
-                let _ = writeln!(
-                    o,
-                    "  - in the sandbox: the writer and the watch program ran there (relay-bench uploaded, {:.1} MB in {:.0} ms, to {}; daemon {}); its clock joined to this one from {} round trips: offset {:.3} ms, drift {:.1} ppm, **wake, pickup and relay overhead ±{:.3} ms**, completion exact (one clock)",
-                    side.program_bytes as f64 / 1e6,
-                    side.upload_ms,
-                    side.root,
-                    side.daemon_version.as_deref().unwrap_or("version not known"),
-                    side.clock_readings,
-                    side.clock_offset_ms,
-                    side.clock_drift_ppm,
-                    side.clock_uncertainty_ms
-                );
-            }
-            if r.runner.startup_ms >= STARTUP_SHOWN_MS {
-                let _ = writeln!(
-                    o,
-                    "  - start-up before the schedule: {} (the slowest runner's: its stale sweep, or a black-box runner's answer to the probe call)",
-                    us(r.runner.startup_ms * 1000.0)
-                );
-            }
-            for u in &r.unavailable {
-                let _ = writeln!(o, "  - not measured: {u}");
-            }
-            if r.calls.unmeasured > 0 {
-                let _ = writeln!(
-                    o,
-                    "  - answered but not in these histograms: {} call(s) whose answer no runner announced",
-                    r.calls.unmeasured
-                );
-            }
-            if r.runner.inline > 0 || r.runner.missed_by_source > 0 {
-                let _ = writeln!(
-                    o,
-                    "  - requests carried inline by the watch: {}; timer scans that found work the watch missed: {}",
-                    r.runner.inline, r.runner.missed_by_source
-                );
-            }
-        }
-
-        if let Some(c) = &s.calibration {
-            let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
-            let mut t = MdTable::new(&mut o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
-            for (name, st) in [
-                ("rename -> inotify event delivered", &c.inotify_rename_us),
-                ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
-                ("list a 16-file dir", &c.list_16_files_us),
-            ] {
-                if st.count == 0 {
-                    t.row(&[name, "0", "-", "-", "-"]);
-                } else {
-                    t.row(&[name.to_owned(), st.count.to_string(), us(st.p50), us(st.p99), us(st.max)]);
-                }
-            }
-            if c.inotify_missed > 0 {
-                let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
-            }
-        } else {
-            let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
-        }
-
-        let mut said = false;
-        for r in &s.results {
-            if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
-                continue;
-            }
-            if !said {
-                let _ = writeln!(o, "\n## What happened along the way\n");
-                said = true;
-            }
-            let _ = writeln!(o, "### {}\n", r.case);
-            for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
-                let _ = writeln!(o, "- pairing violation `{k}`: {n}");
-            }
-            for b in r.pairing_violations.listed.iter().take(20) {
-                let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
-            }
-            for d in &r.runner.degraded {
-                let _ = writeln!(o, "- degraded: {d}");
-            }
-            for n in r.notices.iter().take(20) {
-                let _ = writeln!(o, "- {n}");
-            }
-            if r.notices_total as usize > r.notices.len().min(20) {
-                let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
-            }
-        }
-        if !s.cases_not_run.is_empty() {
-            let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
-        }
-        o.into_bytes()
+    }
+    if !s.cases_not_run.is_empty() {
+        let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
     }
 }
 

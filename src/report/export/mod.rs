@@ -4,6 +4,7 @@
 
 #[cfg(test)]
 mod fixture;
+mod fleet;
 mod gfm;
 pub mod hdr;
 mod json;

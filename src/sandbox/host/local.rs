@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{BuiltHost, Busy, Host, HostKind, HostSpec, Kind, Profiles, Purpose, RequestCounter, RequestCounts};
+use super::{
+    BuiltHost, Busy, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts, Seat,
+};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::sandbox::dir::{ExecOutput, Lines, RealDir, RelayDir};
 use crate::BoxFut;
@@ -94,9 +96,11 @@ impl HostKind for Local {
         "the relay dir on this machine, touched directly (every operation still counted)"
     }
 
-    fn parse(&self, case: &mut Fields<'_>, _: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        if case.raw_peek("profile").is_some() {
-            return Err(case.err("profile", "applies only to a host with a daemon (host = \"remote\")"));
+    fn parse(&self, case: &mut Fields<'_>, _: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        for key in ["profile", "limits"] {
+            if case.raw_peek(key).is_some() {
+                return Err(case.err(key, "applies only to a host with a daemon (host = \"remote\")"));
+            }
         }
         Ok(Arc::new(LocalSpec))
     }
@@ -111,8 +115,8 @@ impl HostSpec for LocalSpec {
         "local directory, no injected latency".into()
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, _seed: u64) -> io::Result<BuiltHost> {
-        Ok(BuiltHost { host: Arc::new(LocalHost::over(dir, busy)), daemon: None, sandbox: None })
+    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+        Ok(BuiltHost { host: Arc::new(LocalHost::over(seat.dir, seat.busy)), daemon: None, sandbox: None })
     }
 
     fn dir_is_local(&self) -> bool {

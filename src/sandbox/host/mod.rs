@@ -9,6 +9,7 @@
 mod agent;
 mod busy;
 mod local;
+pub mod org;
 mod remote;
 mod wire;
 
@@ -257,6 +258,19 @@ pub enum DaemonFault {
     Blackhole,
 }
 
+/// Where a host is built: one relay dir of one sandbox of a case's organisation.
+pub struct Seat {
+    pub dir: Arc<dyn RelayDir>,
+    /// The dir's in-flight gauge.
+    pub busy: Arc<Busy>,
+    /// Drives any latency draws.
+    pub seed: u64,
+    /// The sandbox's index in the case.
+    pub sandbox: u32,
+    /// The organisation every sandbox of the case shares (its limits and gauges).
+    pub org: Arc<org::Org>,
+}
+
 /// A host built for one relay dir, and what the fault schedule can act on through it.
 pub struct BuiltHost {
     pub host: Arc<dyn Host>,
@@ -266,13 +280,21 @@ pub struct BuiltHost {
     pub sandbox: Option<Arc<SandboxControl>>,
 }
 
+/// What a scenario defines for its hosts to name: latency profiles (`[profile.NAME]`) and
+/// limits (`[limits.NAME]`).
+#[derive(Debug, Clone, Default)]
+pub struct HostTables {
+    pub profiles: Profiles,
+    pub limits: org::NamedLimits,
+}
+
 /// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
 /// [`HOSTS`]. It reads its own keys from the case table.
 pub trait HostKind: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help` and the README.
     fn about(&self) -> &'static str;
-    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError>;
+    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError>;
 }
 
 /// A parsed host: what it models, and how to build it over one relay dir.
@@ -280,9 +302,8 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     /// What the host models, as a person reads it.
     fn params(&self) -> String;
-    /// The host of one relay dir; `busy` is the dir's in-flight gauge, `seed` drives any
-    /// latency draws.
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost>;
+    /// The host of one relay dir (see [`Seat`]).
+    fn build(&self, seat: Seat) -> io::Result<BuiltHost>;
     /// Whether it can take `fault` on its daemon or wire; `Err` says why not (checked when
     /// the scenario is read).
     fn takes(&self, fault: DaemonFault) -> Result<(), String> {
@@ -304,6 +325,15 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
     fn missing_here(&self) -> Option<String> {
         None
+    }
+    /// The limits of the remote side it enforces (none: every request is only counted).
+    fn limits(&self) -> org::Limits {
+        org::Limits::default()
+    }
+    /// Whether its requests pass through the case's organisation ([`org::Org::admit`]): its
+    /// gauges and limits (and an `org-limit` fault) mean something for this host.
+    fn admits(&self) -> bool {
+        false
     }
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).
     fn needs_real_clock(&self) -> bool {

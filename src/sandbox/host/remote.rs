@@ -26,7 +26,11 @@ use hdrhistogram::Histogram;
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
-use super::{BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, Kind, Purpose, RequestCounter, RequestCounts};
+use super::org::{Limits, Org, Ticket};
+use super::{
+    BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts,
+    Seat,
+};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio;
 use crate::base::rng::Rng;
@@ -131,6 +135,9 @@ pub struct Daemon {
     counter: RequestCounter,
     paid: Mutex<Histogram<u64>>,
     outage: watch::Sender<Outage>,
+    /// The organisation its requests are admitted by, and its sandbox's index there.
+    org: Arc<Org>,
+    sandbox: u32,
 }
 
 impl Daemon {
@@ -142,7 +149,16 @@ impl Daemon {
             paid: Mutex::new(new_histogram()),
             profile,
             outage: watch::Sender::new(Outage::default()),
+            org: Org::unlimited(1),
+            sandbox: 0,
         }
+    }
+
+    /// The daemon of sandbox `sandbox` of `org` (alone in an organisation of its own, with
+    /// no limits, otherwise).
+    pub fn in_org(mut self, org: Arc<Org>, sandbox: u32) -> Daemon {
+        (self.org, self.sandbox) = (org, sandbox);
+        self
     }
 
     fn leg(&self) -> Duration {
@@ -184,11 +200,27 @@ impl Daemon {
         self.outage.send_modify(|o| o.paused_until = Some(Instant::now() + d));
     }
 
-    /// One request: a slot, the request leg, `op` on the sandbox side, the response leg.
+    /// One request: admitted by the organisation (or queued, or refused), a slot, the
+    /// request leg, `op` on the sandbox side, the response leg. A held exec that outlasts
+    /// the proxy's idle timeout is cut.
     pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
         self.counter.count(purpose, kind);
+        let _ticket: Ticket = self.org.admit(self.sandbox, kind).await?;
         let mut outage = self.outage.subscribe();
         let at_start = *outage.borrow_and_update();
+        let cut = async {
+            match self.org.idle_timeout().filter(|_| kind == Kind::Exec) {
+                Some(t) => {
+                    tokio::time::sleep(t).await;
+                    self.org.note_cut();
+                    io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        format!("the proxy cut the held request after {} without bytes", human(t)),
+                    )
+                }
+                None => std::future::pending().await,
+            }
+        };
         let work = async {
             let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
             self.unpaused().await;
@@ -206,6 +238,7 @@ impl Daemon {
         tokio::select! {
             out = work => out,
             why = broken(&mut outage, at_start, kind) => Err(why),
+            why = cut => Err(why),
         }
     }
 
@@ -399,7 +432,10 @@ pub struct Remote;
 pub const REMOTE: Remote = Remote;
 
 #[derive(Debug)]
-struct RemoteSpec(LatencyProfile);
+struct RemoteSpec {
+    profile: LatencyProfile,
+    limits: Limits,
+}
 
 impl super::DaemonControl for Daemon {
     fn restart(&self, down: Duration) -> Result<(), String> {
@@ -425,11 +461,13 @@ impl HostKind for Remote {
         "a sandbox behind an emulated daemon: every request pays two latency legs from a profile"
     }
 
-    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        let profile = case_profile(case, profiles)?.ok_or_else(|| {
-            case.err("profile", format!("is required with host = \"remote\"; allowed: {}", profile_names(profiles)))
+    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        let profile = case_profile(case, &tables.profiles)?.ok_or_else(|| {
+            let allowed = profile_names(&tables.profiles);
+            case.err("profile", format!("is required with host = \"remote\"; allowed: {allowed}"))
         })?;
-        Ok(Arc::new(RemoteSpec(profile)))
+        let limits = super::org::case_limits(case, &tables.limits)?.unwrap_or_default();
+        Ok(Arc::new(RemoteSpec { profile, limits }))
     }
 }
 
@@ -454,12 +492,22 @@ impl HostSpec for RemoteSpec {
     }
 
     fn params(&self) -> String {
-        format!("{}; latency injected in user space (tokio timers, no netem)", self.0.describe())
+        let limits = if self.limits.any() { format!("; limits: {}", self.limits.describe()) } else { String::new() };
+        format!("{}; latency injected in user space (tokio timers, no netem){limits}", self.profile.describe())
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
-        let daemon = Arc::new(Daemon::new(self.0.clone(), seed, busy));
-        Ok(BuiltHost { host: Arc::new(RemoteHost::over(dir, daemon.clone())), daemon: Some(daemon), sandbox: None })
+    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+        let daemon = Arc::new(Daemon::new(self.profile.clone(), seat.seed, seat.busy).in_org(seat.org, seat.sandbox));
+        let host = Arc::new(RemoteHost::over(seat.dir, daemon.clone()));
+        Ok(BuiltHost { host, daemon: Some(daemon), sandbox: None })
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits.clone()
+    }
+
+    fn admits(&self) -> bool {
+        true
     }
 
     fn takes(&self, fault: DaemonFault) -> Result<(), String> {

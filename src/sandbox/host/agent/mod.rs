@@ -28,8 +28,8 @@ use hyper::Method;
 use serde::Deserialize;
 
 use super::{
-    BuiltHost, Busy, DaemonFault, DelayProxy, Host, HostKind, HostSpec, Kind, LatencyProfile, Profiles, Purpose,
-    RequestCounter, RequestCounts,
+    BuiltHost, Busy, DaemonFault, DelayProxy, Host, HostKind, HostSpec, HostTables, Kind, LatencyProfile, Purpose,
+    RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
 use crate::sandbox::dir::{ExecOutput, Lines, RelayDir};
@@ -285,7 +285,11 @@ impl HostKind for SandboxAgent {
         "the real sandbox-agent daemon over HTTP, one per sandbox on loopback (or yours: url), optionally behind a delay proxy; in_sandbox = true runs the writer there (real clock)"
     }
 
-    fn parse(&self, case: &mut Fields<'_>, profiles: &Profiles) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
+        if case.raw_peek("limits").is_some() {
+            let why = "limits are enforced on the emulated daemon (host = \"remote\"); a real daemon's are its own";
+            return Err(case.err("limits", why));
+        }
         let url = match case.string("url")? {
             Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
             None => None,
@@ -296,7 +300,7 @@ impl HostKind for SandboxAgent {
             Some(b) => Err(format!("binary = {b:?}: no such file")),
             None => find_binary(),
         };
-        let profile = super::remote::case_profile(case, profiles)?;
+        let profile = super::remote::case_profile(case, &tables.profiles)?;
         let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
             (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
             (false, None) => None,
@@ -341,7 +345,8 @@ impl HostSpec for AgentSpec {
         format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
     }
 
-    fn build(&self, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
+    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+        let Seat { dir, busy, seed, .. } = seat;
         if let Some(u) = &self.url {
             return self.build_on(u, dir, busy, seed);
         }

@@ -18,7 +18,7 @@
 //! it runs on.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,13 +26,16 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::base::notice::Say;
-use crate::base::protocol::{classify, file_id_of, res_name, FileKind, Outcome, Request, Response};
-use crate::events::{CallId, EventKind, EventSink, RunnerSide};
+use crate::base::protocol::{classify, FileKind};
+use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
 use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
-use crate::sandbox::dir::UnsafeEntry;
 use crate::sandbox::host::Host;
 use crate::BoxFut;
+
+mod pickup;
+
+use pickup::{pickup, Ctx, HandlerSpawner, Picked, Settled};
 
 /// Bound on one delete (SPEC §2).
 pub const DELETE_BOUND: Duration = Duration::from_secs(10);
@@ -238,54 +241,6 @@ pub struct Runner {
     pub on_park: Option<ParkFn>,
 }
 
-/// What one pickup needs (cheap to clone into the handler tasks).
-#[derive(Clone)]
-struct Ctx {
-    sandbox: u32,
-    host: Arc<dyn Host>,
-    handler: Arc<HandlerModel>,
-    events: EventSink,
-    reporter: Reporter,
-    opts: Arc<LoopOptions>,
-    on_park: Option<ParkFn>,
-    counters: Arc<Counters>,
-}
-
-#[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    malformed: AtomicU64,
-}
-
-/// How one pickup ended, for the loop's bookkeeping.
-struct Picked {
-    name: String,
-    how: Settled,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Settled {
-    /// Read and deleted.
-    Deleted,
-    /// Read, but its delete failed: retried on later lists while it is listed.
-    DeleteFailed,
-    /// Not read (answered with the error, or refused as no relay file) and left on disk:
-    /// never read again this turn.
-    Unread,
-    /// Not read; to be read again on the next list (`read_failure = "retry"`).
-    Forget,
-}
-
-impl Settled {
-    fn of(deleted: bool) -> Settled {
-        if deleted {
-            Settled::Deleted
-        } else {
-            Settled::DeleteFailed
-        }
-    }
-}
-
 impl Runner {
     /// Starts the loop (inside a tokio runtime).
     pub fn start(self) -> Started {
@@ -425,32 +380,11 @@ impl Runner {
             settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
         }
         drop(handlers);
-        let _ = collector.await;
+        collector.finish().await;
         report.requests = ctx.counters.requests.load(Ordering::Relaxed);
         report.malformed = ctx.counters.malformed.load(Ordering::Relaxed);
         report.degraded = self.reporter.degraded();
         report
-    }
-}
-
-/// Starts the handlers (and error answers) in the background; the loop awaits them all
-/// when it ends, through the collector task [`HandlerSpawner::new`] returns.
-#[derive(Clone)]
-struct HandlerSpawner(tokio::sync::mpsc::UnboundedSender<JoinHandle<()>>);
-
-impl HandlerSpawner {
-    fn new() -> (HandlerSpawner, JoinHandle<()>) {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<JoinHandle<()>>();
-        let collector = tokio::spawn(async move {
-            while let Some(h) = rx.recv().await {
-                let _ = h.await;
-            }
-        });
-        (HandlerSpawner(tx), collector)
-    }
-
-    fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
-        let _ = self.0.send(tokio::spawn(f));
     }
 }
 
@@ -529,7 +463,7 @@ async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
 }
 
 /// Deletes a picked-up request within [`DELETE_BOUND`]; false if it must be retried.
-async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
+pub(super) async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
     let error = match tokio::time::timeout(DELETE_BOUND, host.delete(name)).await {
         Ok(Ok(())) => return true,
         Ok(Err(e)) => e.to_string(),
@@ -537,99 +471,6 @@ async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
     };
     reporter.say(Say::DeleteFailed { name: name.to_owned(), error });
     false
-}
-
-/// One new request: read it (unless the source carried its bytes), start its stat and
-/// delete and, in the background, its handler; await the stat and the delete.
-async fn pickup(ctx: Ctx, name: String, bytes: Option<Vec<u8>>, woke: Instant, handlers: HandlerSpawner) -> Picked {
-    let file_id = file_id_of(&name).unwrap_or(&name).to_owned();
-    let bytes = match bytes {
-        Some(b) => b,
-        None => match ctx.host.read(&name).await {
-            Ok(b) => b,
-            Err(e) => return read_failed(&ctx, name, file_id, e, &handlers),
-        },
-    };
-    let picked = Instant::now();
-    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
-    match Request::decode(&bytes) {
-        Ok(req) => {
-            let call: CallId = Arc::from(req.call_id_or(&file_id));
-            // The handler is invoked here, as production's loop invokes it (its task then
-            // runs on the runtime: that scheduling is the handler's time, not the relay's).
-            handlers.spawn(execute(ctx.clone(), call, file_id, woke, picked, Instant::now()));
-        }
-        Err(e) => {
-            ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
-            ctx.reporter.say(Say::Malformed { name: name.clone(), bytes: bytes.len(), error: e.to_string() });
-            let body = Response::Error(format!("relay-bench runner: {e}")).encode();
-            handlers.spawn(answer_error(ctx.clone(), file_id, body));
-        }
-    }
-    let stat = async {
-        if ctx.opts.stat {
-            let _ = ctx.host.stat(&name).await;
-        }
-    };
-    let (_, deleted) = tokio::join!(stat, delete(&*ctx.host, &ctx.reporter, &name));
-    Picked { name, how: Settled::of(deleted) }
-}
-
-fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
-    if let Some(why) = UnsafeEntry::of(&e) {
-        // Not a relay file whatever its name (a FIFO, a link, a huge file): said once (the
-        // name stays seen), never answered, never read again.
-        ctx.reporter.say(Say::Skipped { name: name.clone(), why: why.to_string() });
-        return Picked { name, how: Settled::Unread };
-    }
-    match ctx.opts.read_failure {
-        ReadFailure::Answer => {
-            ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: true });
-            h.spawn(answer_error(ctx.clone(), file_id, Response::Error(e.to_string()).encode()));
-            Picked { name, how: Settled::Unread }
-        }
-        ReadFailure::Retry => {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: false });
-            }
-            Picked { name, how: Settled::Forget }
-        }
-    }
-}
-
-/// An error answer under a file id whose request could not be read or parsed. No call can
-/// be named for it, so it is no pairing event; a writer waiting on that file id reads it
-/// and ends its own call.
-async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
-    if let Err(e) = ctx.host.publish(&res_name(&file_id), &body).await {
-        ctx.reporter.say(Say::AnswerFailed { call: file_id, error: e.to_string() });
-    }
-}
-
-/// Runs the handler for one call and publishes its answer (a pause without an answer ends
-/// the call's turn instead).
-async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked: Instant, handler_start: Instant) {
-    let plan = ctx.handler.plan(&call);
-    tokio::time::sleep(plan.duration).await;
-    let handler_end = Instant::now();
-    let mut side =
-        RunnerSide { woke, picked, handler_start, handler_end, answered: None, observed: false, handler_known: true };
-    if plan.outcome == Outcome::Paused && ctx.opts.pause_answer == PauseAnswer::None {
-        ctx.events.emit(ctx.sandbox, &call, EventKind::Parked);
-        if let Some(park) = &ctx.on_park {
-            park(&file_id);
-        }
-        ctx.events.emit_at(handler_end, ctx.sandbox, &call, EventKind::Runner(side));
-        return;
-    }
-    let body = ctx.handler.respond(&call, plan.outcome).encode();
-    ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
-    match ctx.host.publish(&res_name(&file_id), &body).await {
-        Ok(()) => side.answered = Some(Instant::now()),
-        Err(e) => ctx.reporter.say(Say::AnswerFailed { call: call.to_string(), error: e.to_string() }),
-    }
-    let at = side.answered.unwrap_or(handler_end);
-    ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
 }
 
 #[cfg(test)]

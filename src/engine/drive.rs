@@ -1,0 +1,186 @@
+//! How a case's calls are made. On an open-loop schedule ([`firing`]): every call at its
+//! intended start, fixed before the case (as wrk2 does), through relays that run for the
+//! whole case — one long turn per sandbox. Or as agent turns ([`sessions`]): each sandbox's
+//! sessions of turns, each turn starting its relay (the stale sweep first), making its steps
+//! one after another as their answers come back, and stopping its relay — production's
+//! lifecycle. A step's calls are timed from the step's start: the model asks for them then.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::backend::Fire;
+use super::{READY_BOUND, STOP_BOUND};
+use crate::base::notice::Say;
+use crate::base::rng::Rng;
+use crate::base::signal::Signal;
+use crate::events::{EventSink, TurnEvent};
+use crate::relay::writer::{writer_deadline, CallSpec, Writer};
+use crate::scenario::pacer::Workload;
+use crate::scenario::turns::AgentTurns;
+use crate::strategy::Relay;
+
+/// The request's args of every call of a workload.
+fn args_of(wl: &Workload) -> Option<String> {
+    Some(format!("{{\"payload\":\"{}\"}}", crate::relay::handler::filler(wl.payload_bytes)))
+}
+
+/// Starts one call of the workload `wl` on `writers[sandbox]` (on the current runtime), counts
+/// it in `per_sandbox`, and says on `done` when it has ended.
+pub(crate) fn firing(
+    writers: Vec<Arc<Writer>>,
+    wl: &Workload,
+    done: tokio::sync::mpsc::UnboundedSender<()>,
+    per_sandbox: Arc<Vec<AtomicU32>>,
+) -> Fire {
+    let deadline = writer_deadline(wl.tool_timeout);
+    let args = args_of(wl);
+    let handle = tokio::runtime::Handle::current();
+    Arc::new(move |sandbox: u32, id: String, at: Instant, warmup: bool| {
+        let writer = writers[sandbox as usize].clone();
+        if let Some(n) = per_sandbox.get(sandbox as usize) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
+        let done = done.clone();
+        handle.spawn(async move {
+            writer.call(spec).await;
+            let _ = done.send(());
+        });
+    })
+}
+
+/// What every sandbox's sessions share.
+pub(crate) struct Sessions {
+    pub agent: AgentTurns,
+    pub epoch: Instant,
+    pub length: Duration,
+    pub warmup: Duration,
+    pub seed: u64,
+    pub deadline: Duration,
+    pub args: Option<String>,
+    pub sink: EventSink,
+    pub stop: Arc<Signal>,
+    pub done: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+/// Runs agent turns on every relay until the schedule's end; resolves to (calls made,
+/// stopped early) once every turn has ended, so every call has ended too.
+pub(crate) fn sessions(relays: Vec<Arc<Relay>>, wl: &Workload, s: Sessions) -> JoinHandle<(usize, bool)> {
+    debug_assert!(wl.agent.is_some());
+    let s = Arc::new(s);
+    tokio::spawn(async move {
+        let drivers: Vec<JoinHandle<usize>> =
+            relays.into_iter().map(|relay| tokio::spawn(sandbox_sessions(relay, s.clone()))).collect();
+        let mut calls = 0;
+        for d in drivers {
+            calls += d.await.unwrap_or(0);
+        }
+        (calls, s.stop.is_closed())
+    })
+}
+
+/// Sleeps `d`, but not past `end` nor past a stop; false when the sessions must end.
+async fn pause(d: Duration, end: Instant, stop: &Signal) -> bool {
+    let until = (Instant::now() + d).min(end);
+    tokio::select! {
+        () = tokio::time::sleep_until(until) => Instant::now() < end,
+        () = stop.closed() => false,
+    }
+}
+
+/// One sandbox's sessions, turn after turn, until the end; returns the calls it made.
+async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
+    let sandbox = relay.sandbox;
+    let Some(writer) = relay.writer.clone() else { return 0 };
+    let end = s.epoch + s.length;
+    let mut rng = Rng::new(s.seed ^ 0xA6E7_7000_0000_0000 ^ u64::from(sandbox).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let first = s.agent.start_spread.mul_f64(rng.unit());
+    if !pause(s.epoch.saturating_duration_since(Instant::now()) + first, end, &s.stop).await {
+        return 0;
+    }
+    let (mut made, mut turn_no) = (0usize, 0u64);
+    'sessions: loop {
+        for turn in s.agent.session(&mut rng) {
+            if Instant::now() >= end || s.stop.is_closed() {
+                break 'sessions;
+            }
+            relay.begin_turn();
+            if !relay.ready(READY_BOUND).await {
+                let why = relay.start_failure().unwrap_or_else(|| "not ready in time".into());
+                s.sink.notice(sandbox, Say::Other(format!("turn {turn_no}: its relay did not start: {why}")));
+                let _ = relay.end_turn(Instant::now() + STOP_BOUND).await;
+                break 'sessions;
+            }
+            s.sink.turn(sandbox, TurnEvent::Started);
+            let mut calls = 0u32;
+            for (k, (think, n)) in turn.steps.iter().enumerate() {
+                if !pause(*think, end, &s.stop).await {
+                    break;
+                }
+                let at = Instant::now();
+                let step: Vec<JoinHandle<()>> = (0..*n)
+                    .map(|c| {
+                        let spec = CallSpec {
+                            id: format!("s{sandbox}-t{turn_no}-k{k}-c{c}"),
+                            tool: "bench".into(),
+                            args: s.args.clone(),
+                            intended: at,
+                            warmup: at < s.epoch + s.warmup,
+                            deadline: s.deadline,
+                        };
+                        let (writer, done) = (writer.clone(), s.done.clone());
+                        tokio::spawn(async move {
+                            writer.call(spec).await;
+                            let _ = done.send(());
+                        })
+                    })
+                    .collect();
+                for h in step {
+                    let _ = h.await;
+                }
+                calls += n;
+            }
+            if let Err(e) = relay.end_turn(Instant::now() + STOP_BOUND).await {
+                s.sink.notice(sandbox, Say::RunnerStuck(e));
+            }
+            s.sink.turn(sandbox, TurnEvent::Ended { calls });
+            made += calls as usize;
+            turn_no += 1;
+            if !pause(turn.after, end, &s.stop).await {
+                break 'sessions;
+            }
+        }
+        if !pause(s.agent.session_gap.draw(&mut rng), end, &s.stop).await {
+            break;
+        }
+    }
+    made
+}
+
+impl Sessions {
+    /// What every sandbox's sessions of `wl` share.
+    pub(crate) fn of(
+        wl: &Workload,
+        epoch: Instant,
+        sink: EventSink,
+        stop: Arc<Signal>,
+        done: tokio::sync::mpsc::UnboundedSender<()>,
+    ) -> Option<Sessions> {
+        Some(Sessions {
+            agent: wl.agent.clone()?,
+            epoch,
+            length: wl.duration(),
+            warmup: wl.warmup,
+            seed: wl.seed,
+            deadline: writer_deadline(wl.tool_timeout),
+            args: args_of(wl),
+            sink,
+            stop,
+            done,
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! summary.md's fleet section: the agent turns and the remote side as the organisation saw
+//! it, per case, and how the fleet came back from each fleet-wide fault. Written when a
+//! case says something a one-relay-per-sandbox run cannot: agent turns, limits, or a
+//! fleet-wide fault.
+
+use std::fmt::Write;
+
+use super::gfm::{Align, MdTable};
+use super::us;
+use crate::base::gauge::GaugeStats;
+use crate::results::fleet::FleetResult;
+use crate::results::summary::{CaseResult, Summary};
+
+use Align::{Left as L, Right as R};
+
+/// Whether a case's fleet is worth a section: agent turns (more turns than sandboxes),
+/// limits in force, or a fleet-wide fault.
+fn telling(r: &CaseResult) -> Option<&FleetResult> {
+    let f = r.fleet.as_ref()?;
+    let limited = f.org_measured && (f.limits != "no limits" || f.rejected + f.queued + f.cut > 0);
+    let fleet_fault = r.faults.iter().any(|x| x.fleet);
+    (f.turns.started > u64::from(r.sandboxes) || limited || fleet_fault).then_some(f)
+}
+
+fn gauge(g: &GaugeStats) -> String {
+    format!("{} / {} / {:.2}", g.max, g.p99, g.mean)
+}
+
+/// The section, when some case is telling.
+pub(super) fn render(o: &mut String, s: &Summary) {
+    let cases: Vec<(&CaseResult, &FleetResult)> = s.results.iter().filter_map(|r| Some((r, telling(r)?))).collect();
+    if cases.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n## Fleet\n");
+    let _ = writeln!(o, "Agent turns: one relay each (started at the turn's start, stopped at its end, as production does); a demoted turn polls for the rest of the turn. Gauges are max / p99 / time-weighted mean.\n");
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("case", L),
+            ("turns", R),
+            ("demoted", R),
+            ("fallback polling", R),
+            ("calls per turn (max)", R),
+            ("turns at once", L),
+            ("healthy at once", L),
+        ],
+    );
+    for (r, f) in &cases {
+        let tu = &f.turns;
+        t.row(&[
+            r.case.clone(),
+            tu.started.to_string(),
+            format!("{} ({}%)", tu.demoted, tu.demoted_pct),
+            format!("{:.0} s", tu.fallback_secs),
+            format!("{} ({})", tu.calls_per_turn_mean, tu.calls_per_turn_max),
+            gauge(&tu.active),
+            gauge(&tu.healthy),
+        ]);
+    }
+    let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
+    if !measured.is_empty() {
+        let _ = writeln!(o, "\nThe remote side, as the organisation every sandbox shares saw it (held execs: watch windows in flight; requests per second over the busiest second / ten seconds / the mean).\n");
+        let mut t = MdTable::new(
+            o,
+            &[
+                ("case", L),
+                ("held execs", L),
+                ("per sandbox", L),
+                ("in flight", L),
+                ("connections", L),
+                ("requests/s", L),
+                ("rejected / queued / cut", R),
+                ("queue wait p99", R),
+            ],
+        );
+        for (r, f) in &measured {
+            let q = &f.requests_per_sec;
+            t.row(&[
+                r.case.clone(),
+                gauge(&f.held_execs),
+                gauge(&f.sandbox_held_execs),
+                gauge(&f.in_flight),
+                gauge(&f.connections),
+                format!("{} / {} / {}", q.peak_1s, q.peak_10s, q.mean_per_sec),
+                format!("{} / {} / {}", f.rejected, f.queued, f.cut),
+                if f.queue_wait_us.count == 0 { "-".into() } else { us(f.queue_wait_us.p99) },
+            ]);
+        }
+        let _ = writeln!(o);
+        for (r, f) in &measured {
+            let _ = writeln!(o, "- **{}** limits: {}", r.case, f.limits);
+        }
+    }
+    let rows: Vec<_> =
+        cases.iter().flat_map(|(r, _)| r.faults.iter().filter(|x| x.fleet).map(move |x| (r, x))).collect();
+    if !rows.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nFleet-wide faults: from the fault's end until 95% of the active turns were healthy again.\n"
+        );
+        let mut t = MdTable::new(
+            o,
+            &[
+                ("case", L),
+                ("fault", L),
+                ("struck / ended", L),
+                ("back to 95% healthy", R),
+                ("worst healthy", R),
+                ("turns demoted", R),
+                ("busiest 10 s after (req/s)", R),
+            ],
+        );
+        for (r, x) in rows {
+            let Some(fr) = &x.fleet_recovery else { continue };
+            t.row(&[
+                r.case.clone(),
+                format!("`{}`", x.kind),
+                format!("{:.1} s / {:.1} s", x.at_secs, x.until_secs),
+                fr.secs_to_95pct_healthy.map_or("not by the end".into(), |v| format!("{v:.1} s")),
+                format!("{}%", fr.worst_healthy_pct),
+                fr.turns_demoted.to_string(),
+                fr.peak_requests_per_sec_10s.to_string(),
+            ]);
+        }
+    }
+}

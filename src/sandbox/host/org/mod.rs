@@ -1,0 +1,526 @@
+//! The remote side as a fleet meets it: one organisation shared by every sandbox of a case,
+//! its limits and those of each sandbox ([`Limits`]), and what every request does to them
+//! (gauges of requests in flight, held execs and open connections, per sandbox and for the
+//! organisation; requests per second by kind; what was queued, rejected or cut).
+//!
+//! Every request of an emulated daemon is admitted here before it reaches the daemon
+//! ([`Org::admit`]): counted in its second's bucket, then let through, queued for at most a
+//! stated wait, or rejected as the daemon's proxy would (an HTTP 429, which production's
+//! runner reads as a rejected exec), per the case's policy. A held exec (a watch window) with
+//! no bytes for the proxy's idle timeout is cut (a reset). Nobody has published a vendor's
+//! held-exec limit (Daytona documents organisation request rates only): every limit is the
+//! scenario's to state or sweep, and none is on by default.
+//!
+//! Open connections follow production's HTTP/1.1 client: a request takes an idle pooled
+//! connection to its sandbox if one is open, else opens one; an idle connection closes after
+//! the keep-alive (70 s: Daytona's preview proxy closes idle keep-alive connections then),
+//! at that moment to within a second (one sweep a second at most closes the ones due).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+mod limits;
+mod rates;
+
+pub use limits::{case_limits, parse_limits, Caps, Limits, NamedLimits, OnLimit, Rate, Refusal};
+pub use rates::RateStats;
+
+use limits::Side;
+
+use super::Kind;
+use crate::base::gauge::{GaugeStats, Level, Tally};
+use crate::base::units::{new_histogram, record};
+
+/// One sandbox's gauges and connection pool.
+#[derive(Debug)]
+struct SandboxState {
+    side: Side,
+    in_flight: Level,
+    held: Level,
+    conns: Level,
+    /// When each idle pooled connection went idle (most recent last).
+    idle: Vec<Instant>,
+}
+
+/// The organisation's gauges and counters.
+#[derive(Debug)]
+struct State {
+    side: Side,
+    sandboxes: Vec<SandboxState>,
+    in_flight: Level,
+    held: Level,
+    conns: Level,
+    /// Pooled over sandboxes (the per-sandbox distributions), and the organisation's own.
+    tallies: Tallies,
+    /// Requests per second since `start`, by kind.
+    per_sec: Vec<[u32; 7]>,
+    start: Instant,
+    rejected: u64,
+    queued: u64,
+    cut: u64,
+    queue_wait: Histogram<u64>,
+    /// When each idle connection is due to close, and whose (in time order), for the sweep.
+    expiries: std::collections::VecDeque<(Instant, usize)>,
+    sweeping: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Tallies {
+    sb_in_flight: Tally,
+    sb_held: Tally,
+    sb_conns: Tally,
+    in_flight: Tally,
+    held: Tally,
+    conns: Tally,
+}
+
+/// The organisation of a case: every sandbox's requests pass through it.
+#[derive(Debug)]
+pub struct Org {
+    limits: Limits,
+    state: Mutex<State>,
+    /// Wakes queued requests when a request ends or a cap is raised.
+    freed: Notify,
+    /// Wakes the connection sweep when a connection goes idle.
+    idle: Arc<Notify>,
+}
+
+/// A request let through: its place under the limits and in the gauges, given back when it
+/// drops.
+pub struct Ticket {
+    org: Arc<Org>,
+    sandbox: usize,
+    held: bool,
+}
+
+impl Drop for Org {
+    fn drop(&mut self) {
+        // The sweep, if waiting for an idle connection, learns the organisation is gone.
+        self.idle.notify_one();
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        Org::release(&self.org, self.sandbox, self.held);
+    }
+}
+
+impl Org {
+    /// An organisation of `sandboxes` sandboxes under `limits`, its clock starting now.
+    pub fn new(limits: Limits, sandboxes: u32) -> Org {
+        let now = Instant::now();
+        let sandbox = |_| SandboxState {
+            side: Side::new(limits.sandbox),
+            in_flight: Level::new(now),
+            held: Level::new(now),
+            conns: Level::new(now),
+            idle: Vec::new(),
+        };
+        Org {
+            state: Mutex::new(State {
+                side: Side::new(limits.org),
+                sandboxes: (0..sandboxes).map(sandbox).collect(),
+                in_flight: Level::new(now),
+                held: Level::new(now),
+                conns: Level::new(now),
+                tallies: Tallies::default(),
+                per_sec: Vec::new(),
+                start: now,
+                rejected: 0,
+                queued: 0,
+                cut: 0,
+                queue_wait: new_histogram(),
+                expiries: Default::default(),
+                sweeping: false,
+            }),
+            limits,
+            freed: Notify::new(),
+            idle: Arc::new(Notify::new()),
+        }
+    }
+
+    /// An organisation with no limits (every request only counted).
+    pub fn unlimited(sandboxes: u32) -> Arc<Org> {
+        Arc::new(Org::new(Limits::default(), sandboxes))
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("organisation state poisoned")
+    }
+
+    /// Starts the gauges' and rates' clock again (at the case's epoch: the runners' start-up
+    /// is not the fleet's steady state).
+    pub fn restart_clock(&self, at: Instant) {
+        let mut s = self.lock();
+        let s = &mut *s;
+        for sb in &mut s.sandboxes {
+            sb.in_flight.settle(at, &mut Tally::default());
+            sb.held.settle(at, &mut Tally::default());
+            sb.conns.settle(at, &mut Tally::default());
+        }
+        for l in [&mut s.in_flight, &mut s.held, &mut s.conns] {
+            l.settle(at, &mut Tally::default());
+        }
+        s.tallies = Tallies::default();
+        s.per_sec.clear();
+        s.start = at;
+    }
+
+    /// Lets one request of `kind` from `sandbox` through, queues it, or refuses it (an
+    /// `Err` the caller returns as the daemon's answer).
+    pub async fn admit(self: &Arc<Self>, sandbox: u32, kind: Kind) -> std::io::Result<Ticket> {
+        let held = kind == Kind::Exec;
+        let i = sandbox as usize;
+        let arrived = Instant::now();
+        let mut queued = false;
+        loop {
+            // Registered before the check, so a release between the two is not missed.
+            let freed = self.freed.notified();
+            let refused = {
+                let mut s = self.lock();
+                if !queued {
+                    s.count(kind, arrived);
+                }
+                match s.take(i, held, Instant::now()) {
+                    Ok(()) => {
+                        if queued {
+                            record(&mut s.queue_wait, arrived.elapsed());
+                        }
+                        s.opened(i, held, Instant::now(), self.limits.keepalive);
+                        return Ok(Ticket { org: self.clone(), sandbox: i, held });
+                    }
+                    Err(r) => r,
+                }
+            };
+            let wait = match self.limits.on_limit {
+                OnLimit::Queue(w) => w.saturating_sub(arrived.elapsed()),
+                OnLimit::Reject => Duration::ZERO,
+            };
+            if wait.is_zero() {
+                self.lock().rejected += 1;
+                return Err(too_many(refused));
+            }
+            if !queued {
+                queued = true;
+                self.lock().queued += 1;
+            }
+            // A rate frees by time, the others when a request ends.
+            let retry = if refused == Refusal::Rate { Duration::from_millis(1).max(wait / 64) } else { wait };
+            let _ = tokio::time::timeout(retry, freed).await;
+        }
+    }
+
+    fn release(self: &Arc<Self>, sandbox: usize, held: bool) {
+        let start_sweep = {
+            let mut s = self.lock();
+            s.closed(sandbox, held, Instant::now(), self.limits.keepalive);
+            !std::mem::replace(&mut s.sweeping, true)
+        };
+        self.freed.notify_waiters();
+        self.idle.notify_one();
+        if start_sweep {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(sweep(Arc::downgrade(self), self.idle.clone()));
+            }
+        }
+    }
+
+    /// A held request cut by the proxy's idle timeout.
+    pub fn note_cut(&self) {
+        self.lock().cut += 1;
+    }
+
+    /// The proxy's idle timeout for held requests, if any.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        self.limits.idle_timeout
+    }
+
+    /// Lowers (or restores, with `None`) the organisation's held-exec cap for a spell.
+    pub fn set_org_held_execs(&self, cap: Option<u32>) {
+        self.lock().side.caps.held_execs = cap;
+        self.freed.notify_waiters();
+    }
+
+    /// The organisation's held-exec cap now.
+    pub fn org_held_execs(&self) -> Option<u32> {
+        self.lock().side.caps.held_execs
+    }
+
+    /// A sample for the timeline: the gauges now, and the most held and in flight since the
+    /// last sample.
+    pub fn sample(&self) -> OrgSample {
+        let mut s = self.lock();
+        let (held, in_flight, conns) = (s.held.value(), s.in_flight.value(), s.conns.value());
+        let held_max = s.tallies.held.take_window_max(held);
+        let in_flight_max = s.tallies.in_flight.take_window_max(in_flight);
+        OrgSample { held, held_max, in_flight, in_flight_max, conns }
+    }
+
+    /// The busiest ten seconds between `from` and `to` (offsets from the clock's start), in
+    /// requests per second.
+    pub fn peak_10s_between(&self, from: Duration, to: Duration) -> f64 {
+        let s = self.lock();
+        let (a, b) = (from.as_secs() as usize, (to.as_secs() as usize + 1).min(s.per_sec.len()));
+        if a >= b {
+            return 0.0;
+        }
+        (RateStats::of(&s.per_sec[a..b], b - a).peak_10s * 10.0).round() / 10.0
+    }
+
+    /// Everything measured, settled up to now.
+    pub fn finish(&self, until: Instant) -> OrgStats {
+        let mut s = self.lock();
+        let s = &mut *s;
+        let keepalive = self.limits.keepalive;
+        for i in 0..s.sandboxes.len() {
+            s.prune(i, until, keepalive);
+            let sb = &mut s.sandboxes[i];
+            sb.in_flight.settle(until, &mut s.tallies.sb_in_flight);
+            sb.held.settle(until, &mut s.tallies.sb_held);
+            sb.conns.settle(until, &mut s.tallies.sb_conns);
+        }
+        s.in_flight.settle(until, &mut s.tallies.in_flight);
+        s.held.settle(until, &mut s.tallies.held);
+        s.conns.settle(until, &mut s.tallies.conns);
+        let secs = until.saturating_duration_since(s.start).as_secs_f64().ceil() as usize;
+        OrgStats {
+            held_execs: s.tallies.held.stats(),
+            sandbox_held_execs: s.tallies.sb_held.stats(),
+            in_flight: s.tallies.in_flight.stats(),
+            sandbox_in_flight: s.tallies.sb_in_flight.stats(),
+            connections: s.tallies.conns.stats(),
+            sandbox_connections: s.tallies.sb_conns.stats(),
+            rates: RateStats::of(&s.per_sec[..secs.min(s.per_sec.len())], secs),
+            rejected: s.rejected,
+            queued: s.queued,
+            cut: s.cut,
+            queue_wait: s.queue_wait.clone(),
+        }
+    }
+}
+
+/// Closes idle connections as their keep-alive runs out, at most once a second, for as long
+/// as the organisation lives.
+async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
+    let mut last = Instant::now();
+    loop {
+        let next = {
+            let Some(org) = org.upgrade() else { return };
+            let front = org.lock().expiries.front().map(|e| e.0);
+            front
+        };
+        match next {
+            None => idle.notified().await,
+            Some(due) => {
+                tokio::time::sleep_until(due.max(last + Duration::from_secs(1))).await;
+                last = Instant::now();
+                let Some(org) = org.upgrade() else { return };
+                let keepalive = org.limits.keepalive;
+                let mut s = org.lock();
+                while s.expiries.front().is_some_and(|e| e.0 <= last) {
+                    let (_, i) = s.expiries.pop_front().expect("checked");
+                    s.prune(i, last, keepalive);
+                }
+            }
+        }
+    }
+}
+
+fn too_many(r: Refusal) -> std::io::Error {
+    std::io::Error::other(format!("429 too many requests: the {} limit is reached", r.what()))
+}
+
+impl State {
+    fn count(&mut self, kind: Kind, at: Instant) {
+        let sec = at.saturating_duration_since(self.start).as_secs() as usize;
+        if self.per_sec.len() <= sec {
+            self.per_sec.resize(sec + 1, [0; 7]);
+        }
+        self.per_sec[sec][kind as usize] += 1;
+    }
+
+    /// Takes a place under the sandbox's caps and the organisation's, or neither.
+    fn take(&mut self, i: usize, held: bool, now: Instant) -> Result<(), Refusal> {
+        self.sandboxes[i].side.try_take(held, now)?;
+        if let Err(r) = self.side.try_take(held, now) {
+            self.sandboxes[i].side.give_back(held);
+            return Err(r);
+        }
+        Ok(())
+    }
+
+    /// Closes the sandbox's idle connections that outlived the keep-alive, at the moment
+    /// they did (at the latest, `now`).
+    fn prune(&mut self, i: usize, now: Instant, keepalive: Duration) {
+        let sb = &mut self.sandboxes[i];
+        while sb.idle.first().is_some_and(|t| *t + keepalive <= now) {
+            let at = sb.idle.remove(0) + keepalive;
+            sb.conns.sub(1, at.min(now), &mut self.tallies.sb_conns);
+            self.conns.sub(1, at.min(now), &mut self.tallies.conns);
+        }
+    }
+
+    fn opened(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
+        self.prune(i, now, keepalive);
+        let t = &mut self.tallies;
+        let sb = &mut self.sandboxes[i];
+        sb.in_flight.add(1, now, &mut t.sb_in_flight);
+        self.in_flight.add(1, now, &mut t.in_flight);
+        if held {
+            sb.held.add(1, now, &mut t.sb_held);
+            self.held.add(1, now, &mut t.held);
+        }
+        if sb.idle.pop().is_none() {
+            sb.conns.add(1, now, &mut t.sb_conns);
+            self.conns.add(1, now, &mut t.conns);
+        }
+    }
+
+    fn closed(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
+        self.expiries.push_back((now + keepalive, i));
+        self.side.give_back(held);
+        let t = &mut self.tallies;
+        let sb = &mut self.sandboxes[i];
+        sb.side.give_back(held);
+        sb.in_flight.sub(1, now, &mut t.sb_in_flight);
+        self.in_flight.sub(1, now, &mut t.in_flight);
+        if held {
+            sb.held.sub(1, now, &mut t.sb_held);
+            self.held.sub(1, now, &mut t.held);
+        }
+        sb.idle.push(now);
+    }
+}
+
+/// One timeline sample of the organisation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OrgSample {
+    pub held: u64,
+    pub held_max: u64,
+    pub in_flight: u64,
+    pub in_flight_max: u64,
+    pub conns: u64,
+}
+
+/// What the organisation saw over a case.
+#[derive(Debug, Clone)]
+pub struct OrgStats {
+    pub held_execs: GaugeStats,
+    pub sandbox_held_execs: GaugeStats,
+    pub in_flight: GaugeStats,
+    pub sandbox_in_flight: GaugeStats,
+    pub connections: GaugeStats,
+    pub sandbox_connections: GaugeStats,
+    pub rates: RateStats,
+    pub rejected: u64,
+    pub queued: u64,
+    pub cut: u64,
+    /// How long queued requests waited (ns).
+    pub queue_wait: Histogram<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_held_exec_limit_rejects_and_counts() {
+        let limits = Limits { org: Caps { held_execs: Some(2), ..Caps::default() }, ..Limits::default() };
+        let org = Arc::new(Org::new(limits, 3));
+        let a = org.admit(0, Kind::Exec).await.unwrap();
+        let _b = org.admit(1, Kind::Exec).await.unwrap();
+        let e = org.admit(2, Kind::Exec).await.err().expect("the third held exec is over the limit");
+        assert!(e.to_string().starts_with("429"), "{e}");
+        let _list = org.admit(2, Kind::List).await.expect("a list holds nothing");
+        drop(a);
+        let _c = org.admit(2, Kind::Exec).await.expect("a place was given back");
+        tokio::time::advance(s(10)).await;
+        let st = org.finish(Instant::now());
+        assert_eq!((st.rejected, st.queued, st.held_execs.max), (1, 0, 2));
+        assert_eq!(st.sandbox_held_execs.max, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_waits_for_a_place_then_gives_up() {
+        let limits = Limits {
+            sandbox: Caps { requests: Some(1), ..Caps::default() },
+            on_limit: OnLimit::Queue(s(5)),
+            ..Limits::default()
+        };
+        let org = Arc::new(Org::new(limits, 1));
+        let first = org.admit(0, Kind::Read).await.unwrap();
+        let o = org.clone();
+        let waiter = tokio::spawn(async move { o.admit(0, Kind::Read).await.map(|_| Instant::now()) });
+        tokio::time::sleep(s(2)).await;
+        let t = Instant::now();
+        drop(first);
+        let got = waiter.await.unwrap().unwrap();
+        assert_eq!(got, t, "let through when the place was freed");
+        let _held = org.admit(0, Kind::Read).await.unwrap();
+        let t0 = Instant::now();
+        assert!(org.admit(0, Kind::Read).await.is_err());
+        assert_eq!(t0.elapsed(), s(5), "rejected once the stated wait ran out");
+        let st = org.finish(Instant::now());
+        assert_eq!((st.queued, st.rejected), (2, 1));
+        assert_eq!(st.queue_wait.len(), 1, "only what got through has a wait");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_admits_its_burst_then_one_per_interval() {
+        let limits = Limits {
+            org: Caps { rate: Some(Rate { per_sec: 10.0, burst: 5 }), ..Caps::default() },
+            ..Limits::default()
+        };
+        let org = Arc::new(Org::new(limits, 1));
+        let mut ok = 0;
+        for _ in 0..8 {
+            ok += usize::from(org.admit(0, Kind::List).await.is_ok());
+        }
+        assert_eq!(ok, 5, "the burst");
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(org.admit(0, Kind::List).await.is_ok(), "one more per 100 ms");
+        assert!(org.admit(0, Kind::List).await.is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connections_are_reused_and_close_after_the_keepalive() {
+        let org = Org::unlimited(1);
+        let (a, b) = (org.admit(0, Kind::Exec).await.unwrap(), org.admit(0, Kind::List).await.unwrap());
+        drop(b);
+        let c = org.admit(0, Kind::Read).await.unwrap();
+        assert_eq!(org.sample().conns, 2, "the list's connection was reused");
+        drop((a, c));
+        tokio::time::advance(s(100)).await;
+        let st = org.finish(Instant::now());
+        assert_eq!(st.connections.max, 2);
+        assert!(st.connections.mean < 2.0 && st.connections.mean > 1.0, "{:?}", st.connections);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rates_are_counted_per_second_with_their_peaks() {
+        let org = Org::unlimited(1);
+        for _ in 0..30 {
+            drop(org.admit(0, Kind::List).await.unwrap());
+        }
+        tokio::time::advance(s(1)).await;
+        drop(org.admit(0, Kind::Exec).await.unwrap());
+        tokio::time::advance(s(19)).await;
+        let r = org.finish(Instant::now()).rates;
+        assert_eq!((r.peak_1s, r.peak_10s, r.mean_per_sec), (30.0, 3.1, 1.55));
+        assert_eq!(r.peak_1s_by_kind.0[0], ("list".to_owned(), 30));
+        assert_eq!(r.peak_10s_by_kind.0[6], ("exec".to_owned(), 1));
+    }
+}
