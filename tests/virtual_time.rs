@@ -230,3 +230,30 @@ writer = "watch"
     assert!(r.window_secs >= 25.0 * 3600.0);
     assert!((4.4..=5.0).contains(&r.requests.idle_phases.discovery_per_min), "{:?}", r.requests.idle_phases);
 }
+
+#[test]
+fn a_handler_that_outlives_the_stop_bound_ends_the_case_in_virtual_time() {
+    // The handler takes 120 s, past the writer's 60 s deadline and the 30 s stop bound: the
+    // runner is aborted with its handlers, as on the real clock, and the case ends.
+    let text = r#"
+name = "slow-handler"
+[workload]
+duration = "5s"
+turns_per_sec = 1
+[handler]
+duration = "120s"
+[[case]]
+name = "poll"
+clock = "virtual"
+runner = "poll"
+writer = "poll"
+"#;
+    let s = Scenario::parse("slow.toml", text).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run_case_virtual(&s, &s.cases[0], &env()).map(|r| (r.runner.stuck, r.calls.timeout)));
+    });
+    // Generous: the whole case is a few milliseconds of work.
+    let (stuck, timeouts) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the case ended").unwrap();
+    assert_eq!((stuck, timeouts), (1, 5), "the runner was aborted at the stop bound; the writer gave up at 60 s");
+}

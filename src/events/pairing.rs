@@ -13,11 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::protocol::CallId;
 
-/// One side of the pairing: a request published or a response published.
+/// One side of the pairing: a request published or a response published; or the writer
+/// giving up on its call because the run was interrupted (the call is cut off: closed, no
+/// breach, and the one answer a runner may still publish for it is no breach either).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PairEvent {
     Request,
     Response,
+    CutOff,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,6 +82,9 @@ pub fn call_key(sandbox: u32, call: &str) -> CallKey {
 pub struct Pairing {
     open: HashMap<CallKey, (u32, CallId)>,
     answered: HashSet<CallKey>,
+    /// Calls cut off by an interrupt, their answer still allowed.
+    cut: HashSet<CallKey>,
+    cut_off: u64,
     counts: [u64; 5],
     breaches: Vec<Breach>,
 }
@@ -103,7 +109,7 @@ impl Pairing {
                 }
             },
             PairEvent::Response => {
-                if self.open.remove(&key).is_some() {
+                if self.open.remove(&key).is_some() || self.cut.remove(&key) {
                     self.answered.insert(key);
                     None
                 } else if self.answered.contains(&key) {
@@ -111,6 +117,13 @@ impl Pairing {
                 } else {
                     Some(BreachKind::UnpairedResponse)
                 }
+            }
+            PairEvent::CutOff => {
+                if self.open.remove(&key).is_some() {
+                    self.cut.insert(key);
+                    self.cut_off += 1;
+                }
+                None
             }
         };
         if let Some(kind) = breach {
@@ -132,7 +145,7 @@ impl Pairing {
         for (sandbox, call) in open {
             self.push(BreachKind::UnansweredAtEnd, sandbox, &call);
         }
-        PairingReport { counts: self.counts, breaches: self.breaches }
+        PairingReport { counts: self.counts, breaches: self.breaches, cut_off: self.cut_off }
     }
 }
 
@@ -141,6 +154,8 @@ impl Pairing {
 pub struct PairingReport {
     counts: [u64; 5],
     pub breaches: Vec<Breach>,
+    /// Requests closed because an interrupt cut their call off (not breaches).
+    pub cut_off: u64,
 }
 
 impl PairingReport {
@@ -195,6 +210,15 @@ mod tests {
             r.breaches.last().unwrap(),
             &Breach { kind: BreachKind::UnansweredAtEnd, sandbox: 0, call: "c".into() }
         );
+    }
+
+    #[test]
+    fn a_call_cut_off_by_an_interrupt_is_closed_and_its_late_answer_allowed() {
+        use super::PairEvent::CutOff as C;
+        let r = check_pairing([(0, "a", Q), (0, "a", C), (0, "b", Q), (0, "b", C), (0, "b", R), (0, "c", C)]);
+        assert_eq!((r.total(), r.cut_off), (0, 2), "{:?}", r.breaches);
+        let r = check_pairing([(0, "a", Q), (0, "a", C), (0, "a", R), (0, "a", R)]);
+        assert_eq!(r.count(BreachKind::DuplicateResponse), 1, "one late answer, not two");
     }
 
     #[test]

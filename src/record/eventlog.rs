@@ -209,6 +209,9 @@ pub fn render_checks(check: &LogCheck) -> String {
     for c in &check.cases {
         let r = &c.report;
         out += &format!("{}: {} requests, {} responses, {} breaches\n", c.case, c.requests, c.responses, r.total());
+        if r.cut_off > 0 {
+            out += &format!("  cut off by an interrupt (closed, no breach): {}\n", r.cut_off);
+        }
         for k in BreachKind::ALL.iter().filter(|k| r.count(**k) > 0) {
             out += &format!("  {}: {}\n", k.name(), r.count(*k));
         }
@@ -286,9 +289,10 @@ pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogEr
             }
             Err(e) => return Err(err(format!("not an event line: {e}"))),
         };
-        let ev = match l.event.as_str() {
-            "request" => PairEvent::Request,
-            "response" | "parked" => PairEvent::Response,
+        let ev = match (l.event.as_str(), l.outcome.as_deref()) {
+            ("request", _) => PairEvent::Request,
+            ("response" | "parked", _) => PairEvent::Response,
+            ("call_end", Some("interrupted")) => PairEvent::CutOff,
             _ => continue,
         };
         let idx = match cases.iter().position(|(c, _)| *c == l.case) {
@@ -304,7 +308,7 @@ pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogEr
         .into_iter()
         .map(|(case, evs)| {
             let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
-            let responses = evs.len() as u64 - requests;
+            let responses = evs.iter().filter(|e| e.2 == PairEvent::Response).count() as u64;
             let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
             CaseCheck { case, requests, responses, report }
         })

@@ -127,6 +127,9 @@ pub struct Violations {
     pub by_kind: crate::sandbox::host::ByKind,
     /// The first breaches, each with its kind, sandbox and call id.
     pub listed: Vec<Breach>,
+    /// Requests closed because an interrupt cut their call off: no breach.
+    #[serde(default)]
+    pub cut_off: u64,
 }
 
 impl Violations {
@@ -137,6 +140,7 @@ impl Violations {
                 BreachKind::ALL.iter().map(|k| (k.name().to_owned(), p.count(*k))).collect(),
             ),
             listed: p.breaches.clone(),
+            cut_off: p.cut_off,
         }
     }
 

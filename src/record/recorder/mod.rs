@@ -212,6 +212,9 @@ impl Recorder {
             }
             EventKind::Writer(w) => {
                 self.count(w);
+                if w.outcome == CallOutcome::Failed(FailKind::Interrupted) {
+                    self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::CutOff);
+                }
                 if let CallOutcome::Failed(_) = w.outcome {
                     self.waiting.forget(&key);
                     return self.failed(ev, w);
