@@ -302,7 +302,7 @@ fn serve_refuses_a_second_runner_a_dir_it_cannot_write_and_every_0() {
     let proc_dir = Command::new(BIN).args(["serve", "--dir", "/proc"]).output().unwrap();
     let err = String::from_utf8_lossy(&proc_dir.stderr);
     assert_eq!(proc_dir.status.code(), Some(2), "{err}");
-    assert!(err.contains("cannot write in it"), "{err}");
+    assert!(err.contains("not a relay dir this runner can write"), "{err}");
     let zero = Command::new(BIN).args(["serve", "--every", "0s", "--dir"]).arg(dir.path()).output().unwrap();
     assert_eq!(zero.status.code(), Some(2), "{}", String::from_utf8_lossy(&zero.stderr));
 }

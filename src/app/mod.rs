@@ -1,8 +1,9 @@
 //! The application layer: running scenarios and writing their reports ([`bench`]), what
 //! `run`, `report` and `list` ask ([`runs`]), the reference runner and writer on a real
-//! relay dir ([`serve`]), and the command line ([`cli`]).
+//! relay dir ([`serve`]) and its lock on that dir ([`claim`]), and the command line ([`cli`]).
 
 pub mod bench;
+pub mod claim;
 pub mod cli;
 pub mod runs;
 pub mod serve;

@@ -2,12 +2,13 @@
 //! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
 //! for one call). Both are the same runner and writer the benchmark measures.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::app::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio::remove_if_present;
 use crate::base::notice::Say;
@@ -62,36 +63,21 @@ pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn Runner
     kind.parse(Some(&mut fields))
 }
 
-/// Checks that `dir` can be listed and written, and takes it for this runner: an exclusive
-/// lock on the directory itself (`flock`, released when the returned handle drops or the
-/// process dies; nothing is left in the dir). A second runner on the same dir would answer
-/// calls twice; it is refused.
-pub fn claim(dir: &Path) -> std::io::Result<std::fs::File> {
-    let say = |what: &str, e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {what}: {e}", dir.display()));
-    if !dir.is_dir() {
-        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: not a directory", dir.display())));
+/// Why `serve` stopped short.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The dir is not this runner's to serve (or stopped being: [`ClaimNote::Lost`]).
+    #[error("--dir {0}")]
+    Claim(#[from] ClaimError),
+    #[error("the runner task failed: {0}")]
+    Runner(String),
+}
+
+impl ServeError {
+    /// Whether the user can fix it (the dir), rather than something broken inside.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ServeError::Claim(_))
     }
-    std::fs::read_dir(dir).map_err(|e| say("cannot list it", e))?;
-    // The lock first: a refused second runner does not touch the dir it was refused.
-    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                format!(
-                    "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
-                    dir.display()
-                ),
-            ));
-        }
-        return Err(say("cannot lock it", e));
-    }
-    let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
-    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| say("cannot write in it", e))?;
-    std::fs::remove_file(&probe).map_err(|e| say("cannot remove a file in it", e))?;
-    Ok(handle)
 }
 
 /// What `serve` did, for its last line (and for tests).
@@ -105,9 +91,14 @@ pub struct ServeReport {
 
 /// Runs the reference runner on `opts.dir` until `stop` is closed, saying a stat line every
 /// `opts.every` ([`Said::Out`]) and each notice ([`Said::Err`]).
-pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<ServeReport> {
-    let _claim = claim(&opts.dir)?;
-    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
+///
+/// The dir is claimed first ([`Claim::take`]): a second runner is refused, and a dir
+/// replaced while it serves is claimed again or, when another runner took it first, given
+/// up (said, and returned as [`ServeError::Claim`]).
+pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Result<ServeReport, ServeError> {
+    let (claim, mut claim_notes) = Claim::take(&opts.dir)?;
+    let real = RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes);
+    let dir: Arc<dyn RelayDir> = Arc::new(ClaimedDir::new(real, Arc::new(claim)));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
     let (sink, mut inbox) = EventSink::channel();
     let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
@@ -150,6 +141,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std
         });
         report.answered - before
     };
+    let mut lost = None;
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -157,11 +149,22 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std
                 let line = format!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
                 say(Said::Out(&line));
             }
+            Some(note) = claim_notes.recv() => match note {
+                ClaimNote::Retaken { old, new } => say(Said::Err(&format!(
+                    "  {}: the directory was replaced (inode {old} -> {new}); its lock is taken again, serving the new one",
+                    opts.dir.display()
+                ))),
+                ClaimNote::Lost(e) => {
+                    say(Said::Err(&format!("  {e}")));
+                    lost = Some(e);
+                    break;
+                }
+            },
             () = stop.closed() => break,
         }
     }
     started.control.stop();
-    let runner = started.task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
+    let runner = started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?;
     drain(&mut report);
     report.scans = runner.scans;
     say(Said::Out(&format!(
@@ -173,7 +176,10 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std
         runner.delete_retries,
         runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
     )));
-    Ok(report)
+    match lost {
+        Some(e) => Err(e.into()),
+        None => Ok(report),
+    }
 }
 
 /// One call through a real relay dir, as the reference writer makes it.

@@ -13,7 +13,7 @@ use clap::Parser;
 
 use crate::app::bench::utc_stamps;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
-use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeOptions};
+use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions};
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
 use crate::events::FailKind;
@@ -57,6 +57,8 @@ pub enum CliError {
     #[error(transparent)]
     Runs(#[from] RunsError),
     #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
 
@@ -65,7 +67,8 @@ impl CliError {
         match self {
             CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
-            CliError::Runs(_) | CliError::Internal(_) => Exit::Internal,
+            CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Runs(_) | CliError::Serve(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
 }
@@ -257,7 +260,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     let stop = on_interrupt("stopping the runner");
     let opts =
         ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
-    crate::app::serve::serve(opts, stop, &say).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    crate::app::serve::serve(opts, stop, &say).await?;
     Ok(Exit::Pass)
 }
 
