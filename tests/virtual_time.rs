@@ -230,3 +230,35 @@ writer = "watch"
     assert!(r.window_secs >= 25.0 * 3600.0);
     assert!((4.4..=5.0).contains(&r.requests.idle_phases.discovery_per_min), "{:?}", r.requests.idle_phases);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_whose_publish_fails_for_a_while_is_held_and_published_when_the_dir_heals() {
+    // The dir turns read-only (then full) after the pickup, for 3 s: the request is gone
+    // already, so an answer not held would be lost and the call would time out.
+    for fault in [SimFault::ReadOnly, SimFault::DiskFull] {
+        let sim = SimDir::new("/sb/relay");
+        let handler = HandlerModel { duration: S(1), duration_max: S(1), ..Default::default() };
+        let (relay, _sink) = common::sim_relay(&sim, "poll", handler);
+        assert!(relay.ready(S(10)).await);
+        let call = relay.call("c-1", None, S(30));
+        let strike = async {
+            let picked = || sim.list().unwrap().iter().all(|n| !n.ends_with(".req.json"));
+            while !(sim.list().unwrap().contains(&"c-1.req.json".to_owned())) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            while !picked() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            sim.set_fault(fault, true);
+            tokio::time::sleep(S(3)).await;
+            sim.set_fault(fault, false);
+        };
+        let t0 = Instant::now();
+        let (end, ()) = tokio::join!(call, strike);
+        assert!(matches!(end, relay_bench::relay::writer::CallEnd::Answered(_)), "{fault:?}: {end:?}");
+        assert!(t0.elapsed() < S(10), "{fault:?}: answered soon after the dir healed: {:?}", t0.elapsed());
+        let mut relay = relay;
+        relay.stop(Instant::now() + S(10)).await.unwrap();
+        assert!(sim.relay_files().unwrap().is_empty(), "{fault:?}: {:?}", sim.relay_files());
+    }
+}

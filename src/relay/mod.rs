@@ -1,8 +1,9 @@
 //! The relay's two sides, as production runs them: the runner's loop ([`runner`]) over an
 //! activity source ([`source`], the wake contract every strategy implements) with the
-//! tool's handler ([`handler`]), and the in-sandbox writer ([`writer`]). Nothing here knows
-//! which strategy or host it runs on.
+//! tool's handler ([`handler`]) and its answers held until they are out ([`answer`]), and
+//! the in-sandbox writer ([`writer`]). Nothing here knows which strategy or host it runs on.
 
+pub mod answer;
 pub mod handler;
 pub mod runner;
 pub mod source;

@@ -11,7 +11,8 @@
 //! that does not, the poll delay; otherwise sleep the poll delay (the source is never waited
 //! on again). The poll delay after `n` consecutive idle lists is 300 ms while n < 5, then
 //! 300 ms · 2^(n−4), capped at 1500 ms. A failed read is answered `{ok:false}` (and left on
-//! disk); a request without a usable `toolCallId` runs under its file id.
+//! disk); a request without a usable `toolCallId` runs under its file id. An answer whose
+//! publish fails is held and tried again, bounded ([`crate::relay::answer`]).
 //!
 //! Each place where the suite can run the loop otherwise is a named option of
 //! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
@@ -28,6 +29,7 @@ use tokio::time::Instant;
 use crate::base::notice::Say;
 use crate::base::protocol::{classify, file_id_of, res_name, FileKind, Outcome, Request, Response};
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
+use crate::relay::answer::{publish_answer, AnswerRetry};
 use crate::relay::handler::HandlerModel;
 use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
 use crate::sandbox::dir::UnsafeEntry;
@@ -601,9 +603,7 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
 /// be named for it, so it is no pairing event; a writer waiting on that file id reads it
 /// and ends its own call.
 async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
-    if let Err(e) = ctx.host.publish(&res_name(&file_id), &body).await {
-        ctx.reporter.say(Say::AnswerFailed { call: file_id, error: e.to_string() });
-    }
+    publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &file_id, &res_name(&file_id), &body).await;
 }
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
@@ -624,10 +624,9 @@ async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked:
     }
     let body = ctx.handler.respond(&call, plan.outcome).encode();
     ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
-    match ctx.host.publish(&res_name(&file_id), &body).await {
-        Ok(()) => side.answered = Some(Instant::now()),
-        Err(e) => ctx.reporter.say(Say::AnswerFailed { call: call.to_string(), error: e.to_string() }),
-    }
+    // Held and tried again while its publish fails (the request is gone already).
+    side.answered =
+        publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &call, &res_name(&file_id), &body).await;
     let at = side.answered.unwrap_or(handler_end);
     ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
 }
