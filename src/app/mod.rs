@@ -1,9 +1,10 @@
 //! The application layer: running scenarios and writing their reports ([`bench`]), what
-//! `run`, `report` and `list` ask ([`runs`]), the reference runner and writer on a real
+//! `run`, `report` and `list` ask ([`runs`]) and the directory a run writes ([`outdir`]), the reference runner and writer on a real
 //! relay dir ([`serve`]) and its lock on that dir ([`claim`]), and the command line ([`cli`]).
 
 pub mod bench;
 pub mod claim;
 pub mod cli;
+pub mod outdir;
 pub mod runs;
 pub mod serve;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::signal::Signal;
 use crate::report::compare::{compare, Comparison};
 use crate::report::output::{Input, Moment};
@@ -49,6 +50,10 @@ pub enum RunsError {
     SaveBaseline { path: String, source: std::io::Error },
     #[error(transparent)]
     Bench(#[from] BenchError),
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
+    #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
+    DuplicateScenario { name: String, first: String, second: String },
 }
 
 impl RunsError {
@@ -92,6 +97,8 @@ pub struct Plan {
     request: RunRequest,
     relay_root: PathBuf,
     watch_program: PathBuf,
+    /// `--out`, taken for this run ([`crate::app::outdir`]) while the plan lives.
+    out: Option<OutLock>,
 }
 
 /// One step of a run, for the caller to print.
@@ -126,6 +133,15 @@ impl Plan {
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        for (i, s) in scenarios.iter().enumerate() {
+            if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
+                return Err(RunsError::DuplicateScenario {
+                    name: s.name.clone(),
+                    first: first.origin.clone(),
+                    second: s.origin.clone(),
+                });
+            }
+        }
         scenarios.iter().try_for_each(crate::app::bench::check_available)?;
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
@@ -151,7 +167,12 @@ impl Plan {
             }
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
-        Ok(Plan { scenarios, request, relay_root, watch_program })
+        // Last: a plan refused for another reason leaves the directory as it was.
+        let out = match &request.out {
+            Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&utc_stamps().0))?),
+            None => None,
+        };
+        Ok(Plan { scenarios, request, relay_root, watch_program, out })
     }
 
     pub fn scenarios(&self) -> &[Scenario] {
@@ -167,6 +188,9 @@ impl Plan {
         let mut outcome = Outcome::default();
         let mut done: Vec<Summary> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
+        if let Some(lock) = &self.out {
+            crate::app::outdir::clear(lock)?;
+        }
         for s in &self.scenarios {
             let out_dir = match &req.out {
                 Some(d) if several => d.join(&s.name),
@@ -220,7 +244,7 @@ pub const DEFAULT_REPORTS: &str = "reports";
 
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
 /// the same second has it), created here so no other run can take it. `--out DIR` is not
-/// made here: a directory the user names is used as it is, and rewritten.
+/// made here: a directory the user names is taken by [`crate::app::outdir::take`].
 fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
     let stem = format!("{stamp}-{scenario}");
     create_unique_dir(reports, &stem)

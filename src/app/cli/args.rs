@@ -71,7 +71,10 @@ pub struct RunArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
     /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
-    /// one subdirectory per scenario.
+    /// one subdirectory per scenario. It must be new, empty, or a previous run's: that run's
+    /// files are removed first (other files are kept); `/` and a directory of other files
+    /// are refused. One run at a time writes it (a lock): a second is refused, naming the
+    /// first.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print only the final table.
