@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
 use crate::app::outdir::{OutDirError, OutLock};
+use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
-use crate::report::compare::{compare, Comparison};
+use crate::report::compare::{compare, CompareError, Comparison};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
-use crate::results::summary::Summary;
+use crate::results::summary::{Summary, SummaryError};
 use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
@@ -33,9 +34,12 @@ pub enum RunsError {
     NoBaseline { name: String, scenario: String, path: String },
     #[error("--save-baseline {0} --baseline {0}: the run would be compared with itself")]
     SameBaseline(String),
-    /// A run directory or baseline that cannot be read or compared.
-    #[error("{0}")]
-    Unreadable(String),
+    /// A run directory or baseline that cannot be read.
+    #[error(transparent)]
+    Unreadable(#[from] SummaryError),
+    /// ... or compared.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
     #[error("cannot create the report directory {path} (give one with --out DIR): {source}")]
     ReportDir { path: String, source: std::io::Error },
     #[error("cannot locate the relay-bench binary: {0}")]
@@ -52,6 +56,9 @@ pub enum RunsError {
     Bench(#[from] BenchError),
     #[error(transparent)]
     OutDir(#[from] OutDirError),
+    /// A run directory's file that is not read (a FIFO, a link, a device, too large).
+    #[error(transparent)]
+    Input(#[from] BoundedReadError),
     #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
     DuplicateScenario { name: String, first: String, second: String },
 }
@@ -229,8 +236,7 @@ impl Plan {
             }
             if let Some(name) = &req.baseline {
                 let from = baseline_of(name, &s.name)?;
-                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)
-                    .map_err(|e| RunsError::Unreadable(e.to_string()))?;
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)?;
                 outcome.regressions += comparison.regressions();
                 step(Step::Compared { name, comparison: &comparison });
             }
@@ -324,7 +330,9 @@ pub fn list_parts() -> String {
 /// Draws a run directory's outputs again from its summary.json and .hlog files (summary.md,
 /// the .hgrm files, the charts); returns what was written.
 pub fn rerender(dir: &Path) -> Result<crate::report::publish::Published, RunsError> {
-    let summary = Summary::read(dir).map_err(RunsError::Unreadable)?;
+    let summary = Summary::read(dir)?;
+    let cases: Vec<&str> = summary.results.iter().map(|r| r.case.as_str()).collect();
+    crate::report::export::hdr::check_logs(dir, &cases)?;
     Ok(publish(Moment::Rerender, &Input { summaries: std::slice::from_ref(&summary), dir }, &FlagPaths::default())?)
 }
 

@@ -1,6 +1,7 @@
 //! The result types every exporter reads: one [`CaseResult`] per case and the run's
 //! [`Summary`] (the shape of `summary.json`, `schema_version` 1).
 
+use crate::base::fsio::{read_bounded, Bound, BoundedReadError};
 use serde::{Deserialize, Serialize};
 
 use crate::events::pairing::{Breach, BreachKind, PairingReport};
@@ -11,6 +12,20 @@ use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::strategy::PickupDefinition;
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The largest summary.json read (a run of the most cases a scenario may hold is far less).
+pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+
+/// Why a summary.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error(transparent)]
+    Read(#[from] BoundedReadError),
+    #[error("{path}: not a relay-bench summary: {why}")]
+    Parse { path: String, why: String },
+    #[error("{path}: `results[{i}].case`: {why}")]
+    CaseName { path: String, i: usize, why: String },
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calls {
@@ -506,15 +521,18 @@ impl Summary {
     }
 
     /// Reads a run's `summary.json`; `path` is the file or the run directory holding it.
-    pub fn read(path: &std::path::Path) -> Result<Summary, String> {
+    /// The file is read as every run-directory file is: a regular file, no link followed,
+    /// at most [`MAX_SUMMARY_BYTES`].
+    pub fn read(path: &std::path::Path) -> Result<Summary, SummaryError> {
         let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let summary: Summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let at = || file.display().to_string();
+        let bytes = read_bounded(&file, Bound::new("a run's summary.json", MAX_SUMMARY_BYTES))?;
+        let summary: Summary =
+            serde_json::from_slice(&bytes).map_err(|e| SummaryError::Parse { path: at(), why: e.to_string() })?;
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
-            crate::scenario::check_name(&r.case)
-                .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
+            crate::scenario::check_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
         }
         Ok(summary)
     }

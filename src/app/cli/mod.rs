@@ -319,7 +319,12 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
 }
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {
-    let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
+    // Streamed line by line (each line capped); a FIFO or a device is refused, not read.
+    let file = crate::base::fsio::open_regular(
+        log,
+        crate::base::fsio::Bound::new("the event log", u64::MAX).following_links(),
+    )
+    .map_err(|e| CliError::BadInput(e.to_string()))?;
     let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
         .map_err(|e| CliError::BadInput(e.to_string()))?;
     if check.cases.is_empty() {
