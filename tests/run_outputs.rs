@@ -104,3 +104,34 @@ fn two_scenarios_of_one_name_and_a_dir_of_other_files_are_refused_before_anythin
     assert_eq!(root.status.code(), Some(2), "{}", said(&root));
     assert!(said(&root).contains("--out /: refusing to write a run into the root directory"), "{}", said(&root));
 }
+
+fn dev_full() -> Stdio {
+    Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+}
+
+#[test]
+fn a_full_stdout_or_stderr_is_no_panic_and_the_report_is_finished() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    std::fs::create_dir(t.path().join("relay")).unwrap();
+    let finished = |out: &Path| {
+        let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["results"][0]["case"], "c", "the whole summary: {s}");
+        assert!(out.join("summary.md").is_file() && out.join("hdr/c").is_dir());
+    };
+    // Not -q: stderr has progress lines to fail on.
+    let err_full = Command::new(BIN)
+        .current_dir(t.path())
+        .args(["run", "--no-calibration", "--relay-root", "relay", "--out", "e", "v.toml"])
+        .stderr(dev_full())
+        .output()
+        .unwrap();
+    assert_eq!(err_full.status.code(), Some(0), "no panic on a full stderr: {}", said(&err_full));
+    finished(&t.path().join("e"));
+    let out_full = run(t.path(), &t.path().join("o"), &["v.toml"]).stdout(dev_full()).output().unwrap();
+    assert_eq!(out_full.status.code(), Some(6), "{}", said(&out_full));
+    assert!(said(&out_full).contains("Error: cannot write to stdout: No space left on device"), "{}", said(&out_full));
+    finished(&t.path().join("o"));
+    let list = Command::new(BIN).arg("list").stdout(dev_full()).output().unwrap();
+    assert_eq!(list.status.code(), Some(6), "{}", said(&list));
+}

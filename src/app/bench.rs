@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::app::console;
 use crate::base::fsio::{read_bounded, Bound};
 use crate::base::signal::Signal;
 use crate::base::units::human;
@@ -84,7 +85,7 @@ pub async fn run_scenario(
         .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
     let say = |msg: &str| {
         if !opts.quiet {
-            eprintln!("{msg}");
+            console::err(msg);
         }
     };
     let environment = Environment::probe(&opts.relay_root);
@@ -125,14 +126,14 @@ pub async fn run_scenario(
     let progress: Progress = if tty {
         Some(Arc::new(|line: &str| {
             let line: String = line.chars().take(99).collect();
-            eprint!("\r\x1b[2K{line}");
+            console::err_raw(&format!("\r\x1b[2K{line}"));
         }))
     } else {
         None
     };
     let clear_bar = || {
         if tty {
-            eprint!("\r\x1b[2K");
+            console::err_raw("\r\x1b[2K");
         }
     };
     // One event log per run directory: every case appends its lines.

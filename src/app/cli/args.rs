@@ -20,7 +20,9 @@ then checks the scenario's gates. `serve` and `call` are the suite's reference r
 real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
 directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
-found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 130 interrupted."
+found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
+written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
+`| head -1` does, is not an error), 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::app::bench::utc_stamps;
+use crate::app::console;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
 use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions};
 use crate::base::protocol::Outcome;
@@ -23,10 +24,11 @@ use crate::relay::writer::CallEnd;
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
-/// `print!` to stdout through [`print_all`]; `out!(line ...)` adds the newline.
+/// `print!` to stdout through [`console::out`] (never a panic; a failure is the exit code
+/// [`Exit::OutputLost`]); `out!(line ...)` adds the newline.
 macro_rules! out {
-    (line $($t:tt)*) => { print_all(&format!("{}\n", format_args!($($t)*))) };
-    ($($t:tt)*) => { print_all(&format!($($t)*)) };
+    (line $($t:tt)*) => { console::out(&format!("{}\n", format_args!($($t)*))) };
+    ($($t:tt)*) => { console::out(&format!($($t)*)) };
 }
 
 /// Exit codes CI can act on.
@@ -44,6 +46,9 @@ pub enum Exit {
     Paused = 4,
     /// `call`: no answer before the writer deadline.
     Timeout = 5,
+    /// stdout could not be written (a full disk, an I/O error; a reader that closed the pipe
+    /// is not one): what the command printed is lost, its files are written.
+    OutputLost = 6,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -101,16 +106,25 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
+            console::err(&format!("Error: cannot start the async runtime: {e}"));
             return Exit::Internal as i32;
         }
     };
-    match rt.block_on(run(cli)) {
-        Ok(code) => code as i32,
+    let code = match rt.block_on(run(cli)) {
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
-            e.exit() as i32
+            console::err(&format!("Error: {e:#}"));
+            e.exit()
         }
+    };
+    match console::stdout_failure() {
+        // An outcome the output was to tell (a pass, a gate failure, a call's answer) that
+        // never reached its reader is no outcome: the output's loss is.
+        Some(e) if matches!(code, Exit::Pass | Exit::GateFailed | Exit::Paused | Exit::Timeout) => {
+            console::err(&format!("Error: cannot write to stdout: {e}; what this command printed is lost"));
+            Exit::OutputLost as i32
+        }
+        _ => code as i32,
     }
 }
 
@@ -139,26 +153,13 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
-/// Writes `text` to stdout. A reader that went away (`relay-bench list | head -1`) read what
-/// it wanted: not an error, and no panic as `print!` would. Every command's output goes
-/// through here (the [`out!`] macro).
-/// Prints what `serve` and `call` say: stdout through [`print_all`], stderr likewise
-/// (neither a closed pipe nor a full disk is a panic).
+/// Prints what `serve` and `call` say, through [`console`] (neither a closed pipe nor a
+/// full disk is a panic).
 fn say(line: Said<'_>) {
-    use std::io::Write;
     match line {
-        Said::Out(text) => print_all(&format!("{text}\n")),
-        Said::Err(text) => {
-            let _ = writeln!(std::io::stderr().lock(), "{text}");
-        }
+        Said::Out(text) => console::out(&format!("{text}\n")),
+        Said::Err(text) => console::err(text),
     }
-}
-
-fn print_all(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    // Nothing else to do with a stdout that cannot be written; the exit code says the rest.
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
@@ -168,7 +169,7 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     let outcome = plan
         .run(interrupt, |step| match step {
             Step::Ran { summary: _, out_dir, console, warnings } => {
-                warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+                warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
                 out!("{}", String::from_utf8_lossy(console));
                 if !quiet {
                     out!(line "report: {}", out_dir.join("summary.md").display());
@@ -201,10 +202,10 @@ fn on_interrupt(doing: &'static str) -> Arc<Signal> {
         let interrupt = interrupt.clone();
         async move {
             let first = signals.next().await;
-            eprintln!("\ninterrupted ({first}): {doing} (again to abort)");
+            console::err(&format!("\ninterrupted ({first}): {doing} (again to abort)"));
             interrupt.close();
             let again = signals.next().await;
-            eprintln!("interrupted again ({again}): aborting");
+            console::err(&format!("interrupted again ({again}): aborting"));
             // The stops that would end what relay-bench started do not run on an exit: the
             // black-box runners' process groups are killed here (daemons die with it).
             crate::base::fsio::kill_own_groups();
@@ -279,7 +280,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
     let stop = on_interrupt("removing the request");
     let end = crate::app::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
-        eprintln!("interrupted: the request was removed");
+        console::err("interrupted: the request was removed");
         return Ok(Exit::Interrupted);
     };
     Ok(match end {
@@ -296,7 +297,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
             Exit::Paused
         }
         CallEnd::Failed(FailKind::Timeout) => {
-            eprintln!("no answer before the writer deadline");
+            console::err("no answer before the writer deadline");
             Exit::Timeout
         }
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
