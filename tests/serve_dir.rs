@@ -129,3 +129,21 @@ fn a_runner_whose_replaced_dir_another_runner_took_stops_with_an_error() {
     let done = second.stop();
     assert!(said(&done).contains(": 1 answered"), "{}", said(&done));
 }
+
+#[test]
+fn a_call_withdraws_its_request_at_its_deadline_and_says_when_no_runner_serves() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    // No runner: the deadline is the tool timeout + 10 s.
+    let out = call(d, &["--tool", "t", "--id", "retry1", "--timeout", "1ms"]);
+    assert_eq!(out.status.code(), Some(5), "{}", said(&out));
+    let err = said(&out);
+    assert!(err.contains(&format!("no answer in 10.00s; is a runner serving {}?", d.display())), "{err}");
+    assert!(!d.join("retry1.req.json").exists(), "withdrawn: no later runner runs it");
+    // The retry is not refused as in flight, and a runner answers it.
+    let serve = Serve::start(d, &[]);
+    let out = call(d, &["--tool", "t", "--id", "retry1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let done = serve.stop();
+    assert!(said(&done).contains(": 1 answered"), "the withdrawn call never ran: {}", said(&done));
+}

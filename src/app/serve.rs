@@ -15,7 +15,7 @@ use crate::base::notice::Say;
 use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
 use crate::base::signal::Signal;
 use crate::base::units::human;
-use crate::events::{EventKind, EventSink, Msg};
+use crate::events::{EventKind, EventSink, FailKind, Msg};
 use crate::relay::handler::HandlerModel;
 use crate::relay::source::Reporter;
 use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
@@ -196,8 +196,10 @@ pub struct CallOptions {
 }
 
 /// Publishes one request, waits for its answer and cleans up. Returns how it ended, or
-/// `None` when `stop` closed first (its request is then removed: no runner picks up a call
-/// nobody waits for).
+/// `None` when `stop` closed first. A call that ends unanswered (stopped, or at its
+/// deadline) withdraws its request: no runner that starts later runs a call nobody waits
+/// for, and the id is free again. At the deadline it says whether a runner ever picked the
+/// request up (none did: is a runner serving the dir?).
 ///
 /// A request already under the call's file id means another call with that id is in
 /// flight: refused, never replaced (its caller would get this call's answer). An answer
@@ -232,21 +234,33 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::
     let (sink, _inbox) = EventSink::channel();
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
-    let spec = CallSpec {
-        id: opts.id,
-        tool: opts.tool,
-        args: opts.args,
-        intended: Instant::now(),
-        warmup: false,
-        deadline: writer_deadline(opts.timeout),
-    };
+    let deadline = writer_deadline(opts.timeout);
+    let spec =
+        CallSpec { id: opts.id, tool: opts.tool, args: opts.args, intended: Instant::now(), warmup: false, deadline };
     let end = tokio::select! {
         end = writer.call(spec) => Some(end),
         () = stop.closed() => None,
     };
     writer.close();
-    if end.is_none() {
-        remove_if_present(&req)?;
+    match &end {
+        None => remove_if_present(&req)?,
+        Some(CallEnd::Failed(FailKind::Timeout)) => {
+            let unpicked = req.symlink_metadata().is_ok();
+            remove_if_present(&req)?;
+            let waited = match deadline.subsec_nanos() {
+                0 => format!("{} s", deadline.as_secs()),
+                _ => human(deadline),
+            };
+            say(Said::Err(&if unpicked {
+                format!(
+                    "no answer in {waited}; is a runner serving {}? (no runner picked the request up; it is withdrawn)",
+                    opts.dir.display()
+                )
+            } else {
+                format!("no answer in {waited}: a runner picked the request up but did not answer it")
+            }));
+        }
+        Some(_) => {}
     }
     Ok(end)
 }

@@ -296,10 +296,8 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
             out!(line "{}", answer_line(&crate::base::protocol::Response::Paused));
             Exit::Paused
         }
-        CallEnd::Failed(FailKind::Timeout) => {
-            console::err("no answer before the writer deadline");
-            Exit::Timeout
-        }
+        // Said by `call`, which withdrew the request.
+        CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
     })
