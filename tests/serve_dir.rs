@@ -147,3 +147,27 @@ fn a_call_withdraws_its_request_at_its_deadline_and_says_when_no_runner_serves()
     let done = serve.stop();
     assert!(said(&done).contains(": 1 answered"), "the withdrawn call never ran: {}", said(&done));
 }
+
+#[test]
+fn a_reused_id_is_said_once_and_answered_in_the_next_turn() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let serve = Serve::start(d, &["--turn-idle", "1s"]);
+    assert_eq!(call(d, &["--tool", "t", "--id", "same"]).status.code(), Some(0));
+    // The same id again in the same turn: skipped (production's seen set), said once, and
+    // answered once the turn has ended (1 s after its last call) and the next one lists.
+    let out = call(d, &["--tool", "t", "--id", "same", "--timeout", "20s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let done = serve.stop();
+    let all = said(&done);
+    assert_eq!(
+        all.matches("skipped \"same.req.json\": a request of that name was already handled this turn").count(),
+        1,
+        "{all}"
+    );
+    assert!(all.contains("turn 1 ended after ") && all.contains("--turn-idle 1.00s: no call since"), "{all}");
+    assert!(all.contains(": 2 answered") && all.contains("turn(s)"), "{all}");
+    let refused = Command::new(BIN).args(["serve", "--turn", "10ms", "--dir"]).arg(d).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", said(&refused));
+    assert!(said(&refused).contains("--turn 10.0ms: a turn lasts at least 1.00s"), "{}", said(&refused));
+}

@@ -262,3 +262,58 @@ async fn an_answer_whose_publish_fails_for_a_while_is_held_and_published_when_th
         assert!(sim.relay_files().unwrap().is_empty(), "{fault:?}: {:?}", sim.relay_files());
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reused_id_in_one_turn_is_skipped_and_said_once_while_it_stays() {
+    use relay_bench::base::notice::Say;
+    use relay_bench::events::Msg;
+    use relay_bench::relay::runner::{LoopOptions, Runner};
+    use relay_bench::relay::source::Reporter;
+    let sim = SimDir::new("/sb/relay");
+    let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
+    let (sink, mut rx) = EventSink::channel();
+    let runner = Runner {
+        sandbox: 0,
+        host: Arc::new(relay_bench::sandbox::host::LocalHost::over(dir, Arc::default())),
+        source: None,
+        inbox: None,
+        opts: LoopOptions::default(),
+        handler: Arc::new(HandlerModel {
+            duration: Duration::ZERO,
+            duration_max: Duration::ZERO,
+            ..Default::default()
+        }),
+        events: sink.clone(),
+        reporter: Reporter::new(sink.clone(), 0),
+        on_park: None,
+    };
+    let started = runner.start();
+    assert!(started.control.ready(S(10)).await);
+    let publish = || {
+        let body = br#"{"toolName":"t","toolCallId":"x","args":{}}"#;
+        relay_bench::sandbox::dir::publish_now(&sim, "x.req.json", body).unwrap();
+    };
+    let mut said = 0;
+    let mut count = || {
+        rx.take(|m| {
+            said += usize::from(
+                matches!(m, Msg::Notice(n) if matches!(&n.what, Say::AlreadySeen { name } if name == "x.req.json")),
+            )
+        });
+        said
+    };
+    publish();
+    tokio::time::sleep(S(2)).await;
+    sim.remove("x.res.json").unwrap();
+    publish();
+    tokio::time::sleep(S(20)).await;
+    assert_eq!(count(), 1, "said once, not on every list");
+    assert!(sim.read("x.req.json").is_ok() && sim.read("x.res.json").is_err(), "left in place, never run twice");
+    sim.remove("x.req.json").unwrap();
+    tokio::time::sleep(S(5)).await;
+    publish();
+    tokio::time::sleep(S(5)).await;
+    assert_eq!(count(), 2, "gone and back: said again");
+    started.control.stop();
+    started.task.await.unwrap();
+}

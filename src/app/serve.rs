@@ -17,6 +17,7 @@ use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::events::{EventKind, EventSink, FailKind, Msg};
 use crate::relay::handler::HandlerModel;
+use crate::relay::runner::RunnerReport;
 use crate::relay::source::Reporter;
 use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 use crate::sandbox::dir::{RealDir, RelayDir};
@@ -46,6 +47,8 @@ pub struct ServeOptions {
     pub watch_program: PathBuf,
     /// Request files past this size are skipped, not read.
     pub max_file_bytes: u64,
+    /// When the runner's turn ends and a new one starts.
+    pub turns: Turns,
 }
 
 /// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
@@ -87,6 +90,8 @@ pub struct ServeReport {
     pub malformed: u64,
     pub scans: u64,
     pub notices: u64,
+    /// Turns begun (1 without turn bounds).
+    pub turns: u32,
 }
 
 /// Runs the reference runner on `opts.dir` until `stop` is closed, saying a stat line every
@@ -114,40 +119,63 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Res
         on_park: None,
         stderr_to: &stderr_to,
     };
-    let started = opts.strategy.start(&parts);
-    drop(sink);
+    let mut started = opts.strategy.start(&parts);
     say(Said::Out(&format!(
-        "serving {} with runner {} ({}); Ctrl-C to stop",
+        "serving {} with runner {} ({}){}; Ctrl-C to stop",
         opts.dir.display(),
         opts.strategy.name(),
-        opts.strategy.params()
+        opts.strategy.params(),
+        opts.turns.describe()
     )));
     let mut report = ServeReport::default();
     let t0 = Instant::now();
-    let mut tick = tokio::time::interval_at(t0 + opts.every, opts.every);
+    // Notices and turn ends are seen at every pump; a stat line is said every `every`.
+    let mut pump = tokio::time::interval(PUMP);
+    let mut next_stat = t0 + opts.every;
+    let mut since_stat = 0u64;
+    // Returns the answers counted, and whether any call was handled.
     let mut drain = |report: &mut ServeReport| {
-        let before = report.answered;
+        let (before, mut active) = (report.answered, false);
         inbox.take(|m| match m {
             // Counted once the answer is out (a failed publish is a notice, not an answer).
-            Msg::Call(ev) if matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()) => {
-                report.answered += 1
+            Msg::Call(ev) => {
+                active = true;
+                report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
             }
-            Msg::Call(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
                 say(Said::Err(&format!("  {}", n.what)));
             }
         });
-        report.answered - before
+        (report.answered - before, active)
     };
+    let (mut turn, mut turn_start, mut last_call) = (1u32, Instant::now(), None);
+    let mut totals = RunnerReport::default();
     let mut lost = None;
     loop {
+        let turn_end = opts.turns.end(turn_start, last_call);
+        let turn_over = async {
+            match turn_end {
+                Some((at, _)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = tick.tick() => {
-                let new = drain(&mut report);
-                let line = format!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
-                say(Said::Out(&line));
+            _ = pump.tick() => {
+                let (new, active) = drain(&mut report);
+                since_stat += new;
+                if active {
+                    last_call = Some(Instant::now());
+                }
+                if Instant::now() >= next_stat {
+                    let line = format!("[{:>8}] answered {since_stat:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
+                    say(Said::Out(&line));
+                    since_stat = 0;
+                    while next_stat <= Instant::now() {
+                        next_stat += opts.every;
+                    }
+                }
             }
             Some(note) = claim_notes.recv() => match note {
                 ClaimNote::Retaken { old, new } => say(Said::Err(&format!(
@@ -160,25 +188,75 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Res
                     break;
                 }
             },
+            () = turn_over => {
+                let before = report.answered;
+                started.control.stop();
+                totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
+                drain(&mut report);
+                let why = turn_end.map(|(_, why)| why).unwrap_or_default();
+                say(Said::Err(&format!(
+                    "  turn {turn} ended after {} ({why}; {} answered since): a new turn starts, its seen set empty",
+                    human(turn_start.elapsed()),
+                    report.answered - before,
+                )));
+                started = opts.strategy.start(&parts);
+                (turn, turn_start, last_call) = (turn + 1, Instant::now(), None);
+            }
             () = stop.closed() => break,
         }
     }
     started.control.stop();
-    let runner = started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?;
+    totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
     drain(&mut report);
-    report.scans = runner.scans;
+    report.scans = totals.scans;
+    report.turns = turn;
     say(Said::Out(&format!(
-        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries{}",
+        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries, {turn} turn(s){}",
         human(t0.elapsed()),
         report.answered,
         report.malformed,
-        runner.scans,
-        runner.delete_retries,
-        runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
+        totals.scans,
+        totals.delete_retries,
+        totals.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
     )));
     match lost {
         Some(e) => Err(e.into()),
         None => Ok(report),
+    }
+}
+
+/// How often `serve` looks at what its runner said and whether its turn is over.
+const PUMP: Duration = Duration::from_millis(100);
+
+/// How `serve` splits its time into turns. Production runs one relay per agent turn: it
+/// starts when the turn starts and stops when the turn ends, and its seen set, backoff and
+/// demotion are the turn's (SPEC §9). `serve` cannot see an agent's turns; without either
+/// bound it is one turn until it is stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Turns {
+    /// A turn ends this long after it started.
+    pub length: Option<Duration>,
+    /// A turn that handled a call ends once no call came for this long.
+    pub idle: Option<Duration>,
+}
+
+impl Turns {
+    /// When the turn started at `start`, whose last call was handled at `last`, ends, and why.
+    fn end(&self, start: Instant, last: Option<Instant>) -> Option<(Instant, String)> {
+        let by_length = self.length.map(|l| (start + l, format!("--turn {}", human(l))));
+        let by_idle = self.idle.zip(last).map(|(i, at)| (at + i, format!("--turn-idle {}: no call since", human(i))));
+        by_length.into_iter().chain(by_idle).min_by_key(|(at, _)| *at)
+    }
+
+    fn describe(&self) -> String {
+        match (self.length, self.idle) {
+            (None, None) => String::new(),
+            (l, i) => {
+                let l = l.map(|l| format!("at most {}", human(l)));
+                let i = i.map(|i| format!("ending {} after its last call", human(i)));
+                format!(", turns {}", l.into_iter().chain(i).collect::<Vec<_>>().join(" and "))
+            }
+        }
     }
 }
 

@@ -65,6 +65,9 @@ pub enum Say {
     Skipped { name: String, why: String },
     /// A request's bytes are not a request: answered with an error.
     Malformed { name: String, bytes: usize, error: String },
+    /// A request under a name already handled this turn (a reused id): skipped by the turn's
+    /// seen set, left in place, said once while it stays.
+    AlreadySeen { name: String },
     /// A delete on pickup failed or exceeded its bound: retried on later passes.
     DeleteFailed { name: String, error: String },
     /// An answer could not be published: try `n` of `of`, the next in `retry_in`.
@@ -193,6 +196,11 @@ impl fmt::Display for Say {
             Say::Malformed { name, bytes, error } => {
                 write!(f, "malformed request {name:?} ({bytes} bytes): {error}; answered with an error")
             }
+            Say::AlreadySeen { name } => write!(
+                f,
+                "skipped {name:?}: a request of that name was already handled this turn (a reused id is never run \
+                 twice in one turn); left in place, not answered until a new turn"
+            ),
             Say::DeleteFailed { name, error } => write!(f, "delete of {name:?} failed: {error}; retrying next pass"),
             Say::AnswerFailed { call, error, retry_in, n, of } => {
                 write!(

@@ -138,6 +138,17 @@ pub struct ServeArgs {
     /// Request files larger than this are skipped (reported once, never read).
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
     pub max_file_bytes: u64,
+    /// End the runner's turn this long after it started, and start a new one. Production
+    /// runs one relay per agent turn (started when the turn starts, stopped when it ends);
+    /// its seen set, backoff and demotion last the turn, so a call id reused within a turn
+    /// is skipped (said once), never run twice, and runs in the next turn. Without --turn or
+    /// --turn-idle, serve is one turn until it is stopped. At least 1s.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub turn: Option<Duration>,
+    /// End a turn that handled a call once no call came for this long (an agent's turn
+    /// ends when it stops calling tools), and start a new one. At least 1s.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub turn_idle: Option<Duration>,
 }
 
 #[derive(Debug, clap::Args)]

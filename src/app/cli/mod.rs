@@ -14,9 +14,10 @@ use clap::Parser;
 use crate::app::bench::utc_stamps;
 use crate::app::console;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
-use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions};
+use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
+use crate::base::units::human;
 use crate::events::FailKind;
 use crate::record::eventlog::{check_log, render_checks};
 use crate::relay::handler::HandlerModel;
@@ -242,6 +243,9 @@ impl Interrupts {
     }
 }
 
+/// The shortest turn `serve` takes (each turn stops and starts its runner).
+const MIN_TURN: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     let strategy = serve_runner(&a.strategy, a.interval)?;
     if !(0.0..=1.0).contains(&a.error_ratio) {
@@ -259,8 +263,21 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         return Err(CliError::BadInput("--every 0: the stat line interval must be more than 0".into()));
     }
     let stop = on_interrupt("stopping the runner");
-    let opts =
-        ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
+    for (flag, d) in [("--turn", a.turn), ("--turn-idle", a.turn_idle)] {
+        if let Some(d) = d.filter(|d| *d < MIN_TURN) {
+            return Err(CliError::BadInput(format!("{flag} {}: a turn lasts at least {}", human(d), human(MIN_TURN))));
+        }
+    }
+    let turns = Turns { length: a.turn, idle: a.turn_idle };
+    let opts = ServeOptions {
+        dir: a.dir,
+        strategy,
+        handler,
+        every: a.every,
+        watch_program,
+        max_file_bytes: a.max_file_bytes,
+        turns,
+    };
     crate::app::serve::serve(opts, stop, &say).await?;
     Ok(Exit::Pass)
 }
