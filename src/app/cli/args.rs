@@ -132,7 +132,7 @@ pub struct ServeArgs {
     /// Share of calls answered {"ok":false,...}.
     #[arg(long, default_value_t = 0.0)]
     pub error_ratio: f64,
-    /// How often a stat line is printed (more than 0).
+    /// How often a stat line is printed (at least 100ms).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
     pub every: Duration,
     /// Request files larger than this are skipped (reported once, never read).

@@ -243,6 +243,18 @@ impl Interrupts {
     }
 }
 
+/// A duration flag's value as a person gave it, however small (`1ns`, not `0µs`).
+fn as_given(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_micros(1) {
+        format!("{}ns", d.as_nanos())
+    } else {
+        human(d)
+    }
+}
+
+/// The shortest interval between two stat lines of `serve`.
+const MIN_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The shortest turn `serve` takes (each turn stops and starts its runner).
 const MIN_TURN: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -259,13 +271,19 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     };
     let watch_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
-    if a.every.is_zero() {
-        return Err(CliError::BadInput("--every 0: the stat line interval must be more than 0".into()));
+    if a.every < MIN_EVERY {
+        let why =
+            format!("--every {}: a stat line at most every {} (more is noise)", as_given(a.every), human(MIN_EVERY));
+        return Err(CliError::BadInput(why));
     }
     let stop = on_interrupt("stopping the runner");
     for (flag, d) in [("--turn", a.turn), ("--turn-idle", a.turn_idle)] {
         if let Some(d) = d.filter(|d| *d < MIN_TURN) {
-            return Err(CliError::BadInput(format!("{flag} {}: a turn lasts at least {}", human(d), human(MIN_TURN))));
+            return Err(CliError::BadInput(format!(
+                "{flag} {}: a turn lasts at least {}",
+                as_given(d),
+                human(MIN_TURN)
+            )));
         }
     }
     let turns = Turns { length: a.turn, idle: a.turn_idle };
