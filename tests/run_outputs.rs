@@ -135,3 +135,61 @@ fn a_full_stdout_or_stderr_is_no_panic_and_the_report_is_finished() {
     let list = Command::new(BIN).arg("list").stdout(dev_full()).output().unwrap();
     assert_eq!(list.status.code(), Some(6), "{}", said(&list));
 }
+
+/// Runs `relay-bench ARGS` in `cwd` inside a private mount namespace where `mount_at` is a
+/// tmpfs filled to its last byte, then lists what is left in it (after a `LEFT:` line).
+/// `None` (and why, said) when this machine does not allow such a namespace.
+fn on_a_full_disk(cwd: &Path, mount_at: &Path, args: &[&str]) -> Option<Output> {
+    let probe =
+        Command::new("unshare").args(["-r", "-m", "sh", "-c", "mount -t tmpfs tmpfs \"$0\""]).arg(mount_at).output();
+    if !probe.as_ref().is_ok_and(|p| p.status.success()) {
+        eprintln!("skipped: a tmpfs in a private mount namespace (`unshare -r -m`) is not permitted here: {probe:?}");
+        return None;
+    }
+    let script = r#"mnt="$1"; shift
+mount -t tmpfs -o size=256k tmpfs "$mnt" || exit 97
+dd if=/dev/zero of="$mnt/fill" bs=4k >/dev/null 2>&1
+"$@"; code=$?
+echo LEFT:; ls -A "$mnt"; exit $code"#;
+    let out = Command::new("unshare")
+        .current_dir(cwd)
+        .args(["-r", "-m", "sh", "-c", script, "sh"])
+        .arg(mount_at)
+        .arg(BIN)
+        .args(args)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(97), "the tmpfs mounted: {}", said(&out));
+    Some(out)
+}
+
+fn left(out: &Output) -> Vec<String> {
+    let s = String::from_utf8_lossy(&out.stdout);
+    s.split("LEFT:\n").nth(1).unwrap_or("").lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn a_full_disk_at_the_relay_root_or_the_out_dir_is_refused_before_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    std::fs::create_dir_all(d.join("relay")).unwrap();
+    let full = d.join("full");
+    std::fs::create_dir(&full).unwrap();
+    let root = full.display().to_string();
+    let args = ["run", "-q", "--no-calibration", "--relay-root", &root, "--out", "out", "v.toml"];
+    let Some(out) = on_a_full_disk(d, &full, &args) else { return };
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let e = said(&out);
+    assert!(e.contains(&format!("--relay-root {root}: cannot write there: No space left on device")), "{e}");
+    assert_eq!(left(&out), ["fill"], "nothing left in the relay root");
+    assert!(!d.join("out").exists(), "no report started");
+
+    let to = full.join("out").display().to_string();
+    let args = ["run", "-q", "--no-calibration", "--relay-root", "relay", "--out", &to, "v.toml"];
+    let Some(out) = on_a_full_disk(d, &full, &args) else { return };
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let e = said(&out);
+    assert!(e.contains(&format!("--out {to}: ")) && e.contains("No space left on device"), "{e}");
+    assert_eq!(left(&out), ["fill"], "no summary temp, no empty events.ndjson, no out dir");
+}

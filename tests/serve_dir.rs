@@ -171,3 +171,13 @@ fn a_reused_id_is_said_once_and_answered_in_the_next_turn() {
     assert_eq!(refused.status.code(), Some(2), "{}", said(&refused));
     assert!(said(&refused).contains("--turn 10.0ms: a turn lasts at least 1.00s"), "{}", said(&refused));
 }
+
+#[test]
+fn a_dir_that_takes_no_files_is_said_to_be_no_relay_dir() {
+    for cmd in [&["serve", "--dir", "/proc"][..], &["call", "--tool", "t", "--dir", "/proc"]] {
+        let out = Command::new(BIN).args(cmd).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", said(&out));
+        let who = if cmd[0] == "serve" { "runner" } else { "writer" };
+        assert!(said(&out).contains(&format!("/proc: not a relay dir this {who} can write")), "{}", said(&out));
+    }
+}

@@ -145,12 +145,11 @@ fn lock(dir: &Path) -> Result<Option<Held>, ClaimError> {
     Ok(Some(Held { _file: file, dev: meta.dev(), ino: meta.ino() }))
 }
 
-/// Creates and removes a probe file: a runner that cannot write answers must not start.
-fn probe_write(dir: &Path) -> Result<(), ClaimError> {
-    let unwritable = |source| ClaimError::Unwritable { dir: dir.display().to_string(), source };
-    let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
-    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(unwritable)?;
-    std::fs::remove_file(&probe).map_err(unwritable)
+/// Writes and removes a probe file: a runner (or writer) that cannot write its files must
+/// not start (a dir it may not write, a full disk, a pseudo filesystem such as /proc).
+pub fn probe_write(dir: &Path) -> Result<(), ClaimError> {
+    crate::base::fsio::probe_write(dir, 4096)
+        .map_err(|source| ClaimError::Unwritable { dir: dir.display().to_string(), source })
 }
 
 /// A [`RealDir`] whose every list first checks the [`Claim`] on it.

@@ -5,6 +5,8 @@
 //!   other files is not written into.
 //! - **Locked** for the whole run: an exclusive `flock` on [`MARKER`], which names the run
 //!   holding it (pid, start, command). A second run into it is refused, naming that one.
+//! - **Probed**: a file is written there and removed before the run, so a full disk is an
+//!   error up front, not a report cut short; a refused directory is left as it was found.
 //! - **Cleared** of the previous run's files before the new run writes: everything a run
 //!   writes in a run directory ([`RUN_FILES`] and the registry's outputs), at the top and in
 //!   each subdirectory that is a run directory (one per scenario of a run of several), and
@@ -21,6 +23,9 @@ use crate::report::publish::OUTPUTS;
 
 /// The file that marks a run directory and holds its lock.
 pub const MARKER: &str = ".relay-bench-run";
+
+/// What a probe writes where a run will write (the relay root, `--out`) before it starts.
+pub const PROBE_BYTES: usize = 64 << 10;
 
 /// Files of a run directory written outside the output registry (by the run's recorders).
 pub const RUN_FILES: &[&str] = &["events.ndjson", "calls.csv"];
@@ -63,10 +68,22 @@ pub fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
     if dir.exists() && !dir.is_dir() {
         return Err(OutDirError::NotADir(name()));
     }
+    let made = !dir.exists();
     std::fs::create_dir_all(dir).map_err(io("cannot create it"))?;
     if dir.canonicalize().map_err(io("cannot resolve it"))? == Path::new("/") {
         return Err(OutDirError::Root(name()));
     }
+    let had_marker = dir.join(MARKER).exists();
+    // A refusal after this point takes back what it made (a full disk leaves nothing).
+    let undo = |e: OutDirError| {
+        if !had_marker {
+            let _ = std::fs::remove_file(dir.join(MARKER));
+        }
+        if made {
+            let _ = std::fs::remove_dir(dir);
+        }
+        e
+    };
     if !dir.join(MARKER).is_file() && !dir.join("summary.json").is_file() {
         let mut entries = std::fs::read_dir(dir).map_err(io("cannot list it"))?.flatten();
         if let Some(first) = entries.next() {
@@ -99,7 +116,10 @@ pub fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
         .set_len(0)
         .and_then(|()| marker.rewind())
         .and_then(|()| writeln!(marker, "{holder}"))
-        .map_err(io("cannot write its lock file"))?;
+        .and_then(|()| marker.sync_all())
+        .map_err(io("cannot write its lock file"))
+        .map_err(undo)?;
+    crate::base::fsio::probe_write(dir, PROBE_BYTES).map_err(io("cannot write in it")).map_err(undo)?;
     Ok(OutLock { dir: dir.to_path_buf(), _marker: marker })
 }
 

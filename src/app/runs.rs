@@ -28,6 +28,11 @@ pub enum RunsError {
     UnknownCase { case: String, scenario: String, known: String },
     #[error("--relay-root {0}: not a directory")]
     RelayRoot(String),
+    #[error(
+        "--relay-root {path}: cannot write there: {source}; the relay dirs' request and answer files go there \
+         (free space there, or give another --relay-root)"
+    )]
+    RelayRootUnwritable { path: String, source: std::io::Error },
     #[error("baseline {0:?}: allowed: {allowed}", allowed = crate::scenario::NAME_ALLOWED)]
     BaselineName(String),
     #[error("--baseline {name}: no baseline of scenario {scenario:?} at {path}")]
@@ -154,6 +159,8 @@ impl Plan {
         if !relay_root.is_dir() {
             return Err(RunsError::RelayRoot(relay_root.display().to_string()));
         }
+        crate::base::fsio::probe_write(&relay_root, crate::app::outdir::PROBE_BYTES)
+            .map_err(|source| RunsError::RelayRootUnwritable { path: relay_root.display().to_string(), source })?;
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
@@ -212,7 +219,19 @@ impl Plan {
                 watch_program: self.watch_program.clone(),
                 calls_csv: req.calls_csv,
             };
-            done.push(run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?);
+            match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
+                Ok(summary) => done.push(summary),
+                Err(e) => {
+                    // A run that failed (a disk that filled) leaves no empty log behind.
+                    for f in crate::app::outdir::RUN_FILES {
+                        let p = opts.out_dir.join(f);
+                        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                            let _ = std::fs::remove_file(p);
+                        }
+                    }
+                    return Err(e.into());
+                }
+            }
             let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags)?;
             let summary = done.last().expect("just pushed");
             step(Step::Ran {

@@ -292,6 +292,15 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::
             format!("{}: not a directory", opts.dir.display()),
         ));
     }
+    crate::base::fsio::probe_write(&opts.dir, 4096).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "{}: not a relay dir this writer can write (a call publishes its request there): {e}",
+                opts.dir.display()
+            ),
+        )
+    })?;
     if let Some(a) = &opts.args {
         serde_json::from_str::<serde::de::IgnoredAny>(a)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--args is not JSON: {e}")))?;

@@ -35,6 +35,21 @@ pub fn remove_if_present(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Writes `size` bytes to a new file in `dir`, syncs and removes it: whether `dir` takes
+/// files now. A full disk fails here (ENOSPC) before a run, not as lost calls or a half
+/// report during it.
+pub fn probe_write(dir: &Path, size: usize) -> io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(format!(".relay-bench-probe.{}-{}", std::process::id(), NONCE.fetch_add(1, Ordering::Relaxed)));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&vec![0; size]).and_then(|()| f.sync_all()));
+    let removed = remove_if_present(&path);
+    written.and(removed)
+}
+
 /// How a file is read: what it is (for the error), its size cap, and whether a symbolic link
 /// to it is followed (only where the user names the file itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +229,14 @@ mod tests {
         assert!(matches!(read_bounded(t.path(), b).unwrap_err().why, Refused::NotRegular("a directory")));
         let gone = read_bounded(&t.path().join("gone"), b).unwrap_err();
         assert!(matches!(&gone.why, Refused::Io(e) if e.kind() == io::ErrorKind::NotFound), "{gone}");
+    }
+
+    #[test]
+    fn a_probe_write_leaves_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        probe_write(t.path(), 64 << 10).unwrap();
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+        assert!(probe_write(&t.path().join("missing"), 1).is_err());
     }
 
     #[test]
