@@ -193,3 +193,16 @@ fn a_full_disk_at_the_relay_root_or_the_out_dir_is_refused_before_the_run() {
     assert!(e.contains(&format!("--out {to}: ")) && e.contains("No space left on device"), "{e}");
     assert_eq!(left(&out), ["fill"], "no summary temp, no empty events.ndjson, no out dir");
 }
+
+#[test]
+fn a_junit_path_that_cannot_be_a_file_is_refused_before_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    std::fs::create_dir(t.path().join("reports")).unwrap();
+    for (junit, why) in [("reports", "a directory"), ("missing/gates.xml", "its directory does not exist")] {
+        let out = run(t.path(), &t.path().join("out"), &["--junit", junit, "v.toml"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{junit}: {}", said(&out));
+        assert!(said(&out).contains(&format!("--junit {junit}: {why}; give the path of a file")), "{}", said(&out));
+        assert!(!t.path().join("out").exists(), "{junit}: refused before the run");
+    }
+}

@@ -51,8 +51,8 @@ pub enum RunsError {
     CurrentExe(std::io::Error),
     #[error("--sandbox-agent {0}")]
     SandboxAgent(String),
-    #[error("--junit {0}: its directory does not exist")]
-    JUnitPath(String),
+    #[error("--junit {path}: {why}; give the path of a file to write")]
+    JUnitPath { path: String, why: &'static str },
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("cannot save the baseline {path}: {source}")]
@@ -176,8 +176,15 @@ impl Plan {
         }
         if let Some(j) = &request.junit {
             let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(RunsError::JUnitPath(j.display().to_string()));
+            let why = if j.is_dir() {
+                Some("a directory")
+            } else if !parent.is_dir() {
+                Some("its directory does not exist")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
             }
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
