@@ -25,6 +25,12 @@ pub enum SummaryError {
     Parse { path: String, why: String },
     #[error("{path}: `results[{i}].case`: {why}")]
     CaseName { path: String, i: usize, why: String },
+    #[error(
+        "{path}: schema_version {found}: this relay-bench ({}) reads schema_version {SCHEMA_VERSION} only; \
+         read it with the relay-bench that wrote it",
+        env!("CARGO_PKG_VERSION")
+    )]
+    Version { path: String, found: String },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -527,8 +533,21 @@ impl Summary {
         let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
         let at = || file.display().to_string();
         let bytes = read_bounded(&file, Bound::new("a run's summary.json", MAX_SUMMARY_BYTES))?;
-        let summary: Summary =
-            serde_json::from_slice(&bytes).map_err(|e| SummaryError::Parse { path: at(), why: e.to_string() })?;
+        let parse = |why: String| SummaryError::Parse { path: at(), why };
+        // The version first: a summary of another schema is named as such, not as a field
+        // this one lacks (nor read as this one when its fields happen to fit). Read apart
+        // from the rest (through a `Value`, the maps' key order would be lost).
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<serde_json::Value>,
+        }
+        let version: Version = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
+        match version.schema_version {
+            Some(v) if v.as_u64() == Some(u64::from(SCHEMA_VERSION)) => {}
+            Some(v) => return Err(SummaryError::Version { path: at(), found: v.to_string() }),
+            None => return Err(parse("it has no schema_version".into())),
+        }
+        let summary: Summary = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
