@@ -185,8 +185,17 @@ impl Scenario {
                 faults.push(parse_fault(&mut f, &workload)?);
                 f.finish()?;
             }
-            for f in &faults {
+            for (i, f) in faults.iter().enumerate() {
                 check_fault(&c, &case, f)?;
+                if faults[..i].contains(f) {
+                    let msg = format!(
+                        "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
+                        f.kind.name(),
+                        crate::base::units::human(f.at),
+                        f.sandbox
+                    );
+                    return Err(c.err("fault", msg));
+                }
             }
             if case.host.in_sandbox().is_some() && handler.pause_ratio > 0.0 {
                 let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
