@@ -282,7 +282,7 @@ fn call_exit_codes_say_how_the_call_ended() {
 }
 
 #[test]
-fn serve_refuses_a_second_runner_a_dir_it_cannot_write_and_every_0() {
+fn serve_refuses_a_second_runner_a_dir_it_cannot_write_and_every_below_100ms() {
     let dir = tempfile::tempdir().unwrap();
     let first = Serve::start(dir.path(), &[]);
     // The first holds the dir once it prints its banner.
@@ -302,9 +302,14 @@ fn serve_refuses_a_second_runner_a_dir_it_cannot_write_and_every_0() {
     let proc_dir = Command::new(BIN).args(["serve", "--dir", "/proc"]).output().unwrap();
     let err = String::from_utf8_lossy(&proc_dir.stderr);
     assert_eq!(proc_dir.status.code(), Some(2), "{err}");
-    assert!(err.contains("cannot write in it"), "{err}");
+    assert!(err.contains("not a relay dir this runner can write"), "{err}");
     let zero = Command::new(BIN).args(["serve", "--every", "0s", "--dir"]).arg(dir.path()).output().unwrap();
     assert_eq!(zero.status.code(), Some(2), "{}", String::from_utf8_lossy(&zero.stderr));
+    // A stat line per nanosecond wrote 85 MB in 3 s: floored at 100 ms.
+    let tiny = Command::new(BIN).args(["serve", "--every", "1ns", "--dir"]).arg(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&tiny.stderr);
+    assert_eq!(tiny.status.code(), Some(2), "{err}");
+    assert!(err.contains("--every 1ns: a stat line at most every 100.0ms"), "{err}");
 }
 
 #[test]

@@ -229,3 +229,20 @@ fn a_black_box_pickup_is_never_set_beside_an_in_process_one() {
     let (_, said) = compare(d, "old-box", "box", &[]);
     assert!(said.lines().any(|l| l.contains(" pickup ") && l.contains("noise")), "same definition: {said}");
 }
+
+#[test]
+fn a_summary_of_a_schema_version_this_build_cannot_read_is_refused_naming_it() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    for version in [serde_json::json!(0), serde_json::json!(99), serde_json::json!("1")] {
+        copy_run(&d.join("a"), &d.join("other"));
+        edit(&d.join("other"), |v| v["schema_version"] = version.clone());
+        let (code, said) = compare(d, "a", "other", &[]);
+        assert_eq!(code, Some(2), "{version}: {said}");
+        assert!(said.contains(&format!("summary.json: schema_version {version}: this relay-bench (")), "{said}");
+        assert!(said.contains("reads schema_version 1 only"), "{said}");
+        let out = Command::new(BIN).arg("report").arg(d.join("other")).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "report {version}");
+    }
+}

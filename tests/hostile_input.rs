@@ -1,7 +1,9 @@
 //! Hostile input through the real binary (issue 13): a scenario too large to schedule, a
 //! case name that would leave its report folder, an event log with an endless line or a
 //! last line cut by a kill. Each ends in a clear message and the right exit code, before
-//! anything is allocated or written outside the run directory.
+//! anything is allocated or written outside the run directory. And every file read is
+//! bounded (issue 19): a FIFO, a device, a link where none is expected or a file past its cap
+//! is refused, never read without end nor waited on.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -97,4 +99,112 @@ fn a_case_name_that_would_leave_the_report_folder_is_refused_when_written_and_wh
     let out = Command::new(BIN).arg("report").arg(&dir).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("`results[0].case`: \"../..\" is not allowed"), "{}", said(&out));
+}
+
+/// Runs `cmd`, killing it if it has not ended within a generous bound (a read that blocks
+/// on a FIFO would hang the test forever).
+fn bounded(cmd: &mut Command) -> Output {
+    let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("{cmd:?} did not end: it blocked on its input");
+        }
+    }
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+const VIRTUAL: &str =
+    "name = \"v\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"c\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+
+#[test]
+fn a_scenario_that_is_no_regular_file_or_too_large_is_refused_and_a_link_to_one_is_followed() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::create_dir(d.join("relay")).unwrap();
+    mkfifo(&d.join("fifo.toml"));
+    std::fs::write(d.join("big.toml"), format!("{VIRTUAL}# {}\n", "x".repeat(2 << 20))).unwrap();
+    let long = VIRTUAL.replace("name = \"v\"\n", &format!("name = \"v\"\ndescription = \"{}\"\n", "d".repeat(5000)));
+    std::fs::write(d.join("long.toml"), long).unwrap();
+    let cases = [
+        ("/dev/zero", "not a regular file (a device)"),
+        ("fifo.toml", "not a regular file (a FIFO)"),
+        ("relay", "not a regular file (a directory)"),
+        ("big.toml", "larger than the 1048576-byte cap"),
+        ("long.toml", "`description`: 5000 characters; allowed: at most 4096"),
+    ];
+    for (file, why) in cases {
+        let out =
+            bounded(Command::new(BIN).current_dir(d).args(["run", "-q", "--no-calibration", "--out", "r"]).arg(file));
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", said(&out));
+        assert!(said(&out).contains(why), "{file}: {}", said(&out));
+        assert!(!d.join("r").exists(), "{file}: nothing written");
+    }
+    std::fs::write(d.join("real.toml"), VIRTUAL).unwrap();
+    std::os::unix::fs::symlink(d.join("real.toml"), d.join("link.toml")).unwrap();
+    let out = run(d, &std::fs::read_to_string(d.join("link.toml")).unwrap());
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let linked = bounded(Command::new(BIN).current_dir(d).args([
+        "run",
+        "-q",
+        "--no-calibration",
+        "--relay-root",
+        "relay",
+        "--out",
+        "l",
+        "link.toml",
+    ]));
+    assert_eq!(linked.status.code(), Some(0), "a link the user names is followed: {}", said(&linked));
+}
+
+#[test]
+fn report_and_compare_refuse_run_files_that_are_links_fifos_or_devices() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let out = run(d, VIRTUAL);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let good = d.join("report");
+    let copy = |name: &str| {
+        let to = d.join(name);
+        assert!(Command::new("cp").arg("-r").arg(&good).arg(&to).status().unwrap().success());
+        to
+    };
+    let linked = copy("linked");
+    std::fs::remove_file(linked.join("summary.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", linked.join("summary.json")).unwrap();
+    let piped = copy("piped");
+    std::fs::remove_file(piped.join("summary.json")).unwrap();
+    mkfifo(&piped.join("summary.json"));
+    let log = copy("log");
+    std::fs::remove_file(log.join("hdr/c/pickup.hlog")).unwrap();
+    mkfifo(&log.join("hdr/c/pickup.hlog"));
+    let zero = copy("zero");
+    std::fs::remove_file(zero.join("hdr/c/pickup.hlog")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero.join("hdr/c/pickup.hlog")).unwrap();
+    let expect = [
+        (&linked, "summary.json: a run's summary.json: ", "a symbolic link, not followed here"),
+        (&piped, "summary.json: a run's summary.json: ", "not a regular file (a FIFO)"),
+        (&log, "pickup.hlog: an interval log (.hlog): ", "not a regular file (a FIFO)"),
+        (&zero, "pickup.hlog: an interval log (.hlog): ", "a symbolic link, not followed here"),
+    ];
+    for (dir, what, why) in expect {
+        let out = bounded(Command::new(BIN).arg("report").arg(dir));
+        assert_eq!(out.status.code(), Some(2), "report {}: {}", dir.display(), said(&out));
+        assert!(said(&out).contains(&format!("{what}{why}")), "report {}: {}", dir.display(), said(&out));
+        let out = bounded(Command::new(BIN).arg("compare").arg(&good).arg(dir));
+        assert_eq!(out.status.code(), Some(2), "compare {}: {}", dir.display(), said(&out));
+        assert!(said(&out).contains(why), "compare {}: {}", dir.display(), said(&out));
+    }
+    let out = bounded(Command::new(BIN).arg("check").arg(log.join("hdr/c/pickup.hlog")));
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("the event log: not a regular file (a FIFO)"), "{}", said(&out));
 }

@@ -167,7 +167,7 @@ fn serve_into_a_reader_that_goes_away_keeps_serving_and_exits_0() {
     // runner keeps answering, and a signal still ends it cleanly.
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
-        .args(["serve", "--every", "50ms", "--dir"])
+        .args(["serve", "--every", "100ms", "--dir"])
         .arg(dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -257,3 +257,89 @@ writer = "poll"
     let (stuck, timeouts) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the case ended").unwrap();
     assert_eq!((stuck, timeouts), (1, 5), "the runner was aborted at the stop bound; the writer gave up at 60 s");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_whose_publish_fails_for_a_while_is_held_and_published_when_the_dir_heals() {
+    // The dir turns read-only (then full) after the pickup, for 3 s: the request is gone
+    // already, so an answer not held would be lost and the call would time out.
+    for fault in [SimFault::ReadOnly, SimFault::DiskFull] {
+        let sim = SimDir::new("/sb/relay");
+        let handler = HandlerModel { duration: S(1), duration_max: S(1), ..Default::default() };
+        let (relay, _sink) = common::sim_relay(&sim, "poll", handler);
+        assert!(relay.ready(S(10)).await);
+        let call = relay.call("c-1", None, S(30));
+        let strike = async {
+            let picked = || sim.list().unwrap().iter().all(|n| !n.ends_with(".req.json"));
+            while !(sim.list().unwrap().contains(&"c-1.req.json".to_owned())) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            while !picked() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            sim.set_fault(fault, true);
+            tokio::time::sleep(S(3)).await;
+            sim.set_fault(fault, false);
+        };
+        let t0 = Instant::now();
+        let (end, ()) = tokio::join!(call, strike);
+        assert!(matches!(end, relay_bench::relay::writer::CallEnd::Answered(_)), "{fault:?}: {end:?}");
+        assert!(t0.elapsed() < S(10), "{fault:?}: answered soon after the dir healed: {:?}", t0.elapsed());
+        relay.stop(Instant::now() + S(10)).await.unwrap();
+        assert!(sim.relay_files().unwrap().is_empty(), "{fault:?}: {:?}", sim.relay_files());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reused_id_in_one_turn_is_skipped_and_said_once_while_it_stays() {
+    use relay_bench::base::notice::Say;
+    use relay_bench::events::Msg;
+    use relay_bench::relay::runner::{LoopOptions, Runner};
+    use relay_bench::relay::source::Reporter;
+    let sim = SimDir::new("/sb/relay");
+    let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
+    let (sink, mut rx) = EventSink::channel();
+    let runner = Runner {
+        sandbox: 0,
+        host: Arc::new(relay_bench::sandbox::host::LocalHost::over(dir, Arc::default())),
+        source: None,
+        inbox: None,
+        opts: LoopOptions::default(),
+        handler: Arc::new(HandlerModel {
+            duration: Duration::ZERO,
+            duration_max: Duration::ZERO,
+            ..Default::default()
+        }),
+        events: sink.clone(),
+        reporter: Reporter::new(sink.clone(), 0),
+        on_park: None,
+    };
+    let started = runner.start();
+    assert!(started.control.ready(S(10)).await);
+    let publish = || {
+        let body = br#"{"toolName":"t","toolCallId":"x","args":{}}"#;
+        relay_bench::sandbox::dir::publish_now(&sim, "x.req.json", body).unwrap();
+    };
+    let mut said = 0;
+    let mut count = || {
+        rx.take(|m| {
+            said += usize::from(
+                matches!(m, Msg::Notice(n) if matches!(&n.what, Say::AlreadySeen { name } if name == "x.req.json")),
+            )
+        });
+        said
+    };
+    publish();
+    tokio::time::sleep(S(2)).await;
+    sim.remove("x.res.json").unwrap();
+    publish();
+    tokio::time::sleep(S(20)).await;
+    assert_eq!(count(), 1, "said once, not on every list");
+    assert!(sim.read("x.req.json").is_ok() && sim.read("x.res.json").is_err(), "left in place, never run twice");
+    sim.remove("x.req.json").unwrap();
+    tokio::time::sleep(S(5)).await;
+    publish();
+    tokio::time::sleep(S(5)).await;
+    assert_eq!(count(), 2, "gone and back: said again");
+    started.control.stop();
+    started.task.await.unwrap();
+}

@@ -6,14 +6,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::app::console;
+use crate::base::fsio::{read_bounded, Bound};
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
+use crate::report::export::hdr::HLOG;
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
-use crate::results::summary::{Summary, SCHEMA_VERSION};
+use crate::results::summary::{Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
 use crate::scenario::{Clock, Scenario};
 
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +85,7 @@ pub async fn run_scenario(
         .map_err(|source| BenchError::OutDir { path: opts.out_dir.display().to_string(), source })?;
     let say = |msg: &str| {
         if !opts.quiet {
-            eprintln!("{msg}");
+            console::err(msg);
         }
     };
     let environment = Environment::probe(&opts.relay_root);
@@ -123,14 +126,14 @@ pub async fn run_scenario(
     let progress: Progress = if tty {
         Some(Arc::new(|line: &str| {
             let line: String = line.chars().take(99).collect();
-            eprint!("\r\x1b[2K{line}");
+            console::err_raw(&format!("\r\x1b[2K{line}"));
         }))
     } else {
         None
     };
     let clear_bar = || {
         if tty {
-            eprint!("\r\x1b[2K");
+            console::err_raw("\r\x1b[2K");
         }
     };
     // One event log per run directory: every case appends its lines.
@@ -235,8 +238,14 @@ fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)
     Ok(())
 }
 
-/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it).
+/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it). Every file is
+/// read as a run directory's files are ([`read_bounded`]: regular files, no link followed,
+/// capped); a link or a FIFO planted under hdr/ is refused, not followed or waited on.
 pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
+        let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        std::fs::write(to, bytes)
+    }
     fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(to)?;
         for e in std::fs::read_dir(from)? {
@@ -244,7 +253,7 @@ pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
             if e.file_type()?.is_dir() {
                 copy_tree(&e.path(), &to.join(e.file_name()))?;
             } else {
-                std::fs::copy(e.path(), to.join(e.file_name()))?;
+                copy(&e.path(), &to.join(e.file_name()), HLOG)?;
             }
         }
         Ok(())
@@ -253,7 +262,8 @@ pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
         std::fs::remove_dir_all(to)?;
     }
     std::fs::create_dir_all(to)?;
-    std::fs::copy(from.join("summary.json"), to.join("summary.json"))?;
+    let summary = Bound::new("a run's summary.json", MAX_SUMMARY_BYTES);
+    copy(&from.join("summary.json"), &to.join("summary.json"), summary)?;
     if from.join("hdr").is_dir() {
         copy_tree(&from.join("hdr"), &to.join("hdr"))?;
     }
@@ -323,6 +333,21 @@ mod tests {
         let distinct: std::collections::BTreeSet<_> = made.iter().chain([&a, &b]).collect();
         assert_eq!(distinct.len(), 10);
         assert!(made.iter().all(|d| d.is_dir()));
+    }
+
+    #[test]
+    fn a_baseline_copies_regular_files_only() {
+        let t = tempfile::tempdir().unwrap();
+        let (from, to) = (t.path().join("run"), t.path().join("base"));
+        std::fs::create_dir_all(from.join("hdr/c")).unwrap();
+        std::fs::write(from.join("summary.json"), "{}").unwrap();
+        std::fs::write(from.join("hdr/c/pickup.hlog"), "log").unwrap();
+        save_baseline(&from, &to).unwrap();
+        assert_eq!(std::fs::read(to.join("hdr/c/pickup.hlog")).unwrap(), b"log");
+        std::fs::remove_file(from.join("hdr/c/pickup.hlog")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", from.join("hdr/c/pickup.hlog")).unwrap();
+        let e = save_baseline(&from, &to).unwrap_err();
+        assert!(e.to_string().contains("a symbolic link, not followed here"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! The application layer: running scenarios and writing their reports ([`bench`]), what
-//! `run`, `report` and `list` ask ([`runs`]), the reference runner and writer on a real
-//! relay dir ([`serve`]), and the command line ([`cli`]).
+//! `run`, `report` and `list` ask ([`runs`]) and the directory a run writes ([`outdir`]), the reference runner and writer on a real
+//! relay dir ([`serve`]) and its lock on that dir ([`claim`]), the command line ([`cli`])
+//! and the outputs it writes to ([`console`]).
 
 pub mod bench;
+pub mod claim;
 pub mod cli;
+pub mod console;
+pub mod outdir;
 pub mod runs;
 pub mod serve;

@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::app::outdir::{OutDirError, OutLock};
+use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
-use crate::report::compare::{compare, Comparison};
+use crate::report::compare::{compare, CompareError, Comparison};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
-use crate::results::summary::Summary;
+use crate::results::summary::{Summary, SummaryError};
 use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
@@ -26,29 +28,44 @@ pub enum RunsError {
     UnknownCase { case: String, scenario: String, known: String },
     #[error("--relay-root {0}: not a directory")]
     RelayRoot(String),
+    #[error(
+        "--relay-root {path}: cannot write there: {source}; the relay dirs' request and answer files go there \
+         (free space there, or give another --relay-root)"
+    )]
+    RelayRootUnwritable { path: String, source: std::io::Error },
     #[error("baseline {0:?}: allowed: {allowed}", allowed = crate::scenario::NAME_ALLOWED)]
     BaselineName(String),
     #[error("--baseline {name}: no baseline of scenario {scenario:?} at {path}")]
     NoBaseline { name: String, scenario: String, path: String },
     #[error("--save-baseline {0} --baseline {0}: the run would be compared with itself")]
     SameBaseline(String),
-    /// A run directory or baseline that cannot be read or compared.
-    #[error("{0}")]
-    Unreadable(String),
+    /// A run directory or baseline that cannot be read.
+    #[error(transparent)]
+    Unreadable(#[from] SummaryError),
+    /// ... or compared.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
     #[error("cannot create the report directory {path} (give one with --out DIR): {source}")]
     ReportDir { path: String, source: std::io::Error },
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
     #[error("--sandbox-agent {0}")]
     SandboxAgent(String),
-    #[error("--junit {0}: its directory does not exist")]
-    JUnitPath(String),
+    #[error("--junit {path}: {why}; give the path of a file to write")]
+    JUnitPath { path: String, why: &'static str },
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("cannot save the baseline {path}: {source}")]
     SaveBaseline { path: String, source: std::io::Error },
     #[error(transparent)]
     Bench(#[from] BenchError),
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
+    /// A run directory's file that is not read (a FIFO, a link, a device, too large).
+    #[error(transparent)]
+    Input(#[from] BoundedReadError),
+    #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
+    DuplicateScenario { name: String, first: String, second: String },
 }
 
 impl RunsError {
@@ -92,6 +109,8 @@ pub struct Plan {
     request: RunRequest,
     relay_root: PathBuf,
     watch_program: PathBuf,
+    /// `--out`, taken for this run ([`crate::app::outdir`]) while the plan lives.
+    out: Option<OutLock>,
 }
 
 /// One step of a run, for the caller to print.
@@ -126,11 +145,22 @@ impl Plan {
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        for (i, s) in scenarios.iter().enumerate() {
+            if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
+                return Err(RunsError::DuplicateScenario {
+                    name: s.name.clone(),
+                    first: first.origin.clone(),
+                    second: s.origin.clone(),
+                });
+            }
+        }
         scenarios.iter().try_for_each(crate::app::bench::check_available)?;
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
             return Err(RunsError::RelayRoot(relay_root.display().to_string()));
         }
+        crate::base::fsio::probe_write(&relay_root, crate::app::outdir::PROBE_BYTES)
+            .map_err(|source| RunsError::RelayRootUnwritable { path: relay_root.display().to_string(), source })?;
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
@@ -146,12 +176,24 @@ impl Plan {
         }
         if let Some(j) = &request.junit {
             let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(RunsError::JUnitPath(j.display().to_string()));
+            let why = if j.is_dir() {
+                Some("a directory")
+            } else if !parent.is_dir() {
+                Some("its directory does not exist")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
             }
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
-        Ok(Plan { scenarios, request, relay_root, watch_program })
+        // Last: a plan refused for another reason leaves the directory as it was.
+        let out = match &request.out {
+            Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&utc_stamps().0))?),
+            None => None,
+        };
+        Ok(Plan { scenarios, request, relay_root, watch_program, out })
     }
 
     pub fn scenarios(&self) -> &[Scenario] {
@@ -167,6 +209,9 @@ impl Plan {
         let mut outcome = Outcome::default();
         let mut done: Vec<Summary> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
+        if let Some(lock) = &self.out {
+            crate::app::outdir::clear(lock)?;
+        }
         for s in &self.scenarios {
             let out_dir = match &req.out {
                 Some(d) if several => d.join(&s.name),
@@ -181,7 +226,19 @@ impl Plan {
                 watch_program: self.watch_program.clone(),
                 calls_csv: req.calls_csv,
             };
-            done.push(run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await?);
+            match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
+                Ok(summary) => done.push(summary),
+                Err(e) => {
+                    // A run that failed (a disk that filled) leaves no empty log behind.
+                    for f in crate::app::outdir::RUN_FILES {
+                        let p = opts.out_dir.join(f);
+                        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                            let _ = std::fs::remove_file(p);
+                        }
+                    }
+                    return Err(e.into());
+                }
+            }
             let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags)?;
             let summary = done.last().expect("just pushed");
             step(Step::Ran {
@@ -205,8 +262,7 @@ impl Plan {
             }
             if let Some(name) = &req.baseline {
                 let from = baseline_of(name, &s.name)?;
-                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)
-                    .map_err(|e| RunsError::Unreadable(e.to_string()))?;
+                let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)?;
                 outcome.regressions += comparison.regressions();
                 step(Step::Compared { name, comparison: &comparison });
             }
@@ -220,7 +276,7 @@ pub const DEFAULT_REPORTS: &str = "reports";
 
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
 /// the same second has it), created here so no other run can take it. `--out DIR` is not
-/// made here: a directory the user names is used as it is, and rewritten.
+/// made here: a directory the user names is taken by [`crate::app::outdir::take`].
 fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
     let stem = format!("{stamp}-{scenario}");
     create_unique_dir(reports, &stem)
@@ -300,7 +356,9 @@ pub fn list_parts() -> String {
 /// Draws a run directory's outputs again from its summary.json and .hlog files (summary.md,
 /// the .hgrm files, the charts); returns what was written.
 pub fn rerender(dir: &Path) -> Result<crate::report::publish::Published, RunsError> {
-    let summary = Summary::read(dir).map_err(RunsError::Unreadable)?;
+    let summary = Summary::read(dir)?;
+    let cases: Vec<&str> = summary.results.iter().map(|r| r.case.as_str()).collect();
+    crate::report::export::hdr::check_logs(dir, &cases)?;
     Ok(publish(Moment::Rerender, &Input { summaries: std::slice::from_ref(&summary), dir }, &FlagPaths::default())?)
 }
 

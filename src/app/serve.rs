@@ -2,20 +2,22 @@
 //! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
 //! for one call). Both are the same runner and writer the benchmark measures.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::app::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio::remove_if_present;
 use crate::base::notice::Say;
 use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
 use crate::base::signal::Signal;
 use crate::base::units::human;
-use crate::events::{EventKind, EventSink, Msg};
+use crate::events::{EventKind, EventSink, FailKind, Msg};
 use crate::relay::handler::HandlerModel;
+use crate::relay::runner::RunnerReport;
 use crate::relay::source::Reporter;
 use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 use crate::sandbox::dir::{RealDir, RelayDir};
@@ -45,6 +47,8 @@ pub struct ServeOptions {
     pub watch_program: PathBuf,
     /// Request files past this size are skipped, not read.
     pub max_file_bytes: u64,
+    /// When the runner's turn ends and a new one starts.
+    pub turns: Turns,
 }
 
 /// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
@@ -62,36 +66,21 @@ pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn Runner
     kind.parse(Some(&mut fields))
 }
 
-/// Checks that `dir` can be listed and written, and takes it for this runner: an exclusive
-/// lock on the directory itself (`flock`, released when the returned handle drops or the
-/// process dies; nothing is left in the dir). A second runner on the same dir would answer
-/// calls twice; it is refused.
-pub fn claim(dir: &Path) -> std::io::Result<std::fs::File> {
-    let say = |what: &str, e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {what}: {e}", dir.display()));
-    if !dir.is_dir() {
-        return Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("{}: not a directory", dir.display())));
+/// Why `serve` stopped short.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The dir is not this runner's to serve (or stopped being: [`ClaimNote::Lost`]).
+    #[error("--dir {0}")]
+    Claim(#[from] ClaimError),
+    #[error("the runner task failed: {0}")]
+    Runner(String),
+}
+
+impl ServeError {
+    /// Whether the user can fix it (the dir), rather than something broken inside.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ServeError::Claim(_))
     }
-    std::fs::read_dir(dir).map_err(|e| say("cannot list it", e))?;
-    // The lock first: a refused second runner does not touch the dir it was refused.
-    let handle = std::fs::File::open(dir).map_err(|e| say("cannot open it", e))?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&handle), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                format!(
-                    "{}: another runner serves this dir (it holds its lock); two runners would answer calls twice",
-                    dir.display()
-                ),
-            ));
-        }
-        return Err(say("cannot lock it", e));
-    }
-    let probe = dir.join(format!(".relay-bench-probe.{}", std::process::id()));
-    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| say("cannot write in it", e))?;
-    std::fs::remove_file(&probe).map_err(|e| say("cannot remove a file in it", e))?;
-    Ok(handle)
 }
 
 /// What `serve` did, for its last line (and for tests).
@@ -101,13 +90,20 @@ pub struct ServeReport {
     pub malformed: u64,
     pub scans: u64,
     pub notices: u64,
+    /// Turns begun (1 without turn bounds).
+    pub turns: u32,
 }
 
 /// Runs the reference runner on `opts.dir` until `stop` is closed, saying a stat line every
 /// `opts.every` ([`Said::Out`]) and each notice ([`Said::Err`]).
-pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<ServeReport> {
-    let _claim = claim(&opts.dir)?;
-    let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
+///
+/// The dir is claimed first ([`Claim::take`]): a second runner is refused, and a dir
+/// replaced while it serves is claimed again or, when another runner took it first, given
+/// up (said, and returned as [`ServeError::Claim`]).
+pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Result<ServeReport, ServeError> {
+    let (claim, mut claim_notes) = Claim::take(&opts.dir)?;
+    let real = RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes);
+    let dir: Arc<dyn RelayDir> = Arc::new(ClaimedDir::new(real, Arc::new(claim)));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
     let (sink, mut inbox) = EventSink::channel();
     let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
@@ -123,57 +119,146 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std
         on_park: None,
         stderr_to: &stderr_to,
     };
-    let started = opts.strategy.start(&parts);
-    drop(sink);
+    let mut started = opts.strategy.start(&parts);
     say(Said::Out(&format!(
-        "serving {} with runner {} ({}); Ctrl-C to stop",
+        "serving {} with runner {} ({}){}; Ctrl-C to stop",
         opts.dir.display(),
         opts.strategy.name(),
-        opts.strategy.params()
+        opts.strategy.params(),
+        opts.turns.describe()
     )));
     let mut report = ServeReport::default();
     let t0 = Instant::now();
-    let mut tick = tokio::time::interval_at(t0 + opts.every, opts.every);
+    // Notices and turn ends are seen at every pump; a stat line is said every `every`.
+    let mut pump = tokio::time::interval(PUMP);
+    let mut next_stat = t0 + opts.every;
+    let mut since_stat = 0u64;
+    // Returns the answers counted, and whether any call was handled.
     let mut drain = |report: &mut ServeReport| {
-        let before = report.answered;
+        let (before, mut active) = (report.answered, false);
         inbox.take(|m| match m {
             // Counted once the answer is out (a failed publish is a notice, not an answer).
-            Msg::Call(ev) if matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()) => {
-                report.answered += 1
+            Msg::Call(ev) => {
+                active = true;
+                report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
             }
-            Msg::Call(_) | Msg::Turn(_) => {}
+            Msg::Turn(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
                 say(Said::Err(&format!("  {}", n.what)));
             }
         });
-        report.answered - before
+        (report.answered - before, active)
     };
+    let (mut turn, mut turn_start, mut last_call) = (1u32, Instant::now(), None);
+    let mut totals = RunnerReport::default();
+    let mut lost = None;
     loop {
+        let turn_end = opts.turns.end(turn_start, last_call);
+        let turn_over = async {
+            match turn_end {
+                Some((at, _)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            _ = tick.tick() => {
-                let new = drain(&mut report);
-                let line = format!("[{:>8}] answered {new:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
-                say(Said::Out(&line));
+            _ = pump.tick() => {
+                let (new, active) = drain(&mut report);
+                since_stat += new;
+                if active {
+                    last_call = Some(Instant::now());
+                }
+                if Instant::now() >= next_stat {
+                    let line = format!("[{:>8}] answered {since_stat:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
+                    say(Said::Out(&line));
+                    since_stat = 0;
+                    while next_stat <= Instant::now() {
+                        next_stat += opts.every;
+                    }
+                }
+            }
+            Some(note) = claim_notes.recv() => match note {
+                ClaimNote::Retaken { old, new } => say(Said::Err(&format!(
+                    "  {}: the directory was replaced (inode {old} -> {new}); its lock is taken again, serving the new one",
+                    opts.dir.display()
+                ))),
+                ClaimNote::Lost(e) => {
+                    say(Said::Err(&format!("  {e}")));
+                    lost = Some(e);
+                    break;
+                }
+            },
+            () = turn_over => {
+                let before = report.answered;
+                started.control.stop();
+                totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
+                drain(&mut report);
+                let why = turn_end.map(|(_, why)| why).unwrap_or_default();
+                say(Said::Err(&format!(
+                    "  turn {turn} ended after {} ({why}; {} answered since): a new turn starts, its seen set empty",
+                    human(turn_start.elapsed()),
+                    report.answered - before,
+                )));
+                started = opts.strategy.start(&parts);
+                (turn, turn_start, last_call) = (turn + 1, Instant::now(), None);
             }
             () = stop.closed() => break,
         }
     }
     started.control.stop();
-    let runner = started.task.await.map_err(|e| std::io::Error::other(format!("runner task failed: {e}")))?;
+    totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
     drain(&mut report);
-    report.scans = runner.scans;
+    report.scans = totals.scans;
+    report.turns = turn;
     say(Said::Out(&format!(
-        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries{}",
+        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries, {turn} turn(s){}",
         human(t0.elapsed()),
         report.answered,
         report.malformed,
-        runner.scans,
-        runner.delete_retries,
-        runner.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
+        totals.scans,
+        totals.delete_retries,
+        totals.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
     )));
-    Ok(report)
+    match lost {
+        Some(e) => Err(e.into()),
+        None => Ok(report),
+    }
+}
+
+/// How often `serve` looks at what its runner said and whether its turn is over.
+const PUMP: Duration = Duration::from_millis(100);
+
+/// How `serve` splits its time into turns. Production runs one relay per agent turn: it
+/// starts when the turn starts and stops when the turn ends, and its seen set, backoff and
+/// demotion are the turn's (SPEC §9). `serve` cannot see an agent's turns; without either
+/// bound it is one turn until it is stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Turns {
+    /// A turn ends this long after it started.
+    pub length: Option<Duration>,
+    /// A turn that handled a call ends once no call came for this long.
+    pub idle: Option<Duration>,
+}
+
+impl Turns {
+    /// When the turn started at `start`, whose last call was handled at `last`, ends, and why.
+    fn end(&self, start: Instant, last: Option<Instant>) -> Option<(Instant, String)> {
+        let by_length = self.length.map(|l| (start + l, format!("--turn {}", human(l))));
+        let by_idle = self.idle.zip(last).map(|(i, at)| (at + i, format!("--turn-idle {}: no call since", human(i))));
+        by_length.into_iter().chain(by_idle).min_by_key(|(at, _)| *at)
+    }
+
+    fn describe(&self) -> String {
+        match (self.length, self.idle) {
+            (None, None) => String::new(),
+            (l, i) => {
+                let l = l.map(|l| format!("at most {}", human(l)));
+                let i = i.map(|i| format!("ending {} after its last call", human(i)));
+                format!(", turns {}", l.into_iter().chain(i).collect::<Vec<_>>().join(" and "))
+            }
+        }
+    }
 }
 
 /// One call through a real relay dir, as the reference writer makes it.
@@ -190,8 +275,10 @@ pub struct CallOptions {
 }
 
 /// Publishes one request, waits for its answer and cleans up. Returns how it ended, or
-/// `None` when `stop` closed first (its request is then removed: no runner picks up a call
-/// nobody waits for).
+/// `None` when `stop` closed first. A call that ends unanswered (stopped, or at its
+/// deadline) withdraws its request: no runner that starts later runs a call nobody waits
+/// for, and the id is free again. At the deadline it says whether a runner ever picked the
+/// request up (none did: is a runner serving the dir?).
 ///
 /// A request already under the call's file id means another call with that id is in
 /// flight: refused, never replaced (its caller would get this call's answer). An answer
@@ -206,6 +293,15 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::
             format!("{}: not a directory", opts.dir.display()),
         ));
     }
+    crate::base::fsio::probe_write(&opts.dir, 4096).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "{}: not a relay dir this writer can write (a call publishes its request there): {e}",
+                opts.dir.display()
+            ),
+        )
+    })?;
     if let Some(a) = &opts.args {
         serde_json::from_str::<serde::de::IgnoredAny>(a)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--args is not JSON: {e}")))?;
@@ -226,21 +322,33 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::
     let (sink, _inbox) = EventSink::channel();
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
-    let spec = CallSpec {
-        id: opts.id,
-        tool: opts.tool,
-        args: opts.args,
-        intended: Instant::now(),
-        warmup: false,
-        deadline: writer_deadline(opts.timeout),
-    };
+    let deadline = writer_deadline(opts.timeout);
+    let spec =
+        CallSpec { id: opts.id, tool: opts.tool, args: opts.args, intended: Instant::now(), warmup: false, deadline };
     let end = tokio::select! {
         end = writer.call(spec) => Some(end),
         () = stop.closed() => None,
     };
     writer.close();
-    if end.is_none() {
-        remove_if_present(&req)?;
+    match &end {
+        None => remove_if_present(&req)?,
+        Some(CallEnd::Failed(FailKind::Timeout)) => {
+            let unpicked = req.symlink_metadata().is_ok();
+            remove_if_present(&req)?;
+            let waited = match deadline.subsec_nanos() {
+                0 => format!("{} s", deadline.as_secs()),
+                _ => human(deadline),
+            };
+            say(Said::Err(&if unpicked {
+                format!(
+                    "no answer in {waited}; is a runner serving {}? (no runner picked the request up; it is withdrawn)",
+                    opts.dir.display()
+                )
+            } else {
+                format!("no answer in {waited}: a runner picked the request up but did not answer it")
+            }));
+        }
+        Some(_) => {}
     }
     Ok(end)
 }

@@ -65,10 +65,15 @@ pub enum Say {
     Skipped { name: String, why: String },
     /// A request's bytes are not a request: answered with an error.
     Malformed { name: String, bytes: usize, error: String },
+    /// A request under a name already handled this turn (a reused id): skipped by the turn's
+    /// seen set, left in place, said once while it stays.
+    AlreadySeen { name: String },
     /// A delete on pickup failed or exceeded its bound: retried on later passes.
     DeleteFailed { name: String, error: String },
-    /// An answer could not be published.
-    AnswerFailed { call: String, error: String },
+    /// An answer could not be published: try `n` of `of`, the next in `retry_in`.
+    AnswerFailed { call: String, error: String, retry_in: Duration, n: u32, of: u32 },
+    /// An answer could not be published in `tries` tries: given up, the call unanswered.
+    AnswerDropped { call: String, tries: u32, error: String },
     /// A list after a timed-out wait found requests the source never signalled.
     Missed { found: usize, counted: bool },
     /// A local watch could not be armed: plain polling for the turn.
@@ -191,8 +196,23 @@ impl fmt::Display for Say {
             Say::Malformed { name, bytes, error } => {
                 write!(f, "malformed request {name:?} ({bytes} bytes): {error}; answered with an error")
             }
+            Say::AlreadySeen { name } => write!(
+                f,
+                "skipped {name:?}: a request of that name was already handled this turn (a reused id is never run \
+                 twice in one turn); left in place, not answered until a new turn"
+            ),
             Say::DeleteFailed { name, error } => write!(f, "delete of {name:?} failed: {error}; retrying next pass"),
-            Say::AnswerFailed { call, error } => write!(f, "cannot publish answer for {call:?}: {error}"),
+            Say::AnswerFailed { call, error, retry_in, n, of } => {
+                write!(
+                    f,
+                    "cannot publish answer for {call:?}: {error}; retrying in {} (try {n} of {of})",
+                    human(*retry_in)
+                )
+            }
+            Say::AnswerDropped { call, tries, error } => write!(
+                f,
+                "gave up publishing the answer for {call:?} after {tries} tries: {error}; the call is unanswered"
+            ),
             Say::Missed { found, counted: true } => {
                 write!(f, "a timed list found {found} request(s) the watch missed (a watch failure)")
             }

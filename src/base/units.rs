@@ -82,6 +82,22 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// A plain number for a person: at most `decimals` decimals (trailing zeros dropped) in the
+/// range where that reads well, in scientific notation with 3 significant digits outside
+/// it (`1e-300`, `2.5e12`, never 300 digits; Rust's `{}` writes every one of them).
+pub fn readable(v: f64, decimals: usize) -> String {
+    let a = v.abs();
+    let small = 10f64.powi(-(decimals as i32));
+    if !v.is_finite() || a == 0.0 || (small..1e9).contains(&a) {
+        let s = format!("{v:.decimals$}");
+        let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+        return if s == "-0" { "0".into() } else { s.to_owned() };
+    }
+    let s = format!("{v:.2e}");
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    format!("{}e{exp}", mantissa.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Microseconds (a report's unit) for a person, negative values as 0.
 pub fn human_us(us: f64) -> String {
     human(Duration::from_secs_f64(us.max(0.0) / 1e6))
@@ -125,6 +141,19 @@ mod tests {
         assert!(parse_duration("300").unwrap_err().contains("no unit"));
         assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown unit"));
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn numbers_read_plainly_at_any_size() {
+        assert_eq!(readable(180.0, 2), "180");
+        assert_eq!(readable(5.3333, 2), "5.33");
+        assert_eq!(readable(0.5, 2), "0.5");
+        assert_eq!(readable(0.0, 2), "0");
+        assert_eq!(readable(1e-300, 2), "1e-300");
+        assert_eq!(readable(1e300, 2), "1e300");
+        assert_eq!(readable(-2.5e12, 2), "-2.5e12");
+        assert_eq!(readable(1.2345, 3), "1.234");
+        assert!(readable(f64::MAX, 2).len() < 12, "{}", readable(f64::MAX, 2));
     }
 
     #[test]

@@ -365,6 +365,13 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             sink.turn(relay.sandbox, TurnEvent::Ended { calls });
         }
     }
+    for w in &writers {
+        let tidied = w.tidy();
+        if tidied > 0 {
+            let what = format!("{tidied} answer(s) published after the interrupt cut their call off: removed");
+            sink.notice(w.sandbox, Say::Other(what));
+        }
+    }
     let org_stats = org.finish(end);
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
     degraded.extend(writers.iter().filter_map(|w| w.degraded()));

@@ -1,9 +1,12 @@
 //! The relay's two sides, as production runs them: the runner's loop ([`runner`]) over an
-//! activity source ([`source`], the wake contract every strategy implements) with the
-//! tool's handler ([`handler`]), and the in-sandbox writer ([`writer`]). Nothing here knows
-//! which strategy or host it runs on.
+//! activity source ([`source`], the wake contract every strategy implements), as its
+//! options say ([`options`]), with the tool's handler ([`handler`]) and its answers held
+//! until they are out ([`answer`]), and the in-sandbox writer ([`writer`]). Nothing here
+//! knows which strategy or host it runs on.
 
+pub mod answer;
 pub mod handler;
+pub mod options;
 pub mod runner;
 pub mod source;
 pub mod writer;

@@ -266,6 +266,8 @@ pub struct Writer {
     reporter: Reporter,
     ids: Mutex<IdRegistry>,
     busy: Arc<Busy>,
+    /// Answers of calls an interrupt cut off: the runner may still publish them.
+    cut_off: Mutex<Vec<String>>,
 }
 
 impl Writer {
@@ -279,6 +281,7 @@ impl Writer {
             cleanup: Cleanup::OnAnswer,
             ids: Mutex::new(IdRegistry::default()),
             busy: Arc::default(),
+            cut_off: Mutex::default(),
         }
     }
 
@@ -407,8 +410,10 @@ impl Writer {
             let wait = self.waiter.interval().min(deadline - now);
             let w = armed.wait(wait).await;
             if w == Wake::Closed {
-                // Interrupted: the harness leaves nothing behind.
+                // Interrupted: the harness leaves nothing behind (the answer a runner may still
+                // publish is removed once the runners have stopped: [`Writer::tidy`]).
                 let _ = self.dir.remove(&req);
+                self.cut_off.lock().expect("cut-off list poisoned").push(res);
                 return CallEnd::Failed(FailKind::Interrupted);
             }
             last = Some(w);
@@ -417,6 +422,13 @@ impl Writer {
 
     pub fn close(&self) {
         self.waiter.close();
+    }
+
+    /// Once the runners have stopped: removes the answers they published for calls an
+    /// interrupt cut off (nobody reads them); returns how many there were.
+    pub fn tidy(&self) -> usize {
+        let names = std::mem::take(&mut *self.cut_off.lock().expect("cut-off list poisoned"));
+        names.iter().filter(|n| self.dir.read(n).is_ok() && self.dir.remove(n).is_ok()).count()
     }
 
     /// Calls in flight (claimed file ids).

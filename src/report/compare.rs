@@ -20,16 +20,18 @@ use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
+use crate::base::fsio::read_bounded;
 use crate::base::rng::Rng;
 use crate::record::recorder::Measure;
+use crate::report::export::hdr::HLOG;
 use crate::report::export::hdr::{read_hlog, total};
-use crate::results::summary::{CaseResult, Summary};
+use crate::results::summary::{CaseResult, Summary, SummaryError};
 
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("{0}")]
-    Unreadable(String),
+    #[error(transparent)]
+    Unreadable(#[from] SummaryError),
     #[error("{old} and {new} share no case: OLD has {old_cases}; NEW has {new_cases}; compare runs of the same cases")]
     NoCommonCase { old: String, new: String, old_cases: String, new_cases: String },
     #[error(
@@ -112,7 +114,7 @@ fn hist(dir: &Path, case: &str, measure: Measure, count: u64) -> Result<Histogra
         count,
         why,
     };
-    let bytes = std::fs::read(&path).map_err(|e| missing(format!("cannot read: {e}")))?;
+    let bytes = read_bounded(&path, HLOG).map_err(|e| missing(e.why.to_string()))?;
     let intervals = read_hlog(&bytes).map_err(|e| missing(format!("not an interval log: {e}")))?;
     total(&intervals).filter(|h| !h.is_empty()).ok_or_else(|| missing("holds no samples".into()))
 }

@@ -1,6 +1,7 @@
 //! The result types every exporter reads: one [`CaseResult`] per case and the run's
 //! [`Summary`] (the shape of `summary.json`, `schema_version` 1).
 
+use crate::base::fsio::{read_bounded, Bound, BoundedReadError};
 use serde::{Deserialize, Serialize};
 
 use crate::events::pairing::{Breach, BreachKind, PairingReport};
@@ -11,6 +12,26 @@ use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::strategy::PickupDefinition;
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The largest summary.json read (a run of the most cases a scenario may hold is far less).
+pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+
+/// Why a summary.json could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error(transparent)]
+    Read(#[from] BoundedReadError),
+    #[error("{path}: not a relay-bench summary: {why}")]
+    Parse { path: String, why: String },
+    #[error("{path}: `results[{i}].case`: {why}")]
+    CaseName { path: String, i: usize, why: String },
+    #[error(
+        "{path}: schema_version {found}: this relay-bench ({}) reads schema_version {SCHEMA_VERSION} only; \
+         read it with the relay-bench that wrote it",
+        env!("CARGO_PKG_VERSION")
+    )]
+    Version { path: String, found: String },
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calls {
@@ -538,15 +559,31 @@ impl Summary {
     }
 
     /// Reads a run's `summary.json`; `path` is the file or the run directory holding it.
-    pub fn read(path: &std::path::Path) -> Result<Summary, String> {
+    /// The file is read as every run-directory file is: a regular file, no link followed,
+    /// at most [`MAX_SUMMARY_BYTES`].
+    pub fn read(path: &std::path::Path) -> Result<Summary, SummaryError> {
         let file = if path.is_dir() { path.join("summary.json") } else { path.to_path_buf() };
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let summary: Summary = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let at = || file.display().to_string();
+        let bytes = read_bounded(&file, Bound::new("a run's summary.json", MAX_SUMMARY_BYTES))?;
+        let parse = |why: String| SummaryError::Parse { path: at(), why };
+        // The version first: a summary of another schema is named as such, not as a field
+        // this one lacks (nor read as this one when its fields happen to fit). Read apart
+        // from the rest (through a `Value`, the maps' key order would be lost).
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<serde_json::Value>,
+        }
+        let version: Version = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
+        match version.schema_version {
+            Some(v) if v.as_u64() == Some(u64::from(SCHEMA_VERSION)) => {}
+            Some(v) => return Err(SummaryError::Version { path: at(), found: v.to_string() }),
+            None => return Err(parse("it has no schema_version".into())),
+        }
+        let summary: Summary = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
-            crate::scenario::check_name(&r.case)
-                .map_err(|e| format!("{}: `results[{i}].case`: {e}", file.display()))?;
+            crate::scenario::check_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
         }
         Ok(summary)
     }

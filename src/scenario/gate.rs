@@ -468,8 +468,9 @@ impl Gate {
         let observed_text = match (observed, self.metric) {
             (None, _) => "not measured (no samples)".to_owned(),
             (Some(v), Metric::Latency(..)) => crate::base::units::human_us(v),
-            (Some(v), Metric::Count(_) | Metric::Fleet(_)) => format!("{}", (v * 100.0).round() / 100.0),
-            (Some(v), Metric::VsBaseline(_)) => format!("{:.3}x the baseline", v),
+            (Some(v), Metric::Count(_) | Metric::Fleet(_)) => crate::base::units::readable(v, 2),
+            (Some(v), Metric::VsBaseline(_)) if (1e-3..1e9).contains(&v.abs()) => format!("{v:.3}x the baseline"),
+            (Some(v), Metric::VsBaseline(_)) => format!("{}x the baseline", crate::base::units::readable(v, 3)),
         };
         GateResult {
             expr: self.expr.clone(),
@@ -549,6 +550,17 @@ mod tests {
         }
         let e = Gate::parse("fleet.held_exec.max < 3").unwrap_err();
         assert!(e.contains("fleet.held_execs.max") && e.contains("fleet.recovery_secs"), "{e}");
+    }
+
+    #[test]
+    fn a_tiny_or_huge_threshold_or_value_reads_as_a_short_number() {
+        let g = Gate::parse("discovery_per_min <= 1e-300").unwrap();
+        assert_eq!(g.threshold, 1e-300);
+        assert_eq!(g.evaluate(Some(1e300)).observed_text, "1e300");
+        assert_eq!(g.evaluate(Some(180.0)).observed_text, "180");
+        let r = Gate::parse("vs_baseline.pickup_p50 <= 1.15").unwrap();
+        assert_eq!(r.evaluate(Some(1.1)).observed_text, "1.100x the baseline");
+        assert_eq!(r.evaluate(Some(1e-300)).observed_text, "1e-300x the baseline");
     }
 
     #[test]

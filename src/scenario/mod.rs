@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::fields::Fields;
+use crate::base::fsio::{read_bounded_text, Bound, Refused};
 use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{parse_profile, HostSpec, HostTables, HOSTS};
 use crate::scenario::fault::{FaultKind, FaultSpec, Target};
@@ -26,7 +27,7 @@ mod rules;
 pub mod turns;
 
 use rules::{add_invariants, check_burst_calls, check_schedule_size};
-pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_NAME, NAME_ALLOWED};
+pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED};
 
 /// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
@@ -111,13 +112,19 @@ impl Scenario {
             return Scenario::parse(&format!("embedded:{name}"), text);
         }
         let path = Path::new(arg);
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        // The user names the file: a link to it is followed; a FIFO, a device, a directory
+        // or a file past the cap is refused before a byte is read.
+        let bound = Bound::new("the scenario file", MAX_SCENARIO_BYTES).following_links();
+        let text = read_bounded_text(path, bound).map_err(|e| ScenarioError {
             file: arg.to_owned(),
             key: "(file)".into(),
-            msg: format!(
-                "cannot read: {e}; give a path to a .toml file or one of: {}",
-                SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-            ),
+            msg: match e.why {
+                Refused::Io(e) => format!(
+                    "cannot read: {e}; give a path to a .toml file or one of: {}",
+                    SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+                why => why.to_string(),
+            },
         })?;
         Scenario::parse(arg, &text)
     }
@@ -132,6 +139,10 @@ impl Scenario {
         let name = top.required_string("name")?.to_owned();
         check_name(&name).map_err(|msg| top.err("name", msg))?;
         let description = top.string("description")?.unwrap_or("").to_owned();
+        if description.chars().count() > MAX_DESCRIPTION {
+            let msg = format!("{} characters; allowed: at most {MAX_DESCRIPTION}", description.chars().count());
+            return Err(top.err("description", msg));
+        }
         let gate_strings = top.strings("gates")?;
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
         let workload = match top.table("workload")? {
@@ -183,8 +194,17 @@ impl Scenario {
                 faults.push(parse_fault(&mut f, &workload)?);
                 f.finish()?;
             }
-            for f in &faults {
+            for (i, f) in faults.iter().enumerate() {
                 check_fault(&c, &case, f)?;
+                if faults[..i].contains(f) {
+                    let msg = format!(
+                        "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
+                        f.kind.name(),
+                        crate::base::units::human(f.at),
+                        f.sandbox
+                    );
+                    return Err(c.err("fault", msg));
+                }
             }
             if case.host.in_sandbox().is_some() && handler.pause_ratio > 0.0 {
                 let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";

@@ -10,6 +10,12 @@ use crate::scenario::pacer::{Workload, MAX_CALLS_PER_CASE};
 /// scenario of thousands is a generator's mistake, not a benchmark.
 pub const MAX_CASES: usize = 1000;
 
+/// The largest scenario file read: a scenario is a page of TOML, not a data set.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
+/// The longest description kept (it is copied into every report).
+pub const MAX_DESCRIPTION: usize = 4096;
+
 /// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
 pub const MAX_NAME: usize = 100;
 

@@ -122,6 +122,16 @@ fn a_fault_that_happens_once_takes_no_duration() {
 }
 
 #[test]
+fn two_identical_faults_in_one_case_are_refused() {
+    let fault = "[[case.fault]]\nkind = \"burst\"\nat = \"1s\"\ncalls = 4\n";
+    let e = err(&format!("{GOOD}{fault}{fault}"));
+    assert_eq!(e.key, "case[0].fault", "{e}");
+    assert!(e.msg.starts_with("two identical faults (burst at 1.00s on sandbox 0)"), "{e}");
+    let later = fault.replace("calls = 4", "calls = 5");
+    assert_eq!(Scenario::parse("s.toml", &format!("{GOOD}{fault}{later}")).unwrap().cases[0].faults.len(), 2);
+}
+
+#[test]
 fn a_runner_that_reads_the_dir_itself_needs_a_local_host_and_a_black_box_the_real_clock() {
     let remote_watch = GOOD.replace(
         "runner = { strategy = \"poll\", interval = \"50ms\" }",

@@ -20,7 +20,9 @@ then checks the scenario's gates. `serve` and `call` are the suite's reference r
 real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
 directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
-found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 130 interrupted."
+found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
+written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
+`| head -1` does, is not an error), 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -71,7 +73,10 @@ pub struct RunArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
     /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
-    /// one subdirectory per scenario.
+    /// one subdirectory per scenario. It must be new, empty, or a previous run's: that run's
+    /// files are removed first (other files are kept); `/` and a directory of other files
+    /// are refused. One run at a time writes it (a lock): a second is refused, naming the
+    /// first.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print only the final table.
@@ -127,12 +132,23 @@ pub struct ServeArgs {
     /// Share of calls answered {"ok":false,...}.
     #[arg(long, default_value_t = 0.0)]
     pub error_ratio: f64,
-    /// How often a stat line is printed (more than 0).
+    /// How often a stat line is printed (at least 100ms).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
     pub every: Duration,
     /// Request files larger than this are skipped (reported once, never read).
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
     pub max_file_bytes: u64,
+    /// End the runner's turn this long after it started, and start a new one. Production
+    /// runs one relay per agent turn (started when the turn starts, stopped when it ends);
+    /// its seen set, backoff and demotion last the turn, so a call id reused within a turn
+    /// is skipped (said once), never run twice, and runs in the next turn. Without --turn or
+    /// --turn-idle, serve is one turn until it is stopped. At least 1s.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub turn: Option<Duration>,
+    /// End a turn that handled a call once no call came for this long (an agent's turn
+    /// ends when it stops calling tools), and start a new one. At least 1s.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub turn_idle: Option<Duration>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::app::bench::utc_stamps;
+use crate::app::console;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
-use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeOptions};
+use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
+use crate::base::units::human;
 use crate::events::FailKind;
 use crate::record::eventlog::{check_log, render_checks};
 use crate::relay::handler::HandlerModel;
@@ -23,10 +25,11 @@ use crate::relay::writer::CallEnd;
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
-/// `print!` to stdout through [`print_all`]; `out!(line ...)` adds the newline.
+/// `print!` to stdout through [`console::out`] (never a panic; a failure is the exit code
+/// [`Exit::OutputLost`]); `out!(line ...)` adds the newline.
 macro_rules! out {
-    (line $($t:tt)*) => { print_all(&format!("{}\n", format_args!($($t)*))) };
-    ($($t:tt)*) => { print_all(&format!($($t)*)) };
+    (line $($t:tt)*) => { console::out(&format!("{}\n", format_args!($($t)*))) };
+    ($($t:tt)*) => { console::out(&format!($($t)*)) };
 }
 
 /// Exit codes CI can act on.
@@ -44,6 +47,9 @@ pub enum Exit {
     Paused = 4,
     /// `call`: no answer before the writer deadline.
     Timeout = 5,
+    /// stdout could not be written (a full disk, an I/O error; a reader that closed the pipe
+    /// is not one): what the command printed is lost, its files are written.
+    OutputLost = 6,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -57,6 +63,8 @@ pub enum CliError {
     #[error(transparent)]
     Runs(#[from] RunsError),
     #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
 
@@ -65,7 +73,8 @@ impl CliError {
         match self {
             CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
-            CliError::Runs(_) | CliError::Internal(_) => Exit::Internal,
+            CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Runs(_) | CliError::Serve(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
 }
@@ -98,16 +107,25 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
+            console::err(&format!("Error: cannot start the async runtime: {e}"));
             return Exit::Internal as i32;
         }
     };
-    match rt.block_on(run(cli)) {
-        Ok(code) => code as i32,
+    let code = match rt.block_on(run(cli)) {
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
-            e.exit() as i32
+            console::err(&format!("Error: {e:#}"));
+            e.exit()
         }
+    };
+    match console::stdout_failure() {
+        // An outcome the output was to tell (a pass, a gate failure, a call's answer) that
+        // never reached its reader is no outcome: the output's loss is.
+        Some(e) if matches!(code, Exit::Pass | Exit::GateFailed | Exit::Paused | Exit::Timeout) => {
+            console::err(&format!("Error: cannot write to stdout: {e}; what this command printed is lost"));
+            Exit::OutputLost as i32
+        }
+        _ => code as i32,
     }
 }
 
@@ -136,26 +154,13 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
     }
 }
 
-/// Writes `text` to stdout. A reader that went away (`relay-bench list | head -1`) read what
-/// it wanted: not an error, and no panic as `print!` would. Every command's output goes
-/// through here (the [`out!`] macro).
-/// Prints what `serve` and `call` say: stdout through [`print_all`], stderr likewise
-/// (neither a closed pipe nor a full disk is a panic).
+/// Prints what `serve` and `call` say, through [`console`] (neither a closed pipe nor a
+/// full disk is a panic).
 fn say(line: Said<'_>) {
-    use std::io::Write;
     match line {
-        Said::Out(text) => print_all(&format!("{text}\n")),
-        Said::Err(text) => {
-            let _ = writeln!(std::io::stderr().lock(), "{text}");
-        }
+        Said::Out(text) => console::out(&format!("{text}\n")),
+        Said::Err(text) => console::err(text),
     }
-}
-
-fn print_all(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    // Nothing else to do with a stdout that cannot be written; the exit code says the rest.
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
@@ -165,7 +170,7 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     let outcome = plan
         .run(interrupt, |step| match step {
             Step::Ran { summary: _, out_dir, console, warnings } => {
-                warnings.iter().for_each(|w| eprintln!("warning: {w}"));
+                warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
                 out!("{}", String::from_utf8_lossy(console));
                 if !quiet {
                     out!(line "report: {}", out_dir.join("summary.md").display());
@@ -198,10 +203,10 @@ fn on_interrupt(doing: &'static str) -> Arc<Signal> {
         let interrupt = interrupt.clone();
         async move {
             let first = signals.next().await;
-            eprintln!("\ninterrupted ({first}): {doing} (again to abort)");
+            console::err(&format!("\ninterrupted ({first}): {doing} (again to abort)"));
             interrupt.close();
             let again = signals.next().await;
-            eprintln!("interrupted again ({again}): aborting");
+            console::err(&format!("interrupted again ({again}): aborting"));
             // The stops that would end what relay-bench started do not run on an exit: the
             // black-box runners' process groups are killed here (daemons die with it).
             crate::base::fsio::kill_own_groups();
@@ -238,6 +243,21 @@ impl Interrupts {
     }
 }
 
+/// A duration flag's value as a person gave it, however small (`1ns`, not `0µs`).
+fn as_given(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_micros(1) {
+        format!("{}ns", d.as_nanos())
+    } else {
+        human(d)
+    }
+}
+
+/// The shortest interval between two stat lines of `serve`.
+const MIN_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The shortest turn `serve` takes (each turn stops and starts its runner).
+const MIN_TURN: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     let strategy = serve_runner(&a.strategy, a.interval)?;
     if !(0.0..=1.0).contains(&a.error_ratio) {
@@ -251,13 +271,32 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     };
     let watch_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
-    if a.every.is_zero() {
-        return Err(CliError::BadInput("--every 0: the stat line interval must be more than 0".into()));
+    if a.every < MIN_EVERY {
+        let why =
+            format!("--every {}: a stat line at most every {} (more is noise)", as_given(a.every), human(MIN_EVERY));
+        return Err(CliError::BadInput(why));
     }
     let stop = on_interrupt("stopping the runner");
-    let opts =
-        ServeOptions { dir: a.dir, strategy, handler, every: a.every, watch_program, max_file_bytes: a.max_file_bytes };
-    crate::app::serve::serve(opts, stop, &say).await.map_err(|e| CliError::BadInput(format!("--dir: {e}")))?;
+    for (flag, d) in [("--turn", a.turn), ("--turn-idle", a.turn_idle)] {
+        if let Some(d) = d.filter(|d| *d < MIN_TURN) {
+            return Err(CliError::BadInput(format!(
+                "{flag} {}: a turn lasts at least {}",
+                as_given(d),
+                human(MIN_TURN)
+            )));
+        }
+    }
+    let turns = Turns { length: a.turn, idle: a.turn_idle };
+    let opts = ServeOptions {
+        dir: a.dir,
+        strategy,
+        handler,
+        every: a.every,
+        watch_program,
+        max_file_bytes: a.max_file_bytes,
+        turns,
+    };
+    crate::app::serve::serve(opts, stop, &say).await?;
     Ok(Exit::Pass)
 }
 
@@ -276,7 +315,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
     let stop = on_interrupt("removing the request");
     let end = crate::app::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
-        eprintln!("interrupted: the request was removed");
+        console::err("interrupted: the request was removed");
         return Ok(Exit::Interrupted);
     };
     Ok(match end {
@@ -292,10 +331,8 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
             out!(line "{}", answer_line(&crate::base::protocol::Response::Paused));
             Exit::Paused
         }
-        CallEnd::Failed(FailKind::Timeout) => {
-            eprintln!("no answer before the writer deadline");
-            Exit::Timeout
-        }
+        // Said by `call`, which withdrew the request.
+        CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
     })
@@ -316,7 +353,12 @@ fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Resu
 }
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {
-    let file = std::fs::File::open(log).map_err(|e| CliError::BadInput(format!("{}: {e}", log.display())))?;
+    // Streamed line by line (each line capped); a FIFO or a device is refused, not read.
+    let file = crate::base::fsio::open_regular(
+        log,
+        crate::base::fsio::Bound::new("the event log", u64::MAX).following_links(),
+    )
+    .map_err(|e| CliError::BadInput(e.to_string()))?;
     let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
         .map_err(|e| CliError::BadInput(e.to_string()))?;
     if check.cases.is_empty() {

@@ -11,7 +11,8 @@
 //! that does not, the poll delay; otherwise sleep the poll delay (the source is never waited
 //! on again). The poll delay after `n` consecutive idle lists is 300 ms while n < 5, then
 //! 300 ms · 2^(n−4), capped at 1500 ms. A failed read is answered `{ok:false}` (and left on
-//! disk); a request without a usable `toolCallId` runs under its file id.
+//! disk); a request without a usable `toolCallId` runs under its file id. An answer whose
+//! publish fails is held and tried again, bounded ([`crate::relay::answer`]).
 //!
 //! Each place where the suite can run the loop otherwise is a named option of
 //! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
@@ -29,6 +30,7 @@ use crate::base::notice::Say;
 use crate::base::protocol::{classify, FileKind};
 use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
+pub use crate::relay::options::{LoopOptions, PauseAnswer, PollDelay, ReadFailure, SeenScope};
 use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
 use crate::sandbox::host::Host;
 use crate::BoxFut;
@@ -39,92 +41,6 @@ use pickup::{pickup, Ctx, HandlerSpawner, Picked, Settled};
 
 /// Bound on one delete (SPEC §2).
 pub const DELETE_BOUND: Duration = Duration::from_secs(10);
-
-/// The poll delay: `interval` while fewer than `grow_after` consecutive idle lists, then
-/// doubling per idle list (`interval · 2^(n − grow_after + 1)`), capped at `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PollDelay {
-    pub interval: Duration,
-    pub grow_after: u32,
-    pub max: Duration,
-}
-
-impl PollDelay {
-    /// Production's: 300 ms, growing after 5 idle lists, up to 1500 ms.
-    pub const PRODUCTION: PollDelay =
-        PollDelay { interval: Duration::from_millis(300), grow_after: 5, max: Duration::from_millis(1500) };
-
-    /// The delay after `idle` consecutive idle lists (the current one included).
-    pub fn after(&self, idle: u32) -> Duration {
-        if idle < self.grow_after {
-            return self.interval;
-        }
-        let doublings = (idle - self.grow_after + 1).min(20);
-        self.interval.saturating_mul(1 << doublings).min(self.max).max(self.interval)
-    }
-}
-
-/// Which requests the loop remembers as handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SeenScope {
-    /// Every request name seen this turn (production): a reused id never runs twice.
-    Turn,
-    /// Only names in flight or awaiting their delete: a name seen again later runs again.
-    InFlight,
-}
-
-/// What a failed read of a request leads to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadFailure {
-    /// Answer `{ok:false,error}` under the file id and leave the file (production).
-    Answer,
-    /// Say nothing, forget the name and read it again on the next list.
-    Retry,
-}
-
-/// What a handler's pause writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PauseAnswer {
-    /// Nothing: the turn ends and the writer is told out of band (production's default).
-    None,
-    /// `{"ok":true,"paused":true}` (production's other integration).
-    Paused,
-}
-
-/// How the loop runs; every default is production's (SPEC §8).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoopOptions {
-    pub poll: PollDelay,
-    /// The wait on a healthy source that suspends polling (30 s).
-    pub safety_wait: Duration,
-    /// The loop's own bound on a wait is its timeout plus this (1 s).
-    pub wait_margin: Duration,
-    /// Await every pickup's read, stat and delete before the next wait.
-    pub await_pickups: bool,
-    /// Stat each request on pickup (pickup telemetry: one request per call).
-    pub stat: bool,
-    pub seen: SeenScope,
-    pub read_failure: ReadFailure,
-    pub pause_answer: PauseAnswer,
-    /// Sweep stale relay files before the first list.
-    pub sweep: bool,
-}
-
-impl Default for LoopOptions {
-    fn default() -> Self {
-        LoopOptions {
-            poll: PollDelay::PRODUCTION,
-            safety_wait: Duration::from_secs(30),
-            wait_margin: Duration::from_secs(1),
-            await_pickups: true,
-            stat: true,
-            seen: SeenScope::Turn,
-            read_failure: ReadFailure::Answer,
-            pause_answer: PauseAnswer::None,
-            sweep: true,
-        }
-    }
-}
 
 /// How a runner tells the writer that a call parked with no answer (the turn ends): the
 /// file id of the call.
@@ -150,6 +66,22 @@ pub struct RunnerReport {
     pub startup: Duration,
     /// Why the source stopped waking the loop, if it did.
     pub degraded: Option<String>,
+}
+
+impl RunnerReport {
+    /// Adds a later runner's counts to this one's (a relay that ran several turns); the
+    /// start-up is the first's, the degradation the last's.
+    pub fn add(&mut self, later: RunnerReport) {
+        self.scans += later.scans;
+        self.woken_by_activity += later.woken_by_activity;
+        self.requests += later.requests;
+        self.inline += later.inline;
+        self.malformed += later.malformed;
+        self.delete_retries += later.delete_retries;
+        self.list_errors += later.list_errors;
+        self.missed_by_source += later.missed_by_source;
+        self.degraded = later.degraded;
+    }
 }
 
 /// A started runner: stop it, wait until it is ready, and collect its report.
@@ -277,6 +209,10 @@ impl Runner {
 
         let mut seen: HashSet<String> = HashSet::new();
         let mut remove_failed: HashSet<String> = HashSet::new();
+        // Handled and removed this turn: a request listed again under one of these names is
+        // a new file with a reused id, skipped (the seen set) and said once while it stays.
+        let mut removed: HashSet<String> = HashSet::new();
+        let mut said_reused: HashSet<String> = HashSet::new();
         let mut idle = 0u32;
         let mut last: Option<Wake> = None;
         let mut woke_at = Instant::now();
@@ -290,7 +226,8 @@ impl Runner {
             // Deletes that failed earlier are retried while a list still shows them (or with
             // carried requests, when there is no list); a failed list retries and forgets
             // nothing, as in production.
-            let retry_deletes = if carried.is_empty() {
+            let listed = carried.is_empty();
+            let retry_deletes = if listed {
                 report.scans += 1;
                 match self.host.list().await {
                     Ok(listed) => {
@@ -334,22 +271,34 @@ impl Runner {
                 .map(|n| (n, None))
                 .chain(carried.into_iter().map(|(n, b)| (n, Some(b))))
                 .filter(|(n, _)| classify(n) == FileKind::Request);
+            let mut reused_now = HashSet::new();
             for (name, bytes) in new {
                 if !seen.insert(name.clone()) {
+                    if removed.contains(&name) {
+                        if said_reused.insert(name.clone()) {
+                            self.reporter.say(Say::AlreadySeen { name: name.clone() });
+                        }
+                        reused_now.insert(name);
+                    }
                     continue;
                 }
                 found += 1;
                 batch.push(Box::pin(pickup(ctx.clone(), name, bytes, woke_at, handlers.clone())));
             }
+            // Gone since it was said (a list shows it no more): said again if it comes back.
+            if listed && retry_deletes {
+                said_reused.retain(|n| reused_now.contains(n));
+            }
+            let mut sets = Sets { seen: &mut seen, failed: &mut remove_failed, removed: &mut removed };
             if self.opts.await_pickups {
                 // Concurrently, on this task: no task hop between the wake and the pickups.
                 for done in join_all(batch).await {
-                    settle(done, &mut seen, &mut remove_failed, self.opts.seen);
+                    settle(done, &mut sets, self.opts.seen);
                 }
             } else {
                 batch.into_iter().for_each(|p| drop(background.spawn(p)));
                 while let Some(done) = background.try_join_next() {
-                    settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
+                    settle_joined(done, &mut sets, self.opts.seen);
                 }
             }
             let healthy = self.source.as_ref().filter(|s| s.is_healthy());
@@ -376,8 +325,9 @@ impl Runner {
             };
             woke_at = Instant::now();
         }
+        let mut sets = Sets { seen: &mut seen, failed: &mut remove_failed, removed: &mut removed };
         while let Some(done) = background.join_next().await {
-            settle_joined(done, &mut seen, &mut remove_failed, self.opts.seen);
+            settle_joined(done, &mut sets, self.opts.seen);
         }
         drop(handlers);
         collector.finish().await;
@@ -388,23 +338,28 @@ impl Runner {
     }
 }
 
-fn settle_joined(
-    done: Result<Picked, tokio::task::JoinError>,
-    seen: &mut HashSet<String>,
-    failed: &mut HashSet<String>,
-    scope: SeenScope,
-) {
+/// The loop's bookkeeping of names: seen this turn, deletes to retry, handled and removed.
+struct Sets<'a> {
+    seen: &'a mut HashSet<String>,
+    failed: &'a mut HashSet<String>,
+    removed: &'a mut HashSet<String>,
+}
+
+fn settle_joined(done: Result<Picked, tokio::task::JoinError>, sets: &mut Sets<'_>, scope: SeenScope) {
     if let Ok(p) = done {
-        settle(p, seen, failed, scope);
+        settle(p, sets, scope);
     }
 }
 
-fn settle(p: Picked, seen: &mut HashSet<String>, failed: &mut HashSet<String>, scope: SeenScope) {
+fn settle(p: Picked, sets: &mut Sets<'_>, scope: SeenScope) {
+    let Sets { seen, failed, removed } = sets;
     match p.how {
         Settled::Deleted => {
             failed.remove(&p.name);
             if scope == SeenScope::InFlight {
                 seen.remove(&p.name);
+            } else {
+                removed.insert(p.name);
             }
         }
         Settled::DeleteFailed => {
@@ -471,18 +426,4 @@ pub(super) async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> 
     };
     reporter.say(Say::DeleteFailed { name: name.to_owned(), error });
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn production_poll_delay() {
-        let ms = |v: &[u64]| v.iter().map(|m| Duration::from_millis(*m)).collect::<Vec<_>>();
-        let got: Vec<Duration> = (0..10).map(|n| PollDelay::PRODUCTION.after(n)).collect();
-        assert_eq!(got, ms(&[300, 300, 300, 300, 300, 600, 1200, 1500, 1500, 1500]));
-        let fixed = PollDelay { interval: Duration::from_millis(50), grow_after: 5, max: Duration::from_millis(50) };
-        assert!((0..100).all(|n| fixed.after(n) == Duration::from_millis(50)));
-    }
 }

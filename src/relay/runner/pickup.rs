@@ -13,6 +13,7 @@ use super::{delete, LoopOptions, ParkFn, PauseAnswer, ReadFailure};
 use crate::base::notice::Say;
 use crate::base::protocol::{file_id_of, res_name, Outcome, Request, Response};
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
+use crate::relay::answer::{publish_answer, AnswerRetry};
 use crate::relay::handler::HandlerModel;
 use crate::relay::source::Reporter;
 use crate::sandbox::dir::UnsafeEntry;
@@ -192,9 +193,7 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
 /// be named for it, so it is no pairing event; a writer waiting on that file id reads it
 /// and ends its own call.
 async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
-    if let Err(e) = ctx.host.publish(&res_name(&file_id), &body).await {
-        ctx.reporter.say(Say::AnswerFailed { call: file_id, error: e.to_string() });
-    }
+    publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &file_id, &res_name(&file_id), &body).await;
 }
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
@@ -215,10 +214,9 @@ async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked:
     }
     let body = ctx.handler.respond(&call, plan.outcome).encode();
     ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
-    match ctx.host.publish(&res_name(&file_id), &body).await {
-        Ok(()) => side.answered = Some(Instant::now()),
-        Err(e) => ctx.reporter.say(Say::AnswerFailed { call: call.to_string(), error: e.to_string() }),
-    }
+    // Held and tried again while its publish fails (the request is gone already).
+    side.answered =
+        publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &call, &res_name(&file_id), &body).await;
     let at = side.answered.unwrap_or(handler_end);
     ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
 }

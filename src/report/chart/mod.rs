@@ -15,7 +15,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::record::recorder::Measure;
-use crate::report::export::hdr::{read_hlog, total, Interval};
+use crate::report::export::hdr::{read_hlog, total, Interval, HLOG};
 use crate::report::output::{Input, Moment, Output, Staged};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::Metric;
@@ -55,13 +55,11 @@ impl CaseData {
         let mut pickup_intervals = Vec::new();
         for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
             let p = dir.join("hdr").join(&c.case).join(format!("{}.hlog", m.name()));
-            let bytes = match std::fs::read(&p) {
+            let bytes = match crate::base::fsio::read_bounded(&p, HLOG) {
                 Ok(b) => b,
                 // Nothing measured, nothing to draw (a black-box runner's wake).
                 Err(_) if c.latency(m).count == 0 => continue,
-                Err(e) => {
-                    return Err(format!("{}: {e} (summary.json counts {} samples)", p.display(), c.latency(m).count))
-                }
+                Err(e) => return Err(format!("{e} (summary.json counts {} samples)", c.latency(m).count)),
             };
             let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
             if let Some(h) = total(&ivs) {
@@ -94,7 +92,7 @@ impl CaseData {
 impl RunData {
     /// Reads `summary.json` and the interval logs under `hdr/`.
     pub fn load(dir: &Path) -> Result<RunData, String> {
-        let summary = Summary::read(&dir.join("summary.json"))?;
+        let summary = Summary::read(&dir.join("summary.json")).map_err(|e| e.to_string())?;
         let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
         Ok(RunData { scenario: summary.scenario, cases })
     }

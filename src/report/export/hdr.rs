@@ -12,6 +12,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLog
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
+use crate::base::fsio::{check_bounded, read_bounded, Bound, BoundedReadError, Refused};
 use crate::record::recorder::{CaseHdr, Measure};
 use crate::report::output::{Input, Moment, Output, Staged};
 
@@ -112,6 +113,10 @@ pub fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
 /// `hdr/<case>/<measure>.hgrm` (percentile distribution) and `.hlog` (interval log) for
 /// every measure with samples: written for a case as it finishes, and the `.hgrm` drawn
 /// again from its `.hlog` by a re-render.
+/// How an interval log is read back (`report`, `compare`, charts): a regular file under the
+/// run directory, no link followed, at most 256 MiB.
+pub const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
+
 pub struct Hdr;
 
 impl Output for Hdr {
@@ -167,18 +172,45 @@ fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), Strin
     Ok(())
 }
 
+/// Checks, before anything is drawn from them, that the interval logs of `cases` under
+/// `run_dir/hdr/` can be read: each case's folder a real folder (not a link), each `.hlog`
+/// in it a regular file within [`HLOG`]'s cap. A case without a folder is not checked here
+/// (the outputs say what they miss).
+pub fn check_logs(run_dir: &Path, cases: &[&str]) -> Result<(), BoundedReadError> {
+    for case in cases {
+        let folder = run_dir.join("hdr").join(case);
+        let refuse =
+            |why| BoundedReadError { what: "a case's histogram folder", path: folder.display().to_string(), why };
+        match std::fs::symlink_metadata(&folder) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(refuse(Refused::Io(e))),
+            Ok(m) if m.file_type().is_symlink() => return Err(refuse(Refused::Symlink)),
+            Ok(m) if !m.is_dir() => return Err(refuse(Refused::NotRegular("not a directory"))),
+            Ok(_) => {}
+        }
+        for e in std::fs::read_dir(&folder).map_err(|e| refuse(Refused::Io(e)))?.flatten() {
+            if e.path().extension().is_some_and(|x| x == "hlog") {
+                check_bounded(&e.path(), HLOG)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Stages every `.hgrm` under `hdr_dir` (`hdr/<case>/`) anew from its `.hlog`.
 fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), String> {
     let Ok(cases) = std::fs::read_dir(hdr_dir) else { return Ok(()) };
     let mut logs: Vec<PathBuf> = cases
         .flatten()
+        // A case's folder, not a link to somewhere else.
+        .filter(|c| c.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|c| std::fs::read_dir(c.path()).ok())
         .flat_map(|files| files.flatten().map(|f| f.path()))
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("hlog"))
         .collect();
     logs.sort();
     for p in logs {
-        let bytes = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let bytes = read_bounded(&p, HLOG).map_err(|e| e.to_string())?;
         let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
         if let Some(h) = total(&ivs) {
             let rel = p.strip_prefix(hdr_dir.parent().unwrap_or(hdr_dir)).unwrap_or(&p).with_extension("hgrm");

@@ -76,7 +76,10 @@ pub fn render_all(summaries: &[Summary]) -> Vec<u8> {
                 "observed {}; threshold {} {}",
                 g.observed_text,
                 g.op.symbol(),
-                g.expr.split(g.op.symbol()).nth(1).map_or_else(|| g.threshold.to_string(), |t| t.trim().to_owned())
+                g.expr
+                    .split(g.op.symbol())
+                    .nth(1)
+                    .map_or_else(|| crate::base::units::readable(g.threshold, 3), |t| t.trim().to_owned())
             );
             let _ = writeln!(o, ">\n      <failure type=\"gate\" message=\"{}\"/>\n    </testcase>", esc(&message));
         }

@@ -301,14 +301,15 @@ pub fn main(args: &[OsString]) -> i32 {
     let args = match WatchArgs::parse(args) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("{SUBCOMMAND}: {e}");
+            // Not `eprintln!`, which panics on a closed or full stderr.
+            let _ = writeln!(std::io::stderr(), "{SUBCOMMAND}: {e}");
             return 2;
         }
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("{SUBCOMMAND}: cannot start a runtime: {e}");
+            let _ = writeln!(std::io::stderr(), "{SUBCOMMAND}: cannot start a runtime: {e}");
             return 3;
         }
     };

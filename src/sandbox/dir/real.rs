@@ -7,8 +7,7 @@
 //! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
 
 use std::ffi::OsString;
-use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,39 +60,15 @@ impl RealDir {
     }
 }
 
-/// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes.
+/// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes
+/// ([`fsio::read_bounded`]); a refusal is an [`UnsafeEntry`], a failure the plain error.
 pub fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { UnsafeEntry::Symlink.into_io() } else { e })?;
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_dir() {
-            "a directory"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a file"
-        };
-        return Err(UnsafeEntry::NotRegular(what).into_io());
-    }
-    if meta.len() > cap {
-        return Err(UnsafeEntry::TooLarge { cap }.into_io());
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // A file that grows after the fstat is still read no further than the cap.
-    file.take(cap + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(UnsafeEntry::TooLarge { cap }.into_io());
-    }
-    Ok(bytes)
+    fsio::read_bounded(path, fsio::Bound::new("a relay file", cap)).map_err(|e| match e.why {
+        fsio::Refused::Io(e) => e,
+        fsio::Refused::NotRegular(what) => UnsafeEntry::NotRegular(what).into_io(),
+        fsio::Refused::Symlink => UnsafeEntry::Symlink.into_io(),
+        fsio::Refused::TooLarge { cap } => UnsafeEntry::TooLarge { cap }.into_io(),
+    })
 }
 
 impl RelayDir for RealDir {

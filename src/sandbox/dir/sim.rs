@@ -11,7 +11,7 @@
 //! The faults of SPEC §6 that live in the sandbox are switches here ([`SimFault`]): the
 //! watch program missing, watch creation failing (ENOSPC / EMFILE), the watch queue
 //! overflowing, watch execs that hang or fail at once, publication in slow chunks, the
-//! directory replaced. [`Step`] hooks let a test act at each boundary of the watch program.
+//! directory replaced, made read-only or on a full disk. [`Step`] hooks let a test act at each boundary of the watch program.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -41,6 +41,10 @@ pub enum SimFault {
     ExecFail,
     /// The writer publishes in chunks: the temp file grows piece by piece before the rename.
     ChunkedPublish,
+    /// The directory is read-only (`chmod a-w`): writes, renames and removes fail with EACCES.
+    ReadOnly,
+    /// The disk is full: writes fail with ENOSPC (renames and removes still work).
+    DiskFull,
 }
 
 type Hook = Arc<dyn Fn(Step) + Send + Sync>;
@@ -131,6 +135,14 @@ impl SimDir {
     }
 }
 
+/// The error a change to the directory meets under a fault, if any (`write`: it adds bytes).
+fn refused(s: &State, write: bool) -> Option<io::Error> {
+    if s.faults.contains(&SimFault::ReadOnly) {
+        return Some(io::Error::from_raw_os_error(libc::EACCES));
+    }
+    (write && s.faults.contains(&SimFault::DiskFull)).then(|| io::Error::from_raw_os_error(libc::ENOSPC))
+}
+
 impl Inner {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().expect("sim dir poisoned")
@@ -171,6 +183,9 @@ impl Inner {
             if !s.exists {
                 return Err(not_found(&self.path));
             }
+            if let Some(e) = refused(&s, true) {
+                return Err(e);
+            }
             let existed = s.files.contains_key(name);
             let slot = s.files.entry(name.to_owned()).or_default();
             if append {
@@ -199,6 +214,9 @@ impl Inner {
             if !s.exists {
                 return Err(not_found(&self.path));
             }
+            if let Some(e) = refused(&s, false) {
+                return Err(e);
+            }
             let bytes = s
                 .files
                 .remove(from)
@@ -215,6 +233,9 @@ impl Inner {
             let mut s = self.state();
             if !s.exists {
                 return Err(not_found(&self.path));
+            }
+            if let Some(e) = refused(&s, false) {
+                return Err(e);
             }
             if s.files.remove(name).is_none() {
                 return Ok(());

@@ -1,0 +1,134 @@
+//! Publishing an answer, held until it is out. The request is deleted at pickup, so an
+//! answer whose publish fails (a dir made read-only for a while, a full disk) would be lost
+//! for good: the runner holds its bytes and tries again on a bounded schedule
+//! ([`AnswerRetry`]), saying each failure, and says so when it gives up. Production's loop
+//! drops the answer on the first failure; this is the one place the suite's runner does
+//! more than production's (it never answers sooner, and never twice: a retry follows a
+//! publish that failed, and the rename that publishes is atomic).
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::base::notice::Say;
+use crate::relay::source::Reporter;
+use crate::sandbox::host::Host;
+
+/// When a failed answer publish is tried again: after each delay in turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerRetry {
+    pub first: Duration,
+    pub max: Duration,
+    /// Tries after the first one.
+    pub retries: u32,
+}
+
+impl AnswerRetry {
+    /// 250 ms doubling to 4 s, 8 retries: about 20 s in all, inside the writer's deadline
+    /// (a tool's timeout + 10 s, 60 s without one).
+    pub const DEFAULT: AnswerRetry =
+        AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
+
+    /// The delay before retry `n` (1-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        self.first.saturating_mul(1 << (n.saturating_sub(1)).min(20)).min(self.max)
+    }
+}
+
+/// Publishes `body` as `name` (the answer to `call`), retrying as `retry` says; when it is
+/// out, the moment it was. `None`: it never was (every try failed, said).
+pub async fn publish_answer(
+    host: &dyn Host,
+    reporter: &Reporter,
+    retry: AnswerRetry,
+    call: &str,
+    name: &str,
+    body: &[u8],
+) -> Option<Instant> {
+    let tries = retry.retries + 1;
+    for n in 1..=tries {
+        let error = match host.publish(name, body).await {
+            Ok(()) => return Some(Instant::now()),
+            Err(e) => e.to_string(),
+        };
+        if n == tries {
+            reporter.say(Say::AnswerDropped { call: call.to_owned(), tries, error });
+            return None;
+        }
+        let wait = retry.delay(n);
+        reporter.say(Say::AnswerFailed { call: call.to_owned(), error, retry_in: wait, n, of: tries });
+        tokio::time::sleep(wait).await;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{EventSink, Msg};
+    use crate::sandbox::dir::{RelayDir, SimDir, SimFault};
+    use crate::sandbox::host::LocalHost;
+    use std::sync::Arc;
+
+    fn said(inbox: &mut crate::events::EventInbox) -> Vec<String> {
+        let mut out = Vec::new();
+        inbox.take(|m| {
+            if let Msg::Notice(n) = m {
+                out.push(n.what.to_string());
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn retries_double_up_to_the_cap() {
+        let d: Vec<u128> = (1..=8).map(|n| AnswerRetry::DEFAULT.delay(n).as_millis()).collect();
+        assert_eq!(d, [250, 500, 1000, 2000, 4000, 4000, 4000, 4000]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_is_held_while_the_dir_is_read_only_or_full_and_published_when_it_heals() {
+        for fault in [SimFault::ReadOnly, SimFault::DiskFull] {
+            let sim = SimDir::new("/relay");
+            let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
+            let (sink, mut inbox) = EventSink::channel();
+            let reporter = Reporter::new(sink, 0);
+            sim.set_fault(fault, true);
+            let healer = {
+                let sim = sim.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    sim.set_fault(fault, false);
+                })
+            };
+            let t0 = Instant::now();
+            let at = publish_answer(&host, &reporter, AnswerRetry::DEFAULT, "c-1", "c-1.res.json", b"{}").await;
+            healer.await.unwrap();
+            let at = at.unwrap_or_else(|| panic!("{fault:?}: published once the dir healed"));
+            assert!(at - t0 >= Duration::from_secs(3) && at - t0 < Duration::from_secs(5), "{fault:?}");
+            assert_eq!(sim.read("c-1.res.json").unwrap(), b"{}");
+            assert_eq!(sim.relay_files().unwrap(), ["c-1.res.json"], "{fault:?}: no temp file left");
+            let lines = said(&mut inbox);
+            assert_eq!(lines.len(), 4, "{fault:?}: one notice per failure (at 0, .25, .75, 1.75 s): {lines:?}");
+            assert!(lines[0].starts_with("cannot publish answer for \"c-1\": "), "{lines:?}");
+            assert!(lines[0].ends_with("; retrying in 250.0ms (try 1 of 9)"), "{lines:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_that_cannot_be_published_is_given_up_after_the_last_retry_and_said() {
+        let sim = SimDir::new("/relay");
+        let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
+        let (sink, mut inbox) = EventSink::channel();
+        sim.set_fault(SimFault::ReadOnly, true);
+        let t0 = Instant::now();
+        let reporter = Reporter::new(sink, 0);
+        let at = publish_answer(&host, &reporter, AnswerRetry::DEFAULT, "c-1", "c-1.res.json", b"{}");
+        assert_eq!(at.await, None);
+        assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
+        let lines = said(&mut inbox);
+        assert_eq!(lines.len(), 9, "{lines:?}");
+        assert!(lines[8].starts_with("gave up publishing the answer for \"c-1\" after 9 tries: "), "{lines:?}");
+        assert!(lines[8].contains("Permission denied"), "{lines:?}");
+    }
+}
