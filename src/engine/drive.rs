@@ -98,7 +98,7 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
     let Some(writer) = relay.writer.clone() else { return 0 };
     let end = s.epoch + s.length;
     let mut rng = Rng::new(s.seed ^ 0xA6E7_7000_0000_0000 ^ u64::from(sandbox).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let first = s.agent.start_spread.mul_f64(rng.unit());
+    let first = s.agent.spread().mul_f64(rng.unit());
     if !pause(s.epoch.saturating_duration_since(Instant::now()) + first, end, &s.stop).await {
         return 0;
     }

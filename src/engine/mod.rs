@@ -111,7 +111,7 @@ fn start_recorder(
     env: &CaseEnv,
     sink: &EventSink,
     rx: crate::events::EventInbox,
-    (epoch, step): (Instant, Duration),
+    (epoch, step, warmup): (Instant, Duration, Duration),
     calls: usize,
     live: Arc<AtomicU64>,
 ) -> std::io::Result<tokio::sync::oneshot::Receiver<Recording>> {
@@ -131,7 +131,7 @@ fn start_recorder(
         .with_spans(&spans)
         .with_intervals(epoch, step, 60)
         .with_live(live)
-        .with_fleet(Fleet::new(epoch, step, &fleet_faults));
+        .with_fleet(Fleet::new(epoch, step, &fleet_faults, epoch + warmup));
     let mut listeners: Vec<Box<dyn Listener>> = Vec::new();
     if let Some(path) = &env.calls_csv {
         match CallsCsv::append(path, &case.name, epoch) {
@@ -252,10 +252,19 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
     let live_p50 = Arc::new(AtomicU64::new(0));
     let calls_hint = usize::try_from(wl.planned_calls()).unwrap_or(usize::MAX).min(1 << 24);
-    let recorder = start_recorder(case, env, &sink, rx, (epoch, step), calls_hint, live_p50.clone()).map_err(setup)?;
+    let times = (epoch, step, wl.warmup);
+    let recorder = start_recorder(case, env, &sink, rx, times, calls_hint, live_p50.clone()).map_err(setup)?;
 
     tokio::time::sleep_until(epoch).await;
     org.restart_clock(epoch);
+    // The organisation's gauges and rates measure after the warm-up, as the histograms do.
+    let warmed = (!wl.warmup.is_zero()).then(|| {
+        let (org, at) = (org.clone(), epoch + wl.warmup);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            org.restart_clock(at);
+        })
+    });
     let before = sample::total_counts(&hosts);
     // Today's keys: one long turn per sandbox, the whole case.
     if !turns {
@@ -371,6 +380,9 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             let what = format!("{tidied} answer(s) published after the interrupt cut their call off: removed");
             sink.notice(w.sandbox, Say::Other(what));
         }
+    }
+    if let Some(w) = warmed {
+        w.abort();
     }
     let org_stats = org.finish(end);
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();

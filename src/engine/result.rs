@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::sample::Point;
-use crate::base::units::{ms_2dp, new_histogram};
+use crate::base::units::ms_2dp;
 use crate::record::recorder::{CaseHdr, LatencyStats, Measure, Recording};
 use crate::relay::runner::RunnerReport;
 use crate::results::fleet::{FleetPoint, FleetResult};
@@ -54,7 +54,8 @@ impl Ended<'_> {
     pub fn result(self, recording: &Recording) -> CaseResult {
         let (case, wl) = (self.case, self.wl);
         let window = self.end.saturating_duration_since(self.epoch).max(Duration::from_millis(1));
-        let mut injected = new_histogram();
+        // The emulated daemons' legs are their organisation's; a real daemon's proxy keeps its own.
+        let mut injected = self.org_handle.legs();
         for h in self.hosts {
             if let Some(legs) = h.injected_legs() {
                 let _ = injected.add(&legs);
@@ -101,8 +102,8 @@ impl Ended<'_> {
         // The fleet-wide faults, in order, are the recorder's recoveries.
         let windows = case.faults.iter().zip(r.faults.iter_mut()).filter(|(f, _)| f.fleet);
         for ((f, row), rec) in windows.zip(&fleet.recoveries) {
-            let from = f.at;
-            let until = f.at + f.duration + rec.after.unwrap_or(window) + STORM_AFTER;
+            let from = self.epoch + f.at;
+            let until = from + f.duration + rec.after.unwrap_or(window) + STORM_AFTER;
             row.fleet_recovery = Some(FleetRecovery {
                 secs_to_95pct_healthy: rec.after.map(|d| ms_2dp(d) / 1000.0),
                 worst_healthy_pct: (rec.worst_healthy * 1e4).round() / 100.0,

@@ -29,6 +29,10 @@ pub enum EventKind {
     Requesting,
     /// The runner is about to publish its answer (pairing: a response).
     Answering,
+    /// The runner is about to publish an error answer for a request it could not read or
+    /// parse, known only by its file id (the event's call): a response to the open request
+    /// whose call id sanitizes to that file id.
+    AnsweringUnread,
     /// The runner parked the call with no answer: its turn ends (pairing: it closes the
     /// request as a response would).
     Parked,
@@ -152,7 +156,10 @@ pub enum Msg {
 impl Msg {
     /// A request or an answer about to be published (sent inside the measured steps).
     fn is_intent(&self) -> bool {
-        matches!(self, Msg::Call(Event { kind: EventKind::Requesting | EventKind::Answering, .. }))
+        matches!(
+            self,
+            Msg::Call(Event { kind: EventKind::Requesting | EventKind::Answering | EventKind::AnsweringUnread, .. })
+        )
     }
 }
 

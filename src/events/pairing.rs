@@ -20,6 +20,10 @@ use crate::base::protocol::CallId;
 pub enum PairEvent {
     Request,
     Response,
+    /// A response the runner could name only by the request's file id (an error answer to a
+    /// request it could not read): it answers the open request whose id sanitizes to it, and
+    /// is no event at all when no writer of the run requested that file.
+    ResponseByFile,
     CutOff,
 }
 
@@ -100,6 +104,20 @@ impl Pairing {
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
     pub fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
+        if ev == PairEvent::ResponseByFile {
+            // The open request of this sandbox whose id sanitizes to the file id (a rare event:
+            // the open requests are the calls in flight).
+            let named = self
+                .open
+                .iter()
+                .find(|(_, (s, c))| *s == sandbox && crate::base::protocol::sanitize_id(c) == **call)
+                .map(|(k, (_, c))| (*k, c.clone()));
+            // A file no writer of the run requested (a stray, a hostile file): no pairing event.
+            if let Some((key, call)) = named {
+                self.observe(key, sandbox, &call, PairEvent::Response);
+            }
+            return;
+        }
         let breach = match ev {
             PairEvent::Request => match self.open.entry(key) {
                 Entry::Occupied(_) => Some(BreachKind::DuplicateRequest),
@@ -118,6 +136,7 @@ impl Pairing {
                     Some(BreachKind::UnpairedResponse)
                 }
             }
+            PairEvent::ResponseByFile => unreachable!("resolved above"),
             PairEvent::CutOff => {
                 if self.open.remove(&key).is_some() {
                     self.cut.insert(key);
@@ -219,6 +238,15 @@ mod tests {
         assert_eq!((r.total(), r.cut_off), (0, 2), "{:?}", r.breaches);
         let r = check_pairing([(0, "a", Q), (0, "a", C), (0, "a", R), (0, "a", R)]);
         assert_eq!(r.count(BreachKind::DuplicateResponse), 1, "one late answer, not two");
+    }
+
+    #[test]
+    fn an_error_answer_known_by_its_file_id_answers_the_request_it_sanitizes_from() {
+        use super::PairEvent::ResponseByFile as F;
+        let r = check_pairing([(0, "a b", Q), (0, "a_b", F), (1, "c", Q), (1, "c", F)]);
+        assert_eq!(r.total(), 0, "{:?}", r.breaches);
+        let r = check_pairing([(0, "x", F)]);
+        assert_eq!(r.total(), 0, "an answer to a file no writer requested is no pairing event");
     }
 
     #[test]

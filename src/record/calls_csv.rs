@@ -106,7 +106,7 @@ impl Listener for CallsCsv {
                     self.row(ev.sandbox, &ev.call, &w, Some(r));
                 }
             }
-            EventKind::Requesting | EventKind::Answering | EventKind::Parked => {}
+            EventKind::Requesting | EventKind::Answering | EventKind::AnsweringUnread | EventKind::Parked => {}
         }
     }
 

@@ -107,6 +107,8 @@ impl EventLog {
         match &ev.kind {
             EventKind::Requesting => self.line("request", ev.at, None),
             EventKind::Answering => self.line("response", ev.at, None),
+            // An error answer the runner names by the request's file id alone.
+            EventKind::AnsweringUnread => self.line("response_unread", ev.at, None),
             // A call parked with no answer: its turn ended, which closes the request.
             EventKind::Parked => self.line("parked", ev.at, None),
             EventKind::Writer(w) => {
@@ -292,6 +294,7 @@ pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogEr
         let ev = match (l.event.as_str(), l.outcome.as_deref()) {
             ("request", _) => PairEvent::Request,
             ("response" | "parked", _) => PairEvent::Response,
+            ("response_unread", _) => PairEvent::ResponseByFile,
             ("call_end", Some("interrupted")) => PairEvent::CutOff,
             _ => continue,
         };
@@ -308,7 +311,8 @@ pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogEr
         .into_iter()
         .map(|(case, evs)| {
             let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
-            let responses = evs.iter().filter(|e| e.2 == PairEvent::Response).count() as u64;
+            let responses =
+                evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
             let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
             CaseCheck { case, requests, responses, report }
         })

@@ -42,6 +42,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("faults", include_str!("../../scenarios/faults.toml")),
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
     ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
+    ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
 ];
 
 /// How time passes in a case.

@@ -136,8 +136,10 @@ pub struct AgentTurns {
     pub user_think: Span,
     /// Between two sessions of a sandbox (no relay, no window, no request).
     pub session_gap: Span,
-    /// Each sandbox's first session starts uniformly within this much of the schedule's start.
-    pub start_spread: Duration,
+    /// Each sandbox's first session starts uniformly within this much of the schedule's start
+    /// (`None`: one mean session cycle, so the fleet reaches its steady state after about one
+    /// cycle; a `warmup` that long leaves the ramp out of the fleet's figures).
+    pub start_spread: Option<Duration>,
 }
 
 impl Default for AgentTurns {
@@ -153,7 +155,7 @@ impl Default for AgentTurns {
             think: Span::LogNormal { median: s(4), p90: s(12) },
             user_think: Span::LogNormal { median: s(45), p90: s(300) },
             session_gap: Span::Exp(s(600)),
-            start_spread: s(60),
+            start_spread: None,
         }
     }
 }
@@ -185,12 +187,22 @@ impl AgentTurns {
         self.steps_per_turn.mean() * self.think.mean().as_secs_f64()
     }
 
+    /// About how long one session and the gap after it last.
+    pub fn cycle(&self) -> Duration {
+        let per_session = self.turns_per_session.mean();
+        let secs = per_session * (self.turn_secs() + self.user_think.mean().as_secs_f64())
+            + self.session_gap.mean().as_secs_f64();
+        Duration::from_secs_f64(secs.clamp(1e-3, 1e9))
+    }
+
+    /// The spread of the first sessions' starts (see [`AgentTurns::start_spread`]).
+    pub fn spread(&self) -> Duration {
+        self.start_spread.unwrap_or_else(|| self.cycle())
+    }
+
     /// About how many turns start per second per sandbox.
     pub fn turns_per_sec_per_sandbox(&self) -> f64 {
-        let per_session = self.turns_per_session.mean();
-        let cycle = per_session * (self.turn_secs() + self.user_think.mean().as_secs_f64())
-            + self.session_gap.mean().as_secs_f64();
-        per_session / cycle.max(1e-3)
+        self.turns_per_session.mean() / self.cycle().as_secs_f64()
     }
 
     /// About how many calls a turn makes.
@@ -213,7 +225,7 @@ impl AgentTurns {
             self.think.describe(),
             self.user_think.describe(),
             self.session_gap.describe(),
-            human(self.start_spread)
+            human(self.spread())
         )
     }
 
@@ -227,7 +239,7 @@ impl AgentTurns {
             think: span(t, "think")?.unwrap_or(d.think),
             user_think: span(t, "user_think")?.unwrap_or(d.user_think),
             session_gap: span(t, "session_gap")?.unwrap_or(d.session_gap),
-            start_spread: t.duration("start_spread")?.unwrap_or(d.start_spread),
+            start_spread: t.duration("start_spread")?.or(d.start_spread),
         })
     }
 }

@@ -245,8 +245,12 @@ pub fn merge(runner: Vec<Msg>, writers: Vec<Vec<Msg>>) -> Vec<Msg> {
     };
     while let Some(s) = head(&streams) {
         if s == 0 {
-            if let Some(Msg::Call(Event { sandbox, call, kind: EventKind::Answering | EventKind::Parked, .. })) =
-                streams[0].front()
+            if let Some(Msg::Call(Event {
+                sandbox,
+                call,
+                kind: EventKind::Answering | EventKind::AnsweringUnread | EventKind::Parked,
+                ..
+            })) = streams[0].front()
             {
                 if let Some(&(w, pos)) = requests.get(&(*sandbox, call.clone())) {
                     while taken[w] <= pos {

@@ -54,6 +54,9 @@ pub struct Fleet {
     timeline: Vec<HealthPoint>,
     watches: Vec<Watch>,
     last: Instant,
+    /// The warm-up's end: counts and gauges measure from here (the timeline covers it all).
+    measure_from: Instant,
+    measuring: bool,
 }
 
 /// The fleet's health at the end of one step of the schedule.
@@ -97,8 +100,9 @@ pub struct FleetRecording {
 
 impl Fleet {
     /// Follows turns from `epoch`, a timeline point every `step`, and the recovery of each
-    /// fleet-wide fault `(from, to)`.
-    pub fn new(epoch: Instant, step: Duration, faults: &[(Instant, Instant)]) -> Fleet {
+    /// fleet-wide fault `(from, to)`; counts and gauges measure from `measure_from` (the end
+    /// of the workload's warm-up).
+    pub fn new(epoch: Instant, step: Duration, faults: &[(Instant, Instant)], measure_from: Instant) -> Fleet {
         Fleet {
             epoch,
             step: step.max(Duration::from_millis(1)),
@@ -121,6 +125,8 @@ impl Fleet {
                 .map(|&(from, to)| Watch { from, to, recovered: None, worst: 1.0, demoted: 0 })
                 .collect(),
             last: epoch,
+            measure_from,
+            measuring: measure_from <= epoch,
         }
     }
 
@@ -146,6 +152,24 @@ impl Fleet {
     fn advance(&mut self, t: Instant) {
         if t <= self.last {
             return;
+        }
+        if !self.measuring && t >= self.measure_from {
+            // The warm-up is over: what the gauges held until now is not the steady state.
+            self.measuring = true;
+            let at = self.measure_from;
+            for (l, tally) in [
+                (&mut self.active, &mut self.t_active),
+                (&mut self.healthy, &mut self.t_healthy),
+                (&mut self.demoted, &mut self.t_demoted),
+            ] {
+                l.settle(at, tally);
+                *tally = Tally::default();
+                let v = l.value();
+                l.set(v, at, tally);
+            }
+            (self.started, self.ended, self.calls_in_turns, self.demoted_turns) = (0, 0, 0, 0);
+            self.fallback = Duration::ZERO;
+            self.calls.reset();
         }
         let share = self.share();
         for w in self.watches.iter_mut().filter(|w| w.recovered.is_none() && t > w.to) {
@@ -306,7 +330,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn turns_demotions_and_fallback_time() {
         let t0 = Instant::now();
-        let mut f = Fleet::new(t0, s(10), &[]);
+        let mut f = Fleet::new(t0, s(10), &[], t0);
         let mark = |f: &mut Fleet, sandbox, at, what| f.mark(&TurnMark { at, sandbox, what });
         mark(&mut f, 0, t0, TurnEvent::Started);
         mark(&mut f, 1, t0, TurnEvent::Started);
@@ -327,7 +351,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn recovery_is_timed_from_the_faults_end_to_95_percent_healthy() {
         let t0 = Instant::now();
-        let mut f = Fleet::new(t0, s(60), &[(t0 + s(10), t0 + s(10)), (t0 + s(100), t0 + s(100))]);
+        let mut f = Fleet::new(t0, s(60), &[(t0 + s(10), t0 + s(10)), (t0 + s(100), t0 + s(100))], t0);
         for sb in 0..20 {
             f.mark(&TurnMark { at: t0, sandbox: sb, what: TurnEvent::Started });
         }

@@ -210,6 +210,7 @@ impl Recorder {
             EventKind::Answering | EventKind::Parked => {
                 self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response)
             }
+            EventKind::AnsweringUnread => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::ResponseByFile),
             EventKind::Writer(w) => {
                 self.count(w);
                 if w.outcome == CallOutcome::Failed(FailKind::Interrupted) {
@@ -365,6 +366,30 @@ mod tests {
 
     fn ev(call: &str, kind: K) -> Msg {
         Msg::Call(Event { at: Instant::now(), sandbox: 0, call: std::sync::Arc::from(call), kind })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_answer_to_an_unread_request_pairs_with_it_and_is_said_unmeasured() {
+        // The runner could not read the request (a daemon restarting): it answers under the
+        // file id alone; the writer reads the error answer and ends the call.
+        let t0 = Instant::now();
+        let mut r = Recorder::default();
+        r.ingest(&ev("s1-t2-k0-c0", K::Requesting));
+        r.ingest(&ev("s1-t2-k0-c0", K::AnsweringUnread));
+        r.ingest(&ev(
+            "s1-t2-k0-c0",
+            K::Writer(WriterSide {
+                intended: t0,
+                started: t0,
+                warmup: false,
+                published: Some(t0),
+                read: Some(t0 + Duration::from_millis(9)),
+                outcome: CallOutcome::Answered(Outcome::Error),
+            }),
+        ));
+        let rec = r.finish();
+        assert_eq!(rec.pairing.total(), 0, "{:?}", rec.pairing.breaches);
+        assert_eq!((rec.calls.error, rec.unmeasured), (1, 1), "answered, with no runner timeline");
     }
 
     /// One call's full timeline: published 2 ms after its intended start, woke at 5 ms,

@@ -190,9 +190,10 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
 }
 
 /// An error answer under a file id whose request could not be read or parsed. No call can
-/// be named for it, so it is no pairing event; a writer waiting on that file id reads it
-/// and ends its own call.
+/// be named for it but by its file id (the pairing finds the request it answers, if a
+/// writer made one); a writer waiting on that file id reads it and ends its own call.
 async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
+    ctx.events.emit(ctx.sandbox, &CallId::from(file_id.as_str()), EventKind::AnsweringUnread);
     publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &file_id, &res_name(&file_id), &body).await;
 }
 

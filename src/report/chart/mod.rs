@@ -7,6 +7,7 @@
 
 mod breakdown;
 mod faults;
+mod fleet;
 mod percentiles;
 mod requests;
 
@@ -39,6 +40,9 @@ pub struct CaseData {
     /// (kind, from s, to s).
     pub faults: Vec<(String, f64, f64)>,
     pub requests_measured: bool,
+    /// The fleet's timeline and the organisation's held-exec limit, when the case's fleet is
+    /// worth a chart (agent turns, limits, a fleet-wide fault).
+    pub fleet: Option<(Vec<crate::results::fleet::FleetPoint>, Option<u32>)>,
 }
 
 /// A run directory's data.
@@ -85,6 +89,9 @@ impl CaseData {
                 .collect(),
             faults: c.faults.iter().map(|f| (f.kind.clone(), f.at_secs, f.until_secs)).collect(),
             requests_measured: !c.requests.not_measured,
+            fleet: crate::report::export::fleet_worth_showing(c)
+                .filter(|f| f.org_measured && !f.timeline.is_empty())
+                .map(|f| (f.timeline.clone(), f.held_exec_limit)),
         })
     }
 }
@@ -245,6 +252,9 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
     }
     if run.cases.iter().any(|c| c.requests_measured && !c.timeline.is_empty()) {
         chart!("discovery-over-time", SIZE, requests::draw);
+    }
+    if run.cases.iter().any(|c| c.fleet.is_some()) {
+        chart!("fleet-over-time", (SIZE.0, SIZE.1 * 3 / 2), fleet::draw);
     }
     if run.cases.iter().any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()) {
         let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;

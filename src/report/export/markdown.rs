@@ -334,6 +334,13 @@ fn charts(o: &mut String, s: &Summary) {
             "discovery requests over time",
             s.results.iter().any(|r| !r.requests.not_measured && !r.requests.timeline.is_empty()),
         ),
+        (
+            "fleet-over-time",
+            "the fleet over time: held execs, demoted turns, requests per second",
+            s.results
+                .iter()
+                .any(|r| super::fleet::telling(r).is_some_and(|f| f.org_measured && !f.timeline.is_empty())),
+        ),
         ("faults-pickup-over-time", "pickup over time, faults shaded", s.results.iter().any(|r| !r.faults.is_empty())),
     ];
     if charts.iter().any(|c| c.2) {

@@ -5,6 +5,8 @@
 #[cfg(test)]
 mod fixture;
 mod fleet;
+
+pub use fleet::telling as fleet_worth_showing;
 mod gfm;
 pub mod hdr;
 mod json;

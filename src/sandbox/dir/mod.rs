@@ -93,6 +93,12 @@ pub type Lines = tokio::sync::mpsc::Receiver<String>;
 /// A live watch; dropping or disarming it stops the callbacks.
 pub trait WatchHandle: Send + Sync {
     fn disarm(&self);
+    /// Asks to be told (`on_stale`) when the watch stops seeing the directory now at its
+    /// path (the directory replaced under it). Returns whether this watch can tell: the
+    /// in-memory sandbox's can, a kernel watch cannot (and its user must assume the worst).
+    fn on_stale(&self, _on_stale: Box<dyn Fn() + Send + Sync>) -> bool {
+        false
+    }
 }
 
 /// What a finished program left (the shape of a daemon's process-run answer).

@@ -225,13 +225,28 @@ fn arm(dir: &dyn RelayDir, filter: EventFilter, signal: &Arc<Signal>) -> Option<
 }
 
 /// One window (the default mode), over `dir`; `step` is told each boundary.
+///
+/// A re-list can find only what a watch missed. While the watch can say it sees every change
+/// of the directory ([`super::WatchHandle::on_stale`]: the in-memory sandbox's), the program
+/// waits for it alone; once told the directory was replaced under it, it re-lists on the
+/// same 2 s grid it would have kept all along. (A real event that coincides with that notice
+/// is taken at the next re-list.)
 pub async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sync)) -> ExecOutput {
     let deadline = Instant::now() + args.window;
     step(Step::BeforeArm);
     let signal = Arc::new(Signal::new());
     let watch = arm(dir, args.events, &signal);
+    let stale = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut certain = watch.as_ref().is_some_and(|w| {
+        let (s, f) = (signal.clone(), stale.clone());
+        w.on_stale(Box::new(move || {
+            f.store(true, std::sync::atomic::Ordering::Release);
+            s.raise();
+        }))
+    });
     step(Step::ArmedBeforeList);
     let mut first = true;
+    let t0 = Instant::now();
     let how = loop {
         if !requests(dir).is_empty() {
             break Finish::Found;
@@ -243,8 +258,24 @@ pub async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sy
         if now >= deadline {
             break Finish::Idle;
         }
-        if signal.wait((deadline - now).min(args.relist)).await == Wake::Activity {
-            break Finish::Event;
+        let wait = if certain { deadline - now } else { (deadline - now).min(args.relist) };
+        if signal.wait(wait).await == Wake::Activity {
+            if !(certain && stale.swap(false, std::sync::atomic::Ordering::AcqRel)) {
+                break Finish::Event;
+            }
+            // The watch went stale: back to re-listing, from the grid's next point.
+            certain = false;
+            let since = Instant::now().saturating_duration_since(t0).as_nanos();
+            let step_ns = args.relist.as_nanos().max(1);
+            let next = t0 + args.relist * u32::try_from(since / step_ns + 1).unwrap_or(u32::MAX);
+            if next >= deadline {
+                tokio::time::sleep_until(deadline).await;
+                break Finish::Idle;
+            }
+            if signal.wait(next.saturating_duration_since(Instant::now())).await == Wake::Activity {
+                break Finish::Event;
+            }
+            continue;
         }
         if Instant::now() >= deadline {
             break Finish::Idle;

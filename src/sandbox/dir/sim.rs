@@ -53,6 +53,8 @@ struct Watch {
     id: u64,
     generation: u64,
     on_seen: Arc<OnSeen>,
+    /// Told when the directory is replaced under the watch.
+    on_stale: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 #[derive(Default)]
@@ -107,12 +109,18 @@ impl SimDir {
         self.state().faults.contains(&fault)
     }
 
-    /// Deletes the directory and everything in it; watches on it go silent.
+    /// Deletes the directory and everything in it; watches on it go silent (and those that
+    /// asked are told so).
     pub fn delete_dir(&self) {
-        let mut s = self.state();
-        s.files.clear();
-        s.exists = false;
-        s.generation += 1;
+        let stale: Vec<_> = {
+            let mut s = self.state();
+            s.files.clear();
+            s.exists = false;
+            let gone = s.generation;
+            s.generation += 1;
+            s.watches.iter().filter(|w| w.generation == gone).filter_map(|w| w.on_stale.clone()).collect()
+        };
+        stale.iter().for_each(|f| f());
     }
 
     /// Creates the directory again (empty) if it is gone.
@@ -267,7 +275,7 @@ impl Inner {
         let id = s.next_watch;
         s.next_watch += 1;
         let generation = s.generation;
-        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen) });
+        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen), on_stale: None });
         Ok(Box::new(SimWatch { dir: self.clone(), id }))
     }
 }
@@ -295,6 +303,18 @@ struct SimWatch {
 impl WatchHandle for SimWatch {
     fn disarm(&self) {
         self.dir.state().watches.retain(|w| w.id != self.id);
+    }
+
+    fn on_stale(&self, on_stale: Box<dyn Fn() + Send + Sync>) -> bool {
+        let mut s = self.dir.state();
+        let live = s.generation;
+        match s.watches.iter_mut().find(|w| w.id == self.id) {
+            Some(w) if w.generation == live => {
+                w.on_stale = Some(Arc::from(on_stale));
+                true
+            }
+            _ => false,
+        }
     }
 }
 

@@ -34,7 +34,7 @@ use super::{
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio;
 use crate::base::rng::Rng;
-use crate::base::units::{human, new_histogram};
+use crate::base::units::human;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
 use crate::BoxFut;
 
@@ -133,7 +133,6 @@ pub struct Daemon {
     slots: Semaphore,
     rng: Mutex<Rng>,
     counter: RequestCounter,
-    paid: Mutex<Histogram<u64>>,
     outage: watch::Sender<Outage>,
     /// The organisation its requests are admitted by, and its sandbox's index there.
     org: Arc<Org>,
@@ -146,7 +145,6 @@ impl Daemon {
             slots: Semaphore::new(profile.concurrency.max(1)),
             rng: Mutex::new(Rng::new(seed)),
             counter: RequestCounter::new(busy),
-            paid: Mutex::new(new_histogram()),
             profile,
             outage: watch::Sender::new(Outage::default()),
             org: Org::unlimited(1),
@@ -168,7 +166,7 @@ impl Daemon {
     async fn pay(&self, leg: Duration) {
         let t0 = Instant::now();
         tokio::time::sleep(leg).await;
-        crate::base::units::record(&mut self.paid.lock().expect("daemon histogram poisoned"), t0.elapsed());
+        self.org.paid(t0.elapsed());
     }
 
     /// Waits out a sandbox pause, if one is on.
@@ -246,9 +244,10 @@ impl Daemon {
         self.counter.snapshot()
     }
 
-    /// The legs actually paid so far (microsecond stats of one leg, not a round trip).
+    /// The legs actually paid so far by every daemon of its organisation (one leg each, not
+    /// a round trip).
     pub fn paid_legs(&self) -> Histogram<u64> {
-        self.paid.lock().expect("daemon histogram poisoned").clone()
+        self.org.legs()
     }
 }
 
@@ -393,10 +392,6 @@ impl Host for RemoteHost {
 
     fn counts(&self) -> RequestCounts {
         self.daemon.counts()
-    }
-
-    fn injected_legs(&self) -> Option<Histogram<u64>> {
-        Some(self.daemon.paid_legs())
     }
 
     fn label(&self) -> String {

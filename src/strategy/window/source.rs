@@ -67,7 +67,6 @@ struct State {
     deferred: Option<JoinHandle<()>>,
     /// A demoted source's next retry (`after_demotion = "retry"`), not tied to a wait.
     retry: Option<JoinHandle<()>>,
-    outer: Option<JoinHandle<()>>,
     /// Exec tasks not known to be over (the live one, abandoned ones).
     execs: Vec<JoinHandle<()>>,
 }
@@ -124,7 +123,7 @@ impl Drop for WindowSource {
     fn drop(&mut self) {
         let mut s = self.0.lock();
         s.closed = true;
-        let timers = [s.deferred.take(), s.outer.take(), s.retry.take()];
+        let timers = [s.deferred.take(), s.retry.take()];
         for h in s.execs.drain(..).chain(timers.into_iter().flatten()) {
             h.abort();
         }
@@ -183,18 +182,18 @@ impl Inner {
         s.live_gen = gen;
         self.execs.fetch_add(1, Ordering::Relaxed);
         let window = self.jitter(self.cfg.clamped_window());
-        let run = self.exec.run(window, window + self.cfg.grace);
-        let me = self.clone();
-        s.execs.retain(|h| !h.is_finished());
-        s.execs.push(tokio::spawn(async move {
-            let out = run.await;
-            me.complete(gen, out);
-        }));
+        let mut run = self.exec.run(window, window + self.cfg.grace);
         let me = self.clone();
         let bound = window + self.cfg.grace + self.cfg.margin;
-        s.outer = Some(tokio::spawn(async move {
-            tokio::time::sleep(bound).await;
-            me.outer_bound(gen);
+        s.execs.retain(|h| !h.is_finished());
+        // One task per window: the exec raced by its outer bound. An exec abandoned at the
+        // bound runs on (as production's does on the daemon), its result ignored.
+        s.execs.push(tokio::spawn(async move {
+            tokio::select! {
+                out = &mut run => return me.complete(gen, out),
+                () = tokio::time::sleep(bound) => me.outer_bound(gen),
+            }
+            let _ = run.await;
         }));
     }
 
@@ -204,9 +203,6 @@ impl Inner {
             return; // a dead generation (abandoned at its outer bound): nothing changes
         }
         s.live_gen = 0;
-        if let Some(o) = s.outer.take() {
-            o.abort();
-        }
         let had_miss = s.missed_gen == gen;
         if had_miss {
             s.missed_gen = 0;
@@ -265,7 +261,6 @@ impl Inner {
             return;
         }
         s.live_gen = 0;
-        s.outer = None;
         if s.missed_gen == gen {
             s.missed_gen = 0;
         }
@@ -362,7 +357,7 @@ impl ActivitySource for WindowSource {
             return;
         }
         s.closed = true;
-        for h in [s.deferred.take(), s.outer.take(), s.retry.take()].into_iter().flatten() {
+        for h in [s.deferred.take(), s.retry.take()].into_iter().flatten() {
             h.abort();
         }
         if self.0.cfg.on_close == OnClose::Abort {

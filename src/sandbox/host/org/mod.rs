@@ -63,6 +63,8 @@ struct State {
     queued: u64,
     cut: u64,
     queue_wait: Histogram<u64>,
+    /// The latency legs the organisation's emulated daemons paid (ns).
+    legs: Histogram<u64>,
     /// When each idle connection is due to close, and whose (in time order), for the sweep.
     expiries: std::collections::VecDeque<(Instant, usize)>,
     sweeping: bool,
@@ -135,6 +137,7 @@ impl Org {
                 queued: 0,
                 cut: 0,
                 queue_wait: new_histogram(),
+                legs: new_histogram(),
                 expiries: Default::default(),
                 sweeping: false,
             }),
@@ -157,8 +160,9 @@ impl Org {
         self.state.lock().expect("organisation state poisoned")
     }
 
-    /// Starts the gauges' and rates' clock again (at the case's epoch: the runners' start-up
-    /// is not the fleet's steady state).
+    /// Starts the gauges', rates' and counts' clock again (at the case's epoch, and at its
+    /// warm-up's end: neither the runners' start-up nor the fleet's ramp is its steady state).
+    /// The latency legs paid stay counted from the start.
     pub fn restart_clock(&self, at: Instant) {
         let mut s = self.lock();
         let s = &mut *s;
@@ -173,6 +177,8 @@ impl Org {
         s.tallies = Tallies::default();
         s.per_sec.clear();
         s.start = at;
+        (s.rejected, s.queued, s.cut) = (0, 0, 0);
+        s.queue_wait.reset();
     }
 
     /// Lets one request of `kind` from `sandbox` through, queues it, or refuses it (an
@@ -234,6 +240,16 @@ impl Org {
         }
     }
 
+    /// A latency leg an emulated daemon paid.
+    pub fn paid(&self, leg: Duration) {
+        record(&mut self.lock().legs, leg);
+    }
+
+    /// The legs paid so far (ns).
+    pub fn legs(&self) -> Histogram<u64> {
+        self.lock().legs.clone()
+    }
+
     /// A held request cut by the proxy's idle timeout.
     pub fn note_cut(&self) {
         self.lock().cut += 1;
@@ -265,11 +281,12 @@ impl Org {
         OrgSample { held, held_max, in_flight, in_flight_max, conns }
     }
 
-    /// The busiest ten seconds between `from` and `to` (offsets from the clock's start), in
-    /// requests per second.
-    pub fn peak_10s_between(&self, from: Duration, to: Duration) -> f64 {
+    /// The busiest ten seconds between `from` and `to`, in requests per second (the seconds
+    /// before the clock's last start are not counted).
+    pub fn peak_10s_between(&self, from: Instant, to: Instant) -> f64 {
         let s = self.lock();
-        let (a, b) = (from.as_secs() as usize, (to.as_secs() as usize + 1).min(s.per_sec.len()));
+        let secs = |t: Instant| t.saturating_duration_since(s.start).as_secs() as usize;
+        let (a, b) = (secs(from), (secs(to) + 1).min(s.per_sec.len()));
         if a >= b {
             return 0.0;
         }
