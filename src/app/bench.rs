@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub watch_program: PathBuf,
     /// Write calls.csv beside the report.
     pub calls_csv: bool,
+    /// Write no events.ndjson (a fleet's log runs to gigabytes; `check` has nothing to read).
+    pub no_event_log: bool,
 }
 
 /// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
@@ -137,9 +139,10 @@ pub async fn run_scenario(
         }
     };
     // One event log per run directory: every case appends its lines.
-    let event_log = opts.out_dir.join("events.ndjson");
-    std::fs::File::create(&event_log)
-        .map_err(|source| BenchError::Write { path: event_log.display().to_string(), source })?;
+    let event_log = (!opts.no_event_log).then(|| opts.out_dir.join("events.ndjson"));
+    if let Some(log) = &event_log {
+        std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
+    }
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
         let _ = std::fs::remove_file(p);
@@ -150,7 +153,7 @@ pub async fn run_scenario(
     }
     let env = CaseEnv {
         calls_csv,
-        event_log: Some(event_log),
+        event_log,
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),
         interrupt: interrupt.clone(),

@@ -94,6 +94,8 @@ pub struct RunRequest {
     pub quiet: bool,
     pub calibrate: bool,
     pub calls_csv: bool,
+    /// Write no events.ndjson.
+    pub no_event_log: bool,
     /// Keep the run as this baseline; compare it with this one.
     pub save_baseline: Option<String>,
     pub baseline: Option<String>,
@@ -225,6 +227,7 @@ impl Plan {
                 calibrate: req.calibrate,
                 watch_program: self.watch_program.clone(),
                 calls_csv: req.calls_csv,
+                no_event_log: req.no_event_log,
             };
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
                 Ok(summary) => done.push(summary),

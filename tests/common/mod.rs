@@ -20,6 +20,7 @@ pub fn options(out: &Path, relay: &Path, calibrate: bool, calls_csv: bool) -> Ru
         calibrate,
         watch_program: BIN.into(),
         calls_csv,
+        no_event_log: false,
     }
 }
 

@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// Also write calls.csv: a row per call with its whole timeline (for small runs).
     #[arg(long)]
     pub calls_csv: bool,
+    /// Write no events.ndjson (the per-call event log `check` replays): a fleet's runs to
+    /// gigabytes.
+    #[arg(long)]
+    pub no_event_log: bool,
     /// Also keep this run as the baseline NAME (reports/baselines/NAME/).
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,
@@ -187,6 +191,7 @@ impl RunArgs {
             quiet: self.quiet,
             calibrate: !self.no_calibration,
             calls_csv: self.calls_csv,
+            no_event_log: self.no_event_log,
             save_baseline: self.save_baseline,
             baseline: self.baseline,
             junit: self.junit,
