@@ -49,6 +49,8 @@ fn measure(p: &Point, dir: &std::path::Path) -> (f64, f64, u64) {
     std::fs::write(&file, scenario(p)).expect("write the scenario");
     let out = dir.join(p.name);
     let t0 = Instant::now();
+    // Reaped by wait4 below, for its own rusage (Child::wait would not give it).
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_relay-bench"))
         .arg("run")
         .arg(&file)
