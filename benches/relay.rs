@@ -9,6 +9,9 @@
 //!   large and cold here. `log_one_call` is what the event log (a listener on the same
 //!   thread, on in every run) adds.
 //! - `round_trip/*`: one call through a real runner and writer on a temp dir, per strategy.
+//! - `virtual/*`: a simulated hour of a small fleet.
+//! - `fleet/*`: the simulation's hot path per event: an emulated daemon request in virtual
+//!   time, the organisation's admission, a gauge change.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,5 +276,44 @@ writer = "watch"
     g.finish();
 }
 
-criterion_group!(benches, protocol, record, round_trip, virtual_time);
+/// The simulation's hot path, per event: one emulated daemon request in virtual time (its
+/// admission by the organisation, a slot, two latency legs, the in-memory dir's list), the
+/// admission alone, and one gauge change.
+fn fleet(c: &mut Criterion) {
+    use relay_bench::base::gauge::{Level, Tally};
+    use relay_bench::sandbox::dir::{RelayDir, SimDir};
+    use relay_bench::sandbox::host::org::Org;
+    use relay_bench::sandbox::host::{Daemon, Host, Kind, LatencyProfile, RemoteHost};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+    let mut g = c.benchmark_group("fleet");
+    let org = Org::unlimited(1);
+    g.bench_function("org_admit_and_release", |b| {
+        b.iter(|| rt.block_on(async { drop(black_box(org.admit(0, Kind::List).await.unwrap())) }))
+    });
+    let dir: Arc<dyn RelayDir> = Arc::new(SimDir::new("/sb/relay"));
+    let profile = LatencyProfile::shipped("proxy").unwrap();
+    let daemon = Arc::new(Daemon::in_org(profile, 1, Arc::default(), Org::unlimited(1), 0));
+    let host = RemoteHost::over(dir, daemon);
+    // A thousand requests per iteration: the paused clock jumps over each leg.
+    g.bench_function("daemon_request_virtual_x1000", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                for _ in 0..1000 {
+                    black_box(host.list().await.unwrap());
+                }
+            })
+        })
+    });
+    let t0 = Instant::now();
+    let (mut level, mut tally, mut t) = (Level::new(t0), Tally::default(), t0);
+    g.bench_function("gauge_change", |b| {
+        b.iter(|| {
+            t += Duration::from_micros(7);
+            level.set(black_box(level.value() ^ 1), t, &mut tally);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, protocol, record, round_trip, virtual_time, fleet);
 criterion_main!(benches);

@@ -374,6 +374,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             sink.turn(relay.sandbox, TurnEvent::Ended { calls });
         }
     }
+    let whole = sample::total_counts(&hosts);
     for w in &writers {
         let tidied = w.tidy();
         if tidied > 0 {
@@ -417,6 +418,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         sandbox_side,
         before,
         after,
+        whole,
         at_phase_ends,
         timeline,
         busy_known: !elsewhere,

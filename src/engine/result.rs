@@ -38,6 +38,8 @@ pub(super) struct Ended<'a> {
     pub sandbox_side: Option<SandboxSide>,
     pub before: RequestCounts,
     pub after: RequestCounts,
+    /// The counters once the runners have stopped (everything of the case).
+    pub whole: RequestCounts,
     pub at_phase_ends: Vec<RequestCounts>,
     pub timeline: Vec<Point>,
     pub busy_known: bool,
@@ -89,6 +91,7 @@ impl Ended<'_> {
             window,
             before: self.before,
             after: self.after,
+            whole: self.whole,
             phases: &wl.phases,
             at_phase_ends: &self.at_phase_ends,
             timeline: &counts,

@@ -15,6 +15,8 @@ pub struct Snapshots<'a> {
     pub window: Duration,
     pub before: RequestCounts,
     pub after: RequestCounts,
+    /// Every request the hosts made, from their first sweep to the runners' stop.
+    pub whole: RequestCounts,
     pub phases: &'a [Phase],
     /// The counters at each phase's end, for the phases reached.
     pub at_phase_ends: &'a [RequestCounts],
@@ -59,6 +61,7 @@ pub fn requests(s: &Snapshots<'_>) -> Requests {
         discovery_total: used.discovery_total(),
         data_total: used.data_total(),
         by_kind: used.by_kind(),
+        whole_case_by_kind: s.whole.by_kind(),
         ..Requests::default()
     };
     if s.busy_known {
@@ -130,6 +133,7 @@ mod tests {
             window: Duration::from_secs(180),
             before: RequestCounts::default(),
             after: end,
+            whole: end,
             phases: &phases,
             at_phase_ends: &[end_active, end],
             timeline: &timeline,
@@ -159,6 +163,7 @@ mod tests {
             window: Duration::ZERO,
             before: RequestCounts::default(),
             after: RequestCounts::default(),
+            whole: RequestCounts::default(),
             phases: &[],
             at_phase_ends: &[],
             timeline: &[],
@@ -179,6 +184,7 @@ mod tests {
             window: Duration::from_secs(60),
             before: RequestCounts::default(),
             after: end,
+            whole: end,
             phases: &[],
             at_phase_ends: &[],
             timeline: &[],

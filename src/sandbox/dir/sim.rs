@@ -276,7 +276,7 @@ impl Inner {
         s.next_watch += 1;
         let generation = s.generation;
         s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen), on_stale: None });
-        Ok(Box::new(SimWatch { dir: self.clone(), id }))
+        Ok(Box::new(SimWatch { dir: self.clone(), id, armed: std::sync::atomic::AtomicBool::new(true) }))
     }
 }
 
@@ -298,11 +298,17 @@ fn tell(t: Tell) {
 struct SimWatch {
     dir: Arc<Inner>,
     id: u64,
+    armed: std::sync::atomic::AtomicBool,
 }
 
 impl WatchHandle for SimWatch {
     fn disarm(&self) {
-        self.dir.state().watches.retain(|w| w.id != self.id);
+        if self.armed.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            let mut s = self.dir.state();
+            if let Some(i) = s.watches.iter().position(|w| w.id == self.id) {
+                s.watches.remove(i);
+            }
+        }
     }
 
     fn on_stale(&self, on_stale: Box<dyn Fn() + Send + Sync>) -> bool {

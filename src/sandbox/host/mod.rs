@@ -173,6 +173,12 @@ impl RequestCounts {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ByKind(pub Vec<(String, u64)>);
 
+impl ByKind {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl<'de> serde::Deserialize<'de> for ByKind {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;

@@ -140,23 +140,22 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// A daemon alone in an organisation of its own, with no limits.
     pub fn new(profile: LatencyProfile, seed: u64, busy: Arc<Busy>) -> Daemon {
+        Daemon::in_org(profile, seed, busy, Org::unlimited(1), 0)
+    }
+
+    /// The daemon of sandbox `sandbox` of `org`.
+    pub fn in_org(profile: LatencyProfile, seed: u64, busy: Arc<Busy>, org: Arc<Org>, sandbox: u32) -> Daemon {
         Daemon {
             slots: Semaphore::new(profile.concurrency.max(1)),
             rng: Mutex::new(Rng::new(seed)),
             counter: RequestCounter::new(busy),
             profile,
             outage: watch::Sender::new(Outage::default()),
-            org: Org::unlimited(1),
-            sandbox: 0,
+            org,
+            sandbox,
         }
-    }
-
-    /// The daemon of sandbox `sandbox` of `org` (alone in an organisation of its own, with
-    /// no limits, otherwise).
-    pub fn in_org(mut self, org: Arc<Org>, sandbox: u32) -> Daemon {
-        (self.org, self.sandbox) = (org, sandbox);
-        self
     }
 
     fn leg(&self) -> Duration {
@@ -492,7 +491,7 @@ impl HostSpec for RemoteSpec {
     }
 
     fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
-        let daemon = Arc::new(Daemon::new(self.profile.clone(), seat.seed, seat.busy).in_org(seat.org, seat.sandbox));
+        let daemon = Arc::new(Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox));
         let host = Arc::new(RemoteHost::over(seat.dir, daemon.clone()));
         Ok(BuiltHost { host, daemon: Some(daemon), sandbox: None })
     }
