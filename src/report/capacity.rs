@@ -171,6 +171,14 @@ pub fn markdown(r: &CapacityReport) -> String {
         ("daemon's max processes", limit(&d.max_processes)),
         ("daemon's cgroup pids.max", d.cgroup_pids_max.clone().unwrap_or_else(|| "none".into())),
         ("relay-bench's open files", limit(&m.client_open_files)),
+        (
+            "load average (1, 5, 15 min)",
+            format!(
+                "{} at the start, {} at the end",
+                m.load_start.as_deref().unwrap_or("unknown"),
+                m.load_end.as_deref().unwrap_or("–")
+            ),
+        ),
         ("started", format!("{} (took {:.1} s)", r.started, r.duration_ms as f64 / 1000.0)),
         ("command", format!("`{}`", r.command)),
     ] {

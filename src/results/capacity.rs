@@ -81,6 +81,16 @@ pub struct Machine {
     /// relay-bench's own open-files limit during the ramp (its soft limit raised to the
     /// hard one: one connection per held exec must not make the client the limit).
     pub client_open_files: Option<Limit>,
+    /// /proc/loadavg (1, 5, 15 min) as the ramp started and as it ended: on a shared
+    /// machine, other work's share of the cpus shows in every latency.
+    pub load_start: Option<String>,
+    pub load_end: Option<String>,
+}
+
+/// The 1, 5 and 15 minute load averages now.
+pub fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
 fn read_trim(p: &str) -> Option<String> {
@@ -103,6 +113,8 @@ impl Machine {
             build: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
             suite_version: env!("CARGO_PKG_VERSION").into(),
             client_open_files,
+            load_start: load_average(),
+            load_end: None,
         }
     }
 }

@@ -415,6 +415,7 @@ pub async fn run(
         Stop::Failed(o, f) => (o, Some(*f)),
     };
     report.duration_ms = t0.elapsed().as_millis() as u64;
+    report.machine.load_end = crate::results::capacity::load_average();
     let published = publish_capacity(&report, &dir)?;
     if let Some(e) = write_error {
         return Err(e.into());
