@@ -1,9 +1,11 @@
 //! The application layer: running scenarios and writing their reports ([`bench`]), what
 //! `run`, `report` and `list` ask ([`runs`]) and the directory a run writes ([`outdir`]), the reference runner and writer on a real
 //! relay dir ([`serve`]) and its lock on that dir ([`claim`]), the command line ([`cli`])
-//! and the outputs it writes to ([`console`]).
+//! and the outputs it writes to ([`console`]); and a daemon's own capacity for held execs
+//! ([`capacity`]).
 
 pub mod bench;
+pub mod capacity;
 pub mod claim;
 pub mod cli;
 pub mod console;

@@ -1,7 +1,9 @@
 //! The results layer: the typed results every report reads ([`summary`]), the request-rate
-//! arithmetic ([`rates`]), and this machine's floor and facts ([`calibration`], [`env`]).
+//! arithmetic ([`rates`]), this machine's floor and facts ([`calibration`], [`env`]), and a
+//! daemon's own capacity for held execs ([`capacity`]).
 
 pub mod calibration;
+pub mod capacity;
 pub mod env;
 pub mod fleet;
 pub mod rates;

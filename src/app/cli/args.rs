@@ -22,7 +22,8 @@ directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nE
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
 found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
 written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
-`| head -1` does, is not an error), 130 interrupted."
+`| head -1` does, is not an error), 130 interrupted. `daemon-capacity` measures one real daemon's capacity \
+for held execs (its own exit codes in its --help)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -65,6 +66,8 @@ pub enum Command {
         /// The event log (a run directory's events.ndjson).
         log: PathBuf,
     },
+    /// Measure how many held execs one real sandbox-agent daemon takes, and how it fails.
+    DaemonCapacity(CapacityArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -178,6 +181,80 @@ pub struct CallArgs {
     /// An answer larger than this is not read.
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
     pub max_file_bytes: u64,
+}
+
+/// `daemon-capacity`'s flags.
+#[derive(Debug, clap::Args)]
+#[command(long_about = "Measure how many held execs one real sandbox-agent daemon takes, and how it fails past \
+that. The event-driven relay holds one watch window (a held POST /v1/processes/run) per active agent turn. \
+At each step (--steps, up to --max) N execs are held at once, each on its own HTTP connection (a `sleep` that \
+outlasts the ramp, marked by a nonce in its argument); then the next exec (`true`, on a new connection) is \
+timed --samples times (p50/p99 of its round trip, HDR) and the daemon's RSS, open fds, threads and children \
+are read from /proc, with the per-held-exec cost (the slope between steps and a least-squares line). The ramp \
+stops at --max or where the daemon fails: an error status (its body kept), a refused or reset connection \
+(its errno), a probe with no answer, held execs it never starts, its process gone; the limit hit is named \
+(its Max open files from /proc/PID/limits, ...). Then every held request is cancelled, every held program \
+killed by its pid (a closed connection does not end it) and the daemon stopped. Writes capacity.json and \
+capacity.md to --out (default reports/<stamp>-daemon-capacity/) and prints a short table.\n\nExit codes: 0 \
+the ramp completed or found the daemon's failure point, 2 bad input, 3 internal error (the ramp stopped \
+for a reason of its own, such as relay-bench's own open-files limit, or something it started was left \
+running), 130 interrupted (the cleanup still ran).")]
+pub struct CapacityArgs {
+    /// The sandbox-agent binary to start (before $SANDBOX_AGENT_BIN, the project-local
+    /// install and PATH). It runs on loopback, `server --no-token`, with relay-bench's own
+    /// limits (see --nofile).
+    #[arg(long, value_name = "PATH", conflicts_with = "url")]
+    pub sandbox_agent: Option<PathBuf>,
+    /// A daemon already running, http://HOST:PORT (its token from $SANDBOX_AGENT_TOKEN).
+    /// Its resources are read only with --pid; its held programs are killed through it.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The process of the daemon at --url, when it runs on this machine: its /proc readings.
+    #[arg(long, value_name = "PID", requires = "url")]
+    pub pid: Option<u32>,
+    /// The most held execs: the last step.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max: u32,
+    /// Held execs at each step, increasing (those above --max dropped, --max the last).
+    #[arg(long, value_name = "LIST", default_value = crate::app::capacity::DEFAULT_STEPS)]
+    pub steps: String,
+    /// Probe execs timed at each step (and at the baseline, no exec held).
+    #[arg(long, value_name = "K", default_value_t = 50)]
+    pub samples: u32,
+    /// How long each held exec holds (its `sleep`); its timeoutMs is this plus 5s. The daemon
+    /// caps a timeoutMs at 300s silently, so at most 295s: the ramp must end within it.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "280s")]
+    pub hold: Duration,
+    /// A probe's timeoutMs; no answer within it (and a second) is a failure.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "10s")]
+    pub probe_timeout: Duration,
+    /// Set the started daemon's soft open-files limit (prlimit): `hard` raises it to its
+    /// hard limit, a number sets it (at most the hard one; lower emulates a smaller
+    /// sandbox). Without it the daemon keeps the limit relay-bench was started with.
+    #[arg(long, value_name = "hard|N")]
+    pub nofile: Option<String>,
+    /// Report directory (default: reports/<timestamp>-daemon-capacity/). It must be new,
+    /// empty, or a previous run's; one run at a time writes it (a lock).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl CapacityArgs {
+    /// The request these flags make of [`crate::app::capacity::CapacityPlan`].
+    pub fn request(self) -> crate::app::capacity::CapacityRequest {
+        crate::app::capacity::CapacityRequest {
+            sandbox_agent: self.sandbox_agent,
+            url: self.url,
+            pid: self.pid,
+            max: self.max,
+            steps: self.steps,
+            samples: self.samples,
+            hold: self.hold,
+            probe_timeout: self.probe_timeout,
+            nofile: self.nofile,
+            out: self.out,
+        }
+    }
 }
 
 impl RunArgs {

@@ -4,7 +4,7 @@
 
 mod args;
 
-pub use args::{CallArgs, Cli, Command, RunArgs, ServeArgs};
+pub use args::{CallArgs, CapacityArgs, Cli, Command, RunArgs, ServeArgs};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 use clap::Parser;
 
 use crate::app::bench::utc_stamps;
+use crate::app::capacity::{CapacityError, CapacityPlan};
 use crate::app::console;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
 use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
@@ -65,6 +66,8 @@ pub enum CliError {
     #[error(transparent)]
     Serve(#[from] ServeError),
     #[error(transparent)]
+    Capacity(#[from] CapacityError),
+    #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
 
@@ -74,7 +77,8 @@ impl CliError {
             CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
-            CliError::Runs(_) | CliError::Serve(_) | CliError::Internal(_) => Exit::Internal,
+            CliError::Capacity(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Runs(_) | CliError::Serve(_) | CliError::Capacity(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
 }
@@ -139,6 +143,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Serve(args) => serve_cmd(args).await,
         Command::Call(args) => call_cmd(args).await,
         Command::Check { log } => check_cmd(&log),
+        Command::DaemonCapacity(args) => capacity_cmd(args).await,
         Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
         Command::Report { dir } => {
             let r = rerender(&dir)?;
@@ -335,6 +340,43 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
+    })
+}
+
+async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
+    use crate::results::capacity::Outcome;
+    let plan = CapacityPlan::new(args.request())?;
+    let interrupt = on_interrupt("cancelling the held execs and stopping the daemon");
+    let mut progress = |s: &crate::results::capacity::Step| {
+        let rss = s.readings.rss_kib.map_or_else(String::new, |k| format!(", RSS {:.1} MiB", k as f64 / 1024.0));
+        let fds = s.readings.fds.map_or_else(String::new, |n| format!(", {n} fds"));
+        console::err(&format!(
+            "daemon-capacity: {} held: next exec p50 {} p99 {}{rss}{fds}",
+            s.held,
+            crate::base::units::human_us(s.probe.p50),
+            crate::base::units::human_us(s.probe.p99)
+        ));
+    };
+    let done = crate::app::capacity::run(plan, interrupt, &mut progress).await?;
+    out!("{}", String::from_utf8_lossy(&done.console));
+    out!(line "report: {}", done.dir.join("capacity.md").display());
+    let r = &done.report;
+    if let Some(k) = r.cleanup.as_ref().filter(|k| !k.clean()) {
+        return Err(CliError::Internal(anyhow::anyhow!(
+            "the cleanup left held programs running (pids {:?}) or the daemon up (stopped: {:?})",
+            k.left,
+            k.daemon_stopped
+        )));
+    }
+    Ok(match r.outcome {
+        Outcome::Completed | Outcome::FailurePoint => Exit::Pass,
+        Outcome::Interrupted => Exit::Interrupted,
+        Outcome::Stopped | Outcome::Running => {
+            console::err(
+                "daemon-capacity: the ramp stopped for a reason of its own, not the daemon's (see the failure above)",
+            );
+            Exit::Internal
+        }
     })
 }
 

@@ -15,7 +15,7 @@ mod wire;
 
 pub use agent::{
     find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess, ClockReading,
-    ProcessState, SandboxControl,
+    ProcessState, SandboxControl, Url, TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;

@@ -36,6 +36,16 @@ impl AgentProcess {
         std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
+    /// The daemon's process id; `None` while a restart has it down.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.lock().expect("daemon lock").as_ref().map(|c| c.0.id())
+    }
+
+    /// How the daemon ended, if it has (it is reaped then); `None` while it runs.
+    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        self.child.lock().expect("daemon lock").as_mut().and_then(|c| c.0.try_wait().ok().flatten())
+    }
+
     /// Kills the daemon (its connections reset, its runs end), starts it again on the same
     /// port after `down`. Refused while a restart is under way. A daemon that will not start
     /// again stays down (every request then fails and says so); one started after its case

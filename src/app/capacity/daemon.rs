@@ -1,0 +1,356 @@
+//! The daemon a ramp runs against: one started for it on loopback (as the sandbox-agent
+//! host starts one per sandbox), or one already running (`--url`, with `--pid` when it runs
+//! on this machine). What the ramp reads of it through /proc (RSS, fds, threads, children,
+//! limits), how it counts the held programs running (the daemon's children whose argv is
+//! the ramp's own, marked with a nonce), and the cleanup: every held program killed by its
+//! pid, the daemon stopped, and a last look that nothing is left.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::results::capacity::{Limit, Readings};
+use crate::sandbox::host::{AgentProcess, Url};
+
+use super::client::{exec, Endpoint};
+
+/// The daemon under test.
+pub(super) struct Target {
+    pub endpoint: Endpoint,
+    pub url: String,
+    /// Its process, when it runs on this machine.
+    pub pid: Option<u32>,
+    started: Option<AgentProcess>,
+    /// Its children seen running the held program: each one's argv is read once (a look
+    /// at 1000 held execs would read 1000 files, on the cpus the daemon needs).
+    seen: std::sync::Mutex<std::collections::HashSet<u32>>,
+}
+
+/// How long a command relay-bench runs through the daemon (its version, a count, the
+/// cleanup) may take.
+const SHORT_MS: u64 = 30_000;
+
+impl Target {
+    /// Starts `bin` on a free loopback port (killed with relay-bench, as every daemon it
+    /// starts is).
+    pub fn start(bin: &Path) -> std::io::Result<Target> {
+        let process = AgentProcess::start(bin)?;
+        let addr = process.addr();
+        Ok(Target {
+            endpoint: Endpoint { addr, authority: addr.to_string(), token: None },
+            url: process.base.clone(),
+            pid: process.pid(),
+            started: Some(process),
+            seen: Default::default(),
+        })
+    }
+
+    /// One already running at `url` (`pid`: its process on this machine, if it is here).
+    pub fn running(url: &Url, pid: Option<u32>, token: Option<String>) -> std::io::Result<Target> {
+        let addr = url.addr()?;
+        Ok(Target {
+            endpoint: Endpoint { addr, authority: url.host_port(), token },
+            url: url.base(),
+            pid,
+            started: None,
+            seen: Default::default(),
+        })
+    }
+
+    pub fn started_here(&self) -> bool {
+        self.started.is_some()
+    }
+
+    /// `Err` (how it ended) once the daemon's process is gone.
+    pub fn alive(&self) -> Result<(), String> {
+        if let Some(status) = self.started.as_ref().and_then(AgentProcess::exit_status) {
+            return Err(status.to_string());
+        }
+        match self.pid {
+            Some(pid) if gone(pid) => Err("its process is gone".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Its resources now (nothing known of a daemon elsewhere).
+    pub fn readings(&self) -> Readings {
+        let Some(pid) = self.pid else { return Readings::default() };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        Readings {
+            rss_kib: status_field(&status, "VmRSS"),
+            fds: std::fs::read_dir(format!("/proc/{pid}/fd")).ok().map(|d| d.count() as u64),
+            threads: status_field(&status, "Threads"),
+            children: Some(children_of(pid).len() as u64),
+        }
+    }
+
+    /// A line of its /proc/PID/limits (`Max open files`).
+    pub fn limit(&self, name: &str) -> Option<Limit> {
+        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.pid?)).ok()?;
+        limits_line(&text, name)
+    }
+
+    /// `pids.max` of its cgroup (v2), or of the nearest ancestor that has one.
+    pub fn cgroup_pids_max(&self) -> Option<String> {
+        let text = std::fs::read_to_string(format!("/proc/{}/cgroup", self.pid?)).ok()?;
+        let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+        let mut dir = Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
+        loop {
+            if let Ok(v) = std::fs::read_to_string(dir.join("pids.max")) {
+                return Some(format!("{} ({})", v.trim(), dir.display()));
+            }
+            if !dir.pop() || !dir.starts_with("/sys/fs/cgroup") {
+                return None;
+            }
+        }
+    }
+
+    /// Sets the started daemon's soft open-files limit to `to` (its hard limit when `None`);
+    /// returns the limit before.
+    pub fn set_nofile(&self, to: Option<u64>) -> std::io::Result<Limit> {
+        let pid = self
+            .pid
+            .filter(|_| self.started_here())
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::Unsupported, "only a daemon relay-bench started"))?;
+        let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: prlimit reads nothing (a null new limit) and writes `old`.
+        if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let new = libc::rlimit { rlim_cur: to.map_or(old.rlim_max, |n| n as libc::rlim_t), rlim_max: old.rlim_max };
+        // SAFETY: prlimit on the daemon this process started, with a valid limit.
+        if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Limit { soft: rlim(old.rlim_cur), hard: rlim(old.rlim_max) })
+    }
+
+    /// The held programs running now (the daemon's children with the ramp's argv); `None`
+    /// for a daemon elsewhere.
+    pub fn held_running(&self, argv: &[String]) -> Option<u32> {
+        let children = children_of(self.pid?);
+        let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.retain(|c| children.contains(c));
+        for c in children {
+            // A child not yet seen may be between its clone and its exec: looked at again.
+            if !seen.contains(&c) && argv_of(c).as_deref() == Some(argv) {
+                seen.insert(c);
+            }
+        }
+        Some(seen.len() as u32)
+    }
+
+    /// What its own binary says to `--version` (asked through an exec: the daemon has no
+    /// version endpoint, and the process it spawns reads its parent's executable).
+    pub async fn version(&self) -> Result<String, String> {
+        let argv = sh(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
+        let a = exec(&self.endpoint, &argv, SHORT_MS, None).await.map_err(|e| e.to_string())?;
+        match a.exit_code {
+            Some(0) => Ok(a.stdout.trim().to_owned()),
+            _ => Err(format!("--version through the daemon failed: {}", a.stderr.trim())),
+        }
+    }
+
+    /// Kills every held program (`argv`) by its pid: on this machine through /proc, the
+    /// daemon's children first (it reaps them), then any left elsewhere (orphans of a daemon
+    /// that died); for a daemon elsewhere, through an exec in its sandbox. Returns how many
+    /// were killed and the pids still running after.
+    pub async fn kill_held(&self, argv: &[String]) -> (u32, Vec<u32>) {
+        if self.pid.is_none() {
+            return self.kill_held_remotely(argv).await;
+        }
+        let mut killed = 0;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = marked(argv);
+            if found.is_empty() {
+                // Twice empty, a moment apart: a spawn under way is not missed.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if marked(argv).is_empty() {
+                    return (killed, Vec::new());
+                }
+                continue;
+            }
+            if std::time::Instant::now() >= deadline {
+                return (killed, found);
+            }
+            for p in found {
+                // SAFETY: kill() only sends a signal, to a process running this ramp's own argv.
+                if unsafe { libc::kill(p as libc::pid_t, libc::SIGKILL) } == 0 {
+                    killed += 1;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn kill_held_remotely(&self, argv: &[String]) -> (u32, Vec<u32>) {
+        // Every process of the sandbox whose argv is the marked one, itself aside, by pid.
+        let script = r#"n=0; want=$(printf '%s ' "$@"); for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue; if [ "$c" = "$want" ]; then kill -9 "$p" 2>/dev/null && n=$((n+1)); fi; done; echo $n"#;
+        let left_script = r#"want=$(printf '%s ' "$@"); for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue; [ "$c" = "$want" ] && echo "$p"; done; true"#;
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let killed = match exec(&self.endpoint, &sh(script, &args), SHORT_MS, None).await {
+            Ok(a) => a.stdout.trim().parse().unwrap_or(0),
+            Err(_) => 0,
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let left = match exec(&self.endpoint, &sh(left_script, &args), SHORT_MS, None).await {
+            Ok(a) => a.stdout.split_whitespace().filter_map(|p| p.parse().ok()).collect(),
+            // Unknown: said as nothing known left would be a lie; the daemon is unreachable.
+            Err(_) => vec![0],
+        };
+        (killed, left)
+    }
+
+    /// The held programs still running on this machine after the cleanup (a last look);
+    /// nothing known of a daemon elsewhere (its cleanup said what it left).
+    pub fn left(&self, argv: &[String]) -> Vec<u32> {
+        if self.pid.is_some() {
+            marked(argv)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Stops the daemon relay-bench started (killed and reaped); `Some(gone)` for it, `None`
+    /// for one it did not start.
+    pub fn stop(&mut self) -> Option<bool> {
+        let process = self.started.take()?;
+        drop(process);
+        Some(self.pid.is_none_or(gone))
+    }
+}
+
+fn sh(script: &str, args: &[&str]) -> Vec<String> {
+    let mut argv = vec!["sh".to_owned(), "-c".to_owned(), script.to_owned(), "sh".to_owned()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    argv
+}
+
+// rlim_t is not u64 on every target.
+#[allow(clippy::unnecessary_cast)]
+fn rlim(v: libc::rlim_t) -> Option<u64> {
+    (v != libc::RLIM_INFINITY).then_some(v as u64)
+}
+
+/// relay-bench's own open-files limit, its soft limit first raised to the hard one (one
+/// connection per held exec: the client must not be the limit). Called after the daemon is
+/// started, which keeps the limit it was given.
+pub(super) fn raise_own_nofile() -> Option<Limit> {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit on this process with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
+            return None;
+        }
+        let raised = libc::rlimit { rlim_cur: l.rlim_max, rlim_max: l.rlim_max };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            l = raised;
+        }
+    }
+    Some(Limit { soft: rlim(l.rlim_cur), hard: rlim(l.rlim_max) })
+}
+
+/// This process's hard open-files limit (a started daemon inherits it).
+pub(super) fn own_nofile_hard() -> Option<u64> {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit with a valid struct.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0).then(|| rlim(l.rlim_max)).flatten()
+}
+
+/// Whether `pid` is gone (no such process, or a zombie).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // pid (comm) STATE ...: the comm may hold spaces and parentheses; the state follows the last ')'.
+        Ok(stat) => {
+            stat.rsplit_once(')').is_none_or(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X')))
+        }
+        Err(_) => true,
+    }
+}
+
+/// A `Name:  value kB` field of /proc/PID/status, as a number.
+pub(super) fn status_field(status: &str, name: &str) -> Option<u64> {
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// A line of /proc/PID/limits: `Max open files   1024   4096   files`.
+pub(super) fn limits_line(limits: &str, name: &str) -> Option<Limit> {
+    let line = limits.lines().find(|l| l.starts_with(name))?;
+    let mut fields = line[name.len()..].split_whitespace();
+    let value = |f: Option<&str>| -> Option<Option<u64>> {
+        match f? {
+            "unlimited" => Some(None),
+            n => n.parse().ok().map(Some),
+        }
+    };
+    Some(Limit { soft: value(fields.next())?, hard: value(fields.next())? })
+}
+
+/// The live children of `pid` (every thread's).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+        .collect()
+}
+
+fn argv_of(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+}
+
+/// Every process on this machine running exactly `argv` (the ramp's marked held program).
+fn marked(argv: &[String]) -> Vec<u32> {
+    let Ok(all) = std::fs::read_dir("/proc") else { return Vec::new() };
+    all.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| argv_of(*p).as_deref() == Some(argv))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_fields_and_limits_are_read() {
+        let status = "Name:\tsandbox-agent\nVmRSS:\t   13160 kB\nThreads:\t4\n";
+        assert_eq!(status_field(status, "VmRSS"), Some(13160));
+        assert_eq!(status_field(status, "Threads"), Some(4));
+        assert_eq!(status_field(status, "VmHWM"), None);
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max processes             96365                96365                processes \n\
+                      Max open files            1024                 4096                 files     \n\
+                      Max locked memory         unlimited            unlimited            bytes     \n";
+        assert_eq!(limits_line(limits, "Max open files"), Some(Limit { soft: Some(1024), hard: Some(4096) }));
+        assert_eq!(limits_line(limits, "Max processes"), Some(Limit { soft: Some(96365), hard: Some(96365) }));
+        assert_eq!(limits_line(limits, "Max locked memory"), Some(Limit { soft: None, hard: None }));
+        assert_eq!(limits_line(limits, "Max core file size"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_reads_as_a_daemon_would() {
+        let me = std::process::id();
+        assert!(!gone(me));
+        assert!(gone(u32::MAX - 1));
+        let argv = argv_of(me).unwrap();
+        assert!(!argv.is_empty());
+        assert!(marked(&argv).contains(&me));
+        let t = Target {
+            endpoint: Endpoint { addr: ([127, 0, 0, 1], 9).into(), authority: "127.0.0.1:9".into(), token: None },
+            url: "http://127.0.0.1:9".into(),
+            pid: Some(me),
+            started: None,
+            seen: Default::default(),
+        };
+        let r = t.readings();
+        assert!(r.rss_kib.unwrap() > 0 && r.fds.unwrap() > 0 && r.threads.unwrap() >= 1, "{r:?}");
+        assert!(t.limit("Max open files").is_some());
+        assert!(t.alive().is_ok());
+    }
+}

@@ -1,0 +1,504 @@
+//! `relay-bench daemon-capacity`: the real daemon's own capacity for held execs, measured.
+//! The design holds one watch-window exec (a held `POST /v1/processes/run`) per active agent
+//! turn; this ramps N of them at once on one daemon, step by step, and at each step times
+//! the next exec and reads the daemon's RSS, fds, threads and children, until `--max` or
+//! the point where the daemon fails (said exactly: status and body, errno, the limit hit).
+//!
+//! The flags are validated into a [`CapacityPlan`] before anything starts; then the daemon
+//! ([`daemon`]: one of its own on loopback, or `--url`), the ramp ([`ramp`], every request on
+//! a connection of its own: [`client`]), the cleanup (every held request cancelled, every
+//! held program killed, the daemon stopped), and the report through its registry
+//! ([`crate::report::capacity`]), rewritten after every step.
+
+mod client;
+mod daemon;
+mod ramp;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::app::bench::{create_unique_dir, utc_stamps};
+use crate::app::outdir::{OutDirError, OutLock};
+use crate::base::signal::Signal;
+use crate::base::units::human;
+use crate::report::capacity::publish_capacity;
+use crate::report::publish::OutputError;
+use crate::results::capacity::{
+    CapacityReport, Cleanup, Costs, DaemonFacts, Machine, Outcome, Ramp as RampFacts, SCHEMA_VERSION,
+};
+use crate::sandbox::host::Url;
+
+use daemon::Target;
+use ramp::{Ramp, RampPlan, Stop};
+
+/// The steps when `--steps` is not given.
+pub const DEFAULT_STEPS: &str = "1,2,5,10,20,50,100,200,500,1000";
+/// The most held execs a ramp asks for.
+pub const MAX_HELD: u32 = 100_000;
+/// The daemon caps a run's timeoutMs at 300 s, silently: a hold and its grace stay under it.
+pub const MAX_HOLD: Duration = Duration::from_secs(295);
+/// A held exec's timeoutMs is its hold plus this.
+const HOLD_GRACE: Duration = Duration::from_secs(5);
+/// Where capacity reports go unless `--out` says.
+const DEFAULT_REPORTS: &str = "reports";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CapacityError {
+    #[error("--steps {given:?}: {why}")]
+    Steps { given: String, why: String },
+    #[error("--max {0}: must be between 1 and {MAX_HELD}")]
+    Max(u32),
+    #[error("--samples {0}: must be between 1 and 1000")]
+    Samples(u32),
+    #[error("--hold {0}: must be between 5s and {max} (the daemon caps a run's timeoutMs at 300 s, silently)", max = human(MAX_HOLD))]
+    Hold(String),
+    #[error("--probe-timeout {0}: must be between 100ms and 60s")]
+    ProbeTimeout(String),
+    #[error("--nofile {given:?}: {why}")]
+    NoFile { given: String, why: String },
+    #[error("--pid {pid}: {why}")]
+    Pid { pid: u32, why: String },
+    #[error("--url {given:?}: {why}")]
+    Url { given: String, why: String },
+    #[error("{0}")]
+    Binary(String),
+    #[error("cannot start the daemon {bin}: {source}")]
+    Start { bin: String, source: std::io::Error },
+    #[error("the daemon at {url} cannot run an exec: {why}")]
+    Unusable { url: String, why: String, ours: bool },
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
+    #[error("cannot create the report directory {path}: {source}")]
+    ReportDir { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+impl CapacityError {
+    /// Whether the flags (or what they name) were wrong, not relay-bench.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            CapacityError::Start { .. } | CapacityError::ReportDir { .. } | CapacityError::Output(_) => false,
+            CapacityError::Unusable { ours, .. } => !ours,
+            _ => true,
+        }
+    }
+}
+
+/// What `--nofile` asks of the started daemon's soft open-files limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoFile {
+    /// Raised to its hard limit.
+    Hard,
+    /// Set to this (at most the hard limit).
+    To(u64),
+}
+
+impl std::fmt::Display for NoFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoFile::Hard => f.write_str("hard"),
+            NoFile::To(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// What `daemon-capacity` was asked, as plain values (the flags).
+#[derive(Debug, Clone)]
+pub struct CapacityRequest {
+    pub sandbox_agent: Option<PathBuf>,
+    pub url: Option<String>,
+    pub pid: Option<u32>,
+    pub max: u32,
+    pub steps: String,
+    pub samples: u32,
+    pub hold: Duration,
+    pub probe_timeout: Duration,
+    pub nofile: Option<String>,
+    pub out: Option<PathBuf>,
+}
+
+/// Which daemon.
+#[derive(Debug)]
+enum Which {
+    Start(PathBuf),
+    Running { url: Url, pid: Option<u32> },
+}
+
+/// A validated request: nothing has started.
+#[derive(Debug)]
+pub struct CapacityPlan {
+    which: Which,
+    steps: Vec<u32>,
+    max: u32,
+    samples: u32,
+    hold: Duration,
+    probe_timeout: Duration,
+    nofile: Option<NoFile>,
+    out: Option<PathBuf>,
+}
+
+/// `1,2,5,10`: strictly increasing held counts from 1; those above `max` dropped, and `max`
+/// itself the last step.
+pub fn parse_steps(given: &str, max: u32) -> Result<Vec<u32>, CapacityError> {
+    let err = |why: String| CapacityError::Steps { given: given.to_owned(), why };
+    let mut steps: Vec<u32> = Vec::new();
+    for part in given.split(',').map(str::trim) {
+        let n: u32 = part.parse().map_err(|_| err(format!("{part:?} is not a whole number of held execs")))?;
+        if n == 0 {
+            return Err(err("a step holds at least 1 exec (the baseline, 0, is always measured)".into()));
+        }
+        if steps.last().is_some_and(|&last| n <= last) {
+            return Err(err(format!("{n} after {}: the steps must increase", steps[steps.len() - 1])));
+        }
+        steps.push(n);
+    }
+    steps.retain(|&n| n <= max);
+    if steps.last() != Some(&max) {
+        steps.push(max);
+    }
+    Ok(steps)
+}
+
+/// `hard` or a number of open files.
+pub fn parse_nofile(given: &str) -> Result<NoFile, CapacityError> {
+    let err = |why: &str| CapacityError::NoFile { given: given.to_owned(), why: why.to_owned() };
+    match given {
+        "hard" => Ok(NoFile::Hard),
+        n => match n.parse::<u64>() {
+            Ok(n) if n >= 16 => Ok(NoFile::To(n)),
+            Ok(_) => Err(err("below 16 the daemon cannot even start its listener and logs")),
+            Err(_) => Err(err("expected `hard` or a number of open files")),
+        },
+    }
+}
+
+impl CapacityPlan {
+    /// Checks every flag (and the binary, the pid) before anything starts.
+    pub fn new(r: CapacityRequest) -> Result<CapacityPlan, CapacityError> {
+        if r.max == 0 || r.max > MAX_HELD {
+            return Err(CapacityError::Max(r.max));
+        }
+        let steps = parse_steps(&r.steps, r.max)?;
+        if r.samples == 0 || r.samples > 1000 {
+            return Err(CapacityError::Samples(r.samples));
+        }
+        if r.hold < Duration::from_secs(5) || r.hold > MAX_HOLD {
+            return Err(CapacityError::Hold(human(r.hold)));
+        }
+        if r.probe_timeout < Duration::from_millis(100) || r.probe_timeout > Duration::from_secs(60) {
+            return Err(CapacityError::ProbeTimeout(human(r.probe_timeout)));
+        }
+        let nofile = r.nofile.as_deref().map(parse_nofile).transpose()?;
+        let which = match (&r.url, r.pid) {
+            (Some(u), pid) => {
+                let url = Url::parse(u).map_err(|why| CapacityError::Url { given: u.clone(), why })?;
+                if let Some(n) = &r.nofile {
+                    return Err(CapacityError::NoFile {
+                        given: n.clone(),
+                        why: "sets the limit of a daemon relay-bench starts, not of one at --url".into(),
+                    });
+                }
+                if let Some(pid) = pid {
+                    check_pid(pid)?;
+                }
+                Which::Running { url, pid }
+            }
+            (None, Some(pid)) => {
+                return Err(CapacityError::Pid {
+                    pid,
+                    why: "names the process of a daemon at --url; give --url too".into(),
+                })
+            }
+            (None, None) => {
+                if let Some(bin) = &r.sandbox_agent {
+                    crate::sandbox::host::use_sandbox_agent(bin).map_err(CapacityError::Binary)?;
+                }
+                Which::Start(crate::sandbox::host::find_sandbox_agent().map_err(CapacityError::Binary)?)
+            }
+        };
+        if let (Some(NoFile::To(n)), Some(hard)) = (nofile, daemon::own_nofile_hard()) {
+            if n > hard {
+                return Err(CapacityError::NoFile {
+                    given: n.to_string(),
+                    why: format!("above the hard limit ({hard}) the daemon inherits; raise `ulimit -Hn` first"),
+                });
+            }
+        }
+        Ok(CapacityPlan {
+            which,
+            steps,
+            max: r.max,
+            samples: r.samples,
+            hold: r.hold,
+            probe_timeout: r.probe_timeout,
+            nofile,
+            out: r.out,
+        })
+    }
+}
+
+fn check_pid(pid: u32) -> Result<(), CapacityError> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| CapacityError::Pid {
+        pid,
+        why: format!("no such process on this machine that relay-bench can read ({e})"),
+    })?;
+    if !exe.file_name().is_some_and(|n| n.to_string_lossy().contains("sandbox-agent")) {
+        return Err(CapacityError::Pid { pid, why: format!("runs {}, not sandbox-agent", exe.display()) });
+    }
+    Ok(())
+}
+
+/// A finished ramp: its report, where it was written, the console table.
+#[derive(Debug)]
+pub struct Finished {
+    pub report: CapacityReport,
+    pub dir: PathBuf,
+    pub console: Vec<u8>,
+}
+
+/// A marker unique to this ramp, in the held program's argument (`sleep 280.NNNNNNNNN`):
+/// its children are told from anyone else's by their argv, and killed by their pid.
+fn held_argv(hold: Duration) -> Vec<String> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nonce = (u64::from(nanos) ^ (u64::from(std::process::id()) * 2_654_435_761)) % 1_000_000_000;
+    // A nonce of 0 would print as `.000000000`: fine, still exact.
+    vec!["sleep".into(), format!("{}.{nonce:09}", hold.as_secs())]
+}
+
+/// Runs the plan: the daemon, the ramp, the cleanup, the report. `progress` hears each step.
+pub async fn run(
+    plan: CapacityPlan,
+    interrupt: Arc<Signal>,
+    progress: &mut dyn FnMut(&crate::results::capacity::Step),
+) -> Result<Finished, CapacityError> {
+    let t0 = Instant::now();
+    let (started_iso, stamp) = utc_stamps();
+    // Last of the checks, first of the effects: a refused --out is left as it was found.
+    let lock: Option<OutLock> = match &plan.out {
+        Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&started_iso))?),
+        None => None,
+    };
+    let mut target = match &plan.which {
+        Which::Start(bin) => {
+            Target::start(bin).map_err(|source| CapacityError::Start { bin: bin.display().to_string(), source })?
+        }
+        Which::Running { url, pid } => {
+            let token = std::env::var(crate::sandbox::host::AGENT_TOKEN_ENV).ok();
+            Target::running(url, *pid, token)
+                .map_err(|e| CapacityError::Url { given: url.base(), why: e.to_string() })?
+        }
+    };
+    let ours = target.started_here();
+    // After the daemon started (it keeps the limit it was given): relay-bench's own.
+    let client_nofile = daemon::raise_own_nofile();
+    let as_started = target.limit("Max open files");
+    let mut open_files_as_started = None;
+    if let Some(n) = plan.nofile {
+        let to = match n {
+            NoFile::Hard => None,
+            NoFile::To(n) => Some(n),
+        };
+        match target.set_nofile(to) {
+            Ok(_) => open_files_as_started = as_started,
+            Err(e) => {
+                target.stop();
+                return Err(CapacityError::NoFile {
+                    given: format!("{n:?}"),
+                    why: format!("prlimit on the daemon: {e}"),
+                });
+            }
+        }
+    }
+    let version = match target.version().await {
+        Ok(v) => v,
+        Err(why) => {
+            target.stop();
+            return Err(CapacityError::Unusable { url: target.url.clone(), why, ours });
+        }
+    };
+    let dir = match (&lock, &plan.out) {
+        (Some(l), _) => {
+            crate::app::outdir::clear(l)?;
+            l.dir().to_path_buf()
+        }
+        _ => {
+            let stem = format!("{stamp}-daemon-capacity");
+            create_unique_dir(Path::new(DEFAULT_REPORTS), &stem).map_err(|source| {
+                target.stop();
+                CapacityError::ReportDir { path: Path::new(DEFAULT_REPORTS).join(stem).display().to_string(), source }
+            })?
+        }
+    };
+    let rplan = RampPlan {
+        steps: plan.steps.clone(),
+        samples: plan.samples,
+        hold: plan.hold,
+        hold_timeout_ms: (plan.hold + HOLD_GRACE).as_millis() as u64,
+        probe_timeout: plan.probe_timeout,
+        held_argv: held_argv(plan.hold),
+        probe_argv: vec!["true".into()],
+    };
+    let daemon_nofile = target.limit("Max open files");
+    let mut report = CapacityReport {
+        schema_version: SCHEMA_VERSION,
+        started: started_iso,
+        duration_ms: 0,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: Machine::probe(client_nofile),
+        daemon: DaemonFacts {
+            version,
+            url: target.url.clone(),
+            started_here: ours,
+            pid: target.pid,
+            open_files: daemon_nofile,
+            open_files_as_started,
+            max_processes: target.limit("Max processes"),
+            cgroup_pids_max: target.cgroup_pids_max(),
+        },
+        ramp: RampFacts {
+            steps: plan.steps.clone(),
+            max: plan.max,
+            samples: plan.samples,
+            hold_ms: plan.hold.as_millis() as u64,
+            hold_timeout_ms: rplan.hold_timeout_ms,
+            probe_timeout_ms: plan.probe_timeout.as_millis() as u64,
+            held_argv: rplan.held_argv.clone(),
+            probe_argv: rplan.probe_argv.clone(),
+        },
+        steps: Vec::new(),
+        outcome: Outcome::Running,
+        failure: None,
+        costs: Costs::default(),
+        cleanup: None,
+    };
+    let mut ramp = Ramp::new(&target, &rplan, interrupt, daemon_nofile, client_nofile);
+    let mut steps = Vec::new();
+    let mut write_error: Option<OutputError> = None;
+    let fd_soft = daemon_nofile.and_then(|l| l.soft);
+    let stop = {
+        let report = &mut report;
+        let dir = &dir;
+        let write_error = &mut write_error;
+        let mut after = |done: &[crate::results::capacity::Step]| {
+            if let Some(s) = done.last() {
+                progress(s);
+            }
+            report.steps = done.to_vec();
+            report.costs = Costs::of(done, fd_soft);
+            report.duration_ms = t0.elapsed().as_millis() as u64;
+            if write_error.is_none() {
+                if let Err(e) = publish_capacity(report, dir) {
+                    *write_error = Some(e);
+                }
+            }
+        };
+        ramp.run(&mut steps, &mut after).await
+    };
+    let cancelled = ramp.cancel().await;
+    drop(ramp);
+    let (killed, mut left) = target.kill_held(&rplan.held_argv).await;
+    let daemon_stopped = target.stop();
+    // A last look, the daemon gone: no held program of this ramp anywhere.
+    for p in target.left(&rplan.held_argv) {
+        if !left.contains(&p) {
+            left.push(p);
+        }
+    }
+    report.cleanup = Some(Cleanup { cancelled, killed, left, daemon_stopped });
+    report.steps = steps;
+    report.costs = Costs::of(&report.steps, fd_soft);
+    (report.outcome, report.failure) = match stop {
+        Stop::Completed => (Outcome::Completed, None),
+        Stop::Interrupted => (Outcome::Interrupted, None),
+        Stop::Failed(o, f) => (o, Some(*f)),
+    };
+    report.duration_ms = t0.elapsed().as_millis() as u64;
+    report.machine.load_end = crate::results::capacity::load_average();
+    let published = publish_capacity(&report, &dir)?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    Ok(Finished { report, dir, console: published.console })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> CapacityRequest {
+        CapacityRequest {
+            sandbox_agent: None,
+            url: Some("http://127.0.0.1:9".into()),
+            pid: None,
+            max: 1000,
+            steps: DEFAULT_STEPS.into(),
+            samples: 20,
+            hold: Duration::from_secs(280),
+            probe_timeout: Duration::from_secs(10),
+            nofile: None,
+            out: None,
+        }
+    }
+
+    #[test]
+    fn steps_increase_from_one_and_end_at_max() {
+        assert_eq!(parse_steps(DEFAULT_STEPS, 1000).unwrap(), [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]);
+        assert_eq!(parse_steps("1,2,5", 5).unwrap(), [1, 2, 5]);
+        assert_eq!(parse_steps(DEFAULT_STEPS, 30).unwrap(), [1, 2, 5, 10, 20, 30], "max is the last step");
+        assert_eq!(parse_steps(" 3 , 7 ", 7).unwrap(), [3, 7]);
+        for (bad, says) in [
+            ("1,5,2", "2 after 5"),
+            ("1,1", "must increase"),
+            ("0,1", "at least 1"),
+            ("1,,2", "not a whole number"),
+            ("1,-2", "not a whole number"),
+            ("ten", "\"ten\""),
+        ] {
+            let e = parse_steps(bad, 10).unwrap_err().to_string();
+            assert!(e.starts_with("--steps") && e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn nofile_is_hard_or_a_number() {
+        assert_eq!(parse_nofile("hard").unwrap(), NoFile::Hard);
+        assert_eq!(parse_nofile("1024").unwrap(), NoFile::To(1024));
+        assert!(parse_nofile("8").unwrap_err().to_string().contains("below 16"));
+        assert!(parse_nofile("max").unwrap_err().to_string().contains("`hard` or a number"));
+    }
+
+    #[test]
+    fn a_plan_refuses_what_does_not_apply_naming_the_flag() {
+        assert!(CapacityPlan::new(request()).is_ok());
+        let bad = |f: fn(&mut CapacityRequest)| {
+            let mut r = request();
+            f(&mut r);
+            let e = CapacityPlan::new(r).unwrap_err();
+            assert!(e.is_bad_input(), "{e}");
+            e.to_string()
+        };
+        assert!(bad(|r| r.max = 0).starts_with("--max 0"));
+        assert!(bad(|r| r.samples = 0).starts_with("--samples"));
+        assert!(bad(|r| r.hold = Duration::from_secs(300)).contains("caps"));
+        assert!(bad(|r| r.probe_timeout = Duration::from_millis(1)).starts_with("--probe-timeout"));
+        assert!(bad(|r| r.nofile = Some("hard".into())).contains("not of one at --url"));
+        assert!(bad(|r| r.url = Some("https://x:1".into())).starts_with("--url"));
+        assert!(bad(|r| r.pid = Some(std::process::id())).contains("not sandbox-agent"));
+        assert!(bad(|r| {
+            r.url = None;
+            r.pid = Some(1);
+        })
+        .contains("give --url too"));
+    }
+
+    #[test]
+    fn the_held_argv_is_a_sleep_of_the_hold_marked_by_a_nonce() {
+        let a = held_argv(Duration::from_secs(280));
+        assert_eq!(a[0], "sleep");
+        let (secs, nonce) = a[1].split_once('.').unwrap();
+        assert_eq!((secs, nonce.len()), ("280", 9));
+        assert!(a[1].parse::<f64>().is_ok_and(|s| (280.0..281.0).contains(&s)));
+    }
+}

@@ -1,0 +1,372 @@
+//! What a `daemon-capacity` run directory holds, in a registry of its own
+//! ([`CAPACITY_OUTPUTS`]) published the way a run's outputs are ([`super::output::Staged`]:
+//! each file under a temp name, renamed into place once it rendered whole): `capacity.json`
+//! (the typed report), `capacity.md` (a table per step, the failure point, the per-exec
+//! costs, the machine's facts) and the console table. Its own registry because its input is
+//! a capacity report, not a run's summaries; a new format is a type here and a line there.
+
+use std::path::Path;
+
+use super::output::{Dest, Staged};
+use super::publish::{OutputError, Published};
+use crate::base::units::human_us;
+use crate::results::capacity::{CapacityReport, How, Outcome, Step};
+
+/// One output of a capacity run.
+pub trait CapacityOutput: Sync {
+    fn name(&self) -> &'static str;
+    fn path(&self) -> &'static str;
+    fn dest(&self) -> Dest {
+        Dest::RunDir
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String>;
+}
+
+/// Every output of a capacity run, in the order they are written.
+pub const CAPACITY_OUTPUTS: &[&dyn CapacityOutput] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
+
+/// Writes every output of `report` into `dir` (rewritten after each step, so a killed ramp
+/// still leaves its report); the console table is returned, not printed.
+pub fn publish_capacity(report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
+    let mut done = Published::default();
+    for o in CAPACITY_OUTPUTS {
+        let base = match o.dest() {
+            Dest::RunDir => dir.to_path_buf(),
+            _ => std::path::PathBuf::new(),
+        };
+        let mut out = Staged::new(base, None);
+        match o.write(report, &mut out).and_then(|()| out.commit()) {
+            Ok(files) => {
+                done.files.extend(files.into_iter().map(|f| (o.name(), f)));
+                done.console.extend(out.take_console());
+            }
+            Err(why) => {
+                out.abandon();
+                return Err(OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why });
+            }
+        }
+    }
+    Ok(done)
+}
+
+pub struct CapacityJson;
+pub struct CapacityMarkdown;
+pub struct CapacityTable;
+
+impl CapacityOutput for CapacityJson {
+    fn name(&self) -> &'static str {
+        "capacity.json"
+    }
+    fn path(&self) -> &'static str {
+        "capacity.json"
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
+        out.put("capacity.json", report.to_json().map_err(|e| e.to_string())?.as_bytes())
+    }
+}
+
+impl CapacityOutput for CapacityMarkdown {
+    fn name(&self) -> &'static str {
+        "capacity.md"
+    }
+    fn path(&self) -> &'static str {
+        "capacity.md"
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
+        out.put("capacity.md", markdown(report).as_bytes())
+    }
+}
+
+impl CapacityOutput for CapacityTable {
+    fn name(&self) -> &'static str {
+        "console table"
+    }
+    fn path(&self) -> &'static str {
+        "(the console)"
+    }
+    fn dest(&self) -> Dest {
+        Dest::Console
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
+        out.console(table(report).as_bytes());
+        Ok(())
+    }
+}
+
+/// What capacity.md opens with: what the command measures and how to run it.
+pub const ABOUT: &str = "What it measures: how many held execs one sandbox-agent daemon takes. The \
+event-driven relay holds one watch window (a held `POST /v1/processes/run`) per active agent turn, so a \
+sandbox's daemon holds as many as it has active turns. At each step the ramp holds N execs at once, each \
+on its own HTTP connection as a runner's would be (a program that sleeps past the ramp), then times the \
+next exec (a `true` run on a new connection: its round trip, connect included) and reads the daemon's \
+RSS, open fds, threads and child processes from /proc. It stops at `--max` or where the daemon fails \
+(an error status, a refused or reset connection, a probe timeout, the daemon dying), saying how, and \
+then cancels every held request, kills every held program (a closed connection does not end it) and \
+stops the daemon it started. How to run it: `relay-bench daemon-capacity` (a daemon of its own on \
+loopback; `--sandbox-agent PATH` names the binary), or `--url http://HOST:PORT` for one already running \
+(`--pid PID` when it runs on this machine, for its /proc readings); `--max`, `--steps`, `--samples`; \
+`--nofile hard|N` sets the started daemon's soft open-files limit; `--out DIR`.";
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map_or_else(|| "–".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}
+
+fn num(v: Option<u64>) -> String {
+    v.map_or_else(|| "–".into(), |n| n.to_string())
+}
+
+fn per(v: Option<f64>, unit: &str) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:+.2}{unit}"))
+}
+
+fn latency(s: &Step, stat: f64) -> String {
+    if s.probe.count == 0 {
+        "–".into()
+    } else {
+        human_us(stat)
+    }
+}
+
+/// One sentence on how the ramp ended.
+pub fn verdict(r: &CapacityReport) -> String {
+    match (r.outcome, &r.failure) {
+        (Outcome::Completed, _) => format!("completed: {} held execs reached, no failure", r.reached()),
+        (Outcome::Running, _) => format!("running: {} held execs so far", r.reached()),
+        (Outcome::Interrupted, _) => format!("interrupted after the step at {} held execs", r.reached()),
+        (Outcome::FailurePoint, Some(f)) => format!("failure point at step {}: {}", f.step, f.said),
+        (Outcome::Stopped, Some(f)) => format!("stopped at step {} (not the daemon's failure): {}", f.step, f.said),
+        (o, None) => format!("{}: {} held execs", o.name(), r.reached()),
+    }
+}
+
+/// capacity.md, rendered from the report alone (a committed run's must re-render to itself).
+pub fn markdown(r: &CapacityReport) -> String {
+    let mut md = String::new();
+    let line = |md: &mut String, s: &str| {
+        md.push_str(s);
+        md.push('\n');
+    };
+    line(&mut md, "# Daemon capacity: held execs on one sandbox-agent daemon\n");
+    line(&mut md, &format!("{ABOUT}\n"));
+    line(&mut md, &format!("**Outcome:** {}\n", verdict(r)));
+    line(&mut md, "## Machine and daemon\n");
+    line(&mut md, "| | |\n|---|---|");
+    let m = &r.machine;
+    let d = &r.daemon;
+    let mem = m.mem_total_kib.map_or_else(|| "unknown".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0));
+    let limit = |l: &Option<crate::results::capacity::Limit>| l.map_or_else(|| "unknown".into(), |l| l.describe());
+    let whose = if d.started_here { "started by relay-bench" } else { "already running (--url)" };
+    let pid = d.pid.map_or_else(|| "not on this machine: no /proc readings".into(), |p| format!("pid {p}"));
+    let mut nofile = limit(&d.open_files);
+    if let Some(before) = &d.open_files_as_started {
+        nofile.push_str(&format!(" (as started: {}; set by --nofile)", before.describe()));
+    }
+    for (k, v) in [
+        ("kernel", format!("{} {} ({})", m.os, m.kernel, m.arch)),
+        ("cpus", m.cpus.to_string()),
+        ("memory", mem),
+        ("build", format!("relay-bench {}, {}", m.suite_version, m.build)),
+        ("daemon", format!("{}, {whose}, {} ({pid})", d.version, d.url)),
+        ("daemon's open files (Max open files)", nofile),
+        ("daemon's max processes", limit(&d.max_processes)),
+        ("daemon's cgroup pids.max", d.cgroup_pids_max.clone().unwrap_or_else(|| "none".into())),
+        ("relay-bench's open files", limit(&m.client_open_files)),
+        (
+            "load average (1, 5, 15 min)",
+            format!(
+                "{} at the start, {} at the end",
+                m.load_start.as_deref().unwrap_or("unknown"),
+                m.load_end.as_deref().unwrap_or("–")
+            ),
+        ),
+        ("started", format!("{} (took {:.1} s)", r.started, r.duration_ms as f64 / 1000.0)),
+        ("command", format!("`{}`", r.command)),
+    ] {
+        line(&mut md, &format!("| {k} | {v} |"));
+    }
+    let p = &r.ramp;
+    line(
+        &mut md,
+        &format!(
+            "\nSteps {} (max {}); {} probes per step; each held exec runs `{}` with timeoutMs {}; each probe \
+             runs `{}` with timeoutMs {}.\n",
+            p.steps.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            p.max,
+            p.samples,
+            p.held_argv.join(" "),
+            p.hold_timeout_ms,
+            p.probe_argv.join(" "),
+            p.probe_timeout_ms,
+        ),
+    );
+    line(&mut md, "## Steps\n");
+    line(&mut md, "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. *next exec*: the probe's round trip (connect included).\n");
+    line(&mut md, "| held | running | open | next exec p50 | p99 | max | probes | RSS | fds | threads | children |");
+    line(&mut md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for s in &r.steps {
+        let open = if s.held == 0 { "–".into() } else { format!("{:.1} ms", s.open_ms) };
+        line(
+            &mut md,
+            &format!(
+                "| {} | {} | {open} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.held,
+                num(s.running.map(u64::from)),
+                latency(s, s.probe.p50),
+                latency(s, s.probe.p99),
+                latency(s, s.probe.max),
+                s.probe.count,
+                mib(s.readings.rss_kib),
+                num(s.readings.fds),
+                num(s.readings.threads),
+                num(s.readings.children),
+            ),
+        );
+    }
+    line(&mut md, "\n## Failure point\n");
+    match &r.failure {
+        None => line(&mut md, &format!("None: {}.\n", verdict(r))),
+        Some(f) => {
+            line(&mut md, &format!("{}\n", f.said));
+            line(&mut md, &format!("- step: {} (held execs running: {})", f.step, f.held));
+            line(&mut md, &format!("- during: {}", f.during));
+            line(&mut md, &format!("- how: {}", how(&f.how)));
+            if let How::HttpStatus { body, .. } = &f.how {
+                line(&mut md, &format!("- the body, as the daemon sent it: `{}`", body.replace('`', "'")));
+            }
+            if let Some(l) = &f.limit {
+                let used = l.used.map_or_else(String::new, |u| format!("{u} of "));
+                let of = l.limit.map_or_else(|| "its limit".into(), |n| n.to_string());
+                line(&mut md, &format!("- limit: {}'s {} ({used}{of}; {})", l.whose, l.what, l.evidence));
+            }
+            let rd = &f.readings;
+            line(
+                &mut md,
+                &format!(
+                    "- the daemon just after: RSS {}, {} fds, {} threads, {} children\n",
+                    mib(rd.rss_kib),
+                    num(rd.fds),
+                    num(rd.threads),
+                    num(rd.children)
+                ),
+            );
+        }
+    }
+    line(&mut md, "## Cost per held exec\n");
+    let c = &r.costs;
+    let fit = |l: &Option<crate::results::capacity::Line>, unit: &str| {
+        l.map_or_else(
+            || "–".into(),
+            |l| format!("{:+.3}{unit} per held exec (at 0: {:.1}{unit})", l.per_exec, l.at_zero),
+        )
+    };
+    line(&mut md, &format!("Least-squares over {} steps (the baseline included):\n", r.steps.len()));
+    line(&mut md, &format!("- RSS: {}", fit(&c.fit.rss_kib, " KiB")));
+    line(&mut md, &format!("- fds: {}", fit(&c.fit.fds, "")));
+    line(&mut md, &format!("- threads: {}", fit(&c.fit.threads, "")));
+    if let (Some(at), Some(soft)) = (c.fd_limit_at, d.open_files.and_then(|l| l.soft)) {
+        line(
+            &mut md,
+            &format!("- the fd line meets the daemon's soft limit ({soft}) at about {at:.0} held execs (a projection)"),
+        );
+    }
+    line(&mut md, "\nBetween steps (the slope: change / change in held execs):\n");
+    line(&mut md, "| from | to | RSS KiB/exec | fds/exec | threads/exec |");
+    line(&mut md, "|---:|---:|---:|---:|---:|");
+    for i in &c.intervals {
+        line(
+            &mut md,
+            &format!(
+                "| {} | {} | {} | {} | {} |",
+                i.from,
+                i.to,
+                per(i.rss_kib, ""),
+                per(i.fds, ""),
+                per(i.threads, "")
+            ),
+        );
+    }
+    line(&mut md, "\n## Cleanup\n");
+    match &r.cleanup {
+        None => line(&mut md, "Not yet (the ramp is running)."),
+        Some(k) => {
+            let left =
+                if k.left.is_empty() { "none left".to_owned() } else { format!("LEFT RUNNING: pids {:?}", k.left) };
+            let daemon = match k.daemon_stopped {
+                Some(true) => "; the daemon stopped",
+                Some(false) => "; THE DAEMON IS STILL RUNNING",
+                None => "; the daemon (not started here) left running",
+            };
+            line(
+                &mut md,
+                &format!("{} held requests cancelled, {} held programs killed, {left}{daemon}.", k.cancelled, k.killed),
+            );
+        }
+    }
+    md
+}
+
+/// The `detail` of a daemon's problem+json error body.
+fn detail(body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    v.get("detail")?.as_str().map(str::to_owned)
+}
+
+/// A failure's details as a person reads them.
+pub fn how(h: &How) -> String {
+    match h {
+        How::HttpStatus { status, body } => match detail(body) {
+            Some(d) => format!("HTTP {status}: {d:?}"),
+            None => format!("HTTP {status}, body {body:?}"),
+        },
+        How::Connection { errno: Some(e), error } => format!("connection failed ({e}): {error}"),
+        How::Connection { errno: None, error } => format!("connection failed: {error}"),
+        How::ProbeTimeout { bound_ms } => format!("no answer to the probe within {bound_ms} ms"),
+        How::DaemonTimedOut { timeout_ms } => {
+            format!("the daemon timed the probe out (timedOut: true, timeoutMs {timeout_ms})")
+        }
+        How::ProbeExit { exit_code, stderr } => format!("the probe exited {exit_code:?}, stderr {stderr:?}"),
+        How::HeldEnded { exit_code, timed_out, after_ms } => {
+            format!("a held exec was answered after {after_ms} ms (exitCode {exit_code:?}, timedOut {timed_out})")
+        }
+        How::NotStarted { running, wanted, waited_ms } => {
+            format!("{running} of {wanted} held programs running after {waited_ms} ms")
+        }
+        How::DaemonDied { status } => format!("the daemon's process is gone ({status})"),
+        How::HoldExpired { hold_ms } => format!("the held programs' {hold_ms} ms ran out before the ramp"),
+    }
+}
+
+/// The short table printed on the console.
+fn table(r: &CapacityReport) -> String {
+    let mut t = format!(
+        "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
+        "held", "running", "p50", "p99", "RSS", "fds", "threads", "children"
+    );
+    for s in &r.steps {
+        t.push_str(&format!(
+            "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
+            s.held,
+            num(s.running.map(u64::from)),
+            latency(s, s.probe.p50),
+            latency(s, s.probe.p99),
+            mib(s.readings.rss_kib),
+            num(s.readings.fds),
+            num(s.readings.threads),
+            num(s.readings.children),
+        ));
+    }
+    t.push_str(&format!("{}\n", verdict(r)));
+    let f = &r.costs.fit;
+    if f.rss_kib.is_some() || f.fds.is_some() {
+        let v =
+            |l: &Option<crate::results::capacity::Line>| l.map_or_else(|| "–".into(), |l| format!("{:.2}", l.per_exec));
+        t.push_str(&format!(
+            "per held exec: RSS {} KiB, {} fds, {} threads (least squares over {} steps)\n",
+            v(&f.rss_kib),
+            v(&f.fds),
+            v(&f.threads),
+            r.steps.len()
+        ));
+    }
+    t
+}
