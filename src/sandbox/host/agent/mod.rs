@@ -38,12 +38,14 @@ use crate::BoxFut;
 mod api;
 mod control;
 mod process;
+mod routes;
 mod running;
 
 pub(crate) use api::Api;
 pub use control::{ClockReading, ProcessState, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
+pub use routes::request_kind;
 use running::RunningDaemon;
 pub use running::Url;
 
