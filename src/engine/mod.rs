@@ -267,8 +267,10 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     });
     let before = sample::total_counts(&hosts);
     // Today's keys: one long turn per sandbox, the whole case.
+    // (On the runners' channel: when the calls run elsewhere, that one is put in time order
+    // with the writers' messages at the end, and the turn's marks must be too.)
     if !turns {
-        relays.iter().for_each(|r| sink.turn(r.sandbox, TurnEvent::Started));
+        relays.iter().for_each(|r| runner_sink.turn(r.sandbox, TurnEvent::Started));
     }
     let phase_ends = sample::at_phase_ends(&hosts, epoch, wl.phases.iter().map(|p| p.duration).collect());
     let timeline = sample::every(&hosts, org.clone(), epoch, step, wl.duration());
@@ -371,7 +373,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         }
         if !turns {
             let calls = per_sandbox[relay.sandbox as usize].load(Ordering::Relaxed);
-            sink.turn(relay.sandbox, TurnEvent::Ended { calls });
+            runner_sink.turn(relay.sandbox, TurnEvent::Ended { calls });
         }
     }
     let whole = sample::total_counts(&hosts);
@@ -392,7 +394,8 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
     let mut sandbox_side = None;
     if let Some(mut inbox) = runner_inbox {
         let runner_msgs: Vec<crate::events::Msg> = inbox.try_iter().collect();
-        if let Some(f) = backend.finish(runner_msgs).await {
+        if let Some(mut f) = backend.finish(runner_msgs).await {
+            count_calls_of_turns(&mut f.msgs);
             f.msgs.into_iter().for_each(|m| sink.forward(m));
             f.problems.into_iter().for_each(|p| sink.notice(0, Say::Other(p)));
             degraded.extend(f.degraded);
@@ -430,6 +433,24 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
         org_handle: &org,
     };
     Ok(ended.result(&recording))
+}
+
+/// The calls made elsewhere (the in-sandbox writers') into the turn marks that end each
+/// sandbox's turn: the runner's side, which marked them, could not count them.
+fn count_calls_of_turns(msgs: &mut [crate::events::Msg]) {
+    use crate::events::{EventKind, Msg};
+    let mut calls: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    for m in msgs.iter_mut() {
+        match m {
+            Msg::Call(e) if matches!(e.kind, EventKind::Writer(_)) => *calls.entry(e.sandbox).or_default() += 1,
+            Msg::Turn(t) => {
+                if let TurnEvent::Ended { calls: n } = &mut t.what {
+                    *n = calls.remove(&t.sandbox).unwrap_or(0);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `done`: calls answered so far, `None` when they are counted only at the end (in the

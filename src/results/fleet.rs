@@ -50,7 +50,8 @@ pub struct FleetPoint {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FleetResult {
     /// Whether the runners' requests passed through the organisation (an emulated remote
-    /// host): when false, the gauges, rates and limits below are not measured (zeros).
+    /// host, or the delay proxy in front of a real daemon under limits): when false, the
+    /// gauges, rates and limits below are not measured (zeros).
     pub org_measured: bool,
     /// The limits in force, as a person reads them.
     pub limits: String,

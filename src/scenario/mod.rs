@@ -463,7 +463,7 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
     if f.kind.target() == Target::Org {
         if !case.host.admits() {
-            let why = "org-limit needs host = \"remote\": the emulated daemon's requests pass through the organisation";
+            let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
             return Err(c.err("fault", why));
         }
     } else if let Some(d) = f.kind.daemon_fault() {

@@ -101,3 +101,19 @@ pub fn processes_naming(path: &Path) -> Vec<String> {
         .filter(|c| c.contains(&needle))
         .collect()
 }
+
+/// The sandbox-agent binary, or `None` after saying why the test is skipped; a panic when
+/// `RELAY_BENCH_REQUIRE_DAEMON` is set (CI installs the daemon: a skip there would be a
+/// pass that tested nothing).
+pub fn daemon_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    match relay_bench::sandbox::host::find_sandbox_agent() {
+        Ok(bin) => Some(bin),
+        Err(why) if std::env::var_os("RELAY_BENCH_REQUIRE_DAEMON").is_some() => {
+            panic!("{test}: RELAY_BENCH_REQUIRE_DAEMON is set and {why}")
+        }
+        Err(why) => {
+            eprintln!("{test}: skipped: {why}");
+            None
+        }
+    }
+}

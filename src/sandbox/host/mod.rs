@@ -14,13 +14,13 @@ mod remote;
 mod wire;
 
 pub use agent::{
-    find_binary as find_sandbox_agent, use_binary as use_sandbox_agent, AgentHost, AgentProcess, ClockReading,
-    ProcessState, SandboxControl, Url, TOKEN_ENV as AGENT_TOKEN_ENV,
+    find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
+    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
-pub use wire::DelayProxy;
+pub use wire::{http, Classify, DelayProxy, Gate};
 
 use std::ffi::OsString;
 use std::io;

@@ -16,7 +16,11 @@
 //!
 //! One HTTP/1.1 client per host with a keep-alive pool (hyper's, as production's `fetch`
 //! keeps its connections). Nothing here is emulated; with a latency profile the requests
-//! cross a delay proxy on a real TCP path ([`super::DelayProxy`]).
+//! cross a delay proxy on a real TCP path ([`super::DelayProxy`]). With `limits` too, that
+//! proxy plays the provider's proxy: it admits each request through the case's organisation
+//! ([`super::Gate`], [`routes`]), as the emulated daemon admits its own, and answers a
+//! refusal `429`. relay-bench's own requests ([`SandboxControl`]) go to the daemon
+//! directly: never admitted, never counted.
 
 use std::ffi::OsString;
 use std::io;
@@ -27,23 +31,26 @@ use std::time::Duration;
 use hyper::Method;
 use serde::Deserialize;
 
+use super::org::{Limits, Org};
 use super::{
-    BuiltHost, Busy, DaemonFault, DelayProxy, Host, HostKind, HostSpec, HostTables, Kind, LatencyProfile, Purpose,
-    RequestCounter, RequestCounts, Seat,
+    BuiltHost, Busy, DaemonFault, DelayProxy, Gate, Host, HostKind, HostSpec, HostTables, Kind, LatencyProfile,
+    Purpose, RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
-use crate::sandbox::dir::{ExecOutput, Lines, RelayDir};
+use crate::sandbox::dir::{ExecOutput, Lines};
 use crate::BoxFut;
 
 mod api;
 mod control;
 mod process;
+mod routes;
 mod running;
 
 pub(crate) use api::Api;
 pub use control::{ClockReading, ProcessState, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
+pub use routes::request_kind;
 use running::RunningDaemon;
 pub use running::Url;
 
@@ -229,11 +236,9 @@ impl Host for AgentHost {
     fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
         self.counter.count(Purpose::Discovery, Kind::Exec);
         let argv: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        Box::pin(async move {
-            let out = self.api.run(&argv, timeout.as_millis() as u64).await;
-            // A spawn the daemon refuses (502) is a rejected exec, as production sees it.
-            out.map_err(|e| io::Error::new(e.kind(), format!("exec rejected: {e}")))
-        })
+        // A refusal (the daemon's 502 on a spawn, a proxy's 429) is an error, which the window
+        // source reads as a rejected exec, as production does (and says so itself).
+        Box::pin(async move { self.api.run(&argv, timeout.as_millis() as u64).await })
     }
 
     fn exec_follow<'a>(&'a self, _argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
@@ -272,6 +277,8 @@ pub struct AgentSpec {
     /// read, as `relay-bench list` does).
     version: std::sync::OnceLock<String>,
     profile: Option<LatencyProfile>,
+    /// The limits the delay proxy enforces (only with a profile: the proxy is on the path).
+    limits: Option<Limits>,
     /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
     in_sandbox: Option<String>,
 }
@@ -286,10 +293,6 @@ impl HostKind for SandboxAgent {
     }
 
     fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        if case.raw_peek("limits").is_some() {
-            let why = "limits are enforced on the emulated daemon (host = \"remote\"); a real daemon's are its own";
-            return Err(case.err("limits", why));
-        }
         let url = match case.string("url")? {
             Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
             None => None,
@@ -301,6 +304,11 @@ impl HostKind for SandboxAgent {
             None => find_binary(),
         };
         let profile = super::remote::case_profile(case, &tables.profiles)?;
+        let limits = super::org::case_limits(case, &tables.limits)?;
+        if limits.is_some() && profile.is_none() {
+            let why = "needs a latency profile (e.g. profile = \"lan\"): the limits are enforced by relay-bench's delay proxy in front of the daemon, and only a profile puts that proxy on the path";
+            return Err(case.err("limits", why));
+        }
         let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
             (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
             (false, None) => None,
@@ -314,7 +322,8 @@ impl HostKind for SandboxAgent {
                 Some(root.to_owned())
             }
         };
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version: std::sync::OnceLock::new(), profile, in_sandbox }))
+        let version = std::sync::OnceLock::new();
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox }))
     }
 }
 
@@ -324,9 +333,14 @@ impl HostSpec for AgentSpec {
     }
 
     fn params(&self) -> String {
-        let wire = match &self.profile {
-            Some(p) => format!("behind a delay proxy: {} on a real TCP path", p.describe()),
-            None => "on loopback, no latency added".to_owned(),
+        let wire = match (&self.profile, &self.limits) {
+            (Some(p), Some(l)) => format!(
+                "behind a delay proxy: {} on a real TCP path; limits enforced by the proxy: {}",
+                p.describe(),
+                l.describe()
+            ),
+            (Some(p), None) => format!("behind a delay proxy: {} on a real TCP path", p.describe()),
+            (None, _) => "on loopback, no latency added".to_owned(),
         };
         if let Some(u) = &self.url {
             let token = if std::env::var_os(&self.token_env).is_some() {
@@ -346,16 +360,13 @@ impl HostSpec for AgentSpec {
     }
 
     fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
-        let Seat { dir, busy, seed, .. } = seat;
         if let Some(u) = &self.url {
-            return self.build_on(u, dir, busy, seed);
+            return self.build_on(u, seat);
         }
         let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.clone()))?;
         let process = Arc::new(AgentProcess::start(bin)?);
-        let proxy = match &self.profile {
-            Some(p) => Some(Arc::new(DelayProxy::start(process.addr(), p.clone(), seed)?)),
-            None => None,
-        };
+        let proxy = self.proxy(process.addr(), &seat)?;
+        let Seat { dir, busy, .. } = seat;
         let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
         let api = Api::new(process.base.clone(), None);
         let sandbox = Arc::new(SandboxControl::new(api.clone()));
@@ -376,6 +387,14 @@ impl HostSpec for AgentSpec {
 
     fn needs_real_clock(&self) -> bool {
         true
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits.clone().unwrap_or_default()
+    }
+
+    fn admits(&self) -> bool {
+        self.limits.is_some()
     }
 
     fn can_follow(&self) -> bool {
@@ -425,13 +444,19 @@ impl AgentSpec {
         })
     }
 
+    /// The delay proxy in front of the daemon at `upstream`, with a profile; with limits, it
+    /// admits the seat's requests through the case's organisation.
+    fn proxy(&self, upstream: std::net::SocketAddr, seat: &Seat) -> io::Result<Option<Arc<DelayProxy>>> {
+        let Some(p) = &self.profile else { return Ok(None) };
+        let gate = self.limits.as_ref().map(|_| gate(&seat.org, seat.sandbox));
+        Ok(Some(Arc::new(DelayProxy::start_gated(upstream, p.clone(), seat.seed, gate)?)))
+    }
+
     /// A host on a daemon already running at `url` (relay-bench's writer runs here, so the
     /// daemon must see this machine's relay dirs).
-    fn build_on(&self, url: &Url, dir: Arc<dyn RelayDir>, busy: Arc<Busy>, seed: u64) -> io::Result<BuiltHost> {
-        let proxy = match &self.profile {
-            Some(p) => Some(Arc::new(DelayProxy::start(url.addr()?, p.clone(), seed)?)),
-            None => None,
-        };
+    fn build_on(&self, url: &Url, seat: Seat) -> io::Result<BuiltHost> {
+        let proxy = self.proxy(url.addr()?, &seat)?;
+        let Seat { dir, busy, .. } = seat;
         let token = std::env::var(&self.token_env).ok();
         let api = Api::new(url.base(), token);
         let sandbox = Arc::new(SandboxControl::new(api.clone()));
@@ -443,4 +468,11 @@ impl AgentSpec {
         let control = RunningDaemon { proxy };
         Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
+}
+
+/// The gate of sandbox `sandbox` of `org`: the runner's requests, told apart by route, admitted
+/// there; its connection gauges count the proxy's real connections.
+fn gate(org: &Arc<Org>, sandbox: u32) -> Gate {
+    org.count_real_connections();
+    Gate { org: org.clone(), sandbox, classify: routes::request_kind }
 }

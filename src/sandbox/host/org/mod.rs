@@ -15,6 +15,8 @@
 //! connection to its sandbox if one is open, else opens one; an idle connection closes after
 //! the keep-alive (70 s: Daytona's preview proxy closes idle keep-alive connections then),
 //! at that moment to within a second (one sweep a second at most closes the ones due).
+//! In front of a real daemon the delay proxy counts its real client connections instead
+//! ([`Org::count_real_connections`], [`Org::connect`]), and closes them itself.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -68,6 +70,8 @@ struct State {
     /// When each idle connection is due to close, and whose (in time order), for the sweep.
     expiries: std::collections::VecDeque<(Instant, usize)>,
     sweeping: bool,
+    /// The connection gauges count real connections ([`Org::connect`]), not a modelled pool.
+    real_conns: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -89,6 +93,22 @@ pub struct Org {
     freed: Notify,
     /// Wakes the connection sweep when a connection goes idle.
     idle: Arc<Notify>,
+}
+
+/// One real connection to a sandbox, in the connection gauges while it lives.
+pub struct Connection {
+    org: Arc<Org>,
+    sandbox: usize,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let mut s = self.org.lock();
+        let s = &mut *s;
+        let now = Instant::now();
+        s.sandboxes[self.sandbox].conns.sub(1, now, &mut s.tallies.sb_conns);
+        s.conns.sub(1, now, &mut s.tallies.conns);
+    }
 }
 
 /// A request let through: its place under the limits and in the gauges, given back when it
@@ -140,6 +160,7 @@ impl Org {
                 legs: new_histogram(),
                 expiries: Default::default(),
                 sweeping: false,
+                real_conns: false,
             }),
             limits,
             freed: Notify::new(),
@@ -248,6 +269,31 @@ impl Org {
     /// The legs paid so far (ns).
     pub fn legs(&self) -> Histogram<u64> {
         self.lock().legs.clone()
+    }
+
+    /// From now on the connection gauges count the real connections opened with
+    /// [`Org::connect`] (a proxy on a real TCP path), not the pool the emulated daemon
+    /// models; set before the first request.
+    pub fn count_real_connections(&self) {
+        self.lock().real_conns = true;
+    }
+
+    /// A real connection to `sandbox` opened: counted until the guard drops.
+    pub fn connect(self: &Arc<Self>, sandbox: u32) -> Connection {
+        let i = sandbox as usize;
+        let mut s = self.lock();
+        let s = &mut *s;
+        let now = Instant::now();
+        s.sandboxes[i].conns.add(1, now, &mut s.tallies.sb_conns);
+        s.conns.add(1, now, &mut s.tallies.conns);
+        Connection { org: self.clone(), sandbox: i }
+    }
+
+    /// Every request counted since the clock's start (rejected ones too), by kind.
+    pub fn counts_by_kind(&self) -> super::ByKind {
+        let s = self.lock();
+        let total = |k: Kind| s.per_sec.iter().map(|b| u64::from(b[k as usize])).sum();
+        super::ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), total(*k))).collect())
     }
 
     /// A held request cut by the proxy's idle timeout.
@@ -388,6 +434,7 @@ impl State {
 
     fn opened(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
         self.prune(i, now, keepalive);
+        let modelled = !self.real_conns;
         let t = &mut self.tallies;
         let sb = &mut self.sandboxes[i];
         sb.in_flight.add(1, now, &mut t.sb_in_flight);
@@ -396,14 +443,16 @@ impl State {
             sb.held.add(1, now, &mut t.sb_held);
             self.held.add(1, now, &mut t.held);
         }
-        if sb.idle.pop().is_none() {
+        if modelled && sb.idle.pop().is_none() {
             sb.conns.add(1, now, &mut t.sb_conns);
             self.conns.add(1, now, &mut t.conns);
         }
     }
 
     fn closed(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
-        self.expiries.push_back((now + keepalive, i));
+        if !self.real_conns {
+            self.expiries.push_back((now + keepalive, i));
+        }
         self.side.give_back(held);
         let t = &mut self.tallies;
         let sb = &mut self.sandboxes[i];
@@ -414,7 +463,9 @@ impl State {
             sb.held.sub(1, now, &mut t.sb_held);
             self.held.sub(1, now, &mut t.held);
         }
-        sb.idle.push(now);
+        if !self.real_conns {
+            sb.idle.push(now);
+        }
     }
 }
 
@@ -524,6 +575,24 @@ mod tests {
         let st = org.finish(Instant::now());
         assert_eq!(st.connections.max, 2);
         assert!(st.connections.mean < 2.0 && st.connections.mean > 1.0, "{:?}", st.connections);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn real_connections_replace_the_modelled_pool() {
+        let org = Org::unlimited(2);
+        org.count_real_connections();
+        let c = org.connect(1);
+        let (a, b) = (org.admit(1, Kind::Exec).await.unwrap(), org.admit(1, Kind::List).await.unwrap());
+        assert_eq!(org.sample().conns, 1, "two requests on the one real connection");
+        drop((a, b));
+        tokio::time::advance(s(10)).await;
+        drop(c);
+        tokio::time::advance(s(10)).await;
+        let st = org.finish(Instant::now());
+        assert_eq!((st.connections.max, st.sandbox_connections.max), (1, 1));
+        assert!((st.connections.mean - 0.5).abs() < 0.01, "closed when the connection was: {:?}", st.connections);
+        let by = org.counts_by_kind().0;
+        assert_eq!((by[0].1, by[6].1), (1, 1), "{by:?}");
     }
 
     #[tokio::test(start_paused = true)]

@@ -6,6 +6,10 @@
 //! dark for a while (a blackhole): connections stay up, nothing crosses; what was sent crosses
 //! at TCP's first retransmission after the wire heals (Linux's 200 ms minimum RTO, doubling
 //! from when it was sent), behind which the rest of the stream waits, in order.
+//!
+//! Given a [`Gate`] (a case's limits), it also plays the provider's proxy in front of the
+//! daemon: it reads each HTTP request ([`http`]) and admits it through the case's
+//! organisation as the emulated daemon does ([`gate`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -20,6 +24,13 @@ use tokio::time::Instant;
 
 use super::LatencyProfile;
 use crate::base::rng::Rng;
+
+mod gate;
+#[cfg(test)]
+mod gate_tests;
+pub mod http;
+
+pub use gate::{Classify, Gate};
 
 /// A running proxy; it stops when dropped.
 pub struct DelayProxy {
@@ -37,6 +48,8 @@ struct Shared {
     legs: Mutex<Histogram<u64>>,
     /// The dark spell, if one was struck: (from, to).
     dark: Mutex<Option<(Instant, Instant)>>,
+    /// The limits its requests are admitted under, if any.
+    gate: Option<Gate>,
 }
 
 /// TCP's first retransmission timeout on Linux (`TCP_RTO_MIN`); it doubles with each retry.
@@ -63,6 +76,16 @@ fn crossing(sent: Instant, due: Instant, dark: Option<(Instant, Instant)>) -> In
 impl DelayProxy {
     /// Listens on a free loopback port and forwards to `upstream` (inside a tokio runtime).
     pub fn start(upstream: SocketAddr, profile: LatencyProfile, seed: u64) -> io::Result<DelayProxy> {
+        DelayProxy::start_gated(upstream, profile, seed, None)
+    }
+
+    /// As [`DelayProxy::start`], admitting every HTTP request through `gate` when given.
+    pub fn start_gated(
+        upstream: SocketAddr,
+        profile: LatencyProfile,
+        seed: u64,
+        gate: Option<Gate>,
+    ) -> io::Result<DelayProxy> {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
@@ -74,6 +97,7 @@ impl DelayProxy {
             cut: watch::channel(0).0,
             legs: Mutex::new(Histogram::new(3).expect("a histogram")),
             dark: Mutex::new(None),
+            gate,
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -121,10 +145,14 @@ impl Drop for DelayProxy {
     }
 }
 
-/// One client connection: two pumps, each delaying what it reads before writing it on.
+/// One client connection: two pumps, each delaying what it reads before writing it on (or,
+/// with a gate, the HTTP-aware pair of [`gate::serve`]).
 async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>, n: u64) {
     let Ok(server) = TcpStream::connect(upstream).await else { return };
     let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    if shared.gate.is_some() {
+        return gate::serve(client, server, shared, n).await;
+    }
     let (cr, cw) = client.into_split();
     let (sr, sw) = server.into_split();
     let mut cut = shared.cut.subscribe();
@@ -144,21 +172,31 @@ async fn pump(
     mut rng: Rng,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Instant, Vec<u8>)>();
-    let dark_of = shared.clone();
-    let writer = async move {
+    let writer = async {
         let mut to = to;
         while let Some((sent, due, bytes)) = rx.recv().await {
-            tokio::time::sleep_until(due).await;
-            // A spell struck while these bytes were held still catches them.
-            let dark = *dark_of.dark.lock().expect("dark lock");
-            tokio::time::sleep_until(crossing(sent, due, dark)).await;
+            shared.cross(sent, due).await;
             if to.write_all(&bytes).await.is_err() {
                 break;
             }
         }
         let _ = to.shutdown().await;
     };
-    let reader = async move {
+    // The closure owns the sender: when the reader ends, the writer learns it and shuts `to` down.
+    let reader = shared.read_chunks(&mut from, &mut rng, move |sent, due, bytes| tx.send((sent, due, bytes)).is_ok());
+    tokio::join!(reader, writer);
+}
+
+impl Shared {
+    /// Reads chunks from `from` until it ends (or `each` says stop), giving each chunk the
+    /// instant it arrived and the one it is due across: one leg later, or with the chunk
+    /// before it when that one is still on the way.
+    async fn read_chunks(
+        &self,
+        from: &mut tokio::net::tcp::OwnedReadHalf,
+        rng: &mut Rng,
+        mut each: impl FnMut(Instant, Instant, Vec<u8>) -> bool,
+    ) {
         let mut buf = vec![0u8; 64 * 1024];
         let mut last = Instant::now();
         loop {
@@ -170,16 +208,28 @@ async fn pump(
             // message (a response in two reads): it goes with it, not one more leg later.
             let now = Instant::now();
             if last <= now {
-                let leg = shared.profile.leg.draw(&mut rng);
-                let _ = shared.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
-                last = now + leg;
+                last = now + self.leg(rng);
             }
-            if tx.send((now, last, buf[..n].to_vec())).is_err() {
+            if !each(now, last, buf[..n].to_vec()) {
                 break;
             }
         }
-    };
-    tokio::join!(reader, writer);
+    }
+
+    /// One leg drawn from the profile, and recorded.
+    fn leg(&self, rng: &mut Rng) -> std::time::Duration {
+        let leg = self.profile.leg.draw(rng);
+        let _ = self.legs.lock().expect("legs lock").record(leg.as_nanos() as u64);
+        leg
+    }
+
+    /// Waits until bytes sent at `sent`, due at `due`, have crossed the wire.
+    async fn cross(&self, sent: Instant, due: Instant) {
+        tokio::time::sleep_until(due).await;
+        // A spell struck while these bytes were held still catches them.
+        let dark = *self.dark.lock().expect("dark lock");
+        tokio::time::sleep_until(crossing(sent, due, dark)).await;
+    }
 }
 
 #[cfg(test)]
@@ -244,5 +294,25 @@ mod tests {
         let mut buf = [0u8; 8];
         let cut = tokio::time::timeout(std::time::Duration::from_secs(10), c.read(&mut buf)).await.unwrap();
         assert!(matches!(cut, Ok(0) | Err(_)), "the connection is cut: {cut:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_close_by_the_server_crosses_to_the_client() {
+        // A server that reads a little, then closes: its client must see the close (a
+        // daemon restarted under a held request), not hang.
+        let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = server.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = server.accept().await {
+                let mut buf = [0u8; 16];
+                let _ = s.read(&mut buf).await;
+            }
+        });
+        let proxy = DelayProxy::start(upstream, fixed(5), 1).unwrap();
+        let mut c = TcpStream::connect(proxy.addr).await.unwrap();
+        c.write_all(b"hello").await.unwrap();
+        let mut buf = [0u8; 8];
+        let closed = tokio::time::timeout(std::time::Duration::from_secs(5), c.read(&mut buf)).await;
+        assert!(matches!(closed, Ok(Ok(0) | Err(_))), "the close crossed: {closed:?}");
     }
 }
