@@ -23,6 +23,8 @@ struct Point {
 const HELD_ALL_DAY: &str = "turns_per_sec = 1\n";
 /// Agent turns, the suite's default mix: a turn under way about a tenth of the time.
 const AGENT_TURNS: &str = "[workload.agent]\n";
+/// Agent turns with an hour between sessions (a fleet idle most of the day).
+const IDLE_HEAVY: &str = "[workload.agent]\nsession_gap = { mean = \"1h\" }\n";
 
 const POINTS: &[Point] = &[
     Point { name: "100x1h-held", sandboxes: 100, hours: 1, workload: HELD_ALL_DAY, quick: true },
@@ -30,6 +32,7 @@ const POINTS: &[Point] = &[
     Point { name: "1000x1h-held", sandboxes: 1000, hours: 1, workload: HELD_ALL_DAY, quick: false },
     Point { name: "1000x24h-held", sandboxes: 1000, hours: 24, workload: HELD_ALL_DAY, quick: false },
     Point { name: "1000x24h-turns", sandboxes: 1000, hours: 24, workload: AGENT_TURNS, quick: false },
+    Point { name: "1000x24h-turns-idle-heavy", sandboxes: 1000, hours: 24, workload: IDLE_HEAVY, quick: false },
     Point { name: "10000x1h-turns", sandboxes: 10_000, hours: 1, workload: AGENT_TURNS, quick: false },
     Point { name: "10000x1h-held", sandboxes: 10_000, hours: 1, workload: "turns_per_sec = 10\n", quick: false },
 ];

@@ -33,6 +33,8 @@ mkdir -p "$out"
 echo "== cargo bench (timings only)"
 cargo bench --locked --bench relay -- "${criterion[@]}" 2>&1 | tee "$out/criterion.txt" \
   || echo "warning: cargo bench failed; timings missing"
+echo "== how far the virtual clock carries a fleet (the small points; timings only)"
+cargo bench --locked --bench scale -- --quick 2>&1 | tee "$out/scale.txt" || echo "warning: the scale bench failed"
 echo "== virtual-time scenarios: their gates decide"
 set +e
 cargo run --release --locked -- run request-budget faults --quiet --out "$out" --junit "$out/junit.xml" "${relay[@]}"
