@@ -71,7 +71,15 @@ pub struct LatencyProfile {
     pub name: String,
     pub leg: Leg,
     pub concurrency: usize,
+    /// What each exec the sandbox's daemon holds adds to its answer to any request: the real
+    /// daemon's next exec started 2.4 µs later per held exec (1.51 ms at none, 3.92 ms at
+    /// 1,000: reports/runs/20261201-daemon-capacity).
+    pub held_exec_cost: Duration,
 }
+
+/// The real daemon's measured cost of a held exec to the next request (see
+/// [`LatencyProfile::held_exec_cost`]).
+pub const HELD_EXEC_COST: Duration = Duration::from_nanos(2_410);
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -87,7 +95,7 @@ impl LatencyProfile {
             "far" => (Leg { min: ms(70), max: ms(80), tail_ratio: 0.05, tail_mean: ms(200), tail_max: ms(2000) }, 8),
             _ => return None,
         };
-        Some(LatencyProfile { name: name.to_owned(), leg, concurrency })
+        Some(LatencyProfile { name: name.to_owned(), leg, concurrency, held_exec_cost: HELD_EXEC_COST })
     }
 
     pub const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
@@ -108,6 +116,9 @@ impl LatencyProfile {
                 human(l.tail_mean),
                 human(l.tail_max)
             );
+        }
+        if !self.held_exec_cost.is_zero() {
+            s += &format!(", +{} per exec held", human(self.held_exec_cost));
         }
         s
     }
@@ -202,7 +213,9 @@ impl Daemon {
     /// the proxy's idle timeout is cut.
     pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
         self.counter.count(purpose, kind);
-        let _ticket: Ticket = self.org.admit(self.sandbox, kind).await?;
+        let ticket: Ticket = self.org.admit(self.sandbox, kind).await?;
+        // The execs the daemon holds besides this one slow its answer (measured).
+        let held_cost = self.profile.held_exec_cost * ticket.held_besides();
         let mut outage = self.outage.subscribe();
         let at_start = *outage.borrow_and_update();
         let cut = async {
@@ -228,7 +241,7 @@ impl Daemon {
             } else {
                 op.run().await
             };
-            self.pay(self.leg()).await;
+            self.pay(self.leg() + held_cost).await;
             self.unpaused().await;
             out
         };
@@ -402,7 +415,7 @@ impl Host for RemoteHost {
 pub type Profiles = BTreeMap<String, LatencyProfile>;
 
 /// Reads a `[profile.NAME]` table: `leg_min`, `leg_max`, `tail_ratio`, `tail_mean`,
-/// `tail_max`, `concurrency` (missing keys from the `proxy` profile).
+/// `tail_max`, `concurrency`, `held_exec_cost` (missing keys from the `proxy` profile).
 pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
     let base = LatencyProfile::shipped("proxy").expect("shipped");
     let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
@@ -418,7 +431,8 @@ pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, S
         tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
     };
     let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
-    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency })
+    let held_exec_cost = f.duration("held_exec_cost")?.unwrap_or(base.held_exec_cost);
+    Ok(LatencyProfile { name: name.to_owned(), leg, concurrency, held_exec_cost })
 }
 
 /// `host = "remote"`, with `profile = "<name>"`.
@@ -539,7 +553,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_request_pays_two_legs_and_is_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(20), ms(20)), concurrency: 2 };
+        let profile = LatencyProfile {
+            name: "fixed".into(),
+            leg: Leg::uniform(ms(20), ms(20)),
+            concurrency: 2,
+            held_exec_cost: Duration::ZERO,
+        };
         let daemon = Arc::new(Daemon::new(profile, 1, Arc::default()));
         let host = RemoteHost::new(dir.path(), daemon.clone());
         let t0 = Instant::now();
@@ -555,9 +574,39 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn every_exec_the_daemon_holds_slows_its_other_answers_by_the_measured_cost() {
+        let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
+        let mut profile = LatencyProfile::shipped("proxy").unwrap();
+        profile.leg = Leg::uniform(ms(10), ms(10));
+        profile.held_exec_cost = ms(3);
+        let host = Arc::new(RemoteHost::over(Arc::new(dir.clone()), Arc::new(Daemon::new(profile, 1, Arc::default()))));
+        let t0 = Instant::now();
+        host.list().await.unwrap();
+        assert_eq!(t0.elapsed(), ms(20), "nothing held: two legs");
+        let argv = crate::sandbox::dir::program::WatchArgs::window(
+            "/sb/relay",
+            Duration::from_secs(5),
+            Duration::from_secs(2),
+        )
+        .argv(std::path::Path::new("relay-bench"));
+        let h = host.clone();
+        let held = tokio::spawn(async move { h.exec(&argv, Duration::from_secs(10)).await });
+        tokio::time::sleep(ms(50)).await;
+        let t0 = Instant::now();
+        host.list().await.unwrap();
+        assert_eq!(t0.elapsed(), ms(23), "one exec held: its cost on the answer");
+        held.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_concurrency_limit_queues_requests() {
         let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(10), ms(10)), concurrency: 2 };
+        let profile = LatencyProfile {
+            name: "fixed".into(),
+            leg: Leg::uniform(ms(10), ms(10)),
+            concurrency: 2,
+            held_exec_cost: Duration::ZERO,
+        };
         let host = Arc::new(RemoteHost::new(dir.path(), Arc::new(Daemon::new(profile, 1, Arc::default()))));
         let t0 = Instant::now();
         let mut tasks = Vec::new();

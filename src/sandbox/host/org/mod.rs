@@ -117,6 +117,15 @@ pub struct Ticket {
     org: Arc<Org>,
     sandbox: usize,
     held: bool,
+    /// Execs the sandbox held when this request was let through, itself aside.
+    held_besides: u32,
+}
+
+impl Ticket {
+    /// Execs the sandbox held when this request was let through, this one aside.
+    pub fn held_besides(&self) -> u32 {
+        self.held_besides
+    }
 }
 
 impl Drop for Org {
@@ -223,7 +232,9 @@ impl Org {
                             record(&mut s.queue_wait, arrived.elapsed());
                         }
                         s.opened(i, held, Instant::now(), self.limits.keepalive);
-                        return Ok(Ticket { org: self.clone(), sandbox: i, held });
+                        let held_now = s.sandboxes[i].held.value() as u32;
+                        let held_besides = held_now.saturating_sub(u32::from(held));
+                        return Ok(Ticket { org: self.clone(), sandbox: i, held, held_besides });
                     }
                     Err(r) => r,
                 }

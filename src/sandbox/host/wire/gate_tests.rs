@@ -76,7 +76,12 @@ async fn fake_daemon() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
 }
 
 fn profile() -> LatencyProfile {
-    LatencyProfile { name: "fixed".into(), leg: Leg::uniform(ms(5), ms(5)), concurrency: 1 }
+    LatencyProfile {
+        name: "fixed".into(),
+        leg: Leg::uniform(ms(5), ms(5)),
+        concurrency: 1,
+        held_exec_cost: Duration::ZERO,
+    }
 }
 
 async fn gated(limits: Limits) -> (DelayProxy, Arc<Org>, Arc<AtomicUsize>) {

@@ -254,7 +254,7 @@ mod tests {
     fn fixed(ms: u64) -> LatencyProfile {
         let d = std::time::Duration::from_millis(ms);
         let leg = Leg { min: d, max: d, tail_ratio: 0.0, tail_mean: d, tail_max: d };
-        LatencyProfile { name: "fixed".into(), leg, concurrency: 1 }
+        LatencyProfile { name: "fixed".into(), leg, concurrency: 1, held_exec_cost: std::time::Duration::ZERO }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
