@@ -119,6 +119,7 @@ pub async fn run_scenario(
         results: Vec::new(),
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
         baseline: s.baseline.clone(),
+        verdict: Some(Default::default()),
         interrupted: false,
         pass: false,
     };
@@ -210,7 +211,7 @@ pub async fn run_scenario(
         // Gates on a baseline ratio read the comparison just made: judged again.
         for r in summary.results.iter_mut() {
             if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
-                r.judge(&spec.gates);
+                r.judge(&spec.gates, &spec.rollout);
             }
         }
         let result = summary.results.last().expect("just pushed");

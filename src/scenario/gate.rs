@@ -463,6 +463,11 @@ impl Gate {
         Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
     }
 
+    /// Whether `other` tests the same thing, written alike or not (`<= 5` and `<= 5.0`).
+    pub fn same_test(&self, other: &Gate) -> bool {
+        self.metric == other.metric && self.op == other.op && self.threshold == other.threshold
+    }
+
     /// Checks the gate against a value read by `lookup`.
     pub fn evaluate(&self, observed: Option<f64>) -> GateResult {
         let observed_text = match (observed, self.metric) {

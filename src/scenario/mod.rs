@@ -75,6 +75,10 @@ pub struct CaseSpec {
     pub writer: Arc<dyn WriterSpec>,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
+    /// The rollout gates this case is judged on: the scenario's `rollout`, then its own.
+    /// They make the run's verdict (production as built, the option sets that meet each),
+    /// not the case's pass.
+    pub rollout: Vec<Gate>,
     /// The case this one is compared with, over the scenario's `baseline`.
     pub baseline: Option<String>,
     /// Scenario-wide faults first, then the case's own, in time order.
@@ -104,6 +108,8 @@ pub struct Scenario {
     pub cases: Vec<CaseSpec>,
     /// The case the others are compared with (ratios in the reports).
     pub baseline: Option<String>,
+    /// The rollout gates every case is judged on (each case may add its own).
+    pub rollout: Vec<Gate>,
 }
 
 impl Scenario {
@@ -146,6 +152,8 @@ impl Scenario {
         }
         let gate_strings = top.strings("gates")?;
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
+        let rollout_strings = top.strings("rollout")?;
+        let rollout = parse_gates(&top, "rollout", &rollout_strings)?;
         let workload = match top.table("workload")? {
             Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
@@ -189,7 +197,7 @@ impl Scenario {
         }
         let mut cases = Vec::new();
         for mut c in case_tables {
-            let mut case = parse_case(&mut c, &common_gates, &tables)?;
+            let mut case = parse_case(&mut c, &common_gates, &rollout, &tables)?;
             let mut faults = common_faults.clone();
             for mut f in c.tables("fault")? {
                 faults.push(parse_fault(&mut f, &workload)?);
@@ -231,12 +239,13 @@ impl Scenario {
         }
         for (i, c) in cases.iter().enumerate() {
             let base = c.baseline.as_deref().or(baseline.as_deref()).filter(|b| *b != c.name);
-            if base.is_none()
-                && c.gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)))
-            {
+            let on_baseline =
+                |gates: &[Gate]| gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)));
+            if base.is_none() && (on_baseline(&c.gates) || on_baseline(&c.rollout)) {
+                let which = if on_baseline(&c.gates) { "gates" } else { "rollout" };
                 return Err(ScenarioError {
                     file: file.to_owned(),
-                    key: format!("case[{i}].gates"),
+                    key: format!("case[{i}].{which}"),
                     msg: "a `vs_baseline.*` gate needs a baseline case: set `baseline` on the case or the scenario"
                         .into(),
                 });
@@ -259,6 +268,7 @@ impl Scenario {
             handler,
             cases,
             baseline,
+            rollout,
         })
     }
 }
@@ -375,7 +385,12 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
     })
 }
 
-fn parse_case(c: &mut Fields<'_>, common: &[Gate], tables: &HostTables) -> Result<CaseSpec, ScenarioError> {
+fn parse_case(
+    c: &mut Fields<'_>,
+    common: &[Gate],
+    common_rollout: &[Gate],
+    tables: &HostTables,
+) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     check_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
@@ -410,13 +425,20 @@ fn parse_case(c: &mut Fields<'_>, common: &[Gate], tables: &HostTables) -> Resul
     let own = c.strings("gates")?;
     let own = parse_gates(c, "gates", &own)?;
     // Scenario gates, the invariants, then the case's own: every case shares the leading
-    // ones, which is how reports tell a case's own (rollout) gates from the common ones.
+    // ones (a run that declared no rollout gates is read that way: its case's own gates).
     let mut gates = common.to_vec();
     if !c.boolean("expect_breaches")?.unwrap_or(false) {
         add_invariants(&mut gates, &own);
     }
     gates.extend(own);
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new() })
+    let own_rollout = c.strings("rollout")?;
+    let mut rollout = common_rollout.to_vec();
+    for g in parse_gates(c, "rollout", &own_rollout)? {
+        if !rollout.iter().any(|r| r.same_test(&g)) {
+            rollout.push(g);
+        }
+    }
+    Ok(CaseSpec { name, host, clock, runner, writer, gates, rollout, baseline, faults: Vec::new() })
 }
 
 fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {

@@ -281,3 +281,38 @@ fn a_blackhole_needs_the_delay_proxy_of_a_real_daemon() {
     let s = Scenario::parse("s.toml", &with("host = \"sandbox-agent\"\nprofile = \"proxy\"\n")).unwrap();
     assert_eq!(s.cases[0].faults[0].duration, Duration::from_millis(500));
 }
+
+#[test]
+fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gates() {
+    let text = GOOD
+        .replace("gates = [\"lost == 0\"]\n", "gates = [\"lost == 0\"]\nrollout = [\"pickup.p50 < 150ms\"]\n")
+        .replace(
+            "gates = [\"pickup.p50 < 10ms\"]",
+            "rollout = [\"idle_phase_discovery_per_min <= 5\", \"pickup.p50 < 150.0ms\"]",
+        );
+    let s = Scenario::parse("s.toml", &text).unwrap();
+    let c = &s.cases[0];
+    let exprs: Vec<&str> = c.rollout.iter().map(|g| g.expr.as_str()).collect();
+    assert_eq!(
+        exprs,
+        ["pickup.p50 < 150ms", "idle_phase_discovery_per_min <= 5"],
+        "the scenario's, then the case's own; one of a test"
+    );
+    assert!(c.gates.iter().all(|g| !g.expr.contains("idle_phase")), "rollout gates are not the case's gates");
+    let e = err(&text.replace("pickup.p50 < 150ms\"]\n[workload]", "speed < 1\"]\n[workload]"));
+    assert_eq!(e.key, "rollout");
+    let e = err(&GOOD.replace("gates = [\"pickup.p50 < 10ms\"]", "rollout = [\"vs_baseline.pickup_p50 <= 1.1\"]"));
+    assert_eq!(e.key, "case[0].rollout");
+    assert!(e.msg.contains("needs a baseline case"), "{e}");
+}
+
+#[test]
+fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none() {
+    for (name, text) in SHIPPED {
+        let s = Scenario::parse(name, text).unwrap();
+        let declared = s.cases.iter().any(|c| !c.rollout.is_empty());
+        assert_eq!(declared, ["rollout-gate", "fleet-capacity"].contains(name), "{name}");
+    }
+    let s = Scenario::load("rollout-gate").unwrap();
+    assert!(s.cases.iter().all(|c| c.rollout.len() == 2), "judged on every case");
+}

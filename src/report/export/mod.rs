@@ -12,6 +12,7 @@ pub mod hdr;
 mod json;
 pub mod junit;
 mod markdown;
+mod rollout;
 mod table;
 mod verdict;
 
