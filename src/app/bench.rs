@@ -90,6 +90,10 @@ pub async fn run_scenario(
             console::err(msg);
         }
     };
+    if let Some(o) = &s.overrides {
+        say(&format!("{}: overridden: {}", s.name, o.given.join(" ")));
+    }
+    say(&format!("{}: estimate {}", s.name, s.estimate().describe()));
     let environment = Environment::probe(&opts.relay_root);
     if environment.build == "debug" {
         say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
@@ -119,6 +123,7 @@ pub async fn run_scenario(
         results: Vec::new(),
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
         baseline: s.baseline.clone(),
+        overrides: s.overrides.clone(),
         verdict: Some(Default::default()),
         interrupted: false,
         pass: false,

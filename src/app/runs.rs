@@ -15,7 +15,7 @@ use crate::report::compare::{compare, CompareError, Comparison};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
-use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
+use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
 pub const BASELINE_THRESHOLD: f64 = 0.05;
@@ -103,6 +103,9 @@ pub struct RunRequest {
     pub junit: Option<PathBuf>,
     /// The sandbox-agent binary to start, before any other place it is looked for.
     pub sandbox_agent: Option<PathBuf>,
+    /// `--clock`, `--duration` / `--scale`, `--seed`, `--sandboxes`: applied to every
+    /// scenario, recorded in its report.
+    pub overrides: Overrides,
 }
 
 /// A request checked and its scenarios loaded: ready to run.
@@ -146,7 +149,8 @@ impl Plan {
         }
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
-        let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        let scenarios =
+            names.iter().map(|n| load(n, &request.cases, &request.overrides)).collect::<Result<Vec<_>, _>>()?;
         for (i, s) in scenarios.iter().enumerate() {
             if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
                 return Err(RunsError::DuplicateScenario {
@@ -286,9 +290,10 @@ fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf
         .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
 }
 
-/// A scenario by file path or shipped name, narrowed to `cases` when any are given.
-fn load(name: &str, cases: &[String]) -> Result<Scenario, RunsError> {
-    let mut s = Scenario::load(name)?;
+/// A scenario by file path or shipped name, with `run`'s overrides, narrowed to `cases` when
+/// any are given.
+fn load(name: &str, cases: &[String], overrides: &Overrides) -> Result<Scenario, RunsError> {
+    let mut s = Scenario::load_with(name, overrides)?;
     if !cases.is_empty() {
         let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
         if let Some(bad) = cases.iter().find(|c| !known.contains(c)) {
@@ -327,14 +332,25 @@ fn baseline_of(name: &str, scenario: &str) -> Result<PathBuf, RunsError> {
     }
 }
 
-/// The shipped scenarios, a line each: name, description, cases.
+/// The shipped scenarios, a line each: name, clock, expected wall time, description, cases.
 pub fn list_shipped() -> Result<String, ScenarioError> {
     let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    let mut out = String::new();
+    let mut rows = Vec::new();
     for (name, text) in SHIPPED {
         let s = Scenario::parse(&format!("embedded:{name}"), text)?;
+        let e = s.estimate();
         let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
-        out += &format!("{name:<width$}  {} [{}]\n", s.description, cases.join(", "));
+        let clock = match e.clocks() {
+            "real and virtual" => "both",
+            c => c,
+        };
+        let time = format!("~{}", crate::base::units::wall(e.total()));
+        rows.push((name, clock, time, format!("{} [{}]", s.description, cases.join(", "))));
+    }
+    let tw = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let mut out = format!("{:<width$}  {:<7}  {:<tw$}  description [cases]\n", "scenario", "clock", "time");
+    for (name, clock, time, about) in rows {
+        out += &format!("{name:<width$}  {clock:<7}  {time:<tw$}  {about}\n");
     }
     Ok(out)
 }
@@ -417,7 +433,11 @@ mod tests {
             assert!(parts.contains(&format!("  {name} ")), "{parts}");
         }
         let text = list_shipped().unwrap();
-        assert_eq!(text.lines().count(), SHIPPED.len());
+        assert_eq!(text.lines().count(), SHIPPED.len() + 1, "a header, a line each");
         assert!(text.lines().any(|l| l.starts_with(DEFAULT_NAME)), "{text}");
+        let line = |name: &str| text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap().to_owned();
+        assert!(line("clock-check").contains("  both     ~6m"), "{text}");
+        assert!(line("request-budget").contains("  virtual  ~"), "{text}");
+        assert!(line("default").contains("  real     ~"), "{text}");
     }
 }

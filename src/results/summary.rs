@@ -395,6 +395,10 @@ pub struct Summary {
     pub cases_not_run: Vec<String>,
     /// The case the others are compared with.
     pub baseline: Option<String>,
+    /// What `run` overrode of the scenario file (`--clock`, `--duration`, `--scale`,
+    /// `--seed`, `--sandboxes`). Absent: nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<crate::scenario::Applied>,
     /// The rollout verdict ([`Verdict::of`] the results). Absent: a run from before rollout
     /// gates were declared (its reports infer one from the cases' own gates).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,20 +13,27 @@ use std::time::Duration;
 
 use crate::base::fields::Fields;
 use crate::base::fsio::{read_bounded_text, Bound, Refused};
+use crate::base::units::human;
 use crate::relay::handler::HandlerModel;
-use crate::sandbox::host::{parse_profile, HostSpec, HostTables, HOSTS};
+use crate::sandbox::host::{parse_profile, HostSpec, HostTables};
 use crate::scenario::fault::{FaultKind, FaultSpec, Target};
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::{Arrival, Phase, Workload};
-use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
+use crate::strategy::{RunnerSpec, WriterSpec};
 
+mod case;
+mod estimate;
 pub mod fault;
 pub mod gate;
+pub mod overrides;
 pub mod pacer;
 mod rules;
 pub mod turns;
 
-use rules::{add_invariants, check_burst_calls, check_schedule_size};
+use case::parse_case;
+pub use estimate::Estimate;
+pub use overrides::{Applied, Length, Overrides};
+use rules::{check_burst_calls, check_schedule_size};
 pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED};
 
 /// The scenario `relay-bench run` uses when given none.
@@ -110,13 +117,20 @@ pub struct Scenario {
     pub baseline: Option<String>,
     /// The rollout gates every case is judged on (each case may add its own).
     pub rollout: Vec<Gate>,
+    /// What `run` overrode of the file (`--clock`, `--duration`, ...); `None`: nothing.
+    pub overrides: Option<Applied>,
 }
 
 impl Scenario {
     /// Loads a scenario from a file path, or by the name of a shipped scenario.
     pub fn load(arg: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(arg, &Overrides::default())
+    }
+
+    /// [`Scenario::load`] with `run`'s overrides applied.
+    pub fn load_with(arg: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
         if let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == arg) {
-            return Scenario::parse(&format!("embedded:{name}"), text);
+            return Scenario::parse_with(&format!("embedded:{name}"), text, ov);
         }
         let path = Path::new(arg);
         // The user names the file: a link to it is followed; a FIFO, a device, a directory
@@ -133,10 +147,27 @@ impl Scenario {
                 why => why.to_string(),
             },
         })?;
-        Scenario::parse(arg, &text)
+        Scenario::parse_with(arg, &text, ov)
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(file, text, &Overrides::default())
+    }
+
+    /// Parses `text` with `ov` applied where each value is read. An error the file alone
+    /// has is the file's; one the overrides bring is theirs, naming the case.
+    pub fn parse_with(file: &str, text: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
+        if ov.is_empty() {
+            return Scenario::parse_inner(file, text, ov);
+        }
+        let plain = Scenario::parse_inner(file, text, &Overrides::default())?;
+        let names: Vec<String> = plain.cases.iter().map(|c| c.name.clone()).collect();
+        let mut s = Scenario::parse_inner(file, text, ov).map_err(|e| ov.refusal(e, &names))?;
+        s.overrides = ov.applied(plain.workload.duration());
+        Ok(s)
+    }
+
+    fn parse_inner(file: &str, text: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             key: "(syntax)".into(),
@@ -154,8 +185,9 @@ impl Scenario {
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
         let rollout_strings = top.strings("rollout")?;
         let rollout = parse_gates(&top, "rollout", &rollout_strings)?;
-        let workload = match top.table("workload")? {
-            Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
+        // Faults strike at the same share of a scaled schedule: `factor`.
+        let (workload, factor) = match top.table("workload")? {
+            Some(mut w) => parse_workload(&mut w, ov).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
         check_schedule_size(&top, &workload)?;
@@ -187,7 +219,7 @@ impl Scenario {
         let baseline = top.string("baseline")?.map(str::to_owned);
         let mut common_faults = Vec::new();
         for mut f in top.tables("fault")? {
-            common_faults.push(parse_fault(&mut f, &workload)?);
+            common_faults.push(parse_fault(&mut f, &workload, factor)?);
             f.finish()?;
         }
         let case_tables = top.tables("case")?;
@@ -197,14 +229,14 @@ impl Scenario {
         }
         let mut cases = Vec::new();
         for mut c in case_tables {
-            let mut case = parse_case(&mut c, &common_gates, &rollout, &tables)?;
+            let mut case = parse_case(&mut c, &common_gates, &rollout, &tables, ov.clock)?;
             let mut faults = common_faults.clone();
             for mut f in c.tables("fault")? {
-                faults.push(parse_fault(&mut f, &workload)?);
+                faults.push(parse_fault(&mut f, &workload, factor)?);
                 f.finish()?;
             }
             for (i, f) in faults.iter().enumerate() {
-                check_fault(&c, &case, f)?;
+                check_fault(&c, &case, f, ov.clock.is_some())?;
                 if faults[..i].contains(f) {
                     let msg = format!(
                         "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
@@ -269,6 +301,7 @@ impl Scenario {
             cases,
             baseline,
             rollout,
+            overrides: None,
         })
     }
 }
@@ -295,7 +328,8 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     Ok(Some(phases))
 }
 
-fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+/// The workload with `ov` applied, and the factor its schedule was scaled by.
+fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
     let agent = match w.table("agent")? {
         Some(mut a) => {
             for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
@@ -334,11 +368,33 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
     if warmup >= duration {
         return Err(w.err("warmup", "must be shorter than `duration`"));
     }
+    let factor = ov.factor(duration);
+    if !(factor > 0.0 && factor <= overrides::MAX_SCALE) {
+        let why = format!(
+            "scales the {} schedule by {factor}; allowed: above 0, at most {}",
+            human(duration),
+            overrides::MAX_SCALE
+        );
+        return Err(w.err("duration", why));
+    }
+    let phases: Vec<Phase> =
+        phases.into_iter().map(|p| Phase { duration: Overrides::scaled(p.duration, factor), ..p }).collect();
+    if phases.iter().any(|p| p.duration.is_zero()) {
+        return Err(w.err("phase", "a phase scaled to 0s: scale the schedule less"));
+    }
+    let warmup = Overrides::scaled(warmup, factor);
     let arrival = match w.choice("arrival", Arrival::NAMES)? {
         Some("poisson") => Arrival::Poisson,
         _ => Arrival::Constant,
     };
     let sandboxes = w.int("sandboxes", 1, MAX_SANDBOXES)?.unwrap_or(1) as u32;
+    let sandboxes = match ov.sandboxes {
+        Some(n) if !(1..=MAX_SANDBOXES).contains(&i64::from(n)) => {
+            return Err(w.err("sandboxes", format!("{n} is out of range; allowed: 1 to {MAX_SANDBOXES}")))
+        }
+        Some(n) => n,
+        None => sandboxes,
+    };
     // Agent turns make one active phase: its rate is the fleet's expected turns per second.
     let phases = match &agent {
         Some(a) => {
@@ -347,17 +403,18 @@ fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
         }
         None => phases,
     };
-    Ok(Workload {
+    let workload = Workload {
         sandboxes,
         arrival,
         phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
         warmup,
         tool_timeout: w.duration("tool_timeout")?,
-        seed: w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64,
+        seed: ov.seed.unwrap_or(w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64),
         payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
         agent,
-    })
+    };
+    Ok((workload, factor))
 }
 
 /// The most sandboxes one case may have (a fleet of 10,000 fits; every sandbox has a relay
@@ -385,69 +442,14 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
     })
 }
 
-fn parse_case(
-    c: &mut Fields<'_>,
-    common: &[Gate],
-    common_rollout: &[Gate],
-    tables: &HostTables,
-) -> Result<CaseSpec, ScenarioError> {
-    let name = c.required_string("name")?.to_owned();
-    check_name(&name).map_err(|msg| c.err("name", msg))?;
-    let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
-    let host_name = c.choice("host", &host_names)?.unwrap_or("local");
-    let kind = crate::sandbox::host::kind(host_name).expect("validated");
-    let host = kind.parse(c, tables)?;
-    let clock = match c.choice("clock", Clock::NAMES)? {
-        Some("real") | None => Clock::Real,
-        Some("virtual") => Clock::Virtual,
-        Some(other) => unreachable!("validated clock {other}"),
-    };
-    let runner = parse_runner(c)?;
-    if runner.reads_the_dir_itself() && !host.dir_is_local() {
-        let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
-        return Err(c.err("runner", why));
-    }
-    if runner.follows_a_process() && !host.can_follow() {
-        let why = format!(
-            "{} follows a process's output, which the {host_name} host cannot: use host = \"remote\"",
-            runner.name()
-        );
-        return Err(c.err("runner", why));
-    }
-    if host.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("host", format!("{host_name} runs on the real clock only: use clock = \"real\"")));
-    }
-    if runner.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
-    }
-    let writer = parse_writer(c)?;
-    let baseline = c.string("baseline")?.map(str::to_owned);
-    let own = c.strings("gates")?;
-    let own = parse_gates(c, "gates", &own)?;
-    // Scenario gates, the invariants, then the case's own: every case shares the leading
-    // ones (a run that declared no rollout gates is read that way: its case's own gates).
-    let mut gates = common.to_vec();
-    if !c.boolean("expect_breaches")?.unwrap_or(false) {
-        add_invariants(&mut gates, &own);
-    }
-    gates.extend(own);
-    let own_rollout = c.strings("rollout")?;
-    let mut rollout = common_rollout.to_vec();
-    for g in parse_gates(c, "rollout", &own_rollout)? {
-        if !rollout.iter().any(|r| r.same_test(&g)) {
-            rollout.push(g);
-        }
-    }
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, rollout, baseline, faults: Vec::new() })
-}
-
-fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
+fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
     let names = FaultKind::names();
     let kind = match f.choice("kind", &names)? {
         Some(k) => FaultKind::from_name(k).expect("validated"),
         None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
     };
     let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
+    let at = Overrides::scaled(at, factor);
     if at >= wl.duration() {
         return Err(
             f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
@@ -482,7 +484,7 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 }
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
-fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
+fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec, forced_clock: bool) -> Result<(), ScenarioError> {
     if f.kind.target() == Target::Org {
         if !case.host.admits() {
             let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
@@ -511,59 +513,14 @@ fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), Sce
     if !f.kind.real_time() && case.clock == Clock::Real {
         return Err(c.err(
             "fault",
-            format!("{} can only be produced in the in-memory sandbox: set clock = \"virtual\"", f.kind.name()),
+            format!(
+                "{} can only be produced in the in-memory sandbox{}",
+                f.kind.name(),
+                if forced_clock { " (the virtual clock)" } else { ": set clock = \"virtual\"" }
+            ),
         ));
     }
     Ok(())
-}
-
-/// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
-fn strategy_table<'a>(
-    c: &mut Fields<'a>,
-    key: &'static str,
-    allowed: &[&str],
-) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
-    match c.raw(key) {
-        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
-        Some(toml::Value::String(s)) => {
-            if !allowed.contains(&s.as_str()) {
-                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
-            }
-            Ok((s.clone(), None))
-        }
-        Some(toml::Value::Table(t)) => {
-            let implied = if key == "runner" { crate::strategy::implied_runner(t) } else { None };
-            let mut t = c.table(key)?.expect("checked: a table");
-            let s = match (t.choice("strategy", allowed)?, implied) {
-                (Some(s), _) | (None, Some(s)) => s.to_owned(),
-                (None, None) => return Err(t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))),
-            };
-            Ok((s, Some(t)))
-        }
-        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
-    }
-}
-
-/// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
-/// for a black-box runner), through the strategy registry.
-fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
-    let kind = runner_kind(&name).expect("validated against the registry");
-    let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
-    Ok(spec)
-}
-
-fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
-    let kind = writer_kind(&name).expect("validated against the registry");
-    let spec = kind.parse(table.as_mut())?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
-    Ok(spec)
 }
 
 #[cfg(test)]

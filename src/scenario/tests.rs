@@ -316,3 +316,51 @@ fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none
     let s = Scenario::load("rollout-gate").unwrap();
     assert!(s.cases.iter().all(|c| c.rollout.len() == 2), "judged on every case");
 }
+
+fn with(clock: Option<Clock>, length: Option<Length>, seed: Option<u64>, sandboxes: Option<u32>) -> Overrides {
+    Overrides { clock, length, seed, sandboxes }
+}
+
+#[test]
+fn overrides_apply_where_the_file_is_read_and_are_recorded() {
+    let ov = with(Some(Clock::Virtual), Some(Length::To(Duration::from_secs(24))), Some(9), Some(2));
+    let s = Scenario::load_with("rollout-gate", &ov).unwrap();
+    assert!(s.cases.iter().all(|c| c.clock == Clock::Virtual));
+    let wl = &s.workload;
+    assert_eq!(wl.duration(), Duration::from_secs(24));
+    let phases: Vec<Duration> = wl.phases.iter().map(|p| p.duration).collect();
+    assert_eq!(phases, [Duration::from_secs(6), Duration::from_secs(18)], "each phase scaled alike");
+    assert_eq!(wl.warmup, Duration::from_millis(200));
+    assert_eq!((wl.seed, wl.sandboxes, s.handler.seed), (9, 2, 9));
+    let a = s.overrides.as_ref().unwrap();
+    assert_eq!(a.given, ["--clock virtual", "--duration 24s", "--seed 9", "--sandboxes 2"]);
+    assert_eq!((a.scale, a.schedule_secs), (Some(0.1), Some(240.0)));
+    // A fault strikes at the same share of a scaled schedule.
+    let s = Scenario::load_with("faults", &with(None, Some(Length::Scale(0.5)), None, None)).unwrap();
+    let plain = Scenario::load("faults").unwrap();
+    assert_eq!(s.cases[0].faults[0].at * 2, plain.cases[0].faults[0].at);
+    assert!(Scenario::load("rollout-gate").unwrap().overrides.is_none());
+}
+
+#[test]
+fn an_override_that_cannot_apply_is_refused_naming_the_flag_the_case_and_why() {
+    let e = Scenario::load_with("real-daemon", &with(Some(Clock::Virtual), None, None, None)).unwrap_err();
+    assert_eq!(e.key, "--clock virtual");
+    assert!(e.msg.starts_with("cannot apply to case \"daemon-poll\""), "{e}");
+    assert!(e.msg.ends_with("the sandbox-agent host runs on the real clock only"), "{e}");
+    let e = Scenario::load_with("faults", &with(Some(Clock::Real), None, None, None)).unwrap_err();
+    assert_eq!(e.key, "--clock real");
+    assert!(e.msg.contains("can only be produced in the in-memory sandbox (the virtual clock)"), "{e}");
+    let e = Scenario::load_with("request-budget", &with(None, None, None, Some(0))).unwrap_err();
+    assert!(e.key == "--sandboxes 0" && e.msg.contains("allowed: 1 to"), "{e}");
+    let e = Scenario::load_with("request-budget", &with(None, Some(Length::Scale(1e9)), None, None)).unwrap_err();
+    assert!(e.msg.contains("at most 1000"), "{e}");
+    // The file's own errors stay the file's.
+    let e = Scenario::parse_with(
+        "s.toml",
+        &GOOD.replace("sandboxes = 2", "sandboxes = 0"),
+        &with(None, None, Some(1), None),
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "workload.sandboxes");
+}

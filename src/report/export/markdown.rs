@@ -128,6 +128,9 @@ fn header(o: &mut String, s: &Summary) {
         e.relay_root,
         e.build
     );
+    if let Some(ov) = &s.overrides {
+        let _ = writeln!(o, "Run with overrides of the scenario file: {}.\n", ov.describe());
+    }
     if e.build == "debug" {
         let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
     }
