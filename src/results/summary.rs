@@ -183,6 +183,17 @@ pub struct Comparison {
     pub completion_p50_ratio: Option<f64>,
     pub discovery_per_min_ratio: Option<f64>,
     pub idle_discovery_per_min_ratio: Option<f64>,
+    /// Absent from a run before they were recorded.
+    #[serde(default)]
+    pub wake_p50_ratio: Option<f64>,
+    #[serde(default)]
+    pub wake_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub pickup_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub completion_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub completion_mean_ratio: Option<f64>,
     /// The same, as a person reads it.
     pub text: String,
 }
@@ -199,7 +210,11 @@ fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<St
 impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
         let (b, t) = (&base.latency_us, &this.latency_us);
-        let lat = |x: &LatencyStats, y: &LatencyStats| ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0);
+        let of = |x: &LatencyStats, y: &LatencyStats, stat: fn(&LatencyStats) -> f64| {
+            ratio(stat(x), stat(y)).filter(|_| x.count > 0 && y.count > 0)
+        };
+        let lat = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p50);
+        let p90 = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p90);
         // Two pickups timed to different points are not one measure: no ratio.
         let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
@@ -213,6 +228,11 @@ impl Comparison {
             } else {
                 ratio(base.requests.idle.discovery_per_min, this.requests.idle.discovery_per_min)
             },
+            wake_p50_ratio: lat(&b.wake, &t.wake),
+            wake_p90_ratio: p90(&b.wake, &t.wake),
+            pickup_p90_ratio: p90(&b.pickup, &t.pickup).filter(|_| same_pickup),
+            completion_p90_ratio: p90(&b.completion, &t.completion),
+            completion_mean_ratio: of(&b.completion, &t.completion, |s| s.mean),
             text: String::new(),
         };
         let mut parts: Vec<String> = [
@@ -326,6 +346,11 @@ impl CaseResult {
                     Ratio::CompletionP50 => c.completion_p50_ratio,
                     Ratio::DiscoveryPerMin => c.discovery_per_min_ratio,
                     Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
+                    Ratio::WakeP50 => c.wake_p50_ratio,
+                    Ratio::WakeP90 => c.wake_p90_ratio,
+                    Ratio::PickupP90 => c.pickup_p90_ratio,
+                    Ratio::CompletionP90 => c.completion_p90_ratio,
+                    Ratio::CompletionMean => c.completion_mean_ratio,
                 }?;
                 Some(1.0 / stored)
             }

@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::gate::{GateResult, Metric, Op};
 
+/// The committed run that shows the virtual clock's figures stand for the real clock's: the
+/// `clock-check` scenario, every wake, pickup, completion and discovery figure of its virtual
+/// cases gated against their real twins. A verdict decided on the virtual clock cites it.
+pub const CLOCK_EVIDENCE: &str = "reports/runs/20261201-clock-check";
+
 /// What the verdict reads of one case's result.
 #[derive(Debug, Clone, Copy)]
 pub struct Case<'a> {
@@ -143,6 +148,12 @@ impl Verdict {
     /// The rollout gates production as built misses (with the case that misses each).
     pub fn missed(&self) -> Vec<&RolloutGate> {
         self.gates.iter().filter(|g| g.production_pass() == Some(false)).collect()
+    }
+
+    /// Whether every case of production as built it judged ran on the virtual clock: the
+    /// verdict then rests on [`CLOCK_EVIDENCE`].
+    pub fn decided_on_virtual_clock(&self) -> bool {
+        self.production_clocks() == ["virtual"]
     }
 
     /// The clocks production's cases ran on, in order of first appearance.

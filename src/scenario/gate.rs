@@ -172,11 +172,27 @@ pub enum Ratio {
     DiscoveryPerMin,
     /// Over the idle phases when the workload has any, else the idle stretches.
     IdleDiscoveryPerMin,
+    WakeP50,
+    WakeP90,
+    PickupP90,
+    CompletionP90,
+    /// The mean: the figure of a distribution a quantile cannot summarise (a polling
+    /// writer's completions split between its first and second check).
+    CompletionMean,
 }
 
 impl Ratio {
-    pub const ALL: [Ratio; 4] =
-        [Ratio::PickupP50, Ratio::CompletionP50, Ratio::DiscoveryPerMin, Ratio::IdleDiscoveryPerMin];
+    pub const ALL: [Ratio; 9] = [
+        Ratio::PickupP50,
+        Ratio::CompletionP50,
+        Ratio::DiscoveryPerMin,
+        Ratio::IdleDiscoveryPerMin,
+        Ratio::WakeP50,
+        Ratio::WakeP90,
+        Ratio::PickupP90,
+        Ratio::CompletionP90,
+        Ratio::CompletionMean,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -184,6 +200,11 @@ impl Ratio {
             Ratio::CompletionP50 => "completion_p50",
             Ratio::DiscoveryPerMin => "discovery_per_min",
             Ratio::IdleDiscoveryPerMin => "idle_discovery_per_min",
+            Ratio::WakeP50 => "wake_p50",
+            Ratio::WakeP90 => "wake_p90",
+            Ratio::PickupP90 => "pickup_p90",
+            Ratio::CompletionP90 => "completion_p90",
+            Ratio::CompletionMean => "completion_mean",
         }
     }
 }

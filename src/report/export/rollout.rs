@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::gfm::{Align, MdTable};
-use crate::results::verdict::{Judged, RolloutGate, Verdict};
+use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
 
 /// `production as built meets all 2 rollout gates`, `... misses 1 of 2 ...`, or that no
 /// case of production as built ran.
@@ -85,16 +85,19 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict) {
             let _ = writeln!(o, "\nOption sets that meet every rollout gate: {}.", named.join("; "));
         }
     }
-    let clocks = v.production_clocks();
-    if clocks == ["virtual"] {
-        let _ = writeln!(
-            o,
-            "\nDecided on the virtual clock. The `clock-check` scenario runs the same cases on both clocks and gates \
-their wake, pickup, completion and discovery figures against each other; `run --clock real` confirms this verdict \
-on the real clock."
-        );
+    if v.decided_on_virtual_clock() {
+        let _ = writeln!(o, "\n{}", virtual_note());
     }
     o.push('\n');
+}
+
+/// What a verdict decided on the virtual clock rests on, and how to confirm it.
+pub(crate) fn virtual_note() -> String {
+    format!(
+        "Decided on the virtual clock. The `clock-check` scenario runs the same cases on both clocks and gates \
+their wake, pickup and completion p50 and p90 and their discovery rates against each other: {CLOCK_EVIDENCE} \
+(its summary.md). `run --clock real` confirms this verdict on the real clock."
+    )
 }
 
 /// The verdict as the console's last lines: the headline, then a line per gate.
@@ -128,6 +131,9 @@ pub(crate) fn console(o: &mut String, v: &Verdict, note: impl Fn(&mut String, &s
     }
     if v.gates.len() > 1 && !v.meet_all.is_empty() {
         note(o, &format!("every rollout gate met by: {}", v.meet_all.join(", ")));
+    }
+    if v.decided_on_virtual_clock() {
+        note(o, &format!("decided on the virtual clock ({CLOCK_EVIDENCE}); --clock real confirms"));
     }
 }
 
