@@ -24,8 +24,8 @@ pub const BASELINE_THRESHOLD: f64 = 0.05;
 pub enum RunsError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
-    #[error("--case {case:?}: scenario {scenario:?} has no such case; its cases: {known}")]
-    UnknownCase { case: String, scenario: String, known: String },
+    #[error("--case {case:?}: scenario {scenario:?} has no such case{hint}; its cases: {known}")]
+    UnknownCase { case: String, scenario: String, hint: String, known: String },
     #[error("--relay-root {0}: not a directory")]
     RelayRoot(String),
     #[error(
@@ -297,7 +297,8 @@ fn load(name: &str, cases: &[String], overrides: &Overrides) -> Result<Scenario,
     if !cases.is_empty() {
         let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
         if let Some(bad) = cases.iter().find(|c| !known.contains(c)) {
-            return Err(RunsError::UnknownCase { case: bad.clone(), scenario: s.name, known: known.join(", ") });
+            let hint = crate::base::suggest::did_you_mean(bad, known.iter().map(String::as_str));
+            return Err(RunsError::UnknownCase { case: bad.clone(), scenario: s.name, hint, known: known.join(", ") });
         }
         s.cases.retain(|c| cases.contains(&c.name));
     }

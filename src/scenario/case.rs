@@ -81,7 +81,8 @@ fn strategy_table<'a>(
         None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
         Some(toml::Value::String(s)) => {
             if !allowed.contains(&s.as_str()) {
-                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
+                let hint = crate::base::suggest::did_you_mean(s, allowed.iter().copied());
+                return Err(c.err(key, format!("unknown strategy {s:?}{hint}; allowed: {}", allowed.join(", "))));
             }
             Ok((s.clone(), None))
         }

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
 
@@ -223,8 +224,20 @@ impl Metric {
         }
     }
 
-    /// A metric by its name; the error lists the allowed ones.
+    /// A metric by its name; the error names the closest one to a typo and lists the
+    /// allowed ones.
     pub fn parse(name: &str) -> Result<Metric, String> {
+        Metric::parse_exact(name).map_err(|e| {
+            let every = every_metric_name();
+            let hint = did_you_mean(name, every.iter().map(String::as_str));
+            match e.split_once("; allowed: ") {
+                Some((what, allowed)) if !hint.is_empty() => format!("{what}{hint}; allowed: {allowed}"),
+                _ => e,
+            }
+        })
+    }
+
+    fn parse_exact(name: &str) -> Result<Metric, String> {
         match name.split_once('.') {
             Some((FLEET, f)) => FleetMetric::parse(f).map(Metric::Fleet),
             Some((VS_BASELINE, r)) => {
@@ -447,6 +460,18 @@ impl TryFrom<StoredGateResult> for GateResult {
 }
 
 /// Every metric name a gate may use, for error messages and help.
+/// Every metric's full name, each statistic of each measure spelled out.
+fn every_metric_name() -> Vec<String> {
+    let mut all: Vec<String> = Measure::ALL
+        .iter()
+        .flat_map(|m| LatencyStats::STATS.iter().map(move |s| format!("{}.{s}", m.name())))
+        .collect();
+    all.extend(Counter::ALL.iter().map(|c| c.name().to_owned()));
+    all.extend(Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())));
+    all.extend(FleetMetric::all().iter().map(|f| format!("{FLEET}.{}", f.name())));
+    all
+}
+
 pub fn metric_names() -> String {
     let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::base::fields::Fields;
 use crate::base::fsio::{read_bounded_text, Bound, Refused};
+use crate::base::suggest::did_you_mean;
 use crate::base::units::human;
 use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{parse_profile, HostSpec, HostTables};
@@ -140,10 +141,16 @@ impl Scenario {
             file: arg.to_owned(),
             key: "(file)".into(),
             msg: match e.why {
-                Refused::Io(e) => format!(
-                    "cannot read: {e}; give a path to a .toml file or one of: {}",
-                    SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                ),
+                Refused::Io(e) => {
+                    let shipped = SHIPPED.iter().map(|(n, _)| *n);
+                    // A name, not a path: the shipped scenario it is a typo of.
+                    let hint =
+                        if arg.contains(['/', '.']) { String::new() } else { did_you_mean(arg, shipped.clone()) };
+                    format!(
+                        "cannot read: {e}{hint}; give a path to a .toml file or one of: {}",
+                        shipped.collect::<Vec<_>>().join(", ")
+                    )
+                }
                 why => why.to_string(),
             },
         })?;

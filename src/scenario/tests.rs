@@ -364,3 +364,24 @@ fn an_override_that_cannot_apply_is_refused_naming_the_flag_the_case_and_why() {
     .unwrap_err();
     assert_eq!(e.key, "workload.sandboxes");
 }
+
+#[test]
+fn a_typo_gets_a_did_you_mean_and_another_word_none() {
+    // A key, a value, a strategy, a gate metric, a scenario name.
+    let e = err(&GOOD.replace("sandboxes = 2", "sandboxs = 2"));
+    assert!(e.msg.starts_with("unknown key (did you mean \"sandboxes\"?); allowed here:"), "{e}");
+    let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\narrival = \"posson\""));
+    assert!(e.msg.starts_with("unknown value \"posson\" (did you mean \"poisson\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("writer = \"watch\"", "writer = \"wacth\""));
+    assert!(e.msg.starts_with("unknown strategy \"wacth\" (did you mean \"watch\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "pikcup.p50 < 10ms"));
+    assert!(e.msg.contains("unknown metric \"pikcup.p50\" (did you mean \"pickup.p50\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "vs_baseline.pickup_p5O < 1.1"));
+    assert!(e.msg.contains("did you mean \"vs_baseline.pickup_p50\"?"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
+    assert!(!e.msg.contains("did you mean"), "{e}");
+    let e = Scenario::load("rolout-gate").unwrap_err();
+    assert!(e.msg.contains(" (did you mean \"rollout-gate\"?); give a path"), "{e}");
+    let e = Scenario::load("no-such-thing").unwrap_err();
+    assert!(!e.msg.contains("did you mean"), "{e}");
+}
