@@ -30,6 +30,7 @@ macro_rules! backends {
 }
 
 mod breakdown;
+mod decision;
 mod faults;
 mod fleet;
 mod percentiles;
@@ -324,6 +325,7 @@ pub trait Chart: Sync {
 /// Every chart, in the order a reader meets them: a new one is a file of its own and a
 /// line here.
 pub const CHARTS: &[&dyn Chart] = &[
+    &decision::Decision,
     &percentiles::Percentiles,
     &breakdown::Breakdown,
     &requests::Requests,
