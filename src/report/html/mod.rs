@@ -68,7 +68,8 @@ nav a { margin-right: 12px; }
 .fail { color: #b3261e; }
 td.pass { background: #e7f5ea; }
 td.fail { background: #fdecea; font-weight: 600; }
-.banner { padding: 10px 14px; border-radius: 6px; border: 1px solid; color: #1b1b1b; }
+.banner { padding: 10px 14px; border-radius: 6px; border: 1px solid; color: #1b1b1b; margin: 8px 0; }
+.banner p, .banner ul { margin: 2px 0; }
 .banner.pass { background: #e7f5ea; border-color: #9fd3aa; }
 .banner.fail { background: #fdecea; border-color: #f1aaa4; }
 .wide { overflow-x: auto; }
@@ -81,7 +82,7 @@ figure { margin: 16px 0; background: #fff; border: 1px solid #ddd; padding: 8px;
 figure svg { display: block; width: 100%; height: auto; }
 figcaption { color: #555; font-size: 13px; margin-top: 4px; }
 details { margin: 8px 0; }
-#results td:not(:nth-child(4)) { white-space: nowrap; }
+#results td:nth-child(1) { min-width: 8em; }
 "#;
 
 /// Records every error (a script's, or a resource that failed) and every fetch, and says

@@ -73,8 +73,8 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
         ("wake p50 / p99", L),
         ("pickup p50 / p99", L),
         ("completion p50 / p99", L),
-        ("discovery/min/dir", R),
-        ("idle discovery/min/dir", R),
+        ("discovery / min", R),
+        ("idle discovery / min", R),
         ("gates", L),
     ];
     let rows: Vec<Vec<Cell>> = s
@@ -110,7 +110,7 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
     p.el(
         "p",
         "muted",
-        "Discovery requests (lists, watch execs) per relay dir per minute: over the whole window, and idle: over \
+        "Discovery requests (lists, watch execs) per minute per relay dir: over the whole window, and idle: over \
          the workload's idle phases when it has any (the steady state a request budget is about), else over the \
          stretches with no call in flight. -: not measured.",
     );

@@ -105,22 +105,42 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
     } else if prod.is_empty() {
         p.el("p", "", "No case of this run is production's relay as built.");
     }
-    for r in prod {
-        let given = r.cells.iter().flatten().count();
-        let missed: Vec<&str> = v
-            .gates
-            .iter()
-            .zip(&r.cells)
-            .filter(|(_, c)| c.as_ref().is_some_and(|j| !j.pass))
-            .map(|(g, _)| g.as_str())
-            .collect();
-        let (class, said) = if missed.is_empty() {
-            ("banner pass", format!("meets all {given} of its rollout gates."))
-        } else {
-            ("banner fail", format!("misses {} of {given} rollout gates: {}.", missed.len(), missed.join(", ")))
-        };
-        p.open("p", class).raw("Production as built (<strong>").text(&r.case).raw("</strong>, runner <code>");
-        p.text(&r.runner).raw("</code>) ").text(&said).close("p").raw("\n");
+    // Each production case's standing: (met all, what it says).
+    let standing: Vec<(bool, String)> = prod
+        .iter()
+        .map(|r| {
+            let given = r.cells.iter().flatten().count();
+            let missed: Vec<&str> = v
+                .gates
+                .iter()
+                .zip(&r.cells)
+                .filter(|(_, c)| c.as_ref().is_some_and(|j| !j.pass))
+                .map(|(g, _)| g.as_str())
+                .collect();
+            if missed.is_empty() {
+                (true, format!("meets all {given} of its rollout gates."))
+            } else {
+                (false, format!("misses {} of {given} rollout gates: {}.", missed.len(), missed.join(", ")))
+            }
+        })
+        .collect();
+    let class = |met: bool| if met { "banner pass" } else { "banner fail" };
+    if prod.len() <= 2 {
+        for (r, (met, said)) in prod.iter().zip(&standing) {
+            p.open("p", class(*met)).raw("Production as built (<strong>").text(&r.case).raw("</strong>, runner <code>");
+            p.text(&r.runner).raw("</code>) ").text(said).close("p").raw("\n");
+        }
+    } else {
+        // Many cases of production as built (under different conditions): one block.
+        let met = standing.iter().filter(|s| s.0).count();
+        p.open("div", class(met == prod.len()));
+        p.el("p", "", &format!("Production as built, in {} cases: {met} meet all their rollout gates.", prod.len()));
+        p.raw("<ul>\n");
+        for (r, (_, said)) in prod.iter().zip(&standing) {
+            p.raw("<li><strong>").text(&r.case).raw("</strong> (runner <code>").text(&r.runner).raw("</code>) ");
+            p.text(said).raw("</li>\n");
+        }
+        p.raw("</ul>\n</div>\n");
     }
     let all_met: Vec<String> = v
         .rows
@@ -183,6 +203,20 @@ mod tests {
         assert!(html.contains("misses 1 of 2 rollout gates: idle_phase_discovery_per_min &lt;= 5.0."), "{html}");
         assert!(html.contains("<td class=\"fail\">FAIL, 5.33</td>"), "{html}");
         assert!(html.contains("Option sets that meet all 2 rollout gates: window-exec-quiet-idle (idle_wake = false)"));
+    }
+
+    #[test]
+    fn many_cases_of_production_as_built_are_one_block() {
+        let mut s = realistic();
+        let prod = s.results.iter().find(|r| r.case == "window-exec").unwrap().clone();
+        for name in ["limit-100", "limit-50"] {
+            s.results.push(crate::results::summary::CaseResult { case: name.into(), ..prod.clone() });
+        }
+        let mut p = Page::default();
+        render(&mut p, &Verdict::from_gates(&s).unwrap());
+        let html = p.finish();
+        assert!(html.contains("Production as built, in 3 cases: 0 meet all their rollout gates."), "{html}");
+        assert_eq!(html.matches("<li><strong>").count(), 3);
     }
 
     #[test]
