@@ -55,8 +55,8 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Re-render a run directory's summary.md, .hgrm files and charts from its summary.json
-    /// and .hlog files.
+    /// Re-render a run directory's summary.md, .hgrm files, charts and report.html from its
+    /// summary.json and .hlog files.
     Report {
         /// A run directory (where summary.json is).
         dir: PathBuf,
