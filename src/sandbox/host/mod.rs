@@ -15,7 +15,7 @@ mod wire;
 
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
-    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, AGENT_BINARY,
+    AgentHost, AgentProcess, BenchRequest, ClockReading, ProcessState, SandboxControl, Url, AGENT_BINARY,
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
@@ -351,6 +351,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// runs on this machine.
     fn in_sandbox(&self) -> Option<&str> {
         None
+    }
+    /// relay-bench's own requests to the host's daemons so far (its checks before the run,
+    /// the in-sandbox side's uploads and readings), by name: none of them is in the rates.
+    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 
