@@ -16,6 +16,8 @@ use serde::Deserialize;
 use super::api::{decode, Api};
 use crate::base::units::monotonic_ns;
 use crate::sandbox::dir::ExecOutput;
+use crate::sandbox::host::access::{ClockReading, ProcessState, SandboxAccess};
+use crate::BoxFut;
 
 /// The daemon buffers at most 2 MiB of a request's body (axum's default limit): larger files
 /// go up in parts of this size and are joined in the sandbox.
@@ -30,23 +32,6 @@ struct ProcessRecord {
     id: String,
     status: String,
     exit_code: Option<i32>,
-}
-
-/// One reading of the sandbox's clock: this machine's monotonic clock before the request
-/// went and after its answer came, and the sandbox's in between.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ClockReading {
-    pub sent_ns: u64,
-    pub back_ns: u64,
-    pub sandbox_ns: u64,
-}
-
-/// A background process in the sandbox, as the daemon reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessState {
-    Running,
-    /// Exited (`None`: by a signal, or the daemon does not know its code).
-    Exited(Option<i32>),
 }
 
 /// What one of relay-bench's own requests to a daemon is for, and its route.
@@ -178,25 +163,25 @@ impl SandboxControl {
     }
 
     /// `POST /v1/fs/mkdir`: `path` and its parents.
-    pub async fn mkdir(&self, path: &str) -> io::Result<()> {
+    pub(crate) async fn mkdir(&self, path: &str) -> io::Result<()> {
         self.counts.count(BenchRequest::Mkdir);
         self.api.send(Method::POST, self.api.at("/v1/fs/mkdir", path), None).await.map(drop)
     }
 
     /// `PUT /v1/fs/file` of a small file.
-    pub async fn put(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
+    pub(crate) async fn put(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
         self.counts.count(BenchRequest::Upload);
         self.api.put_file(path, bytes).await
     }
 
     /// `GET /v1/fs/file`.
-    pub async fn get(&self, path: &str) -> io::Result<Vec<u8>> {
+    pub(crate) async fn get(&self, path: &str) -> io::Result<Vec<u8>> {
         self.counts.count(BenchRequest::Fetch);
         self.api.send(Method::GET, self.api.at("/v1/fs/file", path), None).await
     }
 
     /// `DELETE /v1/fs/entry?recursive=true`: `path` and all under it (gone already is fine).
-    pub async fn remove_tree(&self, path: &str) -> io::Result<()> {
+    pub(crate) async fn remove_tree(&self, path: &str) -> io::Result<()> {
         self.counts.count(BenchRequest::Remove);
         let uri = format!("{}&recursive=true", self.api.at("/v1/fs/entry", path));
         match self.api.send(Method::DELETE, uri, None).await {
@@ -206,7 +191,7 @@ impl SandboxControl {
     }
 
     /// The names in `path` (`GET /v1/fs/entries`).
-    pub async fn names(&self, path: &str) -> io::Result<Vec<String>> {
+    pub(crate) async fn names(&self, path: &str) -> io::Result<Vec<String>> {
         #[derive(Deserialize)]
         struct Entry {
             name: String,
@@ -218,7 +203,7 @@ impl SandboxControl {
 
     /// Uploads the executable `local` to `remote` in the sandbox: parts of [`UPLOAD_PART`],
     /// joined there, made executable, and its size checked. Returns its size.
-    pub async fn upload_program(&self, local: &Path, remote: &str) -> io::Result<u64> {
+    pub(crate) async fn upload_program(&self, local: &Path, remote: &str) -> io::Result<u64> {
         let bytes = std::fs::read(local).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", local.display())))?;
         let mut parts = Vec::new();
         for (i, chunk) in bytes.chunks(UPLOAD_PART).enumerate() {
@@ -242,15 +227,9 @@ impl SandboxControl {
         Ok(size)
     }
 
-    /// Runs `argv` to its end (at most `timeout_ms`) and returns its output when it exits 0.
-    pub async fn run_ok(&self, what: &str, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
-        self.counts.count(BenchRequest::Command);
-        succeeded(what, self.api.run(argv, timeout_ms).await?)
-    }
-
     /// What the daemon's own binary says to `--version` (the daemon has no version
     /// endpoint; the process it spawns reads its parent's executable).
-    pub async fn version(&self) -> io::Result<String> {
+    pub(crate) async fn version(&self) -> io::Result<String> {
         let argv = shell(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
         self.counts.count(BenchRequest::Version);
         let out = succeeded("asking the daemon's version", self.api.run(&argv, SHORT_MS).await?)?;
@@ -258,7 +237,7 @@ impl SandboxControl {
     }
 
     /// One reading of the sandbox's clock through `program sandbox-clock`.
-    pub async fn read_clock(&self, program: &str) -> io::Result<ClockReading> {
+    pub(crate) async fn read_clock(&self, program: &str) -> io::Result<ClockReading> {
         let argv = [program.to_owned(), "sandbox-clock".to_owned()];
         self.counts.count(BenchRequest::Command);
         let sent_ns = monotonic_ns();
@@ -274,7 +253,7 @@ impl SandboxControl {
     }
 
     /// Starts `argv` in the background (`POST /v1/processes`); returns its id.
-    pub async fn spawn(&self, argv: &[String]) -> io::Result<String> {
+    pub(crate) async fn spawn(&self, argv: &[String]) -> io::Result<String> {
         let (command, args) =
             argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
         let body = serde_json::json!({ "command": command, "args": args });
@@ -284,7 +263,7 @@ impl SandboxControl {
     }
 
     /// Where a background process stands.
-    pub async fn state(&self, id: &str) -> io::Result<ProcessState> {
+    pub(crate) async fn state(&self, id: &str) -> io::Result<ProcessState> {
         self.counts.count(BenchRequest::State);
         let uri = format!("{}/v1/processes/{id}", self.api.base);
         let rec: ProcessRecord = decode(&self.api.send(Method::GET, uri, None).await?)?;
@@ -295,10 +274,46 @@ impl SandboxControl {
     }
 
     /// Kills a background process (SIGKILL; one that has exited already is fine).
-    pub async fn kill(&self, id: &str) -> io::Result<()> {
+    pub(crate) async fn kill(&self, id: &str) -> io::Result<()> {
         self.counts.count(BenchRequest::Kill);
         let uri = format!("{}/v1/processes/{id}/kill", self.api.base);
         self.api.send(Method::POST, uri, None).await.map(drop)
+    }
+}
+
+impl SandboxAccess for SandboxControl {
+    fn mkdir<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(SandboxControl::mkdir(self, path))
+    }
+    fn put<'a>(&'a self, path: &'a str, bytes: Vec<u8>) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(SandboxControl::put(self, path, bytes))
+    }
+    fn get<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
+        Box::pin(SandboxControl::get(self, path))
+    }
+    fn remove_tree<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(SandboxControl::remove_tree(self, path))
+    }
+    fn names<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<Vec<String>>> {
+        Box::pin(SandboxControl::names(self, path))
+    }
+    fn upload_program<'a>(&'a self, local: &'a Path, remote: &'a str) -> BoxFut<'a, io::Result<u64>> {
+        Box::pin(SandboxControl::upload_program(self, local, remote))
+    }
+    fn version(&self) -> BoxFut<'_, io::Result<String>> {
+        Box::pin(SandboxControl::version(self))
+    }
+    fn read_clock<'a>(&'a self, program: &'a str) -> BoxFut<'a, io::Result<ClockReading>> {
+        Box::pin(SandboxControl::read_clock(self, program))
+    }
+    fn spawn<'a>(&'a self, argv: &'a [String]) -> BoxFut<'a, io::Result<String>> {
+        Box::pin(SandboxControl::spawn(self, argv))
+    }
+    fn state<'a>(&'a self, id: &'a str) -> BoxFut<'a, io::Result<ProcessState>> {
+        Box::pin(SandboxControl::state(self, id))
+    }
+    fn kill<'a>(&'a self, id: &'a str) -> BoxFut<'a, io::Result<()>> {
+        Box::pin(SandboxControl::kill(self, id))
     }
 }
 

@@ -47,7 +47,7 @@ mod routes;
 mod running;
 
 pub(crate) use api::Api;
-pub use control::{BenchRequest, BenchRequests, ClockReading, ProcessState, SandboxControl};
+pub use control::{BenchRequest, BenchRequests, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
 pub use routes::request_kind;

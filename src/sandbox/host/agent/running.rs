@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::api::Api;
 use super::control::{BenchRequest, BenchRequests, SandboxControl};
-use crate::sandbox::host::{DaemonControl, DelayProxy};
+use crate::sandbox::host::{DaemonControl, DelayProxy, NotApplied};
 
 /// A daemon relay-bench did not start: only the wire in front of it can be struck.
 pub(super) struct RunningDaemon {
@@ -17,19 +17,19 @@ pub(super) struct RunningDaemon {
 }
 
 impl DaemonControl for RunningDaemon {
-    fn restart(&self, _down: Duration) -> Result<(), String> {
-        Err("a daemon relay-bench did not start (url = ...) is not restarted by it".into())
+    fn restart(&self, _down: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NotStarted { action: "restarted" })
     }
 
-    fn disconnect(&self) -> Result<(), String> {
+    fn disconnect(&self) -> Result<(), NotApplied> {
         DelayProxy::disconnect_any(self.proxy.as_deref())
     }
 
-    fn pause(&self, _d: Duration) -> Result<(), String> {
-        Err("a daemon relay-bench did not start (url = ...) is not paused by it".into())
+    fn pause(&self, _d: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NotStarted { action: "paused" })
     }
 
-    fn blackhole(&self, d: Duration) -> Result<(), String> {
+    fn blackhole(&self, d: Duration) -> Result<(), NotApplied> {
         DelayProxy::blackhole_any(self.proxy.as_deref(), d)
     }
 }
