@@ -146,7 +146,7 @@ pub async fn run_scenario(
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
         let _ = std::fs::remove_file(p);
-        let calls = s.workload.planned_calls() * s.cases.len() as u64;
+        let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
         }
@@ -174,8 +174,8 @@ pub async fn run_scenario(
             case.runner.params(),
             case.writer.name(),
             case.writer.params(),
-            s.workload.sandboxes,
-            human(s.workload.duration())
+            case.workload.sandboxes,
+            human(case.workload.duration())
         ));
         let departures = case.departures();
         if !departures.is_empty() {

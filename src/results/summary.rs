@@ -588,7 +588,7 @@ impl Summary {
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
-            crate::scenario::check_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
+            crate::scenario::check_case_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
         }
         Ok(summary)
     }
