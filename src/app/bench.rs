@@ -16,7 +16,8 @@ use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
-use crate::results::summary::{Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
+use crate::results::summary::{CaseResult, Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
+use crate::results::sweep::SweepResult;
 use crate::scenario::{Clock, Scenario};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,9 @@ pub enum BenchError {
     Output(#[from] OutputError),
     #[error("case {case:?}: {source}")]
     Case { case: String, source: EngineError },
+    /// A sweep's point's own event log or calls.csv.
+    #[error(transparent)]
+    Part(#[from] crate::app::points::PartFailed),
     #[error("case {case:?}: {part}: {why}")]
     Unavailable { case: String, part: String, why: String },
 }
@@ -118,6 +122,7 @@ pub async fn run_scenario(
         calibration,
         results: Vec::new(),
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        sweeps: s.sweeps.iter().map(SweepResult::of).collect(),
         baseline: s.baseline.clone(),
         interrupted: false,
         pass: false,
@@ -161,11 +166,9 @@ pub async fn run_scenario(
         progress_every: Duration::from_millis(250),
     };
     let n = s.cases.len();
-    for (i, case) in s.cases.iter().enumerate() {
-        if interrupt.is_closed() {
-            summary.interrupted = true;
-            break;
-        }
+    let announce = |i: usize| {
+        let case = &s.cases[i];
+        clear_bar();
         say(&format!(
             "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
             i + 1,
@@ -181,6 +184,32 @@ pub async fn run_scenario(
         if !departures.is_empty() {
             say(&format!("      departs from production: {}", departures.join(", ")));
         }
+    };
+    // A sweep's virtual points run side by side, one a core; everything else one at a time.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut i = 0;
+    while i < n {
+        if interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        let batch = crate::app::points::batch_at(s, i);
+        if workers > 1 && batch.len() > 1 {
+            let done = |k: usize, r: Result<_, EngineError>, wall: Duration| {
+                clear_bar();
+                let result = r.map_err(|source| BenchError::Case { case: s.cases[k].name.clone(), source })?;
+                finished(&mut summary, s, result, wall, &say, &opts.out_dir)
+            };
+            tokio::task::block_in_place(|| {
+                crate::app::points::run_parallel(s, &batch, workers, &env, &opts.relay_root, &announce, done)
+            })?;
+            // Points finish in any order; the report keeps the scenario's.
+            summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
+            i += batch.len();
+            continue;
+        }
+        let case = &s.cases[i];
+        announce(i);
         let wall = std::time::Instant::now();
         let result = match case.clock {
             Clock::Real => run_case(s, case, &env).await,
@@ -199,30 +228,8 @@ pub async fn run_scenario(
         };
         clear_bar();
         let result = result.map_err(|source| BenchError::Case { case: case.name.clone(), source })?;
-        if case.clock == Clock::Virtual {
-            let simulated = Duration::from_secs_f64(result.window_secs);
-            say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
-        }
-        summary.interrupted |= result.interrupted;
-        summary.cases_not_run.retain(|c| *c != case.name);
-        summary.results.push(result);
-        summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
-        // Gates on a baseline ratio read the comparison just made: judged again.
-        for r in summary.results.iter_mut() {
-            if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
-                r.judge(&spec.gates);
-            }
-        }
-        let result = summary.results.last().expect("just pushed");
-        say(&format!(
-            "      {} calls answered, {} lost, pickup p50 {}, {}",
-            result.calls.completed,
-            result.calls.lost,
-            crate::report::export::pair(&result.latency_us.pickup),
-            if result.pass { "gates pass" } else { "GATES FAIL" }
-        ));
-        summary.recompute_pass();
-        publish_as(Moment::Case, &summary, &opts.out_dir, &say)?;
+        finished(&mut summary, s, result, wall.elapsed(), &say, &opts.out_dir)?;
+        i += 1;
     }
     summary.recompute_pass();
     if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
@@ -230,6 +237,54 @@ pub async fn run_scenario(
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// A case has finished: its result joins the summary (compared, judged, its sweep settled)
+/// and the reports are rewritten.
+fn finished(
+    summary: &mut Summary,
+    s: &Scenario,
+    result: CaseResult,
+    wall: Duration,
+    say: &impl Fn(&str),
+    out_dir: &Path,
+) -> Result<(), BenchError> {
+    if result.clock == Clock::Virtual.name() {
+        let simulated = Duration::from_secs_f64(result.window_secs);
+        say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
+    }
+    summary.interrupted |= result.interrupted;
+    summary.cases_not_run.retain(|c| *c != result.case);
+    summary.results.push(result);
+    summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
+    // Gates on a baseline ratio read the comparison just made: judged again.
+    for r in summary.results.iter_mut() {
+        if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
+            r.judge(&spec.gates);
+        }
+    }
+    let result = summary.results.last().expect("just pushed");
+    say(&format!(
+        "      {} calls answered, {} lost, pickup p50 {}, {}",
+        result.calls.completed,
+        result.calls.lost,
+        crate::report::export::pair(&result.latency_us.pickup),
+        if result.pass { "gates pass" } else { "GATES FAIL" }
+    ));
+    summary.recompute_pass();
+    settle_sweeps(summary);
+    publish_as(Moment::Case, summary, out_dir, say)
+}
+
+/// Each sweep's points from the cases run so far, and its best.
+fn settle_sweeps(summary: &mut Summary) {
+    let results = &summary.results;
+    for w in &mut summary.sweeps {
+        w.settle(|case, figures| {
+            let r = results.iter().find(|r| r.case == case)?;
+            Some((r.pass, figures.iter().map(|m| r.metric(*m)).collect()))
+        });
+    }
 }
 
 /// Publishes the outputs due at `moment` for one scenario's run directory; an output that

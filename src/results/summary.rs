@@ -535,6 +535,9 @@ pub struct Summary {
     pub results: Vec<CaseResult>,
     /// Cases of the scenario not run (the run was interrupted first).
     pub cases_not_run: Vec<String>,
+    /// The scenario's sweeps: their axes, points and best (none: no case is swept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<crate::results::sweep::SweepResult>,
     /// The case the others are compared with.
     pub baseline: Option<String>,
     pub interrupted: bool,

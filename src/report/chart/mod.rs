@@ -1,7 +1,8 @@
 //! Charts of a run directory, as PNG and SVG beside `summary.json` (in `charts/`):
 //! the latency percentile spectrum ([`percentiles`]), where a call's time goes
-//! ([`breakdown`]), discovery requests over time ([`requests`]), and pickup over time with
-//! fault windows shaded ([`faults`]). They are drawn from the run directory's files alone
+//! ([`breakdown`]), discovery requests over time ([`requests`]), pickup over time with
+//! fault windows shaded ([`faults`]), the fleet over time ([`fleet`]), and each figure of a
+//! sweep against the swept value ([`sweep`]). They are drawn from the run directory's files alone
 //! (`summary.json` and the `.hlog` interval logs), so `relay-bench report DIR` re-renders
 //! them; text uses the embedded DejaVu Sans, so no system font library is needed.
 
@@ -10,6 +11,7 @@ mod faults;
 mod fleet;
 mod percentiles;
 mod requests;
+mod sweep;
 
 use std::path::Path;
 
@@ -49,6 +51,8 @@ pub struct CaseData {
 pub struct RunData {
     pub scenario: String,
     pub cases: Vec<CaseData>,
+    /// Its sweeps, with the gates on each figure.
+    pub sweeps: Vec<sweep::SweepData>,
 }
 
 impl CaseData {
@@ -101,7 +105,28 @@ impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, String> {
         let summary = Summary::read(&dir.join("summary.json")).map_err(|e| e.to_string())?;
         let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
-        Ok(RunData { scenario: summary.scenario, cases })
+        let sweeps = summary
+            .sweeps
+            .iter()
+            .map(|w| {
+                let gates = w
+                    .figures
+                    .iter()
+                    .map(|m| {
+                        let mut on: Vec<(String, f64)> = Vec::new();
+                        let points = summary.results.iter().filter(|r| w.points.iter().any(|p| p.case == r.case));
+                        for g in points.flat_map(|r| r.gates.iter()).filter(|g| g.metric == *m) {
+                            if !on.iter().any(|(t, _)| *t == g.expr) {
+                                on.push((g.expr.clone(), g.threshold));
+                            }
+                        }
+                        on
+                    })
+                    .collect();
+                sweep::SweepData { sweep: w.clone(), gates }
+            })
+            .collect();
+        Ok(RunData { scenario: summary.scenario, cases, sweeps })
     }
 }
 
@@ -227,19 +252,23 @@ impl Output for Charts {
 /// Stages every chart of `run` under `charts/`.
 fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
     font();
+    // The body is written out once per backend: `|root| f(&root, ...)`.
     macro_rules! chart {
-        ($stem:expr, $size:expr, $f:path) => {{
+        ($stem:expr, $size:expr, $f:path) => {
+            chart!($stem, $size, |root| $f(&root, run))
+        };
+        ($stem:expr, $size:expr, |$root:ident| $body:expr) => {{
             let png = out.draw(format!("charts/{}.png", $stem))?;
             let svg = out.draw(format!("charts/{}.svg", $stem))?;
             {
-                let root = BitMapBackend::new(&png, $size).into_drawing_area();
-                $f(&root, run).map_err(|e| format!("{}: {e}", png.display()))?;
-                root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+                let $root = BitMapBackend::new(&png, $size).into_drawing_area();
+                $body.map_err(|e| format!("{}: {e}", png.display()))?;
+                $root.present().map_err(|e| format!("{}: {e}", png.display()))?;
             }
             {
-                let root = SVGBackend::new(&svg, $size).into_drawing_area();
-                $f(&root, run).map_err(|e| format!("{}: {e}", svg.display()))?;
-                root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+                let $root = SVGBackend::new(&svg, $size).into_drawing_area();
+                $body.map_err(|e| format!("{}: {e}", svg.display()))?;
+                $root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
             }
         }};
     }
@@ -259,6 +288,11 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
     if run.cases.iter().any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()) {
         let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
         chart!("faults-pickup-over-time", (SIZE.0, 220 * n.div_ceil(2) + 80), faults::draw);
+    }
+    for (j, w) in run.sweeps.iter().enumerate() {
+        for (k, m) in w.sweep.figures.iter().enumerate().filter(|(k, _)| sweep::drawable(&w.sweep, *k)) {
+            chart!(w.sweep.chart_stem(*m), SIZE, |root| sweep::draw(&root, run, j, k));
+        }
     }
     Ok(())
 }

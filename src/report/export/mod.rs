@@ -12,6 +12,7 @@ pub mod hdr;
 mod json;
 pub mod junit;
 mod markdown;
+mod sweep;
 mod table;
 mod verdict;
 
