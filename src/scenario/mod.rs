@@ -49,6 +49,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
     ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
+    ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
 ];
 
 /// How time passes in a case.
