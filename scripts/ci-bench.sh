@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark job of CI, as .ci/run and .github/workflows/bench.yml both run it:
-#   1. cargo bench (criterion): timings for the log, never a failure by themselves;
-#   2. the virtual-time scenarios (request-budget, faults): their gates decide the exit code,
+#   1. the virtual-time scenarios (request-budget, faults): their gates decide the exit code,
 #      and are also written as JUnit XML (OUT_DIR/junit.xml);
+#   2. cargo bench (criterion, and the scale bench's small points): timings for the log
+#      (OUT_DIR/criterion.txt, OUT_DIR/scale.txt), never a failure by themselves;
 #   3. with --save-baseline NAME / --baseline NAME: criterion's baseline of the harness
 #      micro-benchmarks and relay-bench's baseline of the scenarios are saved / compared
 #      (a relay-bench regression exits 1; criterion, leniently, only reports its changes);
@@ -29,17 +30,19 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# The scenarios run first: OUT_DIR is then a run directory, which `run --out` takes again
+# next time with the timing logs beside it (a new directory holding other files it refuses).
 mkdir -p "$out"
-echo "== cargo bench (timings only)"
-cargo bench --locked --bench relay -- "${criterion[@]}" 2>&1 | tee "$out/criterion.txt" \
-  || echo "warning: cargo bench failed; timings missing"
-echo "== how far the virtual clock carries a fleet (the small points; timings only)"
-cargo bench --locked --bench scale -- --quick 2>&1 | tee "$out/scale.txt" || echo "warning: the scale bench failed"
 echo "== virtual-time scenarios: their gates decide"
 set +e
 cargo run --release --locked -- run request-budget faults --quiet --out "$out" --junit "$out/junit.xml" "${relay[@]}"
 code=$?
 set -e
+echo "== cargo bench (timings only)"
+cargo bench --locked --bench relay -- "${criterion[@]}" 2>&1 | tee "$out/criterion.txt" \
+  || echo "warning: cargo bench failed; timings missing"
+echo "== how far the virtual clock carries a fleet (the small points; timings only)"
+cargo bench --locked --bench scale -- --quick 2>&1 | tee "$out/scale.txt" || echo "warning: the scale bench failed"
 if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
   for md in "$out"/*/summary.md; do
     [ -f "$md" ] && { cat "$md"; echo; } >> "$GITHUB_STEP_SUMMARY"

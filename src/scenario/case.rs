@@ -85,7 +85,7 @@ fn parse_case(
     let name = c.required_string("name")?.to_owned();
     check_case_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
-    let host_name = c.choice("host", &host_names)?.unwrap_or("local");
+    let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
     let kind = crate::sandbox::host::kind(host_name).expect("validated");
     let host = kind.parse(c, tables)?;
     let clock = match c.choice("clock", Clock::NAMES)? {

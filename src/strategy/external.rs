@@ -66,6 +66,10 @@ pub struct External;
 pub const EXTERNAL: External = External;
 
 impl RunnerKind for External {
+    fn serves(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "external"
     }

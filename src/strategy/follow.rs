@@ -180,6 +180,10 @@ struct FollowSpec {
 }
 
 impl RunnerKind for Follow {
+    fn serves(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "follow"
     }

@@ -22,7 +22,7 @@ pub use follow::FollowConfig;
 pub use pair::{Relay, RelaySpec};
 pub use watch::LocalWatch;
 pub use window::{WindowConfig, WindowSource, WindowStats};
-pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS};
+pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS, WRITER_DEFAULT};
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -105,6 +105,11 @@ pub trait RunnerKind: Sync {
     fn about(&self) -> &'static str;
     /// Reads the strategy's table (`None`: the name alone, every default).
     fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError>;
+    /// Whether `relay-bench serve` can run it on a relay dir of this machine (a black box or
+    /// a followed stream cannot).
+    fn serves(&self) -> bool {
+        true
+    }
 }
 
 /// A parsed runner strategy.
@@ -148,6 +153,9 @@ pub trait RunnerSpec: Debug + Send + Sync {
     }
 }
 
+/// The strategy `serve` runs unless told otherwise: the local watch (its dir is local).
+pub const SERVE_DEFAULT: &str = watch::WATCH_NAME;
+
 /// Every runner strategy: a new one is a file in this folder plus one line here.
 pub const RUNNERS: &[&dyn RunnerKind] = &[
     &poll::POLL,
@@ -166,6 +174,11 @@ pub fn runner_kind(name: &str) -> Option<&'static dyn RunnerKind> {
 /// Names of every runner strategy.
 pub fn runner_names() -> Vec<&'static str> {
     RUNNERS.iter().map(|k| k.name()).collect()
+}
+
+/// Names of the runner strategies `serve` runs.
+pub fn serve_names() -> Vec<&'static str> {
+    RUNNERS.iter().filter(|k| k.serves()).map(|k| k.name()).collect()
 }
 
 /// A runner strategy by name, with every default.

@@ -106,6 +106,7 @@ impl ActivitySource for LocalWatch {
 
 pub struct Watch;
 pub const WATCH: Watch = Watch;
+pub const WATCH_NAME: &str = "watch";
 
 #[derive(Debug)]
 struct WatchSpec {
@@ -115,7 +116,7 @@ struct WatchSpec {
 
 impl RunnerKind for Watch {
     fn name(&self) -> &'static str {
-        "watch"
+        WATCH_NAME
     }
 
     fn about(&self) -> &'static str {
@@ -141,7 +142,7 @@ impl RunnerKind for Watch {
 
 impl RunnerSpec for WatchSpec {
     fn name(&self) -> &'static str {
-        "watch"
+        WATCH_NAME
     }
 
     fn params(&self) -> String {

@@ -69,13 +69,22 @@ pub struct Kind {
 pub const WATCH: Kind = Kind { watch: true };
 pub const POLL: Kind = Kind { watch: false };
 
-impl WriterKind for Kind {
-    fn name(&self) -> &'static str {
+/// The writer `call` waits with unless told otherwise: production's, a watch on the dir.
+pub const WRITER_DEFAULT: &str = WATCH.name_of();
+
+impl Kind {
+    const fn name_of(&self) -> &'static str {
         if self.watch {
             "watch"
         } else {
             "poll"
         }
+    }
+}
+
+impl WriterKind for Kind {
+    fn name(&self) -> &'static str {
+        self.name_of()
     }
 
     fn about(&self) -> &'static str {
@@ -106,11 +115,7 @@ impl WriterKind for Kind {
 
 impl WriterSpec for Spec {
     fn name(&self) -> &'static str {
-        if self.watch {
-            "watch"
-        } else {
-            "poll"
-        }
+        Kind { watch: self.watch }.name_of()
     }
 
     fn params(&self) -> String {

@@ -14,6 +14,7 @@ mod client;
 mod daemon;
 mod ramp;
 
+use crate::sandbox::host::AGENT_BINARY;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -244,8 +245,8 @@ fn check_pid(pid: u32) -> Result<(), CapacityError> {
         pid,
         why: format!("no such process on this machine that relay-bench can read ({e})"),
     })?;
-    if !exe.file_name().is_some_and(|n| n.to_string_lossy().contains("sandbox-agent")) {
-        return Err(CapacityError::Pid { pid, why: format!("runs {}, not sandbox-agent", exe.display()) });
+    if !exe.file_name().is_some_and(|n| n.to_string_lossy().contains(AGENT_BINARY)) {
+        return Err(CapacityError::Pid { pid, why: format!("runs {}, not {AGENT_BINARY}", exe.display()) });
     }
     Ok(())
 }

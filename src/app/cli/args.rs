@@ -55,8 +55,8 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// Re-render a run directory's summary.md, .hgrm files and charts from its summary.json
-    /// and .hlog files.
+    /// Re-render a run directory's summary.md, .hgrm files, charts and report.html from its
+    /// summary.json and .hlog files.
     Report {
         /// A run directory (where summary.json is).
         dir: PathBuf,
@@ -134,7 +134,7 @@ pub struct ServeArgs {
     pub dir: PathBuf,
     /// How requests are discovered: poll, watch (inotify, the poll delay racing it),
     /// window-exec or window-exec-inline (production's loop, without its stale sweep).
-    #[arg(long, default_value = "watch", value_parser = ["poll", "watch", "window-exec", "window-exec-inline"])]
+    #[arg(long, default_value = crate::strategy::SERVE_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::serve_names()))]
     pub strategy: String,
     /// The poll interval (it grows to 5x after 5 idle lists, as production's does).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "300ms")]
@@ -182,7 +182,7 @@ pub struct CallArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub timeout: Option<Duration>,
     /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
-    #[arg(long, default_value = "watch", value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
+    #[arg(long, default_value = crate::strategy::WRITER_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
     pub wait: String,
     /// An answer larger than this is not read.
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]

@@ -148,11 +148,12 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Report { dir } => {
             let r = rerender(&dir)?;
             out!(line
-                "{} and {} .hgrm files rewritten; {} chart files written under {}",
+                "{} and {} .hgrm files rewritten; {} chart files written under {}; the page: {}",
                 dir.join("summary.md").display(),
                 r.files.iter().filter(|(o, f)| *o == "hdr" && f.extension().is_some_and(|e| e == "hgrm")).count(),
                 r.count("charts"),
-                dir.join("charts").display()
+                dir.join("charts").display(),
+                dir.join("report.html").display()
             );
             Ok(Exit::Pass)
         }

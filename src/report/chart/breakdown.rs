@@ -5,7 +5,27 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::RunData;
+use super::{Chart, RunData};
+
+/// `time-breakdown`.
+pub struct Breakdown;
+
+impl Chart for Breakdown {
+    fn stem(&self) -> &'static str {
+        "time-breakdown"
+    }
+
+    fn title(&self) -> &'static str {
+        "where a call's time goes"
+    }
+
+    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
+        let h = 160 + 60 * run.cases.len() as u32;
+        run.cases.iter().any(|c| c.breakdown.is_some()).then_some((super::SIZE.0, h.max(360)))
+    }
+
+    backends!(draw);
+}
 
 const PARTS: [(&str, RGBColor); 5] = [
     ("wake", RGBColor(31, 119, 180)),

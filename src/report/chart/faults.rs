@@ -4,7 +4,30 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::RunData;
+use super::{Chart, RunData};
+
+/// `faults-pickup-over-time`.
+pub struct Faults;
+
+impl Chart for Faults {
+    fn stem(&self) -> &'static str {
+        "faults-pickup-over-time"
+    }
+
+    fn title(&self) -> &'static str {
+        "pickup over time, faults shaded"
+    }
+
+    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
+        let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
+        run.cases
+            .iter()
+            .any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty())
+            .then_some((super::SIZE.0, 220 * n.div_ceil(2) + 80))
+    }
+
+    backends!(draw);
+}
 
 pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();

@@ -5,7 +5,26 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Entry, RunData};
+use super::{color, Chart, Entry, RunData};
+
+/// `fleet-over-time`.
+pub struct Fleet;
+
+impl Chart for Fleet {
+    fn stem(&self) -> &'static str {
+        "fleet-over-time"
+    }
+
+    fn title(&self) -> &'static str {
+        "the fleet over time: held execs, demoted turns, requests per second"
+    }
+
+    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
+        run.cases.iter().any(|c| c.fleet.is_some()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
+    }
+
+    backends!(draw);
+}
 use crate::results::fleet::FleetPoint;
 
 type Pick = fn(&FleetPoint) -> f64;

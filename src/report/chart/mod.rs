@@ -1,30 +1,80 @@
-//! Charts of a run directory, as PNG and SVG beside `summary.json` (in `charts/`):
-//! the latency percentile spectrum ([`percentiles`]), where a call's time goes
-//! ([`breakdown`]), discovery requests over time ([`requests`]), pickup over time with
-//! fault windows shaded ([`faults`]), the fleet over time ([`fleet`]), and each figure of a
-//! sweep against the swept value ([`sweep`]). They are drawn from the run directory's files alone
-//! (`summary.json` and the `.hlog` interval logs), so `relay-bench report DIR` re-renders
-//! them; text uses the embedded DejaVu Sans, so no system font library is needed.
+//! Charts of a run directory, as PNG and SVG beside `summary.json` (in `charts/`), and as
+//! SVG text for report.html: the latency percentile spectrum ([`percentiles`]), where a
+//! call's time goes ([`breakdown`]), discovery requests over time ([`requests`]), the fleet
+//! over time ([`fleet`]), pickup over time with fault windows shaded ([`faults`]), and the
+//! decision chart: pickup against idle discovery per case, the gate region shaded
+//! ([`decision`]). Every chart is one file implementing [`Chart`] and a line in [`CHARTS`];
+//! besides them, each figure of a sweep against the swept value ([`sweep`]), a chart per
+//! figure of the run's sweeps.
+//! They are drawn from the run directory's files alone (`summary.json` and the `.hlog`
+//! interval logs), so `relay-bench report DIR` re-renders them; text uses the embedded
+//! DejaVu Sans, so no system font library is needed.
+
+/// The two backends' methods of a [`Chart`], both calling one generic `draw`.
+macro_rules! backends {
+    ($draw:path) => {
+        fn png(
+            &self,
+            root: &plotters::drawing::DrawingArea<plotters::prelude::BitMapBackend<'_>, plotters::coord::Shift>,
+            run: &super::RunData,
+        ) -> Result<(), String> {
+            $draw(root, run)
+        }
+
+        fn svg(
+            &self,
+            root: &plotters::drawing::DrawingArea<plotters::prelude::SVGBackend<'_>, plotters::coord::Shift>,
+            run: &super::RunData,
+        ) -> Result<(), String> {
+            $draw(root, run)
+        }
+    };
+}
 
 mod breakdown;
+mod decision;
 mod faults;
 mod fleet;
 mod percentiles;
 mod requests;
+mod scale;
 mod sweep;
+
+pub use scale::{clip, grid, Axis, Plot};
 
 use std::path::Path;
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::record::recorder::Measure;
 use crate::report::export::hdr::{read_hlog, total, Interval, HLOG};
 use crate::report::output::{Input, Moment, Output, Staged};
 use crate::results::summary::{CaseResult, Summary};
-use crate::scenario::gate::Metric;
+use crate::scenario::gate::{Counter, GateResult, Metric};
 
 /// The chart width and height in pixels.
 pub const SIZE: (u32, u32) = (1200, 720);
+
+/// A figure with its spread over a run's repeats: the median and (min, max); a run of one
+/// has no spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    pub mid: f64,
+    pub range: Option<(f64, f64)>,
+}
+
+impl Spread {
+    /// A figure measured once.
+    pub fn one(v: f64) -> Spread {
+        Spread { mid: v, range: None }
+    }
+
+    /// The lowest and highest the figure was (the figure itself without repeats).
+    pub fn bounds(&self) -> (f64, f64) {
+        self.range.unwrap_or((self.mid, self.mid))
+    }
+}
 
 /// One case's figures, as the charts need them.
 pub struct CaseData {
@@ -45,6 +95,14 @@ pub struct CaseData {
     /// The fleet's timeline and the organisation's held-exec limit, when the case's fleet is
     /// worth a chart (agent turns, limits, a fleet-wide fault).
     pub fleet: Option<(Vec<crate::results::fleet::FleetPoint>, Option<u32>)>,
+    /// Pickup p50 in ms, when measured.
+    pub pickup_p50_ms: Option<Spread>,
+    /// Idle discovery requests per minute per relay dir and the gate counter that reads it:
+    /// over the idle phases when the workload has any, else over the idle stretches; `None`
+    /// when not measured (a black-box runner) or no such stretch happened.
+    pub idle_discovery: Option<(Spread, Counter)>,
+    /// The case's gates, as judged.
+    pub gates: Vec<GateResult>,
 }
 
 /// A run directory's data.
@@ -78,6 +136,12 @@ impl CaseData {
             }
         }
         let breakdown = c.breakdown_ms();
+        let q = &c.requests;
+        let (idle, counter) = if q.idle_phases.minutes > 0.0 {
+            (&q.idle_phases, Counter::IdlePhaseDiscoveryPerMin)
+        } else {
+            (&q.idle, Counter::IdleDiscoveryPerMin)
+        };
         Ok(CaseData {
             name: c.case.clone(),
             clock: c.clock.clone(),
@@ -96,6 +160,9 @@ impl CaseData {
             fleet: crate::report::export::fleet_worth_showing(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
+            pickup_p50_ms: (c.latency_us.pickup.count > 0).then(|| Spread::one(c.latency_us.pickup.p50 / 1000.0)),
+            idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (Spread::one(v), counter)),
+            gates: c.gates.clone(),
         })
     }
 }
@@ -145,12 +212,19 @@ pub fn log_label(y: &f64) -> String {
     if *y <= 0.0 {
         return String::new();
     }
-    let e = y.log10().floor();
-    let m = y / 10f64.powf(e);
+    let mut e = y.log10().floor();
+    let mut m = y / 10f64.powf(e);
+    if m >= 9.8 {
+        // 9.99999: the 10 it stands for.
+        e += 1.0;
+        m /= 10.0;
+    }
     if ![1.0, 2.0, 5.0].iter().any(|k| (m - k).abs() < 0.02) {
         return String::new();
     }
-    if *y >= 1.0 {
+    // The 1, 2 or 5 the tick stands for (a tick a tenth of a decade apart is 10^0.7 = 5.01).
+    let y = m.round() * 10f64.powf(e);
+    if y >= 1.0 {
         format!("{y:.0}")
     } else {
         let digits = (-e) as usize;
@@ -182,10 +256,21 @@ pub struct Entry {
     pub dashed: bool,
 }
 
+/// `entries` with each repeated entry (the same label, color and dash) kept once.
+fn distinct(entries: &[Entry]) -> Vec<&Entry> {
+    let mut out: Vec<&Entry> = Vec::new();
+    for e in entries {
+        if !out.iter().any(|o| o.label == e.label && o.color == e.color && o.dashed == e.dashed) {
+            out.push(e);
+        }
+    }
+    out
+}
+
 /// Height of a legend strip for `entries` across `width` pixels.
 pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
     let (mut x, mut rows) = (10u32, 1u32);
-    for e in entries {
+    for e in distinct(entries) {
         let w = 40 + 9 * e.label.chars().count() as u32;
         if x + w > width && x > 10 {
             rows += 1;
@@ -196,7 +281,8 @@ pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
     10 + 26 * rows
 }
 
-/// Draws a legend as rows of entries in its own strip, so it never covers a line.
+/// Draws a legend as rows of entries in its own strip, so it never covers a line; an entry
+/// given twice is drawn once.
 pub fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[Entry],
@@ -204,7 +290,7 @@ pub fn legend<DB: DrawingBackend>(
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let width = area.dim_in_pixel().0;
     let (mut x, mut y) = (10i32, 18i32);
-    for en in entries {
+    for en in distinct(entries) {
         let w = 40 + 9 * en.label.chars().count() as i32;
         if x + w > width as i32 && x > 10 {
             x = 10;
@@ -249,57 +335,116 @@ impl Output for Charts {
     }
 }
 
+/// One chart: its file name, what it shows, whether it is drawn for a run and how big, and
+/// its drawing on either backend (one generic `draw` in its file: [`backends!`]).
+pub trait Chart: Sync {
+    /// Its files are `charts/<stem>.png` and `.svg`.
+    fn stem(&self) -> &'static str;
+    /// What it shows, as a caption.
+    fn title(&self) -> &'static str;
+    /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+    fn size(&self, run: &RunData) -> Option<(u32, u32)>;
+    fn png(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>, run: &RunData) -> Result<(), String>;
+    fn svg(&self, root: &DrawingArea<SVGBackend<'_>, Shift>, run: &RunData) -> Result<(), String>;
+}
+
+/// Every chart, in the order a reader meets them: a new one is a file of its own and a
+/// line here.
+pub const CHARTS: &[&dyn Chart] = &[
+    &decision::Decision,
+    &percentiles::Percentiles,
+    &breakdown::Breakdown,
+    &requests::Requests,
+    &fleet::Fleet,
+    &faults::Faults,
+];
+
 /// Stages every chart of `run` under `charts/`.
 fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
     font();
-    // The body is written out once per backend: `|root| f(&root, ...)`.
-    macro_rules! chart {
-        ($stem:expr, $size:expr, $f:path) => {
-            chart!($stem, $size, |root| $f(&root, run))
-        };
-        ($stem:expr, $size:expr, |$root:ident| $body:expr) => {{
-            let png = out.draw(format!("charts/{}.png", $stem))?;
-            let svg = out.draw(format!("charts/{}.svg", $stem))?;
-            {
-                let $root = BitMapBackend::new(&png, $size).into_drawing_area();
-                $body.map_err(|e| format!("{}: {e}", png.display()))?;
-                $root.present().map_err(|e| format!("{}: {e}", png.display()))?;
-            }
-            {
-                let $root = SVGBackend::new(&svg, $size).into_drawing_area();
-                $body.map_err(|e| format!("{}: {e}", svg.display()))?;
-                $root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
-            }
-        }};
+    for c in CHARTS {
+        let Some(size) = c.size(run) else { continue };
+        let png = out.draw(format!("charts/{}.png", c.stem()))?;
+        let svg = out.draw(format!("charts/{}.svg", c.stem()))?;
+        {
+            let root = BitMapBackend::new(&png, size).into_drawing_area();
+            c.png(&root, run).map_err(|e| format!("{}: {e}", png.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+        }
+        {
+            let root = SVGBackend::new(&svg, size).into_drawing_area();
+            c.svg(&root, run).map_err(|e| format!("{}: {e}", svg.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+        }
     }
-    if run.cases.iter().any(|c| !c.hists.is_empty()) {
-        chart!("latency-percentiles", (SIZE.0, SIZE.1 * 3 / 2), percentiles::draw);
-    }
-    if run.cases.iter().any(|c| c.breakdown.is_some()) {
-        let h = 160 + 60 * run.cases.len() as u32;
-        chart!("time-breakdown", (SIZE.0, h.max(360)), breakdown::draw);
-    }
-    if run.cases.iter().any(|c| c.requests_measured && !c.timeline.is_empty()) {
-        chart!("discovery-over-time", SIZE, requests::draw);
-    }
-    if run.cases.iter().any(|c| c.fleet.is_some()) {
-        chart!("fleet-over-time", (SIZE.0, SIZE.1 * 3 / 2), fleet::draw);
-    }
-    if run.cases.iter().any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()) {
-        let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
-        chart!("faults-pickup-over-time", (SIZE.0, 220 * n.div_ceil(2) + 80), faults::draw);
-    }
+    // A sweep's charts: one per figure, named after the sweep and the figure.
     for (j, w) in run.sweeps.iter().enumerate() {
         for (k, m) in w.sweep.figures.iter().enumerate().filter(|(k, _)| sweep::drawable(&w.sweep, *k)) {
-            chart!(w.sweep.chart_stem(*m), SIZE, |root| sweep::draw(&root, run, j, k));
+            let stem = w.sweep.chart_stem(*m);
+            let png = out.draw(format!("charts/{stem}.png"))?;
+            let svg = out.draw(format!("charts/{stem}.svg"))?;
+            {
+                let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+                sweep::draw(&root, run, j, k).map_err(|e| format!("{}: {e}", png.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+            }
+            {
+                let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+                sweep::draw(&root, run, j, k).map_err(|e| format!("{}: {e}", svg.display()))?;
+                root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+            }
         }
     }
     Ok(())
 }
 
+/// A chart drawn as SVG text, for a page to hold inline.
+pub struct Inline {
+    pub stem: &'static str,
+    pub title: &'static str,
+    /// The `<svg>` element, as plotters writes it (its text escaped).
+    pub svg: String,
+}
+
+/// Every chart of `run` as SVG text, in [`CHARTS`] order.
+pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
+    font();
+    let mut out = Vec::new();
+    for c in CHARTS {
+        let Some(size) = c.size(run) else { continue };
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+            c.svg(&root, run).map_err(|e| format!("{}: {e}", c.stem()))?;
+            root.present().map_err(|e| format!("{}: {e}", c.stem()))?;
+        }
+        out.push(Inline { stem: c.stem(), title: c.title(), svg });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A case with nothing measured, for a chart's tests to fill in.
+    pub(super) fn empty_case(name: &str) -> CaseData {
+        CaseData {
+            name: name.into(),
+            clock: "virtual".into(),
+            hists: Vec::new(),
+            pickup_intervals: Vec::new(),
+            breakdown: None,
+            timeline: Vec::new(),
+            rate_gates: Vec::new(),
+            faults: Vec::new(),
+            requests_measured: true,
+            fleet: None,
+            pickup_p50_ms: None,
+            idle_discovery: None,
+            gates: Vec::new(),
+        }
+    }
 
     #[test]
     fn an_archived_run_loads_with_its_rate_gates() {

@@ -4,7 +4,26 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, RunData};
+use super::{color, Chart, RunData};
+
+/// `latency-percentiles`.
+pub struct Percentiles;
+
+impl Chart for Percentiles {
+    fn stem(&self) -> &'static str {
+        "latency-percentiles"
+    }
+
+    fn title(&self) -> &'static str {
+        "latency by percentile"
+    }
+
+    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
+        run.cases.iter().any(|c| !c.hists.is_empty()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
+    }
+
+    backends!(draw);
+}
 
 /// One case's line: its color index and (x, ms) points.
 type Series = (usize, Vec<(f64, f64)>);

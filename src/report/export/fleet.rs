@@ -26,17 +26,37 @@ fn gauge(g: &GaugeStats) -> String {
     format!("{} / {} / {:.2}", g.max, g.p99, g.mean)
 }
 
+/// One of the section's tables: its columns and rows (what summary.md and report.html
+/// both lay out).
+pub(crate) struct Table {
+    pub columns: Vec<(&'static str, Align)>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// What the section says first.
+pub(crate) const TURNS_INTRO: &str = "Agent turns: one relay each (started at the turn's start, stopped at its end, as production does); a demoted turn polls for the rest of the turn. Gauges are max / p99 / time-weighted mean.";
+/// What it says of the remote side.
+pub(crate) const REMOTE_INTRO: &str = "The remote side, as the organisation every sandbox shares saw it (held execs: watch windows in flight; requests per second over the busiest second / ten seconds / the mean).";
+/// What it says of fleet-wide faults.
+pub(crate) const FAULTS_INTRO: &str =
+    "Fleet-wide faults: from the fault's end until 95% of the active turns were healthy again.";
+
+/// The fleet section's figures: the turns; the remote side, with each case's limits, when
+/// the organisation measured it; the fleet-wide faults, when there were any.
+pub(crate) struct Section<'a> {
+    pub turns: Table,
+    pub remote: Option<(Table, Vec<(&'a str, &'a str)>)>,
+    pub faults: Option<Table>,
+}
+
 /// The section, when some case is telling.
-pub(super) fn render(o: &mut String, s: &Summary) {
+pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
     let cases: Vec<(&CaseResult, &FleetResult)> = s.results.iter().filter_map(|r| Some((r, telling(r)?))).collect();
     if cases.is_empty() {
-        return;
+        return None;
     }
-    let _ = writeln!(o, "\n## Fleet\n");
-    let _ = writeln!(o, "Agent turns: one relay each (started at the turn's start, stopped at its end, as production does); a demoted turn polls for the rest of the turn. Gauges are max / p99 / time-weighted mean.\n");
-    let mut t = MdTable::new(
-        o,
-        &[
+    let mut turns = Table {
+        columns: vec![
             ("case", L),
             ("turns", R),
             ("demoted", R),
@@ -45,10 +65,11 @@ pub(super) fn render(o: &mut String, s: &Summary) {
             ("turns at once", L),
             ("healthy at once", L),
         ],
-    );
+        rows: Vec::new(),
+    };
     for (r, f) in &cases {
         let tu = &f.turns;
-        t.row(&[
+        turns.rows.push(vec![
             r.case.clone(),
             tu.started.to_string(),
             format!("{} ({}%)", tu.demoted, tu.demoted_pct),
@@ -59,11 +80,9 @@ pub(super) fn render(o: &mut String, s: &Summary) {
         ]);
     }
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
-    if !measured.is_empty() {
-        let _ = writeln!(o, "\nThe remote side, as the organisation every sandbox shares saw it (held execs: watch windows in flight; requests per second over the busiest second / ten seconds / the mean).\n");
-        let mut t = MdTable::new(
-            o,
-            &[
+    let remote = (!measured.is_empty()).then(|| {
+        let mut t = Table {
+            columns: vec![
                 ("case", L),
                 ("held execs", L),
                 ("per sandbox", L),
@@ -73,10 +92,11 @@ pub(super) fn render(o: &mut String, s: &Summary) {
                 ("rejected / queued / cut", R),
                 ("queue wait p99", R),
             ],
-        );
+            rows: Vec::new(),
+        };
         for (r, f) in &measured {
             let q = &f.requests_per_sec;
-            t.row(&[
+            t.rows.push(vec![
                 r.case.clone(),
                 gauge(&f.held_execs),
                 gauge(&f.sandbox_held_execs),
@@ -87,21 +107,13 @@ pub(super) fn render(o: &mut String, s: &Summary) {
                 if f.queue_wait_us.count == 0 { "-".into() } else { us(f.queue_wait_us.p99) },
             ]);
         }
-        let _ = writeln!(o);
-        for (r, f) in &measured {
-            let _ = writeln!(o, "- **{}** limits: {}", r.case, f.limits);
-        }
-    }
+        (t, measured.iter().map(|(r, f)| (r.case.as_str(), f.limits.as_str())).collect())
+    });
     let rows: Vec<_> =
         cases.iter().flat_map(|(r, _)| r.faults.iter().filter(|x| x.fleet).map(move |x| (r, x))).collect();
-    if !rows.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nFleet-wide faults: from the fault's end until 95% of the active turns were healthy again.\n"
-        );
-        let mut t = MdTable::new(
-            o,
-            &[
+    let faults = (!rows.is_empty()).then(|| {
+        let mut t = Table {
+            columns: vec![
                 ("case", L),
                 ("fault", L),
                 ("struck / ended", L),
@@ -110,10 +122,11 @@ pub(super) fn render(o: &mut String, s: &Summary) {
                 ("turns demoted", R),
                 ("busiest 10 s after (req/s)", R),
             ],
-        );
+            rows: Vec::new(),
+        };
         for (r, x) in rows {
             let Some(fr) = &x.fleet_recovery else { continue };
-            t.row(&[
+            t.rows.push(vec![
                 r.case.clone(),
                 format!("`{}`", x.kind),
                 format!("{:.1} s / {:.1} s", x.at_secs, x.until_secs),
@@ -123,5 +136,34 @@ pub(super) fn render(o: &mut String, s: &Summary) {
                 fr.peak_requests_per_sec_10s.to_string(),
             ]);
         }
+        t
+    });
+    Some(Section { turns, remote, faults })
+}
+
+fn table(o: &mut String, t: &Table) {
+    let mut md = MdTable::new(o, &t.columns);
+    for row in &t.rows {
+        md.row(row);
+    }
+}
+
+/// The section in summary.md, when some case is telling.
+pub(super) fn render(o: &mut String, s: &Summary) {
+    let Some(sec) = section(s) else { return };
+    let _ = writeln!(o, "\n## Fleet\n");
+    let _ = writeln!(o, "{TURNS_INTRO}\n");
+    table(o, &sec.turns);
+    if let Some((t, limits)) = &sec.remote {
+        let _ = writeln!(o, "\n{REMOTE_INTRO}\n");
+        table(o, t);
+        let _ = writeln!(o);
+        for (case, limits) in limits {
+            let _ = writeln!(o, "- **{case}** limits: {limits}");
+        }
+    }
+    if let Some(t) = &sec.faults {
+        let _ = writeln!(o, "\n{FAULTS_INTRO}\n");
+        table(o, t);
     }
 }

@@ -3,18 +3,19 @@
 //! ([`crate::report::outputs`]), which owns where and when they are written.
 
 #[cfg(test)]
-mod fixture;
-mod fleet;
+pub(crate) mod fixture;
+pub(crate) mod fleet;
 
 pub use fleet::telling as fleet_worth_showing;
 mod gfm;
+pub(crate) use gfm::Align;
 pub mod hdr;
 mod json;
 pub mod junit;
 mod markdown;
 mod sweep;
 mod table;
-mod verdict;
+pub(crate) mod verdict;
 
 pub use json::Json;
 pub use junit::JUnit;

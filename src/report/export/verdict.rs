@@ -11,14 +11,14 @@ use crate::scenario::gate::GateResult;
 
 /// How a case stands against production's relay as built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Design {
+pub(crate) enum Design {
     Production,
     OptionSet,
     /// An archived run that did not record its departures.
     Unknown,
 }
 
-fn design_of(r: &CaseResult) -> Design {
+pub(crate) fn design_of(r: &CaseResult) -> Design {
     match r.departures.as_deref() {
         Some([]) => Design::Production,
         Some(_) => Design::OptionSet,
@@ -43,12 +43,13 @@ fn scenario_wide(results: &[CaseResult]) -> usize {
 }
 
 /// One distinct case-specific gate and the cases given it.
-struct Row<'a> {
-    gate: &'a GateResult,
-    cases: Vec<(&'a CaseResult, &'a GateResult)>,
+pub(crate) struct Row<'a> {
+    pub gate: &'a GateResult,
+    pub cases: Vec<(&'a CaseResult, &'a GateResult)>,
 }
 
-fn rows(s: &Summary) -> Vec<Row<'_>> {
+/// The rollout gates, each with the cases given it.
+pub(crate) fn rows(s: &Summary) -> Vec<Row<'_>> {
     let skip = scenario_wide(&s.results);
     let mut rows: Vec<Row<'_>> = Vec::new();
     for r in &s.results {

@@ -15,7 +15,8 @@ mod wire;
 
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
-    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, TOKEN_ENV as AGENT_TOKEN_ENV,
+    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, AGENT_BINARY,
+    TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;
@@ -353,7 +354,8 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     }
 }
 
-/// Every host kind: a new host is a file in this folder plus one line here.
+/// Every host kind: a new host is a file in this folder plus one line here. The first is a
+/// case's host when it names none.
 pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE, &agent::SANDBOX_AGENT];
 
 /// The host kind named `name`.

@@ -264,6 +264,7 @@ impl RunnerKind for WindowExecKind {
         if let Some(e) = t.choice("window_events", &["any", "requests"])? {
             cfg.events = if e == "requests" { EventFilter::Requests } else { EventFilter::Any };
         }
+        // not a kind: "poll" is the option's value, the classic polling production falls back to
         if t.choice("after_demotion", &["poll", "retry"])? == Some("retry") {
             cfg.after_demotion = AfterDemotion::Retry;
         }

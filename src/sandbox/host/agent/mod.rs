@@ -67,6 +67,8 @@ pub(super) const START_BOUND: Duration = Duration::from_secs(10);
 pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
 /// Where a case's files go in the sandbox when its in-sandbox side runs there.
 pub const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
+/// The daemon's binary, as PATH names it (and its host kind's name).
+pub const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
@@ -102,7 +104,7 @@ pub fn find_binary() -> Result<PathBuf, String> {
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(LOCAL_INSTALL);
     Some(local)
         .filter(|p| p.is_file())
-        .or_else(|| crate::base::fsio::on_path("sandbox-agent"))
+        .or_else(|| crate::base::fsio::on_path(AGENT_BINARY))
         .ok_or_else(|| format!("sandbox-agent not found ({LOCAL_INSTALL}, PATH); {install}"))
 }
 
@@ -137,7 +139,7 @@ impl AgentHost {
 
     /// `api`: the daemon's (or the delay proxy's in front of it).
     pub(crate) fn over(api: Api, dir: PathBuf, busy: Arc<Busy>, process: Option<Arc<AgentProcess>>) -> AgentHost {
-        let label = "sandbox-agent".to_owned();
+        let label = AGENT_BINARY.to_owned();
         let counter = RequestCounter::new(busy);
         AgentHost { api, dir, counter, label, _process: process, proxy: None }
     }
@@ -285,7 +287,7 @@ pub struct AgentSpec {
 
 impl HostKind for SandboxAgent {
     fn name(&self) -> &'static str {
-        "sandbox-agent"
+        AGENT_BINARY
     }
 
     fn about(&self) -> &'static str {
@@ -329,7 +331,7 @@ impl HostKind for SandboxAgent {
 
 impl HostSpec for AgentSpec {
     fn name(&self) -> &'static str {
-        "sandbox-agent"
+        AGENT_BINARY
     }
 
     fn params(&self) -> String {

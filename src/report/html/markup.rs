@@ -1,0 +1,172 @@
+//! HTML written by hand, and safely: markup comes only from the code itself (a
+//! `&'static str`: [`Page::raw`], tag and class names), and every string that can come from
+//! a summary — case names, descriptions, notices, figures — goes in through [`Page::text`],
+//! a table [`Cell`] or an attribute, escaped.
+
+use std::borrow::Cow;
+
+use crate::report::chart::Inline;
+use crate::report::export::Align;
+
+/// `s` made safe as HTML text and as a quoted attribute value.
+pub(super) fn escape(s: &str) -> Cow<'_, str> {
+    if !s.contains(['&', '<', '>', '"', '\'']) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A table cell: its text and a class for it (`""`: none).
+pub(super) struct Cell {
+    pub text: String,
+    pub class: &'static str,
+}
+
+impl Cell {
+    pub fn with(text: impl Into<String>, class: &'static str) -> Cell {
+        Cell { text: text.into(), class }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell { text, class: "" }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell { text: text.to_owned(), class: "" }
+    }
+}
+
+/// A page being written.
+#[derive(Default)]
+pub(super) struct Page {
+    out: String,
+}
+
+impl Page {
+    /// Markup written in the code itself: a `&'static str` cannot carry a summary's text.
+    pub fn raw(&mut self, markup: &'static str) -> &mut Page {
+        self.out.push_str(markup);
+        self
+    }
+
+    /// Text, escaped.
+    pub fn text(&mut self, s: &str) -> &mut Page {
+        self.out.push_str(&escape(s));
+        self
+    }
+
+    /// `<tag class="class">text</tag>` (`class` `""`: none).
+    pub fn el(&mut self, tag: &'static str, class: &'static str, text: &str) -> &mut Page {
+        self.open(tag, class).text(text).close(tag)
+    }
+
+    /// `<tag class="class">`.
+    pub fn open(&mut self, tag: &'static str, class: &'static str) -> &mut Page {
+        self.raw("<").raw(tag);
+        if !class.is_empty() {
+            self.raw(" class=\"").raw(class).raw("\"");
+        }
+        self.raw(">")
+    }
+
+    /// `</tag>`.
+    pub fn close(&mut self, tag: &'static str) -> &mut Page {
+        self.raw("</").raw(tag).raw(">")
+    }
+
+    /// A section with its heading: `<section id="id"><h2>title</h2>`; the caller closes it.
+    pub fn section(&mut self, id: &'static str, title: &str) -> &mut Page {
+        self.raw("<section id=\"").raw(id).raw("\">\n").el("h2", "", title).raw("\n")
+    }
+
+    /// `<a href="href">text</a>`.
+    pub fn link(&mut self, href: &str, text: &str) -> &mut Page {
+        self.raw("<a href=\"").text(href).raw("\">").text(text).raw("</a>")
+    }
+
+    /// A chart as plotters drew it (its text escaped by plotters), in a figure with its
+    /// caption and links to its files.
+    pub fn chart(&mut self, c: &Inline) -> &mut Page {
+        self.raw("<figure id=\"chart-").text(c.stem).raw("\">\n");
+        // Plotters writes the `<svg>` element whole, and escapes every text and attribute.
+        self.out.push_str(&c.svg);
+        self.raw("<figcaption>").text(c.title).raw(" (");
+        self.link(&format!("charts/{}.png", c.stem), "PNG").raw(", ");
+        self.link(&format!("charts/{}.svg", c.stem), "SVG").raw(")</figcaption>\n</figure>\n")
+    }
+
+    /// A table: its header from `columns` (right-aligned ones get class `num`), a row per
+    /// entry of `rows`. A cell written `` `x` `` is code.
+    pub fn table(&mut self, columns: &[(&str, Align)], rows: &[Vec<Cell>]) -> &mut Page {
+        let num = |a: &Align| matches!(a, Align::Right);
+        self.raw("<div class=\"wide\"><table>\n<thead><tr>");
+        for (name, a) in columns {
+            self.open("th", if num(a) { "num" } else { "" }).text(name).close("th");
+        }
+        self.raw("</tr></thead>\n<tbody>\n");
+        for row in rows {
+            self.raw("<tr>");
+            for (k, cell) in row.iter().enumerate() {
+                let class = match (cell.class, columns.get(k).is_some_and(|c| num(&c.1))) {
+                    ("", true) => "num",
+                    (c, _) => c,
+                };
+                self.open("td", class);
+                match cell.text.strip_prefix('`').and_then(|t| t.strip_suffix('`')) {
+                    Some(code) if !code.is_empty() => self.el("code", "", code),
+                    _ => self.text(if cell.text.trim().is_empty() { "-" } else { &cell.text }),
+                };
+                self.close("td");
+            }
+            self.raw("</tr>\n");
+        }
+        self.raw("</tbody>\n</table></div>\n")
+    }
+
+    /// A bulleted list of texts.
+    pub fn list(&mut self, items: &[String]) -> &mut Page {
+        self.raw("<ul>\n");
+        for i in items {
+            self.el("li", "", i).raw("\n");
+        }
+        self.raw("</ul>\n")
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_cells_and_links_are_escaped_and_code_cells_are_code() {
+        assert_eq!(escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+        assert!(matches!(escape("plain"), Cow::Borrowed(_)));
+        let mut p = Page::default();
+        p.el("p", "note", "<script>alert(1)</script>").link("x\" onclick=\"y", "<b>");
+        p.table(&[("case", Align::Left), ("n", Align::Right)], &[vec!["<i>".into(), Cell::with("`a<b`", "fail")]]);
+        let html = p.finish();
+        assert!(html.contains("<p class=\"note\">&lt;script&gt;alert(1)&lt;/script&gt;</p>"), "{html}");
+        assert!(html.contains("<a href=\"x&quot; onclick=&quot;y\">&lt;b&gt;</a>"), "{html}");
+        assert!(html.contains("<td>&lt;i&gt;</td><td class=\"fail\"><code>a&lt;b</code></td>"), "{html}");
+        assert!(html.contains("<th class=\"num\">n</th>"), "{html}");
+    }
+}

@@ -1,0 +1,212 @@
+//! `report.html`: one page per run, self-contained — the charts inline as SVG, the style
+//! inline, no script, font or image fetched (its content security policy forbids every
+//! fetch) — that a reviewer reads top down: the verdict, the decision chart, the results,
+//! the departures from production, the gates, the fleet, the other charts, the environment,
+//! and links to the run's raw files. Written at the end of a scenario and by `report`, from
+//! the run directory's own files, as the charts are.
+//!
+//! Its one inline script checks the page in a browser: it records any error and any fetch,
+//! then sets `data-state` on `#page-check` to `ok` or `errors` (the browser test reads it).
+
+mod markup;
+mod sections;
+mod verdict;
+
+use markup::Page;
+
+use crate::report::chart::{self, Inline, RunData};
+use crate::report::output::{Input, Moment, Output, Staged};
+use crate::results::summary::Summary;
+
+/// `report.html`.
+pub struct Html;
+
+/// The files a run directory may hold beside its reports, linked when present.
+const OPTIONAL_FILES: [&str; 2] = ["events.ndjson", "calls.csv"];
+
+impl Output for Html {
+    fn name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn path(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        matches!(moment, Moment::End | Moment::Rerender)
+    }
+
+    /// Like the charts it holds: a run's results are safe in summary.json without it.
+    fn essential(&self) -> bool {
+        false
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+        let charts = chart::inline(&RunData::load(input.dir)?)?;
+        let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
+        out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
+    }
+}
+
+/// Every fetch refused: the page holds everything it shows.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; \
+base-uri 'none'; form-action 'none'";
+
+const STYLE: &str = r#"
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 0;
+  background: #fafafa; color: #1b1b1b; }
+main { max-width: 1240px; margin: 0 auto; padding: 16px 24px 48px; }
+h1 { font-size: 26px; margin: 8px 0; }
+h2 { font-size: 20px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 16px; margin: 16px 0 6px; }
+nav a { margin-right: 12px; }
+.lead { font-size: 16px; }
+.muted { color: #666; }
+.pass { color: #176f2c; }
+.fail { color: #b3261e; }
+td.pass { background: #e7f5ea; }
+td.fail { background: #fdecea; font-weight: 600; }
+.banner { padding: 10px 14px; border-radius: 6px; border: 1px solid; color: #1b1b1b; margin: 8px 0; }
+.banner p, .banner ul { margin: 2px 0; }
+.banner.pass { background: #e7f5ea; border-color: #9fd3aa; }
+.banner.fail { background: #fdecea; border-color: #f1aaa4; }
+.wide { overflow-x: auto; }
+table { border-collapse: collapse; margin: 8px 0; background: #fff; font-size: 14px; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
+figure { margin: 16px 0; background: #fff; border: 1px solid #ddd; padding: 8px; }
+figure svg { display: block; width: 100%; height: auto; }
+figcaption { color: #555; font-size: 13px; margin-top: 4px; }
+details { margin: 8px 0; }
+#results td:nth-child(1) { min-width: 8em; }
+"#;
+
+/// Records every error (a script's, or a resource that failed) and every fetch, and says
+/// so on `#page-check` once the page has loaded.
+const CHECK: &str = r#"
+(function () {
+  var problems = [];
+  window.addEventListener('error', function (e) {
+    var t = e.target;
+    problems.push(t && t !== window && (t.src || t.href) ? 'failed to load ' + (t.src || t.href) : 'error: ' + e.message);
+  }, true);
+  document.addEventListener('securitypolicyviolation', function (e) {
+    problems.push('refused by the page policy: ' + e.blockedURI + ' (' + e.violatedDirective + ')');
+  });
+  window.addEventListener('load', function () {
+    var fetched = performance.getEntriesByType ? performance.getEntriesByType('resource') : [];
+    for (var i = 0; i < fetched.length; i++) { problems.push('fetched ' + fetched[i].name); }
+    var m = document.getElementById('page-check');
+    m.setAttribute('data-state', problems.length ? 'errors' : 'ok');
+    m.textContent = problems.join('\n');
+  });
+})();
+"#;
+
+/// The page for `s`, with its charts drawn as `charts` and the optional files `present`
+/// beside it.
+pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
+    let mut p = Page::default();
+    let (word, _) = sections::outcome(s);
+    p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    p.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    p.raw("<meta http-equiv=\"Content-Security-Policy\" content=\"").raw(POLICY).raw("\">\n");
+    p.raw("<link rel=\"icon\" href=\"data:,\">\n");
+    p.raw("<title>relay-bench: ").text(&s.scenario).raw(" — ").text(word).raw("</title>\n");
+    p.raw("<style>").raw(STYLE).raw("</style>\n<script>").raw(CHECK).raw("</script>\n</head>\n<body>\n");
+    p.raw("<p id=\"page-check\" data-state=\"loading\" hidden></p>\n<main>\n");
+    sections::header(&mut p, s);
+    let verdict = verdict::Verdict::from_gates(s);
+    let (decision, others): (Vec<&Inline>, Vec<&Inline>) = charts.iter().partition(|c| c.stem == "decision");
+    let mut nav: Vec<(&'static str, &'static str)> = Vec::new();
+    if verdict.is_some() {
+        nav.push(("#verdict", "verdict"));
+    }
+    if !decision.is_empty() {
+        nav.push(("#decision", "decision chart"));
+    }
+    nav.extend([("#results", "results"), ("#departures", "departures"), ("#gates", "gates")]);
+    if crate::report::export::fleet::section(s).is_some() {
+        nav.push(("#fleet", "fleet"));
+    }
+    if !others.is_empty() {
+        nav.push(("#charts", "charts"));
+    }
+    nav.extend([("#environment", "environment"), ("#files", "files")]);
+    p.raw("<nav>");
+    for (href, what) in nav {
+        p.raw("<a href=\"").raw(href).raw("\">").raw(what).raw("</a>");
+    }
+    p.raw("</nav>\n");
+    if let Some(v) = &verdict {
+        verdict::render(&mut p, v);
+    }
+    if let Some(c) = decision.first() {
+        p.section("decision", "Pickup against idle discovery");
+        p.el(
+            "p",
+            "",
+            "Each case's pickup p50 against its idle discovery requests per minute per relay dir; the shaded region is \
+             what the cases' gates on those two figures allow. A ring misses one of them.",
+        );
+        p.chart(c).raw("</section>\n");
+    }
+    sections::results(&mut p, s);
+    sections::departures(&mut p, s);
+    sections::gates(&mut p, s);
+    sections::fleet(&mut p, s);
+    if !others.is_empty() {
+        p.section("charts", "Charts");
+        for c in others {
+            p.chart(c);
+        }
+        p.raw("</section>\n");
+    }
+    sections::environment(&mut p, s);
+    sections::files(&mut p, present);
+    sections::along_the_way(&mut p, s);
+    p.raw("</main>\n</body>\n</html>\n");
+    p.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::export::fixture::realistic;
+
+    #[test]
+    fn every_string_from_the_summary_is_escaped() {
+        let mut s = realistic();
+        s.description = "<script>alert('description')</script> & more".into();
+        s.results[0].notices.push("<img src=x onerror=alert(1)>".into());
+        s.results[0].notices_total += 1;
+        s.results[0].host_params = "\"><b>host</b>".into();
+        let html = render(&s, &[], &["events.ndjson"]);
+        assert!(!html.contains("<script>alert"), "the description is text");
+        assert!(html.contains("&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt; &amp; more"));
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"), "a notice is text");
+        assert!(!html.contains("<img") && !html.contains("<b>host"));
+        assert_eq!(html.matches("<script>").count(), 1, "the page's own check only");
+        assert!(html.contains("<a href=\"events.ndjson\">"));
+        assert!(!html.contains("calls.csv"), "a file not present is not linked");
+    }
+
+    #[test]
+    fn the_page_fetches_nothing_and_says_the_verdict_first() {
+        let html = render(&realistic(), &[], &[]);
+        for fetch in ["src=", "http://", "https://", "@import", "url("] {
+            assert!(!html.contains(fetch), "{fetch} in the page");
+        }
+        let verdict = html.find("<section id=\"verdict\">").expect("a verdict");
+        assert!(verdict < html.find("<section id=\"results\">").unwrap());
+        assert!(html.contains(
+            "Production as built (<strong>window-exec</strong>, runner <code>window-exec</code>) misses 1 of 2"
+        ));
+        assert!(html.contains("<td class=\"num\">5.33</td>"), "the gated idle figure in the results");
+        assert!(html.ends_with("</html>\n"));
+    }
+}

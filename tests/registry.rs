@@ -1,0 +1,90 @@
+//! The registries are closed: a strategy's or a host's name, as a string, appears in its own
+//! file alone (where its kind says its name) and nowhere else in the library's code — no
+//! `if strategy == "window-exec"` anywhere, no hard-coded list of names: a new kind is a file
+//! and a line in its registry. Tests are not the library's code (they name kinds freely), nor
+//! is a line saying it holds an option's value that happens to be spelt like a kind.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The marker of a line whose string is an option's value, not a kind's name.
+const NOT_A_KIND: &str = "not a kind:";
+
+/// Files declared `#[cfg(test)] mod NAME;` by their parent: test code of their own.
+fn test_only(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for w in lines.windows(2) {
+            if w[0].trim() == "#[cfg(test)]" {
+                if let Some(name) = w[1].trim().strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                    out.push(p.with_file_name(format!("{name}.rs")));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn sources() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut paths);
+    paths.sort();
+    let tests = test_only(&paths);
+    paths
+        .into_iter()
+        .filter(|p| !tests.contains(p))
+        // A file of tests (a module of its own), or the tests at the end of a file, aside.
+        .filter(|p| {
+            !p.ends_with("tests.rs") && !p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_tests.rs"))
+        })
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_owned();
+            (p, code)
+        })
+        .collect()
+}
+
+#[test]
+fn no_kind_is_named_outside_its_own_file() {
+    let mut kinds: Vec<&str> = relay_bench::strategy::RUNNERS.iter().map(|k| k.name()).collect();
+    kinds.extend(relay_bench::strategy::WRITERS.iter().map(|k| k.name()));
+    kinds.extend(relay_bench::sandbox::host::HOSTS.iter().map(|k| k.name()));
+    kinds.sort();
+    kinds.dedup();
+    assert!(kinds.len() >= 8, "the registries were read: {kinds:?}");
+    // A kind's own file says its name where the kind names itself: in a `name` function, or
+    // as a constant. Anywhere else the name is a leak.
+    let mut leaks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (path, code) in sources() {
+        let lines: Vec<&str> = code.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            let code_part = line.split("//").next().unwrap_or("");
+            if line.contains(NOT_A_KIND) || n > 0 && lines[n - 1].contains(NOT_A_KIND) {
+                continue;
+            }
+            let naming = code_part.trim_start().starts_with("pub const ")
+                || code_part.trim_start().starts_with("const ")
+                || lines[n.saturating_sub(5)..n].iter().any(|l| l.contains("fn name") || l.contains("fn label"));
+            for k in &kinds {
+                if code_part.contains(&format!("\"{k}\"")) && !naming {
+                    leaks.entry(k).or_default().push(format!("{}:{}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    let leaks: Vec<String> = leaks.iter().map(|(k, places)| format!("{k:?} in {places:?}")).collect();
+    assert!(leaks.is_empty(), "kind names outside their own file:\n{}", leaks.join("\n"));
+}
