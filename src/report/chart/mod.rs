@@ -377,36 +377,54 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
             root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
         }
     }
-    // A sweep's charts: one per figure, named after the sweep and the figure.
-    for (j, w) in run.sweeps.iter().enumerate() {
-        for (k, m) in w.sweep.figures.iter().enumerate().filter(|(k, _)| sweep::drawable(&w.sweep, *k)) {
-            let stem = w.sweep.chart_stem(*m);
-            let png = out.draw(format!("charts/{stem}.png"))?;
-            let svg = out.draw(format!("charts/{stem}.svg"))?;
-            {
-                let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-                sweep::draw(&root, run, j, k).map_err(|e| format!("{}: {e}", png.display()))?;
-                root.present().map_err(|e| format!("{}: {e}", png.display()))?;
-            }
-            {
-                let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-                sweep::draw(&root, run, j, k).map_err(|e| format!("{}: {e}", svg.display()))?;
-                root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
-            }
+    for c in sweep_charts(run) {
+        let png = out.draw(format!("charts/{}.png", c.stem))?;
+        let svg = out.draw(format!("charts/{}.svg", c.stem))?;
+        {
+            let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", png.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+        }
+        {
+            let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", svg.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
         }
     }
     Ok(())
 }
 
+/// One chart of a sweep: a figure against the swept value.
+struct SweepChart {
+    stem: String,
+    title: String,
+    /// The sweep's index in the run, and the figure's in the sweep.
+    sweep: usize,
+    figure: usize,
+}
+
+/// A chart per figure of each sweep of `run` that has a value to draw, named after the
+/// sweep and the figure.
+fn sweep_charts(run: &RunData) -> Vec<SweepChart> {
+    let mut out = Vec::new();
+    for (j, w) in run.sweeps.iter().enumerate() {
+        for (k, m) in w.sweep.figures.iter().enumerate().filter(|(k, _)| sweep::drawable(&w.sweep, *k)) {
+            let title = format!("{} against the swept value (sweep {})", m.name(), w.sweep.case);
+            out.push(SweepChart { stem: w.sweep.chart_stem(*m), title, sweep: j, figure: k });
+        }
+    }
+    out
+}
+
 /// A chart drawn as SVG text, for a page to hold inline.
 pub struct Inline {
-    pub stem: &'static str,
-    pub title: &'static str,
+    pub stem: String,
+    pub title: String,
     /// The `<svg>` element, as plotters writes it (its text escaped).
     pub svg: String,
 }
 
-/// Every chart of `run` as SVG text, in [`CHARTS`] order.
+/// Every chart of `run` as SVG text, in [`CHARTS`] order, then each sweep's.
 pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
     font();
     let mut out = Vec::new();
@@ -418,7 +436,16 @@ pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
             c.svg(&root, run).map_err(|e| format!("{}: {e}", c.stem()))?;
             root.present().map_err(|e| format!("{}: {e}", c.stem()))?;
         }
-        out.push(Inline { stem: c.stem(), title: c.title(), svg });
+        out.push(Inline { stem: c.stem().to_owned(), title: c.title().to_owned(), svg });
+    }
+    for c in sweep_charts(run) {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", c.stem))?;
+            root.present().map_err(|e| format!("{}: {e}", c.stem))?;
+        }
+        out.push(Inline { stem: c.stem, title: c.title, svg });
     }
     Ok(out)
 }
