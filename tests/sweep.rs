@@ -98,3 +98,42 @@ async fn a_sweep_reports_a_row_per_point_and_the_best_one_that_meets_every_gate(
     }
     assert!(log.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()), "no line interleaved");
 }
+
+/// `run --sweep` from the command line: the scenario states no sweep, the command line's
+/// makes the points, summary.json carries its axes and points, report.html its table; a
+/// path that does not apply to the case's strategy is refused before anything runs.
+#[test]
+fn the_command_line_sweeps_a_case_and_refuses_an_option_it_does_not_have() {
+    const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("plain.toml");
+    let plain = SWEEP
+        .replace(r#"sweep = { "runner.window" = ["5s", "25s"], "limits.org_held_execs" = [0, 100] }"#, "")
+        .replace("objective = ", "# ")
+        .replace("figures = ", "# ");
+    std::fs::write(&file, &plain).unwrap();
+    let out = t.path().join("run");
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new(BIN);
+        c.arg("run").arg(&file).args(["--quiet", "--no-event-log", "--out"]).arg(&out).args(args);
+        c.output().unwrap()
+    };
+    let ok = run(&["--sweep", "runner.window=5s,25s"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sw = &json["sweeps"][0];
+    assert_eq!((sw["case"].as_str(), sw["axes"][0]["path"].as_str()), (Some("w"), Some("runner.window")));
+    let points: Vec<&str> = sw["points"].as_array().unwrap().iter().map(|p| p["case"].as_str().unwrap()).collect();
+    assert_eq!(points, ["w@window=5s", "w@window=25s"]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<section id=\"sweeps\">") && html.contains("<td>25s</td>"), "the table in report.html");
+
+    let poll = plain
+        .replace("runner = \"window-exec\"", "runner = \"poll\"")
+        .replace("writer = \"watch\"", "writer = \"poll\"");
+    std::fs::write(&file, poll).unwrap();
+    let refused = run(&["--sweep", "runner.window=5s,25s"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(err.contains("case[0].sweep.runner.window") && err.contains("does not apply to this case"), "{err}");
+}

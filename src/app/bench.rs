@@ -169,17 +169,7 @@ pub async fn run_scenario(
     let announce = |i: usize| {
         let case = &s.cases[i];
         clear_bar();
-        say(&format!(
-            "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
-            i + 1,
-            case.name,
-            case.runner.name(),
-            case.runner.params(),
-            case.writer.name(),
-            case.writer.params(),
-            case.workload.sandboxes,
-            human(case.workload.duration())
-        ));
+        say(&heading(s, i));
         let departures = case.departures();
         if !departures.is_empty() {
             say(&format!("      departs from production: {}", departures.join(", ")));
@@ -237,6 +227,31 @@ pub async fn run_scenario(
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// The line that announces case `i` as it starts: its place in the run, its name, what it
+/// runs; for a sweep's point, which point of which sweep (several run at once).
+fn heading(s: &Scenario, i: usize) -> String {
+    let case = &s.cases[i];
+    let point = s
+        .sweep_of(&case.name)
+        .and_then(|w| {
+            let k = w.points.iter().position(|p| p.case == case.name)?;
+            Some(format!(" (sweep {}: point {} of {})", w.case, k + 1, w.points.len()))
+        })
+        .unwrap_or_default();
+    format!(
+        "[{}/{}] {}{point}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
+        i + 1,
+        s.cases.len(),
+        case.name,
+        case.runner.name(),
+        case.runner.params(),
+        case.writer.name(),
+        case.writer.params(),
+        case.workload.sandboxes,
+        human(case.workload.duration())
+    )
 }
 
 /// A case has finished: its result joins the summary (compared, judged, its sweep settled)
@@ -406,6 +421,34 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", from.join("hdr/c/pickup.hlog")).unwrap();
         let e = save_baseline(&from, &to).unwrap_err();
         assert!(e.to_string().contains("a symbolic link, not followed here"), "{e}");
+    }
+
+    #[test]
+    fn a_sweeps_point_is_announced_as_the_point_it_is() {
+        let text = r#"
+name = "s"
+[workload]
+duration = "1m"
+[[case]]
+name = "plain"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "w"
+host = "remote"
+profile = "lan"
+runner = "window-exec"
+writer = "watch"
+sweep = { "runner.window" = ["10s", "25s"], "workload.sandboxes" = [1, 3] }
+"#;
+        let s = Scenario::parse("s.toml", text).unwrap();
+        assert!(heading(&s, 0).starts_with("[1/5] plain: runner "), "{}", heading(&s, 0));
+        let third = heading(&s, 3);
+        assert!(
+            third.starts_with("[4/5] w@window=25s,sandboxes=1 (sweep w: point 3 of 4): runner window-exec"),
+            "{third}"
+        );
+        assert!(third.contains("window 25.00s") && third.contains(", 1 sandboxes,"), "{third}");
     }
 
     #[test]
