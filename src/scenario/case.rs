@@ -1,24 +1,108 @@
-//! One `[[case]]`: its host, clock, runner and writer strategies (each a name or a table of
-//! its settings, through the registries), its gates and rollout gates.
+//! One case's table, read whole: its host and clock, runner and writer through their
+//! registries, its gates, rollout gates and faults, every key checked. A hand-written case and a sweep's
+//! point are read alike.
 
 use std::sync::Arc;
 
-use super::rules::{add_invariants, check_name};
-use super::{parse_gates, CaseSpec, Clock};
+use super::rules::{add_invariants, check_burst_calls};
+use super::{check_case_name, parse_gates, CaseSpec, Clock, Overrides};
 use crate::base::fields::{Fields, ScenarioError};
+use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{HostTables, HOSTS};
+use crate::scenario::fault::{FaultKind, FaultSpec, Target};
 use crate::scenario::gate::Gate;
+use crate::scenario::pacer::Workload;
 use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
 
-pub(super) fn parse_case(
+/// What every case of a scenario is read with.
+pub(super) struct CaseContext<'a> {
+    pub file: &'a str,
+    pub table: &'a toml::Table,
+    pub common_gates: &'a [Gate],
+    pub tables: &'a HostTables,
+    pub handler: &'a HandlerModel,
+    /// The scenario's workload (a point of a sweep may have its own).
+    pub workload: &'a Workload,
+    /// The scenario's `[[fault]]`s, read against its workload.
+    pub common_faults: Vec<FaultSpec>,
+    /// The scenario's rollout gates (every case is judged on them).
+    pub common_rollout: &'a [Gate],
+    /// `run`'s overrides, and the factor they scaled the schedule by.
+    pub over: &'a Overrides,
+    pub factor: f64,
+}
+
+impl CaseContext<'_> {
+    /// One case (hand-written, or a sweep's point) over `workload`: its host, strategies,
+    /// gates and faults, every key checked.
+    pub(super) fn read_case(&self, mut c: Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
+        let mut case =
+            parse_case(&mut c, self.common_gates, self.common_rollout, self.tables, workload, self.over.clock)?;
+        let moved = self.over.length.is_some() || self.over.seed.is_some() || self.over.sandboxes.is_some();
+        if moved && case.host.in_sandbox().is_some() {
+            let why = "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written; \
+                       --duration, --scale, --seed and --sandboxes cannot reach it";
+            return Err(c.err("in_sandbox", why));
+        }
+        let mut faults = if workload == self.workload {
+            self.common_faults.clone()
+        } else {
+            common_faults(self.file, self.table, workload, self.factor)?
+        };
+        for mut f in c.tables("fault")? {
+            faults.push(parse_fault(&mut f, workload, self.factor)?);
+            f.finish()?;
+        }
+        for (i, f) in faults.iter().enumerate() {
+            check_fault(&c, &case, f, self.over.clock.is_some())?;
+            if faults[..i].contains(f) {
+                let msg = format!(
+                    "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
+                    f.kind.name(),
+                    crate::base::units::human(f.at),
+                    f.sandbox
+                );
+                return Err(c.err("fault", msg));
+            }
+        }
+        if case.host.in_sandbox().is_some() && self.handler.pause_ratio > 0.0 {
+            let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
+            return Err(c.err("in_sandbox", why));
+        }
+        check_burst_calls(&c, workload, &faults)?;
+        faults.sort_by_key(|f| f.at);
+        case.faults = faults;
+        c.finish()?;
+        Ok(case)
+    }
+}
+
+/// The scenario's `[[fault]]` tables, read against `wl` (a sweep's point may have a workload
+/// of its own: fewer sandboxes, a shorter schedule).
+pub(super) fn common_faults(
+    file: &str,
+    table: &toml::Table,
+    wl: &Workload,
+    factor: f64,
+) -> Result<Vec<FaultSpec>, ScenarioError> {
+    let mut out = Vec::new();
+    for mut f in Fields::new(file, "", table).tables("fault")? {
+        out.push(parse_fault(&mut f, wl, factor)?);
+        f.finish()?;
+    }
+    Ok(out)
+}
+
+fn parse_case(
     c: &mut Fields<'_>,
     common: &[Gate],
     common_rollout: &[Gate],
     tables: &HostTables,
+    workload: &Workload,
     forced_clock: Option<Clock>,
 ) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
-    check_name(&name).map_err(|msg| c.err("name", msg))?;
+    check_case_name(&name).map_err(|msg| c.err("name", msg))?;
     let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
     let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
     let kind = crate::sandbox::host::kind(host_name).expect("validated");
@@ -68,7 +152,99 @@ pub(super) fn parse_case(
             rollout.push(g);
         }
     }
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, rollout, baseline, faults: Vec::new() })
+    Ok(CaseSpec {
+        name,
+        host,
+        clock,
+        runner,
+        writer,
+        gates,
+        rollout,
+        baseline,
+        faults: Vec::new(),
+        workload: workload.clone(),
+    })
+}
+
+fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
+    let names = FaultKind::names();
+    let kind = match f.choice("kind", &names)? {
+        Some(k) => FaultKind::from_name(k).expect("validated"),
+        None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
+    };
+    let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
+    let at = Overrides::scaled(at, factor);
+    if at >= wl.duration() {
+        return Err(
+            f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
+        );
+    }
+    let (sandbox, fleet) = match f.raw_peek("sandbox") {
+        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
+            Some(_) => (0, true),
+            None => unreachable!("a string was read"),
+        },
+        _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
+    };
+    let calls = f.int("calls", 1, 10_000)?;
+    if calls.is_some() != (kind == FaultKind::Burst) {
+        return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
+    }
+    let held_execs = f.int("held_execs", 0, 10_000_000)?.map(|n| n as u32);
+    if held_execs.is_some() != (kind == FaultKind::OrgLimit) {
+        return Err(f.err("held_execs", "is required for kind = \"org-limit\" and allowed only there"));
+    }
+    if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
+        return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
+    }
+    let duration = match f.duration("duration")? {
+        Some(_) if !kind.lasts() => {
+            return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
+        }
+        d => d.unwrap_or(kind.default_duration()),
+    };
+    let fleet = fleet || kind == FaultKind::OrgLimit;
+    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
+}
+
+/// A fault the case's host or clock cannot produce is an error, not a silent no-op.
+fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec, forced_clock: bool) -> Result<(), ScenarioError> {
+    if f.kind.target() == Target::Org {
+        if !case.host.admits() {
+            let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
+            return Err(c.err("fault", why));
+        }
+    } else if let Some(d) = f.kind.daemon_fault() {
+        case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
+    } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
+        // The sandbox's files and programs are reached through its daemon only.
+        let produced: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| k.daemon_fault().map_or(k.target() == Target::Runner, |d| case.host.takes(d).is_ok()))
+            .map(FaultKind::name)
+            .collect();
+        let list = match produced.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no fault".to_owned(),
+        };
+        let why = format!(
+            "{}: with in_sandbox = true only {list} are produced (the sandbox is reached through its daemon only)",
+            f.kind.name()
+        );
+        return Err(c.err("fault", why));
+    }
+    if !f.kind.real_time() && case.clock == Clock::Real {
+        return Err(c.err(
+            "fault",
+            format!(
+                "{} can only be produced in the in-memory sandbox{}",
+                f.kind.name(),
+                if forced_clock { " (the virtual clock)" } else { ": set clock = \"virtual\"" }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.

@@ -17,9 +17,10 @@ use crate::base::suggest::did_you_mean;
 use crate::base::units::human;
 use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{parse_profile, HostSpec, HostTables};
-use crate::scenario::fault::{FaultKind, FaultSpec, Target};
+use crate::scenario::fault::FaultSpec;
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::{Arrival, Phase, Workload};
+use crate::scenario::sweep::Sweep;
 use crate::strategy::{RunnerSpec, WriterSpec};
 
 mod case;
@@ -29,13 +30,16 @@ pub mod gate;
 pub mod overrides;
 pub mod pacer;
 mod rules;
+pub mod sweep;
 pub mod turns;
 
-use case::parse_case;
+use case::{common_faults, CaseContext};
 pub use estimate::Estimate;
 pub use overrides::{Applied, Length, Overrides};
-use rules::{check_burst_calls, check_schedule_size};
-pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED};
+use rules::check_schedule_size;
+pub use rules::{
+    check_case_name, check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED,
+};
 
 /// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
@@ -51,6 +55,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
     ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
+    ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
 ];
 
 /// How time passes in a case.
@@ -83,14 +88,14 @@ pub struct CaseSpec {
     pub writer: Arc<dyn WriterSpec>,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
-    /// The rollout gates this case is judged on: the scenario's `rollout`, then its own.
-    /// They make the run's verdict (production as built, the option sets that meet each),
-    /// not the case's pass.
+    /// The rollout gates it is judged on: the scenario's `rollout`, then the case's own.
     pub rollout: Vec<Gate>,
     /// The case this one is compared with, over the scenario's `baseline`.
     pub baseline: Option<String>,
     /// Scenario-wide faults first, then the case's own, in time order.
     pub faults: Vec<FaultSpec>,
+    /// What it runs: the scenario's workload, or a sweep's point's own (`workload.*` swept).
+    pub workload: Workload,
 }
 
 impl CaseSpec {
@@ -116,6 +121,8 @@ pub struct Scenario {
     pub cases: Vec<CaseSpec>,
     /// The case the others are compared with (ratios in the reports).
     pub baseline: Option<String>,
+    /// The sweeps of its cases, in order; their points are among `cases`.
+    pub sweeps: Vec<Sweep>,
     /// The rollout gates every case is judged on (each case may add its own).
     pub rollout: Vec<Gate>,
     /// What `run` overrode of the file (`--clock`, `--duration`, ...); `None`: nothing.
@@ -125,13 +132,8 @@ pub struct Scenario {
 impl Scenario {
     /// Loads a scenario from a file path, or by the name of a shipped scenario.
     pub fn load(arg: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::load_with(arg, &Overrides::default())
-    }
-
-    /// [`Scenario::load`] with `run`'s overrides applied.
-    pub fn load_with(arg: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
         if let Some((name, text)) = SHIPPED.iter().find(|(n, _)| *n == arg) {
-            return Scenario::parse_with(&format!("embedded:{name}"), text, ov);
+            return Scenario::parse(&format!("embedded:{name}"), text);
         }
         let path = Path::new(arg);
         // The user names the file: a link to it is followed; a FIFO, a device, a directory
@@ -154,32 +156,57 @@ impl Scenario {
                 why => why.to_string(),
             },
         })?;
-        Scenario::parse_with(arg, &text, ov)
+        Scenario::parse(arg, &text)
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse_with(file, text, &Overrides::default())
     }
 
-    /// Parses `text` with `ov` applied where each value is read. An error the file alone
-    /// has is the file's; one the overrides bring is theirs, naming the case.
-    pub fn parse_with(file: &str, text: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
-        if ov.is_empty() {
-            return Scenario::parse_inner(file, text, ov);
+    /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in and
+    /// `run`'s overrides applied.
+    pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        if over.sweeps.is_empty() && over.run_is_empty() {
+            return Scenario::load(arg);
         }
-        let plain = Scenario::parse_inner(file, text, &Overrides::default())?;
+        let s = Scenario::load(arg)?;
+        Scenario::parse_with(&s.origin, &s.source, over)
+    }
+
+    /// Parses `text` with `over` applied: the sweeps put into the cases they name, `run`'s
+    /// overrides where each value is read. An error the file alone has is the file's; one
+    /// the overrides bring is theirs, naming the case.
+    pub fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        if over.run_is_empty() {
+            return Scenario::parse_inner(file, text, over);
+        }
+        let sweeps_only = Overrides { sweeps: over.sweeps.clone(), cases: over.cases.clone(), ..Default::default() };
+        let plain = Scenario::parse_inner(file, text, &sweeps_only)?;
         let names: Vec<String> = plain.cases.iter().map(|c| c.name.clone()).collect();
-        let mut s = Scenario::parse_inner(file, text, ov).map_err(|e| ov.refusal(e, &names))?;
-        s.overrides = ov.applied(plain.workload.duration());
+        let mut s = Scenario::parse_inner(file, text, over).map_err(|e| over.refusal(e, &names))?;
+        s.overrides = over.applied(plain.workload.duration());
         Ok(s)
     }
 
-    fn parse_inner(file: &str, text: &str, ov: &Overrides) -> Result<Scenario, ScenarioError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
+    /// Parses a scenario with the command line's sweeps put into the cases they name (the
+    /// text sent to a sandbox is then the scenario as run, the sweeps in it) and `run`'s
+    /// overrides applied where each value is read.
+    fn parse_inner(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             key: "(syntax)".into(),
             msg: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
         })?;
+        let source: Arc<str> = if over.sweeps.is_empty() {
+            Arc::from(text)
+        } else {
+            over.put_into(&mut table)?;
+            Arc::from(toml::to_string(&table).map_err(|e| ScenarioError {
+                file: file.to_owned(),
+                key: "(sweep)".into(),
+                msg: format!("cannot write the scenario with its sweep: {e}"),
+            })?)
+        };
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
         check_name(&name).map_err(|msg| top.err("name", msg))?;
@@ -194,7 +221,7 @@ impl Scenario {
         let rollout = parse_gates(&top, "rollout", &rollout_strings)?;
         // Faults strike at the same share of a scaled schedule: `factor`.
         let (workload, factor) = match top.table("workload")? {
-            Some(mut w) => parse_workload(&mut w, ov).and_then(|wl| w.finish().map(|_| wl))?,
+            Some(mut w) => parse_workload(&mut w, over).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
         check_schedule_size(&top, &workload)?;
@@ -224,56 +251,80 @@ impl Scenario {
             }
         }
         let baseline = top.string("baseline")?.map(str::to_owned);
-        let mut common_faults = Vec::new();
-        for mut f in top.tables("fault")? {
-            common_faults.push(parse_fault(&mut f, &workload, factor)?);
-            f.finish()?;
-        }
+        let _ = top.tables("fault")?;
+        let ctx = CaseContext {
+            file,
+            table: &table,
+            common_gates: &common_gates,
+            tables: &tables,
+            handler: &handler,
+            workload: &workload,
+            common_faults: common_faults(file, &table, &workload, factor)?,
+            common_rollout: &rollout,
+            over,
+            factor,
+        };
         let case_tables = top.tables("case")?;
         if case_tables.len() > MAX_CASES {
             let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
             return Err(top.err("case", msg));
         }
-        let mut cases = Vec::new();
-        for mut c in case_tables {
-            let mut case = parse_case(&mut c, &common_gates, &rollout, &tables, ov.clock)?;
-            let mut faults = common_faults.clone();
-            for mut f in c.tables("fault")? {
-                faults.push(parse_fault(&mut f, &workload, factor)?);
-                f.finish()?;
-            }
-            for (i, f) in faults.iter().enumerate() {
-                check_fault(&c, &case, f, ov.clock.is_some())?;
-                if faults[..i].contains(f) {
-                    let msg = format!(
-                        "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
-                        f.kind.name(),
-                        crate::base::units::human(f.at),
-                        f.sandbox
-                    );
-                    return Err(c.err("fault", msg));
-                }
-            }
-            if case.host.in_sandbox().is_some() && handler.pause_ratio > 0.0 {
-                let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
-                return Err(c.err("in_sandbox", why));
-            }
-            check_burst_calls(&c, &workload, &faults)?;
-            faults.sort_by_key(|f| f.at);
-            case.faults = faults;
-            c.finish()?;
-            if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
+        let mut cases: Vec<CaseSpec> = Vec::new();
+        let mut sweeps: Vec<Sweep> = Vec::new();
+        let push = |case: CaseSpec, cases: &mut Vec<CaseSpec>| {
+            if cases.iter().any(|x| x.name == case.name) {
                 return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
             }
+            if cases.len() == MAX_CASES {
+                let msg = format!(
+                    "more than {MAX_CASES} cases with the sweeps' points; allowed: at most {MAX_CASES} per scenario"
+                );
+                return Err(top.err("case", msg));
+            }
             cases.push(case);
+            Ok(())
+        };
+        for (i, c) in case_tables.into_iter().enumerate() {
+            let Some((mut sweep, points)) = sweep::expand(file, i, c.table_ref(), &table)? else {
+                let case = ctx.read_case(c, &workload)?;
+                push(case, &mut cases)?;
+                continue;
+            };
+            for p in &points {
+                let explain = |e| sweep::explain(e, i, p);
+                let wl = match &p.workload {
+                    Some(w) => {
+                        let mut f = Fields::new(file, "workload", w);
+                        let wl =
+                            parse_workload(&mut f, over).and_then(|(wl, _)| f.finish().map(|_| wl)).map_err(explain)?;
+                        check_schedule_size(&Fields::new(file, "", &table), &wl).map_err(explain)?;
+                        wl
+                    }
+                    None => workload.clone(),
+                };
+                let f = Fields::new(file, &format!("case[{i}]"), &p.case);
+                let case = ctx.read_case(f, &wl).map_err(explain)?;
+                if sweep.figures.is_empty() {
+                    sweep.settle_figures(&case.gates);
+                }
+                push(case, &mut cases)?;
+            }
+            sweeps.push(sweep);
         }
         if cases.is_empty() {
             return Err(top.err("case", "at least one [[case]] is required"));
         }
         let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        let unknown = |b: &str| match sweeps.iter().find(|s| s.case == b) {
+            Some(s) => format!(
+                "{b:?} is swept: name one of its points (e.g. {:?}), or set the baseline on the case",
+                s.points[0].case
+            ),
+            None => format!("no case is named {b:?}; cases: {}", names.join(", ")),
+        };
         if let Some(b) = &baseline {
             if !names.contains(&b.as_str()) {
-                return Err(top.err("baseline", format!("no case is named {b:?}; cases: {}", names.join(", "))));
+                return Err(top.err("baseline", unknown(b)));
             }
         }
         for (i, c) in cases.iter().enumerate() {
@@ -293,7 +344,7 @@ impl Scenario {
                 return Err(ScenarioError {
                     file: file.to_owned(),
                     key: format!("case[{i}].baseline"),
-                    msg: format!("no case is named {b:?}; cases: {}", names.join(", ")),
+                    msg: unknown(b),
                 });
             }
         }
@@ -302,18 +353,47 @@ impl Scenario {
             name,
             description,
             origin: file.to_owned(),
-            source: Arc::from(text),
+            source,
             workload,
             handler,
             cases,
             baseline,
+            sweeps,
             rollout,
             overrides: None,
         })
     }
+
+    /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
+    /// the sweeps with points left; the first name that matches nothing is returned.
+    pub fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+        let keep = |case: &str, sweeps: &[Sweep]| {
+            names.iter().any(|n| n == case)
+                || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
+        };
+        if let Some(bad) = names
+            .iter()
+            .find(|n| !self.cases.iter().any(|c| c.name == **n) && !self.sweeps.iter().any(|s| s.case == **n))
+        {
+            return Err(bad.clone());
+        }
+        let sweeps = self.sweeps.clone();
+        self.cases.retain(|c| keep(&c.name, &sweeps));
+        let kept: Vec<String> = self.cases.iter().map(|c| c.name.clone()).collect();
+        for s in &mut self.sweeps {
+            s.points.retain(|p| kept.contains(&p.case));
+        }
+        self.sweeps.retain(|s| !s.points.is_empty());
+        Ok(())
+    }
+
+    /// The sweep whose point `case` is, if it is one.
+    pub fn sweep_of(&self, case: &str) -> Option<&Sweep> {
+        self.sweeps.iter().find(|s| s.points.iter().any(|p| p.case == case))
+    }
 }
 
-fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
+pub(super) fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
     exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
 
@@ -335,8 +415,8 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     Ok(Some(phases))
 }
 
-/// The workload with `ov` applied, and the factor its schedule was scaled by.
-fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
+/// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.
+pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
     let agent = match w.table("agent")? {
         Some(mut a) => {
             for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
@@ -447,87 +527,6 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
         payload_bytes: h.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
         seed,
     })
-}
-
-fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
-    let names = FaultKind::names();
-    let kind = match f.choice("kind", &names)? {
-        Some(k) => FaultKind::from_name(k).expect("validated"),
-        None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
-    };
-    let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
-    let at = Overrides::scaled(at, factor);
-    if at >= wl.duration() {
-        return Err(
-            f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
-        );
-    }
-    let (sandbox, fleet) = match f.raw_peek("sandbox") {
-        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
-            Some(_) => (0, true),
-            None => unreachable!("a string was read"),
-        },
-        _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
-    };
-    let calls = f.int("calls", 1, 10_000)?;
-    if calls.is_some() != (kind == FaultKind::Burst) {
-        return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
-    }
-    let held_execs = f.int("held_execs", 0, 10_000_000)?.map(|n| n as u32);
-    if held_execs.is_some() != (kind == FaultKind::OrgLimit) {
-        return Err(f.err("held_execs", "is required for kind = \"org-limit\" and allowed only there"));
-    }
-    if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
-        return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
-    }
-    let duration = match f.duration("duration")? {
-        Some(_) if !kind.lasts() => {
-            return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
-        }
-        d => d.unwrap_or(kind.default_duration()),
-    };
-    let fleet = fleet || kind == FaultKind::OrgLimit;
-    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
-}
-
-/// A fault the case's host or clock cannot produce is an error, not a silent no-op.
-fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec, forced_clock: bool) -> Result<(), ScenarioError> {
-    if f.kind.target() == Target::Org {
-        if !case.host.admits() {
-            let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
-            return Err(c.err("fault", why));
-        }
-    } else if let Some(d) = f.kind.daemon_fault() {
-        case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
-    } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
-        // The sandbox's files and programs are reached through its daemon only.
-        let produced: Vec<&str> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| k.daemon_fault().map_or(k.target() == Target::Runner, |d| case.host.takes(d).is_ok()))
-            .map(FaultKind::name)
-            .collect();
-        let list = match produced.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-            None => "no fault".to_owned(),
-        };
-        let why = format!(
-            "{}: with in_sandbox = true only {list} are produced (the sandbox is reached through its daemon only)",
-            f.kind.name()
-        );
-        return Err(c.err("fault", why));
-    }
-    if !f.kind.real_time() && case.clock == Clock::Real {
-        return Err(c.err(
-            "fault",
-            format!(
-                "{} can only be produced in the in-memory sandbox{}",
-                f.kind.name(),
-                if forced_clock { " (the virtual clock)" } else { ": set clock = \"virtual\"" }
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

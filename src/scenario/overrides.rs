@@ -1,7 +1,8 @@
-//! What `run` may override of a scenario — the clock of every case, the schedule's length,
-//! the seed, the number of sandboxes (`--clock`, `--duration` or `--scale`, `--seed`,
-//! `--sandboxes`) — applied where the scenario file is read, so every check the file passes
-//! holds for the overridden scenario too. An override that cannot apply is refused, naming
+//! What the command line puts into a scenario: sweeps over the cases `--case` names, and
+//! what `run` may override — the clock of every case, the schedule's length, the seed, the
+//! number of sandboxes (`--clock`, `--duration` or `--scale`, `--seed`, `--sandboxes`) —
+//! applied where the scenario file is read, so every check the file passes holds for the
+//! overridden scenario too. An override that cannot apply is refused, naming
 //! the flag, the case and why ([`Overrides::refusal`]); one that applies is recorded in the
 //! report ([`Applied`]).
 
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::sweep::SweepArg;
 use super::Clock;
 use crate::base::fields::ScenarioError;
 use crate::base::units::wall;
@@ -22,9 +24,13 @@ pub enum Length {
     Scale(f64),
 }
 
-/// The overrides `run` was given; none by default.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What the command line puts into a scenario; nothing by default. A sweep given here
+/// replaces the one a case states; `cases` narrows the sweeps to the cases `--case` names
+/// (every case when it names none).
+#[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    pub sweeps: Vec<SweepArg>,
+    pub cases: Vec<String>,
     pub clock: Option<Clock>,
     pub length: Option<Length>,
     pub seed: Option<u64>,
@@ -51,8 +57,34 @@ pub struct Applied {
 }
 
 impl Overrides {
-    pub fn is_empty(&self) -> bool {
-        *self == Overrides::default()
+    /// No `run` override (sweeps aside).
+    pub fn run_is_empty(&self) -> bool {
+        self.clock.is_none() && self.length.is_none() && self.seed.is_none() && self.sandboxes.is_none()
+    }
+
+    /// Puts the sweeps into the cases they name.
+    pub(super) fn put_into(&self, table: &mut toml::Table) -> Result<(), ScenarioError> {
+        let sweep: toml::Table = self.sweeps.iter().map(|a| (a.path.clone(), a.spec.clone())).collect();
+        let Some(toml::Value::Array(cases)) = table.get_mut("case") else { return Ok(()) };
+        let mut names = Vec::new();
+        for c in cases.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let name = c.get("name").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
+            if self.cases.is_empty() || self.cases.contains(&name) {
+                c.insert("sweep".into(), toml::Value::Table(sweep.clone()));
+            }
+            names.push(name);
+        }
+        if let Some(bad) = self.cases.iter().find(|n| !names.contains(n)) {
+            return Err(ScenarioError {
+                file: "--sweep".into(),
+                key: bad.clone(),
+                msg: format!(
+                    "sweeps the cases --case names, and no [[case]] is named {bad:?}; cases: {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The flags as a person gave them.
@@ -95,7 +127,7 @@ impl Overrides {
 
     /// What the report records of these overrides, for a schedule of `total` in the file.
     pub fn applied(&self, total: Duration) -> Option<Applied> {
-        if self.is_empty() {
+        if self.run_is_empty() {
             return None;
         }
         let f = self.length.map(|_| self.factor(total));
@@ -152,6 +184,8 @@ mod tests {
     #[test]
     fn flags_factors_and_what_is_recorded() {
         let o = Overrides {
+            sweeps: Vec::new(),
+            cases: Vec::new(),
             clock: Some(Clock::Virtual),
             length: Some(Length::To(Duration::from_secs(30))),
             seed: Some(5),

@@ -318,7 +318,7 @@ fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none
 }
 
 fn with(clock: Option<Clock>, length: Option<Length>, seed: Option<u64>, sandboxes: Option<u32>) -> Overrides {
-    Overrides { clock, length, seed, sandboxes }
+    Overrides { clock, length, seed, sandboxes, ..Default::default() }
 }
 
 #[test]

@@ -73,6 +73,7 @@ impl Markdown {
         let mut o = String::new();
         header(&mut o, s);
         results(&mut o, s);
+        super::sweep::render(&mut o, s);
         if s.verdict.is_none() {
             // A run from before rollout gates were declared: its verdict, inferred.
             super::verdict::render(&mut o, s);

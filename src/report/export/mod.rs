@@ -14,6 +14,7 @@ mod json;
 pub mod junit;
 mod markdown;
 pub(crate) mod rollout;
+mod sweep;
 mod table;
 pub(crate) mod verdict;
 
