@@ -1,9 +1,11 @@
 //! The results layer: the typed results every report reads ([`summary`]), the request-rate
 //! arithmetic ([`rates`]), this machine's floor and facts ([`calibration`], [`env`]), and a
-//! daemon's own capacity for held execs ([`capacity`]).
+//! daemon's own capacity for held execs ([`capacity`]); a conformance battery's
+//! grades ([`conform`]).
 
 pub mod calibration;
 pub mod capacity;
+pub mod conform;
 pub mod env;
 pub mod fleet;
 pub mod rates;

@@ -1,0 +1,232 @@
+//! The battery's eyes on a relay dir: an inotify watch that records every event on the dir
+//! with its time (names created, written, closed after writing, moved in or out with the
+//! name they came from, deleted, opened; the dir itself opened, as a list does), and reads
+//! the bytes of a final relay name the moment one appears. Cases grade from this record:
+//! how a final name came to exist (a rename from a `.tmp.` name in the same dir, or a file
+//! written in place), when a request vanished, what an answer held.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use inotify::{EventMask, Inotify, WatchMask};
+
+use crate::base::fsio::{read_bounded, Bound};
+use crate::base::protocol::{classify, FileKind};
+
+/// What happened to a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// Created in place (`open(O_CREAT)`): a final name created so is not published atomically.
+    Created,
+    /// Written to.
+    Modified,
+    /// Closed after writing.
+    ClosedWrite,
+    /// Renamed onto this name, from `from` in the same dir (`None`: from outside it).
+    MovedIn {
+        from: Option<String>,
+    },
+    MovedOut,
+    Deleted,
+    /// Opened (read or written) by anyone, this battery included.
+    Opened,
+    /// The dir itself opened: a list.
+    Listed,
+    /// The watched dir was deleted or moved away.
+    DirGone,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ev {
+    pub at: Instant,
+    pub name: String,
+    pub what: What,
+    /// For a final relay name that appeared: its bytes, read at once (or why not).
+    pub bytes: Option<Result<Vec<u8>, String>>,
+}
+
+#[derive(Default)]
+struct Log {
+    events: Vec<Ev>,
+}
+
+/// A running watch on one dir. Cloned handles share the record.
+#[derive(Clone)]
+pub struct Observer {
+    shared: Arc<(Mutex<Log>, Condvar)>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    rearm: Arc<Mutex<Option<PathBuf>>>,
+}
+
+/// Largest answer or request the battery reads back (the oversized case writes 17 MiB).
+const READ_CAP: u64 = 64 << 20;
+
+impl Observer {
+    /// Arms a watch on `dir` (its events from now on); the bytes of every final name of kind
+    /// `read` are read as it appears (a runner battery reads answers, a writer one requests:
+    /// never the other side's files, whose opens are the implementation's to be seen).
+    pub fn watch(dir: &Path, read: FileKind) -> std::io::Result<Observer> {
+        let mut inotify = Inotify::init()?;
+        let mask = WatchMask::CREATE
+            | WatchMask::MODIFY
+            | WatchMask::CLOSE_WRITE
+            | WatchMask::MOVED_FROM
+            | WatchMask::MOVED_TO
+            | WatchMask::DELETE
+            | WatchMask::OPEN
+            | WatchMask::DELETE_SELF
+            | WatchMask::MOVE_SELF;
+        inotify.watches().add(dir, mask)?;
+        let obs = Observer { shared: Arc::default(), stop: Arc::default(), rearm: Arc::default() };
+        let (me, dir) = (obs.clone(), dir.to_path_buf());
+        std::thread::Builder::new().name("conform-observe".into()).spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            let mut moved: HashMap<u32, String> = HashMap::new();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&inotify);
+            while !me.stop.load(std::sync::atomic::Ordering::Acquire) {
+                if let Some(d) = me.rearm.lock().unwrap().take() {
+                    let _ = inotify.watches().add(&d, mask);
+                }
+                let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: poll on one valid fd this thread owns, for at most 20 ms.
+                if unsafe { libc::poll(&mut pfd, 1, 20) } <= 0 {
+                    continue;
+                }
+                let Ok(events) = inotify.read_events(&mut buf) else { continue };
+                let mut batch = Vec::new();
+                for e in events {
+                    let at = Instant::now();
+                    let name = e.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let m = e.mask;
+                    let what = if m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF) {
+                        What::DirGone
+                    } else if m.contains(EventMask::OPEN) {
+                        if name.is_empty() {
+                            What::Listed
+                        } else {
+                            What::Opened
+                        }
+                    } else if m.contains(EventMask::CREATE) {
+                        What::Created
+                    } else if m.contains(EventMask::MODIFY) {
+                        What::Modified
+                    } else if m.contains(EventMask::CLOSE_WRITE) {
+                        What::ClosedWrite
+                    } else if m.contains(EventMask::MOVED_FROM) {
+                        moved.insert(e.cookie, name.clone());
+                        What::MovedOut
+                    } else if m.contains(EventMask::MOVED_TO) {
+                        What::MovedIn { from: moved.remove(&e.cookie) }
+                    } else if m.contains(EventMask::DELETE) {
+                        What::Deleted
+                    } else {
+                        continue;
+                    };
+                    let appeared = matches!(what, What::MovedIn { .. } | What::ClosedWrite);
+                    let fin = classify(&name) == read;
+                    let bytes = (appeared && fin).then(|| {
+                        read_bounded(&dir.join(&name), Bound::new("a relay file", READ_CAP))
+                            .map_err(|e| e.why.to_string())
+                    });
+                    batch.push(Ev { at, name, what, bytes });
+                }
+                if !batch.is_empty() {
+                    let (lock, cv) = &*me.shared;
+                    lock.lock().unwrap().events.extend(batch);
+                    cv.notify_all();
+                }
+            }
+        })?;
+        Ok(obs)
+    }
+
+    /// Watches `dir` again (it was deleted and made anew: a new inode).
+    pub fn rearm(&self, dir: &Path) {
+        *self.rearm.lock().unwrap() = Some(dir.to_path_buf());
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    pub fn events(&self) -> Vec<Ev> {
+        self.shared.0.lock().unwrap().events.clone()
+    }
+
+    /// Waits until `pred` holds over the record, at most `bound`; the record when it did.
+    pub fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
+        let (lock, cv) = &*self.shared;
+        let end = Instant::now() + bound;
+        let mut log = lock.lock().unwrap();
+        loop {
+            if pred(&log.events) {
+                return Some(log.events.clone());
+            }
+            let now = Instant::now();
+            if now >= end {
+                return None;
+            }
+            log = cv.wait_timeout(log, end - now).unwrap().0;
+        }
+    }
+
+    /// The first appearance of final name `name` at or after `since`.
+    pub fn wait_appeared(&self, name: &str, since: Instant, bound: Duration) -> Option<Ev> {
+        let found = |evs: &[Ev]| evs.iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some()).cloned();
+        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+    }
+
+    /// When `name` was deleted (or moved out) at or after `since`, waiting at most `bound`.
+    pub fn wait_gone(&self, name: &str, since: Instant, bound: Duration) -> Option<Instant> {
+        let found = |evs: &[Ev]| {
+            evs.iter()
+                .find(|e| e.at >= since && e.name == name && matches!(e.what, What::Deleted | What::MovedOut))
+                .map(|e| e.at)
+        };
+        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.stop) == 1 {
+            self.stop.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+/// How a final name was published, from the record: `Ok(())` for a rename from a `.tmp.`
+/// name in the same dir with no write in place; else what was wrong, and whether it was only
+/// a departure (a temp outside the dir or not a `.tmp.` name) or a breach (written in place).
+pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
+    let mut seen_in = false;
+    for e in evs.iter().filter(|e| e.name == name) {
+        match &e.what {
+            What::Created | What::Modified | What::ClosedWrite => {
+                return Err((true, format!("{name} was written in place ({:?}), not renamed onto", e.what)));
+            }
+            What::MovedIn { from: None } => {
+                return Err((false, format!("{name} was renamed from outside the relay dir")));
+            }
+            What::MovedIn { from: Some(f) } if !f.contains(crate::base::protocol::TMP_MARKER) => {
+                return Err((false, format!("{name} was renamed from {f:?}, not a `.tmp.` name")));
+            }
+            What::MovedIn { .. } => seen_in = true,
+            _ => {}
+        }
+    }
+    if seen_in {
+        Ok(())
+    } else {
+        Err((true, format!("{name} never appeared")))
+    }
+}
+
+/// Bytes as evidence: UTF-8 (lossy) cut to `max` chars, quoted.
+pub fn shown(bytes: &[u8], max: usize) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    if s.chars().count() > max {
+        format!("{:?}… ({} bytes)", s.chars().take(max).collect::<String>(), bytes.len())
+    } else {
+        format!("{s:?}")
+    }
+}
