@@ -241,12 +241,14 @@ impl Drop for Proc {
 }
 
 /// Publishes `bytes` as `dir/name` the way the contract says: a `.tmp.` name in the same dir,
-/// then a rename. Returns the moment of the rename.
+/// then a rename. Returns the moment just before the rename: whatever follows from it (the
+/// other side's events) comes after that, however this thread is scheduled.
 pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
     let tmp = dir.join(temp_name(name));
     std::fs::write(&tmp, bytes)?;
+    let at = Instant::now();
     std::fs::rename(&tmp, dir.join(name))?;
-    Ok(Instant::now())
+    Ok(at)
 }
 
 /// The relay files (and anything else) left in `dir`, sorted, for evidence.

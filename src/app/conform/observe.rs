@@ -52,8 +52,7 @@ struct Log {
     events: Vec<Ev>,
 }
 
-/// A running watch on one dir. Cloned handles share the record.
-#[derive(Clone)]
+/// A running watch on one dir; its thread ends (and its watch goes) when this is dropped.
 pub struct Observer {
     shared: Arc<(Mutex<Log>, Condvar)>,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -80,10 +79,12 @@ impl Observer {
             | WatchMask::MOVE_SELF;
         inotify.watches().add(dir, mask)?;
         let obs = Observer { shared: Arc::default(), stop: Arc::default(), rearm: Arc::default() };
-        let (me, dir) = (obs.clone(), dir.to_path_buf());
+        let me = Observer { shared: obs.shared.clone(), stop: obs.stop.clone(), rearm: obs.rearm.clone() };
+        let dir = dir.to_path_buf();
         std::thread::Builder::new().name("conform-observe".into()).spawn(move || {
             let mut buf = vec![0u8; 64 << 10];
             let mut moved: HashMap<u32, String> = HashMap::new();
+            let mut in_place: std::collections::HashSet<String> = Default::default();
             let fd = std::os::fd::AsRawFd::as_raw_fd(&inotify);
             while !me.stop.load(std::sync::atomic::Ordering::Acquire) {
                 if let Some(d) = me.rearm.lock().unwrap().take() {
@@ -124,7 +125,20 @@ impl Observer {
                     } else {
                         continue;
                     };
-                    let appeared = matches!(what, What::MovedIn { .. } | What::ClosedWrite);
+                    // A close after writing is an appearance only for a name written in place:
+                    // a process forked while another thread wrote a temp name closes its copy of
+                    // the fd at exec, after the rename, and that close is reported under the
+                    // final name (no write, no new bytes).
+                    let appeared = match what {
+                        What::MovedIn { .. } => true,
+                        What::ClosedWrite => in_place.contains(&name),
+                        _ => false,
+                    };
+                    match what {
+                        What::Created | What::Modified => drop(in_place.insert(name.clone())),
+                        What::Opened | What::Listed => {}
+                        _ => drop(in_place.remove(&name)),
+                    }
                     let fin = classify(&name) == read;
                     let bytes = (appeared && fin).then(|| {
                         read_bounded(&dir.join(&name), Bound::new("a relay file", READ_CAP))
@@ -188,20 +202,19 @@ impl Observer {
 
 impl Drop for Observer {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.stop) == 1 {
-            self.stop.store(true, std::sync::atomic::Ordering::Release);
-        }
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
 /// How a final name was published, from the record: `Ok(())` for a rename from a `.tmp.`
-/// name in the same dir with no write in place; else what was wrong, and whether it was only
+/// name in the same dir with no write in place (a create or a modify under the final name; a
+/// close alone writes nothing, see [`Observer::watch`]); else what was wrong, and whether it was only
 /// a departure (a temp outside the dir or not a `.tmp.` name) or a breach (written in place).
 pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
     let mut seen_in = false;
     for e in evs.iter().filter(|e| e.name == name) {
         match &e.what {
-            What::Created | What::Modified | What::ClosedWrite => {
+            What::Created | What::Modified => {
                 return Err((true, format!("{name} was written in place ({:?}), not renamed onto", e.what)));
             }
             What::MovedIn { from: None } => {

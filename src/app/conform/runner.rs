@@ -17,9 +17,6 @@ use super::{execs, handler_script, instant_of, left_line, ms, publish, rm, Case,
 use crate::base::protocol::{req_name, res_name, sanitize_id, Response, TMP_MARKER};
 use crate::results::conform::Verdict;
 
-/// How long a runner gets to answer its first probe.
-const READY_BOUND: Duration = Duration::from_secs(15);
-
 /// A runner case's world.
 pub struct Ctx {
     pub dir: PathBuf,
@@ -84,19 +81,16 @@ impl Ctx {
         *self.proc.borrow_mut() = Some(proc);
         let mut k = 0;
         let mut ready = None;
-        while t0.elapsed() < READY_BOUND && ready.is_none() {
+        while t0.elapsed() < self.bound && ready.is_none() {
             k += 1;
-            let id = format!("conform-probe-{k}");
+            let id = format!("{PROBE}{k}");
             let body = request(Some(&id), &format!("probe-{k}"), OK_REPLY, 0);
             let at = publish(&self.dir, &req_name(&id), &body)
                 .map_err(|e| Graded::new(Verdict::Failed, e.to_string(), vec![]))?;
             let until = at + Duration::from_millis(500);
             while Instant::now() < until && ready.is_none() {
                 ready = (1..=k).find(|j| {
-                    self.obs
-                        .events()
-                        .iter()
-                        .any(|e| e.name == res_name(&format!("conform-probe-{j}")) && e.bytes.is_some())
+                    self.obs.events().iter().any(|e| e.name == res_name(&format!("{PROBE}{j}")) && e.bytes.is_some())
                 });
                 if ready.is_none() {
                     if let Some(code) = self.proc.borrow_mut().as_mut().and_then(Proc::exited) {
@@ -115,15 +109,24 @@ impl Ctx {
         let Some(_) = ready else {
             let mut ev = vec![left_line(&self.dir)];
             ev.extend(self.proc.borrow().as_ref().and_then(Proc::stderr_tail));
-            return Err(Graded::new(Verdict::Failed, format!("no probe call answered in {}", ms(READY_BOUND)), ev));
+            return Err(Graded::new(
+                Verdict::Failed,
+                format!("no probe call answered in {} (the case's bound)", ms(self.bound)),
+                ev,
+            ));
         };
         let startup = t0.elapsed();
-        // Probes still in flight are answered or withdrawn, so the case starts clean.
-        std::thread::sleep(Duration::from_millis(100));
+        // Probes still in flight are answered or withdrawn, so the case starts clean: one
+        // the runner picked up is waited for (a second at most), one it did not is removed.
         for j in 1..=k {
-            let id = format!("conform-probe-{j}");
-            rm(&self.dir.join(req_name(&id)));
-            rm(&self.dir.join(res_name(&id)));
+            let id = format!("{PROBE}{j}");
+            let (req, res) = (self.dir.join(req_name(&id)), self.dir.join(res_name(&id)));
+            let picked = self.obs.wait_gone(&req_name(&id), t0, Duration::ZERO).is_some();
+            rm(&req);
+            if picked && !res.exists() {
+                let _ = self.obs.wait_appeared(&res_name(&id), t0, Duration::from_secs(1));
+            }
+            rm(&res);
         }
         *self.begun.borrow_mut() = Instant::now();
         Ok(startup)
@@ -202,6 +205,9 @@ impl Ctx {
         }
     }
 }
+
+/// The probe calls' ids: `conform-probe-N`.
+const PROBE: &str = "conform-probe-";
 
 const OK_REPLY: &str = r#"{"ok":true,"text":"conform"}"#;
 
@@ -361,7 +367,7 @@ fn atomic_answers(ctx: &Ctx) -> Graded {
     let from: Vec<String> = evs
         .iter()
         .filter_map(|e| match &e.what {
-            What::MovedIn { from: Some(f) } if e.name.ends_with(".res.json") => Some(f.clone()),
+            What::MovedIn { from: Some(f) } if e.name.starts_with("atomic-") => Some(f.clone()),
             _ => None,
         })
         .take(2)
@@ -523,7 +529,12 @@ fn parallel(ctx: &Ctx, n: usize) -> Graded {
     for (fid, tag, at) in &calls {
         let (runs, answers) = (ctx.runs(tag).len(), ctx.answers(fid, *at).len());
         if runs != 1 || answers > 1 {
-            wrong.push(format!("{fid}: run {runs} time(s), answered {answers} time(s)"));
+            let seen: Vec<String> = ctx
+                .answers(fid, *at)
+                .iter()
+                .map(|e| format!("{:?} at +{} {}", e.what, ms(e.at - *at), shown(&bytes_of(e), 40)))
+                .collect();
+            wrong.push(format!("{fid}: run {runs} time(s), answered {answers} time(s): {seen:?}"));
         }
         ctx.done_with(fid);
     }
@@ -584,6 +595,8 @@ fn bad(
         return Graded::new(Verdict::Failed, "the runner stopped answering after it", evidence);
     }
     if runs > 1 || answers.len() > 1 {
+        evidence
+            .extend(answers.iter().map(|e| format!("{:?} at +{}: {}", e.what, ms(e.at - at), shown(&bytes_of(e), 60))));
         return Graded::new(Verdict::Failed, "run or answered more than once", evidence);
     }
     if runs == 1 {
@@ -689,7 +702,7 @@ fn hostile_ids(ctx: &Ctx) -> Graded {
     }
     let stray: Vec<String> = super::left_in(&ctx.dir)
         .into_iter()
-        .filter(|n| n.ends_with(".res.json") && !calls.iter().any(|c| res_name(&c.1) == *n))
+        .filter(|n| n.ends_with(".res.json") && !n.starts_with(PROBE) && !calls.iter().any(|c| res_name(&c.1) == *n))
         .collect();
     if !stray.is_empty() {
         wrong.push(format!("answers under other names: {stray:?}"));
@@ -745,8 +758,9 @@ fn slow_publication(ctx: &Ctx) -> Graded {
             f.sync_data()?;
             std::thread::sleep(Duration::from_millis(200));
         }
+        let at = Instant::now();
         std::fs::rename(&tmp, ctx.dir.join("slow-1.req.json"))?;
-        Ok(Instant::now())
+        Ok(at)
     })();
     let renamed = match written {
         Ok(t) => t,
@@ -755,8 +769,10 @@ fn slow_publication(ctx: &Ctx) -> Graded {
     let got = ctx.answer("slow-1", renamed, Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(150));
     let runs = ctx.runs("slow-1");
-    let stray: Vec<String> =
-        super::left_in(&ctx.dir).into_iter().filter(|n| n.ends_with(".res.json") && n != "slow-1.res.json").collect();
+    let stray: Vec<String> = super::left_in(&ctx.dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".res.json") && n != "slow-1.res.json" && !n.starts_with(PROBE))
+        .collect();
     let mut evidence = vec![
         format!("tool runs: {}; answers: {}", runs.len(), ctx.answers("slow-1", renamed).len()),
         left_line(&ctx.dir),
