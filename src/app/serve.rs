@@ -38,7 +38,7 @@ pub type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
 /// What `serve` needs.
 pub struct ServeOptions {
     pub dir: PathBuf,
-    /// The runner strategy; `serve` never sweeps (the dir is shared with other writers).
+    /// The runner strategy; `serve` sweeps only with `--sweep` (the dir may be shared with other writers).
     pub strategy: Arc<dyn RunnerSpec>,
     pub handler: HandlerModel,
     /// How often a stat line is printed.
