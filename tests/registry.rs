@@ -18,7 +18,8 @@ fn test_only(paths: &[PathBuf]) -> Vec<PathBuf> {
         let lines: Vec<&str> = text.lines().collect();
         for w in lines.windows(2) {
             if w[0].trim() == "#[cfg(test)]" {
-                if let Some(name) = w[1].trim().strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                let decl = w[1].trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+                if let Some(name) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
                     out.push(p.with_file_name(format!("{name}.rs")));
                 }
             }

@@ -6,20 +6,23 @@
 //! reports the same request budget (SPEC §5). A new host is a new file here plus one line
 //! in [`HOSTS`].
 
+pub mod access;
 mod agent;
 mod busy;
 mod local;
+mod not_applied;
 pub mod org;
 mod remote;
 mod wire;
 
+pub use access::{ClockReading, ProcessState, SandboxAccess};
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
-    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, AGENT_BINARY,
-    TOKEN_ENV as AGENT_TOKEN_ENV,
+    AgentHost, AgentProcess, BenchRequest, SandboxControl, Url, AGENT_BINARY, TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;
+pub use not_applied::NotApplied;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
 pub use wire::{http, Classify, DelayProxy, Gate};
 
@@ -245,14 +248,14 @@ pub trait Host: Send + Sync {
 /// and the proxy in front of it). An `Err` says why this host cannot take the fault.
 pub trait DaemonControl: Send + Sync {
     /// Down for `down` (requests in flight fail, new ones are refused), then back.
-    fn restart(&self, down: Duration) -> Result<(), String>;
+    fn restart(&self, down: Duration) -> Result<(), NotApplied>;
     /// Every open connection cut.
-    fn disconnect(&self) -> Result<(), String>;
+    fn disconnect(&self) -> Result<(), NotApplied>;
     /// Frozen for `d`: requests stall until it resumes.
-    fn pause(&self, d: Duration) -> Result<(), String>;
+    fn pause(&self, d: Duration) -> Result<(), NotApplied>;
     /// The wire to it goes dark for `d` (a delay proxy on a real TCP path only).
-    fn blackhole(&self, _d: Duration) -> Result<(), String> {
-        Err("no delay proxy on a real TCP path to blackhole".into())
+    fn blackhole(&self, _d: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NoRealPath)
     }
 }
 
@@ -284,7 +287,7 @@ pub struct BuiltHost {
     /// The daemon, if the host has one (restart, disconnect, pause).
     pub daemon: Option<Arc<dyn DaemonControl>>,
     /// relay-bench's own way into the sandbox (its in-sandbox side), if the host has one.
-    pub sandbox: Option<Arc<SandboxControl>>,
+    pub sandbox: Option<Arc<dyn SandboxAccess>>,
 }
 
 /// What a scenario defines for its hosts to name: latency profiles (`[profile.NAME]`) and
@@ -351,6 +354,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// runs on this machine.
     fn in_sandbox(&self) -> Option<&str> {
         None
+    }
+    /// relay-bench's own requests to the host's daemons so far (its checks before the run,
+    /// the in-sandbox side's uploads and readings), by name: none of them is in the rates.
+    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 

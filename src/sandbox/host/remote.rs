@@ -446,15 +446,15 @@ struct RemoteSpec {
 }
 
 impl super::DaemonControl for Daemon {
-    fn restart(&self, down: Duration) -> Result<(), String> {
+    fn restart(&self, down: Duration) -> Result<(), super::NotApplied> {
         Daemon::restart(self, down);
         Ok(())
     }
-    fn disconnect(&self) -> Result<(), String> {
+    fn disconnect(&self) -> Result<(), super::NotApplied> {
         Daemon::disconnect(self);
         Ok(())
     }
-    fn pause(&self, d: Duration) -> Result<(), String> {
+    fn pause(&self, d: Duration) -> Result<(), super::NotApplied> {
         Daemon::pause(self, d);
         Ok(())
     }

@@ -47,7 +47,7 @@ mod routes;
 mod running;
 
 pub(crate) use api::Api;
-pub use control::{ClockReading, ProcessState, SandboxControl};
+pub use control::{BenchRequest, BenchRequests, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
 pub use routes::request_kind;
@@ -283,6 +283,8 @@ pub struct AgentSpec {
     limits: Option<Limits>,
     /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
     in_sandbox: Option<String>,
+    /// relay-bench's own requests to the case's daemons, its checks before the run included.
+    bench: Arc<BenchRequests>,
 }
 
 impl HostKind for SandboxAgent {
@@ -325,7 +327,7 @@ impl HostKind for SandboxAgent {
             }
         };
         let version = std::sync::OnceLock::new();
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox }))
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox, bench: Arc::default() }))
     }
 }
 
@@ -371,7 +373,7 @@ impl HostSpec for AgentSpec {
         let Seat { dir, busy, .. } = seat;
         let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
         let api = Api::new(process.base.clone(), None);
-        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
         let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, Some(process.clone()));
         if let Some(p) = &proxy {
             host = host.through(p.clone());
@@ -382,13 +384,17 @@ impl HostSpec for AgentSpec {
 
     fn missing_here(&self) -> Option<String> {
         match &self.url {
-            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
+            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env, &self.bench).err(),
             None => self.bin.as_ref().err().cloned(),
         }
     }
 
     fn needs_real_clock(&self) -> bool {
         true
+    }
+
+    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        self.bench.by_name()
     }
 
     fn limits(&self) -> Limits {
@@ -439,7 +445,7 @@ impl AgentSpec {
     fn version(&self) -> &str {
         self.version.get_or_init(|| match (&self.url, &self.bin) {
             (Some(u), _) => u
-                .version(std::env::var(&self.token_env).ok().as_deref())
+                .version(std::env::var(&self.token_env).ok().as_deref(), &self.bench)
                 .unwrap_or_else(|why| format!("sandbox-agent (version not known: {why})")),
             (None, Ok(b)) => version_of(b).unwrap_or_else(|e| format!("sandbox-agent (--version failed: {e})")),
             (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
@@ -461,7 +467,7 @@ impl AgentSpec {
         let Seat { dir, busy, .. } = seat;
         let token = std::env::var(&self.token_env).ok();
         let api = Api::new(url.base(), token);
-        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
         let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, None);
         if let Some(p) = &proxy {
             host = host.through(p.clone());
