@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
 use super::super::{left_in, left_line, ms, Graded};
-use super::{bytes_of, request, Ctx, OK_REPLY};
+use super::{bytes_of, ok_reply, request, Ctx, OK_REPLY};
 use crate::base::protocol::{req_name, res_name, Response, TMP_MARKER};
 use crate::results::conform::Verdict;
 
@@ -44,13 +44,11 @@ pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded 
     Graded::new(Verdict::Ok, "answered in the expected shape, once", evidence)
 }
 
+/// A text with an astral-free non-ASCII character, quotes and a newline (canonical JSON).
+const OK_TEXT: &str = r#"{"conform":"✓ \"quoted\"\nline 2"}"#;
+
 pub(super) fn answer_ok(ctx: &Ctx) -> Graded {
-    shape(
-        ctx,
-        "shape-ok-1",
-        r#"{"ok":true,"text":"conform ✓ \"quoted\"\nline 2"}"#,
-        Response::Ok("conform ✓ \"quoted\"\nline 2".into()),
-    )
+    shape(ctx, "shape-ok-1", &ok_reply(OK_TEXT), Response::Ok(OK_TEXT.into()))
 }
 
 pub(super) fn answer_error(ctx: &Ctx) -> Graded {
@@ -90,8 +88,8 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
 
 pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
-    let text = crate::relay::handler::filler(256 << 10);
-    let reply = format!(r#"{{"ok":true,"text":"{text}"}}"#);
+    let text = format!("\"{}\"", crate::relay::handler::filler(256 << 10));
+    let reply = ok_reply(&text);
     let calls: Vec<_> = (0..8).map(|i| ctx.call(&format!("atomic-{i}"), &reply, 0)).collect();
     let mut evidence = Vec::new();
     let (mut breach, mut departure) = (Vec::new(), Vec::new());
@@ -259,7 +257,7 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
     let t0 = Instant::now();
     let calls: Vec<_> = (0..n)
         .map(|i| {
-            let reply = format!(r#"{{"ok":true,"text":"answer-{i}"}}"#);
+            let reply = ok_reply(&format!("\"answer-{i}\""));
             ctx.call(&format!("par{n}-{i}"), &reply, 0)
         })
         .collect();
@@ -270,7 +268,7 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
             None => wrong.push(format!("{fid}: no answer")),
             Some(ev) => {
                 last = last.max(ev.at);
-                if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(format!("answer-{i}"))) {
+                if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(format!("\"answer-{i}\""))) {
                     wrong.push(format!("{fid}: got {}", shown(&bytes_of(&ev), 60)));
                 }
             }

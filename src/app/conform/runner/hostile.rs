@@ -75,7 +75,7 @@ pub(super) fn truncated(ctx: &Ctx) -> Graded {
 pub(super) fn non_utf8(ctx: &Ctx) -> Graded {
     let mut body = br#"{"toolName":"conform","toolCallId":"non-utf8-1","args":{"tag":"non-utf8-1","note":""#.to_vec();
     body.extend_from_slice(b"\xff\xfe\xc3");
-    body.extend_from_slice(br#"","reply":{"ok":true,"text":"ran"}}}"#);
+    body.extend_from_slice(br#"","reply":{"ok":true,"text":"\"ran\""}}}"#);
     bad(
         ctx,
         "non-utf8-1",

@@ -209,7 +209,15 @@ impl Ctx {
 /// The probe calls' ids: `conform-probe-N`.
 const PROBE: &str = "conform-probe-";
 
-const OK_REPLY: &str = r#"{"ok":true,"text":"conform"}"#;
+/// The plain answer. Every text the battery asks the tool for is canonical JSON (as
+/// `JSON.stringify` writes it), so a runner whose tool results are JSON values carries it
+/// through unchanged.
+const OK_REPLY: &str = r#"{"ok":true,"text":"\"conform\""}"#;
+
+/// The handler's reply for an ok answer whose text is `text`.
+fn ok_reply(text: &str) -> String {
+    serde_json::json!({"ok": true, "text": text}).to_string()
+}
 
 /// A request as production's writer writes it, for tool `conform`.
 fn request(id: Option<&str>, tag: &str, reply: &str, sleep_ms: u64) -> Vec<u8> {
