@@ -73,6 +73,9 @@ fn serve_passes_every_runner_case() {
     schema_check(&out);
     let md = std::fs::read_to_string(out.join("conform.md")).unwrap();
     assert_eq!(md, relay_bench::report::conform::markdown(&r), "conform.md is the report rendered");
+    let page = std::fs::read_to_string(out.join("conform.html")).unwrap();
+    assert_eq!(page, relay_bench::report::conform::html(&r), "conform.html is the report rendered");
+    assert!(page.contains("id=\"parallel-64\"") && !page.contains("<script"), "a section per case, no script");
 }
 
 #[test]
@@ -217,4 +220,32 @@ fn bad_input_is_refused_and_the_cases_are_listed() {
     assert_eq!(code, 1);
     assert_eq!(not_ok(&r), vec![("answer-ok".to_owned(), Verdict::Failed)]);
     assert!(r.cases[0].reason.contains("no probe call answered"), "{}", r.cases[0].reason);
+}
+
+#[test]
+fn committed_conform_runs_match_the_schema_and_re_render_to_their_own_conform_md() {
+    let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
+    let mut checked = 0;
+    for run in std::fs::read_dir(runs).unwrap().flatten().map(|e| e.path()) {
+        for side in ["runner", "writer"] {
+            let dir = run.join(side);
+            let Ok(json) = std::fs::read_to_string(dir.join("conform.json")) else { continue };
+            let r: ConformReport = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            schema_check(&dir);
+            let md = std::fs::read_to_string(dir.join("conform.md")).unwrap();
+            assert!(
+                md == relay_bench::report::conform::markdown(&r),
+                "{}: conform.md re-renders differently",
+                dir.display()
+            );
+            let page = std::fs::read_to_string(dir.join("conform.html")).unwrap();
+            assert!(
+                page == relay_bench::report::conform::html(&r),
+                "{}: conform.html re-renders differently",
+                dir.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "the committed production run has a runner and a writer report");
 }

@@ -1,7 +1,8 @@
 //! What a `conform` run directory holds, in a registry of its own ([`CONFORM_OUTPUTS`]),
 //! published the way a run's outputs are ([`super::output::Staged`]): `conform.json` (the
 //! typed report, `reports/conform.schema.json`), `conform.md` (a row per case, then each
-//! case's evidence) and the console table. Its own registry because its input is a conform
+//! case's evidence), `conform.html` (the same on one self-contained page, no script) and the
+//! console table. Its own registry because its input is a conform
 //! report, not a run's summaries.
 
 use std::path::Path;
@@ -21,7 +22,7 @@ pub trait ConformOutput: Sync {
 }
 
 /// Every output of a conform run, in the order they are written.
-pub const CONFORM_OUTPUTS: &[&dyn ConformOutput] = &[&ConformJson, &ConformMarkdown, &ConformTable];
+pub const CONFORM_OUTPUTS: &[&dyn ConformOutput] = &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
@@ -49,6 +50,19 @@ pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, 
 pub struct ConformJson;
 pub struct ConformMarkdown;
 pub struct ConformTable;
+pub struct ConformHtml;
+
+impl ConformOutput for ConformHtml {
+    fn name(&self) -> &'static str {
+        "conform.html"
+    }
+    fn path(&self) -> &'static str {
+        "conform.html"
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+        out.put("conform.html", html(report).as_bytes())
+    }
+}
 
 impl ConformOutput for ConformJson {
     fn name(&self) -> &'static str {
@@ -163,5 +177,71 @@ pub fn table(r: &ConformReport) -> String {
     }
     s.push_str(&verdict(r));
     s.push('\n');
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Ok => "ok",
+        Verdict::NonStrict => "ns",
+        Verdict::Failed => "failed",
+        Verdict::Informational => "info",
+    }
+}
+
+/// conform.html: the verdict, a row per case (its link to the case's evidence below), then each
+/// case. Self-contained: inline style, no script, nothing fetched.
+pub fn html(r: &ConformReport) -> String {
+    let title = format!("relay-bench conform --{}", r.side.name());
+    let mut s = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
+body{{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}}\n\
+table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}}\n\
+.v{{font-weight:600;white-space:nowrap}}.ok{{color:#1a7f37}}.ns{{color:#9a6700}}.failed{{color:#cf222e}}.info{{color:#0969da}}\n\
+code{{font-size:90%}}li{{word-break:break-all}}section{{margin-top:1.5rem}}\n</style></head><body>\n",
+        esc(&title)
+    );
+    s.push_str(&format!(
+        "<h1>{}</h1>\n<p class=\"v {}\">{}</p>\n<p>Command: <code>{}</code><br>Started {} UTC; each case bounded at {} ms in a fresh relay dir.</p>\n",
+        esc(&title),
+        if r.failed() { "failed" } else { "ok" },
+        esc(&verdict(r)),
+        esc(&r.command.join(" ")),
+        esc(&r.started),
+        r.case_bound_ms
+    ));
+    s.push_str("<table><tr><th>case</th><th>§</th><th>verdict</th><th>why</th></tr>\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td class=\"v {}\">{}</td><td>{}</td></tr>\n",
+            esc(&c.section),
+            class(c.verdict),
+            c.verdict.label(),
+            esc(&c.reason),
+            n = esc(&c.name)
+        ));
+    }
+    s.push_str("</table>\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "<section id=\"{n}\"><h2>{n} — <span class=\"v {}\">{}</span></h2>\n<p>Expected (SPEC {}): {}</p>\n<p>{} ({} ms)</p>\n<ul>",
+            class(c.verdict),
+            c.verdict.label(),
+            esc(&c.section),
+            esc(&c.expectation),
+            esc(&c.reason),
+            c.duration_ms,
+            n = esc(&c.name)
+        ));
+        for e in &c.evidence {
+            s.push_str(&format!("<li>{}</li>", esc(e)));
+        }
+        s.push_str("</ul></section>\n");
+    }
+    s.push_str("</body></html>\n");
     s
 }

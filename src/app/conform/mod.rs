@@ -353,3 +353,28 @@ pub fn handler_script(program: &Path, log: &Path, at: &Path) -> std::io::Result<
     std::fs::write(at, text)?;
     std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o755))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wall_clock_time_maps_onto_the_monotonic_clock_both_ways() {
+        let pair = (Instant::now(), SystemTime::now());
+        let base = pair.1.duration_since(UNIX_EPOCH).unwrap().as_nanos();
+        assert_eq!(instant_of(base + 5_000_000, pair) - pair.0, Duration::from_millis(5));
+        assert_eq!(pair.0 - instant_of(base - 5_000_000, pair), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn every_case_name_is_unique_and_every_expectation_names_a_section() {
+        for side in [Side::Runner, Side::Writer] {
+            let names = case_names(side);
+            let mut seen = std::collections::HashSet::new();
+            for (name, section, expectation) in names {
+                assert!(seen.insert(name), "{name} twice");
+                assert!(section.starts_with('§') && !expectation.is_empty(), "{name}");
+            }
+        }
+    }
+}

@@ -243,3 +243,48 @@ pub fn shown(bytes: &[u8], max: usize) -> String {
         format!("{s:?}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_from_a_temp_name_is_atomic_and_a_write_in_place_is_not() {
+        let t = tempfile::tempdir().unwrap();
+        let obs = Observer::watch(t.path(), FileKind::Response).unwrap();
+        let since = Instant::now();
+        std::fs::write(t.path().join("a.res.json.tmp.1"), b"{\"ok\":true}").unwrap();
+        std::fs::rename(t.path().join("a.res.json.tmp.1"), t.path().join("a.res.json")).unwrap();
+        std::fs::write(t.path().join("b.res.json"), b"{\"ok\":true}").unwrap();
+        std::fs::write(t.path().join("c.tmp"), b"{}").unwrap();
+        std::fs::rename(t.path().join("c.tmp"), t.path().join("c.res.json")).unwrap();
+        let a = obs.wait_appeared("a.res.json", since, Duration::from_secs(5)).expect("a appeared");
+        assert_eq!(a.bytes.unwrap().unwrap(), b"{\"ok\":true}");
+        let b = obs.wait_appeared("b.res.json", since, Duration::from_secs(5)).expect("b appeared, at its close");
+        assert_eq!(b.what, What::ClosedWrite);
+        obs.wait_appeared("c.res.json", since, Duration::from_secs(5)).expect("c appeared");
+        let evs = obs.events();
+        assert_eq!(publication(&evs, "a.res.json"), Ok(()));
+        assert!(matches!(publication(&evs, "b.res.json"), Err((true, _))), "written in place: a breach");
+        assert!(matches!(publication(&evs, "c.res.json"), Err((false, _))), "not a `.tmp.` name: a departure");
+        assert!(matches!(publication(&evs, "d.res.json"), Err((true, _))), "never appeared");
+    }
+
+    #[test]
+    fn a_close_of_a_renamed_file_is_no_second_appearance() {
+        use std::io::Write;
+        let t = tempfile::tempdir().unwrap();
+        let obs = Observer::watch(t.path(), FileKind::Response).unwrap();
+        let since = Instant::now();
+        // The fd outlives the rename, as a forked child's inherited copy does.
+        let mut f = std::fs::File::create(t.path().join("a.res.json.tmp.1")).unwrap();
+        f.write_all(b"{\"ok\":true}").unwrap();
+        std::fs::rename(t.path().join("a.res.json.tmp.1"), t.path().join("a.res.json")).unwrap();
+        drop(f);
+        obs.wait_appeared("a.res.json", since, Duration::from_secs(5)).expect("appeared");
+        std::thread::sleep(Duration::from_millis(100));
+        let evs = obs.events();
+        assert_eq!(evs.iter().filter(|e| e.name == "a.res.json" && e.bytes.is_some()).count(), 1, "{evs:?}");
+        assert_eq!(publication(&evs, "a.res.json"), Ok(()));
+    }
+}

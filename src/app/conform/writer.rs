@@ -464,3 +464,14 @@ fn answer_latency(ctx: &Ctx) -> Graded {
         )],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_golden_fixture_is_the_golden_request_of_the_protocol() {
+        let r = crate::base::protocol::Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap();
+        assert_eq!(r.encode(), GOLDEN);
+    }
+}
