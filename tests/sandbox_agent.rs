@@ -254,33 +254,58 @@ duration = "1500ms"
     in_sandbox_side_checks(dark);
 }
 
+/// A daemon started here on a port of its own with `args` after its address, killed when
+/// dropped; once it listens.
+struct Started(std::process::Child, u16);
+
+impl Started {
+    fn new(bin: &std::path::Path, args: &[&str]) -> Started {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new(bin)
+            .args(["server", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Started(child, port);
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        started
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `run FILE --no-calibration --quiet --out OUT`, which must exit 0; its summary.
+fn run_passing(file: &std::path::Path, out: &std::path::Path) -> relay_bench::results::summary::Summary {
+    let run = std::process::Command::new(common::BIN)
+        .arg("run")
+        .arg(file)
+        .args(["--no-calibration", "--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
 /// A daemon started by someone else, with a token: `url` + the token from the environment.
 #[test]
 fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let Some(bin) = daemon_or_skip("a_running_daemon_by_url_and_token_never_written_to_a_report") else { return };
     let _one = SERIAL.blocking_lock();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let token = "tok-5f1e-never-in-reports";
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Killed(
-        std::process::Command::new(&bin)
-            .args(["server", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", token])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let daemon = Started::new(&bin, &["--token", token]);
+    let port = daemon.1;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.toml");
     std::fs::write(
@@ -457,17 +482,7 @@ fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daem
         ),
     )
     .unwrap();
-    let out = dir.path().join("out");
-    let run = std::process::Command::new(common::BIN)
-        .arg("run")
-        .arg(&file)
-        .args(["--no-calibration", "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let summary: relay_bench::results::summary::Summary =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let summary = run_passing(&file, &dir.path().join("out"));
     let r = &summary.results[0];
     assert!(r.pass && r.calls.completed > 0 && r.calls.lost == 0, "{:?} {:?}", r.calls, r.notices);
     in_sandbox_side_checks(r);
@@ -574,28 +589,8 @@ mod wire_count {
 fn a_daemons_own_count_of_its_requests_reconciles_with_the_report() {
     let Some(bin) = daemon_or_skip("a_daemons_own_count_of_its_requests_reconciles_with_the_report") else { return };
     let _one = SERIAL.blocking_lock();
-    let daemon_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Killed(
-        std::process::Command::new(&bin)
-            .args(["server", "--no-telemetry", "--no-token", "-H", "127.0.0.1", "-p", &daemon_port.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", daemon_port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (port, seen) = wire_count::start(daemon_port);
+    let daemon = Started::new(&bin, &["--no-token"]);
+    let (port, seen) = wire_count::start(daemon.1);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.toml");
     std::fs::write(
@@ -609,16 +604,7 @@ fn a_daemons_own_count_of_its_requests_reconciles_with_the_report() {
     )
     .unwrap();
     let out_dir = dir.path().join("out");
-    let run = std::process::Command::new(common::BIN)
-        .arg("run")
-        .arg(&file)
-        .args(["--no-calibration", "--quiet", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let summary: relay_bench::results::summary::Summary =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap()).unwrap();
+    let summary = run_passing(&file, &out_dir);
     let mut reported = std::collections::BTreeMap::<String, u64>::new();
     let runner_route = |kind: &str| match kind {
         "list" | "exec" => "POST /v1/processes/run",

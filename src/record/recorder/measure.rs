@@ -48,7 +48,7 @@ impl Measure {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Measure> {
+    pub(crate) fn from_name(s: &str) -> Option<Measure> {
         Measure::ALL.into_iter().find(|m| m.name() == s)
     }
 }
@@ -100,5 +100,5 @@ impl LatencyStats {
         })
     }
 
-    pub const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
+    pub(crate) const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
 }

@@ -79,7 +79,7 @@ impl Kind {
 /// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as
 /// busy when the relay dir has calls in flight at the moment it is made.
 #[derive(Debug, Default)]
-pub struct RequestCounter {
+pub(crate) struct RequestCounter {
     counts: [[[AtomicU64; 7]; 2]; 2],
     busy: Arc<Busy>,
 }
@@ -95,7 +95,7 @@ impl RequestCounter {
         self.counts[idle][purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn snapshot(&self) -> RequestCounts {
+    pub(crate) fn snapshot(&self) -> RequestCounts {
         let mut out = RequestCounts::default();
         let get = |idle: usize, p: Purpose, k: Kind| self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed);
         for k in Kind::ALL {
@@ -124,7 +124,7 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    pub fn add(&mut self, other: &RequestCounts) {
+    pub(crate) fn add(&mut self, other: &RequestCounts) {
         for i in 0..7 {
             self.discovery[i] += other.discovery[i];
             self.data[i] += other.data[i];
@@ -150,15 +150,15 @@ impl RequestCounts {
         self.discovery.iter().sum()
     }
 
-    pub fn data_total(&self) -> u64 {
+    pub(crate) fn data_total(&self) -> u64 {
         self.data.iter().sum()
     }
 
-    pub fn discovery_idle_total(&self) -> u64 {
+    pub(crate) fn discovery_idle_total(&self) -> u64 {
         self.discovery_idle.iter().sum()
     }
 
-    pub fn data_idle_total(&self) -> u64 {
+    pub(crate) fn data_idle_total(&self) -> u64 {
         self.data_idle.iter().sum()
     }
 

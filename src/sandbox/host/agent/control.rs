@@ -21,7 +21,7 @@ use crate::BoxFut;
 
 /// The daemon buffers at most 2 MiB of a request's body (axum's default limit): larger files
 /// go up in parts of this size and are joined in the sandbox.
-pub const UPLOAD_PART: usize = 2 << 20;
+pub(crate) const UPLOAD_PART: usize = 2 << 20;
 /// How long a short command in the sandbox may take.
 const SHORT_MS: u64 = 30_000;
 
@@ -121,7 +121,7 @@ impl BenchRequests {
     }
 
     /// The counts so far, by name, those made only.
-    pub fn by_name(&self) -> Vec<(&'static str, u64)> {
+    pub(crate) fn by_name(&self) -> Vec<(&'static str, u64)> {
         BenchRequest::ALL
             .iter()
             .map(|r| (r.name(), self.0[*r as usize].load(Ordering::Relaxed)))

@@ -55,18 +55,19 @@ use running::RunningDaemon;
 pub use running::Url;
 
 /// The npm package that carries the daemon's Linux binary.
-pub const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
+pub(crate) const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
 /// Where to look for the binary first.
-pub const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
+pub(crate) const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
 /// The project-local install of `scripts/install-sandbox-agent.sh`.
-pub const LOCAL_INSTALL: &str = "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
+pub(crate) const LOCAL_INSTALL: &str =
+    "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
 /// How long a started daemon gets to answer.
 pub(super) const START_BOUND: Duration = Duration::from_secs(10);
 /// The environment variable a running daemon's token is read from, unless `token_env` names
 /// another.
 pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
 /// Where a case's files go in the sandbox when its in-sandbox side runs there.
-pub const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
+pub(crate) const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
 /// The daemon's binary, as PATH names it (and its host kind's name).
 pub const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
@@ -109,7 +110,7 @@ pub fn find_binary() -> Result<PathBuf, String> {
 }
 
 /// What `sandbox-agent --version` says (`sandbox-agent 0.4.2`).
-pub fn version_of(bin: &Path) -> io::Result<String> {
+pub(crate) fn version_of(bin: &Path) -> io::Result<String> {
     let out = std::process::Command::new(bin).arg("--version").output()?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
@@ -152,7 +153,7 @@ impl AgentHost {
     }
 
     /// How reports name it (the daemon's version and where it runs).
-    pub fn labelled(mut self, label: String) -> AgentHost {
+    pub(crate) fn labelled(mut self, label: String) -> AgentHost {
         self.label = label;
         self
     }
@@ -261,13 +262,13 @@ impl Host for AgentHost {
     }
 }
 
-pub struct SandboxAgent;
-pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
+pub(crate) struct SandboxAgent;
+pub(crate) static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
 
 /// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per sandbox, as each
 /// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
 #[derive(Debug)]
-pub struct AgentSpec {
+pub(crate) struct AgentSpec {
     /// A daemon already running (`url`): relay-bench starts none.
     url: Option<Url>,
     /// The environment variable holding its token, if any.

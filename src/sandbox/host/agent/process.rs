@@ -42,7 +42,7 @@ impl AgentProcess {
     }
 
     /// How the daemon ended, if it has (it is reaped then); `None` while it runs.
-    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exit_status(&self) -> Option<std::process::ExitStatus> {
         self.child.lock().expect("daemon lock").as_mut().and_then(|c| c.0.try_wait().ok().flatten())
     }
 

@@ -54,7 +54,7 @@ impl Url {
         }
     }
 
-    pub fn host_port(&self) -> String {
+    pub(crate) fn host_port(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 

@@ -115,7 +115,7 @@ impl DelayProxy {
     }
 
     /// A proxy-disconnect fault on a host that may have no proxy (then it cannot be struck).
-    pub fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), super::NotApplied> {
+    pub(crate) fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), super::NotApplied> {
         proxy.ok_or(super::NotApplied::NoProxy { action: "disconnect" })?.disconnect();
         Ok(())
     }
@@ -127,7 +127,7 @@ impl DelayProxy {
     }
 
     /// A proxy-blackhole fault on a host that may have no proxy.
-    pub fn blackhole_any(proxy: Option<&DelayProxy>, d: std::time::Duration) -> Result<(), super::NotApplied> {
+    pub(crate) fn blackhole_any(proxy: Option<&DelayProxy>, d: std::time::Duration) -> Result<(), super::NotApplied> {
         proxy.ok_or(super::NotApplied::NoProxy { action: "blackhole" })?.blackhole(d);
         Ok(())
     }
