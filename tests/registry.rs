@@ -77,6 +77,7 @@ fn no_kind_is_named_outside_its_own_file() {
                 continue;
             }
             let naming = code_part.trim_start().starts_with("pub const ")
+                || code_part.trim_start().starts_with("pub(crate) const ")
                 || code_part.trim_start().starts_with("const ")
                 || lines[n.saturating_sub(5)..n].iter().any(|l| l.contains("fn name") || l.contains("fn label"));
             for k in &kinds {
