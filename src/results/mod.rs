@@ -1,7 +1,7 @@
 //! The results layer: the typed results every report reads ([`summary`]), the request-rate
 //! arithmetic ([`rates`]), this machine's floor and facts ([`calibration`], [`env`]), and a
-//! daemon's own capacity for held execs ([`capacity`]); a conformance battery's
-//! grades ([`conform`]).
+//! daemon's own capacity for held execs ([`capacity`]), a sweep's points and its best ([`sweep`]);
+//! a conformance battery's grades ([`conform`]).
 
 pub mod calibration;
 pub mod capacity;
@@ -10,3 +10,4 @@ pub mod env;
 pub mod fleet;
 pub mod rates;
 pub mod summary;
+pub mod sweep;
