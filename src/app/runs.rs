@@ -149,15 +149,14 @@ impl Plan {
     /// all before anything runs.
     pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
         if let Some(bin) = &request.sandbox_agent {
-            crate::sandbox::host::use_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
+            crate::sandbox::host::check_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
         }
+        let overrides = Overrides { sandbox_agent: request.sandbox_agent.clone(), ..request.overrides.clone() };
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let sweeps = request.sweeps.iter().map(|a| SweepArg::parse(a)).collect::<Result<Vec<_>, _>>()?;
-        let scenarios = names
-            .iter()
-            .map(|n| load(n, &request.cases, &sweeps, &request.overrides))
-            .collect::<Result<Vec<_>, _>>()?;
+        let scenarios =
+            names.iter().map(|n| load(n, &request.cases, &sweeps, &overrides)).collect::<Result<Vec<_>, _>>()?;
         for (i, s) in scenarios.iter().enumerate() {
             if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
                 return Err(RunsError::DuplicateScenario {

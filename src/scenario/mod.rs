@@ -166,7 +166,7 @@ impl Scenario {
     /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in and
     /// `run`'s overrides applied.
     pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
-        if over.sweeps.is_empty() && over.run_is_empty() {
+        if over.sweeps.is_empty() && over.run_is_empty() && over.sandbox_agent.is_none() {
             return Scenario::load(arg);
         }
         let s = Scenario::load(arg)?;
@@ -233,7 +233,7 @@ impl Scenario {
             }
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
-        let mut tables = HostTables::default();
+        let mut tables = HostTables { sandbox_agent: over.sandbox_agent.clone(), ..HostTables::default() };
         if let Some(mut pt) = top.table("profile")? {
             for name in pt.keys() {
                 let mut f = pt.named_table(&name)?;

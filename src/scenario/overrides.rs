@@ -35,6 +35,9 @@ pub struct Overrides {
     pub length: Option<Length>,
     pub seed: Option<u64>,
     pub sandboxes: Option<u32>,
+    /// The sandbox-agent binary to run (`--sandbox-agent PATH`), for the cases on that host
+    /// that name none; nothing in the report changes but the daemon's version.
+    pub sandbox_agent: Option<std::path::PathBuf>,
 }
 
 /// The largest `--scale`: a thousand times the schedule is a scenario of its own.
@@ -190,6 +193,7 @@ mod tests {
             length: Some(Length::To(Duration::from_secs(30))),
             seed: Some(5),
             sandboxes: Some(2),
+            sandbox_agent: None,
         };
         assert_eq!(o.flags(), ["--clock virtual", "--duration 30s", "--seed 5", "--sandboxes 2"]);
         assert_eq!(o.factor(Duration::from_secs(240)), 0.125);

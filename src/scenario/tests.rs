@@ -385,3 +385,19 @@ fn a_typo_gets_a_did_you_mean_and_another_word_none() {
     let e = Scenario::load("no-such-thing").unwrap_err();
     assert!(!e.msg.contains("did you mean"), "{e}");
 }
+
+#[test]
+fn the_sandbox_agent_binary_a_command_line_names_is_the_scenarios_own() {
+    let text = "name = \"x\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"d\"\nhost = \"sandbox-agent\"\n\
+                runner = \"poll\"\nwriter = \"poll\"\n[[case]]\nname = \"own\"\nhost = \"sandbox-agent\"\n\
+                binary = \"/bin/cat\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    let with = |bin: &str| {
+        let over = Overrides { sandbox_agent: Some(bin.into()), ..Overrides::default() };
+        Scenario::parse_with("x.toml", text, &over).unwrap()
+    };
+    // Two scenarios of one process, each with the binary it was given; a case's own wins.
+    let (a, b) = (with("/bin/sh"), with("/bin/ls"));
+    assert!(a.cases[0].host.params().contains("(/bin/sh)"), "{}", a.cases[0].host.params());
+    assert!(b.cases[0].host.params().contains("(/bin/ls)"), "{}", b.cases[0].host.params());
+    assert!(a.cases[1].host.params().contains("(/bin/cat)"), "{}", a.cases[1].host.params());
+}
