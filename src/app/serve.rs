@@ -38,7 +38,7 @@ pub type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
 /// What `serve` needs.
 pub struct ServeOptions {
     pub dir: PathBuf,
-    /// The runner strategy; `serve` never sweeps (the dir is shared with other writers).
+    /// The runner strategy; `serve` sweeps only with `--sweep` (the dir may be shared with other writers).
     pub strategy: Arc<dyn RunnerSpec>,
     pub handler: HandlerModel,
     /// How often a stat line is printed.
@@ -53,14 +53,14 @@ pub struct ServeOptions {
 
 /// The runner `serve --strategy NAME --interval D` stands for: the strategy's defaults
 /// (production's), polling every `interval` (growing to 5x when idle, as production's
-/// does), and no stale sweep (the dir is shared with other writers). Read through the
+/// does), and a stale sweep only when asked (the dir may be shared with other writers). Read through the
 /// scenario parser's registry, as a case's table would be.
-pub fn serve_runner(strategy: &str, interval: Duration) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+pub fn serve_runner(strategy: &str, interval: Duration, sweep: bool) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
     let mut table = toml::Table::new();
     let ms = |d: Duration| toml::Value::String(format!("{}ms", d.as_millis()));
     table.insert("interval".into(), ms(interval));
     table.insert("max_interval".into(), ms(interval * 5));
-    table.insert("sweep".into(), toml::Value::Boolean(false));
+    table.insert("sweep".into(), toml::Value::Boolean(sweep));
     let mut fields = Fields::new("--strategy", "", &table);
     let kind = runner_kind(strategy).ok_or_else(|| fields.err("strategy", format!("unknown strategy {strategy:?}")))?;
     kind.parse(Some(&mut fields))

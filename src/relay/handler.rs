@@ -21,6 +21,9 @@ pub struct HandlerModel {
     /// Size of the answer text of an ok call.
     pub payload_bytes: usize,
     pub seed: u64,
+    /// A program run as the tool instead ([`run_command`]): the modelled time and mix are
+    /// then unused (`serve --handler-command`).
+    pub command: Option<std::path::PathBuf>,
 }
 
 impl Default for HandlerModel {
@@ -32,6 +35,7 @@ impl Default for HandlerModel {
             pause_ratio: 0.0,
             payload_bytes: 128,
             seed: 1,
+            command: None,
         }
     }
 }
@@ -70,6 +74,32 @@ impl HandlerModel {
             Outcome::Error => Response::Error(format!("simulated tool failure for {call_id}")),
             Outcome::Paused => Response::Paused,
         }
+    }
+}
+
+/// Runs `program` as the tool of one call: the request's bytes on its stdin, its stdout
+/// read as the answer. A program that cannot start, fails, or prints no response's JSON is
+/// answered `{"ok":false,...}` saying so.
+pub async fn run_command(program: &std::path::Path, request: &[u8]) -> Response {
+    use tokio::io::AsyncWriteExt;
+    let child = tokio::process::Command::new(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return Response::Error(format!("the handler command {} cannot start: {e}", program.display())),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(request).await;
+    }
+    match child.wait_with_output().await {
+        Ok(out) if out.status.success() => Response::decode(out.stdout.trim_ascii())
+            .unwrap_or_else(|e| Response::Error(format!("the handler command printed no response: {e}"))),
+        Ok(out) => Response::Error(format!("the handler command failed ({})", out.status)),
+        Err(e) => Response::Error(format!("the handler command failed: {e}")),
     }
 }
 

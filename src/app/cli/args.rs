@@ -68,6 +68,60 @@ pub enum Command {
     },
     /// Measure how many held execs one real sandbox-agent daemon takes, and how it fails.
     DaemonCapacity(CapacityArgs),
+    /// Grade a relay runner or writer against the file contract, case by case; exit 1 on
+    /// any FAILED case.
+    Conform(ConformArgs),
+}
+
+/// `conform`'s flags.
+#[derive(Debug, clap::Args)]
+#[command(long_about = "Grade a relay runner (--runner) or writer (--writer) against the file contract \
+(SPEC §2, §7, §8), case by case, relay-bench playing the other side. Each case runs in a fresh relay dir, \
+starts the implementation's command (given after `--`; never a shell), watches the dir with inotify and \
+the bytes, and kills the command's process group at its end (at --bound at the latest). Each case gets a \
+verdict: OK, NON-STRICT (works, not as the contract says), FAILED, or INFORMATIONAL (a figure), its \
+expectation with the SPEC section it comes from, and its evidence.\n\n\
+A runner's command gets `{dir}` (the relay dir, also $RELAY_DIR) and `{handler}` (also \
+$RELAY_CONFORM_HANDLER): the tool to run, a program the runner runs once per call with the request's JSON on \
+stdin, publishing what it prints on stdout as the answer (for a pause it prints {\"ok\":true,\"paused\":true}; a \
+runner whose design writes no answer to a pause writes none). relay-bench's own: `relay-bench conform --runner \
+-- relay-bench serve --dir {dir} --sweep --handler-command {handler}`.\n\n\
+A writer's command is started once per call with `{dir}`, `{tool}`, `{id}`, `{args}` (JSON) and \
+`{timeout_ms}` (the tool's timeout) substituted, also $RELAY_DIR, $RELAY_CALL_TOOL, $RELAY_CALL_ID, \
+$RELAY_CALL_ARGS, $RELAY_CALL_TIMEOUT_MS. It publishes the request, waits for the answer, deletes both files, \
+prints the answer it read as a response's JSON on one line and exits; an error is no answer printed and a \
+non-zero exit (or {\"ok\":false,...}). relay-bench's own: `relay-bench conform --writer -- relay-bench call \
+--dir {dir} --tool {tool} --id {id} --args {args} --timeout {timeout_ms}ms`.\n\n\
+Writes conform.json (reports/conform.schema.json) and conform.md to --out (default \
+reports/<stamp>-conform-<side>/) and prints a table. Exit codes: 0 no case FAILED, 1 a case FAILED, 2 bad \
+input, 130 interrupted (the cases run so far are reported). docs/conform.md has every case.")]
+pub struct ConformArgs {
+    /// Grade a runner: relay-bench is the writer.
+    #[arg(long, conflicts_with = "writer", required_unless_present_any = ["writer", "list"])]
+    pub runner: bool,
+    /// Grade a writer: relay-bench is the runner.
+    #[arg(long)]
+    pub writer: bool,
+    /// Run only the cases with these names.
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+    /// Print the cases (of the side given, else of both) and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Each case's bound: the implementation is killed when it passes (the writer's deadline
+    /// case waits its deadline on top).
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "10s")]
+    pub bound: Duration,
+    /// Report directory (default: reports/<timestamp>-conform-<side>/). It must be new, empty
+    /// or an earlier report's.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Where the cases' relay dirs are made (default: the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub relay_root: Option<PathBuf>,
+    /// The implementation's command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,6 +234,15 @@ pub struct ServeArgs {
     /// ends when it stops calling tools), and start a new one. At least 1s.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub turn_idle: Option<Duration>,
+    /// Sweep stale relay files (requests, answers and their temp names) before each turn, as
+    /// production's runner does. Off by default: a shared dir's files may be another's.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Run this program as the tool, once per call: the request's JSON on its stdin, the
+    /// answer it prints on stdout published (not JSON, or a failure, is answered
+    /// {"ok":false,...}). Without it the tool is --handler's sleep and --error-ratio's mix.
+    #[arg(long, value_name = "PROGRAM")]
+    pub handler_command: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

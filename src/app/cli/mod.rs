@@ -4,7 +4,7 @@
 
 mod args;
 
-pub use args::{CallArgs, CapacityArgs, Cli, Command, RunArgs, ServeArgs};
+pub use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, RunArgs, ServeArgs};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -101,6 +101,10 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     if args.get(1).is_some_and(|a| a == in_sandbox::WRITER_SUBCOMMAND) {
         return in_sandbox::writer_main(&args[2..]);
     }
+    // The tool `conform --runner` gives the runner under test (hidden from help too).
+    if args.get(1).is_some_and(|a| a == crate::app::conform::HANDLER_SUBCOMMAND) {
+        return crate::app::conform::handler_main(&args[2..]);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -144,6 +148,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Call(args) => call_cmd(args).await,
         Command::Check { log } => check_cmd(&log),
         Command::DaemonCapacity(args) => capacity_cmd(args).await,
+        Command::Conform(args) => conform_cmd(args).await,
         Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
         Command::Report { dir } => {
             let r = rerender(&dir)?;
@@ -266,7 +271,7 @@ const MIN_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 const MIN_TURN: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
-    let strategy = serve_runner(&a.strategy, a.interval)?;
+    let strategy = serve_runner(&a.strategy, a.interval, a.sweep)?;
     if !(0.0..=1.0).contains(&a.error_ratio) {
         return Err(CliError::BadInput(format!("--error-ratio {}: must be between 0 and 1", a.error_ratio)));
     }
@@ -274,6 +279,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         duration: a.handler,
         duration_max: a.handler,
         error_ratio: a.error_ratio,
+        command: a.handler_command,
         ..HandlerModel::default()
     };
     let watch_program = std::env::current_exe()
@@ -342,6 +348,81 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
+    })
+}
+
+async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
+    use crate::app::conform::{case_names, ConformOptions};
+    use crate::results::conform::Side;
+    let sides: Vec<Side> = match (a.runner, a.writer) {
+        (true, _) => vec![Side::Runner],
+        (_, true) => vec![Side::Writer],
+        _ => vec![Side::Runner, Side::Writer],
+    };
+    if a.list {
+        for side in sides {
+            out!(line "--{}:", side.name());
+            for (name, section, expectation) in case_names(side) {
+                out!(line "  {name:<20} {section:<7} {expectation}");
+            }
+        }
+        return Ok(Exit::Pass);
+    }
+    let side = sides[0];
+    if a.command.is_empty() {
+        return Err(CliError::BadInput(crate::app::conform::ConformError::NoCommand.to_string()));
+    }
+    if a.bound < std::time::Duration::from_secs(2) {
+        return Err(CliError::BadInput(format!("--bound {}: a case needs at least 2s", as_given(a.bound))));
+    }
+    let (started, stamp) = utc_stamps();
+    let lock = match &a.out {
+        Some(d) => Some(
+            crate::app::outdir::take(d, &crate::app::outdir::this_run(&started))
+                .map_err(|e| CliError::BadInput(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let dir = match &lock {
+        Some(l) => l.dir().to_path_buf(),
+        None => crate::app::bench::create_unique_dir(
+            std::path::Path::new("reports"),
+            &format!("{stamp}-conform-{}", side.name()),
+        )
+        .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}")))?,
+    };
+    let handler_program = std::env::current_exe()
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
+    let opts = ConformOptions {
+        side,
+        command: a.command,
+        cases: a.cases,
+        bound: a.bound,
+        work_root: a.relay_root,
+        handler_program,
+    };
+    let stop = on_interrupt("finishing the current case");
+    let report = tokio::task::spawn_blocking(move || {
+        crate::app::conform::run(&opts, &stop, started, |c| {
+            console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.label(), c.reason))
+        })
+    })
+    .await
+    .map_err(|e| CliError::Internal(anyhow::anyhow!("the battery failed: {e}")))?
+    .map_err(|e| match e {
+        crate::app::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
+        _ => CliError::BadInput(e.to_string()),
+    })?;
+    let done = crate::report::conform::publish_conform(&report, &dir)
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
+    out!("{}", String::from_utf8_lossy(&done.console));
+    out!(line "report: {}", dir.join("conform.md").display());
+    Ok(if report.interrupted {
+        Exit::Interrupted
+    } else if report.failed() {
+        Exit::GateFailed
+    } else {
+        Exit::Pass
     })
 }
 

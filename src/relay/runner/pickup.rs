@@ -149,7 +149,8 @@ pub(super) async fn pickup(
             let call: CallId = Arc::from(req.call_id_or(&file_id));
             // The handler is invoked here, as production's loop invokes it (its task then
             // runs on the runtime: that scheduling is the handler's time, not the relay's).
-            handlers.spawn(execute(ctx.clone(), call, file_id, woke, picked, Instant::now()));
+            let input = ctx.handler.command.is_some().then(|| bytes.clone());
+            handlers.spawn(execute(ctx.clone(), call, file_id, input, woke, picked, Instant::now()));
         }
         Err(e) => {
             ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
@@ -199,13 +200,31 @@ async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
 /// the call's turn instead).
-async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked: Instant, handler_start: Instant) {
-    let plan = ctx.handler.plan(&call);
-    tokio::time::sleep(plan.duration).await;
+/// With a handler command, the command is the tool (`input`: the request's bytes).
+async fn execute(
+    ctx: Ctx,
+    call: CallId,
+    file_id: String,
+    input: Option<Vec<u8>>,
+    woke: Instant,
+    picked: Instant,
+    handler_start: Instant,
+) {
+    let (outcome, answer) = match (&ctx.handler.command, input) {
+        (Some(program), Some(input)) => {
+            let r = crate::relay::handler::run_command(program, &input).await;
+            (r.outcome(), Some(r))
+        }
+        _ => {
+            let plan = ctx.handler.plan(&call);
+            tokio::time::sleep(plan.duration).await;
+            (plan.outcome, None)
+        }
+    };
     let handler_end = Instant::now();
     let mut side =
         RunnerSide { woke, picked, handler_start, handler_end, answered: None, observed: false, handler_known: true };
-    if plan.outcome == Outcome::Paused && ctx.opts.pause_answer == PauseAnswer::None {
+    if outcome == Outcome::Paused && ctx.opts.pause_answer == PauseAnswer::None {
         ctx.events.emit(ctx.sandbox, &call, EventKind::Parked);
         if let Some(park) = &ctx.on_park {
             park(&file_id);
@@ -213,7 +232,7 @@ async fn execute(ctx: Ctx, call: CallId, file_id: String, woke: Instant, picked:
         ctx.events.emit_at(handler_end, ctx.sandbox, &call, EventKind::Runner(side));
         return;
     }
-    let body = ctx.handler.respond(&call, plan.outcome).encode();
+    let body = answer.unwrap_or_else(|| ctx.handler.respond(&call, outcome)).encode();
     ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
     // Held and tried again while its publish fails (the request is gone already).
     side.answered =

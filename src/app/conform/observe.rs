@@ -1,0 +1,290 @@
+//! The battery's eyes on a relay dir: an inotify watch that records every event on the dir
+//! with its time (names created, written, closed after writing, moved in or out with the
+//! name they came from, deleted, opened; the dir itself opened, as a list does), and reads
+//! the bytes of a final relay name the moment one appears. Cases grade from this record:
+//! how a final name came to exist (a rename from a `.tmp.` name in the same dir, or a file
+//! written in place), when a request vanished, what an answer held.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use inotify::{EventMask, Inotify, WatchMask};
+
+use crate::base::fsio::{read_bounded, Bound};
+use crate::base::protocol::{classify, FileKind};
+
+/// What happened to a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// Created in place (`open(O_CREAT)`): a final name created so is not published atomically.
+    Created,
+    /// Written to.
+    Modified,
+    /// Closed after writing.
+    ClosedWrite,
+    /// Renamed onto this name, from `from` in the same dir (`None`: from outside it).
+    MovedIn {
+        from: Option<String>,
+    },
+    MovedOut,
+    Deleted,
+    /// Opened (read or written) by anyone, this battery included.
+    Opened,
+    /// The dir itself opened: a list.
+    Listed,
+    /// The watched dir was deleted or moved away.
+    DirGone,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ev {
+    pub at: Instant,
+    pub name: String,
+    pub what: What,
+    /// For a final relay name that appeared: its bytes, read at once (or why not).
+    pub bytes: Option<Result<Vec<u8>, String>>,
+}
+
+#[derive(Default)]
+struct Log {
+    events: Vec<Ev>,
+}
+
+/// A running watch on one dir; its thread ends (and its watch goes) when this is dropped.
+pub struct Observer {
+    shared: Arc<(Mutex<Log>, Condvar)>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    rearm: Arc<Mutex<Option<PathBuf>>>,
+}
+
+/// Largest answer or request the battery reads back (the oversized case writes 17 MiB).
+const READ_CAP: u64 = 64 << 20;
+
+impl Observer {
+    /// Arms a watch on `dir` (its events from now on); the bytes of every final name of kind
+    /// `read` are read as it appears (a runner battery reads answers, a writer one requests:
+    /// never the other side's files, whose opens are the implementation's to be seen).
+    pub fn watch(dir: &Path, read: FileKind) -> std::io::Result<Observer> {
+        let mut inotify = Inotify::init()?;
+        let mask = WatchMask::CREATE
+            | WatchMask::MODIFY
+            | WatchMask::CLOSE_WRITE
+            | WatchMask::MOVED_FROM
+            | WatchMask::MOVED_TO
+            | WatchMask::DELETE
+            | WatchMask::OPEN
+            | WatchMask::DELETE_SELF
+            | WatchMask::MOVE_SELF;
+        inotify.watches().add(dir, mask)?;
+        let obs = Observer { shared: Arc::default(), stop: Arc::default(), rearm: Arc::default() };
+        let me = Observer { shared: obs.shared.clone(), stop: obs.stop.clone(), rearm: obs.rearm.clone() };
+        let dir = dir.to_path_buf();
+        std::thread::Builder::new().name("conform-observe".into()).spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            let mut moved: HashMap<u32, String> = HashMap::new();
+            let mut in_place: std::collections::HashSet<String> = Default::default();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&inotify);
+            while !me.stop.load(std::sync::atomic::Ordering::Acquire) {
+                if let Some(d) = me.rearm.lock().unwrap().take() {
+                    let _ = inotify.watches().add(&d, mask);
+                }
+                let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: poll on one valid fd this thread owns, for at most 20 ms.
+                if unsafe { libc::poll(&mut pfd, 1, 20) } <= 0 {
+                    continue;
+                }
+                let Ok(events) = inotify.read_events(&mut buf) else { continue };
+                let mut batch = Vec::new();
+                for e in events {
+                    let at = Instant::now();
+                    let name = e.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let m = e.mask;
+                    let what = if m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF) {
+                        What::DirGone
+                    } else if m.contains(EventMask::OPEN) {
+                        if name.is_empty() {
+                            What::Listed
+                        } else {
+                            What::Opened
+                        }
+                    } else if m.contains(EventMask::CREATE) {
+                        What::Created
+                    } else if m.contains(EventMask::MODIFY) {
+                        What::Modified
+                    } else if m.contains(EventMask::CLOSE_WRITE) {
+                        What::ClosedWrite
+                    } else if m.contains(EventMask::MOVED_FROM) {
+                        moved.insert(e.cookie, name.clone());
+                        What::MovedOut
+                    } else if m.contains(EventMask::MOVED_TO) {
+                        What::MovedIn { from: moved.remove(&e.cookie) }
+                    } else if m.contains(EventMask::DELETE) {
+                        What::Deleted
+                    } else {
+                        continue;
+                    };
+                    // A close after writing is an appearance only for a name written in place:
+                    // a process forked while another thread wrote a temp name closes its copy of
+                    // the fd at exec, after the rename, and that close is reported under the
+                    // final name (no write, no new bytes).
+                    let appeared = match what {
+                        What::MovedIn { .. } => true,
+                        What::ClosedWrite => in_place.contains(&name),
+                        _ => false,
+                    };
+                    match what {
+                        What::Created | What::Modified => drop(in_place.insert(name.clone())),
+                        What::Opened | What::Listed => {}
+                        _ => drop(in_place.remove(&name)),
+                    }
+                    let fin = classify(&name) == read;
+                    let bytes = (appeared && fin).then(|| {
+                        read_bounded(&dir.join(&name), Bound::new("a relay file", READ_CAP))
+                            .map_err(|e| e.why.to_string())
+                    });
+                    batch.push(Ev { at, name, what, bytes });
+                }
+                if !batch.is_empty() {
+                    let (lock, cv) = &*me.shared;
+                    lock.lock().unwrap().events.extend(batch);
+                    cv.notify_all();
+                }
+            }
+        })?;
+        Ok(obs)
+    }
+
+    /// Watches `dir` again (it was deleted and made anew: a new inode).
+    pub fn rearm(&self, dir: &Path) {
+        *self.rearm.lock().unwrap() = Some(dir.to_path_buf());
+        std::thread::sleep(Duration::from_millis(60));
+    }
+
+    pub fn events(&self) -> Vec<Ev> {
+        self.shared.0.lock().unwrap().events.clone()
+    }
+
+    /// Waits until `pred` holds over the record, at most `bound`; the record when it did.
+    pub fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
+        let (lock, cv) = &*self.shared;
+        let end = Instant::now() + bound;
+        let mut log = lock.lock().unwrap();
+        loop {
+            if pred(&log.events) {
+                return Some(log.events.clone());
+            }
+            let now = Instant::now();
+            if now >= end {
+                return None;
+            }
+            log = cv.wait_timeout(log, end - now).unwrap().0;
+        }
+    }
+
+    /// The first appearance of final name `name` at or after `since`.
+    pub fn wait_appeared(&self, name: &str, since: Instant, bound: Duration) -> Option<Ev> {
+        let found = |evs: &[Ev]| evs.iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some()).cloned();
+        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+    }
+
+    /// When `name` was deleted (or moved out) at or after `since`, waiting at most `bound`.
+    pub fn wait_gone(&self, name: &str, since: Instant, bound: Duration) -> Option<Instant> {
+        let found = |evs: &[Ev]| {
+            evs.iter()
+                .find(|e| e.at >= since && e.name == name && matches!(e.what, What::Deleted | What::MovedOut))
+                .map(|e| e.at)
+        };
+        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// How a final name was published, from the record: `Ok(())` for a rename from a `.tmp.`
+/// name in the same dir with no write in place (a create or a modify under the final name; a
+/// close alone writes nothing, see [`Observer::watch`]); else what was wrong, and whether it was only
+/// a departure (a temp outside the dir or not a `.tmp.` name) or a breach (written in place).
+pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
+    let mut seen_in = false;
+    for e in evs.iter().filter(|e| e.name == name) {
+        match &e.what {
+            What::Created | What::Modified => {
+                return Err((true, format!("{name} was written in place ({:?}), not renamed onto", e.what)));
+            }
+            What::MovedIn { from: None } => {
+                return Err((false, format!("{name} was renamed from outside the relay dir")));
+            }
+            What::MovedIn { from: Some(f) } if !f.contains(crate::base::protocol::TMP_MARKER) => {
+                return Err((false, format!("{name} was renamed from {f:?}, not a `.tmp.` name")));
+            }
+            What::MovedIn { .. } => seen_in = true,
+            _ => {}
+        }
+    }
+    if seen_in {
+        Ok(())
+    } else {
+        Err((true, format!("{name} never appeared")))
+    }
+}
+
+/// Bytes as evidence: UTF-8 (lossy) cut to `max` chars, quoted.
+pub fn shown(bytes: &[u8], max: usize) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    if s.chars().count() > max {
+        format!("{:?}… ({} bytes)", s.chars().take(max).collect::<String>(), bytes.len())
+    } else {
+        format!("{s:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rename_from_a_temp_name_is_atomic_and_a_write_in_place_is_not() {
+        let t = tempfile::tempdir().unwrap();
+        let obs = Observer::watch(t.path(), FileKind::Response).unwrap();
+        let since = Instant::now();
+        std::fs::write(t.path().join("a.res.json.tmp.1"), b"{\"ok\":true}").unwrap();
+        std::fs::rename(t.path().join("a.res.json.tmp.1"), t.path().join("a.res.json")).unwrap();
+        std::fs::write(t.path().join("b.res.json"), b"{\"ok\":true}").unwrap();
+        std::fs::write(t.path().join("c.tmp"), b"{}").unwrap();
+        std::fs::rename(t.path().join("c.tmp"), t.path().join("c.res.json")).unwrap();
+        let a = obs.wait_appeared("a.res.json", since, Duration::from_secs(5)).expect("a appeared");
+        assert_eq!(a.bytes.unwrap().unwrap(), b"{\"ok\":true}");
+        let b = obs.wait_appeared("b.res.json", since, Duration::from_secs(5)).expect("b appeared, at its close");
+        assert_eq!(b.what, What::ClosedWrite);
+        obs.wait_appeared("c.res.json", since, Duration::from_secs(5)).expect("c appeared");
+        let evs = obs.events();
+        assert_eq!(publication(&evs, "a.res.json"), Ok(()));
+        assert!(matches!(publication(&evs, "b.res.json"), Err((true, _))), "written in place: a breach");
+        assert!(matches!(publication(&evs, "c.res.json"), Err((false, _))), "not a `.tmp.` name: a departure");
+        assert!(matches!(publication(&evs, "d.res.json"), Err((true, _))), "never appeared");
+    }
+
+    #[test]
+    fn a_close_of_a_renamed_file_is_no_second_appearance() {
+        use std::io::Write;
+        let t = tempfile::tempdir().unwrap();
+        let obs = Observer::watch(t.path(), FileKind::Response).unwrap();
+        let since = Instant::now();
+        // The fd outlives the rename, as a forked child's inherited copy does.
+        let mut f = std::fs::File::create(t.path().join("a.res.json.tmp.1")).unwrap();
+        f.write_all(b"{\"ok\":true}").unwrap();
+        std::fs::rename(t.path().join("a.res.json.tmp.1"), t.path().join("a.res.json")).unwrap();
+        drop(f);
+        obs.wait_appeared("a.res.json", since, Duration::from_secs(5)).expect("appeared");
+        std::thread::sleep(Duration::from_millis(100));
+        let evs = obs.events();
+        assert_eq!(evs.iter().filter(|e| e.name == "a.res.json" && e.bytes.is_some()).count(), 1, "{evs:?}");
+        assert_eq!(publication(&evs, "a.res.json"), Ok(()));
+    }
+}

@@ -1,0 +1,247 @@
+//! What a `conform` run directory holds, in a registry of its own ([`CONFORM_OUTPUTS`]),
+//! published the way a run's outputs are ([`super::output::Staged`]): `conform.json` (the
+//! typed report, `reports/conform.schema.json`), `conform.md` (a row per case, then each
+//! case's evidence), `conform.html` (the same on one self-contained page, no script) and the
+//! console table. Its own registry because its input is a conform
+//! report, not a run's summaries.
+
+use std::path::Path;
+
+use super::output::{Dest, Staged};
+use super::publish::{OutputError, Published};
+use crate::results::conform::{ConformReport, Verdict};
+
+/// One output of a conform run.
+pub trait ConformOutput: Sync {
+    fn name(&self) -> &'static str;
+    fn path(&self) -> &'static str;
+    fn dest(&self) -> Dest {
+        Dest::RunDir
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String>;
+}
+
+/// Every output of a conform run, in the order they are written.
+pub const CONFORM_OUTPUTS: &[&dyn ConformOutput] = &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
+
+/// Writes every output of `report` into `dir`; the console table is returned, not printed.
+pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
+    let mut done = Published::default();
+    for o in CONFORM_OUTPUTS {
+        let base = match o.dest() {
+            Dest::RunDir => dir.to_path_buf(),
+            _ => std::path::PathBuf::new(),
+        };
+        let mut out = Staged::new(base, None);
+        match o.write(report, &mut out).and_then(|()| out.commit()) {
+            Ok(files) => {
+                done.files.extend(files.into_iter().map(|f| (o.name(), f)));
+                done.console.extend(out.take_console());
+            }
+            Err(why) => {
+                out.abandon();
+                return Err(OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why });
+            }
+        }
+    }
+    Ok(done)
+}
+
+pub struct ConformJson;
+pub struct ConformMarkdown;
+pub struct ConformTable;
+pub struct ConformHtml;
+
+impl ConformOutput for ConformHtml {
+    fn name(&self) -> &'static str {
+        "conform.html"
+    }
+    fn path(&self) -> &'static str {
+        "conform.html"
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+        out.put("conform.html", html(report).as_bytes())
+    }
+}
+
+impl ConformOutput for ConformJson {
+    fn name(&self) -> &'static str {
+        "conform.json"
+    }
+    fn path(&self) -> &'static str {
+        "conform.json"
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+        out.put("conform.json", report.to_json().map_err(|e| e.to_string())?.as_bytes())
+    }
+}
+
+impl ConformOutput for ConformMarkdown {
+    fn name(&self) -> &'static str {
+        "conform.md"
+    }
+    fn path(&self) -> &'static str {
+        "conform.md"
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+        out.put("conform.md", markdown(report).as_bytes())
+    }
+}
+
+impl ConformOutput for ConformTable {
+    fn name(&self) -> &'static str {
+        "console"
+    }
+    fn path(&self) -> &'static str {
+        "(stdout)"
+    }
+    fn dest(&self) -> Dest {
+        Dest::Console
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+        out.console(table(report).as_bytes());
+        Ok(())
+    }
+}
+
+/// The battery's verdict line: FAILED when any case failed.
+pub fn verdict(r: &ConformReport) -> String {
+    let c = &r.counts;
+    format!(
+        "{}: {} OK, {} NON-STRICT, {} FAILED, {} INFORMATIONAL{}",
+        if r.failed() { "FAILED" } else { "PASSED" },
+        c.ok,
+        c.non_strict,
+        c.failed,
+        c.informational,
+        if r.interrupted { " (interrupted: the cases run so far)" } else { "" }
+    )
+}
+
+fn icon(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Ok => "✅",
+        Verdict::NonStrict => "⚠️",
+        Verdict::Failed => "❌",
+        Verdict::Informational => "ℹ️",
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// conform.md, rendered from the report alone.
+pub fn markdown(r: &ConformReport) -> String {
+    let mut s = format!("# relay-bench conform --{}: {}\n\n", r.side.name(), verdict(r));
+    s.push_str(&format!(
+        "Command: `{}`  \nStarted {} UTC; each case bounded at {} ms in a fresh relay dir.\n\n",
+        r.command.join(" "),
+        r.started,
+        r.case_bound_ms
+    ));
+    s.push_str("| case | § | verdict | why |\n|---|---|---|---|\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "| {} | {} | {} {} | {} |\n",
+            c.name,
+            c.section,
+            icon(c.verdict),
+            c.verdict.label(),
+            cell(&c.reason)
+        ));
+    }
+    s.push_str("\n## Cases\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "\n### {} — {}\n\nExpected (SPEC {}): {}\n\n",
+            c.name,
+            c.verdict.label(),
+            c.section,
+            c.expectation
+        ));
+        s.push_str(&format!("{} ({} ms)\n\n", c.reason, c.duration_ms));
+        for e in &c.evidence {
+            s.push_str(&format!("- {}\n", cell(e)));
+        }
+    }
+    s
+}
+
+/// The console table: a row per case, then the verdict line.
+pub fn table(r: &ConformReport) -> String {
+    let w = r.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
+    let mut s = format!("{:<w$}  {:<13}  {:<7}  why\n", "case", "verdict", "§");
+    for c in &r.cases {
+        s.push_str(&format!("{:<w$}  {:<13}  {:<7}  {}\n", c.name, c.verdict.label(), c.section, c.reason));
+    }
+    s.push_str(&verdict(r));
+    s.push('\n');
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Ok => "ok",
+        Verdict::NonStrict => "ns",
+        Verdict::Failed => "failed",
+        Verdict::Informational => "info",
+    }
+}
+
+/// conform.html: the verdict, a row per case (its link to the case's evidence below), then each
+/// case. Self-contained: inline style, no script, nothing fetched.
+pub fn html(r: &ConformReport) -> String {
+    let title = format!("relay-bench conform --{}", r.side.name());
+    let mut s = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
+body{{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}}\n\
+table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}}\n\
+.v{{font-weight:600;white-space:nowrap}}.ok{{color:#1a7f37}}.ns{{color:#9a6700}}.failed{{color:#cf222e}}.info{{color:#0969da}}\n\
+code{{font-size:90%}}li{{word-break:break-all}}section{{margin-top:1.5rem}}\n</style></head><body>\n",
+        esc(&title)
+    );
+    s.push_str(&format!(
+        "<h1>{}</h1>\n<p class=\"v {}\">{}</p>\n<p>Command: <code>{}</code><br>Started {} UTC; each case bounded at {} ms in a fresh relay dir.</p>\n",
+        esc(&title),
+        if r.failed() { "failed" } else { "ok" },
+        esc(&verdict(r)),
+        esc(&r.command.join(" ")),
+        esc(&r.started),
+        r.case_bound_ms
+    ));
+    s.push_str("<table><tr><th>case</th><th>§</th><th>verdict</th><th>why</th></tr>\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td class=\"v {}\">{}</td><td>{}</td></tr>\n",
+            esc(&c.section),
+            class(c.verdict),
+            c.verdict.label(),
+            esc(&c.reason),
+            n = esc(&c.name)
+        ));
+    }
+    s.push_str("</table>\n");
+    for c in &r.cases {
+        s.push_str(&format!(
+            "<section id=\"{n}\"><h2>{n} — <span class=\"v {}\">{}</span></h2>\n<p>Expected (SPEC {}): {}</p>\n<p>{} ({} ms)</p>\n<ul>",
+            class(c.verdict),
+            c.verdict.label(),
+            esc(&c.section),
+            esc(&c.expectation),
+            esc(&c.reason),
+            c.duration_ms,
+            n = esc(&c.name)
+        ));
+        for e in &c.evidence {
+            s.push_str(&format!("<li>{}</li>", esc(e)));
+        }
+        s.push_str("</ul></section>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""A relay runner in Python, standard library only, for `relay-bench conform --runner`.
+
+Usage: runner.py DIR HANDLER [--fault FAULT]
+
+It sweeps stale relay files, then every 50 ms lists DIR and, for each new `<id>.req.json`,
+reads it (no symbolic link followed, at most 16 MiB), deletes it and runs HANDLER in a thread
+with the request on stdin, publishing what HANDLER prints as `<id>.res.json` (a temp name in
+DIR, then a rename). A request it cannot read is answered {"ok":false} and left; one it cannot
+parse is answered {"ok":false}. Names handled this turn are never run again.
+
+Each --fault breaks one rule, for the tests of the battery:
+  non-atomic     answers written in place, not renamed
+  no-delete      requests are never deleted
+  no-sweep       no stale sweep at start
+  rerun-reused   a name is forgotten once handled, so a reused id runs again
+  pause-as-ok    a pause is answered {"ok":true,"text":""}
+"""
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+CAP = 16 << 20
+
+
+def relay_name(name):
+    for suffix in (".req.json", ".res.json"):
+        if name.endswith(suffix):
+            return True
+        if (suffix + ".tmp.") in name:
+            return True
+    return False
+
+
+def main():
+    directory, handler = sys.argv[1], sys.argv[2]
+    fault = sys.argv[sys.argv.index("--fault") + 1] if "--fault" in sys.argv else None
+
+    def publish(file_id, answer):
+        final = os.path.join(directory, file_id + ".res.json")
+        body = json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
+        if fault == "non-atomic":
+            with open(final, "wb") as f:
+                f.write(body)
+            return
+        tmp = "%s.tmp.py%d-%d" % (final, os.getpid(), threading.get_ident())
+        with open(tmp, "wb") as f:
+            f.write(body)
+        os.replace(tmp, final)
+
+    def handle(file_id, body, name):
+        try:
+            req = json.loads(body.decode("utf-8"))
+            if not isinstance(req, dict) or not isinstance(req.get("toolName"), str):
+                raise ValueError("no toolName")
+        except ValueError as e:
+            publish(file_id, {"ok": False, "error": "bad request: %s" % e})
+            return
+        out = subprocess.run([handler], input=body, capture_output=True)
+        try:
+            answer = json.loads(out.stdout)
+        except ValueError:
+            answer = {"ok": False, "error": "handler printed no answer"}
+        if answer.get("paused") is True and fault == "pause-as-ok":
+            answer = {"ok": True, "text": ""}
+        publish(file_id, answer)
+        if fault == "rerun-reused":
+            seen.discard(name)
+
+    if fault != "no-sweep":
+        for name in os.listdir(directory):
+            if relay_name(name):
+                try:
+                    os.remove(os.path.join(directory, name))
+                except OSError:
+                    pass
+    seen = set()
+    while True:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            names = []
+        for name in names:
+            if not name.endswith(".req.json") or name in seen:
+                continue
+            seen.add(name)
+            file_id = name[: -len(".req.json")]
+            path = os.path.join(directory, name)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except FileNotFoundError:
+                seen.discard(name)
+                continue
+            except OSError as e:
+                publish(file_id, {"ok": False, "error": "cannot read %s: %s" % (name, e)})
+                continue
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > CAP:
+                    continue
+                body = f.read(CAP + 1)
+            if fault != "no-delete":
+                os.remove(path)
+            threading.Thread(target=handle, args=(file_id, body, name), daemon=True).start()
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    main()
