@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
 pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
-pub use measure::{new_histogram, LatencyStats, Measure};
+pub use measure::{new_histogram, samples_needed, LatencyStats, Measure};
 
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
