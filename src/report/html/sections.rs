@@ -116,7 +116,7 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
     );
     let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
     if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p99"]) {
-        p.el("p", "muted", THIN_NOTE);
+        p.el("p", "muted", THIN_NOTE).raw("\n");
     }
     p.raw("</section>\n");
 }
@@ -240,7 +240,7 @@ pub(super) fn environment(p: &mut Page, s: &Summary) {
         p.table(&[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)], &rows);
         let probes = [&c.inotify_rename_us, &c.timer_overshoot_1ms_us, &c.list_16_files_us];
         if any_thin(probes, &["p50", "p99"]) {
-            p.el("p", "muted", THIN_NOTE);
+            p.el("p", "muted", THIN_NOTE).raw("\n");
         }
     }
     p.raw("</section>\n");
