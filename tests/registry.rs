@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 /// The marker of a line whose string is an option's value, not a kind's name.
 const NOT_A_KIND: &str = "not a kind:";
 
-/// Files declared `#[cfg(test)] mod NAME;` (or `pub(crate) mod NAME;`) by their parent:
-/// test code of their own.
+/// Files declared `#[cfg(test)] mod NAME;` by their parent: test code of their own.
 fn test_only(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
@@ -19,9 +18,7 @@ fn test_only(paths: &[PathBuf]) -> Vec<PathBuf> {
         let lines: Vec<&str> = text.lines().collect();
         for w in lines.windows(2) {
             if w[0].trim() == "#[cfg(test)]" {
-                let decl = w[1].trim();
-                let decl =
-                    ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| decl.strip_prefix(v)).unwrap_or(decl);
+                let decl = w[1].trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
                 if let Some(name) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
                     out.push(p.with_file_name(format!("{name}.rs")));
                 }

@@ -254,33 +254,58 @@ duration = "1500ms"
     in_sandbox_side_checks(dark);
 }
 
+/// A daemon started here on a port of its own with `args` after its address, killed when
+/// dropped; once it listens.
+struct Started(std::process::Child, u16);
+
+impl Started {
+    fn new(bin: &std::path::Path, args: &[&str]) -> Started {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new(bin)
+            .args(["server", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Started(child, port);
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        started
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `run FILE --no-calibration --quiet --out OUT`, which must exit 0; its summary.
+fn run_passing(file: &std::path::Path, out: &std::path::Path) -> relay_bench::results::summary::Summary {
+    let run = std::process::Command::new(common::BIN)
+        .arg("run")
+        .arg(file)
+        .args(["--no-calibration", "--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
 /// A daemon started by someone else, with a token: `url` + the token from the environment.
 #[test]
 fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let Some(bin) = daemon_or_skip("a_running_daemon_by_url_and_token_never_written_to_a_report") else { return };
     let _one = SERIAL.blocking_lock();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let token = "tok-5f1e-never-in-reports";
-    struct Killed(std::process::Child);
-    impl Drop for Killed {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _daemon = Killed(
-        std::process::Command::new(&bin)
-            .args(["server", "--no-telemetry", "-H", "127.0.0.1", "-p", &port.to_string(), "--token", token])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "the daemon listens");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let daemon = Started::new(&bin, &["--token", token]);
+    let port = daemon.1;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.toml");
     std::fs::write(
@@ -457,21 +482,155 @@ fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daem
         ),
     )
     .unwrap();
-    let out = dir.path().join("out");
-    let run = std::process::Command::new(common::BIN)
-        .arg("run")
-        .arg(&file)
-        .args(["--no-calibration", "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
-    let summary: relay_bench::results::summary::Summary =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let summary = run_passing(&file, &dir.path().join("out"));
     let r = &summary.results[0];
     assert!(r.pass && r.calls.completed > 0 && r.calls.lost == 0, "{:?} {:?}", r.calls, r.notices);
     in_sandbox_side_checks(r);
     assert!(Elsewhere::names(port, &hidden).is_empty(), "its root removed there too");
     let here: Vec<_> = std::fs::read_dir(&hidden).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(here, ["marker"], "nothing of the case ever showed here");
+}
+
+/// A counting proxy of the test's own, in front of a daemon: every request's method and
+/// route as it crosses the wire (HTTP/1.1, bodies by Content-Length, as hyper sends them),
+/// counted apart from anything relay-bench counts.
+mod wire_count {
+    use std::collections::BTreeMap;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+
+    pub type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+
+    /// `/v1/processes/<id>[/kill]` as its route; a query cut off.
+    fn route(method: &str, target: &str) -> String {
+        let path = target.split('?').next().unwrap_or("");
+        let path = match path.strip_prefix("/v1/processes/") {
+            Some("run") | None => path.to_owned(),
+            Some(rest) if rest.ends_with("/kill") => "/v1/processes/{id}/kill".to_owned(),
+            Some(_) => "/v1/processes/{id}".to_owned(),
+        };
+        format!("{method} {path}")
+    }
+
+    /// Reads the requests in `bytes` as they stream by: `head` holds a head not yet whole,
+    /// `body` the bytes of the current request's body still to come.
+    struct Parser {
+        head: Vec<u8>,
+        body: usize,
+    }
+
+    impl Parser {
+        fn feed(&mut self, mut bytes: &[u8], counts: &Counts) {
+            while !bytes.is_empty() {
+                if self.body > 0 {
+                    let n = self.body.min(bytes.len());
+                    self.body -= n;
+                    bytes = &bytes[n..];
+                    continue;
+                }
+                self.head.extend_from_slice(bytes);
+                bytes = &[];
+                let Some(end) = self.head.windows(4).position(|w| w == b"\r\n\r\n") else { return };
+                let head = String::from_utf8_lossy(&self.head[..end]).into_owned();
+                let rest = self.head[end + 4..].to_vec();
+                self.head.clear();
+                let mut lines = head.lines();
+                let mut first = lines.next().unwrap_or("").split(' ');
+                let (method, target) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+                *counts.lock().unwrap().entry(route(method, target)).or_default() += 1;
+                self.body = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.trim().parse().ok())
+                    .unwrap_or(0);
+                self.feed(&rest, counts);
+            }
+        }
+    }
+
+    /// Listens on a port of its own; returns it and the counts.
+    pub fn start(upstream: u16) -> (u16, Counts) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let counts: Counts = Arc::default();
+        let c = counts.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { continue };
+                let (mut from_client, mut to_server) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut from_server, mut to_client) = (server, client);
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    let mut p = Parser { head: Vec::new(), body: 0 };
+                    let mut buf = [0u8; 64 * 1024];
+                    while let Ok(n) = from_client.read(&mut buf) {
+                        if n == 0 || to_server.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        p.feed(&buf[..n], &c);
+                    }
+                    let _ = to_server.shutdown(std::net::Shutdown::Write);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                    let _ = to_client.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        (port, counts)
+    }
+}
+
+/// What a daemon was sent, counted on the wire by a proxy of the test's own, is exactly the
+/// report's runners' requests over the whole case plus relay-bench's own, route by route:
+/// with the writer here and with the in-sandbox side uploaded, followed and brought back.
+#[test]
+fn a_daemons_own_count_of_its_requests_reconciles_with_the_report() {
+    let Some(bin) = daemon_or_skip("a_daemons_own_count_of_its_requests_reconciles_with_the_report") else { return };
+    let _one = SERIAL.blocking_lock();
+    let daemon = Started::new(&bin, &["--no-token"]);
+    let (port, seen) = wire_count::start(daemon.1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"counted\"\n[workload]\nturns_per_sec = 4\nduration = \"2s\"\n[[case]]\nname = \"here\"\n\
+             host = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\nrunner = \"window-exec\"\nwriter = \"watch\"\n\
+             [[case]]\nname = \"there\"\nhost = \"sandbox-agent\"\nurl = \"http://127.0.0.1:{port}\"\n\
+             in_sandbox = true\nrunner = \"window-exec\"\nwriter = \"watch\"\n"
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let summary = run_passing(&file, &out_dir);
+    let mut reported = std::collections::BTreeMap::<String, u64>::new();
+    let runner_route = |kind: &str| match kind {
+        "list" | "exec" => "POST /v1/processes/run",
+        "read" => "GET /v1/fs/file",
+        "write" => "PUT /v1/fs/file",
+        "rename" => "POST /v1/fs/move",
+        "delete" => "DELETE /v1/fs/entry",
+        "stat" => "GET /v1/fs/stat",
+        other => panic!("a runner request of kind {other}"),
+    };
+    for r in &summary.results {
+        assert!(r.pass, "{}: {:?} {:?}", r.case, r.gates, r.notices);
+        assert!(!r.requests.bench_requests.is_empty(), "{}: relay-bench's own requests counted", r.case);
+        for (kind, n) in &r.requests.whole_case_by_kind.0 {
+            *reported.entry(runner_route(kind).to_owned()).or_default() += n;
+        }
+        for (name, n) in &r.requests.bench_requests.0 {
+            let request = relay_bench::sandbox::host::BenchRequest::ALL.iter().find(|b| b.name() == name).unwrap();
+            *reported.entry(request.route().to_owned()).or_default() += n;
+        }
+    }
+    reported.retain(|_, n| *n > 0);
+    // Give the last answers' connections a moment to be read to their end by the proxy.
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, reported, "the daemon's count, route by route, against the report's");
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(md.contains("relay-bench's own") && md.contains("health 1"), "summary.md lists both counts");
 }

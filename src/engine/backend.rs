@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::base::signal::Signal;
 use crate::sandbox::dir::{RealDir, RelayDir, SimDir, SimFault};
-use crate::sandbox::host::SandboxControl;
+use crate::sandbox::host::{NotApplied, SandboxAccess};
 use crate::scenario::pacer::Slot;
 use crate::BoxFut;
 
@@ -29,9 +29,9 @@ pub trait Backend: Send + Sync {
     /// Where a black-box runner's stderr goes when the run keeps no directory of its own.
     fn scratch(&self) -> PathBuf;
     /// Turns a sandbox-side condition on or off (the daemon's faults are the host's).
-    fn switch(&self, sandbox: u32, condition: SimFault, on: bool) -> Result<(), String>;
+    fn switch(&self, sandbox: u32, condition: SimFault, on: bool) -> Result<(), NotApplied>;
     /// Deletes the relay dir (`delete`) and/or creates it again (`recreate`).
-    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), String>;
+    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), NotApplied>;
     /// Fires every slot at its intended start; ends with (fired, stopped early).
     fn pace(
         &self,
@@ -54,7 +54,7 @@ pub trait Backend: Send + Sync {
         Duration::from_millis(100)
     }
     /// Hands over relay-bench's own way into sandbox `sandbox`, if its host has one.
-    fn attach(&mut self, _sandbox: u32, _control: Option<Arc<SandboxControl>>) {}
+    fn attach(&mut self, _sandbox: u32, _control: Option<Arc<dyn SandboxAccess>>) {}
     /// Readies the sandbox side once every host is built, before any runner starts.
     fn prepare(&mut self) -> BoxFut<'_, Result<(), String>> {
         Box::pin(std::future::ready(Ok(())))
@@ -117,13 +117,13 @@ impl Backend for Virtual {
         std::env::temp_dir()
     }
 
-    fn switch(&self, sandbox: u32, condition: SimFault, on: bool) -> Result<(), String> {
-        self.sims.get(sandbox as usize).ok_or("no such sandbox")?.set_fault(condition, on);
+    fn switch(&self, sandbox: u32, condition: SimFault, on: bool) -> Result<(), NotApplied> {
+        self.sims.get(sandbox as usize).ok_or(NotApplied::NoSuchSandbox(sandbox))?.set_fault(condition, on);
         Ok(())
     }
 
-    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), String> {
-        let sim = self.sims.get(sandbox as usize).ok_or("no such sandbox")?;
+    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), NotApplied> {
+        let sim = self.sims.get(sandbox as usize).ok_or(NotApplied::NoSuchSandbox(sandbox))?;
         if delete {
             sim.delete_dir();
         }
@@ -187,23 +187,23 @@ impl Backend for Real {
         self.root.path().to_path_buf()
     }
 
-    fn switch(&self, _sandbox: u32, condition: SimFault, on: bool) -> Result<(), String> {
-        let sw = self.switch.as_ref().ok_or("no program switch in this case")?;
+    fn switch(&self, _sandbox: u32, condition: SimFault, on: bool) -> Result<(), NotApplied> {
+        let sw = self.switch.as_ref().ok_or(NotApplied::NoProgramSwitch)?;
         let target = match (on, condition) {
             (false, _) => Some(sw.real.as_path()),
             (true, SimFault::ProgramMissing) => None,
             (true, SimFault::ExecHang) => Some(sw.hang.as_path()),
             (true, SimFault::ExecFail) => Some(sw.fail.as_path()),
-            (true, other) => return Err(format!("{other:?} cannot be produced on the real clock")),
+            (true, other) => return Err(NotApplied::VirtualOnly(format!("{other:?}"))),
         };
-        sw.point(target).map_err(|e| format!("cannot switch the watch program: {e}"))
+        sw.point(target).map_err(|source| NotApplied::Io { what: "switch the watch program".into(), source })
     }
 
-    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), String> {
-        let path = self.paths.get(sandbox as usize).ok_or("no such sandbox")?;
+    fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), NotApplied> {
+        let path = self.paths.get(sandbox as usize).ok_or(NotApplied::NoSuchSandbox(sandbox))?;
         let res = if delete { std::fs::remove_dir_all(path) } else { Ok(()) };
         let res = res.and_then(|_| if recreate { std::fs::create_dir_all(path) } else { Ok(()) });
-        res.map_err(|e| format!("cannot replace {}: {e}", path.display()))
+        res.map_err(|source| NotApplied::Io { what: format!("replace {}", path.display()), source })
     }
 
     fn pace(

@@ -13,7 +13,7 @@ use super::STOP_BOUND;
 use crate::base::notice::Say;
 use crate::events::EventSink;
 use crate::sandbox::host::org::Org;
-use crate::sandbox::host::DaemonControl;
+use crate::sandbox::host::{DaemonControl, NotApplied};
 use crate::scenario::fault::{FaultSpec, Target};
 use crate::strategy::Relay;
 
@@ -78,10 +78,10 @@ impl Striker<'_> {
                 for k in sandboxes {
                     let applied = match &self.daemons[k as usize] {
                         Some(d) => f.kind.strike_daemon(&**d, f.duration),
-                        None => Err("no daemon on this host".to_owned()),
+                        None => Err(NotApplied::NoDaemon),
                     };
                     if let Err(e) = applied {
-                        errors.push((k, e));
+                        errors.push((k, e.to_string()));
                     }
                 }
             }
@@ -89,14 +89,14 @@ impl Striker<'_> {
             Target::Dir => {
                 for k in sandboxes {
                     if let Err(e) = self.backend.replace_dir(k, on, !on || f.duration.is_zero()) {
-                        errors.push((k, e));
+                        errors.push((k, e.to_string()));
                     }
                 }
             }
             Target::Sandbox(c) => {
                 for k in sandboxes {
                     if let Err(e) = self.backend.switch(k, c, on) {
-                        errors.push((k, e));
+                        errors.push((k, e.to_string()));
                     }
                 }
             }

@@ -99,6 +99,9 @@ impl Ended<'_> {
             visible: case.runner.requests_visible(),
             busy_known: self.busy_known,
         });
+        r.requests.bench_requests = crate::sandbox::host::ByKind(
+            case.host.bench_requests().into_iter().map(|(k, n)| (k.to_owned(), n)).collect(),
+        );
         r.runner = RunnerStats::of(&self.reports, self.stuck, self.degraded);
         r.faults = crate::scenario::fault::rows(&case.faults, self.epoch, recording, &self.stops);
         let fleet = recording.fleet.clone().unwrap_or_default();

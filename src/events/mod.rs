@@ -262,7 +262,7 @@ impl EventSink {
     }
 
     /// Sends a message recorded elsewhere (the in-sandbox writer's, brought back), as it is.
-    pub fn forward(&self, msg: Msg) {
+    pub(crate) fn forward(&self, msg: Msg) {
         self.send(msg);
     }
 
@@ -294,7 +294,7 @@ impl EventInbox {
     }
 
     /// Every message sent so far.
-    pub fn try_iter(&mut self) -> std::vec::IntoIter<Msg> {
+    pub(crate) fn try_iter(&mut self) -> std::vec::IntoIter<Msg> {
         let mut out = Vec::new();
         self.take(|m| out.push(m));
         out.into_iter()
@@ -303,7 +303,7 @@ impl EventInbox {
     /// Blocks until a message has been sent or every sender is gone, then swaps every
     /// message sent so far into `batch` (which must be empty). Returns false once the
     /// channel is closed and drained.
-    pub fn recv(&mut self, batch: &mut Vec<Msg>) -> bool {
+    pub(crate) fn recv(&mut self, batch: &mut Vec<Msg>) -> bool {
         debug_assert!(batch.is_empty());
         let mut buf = self.shared.lock();
         loop {

@@ -17,7 +17,7 @@ use crate::base::protocol::CallId;
 /// giving up on its call because the run was interrupted (the call is cut off: closed, no
 /// breach, and the one answer a runner may still publish for it is no breach either).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PairEvent {
+pub(crate) enum PairEvent {
     Request,
     Response,
     /// A response the runner could name only by the request's file id (an error answer to a
@@ -73,9 +73,9 @@ pub struct Breach {
 /// (sandbox, call id), two 64-bit foldhash halves under fixed, distinct seeds. Copy, 16
 /// bytes, cheap to hash, and holds no reference to the id (two distinct calls share a key
 /// with probability about 2^-128).
-pub type CallKey = u128;
+pub(crate) type CallKey = u128;
 
-pub fn call_key(sandbox: u32, call: &str) -> CallKey {
+pub(crate) fn call_key(sandbox: u32, call: &str) -> CallKey {
     let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((sandbox, call));
     (u128::from(half(0x243f_6a88_85a3_08d3)) << 64) | u128::from(half(0x1319_8a2e_0370_7344))
 }
@@ -83,7 +83,7 @@ pub fn call_key(sandbox: u32, call: &str) -> CallKey {
 /// The pairing state machine. Open calls keep their id (to name them if they end
 /// unanswered); answered calls are remembered by key alone, 16 bytes each.
 #[derive(Debug, Default)]
-pub struct Pairing {
+pub(crate) struct Pairing {
     open: HashMap<CallKey, (u32, CallId)>,
     answered: HashSet<CallKey>,
     /// Calls cut off by an interrupt, their answer still allowed.
@@ -94,16 +94,16 @@ pub struct Pairing {
 }
 
 /// At most this many breaches are listed; all of them are counted.
-pub const MAX_LISTED: usize = 1000;
+pub(crate) const MAX_LISTED: usize = 1000;
 
 impl Pairing {
     /// A state machine sized for about `calls` calls.
-    pub fn with_capacity(calls: usize) -> Pairing {
+    pub(crate) fn with_capacity(calls: usize) -> Pairing {
         Pairing { answered: HashSet::with_capacity(calls), open: HashMap::with_capacity(64), ..Pairing::default() }
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
-    pub fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
+    pub(crate) fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
         if ev == PairEvent::ResponseByFile {
             // The open request of this sandbox whose id sanitizes to the file id (a rare event:
             // the open requests are the calls in flight).
@@ -188,7 +188,7 @@ impl PairingReport {
 }
 
 /// Replays the pairing rules over a recorded stream of (sandbox, call id, event).
-pub fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
+pub(crate) fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, PairEvent)>) -> PairingReport {
     let mut p = Pairing::default();
     for (sandbox, call, ev) in events {
         p.observe(call_key(sandbox, call), sandbox, &Arc::from(call), ev);

@@ -19,7 +19,7 @@ enum Half {
 /// Calls with one half of their timeline in, by key. A second half of the same side
 /// replaces the first.
 #[derive(Debug)]
-pub struct Halves<K> {
+pub(crate) struct Halves<K> {
     waiting: HashMap<K, Half>,
 }
 
@@ -69,16 +69,17 @@ impl<K: Hash + Eq> Halves<K> {
     }
 
     /// Forgets `key`'s waiting half (its call ended without the other).
-    pub fn forget(&mut self, key: &K) {
+    pub(crate) fn forget(&mut self, key: &K) {
         self.waiting.remove(key);
     }
 
     /// Calls whose writer half waits for a runner half that never came.
-    pub fn writers_waiting(&self) -> u64 {
+    pub(crate) fn writers_waiting(&self) -> u64 {
         self.waiting.values().filter(|h| matches!(h, Half::Writer(_))).count() as u64
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.waiting.is_empty()
     }
 }

@@ -17,7 +17,7 @@ use crate::events::{CallId, CallOutcome, EventKind, Listener, Msg, RunnerSide, W
 
 pub const HEADER: &str = "case,sandbox,call,outcome,intended_us,published_us,woke_us,picked_us,handler_start_us,handler_end_us,answered_us,read_us,pickup_us,completion_us";
 
-pub struct CallsCsv {
+pub(crate) struct CallsCsv {
     out: BufWriter<std::fs::File>,
     case: String,
     epoch: Instant,
@@ -79,7 +79,7 @@ impl CallsCsv {
     }
 
     /// Flushes; the first write error, if any, is returned.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }

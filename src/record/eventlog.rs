@@ -36,7 +36,7 @@ pub struct EventLog {
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Line {
+pub(crate) struct Line {
     pub case: String,
     pub sandbox: u32,
     pub call: String,
@@ -146,7 +146,7 @@ impl EventLog {
     }
 
     /// Flushes; the first write error, if any, is returned.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -172,7 +172,7 @@ impl Listener for EventLog {
 
 /// What `relay-bench check` found in one case of a log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CaseCheck {
+pub(crate) struct CaseCheck {
     pub case: String,
     pub requests: u64,
     pub responses: u64,
@@ -182,7 +182,7 @@ pub struct CaseCheck {
 /// A log that cannot be read: which line, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}:{line}: {msg}")]
-pub struct LogError {
+pub(crate) struct LogError {
     pub file: String,
     pub line: usize,
     pub msg: String,
@@ -191,11 +191,11 @@ pub struct LogError {
 /// The longest line `relay-bench check` reads (1 MiB). The suite's lines are a few hundred
 /// bytes; a longer one means the file is not an event log, and reading it whole could
 /// take all the memory there is.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// What `relay-bench check` found: each case's pairing, and what it read past.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct LogCheck {
+pub(crate) struct LogCheck {
     pub cases: Vec<CaseCheck>,
     /// Lines skipped with a warning (a last line cut by a kill).
     pub warnings: Vec<String>,
@@ -203,7 +203,7 @@ pub struct LogCheck {
 
 /// What `relay-bench check` prints: its warnings, then per case its request, response and
 /// breach counts, the breaches by kind, and the first 20 of them.
-pub fn render_checks(check: &LogCheck) -> String {
+pub(crate) fn render_checks(check: &LogCheck) -> String {
     let mut out = String::new();
     for w in &check.warnings {
         out += &format!("warning: {w}\n");
@@ -260,7 +260,7 @@ fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
 /// appear. Only `request` and `response` lines count; other events are skipped. Lines are
 /// read one at a time, each at most [`MAX_LINE_BYTES`]; a last line that has no newline
 /// and is not an event line (a kill cut it) is skipped with a warning.
-pub fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
+pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
     // Cases in the order they first appear, each with its pairing stream.
     let mut cases: Vec<(String, Stream)> = Vec::new();
     let mut warnings = Vec::new();

@@ -110,10 +110,13 @@ pub struct Requests {
     pub timeline: Vec<RatePoint>,
     pub by_kind: crate::sandbox::host::ByKind,
     /// Every request of the case by kind, the window's and those outside it (the stale
-    /// sweep and first list before the first intended start, what the runners did while
-    /// they stopped): what a daemon's own log counts. Empty: a run from before it was kept.
+    /// sweep before the schedule, the runners' stop): what a daemon's own log counts.
     #[serde(default, skip_serializing_if = "crate::sandbox::host::ByKind::is_empty")]
     pub whole_case_by_kind: crate::sandbox::host::ByKind,
+    /// relay-bench's own requests to a real daemon by what they are for, in no rate:
+    /// `whole_case_by_kind` plus these is every request the daemon saw.
+    #[serde(default, skip_serializing_if = "crate::sandbox::host::ByKind::is_empty")]
+    pub bench_requests: crate::sandbox::host::ByKind,
 }
 
 /// The discovery rate over one step of the schedule, ending at `t_secs`.

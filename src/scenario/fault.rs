@@ -279,7 +279,11 @@ impl FaultKind {
     }
 
     /// Acts on the host's daemon: strikes it for `duration`.
-    pub fn strike_daemon(self, d: &dyn DaemonControl, duration: Duration) -> Result<(), String> {
+    pub fn strike_daemon(
+        self,
+        d: &dyn DaemonControl,
+        duration: Duration,
+    ) -> Result<(), crate::sandbox::host::NotApplied> {
         match self.daemon_fault() {
             Some(DaemonFault::Restart) => d.restart(duration),
             Some(DaemonFault::Disconnect) => d.disconnect(),

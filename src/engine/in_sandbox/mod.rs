@@ -31,7 +31,7 @@ use crate::events::Msg;
 use crate::relay::writer::writer_deadline;
 use crate::results::summary::SandboxSide;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RelayDir, SimFault, WatchHandle};
-use crate::sandbox::host::{ClockReading, ProcessState, SandboxControl};
+use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxAccess};
 use crate::scenario::pacer::{Slot, Workload};
 use crate::BoxFut;
 
@@ -75,7 +75,7 @@ pub struct InSandbox {
     scenario_text: Arc<str>,
     case: String,
     workload: Workload,
-    controls: Vec<Arc<SandboxControl>>,
+    controls: Vec<Arc<dyn SandboxAccess>>,
     before: Vec<ClockReading>,
     version: Option<String>,
     program_bytes: u64,
@@ -85,7 +85,7 @@ pub struct InSandbox {
 }
 
 /// A relay dir in the sandbox: only its path is known here; every operation on it is the
-/// daemon's (the runner's through its host, relay-bench's through [`SandboxControl`]).
+/// daemon's (the runner's through its host, relay-bench's through [`SandboxAccess`]).
 struct SandboxDir(PathBuf);
 
 fn elsewhere<T>() -> io::Result<T> {
@@ -153,7 +153,7 @@ impl InSandbox {
         })
     }
 
-    fn first(&self) -> Result<&Arc<SandboxControl>, String> {
+    fn first(&self) -> Result<&Arc<dyn SandboxAccess>, String> {
         self.controls.first().ok_or_else(|| "no daemon to reach the sandbox through".to_owned())
     }
 
@@ -241,12 +241,12 @@ impl Backend for InSandbox {
         self.scratch.path().to_path_buf()
     }
 
-    fn switch(&self, _: u32, _: SimFault, _: bool) -> Result<(), String> {
-        Err("the sandbox is reached through its daemon only: no program switch".into())
+    fn switch(&self, _: u32, _: SimFault, _: bool) -> Result<(), NotApplied> {
+        Err(NotApplied::DaemonOnly("no program switch"))
     }
 
-    fn replace_dir(&self, _: u32, _: bool, _: bool) -> Result<(), String> {
-        Err("the sandbox is reached through its daemon only: its dirs are not replaced".into())
+    fn replace_dir(&self, _: u32, _: bool, _: bool) -> Result<(), NotApplied> {
+        Err(NotApplied::DaemonOnly("its dirs are not replaced"))
     }
 
     fn pace(
@@ -281,7 +281,7 @@ impl Backend for InSandbox {
         LEAD
     }
 
-    fn attach(&mut self, _sandbox: u32, control: Option<Arc<SandboxControl>>) {
+    fn attach(&mut self, _sandbox: u32, control: Option<Arc<dyn SandboxAccess>>) {
         if let Some(c) = control {
             self.controls.push(c);
         }
@@ -343,7 +343,7 @@ impl Backend for InSandbox {
 
 /// The pacer's task: the writers started and watched to their end.
 struct Writers {
-    controls: Vec<Arc<SandboxControl>>,
+    controls: Vec<Arc<dyn SandboxAccess>>,
     at: Layout,
     case: String,
     before: Vec<ClockReading>,

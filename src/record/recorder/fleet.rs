@@ -207,7 +207,7 @@ impl Fleet {
         self.changed(t);
     }
 
-    pub fn mark(&mut self, m: &TurnMark) {
+    pub(crate) fn mark(&mut self, m: &TurnMark) {
         self.advance(m.at);
         let t = m.at;
         match m.what {

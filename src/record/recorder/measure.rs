@@ -48,7 +48,7 @@ impl Measure {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Measure> {
+    pub(crate) fn from_name(s: &str) -> Option<Measure> {
         Measure::ALL.into_iter().find(|m| m.name() == s)
     }
 }
@@ -100,10 +100,10 @@ impl LatencyStats {
         })
     }
 
-    pub const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
+    pub(crate) const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
 
     /// The quantile a statistic names (`p99` -> 0.99); `None` for `min`, `max` and `mean`.
-    pub fn quantile(stat: &str) -> Option<f64> {
+    pub(crate) fn quantile(stat: &str) -> Option<f64> {
         match stat {
             "p50" | "median" => Some(0.5),
             "p90" => Some(0.9),
@@ -115,7 +115,7 @@ impl LatencyStats {
 
     /// Whether `stat` is a quantile taken over fewer samples than [`samples_needed`] asks:
     /// a figure to mark, not to print bare.
-    pub fn too_few_for(&self, stat: &str) -> bool {
+    pub(crate) fn too_few_for(&self, stat: &str) -> bool {
         LatencyStats::quantile(stat).is_some_and(|q| self.count < samples_needed(q))
     }
 }
@@ -123,6 +123,6 @@ impl LatencyStats {
 /// The fewest samples a `q`-quantile means something over: 10 / (1 - q), so that at least
 /// ten samples lie at or beyond it (p50: 20, p90: 100, p99: 1,000, p99.9: 10,000). Over
 /// fewer, the figure is one of the few highest samples, not an estimate of the tail.
-pub fn samples_needed(q: f64) -> u64 {
+pub(crate) fn samples_needed(q: f64) -> u64 {
     (10.0 / (1.0 - q)).round() as u64
 }

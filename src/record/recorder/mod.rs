@@ -22,7 +22,8 @@ use tokio::time::Instant;
 
 pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
 pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
-pub use measure::{new_histogram, samples_needed, LatencyStats, Measure};
+pub use measure::{new_histogram, LatencyStats, Measure};
+pub(crate) use measure::samples_needed;
 
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
@@ -82,9 +83,9 @@ impl Recording {
 }
 
 /// At most this many notices are kept verbatim; all are counted.
-pub const MAX_NOTICES: usize = 200;
+pub(crate) const MAX_NOTICES: usize = 200;
 /// At most this many notices are kept with their time, for the fault report.
-pub const MAX_TIMED_NOTICES: usize = 50_000;
+pub(crate) const MAX_TIMED_NOTICES: usize = 50_000;
 /// How often the drain loop publishes the running pickup median, at most.
 const LIVE_EVERY: Duration = Duration::from_millis(200);
 
@@ -115,7 +116,7 @@ impl Default for Recorder {
 
 impl Recorder {
     /// A recorder sized for about `calls` calls, so the hot path never rehashes.
-    pub fn with_capacity(calls: usize) -> Self {
+    pub(crate) fn with_capacity(calls: usize) -> Self {
         Recorder {
             waiting: Halves::default(),
             hist: std::array::from_fn(|_| new_histogram()),
@@ -133,26 +134,26 @@ impl Recorder {
     }
 
     /// Follows the fleet's turns and health (see [`Fleet::new`]).
-    pub fn with_fleet(mut self, fleet: Fleet) -> Self {
+    pub(crate) fn with_fleet(mut self, fleet: Fleet) -> Self {
         self.fleet = Some(fleet);
         self
     }
 
     /// Keeps pickup histograms per `interval` from `epoch` (by publication time), at most
     /// `max` of them (later calls fold into the last).
-    pub fn with_intervals(mut self, epoch: Instant, interval: Duration, max: usize) -> Self {
+    pub(crate) fn with_intervals(mut self, epoch: Instant, interval: Duration, max: usize) -> Self {
         self.intervals = Some(Intervals { epoch, interval, hists: Vec::new(), max: max.max(1) });
         self
     }
 
     /// Follows the calls of each span (see [`Recording::spans`]).
-    pub fn with_spans(mut self, spans: &[Span]) -> Self {
+    pub(crate) fn with_spans(mut self, spans: &[Span]) -> Self {
         self.spans = spans.iter().map(|s| (*s, SpanStats::default())).collect();
         self
     }
 
     /// Publishes the running pickup median (ns; 0 before any sample) into `live`.
-    pub fn with_live(mut self, live: Arc<AtomicU64>) -> Self {
+    pub(crate) fn with_live(mut self, live: Arc<AtomicU64>) -> Self {
         self.live = Some(live);
         self
     }
@@ -165,7 +166,7 @@ impl Recorder {
     /// The recorder thread's loop: blocks on `inbox` until every sender is gone, handing
     /// each batch to this recorder and then to each of `listeners` in turn; at the end
     /// closes them with the pairing verdict (their errors go to [`Recording::log_error`]).
-    pub fn drain(mut self, mut inbox: EventInbox, mut listeners: Vec<Box<dyn Listener>>) -> Recording {
+    pub(crate) fn drain(mut self, mut inbox: EventInbox, mut listeners: Vec<Box<dyn Listener>>) -> Recording {
         let mut batch = Vec::with_capacity(1024);
         let mut published = std::time::Instant::now();
         while inbox.recv(&mut batch) {

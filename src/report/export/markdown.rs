@@ -289,6 +289,32 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
             if visible { kinds.join(", ") } else { "-".into() },
         ]);
     }
+    daemon_log(o, s);
+}
+
+/// For the cases on a real daemon: every request it saw, the runner's over the whole case
+/// and relay-bench's own, so its log reconciles with the report.
+fn daemon_log(o: &mut String, s: &Summary) {
+    let named = |k: &crate::sandbox::host::ByKind| -> String {
+        let v: Vec<String> = k.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    };
+    let real: Vec<_> = s.results.iter().filter(|r| !r.requests.bench_requests.is_empty()).collect();
+    if real.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "
+Every request a case's daemons saw: the runners' over the whole case (the window's above, plus the stale sweep before it and what the runners did while they stopped), and relay-bench's own (its checks before the run and its in-sandbox side: in no rate; docs/measures.md names each one's route).
+");
+    let mut t = MdTable::new(o, &[("case", L), ("runners' requests, whole case", L), ("relay-bench's own", L)]);
+    for r in real {
+        let q = &r.requests;
+        t.row(&[r.case.clone(), named(&q.whole_case_by_kind), named(&q.bench_requests)]);
+    }
 }
 
 /// One row per fault of the schedule.

@@ -63,7 +63,7 @@ pub enum EventFilter {
 }
 
 impl EventFilter {
-    pub fn wants(self, seen: Seen<'_>) -> bool {
+    pub(crate) fn wants(self, seen: Seen<'_>) -> bool {
         match (self, seen) {
             (EventFilter::Any, _) | (_, Seen::Rescan | Seen::Failed) => true,
             (EventFilter::Requests, Seen::Name(n, Change::Appeared)) => classify(n) == FileKind::Request,
@@ -82,10 +82,10 @@ impl EventFilter {
 }
 
 /// A watch callback.
-pub type OnSeen = Box<dyn Fn(Seen<'_>) + Send + Sync>;
+pub(crate) type OnSeen = Box<dyn Fn(Seen<'_>) + Send + Sync>;
 
 /// A delay paid by every line of a followed program (a remote stream's response leg).
-pub type LineDelay = Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync>;
+pub(crate) type LineDelay = Arc<dyn Fn() -> BoxFut<'static, ()> + Send + Sync>;
 
 /// A followed program's stdout, line by line; ends when the program does.
 pub type Lines = tokio::sync::mpsc::Receiver<String>;

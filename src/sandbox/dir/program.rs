@@ -33,7 +33,7 @@ use crate::base::signal::{Signal, Wake};
 
 /// The same window as a Node script (`src/dir/watch.js`), for `program = "node"`: what
 /// production execs (`node -e`), with Node's start-up in every window.
-pub const NODE_SCRIPT: &str = include_str!("watch.js");
+pub(crate) const NODE_SCRIPT: &str = include_str!("watch.js");
 
 /// `node -e SCRIPT DIR WINDOW_MS RELIST_MS`: production's defaults only (no options).
 pub fn node_argv(dir: &Path, window: Duration, relist: Duration) -> Vec<OsString> {
@@ -48,7 +48,7 @@ pub fn node_argv(dir: &Path, window: Duration, relist: Duration) -> Vec<OsString
 }
 
 /// The hidden subcommand that runs the program.
-pub const SUBCOMMAND: &str = "sandbox-watch";
+pub(crate) const SUBCOMMAND: &str = "sandbox-watch";
 
 /// What the program is asked to do: the one definition of its argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl WatchArgs {
     }
 
     /// Parses a whole argv as [`WatchArgs::argv`] builds it (program and subcommand first).
-    pub fn parse_argv(argv: &[OsString]) -> Result<WatchArgs, String> {
+    pub(crate) fn parse_argv(argv: &[OsString]) -> Result<WatchArgs, String> {
         match argv.get(1) {
             Some(sub) if sub == OsStr::new(SUBCOMMAND) => Self::parse(&argv[2..]),
             other => Err(format!("expected the {SUBCOMMAND} subcommand, got {other:?}")),
@@ -156,7 +156,7 @@ pub enum Finish {
 }
 
 impl Finish {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Finish::Found => "found",
             Finish::Event => "event",

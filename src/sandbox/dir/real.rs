@@ -47,7 +47,7 @@ impl UnsafeEntry {
 
 impl RealDir {
     /// The read cap unless a dir is given its own: 16 MiB.
-    pub const DEFAULT_MAX_BYTES: u64 = 16 << 20;
+    pub(crate) const DEFAULT_MAX_BYTES: u64 = 16 << 20;
 
     pub fn new(dir: impl Into<PathBuf>) -> RealDir {
         RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES }
@@ -62,7 +62,7 @@ impl RealDir {
 
 /// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes
 /// ([`fsio::read_bounded`]); a refusal is an [`UnsafeEntry`], a failure the plain error.
-pub fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_untrusted(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     fsio::read_bounded(path, fsio::Bound::new("a relay file", cap)).map_err(|e| match e.why {
         fsio::Refused::Io(e) => e,
         fsio::Refused::NotRegular(what) => UnsafeEntry::NotRegular(what).into_io(),
@@ -123,7 +123,7 @@ impl RelayDir for RealDir {
 
 /// Runs `argv` as a child process on this machine, killed (and reaped) after `timeout` or
 /// when the future is dropped.
-pub async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
+pub(crate) async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
     let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
     let child = tokio::process::Command::new(prog)
         .args(args)
@@ -144,7 +144,7 @@ pub async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecO
 
 /// Starts `argv` with its stdout followed line by line. Each line waits `delay()` before it
 /// is handed on (a remote stream's response leg); dropping the receiver kills the program.
-pub fn follow_child(argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
+pub(crate) fn follow_child(argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
     use tokio::io::AsyncBufReadExt;
     let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
     let mut child = tokio::process::Command::new(prog)

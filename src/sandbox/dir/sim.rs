@@ -105,13 +105,13 @@ impl SimDir {
         }
     }
 
-    pub fn has_fault(&self, fault: SimFault) -> bool {
+    pub(crate) fn has_fault(&self, fault: SimFault) -> bool {
         self.state().faults.contains(&fault)
     }
 
     /// Deletes the directory and everything in it; watches on it go silent (and those that
     /// asked are told so).
-    pub fn delete_dir(&self) {
+    pub(crate) fn delete_dir(&self) {
         let stale: Vec<_> = {
             let mut s = self.state();
             s.files.clear();
@@ -124,7 +124,7 @@ impl SimDir {
     }
 
     /// Creates the directory again (empty) if it is gone.
-    pub fn recreate(&self) {
+    pub(crate) fn recreate(&self) {
         let mut s = self.state();
         if !s.exists {
             s.exists = true;

@@ -24,7 +24,7 @@ pub struct Busy {
 
 impl Busy {
     /// A call started.
-    pub fn begin(&self) {
+    pub(crate) fn begin(&self) {
         let mut s = self.state.lock().expect("busy gauge poisoned");
         s.in_flight += 1;
         if s.in_flight == 1 {
@@ -46,12 +46,12 @@ impl Busy {
     }
 
     #[inline]
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         self.flag.load(Ordering::Acquire)
     }
 
     /// Time spent with calls in flight so far, the current stretch included.
-    pub fn busy_time(&self) -> Duration {
+    pub(crate) fn busy_time(&self) -> Duration {
         let s = self.state.lock().expect("busy gauge poisoned");
         s.busy + s.since.map_or(Duration::ZERO, |t| t.elapsed())
     }

@@ -82,7 +82,7 @@ impl Host for LocalHost {
 
 /// `host = "local"` (the default).
 pub struct Local;
-pub const LOCAL: Local = Local;
+pub(crate) const LOCAL: Local = Local;
 
 #[derive(Debug)]
 struct LocalSpec;

@@ -6,20 +6,23 @@
 //! reports the same request budget (SPEC §5). A new host is a new file here plus one line
 //! in [`HOSTS`].
 
+pub mod access;
 mod agent;
 mod busy;
 mod local;
+mod not_applied;
 pub mod org;
 mod remote;
 mod wire;
 
+pub use access::{ClockReading, ProcessState, SandboxAccess};
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
-    AgentHost, AgentProcess, ClockReading, ProcessState, SandboxControl, Url, AGENT_BINARY,
-    TOKEN_ENV as AGENT_TOKEN_ENV,
+    AgentHost, AgentProcess, BenchRequest, SandboxControl, Url, AGENT_BINARY, TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;
+pub use not_applied::NotApplied;
 pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
 pub use wire::{http, Classify, DelayProxy, Gate};
 
@@ -76,7 +79,7 @@ impl Kind {
 /// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as
 /// busy when the relay dir has calls in flight at the moment it is made.
 #[derive(Debug, Default)]
-pub struct RequestCounter {
+pub(crate) struct RequestCounter {
     counts: [[[AtomicU64; 7]; 2]; 2],
     busy: Arc<Busy>,
 }
@@ -92,7 +95,7 @@ impl RequestCounter {
         self.counts[idle][purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn snapshot(&self) -> RequestCounts {
+    pub(crate) fn snapshot(&self) -> RequestCounts {
         let mut out = RequestCounts::default();
         let get = |idle: usize, p: Purpose, k: Kind| self.counts[idle][p as usize][k as usize].load(Ordering::Relaxed);
         for k in Kind::ALL {
@@ -121,7 +124,7 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    pub fn add(&mut self, other: &RequestCounts) {
+    pub(crate) fn add(&mut self, other: &RequestCounts) {
         for i in 0..7 {
             self.discovery[i] += other.discovery[i];
             self.data[i] += other.data[i];
@@ -147,15 +150,15 @@ impl RequestCounts {
         self.discovery.iter().sum()
     }
 
-    pub fn data_total(&self) -> u64 {
+    pub(crate) fn data_total(&self) -> u64 {
         self.data.iter().sum()
     }
 
-    pub fn discovery_idle_total(&self) -> u64 {
+    pub(crate) fn discovery_idle_total(&self) -> u64 {
         self.discovery_idle.iter().sum()
     }
 
-    pub fn data_idle_total(&self) -> u64 {
+    pub(crate) fn data_idle_total(&self) -> u64 {
         self.data_idle.iter().sum()
     }
 
@@ -245,14 +248,14 @@ pub trait Host: Send + Sync {
 /// and the proxy in front of it). An `Err` says why this host cannot take the fault.
 pub trait DaemonControl: Send + Sync {
     /// Down for `down` (requests in flight fail, new ones are refused), then back.
-    fn restart(&self, down: Duration) -> Result<(), String>;
+    fn restart(&self, down: Duration) -> Result<(), NotApplied>;
     /// Every open connection cut.
-    fn disconnect(&self) -> Result<(), String>;
+    fn disconnect(&self) -> Result<(), NotApplied>;
     /// Frozen for `d`: requests stall until it resumes.
-    fn pause(&self, d: Duration) -> Result<(), String>;
+    fn pause(&self, d: Duration) -> Result<(), NotApplied>;
     /// The wire to it goes dark for `d` (a delay proxy on a real TCP path only).
-    fn blackhole(&self, _d: Duration) -> Result<(), String> {
-        Err("no delay proxy on a real TCP path to blackhole".into())
+    fn blackhole(&self, _d: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NoRealPath)
     }
 }
 
@@ -284,7 +287,7 @@ pub struct BuiltHost {
     /// The daemon, if the host has one (restart, disconnect, pause).
     pub daemon: Option<Arc<dyn DaemonControl>>,
     /// relay-bench's own way into the sandbox (its in-sandbox side), if the host has one.
-    pub sandbox: Option<Arc<SandboxControl>>,
+    pub sandbox: Option<Arc<dyn SandboxAccess>>,
 }
 
 /// What a scenario defines for its hosts to name: latency profiles (`[profile.NAME]`) and
@@ -351,6 +354,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     /// runs on this machine.
     fn in_sandbox(&self) -> Option<&str> {
         None
+    }
+    /// relay-bench's own requests to the host's daemons so far (its checks before the run,
+    /// the in-sandbox side's uploads and readings), by name: none of them is in the rates.
+    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }
 

@@ -54,7 +54,7 @@ impl Leg {
         Leg { min, max, tail_ratio: 0.0, tail_mean: Duration::ZERO, tail_max: Duration::ZERO }
     }
 
-    pub fn draw(&self, rng: &mut Rng) -> Duration {
+    pub(crate) fn draw(&self, rng: &mut Rng) -> Duration {
         let base = self.min + self.max.saturating_sub(self.min).mul_f64(rng.unit());
         if self.tail_ratio > 0.0 && rng.unit() < self.tail_ratio {
             let extra = Duration::from_secs_f64(rng.exp(self.tail_mean.as_secs_f64()));
@@ -79,7 +79,7 @@ pub struct LatencyProfile {
 
 /// The real daemon's measured cost of a held exec to the next request (see
 /// [`LatencyProfile::held_exec_cost`]).
-pub const HELD_EXEC_COST: Duration = Duration::from_nanos(2_410);
+pub(crate) const HELD_EXEC_COST: Duration = Duration::from_nanos(2_410);
 
 const fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -98,9 +98,9 @@ impl LatencyProfile {
         Some(LatencyProfile { name: name.to_owned(), leg, concurrency, held_exec_cost: HELD_EXEC_COST })
     }
 
-    pub const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
+    pub(crate) const SHIPPED: &'static [&'static str] = &["lan", "proxy", "far"];
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let l = &self.leg;
         let mut s = format!(
             "{}: round trip {}–{}, {} concurrent",
@@ -436,7 +436,7 @@ pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, S
 }
 
 /// `host = "remote"`, with `profile = "<name>"`.
-pub struct Remote;
+pub(crate) struct Remote;
 pub const REMOTE: Remote = Remote;
 
 #[derive(Debug)]
@@ -446,15 +446,15 @@ struct RemoteSpec {
 }
 
 impl super::DaemonControl for Daemon {
-    fn restart(&self, down: Duration) -> Result<(), String> {
+    fn restart(&self, down: Duration) -> Result<(), super::NotApplied> {
         Daemon::restart(self, down);
         Ok(())
     }
-    fn disconnect(&self) -> Result<(), String> {
+    fn disconnect(&self) -> Result<(), super::NotApplied> {
         Daemon::disconnect(self);
         Ok(())
     }
-    fn pause(&self, d: Duration) -> Result<(), String> {
+    fn pause(&self, d: Duration) -> Result<(), super::NotApplied> {
         Daemon::pause(self, d);
         Ok(())
     }
@@ -481,7 +481,10 @@ impl HostKind for Remote {
 
 /// The profile a case names (`profile = "..."`: shipped, or a `[profile.NAME]` of the
 /// scenario), if it names one.
-pub fn case_profile(case: &mut Fields<'_>, profiles: &Profiles) -> Result<Option<LatencyProfile>, ScenarioError> {
+pub(crate) fn case_profile(
+    case: &mut Fields<'_>,
+    profiles: &Profiles,
+) -> Result<Option<LatencyProfile>, ScenarioError> {
     let Some(name) = case.string("profile")? else { return Ok(None) };
     let profile = profiles.get(name).cloned().or_else(|| LatencyProfile::shipped(name));
     let unknown = || case.err("profile", format!("unknown profile {name:?}; allowed: {}", profile_names(profiles)));

@@ -88,7 +88,7 @@ impl Api {
         Err(io::Error::new(kind, format!("sandbox-agent {status}: {detail}")))
     }
 
-    pub async fn post_json(&self, route: &str, body: serde_json::Value) -> io::Result<Vec<u8>> {
+    pub(crate) async fn post_json(&self, route: &str, body: serde_json::Value) -> io::Result<Vec<u8>> {
         self.send(
             Method::POST,
             format!("{}{route}", self.base),
@@ -113,7 +113,7 @@ impl Api {
     }
 
     /// `PUT /v1/fs/file?path=` of `bytes` (octet-stream).
-    pub async fn put_file(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
+    pub(crate) async fn put_file(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
         self.send(Method::PUT, self.at("/v1/fs/file", path), Some(("application/octet-stream", bytes))).await.map(drop)
     }
 }

@@ -47,7 +47,7 @@ mod routes;
 mod running;
 
 pub(crate) use api::Api;
-pub use control::{ClockReading, ProcessState, SandboxControl};
+pub use control::{BenchRequest, BenchRequests, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
 pub use routes::request_kind;
@@ -55,18 +55,19 @@ use running::RunningDaemon;
 pub use running::Url;
 
 /// The npm package that carries the daemon's Linux binary.
-pub const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
+pub(crate) const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
 /// Where to look for the binary first.
-pub const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
+pub(crate) const BIN_ENV: &str = "SANDBOX_AGENT_BIN";
 /// The project-local install of `scripts/install-sandbox-agent.sh`.
-pub const LOCAL_INSTALL: &str = "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
+pub(crate) const LOCAL_INSTALL: &str =
+    "tools/sandbox-agent/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent";
 /// How long a started daemon gets to answer.
 pub(super) const START_BOUND: Duration = Duration::from_secs(10);
 /// The environment variable a running daemon's token is read from, unless `token_env` names
 /// another.
 pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
 /// Where a case's files go in the sandbox when its in-sandbox side runs there.
-pub const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
+pub(crate) const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
 /// The daemon's binary, as PATH names it (and its host kind's name).
 pub const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
@@ -109,7 +110,7 @@ pub fn find_binary() -> Result<PathBuf, String> {
 }
 
 /// What `sandbox-agent --version` says (`sandbox-agent 0.4.2`).
-pub fn version_of(bin: &Path) -> io::Result<String> {
+pub(crate) fn version_of(bin: &Path) -> io::Result<String> {
     let out = std::process::Command::new(bin).arg("--version").output()?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
@@ -152,7 +153,7 @@ impl AgentHost {
     }
 
     /// How reports name it (the daemon's version and where it runs).
-    pub fn labelled(mut self, label: String) -> AgentHost {
+    pub(crate) fn labelled(mut self, label: String) -> AgentHost {
         self.label = label;
         self
     }
@@ -261,13 +262,13 @@ impl Host for AgentHost {
     }
 }
 
-pub struct SandboxAgent;
-pub static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
+pub(crate) struct SandboxAgent;
+pub(crate) static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
 
 /// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per sandbox, as each
 /// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
 #[derive(Debug)]
-pub struct AgentSpec {
+pub(crate) struct AgentSpec {
     /// A daemon already running (`url`): relay-bench starts none.
     url: Option<Url>,
     /// The environment variable holding its token, if any.
@@ -283,6 +284,8 @@ pub struct AgentSpec {
     limits: Option<Limits>,
     /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
     in_sandbox: Option<String>,
+    /// relay-bench's own requests to the case's daemons, its checks before the run included.
+    bench: Arc<BenchRequests>,
 }
 
 impl HostKind for SandboxAgent {
@@ -325,7 +328,7 @@ impl HostKind for SandboxAgent {
             }
         };
         let version = std::sync::OnceLock::new();
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox }))
+        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox, bench: Arc::default() }))
     }
 }
 
@@ -371,7 +374,7 @@ impl HostSpec for AgentSpec {
         let Seat { dir, busy, .. } = seat;
         let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
         let api = Api::new(process.base.clone(), None);
-        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
         let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, Some(process.clone()));
         if let Some(p) = &proxy {
             host = host.through(p.clone());
@@ -382,13 +385,17 @@ impl HostSpec for AgentSpec {
 
     fn missing_here(&self) -> Option<String> {
         match &self.url {
-            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env).err(),
+            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env, &self.bench).err(),
             None => self.bin.as_ref().err().cloned(),
         }
     }
 
     fn needs_real_clock(&self) -> bool {
         true
+    }
+
+    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        self.bench.by_name()
     }
 
     fn limits(&self) -> Limits {
@@ -439,7 +446,7 @@ impl AgentSpec {
     fn version(&self) -> &str {
         self.version.get_or_init(|| match (&self.url, &self.bin) {
             (Some(u), _) => u
-                .version(std::env::var(&self.token_env).ok().as_deref())
+                .version(std::env::var(&self.token_env).ok().as_deref(), &self.bench)
                 .unwrap_or_else(|why| format!("sandbox-agent (version not known: {why})")),
             (None, Ok(b)) => version_of(b).unwrap_or_else(|e| format!("sandbox-agent (--version failed: {e})")),
             (None, Err(_)) => "sandbox-agent (not installed)".to_owned(),
@@ -461,7 +468,7 @@ impl AgentSpec {
         let Seat { dir, busy, .. } = seat;
         let token = std::env::var(&self.token_env).ok();
         let api = Api::new(url.base(), token);
-        let sandbox = Arc::new(SandboxControl::new(api.clone()));
+        let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
         let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, None);
         if let Some(p) = &proxy {
             host = host.through(p.clone());

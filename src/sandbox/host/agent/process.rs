@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::START_BOUND;
-use crate::sandbox::host::{DaemonControl, DelayProxy};
+use crate::sandbox::host::{DaemonControl, DelayProxy, NotApplied};
 
 /// A daemon process started for one sandbox; killed and reaped when dropped. The fault
 /// schedule can stop it for a while (a restart) or freeze it (a pause).
@@ -42,7 +42,7 @@ impl AgentProcess {
     }
 
     /// How the daemon ended, if it has (it is reaped then); `None` while it runs.
-    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exit_status(&self) -> Option<std::process::ExitStatus> {
         self.child.lock().expect("daemon lock").as_mut().and_then(|c| c.0.try_wait().ok().flatten())
     }
 
@@ -50,8 +50,8 @@ impl AgentProcess {
     /// port after `down`. Refused while a restart is under way. A daemon that will not start
     /// again stays down (every request then fails and says so); one started after its case
     /// ended is killed at once.
-    pub fn restart(&self, down: Duration) -> Result<(), String> {
-        let killed = self.child.lock().expect("daemon lock").take().ok_or("the daemon is already down (restarting)")?;
+    pub fn restart(&self, down: Duration) -> Result<(), NotApplied> {
+        let killed = self.child.lock().expect("daemon lock").take().ok_or(NotApplied::Restarting)?;
         drop(killed);
         let (slot, bin, port) = (Arc::downgrade(&self.child), self.bin.clone(), self.port);
         std::thread::spawn(move || {
@@ -66,9 +66,8 @@ impl AgentProcess {
     }
 
     /// SIGSTOP, then SIGCONT after `d`: the daemon accepts nothing and answers nothing.
-    pub fn pause(&self, d: Duration) -> Result<(), String> {
-        let pid =
-            self.child.lock().expect("daemon lock").as_ref().map(|c| c.0.id() as i32).ok_or("the daemon is down")?;
+    pub fn pause(&self, d: Duration) -> Result<(), NotApplied> {
+        let pid = self.child.lock().expect("daemon lock").as_ref().map(|c| c.0.id() as i32).ok_or(NotApplied::Down)?;
         // SAFETY: kill() only sends a signal to the daemon this process started.
         unsafe { libc::kill(pid, libc::SIGSTOP) };
         let child = Arc::downgrade(&self.child);
@@ -169,19 +168,19 @@ pub struct AgentControl {
 }
 
 impl DaemonControl for AgentControl {
-    fn restart(&self, down: Duration) -> Result<(), String> {
+    fn restart(&self, down: Duration) -> Result<(), NotApplied> {
         self.process.restart(down)
     }
 
-    fn disconnect(&self) -> Result<(), String> {
+    fn disconnect(&self) -> Result<(), NotApplied> {
         DelayProxy::disconnect_any(self.proxy.as_deref())
     }
 
-    fn pause(&self, d: Duration) -> Result<(), String> {
+    fn pause(&self, d: Duration) -> Result<(), NotApplied> {
         self.process.pause(d)
     }
 
-    fn blackhole(&self, d: Duration) -> Result<(), String> {
+    fn blackhole(&self, d: Duration) -> Result<(), NotApplied> {
         DelayProxy::blackhole_any(self.proxy.as_deref(), d)
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use super::api::Api;
-use super::control::SandboxControl;
-use crate::sandbox::host::{DaemonControl, DelayProxy};
+use super::control::{BenchRequest, BenchRequests, SandboxControl};
+use crate::sandbox::host::{DaemonControl, DelayProxy, NotApplied};
 
 /// A daemon relay-bench did not start: only the wire in front of it can be struck.
 pub(super) struct RunningDaemon {
@@ -17,19 +17,19 @@ pub(super) struct RunningDaemon {
 }
 
 impl DaemonControl for RunningDaemon {
-    fn restart(&self, _down: Duration) -> Result<(), String> {
-        Err("a daemon relay-bench did not start (url = ...) is not restarted by it".into())
+    fn restart(&self, _down: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NotStarted { action: "restarted" })
     }
 
-    fn disconnect(&self) -> Result<(), String> {
+    fn disconnect(&self) -> Result<(), NotApplied> {
         DelayProxy::disconnect_any(self.proxy.as_deref())
     }
 
-    fn pause(&self, _d: Duration) -> Result<(), String> {
-        Err("a daemon relay-bench did not start (url = ...) is not paused by it".into())
+    fn pause(&self, _d: Duration) -> Result<(), NotApplied> {
+        Err(NotApplied::NotStarted { action: "paused" })
     }
 
-    fn blackhole(&self, d: Duration) -> Result<(), String> {
+    fn blackhole(&self, d: Duration) -> Result<(), NotApplied> {
         DelayProxy::blackhole_any(self.proxy.as_deref(), d)
     }
 }
@@ -54,7 +54,7 @@ impl Url {
         }
     }
 
-    pub fn host_port(&self) -> String {
+    pub(crate) fn host_port(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
@@ -71,7 +71,8 @@ impl Url {
     }
 
     /// `GET /v1/health` before the run: the daemon answers and takes the token.
-    pub fn health(&self, token: Option<&str>, token_env: &str) -> Result<(), String> {
+    pub fn health(&self, token: Option<&str>, token_env: &str, counts: &BenchRequests) -> Result<(), String> {
+        counts.count(BenchRequest::Health);
         let api = Api::new(self.base(), token.map(str::to_owned));
         let uri = format!("{}/v1/health", self.base());
         match before_the_run(api.send(hyper::Method::GET, uri, None)) {
@@ -86,8 +87,8 @@ impl Url {
     }
 
     /// What the daemon's own binary says to `--version` ([`SandboxControl::version`]).
-    pub fn version(&self, token: Option<&str>) -> Result<String, String> {
-        let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)));
+    pub fn version(&self, token: Option<&str>, counts: &Arc<BenchRequests>) -> Result<String, String> {
+        let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)), counts.clone());
         before_the_run(control.version())?.map_err(|e| e.to_string())
     }
 }

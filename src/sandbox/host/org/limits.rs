@@ -87,7 +87,7 @@ impl Limits {
         !self.sandbox.is_empty() || !self.org.is_empty() || self.idle_timeout.is_some()
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts: Vec<String> =
             [self.org.describe("organisation"), self.sandbox.describe("per sandbox")].into_iter().flatten().collect();
         if parts.is_empty() {

@@ -123,7 +123,7 @@ pub struct Ticket {
 
 impl Ticket {
     /// Execs the sandbox held when this request was let through, this one aside.
-    pub fn held_besides(&self) -> u32 {
+    pub(crate) fn held_besides(&self) -> u32 {
         self.held_besides
     }
 }
@@ -193,7 +193,7 @@ impl Org {
     /// Starts the gauges', rates' and counts' clock again (at the case's epoch, and at its
     /// warm-up's end: neither the runners' start-up nor the fleet's ramp is its steady state).
     /// The latency legs paid stay counted from the start.
-    pub fn restart_clock(&self, at: Instant) {
+    pub(crate) fn restart_clock(&self, at: Instant) {
         let mut s = self.lock();
         let s = &mut *s;
         for sb in &mut s.sandboxes {
@@ -308,7 +308,7 @@ impl Org {
     }
 
     /// A held request cut by the proxy's idle timeout.
-    pub fn note_cut(&self) {
+    pub(crate) fn note_cut(&self) {
         self.lock().cut += 1;
     }
 
@@ -318,7 +318,7 @@ impl Org {
     }
 
     /// Lowers (or restores, with `None`) the organisation's held-exec cap for a spell.
-    pub fn set_org_held_execs(&self, cap: Option<u32>) {
+    pub(crate) fn set_org_held_execs(&self, cap: Option<u32>) {
         self.lock().side.caps.held_execs = cap;
         self.freed.notify_waiters();
     }
@@ -330,7 +330,7 @@ impl Org {
 
     /// A sample for the timeline: the gauges now, and the most held and in flight since the
     /// last sample.
-    pub fn sample(&self) -> OrgSample {
+    pub(crate) fn sample(&self) -> OrgSample {
         let mut s = self.lock();
         let (held, in_flight, conns) = (s.held.value(), s.in_flight.value(), s.conns.value());
         let held_max = s.tallies.held.take_window_max(held);
@@ -340,7 +340,7 @@ impl Org {
 
     /// The busiest ten seconds between `from` and `to`, in requests per second (the seconds
     /// before the clock's last start are not counted).
-    pub fn peak_10s_between(&self, from: Instant, to: Instant) -> f64 {
+    pub(crate) fn peak_10s_between(&self, from: Instant, to: Instant) -> f64 {
         let s = self.lock();
         let secs = |t: Instant| t.saturating_duration_since(s.start).as_secs() as usize;
         let (a, b) = (secs(from), (secs(to) + 1).min(s.per_sec.len()));
@@ -482,7 +482,7 @@ impl State {
 
 /// One timeline sample of the organisation.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct OrgSample {
+pub(crate) struct OrgSample {
     pub held: u64,
     pub held_max: u64,
     pub in_flight: u64,

@@ -53,7 +53,7 @@ impl Head {
     }
 
     /// An interim response (1xx): a final one follows for the same request.
-    pub fn interim(&self) -> bool {
+    pub(crate) fn interim(&self) -> bool {
         matches!(self.start, Start::Response { status } if status < 200)
     }
 }
@@ -72,7 +72,7 @@ pub enum Event {
 /// Why a stream cannot be framed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not HTTP/1.1 as expected: {0}")]
-pub struct FrameError(pub String);
+pub(crate) struct FrameError(pub String);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -89,7 +89,7 @@ enum State {
 
 /// The framing of one direction of a connection: requests (client to server) or responses.
 #[derive(Debug)]
-pub struct Framer {
+pub(crate) struct Framer {
     responses: bool,
     state: State,
     /// The head, a chunk-size line or a trailer line so far.
@@ -117,7 +117,7 @@ impl Framer {
     }
 
     /// Says whether the next response answers a HEAD request (set before it starts).
-    pub fn next_answers_head(&mut self, yes: bool) {
+    pub(crate) fn next_answers_head(&mut self, yes: bool) {
         self.answers_head = yes;
     }
 

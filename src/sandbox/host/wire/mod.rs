@@ -115,8 +115,8 @@ impl DelayProxy {
     }
 
     /// A proxy-disconnect fault on a host that may have no proxy (then it cannot be struck).
-    pub fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), String> {
-        proxy.ok_or("no proxy on this host (give it a profile) to disconnect")?.disconnect();
+    pub(crate) fn disconnect_any(proxy: Option<&DelayProxy>) -> Result<(), super::NotApplied> {
+        proxy.ok_or(super::NotApplied::NoProxy { action: "disconnect" })?.disconnect();
         Ok(())
     }
 
@@ -127,8 +127,8 @@ impl DelayProxy {
     }
 
     /// A proxy-blackhole fault on a host that may have no proxy.
-    pub fn blackhole_any(proxy: Option<&DelayProxy>, d: std::time::Duration) -> Result<(), String> {
-        proxy.ok_or("no proxy on this host (give it a profile) to blackhole")?.blackhole(d);
+    pub(crate) fn blackhole_any(proxy: Option<&DelayProxy>, d: std::time::Duration) -> Result<(), super::NotApplied> {
+        proxy.ok_or(super::NotApplied::NoProxy { action: "blackhole" })?.blackhole(d);
         Ok(())
     }
 
