@@ -22,8 +22,8 @@ use tokio::time::Instant;
 
 pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
 pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
-pub use measure::{new_histogram, LatencyStats, Measure};
 pub(crate) use measure::samples_needed;
+pub use measure::{new_histogram, LatencyStats, Measure};
 
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
