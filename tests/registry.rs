@@ -76,8 +76,8 @@ fn no_kind_is_named_outside_its_own_file() {
             if line.contains(NOT_A_KIND) || n > 0 && lines[n - 1].contains(NOT_A_KIND) {
                 continue;
             }
-            let naming = code_part.trim_start().starts_with("pub const ")
-                || code_part.trim_start().starts_with("const ")
+            let decl = code_part.trim_start().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let naming = decl.starts_with("const ")
                 || lines[n.saturating_sub(5)..n].iter().any(|l| l.contains("fn name") || l.contains("fn label"));
             for k in &kinds {
                 if code_part.contains(&format!("\"{k}\"")) && !naming {

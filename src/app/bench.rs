@@ -16,7 +16,8 @@ use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
-use crate::results::summary::{Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
+use crate::results::summary::{CaseResult, Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
+use crate::results::sweep::SweepResult;
 use crate::scenario::{Clock, Scenario};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,9 @@ pub enum BenchError {
     Output(#[from] OutputError),
     #[error("case {case:?}: {source}")]
     Case { case: String, source: EngineError },
+    /// A sweep's point's own event log or calls.csv.
+    #[error(transparent)]
+    Part(#[from] crate::app::points::PartFailed),
     #[error("case {case:?}: {part}: {why}")]
     Unavailable { case: String, part: String, why: String },
 }
@@ -118,6 +122,7 @@ pub async fn run_scenario(
         calibration,
         results: Vec::new(),
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        sweeps: s.sweeps.iter().map(SweepResult::of).collect(),
         baseline: s.baseline.clone(),
         interrupted: false,
         pass: false,
@@ -146,7 +151,7 @@ pub async fn run_scenario(
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
         let _ = std::fs::remove_file(p);
-        let calls = s.workload.planned_calls() * s.cases.len() as u64;
+        let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
         }
@@ -161,26 +166,40 @@ pub async fn run_scenario(
         progress_every: Duration::from_millis(250),
     };
     let n = s.cases.len();
-    for (i, case) in s.cases.iter().enumerate() {
-        if interrupt.is_closed() {
-            summary.interrupted = true;
-            break;
-        }
-        say(&format!(
-            "[{}/{n}] {}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
-            i + 1,
-            case.name,
-            case.runner.name(),
-            case.runner.params(),
-            case.writer.name(),
-            case.writer.params(),
-            s.workload.sandboxes,
-            human(s.workload.duration())
-        ));
+    let announce = |i: usize| {
+        let case = &s.cases[i];
+        clear_bar();
+        say(&heading(s, i));
         let departures = case.departures();
         if !departures.is_empty() {
             say(&format!("      departs from production: {}", departures.join(", ")));
         }
+    };
+    // A sweep's virtual points run side by side, one a core; everything else one at a time.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut i = 0;
+    while i < n {
+        if interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        let batch = crate::app::points::batch_at(s, i);
+        if workers > 1 && batch.len() > 1 {
+            let done = |k: usize, r: Result<_, EngineError>, wall: Duration| {
+                clear_bar();
+                let result = r.map_err(|source| BenchError::Case { case: s.cases[k].name.clone(), source })?;
+                finished(&mut summary, s, result, wall, &say, &opts.out_dir)
+            };
+            tokio::task::block_in_place(|| {
+                crate::app::points::run_parallel(s, &batch, workers, &env, &opts.relay_root, &announce, done)
+            })?;
+            // Points finish in any order; the report keeps the scenario's.
+            summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
+            i += batch.len();
+            continue;
+        }
+        let case = &s.cases[i];
+        announce(i);
         let wall = std::time::Instant::now();
         let result = match case.clock {
             Clock::Real => run_case(s, case, &env).await,
@@ -199,30 +218,8 @@ pub async fn run_scenario(
         };
         clear_bar();
         let result = result.map_err(|source| BenchError::Case { case: case.name.clone(), source })?;
-        if case.clock == Clock::Virtual {
-            let simulated = Duration::from_secs_f64(result.window_secs);
-            say(&format!("      simulated {} in {} of wall time", human(simulated), human(wall.elapsed())));
-        }
-        summary.interrupted |= result.interrupted;
-        summary.cases_not_run.retain(|c| *c != case.name);
-        summary.results.push(result);
-        summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
-        // Gates on a baseline ratio read the comparison just made: judged again.
-        for r in summary.results.iter_mut() {
-            if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
-                r.judge(&spec.gates);
-            }
-        }
-        let result = summary.results.last().expect("just pushed");
-        say(&format!(
-            "      {} calls answered, {} lost, pickup p50 {}, {}",
-            result.calls.completed,
-            result.calls.lost,
-            crate::report::export::pair(&result.latency_us.pickup),
-            if result.pass { "gates pass" } else { "GATES FAIL" }
-        ));
-        summary.recompute_pass();
-        publish_as(Moment::Case, &summary, &opts.out_dir, &say)?;
+        finished(&mut summary, s, result, wall.elapsed(), &say, &opts.out_dir)?;
+        i += 1;
     }
     summary.recompute_pass();
     if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
@@ -230,6 +227,79 @@ pub async fn run_scenario(
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// The line that announces case `i` as it starts: its place in the run, its name, what it
+/// runs; for a sweep's point, which point of which sweep (several run at once).
+fn heading(s: &Scenario, i: usize) -> String {
+    let case = &s.cases[i];
+    let point = s
+        .sweep_of(&case.name)
+        .and_then(|w| {
+            let k = w.points.iter().position(|p| p.case == case.name)?;
+            Some(format!(" (sweep {}: point {} of {})", w.case, k + 1, w.points.len()))
+        })
+        .unwrap_or_default();
+    format!(
+        "[{}/{}] {}{point}: runner {} ({}), writer {} ({}), {} sandboxes, {} schedule",
+        i + 1,
+        s.cases.len(),
+        case.name,
+        case.runner.name(),
+        case.runner.params(),
+        case.writer.name(),
+        case.writer.params(),
+        case.workload.sandboxes,
+        human(case.workload.duration())
+    )
+}
+
+/// A case has finished: its result joins the summary (compared, judged, its sweep settled)
+/// and the reports are rewritten.
+fn finished(
+    summary: &mut Summary,
+    s: &Scenario,
+    result: CaseResult,
+    wall: Duration,
+    say: &impl Fn(&str),
+    out_dir: &Path,
+) -> Result<(), BenchError> {
+    if result.clock == Clock::Virtual.name() {
+        let simulated = Duration::from_secs_f64(result.window_secs);
+        say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
+    }
+    summary.interrupted |= result.interrupted;
+    summary.cases_not_run.retain(|c| *c != result.case);
+    summary.results.push(result);
+    summary.compare(|case| s.cases.iter().find(|c| c.name == case).and_then(|c| c.baseline.clone()));
+    // Gates on a baseline ratio read the comparison just made: judged again.
+    for r in summary.results.iter_mut() {
+        if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
+            r.judge(&spec.gates);
+        }
+    }
+    let result = summary.results.last().expect("just pushed");
+    say(&format!(
+        "      {} calls answered, {} lost, pickup p50 {}, {}",
+        result.calls.completed,
+        result.calls.lost,
+        crate::report::export::pair(&result.latency_us.pickup),
+        if result.pass { "gates pass" } else { "GATES FAIL" }
+    ));
+    summary.recompute_pass();
+    settle_sweeps(summary);
+    publish_as(Moment::Case, summary, out_dir, say)
+}
+
+/// Each sweep's points from the cases run so far, and its best.
+fn settle_sweeps(summary: &mut Summary) {
+    let results = &summary.results;
+    for w in &mut summary.sweeps {
+        w.settle(|case, figures| {
+            let r = results.iter().find(|r| r.case == case)?;
+            Some((r.pass, figures.iter().map(|m| r.metric(*m)).collect()))
+        });
+    }
 }
 
 /// Publishes the outputs due at `moment` for one scenario's run directory; an output that
@@ -351,6 +421,34 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", from.join("hdr/c/pickup.hlog")).unwrap();
         let e = save_baseline(&from, &to).unwrap_err();
         assert!(e.to_string().contains("a symbolic link, not followed here"), "{e}");
+    }
+
+    #[test]
+    fn a_sweeps_point_is_announced_as_the_point_it_is() {
+        let text = r#"
+name = "s"
+[workload]
+duration = "1m"
+[[case]]
+name = "plain"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "w"
+host = "remote"
+profile = "lan"
+runner = "window-exec"
+writer = "watch"
+sweep = { "runner.window" = ["10s", "25s"], "workload.sandboxes" = [1, 3] }
+"#;
+        let s = Scenario::parse("s.toml", text).unwrap();
+        assert!(heading(&s, 0).starts_with("[1/5] plain: runner "), "{}", heading(&s, 0));
+        let third = heading(&s, 3);
+        assert!(
+            third.starts_with("[4/5] w@window=25s,sandboxes=1 (sweep w: point 3 of 4): runner window-exec"),
+            "{third}"
+        );
+        assert!(third.contains("window 25.00s") && third.contains(", 1 sandboxes,"), "{third}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The application layer: running scenarios and writing their reports ([`bench`]), what
+//! The application layer: running scenarios and writing their reports ([`bench`]; a sweep's
+//! virtual points several at once, [`points`]), what
 //! `run`, `report` and `list` ask ([`runs`]) and the directory a run writes ([`outdir`]), the reference runner and writer on a real
 //! relay dir ([`serve`]) and its lock on that dir ([`claim`]), the command line ([`cli`])
 //! and the outputs it writes to ([`console`]); and a daemon's own capacity for held execs
@@ -10,5 +11,6 @@ pub mod claim;
 pub mod cli;
 pub mod console;
 pub mod outdir;
+mod points;
 pub mod runs;
 pub mod serve;

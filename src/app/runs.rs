@@ -15,7 +15,8 @@ use crate::report::compare::{compare, CompareError, Comparison, Threshold};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
-use crate::scenario::{Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
+use crate::scenario::sweep::SweepArg;
+use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
 pub const BASELINE_THRESHOLD: Threshold = Threshold::DEFAULT;
@@ -87,6 +88,9 @@ pub struct RunRequest {
     pub scenarios: Vec<String>,
     /// Run only these cases (every scenario must have each).
     pub cases: Vec<String>,
+    /// Sweeps (`PATH=V1,V2` or `PATH=FROM..TO:STEPS[:log]`) over the cases `cases` names,
+    /// or every case.
+    pub sweeps: Vec<String>,
     /// The report directory; with several scenarios, one subdirectory each.
     pub out: Option<PathBuf>,
     /// Where the relay dirs go; none: the system temp dir.
@@ -146,7 +150,8 @@ impl Plan {
         }
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
-        let scenarios = names.iter().map(|n| load(n, &request.cases)).collect::<Result<Vec<_>, _>>()?;
+        let sweeps = request.sweeps.iter().map(|a| SweepArg::parse(a)).collect::<Result<Vec<_>, _>>()?;
+        let scenarios = names.iter().map(|n| load(n, &request.cases, &sweeps)).collect::<Result<Vec<_>, _>>()?;
         for (i, s) in scenarios.iter().enumerate() {
             if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
                 return Err(RunsError::DuplicateScenario {
@@ -286,15 +291,18 @@ fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf
         .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
 }
 
-/// A scenario by file path or shipped name, narrowed to `cases` when any are given.
-fn load(name: &str, cases: &[String]) -> Result<Scenario, RunsError> {
-    let mut s = Scenario::load(name)?;
+/// A scenario by file path or shipped name, with the command line's sweeps put into the
+/// cases `cases` names (every case when it names none), narrowed to `cases` when any are
+/// given (a swept case's name keeps all its points).
+fn load(name: &str, cases: &[String], sweeps: &[SweepArg]) -> Result<Scenario, RunsError> {
+    let over = Overrides { sweeps: sweeps.to_vec(), cases: cases.to_vec() };
+    let mut s = Scenario::load_with(name, &over)?;
     if !cases.is_empty() {
-        let known: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
-        if let Some(bad) = cases.iter().find(|c| !known.contains(c)) {
-            return Err(RunsError::UnknownCase { case: bad.clone(), scenario: s.name, known: known.join(", ") });
+        if let Err(bad) = s.retain_cases(cases) {
+            let mut known: Vec<String> = s.sweeps.iter().map(|w| w.case.clone()).collect();
+            known.extend(s.cases.iter().map(|c| c.name.clone()));
+            return Err(RunsError::UnknownCase { case: bad, scenario: s.name, known: known.join(", ") });
         }
-        s.cases.retain(|c| cases.contains(&c.name));
     }
     Ok(s)
 }
@@ -381,6 +389,27 @@ mod tests {
             e.to_string().starts_with("--case \"nope\": scenario \"default\" has no such case; its cases: "),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_command_line_sweep_runs_each_value_as_a_point_of_the_cases_named() {
+        let sweep = |sweeps: &[&str], cases: &[&str]| {
+            let r = RunRequest {
+                sweeps: sweeps.iter().map(|s| s.to_string()).collect(),
+                cases: cases.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            };
+            Plan::new(r)
+        };
+        let p = sweep(&["runner.window=5s,10s"], &["remote-window-exec"]).unwrap();
+        let names: Vec<&str> = p.scenarios()[0].cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["remote-window-exec@window=5s", "remote-window-exec@window=10s"]);
+        // Over every case, the poll runners cannot take a window: refused, naming the path.
+        let e = sweep(&["runner.window=5s,10s"], &[]).err().unwrap();
+        assert!(e.is_bad_input());
+        assert!(e.to_string().contains("`case[0].sweep.runner.window`: does not apply to this case"), "{e}");
+        let e = sweep(&["runner.window"], &[]).err().unwrap();
+        assert!(e.to_string().starts_with("--sweep: `runner.window`: expected PATH=V1,V2"), "{e}");
     }
 
     #[test]

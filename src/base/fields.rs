@@ -70,6 +70,11 @@ impl<'a> Fields<'a> {
         self.table.get(key)
     }
 
+    /// The whole table, as written (nothing is marked as read).
+    pub fn table_ref(&self) -> &'a Table {
+        self.table
+    }
+
     /// Whether `key` is present, without marking it as read.
     pub fn raw_unread(&self, key: &str) -> bool {
         self.table.contains_key(key)

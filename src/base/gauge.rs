@@ -103,7 +103,7 @@ impl Tally {
         let q = |q: f64| if self.time_at.is_empty() { 0 } else { self.time_at.value_at_quantile(q) };
         GaugeStats {
             max: self.max,
-            mean: if self.span == 0 { 0.0 } else { (self.area as f64 / self.span as f64 * 100.0).round() / 100.0 },
+            mean: if self.span == 0 { 0.0 } else { (self.area as f64 / self.span as f64 * 1e4).round() / 1e4 },
             p50: q(0.5),
             p99: q(0.99),
         }
@@ -114,7 +114,7 @@ impl Tally {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct GaugeStats {
     pub max: u64,
-    /// Time-weighted.
+    /// Time-weighted, to four decimals (a per-sandbox mean is a fraction of one).
     pub mean: f64,
     /// The value it stayed at or below half the time / 99 % of the time.
     pub p50: u64,

@@ -88,7 +88,7 @@ fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Bo
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     if let Some(root) = case.host.in_sandbox() {
         let text = scenario.source.clone();
-        let b = in_sandbox::InSandbox::new(root, &case.name, &env.watch_program, text, scenario.workload.clone())
+        let b = in_sandbox::InSandbox::new(root, &case.name, &env.watch_program, text, case.workload.clone())
             .map_err(setup)?;
         return Ok(Box::new(b));
     }
@@ -170,7 +170,7 @@ async fn build_relays(
     org: &Arc<Org>,
     runner_sink: &EventSink,
 ) -> Result<Built, EngineError> {
-    let wl = &scenario.workload;
+    let wl = &case.workload;
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     let watch_program = backend.watch_program();
     let elsewhere = backend.settles_calls();
@@ -212,7 +212,7 @@ async fn build_relays(
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
 /// paused clock: use [`run_case_virtual`].
 pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
-    let wl = &scenario.workload;
+    let wl = &case.workload;
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     let mut backend = backend_for(scenario, case, env)?;
     let (sink, rx) = EventSink::channel();

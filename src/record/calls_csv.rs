@@ -34,8 +34,10 @@ impl CallsCsv {
         if empty {
             writeln!(out, "{HEADER}")?;
         }
-        // A case name is A-Z a-z 0-9 - _ . (validated), so it needs no quoting.
-        Ok(CallsCsv { out, case: case.to_owned(), epoch, failed: None, waiting: Halves::default() })
+        // A case name is A-Z a-z 0-9 - _ . and, a sweep's point, @ = , (validated): only the
+        // comma of a point of two options needs quoting (it holds no quote).
+        let case = if case.contains(',') { format!("\"{case}\"") } else { case.to_owned() };
+        Ok(CallsCsv { out, case, epoch, failed: None, waiting: Halves::default() })
     }
 
     fn us(&self, t: Option<Instant>) -> String {
@@ -162,5 +164,17 @@ mod tests {
         assert_eq!(rows[2], r#"case,1,"given-up",timeout,0,2,,,,,,12,,12"#);
         assert_eq!(rows[3], r#"case,1,"writer-first",ok,0,2,3,4,5,9,10,12,3,12"#);
         assert_eq!(rows.len(), 4);
+        // A sweep's point of two options has a comma in its name: quoted.
+        let two = tempfile::NamedTempFile::new().unwrap();
+        let mut csv = CallsCsv::append(two.path(), "w@window=5s,idle_timeout=none", t0).unwrap();
+        csv.message(&Msg::Call(Event {
+            at: us(20),
+            sandbox: 0,
+            call: "c".into(),
+            kind: EventKind::Writer(writer(CallOutcome::Failed(FailKind::Timeout))),
+        }));
+        csv.close(&PairingReport::default()).unwrap();
+        let text = std::fs::read_to_string(two.path()).unwrap();
+        assert!(text.lines().nth(1).unwrap().starts_with(r#""w@window=5s,idle_timeout=none",0,"c",timeout"#), "{text}");
     }
 }

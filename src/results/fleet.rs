@@ -21,6 +21,10 @@ pub struct Turns {
     /// Turns whose wakes fell back to polling (a demotion, a watch lost), and their share.
     pub demoted: u64,
     pub demoted_pct: f64,
+    /// Windows (or followed streams) that failed in these turns: rejected by a limit, cut by
+    /// the proxy, timed out, exited non-zero. Absent: a run from before it was counted.
+    #[serde(default)]
+    pub window_failures: u64,
     /// Time demoted turns spent polling, summed over turns.
     pub fallback_secs: f64,
     pub calls_per_turn_mean: f64,
@@ -92,6 +96,7 @@ impl FleetResult {
             } else {
                 (turns.demoted as f64 / turns.started as f64 * 1e4).round() / 100.0
             },
+            window_failures: turns.window_failures,
             fallback_secs: (turns.fallback.as_secs_f64() * 100.0).round() / 100.0,
             calls_per_turn_mean: calls.map_or(0.0, |h| (h.mean() * 100.0).round() / 100.0),
             calls_per_turn_max: calls.map_or(0, |h| h.max()),
@@ -158,6 +163,7 @@ impl FleetResult {
             FleetMetric::TurnsDemoted => Some(self.turns.demoted as f64),
             FleetMetric::TurnsDemotedPct => (self.turns.started > 0).then_some(self.turns.demoted_pct),
             FleetMetric::FallbackSecs => Some(self.turns.fallback_secs),
+            FleetMetric::WindowFailures => Some(self.turns.window_failures as f64),
             FleetMetric::RecoverySecs => recovery.flatten(),
             FleetMetric::HeldExecsUtilisation => {
                 let cap = self.held_exec_limit.filter(|c| *c > 0 && org)?;

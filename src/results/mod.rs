@@ -1,6 +1,6 @@
 //! The results layer: the typed results every report reads ([`summary`]), the request-rate
 //! arithmetic ([`rates`]), this machine's floor and facts ([`calibration`], [`env`]), and a
-//! daemon's own capacity for held execs ([`capacity`]).
+//! daemon's own capacity for held execs ([`capacity`]), a sweep's points and its best ([`sweep`]).
 
 pub mod calibration;
 pub mod capacity;
@@ -8,3 +8,4 @@ pub mod env;
 pub mod fleet;
 pub mod rates;
 pub mod summary;
+pub mod sweep;

@@ -62,6 +62,8 @@ pub enum FleetMetric {
     TurnsDemotedPct,
     /// Time demoted turns spent in fallback polling, summed (s).
     FallbackSecs,
+    /// Windows (or followed streams) that failed: rejected, cut, timed out, exited non-zero.
+    WindowFailures,
     /// The longest recovery to 95 % healthy turns after a fleet-wide fault (s; a fleet that
     /// did not recover has no value, and its gate fails).
     RecoverySecs,
@@ -112,7 +114,7 @@ impl GaugeStat {
 pub const FLEET: &str = "fleet";
 
 impl FleetMetric {
-    const PLAIN: [FleetMetric; 13] = [
+    const PLAIN: [FleetMetric; 14] = [
         FleetMetric::PeakRequestsPerSec1s,
         FleetMetric::PeakRequestsPerSec10s,
         FleetMetric::MeanRequestsPerSec,
@@ -124,6 +126,7 @@ impl FleetMetric {
         FleetMetric::TurnsDemoted,
         FleetMetric::TurnsDemotedPct,
         FleetMetric::FallbackSecs,
+        FleetMetric::WindowFailures,
         FleetMetric::RecoverySecs,
         FleetMetric::HeldExecsUtilisation,
     ];
@@ -149,6 +152,7 @@ impl FleetMetric {
             FleetMetric::TurnsDemoted => "turns_demoted".into(),
             FleetMetric::TurnsDemotedPct => "turns_demoted_pct".into(),
             FleetMetric::FallbackSecs => "fallback_secs".into(),
+            FleetMetric::WindowFailures => "window_failures".into(),
             FleetMetric::RecoverySecs => "recovery_secs".into(),
             FleetMetric::HeldExecsUtilisation => "held_execs_utilisation".into(),
             FleetMetric::HeldExecSecsPerMin => "held_exec_secs_per_min".into(),

@@ -14,20 +14,26 @@ use std::time::Duration;
 use crate::base::fields::Fields;
 use crate::base::fsio::{read_bounded_text, Bound, Refused};
 use crate::relay::handler::HandlerModel;
-use crate::sandbox::host::{parse_profile, HostSpec, HostTables, HOSTS};
-use crate::scenario::fault::{FaultKind, FaultSpec, Target};
+use crate::sandbox::host::{parse_profile, HostSpec, HostTables};
+use crate::scenario::fault::FaultSpec;
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::{Arrival, Phase, Workload};
-use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
+use crate::scenario::sweep::{Sweep, SweepArg};
+use crate::strategy::{RunnerSpec, WriterSpec};
 
+mod case;
 pub mod fault;
 pub mod gate;
 pub mod pacer;
 mod rules;
+pub mod sweep;
 pub mod turns;
 
-use rules::{add_invariants, check_burst_calls, check_schedule_size};
-pub use rules::{check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED};
+use case::{common_faults, CaseContext};
+use rules::check_schedule_size;
+pub use rules::{
+    check_case_name, check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED,
+};
 
 /// The scenario `relay-bench run` uses when given none.
 pub const DEFAULT_NAME: &str = "default";
@@ -43,6 +49,7 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("clock-check", include_str!("../../scenarios/clock-check.toml")),
     ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
+    ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
 ];
 
 /// How time passes in a case.
@@ -79,6 +86,8 @@ pub struct CaseSpec {
     pub baseline: Option<String>,
     /// Scenario-wide faults first, then the case's own, in time order.
     pub faults: Vec<FaultSpec>,
+    /// What it runs: the scenario's workload, or a sweep's point's own (`workload.*` swept).
+    pub workload: Workload,
 }
 
 impl CaseSpec {
@@ -104,6 +113,8 @@ pub struct Scenario {
     pub cases: Vec<CaseSpec>,
     /// The case the others are compared with (ratios in the reports).
     pub baseline: Option<String>,
+    /// The sweeps of its cases, in order; their points are among `cases`.
+    pub sweeps: Vec<Sweep>,
 }
 
 impl Scenario {
@@ -131,11 +142,36 @@ impl Scenario {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
+        Scenario::parse_with(file, text, &Overrides::default())
+    }
+
+    /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in.
+    pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        if over.sweeps.is_empty() {
+            return Scenario::load(arg);
+        }
+        let s = Scenario::load(arg)?;
+        Scenario::parse_with(&s.origin, &s.source, over)
+    }
+
+    /// Parses a scenario with the command line's sweeps put into the cases they name: the
+    /// text sent to a sandbox is then the scenario as run (the sweeps in it).
+    pub fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             key: "(syntax)".into(),
             msg: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
         })?;
+        let source: Arc<str> = if over.sweeps.is_empty() {
+            Arc::from(text)
+        } else {
+            over.put_into(&mut table)?;
+            Arc::from(toml::to_string(&table).map_err(|e| ScenarioError {
+                file: file.to_owned(),
+                key: "(sweep)".into(),
+                msg: format!("cannot write the scenario with its sweep: {e}"),
+            })?)
+        };
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
         check_name(&name).map_err(|msg| top.err("name", msg))?;
@@ -177,56 +213,76 @@ impl Scenario {
             }
         }
         let baseline = top.string("baseline")?.map(str::to_owned);
-        let mut common_faults = Vec::new();
-        for mut f in top.tables("fault")? {
-            common_faults.push(parse_fault(&mut f, &workload)?);
-            f.finish()?;
-        }
+        let _ = top.tables("fault")?;
+        let ctx = CaseContext {
+            file,
+            table: &table,
+            common_gates: &common_gates,
+            tables: &tables,
+            handler: &handler,
+            workload: &workload,
+            common_faults: common_faults(file, &table, &workload)?,
+        };
         let case_tables = top.tables("case")?;
         if case_tables.len() > MAX_CASES {
             let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
             return Err(top.err("case", msg));
         }
-        let mut cases = Vec::new();
-        for mut c in case_tables {
-            let mut case = parse_case(&mut c, &common_gates, &tables)?;
-            let mut faults = common_faults.clone();
-            for mut f in c.tables("fault")? {
-                faults.push(parse_fault(&mut f, &workload)?);
-                f.finish()?;
-            }
-            for (i, f) in faults.iter().enumerate() {
-                check_fault(&c, &case, f)?;
-                if faults[..i].contains(f) {
-                    let msg = format!(
-                        "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
-                        f.kind.name(),
-                        crate::base::units::human(f.at),
-                        f.sandbox
-                    );
-                    return Err(c.err("fault", msg));
-                }
-            }
-            if case.host.in_sandbox().is_some() && handler.pause_ratio > 0.0 {
-                let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
-                return Err(c.err("in_sandbox", why));
-            }
-            check_burst_calls(&c, &workload, &faults)?;
-            faults.sort_by_key(|f| f.at);
-            case.faults = faults;
-            c.finish()?;
-            if cases.iter().any(|x: &CaseSpec| x.name == case.name) {
+        let mut cases: Vec<CaseSpec> = Vec::new();
+        let mut sweeps: Vec<Sweep> = Vec::new();
+        let push = |case: CaseSpec, cases: &mut Vec<CaseSpec>| {
+            if cases.iter().any(|x| x.name == case.name) {
                 return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
             }
+            if cases.len() == MAX_CASES {
+                let msg = format!(
+                    "more than {MAX_CASES} cases with the sweeps' points; allowed: at most {MAX_CASES} per scenario"
+                );
+                return Err(top.err("case", msg));
+            }
             cases.push(case);
+            Ok(())
+        };
+        for (i, c) in case_tables.into_iter().enumerate() {
+            let Some((mut sweep, points)) = sweep::expand(file, i, c.table_ref(), &table)? else {
+                let case = ctx.read_case(c, &workload)?;
+                push(case, &mut cases)?;
+                continue;
+            };
+            for p in &points {
+                let explain = |e| sweep::explain(e, i, p);
+                let wl = match &p.workload {
+                    Some(w) => {
+                        let mut f = Fields::new(file, "workload", w);
+                        let wl = parse_workload(&mut f).and_then(|wl| f.finish().map(|_| wl)).map_err(explain)?;
+                        check_schedule_size(&Fields::new(file, "", &table), &wl).map_err(explain)?;
+                        wl
+                    }
+                    None => workload.clone(),
+                };
+                let f = Fields::new(file, &format!("case[{i}]"), &p.case);
+                let case = ctx.read_case(f, &wl).map_err(explain)?;
+                if sweep.figures.is_empty() {
+                    sweep.settle_figures(&case.gates);
+                }
+                push(case, &mut cases)?;
+            }
+            sweeps.push(sweep);
         }
         if cases.is_empty() {
             return Err(top.err("case", "at least one [[case]] is required"));
         }
         let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        let unknown = |b: &str| match sweeps.iter().find(|s| s.case == b) {
+            Some(s) => format!(
+                "{b:?} is swept: name one of its points (e.g. {:?}), or set the baseline on the case",
+                s.points[0].case
+            ),
+            None => format!("no case is named {b:?}; cases: {}", names.join(", ")),
+        };
         if let Some(b) = &baseline {
             if !names.contains(&b.as_str()) {
-                return Err(top.err("baseline", format!("no case is named {b:?}; cases: {}", names.join(", "))));
+                return Err(top.err("baseline", unknown(b)));
             }
         }
         for (i, c) in cases.iter().enumerate() {
@@ -245,25 +301,78 @@ impl Scenario {
                 return Err(ScenarioError {
                     file: file.to_owned(),
                     key: format!("case[{i}].baseline"),
-                    msg: format!("no case is named {b:?}; cases: {}", names.join(", ")),
+                    msg: unknown(b),
                 });
             }
         }
         top.finish()?;
-        Ok(Scenario {
-            name,
-            description,
-            origin: file.to_owned(),
-            source: Arc::from(text),
-            workload,
-            handler,
-            cases,
-            baseline,
-        })
+        Ok(Scenario { name, description, origin: file.to_owned(), source, workload, handler, cases, baseline, sweeps })
+    }
+
+    /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
+    /// the sweeps with points left; the first name that matches nothing is returned.
+    pub fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+        let keep = |case: &str, sweeps: &[Sweep]| {
+            names.iter().any(|n| n == case)
+                || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
+        };
+        if let Some(bad) = names
+            .iter()
+            .find(|n| !self.cases.iter().any(|c| c.name == **n) && !self.sweeps.iter().any(|s| s.case == **n))
+        {
+            return Err(bad.clone());
+        }
+        let sweeps = self.sweeps.clone();
+        self.cases.retain(|c| keep(&c.name, &sweeps));
+        let kept: Vec<String> = self.cases.iter().map(|c| c.name.clone()).collect();
+        for s in &mut self.sweeps {
+            s.points.retain(|p| kept.contains(&p.case));
+        }
+        self.sweeps.retain(|s| !s.points.is_empty());
+        Ok(())
+    }
+
+    /// The sweep whose point `case` is, if it is one.
+    pub fn sweep_of(&self, case: &str) -> Option<&Sweep> {
+        self.sweeps.iter().find(|s| s.points.iter().any(|p| p.case == case))
     }
 }
 
-fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
+/// What the command line puts into a scenario: sweeps, over the cases `--case` names (every
+/// case when it names none). A sweep given here replaces the one a case states.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub sweeps: Vec<SweepArg>,
+    pub cases: Vec<String>,
+}
+
+impl Overrides {
+    fn put_into(&self, table: &mut toml::Table) -> Result<(), ScenarioError> {
+        let sweep: toml::Table = self.sweeps.iter().map(|a| (a.path.clone(), a.spec.clone())).collect();
+        let Some(toml::Value::Array(cases)) = table.get_mut("case") else { return Ok(()) };
+        let mut names = Vec::new();
+        for c in cases.iter_mut().filter_map(toml::Value::as_table_mut) {
+            let name = c.get("name").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
+            if self.cases.is_empty() || self.cases.contains(&name) {
+                c.insert("sweep".into(), toml::Value::Table(sweep.clone()));
+            }
+            names.push(name);
+        }
+        if let Some(bad) = self.cases.iter().find(|n| !names.contains(n)) {
+            return Err(ScenarioError {
+                file: "--sweep".into(),
+                key: bad.clone(),
+                msg: format!(
+                    "sweeps the cases --case names, and no [[case]] is named {bad:?}; cases: {}",
+                    names.join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
     exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
 
@@ -285,7 +394,7 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     Ok(Some(phases))
 }
 
-fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+pub(super) fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
     let agent = match w.table("agent")? {
         Some(mut a) => {
             for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
@@ -373,175 +482,6 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
         payload_bytes: h.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
         seed,
     })
-}
-
-fn parse_case(c: &mut Fields<'_>, common: &[Gate], tables: &HostTables) -> Result<CaseSpec, ScenarioError> {
-    let name = c.required_string("name")?.to_owned();
-    check_name(&name).map_err(|msg| c.err("name", msg))?;
-    let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
-    let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
-    let kind = crate::sandbox::host::kind(host_name).expect("validated");
-    let host = kind.parse(c, tables)?;
-    let clock = match c.choice("clock", Clock::NAMES)? {
-        Some("real") | None => Clock::Real,
-        Some("virtual") => Clock::Virtual,
-        Some(other) => unreachable!("validated clock {other}"),
-    };
-    let runner = parse_runner(c)?;
-    if runner.reads_the_dir_itself() && !host.dir_is_local() {
-        let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
-        return Err(c.err("runner", why));
-    }
-    if runner.follows_a_process() && !host.can_follow() {
-        let why = format!(
-            "{} follows a process's output, which the {host_name} host cannot: use host = \"remote\"",
-            runner.name()
-        );
-        return Err(c.err("runner", why));
-    }
-    if host.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("host", format!("{host_name} runs on the real clock only: use clock = \"real\"")));
-    }
-    if runner.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
-    }
-    let writer = parse_writer(c)?;
-    let baseline = c.string("baseline")?.map(str::to_owned);
-    let own = c.strings("gates")?;
-    let own = parse_gates(c, "gates", &own)?;
-    // Scenario gates, the invariants, then the case's own: every case shares the leading
-    // ones, which is how reports tell a case's own (rollout) gates from the common ones.
-    let mut gates = common.to_vec();
-    if !c.boolean("expect_breaches")?.unwrap_or(false) {
-        add_invariants(&mut gates, &own);
-    }
-    gates.extend(own);
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new() })
-}
-
-fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
-    let names = FaultKind::names();
-    let kind = match f.choice("kind", &names)? {
-        Some(k) => FaultKind::from_name(k).expect("validated"),
-        None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
-    };
-    let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
-    if at >= wl.duration() {
-        return Err(
-            f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
-        );
-    }
-    let (sandbox, fleet) = match f.raw_peek("sandbox") {
-        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
-            Some(_) => (0, true),
-            None => unreachable!("a string was read"),
-        },
-        _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
-    };
-    let calls = f.int("calls", 1, 10_000)?;
-    if calls.is_some() != (kind == FaultKind::Burst) {
-        return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
-    }
-    let held_execs = f.int("held_execs", 0, 10_000_000)?.map(|n| n as u32);
-    if held_execs.is_some() != (kind == FaultKind::OrgLimit) {
-        return Err(f.err("held_execs", "is required for kind = \"org-limit\" and allowed only there"));
-    }
-    if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
-        return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
-    }
-    let duration = match f.duration("duration")? {
-        Some(_) if !kind.lasts() => {
-            return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
-        }
-        d => d.unwrap_or(kind.default_duration()),
-    };
-    let fleet = fleet || kind == FaultKind::OrgLimit;
-    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
-}
-
-/// A fault the case's host or clock cannot produce is an error, not a silent no-op.
-fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
-    if f.kind.target() == Target::Org {
-        if !case.host.admits() {
-            let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
-            return Err(c.err("fault", why));
-        }
-    } else if let Some(d) = f.kind.daemon_fault() {
-        case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
-    } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
-        // The sandbox's files and programs are reached through its daemon only.
-        let produced: Vec<&str> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| k.daemon_fault().map_or(k.target() == Target::Runner, |d| case.host.takes(d).is_ok()))
-            .map(FaultKind::name)
-            .collect();
-        let list = match produced.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-            None => "no fault".to_owned(),
-        };
-        let why = format!(
-            "{}: with in_sandbox = true only {list} are produced (the sandbox is reached through its daemon only)",
-            f.kind.name()
-        );
-        return Err(c.err("fault", why));
-    }
-    if !f.kind.real_time() && case.clock == Clock::Real {
-        return Err(c.err(
-            "fault",
-            format!("{} can only be produced in the in-memory sandbox: set clock = \"virtual\"", f.kind.name()),
-        ));
-    }
-    Ok(())
-}
-
-/// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
-fn strategy_table<'a>(
-    c: &mut Fields<'a>,
-    key: &'static str,
-    allowed: &[&str],
-) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
-    match c.raw(key) {
-        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
-        Some(toml::Value::String(s)) => {
-            if !allowed.contains(&s.as_str()) {
-                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
-            }
-            Ok((s.clone(), None))
-        }
-        Some(toml::Value::Table(t)) => {
-            let implied = if key == "runner" { crate::strategy::implied_runner(t) } else { None };
-            let mut t = c.table(key)?.expect("checked: a table");
-            let s = match (t.choice("strategy", allowed)?, implied) {
-                (Some(s), _) | (None, Some(s)) => s.to_owned(),
-                (None, None) => return Err(t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))),
-            };
-            Ok((s, Some(t)))
-        }
-        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
-    }
-}
-
-/// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
-/// for a black-box runner), through the strategy registry.
-fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
-    let kind = runner_kind(&name).expect("validated against the registry");
-    let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
-    Ok(spec)
-}
-
-fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
-    let kind = writer_kind(&name).expect("validated against the registry");
-    let spec = kind.parse(table.as_mut())?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
-    Ok(spec)
 }
 
 #[cfg(test)]

@@ -36,6 +36,19 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// What a case name read back from a run may hold: a plain name, or a sweep's point
+/// (`window-exec@window=10s,idle_timeout=none`: `@`, `=` and `,` too).
+pub fn check_case_name(name: &str) -> Result<(), String> {
+    let (base, point) = name.split_once('@').unwrap_or((name, ""));
+    let point_ok = point.chars().all(|c| c.is_ascii_alphanumeric() || "-_.=,".contains(c));
+    match check_name(base) {
+        Ok(()) if point_ok && name.len() <= MAX_NAME => Ok(()),
+        _ => Err(format!(
+            "{name:?} is not allowed; allowed: {NAME_ALLOWED}, and a sweep's point after `@` (`=` and `,` too)"
+        )),
+    }
+}
+
 /// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
 /// it is allocated: every case runs the whole workload.
 pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {

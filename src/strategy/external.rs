@@ -28,9 +28,9 @@ use crate::relay::runner::{Control, RunnerReport, Started};
 use crate::sandbox::dir::{Change, RelayDir, Seen, WatchHandle};
 
 /// The probe call's id: the observer ignores it.
-pub const PROBE_ID: &str = "relay-bench-probe";
+pub(crate) const PROBE_ID: &str = "relay-bench-probe";
 /// How long a black-box runner gets to answer the probe.
-pub const READY_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const READY_BOUND: Duration = Duration::from_secs(30);
 
 /// An external runner, as a case gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +62,8 @@ struct Observed {
 }
 
 /// `runner = { command = [...], handler = "5ms", ready = "probe" }`.
-pub struct External;
-pub const EXTERNAL: External = External;
+pub(crate) struct External;
+pub(crate) const EXTERNAL: External = External;
 
 impl RunnerKind for External {
     fn serves(&self) -> bool {

@@ -52,7 +52,7 @@ struct Health {
 }
 
 /// The follow source: a supervising task keeps a stream open and raises the signal per line.
-pub struct FollowSource {
+pub(crate) struct FollowSource {
     signal: Arc<Signal>,
     health: Arc<Mutex<Health>>,
     task: JoinHandle<()>,
@@ -170,8 +170,8 @@ impl Drop for FollowSource {
     }
 }
 
-pub struct Follow;
-pub const FOLLOW: Follow = Follow;
+pub(crate) struct Follow;
+pub(crate) const FOLLOW: Follow = Follow;
 
 #[derive(Debug)]
 struct FollowSpec {

@@ -88,7 +88,7 @@ pub enum PickupDefinition {
 
 impl PickupDefinition {
     /// The definition as a person reads it.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             PickupDefinition::HandlerStart => "from publication to the handler's start, inside the runner",
             PickupDefinition::RequestGone => {
@@ -154,7 +154,7 @@ pub trait RunnerSpec: Debug + Send + Sync {
 }
 
 /// The strategy `serve` runs unless told otherwise: the local watch (its dir is local).
-pub const SERVE_DEFAULT: &str = watch::WATCH_NAME;
+pub(crate) const SERVE_DEFAULT: &str = watch::WATCH_NAME;
 
 /// Every runner strategy: a new one is a file in this folder plus one line here.
 pub const RUNNERS: &[&dyn RunnerKind] = &[
@@ -167,17 +167,17 @@ pub const RUNNERS: &[&dyn RunnerKind] = &[
 ];
 
 /// The runner strategy named `name`.
-pub fn runner_kind(name: &str) -> Option<&'static dyn RunnerKind> {
+pub(crate) fn runner_kind(name: &str) -> Option<&'static dyn RunnerKind> {
     RUNNERS.iter().copied().find(|k| k.name() == name)
 }
 
 /// Names of every runner strategy.
-pub fn runner_names() -> Vec<&'static str> {
+pub(crate) fn runner_names() -> Vec<&'static str> {
     RUNNERS.iter().map(|k| k.name()).collect()
 }
 
 /// Names of the runner strategies `serve` runs.
-pub fn serve_names() -> Vec<&'static str> {
+pub(crate) fn serve_names() -> Vec<&'static str> {
     RUNNERS.iter().filter(|k| k.serves()).map(|k| k.name()).collect()
 }
 
@@ -203,7 +203,7 @@ pub fn writer_from_toml(text: &str) -> Result<Arc<dyn WriterSpec>, ScenarioError
 
 /// The runner strategy a table names without `strategy`: one with a `command` is the
 /// black-box runner.
-pub fn implied_runner(table: &toml::Table) -> Option<&'static str> {
+pub(crate) fn implied_runner(table: &toml::Table) -> Option<&'static str> {
     table.contains_key("command").then_some(external::EXTERNAL.name())
 }
 
@@ -254,7 +254,7 @@ fn parse_suspending_loop(t: &mut Fields<'_>) -> Result<LoopOptions, ScenarioErro
 
 /// Reads the loop's options (shared by every suite runner) from a strategy table, over
 /// production's defaults.
-pub fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, ScenarioError> {
+pub(crate) fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, ScenarioError> {
     let mut o = LoopOptions::default();
     let Some(t) = t else { return Ok(o) };
     o.poll = parse_poll(t, o.poll)?;
@@ -277,7 +277,7 @@ pub fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, ScenarioErr
 }
 
 /// `interval`, `grow_after`, `max_interval` of a poll delay, over `base`.
-pub fn parse_poll(t: &mut Fields<'_>, base: PollDelay) -> Result<PollDelay, ScenarioError> {
+pub(crate) fn parse_poll(t: &mut Fields<'_>, base: PollDelay) -> Result<PollDelay, ScenarioError> {
     let interval = t.duration("interval")?.unwrap_or(base.interval);
     let grow_after = t.int("grow_after", 0, 1_000_000)?.map_or(base.grow_after, |v| v as u32);
     let max = t.duration("max_interval")?.unwrap_or(base.max.max(interval));
@@ -289,7 +289,7 @@ pub fn parse_poll(t: &mut Fields<'_>, base: PollDelay) -> Result<PollDelay, Scen
 }
 
 /// Refuses a duration under 1 ms.
-pub fn positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioError> {
+pub(crate) fn positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioError> {
     if d < Duration::from_millis(1) {
         return Err(t.err(key, "must be at least 1ms"));
     }
@@ -297,7 +297,7 @@ pub fn positive(t: &Fields<'_>, key: &str, d: Duration) -> Result<(), ScenarioEr
 }
 
 /// The loop's options as a person reads them.
-pub fn loop_params(o: &LoopOptions) -> String {
+pub(crate) fn loop_params(o: &LoopOptions) -> String {
     format!(
         "poll {} (x2 per idle list from the {}th, up to {})",
         human(o.poll.interval),
@@ -307,7 +307,7 @@ pub fn loop_params(o: &LoopOptions) -> String {
 }
 
 /// Where the loop's options depart from production's.
-pub fn loop_departures(o: &LoopOptions) -> Vec<String> {
+pub(crate) fn loop_departures(o: &LoopOptions) -> Vec<String> {
     let p = LoopOptions::default();
     let mut d = Vec::new();
     if o.poll.interval != p.poll.interval {

@@ -116,7 +116,7 @@ impl Relay {
 
     /// Starts a runner: a turn begins (its stale sweep first, then the loop). A runner
     /// already under way is left as it is.
-    pub fn begin_turn(&self) {
+    pub(crate) fn begin_turn(&self) {
         let mut r = self.runners();
         if r.live.is_none() {
             r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
@@ -125,7 +125,7 @@ impl Relay {
 
     /// Stops the turn's runner (its source closed, a held exec abandoned) and waits for its
     /// handlers until `deadline`; returns its report (kept for [`Relay::stop`] as well).
-    pub async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, String> {
+    pub(crate) async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, String> {
         let (control, report) = self.stop_runner(deadline).await?;
         self.runners().earlier.push((report.clone(), control));
         Ok(report)
@@ -140,7 +140,7 @@ impl Relay {
     }
 
     /// Why the runner could not start, when it said so.
-    pub fn start_failure(&self) -> Option<String> {
+    pub(crate) fn start_failure(&self) -> Option<String> {
         self.control().and_then(|c| c.start_failure())
     }
 
@@ -161,7 +161,7 @@ impl Relay {
     /// Stops the runner alone (its source closed, a held exec abandoned) and starts a
     /// fresh one, as a runner restarted between turns would be. The writer is untouched:
     /// requests published meanwhile wait in the dir. Returns how long the stop took.
-    pub async fn restart_runner(&self, deadline: Instant) -> Result<Duration, String> {
+    pub(crate) async fn restart_runner(&self, deadline: Instant) -> Result<Duration, String> {
         let t0 = Instant::now();
         let (control, report) = self.stop_runner(deadline).await?;
         let took = t0.elapsed();

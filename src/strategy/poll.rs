@@ -8,8 +8,8 @@ use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerS
 use crate::base::fields::{Fields, ScenarioError};
 use crate::relay::runner::{LoopOptions, Started};
 
-pub struct Poll;
-pub const POLL: Poll = Poll;
+pub(crate) struct Poll;
+pub(crate) const POLL: Poll = Poll;
 
 #[derive(Debug)]
 struct PollSpec {

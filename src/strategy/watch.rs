@@ -105,8 +105,8 @@ impl ActivitySource for LocalWatch {
 }
 
 pub struct Watch;
-pub const WATCH: Watch = Watch;
-pub const WATCH_NAME: &str = "watch";
+pub(crate) const WATCH: Watch = Watch;
+pub(crate) const WATCH_NAME: &str = "watch";
 
 #[derive(Debug)]
 struct WatchSpec {

@@ -66,8 +66,8 @@ pub struct Kind {
     watch: bool,
 }
 
-pub const WATCH: Kind = Kind { watch: true };
-pub const POLL: Kind = Kind { watch: false };
+pub(crate) const WATCH: Kind = Kind { watch: true };
+pub(crate) const POLL: Kind = Kind { watch: false };
 
 /// The writer `call` waits with unless told otherwise: production's, a watch on the dir.
 pub const WRITER_DEFAULT: &str = WATCH.name_of();

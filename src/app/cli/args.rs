@@ -99,6 +99,12 @@ pub struct RunArgs {
     /// Run only the cases with these names.
     #[arg(long = "case", value_name = "NAME")]
     pub cases: Vec<String>,
+    /// Run each case (or the cases --case names) over these values of one of its options:
+    /// PATH=V1,V2,... or PATH=FROM..TO:STEPS[:log] (e.g. runner.window=5s,10s,25s); give it
+    /// twice for the cross product of two options. A point per value, named after it
+    /// (window-exec@window=10s); it replaces a sweep the scenario states.
+    #[arg(long = "sweep", value_name = "PATH=VALUES")]
+    pub sweeps: Vec<String>,
     /// Skip the calibration of this machine's floor.
     #[arg(long)]
     pub no_calibration: bool,
@@ -279,6 +285,7 @@ impl RunArgs {
         RunRequest {
             scenarios: self.scenarios,
             cases: self.cases,
+            sweeps: self.sweeps,
             out: self.out,
             relay_root: self.relay_root,
             quiet: self.quiet,
@@ -299,11 +306,13 @@ mod tests {
 
     #[test]
     fn flags_parse_into_a_plain_config() {
-        let cli = Cli::try_parse_from(["relay-bench", "run", "a.toml", "--case", "x", "-q"]).unwrap();
+        let args = ["relay-bench", "run", "a.toml", "--case", "x", "-q", "--sweep", "runner.window=5s,10s"];
+        let cli = Cli::try_parse_from(args).unwrap();
         match cli.command {
             Command::Run(r) => {
                 assert_eq!(r.scenarios, vec!["a.toml".to_string()]);
                 assert_eq!(r.cases, vec!["x".to_string()]);
+                assert_eq!(r.sweeps, vec!["runner.window=5s,10s".to_string()]);
                 assert!(r.quiet);
             }
             _ => panic!("parsed as another command"),

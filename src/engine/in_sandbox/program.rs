@@ -114,7 +114,7 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.scenario).map_err(|e| format!("{}: {e}", args.scenario.display()))?;
     let scenario = Scenario::parse(&args.scenario.to_string_lossy(), &text).map_err(|e| e.to_string())?;
     let case = scenario.cases.iter().find(|c| c.name == args.case).ok_or_else(|| format!("no case {:?}", args.case))?;
-    let wl = &scenario.workload;
+    let wl = &case.workload;
     if args.sandbox >= wl.sandboxes {
         return Err(format!("sandbox {} of {}", args.sandbox, wl.sandboxes));
     }

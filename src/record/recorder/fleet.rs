@@ -49,6 +49,8 @@ pub struct Fleet {
     ended: u64,
     calls_in_turns: u64,
     demoted_turns: u64,
+    /// Windows (or streams) that failed, each said once by its source.
+    window_failures: u64,
     fallback: Duration,
     calls: Histogram<u64>,
     timeline: Vec<HealthPoint>,
@@ -86,6 +88,8 @@ pub struct FleetRecording {
     /// Calls the ended turns made.
     pub calls: u64,
     pub demoted: u64,
+    /// Windows (or followed streams) that failed: rejected, cut, timed out, exited non-zero.
+    pub window_failures: u64,
     /// Time demoted turns spent polling, summed.
     pub fallback: Duration,
     /// Calls per ended turn.
@@ -117,6 +121,7 @@ impl Fleet {
             ended: 0,
             calls_in_turns: 0,
             demoted_turns: 0,
+            window_failures: 0,
             fallback: Duration::ZERO,
             calls: Histogram::new_with_bounds(1, 1 << 20, 3).expect("valid bounds"),
             timeline: Vec::new(),
@@ -168,6 +173,7 @@ impl Fleet {
                 l.set(v, at, tally);
             }
             (self.started, self.ended, self.calls_in_turns, self.demoted_turns) = (0, 0, 0, 0);
+            self.window_failures = 0;
             self.fallback = Duration::ZERO;
             self.calls.reset();
         }
@@ -248,6 +254,7 @@ impl Fleet {
         match what {
             Say::WindowFailed { .. } => {
                 self.advance(t);
+                self.window_failures += 1;
                 self.set_healthy(sandbox, false, t);
             }
             Say::Recovered | Say::Promoted => {
@@ -299,6 +306,7 @@ impl Fleet {
             ended: self.ended,
             calls: self.calls_in_turns,
             demoted: self.demoted_turns,
+            window_failures: self.window_failures,
             fallback: self.fallback,
             calls_per_turn: (!self.calls.is_empty()).then_some(self.calls),
             active: self.t_active.stats(),
@@ -364,6 +372,7 @@ mod tests {
         f.notice(1, &Say::Recovered, t0 + s(15));
         f.notice(2, &Say::Recovered, t0 + s(15));
         let r = f.finish(t0 + s(120));
+        assert_eq!(r.window_failures, 4, "each failed window counted once");
         assert_eq!(r.recoveries[0].after, Some(s(5)));
         assert_eq!(r.recoveries[0].worst_healthy, 0.8);
         assert_eq!(r.recoveries[1].after, Some(Duration::ZERO), "a fault nothing felt recovers at once");

@@ -335,6 +335,7 @@ mod tests {
                 ),
                 case("none", 236.6, 40.2, &[], &[]),
             ],
+            sweeps: Vec::new(),
         };
         let pts = points(&run);
         assert_eq!(pts.len(), 3);
@@ -350,7 +351,7 @@ mod tests {
         assert_eq!(region(&pts[1]), None, "a band is an arithmetic check, not a budget");
         assert!(meets(&pts[1]) && meets(&pts[2]));
         assert!(Decision.size(&run).is_some());
-        let one = RunData { scenario: "s".into(), cases: run.cases.into_iter().take(1).collect() };
+        let one = RunData { scenario: "s".into(), cases: run.cases.into_iter().take(1).collect(), sweeps: Vec::new() };
         assert!(Decision.size(&one).is_none(), "one case is no comparison");
     }
 

@@ -3,7 +3,9 @@
 //! call's time goes ([`breakdown`]), discovery requests over time ([`requests`]), the fleet
 //! over time ([`fleet`]), pickup over time with fault windows shaded ([`faults`]), and the
 //! decision chart: pickup against idle discovery per case, the gate region shaded
-//! ([`decision`]). Every chart is one file implementing [`Chart`] and a line in [`CHARTS`].
+//! ([`decision`]). Every chart is one file implementing [`Chart`] and a line in [`CHARTS`];
+//! besides them, each figure of a sweep against the swept value ([`sweep`]), a chart per
+//! figure of the run's sweeps.
 //! They are drawn from the run directory's files alone (`summary.json` and the `.hlog`
 //! interval logs), so `relay-bench report DIR` re-renders them; text uses the embedded
 //! DejaVu Sans, so no system font library is needed.
@@ -36,6 +38,7 @@ mod fleet;
 mod percentiles;
 mod requests;
 mod scale;
+mod sweep;
 
 pub use scale::{clip, grid, Axis, Plot};
 
@@ -106,6 +109,8 @@ pub struct CaseData {
 pub struct RunData {
     pub scenario: String,
     pub cases: Vec<CaseData>,
+    /// Its sweeps, with the gates on each figure.
+    pub sweeps: Vec<sweep::SweepData>,
 }
 
 impl CaseData {
@@ -167,7 +172,28 @@ impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, String> {
         let summary = Summary::read(&dir.join("summary.json")).map_err(|e| e.to_string())?;
         let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
-        Ok(RunData { scenario: summary.scenario, cases })
+        let sweeps = summary
+            .sweeps
+            .iter()
+            .map(|w| {
+                let gates = w
+                    .figures
+                    .iter()
+                    .map(|m| {
+                        let mut on: Vec<(String, f64)> = Vec::new();
+                        let points = summary.results.iter().filter(|r| w.points.iter().any(|p| p.case == r.case));
+                        for g in points.flat_map(|r| r.gates.iter()).filter(|g| g.metric == *m) {
+                            if !on.iter().any(|(t, _)| *t == g.expr) {
+                                on.push((g.expr.clone(), g.threshold));
+                            }
+                        }
+                        on
+                    })
+                    .collect();
+                sweep::SweepData { sweep: w.clone(), gates }
+            })
+            .collect();
+        Ok(RunData { scenario: summary.scenario, cases, sweeps })
     }
 }
 
@@ -351,18 +377,54 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
             root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
         }
     }
+    for c in sweep_charts(run) {
+        let png = out.draw(format!("charts/{}.png", c.stem))?;
+        let svg = out.draw(format!("charts/{}.svg", c.stem))?;
+        {
+            let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", png.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+        }
+        {
+            let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", svg.display()))?;
+            root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+        }
+    }
     Ok(())
+}
+
+/// One chart of a sweep: a figure against the swept value.
+struct SweepChart {
+    stem: String,
+    title: String,
+    /// The sweep's index in the run, and the figure's in the sweep.
+    sweep: usize,
+    figure: usize,
+}
+
+/// A chart per figure of each sweep of `run` that has a value to draw, named after the
+/// sweep and the figure.
+fn sweep_charts(run: &RunData) -> Vec<SweepChart> {
+    let mut out = Vec::new();
+    for (j, w) in run.sweeps.iter().enumerate() {
+        for (k, m) in w.sweep.figures.iter().enumerate().filter(|(k, _)| sweep::drawable(&w.sweep, *k)) {
+            let title = format!("{} against the swept value (sweep {})", m.name(), w.sweep.case);
+            out.push(SweepChart { stem: w.sweep.chart_stem(*m), title, sweep: j, figure: k });
+        }
+    }
+    out
 }
 
 /// A chart drawn as SVG text, for a page to hold inline.
 pub struct Inline {
-    pub stem: &'static str,
-    pub title: &'static str,
+    pub stem: String,
+    pub title: String,
     /// The `<svg>` element, as plotters writes it (its text escaped).
     pub svg: String,
 }
 
-/// Every chart of `run` as SVG text, in [`CHARTS`] order.
+/// Every chart of `run` as SVG text, in [`CHARTS`] order, then each sweep's.
 pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
     font();
     let mut out = Vec::new();
@@ -374,7 +436,16 @@ pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
             c.svg(&root, run).map_err(|e| format!("{}: {e}", c.stem()))?;
             root.present().map_err(|e| format!("{}: {e}", c.stem()))?;
         }
-        out.push(Inline { stem: c.stem(), title: c.title(), svg });
+        out.push(Inline { stem: c.stem().to_owned(), title: c.title().to_owned(), svg });
+    }
+    for c in sweep_charts(run) {
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", c.stem))?;
+            root.present().map_err(|e| format!("{}: {e}", c.stem))?;
+        }
+        out.push(Inline { stem: c.stem, title: c.title, svg });
     }
     Ok(out)
 }

@@ -73,6 +73,7 @@ impl Markdown {
         let mut o = String::new();
         header(&mut o, s);
         results(&mut o, s);
+        super::sweep::render(&mut o, s);
         super::verdict::render(&mut o, s);
         baseline(&mut o, s);
         gates(&mut o, s);

@@ -202,6 +202,9 @@ impl Table {
         if !s.cases_not_run.is_empty() {
             note(&mut o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
         }
+        for w in &s.sweeps {
+            note(&mut o, &format!("sweep {}: {}", w.case, w.best_line()));
+        }
         // The other notes stand apart from the departures' footnote.
         if footnote && o.len() > notes_start {
             o.insert(notes_start, '\n');

@@ -102,10 +102,10 @@ impl Page {
     /// A chart as plotters drew it (its text escaped by plotters), in a figure with its
     /// caption and links to its files.
     pub fn chart(&mut self, c: &Inline) -> &mut Page {
-        self.raw("<figure id=\"chart-").text(c.stem).raw("\">\n");
+        self.raw("<figure id=\"chart-").text(&c.stem).raw("\">\n");
         // Plotters writes the `<svg>` element whole, and escapes every text and attribute.
         self.out.push_str(&c.svg);
-        self.raw("<figcaption>").text(c.title).raw(" (");
+        self.raw("<figcaption>").text(&c.title).raw(" (");
         self.link(&format!("charts/{}.png", c.stem), "PNG").raw(", ");
         self.link(&format!("charts/{}.svg", c.stem), "SVG").raw(")</figcaption>\n</figure>\n")
     }

@@ -1,7 +1,7 @@
 //! `report.html`: one page per run, self-contained — the charts inline as SVG, the style
 //! inline, no script, font or image fetched (its content security policy forbids every
 //! fetch) — that a reviewer reads top down: the verdict, the decision chart, the results,
-//! the departures from production, the gates, the fleet, the other charts, the environment,
+//! each sweep's points and charts, the departures from production, the gates, the fleet, the other charts, the environment,
 //! and links to the run's raw files. Written at the end of a scenario and by `report`, from
 //! the run directory's own files, as the charts are.
 //!
@@ -122,6 +122,8 @@ pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
     sections::header(&mut p, s);
     let verdict = verdict::Verdict::from_gates(s);
     let (decision, others): (Vec<&Inline>, Vec<&Inline>) = charts.iter().partition(|c| c.stem == "decision");
+    let (swept, others): (Vec<&Inline>, Vec<&Inline>) =
+        others.into_iter().partition(|c| s.sweeps.iter().any(|w| w.figures.iter().any(|m| w.chart_stem(*m) == c.stem)));
     let mut nav: Vec<(&'static str, &'static str)> = Vec::new();
     if verdict.is_some() {
         nav.push(("#verdict", "verdict"));
@@ -129,7 +131,11 @@ pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
     if !decision.is_empty() {
         nav.push(("#decision", "decision chart"));
     }
-    nav.extend([("#results", "results"), ("#departures", "departures"), ("#gates", "gates")]);
+    nav.push(("#results", "results"));
+    if !s.sweeps.is_empty() {
+        nav.push(("#sweeps", "sweeps"));
+    }
+    nav.extend([("#departures", "departures"), ("#gates", "gates")]);
     if crate::report::export::fleet::section(s).is_some() {
         nav.push(("#fleet", "fleet"));
     }
@@ -156,6 +162,7 @@ pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
         p.chart(c).raw("</section>\n");
     }
     sections::results(&mut p, s);
+    sections::sweeps(&mut p, s, &swept);
     sections::departures(&mut p, s);
     sections::gates(&mut p, s);
     sections::fleet(&mut p, s);
@@ -222,5 +229,50 @@ mod tests {
         ));
         assert!(html.contains("<td class=\"num\">5.33</td>"), "the gated idle figure in the results");
         assert!(html.ends_with("</html>\n"));
+    }
+
+    #[test]
+    fn a_sweep_has_its_section_a_row_per_point_the_best_marked_and_its_charts() {
+        use crate::results::summary::CaseResult;
+        use crate::results::sweep::SweepResult;
+        let text = r#"
+name = "s"
+[workload]
+duration = "1m"
+[[case]]
+name = "w"
+host = "remote"
+profile = "proxy"
+runner = "window-exec"
+writer = "watch"
+sweep = { "runner.window" = ["10s", "25s"] }
+objective = "min discovery_per_min"
+"#;
+        let sc = crate::scenario::Scenario::parse("s.toml", text).unwrap();
+        let mut s = realistic();
+        let mut w = SweepResult::of(&sc.sweeps[0]);
+        for (case, rate) in [("w@window=10s", 4.0), ("w@window=25s", 2.0)] {
+            let mut r = CaseResult { case: case.into(), departures: Some(vec![]), pass: true, ..Default::default() };
+            r.requests.discovery_per_min = rate;
+            s.results.push(r);
+        }
+        w.settle(|case, figures| {
+            let r = s.results.iter().find(|r| r.case == case)?;
+            Some((r.pass, figures.iter().map(|m| r.metric(*m)).collect()))
+        });
+        s.sweeps = vec![w];
+        let chart = |stem: &str| Inline { stem: stem.into(), title: stem.into(), svg: "<svg></svg>".into() };
+        let charts = [chart("latency-percentiles"), chart("sweep-w-discovery_per_min")];
+        let html = render(&s, &charts, &[]);
+        let section = html.split("<section id=\"sweeps\">").nth(1).expect("a sweeps section");
+        let section = section.split("</section>").next().unwrap();
+        assert!(section.contains("<h3>w over runner.window</h3>"), "{section}");
+        assert!(section.contains("best: w@window=25s: min discovery_per_min = 2"), "{section}");
+        assert_eq!(section.matches("<tr><td>10s</td>").count() + section.matches("<tr><td>25s</td>").count(), 2);
+        assert!(section.contains("pass 0/0 (best)"), "{section}");
+        assert!(section.contains("id=\"chart-sweep-w-discovery_per_min\""), "its chart in its section");
+        assert!(!section.contains("chart-latency-percentiles"), "the other charts stay in theirs");
+        assert!(html.contains("<a href=\"#sweeps\">sweeps</a>"));
+        assert!(!render(&realistic(), &[], &[]).contains("id=\"sweeps\""), "no sweep, no section");
     }
 }

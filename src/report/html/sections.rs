@@ -5,8 +5,10 @@
 
 use super::markup::{Cell, Page};
 use crate::base::units::readable;
+use crate::report::chart::Inline;
 use crate::report::export::{any_thin, design, fleet, pair, stat, Align, THIN_NOTE};
 use crate::results::summary::{CaseResult, Summary};
+use crate::results::sweep::show;
 
 use Align::{Left as L, Right as R};
 
@@ -118,6 +120,60 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
     if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p99"]) {
         p.el("p", "muted", THIN_NOTE).raw("\n");
     }
+    p.raw("</section>\n");
+}
+
+/// Each sweep: its best line, a row per point (its values, where it departs from
+/// production, its figures, its gates), and its charts.
+pub(super) fn sweeps(p: &mut Page, s: &Summary, charts: &[&Inline]) {
+    if s.sweeps.is_empty() {
+        return;
+    }
+    p.section("sweeps", "Sweeps");
+    for w in &s.sweeps {
+        let paths: Vec<&str> = w.axes.iter().map(|a| a.path.as_str()).collect();
+        p.el("h3", "", &format!("{} over {}", w.case, paths.join(" × ")));
+        let class = if w.best.is_some() { "pass" } else { "muted" };
+        p.open("p", "").el("strong", class, &w.best_line()).close("p").raw("\n");
+        let mut columns: Vec<(String, Align)> = w.axes.iter().map(|a| (a.label.clone(), L)).collect();
+        columns.push(("departs from production".into(), L));
+        columns.extend(w.figures.iter().map(|m| (m.name(), R)));
+        columns.push(("gates".into(), L));
+        let header: Vec<(&str, Align)> = columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+        let rows: Vec<Vec<Cell>> = w
+            .points
+            .iter()
+            .map(|pt| {
+                let mut row: Vec<Cell> = w.axes.iter().zip(&pt.at).map(|(a, &i)| a.values[i].as_str().into()).collect();
+                let r = s.results.iter().find(|r| r.case == pt.case);
+                row.push(r.map_or("-".into(), design).into());
+                row.extend(
+                    w.figures.iter().enumerate().map(|(k, m)| show(*m, pt.figures.get(k).copied().flatten()).into()),
+                );
+                let best = if w.best.as_deref() == Some(&pt.case) { " (best)" } else { "" };
+                row.push(match r {
+                    None => Cell::with("not run", "muted"),
+                    Some(r) => {
+                        let passed = r.gates.iter().filter(|g| g.pass).count();
+                        let (word, class) = if r.pass { ("pass", "pass") } else { ("FAIL", "fail") };
+                        Cell::with(format!("{word} {passed}/{}{best}", r.gates.len()), class)
+                    }
+                });
+                row
+            })
+            .collect();
+        p.table(&header, &rows);
+        let stems: Vec<String> = w.figures.iter().map(|m| w.chart_stem(*m)).collect();
+        for c in charts.iter().filter(|c| stems.contains(&c.stem)) {
+            p.chart(c);
+        }
+    }
+    p.el(
+        "p",
+        "muted",
+        "One case per point, named after its values, every gate applied to each; the best point meets every gate \
+         with the least (or most) of the sweep's objective.",
+    );
     p.raw("</section>\n");
 }
 

@@ -42,8 +42,8 @@ use crate::sandbox::dir::{EventFilter, ExecOutput};
 use crate::sandbox::host::Host;
 use crate::BoxFut;
 
-pub const WINDOW_MIN: Duration = Duration::from_secs(5);
-pub const WINDOW_MAX: Duration = Duration::from_secs(120);
+pub(crate) const WINDOW_MIN: Duration = Duration::from_secs(5);
+pub(crate) const WINDOW_MAX: Duration = Duration::from_secs(120);
 
 /// What follows a demotion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +124,7 @@ impl Default for WindowConfig {
 
 impl WindowConfig {
     /// The window actually used: clamped to [5 s, 120 s].
-    pub fn clamped_window(&self) -> Duration {
+    pub(crate) fn clamped_window(&self) -> Duration {
         self.window.clamp(WINDOW_MIN, WINDOW_MAX)
     }
 
@@ -134,7 +134,7 @@ impl WindowConfig {
     }
 
     /// The program's argv for one window over `dir`.
-    pub fn program_args(&self, dir: PathBuf, window: Duration) -> WatchArgs {
+    pub(crate) fn program_args(&self, dir: PathBuf, window: Duration) -> WatchArgs {
         let mut a = WatchArgs::window(dir, window, self.relist);
         (a.events, a.report, a.inline) = (self.events, self.reports(), self.inline);
         a
@@ -182,7 +182,7 @@ impl WindowConfig {
 }
 
 /// Runs the watch program through the host: `PROGRAM sandbox-watch [...] -- DIR WINDOW RELIST`.
-pub struct ProgramExec {
+pub(crate) struct ProgramExec {
     pub host: Arc<dyn Host>,
     pub program: PathBuf,
     pub dir: PathBuf,
@@ -205,13 +205,13 @@ impl WindowExec for ProgramExec {
     }
 }
 
-pub struct WindowExecKind {
+pub(crate) struct WindowExecKind {
     name: &'static str,
     inline: bool,
 }
 
-pub const WINDOW_EXEC: WindowExecKind = WindowExecKind { name: "window-exec", inline: false };
-pub const WINDOW_EXEC_INLINE: WindowExecKind = WindowExecKind { name: "window-exec-inline", inline: true };
+pub(crate) const WINDOW_EXEC: WindowExecKind = WindowExecKind { name: "window-exec", inline: false };
+pub(crate) const WINDOW_EXEC_INLINE: WindowExecKind = WindowExecKind { name: "window-exec-inline", inline: true };
 
 #[derive(Debug)]
 struct WindowSpec {

@@ -176,7 +176,7 @@ pub type NamedLimits = std::collections::BTreeMap<String, Limits>;
 
 /// Reads a limits table: `org_held_execs`, `org_requests`, `org_rate` (requests per
 /// second), `org_burst`, the same with `sandbox_`, `on_limit` (`reject` or `queue`),
-/// `queue_wait` (with `queue`), `idle_timeout`, `keepalive`.
+/// `queue_wait` (with `queue`), `idle_timeout` (a duration, or `"none"`), `keepalive`.
 pub fn parse_limits(f: &mut Fields<'_>) -> Result<Limits, ScenarioError> {
     let d = Limits::default();
     let caps = |f: &mut Fields<'_>, held: &'static str, req: &'static str, rate: &'static str, burst: &'static str| {
@@ -199,7 +199,11 @@ pub fn parse_limits(f: &mut Fields<'_>) -> Result<Limits, ScenarioError> {
         (_, Some(_)) => return Err(f.err("queue_wait", "applies only with on_limit = \"queue\"")),
         _ => OnLimit::Reject,
     };
-    let idle_timeout = f.duration("idle_timeout")?;
+    // "none": no idle timeout, said out loud (a sweep's value beside durations).
+    let idle_timeout = match f.raw_peek("idle_timeout") {
+        Some(toml::Value::String(s)) if s == "none" => f.string("idle_timeout").map(|_| None)?,
+        _ => f.duration("idle_timeout")?,
+    };
     if idle_timeout.is_some_and(|t| t.is_zero()) {
         return Err(f.err("idle_timeout", "must be longer than 0s"));
     }

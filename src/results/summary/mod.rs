@@ -538,6 +538,9 @@ pub struct Summary {
     pub results: Vec<CaseResult>,
     /// Cases of the scenario not run (the run was interrupted first).
     pub cases_not_run: Vec<String>,
+    /// The scenario's sweeps: their axes, points and best (none: no case is swept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<crate::results::sweep::SweepResult>,
     /// The case the others are compared with.
     pub baseline: Option<String>,
     pub interrupted: bool,
@@ -591,7 +594,7 @@ impl Summary {
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
-            crate::scenario::check_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
+            crate::scenario::check_case_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
         }
         Ok(summary)
     }
@@ -602,49 +605,4 @@ impl Summary {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_gate_on_a_stretch_that_never_happened_fails_as_not_measured() {
-        let mut r = CaseResult::default();
-        let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
-        r.judge(std::slice::from_ref(&g));
-        assert!(!r.pass);
-        assert!(r.gates[0].observed.is_none());
-        r.requests.idle_phases = Stretch { minutes: 3.0, discovery_per_min: 4.6, data_per_min: 0.0 };
-        r.judge(&[g]);
-        assert!(r.pass);
-    }
-
-    #[test]
-    fn comparisons_read_as_ratios() {
-        let mut base = CaseResult { case: "poll".into(), ..Default::default() };
-        base.latency_us.pickup = LatencyStats { count: 10, p50: 200_000.0, ..Default::default() };
-        base.requests.discovery_per_min = 180.0;
-        let mut fast = CaseResult { case: "window".into(), ..Default::default() };
-        fast.latency_us.pickup = LatencyStats { count: 10, p50: 20_000.0, ..Default::default() };
-        fast.requests.discovery_per_min = 360.0;
-        let c = Comparison::of(&base, &fast);
-        assert_eq!(c.pickup_p50_ratio, Some(10.0));
-        assert_eq!(c.text, "pickup p50 10.0x lower, discovery requests 2.0x more");
-        // A black-box case's pickup is timed to another point: no ratio, and said.
-        fast.pickup_definition = Some(PickupDefinition::RequestGone);
-        let c = Comparison::of(&base, &fast);
-        assert_eq!(c.pickup_p50_ratio, None);
-        assert!(c.text.ends_with("pickup not compared (timed differently: here from publication to the request file's removal (or its answer's appearance), seen outside a black-box runner; in the baseline from publication to the handler's start, inside the runner)"), "{}", c.text);
-    }
-
-    #[test]
-    fn the_archived_runs_still_read() {
-        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
-        let mut n = 0;
-        // A daemon-capacity run holds capacity.json, not a summary.
-        for dir in std::fs::read_dir(runs).unwrap().flatten().filter(|d| !d.path().join("capacity.json").is_file()) {
-            let s = Summary::read(&dir.path()).unwrap();
-            assert!(!s.results.is_empty());
-            n += 1;
-        }
-        assert!(n > 0);
-    }
-}
+mod tests;

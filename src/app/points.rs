@@ -1,0 +1,135 @@
+//! A sweep's points on the virtual clock, several at once: each point is a case on a paused
+//! clock of its own, so points share nothing but the machine, and up to one a core runs at a
+//! time. Each point's event log and calls.csv are written apart and added to the run's once
+//! the point is over (two points never interleave their lines); its result is handed back on
+//! the caller's thread as it finishes, so the reports are rewritten after every point.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::engine::{run_case_virtual, CaseEnv, EngineError};
+use crate::results::summary::CaseResult;
+use crate::scenario::{Clock, Scenario};
+
+/// The cases from `i` on that can run side by side: the virtual points of one sweep, in a
+/// row (at least case `i` itself).
+pub(crate) fn batch_at(s: &Scenario, i: usize) -> Vec<usize> {
+    let first = &s.cases[i];
+    let Some(sweep) = s.sweep_of(&first.name).filter(|_| first.clock == Clock::Virtual) else { return vec![i] };
+    let of_it =
+        |c: &crate::scenario::CaseSpec| c.clock == Clock::Virtual && sweep.points.iter().any(|p| p.case == c.name);
+    (i..s.cases.len()).take_while(|&j| of_it(&s.cases[j])).collect()
+}
+
+/// A point's own part of a run file that could not be made or added to the run's.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct PartFailed {
+    pub path: String,
+    pub source: std::io::Error,
+}
+
+/// A point's own file for a run file (`events.ndjson`, `calls.csv`), added to the run's
+/// when the point is over.
+struct Part {
+    file: tempfile::NamedTempFile,
+    into: PathBuf,
+    /// calls.csv: the part's header line is left out when the run's file has one.
+    header: bool,
+}
+
+impl Part {
+    fn new(into: &Path, header: bool, dir: &Path) -> Result<Part, PartFailed> {
+        let file = tempfile::Builder::new()
+            .prefix(".relay-bench-point-")
+            .tempfile_in(dir)
+            .map_err(|source| PartFailed { path: dir.display().to_string(), source })?;
+        Ok(Part { file, into: into.to_path_buf(), header })
+    }
+
+    fn append(self) -> Result<(), PartFailed> {
+        let fail = |source| PartFailed { path: self.into.display().to_string(), source };
+        let bytes = std::fs::read(self.file.path()).map_err(fail)?;
+        let has = std::fs::metadata(&self.into).is_ok_and(|m| m.len() > 0);
+        let body = match (self.header && has, bytes.iter().position(|b| *b == b'\n')) {
+            (true, Some(nl)) => &bytes[nl + 1..],
+            _ => &bytes[..],
+        };
+        let mut out = std::fs::OpenOptions::new().create(true).append(true).open(&self.into).map_err(fail)?;
+        std::io::Write::write_all(&mut out, body).map_err(fail)
+    }
+}
+
+/// Runs the cases `batch` (virtual points) of `s`, up to `workers` at once, each with its
+/// own event log and calls.csv parts (made under `scratch`). `start` is told each case as it
+/// starts (on its worker thread); `done` gets each result as it finishes, on this thread. A
+/// point that fails stops new points from starting; the first error is returned once the
+/// running ones are over.
+pub(crate) fn run_parallel<E: From<PartFailed>>(
+    s: &Scenario,
+    batch: &[usize],
+    workers: usize,
+    env: &CaseEnv,
+    scratch: &Path,
+    start: &(dyn Fn(usize) + Sync),
+    mut done: impl FnMut(usize, Result<CaseResult, EngineError>, Duration) -> Result<(), E>,
+) -> Result<(), E> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let mut first: Option<E> = None;
+        for _ in 0..workers.min(batch.len()) {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            let work = move || loop {
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                if k >= batch.len() || stop.load(Ordering::SeqCst) || env.interrupt.is_closed() {
+                    return;
+                }
+                let i = batch[k];
+                let case = &s.cases[i];
+                let parts = (
+                    env.event_log.as_deref().map(|p| Part::new(p, false, scratch)).transpose(),
+                    env.calls_csv.as_deref().map(|p| Part::new(p, true, scratch)).transpose(),
+                );
+                let (log, csv) = match parts {
+                    (Ok(log), Ok(csv)) => (log, csv),
+                    (Err(e), _) | (_, Err(e)) => {
+                        let _ = tx.send((i, Err(e), Duration::ZERO));
+                        return;
+                    }
+                };
+                let own = CaseEnv {
+                    event_log: log.as_ref().map(|p| p.file.path().to_path_buf()),
+                    calls_csv: csv.as_ref().map(|p| p.file.path().to_path_buf()),
+                    ..env.clone()
+                };
+                start(i);
+                let wall = Instant::now();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case_virtual(s, case, &own)))
+                    .unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into())));
+                let _ = tx.send((i, Ok((r, log, csv)), wall.elapsed()));
+            };
+            let spawned = std::thread::Builder::new().name("relay-bench-point".into()).spawn_scoped(scope, work);
+            if let Err(source) = spawned {
+                stop.store(true, Ordering::SeqCst);
+                first = Some(PartFailed { path: "(a sweep point's thread)".into(), source }.into());
+                break;
+            }
+        }
+        drop(tx);
+        for (i, got, wall) in rx {
+            let handled = got.map_err(E::from).and_then(|(r, log, csv)| {
+                [log, csv].into_iter().flatten().try_for_each(Part::append)?;
+                done(i, r, wall)
+            });
+            if let Err(e) = handled {
+                stop.store(true, Ordering::SeqCst);
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    })
+}

@@ -1,0 +1,109 @@
+//! summary.md's sweep section: per sweep, a row per point (its values, where it departs
+//! from production, its figures, its gates), the best point, and a chart per figure against
+//! the swept value.
+
+use std::fmt::Write;
+
+use super::design;
+use super::gfm::{Align, MdTable};
+use crate::results::summary::Summary;
+use crate::results::sweep::{show, SweepResult};
+
+use Align::{Left as L, Right as R};
+
+/// The section, when the run has a sweep.
+pub(super) fn render(o: &mut String, s: &Summary) {
+    for w in &s.sweeps {
+        sweep(o, s, w);
+    }
+}
+
+fn sweep(o: &mut String, s: &Summary, w: &SweepResult) {
+    let paths: Vec<String> = w.axes.iter().map(|a| format!("`{}`", a.path)).collect();
+    let _ = writeln!(o, "\n## Sweep: {} over {}\n", w.case, paths.join(" × "));
+    let _ = writeln!(
+        o,
+        "One case per point, named `{}@<values>`, every gate applied to each; the figures are the gated ones{}.\n",
+        w.case,
+        if w.objective.is_some() { ", the objective's and the ones asked for" } else { " and the ones asked for" }
+    );
+    let _ = writeln!(o, "**{}**\n", w.best_line());
+    let mut columns: Vec<(String, Align)> = w.axes.iter().map(|a| (a.label.clone(), L)).collect();
+    columns.push(("departs from production".into(), L));
+    columns.extend(w.figures.iter().map(|m| (m.name(), R)));
+    columns.push(("gates".into(), L));
+    let header: Vec<(&str, Align)> = columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+    let mut t = MdTable::new(o, &header);
+    for p in &w.points {
+        let mut row: Vec<String> = w.axes.iter().zip(&p.at).map(|(a, &i)| a.values[i].clone()).collect();
+        let r = s.results.iter().find(|r| r.case == p.case);
+        row.push(r.map_or("-".into(), design));
+        row.extend(w.figures.iter().enumerate().map(|(k, m)| show(*m, p.figures.get(k).copied().flatten())));
+        row.push(match r {
+            None => "not run".into(),
+            Some(r) => {
+                let passed = r.gates.iter().filter(|g| g.pass).count();
+                let best = if w.best.as_deref() == Some(&p.case) { " **best**" } else { "" };
+                format!("{} {passed}/{}{best}", if r.pass { "✅" } else { "❌" }, r.gates.len())
+            }
+        });
+        t.row(&row);
+    }
+    let drawn: Vec<_> = w.figures.iter().filter(|m| w.points.iter().any(|p| w.figure(p, **m).is_some())).collect();
+    if !drawn.is_empty() {
+        let _ = writeln!(o);
+        for m in drawn {
+            let stem = w.chart_stem(*m);
+            let _ =
+                writeln!(o, "![{} against the swept value](charts/{stem}.png) ([SVG](charts/{stem}.svg))\n", m.name());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::summary::CaseResult;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn a_row_per_point_its_departures_and_the_best_line() {
+        let text = r#"
+name = "s"
+[workload]
+duration = "1m"
+[[case]]
+name = "w"
+host = "remote"
+profile = "proxy"
+runner = "window-exec"
+writer = "watch"
+sweep = { "runner.window" = ["10s", "25s"] }
+objective = "min discovery_per_min"
+"#;
+        let sc = Scenario::parse("s.toml", text).unwrap();
+        let mut s = crate::report::export::fixture::archived();
+        let mut w = SweepResult::of(&sc.sweeps[0]);
+        s.results = ["w@window=10s", "w@window=25s"]
+            .iter()
+            .zip([(vec!["window = 10.00s".to_string()], 4.0), (vec![], 2.0)])
+            .map(|(c, (d, rate))| {
+                let mut r = CaseResult { case: c.to_string(), departures: Some(d), pass: true, ..Default::default() };
+                r.requests.discovery_per_min = rate;
+                r
+            })
+            .collect();
+        w.settle(|case, figures| {
+            let r = s.results.iter().find(|r| r.case == case)?;
+            Some((r.pass, figures.iter().map(|m| r.metric(*m)).collect()))
+        });
+        s.sweeps = vec![w];
+        let mut o = String::new();
+        render(&mut o, &s);
+        assert!(o.contains("## Sweep: w over `runner.window`"), "{o}");
+        assert!(o.contains("**best: w@window=25s: min discovery_per_min = 2"), "{o}");
+        assert!(o.contains("| 10s | window = 10.00s | 4 | ✅ 0/0 |"), "the departure said: {o}");
+        assert!(o.contains("| 25s | production as built | 2 | ✅ 0/0 **best** |"), "{o}");
+        assert!(o.contains("(charts/sweep-w-discovery_per_min.png)"), "{o}");
+    }
+}

@@ -1,0 +1,237 @@
+//! A sweep's results: its axes, a row per point (whether it met every gate, the figures it is
+//! judged and charted by), and the best point — the one that meets every gate with the best
+//! objective. Kept in `summary.json` (`sweeps`), so the table and the charts are drawn again
+//! from a run directory alone.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::units::{human_us, readable};
+use crate::scenario::gate::Metric;
+use crate::scenario::sweep::{Goal, Sweep};
+
+/// What a run says of a point's case: whether it met every gate, and the figures asked
+/// for, in order; `None`: not run.
+pub type Ran = Option<(bool, Vec<Option<f64>>)>;
+
+/// One swept option.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAxis {
+    /// Its path in the case (`runner.window`).
+    pub path: String,
+    /// How points name it (`window`).
+    pub label: String,
+    /// Its values as points name them.
+    pub values: Vec<String>,
+    /// Their numbers when every value has one (seconds for durations): a chart's x axis.
+    pub numbers: Option<Vec<f64>>,
+    /// `s` when the values are durations, else empty.
+    pub unit: String,
+}
+
+/// One point: a case of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub case: String,
+    /// The index of its value on each axis.
+    pub at: Vec<usize>,
+    /// Whether it met every gate; `None`: not run (yet).
+    pub pass: Option<bool>,
+    /// The sweep's figures, in order (`None`: not measured, or not run).
+    pub figures: Vec<Option<f64>>,
+}
+
+/// A sweep of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    /// The swept case's name (its points are `<case>@<label>=<value>,...`).
+    pub case: String,
+    pub axes: Vec<SweepAxis>,
+    /// `min METRIC` or `max METRIC`, as stated.
+    pub objective: Option<String>,
+    /// What each point is shown by: its gated figures (the invariants aside), the
+    /// objective's, the ones asked for (latencies in microseconds).
+    pub figures: Vec<Metric>,
+    pub points: Vec<SweepPoint>,
+    /// The point that meets every gate with the best objective, if one does.
+    pub best: Option<String>,
+    /// What `best` says, as a person reads it (or why there is none).
+    pub best_text: String,
+}
+
+/// A figure's value as a person reads it: a duration for a latency, else a plain number.
+pub fn show(m: Metric, v: Option<f64>) -> String {
+    match (v, m) {
+        (None, _) => "-".into(),
+        (Some(v), Metric::Latency(..)) => human_us(v),
+        (Some(v), _) => readable(v, 2),
+    }
+}
+
+impl SweepResult {
+    /// The sweep as stated, no point run yet.
+    pub fn of(s: &Sweep) -> SweepResult {
+        let axes = s
+            .axes
+            .iter()
+            .map(|a| {
+                let numbers: Option<Vec<f64>> = a.values.iter().map(|v| v.number).collect();
+                let durations = a.values.iter().all(|v| v.value.is_str());
+                SweepAxis {
+                    path: a.path.clone(),
+                    label: a.label.clone(),
+                    values: a.values.iter().map(|v| v.text.clone()).collect(),
+                    unit: if numbers.is_some() && durations { "s".into() } else { String::new() },
+                    numbers,
+                }
+            })
+            .collect();
+        let points = s
+            .points
+            .iter()
+            .map(|p| SweepPoint { case: p.case.clone(), at: p.at.clone(), pass: None, figures: Vec::new() })
+            .collect();
+        let mut r = SweepResult {
+            case: s.case.clone(),
+            axes,
+            objective: s.objective.as_ref().map(|o| o.text()),
+            figures: s.figures.clone(),
+            points,
+            best: None,
+            best_text: String::new(),
+        };
+        r.settle(|_, _| None);
+        r
+    }
+
+    /// The best line as summary.md and the console say it.
+    pub fn best_line(&self) -> String {
+        match &self.best {
+            Some(_) => format!("best: {}", self.best_text),
+            None => format!("no best point: {}", self.best_text),
+        }
+    }
+
+    /// A point's value of figure `m`, if measured.
+    pub fn figure(&self, p: &SweepPoint, m: Metric) -> Option<f64> {
+        let k = self.figures.iter().position(|f| *f == m)?;
+        p.figures.get(k).copied().flatten()
+    }
+
+    /// The file name (without extension) of figure `m`'s chart: `sweep-<case>-<metric>`.
+    pub fn chart_stem(&self, m: Metric) -> String {
+        format!("sweep-{}-{}", self.case, m.name().replace('.', "-"))
+    }
+
+    /// The objective: least or most, and of what.
+    pub fn goal(&self) -> Option<(Goal, Metric)> {
+        let (goal, metric) = self.objective.as_deref()?.split_once(' ')?;
+        let goal = if goal == "max" { Goal::Max } else { Goal::Min };
+        Some((goal, Metric::parse(metric).ok()?))
+    }
+
+    /// Fills each point from what `ran` says of its case (whether it met every gate, and
+    /// the figures asked, in order; `None`: not run), and names the best.
+    pub fn settle(&mut self, ran: impl Fn(&str, &[Metric]) -> Ran) {
+        let goal = self.goal();
+        for p in &mut self.points {
+            if let Some((pass, figures)) = ran(&p.case, &self.figures) {
+                p.pass = Some(pass);
+                p.figures = figures.into_iter().map(|v| v.filter(|v| v.is_finite())).collect();
+            }
+        }
+        let ran = self.points.iter().filter(|p| p.pass.is_some()).count();
+        let total = self.points.len();
+        let passing: Vec<&SweepPoint> = self.points.iter().filter(|p| p.pass == Some(true)).collect();
+        let of = if ran == total { format!("{total}") } else { format!("{ran} run of {total}") };
+        self.best = None;
+        self.best_text = match goal {
+            _ if ran == 0 => "no point has run yet".into(),
+            _ if passing.is_empty() => format!("no point meets every gate ({of} points)"),
+            None => format!("no objective stated; {} of {of} points meet every gate", passing.len()),
+            Some((goal, metric)) => {
+                let k = self.figures.iter().position(|m| *m == metric).expect("the objective is a figure");
+                let mut best: Option<(&SweepPoint, f64)> = None;
+                for p in &passing {
+                    let Some(v) = p.figures.get(k).copied().flatten() else { continue };
+                    let better = best.is_none_or(|(_, b)| if goal == Goal::Min { v < b } else { v > b });
+                    if better {
+                        best = Some((p, v));
+                    }
+                }
+                match best {
+                    Some((p, v)) => {
+                        self.best = Some(p.case.clone());
+                        format!(
+                            "{}: {} = {}, of the {} points that meet every gate ({of} points)",
+                            p.case,
+                            self.objective.as_deref().unwrap_or_default(),
+                            show(metric, Some(v)),
+                            passing.len()
+                        )
+                    }
+                    None => format!(
+                        "no point that meets every gate measured {} ({of} points)",
+                        self.objective.as_deref().unwrap_or_default()
+                    ),
+                }
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    const SWEPT: &str = r#"
+name = "s"
+[workload]
+duration = "1m"
+[[case]]
+name = "w"
+host = "remote"
+profile = "proxy"
+runner = "window-exec"
+writer = "watch"
+gates = ["pickup.p50 < 150ms"]
+sweep = { "runner.window" = ["5s", "25s", "120s"], "limits.idle_timeout" = ["none", "60s"] }
+objective = "min idle_discovery_per_min"
+"#;
+
+    /// What a point's case said: (case, passed, idle discovery per minute).
+    fn ran<'a>(results: &'a [(&'a str, bool, f64)]) -> impl Fn(&str, &[Metric]) -> Ran + 'a {
+        move |case, figures| {
+            let (_, pass, idle) = results.iter().find(|r| r.0 == case)?;
+            let idle_metric = Metric::parse("idle_discovery_per_min").unwrap();
+            Some((*pass, figures.iter().map(|m| (*m == idle_metric).then_some(*idle)).collect()))
+        }
+    }
+
+    #[test]
+    fn the_best_point_meets_every_gate_with_the_best_objective() {
+        let s = Scenario::parse("s.toml", SWEPT).unwrap();
+        let mut r = SweepResult::of(&s.sweeps[0]);
+        assert_eq!(r.axes[0].numbers, Some(vec![5.0, 25.0, 120.0]));
+        assert_eq!((r.axes[0].unit.as_str(), r.axes[1].numbers.as_ref()), ("s", None), "none is no number");
+        assert_eq!(r.best_text, "no point has run yet");
+        let results = [
+            ("w@window=5s,idle_timeout=none", true, 9.0),
+            ("w@window=25s,idle_timeout=none", true, 3.0),
+            ("w@window=120s,idle_timeout=none", false, 1.0),
+        ];
+        r.settle(ran(&results));
+        assert_eq!(r.best.as_deref(), Some("w@window=25s,idle_timeout=none"), "the lowest that passes");
+        assert!(
+            r.best_text
+                .ends_with("min idle_discovery_per_min = 3, of the 2 points that meet every gate (3 run of 6 points)"),
+            "{}",
+            r.best_text
+        );
+        assert_eq!(r.points[2].figures, vec![None, Some(3.0)], "pickup not measured here");
+        assert_eq!((r.points[1].pass, r.points[1].figures.len()), (None, 0), "not run");
+        let failing = results.map(|(c, _, idle)| (c, false, idle));
+        r.settle(ran(&failing));
+        assert_eq!((r.best.as_deref(), r.best_text.as_str()), (None, "no point meets every gate (3 run of 6 points)"));
+    }
+}

@@ -1,0 +1,251 @@
+//! One case's table, read whole: its host and clock, runner and writer through their
+//! registries, its gates and faults, every key checked. A hand-written case and a sweep's
+//! point are read alike.
+
+use std::sync::Arc;
+
+use super::rules::{add_invariants, check_burst_calls};
+use super::{check_case_name, parse_gates, CaseSpec, Clock};
+use crate::base::fields::{Fields, ScenarioError};
+use crate::relay::handler::HandlerModel;
+use crate::sandbox::host::{HostTables, HOSTS};
+use crate::scenario::fault::{FaultKind, FaultSpec, Target};
+use crate::scenario::gate::Gate;
+use crate::scenario::pacer::Workload;
+use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
+
+/// What every case of a scenario is read with.
+pub(super) struct CaseContext<'a> {
+    pub file: &'a str,
+    pub table: &'a toml::Table,
+    pub common_gates: &'a [Gate],
+    pub tables: &'a HostTables,
+    pub handler: &'a HandlerModel,
+    /// The scenario's workload (a point of a sweep may have its own).
+    pub workload: &'a Workload,
+    /// The scenario's `[[fault]]`s, read against its workload.
+    pub common_faults: Vec<FaultSpec>,
+}
+
+impl CaseContext<'_> {
+    /// One case (hand-written, or a sweep's point) over `workload`: its host, strategies,
+    /// gates and faults, every key checked.
+    pub(super) fn read_case(&self, mut c: Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
+        let mut case = parse_case(&mut c, self.common_gates, self.tables, workload)?;
+        let mut faults = if workload == self.workload {
+            self.common_faults.clone()
+        } else {
+            common_faults(self.file, self.table, workload)?
+        };
+        for mut f in c.tables("fault")? {
+            faults.push(parse_fault(&mut f, workload)?);
+            f.finish()?;
+        }
+        for (i, f) in faults.iter().enumerate() {
+            check_fault(&c, &case, f)?;
+            if faults[..i].contains(f) {
+                let msg = format!(
+                    "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
+                    f.kind.name(),
+                    crate::base::units::human(f.at),
+                    f.sandbox
+                );
+                return Err(c.err("fault", msg));
+            }
+        }
+        if case.host.in_sandbox().is_some() && self.handler.pause_ratio > 0.0 {
+            let why = "in_sandbox = true cannot take [handler] pause_ratio > 0: a pause is told to the writer out of band, and this writer runs in the sandbox";
+            return Err(c.err("in_sandbox", why));
+        }
+        check_burst_calls(&c, workload, &faults)?;
+        faults.sort_by_key(|f| f.at);
+        case.faults = faults;
+        c.finish()?;
+        Ok(case)
+    }
+}
+
+/// The scenario's `[[fault]]` tables, read against `wl` (a sweep's point may have a workload
+/// of its own: fewer sandboxes, a shorter schedule).
+pub(super) fn common_faults(file: &str, table: &toml::Table, wl: &Workload) -> Result<Vec<FaultSpec>, ScenarioError> {
+    let mut out = Vec::new();
+    for mut f in Fields::new(file, "", table).tables("fault")? {
+        out.push(parse_fault(&mut f, wl)?);
+        f.finish()?;
+    }
+    Ok(out)
+}
+
+fn parse_case(
+    c: &mut Fields<'_>,
+    common: &[Gate],
+    tables: &HostTables,
+    workload: &Workload,
+) -> Result<CaseSpec, ScenarioError> {
+    let name = c.required_string("name")?.to_owned();
+    check_case_name(&name).map_err(|msg| c.err("name", msg))?;
+    let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
+    let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
+    let kind = crate::sandbox::host::kind(host_name).expect("validated");
+    let host = kind.parse(c, tables)?;
+    let clock = match c.choice("clock", Clock::NAMES)? {
+        Some("real") | None => Clock::Real,
+        Some("virtual") => Clock::Virtual,
+        Some(other) => unreachable!("validated clock {other}"),
+    };
+    let runner = parse_runner(c)?;
+    if runner.reads_the_dir_itself() && !host.dir_is_local() {
+        let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
+        return Err(c.err("runner", why));
+    }
+    if runner.follows_a_process() && !host.can_follow() {
+        let why = format!(
+            "{} follows a process's output, which the {host_name} host cannot: use host = \"remote\"",
+            runner.name()
+        );
+        return Err(c.err("runner", why));
+    }
+    if host.needs_real_clock() && clock != Clock::Real {
+        return Err(c.err("host", format!("{host_name} runs on the real clock only: use clock = \"real\"")));
+    }
+    if runner.needs_real_clock() && clock != Clock::Real {
+        return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
+    }
+    let writer = parse_writer(c)?;
+    let baseline = c.string("baseline")?.map(str::to_owned);
+    let own = c.strings("gates")?;
+    let own = parse_gates(c, "gates", &own)?;
+    // Scenario gates, the invariants, then the case's own: every case shares the leading
+    // ones, which is how reports tell a case's own (rollout) gates from the common ones.
+    let mut gates = common.to_vec();
+    if !c.boolean("expect_breaches")?.unwrap_or(false) {
+        add_invariants(&mut gates, &own);
+    }
+    gates.extend(own);
+    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new(), workload: workload.clone() })
+}
+
+fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
+    let names = FaultKind::names();
+    let kind = match f.choice("kind", &names)? {
+        Some(k) => FaultKind::from_name(k).expect("validated"),
+        None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
+    };
+    let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
+    if at >= wl.duration() {
+        return Err(
+            f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
+        );
+    }
+    let (sandbox, fleet) = match f.raw_peek("sandbox") {
+        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
+            Some(_) => (0, true),
+            None => unreachable!("a string was read"),
+        },
+        _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
+    };
+    let calls = f.int("calls", 1, 10_000)?;
+    if calls.is_some() != (kind == FaultKind::Burst) {
+        return Err(f.err("calls", "is required for kind = \"burst\" and allowed only there"));
+    }
+    let held_execs = f.int("held_execs", 0, 10_000_000)?.map(|n| n as u32);
+    if held_execs.is_some() != (kind == FaultKind::OrgLimit) {
+        return Err(f.err("held_execs", "is required for kind = \"org-limit\" and allowed only there"));
+    }
+    if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
+        return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
+    }
+    let duration = match f.duration("duration")? {
+        Some(_) if !kind.lasts() => {
+            return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
+        }
+        d => d.unwrap_or(kind.default_duration()),
+    };
+    let fleet = fleet || kind == FaultKind::OrgLimit;
+    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
+}
+
+/// A fault the case's host or clock cannot produce is an error, not a silent no-op.
+fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
+    if f.kind.target() == Target::Org {
+        if !case.host.admits() {
+            let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
+            return Err(c.err("fault", why));
+        }
+    } else if let Some(d) = f.kind.daemon_fault() {
+        case.host.takes(d).map_err(|why| c.err("fault", format!("{} {why}", f.kind.name())))?;
+    } else if case.host.in_sandbox().is_some() && f.kind.target() != Target::Runner {
+        // The sandbox's files and programs are reached through its daemon only.
+        let produced: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| k.daemon_fault().map_or(k.target() == Target::Runner, |d| case.host.takes(d).is_ok()))
+            .map(FaultKind::name)
+            .collect();
+        let list = match produced.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no fault".to_owned(),
+        };
+        let why = format!(
+            "{}: with in_sandbox = true only {list} are produced (the sandbox is reached through its daemon only)",
+            f.kind.name()
+        );
+        return Err(c.err("fault", why));
+    }
+    if !f.kind.real_time() && case.clock == Clock::Real {
+        return Err(c.err(
+            "fault",
+            format!("{} can only be produced in the in-memory sandbox: set clock = \"virtual\"", f.kind.name()),
+        ));
+    }
+    Ok(())
+}
+
+/// A strategy given as `"poll"` or as `{ strategy = "poll", interval = "..." }`.
+fn strategy_table<'a>(
+    c: &mut Fields<'a>,
+    key: &'static str,
+    allowed: &[&str],
+) -> Result<(String, Option<Fields<'a>>), ScenarioError> {
+    match c.raw(key) {
+        None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
+        Some(toml::Value::String(s)) => {
+            if !allowed.contains(&s.as_str()) {
+                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
+            }
+            Ok((s.clone(), None))
+        }
+        Some(toml::Value::Table(t)) => {
+            let implied = if key == "runner" { crate::strategy::implied_runner(t) } else { None };
+            let mut t = c.table(key)?.expect("checked: a table");
+            let s = match (t.choice("strategy", allowed)?, implied) {
+                (Some(s), _) | (None, Some(s)) => s.to_owned(),
+                (None, None) => return Err(t.err("strategy", format!("is required; allowed: {}", allowed.join(", ")))),
+            };
+            Ok((s, Some(t)))
+        }
+        Some(_) => Err(c.err(key, "expected a strategy name or a table with `strategy = ...`")),
+    }
+}
+
+/// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
+/// for a black-box runner), through the strategy registry.
+fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+    let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
+    let kind = runner_kind(&name).expect("validated against the registry");
+    let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
+    if let Some(t) = table {
+        t.finish()?;
+    }
+    Ok(spec)
+}
+
+fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+    let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
+    let kind = writer_kind(&name).expect("validated against the registry");
+    let spec = kind.parse(table.as_mut())?;
+    if let Some(t) = table {
+        t.finish()?;
+    }
+    Ok(spec)
+}
