@@ -72,6 +72,7 @@ fn fleet_figures() -> Vec<FleetMetric> {
         FleetMetric::Rejected,
         FleetMetric::Queued,
         FleetMetric::Cut,
+        FleetMetric::WindowFailures,
         FleetMetric::QueueWaitP99Ms,
         FleetMetric::TurnsDemoted,
         FleetMetric::TurnsDemotedPct,
