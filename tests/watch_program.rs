@@ -177,13 +177,23 @@ fn the_node_script_keeps_the_programs_facts() {
     assert_eq!(out.status.code(), Some(0));
     assert!(took < Duration::from_secs(20), "{took:?}");
     std::fs::remove_file(dir.join("a.req.json")).unwrap();
-    // Any change ends it (a temp name too), well before the window.
+    // Any change ends it (a temp name too), well before the window. The writer changes the
+    // dir every 500 ms until node is done: a change before node has armed its watch (a slow
+    // start on a busy machine) is not one it can see.
     let d2 = dir.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done2 = done.clone();
     let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        std::fs::write(d2.join("x.res.json.tmp.1"), b"{}").unwrap();
+        for i in 1.. {
+            std::thread::sleep(Duration::from_millis(500));
+            if done2.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            std::fs::write(d2.join(format!("x.res.json.tmp.{i}")), b"{}").unwrap();
+        }
     });
     let (out, took) = node(&dir, 30_000);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(took < Duration::from_secs(20), "{took:?}");

@@ -94,6 +94,10 @@ pub async fn run_scenario(
             console::err(msg);
         }
     };
+    if let Some(o) = &s.overrides {
+        say(&format!("{}: overridden: {}", s.name, o.given.join(" ")));
+    }
+    say(&format!("{}: estimate {}", s.name, s.estimate().describe()));
     let environment = Environment::probe(&opts.relay_root);
     if environment.build == "debug" {
         say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
@@ -124,6 +128,8 @@ pub async fn run_scenario(
         cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
         sweeps: s.sweeps.iter().map(SweepResult::of).collect(),
         baseline: s.baseline.clone(),
+        overrides: s.overrides.clone(),
+        verdict: Some(Default::default()),
         interrupted: false,
         pass: false,
     };
@@ -275,7 +281,7 @@ fn finished(
     // Gates on a baseline ratio read the comparison just made: judged again.
     for r in summary.results.iter_mut() {
         if let Some(spec) = s.cases.iter().find(|c| c.name == r.case) {
-            r.judge(&spec.gates);
+            r.judge(&spec.gates, &spec.rollout);
         }
     }
     let result = summary.results.last().expect("just pushed");

@@ -25,8 +25,8 @@ pub const BASELINE_THRESHOLD: Threshold = Threshold::DEFAULT;
 pub enum RunsError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
-    #[error("--case {case:?}: scenario {scenario:?} has no such case; its cases: {known}")]
-    UnknownCase { case: String, scenario: String, known: String },
+    #[error("--case {case:?}: scenario {scenario:?} has no such case{hint}; its cases: {known}")]
+    UnknownCase { case: String, scenario: String, hint: String, known: String },
     #[error("--relay-root {0}: not a directory")]
     RelayRoot(String),
     #[error(
@@ -107,6 +107,9 @@ pub struct RunRequest {
     pub junit: Option<PathBuf>,
     /// The sandbox-agent binary to start, before any other place it is looked for.
     pub sandbox_agent: Option<PathBuf>,
+    /// `--clock`, `--duration` / `--scale`, `--seed`, `--sandboxes`: applied to every
+    /// scenario, recorded in its report.
+    pub overrides: Overrides,
 }
 
 /// A request checked and its scenarios loaded: ready to run.
@@ -146,12 +149,14 @@ impl Plan {
     /// all before anything runs.
     pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
         if let Some(bin) = &request.sandbox_agent {
-            crate::sandbox::host::use_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
+            crate::sandbox::host::check_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
         }
+        let overrides = Overrides { sandbox_agent: request.sandbox_agent.clone(), ..request.overrides.clone() };
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let sweeps = request.sweeps.iter().map(|a| SweepArg::parse(a)).collect::<Result<Vec<_>, _>>()?;
-        let scenarios = names.iter().map(|n| load(n, &request.cases, &sweeps)).collect::<Result<Vec<_>, _>>()?;
+        let scenarios =
+            names.iter().map(|n| load(n, &request.cases, &sweeps, &overrides)).collect::<Result<Vec<_>, _>>()?;
         for (i, s) in scenarios.iter().enumerate() {
             if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
                 return Err(RunsError::DuplicateScenario {
@@ -291,17 +296,18 @@ fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf
         .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
 }
 
-/// A scenario by file path or shipped name, with the command line's sweeps put into the
-/// cases `cases` names (every case when it names none), narrowed to `cases` when any are
-/// given (a swept case's name keeps all its points).
-fn load(name: &str, cases: &[String], sweeps: &[SweepArg]) -> Result<Scenario, RunsError> {
-    let over = Overrides { sweeps: sweeps.to_vec(), cases: cases.to_vec() };
+/// A scenario by file path or shipped name, with `run`'s overrides and the command line's
+/// sweeps put into the cases `cases` names (every case when it names none), narrowed to
+/// `cases` when any are given (a swept case's name keeps all its points).
+fn load(name: &str, cases: &[String], sweeps: &[SweepArg], overrides: &Overrides) -> Result<Scenario, RunsError> {
+    let over = Overrides { sweeps: sweeps.to_vec(), cases: cases.to_vec(), ..overrides.clone() };
     let mut s = Scenario::load_with(name, &over)?;
     if !cases.is_empty() {
         if let Err(bad) = s.retain_cases(cases) {
             let mut known: Vec<String> = s.sweeps.iter().map(|w| w.case.clone()).collect();
             known.extend(s.cases.iter().map(|c| c.name.clone()));
-            return Err(RunsError::UnknownCase { case: bad, scenario: s.name, known: known.join(", ") });
+            let hint = crate::base::suggest::did_you_mean(&bad, known.iter().map(String::as_str));
+            return Err(RunsError::UnknownCase { case: bad, scenario: s.name, hint, known: known.join(", ") });
         }
     }
     Ok(s)
@@ -335,14 +341,25 @@ fn baseline_of(name: &str, scenario: &str) -> Result<PathBuf, RunsError> {
     }
 }
 
-/// The shipped scenarios, a line each: name, description, cases.
+/// The shipped scenarios, a line each: name, clock, expected wall time, description, cases.
 pub fn list_shipped() -> Result<String, ScenarioError> {
     let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    let mut out = String::new();
+    let mut rows = Vec::new();
     for (name, text) in SHIPPED {
         let s = Scenario::parse(&format!("embedded:{name}"), text)?;
+        let e = s.estimate();
         let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
-        out += &format!("{name:<width$}  {} [{}]\n", s.description, cases.join(", "));
+        let clock = match e.clocks() {
+            "real and virtual" => "both",
+            c => c,
+        };
+        let time = format!("~{}", crate::base::units::wall(e.total()));
+        rows.push((name, clock, time, format!("{} [{}]", s.description, cases.join(", "))));
+    }
+    let tw = rows.iter().map(|r| r.2.len()).max().unwrap_or(0);
+    let mut out = format!("{:<width$}  {:<7}  {:<tw$}  description [cases]\n", "scenario", "clock", "time");
+    for (name, clock, time, about) in rows {
+        out += &format!("{name:<width$}  {clock:<7}  {time:<tw$}  {about}\n");
     }
     Ok(out)
 }
@@ -446,7 +463,11 @@ mod tests {
             assert!(parts.contains(&format!("  {name} ")), "{parts}");
         }
         let text = list_shipped().unwrap();
-        assert_eq!(text.lines().count(), SHIPPED.len());
+        assert_eq!(text.lines().count(), SHIPPED.len() + 1, "a header, a line each");
         assert!(text.lines().any(|l| l.starts_with(DEFAULT_NAME)), "{text}");
+        let line = |name: &str| text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap().to_owned();
+        assert!(line("clock-check").contains("  both     ~6m"), "{text}");
+        assert!(line("request-budget").contains("  virtual  ~"), "{text}");
+        assert!(line("default").contains("  real     ~"), "{text}");
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
+use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 
 /// A scenario file that cannot be used, and why.
@@ -113,7 +114,10 @@ impl<'a> Fields<'a> {
         match self.string(key)? {
             None => Ok(None),
             Some(s) if allowed.contains(&s) => Ok(Some(s)),
-            Some(s) => Err(self.err(key, format!("unknown value {s:?}; allowed: {}", allowed.join(", ")))),
+            Some(s) => {
+                let hint = did_you_mean(s, allowed.iter().copied());
+                Err(self.err(key, format!("unknown value {s:?}{hint}; allowed: {}", allowed.join(", "))))
+            }
         }
     }
 
@@ -204,7 +208,8 @@ impl<'a> Fields<'a> {
             let mut allowed = self.known.clone();
             allowed.sort();
             allowed.dedup();
-            return Err(self.err(k, format!("unknown key; allowed here: {}", allowed.join(", "))));
+            let hint = did_you_mean(k, allowed.iter().copied());
+            return Err(self.err(k, format!("unknown key{hint}; allowed here: {}", allowed.join(", "))));
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The base layer: what every other layer speaks — the protocol's bytes and names,
 //! durations and their units, the seeded generator, the wake signal, the strict TOML
-//! reader, what the relay says (notices), and the filesystem primitives of publication.
+//! reader, what the relay says (notices), the filesystem primitives of publication, and the
+//! "did you mean" of an error.
 
 pub mod fields;
 pub mod fsio;
@@ -9,4 +10,5 @@ pub mod notice;
 pub mod protocol;
 pub mod rng;
 pub mod signal;
+pub mod suggest;
 pub mod units;

@@ -82,6 +82,22 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+/// A length of time as a clock reads it: `2.5s`, `45s`, `4m`, `6m 10s`, `1h 30m`.
+pub fn wall(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 10.0 {
+        return format!("{}s", readable(secs, 1));
+    }
+    let s = secs.round() as u64;
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m {s}s"),
+        (h, 0, _) => format!("{h}h"),
+        (h, m, _) => format!("{h}h {m}m"),
+    }
+}
+
 /// A plain number for a person: at most `decimals` decimals (trailing zeros dropped) in the
 /// range where that reads well, in scientific notation with 3 significant digits outside
 /// it (`1e-300`, `2.5e12`, never 300 digits; Rust's `{}` writes every one of them).

@@ -125,7 +125,7 @@ impl Ended<'_> {
             intervals: recording.intervals.clone(),
             length: window,
         }));
-        r.judge(&case.gates);
+        r.judge(&case.gates, &case.rollout);
         r
     }
 }

@@ -409,6 +409,14 @@ impl Writer {
             }
             let wait = self.waiter.interval().min(deadline - now);
             let w = armed.wait(wait).await;
+            if w == Wake::Timeout {
+                // A timer fires after its deadline, never on it: what was due by then (an
+                // answer published in this instant) is there when the check looks. The
+                // virtual clock moves in whole milliseconds, so an answer due a fraction of
+                // one before the check wakes in the check's instant; without this the check
+                // runs first and the call waits a whole interval more.
+                tokio::task::yield_now().await;
+            }
             if w == Wake::Closed {
                 // Interrupted: the harness leaves nothing behind (the answer a runner may still
                 // publish is removed once the runners have stopped: [`Writer::tidy`]).
@@ -558,6 +566,21 @@ mod tests {
         drop(w);
         let notices: Vec<_> = rx.try_iter().filter(|m| matches!(m, crate::events::Msg::Notice(_))).collect();
         assert!(notices.is_empty(), "{} notices", notices.len());
+    }
+
+    /// On the virtual clock (whole milliseconds), an answer due at or just before a timed
+    /// check is read by that check, as on a real clock; one due just after waits for the next.
+    #[tokio::test(start_paused = true)]
+    async fn a_timed_check_reads_the_answer_published_in_its_instant() {
+        for (due_us, read_ms) in [(299_600, 300), (300_000, 300), (300_400, 600)] {
+            let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
+            let (sink, _rx) = EventSink::channel();
+            let w = Writer::new(0, Arc::new(dir.clone()), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+            let t0 = Instant::now();
+            answer_later(&dir, "p1", Duration::from_micros(due_us));
+            assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
+            assert_eq!(t0.elapsed(), Duration::from_millis(read_ms), "an answer due at {due_us} µs");
+        }
     }
 
     /// Production's writer re-checks its answer on any change in the dir; `Responses` wakes

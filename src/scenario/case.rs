@@ -1,11 +1,11 @@
 //! One case's table, read whole: its host and clock, runner and writer through their
-//! registries, its gates and faults, every key checked. A hand-written case and a sweep's
+//! registries, its gates, rollout gates and faults, every key checked. A hand-written case and a sweep's
 //! point are read alike.
 
 use std::sync::Arc;
 
 use super::rules::{add_invariants, check_burst_calls};
-use super::{check_case_name, parse_gates, CaseSpec, Clock};
+use super::{check_case_name, parse_gates, CaseSpec, Clock, Overrides};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{HostTables, HOSTS};
@@ -25,24 +25,36 @@ pub(super) struct CaseContext<'a> {
     pub workload: &'a Workload,
     /// The scenario's `[[fault]]`s, read against its workload.
     pub common_faults: Vec<FaultSpec>,
+    /// The scenario's rollout gates (every case is judged on them).
+    pub common_rollout: &'a [Gate],
+    /// `run`'s overrides, and the factor they scaled the schedule by.
+    pub over: &'a Overrides,
+    pub factor: f64,
 }
 
 impl CaseContext<'_> {
     /// One case (hand-written, or a sweep's point) over `workload`: its host, strategies,
     /// gates and faults, every key checked.
     pub(super) fn read_case(&self, mut c: Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
-        let mut case = parse_case(&mut c, self.common_gates, self.tables, workload)?;
+        let mut case =
+            parse_case(&mut c, self.common_gates, self.common_rollout, self.tables, workload, self.over.clock)?;
+        let moved = self.over.length.is_some() || self.over.seed.is_some() || self.over.sandboxes.is_some();
+        if moved && case.host.in_sandbox().is_some() {
+            let why = "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written; \
+                       --duration, --scale, --seed and --sandboxes cannot reach it";
+            return Err(c.err("in_sandbox", why));
+        }
         let mut faults = if workload == self.workload {
             self.common_faults.clone()
         } else {
-            common_faults(self.file, self.table, workload)?
+            common_faults(self.file, self.table, workload, self.factor)?
         };
         for mut f in c.tables("fault")? {
-            faults.push(parse_fault(&mut f, workload)?);
+            faults.push(parse_fault(&mut f, workload, self.factor)?);
             f.finish()?;
         }
         for (i, f) in faults.iter().enumerate() {
-            check_fault(&c, &case, f)?;
+            check_fault(&c, &case, f, self.over.clock.is_some())?;
             if faults[..i].contains(f) {
                 let msg = format!(
                     "two identical faults ({} at {} on sandbox {}); each is scheduled once: remove one, or give them different times",
@@ -67,10 +79,15 @@ impl CaseContext<'_> {
 
 /// The scenario's `[[fault]]` tables, read against `wl` (a sweep's point may have a workload
 /// of its own: fewer sandboxes, a shorter schedule).
-pub(super) fn common_faults(file: &str, table: &toml::Table, wl: &Workload) -> Result<Vec<FaultSpec>, ScenarioError> {
+pub(super) fn common_faults(
+    file: &str,
+    table: &toml::Table,
+    wl: &Workload,
+    factor: f64,
+) -> Result<Vec<FaultSpec>, ScenarioError> {
     let mut out = Vec::new();
     for mut f in Fields::new(file, "", table).tables("fault")? {
-        out.push(parse_fault(&mut f, wl)?);
+        out.push(parse_fault(&mut f, wl, factor)?);
         f.finish()?;
     }
     Ok(out)
@@ -79,8 +96,10 @@ pub(super) fn common_faults(file: &str, table: &toml::Table, wl: &Workload) -> R
 fn parse_case(
     c: &mut Fields<'_>,
     common: &[Gate],
+    common_rollout: &[Gate],
     tables: &HostTables,
     workload: &Workload,
+    forced_clock: Option<Clock>,
 ) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     check_case_name(&name).map_err(|msg| c.err("name", msg))?;
@@ -93,6 +112,10 @@ fn parse_case(
         Some("virtual") => Clock::Virtual,
         Some(other) => unreachable!("validated clock {other}"),
     };
+    // `run --clock` sets every case's; then a case that cannot take it says why, not how to
+    // edit the file.
+    let clock = forced_clock.unwrap_or(clock);
+    let advice = if forced_clock.is_some() { "" } else { ": use clock = \"real\"" };
     let runner = parse_runner(c)?;
     if runner.reads_the_dir_itself() && !host.dir_is_local() {
         let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
@@ -106,32 +129,51 @@ fn parse_case(
         return Err(c.err("runner", why));
     }
     if host.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("host", format!("{host_name} runs on the real clock only: use clock = \"real\"")));
+        return Err(c.err("host", format!("the {host_name} host runs on the real clock only{advice}")));
     }
     if runner.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("runner", format!("{} runs on the real clock only: use clock = \"real\"", runner.name())));
+        return Err(c.err("runner", format!("the {} runner runs on the real clock only{advice}", runner.name())));
     }
     let writer = parse_writer(c)?;
     let baseline = c.string("baseline")?.map(str::to_owned);
     let own = c.strings("gates")?;
     let own = parse_gates(c, "gates", &own)?;
     // Scenario gates, the invariants, then the case's own: every case shares the leading
-    // ones, which is how reports tell a case's own (rollout) gates from the common ones.
+    // ones (a run that declared no rollout gates is read that way: its case's own gates).
     let mut gates = common.to_vec();
     if !c.boolean("expect_breaches")?.unwrap_or(false) {
         add_invariants(&mut gates, &own);
     }
     gates.extend(own);
-    Ok(CaseSpec { name, host, clock, runner, writer, gates, baseline, faults: Vec::new(), workload: workload.clone() })
+    let own_rollout = c.strings("rollout")?;
+    let mut rollout = common_rollout.to_vec();
+    for g in parse_gates(c, "rollout", &own_rollout)? {
+        if !rollout.iter().any(|r| r.same_test(&g)) {
+            rollout.push(g);
+        }
+    }
+    Ok(CaseSpec {
+        name,
+        host,
+        clock,
+        runner,
+        writer,
+        gates,
+        rollout,
+        baseline,
+        faults: Vec::new(),
+        workload: workload.clone(),
+    })
 }
 
-fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioError> {
+fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
     let names = FaultKind::names();
     let kind = match f.choice("kind", &names)? {
         Some(k) => FaultKind::from_name(k).expect("validated"),
         None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
     };
     let at = f.duration("at")?.ok_or_else(|| f.err("at", "is required (offset from the schedule's start)"))?;
+    let at = Overrides::scaled(at, factor);
     if at >= wl.duration() {
         return Err(
             f.err("at", format!("must fall inside the schedule ({})", crate::base::units::human(wl.duration())))
@@ -166,7 +208,7 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload) -> Result<FaultSpec, ScenarioE
 }
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.
-fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), ScenarioError> {
+fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec, forced_clock: bool) -> Result<(), ScenarioError> {
     if f.kind.target() == Target::Org {
         if !case.host.admits() {
             let why = "org-limit needs host = \"remote\", or host = \"sandbox-agent\" with a profile and limits: their requests pass through the organisation";
@@ -195,7 +237,11 @@ fn check_fault(c: &Fields<'_>, case: &CaseSpec, f: &FaultSpec) -> Result<(), Sce
     if !f.kind.real_time() && case.clock == Clock::Real {
         return Err(c.err(
             "fault",
-            format!("{} can only be produced in the in-memory sandbox: set clock = \"virtual\"", f.kind.name()),
+            format!(
+                "{} can only be produced in the in-memory sandbox{}",
+                f.kind.name(),
+                if forced_clock { " (the virtual clock)" } else { ": set clock = \"virtual\"" }
+            ),
         ));
     }
     Ok(())
@@ -211,7 +257,8 @@ fn strategy_table<'a>(
         None => Err(c.err(key, format!("is required; allowed strategies: {}", allowed.join(", ")))),
         Some(toml::Value::String(s)) => {
             if !allowed.contains(&s.as_str()) {
-                return Err(c.err(key, format!("unknown strategy {s:?}; allowed: {}", allowed.join(", "))));
+                let hint = crate::base::suggest::did_you_mean(s, allowed.iter().copied());
+                return Err(c.err(key, format!("unknown strategy {s:?}{hint}; allowed: {}", allowed.join(", "))));
             }
             Ok((s.clone(), None))
         }

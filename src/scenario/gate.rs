@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
 
@@ -176,11 +177,27 @@ pub enum Ratio {
     DiscoveryPerMin,
     /// Over the idle phases when the workload has any, else the idle stretches.
     IdleDiscoveryPerMin,
+    WakeP50,
+    WakeP90,
+    PickupP90,
+    CompletionP90,
+    /// The mean: the figure of a distribution a quantile cannot summarise (a polling
+    /// writer's completions split between its first and second check).
+    CompletionMean,
 }
 
 impl Ratio {
-    pub const ALL: [Ratio; 4] =
-        [Ratio::PickupP50, Ratio::CompletionP50, Ratio::DiscoveryPerMin, Ratio::IdleDiscoveryPerMin];
+    pub const ALL: [Ratio; 9] = [
+        Ratio::PickupP50,
+        Ratio::CompletionP50,
+        Ratio::DiscoveryPerMin,
+        Ratio::IdleDiscoveryPerMin,
+        Ratio::WakeP50,
+        Ratio::WakeP90,
+        Ratio::PickupP90,
+        Ratio::CompletionP90,
+        Ratio::CompletionMean,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -188,6 +205,11 @@ impl Ratio {
             Ratio::CompletionP50 => "completion_p50",
             Ratio::DiscoveryPerMin => "discovery_per_min",
             Ratio::IdleDiscoveryPerMin => "idle_discovery_per_min",
+            Ratio::WakeP50 => "wake_p50",
+            Ratio::WakeP90 => "wake_p90",
+            Ratio::PickupP90 => "pickup_p90",
+            Ratio::CompletionP90 => "completion_p90",
+            Ratio::CompletionMean => "completion_mean",
         }
     }
 }
@@ -206,8 +228,20 @@ impl Metric {
         }
     }
 
-    /// A metric by its name; the error lists the allowed ones.
+    /// A metric by its name; the error names the closest one to a typo and lists the
+    /// allowed ones.
     pub fn parse(name: &str) -> Result<Metric, String> {
+        Metric::parse_exact(name).map_err(|e| {
+            let every = every_metric_name();
+            let hint = did_you_mean(name, every.iter().map(String::as_str));
+            match e.split_once("; allowed: ") {
+                Some((what, allowed)) if !hint.is_empty() => format!("{what}{hint}; allowed: {allowed}"),
+                _ => e,
+            }
+        })
+    }
+
+    fn parse_exact(name: &str) -> Result<Metric, String> {
         match name.split_once('.') {
             Some((FLEET, f)) => FleetMetric::parse(f).map(Metric::Fleet),
             Some((VS_BASELINE, r)) => {
@@ -430,6 +464,18 @@ impl TryFrom<StoredGateResult> for GateResult {
 }
 
 /// Every metric name a gate may use, for error messages and help.
+/// Every metric's full name, each statistic of each measure spelled out.
+fn every_metric_name() -> Vec<String> {
+    let mut all: Vec<String> = Measure::ALL
+        .iter()
+        .flat_map(|m| LatencyStats::STATS.iter().map(move |s| format!("{}.{s}", m.name())))
+        .collect();
+    all.extend(Counter::ALL.iter().map(|c| c.name().to_owned()));
+    all.extend(Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())));
+    all.extend(FleetMetric::all().iter().map(|f| format!("{FLEET}.{}", f.name())));
+    all
+}
+
 pub fn metric_names() -> String {
     let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
@@ -465,6 +511,11 @@ impl Gate {
             return Err(format!("gate {expr:?}: the threshold must be a finite number"));
         }
         Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
+    }
+
+    /// Whether `other` tests the same thing, written alike or not (`<= 5` and `<= 5.0`).
+    pub fn same_test(&self, other: &Gate) -> bool {
+        self.metric == other.metric && self.op == other.op && self.threshold == other.threshold
     }
 
     /// Checks the gate against a value read by `lookup`.

@@ -13,23 +13,29 @@ use std::time::Duration;
 
 use crate::base::fields::Fields;
 use crate::base::fsio::{read_bounded_text, Bound, Refused};
+use crate::base::suggest::did_you_mean;
+use crate::base::units::human;
 use crate::relay::handler::HandlerModel;
 use crate::sandbox::host::{parse_profile, HostSpec, HostTables};
 use crate::scenario::fault::FaultSpec;
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::{Arrival, Phase, Workload};
-use crate::scenario::sweep::{Sweep, SweepArg};
+use crate::scenario::sweep::Sweep;
 use crate::strategy::{RunnerSpec, WriterSpec};
 
 mod case;
+mod estimate;
 pub mod fault;
 pub mod gate;
+pub mod overrides;
 pub mod pacer;
 mod rules;
 pub mod sweep;
 pub mod turns;
 
 use case::{common_faults, CaseContext};
+pub use estimate::Estimate;
+pub use overrides::{Applied, Length, Overrides};
 use rules::check_schedule_size;
 pub use rules::{
     check_case_name, check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED,
@@ -82,6 +88,8 @@ pub struct CaseSpec {
     pub writer: Arc<dyn WriterSpec>,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
+    /// The rollout gates it is judged on: the scenario's `rollout`, then the case's own.
+    pub rollout: Vec<Gate>,
     /// The case this one is compared with, over the scenario's `baseline`.
     pub baseline: Option<String>,
     /// Scenario-wide faults first, then the case's own, in time order.
@@ -115,6 +123,10 @@ pub struct Scenario {
     pub baseline: Option<String>,
     /// The sweeps of its cases, in order; their points are among `cases`.
     pub sweeps: Vec<Sweep>,
+    /// The rollout gates every case is judged on (each case may add its own).
+    pub rollout: Vec<Gate>,
+    /// What `run` overrode of the file (`--clock`, `--duration`, ...); `None`: nothing.
+    pub overrides: Option<Applied>,
 }
 
 impl Scenario {
@@ -131,10 +143,16 @@ impl Scenario {
             file: arg.to_owned(),
             key: "(file)".into(),
             msg: match e.why {
-                Refused::Io(e) => format!(
-                    "cannot read: {e}; give a path to a .toml file or one of: {}",
-                    SHIPPED.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                ),
+                Refused::Io(e) => {
+                    let shipped = SHIPPED.iter().map(|(n, _)| *n);
+                    // A name, not a path: the shipped scenario it is a typo of.
+                    let hint =
+                        if arg.contains(['/', '.']) { String::new() } else { did_you_mean(arg, shipped.clone()) };
+                    format!(
+                        "cannot read: {e}{hint}; give a path to a .toml file or one of: {}",
+                        shipped.collect::<Vec<_>>().join(", ")
+                    )
+                }
                 why => why.to_string(),
             },
         })?;
@@ -145,18 +163,35 @@ impl Scenario {
         Scenario::parse_with(file, text, &Overrides::default())
     }
 
-    /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in.
+    /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in and
+    /// `run`'s overrides applied.
     pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
-        if over.sweeps.is_empty() {
+        if over.sweeps.is_empty() && over.run_is_empty() && over.sandbox_agent.is_none() {
             return Scenario::load(arg);
         }
         let s = Scenario::load(arg)?;
         Scenario::parse_with(&s.origin, &s.source, over)
     }
 
-    /// Parses a scenario with the command line's sweeps put into the cases they name: the
-    /// text sent to a sandbox is then the scenario as run (the sweeps in it).
+    /// Parses `text` with `over` applied: the sweeps put into the cases they name, `run`'s
+    /// overrides where each value is read. An error the file alone has is the file's; one
+    /// the overrides bring is theirs, naming the case.
     pub fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+        if over.run_is_empty() {
+            return Scenario::parse_inner(file, text, over);
+        }
+        let sweeps_only = Overrides { sweeps: over.sweeps.clone(), cases: over.cases.clone(), ..Default::default() };
+        let plain = Scenario::parse_inner(file, text, &sweeps_only)?;
+        let names: Vec<String> = plain.cases.iter().map(|c| c.name.clone()).collect();
+        let mut s = Scenario::parse_inner(file, text, over).map_err(|e| over.refusal(e, &names))?;
+        s.overrides = over.applied(plain.workload.duration());
+        Ok(s)
+    }
+
+    /// Parses a scenario with the command line's sweeps put into the cases they name (the
+    /// text sent to a sandbox is then the scenario as run, the sweeps in it) and `run`'s
+    /// overrides applied where each value is read.
+    fn parse_inner(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
             file: file.to_owned(),
             key: "(syntax)".into(),
@@ -182,8 +217,11 @@ impl Scenario {
         }
         let gate_strings = top.strings("gates")?;
         let common_gates = parse_gates(&top, "gates", &gate_strings)?;
-        let workload = match top.table("workload")? {
-            Some(mut w) => parse_workload(&mut w).and_then(|wl| w.finish().map(|_| wl))?,
+        let rollout_strings = top.strings("rollout")?;
+        let rollout = parse_gates(&top, "rollout", &rollout_strings)?;
+        // Faults strike at the same share of a scaled schedule: `factor`.
+        let (workload, factor) = match top.table("workload")? {
+            Some(mut w) => parse_workload(&mut w, over).and_then(|wl| w.finish().map(|_| wl))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
         check_schedule_size(&top, &workload)?;
@@ -195,7 +233,7 @@ impl Scenario {
             }
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
-        let mut tables = HostTables::default();
+        let mut tables = HostTables { sandbox_agent: over.sandbox_agent.clone(), ..HostTables::default() };
         if let Some(mut pt) = top.table("profile")? {
             for name in pt.keys() {
                 let mut f = pt.named_table(&name)?;
@@ -221,7 +259,10 @@ impl Scenario {
             tables: &tables,
             handler: &handler,
             workload: &workload,
-            common_faults: common_faults(file, &table, &workload)?,
+            common_faults: common_faults(file, &table, &workload, factor)?,
+            common_rollout: &rollout,
+            over,
+            factor,
         };
         let case_tables = top.tables("case")?;
         if case_tables.len() > MAX_CASES {
@@ -254,7 +295,8 @@ impl Scenario {
                 let wl = match &p.workload {
                     Some(w) => {
                         let mut f = Fields::new(file, "workload", w);
-                        let wl = parse_workload(&mut f).and_then(|wl| f.finish().map(|_| wl)).map_err(explain)?;
+                        let wl =
+                            parse_workload(&mut f, over).and_then(|(wl, _)| f.finish().map(|_| wl)).map_err(explain)?;
                         check_schedule_size(&Fields::new(file, "", &table), &wl).map_err(explain)?;
                         wl
                     }
@@ -287,12 +329,13 @@ impl Scenario {
         }
         for (i, c) in cases.iter().enumerate() {
             let base = c.baseline.as_deref().or(baseline.as_deref()).filter(|b| *b != c.name);
-            if base.is_none()
-                && c.gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)))
-            {
+            let on_baseline =
+                |gates: &[Gate]| gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)));
+            if base.is_none() && (on_baseline(&c.gates) || on_baseline(&c.rollout)) {
+                let which = if on_baseline(&c.gates) { "gates" } else { "rollout" };
                 return Err(ScenarioError {
                     file: file.to_owned(),
-                    key: format!("case[{i}].gates"),
+                    key: format!("case[{i}].{which}"),
                     msg: "a `vs_baseline.*` gate needs a baseline case: set `baseline` on the case or the scenario"
                         .into(),
                 });
@@ -306,7 +349,19 @@ impl Scenario {
             }
         }
         top.finish()?;
-        Ok(Scenario { name, description, origin: file.to_owned(), source, workload, handler, cases, baseline, sweeps })
+        Ok(Scenario {
+            name,
+            description,
+            origin: file.to_owned(),
+            source,
+            workload,
+            handler,
+            cases,
+            baseline,
+            sweeps,
+            rollout,
+            overrides: None,
+        })
     }
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
@@ -338,40 +393,6 @@ impl Scenario {
     }
 }
 
-/// What the command line puts into a scenario: sweeps, over the cases `--case` names (every
-/// case when it names none). A sweep given here replaces the one a case states.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    pub sweeps: Vec<SweepArg>,
-    pub cases: Vec<String>,
-}
-
-impl Overrides {
-    fn put_into(&self, table: &mut toml::Table) -> Result<(), ScenarioError> {
-        let sweep: toml::Table = self.sweeps.iter().map(|a| (a.path.clone(), a.spec.clone())).collect();
-        let Some(toml::Value::Array(cases)) = table.get_mut("case") else { return Ok(()) };
-        let mut names = Vec::new();
-        for c in cases.iter_mut().filter_map(toml::Value::as_table_mut) {
-            let name = c.get("name").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
-            if self.cases.is_empty() || self.cases.contains(&name) {
-                c.insert("sweep".into(), toml::Value::Table(sweep.clone()));
-            }
-            names.push(name);
-        }
-        if let Some(bad) = self.cases.iter().find(|n| !names.contains(n)) {
-            return Err(ScenarioError {
-                file: "--sweep".into(),
-                key: bad.clone(),
-                msg: format!(
-                    "sweeps the cases --case names, and no [[case]] is named {bad:?}; cases: {}",
-                    names.join(", ")
-                ),
-            });
-        }
-        Ok(())
-    }
-}
-
 pub(super) fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
     exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
@@ -394,7 +415,8 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     Ok(Some(phases))
 }
 
-pub(super) fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioError> {
+/// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.
+pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
     let agent = match w.table("agent")? {
         Some(mut a) => {
             for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
@@ -433,11 +455,33 @@ pub(super) fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioErr
     if warmup >= duration {
         return Err(w.err("warmup", "must be shorter than `duration`"));
     }
+    let factor = ov.factor(duration);
+    if !(factor > 0.0 && factor <= overrides::MAX_SCALE) {
+        let why = format!(
+            "scales the {} schedule by {factor}; allowed: above 0, at most {}",
+            human(duration),
+            overrides::MAX_SCALE
+        );
+        return Err(w.err("duration", why));
+    }
+    let phases: Vec<Phase> =
+        phases.into_iter().map(|p| Phase { duration: Overrides::scaled(p.duration, factor), ..p }).collect();
+    if phases.iter().any(|p| p.duration.is_zero()) {
+        return Err(w.err("phase", "a phase scaled to 0s: scale the schedule less"));
+    }
+    let warmup = Overrides::scaled(warmup, factor);
     let arrival = match w.choice("arrival", Arrival::NAMES)? {
         Some("poisson") => Arrival::Poisson,
         _ => Arrival::Constant,
     };
     let sandboxes = w.int("sandboxes", 1, MAX_SANDBOXES)?.unwrap_or(1) as u32;
+    let sandboxes = match ov.sandboxes {
+        Some(n) if !(1..=MAX_SANDBOXES).contains(&i64::from(n)) => {
+            return Err(w.err("sandboxes", format!("{n} is out of range; allowed: 1 to {MAX_SANDBOXES}")))
+        }
+        Some(n) => n,
+        None => sandboxes,
+    };
     // Agent turns make one active phase: its rate is the fleet's expected turns per second.
     let phases = match &agent {
         Some(a) => {
@@ -446,17 +490,18 @@ pub(super) fn parse_workload(w: &mut Fields<'_>) -> Result<Workload, ScenarioErr
         }
         None => phases,
     };
-    Ok(Workload {
+    let workload = Workload {
         sandboxes,
         arrival,
         phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
         warmup,
         tool_timeout: w.duration("tool_timeout")?,
-        seed: w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64,
+        seed: ov.seed.unwrap_or(w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64),
         payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
         agent,
-    })
+    };
+    Ok((workload, factor))
 }
 
 /// The most sandboxes one case may have (a fleet of 10,000 fits; every sandbox has a relay

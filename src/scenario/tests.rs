@@ -281,3 +281,123 @@ fn a_blackhole_needs_the_delay_proxy_of_a_real_daemon() {
     let s = Scenario::parse("s.toml", &with("host = \"sandbox-agent\"\nprofile = \"proxy\"\n")).unwrap();
     assert_eq!(s.cases[0].faults[0].duration, Duration::from_millis(500));
 }
+
+#[test]
+fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gates() {
+    let text = GOOD
+        .replace("gates = [\"lost == 0\"]\n", "gates = [\"lost == 0\"]\nrollout = [\"pickup.p50 < 150ms\"]\n")
+        .replace(
+            "gates = [\"pickup.p50 < 10ms\"]",
+            "rollout = [\"idle_phase_discovery_per_min <= 5\", \"pickup.p50 < 150.0ms\"]",
+        );
+    let s = Scenario::parse("s.toml", &text).unwrap();
+    let c = &s.cases[0];
+    let exprs: Vec<&str> = c.rollout.iter().map(|g| g.expr.as_str()).collect();
+    assert_eq!(
+        exprs,
+        ["pickup.p50 < 150ms", "idle_phase_discovery_per_min <= 5"],
+        "the scenario's, then the case's own; one of a test"
+    );
+    assert!(c.gates.iter().all(|g| !g.expr.contains("idle_phase")), "rollout gates are not the case's gates");
+    let e = err(&text.replace("pickup.p50 < 150ms\"]\n[workload]", "speed < 1\"]\n[workload]"));
+    assert_eq!(e.key, "rollout");
+    let e = err(&GOOD.replace("gates = [\"pickup.p50 < 10ms\"]", "rollout = [\"vs_baseline.pickup_p50 <= 1.1\"]"));
+    assert_eq!(e.key, "case[0].rollout");
+    assert!(e.msg.contains("needs a baseline case"), "{e}");
+}
+
+#[test]
+fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none() {
+    for (name, text) in SHIPPED {
+        let s = Scenario::parse(name, text).unwrap();
+        let declared = s.cases.iter().any(|c| !c.rollout.is_empty());
+        assert_eq!(declared, ["rollout-gate", "fleet-capacity"].contains(name), "{name}");
+    }
+    let s = Scenario::load("rollout-gate").unwrap();
+    assert!(s.cases.iter().all(|c| c.rollout.len() == 2), "judged on every case");
+}
+
+fn with(clock: Option<Clock>, length: Option<Length>, seed: Option<u64>, sandboxes: Option<u32>) -> Overrides {
+    Overrides { clock, length, seed, sandboxes, ..Default::default() }
+}
+
+#[test]
+fn overrides_apply_where_the_file_is_read_and_are_recorded() {
+    let ov = with(Some(Clock::Virtual), Some(Length::To(Duration::from_secs(24))), Some(9), Some(2));
+    let s = Scenario::load_with("rollout-gate", &ov).unwrap();
+    assert!(s.cases.iter().all(|c| c.clock == Clock::Virtual));
+    let wl = &s.workload;
+    assert_eq!(wl.duration(), Duration::from_secs(24));
+    let phases: Vec<Duration> = wl.phases.iter().map(|p| p.duration).collect();
+    assert_eq!(phases, [Duration::from_secs(6), Duration::from_secs(18)], "each phase scaled alike");
+    assert_eq!(wl.warmup, Duration::from_millis(200));
+    assert_eq!((wl.seed, wl.sandboxes, s.handler.seed), (9, 2, 9));
+    let a = s.overrides.as_ref().unwrap();
+    assert_eq!(a.given, ["--clock virtual", "--duration 24s", "--seed 9", "--sandboxes 2"]);
+    assert_eq!((a.scale, a.schedule_secs), (Some(0.1), Some(240.0)));
+    // A fault strikes at the same share of a scaled schedule.
+    let s = Scenario::load_with("faults", &with(None, Some(Length::Scale(0.5)), None, None)).unwrap();
+    let plain = Scenario::load("faults").unwrap();
+    assert_eq!(s.cases[0].faults[0].at * 2, plain.cases[0].faults[0].at);
+    assert!(Scenario::load("rollout-gate").unwrap().overrides.is_none());
+}
+
+#[test]
+fn an_override_that_cannot_apply_is_refused_naming_the_flag_the_case_and_why() {
+    let e = Scenario::load_with("real-daemon", &with(Some(Clock::Virtual), None, None, None)).unwrap_err();
+    assert_eq!(e.key, "--clock virtual");
+    assert!(e.msg.starts_with("cannot apply to case \"daemon-poll\""), "{e}");
+    assert!(e.msg.ends_with("the sandbox-agent host runs on the real clock only"), "{e}");
+    let e = Scenario::load_with("faults", &with(Some(Clock::Real), None, None, None)).unwrap_err();
+    assert_eq!(e.key, "--clock real");
+    assert!(e.msg.contains("can only be produced in the in-memory sandbox (the virtual clock)"), "{e}");
+    let e = Scenario::load_with("request-budget", &with(None, None, None, Some(0))).unwrap_err();
+    assert!(e.key == "--sandboxes 0" && e.msg.contains("allowed: 1 to"), "{e}");
+    let e = Scenario::load_with("request-budget", &with(None, Some(Length::Scale(1e9)), None, None)).unwrap_err();
+    assert!(e.msg.contains("at most 1000"), "{e}");
+    // The file's own errors stay the file's.
+    let e = Scenario::parse_with(
+        "s.toml",
+        &GOOD.replace("sandboxes = 2", "sandboxes = 0"),
+        &with(None, None, Some(1), None),
+    )
+    .unwrap_err();
+    assert_eq!(e.key, "workload.sandboxes");
+}
+
+#[test]
+fn a_typo_gets_a_did_you_mean_and_another_word_none() {
+    // A key, a value, a strategy, a gate metric, a scenario name.
+    let e = err(&GOOD.replace("sandboxes = 2", "sandboxs = 2"));
+    assert!(e.msg.starts_with("unknown key (did you mean \"sandboxes\"?); allowed here:"), "{e}");
+    let e = err(&GOOD.replace("sandboxes = 2", "sandboxes = 2\narrival = \"posson\""));
+    assert!(e.msg.starts_with("unknown value \"posson\" (did you mean \"poisson\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("writer = \"watch\"", "writer = \"wacth\""));
+    assert!(e.msg.starts_with("unknown strategy \"wacth\" (did you mean \"watch\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "pikcup.p50 < 10ms"));
+    assert!(e.msg.contains("unknown metric \"pikcup.p50\" (did you mean \"pickup.p50\"?); allowed:"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "vs_baseline.pickup_p5O < 1.1"));
+    assert!(e.msg.contains("did you mean \"vs_baseline.pickup_p50\"?"), "{e}");
+    let e = err(&GOOD.replace("pickup.p50 < 10ms", "speed.p50 < 10ms"));
+    assert!(!e.msg.contains("did you mean"), "{e}");
+    let e = Scenario::load("rolout-gate").unwrap_err();
+    assert!(e.msg.contains(" (did you mean \"rollout-gate\"?); give a path"), "{e}");
+    let e = Scenario::load("no-such-thing").unwrap_err();
+    assert!(!e.msg.contains("did you mean"), "{e}");
+}
+
+#[test]
+fn the_sandbox_agent_binary_a_command_line_names_is_the_scenarios_own() {
+    let text = "name = \"x\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"d\"\nhost = \"sandbox-agent\"\n\
+                runner = \"poll\"\nwriter = \"poll\"\n[[case]]\nname = \"own\"\nhost = \"sandbox-agent\"\n\
+                binary = \"/bin/cat\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    let with = |bin: &str| {
+        let over = Overrides { sandbox_agent: Some(bin.into()), ..Overrides::default() };
+        Scenario::parse_with("x.toml", text, &over).unwrap()
+    };
+    // Two scenarios of one process, each with the binary it was given; a case's own wins.
+    let (a, b) = (with("/bin/sh"), with("/bin/ls"));
+    assert!(a.cases[0].host.params().contains("(/bin/sh)"), "{}", a.cases[0].host.params());
+    assert!(b.cases[0].host.params().contains("(/bin/ls)"), "{}", b.cases[0].host.params());
+    assert!(a.cases[1].host.params().contains("(/bin/cat)"), "{}", a.cases[1].host.params());
+}

@@ -213,10 +213,11 @@ impl CapacityPlan {
                 })
             }
             (None, None) => {
-                if let Some(bin) = &r.sandbox_agent {
-                    crate::sandbox::host::use_sandbox_agent(bin).map_err(CapacityError::Binary)?;
-                }
-                Which::Start(crate::sandbox::host::find_sandbox_agent().map_err(CapacityError::Binary)?)
+                let bin = match &r.sandbox_agent {
+                    Some(bin) => crate::sandbox::host::check_sandbox_agent(bin).map(|()| bin.clone()),
+                    None => crate::sandbox::host::find_sandbox_agent(),
+                };
+                Which::Start(bin.map_err(CapacityError::Binary)?)
             }
         };
         if let (Some(NoFile::To(n)), Some(hard)) = (nofile, daemon::own_nofile_hard()) {

@@ -129,6 +129,24 @@ pub struct RunArgs {
     /// $SANDBOX_AGENT_BIN, the project-local install and PATH).
     #[arg(long, value_name = "PATH")]
     pub sandbox_agent: Option<PathBuf>,
+    /// Run every case on this clock: `virtual` decides in seconds, `real` confirms. A case
+    /// that cannot (a real daemon, a black-box runner; a fault only the in-memory sandbox
+    /// produces) is refused, naming it and why.
+    #[arg(long, value_name = "real|virtual", value_parser = ["real", "virtual"])]
+    pub clock: Option<String>,
+    /// Make the whole schedule (warm-up included) last this long: every phase, the warm-up
+    /// and each fault's start scaled alike.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, conflicts_with = "scale")]
+    pub duration: Option<Duration>,
+    /// Scale the schedule by this factor (0.1: a tenth as long), as --duration does.
+    #[arg(long, value_name = "FACTOR")]
+    pub scale: Option<f64>,
+    /// The seed every random draw follows from, instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Sandboxes (relay dirs) per case, instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    pub sandboxes: Option<u32>,
 }
 
 fn threshold_arg(s: &str) -> Result<Threshold, String> {
@@ -296,6 +314,23 @@ impl RunArgs {
             baseline: self.baseline,
             junit: self.junit,
             sandbox_agent: self.sandbox_agent,
+            overrides: crate::scenario::Overrides {
+                clock: self.clock.as_deref().map(|c| {
+                    if c == "virtual" {
+                        crate::scenario::Clock::Virtual
+                    } else {
+                        crate::scenario::Clock::Real
+                    }
+                }),
+                length: match (self.duration, self.scale) {
+                    (Some(d), _) => Some(crate::scenario::Length::To(d)),
+                    (None, Some(f)) => Some(crate::scenario::Length::Scale(f)),
+                    (None, None) => None,
+                },
+                seed: self.seed,
+                sandboxes: self.sandboxes,
+                ..Default::default()
+            },
         }
     }
 }

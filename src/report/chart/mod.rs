@@ -152,6 +152,7 @@ impl CaseData {
             rate_gates: c
                 .gates
                 .iter()
+                .chain(&c.rollout)
                 .filter(|g| matches!(g.metric, Metric::Count(k) if k.is_discovery_rate()))
                 .map(|g| (g.expr.clone(), g.threshold))
                 .collect(),

@@ -1,12 +1,15 @@
 //! Gates as JUnit XML, the format CI systems display: a `<testsuite>` per case, a
 //! `<testcase>` per gate (its failure message the observed value and the threshold), and a
-//! `finished` testcase that fails when the case was interrupted or its runner hung. A run of
-//! several scenarios is one file ([`render_all`]).
+//! `finished` testcase that fails when the case was interrupted or its runner hung; and for
+//! a scenario that declares rollout gates, a `<scenario>.verdict` testsuite, a testcase per
+//! rollout gate that fails when production as built misses it. A run of several scenarios is
+//! one file ([`render_all`]).
 
 use std::fmt::Write;
 
 use crate::report::output::{Dest, Input, Moment, Output, Staged};
 use crate::results::summary::{CaseResult, Summary};
+use crate::results::verdict::Verdict;
 
 /// `--junit FILE`: every scenario of the run so far, rewritten after each.
 pub struct JUnit;
@@ -37,10 +40,17 @@ impl Output for JUnit {
 pub fn render_all(summaries: &[Summary]) -> Vec<u8> {
     let cases: Vec<(&Summary, &CaseResult)> =
         summaries.iter().flat_map(|s| s.results.iter().map(move |r| (s, r))).collect();
-    let tests: usize = cases.iter().map(|(_, r)| r.gates.len() + 1).sum();
-    let failures: usize = cases.iter().map(|(_, r)| failed(r)).sum();
+    let verdicts: Vec<(&Summary, &Verdict)> =
+        summaries.iter().filter_map(|s| s.verdict.as_ref().filter(|v| !v.gates.is_empty()).map(|v| (s, v))).collect();
+    let tests: usize = cases.iter().map(|(_, r)| r.gates.len() + 1).sum::<usize>()
+        + verdicts.iter().map(|(_, v)| v.gates.len()).sum::<usize>();
+    let failures: usize = cases.iter().map(|(_, r)| failed(r)).sum::<usize>()
+        + verdicts.iter().map(|(_, v)| v.missed().len()).sum::<usize>();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(o, r#"<testsuites name="relay-bench" tests="{tests}" failures="{failures}">"#);
+    for (s, v) in verdicts {
+        verdict_suite(&mut o, s, v);
+    }
     for (s, r) in cases {
         let suite = format!("{}.{}", s.scenario, r.case);
         let _ = writeln!(
@@ -89,6 +99,50 @@ pub fn render_all(summaries: &[Summary]) -> Vec<u8> {
     o.into_bytes()
 }
 
+/// The verdict's testsuite: a testcase per rollout gate, failed when production as built
+/// misses it, skipped when no case of production as built ran.
+fn verdict_suite(o: &mut String, s: &Summary, v: &Verdict) {
+    let suite = format!("{}.verdict", s.scenario);
+    let skipped = v.gates.iter().filter(|g| g.production_pass().is_none()).count();
+    let _ = writeln!(
+        o,
+        r#"  <testsuite name="{}" tests="{}" failures="{}" skipped="{skipped}">"#,
+        esc(&suite),
+        v.gates.len(),
+        v.missed().len()
+    );
+    let _ = writeln!(
+        o,
+        r#"    <properties><property name="verdict" value="{}"/></properties>"#,
+        esc(&super::rollout::headline(v))
+    );
+    for g in &v.gates {
+        let _ = write!(o, r#"    <testcase classname="{}" name="{}""#, esc(&suite), esc(&g.expr));
+        let met: Vec<&str> = g.option_sets.iter().filter(|j| j.pass).map(|j| j.case.as_str()).collect();
+        let met = if met.is_empty() { "none".to_owned() } else { met.join(", ") };
+        match g.production_pass() {
+            Some(true) => o.push_str("/>\n"),
+            Some(false) => {
+                let missed: Vec<String> = g
+                    .production
+                    .iter()
+                    .filter(|j| !j.pass)
+                    .map(|j| format!("{} observed {}", j.case, j.observed_text))
+                    .collect();
+                let message =
+                    format!("production as built misses it: {}; option sets that meet it: {met}", missed.join(", "));
+                let _ =
+                    writeln!(o, ">\n      <failure type=\"rollout\" message=\"{}\"/>\n    </testcase>", esc(&message));
+            }
+            None => {
+                let message = format!("no case of this run is production as built; option sets that meet it: {met}");
+                let _ = writeln!(o, ">\n      <skipped message=\"{}\"/>\n    </testcase>", esc(&message));
+            }
+        }
+    }
+    o.push_str("  </testsuite>\n");
+}
+
 /// Why a case did not finish cleanly, if it did not.
 fn unfinished(r: &CaseResult) -> Option<String> {
     if r.interrupted {
@@ -132,20 +186,35 @@ mod tests {
         let root = doc.root_element();
         assert_eq!(root.tag_name().name(), "testsuites");
         let suites: Vec<_> = root.children().filter(|n| n.has_tag_name("testsuite")).collect();
-        assert_eq!(suites.len(), s.results.len());
+        assert_eq!(suites.len(), s.results.len() + 1, "a suite per case, and the verdict's");
+        let rollout = s.verdict.as_ref().unwrap().gates.len();
         let gates: usize = s.results.iter().map(|r| r.gates.len()).sum();
         let cases = root.descendants().filter(|n| n.has_tag_name("testcase")).count();
-        assert_eq!(cases, gates + s.results.len(), "a testcase per gate, and `finished` per case");
+        assert_eq!(
+            cases,
+            gates + s.results.len() + rollout,
+            "a testcase per gate, `finished` per case, one per rollout gate"
+        );
         assert_eq!(root.attribute("tests").unwrap(), cases.to_string());
         let failures: Vec<_> = root.descendants().filter(|n| n.has_tag_name("failure")).collect();
         assert_eq!(root.attribute("failures").unwrap(), failures.len().to_string());
         let idle = failures
             .iter()
             .find(|f| f.parent().unwrap().attribute("name") == Some("idle_phase_discovery_per_min <= 5.0"))
-            .expect("the production case's failed budget gate");
-        assert_eq!(idle.attribute("message").unwrap(), "observed 5.33; threshold <= 5.0");
+            .expect("production's failed budget gate");
+        assert_eq!(
+            idle.attribute("message").unwrap(),
+            "production as built misses it: window-exec observed 5.33; option sets that meet it: window-exec-quiet-idle, window-exec-inline"
+        );
         let suite = idle.parent().unwrap().parent().unwrap();
-        assert_eq!(suite.attribute("name").unwrap(), format!("{}.window-exec", s.scenario));
+        assert_eq!(suite.attribute("name").unwrap(), format!("{}.verdict", s.scenario));
+        assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("2"), Some("1")));
+        assert!(xml.find(".verdict\"").unwrap() < xml.find(".window-exec\"").unwrap(), "the verdict first");
+        // A case's gate failure still reads as observed and threshold.
+        let mut s = s;
+        s.results[0].judge(&[crate::scenario::gate::Gate::parse("pickup.p50 < 1us").unwrap()], &[]);
+        let xml = String::from_utf8(render_all(std::slice::from_ref(&s))).unwrap();
+        assert!(xml.contains("message=\"observed 213.5ms; threshold &lt; 1us\""), "{xml}");
     }
 
     #[test]

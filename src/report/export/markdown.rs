@@ -74,7 +74,10 @@ impl Markdown {
         header(&mut o, s);
         results(&mut o, s);
         super::sweep::render(&mut o, s);
-        super::verdict::render(&mut o, s);
+        if s.verdict.is_none() {
+            // A run from before rollout gates were declared: its verdict, inferred.
+            super::verdict::render(&mut o, s);
+        }
         baseline(&mut o, s);
         gates(&mut o, s);
         latency(&mut o, s);
@@ -99,6 +102,9 @@ fn header(o: &mut String, s: &Summary) {
         "FAIL"
     };
     let _ = writeln!(o, "# relay-bench: {} — {verdict}\n", s.scenario);
+    if let Some(v) = &s.verdict {
+        super::rollout::markdown(o, v);
+    }
     if !s.description.is_empty() {
         let _ = writeln!(o, "{}\n", s.description);
     }
@@ -123,6 +129,9 @@ fn header(o: &mut String, s: &Summary) {
         e.relay_root,
         e.build
     );
+    if let Some(ov) = &s.overrides {
+        let _ = writeln!(o, "Run with overrides of the scenario file: {}.\n", ov.describe());
+    }
     if e.build == "debug" {
         let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
     }
@@ -521,7 +530,7 @@ mod tests {
     fn every_table_parses_as_a_gfm_table_with_one_column_count() {
         let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
         let tables = check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
-        assert_eq!(tables, 6, "results, latency, calls, requests, faults, calibration");
+        assert_eq!(tables, 7, "the verdict, results, latency, calls, requests, faults, calibration");
         for debug in ["Some(", "None", "NaN", " inf "] {
             assert!(!md.contains(debug), "{debug:?} in the report:\n{md}");
         }
@@ -530,6 +539,8 @@ mod tests {
     #[test]
     fn the_report_says_each_case_design_and_what_was_not_measured() {
         let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
+        assert!(md.lines().nth(2).unwrap().starts_with("## Rollout verdict: "), "the verdict under the title:\n{md}");
+        assert_eq!(md.matches("Rollout verdict").count(), 1, "declared, not inferred as well");
         let line = |start: &str| md.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}\n{md}"));
         assert!(line("| window-exec |").contains("| production as built |"));
         assert!(line("| window-exec-quiet-idle |").contains("| idle_wake = false |"));

@@ -13,6 +13,7 @@ pub mod hdr;
 mod json;
 pub mod junit;
 mod markdown;
+pub(crate) mod rollout;
 mod sweep;
 mod table;
 pub(crate) mod verdict;

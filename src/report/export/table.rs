@@ -209,6 +209,10 @@ impl Table {
         if footnote && o.len() > notes_start {
             o.insert(notes_start, '\n');
         }
+        // Last, the verdict.
+        if let Some(v) = &s.verdict {
+            super::rollout::console(&mut o, v, note);
+        }
         o.into_bytes()
     }
 }
@@ -245,7 +249,19 @@ mod tests {
         assert!(python.contains(" - "), "its wake and requests are not measured: {python}");
         let notes = &text[text.find("* departs from production's relay as built:\n").expect("a footnote")..];
         assert!(notes.contains("\n  window-exec-quiet-idle: idle_wake = false\n"), "{notes}");
-        assert!(notes.contains("gate `idle_phase_discovery_per_min <= 5.0` failed (observed 5.33)"), "{notes}");
+        assert!(!notes.contains("gate `idle_phase"), "a rollout gate is the verdict's, not a case's: {notes}");
+        let verdict = &text[text
+            .find("\nrollout verdict: FAIL: production as built misses 1 of 2 rollout gates\n")
+            .expect("the verdict")..];
+        let unwrapped = verdict.replace("\n    ", " ");
+        assert!(unwrapped.contains("\n  FAIL idle_phase_discovery_per_min <= 5.0: window-exec 5.33; option sets that meet it: window-exec-quiet-idle, window-exec-inline\n"), "{verdict}");
+        assert!(
+            verdict.lines().last().unwrap().starts_with("  every rollout gate met by: window-exec-quiet-idle"),
+            "the verdict is last: {verdict}"
+        );
+        for l in verdict.lines() {
+            assert!(l.chars().count() <= WIDTH, "{l:?}");
+        }
     }
 
     #[test]

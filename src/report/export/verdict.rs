@@ -1,8 +1,10 @@
-//! The rollout verdict: for each gate a case sets beyond the scenario-wide ones, does
-//! production's relay as built meet it (the cases that depart from nothing), and which
-//! option sets do (the cases that depart with named options). Read from the gate results
-//! alone: a case is judged only by the gates it was given, and a gate that measured
-//! nothing says so.
+//! The rollout verdict of a run that declared none (a run from before `rollout = [...]`):
+//! for each gate a case sets beyond the scenario-wide ones, does production's relay as
+//! built meet it (the cases that depart from nothing), and which option sets do (the cases
+//! that depart with named options). Read from the gate results alone: a case is judged only
+//! by the gates it was given, and a gate that measured nothing says so. Such runs still
+//! re-render as they were written; a run of today renders its declared verdict
+//! ([`super::rollout`]).
 
 use std::fmt::Write;
 
@@ -192,12 +194,12 @@ recorded): they are listed apart.\n"
 
 #[cfg(test)]
 mod tests {
-    use crate::report::export::fixture::{archived, realistic};
+    use crate::report::export::fixture::{archived, inferred};
     use crate::report::export::Markdown;
 
     #[test]
     fn the_rollout_verdict_names_production_and_the_option_sets_that_meet_each_gate() {
-        let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
+        let md = String::from_utf8(Markdown.render(&inferred())).unwrap();
         let verdict =
             &md[md.find("## Rollout verdict").expect("a verdict")..md.find("## Against the baseline").unwrap()];
         assert!(

@@ -120,7 +120,10 @@ pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
     p.raw("<style>").raw(STYLE).raw("</style>\n<script>").raw(CHECK).raw("</script>\n</head>\n<body>\n");
     p.raw("<p id=\"page-check\" data-state=\"loading\" hidden></p>\n<main>\n");
     sections::header(&mut p, s);
-    let verdict = verdict::Verdict::from_gates(s);
+    let verdict = match &s.verdict {
+        Some(v) => verdict::Verdict::from_typed(s, v),
+        None => verdict::Verdict::from_gates(s),
+    };
     let (decision, others): (Vec<&Inline>, Vec<&Inline>) = charts.iter().partition(|c| c.stem == "decision");
     let (swept, others): (Vec<&Inline>, Vec<&Inline>) =
         others.into_iter().partition(|c| s.sweeps.iter().any(|w| w.figures.iter().any(|m| w.chart_stem(*m) == c.stem)));

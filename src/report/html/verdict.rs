@@ -1,14 +1,16 @@
 //! The page's verdict: the rollout gates as columns, the cases as rows (production's relay
 //! as built first, then the option sets), each cell the gate's pass or fail with the
 //! figure it saw; above it, what the rows add up to. It is laid out from [`Verdict`], the
-//! verdict as data, whatever it is read from: today the rollout gates summary.md's verdict
-//! reads from the cases' gates ([`Verdict::from_gates`]); a verdict that summary.json
-//! declares and types fills the same shape.
+//! verdict as data, whatever it is read from: the verdict summary.json types, of the rollout
+//! gates the scenario declares ([`Verdict::from_typed`]), or for a run from before they were
+//! declared, the one summary.md infers from the cases' own gates ([`Verdict::from_gates`]).
 
 use super::markup::{Cell, Page};
+use crate::report::export::rollout::virtual_note;
 use crate::report::export::verdict::{design_of, rows, Design};
 use crate::report::export::Align;
 use crate::results::summary::Summary;
+use crate::results::verdict::Verdict as Typed;
 
 /// How a case stands against production's relay as built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,9 +49,61 @@ pub(super) struct Verdict {
     /// Each rollout gate, as written.
     pub gates: Vec<String>,
     pub rows: Vec<Row>,
+    /// What the verdict rests on, when it says (decided on the virtual clock).
+    pub note: Option<String>,
 }
 
 impl Verdict {
+    /// The verdict summary.json types; `None` when the scenario declares no rollout gates.
+    pub fn from_typed(s: &Summary, v: &Typed) -> Option<Verdict> {
+        if v.gates.is_empty() {
+            return None;
+        }
+        // Each case judged on any gate, once, production's first, in the order judged.
+        let mut names: Vec<(&str, Standing)> = Vec::new();
+        for (production, standing) in [(true, Standing::Production), (false, Standing::OptionSet)] {
+            for g in &v.gates {
+                let judged = if production { &g.production } else { &g.option_sets };
+                for j in judged {
+                    if !names.iter().any(|(n, _)| *n == j.case) {
+                        names.push((&j.case, standing));
+                    }
+                }
+            }
+        }
+        let rows = names
+            .into_iter()
+            .map(|(name, standing)| {
+                let result = s.results.iter().find(|r| r.case == name);
+                let judged: Vec<Option<&crate::results::verdict::Judged>> =
+                    v.gates.iter().map(|g| g.judged().find(|j| j.case == name)).collect();
+                let first = judged.iter().flatten().next().expect("judged on one gate at least");
+                Row {
+                    case: name.to_owned(),
+                    standing,
+                    departures: match result {
+                        Some(r) => crate::report::export::design(r),
+                        None if first.departures.is_empty() => "production as built".into(),
+                        None => first.departures.join(", "),
+                    },
+                    runner: result.map(|r| r.strategy.clone()).unwrap_or_default(),
+                    interrupted: first.interrupted,
+                    cells: judged
+                        .iter()
+                        .map(|j| {
+                            j.map(|j| Judged { pass: j.pass, observed: j.observed.map(|_| j.observed_text.clone()) })
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Some(Verdict {
+            gates: v.gates.iter().map(|g| g.expr.clone()).collect(),
+            rows,
+            note: v.decided_on_virtual_clock().then(virtual_note),
+        })
+    }
+
     /// The verdict summary.md gives: the gates some cases set beyond the scenario-wide
     /// ones; `None` when no case has gates of its own.
     pub fn from_gates(s: &Summary) -> Option<Verdict> {
@@ -87,7 +141,7 @@ impl Verdict {
                 });
             }
         }
-        Some(Verdict { gates: gates.iter().map(|g| g.gate.expr.clone()).collect(), rows: out })
+        Some(Verdict { gates: gates.iter().map(|g| g.gate.expr.clone()).collect(), rows: out, note: None })
     }
 }
 
@@ -177,6 +231,9 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
         })
         .collect();
     p.table(&columns, &rows);
+    if let Some(note) = &v.note {
+        p.el("p", "", note);
+    }
     p.el("p", "muted", "A case is judged only by the gates it was given; the scenario-wide gates every case holds are not rollout gates.");
     p.raw("</section>\n");
 }
@@ -184,11 +241,12 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::export::fixture::{archived, realistic};
+    use crate::report::export::fixture::{archived, inferred, realistic};
 
     #[test]
     fn production_comes_first_and_each_cell_is_the_gate_as_judged() {
-        let v = Verdict::from_gates(&realistic()).expect("a verdict");
+        // A run from before rollout gates were declared: inferred from the cases' own gates.
+        let v = Verdict::from_gates(&inferred()).expect("a verdict");
         assert_eq!(v.gates, ["pickup.p50 < 150ms", "idle_phase_discovery_per_min <= 5.0"]);
         let first = &v.rows[0];
         assert_eq!((first.case.as_str(), first.standing), ("window-exec", Standing::Production));
@@ -205,9 +263,36 @@ mod tests {
         assert!(html.contains("Option sets that meet all 2 rollout gates: window-exec-quiet-idle (idle_wake = false)"));
     }
 
+    /// A run that types its verdict is shown that verdict: the declared rollout gates only,
+    /// whatever gates its cases set of their own, and what a virtual-clock verdict rests on.
+    #[test]
+    fn the_typed_verdict_is_the_page_s_verdict() {
+        let mut s = realistic();
+        let typed = s.verdict.clone().expect("the fixture types its verdict");
+        assert!(!typed.gates.is_empty());
+        let v = Verdict::from_typed(&s, &typed).expect("a verdict");
+        assert_eq!(v.gates, typed.gates.iter().map(|g| g.expr.clone()).collect::<Vec<_>>());
+        let production: Vec<&str> = typed.gates[0].production.iter().map(|j| j.case.as_str()).collect();
+        assert_eq!(v.rows[0].case, production[0]);
+        assert_eq!(v.rows[0].standing, Standing::Production);
+        let cells = v.rows[0].cells.iter().flatten().count();
+        assert_eq!(cells, typed.gates.iter().filter(|g| g.judged().any(|j| j.case == production[0])).count());
+        assert_eq!(v.note.is_some(), typed.decided_on_virtual_clock());
+        // The page renders it, with the clock note when there is one.
+        s.verdict = Some(typed.clone());
+        let mut p = Page::default();
+        render(&mut p, &v);
+        let html = p.finish();
+        for g in &typed.gates {
+            assert!(html.contains(super::super::markup::escape(&g.expr).as_ref()), "{html}");
+        }
+        // A scenario that declares none shows none, however many gates its cases set.
+        assert!(Verdict::from_typed(&s, &Default::default()).is_none());
+    }
+
     #[test]
     fn many_cases_of_production_as_built_are_one_block() {
-        let mut s = realistic();
+        let mut s = inferred();
         let prod = s.results.iter().find(|r| r.case == "window-exec").unwrap().clone();
         for name in ["limit-100", "limit-50"] {
             s.results.push(crate::results::summary::CaseResult { case: name.into(), ..prod.clone() });

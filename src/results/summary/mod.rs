@@ -4,12 +4,15 @@
 use crate::base::fsio::{read_bounded, Bound, BoundedReadError};
 use serde::{Deserialize, Serialize};
 
-use crate::events::pairing::{Breach, BreachKind, PairingReport};
+use crate::events::pairing::BreachKind;
 use crate::record::recorder::{LatencyStats, Measure, Recording};
 use crate::results::calibration::Calibration;
 use crate::results::env::Environment;
+use crate::results::verdict::{Case as VerdictCase, Verdict};
 use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::strategy::PickupDefinition;
+
+pub use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -82,159 +85,6 @@ pub struct Latencies {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Requests {
-    /// True when the runner's requests cannot be seen (a black-box runner): every rate
-    /// below is then 0 and not a measurement.
-    #[serde(default)]
-    pub not_measured: bool,
-    /// Discovery requests (lists, watch execs) per minute per relay dir.
-    pub discovery_per_min: f64,
-    /// Data requests (read, delete, answer write + rename) per minute per relay dir.
-    pub data_per_min: f64,
-    /// Totals over all relay dirs and the whole window.
-    pub discovery_total: u64,
-    pub data_total: u64,
-    /// While the relay dir had calls in flight.
-    pub busy: Stretch,
-    /// While it had none.
-    pub idle: Stretch,
-    /// Over the workload's phases with turns, and over its idle phases (0 turns/s): the
-    /// steady state a request budget is about.
-    pub active_phases: Stretch,
-    pub idle_phases: Stretch,
-    /// Each phase of the workload, in order (phases not reached are left out).
-    pub phases: Vec<PhaseRates>,
-    /// Discovery requests per minute per relay dir over time: one point per 1/60 of the
-    /// schedule, each the rate over the trailing minute (or step, if longer).
-    #[serde(default)]
-    pub timeline: Vec<RatePoint>,
-    pub by_kind: crate::sandbox::host::ByKind,
-    /// Every request of the case by kind, the window's and those outside it (the stale
-    /// sweep before the schedule, the runners' stop): what a daemon's own log counts.
-    #[serde(default, skip_serializing_if = "crate::sandbox::host::ByKind::is_empty")]
-    pub whole_case_by_kind: crate::sandbox::host::ByKind,
-    /// relay-bench's own requests to a real daemon by what they are for, in no rate:
-    /// `whole_case_by_kind` plus these is every request the daemon saw.
-    #[serde(default, skip_serializing_if = "crate::sandbox::host::ByKind::is_empty")]
-    pub bench_requests: crate::sandbox::host::ByKind,
-}
-
-/// The discovery rate over one step of the schedule, ending at `t_secs`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RatePoint {
-    pub t_secs: f64,
-    pub discovery_per_min: f64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PhaseRates {
-    pub turns_per_sec: f64,
-    pub seconds: f64,
-    pub discovery_per_min: f64,
-    pub data_per_min: f64,
-}
-
-/// Request rates over one kind of stretch, per relay dir per minute.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Stretch {
-    /// Relay-dir minutes spent in this kind of stretch (summed over dirs).
-    pub minutes: f64,
-    pub discovery_per_min: f64,
-    pub data_per_min: f64,
-}
-
-impl Stretch {
-    /// The discovery rate, or `None` when no time was spent in this stretch.
-    pub fn rate(&self) -> Option<f64> {
-        (self.minutes > 0.0).then_some(self.discovery_per_min)
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Violations {
-    pub total: u64,
-    pub by_kind: crate::sandbox::host::ByKind,
-    /// The first breaches, each with its kind, sandbox and call id.
-    pub listed: Vec<Breach>,
-    /// Requests closed because an interrupt cut their call off: no breach.
-    #[serde(default)]
-    pub cut_off: u64,
-}
-
-impl Violations {
-    pub fn of(p: &PairingReport) -> Violations {
-        Violations {
-            total: p.total(),
-            by_kind: crate::sandbox::host::ByKind(
-                BreachKind::ALL.iter().map(|k| (k.name().to_owned(), p.count(*k))).collect(),
-            ),
-            listed: p.breaches.clone(),
-            cut_off: p.cut_off,
-        }
-    }
-
-    pub fn count(&self, name: &str) -> u64 {
-        self.by_kind.0.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
-    }
-}
-
-/// Each distinct reason once, in the order first said, with how many said it when more
-/// than one did (`... (32 turns)`): a fleet's thousand demotions are one line each kind.
-fn tally(reasons: Vec<String>) -> Vec<String> {
-    let mut out: Vec<(String, usize)> = Vec::new();
-    for r in reasons {
-        match out.iter_mut().find(|(x, _)| *x == r) {
-            Some((_, n)) => *n += 1,
-            None => out.push((r, 1)),
-        }
-    }
-    out.into_iter().map(|(r, n)| if n > 1 { format!("{r} ({n} turns)") } else { r }).collect()
-}
-
-/// What the runners did beside answering calls.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunnerStats {
-    pub scans: u64,
-    pub woken_by_activity: u64,
-    pub malformed: u64,
-    pub delete_retries: u64,
-    pub list_errors: u64,
-    /// Timer-driven scans that found work the watch had not signalled.
-    pub missed_by_source: u64,
-    /// Requests the source carried inline (no list, no read).
-    pub inline: u64,
-    /// Runners that did not stop within the stop bound (aborted): a hang, which fails the case.
-    #[serde(default)]
-    pub stuck: u64,
-    /// Why a watch fell back to its timer, if one did (runner or writer side).
-    pub degraded: Vec<String>,
-    /// The slowest runner's start-up before the schedule began (its stale sweep; a
-    /// black-box runner's probe call), in ms.
-    #[serde(default)]
-    pub startup_ms: f64,
-}
-
-impl RunnerStats {
-    /// The runners' reports added up; `stuck` runners did not stop in time.
-    pub fn of(reports: &[crate::relay::runner::RunnerReport], stuck: u64, degraded: Vec<String>) -> RunnerStats {
-        let sum = |f: fn(&crate::relay::runner::RunnerReport) -> u64| reports.iter().map(f).sum();
-        let startup = reports.iter().map(|r| r.startup).max().unwrap_or_default();
-        RunnerStats {
-            scans: sum(|r| r.scans),
-            woken_by_activity: sum(|r| r.woken_by_activity),
-            malformed: sum(|r| r.malformed),
-            delete_retries: sum(|r| r.delete_retries),
-            list_errors: sum(|r| r.list_errors),
-            missed_by_source: sum(|r| r.missed_by_source),
-            inline: sum(|r| r.inline),
-            stuck,
-            degraded: tally(degraded),
-            startup_ms: crate::base::units::ms_2dp(startup),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
     pub case: String,
     pub host: String,
@@ -288,6 +138,9 @@ pub struct CaseResult {
     pub notices: Vec<String>,
     pub notices_total: u64,
     pub gates: Vec<GateResult>,
+    /// The rollout gates this case was judged on (the verdict's, not the case's pass).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollout: Vec<GateResult>,
     /// This case against the scenario's baseline case, when it has one.
     pub vs_baseline: Option<Comparison>,
     pub interrupted: bool,
@@ -330,6 +183,17 @@ pub struct Comparison {
     pub completion_p50_ratio: Option<f64>,
     pub discovery_per_min_ratio: Option<f64>,
     pub idle_discovery_per_min_ratio: Option<f64>,
+    /// Absent from a run before they were recorded.
+    #[serde(default)]
+    pub wake_p50_ratio: Option<f64>,
+    #[serde(default)]
+    pub wake_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub pickup_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub completion_p90_ratio: Option<f64>,
+    #[serde(default)]
+    pub completion_mean_ratio: Option<f64>,
     /// The same, as a person reads it.
     pub text: String,
 }
@@ -346,7 +210,11 @@ fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<St
 impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
         let (b, t) = (&base.latency_us, &this.latency_us);
-        let lat = |x: &LatencyStats, y: &LatencyStats| ratio(x.p50, y.p50).filter(|_| x.count > 0 && y.count > 0);
+        let of = |x: &LatencyStats, y: &LatencyStats, stat: fn(&LatencyStats) -> f64| {
+            ratio(stat(x), stat(y)).filter(|_| x.count > 0 && y.count > 0)
+        };
+        let lat = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p50);
+        let p90 = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p90);
         // Two pickups timed to different points are not one measure: no ratio.
         let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
@@ -360,6 +228,11 @@ impl Comparison {
             } else {
                 ratio(base.requests.idle.discovery_per_min, this.requests.idle.discovery_per_min)
             },
+            wake_p50_ratio: lat(&b.wake, &t.wake),
+            wake_p90_ratio: p90(&b.wake, &t.wake),
+            pickup_p90_ratio: p90(&b.pickup, &t.pickup).filter(|_| same_pickup),
+            completion_p90_ratio: p90(&b.completion, &t.completion),
+            completion_mean_ratio: of(&b.completion, &t.completion, |s| s.mean),
             text: String::new(),
         };
         let mut parts: Vec<String> = [
@@ -473,6 +346,11 @@ impl CaseResult {
                     Ratio::CompletionP50 => c.completion_p50_ratio,
                     Ratio::DiscoveryPerMin => c.discovery_per_min_ratio,
                     Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
+                    Ratio::WakeP50 => c.wake_p50_ratio,
+                    Ratio::WakeP90 => c.wake_p90_ratio,
+                    Ratio::PickupP90 => c.pickup_p90_ratio,
+                    Ratio::CompletionP90 => c.completion_p90_ratio,
+                    Ratio::CompletionMean => c.completion_mean_ratio,
                 }?;
                 Some(1.0 / stored)
             }
@@ -511,9 +389,11 @@ impl CaseResult {
         }
     }
 
-    /// Evaluates the gates and sets `pass`. An interrupted case never passes.
-    pub fn judge(&mut self, gates: &[Gate]) {
+    /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
+    /// rollout gates, which make the run's verdict instead.
+    pub fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
         self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.rollout = rollout.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
         self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
     }
 }
@@ -543,6 +423,14 @@ pub struct Summary {
     pub sweeps: Vec<crate::results::sweep::SweepResult>,
     /// The case the others are compared with.
     pub baseline: Option<String>,
+    /// What `run` overrode of the scenario file (`--clock`, `--duration`, `--scale`,
+    /// `--seed`, `--sandboxes`). Absent: nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<crate::scenario::Applied>,
+    /// The rollout verdict ([`Verdict::of`] the results). Absent: a run from before rollout
+    /// gates were declared (its reports infer one from the cases' own gates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
     pub interrupted: bool,
     pub pass: bool,
 }
@@ -599,8 +487,26 @@ impl Summary {
         Ok(summary)
     }
 
+    /// The verdict and `pass` from the results: every case passed, and production as built
+    /// met every rollout gate it was given.
     pub fn recompute_pass(&mut self) {
-        self.pass = !self.interrupted && self.cases_not_run.is_empty() && self.results.iter().all(|r| r.pass);
+        let cases: Vec<VerdictCase<'_>> = self
+            .results
+            .iter()
+            .map(|r| VerdictCase {
+                name: &r.case,
+                departures: r.departures.as_deref(),
+                clock: &r.clock,
+                interrupted: r.interrupted,
+                rollout: &r.rollout,
+            })
+            .collect();
+        let verdict = Verdict::of(&cases);
+        self.pass = !self.interrupted
+            && self.cases_not_run.is_empty()
+            && self.results.iter().all(|r| r.pass)
+            && verdict.pass != Some(false);
+        self.verdict = Some(verdict);
     }
 }
 

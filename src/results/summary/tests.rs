@@ -6,11 +6,11 @@ use super::*;
 fn a_gate_on_a_stretch_that_never_happened_fails_as_not_measured() {
     let mut r = CaseResult::default();
     let g = Gate::parse("idle_phase_discovery_per_min <= 5").unwrap();
-    r.judge(std::slice::from_ref(&g));
+    r.judge(std::slice::from_ref(&g), &[]);
     assert!(!r.pass);
     assert!(r.gates[0].observed.is_none());
     r.requests.idle_phases = Stretch { minutes: 3.0, discovery_per_min: 4.6, data_per_min: 0.0 };
-    r.judge(&[g]);
+    r.judge(&[g], &[]);
     assert!(r.pass);
 }
 

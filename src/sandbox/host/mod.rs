@@ -17,7 +17,7 @@ mod wire;
 
 pub use access::{ClockReading, ProcessState, SandboxAccess};
 pub use agent::{
-    find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, use_binary as use_sandbox_agent,
+    check_binary as check_sandbox_agent, find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind,
     AgentHost, AgentProcess, BenchRequest, SandboxControl, Url, AGENT_BINARY, TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
@@ -290,12 +290,14 @@ pub struct BuiltHost {
     pub sandbox: Option<Arc<dyn SandboxAccess>>,
 }
 
-/// What a scenario defines for its hosts to name: latency profiles (`[profile.NAME]`) and
-/// limits (`[limits.NAME]`).
+/// What a scenario defines for its hosts to name — latency profiles (`[profile.NAME]`) and
+/// limits (`[limits.NAME]`) — and what the command line chose for them.
 #[derive(Debug, Clone, Default)]
 pub struct HostTables {
     pub profiles: Profiles,
     pub limits: org::NamedLimits,
+    /// The sandbox-agent binary `run --sandbox-agent PATH` named (a case's `binary` wins).
+    pub sandbox_agent: Option<std::path::PathBuf>,
 }
 
 /// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in

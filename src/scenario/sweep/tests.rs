@@ -148,6 +148,7 @@ fn the_command_line_sweeps_the_cases_it_names() {
     let over = |sweeps: &[&str], cases: &[&str]| Overrides {
         sweeps: sweeps.iter().map(|a| SweepArg::parse(a).unwrap()).collect(),
         cases: cases.iter().map(|c| c.to_string()).collect(),
+        ..Default::default()
     };
     let s = Scenario::parse_with("s.toml", &plain, &over(&["runner.window=5s,10s"], &[])).unwrap();
     assert_eq!(names(&s), ["window-exec@window=5s", "window-exec@window=10s"]);

@@ -73,31 +73,21 @@ pub const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
-/// The binary `run --sandbox-agent PATH` named, for the rest of the process.
-static CHOSEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Uses `bin` wherever a sandbox-agent binary is looked for (`run --sandbox-agent PATH`).
-pub fn use_binary(bin: &Path) -> Result<(), String> {
+/// Checks the binary a command line names (`--sandbox-agent PATH`) before anything runs.
+pub fn check_binary(bin: &Path) -> Result<(), String> {
     if !bin.is_file() {
         return Err(format!(
             "{}: no such file; install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})",
             bin.display()
         ));
     }
-    let chosen = CHOSEN.get_or_init(|| bin.to_path_buf());
-    if chosen != bin {
-        return Err(format!("{}: another binary ({}) is already in use", bin.display(), chosen.display()));
-    }
     Ok(())
 }
 
-/// Finds the daemon binary: the one `--sandbox-agent` named, else `$SANDBOX_AGENT_BIN` when
-/// set (and nothing else then: an explicit choice is not overridden), else the
-/// project-local install, else `PATH`.
+/// Finds the daemon binary when nothing names one (a case's `binary`, `--sandbox-agent`):
+/// `$SANDBOX_AGENT_BIN` when set (and nothing else then: an explicit choice is not
+/// overridden), else the project-local install, else `PATH`.
 pub fn find_binary() -> Result<PathBuf, String> {
-    if let Some(bin) = CHOSEN.get() {
-        return Ok(bin.clone());
-    }
     let install = format!("install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})");
     if let Some(p) = std::env::var_os(BIN_ENV).map(PathBuf::from) {
         return if p.is_file() { Ok(p) } else { Err(format!("${BIN_ENV}={}: no such file; {install}", p.display())) };
@@ -306,7 +296,7 @@ impl HostKind for SandboxAgent {
         let bin = match case.string("binary")? {
             Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
             Some(b) => Err(format!("binary = {b:?}: no such file")),
-            None => find_binary(),
+            None => tables.sandbox_agent.clone().map_or_else(find_binary, Ok),
         };
         let profile = super::remote::case_profile(case, &tables.profiles)?;
         let limits = super::org::case_limits(case, &tables.limits)?;

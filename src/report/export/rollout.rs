@@ -1,0 +1,174 @@
+//! The declared rollout verdict ([`Verdict`]) as each report shows it: the section right
+//! after summary.md's title, the last lines of the console, the JUnit testsuite's cases.
+//! A run that declares no rollout gates shows none of it.
+
+use std::fmt::Write;
+
+use super::gfm::{Align, MdTable};
+use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
+
+/// `production as built meets all 2 rollout gates`, `... misses 1 of 2 ...`, or that no
+/// case of production as built ran.
+pub(crate) fn headline(v: &Verdict) -> String {
+    let n = v.gates.len();
+    let gates = if n == 1 { "rollout gate" } else { "rollout gates" };
+    match v.pass {
+        Some(true) if n == 1 => "production as built meets its rollout gate".to_owned(),
+        Some(true) => format!("production as built meets all {n} {gates}"),
+        Some(false) => format!("production as built misses {} of {n} {gates}", v.missed().len()),
+        None => format!("no case of this run is production as built: {n} {gates}, judged on option sets only"),
+    }
+}
+
+/// `window-exec 5.17`, `window-exec not measured`, `window-exec (interrupted) 93.1ms`.
+fn figure(j: &Judged) -> String {
+    let cut = if j.interrupted { " (interrupted)" } else { "" };
+    let value = if j.observed.is_some() { j.observed_text.as_str() } else { "not measured" };
+    format!("{}{cut} {value}", j.case)
+}
+
+/// `**case** (its departures) figure`.
+fn option_set(j: &Judged) -> String {
+    let cut = if j.interrupted { " (interrupted)" } else { "" };
+    let value = if j.observed.is_some() { format!(" {}", j.observed_text) } else { " not measured".into() };
+    format!("**{}**{cut} ({}){value}", j.case, j.departures.join(", "))
+}
+
+fn mark(pass: bool) -> &'static str {
+    if pass {
+        "✅"
+    } else {
+        "❌"
+    }
+}
+
+/// The option sets a gate's cell lists: those that `met` it, or those that did not.
+fn sets(g: &RolloutGate, met: bool) -> String {
+    let listed: Vec<String> = g.option_sets.iter().filter(|j| j.pass == met).map(option_set).collect();
+    listed.join("; ")
+}
+
+/// The `## Rollout verdict` section of summary.md; nothing without rollout gates.
+pub(crate) fn markdown(o: &mut String, v: &Verdict) {
+    if v.gates.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## Rollout verdict: {}\n", headline(v));
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("rollout gate", Align::Left),
+            ("production as built", Align::Left),
+            ("option sets that meet it", Align::Left),
+            ("option sets that miss it", Align::Left),
+        ],
+    );
+    for g in &v.gates {
+        let production: Vec<String> =
+            g.production.iter().map(|j| format!("{} **{}**", mark(j.pass), figure(j))).collect();
+        let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
+        t.row(&[format!("`{}`", g.expr), production, sets(g, true), sets(g, false)]);
+    }
+    let judged_sets = v.gates.iter().any(|g| !g.option_sets.is_empty());
+    if v.gates.len() > 1 && judged_sets {
+        let named: Vec<String> = v
+            .meet_all
+            .iter()
+            .map(|case| {
+                let d = v.gates.iter().flat_map(|g| &g.option_sets).find(|j| j.case == *case);
+                format!("**{case}** ({})", d.map(|j| j.departures.join(", ")).unwrap_or_default())
+            })
+            .collect();
+        if named.is_empty() {
+            let _ = writeln!(o, "\nNo option set meets every rollout gate.");
+        } else {
+            let _ = writeln!(o, "\nOption sets that meet every rollout gate: {}.", named.join("; "));
+        }
+    }
+    if v.decided_on_virtual_clock() {
+        let _ = writeln!(o, "\n{}", virtual_note());
+    }
+    o.push('\n');
+}
+
+/// What a verdict decided on the virtual clock rests on, and how to confirm it.
+pub(crate) fn virtual_note() -> String {
+    format!(
+        "Decided on the virtual clock. The `clock-check` scenario runs the same cases on both clocks and gates \
+their wake, pickup and completion p50 and p90 and their discovery rates against each other: {CLOCK_EVIDENCE} \
+(its summary.md). `run --clock real` confirms this verdict on the real clock."
+    )
+}
+
+/// The verdict as the console's last lines: the headline, then a line per gate.
+pub(crate) fn console(o: &mut String, v: &Verdict, note: impl Fn(&mut String, &str)) {
+    if v.gates.is_empty() {
+        return;
+    }
+    let word = match v.pass {
+        Some(true) => "PASS",
+        Some(false) => "FAIL",
+        None => "no verdict",
+    };
+    let _ = writeln!(o, "\nrollout verdict: {word}: {}", headline(v));
+    for g in &v.gates {
+        let state = match g.production_pass() {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "-",
+        };
+        let production: Vec<String> = g.production.iter().map(figure).collect();
+        let met: Vec<&str> = g.option_sets.iter().filter(|j| j.pass).map(|j| j.case.as_str()).collect();
+        let mut line = format!("{state} {}", g.expr);
+        if !production.is_empty() {
+            let _ = write!(line, ": {}", production.join(", "));
+        }
+        if !g.option_sets.is_empty() {
+            let met = if met.is_empty() { "none".to_owned() } else { met.join(", ") };
+            let _ = write!(line, "; option sets that meet it: {met}");
+        }
+        note(o, &line);
+    }
+    if v.gates.len() > 1 && !v.meet_all.is_empty() {
+        note(o, &format!("every rollout gate met by: {}", v.meet_all.join(", ")));
+    }
+    if v.decided_on_virtual_clock() {
+        note(o, &format!("decided on the virtual clock ({CLOCK_EVIDENCE}); --clock real confirms"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::realistic;
+    use super::*;
+
+    #[test]
+    fn the_section_names_production_and_the_option_sets_per_gate() {
+        let s = realistic();
+        let mut o = String::new();
+        markdown(&mut o, s.verdict.as_ref().unwrap());
+        assert!(o.starts_with("## Rollout verdict: production as built misses 1 of 2 rollout gates\n"), "{o}");
+        let idle = o.lines().find(|l| l.starts_with("| `idle_phase")).unwrap();
+        assert!(idle.contains("| ❌ **window-exec 5.33** |"), "{idle}");
+        assert!(idle.contains("**window-exec-quiet-idle** (idle_wake = false) 4.63"), "{idle}");
+        assert!(
+            idle.contains(
+                "**python-poll** (runner = external program (not the suite's model of production)) not measured |"
+            ),
+            "{idle}"
+        );
+        let pickup = o.lines().find(|l| l.starts_with("| `pickup")).unwrap();
+        assert!(pickup.contains("✅ **window-exec 95.9ms**"), "{pickup}");
+        assert!(!pickup.contains("python-poll"), "a case is judged only on the gates it was given: {pickup}");
+        assert!(o.contains("Option sets that meet every rollout gate: **window-exec-quiet-idle** (idle_wake = false); **window-exec-inline** (inline = true)."), "{o}");
+        assert!(!o.contains("lost == 0"));
+    }
+
+    #[test]
+    fn without_rollout_gates_nothing_is_said() {
+        let (mut o, v) = (String::new(), Verdict::default());
+        markdown(&mut o, &v);
+        console(&mut o, &v, |o, l| o.push_str(l));
+        assert!(o.is_empty());
+    }
+}
