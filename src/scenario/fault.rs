@@ -308,6 +308,30 @@ pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     out
 }
 
+/// A fault's recovery steps and their line. One sandbox's steps are a sequence (a step
+/// repeated in a row said once); a fleet-wide fault's interleave every sandbox's, so each
+/// step is said once, in the order first seen, with how many times it was taken.
+fn recovery_steps(seen: impl Iterator<Item = Recovery>, fleet: bool) -> (Vec<Recovery>, String) {
+    let mut steps: Vec<Recovery> = Vec::new();
+    let mut counts: Vec<usize> = Vec::new();
+    for step in seen {
+        match steps.iter().position(|s| *s == step) {
+            Some(k) if fleet => counts[k] += 1,
+            _ if steps.last() == Some(&step) => {}
+            _ => {
+                steps.push(step);
+                counts.push(1);
+            }
+        }
+    }
+    let line = if fleet {
+        steps.iter().zip(&counts).map(|(s, n)| format!("{} (×{n})", s.text())).collect::<Vec<_>>().join(", ")
+    } else {
+        steps.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ")
+    };
+    (steps, line)
+}
+
 /// One report row per fault, from what the recorder saw.
 pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
     let ms = crate::base::units::ms_2dp;
@@ -323,15 +347,10 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
                 // The schedule's own "strikes" lines say nothing about detection.
                 .filter(|n| !n.what.is_schedule())
                 .collect();
-            let mut steps: Vec<Recovery> = Vec::new();
-            for step in told.iter().filter_map(|n| n.what.recovery()) {
-                if steps.last() != Some(&step) {
-                    steps.push(step);
-                }
-            }
+            let (steps, recovery) = recovery_steps(told.iter().filter_map(|n| n.what.recovery()), f.fleet);
             let st = rec.spans.get(i).copied().unwrap_or_default();
             let recovery = if !steps.is_empty() {
-                steps.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ")
+                recovery
             } else if st.failed == 0 {
                 "no step needed: every call it touched was answered".into()
             } else {
@@ -363,6 +382,18 @@ pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fleet_faults_recovery_says_each_step_once_with_its_count() {
+        let (d, r) = (Recovery::Demoted, Recovery::RecoveredBeforeDemotion);
+        let seen = [d, r, d, r, r, d];
+        let (steps, line) = recovery_steps(seen.into_iter(), false);
+        assert_eq!(steps.len(), 5, "one sandbox: the sequence, a repeat in a row said once");
+        assert_eq!(line.matches(" -> ").count(), 4);
+        let (steps, line) = recovery_steps(seen.into_iter(), true);
+        assert_eq!(steps, [d, r]);
+        assert_eq!(line, format!("{} (×3), {} (×3)", d.text(), r.text()));
+    }
 
     #[test]
     fn names_round_trip_and_are_unique() {
