@@ -1,7 +1,10 @@
 //! `compare` and baselines, on virtual-time runs (deterministic, a second each): the same
 //! scenario run twice with other seeds is noise; a poll interval twice as long is a
 //! regression of 2x (on an in-memory local dir, pickup is the wait for the next poll,
-//! half the interval at the median); differing environments warn, and `--strict` refuses.
+//! half the interval at the median) and halves the discovery rate (an improvement);
+//! differing environments warn, and `--strict` refuses; `--threshold` reads `5%` and
+//! `0.05` alike and refuses what it cannot read; `--format md` and `--format json` (the
+//! latter checked against reports/compare.schema.json) carry the same verdict.
 
 use std::path::Path;
 use std::process::Command;
@@ -61,10 +64,67 @@ fn same_scenario_is_noise_and_a_slower_poll_is_a_regression_of_about_2x() {
 
     let (code, said) = compare(d, "a", "slow", &[]);
     assert_eq!(code, Some(1), "{said}");
-    let line = said.lines().find(|l| l.contains(" pickup ")).unwrap();
+    let line = said.lines().find(|l| l.trim_start().starts_with("pickup.p50 ")).unwrap();
     assert!(line.contains("REGRESSION"), "{said}");
     let ratio: f64 = line.split_whitespace().find(|w| w.ends_with('x')).unwrap().trim_end_matches('x').parse().unwrap();
     assert!((1.85..2.15).contains(&ratio), "pickup p50 ratio {ratio} for a doubled poll interval: {line}");
+    let line = said.lines().find(|l| l.trim_start().starts_with("pickup.p99 ")).unwrap();
+    assert!(line.contains("REGRESSION"), "the tail doubles with the interval: {said}");
+    let line = said.lines().find(|l| l.trim_start().starts_with("discovery_per_min ")).unwrap();
+    assert!(line.contains("improvement") && line.contains("0.50x"), "half the lists: {said}");
+}
+
+#[test]
+fn the_threshold_reads_a_percentage_or_a_fraction_and_refuses_the_rest() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    for ok in ["5%", "0.05", "12.5%", "0"] {
+        let (code, said) = compare(d, "a", "a", &["--threshold", ok]);
+        assert_eq!(code, Some(0), "{ok}: {said}");
+    }
+    let (_, said) = compare(d, "a", "a", &["--threshold", "0.125"]);
+    assert!(said.contains("verdict (±12.5%)"), "{said}");
+    for (bad, says) in [
+        ("5", "ambiguous: a bare number is a fraction of 1 (0.05 = 5%)"),
+        ("-0.05", "cannot be negative"),
+        ("-5%", "cannot be negative"),
+        ("150%", "under 100%"),
+        ("five", "not a number"),
+    ] {
+        let (code, said) = compare(d, "a", "a", &[&format!("--threshold={bad}")]);
+        assert_eq!(code, Some(2), "{bad}: {said}");
+        assert!(said.contains(says), "{bad}: {said}");
+    }
+}
+
+#[test]
+fn markdown_and_json_carry_the_verdict_and_the_json_matches_its_schema() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    assert!(run(d, "slow", &scenario(3, 600), &[]).status.success());
+    let (code, md) = compare(d, "a", "slow", &["--format", "md"]);
+    assert_eq!(code, Some(1), "{md}");
+    assert!(md.starts_with("### relay-bench compare: ❌ "), "{md}");
+    assert!(md.contains("| local-poll | `pickup.p50` |") && md.contains("❌ regression"), "{md}");
+    let (code, json) = compare(d, "a", "slow", &["--format", "json"]);
+    assert_eq!(code, Some(1), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/compare.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let errors: Vec<String> = validator.iter_errors(&v).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "compare's JSON does not match reports/compare.schema.json:\n{}", errors.join("\n"));
+    assert_eq!(v["pass"], false);
+    assert!(v["regressions"].as_u64().unwrap() >= 2, "pickup p50 and p99 at least: {json}");
+    let (code, json) = compare(d, "a", "a", &["--format", "json"]);
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(validator.iter_errors(&v).next().is_none() && v["pass"] == true, "{json}");
+    let (code, said) = compare(d, "a", "a", &["--format", "html"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("allowed: table, md, json"), "{said}");
 }
 
 #[test]
@@ -209,14 +269,14 @@ fn a_black_box_pickup_is_never_set_beside_an_in_process_one() {
     edit(&d.join("box"), |v| v["results"][0]["pickup_definition"] = "request_gone".into());
     let (code, said) = compare(d, "a", "box", &[]);
     assert_eq!(code, Some(0), "{said}");
-    let pickup: Vec<&str> = said.lines().filter(|l| l.contains(" pickup ")).collect();
+    let pickup: Vec<&str> = said.lines().filter(|l| l.contains("pickup")).collect();
     assert_eq!(pickup.len(), 1, "one line, and no ratio on it: {said}");
     assert!(
         pickup[0].contains("not compared: timed differently: OLD from publication to the handler's start")
             && pickup[0].contains("NEW from publication to the request file's removal"),
         "{said}"
     );
-    assert!(said.lines().any(|l| l.contains(" completion ") && l.contains("noise")), "the rest is compared: {said}");
+    assert!(said.lines().any(|l| l.contains("completion.p50 ") && l.contains("noise")), "the rest is compared: {said}");
     // A run from before the definition was recorded: a black box is known by its
     // requests not being measured.
     copy_run(&d.join("a"), &d.join("old-box"));
@@ -225,9 +285,9 @@ fn a_black_box_pickup_is_never_set_beside_an_in_process_one() {
         v["results"][0]["requests"]["not_measured"] = true.into();
     });
     let (_, said) = compare(d, "old-box", "a", &[]);
-    assert!(said.lines().any(|l| l.contains(" pickup ") && l.contains("timed differently")), "{said}");
+    assert!(said.lines().any(|l| l.contains("pickup") && l.contains("timed differently")), "{said}");
     let (_, said) = compare(d, "old-box", "box", &[]);
-    assert!(said.lines().any(|l| l.contains(" pickup ") && l.contains("noise")), "same definition: {said}");
+    assert!(said.lines().any(|l| l.contains("pickup.p50 ") && l.contains("noise")), "same definition: {said}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stam
 use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
-use crate::report::compare::{compare, CompareError, Comparison};
+use crate::report::compare::{compare, CompareError, Comparison, Threshold};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
@@ -19,7 +19,7 @@ use crate::scenario::sweep::SweepArg;
 use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
-pub const BASELINE_THRESHOLD: f64 = 0.05;
+pub const BASELINE_THRESHOLD: Threshold = Threshold::DEFAULT;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunsError {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::app::runs::RunRequest;
+use crate::report::compare::{Format, Threshold};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,16 +41,23 @@ pub enum Command {
     Serve(ServeArgs),
     /// Make one call through a relay dir as the reference writer and print the answer.
     Call(CallArgs),
-    /// Compare two run directories case by case, with a noise-aware verdict; exit 1 on any
-    /// regression.
+    /// Compare two run directories case by case: latency p50 and p99, request rates and
+    /// requests per call, the fleet's figures and every gated one, each judged the way it
+    /// gets worse, with a noise-aware verdict; exit 1 on any regression.
     Compare {
         /// The earlier run directory (or a baseline's).
         old: PathBuf,
         /// The later run directory.
         new: PathBuf,
-        /// A change counts only if its 95% interval clears this many percent.
-        #[arg(long, default_value_t = 5.0)]
-        threshold: f64,
+        /// How far a figure must move to count (a latency quantile: its whole 95% interval):
+        /// a percentage (`5%`) or a fraction of 1 (`0.05`, the same); a bare number of 1 or
+        /// more is refused as ambiguous.
+        #[arg(long, value_name = "SHARE", default_value = "5%", value_parser = threshold_arg)]
+        threshold: Threshold,
+        /// How to print the comparison: `table` (the console), `md` (markdown, for a pull
+        /// request's comment) or `json` (reports/compare.schema.json).
+        #[arg(long, default_value = "table", value_parser = format_arg)]
+        format: Format,
         /// Refuse to compare runs whose environments differ (kernel, filesystem, cpus,
         /// build profile, suite version).
         #[arg(long)]
@@ -193,6 +201,14 @@ pub struct RunArgs {
     /// Sandboxes (relay dirs) per case, instead of the scenario's.
     #[arg(long, value_name = "N")]
     pub sandboxes: Option<u32>,
+}
+
+fn threshold_arg(s: &str) -> Result<Threshold, String> {
+    s.parse()
+}
+
+fn format_arg(s: &str) -> Result<Format, String> {
+    Format::parse(s)
 }
 
 fn duration_arg(s: &str) -> Result<Duration, String> {

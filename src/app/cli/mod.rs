@@ -14,7 +14,7 @@ use clap::Parser;
 use crate::app::bench::utc_stamps;
 use crate::app::capacity::{CapacityError, CapacityPlan};
 use crate::app::console;
-use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step, BASELINE_THRESHOLD};
+use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step};
 use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
@@ -23,6 +23,7 @@ use crate::events::FailKind;
 use crate::record::eventlog::{check_log, render_checks};
 use crate::relay::handler::HandlerModel;
 use crate::relay::writer::CallEnd;
+use crate::report::compare::{Format, Threshold};
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
@@ -149,7 +150,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Check { log } => check_cmd(&log),
         Command::DaemonCapacity(args) => capacity_cmd(args).await,
         Command::Conform(args) => conform_cmd(args).await,
-        Command::Compare { old, new, threshold, strict } => compare_cmd(&old, &new, threshold, strict),
+        Command::Compare { old, new, threshold, strict, format } => compare_cmd(&old, &new, threshold, strict, format),
         Command::Report { dir } => {
             let r = rerender(&dir)?;
             out!(line
@@ -191,7 +192,7 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
             Step::BaselineSaved(to) => out!(line "baseline saved: {}", to.display()),
             Step::Compared { name, comparison } => {
                 out!(line "against the baseline {name}:");
-                out!("{}", crate::report::compare::render(comparison, BASELINE_THRESHOLD));
+                out!("{}", crate::report::compare::render(comparison, Format::Table));
             }
         })
         .await?;
@@ -463,17 +464,13 @@ async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
     })
 }
 
-fn compare_cmd(old: &Path, new: &Path, threshold_pct: f64, strict: bool) -> Result<Exit, CliError> {
-    if !(0.0..100.0).contains(&threshold_pct) {
-        return Err(CliError::BadInput(format!("--threshold {threshold_pct}: must be between 0 and 100")));
-    }
-    let c = crate::report::compare::compare(old, new, threshold_pct / 100.0)
-        .map_err(|e| CliError::BadInput(e.to_string()))?;
+fn compare_cmd(old: &Path, new: &Path, threshold: Threshold, strict: bool, format: Format) -> Result<Exit, CliError> {
+    let c = crate::report::compare::compare(old, new, threshold).map_err(|e| CliError::BadInput(e.to_string()))?;
     if strict && !c.env_diff.is_empty() {
-        let diffs: Vec<String> = c.env_diff.iter().map(|(f, a, b)| format!("{f} {a} -> {b}")).collect();
+        let diffs: Vec<String> = c.env_diff.iter().map(|d| format!("{} {} -> {}", d.field, d.old, d.new)).collect();
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
     }
-    out!("{}", crate::report::compare::render(&c, threshold_pct / 100.0));
+    out!("{}", crate::report::compare::render(&c, format));
     Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
 }
 

@@ -101,4 +101,28 @@ impl LatencyStats {
     }
 
     pub(crate) const STATS: [&'static str; 7] = ["min", "p50", "p90", "p99", "p999", "max", "mean"];
+
+    /// The quantile a statistic names (`p99` -> 0.99); `None` for `min`, `max` and `mean`.
+    pub(crate) fn quantile(stat: &str) -> Option<f64> {
+        match stat {
+            "p50" | "median" => Some(0.5),
+            "p90" => Some(0.9),
+            "p99" => Some(0.99),
+            "p999" => Some(0.999),
+            _ => None,
+        }
+    }
+
+    /// Whether `stat` is a quantile taken over fewer samples than [`samples_needed`] asks:
+    /// a figure to mark, not to print bare.
+    pub(crate) fn too_few_for(&self, stat: &str) -> bool {
+        LatencyStats::quantile(stat).is_some_and(|q| self.count < samples_needed(q))
+    }
+}
+
+/// The fewest samples a `q`-quantile means something over: 10 / (1 - q), so that at least
+/// ten samples lie at or beyond it (p50: 20, p90: 100, p99: 1,000, p99.9: 10,000). Over
+/// fewer, the figure is one of the few highest samples, not an estimate of the tail.
+pub(crate) fn samples_needed(q: f64) -> u64 {
+    (10.0 / (1.0 - q)).round() as u64
 }

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
 pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
+pub(crate) use measure::samples_needed;
 pub use measure::{new_histogram, LatencyStats, Measure};
 
 use crate::base::protocol::Outcome;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::gfm::{Align, MdTable};
-use super::{design, pair, us};
+use super::{any_thin, design, pair, stat, us, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
 use crate::report::output::{Input, Moment, Output, Staged};
 use crate::results::summary::{Stretch, Summary};
@@ -24,10 +24,10 @@ fn latency_row(t: &mut MdTable<'_>, case: &str, measure: &str, s: &LatencyStats)
         case.to_owned(),
         measure.to_owned(),
         s.count.to_string(),
-        us(s.p50),
-        us(s.p90),
-        us(s.p99),
-        us(s.p999),
+        stat(s, "p50"),
+        stat(s, "p90"),
+        stat(s, "p99"),
+        stat(s, "p999"),
         us(s.max),
     ]);
 }
@@ -179,6 +179,11 @@ fn results(o: &mut String, s: &Summary) {
             mark,
         ]);
     }
+    let l =
+        |r: &'_ crate::results::summary::CaseResult| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion];
+    if any_thin(s.results.iter().flat_map(l).collect::<Vec<_>>().iter(), &["p50", "p99"]) {
+        let _ = writeln!(o, "\n{THIN_NOTE}");
+    }
 }
 
 /// Each case against the scenario's baseline case.
@@ -226,6 +231,13 @@ fn latency(o: &mut String, s: &Summary) {
         latency_row(&mut t, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
         latency_row(&mut t, &r.case, "relay overhead", &l.relay_overhead);
         latency_row(&mut t, &r.case, "schedule lag", &r.schedule_lag_us);
+    }
+    let shown = s.results.iter().flat_map(|r| {
+        let l = &r.latency_us;
+        [l.wake, l.pickup, l.completion, l.completion_uncorrected, l.relay_overhead, r.schedule_lag_us]
+    });
+    if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p90", "p99", "p999"]) {
+        let _ = writeln!(o, "\n{THIN_NOTE}");
     }
 }
 
@@ -401,8 +413,8 @@ fn cases(o: &mut String, s: &Summary) {
                 o,
                 "  - latency legs actually injected (one way, {} legs): p50 {}, p99 {}, max {}",
                 l.count,
-                us(l.p50),
-                us(l.p99),
+                stat(l, "p50"),
+                stat(l, "p99"),
                 us(l.max)
             );
         }
@@ -452,16 +464,20 @@ fn calibration(o: &mut String, s: &Summary) {
     if let Some(c) = &s.calibration {
         let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
         let mut t = MdTable::new(o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
-        for (name, st) in [
+        let probes = [
             ("rename -> inotify event delivered", &c.inotify_rename_us),
             ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
             ("list a 16-file dir", &c.list_16_files_us),
-        ] {
+        ];
+        for (name, st) in probes {
             if st.count == 0 {
                 t.row(&[name, "0", "-", "-", "-"]);
             } else {
-                t.row(&[name.to_owned(), st.count.to_string(), us(st.p50), us(st.p99), us(st.max)]);
+                t.row(&[name.to_owned(), st.count.to_string(), stat(st, "p50"), stat(st, "p99"), us(st.max)]);
             }
+        }
+        if any_thin(probes.map(|(_, st)| st), &["p50", "p99"]) {
+            let _ = writeln!(o, "\n{THIN_NOTE}");
         }
         if c.inotify_missed > 0 {
             let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);

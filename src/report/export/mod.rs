@@ -8,7 +8,7 @@ pub(crate) mod fleet;
 
 pub use fleet::telling as fleet_worth_showing;
 mod gfm;
-pub(crate) use gfm::Align;
+pub(crate) use gfm::{Align, MdTable};
 pub mod hdr;
 mod json;
 pub mod junit;
@@ -23,14 +23,41 @@ pub use junit::JUnit;
 pub use markdown::Markdown;
 pub use table::Table;
 
+use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;
 
-/// `p50 / p99` of a latency in a short human form, or `-` without samples.
-pub(crate) fn pair(s: &crate::record::recorder::LatencyStats) -> String {
+/// The mark of a percentile taken over fewer samples than it needs to mean anything
+/// ([`crate::record::recorder::samples_needed`]); [`THIN_NOTE`] says what it means.
+pub(crate) const THIN: &str = "†";
+
+/// What [`THIN`] means, said once under a table that shows it.
+pub(crate) const THIN_NOTE: &str = "† a percentile over fewer samples than it needs: a p-quantile needs at least \
+     10/(1-p) samples (p50: 20, p90: 100, p99: 1,000, p99.9: 10,000), so that ten lie beyond it; over fewer it \
+     is one of the few slowest samples, not an estimate of the tail.";
+
+/// A latency statistic (`p50`, `p99`, `max`, ...) in a short human form, `-` without
+/// samples, marked [`THIN`] when it is a percentile over too few of them.
+pub(crate) fn stat(s: &LatencyStats, name: &str) -> String {
     if s.count == 0 {
         return "-".into();
     }
-    format!("{} / {}", us(s.p50), us(s.p99))
+    let mark = if s.too_few_for(name) { THIN } else { "" };
+    format!("{}{mark}", us(s.get(name).unwrap_or_default()))
+}
+
+/// Whether any of `stats` has a percentile among `names` over too few samples (a table
+/// showing them needs [`THIN_NOTE`]).
+pub(crate) fn any_thin<'a>(stats: impl IntoIterator<Item = &'a LatencyStats>, names: &[&str]) -> bool {
+    stats.into_iter().any(|s| s.count > 0 && names.iter().any(|n| s.too_few_for(n)))
+}
+
+/// `p50 / p99` of a latency in a short human form, or `-` without samples; each marked
+/// [`THIN`] when taken over too few samples.
+pub(crate) fn pair(s: &LatencyStats) -> String {
+    if s.count == 0 {
+        return "-".into();
+    }
+    format!("{} / {}", stat(s, "p50"), stat(s, "p99"))
 }
 
 /// Microseconds for a person.
@@ -45,5 +72,59 @@ pub(crate) fn design(r: &CaseResult) -> String {
         Some([]) => "production as built".into(),
         Some(d) => d.join(", "),
         None => crate::results::summary::DEPARTURES_NOT_RECORDED.into(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::fixture::realistic;
+    use super::*;
+
+    /// The fixture with 20,000 samples in each measured latency and no calibration (its
+    /// 200 samples a probe: a p99 marked, said apart in its own table).
+    pub(crate) fn well_sampled() -> crate::results::summary::Summary {
+        let mut s = realistic();
+        s.calibration = None;
+        for r in s.results.iter_mut() {
+            let l = &mut r.latency_us;
+            for st in [&mut l.wake, &mut l.pickup, &mut l.completion, &mut l.completion_uncorrected] {
+                st.count = if st.count == 0 { 0 } else { 20_000 };
+            }
+            for st in [&mut l.relay_overhead, &mut r.schedule_lag_us] {
+                *st = LatencyStats::default();
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn a_percentile_over_too_few_samples_is_marked_and_said_in_every_table() {
+        let mut s = well_sampled();
+        let render = |s: &crate::results::summary::Summary| {
+            let md = String::from_utf8(Markdown.render(s)).unwrap();
+            (md, String::from_utf8(Table.render(s)).unwrap())
+        };
+        let (md, table) = render(&s);
+        let latency = &md[md.find("## Latency distributions").unwrap()..];
+        assert!(!latency.contains(THIN) && !latency.contains("a p-quantile needs"), "{latency}");
+        let note = "a p-quantile needs at least 10/(1-p) samples";
+        assert!(!md.contains(THIN) && !table.contains(THIN), "20,000 samples: nothing marked");
+        // p99.9 over 162 samples, as one archived run had it.
+        s.results[0].latency_us.pickup.count = 162;
+        let (md, table) = render(&s);
+        let row = md.lines().find(|l| l.starts_with(&format!("| {} | pickup | 162 |", s.results[0].case))).unwrap();
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let p = &s.results[0].latency_us.pickup;
+        assert_eq!(cells[3], us(p.p50), "162 samples are enough for a median: {row}");
+        assert_eq!(cells[4], us(p.p90), "and for a p90 (100): {row}");
+        assert_eq!(cells[5], format!("{}{THIN}", us(p.p99)), "{row}");
+        assert_eq!(cells[6], format!("{}{THIN}", us(p.p999)), "{row}");
+        assert_eq!(md.matches(note).count(), 2, "under the results and the distributions: {md}");
+        let results = md.lines().find(|l| l.starts_with(&format!("| {} | ", s.results[0].case))).unwrap();
+        assert!(results.contains(&format!("{} / {}{THIN}", us(p.p50), us(p.p99))), "{results}");
+        let line = table.lines().find(|l| l.starts_with(&s.results[0].case)).unwrap();
+        assert_eq!(line.matches(THIN).count(), 1, "the pickup pair: {line}");
+        assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
+        assert!(table.replace("\n   ", "").contains(note), "{table}");
     }
 }

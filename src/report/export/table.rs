@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::{any_thin, THIN, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
 use crate::report::output::{Dest, Input, Moment, Output, Staged};
 use crate::results::summary::{CaseResult, Summary};
@@ -16,17 +17,19 @@ const WIDTH: usize = 100;
 const MIN_NAME: usize = 12;
 
 /// `p50/p99` as short as a person still reads it (`95.9/120.2ms`, `850µs/1.23ms`), or `-`
-/// without samples.
+/// without samples; marked [`THIN`] after it when its p99 (under 20 samples, its p50
+/// too) is taken over too few samples.
 fn pair(s: &LatencyStats) -> String {
     if s.count == 0 {
         return "-".into();
     }
     let (a, b) = (super::us(s.p50), super::us(s.p99));
     let unit = |t: &str| t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.').to_owned();
+    let mark = if s.too_few_for("p99") { THIN } else { "" };
     if unit(&a) == unit(&b) {
-        format!("{}/{b}", a.trim_end_matches(|c: char| !(c.is_ascii_digit() || c == '.')))
+        format!("{}/{b}{mark}", a.trim_end_matches(|c: char| !(c.is_ascii_digit() || c == '.')))
     } else {
-        format!("{a}/{b}")
+        format!("{a}/{b}{mark}")
     }
 }
 
@@ -152,6 +155,10 @@ impl Table {
             }
         }
         let notes_start = o.len();
+        let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
+        if any_thin(shown.collect::<Vec<_>>().iter(), &["p99"]) {
+            note(&mut o, THIN_NOTE);
+        }
         let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
         if !virtuals.is_empty() {
             note(&mut o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));

@@ -206,6 +206,20 @@ mod tests {
     }
 
     #[test]
+    fn a_percentile_over_too_few_samples_is_marked_with_the_rule_beneath() {
+        use crate::report::export::{THIN, THIN_NOTE};
+        let mut s = crate::report::export::tests::well_sampled();
+        let html = render(&s, &[], &[]);
+        assert!(!html.contains(THIN), "20,000 samples: nothing marked");
+        s.results[0].latency_us.pickup.count = 162;
+        let p = s.results[0].latency_us.pickup;
+        let us = crate::base::units::human_us;
+        let html = render(&s, &[], &[]);
+        assert!(html.contains(&format!("{} / {}{THIN}", us(p.p50), us(p.p99))), "the pickup pair's p99");
+        assert_eq!(html.matches(THIN_NOTE).count(), 1, "the rule, once, under the results");
+    }
+
+    #[test]
     fn the_page_fetches_nothing_and_says_the_verdict_first() {
         let html = render(&realistic(), &[], &[]);
         for fetch in ["src=", "http://", "https://", "@import", "url("] {

@@ -6,7 +6,7 @@
 use super::markup::{Cell, Page};
 use crate::base::units::readable;
 use crate::report::chart::Inline;
-use crate::report::export::{design, fleet, pair, Align};
+use crate::report::export::{any_thin, design, fleet, pair, stat, Align, THIN_NOTE};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::sweep::show;
 
@@ -116,6 +116,10 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
          the workload's idle phases when it has any (the steady state a request budget is about), else over the \
          stretches with no call in flight. -: not measured.",
     );
+    let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
+    if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p99"]) {
+        p.el("p", "muted", THIN_NOTE).raw("\n");
+    }
     p.raw("</section>\n");
 }
 
@@ -284,11 +288,16 @@ pub(super) fn environment(p: &mut Page, s: &Summary) {
         ]
         .into_iter()
         .map(|(name, st)| {
-            let us = |v: f64| if st.count == 0 { "-".to_owned() } else { crate::base::units::human_us(v) };
-            vec![name.into(), st.count.to_string().into(), us(st.p50).into(), us(st.p99).into(), us(st.max).into()]
+            let cells = [stat(st, "p50"), stat(st, "p99"), stat(st, "max")];
+            let [p50, p99, max] = cells.map(Cell::from);
+            vec![name.into(), st.count.to_string().into(), p50, p99, max]
         })
         .collect();
         p.table(&[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)], &rows);
+        let probes = [&c.inotify_rename_us, &c.timer_overshoot_1ms_us, &c.list_16_files_us];
+        if any_thin(probes, &["p50", "p99"]) {
+            p.el("p", "muted", THIN_NOTE).raw("\n");
+        }
     }
     p.raw("</section>\n");
 }

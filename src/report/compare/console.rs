@@ -1,0 +1,97 @@
+//! The comparison as the console shows it, within 100 columns: warnings first, then each
+//! case's figures under its name, the figures not compared, and the count of regressions
+//! last.
+
+use std::fmt::Write;
+
+use super::{Change, Comparison, Verdict};
+use crate::base::units::readable;
+
+/// A figure's value with its unit (`150.21ms`, `5.25/min`, `3`).
+pub(super) fn value(v: f64, unit: &str) -> String {
+    format!("{}{unit}", readable(v, 2))
+}
+
+/// NEW / OLD as `2.00x`, or `from 0`.
+pub(super) fn ratio(c: &Change) -> String {
+    c.ratio.map_or_else(|| "from 0".to_owned(), |r| format!("{}x", readable_ratio(r)))
+}
+
+fn readable_ratio(r: f64) -> String {
+    if (0.01..1000.0).contains(&r) {
+        format!("{r:.2}")
+    } else {
+        readable(r, 2)
+    }
+}
+
+/// The interval as `[1.90, 2.10]`, or nothing for a plain figure.
+pub(super) fn interval(c: &Change) -> String {
+    c.interval.map_or_else(String::new, |[lo, hi]| format!("[{}, {}]", readable_ratio(lo), readable_ratio(hi)))
+}
+
+/// What a figure marked too few samples means, said once under the figures.
+pub(super) const TOO_FEW: &str = "too few samples: a p-quantile needs at least 10/(1-p) samples in both runs \
+     (p50 20, p90 100, p99 1,000, p99.9 10,000); under that it is shown, not judged";
+
+/// `text` wrapped at 100 columns on spaces, continued lines indented by two.
+fn wrap(o: &mut String, text: &str) {
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 100 {
+            let _ = writeln!(o, "{line}");
+            line = String::from(" ");
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    let _ = writeln!(o, "{line}");
+}
+
+pub(super) fn render(c: &Comparison) -> String {
+    let mut o = String::new();
+    for w in &c.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    for d in &c.env_diff {
+        let _ = writeln!(o, "warning: environments differ: {} {} -> {}", d.field, d.old, d.new);
+    }
+    let _ = writeln!(
+        o,
+        "  {:<30} {:>10}    {:>10} {:>6} {:<13} verdict (±{})",
+        "figure", "old", "new", "ratio", "95% interval", c.threshold
+    );
+    let mut case = "";
+    for ch in &c.changes {
+        if ch.case != case {
+            case = &ch.case;
+            let _ = writeln!(o, "{case}");
+        }
+        let _ = writeln!(
+            o,
+            "  {:<30} {:>10} -> {:>10} {:>6} {:<13} {}",
+            ch.figure,
+            value(ch.old, ch.unit),
+            value(ch.new, ch.unit),
+            ratio(ch),
+            interval(ch),
+            ch.verdict.word()
+        );
+    }
+    for sk in &c.skipped {
+        let _ = writeln!(o, "{} {}: not compared: {}", sk.case, sk.figure, sk.why);
+    }
+    for u in &c.unmatched {
+        let _ = writeln!(o, "not compared: {u}");
+    }
+    if c.changes.iter().any(|ch| ch.verdict == Verdict::TooFewSamples) {
+        wrap(&mut o, TOO_FEW);
+    }
+    if c.zero_in_both > 0 {
+        let _ = writeln!(o, "{} figure(s) 0 in both runs left out", c.zero_in_both);
+    }
+    let _ = writeln!(o, "{} regression(s), {} improvement(s)", c.regressions(), c.improvements());
+    o
+}

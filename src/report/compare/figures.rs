@@ -1,0 +1,233 @@
+//! The figures `compare` judges, and which way each moves for the better: the p50 and p99
+//! of wake, pickup and completion (bootstrapped from the runs' histograms); the discovery
+//! and data request rates over the whole window, the idle and the active part; requests
+//! per answered call; the fleet's capacity figures; and every other figure a gate of either
+//! run names. A ratio to a case's own baseline (`vs_baseline.*`) is judged inside its run,
+//! not here.
+
+use serde::Serialize;
+
+use crate::record::recorder::Measure;
+use crate::results::summary::CaseResult;
+use crate::scenario::gate::{Counter, FleetGauge, FleetMetric, GaugeStat, Metric};
+
+/// Which way a figure moves for the better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+    /// Neither: set by the workload (turns started), shown but never a regression.
+    Either,
+}
+
+/// How a figure is read and judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// A latency quantile (`p50`, `p99`, ...): its ratio's 95 % bootstrap interval, from
+    /// both runs' `.hlog` files.
+    Quantile(Measure, &'static str),
+    /// A figure of summary.json: its plain ratio.
+    Plain(Source),
+}
+
+/// Where a plain figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Source {
+    /// What a gate of this metric reads (latency statistics in ms).
+    Metric(Metric),
+    /// Discovery and data requests over the window, per answered call.
+    RequestsPerCall,
+}
+
+/// One figure of a case to compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// Its name: a gate metric's (`pickup.p99`, `idle_phase_discovery_per_min`,
+    /// `fleet.rejected`) or `requests_per_call`.
+    pub name: String,
+    pub kind: Kind,
+    pub better: Better,
+    pub unit: &'static str,
+    /// A figure every case has (latency, request rates): a run that lacks it is said so.
+    /// The others (fleet figures, gated extras) are left out where neither run has them.
+    pub core: bool,
+}
+
+/// The name of the requests-per-call figure.
+pub const REQUESTS_PER_CALL: &str = "requests_per_call";
+
+/// The fleet's figures judged whether gated or not: its capacity and its turns' health.
+fn fleet_figures() -> Vec<FleetMetric> {
+    use FleetGauge::{HeldExecs, InFlight, SandboxHeldExecs};
+    vec![
+        FleetMetric::Gauge(HeldExecs, GaugeStat::Max),
+        FleetMetric::Gauge(HeldExecs, GaugeStat::P99),
+        FleetMetric::Gauge(SandboxHeldExecs, GaugeStat::Max),
+        FleetMetric::Gauge(InFlight, GaugeStat::Max),
+        FleetMetric::HeldExecSecsPerMin,
+        FleetMetric::HeldExecsUtilisation,
+        FleetMetric::PeakRequestsPerSec1s,
+        FleetMetric::MeanRequestsPerSec,
+        FleetMetric::Rejected,
+        FleetMetric::Queued,
+        FleetMetric::Cut,
+        FleetMetric::WindowFailures,
+        FleetMetric::QueueWaitP99Ms,
+        FleetMetric::TurnsDemoted,
+        FleetMetric::TurnsDemotedPct,
+        FleetMetric::FallbackSecs,
+        FleetMetric::RecoverySecs,
+    ]
+}
+
+/// Which way a gate metric moves for the better.
+pub fn better(m: Metric) -> Better {
+    match m {
+        Metric::Count(Counter::Completed) => Better::Higher,
+        Metric::Fleet(FleetMetric::TurnsStarted | FleetMetric::Gauge(FleetGauge::ActiveTurns, _)) => Better::Either,
+        Metric::VsBaseline(_) => Better::Either,
+        _ => Better::Lower,
+    }
+}
+
+fn unit(m: Metric) -> &'static str {
+    match m {
+        Metric::Latency(..) | Metric::Count(Counter::FaultWorstPickupMs) => "ms",
+        Metric::Count(c) if c.is_request_rate() => "/min",
+        Metric::Fleet(FleetMetric::QueueWaitP99Ms) => "ms",
+        Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
+        Metric::Fleet(FleetMetric::HeldExecSecsPerMin) => "s/min",
+        Metric::Fleet(
+            FleetMetric::PeakRequestsPerSec1s | FleetMetric::PeakRequestsPerSec10s | FleetMetric::MeanRequestsPerSec,
+        ) => "/s",
+        Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
+        _ => "",
+    }
+}
+
+fn plain(m: Metric, core: bool) -> Figure {
+    Figure { name: m.name(), kind: Kind::Plain(Source::Metric(m)), better: better(m), unit: unit(m), core }
+}
+
+fn quantile(m: Measure, stat: &'static str, core: bool) -> Figure {
+    Figure {
+        name: format!("{}.{stat}", m.name()),
+        kind: Kind::Quantile(m, stat),
+        better: Better::Lower,
+        unit: "ms",
+        core,
+    }
+}
+
+/// The figures to compare for a case in both runs, in the order they are shown.
+pub fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
+        out.push(quantile(m, "p50", true));
+        out.push(quantile(m, "p99", true));
+    }
+    // The idle and active rates a request budget reads: over the workload's idle (active)
+    // phases when both runs have them, else over the stretches without (with) calls in flight.
+    let both = |f: fn(&CaseResult) -> f64| f(o) > 0.0 && f(n) > 0.0;
+    let idle = if both(|r| r.requests.idle_phases.minutes) {
+        Counter::IdlePhaseDiscoveryPerMin
+    } else {
+        Counter::IdleDiscoveryPerMin
+    };
+    let active = if both(|r| r.requests.active_phases.minutes) {
+        Counter::ActivePhaseDiscoveryPerMin
+    } else {
+        Counter::BusyDiscoveryPerMin
+    };
+    for c in [Counter::DiscoveryPerMin, idle, active, Counter::DataPerMin] {
+        out.push(plain(Metric::Count(c), true));
+    }
+    out.push(Figure {
+        name: REQUESTS_PER_CALL.into(),
+        kind: Kind::Plain(Source::RequestsPerCall),
+        better: Better::Lower,
+        unit: "",
+        core: true,
+    });
+    out.extend(fleet_figures().into_iter().map(|f| plain(Metric::Fleet(f), false)));
+    for g in o.gates.iter().chain(&n.gates) {
+        let f = match g.metric {
+            Metric::VsBaseline(_) => continue,
+            Metric::Latency(m, stat) if crate::record::recorder::LatencyStats::quantile(stat).is_some() => {
+                quantile(m, stat, false)
+            }
+            m => plain(m, false),
+        };
+        if !out.iter().any(|x| x.name == f.name) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// A plain figure's value in a case; `None` where the case did not measure it.
+pub fn read(r: &CaseResult, s: Source) -> Option<f64> {
+    match s {
+        Source::Metric(m @ Metric::Latency(..)) => r.metric(m).map(|us| us / 1000.0),
+        Source::Metric(m) => r.metric(m),
+        Source::RequestsPerCall => (!r.requests.not_measured && r.calls.completed > 0)
+            .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::gate::Gate;
+
+    #[test]
+    fn every_headline_figure_and_every_gated_one_is_listed_once() {
+        let o = CaseResult {
+            gates: vec![
+                Gate::parse("pickup.p50 < 150ms").unwrap().evaluate(None),
+                Gate::parse("schedule_lag.p99 < 10ms").unwrap().evaluate(None),
+                Gate::parse("completed >= 1").unwrap().evaluate(None),
+                Gate::parse("vs_baseline.pickup_p50 <= 1.15").unwrap().evaluate(None),
+            ],
+            ..CaseResult::default()
+        };
+        let n = CaseResult::default();
+        let f = figures(&o, &n);
+        let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
+        for want in ["wake.p50", "pickup.p99", "completion.p99", "idle_discovery_per_min", "busy_discovery_per_min"] {
+            assert!(names.contains(&want), "{want}: {names:?}");
+        }
+        for want in [REQUESTS_PER_CALL, "fleet.held_execs.max", "fleet.rejected", "fleet.recovery_secs"] {
+            assert!(names.contains(&want), "{want}: {names:?}");
+        }
+        assert_eq!(names.iter().filter(|n| **n == "pickup.p50").count(), 1, "a gated headline is listed once");
+        let lag = f.iter().find(|f| f.name == "schedule_lag.p99").expect("a gated latency");
+        assert_eq!(lag.kind, Kind::Quantile(Measure::ScheduleLag, "p99"));
+        assert_eq!(f.iter().find(|f| f.name == "completed").unwrap().better, Better::Higher);
+        assert!(!names.iter().any(|n| n.starts_with("vs_baseline")), "{names:?}");
+    }
+
+    #[test]
+    fn the_idle_rate_is_the_phases_when_both_runs_have_them() {
+        let mut o = CaseResult::default();
+        o.requests.idle_phases.minutes = 2.0;
+        let mut n = o.clone();
+        let names = |o: &CaseResult, n: &CaseResult| figures(o, n).into_iter().map(|f| f.name).collect::<Vec<_>>();
+        assert!(names(&o, &n).contains(&"idle_phase_discovery_per_min".to_owned()));
+        n.requests.idle_phases.minutes = 0.0;
+        assert!(names(&o, &n).contains(&"idle_discovery_per_min".to_owned()));
+    }
+
+    #[test]
+    fn requests_per_call_counts_both_kinds_over_answered_calls() {
+        let mut r = CaseResult::default();
+        r.requests.discovery_total = 30;
+        r.requests.data_total = 70;
+        assert_eq!(read(&r, Source::RequestsPerCall), None, "no call answered");
+        r.calls.completed = 50;
+        assert_eq!(read(&r, Source::RequestsPerCall), Some(2.0));
+        r.requests.not_measured = true;
+        assert_eq!(read(&r, Source::RequestsPerCall), None, "a black-box runner's requests are not seen");
+    }
+}

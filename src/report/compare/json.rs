@@ -1,0 +1,35 @@
+//! The comparison as JSON, for a CI step to read: the shape `reports/compare.schema.json`
+//! describes, `schema_version` 1.
+
+use serde::Serialize;
+
+use super::Comparison;
+
+/// The version of the comparison's JSON.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    tool: crate::results::summary::Tool,
+    regressions: usize,
+    improvements: usize,
+    /// No regression.
+    pass: bool,
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+}
+
+pub(super) fn render(c: &Comparison) -> String {
+    let doc = Document {
+        schema_version: SCHEMA_VERSION,
+        tool: crate::results::summary::Summary::tool(),
+        regressions: c.regressions(),
+        improvements: c.improvements(),
+        pass: c.regressions() == 0,
+        comparison: c,
+    };
+    let mut text = serde_json::to_string_pretty(&doc).expect("a comparison is plain data");
+    text.push('\n');
+    text
+}

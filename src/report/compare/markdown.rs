@@ -1,0 +1,89 @@
+//! The comparison as GitHub-flavoured markdown, for a pull request's comment or a CI job's
+//! summary: the verdict in the heading, the figures that moved past the threshold first,
+//! every figure in a folded table after.
+
+use std::fmt::Write;
+
+use super::console::{interval, ratio, value, TOO_FEW};
+use super::{Change, Comparison, Verdict};
+use crate::report::export::{Align, MdTable};
+
+use Align::{Left as L, Right as R};
+
+fn table(o: &mut String, rows: &[&Change]) {
+    let mut t = MdTable::new(
+        o,
+        &[("case", L), ("figure", L), ("old", R), ("new", R), ("ratio", R), ("95% interval", L), ("verdict", L)],
+    );
+    for ch in rows {
+        let word = match ch.verdict {
+            Verdict::Regression => "❌ regression".to_owned(),
+            Verdict::Improvement => "✅ improvement".to_owned(),
+            v => v.word().to_owned(),
+        };
+        t.row(&[
+            ch.case.clone(),
+            format!("`{}`", ch.figure),
+            value(ch.old, ch.unit),
+            value(ch.new, ch.unit),
+            ratio(ch),
+            interval(ch),
+            word,
+        ]);
+    }
+}
+
+pub(super) fn render(c: &Comparison) -> String {
+    let mut o = String::new();
+    let (reg, imp) = (c.regressions(), c.improvements());
+    let head = match reg {
+        0 => "✅ no regression".to_owned(),
+        1 => "❌ 1 regression".to_owned(),
+        n => format!("❌ {n} regressions"),
+    };
+    let _ = writeln!(o, "### relay-bench compare: {head}\n");
+    let _ = writeln!(
+        o,
+        "`{}` (OLD) against `{}` (NEW); a figure counts past ±{}: {reg} regression(s), {imp} improvement(s) over {} \
+         figures.\n",
+        c.old.replace('`', "'"),
+        c.new.replace('`', "'"),
+        c.threshold,
+        c.changes.len()
+    );
+    for w in &c.warnings {
+        let _ = writeln!(o, "> **warning**: {w}\n");
+    }
+    for d in &c.env_diff {
+        let _ = writeln!(o, "> **warning**: environments differ: {} `{}` -> `{}`\n", d.field, d.old, d.new);
+    }
+    let moved: Vec<&Change> =
+        c.changes.iter().filter(|ch| matches!(ch.verdict, Verdict::Regression | Verdict::Improvement)).collect();
+    if moved.is_empty() {
+        let _ = writeln!(o, "No figure moved past ±{}.\n", c.threshold);
+    } else {
+        table(&mut o, &moved);
+        o.push('\n');
+    }
+    let _ = writeln!(o, "<details><summary>All {} figures</summary>\n", c.changes.len());
+    table(&mut o, &c.changes.iter().collect::<Vec<_>>());
+    o.push('\n');
+    if c.changes.iter().any(|ch| ch.verdict == Verdict::TooFewSamples) {
+        let _ = writeln!(o, "{TOO_FEW}.\n");
+    }
+    if c.zero_in_both > 0 {
+        let _ = writeln!(o, "{} figure(s) 0 in both runs left out.\n", c.zero_in_both);
+    }
+    let _ = writeln!(o, "</details>\n");
+    if !c.skipped.is_empty() || !c.unmatched.is_empty() {
+        let _ = writeln!(o, "Not compared:\n");
+        for sk in &c.skipped {
+            let _ = writeln!(o, "- {} `{}`: {}", sk.case, sk.figure, sk.why);
+        }
+        for u in &c.unmatched {
+            let _ = writeln!(o, "- {u}");
+        }
+        o.push('\n');
+    }
+    o
+}

@@ -1,0 +1,119 @@
+//! `--threshold`: how far a figure may move before it counts, written `5%` (a percentage)
+//! or `0.05` (a fraction of 1: the same 5 %). A bare number of 1 or more is refused, not
+//! guessed at: `5` could mean 5 % or 500 %.
+
+use std::fmt;
+
+/// A share of a figure, in [0, 1): 0.05 is 5 %.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Threshold(f64);
+
+impl Threshold {
+    /// The default: a change counts past 5 %.
+    pub const DEFAULT: Threshold = Threshold(0.05);
+
+    /// From a fraction of 1 (0.05 = 5 %).
+    pub fn from_fraction(f: f64) -> Result<Threshold, String> {
+        if !f.is_finite() || !(0.0..1.0).contains(&f) {
+            return Err(format!("{f}: a threshold is at least 0 and under 100 %"));
+        }
+        Ok(Threshold(f))
+    }
+
+    /// As a fraction of 1.
+    pub fn fraction(self) -> f64 {
+        self.0
+    }
+
+    /// As a percentage.
+    pub fn percent(self) -> f64 {
+        self.0 * 100.0
+    }
+}
+
+/// Written as its fraction of 1 (0.05).
+impl serde::Serialize for Threshold {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.percent();
+        if (p - p.round()).abs() < 1e-9 {
+            write!(f, "{p:.0}%")
+        } else {
+            write!(f, "{}%", (p * 1e6).round() / 1e6)
+        }
+    }
+}
+
+impl std::str::FromStr for Threshold {
+    type Err = String;
+
+    /// `5%` or `5 %` (percent), `0.05` (a fraction); anything else is refused saying how
+    /// to write it.
+    fn from_str(s: &str) -> Result<Threshold, String> {
+        let t = s.trim();
+        let how = "write a percentage (5%) or a fraction of 1 (0.05 = 5%)";
+        let number = |text: &str| -> Result<f64, String> {
+            let v: f64 = text.trim().parse().map_err(|_| format!("{s:?} is not a number; {how}"))?;
+            if !v.is_finite() {
+                return Err(format!("{s:?} is not a finite number; {how}"));
+            }
+            if v < 0.0 || text.trim().starts_with('-') {
+                return Err(format!("{s:?}: a threshold cannot be negative; {how}"));
+            }
+            Ok(v)
+        };
+        if let Some(pct) = t.strip_suffix('%') {
+            let v = number(pct)?;
+            if v >= 100.0 {
+                return Err(format!("{s:?}: a threshold is under 100%"));
+            }
+            return Ok(Threshold(v / 100.0));
+        }
+        let v = number(t)?;
+        if v >= 1.0 {
+            return Err(format!(
+                "{s:?} is ambiguous: a bare number is a fraction of 1 (0.05 = 5%), so {v} would be {}%; write {v}% \
+                 for {v} percent",
+                v * 100.0
+            ));
+        }
+        Ok(Threshold(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_fractions_read_alike() {
+        for (text, fraction) in
+            [("5%", 0.05), ("5 %", 0.05), (" 12.5% ", 0.125), ("0.05", 0.05), ("0", 0.0), ("0%", 0.0)]
+        {
+            let t: Threshold = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!((t.fraction() - fraction).abs() < 1e-12, "{text} -> {}", t.fraction());
+        }
+        assert_eq!("5%".parse::<Threshold>().unwrap().to_string(), "5%");
+        assert_eq!("0.125".parse::<Threshold>().unwrap().to_string(), "12.5%");
+    }
+
+    #[test]
+    fn ambiguous_negative_and_odd_values_are_refused_saying_how_to_write_them() {
+        let e = "5".parse::<Threshold>().unwrap_err();
+        assert!(e.contains("ambiguous") && e.contains("write 5% for 5 percent"), "{e}");
+        assert!("1".parse::<Threshold>().unwrap_err().contains("ambiguous"));
+        for bad in ["-0.05", "-5%", "-0", "-0%"] {
+            assert!(bad.parse::<Threshold>().unwrap_err().contains("cannot be negative"), "{bad}");
+        }
+        assert!("100%".parse::<Threshold>().unwrap_err().contains("under 100%"));
+        for bad in ["five", "5%%", "", "%", "NaN", "inf", "0x5"] {
+            assert!(bad.parse::<Threshold>().is_err(), "{bad}");
+        }
+        assert!(Threshold::from_fraction(1.0).is_err() && Threshold::from_fraction(f64::NAN).is_err());
+    }
+}
