@@ -184,20 +184,14 @@ mod tests {
     use super::*;
     use crate::scenario::Scenario;
 
-    const SWEPT: &str = r#"
-name = "s"
-[workload]
-duration = "1m"
-[[case]]
-name = "w"
-host = "remote"
-profile = "proxy"
-runner = "window-exec"
-writer = "watch"
-gates = ["pickup.p50 < 150ms"]
+    fn swept() -> String {
+        crate::scenario::sweep::swept_scenario(
+            r#"gates = ["pickup.p50 < 150ms"]
 sweep = { "runner.window" = ["5s", "25s", "120s"], "limits.idle_timeout" = ["none", "60s"] }
 objective = "min idle_discovery_per_min"
-"#;
+"#,
+        )
+    }
 
     /// What a point's case said: (case, passed, idle discovery per minute).
     fn ran<'a>(results: &'a [(&'a str, bool, f64)]) -> impl Fn(&str, &[Metric]) -> Ran + 'a {
@@ -210,7 +204,7 @@ objective = "min idle_discovery_per_min"
 
     #[test]
     fn the_best_point_meets_every_gate_with_the_best_objective() {
-        let s = Scenario::parse("s.toml", SWEPT).unwrap();
+        let s = Scenario::parse("s.toml", &swept()).unwrap();
         let mut r = SweepResult::of(&s.sweeps[0]);
         assert_eq!(r.axes[0].numbers, Some(vec![5.0, 25.0, 120.0]));
         assert_eq!((r.axes[0].unit.as_str(), r.axes[1].numbers.as_ref()), ("s", None), "none is no number");

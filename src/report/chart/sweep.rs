@@ -222,18 +222,11 @@ mod tests {
 
     #[test]
     fn the_x_axis_is_the_numeric_option_on_a_log_scale_past_a_decade() {
-        let text = r#"
-name = "s"
-[workload]
-duration = "1m"
-[[case]]
-name = "w"
-host = "remote"
-profile = "proxy"
-runner = "window-exec"
-writer = "watch"
-sweep = { "limits.idle_timeout" = ["none", "60s"], "runner.window" = ["5s", "25s", "120s"] }
-"#;
+        let text = crate::scenario::sweep::swept_scenario(
+            r#"sweep = { "limits.idle_timeout" = ["none", "60s"], "runner.window" = ["5s", "25s", "120s"] }
+"#,
+        );
+        let text = text.as_str();
         let s = SweepResult::of(&Scenario::parse("s.toml", text).unwrap().sweeps[0]);
         let (xa, xs, log) = x_axis(&s);
         assert_eq!((xa, xs, log), (1, vec![5.0, 25.0, 120.0], true), "the window, not the idle timeout");

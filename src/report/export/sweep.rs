@@ -68,19 +68,12 @@ mod tests {
 
     #[test]
     fn a_row_per_point_its_departures_and_the_best_line() {
-        let text = r#"
-name = "s"
-[workload]
-duration = "1m"
-[[case]]
-name = "w"
-host = "remote"
-profile = "proxy"
-runner = "window-exec"
-writer = "watch"
-sweep = { "runner.window" = ["10s", "25s"] }
+        let text = crate::scenario::sweep::swept_scenario(
+            r#"sweep = { "runner.window" = ["10s", "25s"] }
 objective = "min discovery_per_min"
-"#;
+"#,
+        );
+        let text = text.as_str();
         let sc = Scenario::parse("s.toml", text).unwrap();
         let mut s = crate::report::export::fixture::archived();
         let mut w = SweepResult::of(&sc.sweeps[0]);

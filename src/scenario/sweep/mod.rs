@@ -341,3 +341,10 @@ pub(crate) fn explain(e: ScenarioError, i: usize, p: &PointTable) -> ScenarioErr
 
 #[cfg(test)]
 mod tests;
+
+/// A one-case scenario of production's window-exec on the `proxy` profile, named `w`, with
+/// `rest` (its sweep, gates, objective) added to the case: the sweep results' tests share it.
+#[cfg(test)]
+pub(crate) fn swept_scenario(rest: &str) -> String {
+    format!("name = \"s\"\n[workload]\nduration = \"1m\"\n[[case]]\nname = \"w\"\nhost = \"remote\"\nprofile = \"proxy\"\nrunner = \"window-exec\"\nwriter = \"watch\"\n{rest}")
+}
