@@ -303,7 +303,7 @@ fn load(name: &str, cases: &[String], sweeps: &[SweepArg], overrides: &Overrides
     let over = Overrides { sweeps: sweeps.to_vec(), cases: cases.to_vec(), ..overrides.clone() };
     let mut s = Scenario::load_with(name, &over)?;
     if !cases.is_empty() {
-        if let Err(bad) = s.retain_cases(cases) {
+        if let Err(crate::scenario::UnknownCase(bad)) = s.retain_cases(cases) {
             let mut known: Vec<String> = s.sweeps.iter().map(|w| w.case.clone()).collect();
             known.extend(s.cases.iter().map(|c| c.name.clone()));
             let hint = crate::base::suggest::did_you_mean(&bad, known.iter().map(String::as_str));
