@@ -51,7 +51,7 @@ pub enum RunsError {
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
     #[error("--sandbox-agent {0}")]
-    SandboxAgent(String),
+    SandboxAgent(crate::sandbox::host::SandboxAgentBinaryError),
     #[error("--junit {path}: {why}; give the path of a file to write")]
     JUnitPath { path: String, why: &'static str },
     #[error(transparent)]
