@@ -368,7 +368,7 @@ pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Re
             Ok(reps) => reports.extend(reps),
             Err(e) => {
                 stuck += 1;
-                sink.notice(relay.sandbox, Say::RunnerStuck(e));
+                sink.notice(relay.sandbox, Say::RunnerStuck(e.to_string()));
             }
         }
         if !turns {

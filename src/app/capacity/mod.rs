@@ -317,7 +317,7 @@ pub async fn run(
         Ok(v) => v,
         Err(why) => {
             target.stop();
-            return Err(CapacityError::Unusable { url: target.url.clone(), why, ours });
+            return Err(CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours });
         }
     };
     let dir = match (&lock, &plan.out) {
