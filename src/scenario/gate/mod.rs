@@ -2,11 +2,14 @@
 //! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
 //! each case's result. A gate whose metric has no samples fails and says so.
 
+mod error;
+
 use serde::{Deserialize, Serialize};
 
 use crate::base::suggest::did_you_mean;
-use crate::base::units::{parse_duration, DurationError};
+use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
+pub use error::{GateError, MetricError, Unknown};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).
@@ -166,50 +169,6 @@ impl FleetMetric {
             MetricError::new(Unknown::FleetFigure(rest.to_owned()), names.join(", "))
         })
     }
-}
-
-/// A gate that does not parse: what in it is wrong, and what it may say instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GateError {
-    #[error("{0:?} has no comparison (use <, <=, >, >=, == or !=)")]
-    NoComparison(String),
-    #[error(transparent)]
-    Metric(#[from] MetricError),
-    #[error("latency gate {expr:?}: {why}")]
-    Duration { expr: String, why: DurationError },
-    #[error("gate {expr:?}: {rhs:?} is not a number")]
-    NotANumber { expr: String, rhs: String },
-    #[error("gate {0:?}: the threshold must be a finite number")]
-    NotFinite(String),
-}
-
-/// A metric name no gate knows: what was unknown, the closest known name (empty when none is
-/// close) and every name allowed there.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{unknown}{hint}; allowed: {allowed}")]
-pub struct MetricError {
-    pub unknown: Unknown,
-    pub hint: String,
-    pub allowed: String,
-}
-
-impl MetricError {
-    fn new(unknown: Unknown, allowed: String) -> MetricError {
-        MetricError { unknown, hint: String::new(), allowed }
-    }
-}
-
-/// The part of a metric name that matched nothing.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unknown {
-    #[error("unknown fleet figure {0:?}")]
-    FleetFigure(String),
-    #[error("unknown baseline ratio {0:?}")]
-    Ratio(String),
-    #[error("unknown metric {0:?}")]
-    Metric(String),
-    #[error("unknown statistic {0:?}")]
-    Statistic(String),
 }
 
 /// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value
