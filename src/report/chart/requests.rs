@@ -85,7 +85,7 @@ fn gate_lines(cases: &[(usize, &CaseData)]) -> Vec<(f64, Vec<usize>)> {
     out
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let cases = measured(run);
