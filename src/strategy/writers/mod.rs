@@ -6,6 +6,12 @@
 //! 300 ms. Both clean up as production does (`cleanup = "answer"`: a timed-out request
 //! stays for the next turn's sweep); `cleanup = "always"` removes it at the timeout too.
 
+mod poll;
+mod watch;
+
+pub use poll::PollWaiter;
+pub use watch::WatchWaiter;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +19,7 @@ use super::positive;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::units::human;
 use crate::relay::source::Reporter;
-use crate::relay::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
+use crate::relay::writer::{Cleanup, ResponseWaiter};
 use crate::sandbox::dir::{EventFilter, RelayDir};
 
 /// A kind of writer strategy, as a scenario names it.
