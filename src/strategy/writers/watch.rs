@@ -8,6 +8,7 @@ use crate::base::notice::Say;
 use crate::relay::source::Reporter;
 use crate::relay::writer::{Armed, ResponseWaiter, Slots};
 use crate::sandbox::dir::{EventFilter, RelayDir, WatchHandle};
+use crate::strategy::WatchNotice;
 
 /// Watch-assisted writer: `interval` stays as the safety timer a directory watch cuts short.
 /// Production arms an `fs.watch` per waiting call and re-checks its answer on any event in
@@ -52,7 +53,7 @@ impl WatchWaiter {
                 true
             }
             Err(e) => {
-                self.reporter.say(Say::WatchUnavailable(format!("response watch: {e}")));
+                self.reporter.say(Say::strategy(WatchNotice::WatchUnavailable(format!("response watch: {e}"))));
                 false
             }
         }
