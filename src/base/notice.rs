@@ -161,7 +161,7 @@ impl Eq for dyn StrategyNotice {}
 
 impl Say {
     /// A strategy's own notice.
-    pub fn strategy(notice: impl StrategyNotice) -> Say {
+    pub(crate) fn strategy(notice: impl StrategyNotice) -> Say {
         Say::Strategy(Arc::new(notice))
     }
 
@@ -187,7 +187,7 @@ impl Say {
     }
 
     /// Said by the fault schedule itself (not a detection by the relay).
-    pub fn is_schedule(&self) -> bool {
+    pub(crate) fn is_schedule(&self) -> bool {
         matches!(self, Say::Fault { .. } | Say::FaultNotApplied { .. })
     }
 
@@ -197,7 +197,7 @@ impl Say {
     }
 
     /// What it says of a source's health, if anything.
-    pub fn health(&self) -> Option<Health> {
+    pub(crate) fn health(&self) -> Option<Health> {
         match self {
             Say::Strategy(n) => n.health(),
             _ => None,

@@ -9,8 +9,8 @@
 mod poll;
 mod watch;
 
-pub use poll::PollWaiter;
-pub use watch::WatchWaiter;
+use poll::PollWaiter;
+use watch::WatchWaiter;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,13 +6,13 @@ use std::time::Duration;
 use crate::relay::writer::{Armed, ResponseWaiter, Slots};
 
 /// Poll-only writer: check every `interval`.
-pub struct PollWaiter {
+pub(crate) struct PollWaiter {
     interval: Duration,
     slots: Slots,
 }
 
 impl PollWaiter {
-    pub fn new(interval: Duration) -> PollWaiter {
+    pub(crate) fn new(interval: Duration) -> PollWaiter {
         PollWaiter { interval, slots: Slots::default() }
     }
 }

@@ -18,7 +18,7 @@ use crate::strategy::WatchNotice;
 /// per call. Where the two differ — a watch on a directory replaced under it — production's
 /// next call arms a fresh watch; here a timed check that finds an unannounced answer re-arms
 /// the one watch, so later calls are watched again as they would be in production.
-pub struct WatchWaiter {
+pub(crate) struct WatchWaiter {
     slots: Slots,
     wake_on: EventFilter,
     dir: Arc<dyn RelayDir>,
@@ -28,7 +28,7 @@ pub struct WatchWaiter {
 }
 
 impl WatchWaiter {
-    pub fn new(
+    pub(crate) fn new(
         dir: Arc<dyn RelayDir>,
         safety_interval: Duration,
         wake_on: EventFilter,
