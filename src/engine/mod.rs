@@ -59,7 +59,7 @@ pub enum EngineError {
     #[error("the recorder thread failed: {0}")]
     Recorder(String),
     #[error("cannot ready the sandbox side: {0}")]
-    Sandbox(String),
+    Sandbox(backend::PrepareError),
 }
 
 /// Where a case reports progress; `None` keeps quiet.
@@ -368,7 +368,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
             Ok(reps) => reports.extend(reps),
             Err(e) => {
                 stuck += 1;
-                sink.notice(relay.sandbox, Say::RunnerStuck(e));
+                sink.notice(relay.sandbox, Say::RunnerStuck(e.to_string()));
             }
         }
         if !turns {

@@ -38,8 +38,15 @@ pub use estimate::Estimate;
 pub use overrides::{Applied, Length, Overrides};
 use rules::check_schedule_size;
 pub use rules::{
-    check_case_name, check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED,
+    check_case_name, check_name, NameError, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES,
+    NAME_ALLOWED,
 };
+
+/// A name given to [`Scenario::retain_cases`] that is neither a case nor a swept case of the
+/// scenario.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no case or sweep named {0:?} in this scenario: name one of its cases")]
+pub struct UnknownCase(pub String);
 
 /// The scenario `relay-bench run` uses when given none.
 pub(crate) const DEFAULT_NAME: &str = "default";
@@ -366,7 +373,7 @@ impl Scenario {
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
     /// the sweeps with points left; the first name that matches nothing is returned.
-    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), UnknownCase> {
         let keep = |case: &str, sweeps: &[Sweep]| {
             names.iter().any(|n| n == case)
                 || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
@@ -375,7 +382,7 @@ impl Scenario {
             .iter()
             .find(|n| !self.cases.iter().any(|c| c.name == **n) && !self.sweeps.iter().any(|s| s.case == **n))
         {
-            return Err(bad.clone());
+            return Err(UnknownCase(bad.clone()));
         }
         let sweeps = self.sweeps.clone();
         self.cases.retain(|c| keep(&c.name, &sweeps));

@@ -203,15 +203,17 @@ pub struct RunArgs {
     pub sandboxes: Option<u32>,
 }
 
-fn threshold_arg(s: &str) -> Result<Threshold, String> {
+// clap's value parsers take any error type; these return the library's own, whose text
+// clap prints after "invalid value ... for '--flag'".
+fn threshold_arg(s: &str) -> Result<Threshold, crate::report::compare::ThresholdError> {
     s.parse()
 }
 
-fn format_arg(s: &str) -> Result<Format, String> {
+fn format_arg(s: &str) -> Result<Format, crate::report::compare::UnknownFormat> {
     Format::parse(s)
 }
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
+fn duration_arg(s: &str) -> Result<Duration, crate::base::units::DurationError> {
     crate::base::units::parse_duration(s)
 }
 

@@ -43,7 +43,7 @@ impl Output for Html {
     }
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
-        let charts = chart::inline(&RunData::load(input.dir)?)?;
+        let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(|e| e.to_string())?;
         let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
         out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
     }

@@ -27,7 +27,7 @@ pub enum SummaryError {
     #[error("{path}: not a relay-bench summary: {why}")]
     Parse { path: String, why: String },
     #[error("{path}: `results[{i}].case`: {why}")]
-    CaseName { path: String, i: usize, why: String },
+    CaseName { path: String, i: usize, why: crate::scenario::NameError },
     #[error(
         "{path}: schema_version {found}: this relay-bench ({}) reads schema_version {SCHEMA_VERSION} only; \
          read it with the relay-bench that wrote it",
