@@ -143,6 +143,10 @@ pub struct CaseResult {
     pub rollout: Vec<GateResult>,
     /// This case against the scenario's baseline case, when it has one.
     pub vs_baseline: Option<Comparison>,
+    /// `run --repeat N`: each repeat's seed and every figure's spread; the figures above
+    /// are then the medians across repeats ([`crate::results::repeat`]). Absent: run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::results::repeat::Repeats>,
     pub interrupted: bool,
     pub pass: bool,
     /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).

@@ -1,0 +1,397 @@
+//! `run --repeat N`: a case run N times, each repeat with a seed of its own, made into one
+//! result. Every figure of that result (latency statistics, request rates and totals,
+//! requests per call, the fleet's measures) is the median across the repeats, and its
+//! spread is kept beside it: each repeat's value, min–max, and a 95 % percentile-bootstrap
+//! interval of the median when there are at least [`MIN_CI_REPEATS`]. The invariants (calls
+//! lost, duplicated, pairing breaches, files left over, runners stuck) are the worst repeat's
+//! instead: one lost call in any repeat is a lost call. A latency's sample count is the
+//! fewest any repeat had, so a percentile too thin to mean anything in one repeat is marked
+//! so. What is not a figure (fault rows, the timelines, phases, the histograms) is the first
+//! repeat's, the one run with the run's own seed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::rng::Rng;
+use crate::record::recorder::{LatencyStats, Measure};
+use crate::results::summary::CaseResult;
+
+/// The fewest repeats a bootstrap interval is drawn from.
+pub const MIN_CI_REPEATS: usize = 5;
+
+/// How many resamples a bootstrap interval takes.
+const RESAMPLES: usize = 2000;
+
+/// A case's repeats: their seeds and every figure's spread across them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// Each repeat's workload seed, in order; the first is the run's own.
+    pub seeds: Vec<u64>,
+    /// Every figure the repeats measured, in the order the reports show them.
+    pub figures: Vec<Spread>,
+}
+
+/// How a figure of the repeats is made into the case's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rule {
+    /// The median across repeats (gates judge it).
+    Median,
+    /// The worst (highest) repeat's: an invariant holds only if it held in every repeat.
+    Worst,
+    /// The fewest (a sample count: thinness is judged per repeat).
+    Fewest,
+}
+
+/// One figure across the repeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Its name: a gate metric's where it has one (`pickup.p50`, `idle_phase_discovery_per_min`).
+    pub figure: String,
+    /// `us`, `/min`, `/s`, `s`, `%` or empty (a count).
+    pub unit: String,
+    /// Each repeat's value, in the order of `seeds`; null: not measured in that repeat.
+    pub values: Vec<Option<f64>>,
+    /// What the case reports: the median, unless `rule` says otherwise.
+    pub value: f64,
+    /// How `value` is made when it is not the median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The median's 95 % percentile-bootstrap interval; absent under [`MIN_CI_REPEATS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
+}
+
+impl Spread {
+    /// `4.59 (4.41–4.80)`, or `4.59 [4.45–4.71]` with an interval, in `fmt`'s terms.
+    pub fn describe(&self, fmt: impl Fn(f64) -> String) -> String {
+        match self.ci95 {
+            Some([lo, hi]) => format!("{} [{}–{}]", fmt(self.median), fmt(lo), fmt(hi)),
+            None => format!("{} ({}–{})", fmt(self.median), fmt(self.min), fmt(self.max)),
+        }
+    }
+}
+
+impl Repeats {
+    /// The spread of the figure named `figure`, when the repeats measured it.
+    pub fn get(&self, figure: &str) -> Option<&Spread> {
+        self.figures.iter().find(|s| s.figure == figure)
+    }
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `None` when empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 })
+}
+
+/// The 95 % percentile-bootstrap interval of the median of `v`: `RESAMPLES` resamples with
+/// replacement drawn with a generator seeded `seed`, the 2.5th and 97.5th percentiles of
+/// their medians. `None` under [`MIN_CI_REPEATS`] values.
+pub fn bootstrap_ci(v: &[f64], seed: u64) -> Option<[f64; 2]> {
+    if v.len() < MIN_CI_REPEATS {
+        return None;
+    }
+    let mut rng = Rng::new(seed);
+    let mut sample = vec![0.0; v.len()];
+    let mut medians: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            for x in sample.iter_mut() {
+                *x = v[(rng.unit() * v.len() as f64) as usize % v.len()];
+            }
+            median(&sample).unwrap_or(f64::NAN)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let at = |q: f64| medians[((RESAMPLES - 1) as f64 * q).round() as usize];
+    Some([at(0.025), at(0.975)])
+}
+
+/// A place in a [`CaseResult`] that holds a figure.
+enum Slot<'a> {
+    F(&'a mut f64),
+    U(&'a mut u64),
+    /// Computed from others (requests per call): reported, never written back.
+    Derived(f64),
+}
+
+impl Slot<'_> {
+    fn get(&self) -> f64 {
+        match self {
+            Slot::F(x) => **x,
+            Slot::U(x) => **x as f64,
+            Slot::Derived(x) => *x,
+        }
+    }
+
+    fn set(&mut self, v: f64) {
+        match self {
+            Slot::F(x) => **x = (v * 1e4).round() / 1e4,
+            Slot::U(x) => **x = v.round().max(0.0) as u64,
+            Slot::Derived(_) => {}
+        }
+    }
+}
+
+type Named<'a> = (String, &'static str, Rule, Slot<'a>);
+
+fn latency<'a>(out: &mut Vec<Named<'a>>, name: &str, s: &'a mut LatencyStats, unit: &'static str) {
+    if s.count == 0 {
+        return;
+    }
+    let LatencyStats { count, min, p50, p90, p99, p999, max, mean } = s;
+    out.push((format!("{name}.count"), "", Rule::Fewest, Slot::U(count)));
+    for (stat, x) in
+        [("p50", p50), ("p90", p90), ("p99", p99), ("p999", p999), ("mean", mean), ("min", min), ("max", max)]
+    {
+        out.push((format!("{name}.{stat}"), unit, Rule::Median, Slot::F(x)));
+    }
+}
+
+/// Every figure of `r`, named, with how repeats make it one.
+fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
+    let mut out: Vec<Named<'_>> = Vec::new();
+    let per_call = (!r.requests.not_measured && r.calls.completed > 0)
+        .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64);
+    let l = &mut r.latency_us;
+    let measures: [(Measure, &mut LatencyStats); 9] = [
+        (Measure::Wake, &mut l.wake),
+        (Measure::Pickup, &mut l.pickup),
+        (Measure::Completion, &mut l.completion),
+        (Measure::CompletionUncorrected, &mut l.completion_uncorrected),
+        (Measure::RelayOverhead, &mut l.relay_overhead),
+        (Measure::Handler, &mut l.handler),
+        (Measure::AnswerPublish, &mut l.answer_publish),
+        (Measure::Hop1, &mut l.hop1),
+        (Measure::ScheduleLag, &mut r.schedule_lag_us),
+    ];
+    for (m, s) in measures {
+        latency(&mut out, m.name(), s, "us");
+    }
+    if let Some(leg) = r.injected_leg_us.as_mut() {
+        latency(&mut out, "injected_leg", leg, "us");
+    }
+    let q = &mut r.requests;
+    if !q.not_measured {
+        out.push(("discovery_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.discovery_per_min)));
+        out.push(("data_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.data_per_min)));
+        out.push(("discovery_total".into(), "", Rule::Median, Slot::U(&mut q.discovery_total)));
+        out.push(("data_total".into(), "", Rule::Median, Slot::U(&mut q.data_total)));
+        let stretches = [
+            ("busy", &mut q.busy),
+            ("idle", &mut q.idle),
+            ("active_phase", &mut q.active_phases),
+            ("idle_phase", &mut q.idle_phases),
+        ];
+        for (name, s) in stretches {
+            if s.minutes > 0.0 {
+                out.push((
+                    format!("{name}_discovery_per_min"),
+                    "/min",
+                    Rule::Median,
+                    Slot::F(&mut s.discovery_per_min),
+                ));
+                out.push((format!("{name}_data_per_min"), "/min", Rule::Median, Slot::F(&mut s.data_per_min)));
+                out.push((format!("{name}_minutes"), "", Rule::Median, Slot::F(&mut s.minutes)));
+            }
+        }
+    }
+    if let Some(v) = per_call {
+        out.push(("requests_per_call".into(), "", Rule::Median, Slot::Derived(v)));
+    }
+    let c = &mut r.calls;
+    for (name, x) in [
+        ("calls.scheduled", &mut c.scheduled),
+        ("calls.started", &mut c.started),
+        ("completed", &mut c.completed),
+        ("calls.ok", &mut c.ok),
+        ("calls.error", &mut c.error),
+        ("calls.paused", &mut c.paused),
+        ("calls.warmup", &mut c.warmup),
+    ] {
+        out.push((name.into(), "", Rule::Median, Slot::U(x)));
+    }
+    for (name, x) in [
+        ("lost", &mut c.lost),
+        ("duplicated", &mut c.duplicated),
+        ("calls.timeout", &mut c.timeout),
+        ("calls.id_collision", &mut c.id_collision),
+        ("calls.publish_error", &mut c.publish_error),
+        ("calls.interrupted", &mut c.interrupted),
+        ("calls.unmeasured", &mut c.unmeasured),
+        ("pairing_violations", &mut r.pairing_violations.total),
+        ("leftover_files", &mut r.leftover_files),
+        ("malformed", &mut r.runner.malformed),
+        ("runner.stuck", &mut r.runner.stuck),
+    ] {
+        out.push((name.into(), "", Rule::Worst, Slot::U(x)));
+    }
+    out.push(("window_secs".into(), "s", Rule::Median, Slot::F(&mut r.window_secs)));
+    if let Some(f) = r.fleet.as_mut() {
+        let t = &mut f.turns;
+        out.push(("fleet.turns_started".into(), "", Rule::Median, Slot::U(&mut t.started)));
+        out.push(("fleet.turns_demoted".into(), "", Rule::Median, Slot::U(&mut t.demoted)));
+        out.push(("fleet.turns_demoted_pct".into(), "%", Rule::Median, Slot::F(&mut t.demoted_pct)));
+        out.push(("fleet.window_failures".into(), "", Rule::Median, Slot::U(&mut t.window_failures)));
+        out.push(("fleet.fallback_secs".into(), "s", Rule::Median, Slot::F(&mut t.fallback_secs)));
+        out.push(("fleet.calls_per_turn_mean".into(), "", Rule::Median, Slot::F(&mut t.calls_per_turn_mean)));
+        if f.org_measured {
+            let gauges = [
+                ("held_execs", &mut f.held_execs),
+                ("sandbox_held_execs", &mut f.sandbox_held_execs),
+                ("in_flight", &mut f.in_flight),
+                ("sandbox_in_flight", &mut f.sandbox_in_flight),
+                ("connections", &mut f.connections),
+                ("sandbox_connections", &mut f.sandbox_connections),
+            ];
+            for (name, g) in gauges {
+                out.push((format!("fleet.{name}.max"), "", Rule::Median, Slot::U(&mut g.max)));
+                out.push((format!("fleet.{name}.p99"), "", Rule::Median, Slot::U(&mut g.p99)));
+                out.push((format!("fleet.{name}.p50"), "", Rule::Median, Slot::U(&mut g.p50)));
+                out.push((format!("fleet.{name}.mean"), "", Rule::Median, Slot::F(&mut g.mean)));
+            }
+            let rps = &mut f.requests_per_sec;
+            out.push(("fleet.mean_requests_per_sec".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
+            out.push(("fleet.peak_requests_per_sec_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
+            out.push(("fleet.peak_requests_per_sec_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
+            out.push(("fleet.rejected".into(), "", Rule::Median, Slot::U(&mut f.rejected)));
+            out.push(("fleet.queued".into(), "", Rule::Median, Slot::U(&mut f.queued)));
+            out.push(("fleet.cut".into(), "", Rule::Median, Slot::U(&mut f.cut)));
+            latency(&mut out, "fleet.queue_wait", &mut f.queue_wait_us, "us");
+        }
+    }
+    out
+}
+
+/// The repeats of one case (in seed order, the first run with the run's own seed) made into
+/// one result: the first repeat's, with every figure replaced as its [`Rule`] says and the
+/// spread of each kept in `repeat`. The intervals are drawn with generators seeded from the
+/// first seed.
+pub fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult {
+    assert!(!runs.is_empty(), "a case ran at least once");
+    let n = runs.len();
+    let mut table: Vec<(String, &'static str, Rule, Vec<Option<f64>>)> = Vec::new();
+    for (k, r) in runs.iter_mut().enumerate() {
+        for (name, unit, rule, slot) in slots(r) {
+            let at = match table.iter().position(|e| e.0 == name) {
+                Some(at) => at,
+                None => {
+                    table.push((name, unit, rule, vec![None; n]));
+                    table.len() - 1
+                }
+            };
+            table[at].3[k] = Some((slot.get() * 1e4).round() / 1e4);
+        }
+    }
+    let interrupted = runs.iter().any(|r| r.interrupted);
+    let notices: Vec<String> = runs[1..].iter().flat_map(|r| r.notices.iter().cloned()).collect();
+    let notices_total: u64 = runs.iter().map(|r| r.notices_total).sum();
+    let base = seeds.first().copied().unwrap_or(0);
+    let figures: Vec<Spread> = table
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (figure, unit, rule, values))| {
+            let got: Vec<f64> = values.iter().flatten().copied().collect();
+            let med = median(&got)?;
+            let (min, max) = got.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(*x), b.max(*x)));
+            let value = match rule {
+                Rule::Median => med,
+                Rule::Worst => max,
+                Rule::Fewest => min,
+            };
+            let ci95 = (rule == Rule::Median).then(|| bootstrap_ci(&got, base ^ (i as u64 + 1))).flatten();
+            let r4 = |x: f64| (x * 1e4).round() / 1e4;
+            Some(Spread {
+                figure,
+                unit: unit.into(),
+                values,
+                value: r4(value),
+                rule: (rule != Rule::Median).then_some(rule),
+                median: r4(med),
+                min: r4(min),
+                max: r4(max),
+                ci95: ci95.map(|[a, b]| [r4(a), r4(b)]),
+            })
+        })
+        .collect();
+    let mut out = runs.swap_remove(0);
+    for (name, _, _, mut slot) in slots(&mut out) {
+        if let Some(s) = figures.iter().find(|s| s.figure == name) {
+            slot.set(s.value);
+        }
+    }
+    out.interrupted = interrupted;
+    out.notices.extend(notices);
+    out.notices_total = notices_total;
+    out.repeat = Some(Repeats { seeds, figures });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn a_bootstrap_interval_holds_the_median_narrows_with_data_and_is_seeded() {
+        let draw = |n: usize, seed: u64| -> Vec<f64> {
+            let mut r = Rng::new(seed);
+            (0..n).map(|_| 100.0 + 20.0 * r.unit()).collect()
+        };
+        let few = draw(7, 1);
+        let [lo, hi] = bootstrap_ci(&few, 9).unwrap();
+        let m = median(&few).unwrap();
+        assert!(lo <= m && m <= hi && lo < hi, "{lo} {m} {hi}");
+        let many = draw(400, 1);
+        let [mlo, mhi] = bootstrap_ci(&many, 9).unwrap();
+        assert!(mhi - mlo < (hi - lo) / 3.0, "{mlo}–{mhi} against {lo}–{hi}");
+        assert_eq!(bootstrap_ci(&few, 9), bootstrap_ci(&few, 9));
+        assert_ne!(bootstrap_ci(&many, 9), bootstrap_ci(&many, 10));
+        assert_eq!(bootstrap_ci(&few[..4], 9), None, "under five values, no interval");
+    }
+
+    fn case(pickup_p50: f64, count: u64, lost: u64, idle: f64) -> CaseResult {
+        let mut r = CaseResult { case: "c".into(), ..Default::default() };
+        r.latency_us.pickup = LatencyStats { count, p50: pickup_p50, p99: pickup_p50 * 3.0, ..Default::default() };
+        r.calls.lost = lost;
+        r.calls.completed = count;
+        r.requests.idle_phases.minutes = 3.0;
+        r.requests.idle_phases.discovery_per_min = idle;
+        r
+    }
+
+    #[test]
+    fn repeats_give_medians_the_worst_invariant_and_the_fewest_samples() {
+        let runs = vec![case(100.0, 50, 0, 4.0), case(300.0, 40, 2, 6.0), case(200.0, 60, 0, 5.0)];
+        let r = combine(runs, vec![1, 2, 3]);
+        assert_eq!(r.latency_us.pickup.p50, 200.0);
+        assert_eq!(r.latency_us.pickup.p99, 600.0);
+        assert_eq!(r.latency_us.pickup.count, 40, "the thinnest repeat's count");
+        assert_eq!(r.calls.lost, 2, "a lost call in any repeat");
+        assert_eq!(r.requests.idle_phases.discovery_per_min, 5.0);
+        let rep = r.repeat.as_ref().unwrap();
+        assert_eq!(rep.seeds, [1, 2, 3]);
+        let p50 = rep.get("pickup.p50").unwrap();
+        assert_eq!(p50.values, [Some(100.0), Some(300.0), Some(200.0)]);
+        assert_eq!((p50.median, p50.min, p50.max, p50.ci95), (200.0, 100.0, 300.0, None));
+        assert_eq!(p50.describe(|x| format!("{x}")), "200 (100–300)");
+        assert_eq!(rep.get("lost").unwrap().rule, Some(Rule::Worst));
+        let five: Vec<CaseResult> = (0..5).map(|k| case(100.0 + k as f64, 50, 0, 4.0)).collect();
+        let r = combine(five, crate::base::rng::seeds(1, 5));
+        let ci = r.repeat.unwrap().get("pickup.p50").unwrap().ci95.unwrap();
+        assert!(ci[0] <= 102.0 && 102.0 <= ci[1], "{ci:?}");
+    }
+}
