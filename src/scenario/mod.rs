@@ -203,7 +203,7 @@ impl Scenario {
             return Err(ScenarioError {
                 file: "--repeat".into(),
                 key: n.to_string(),
-                msg: format!("runs every case N times; allowed: 1 (the default: once) to {}", overrides::MAX_REPEAT),
+                msg: format!("runs each case N times; allowed: 1 (the default, once) to {}", overrides::MAX_REPEAT),
             });
         }
         let sweeps_only = Overrides { sweeps: over.sweeps.clone(), cases: over.cases.clone(), ..Default::default() };
