@@ -14,6 +14,19 @@ use serde::{Deserialize, Serialize};
 use crate::base::rng::Rng;
 use crate::record::recorder::{LatencyStats, Measure};
 use crate::results::summary::CaseResult;
+use crate::scenario::gate::{Counter, FleetMetric, Metric};
+
+/// The unit a spread of a gate metric read whole is in.
+fn metric_unit(m: Metric) -> &'static str {
+    match m {
+        Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
+        Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
+        Metric::Fleet(
+            FleetMetric::PeakRequestsPerSec1s | FleetMetric::PeakRequestsPerSec10s | FleetMetric::MeanRequestsPerSec,
+        ) => "/s",
+        _ => "",
+    }
+}
 
 /// The fewest repeats a bootstrap interval is drawn from.
 pub const MIN_CI_REPEATS: usize = 5;
@@ -258,9 +271,9 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
                 out.push((format!("fleet.{name}.mean"), "", Rule::Median, Slot::F(&mut g.mean)));
             }
             let rps = &mut f.requests_per_sec;
-            out.push(("fleet.mean_requests_per_sec".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
-            out.push(("fleet.peak_requests_per_sec_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
-            out.push(("fleet.peak_requests_per_sec_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
+            out.push(("fleet.requests_per_sec.mean".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
+            out.push(("fleet.requests_per_sec.peak_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
+            out.push(("fleet.requests_per_sec.peak_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
             out.push(("fleet.rejected".into(), "", Rule::Median, Slot::U(&mut f.rejected)));
             out.push(("fleet.queued".into(), "", Rule::Median, Slot::U(&mut f.queued)));
             out.push(("fleet.cut".into(), "", Rule::Median, Slot::U(&mut f.cut)));
@@ -268,6 +281,17 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
         }
     }
     out
+}
+
+/// The gate metrics read from more than one field (or from the fault rows, which are the
+/// first repeat's): each repeat's value as its gate reads it, so the gate judges their
+/// median (the worst, for the count of failed faults). [`CaseResult::metric`] reads them
+/// from the spreads.
+pub fn judged_whole() -> Vec<(Metric, Rule)> {
+    let mut v: Vec<(Metric, Rule)> = FleetMetric::all().into_iter().map(|f| (Metric::Fleet(f), Rule::Median)).collect();
+    v.push((Metric::Count(Counter::FaultWorstPickupMs), Rule::Median));
+    v.push((Metric::Count(Counter::FaultsFailed), Rule::Worst));
+    v
 }
 
 /// The repeats of one case (in seed order, the first run with the run's own seed) made into
@@ -288,6 +312,17 @@ pub fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult {
                 }
             };
             table[at].3[k] = Some((slot.get() * 1e4).round() / 1e4);
+        }
+        for (m, rule) in judged_whole() {
+            let (name, Some(v)) = (m.name(), r.metric(m)) else { continue };
+            let at = match table.iter().position(|e| e.0 == name) {
+                Some(at) => at,
+                None => {
+                    table.push((name, metric_unit(m), rule, vec![None; n]));
+                    table.len() - 1
+                }
+            };
+            table[at].3[k] = Some((v * 1e4).round() / 1e4);
         }
     }
     let interrupted = runs.iter().any(|r| r.interrupted);
@@ -371,6 +406,25 @@ mod tests {
         r.requests.idle_phases.minutes = 3.0;
         r.requests.idle_phases.discovery_per_min = idle;
         r
+    }
+
+    #[test]
+    fn a_fleet_gate_judges_the_median_of_each_repeats_figure() {
+        let with = |held: u64| {
+            let mut r = case(100.0, 50, 0, 4.0);
+            r.fleet = Some(crate::results::fleet::FleetResult {
+                org_measured: true,
+                held_exec_limit: Some(10),
+                held_execs: crate::base::gauge::GaugeStats { max: held, ..Default::default() },
+                ..Default::default()
+            });
+            r
+        };
+        let r = combine(vec![with(9), with(2), with(4)], vec![1, 2, 3]);
+        let util = Metric::Fleet(FleetMetric::HeldExecsUtilisation);
+        assert_eq!(r.metric(util), Some(0.4), "the median repeat's utilisation");
+        let gate = crate::scenario::gate::Gate::parse("fleet.held_execs_utilisation <= 0.5").unwrap();
+        assert!(gate.evaluate(r.metric(gate.metric)).pass, "one repeat at 0.9 alone would fail it");
     }
 
     #[test]

@@ -331,8 +331,15 @@ impl CaseResult {
         }
     }
 
-    /// The value a gate reads; `None` when there is nothing to read (no samples).
+    /// The value a gate reads; `None` when there is nothing to read (no samples). A repeated
+    /// case's figures are its medians; the metrics read whole are read from their spreads
+    /// ([`crate::results::repeat::judged_whole`]).
     pub fn metric(&self, m: Metric) -> Option<f64> {
+        if let Some(rep) = &self.repeat {
+            if matches!(m, Metric::Fleet(_) | Metric::Count(Counter::FaultWorstPickupMs | Counter::FaultsFailed)) {
+                return rep.get(&m.name()).map(|s| s.value);
+            }
+        }
         match m {
             Metric::Latency(measure, stat) => {
                 let s = self.latency(measure);
