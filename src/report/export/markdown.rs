@@ -539,6 +539,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_repeated_case_shows_each_median_with_its_spread_and_says_how_many_repeats() {
+        let mut s = realistic();
+        let once = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(!once.contains("Each case ran"), "a run of one says nothing of repeats");
+        let r = &mut s.results[0];
+        let three: Vec<CaseResult> = [0.9, 1.0, 1.2]
+            .iter()
+            .map(|f| {
+                let mut x = r.clone();
+                x.latency_us.pickup.p50 *= f;
+                x
+            })
+            .collect();
+        *r = crate::results::repeat::combine(three, vec![1, 2, 3]);
+        let (p50, r) = (r.latency_us.pickup.p50, r.clone());
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains("Each case ran 3 times"), "{md}");
+        let shown = format!("{} ({}–{})", us(p50), us(p50 * 0.9), us(p50 * 1.2));
+        assert!(md.contains(&shown), "{shown} in:\n{md}");
+        check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
+        let console = String::from_utf8(crate::report::export::Table.render(&s)).unwrap();
+        assert!(console.contains(&format!("{}: median of 3 repeats (min–max): ", r.case)), "{console}");
+    }
+
+    #[test]
     fn every_table_parses_as_a_gfm_table_with_one_column_count() {
         let md = String::from_utf8(Markdown.render(&realistic())).unwrap();
         let tables = check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
