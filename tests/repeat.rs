@@ -109,7 +109,8 @@ fn repeat_zero_and_an_in_sandbox_case_are_refused_naming_what_is_allowed() {
     assert!(!out.status.success());
     assert!(err.contains("--repeat: `0`: runs each case N times; allowed: 1 (the default, once) to 100"), "{err}");
     let over = Overrides { repeat: Some(3), ..Default::default() };
-    let e = Scenario::load_with("real-daemon", &over).unwrap_err().to_string();
+    let shipped = Scenario::load("real-daemon").unwrap();
+    let e = Scenario::parse_with(&shipped.origin, &shipped.source, &over).unwrap_err().to_string();
     assert!(e.contains("--repeat 3") && e.contains("in_sandbox = true"), "{e}");
     assert!(e.contains("--repeat takes every case whose writer runs on this machine"), "{e}");
 }

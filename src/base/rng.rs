@@ -8,7 +8,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -22,14 +22,14 @@ impl Rng {
     }
 
     /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
+    pub(crate) fn exp(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
 }
 
 /// `n` seeds from `base`, one for each repeat of a case: the first is `base` itself (a
 /// repeat of one is the plain run), the others drawn from a generator seeded with it.
-pub fn seeds(base: u64, n: u32) -> Vec<u64> {
+pub(crate) fn seeds(base: u64, n: u32) -> Vec<u64> {
     let mut rng = Rng::new(base);
     std::iter::once(base).chain((1..n).map(|_| rng.next_u64())).collect()
 }

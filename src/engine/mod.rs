@@ -211,7 +211,7 @@ async fn build_relays(
 
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
 /// paused clock: use [`run_case_virtual`].
-pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
     let wl = &case.workload;
     let setup = |source| EngineError::Setup { root: env.relay_root.display().to_string(), source };
     let mut backend = backend_for(scenario, case, env)?;

@@ -13,7 +13,7 @@ use crate::base::units::human_us;
 use crate::results::capacity::{CapacityReport, How, Outcome, Step};
 
 /// One output of a capacity run.
-pub trait CapacityOutput: Sync {
+pub(crate) trait CapacityOutput: Sync {
     fn name(&self) -> &'static str;
     fn path(&self) -> &'static str;
     fn dest(&self) -> Dest {
@@ -23,11 +23,11 @@ pub trait CapacityOutput: Sync {
 }
 
 /// Every output of a capacity run, in the order they are written.
-pub const CAPACITY_OUTPUTS: &[&dyn CapacityOutput] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
+pub(crate) const CAPACITY_OUTPUTS: &[&dyn CapacityOutput] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
 
 /// Writes every output of `report` into `dir` (rewritten after each step, so a killed ramp
 /// still leaves its report); the console table is returned, not printed.
-pub fn publish_capacity(report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
+pub(crate) fn publish_capacity(report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
     let mut done = Published::default();
     for o in CAPACITY_OUTPUTS {
         let base = match o.dest() {
@@ -49,9 +49,9 @@ pub fn publish_capacity(report: &CapacityReport, dir: &Path) -> Result<Published
     Ok(done)
 }
 
-pub struct CapacityJson;
-pub struct CapacityMarkdown;
-pub struct CapacityTable;
+pub(crate) struct CapacityJson;
+pub(crate) struct CapacityMarkdown;
+pub(crate) struct CapacityTable;
 
 impl CapacityOutput for CapacityJson {
     fn name(&self) -> &'static str {
@@ -94,7 +94,7 @@ impl CapacityOutput for CapacityTable {
 }
 
 /// What capacity.md opens with: what the command measures and how to run it.
-pub const ABOUT: &str = "What it measures: how many held execs one sandbox-agent daemon takes. The \
+pub(crate) const ABOUT: &str = "What it measures: how many held execs one sandbox-agent daemon takes. The \
 event-driven relay holds one watch window (a held `POST /v1/processes/run`) per active agent turn, so a \
 sandbox's daemon holds as many as it has active turns. At each step the ramp holds N execs at once, each \
 on its own HTTP connection as a runner's would be (a program that sleeps past the ramp), then times the \

@@ -12,7 +12,7 @@ use super::publish::{OutputError, Published};
 use crate::results::conform::{ConformReport, Verdict};
 
 /// One output of a conform run.
-pub trait ConformOutput: Sync {
+pub(crate) trait ConformOutput: Sync {
     fn name(&self) -> &'static str;
     fn path(&self) -> &'static str;
     fn dest(&self) -> Dest {
@@ -22,10 +22,11 @@ pub trait ConformOutput: Sync {
 }
 
 /// Every output of a conform run, in the order they are written.
-pub const CONFORM_OUTPUTS: &[&dyn ConformOutput] = &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
+pub(crate) const CONFORM_OUTPUTS: &[&dyn ConformOutput] =
+    &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
-pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
+pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
     let mut done = Published::default();
     for o in CONFORM_OUTPUTS {
         let base = match o.dest() {
@@ -47,10 +48,10 @@ pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, 
     Ok(done)
 }
 
-pub struct ConformJson;
-pub struct ConformMarkdown;
-pub struct ConformTable;
-pub struct ConformHtml;
+pub(crate) struct ConformJson;
+pub(crate) struct ConformMarkdown;
+pub(crate) struct ConformTable;
+pub(crate) struct ConformHtml;
 
 impl ConformOutput for ConformHtml {
     fn name(&self) -> &'static str {

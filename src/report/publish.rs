@@ -16,7 +16,7 @@ use super::output::{parent_of, Dest, Input, Moment, Output, Staged};
 /// Every output: a new one is a file of its own plus one line here. They are written in
 /// this order (charts and the page read the summary.json and interval logs written before
 /// them).
-pub const OUTPUTS: &[&dyn Output] = &[&Json, &Markdown, &Hdr, &Charts, &Html, &Table, &JUnit];
+pub(crate) const OUTPUTS: &[&dyn Output] = &[&Json, &Markdown, &Hdr, &Charts, &Html, &Table, &JUnit];
 
 /// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
 #[derive(Debug, Clone, Default)]

@@ -29,7 +29,7 @@ fn metric_unit(m: Metric) -> &'static str {
 }
 
 /// The fewest repeats a bootstrap interval is drawn from.
-pub const MIN_CI_REPEATS: usize = 5;
+pub(crate) const MIN_CI_REPEATS: usize = 5;
 
 /// How many resamples a bootstrap interval takes.
 const RESAMPLES: usize = 2000;
@@ -77,16 +77,6 @@ pub struct Spread {
     pub ci95: Option<[f64; 2]>,
 }
 
-impl Spread {
-    /// `4.59 (4.41–4.80)`, or `4.59 [4.45–4.71]` with an interval, in `fmt`'s terms.
-    pub fn describe(&self, fmt: impl Fn(f64) -> String) -> String {
-        match self.ci95 {
-            Some([lo, hi]) => format!("{} [{}–{}]", fmt(self.median), fmt(lo), fmt(hi)),
-            None => format!("{} ({}–{})", fmt(self.median), fmt(self.min), fmt(self.max)),
-        }
-    }
-}
-
 impl Repeats {
     /// The spread of the figure named `figure`, when the repeats measured it.
     pub fn get(&self, figure: &str) -> Option<&Spread> {
@@ -95,7 +85,7 @@ impl Repeats {
 }
 
 /// The median of `v` (the mean of the middle two for an even count); `None` when empty.
-pub fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if s.is_empty() {
         return None;
@@ -108,7 +98,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 /// The 95 % percentile-bootstrap interval of the median of `v`: `RESAMPLES` resamples with
 /// replacement drawn with a generator seeded `seed`, the 2.5th and 97.5th percentiles of
 /// their medians. `None` under [`MIN_CI_REPEATS`] values.
-pub fn bootstrap_ci(v: &[f64], seed: u64) -> Option<[f64; 2]> {
+pub(crate) fn bootstrap_ci(v: &[f64], seed: u64) -> Option<[f64; 2]> {
     if v.len() < MIN_CI_REPEATS {
         return None;
     }
@@ -287,7 +277,7 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
 /// first repeat's): each repeat's value as its gate reads it, so the gate judges their
 /// median (the worst, for the count of failed faults). [`CaseResult::metric`] reads them
 /// from the spreads.
-pub fn judged_whole() -> Vec<(Metric, Rule)> {
+pub(crate) fn judged_whole() -> Vec<(Metric, Rule)> {
     let mut v: Vec<(Metric, Rule)> = FleetMetric::all().into_iter().map(|f| (Metric::Fleet(f), Rule::Median)).collect();
     v.push((Metric::Count(Counter::FaultWorstPickupMs), Rule::Median));
     v.push((Metric::Count(Counter::FaultsFailed), Rule::Worst));
@@ -298,7 +288,7 @@ pub fn judged_whole() -> Vec<(Metric, Rule)> {
 /// one result: the first repeat's, with every figure replaced as its [`Rule`] says and the
 /// spread of each kept in `repeat`. The intervals are drawn with generators seeded from the
 /// first seed.
-pub fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult {
+pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult {
     assert!(!runs.is_empty(), "a case ran at least once");
     let n = runs.len();
     let mut table: Vec<(String, &'static str, Rule, Vec<Option<f64>>)> = Vec::new();
@@ -441,7 +431,6 @@ mod tests {
         let p50 = rep.get("pickup.p50").unwrap();
         assert_eq!(p50.values, [Some(100.0), Some(300.0), Some(200.0)]);
         assert_eq!((p50.median, p50.min, p50.max, p50.ci95), (200.0, 100.0, 300.0, None));
-        assert_eq!(p50.describe(|x| format!("{x}")), "200 (100–300)");
         assert_eq!(rep.get("lost").unwrap().rule, Some(Rule::Worst));
         let five: Vec<CaseResult> = (0..5).map(|k| case(100.0 + k as f64, 50, 0, 4.0)).collect();
         let r = combine(five, crate::base::rng::seeds(1, 5));

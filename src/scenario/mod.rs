@@ -42,11 +42,11 @@ pub use rules::{
 };
 
 /// The scenario `relay-bench run` uses when given none.
-pub const DEFAULT_NAME: &str = "default";
-pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
+pub(crate) const DEFAULT_NAME: &str = "default";
+pub(crate) const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 
 /// Scenarios shipped in `scenarios/`, embedded so `relay-bench list` works anywhere.
-pub const SHIPPED: &[(&str, &str)] = &[
+pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("default", DEFAULT_TOML),
     ("throughput", include_str!("../../scenarios/throughput.toml")),
     ("rollout-gate", include_str!("../../scenarios/rollout-gate.toml")),
@@ -69,7 +69,7 @@ pub enum Clock {
 }
 
 impl Clock {
-    pub const NAMES: &'static [&'static str] = &["real", "virtual"];
+    pub(crate) const NAMES: &'static [&'static str] = &["real", "virtual"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -160,14 +160,14 @@ impl Scenario {
     }
 
     /// How many times every case runs (`--repeat`; 1 unless it says).
-    pub fn repeats(&self) -> u32 {
+    pub(crate) fn repeats(&self) -> u32 {
         self.overrides.as_ref().and_then(|o| o.repeat).unwrap_or(1)
     }
 
     /// This scenario as its repeat `k` of `n` runs it: every seed (each case's workload's,
     /// the scenario's and its handler's) replaced by its `k`-th derived seed
     /// ([`crate::base::rng::seeds`]); repeat 0 is the scenario itself.
-    pub fn for_repeat(&self, k: u32, n: u32) -> Scenario {
+    pub(crate) fn for_repeat(&self, k: u32, n: u32) -> Scenario {
         let at = |base: u64| crate::base::rng::seeds(base, n)[k as usize];
         let mut s = self.clone();
         s.workload.seed = at(s.workload.seed);
@@ -184,7 +184,7 @@ impl Scenario {
 
     /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in and
     /// `run`'s overrides applied.
-    pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+    pub(crate) fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
         if over.sweeps.is_empty() && over.run_is_empty() && over.sandbox_agent.is_none() {
             return Scenario::load(arg);
         }
@@ -392,7 +392,7 @@ impl Scenario {
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
     /// the sweeps with points left; the first name that matches nothing is returned.
-    pub fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
         let keep = |case: &str, sweeps: &[Sweep]| {
             names.iter().any(|n| n == case)
                 || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
@@ -414,7 +414,7 @@ impl Scenario {
     }
 
     /// The sweep whose point `case` is, if it is one.
-    pub fn sweep_of(&self, case: &str) -> Option<&Sweep> {
+    pub(crate) fn sweep_of(&self, case: &str) -> Option<&Sweep> {
         self.sweeps.iter().find(|s| s.points.iter().any(|p| p.case == case))
     }
 }
@@ -532,7 +532,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
 
 /// The most sandboxes one case may have (a fleet of 10,000 fits; every sandbox has a relay
 /// dir, a host and a runner).
-pub const MAX_SANDBOXES: i64 = 20_000;
+pub(crate) const MAX_SANDBOXES: i64 = 20_000;
 
 fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, ScenarioError> {
     let duration = h.duration("duration")?.unwrap_or(Duration::from_millis(2));

@@ -78,7 +78,7 @@ impl Output for Markdown {
 }
 
 impl Markdown {
-    pub fn render(&self, s: &Summary) -> Vec<u8> {
+    pub(crate) fn render(&self, s: &Summary) -> Vec<u8> {
         let mut o = String::new();
         header(&mut o, s);
         results(&mut o, s);
