@@ -17,7 +17,7 @@ use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
-use crate::results::repeat::combine;
+use crate::results::summary::repeats::combine;
 use crate::results::summary::{CaseResult, Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
 use crate::results::sweep::SweepResult;
 use crate::scenario::{CaseSpec, Clock, Scenario};

@@ -552,7 +552,7 @@ mod tests {
                 x
             })
             .collect();
-        *r = crate::results::repeat::combine(three, vec![1, 2, 3]);
+        *r = crate::results::summary::repeats::combine(three, vec![1, 2, 3]);
         let (p50, r) = (r.latency_us.pickup.p50, r.clone());
         let md = String::from_utf8(Markdown.render(&s)).unwrap();
         assert!(md.contains("Each case ran 3 times"), "{md}");

@@ -333,7 +333,7 @@ impl CaseResult {
 
     /// The value a gate reads; `None` when there is nothing to read (no samples). A repeated
     /// case's figures are its medians; the metrics read whole are read from their spreads
-    /// ([`crate::results::repeat::judged_whole`]).
+    /// ([`repeats::judged_whole`]).
     pub(crate) fn metric(&self, m: Metric) -> Option<f64> {
         if let Some(rep) = &self.repeat {
             if matches!(m, Metric::Fleet(_) | Metric::Count(Counter::FaultWorstPickupMs | Counter::FaultsFailed)) {
@@ -521,5 +521,6 @@ impl Summary {
     }
 }
 
+pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;
