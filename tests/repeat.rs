@@ -114,3 +114,25 @@ fn repeat_zero_and_an_in_sandbox_case_are_refused_naming_what_is_allowed() {
     assert!(e.contains("--repeat 3") && e.contains("in_sandbox = true"), "{e}");
     assert!(e.contains("--repeat takes every case whose writer runs on this machine"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_point_of_a_sweep_is_repeated_and_keeps_its_own_results() {
+    let text = scenario("lost == 0")
+        .replace("writer = \"watch\"\n", "writer = \"watch\"\nsweep = { \"workload.sandboxes\" = [1, 2] }\n");
+    let (s, json) = run(&text, 3).await;
+    check_schema(&json);
+    let names: Vec<&str> = s.results.iter().map(|r| r.case.as_str()).collect();
+    assert_eq!(names, ["window@sandboxes=1", "window@sandboxes=2"], "the points in the scenario's order");
+    for r in &s.results {
+        assert_eq!(r.repeat.as_ref().unwrap().seeds.len(), 3, "{}", r.case);
+    }
+    // Each point's first repeat is that point run once: no repeat went to another point.
+    let (once, _) = run(&text, 1).await;
+    for (r, plain) in s.results.iter().zip(&once.results) {
+        assert_eq!(r.case, plain.case);
+        let first = |figure: &str| r.repeat.as_ref().unwrap().get(figure).unwrap().values[0];
+        assert_eq!(first("pickup.mean"), Some(plain.latency_us.pickup.mean), "{}", r.case);
+        assert_eq!(first("discovery_total"), Some(plain.requests.discovery_total as f64), "{}", r.case);
+    }
+    assert_ne!(once.results[0].requests.discovery_total, once.results[1].requests.discovery_total, "two points");
+}
