@@ -201,6 +201,10 @@ pub struct RunArgs {
     /// Sandboxes (relay dirs) per case, instead of the scenario's.
     #[arg(long, value_name = "N")]
     pub sandboxes: Option<u32>,
+    /// Run every case N times, each with a seed of its own (the first: the run's seed);
+    /// every figure is then the median across repeats, with its spread, and gates judge it.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
 }
 
 // clap's value parsers take any error type; these return the library's own, whose text
@@ -394,6 +398,7 @@ impl RunArgs {
                 },
                 seed: self.seed,
                 sandboxes: self.sandboxes,
+                repeat: self.repeat,
                 ..Default::default()
             },
         }

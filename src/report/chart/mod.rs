@@ -163,6 +163,15 @@ impl CaseData {
         } else {
             (&q.idle, Counter::IdleDiscoveryPerMin)
         };
+        let idle_figure = match counter {
+            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
+            _ => "idle_discovery_per_min",
+        };
+        // A repeated case's figure is the median, its range the lowest and highest repeat's.
+        let spread = |figure: &str, mid: f64, per: f64| Spread {
+            mid,
+            range: c.repeat.as_ref().and_then(|p| p.get(figure)).map(|s| (s.min / per, s.max / per)),
+        };
         Ok(CaseData {
             name: c.case.clone(),
             clock: c.clock.clone(),
@@ -182,8 +191,9 @@ impl CaseData {
             fleet: crate::report::export::fleet_worth_showing(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
-            pickup_p50_ms: (c.latency_us.pickup.count > 0).then(|| Spread::one(c.latency_us.pickup.p50 / 1000.0)),
-            idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (Spread::one(v), counter)),
+            pickup_p50_ms: (c.latency_us.pickup.count > 0)
+                .then(|| spread("pickup.p50", c.latency_us.pickup.p50 / 1000.0, 1000.0)),
+            idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (spread(idle_figure, v, 1.0), counter)),
             gates: c.gates.clone(),
         })
     }
