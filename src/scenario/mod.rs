@@ -29,7 +29,7 @@ pub mod fault;
 pub mod gate;
 pub mod overrides;
 pub mod pacer;
-mod rules;
+pub(crate) mod rules;
 pub mod sweep;
 pub mod turns;
 

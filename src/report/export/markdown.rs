@@ -7,6 +7,7 @@ use super::{any_thin, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
 use crate::report::output::{Input, Moment, Output, Staged};
 use crate::results::summary::{CaseResult, Stretch, Summary};
+use crate::scenario::rules::INVARIANTS;
 
 pub struct Markdown;
 
@@ -112,7 +113,7 @@ fn header(o: &mut String, s: &Summary) {
     };
     let _ = writeln!(o, "# relay-bench: {} — {verdict}\n", s.scenario);
     if let Some(v) = &s.verdict {
-        super::rollout::markdown(o, v);
+        super::rollout::markdown(o, v, s);
     }
     if !s.description.is_empty() {
         let _ = writeln!(o, "{}\n", s.description);
@@ -210,11 +211,21 @@ fn baseline(o: &mut String, s: &Summary) {
     }
 }
 
-/// Every gate of every case.
+/// Every gate of every case: a case's invariants that hold in one line, every other gate
+/// (and an invariant that breaks) in a line of its own.
 fn gates(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "\n## Gates\n");
     for r in &s.results {
-        for g in &r.gates {
+        let held: Vec<String> = r
+            .gates
+            .iter()
+            .filter(|g| g.pass && INVARIANTS.contains(&g.expr.as_str()))
+            .map(|g| format!("{} {}", g.metric.name().replace('_', " "), g.observed_text))
+            .collect();
+        if !held.is_empty() {
+            let _ = writeln!(o, "- ✅ **{}** invariants hold — {}", r.case, held.join(", "));
+        }
+        for g in r.gates.iter().filter(|g| !(g.pass && INVARIANTS.contains(&g.expr.as_str()))) {
             let _ = writeln!(
                 o,
                 "- {} **{}** `{}` — observed {}{}",
@@ -591,5 +602,28 @@ mod tests {
         assert!(md.contains("start-up before the schedule: 41.7ms"));
         assert!(md.contains("- watch program exited with code 127"));
         assert!(md.contains("watch failure \\| exec rejected"));
+    }
+
+    #[test]
+    fn invariants_that_hold_take_one_line_a_case_and_a_broken_one_its_own() {
+        let mut s = realistic();
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        let section = &md[md.find("## Gates").unwrap()..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+        let case = s.results[0].case.clone();
+        let held = format!("- ✅ **{case}** invariants hold — lost 0, duplicated 0");
+        assert!(section.contains(&held), "{section}");
+        assert!(!section.contains("`lost == 0`"), "no passing invariant on a line of its own:\n{section}");
+        let declared = s.results.iter().flat_map(|r| &r.gates).filter(|g| !INVARIANTS.contains(&g.expr.as_str()));
+        for g in declared {
+            assert!(section.contains(&format!("`{}` — observed {}", g.expr, g.observed_text)), "{}", g.expr);
+        }
+
+        let lost = s.results[0].gates.iter_mut().find(|g| g.expr == "lost == 0").unwrap();
+        lost.pass = false;
+        lost.observed_text = "2".into();
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains(&format!("- ❌ **{case}** `lost == 0` — observed 2")), "{md}");
+        assert!(md.contains(&format!("- ✅ **{case}** invariants hold — duplicated 0")), "{md}");
     }
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::gfm::{Align, MdTable};
+use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
 
 /// `production as built meets all 2 rollout gates`, `... misses 1 of 2 ...`, or that no
@@ -20,18 +21,59 @@ pub(crate) fn headline(v: &Verdict) -> String {
     }
 }
 
-/// `window-exec 5.17`, `window-exec not measured`, `window-exec (interrupted) 93.1ms`.
-fn figure(j: &Judged) -> String {
+/// The spread of a judged case's figure across its repeats (` (4.92–5.33)`, ` [lo–hi]`);
+/// empty when the case ran once.
+fn spread(s: &Summary, g: &RolloutGate, j: &Judged) -> String {
+    match s.results.iter().find(|r| r.case == j.case) {
+        Some(r) if j.observed.is_some() => {
+            let figure = g.metric.name();
+            let latency = r.repeat.as_ref().and_then(|p| p.get(&figure)).is_some_and(|f| f.unit == "us");
+            if latency {
+                super::spread(r, &figure, super::us)
+            } else {
+                super::spread(r, &figure, |v| crate::base::units::readable(v, 3))
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+/// `window-exec 5.17`, `window-exec not measured`, `window-exec (interrupted) 93.1ms`, and
+/// the figure's spread across repeats after it.
+fn figure(j: &Judged, spread: &str) -> String {
     let cut = if j.interrupted { " (interrupted)" } else { "" };
     let value = if j.observed.is_some() { j.observed_text.as_str() } else { "not measured" };
-    format!("{}{cut} {value}", j.case)
+    format!("{}{cut} {value}{spread}", j.case)
 }
 
 /// `**case** (its departures) figure`.
-fn option_set(j: &Judged) -> String {
+fn option_set(j: &Judged, spread: &str) -> String {
     let cut = if j.interrupted { " (interrupted)" } else { "" };
     let value = if j.observed.is_some() { format!(" {}", j.observed_text) } else { " not measured".into() };
-    format!("**{}**{cut} ({}){value}", j.case, j.departures.join(", "))
+    format!("**{}**{cut} ({}){value}{spread}", j.case, j.departures.join(", "))
+}
+
+/// Production's cases whose repeats fall on both sides of a rollout gate: the verdict holds at
+/// the median, but one run could have given the other. A line each, for the reports to say.
+pub(crate) fn on_the_edge(v: &Verdict, s: &Summary) -> Vec<String> {
+    let mut lines = Vec::new();
+    for g in &v.gates {
+        for j in &g.production {
+            let Some(r) = s.results.iter().find(|r| r.case == j.case) else { continue };
+            let Some(p) = r.repeat.as_ref() else { continue };
+            let Some(f) = p.get(&g.metric.name()) else { continue };
+            let passed = f.values.iter().flatten().filter(|&&x| g.op.holds(x, g.threshold)).count();
+            let measured = f.values.iter().flatten().count();
+            if passed > 0 && passed < measured {
+                lines.push(format!(
+                    "{}'s `{}` is {} at the median of {measured} repeats but holds in {passed} of them: \
+a single run could give either verdict",
+                    j.case, g.expr, j.observed_text
+                ));
+            }
+        }
+    }
+    lines
 }
 
 fn mark(pass: bool) -> &'static str {
@@ -43,13 +85,14 @@ fn mark(pass: bool) -> &'static str {
 }
 
 /// The option sets a gate's cell lists: those that `met` it, or those that did not.
-fn sets(g: &RolloutGate, met: bool) -> String {
-    let listed: Vec<String> = g.option_sets.iter().filter(|j| j.pass == met).map(option_set).collect();
+fn sets(s: &Summary, g: &RolloutGate, met: bool) -> String {
+    let listed: Vec<String> =
+        g.option_sets.iter().filter(|j| j.pass == met).map(|j| option_set(j, &spread(s, g, j))).collect();
     listed.join("; ")
 }
 
 /// The `## Rollout verdict` section of summary.md; nothing without rollout gates.
-pub(crate) fn markdown(o: &mut String, v: &Verdict) {
+pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
     if v.gates.is_empty() {
         return;
     }
@@ -65,9 +108,12 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict) {
     );
     for g in &v.gates {
         let production: Vec<String> =
-            g.production.iter().map(|j| format!("{} **{}**", mark(j.pass), figure(j))).collect();
+            g.production.iter().map(|j| format!("{} **{}**{}", mark(j.pass), figure(j, ""), spread(s, g, j))).collect();
         let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
-        t.row(&[format!("`{}`", g.expr), production, sets(g, true), sets(g, false)]);
+        t.row(&[format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]);
+    }
+    for line in on_the_edge(v, s) {
+        let _ = writeln!(o, "\n> **On the edge:** {line}.");
     }
     let judged_sets = v.gates.iter().any(|g| !g.option_sets.is_empty());
     if v.gates.len() > 1 && judged_sets {
@@ -101,7 +147,7 @@ their wake, pickup and completion p50 and p90 and their discovery rates against 
 }
 
 /// The verdict as the console's last lines: the headline, then a line per gate.
-pub(crate) fn console(o: &mut String, v: &Verdict, note: impl Fn(&mut String, &str)) {
+pub(crate) fn console(o: &mut String, v: &Verdict, s: &Summary, note: impl Fn(&mut String, &str)) {
     if v.gates.is_empty() {
         return;
     }
@@ -117,7 +163,7 @@ pub(crate) fn console(o: &mut String, v: &Verdict, note: impl Fn(&mut String, &s
             Some(false) => "FAIL",
             None => "-",
         };
-        let production: Vec<String> = g.production.iter().map(figure).collect();
+        let production: Vec<String> = g.production.iter().map(|j| figure(j, &spread(s, g, j))).collect();
         let met: Vec<&str> = g.option_sets.iter().filter(|j| j.pass).map(|j| j.case.as_str()).collect();
         let mut line = format!("{state} {}", g.expr);
         if !production.is_empty() {
@@ -131,6 +177,9 @@ pub(crate) fn console(o: &mut String, v: &Verdict, note: impl Fn(&mut String, &s
     }
     if v.gates.len() > 1 && !v.meet_all.is_empty() {
         note(o, &format!("every rollout gate met by: {}", v.meet_all.join(", ")));
+    }
+    for line in on_the_edge(v, s) {
+        note(o, &format!("on the edge: {line}"));
     }
     if v.decided_on_virtual_clock() {
         note(o, &format!("decided on the virtual clock ({CLOCK_EVIDENCE}); --clock real confirms"));
@@ -146,7 +195,7 @@ mod tests {
     fn the_section_names_production_and_the_option_sets_per_gate() {
         let s = realistic();
         let mut o = String::new();
-        markdown(&mut o, s.verdict.as_ref().unwrap());
+        markdown(&mut o, s.verdict.as_ref().unwrap(), &s);
         assert!(o.starts_with("## Rollout verdict: production as built misses 1 of 2 rollout gates\n"), "{o}");
         let idle = o.lines().find(|l| l.starts_with("| `idle_phase")).unwrap();
         assert!(idle.contains("| ❌ **window-exec 5.33** |"), "{idle}");
@@ -166,9 +215,59 @@ mod tests {
 
     #[test]
     fn without_rollout_gates_nothing_is_said() {
-        let (mut o, v) = (String::new(), Verdict::default());
-        markdown(&mut o, &v);
-        console(&mut o, &v, |o, l| o.push_str(l));
+        let (mut o, v, s) = (String::new(), Verdict::default(), realistic());
+        markdown(&mut o, &v, &s);
+        console(&mut o, &v, &s, |o, l| o.push_str(l));
         assert!(o.is_empty());
+    }
+
+    /// `realistic()` with production's window-exec run five times, its idle figure `values`.
+    fn repeated(values: [f64; 5]) -> Summary {
+        use crate::results::repeat::{Repeats, Spread};
+        let mut s = realistic();
+        let r = s.results.iter_mut().find(|r| r.case == "window-exec").unwrap();
+        let mut sorted = values;
+        sorted.sort_by(f64::total_cmp);
+        r.repeat = Some(Repeats {
+            seeds: vec![1, 2, 3, 4, 5],
+            figures: vec![Spread {
+                figure: "idle_phase_discovery_per_min".into(),
+                unit: "/min".into(),
+                values: values.map(Some).to_vec(),
+                value: sorted[2],
+                rule: None,
+                median: sorted[2],
+                min: sorted[0],
+                max: sorted[4],
+                ci95: None,
+            }],
+        });
+        s
+    }
+
+    #[test]
+    fn a_repeated_figure_shows_its_spread_and_a_verdict_either_seed_could_flip_is_said_to_be() {
+        let s = repeated([5.33, 4.92, 5.4, 5.35, 5.1]);
+        let (mut md, mut console_text) = (String::new(), String::new());
+        let v = s.verdict.as_ref().unwrap();
+        markdown(&mut md, v, &s);
+        console(&mut console_text, v, &s, |o, l| {
+            o.push_str(l);
+            o.push('\n');
+        });
+        let idle = md.lines().find(|l| l.starts_with("| `idle_phase")).unwrap();
+        assert!(idle.contains("| ❌ **window-exec 5.33** (4.92–5.4) |"), "{idle}");
+        let edge = "window-exec's `idle_phase_discovery_per_min <= 5.0` is 5.33 at the median of 5 repeats \
+but holds in 1 of them: a single run could give either verdict";
+        assert!(md.contains(&format!("> **On the edge:** {edge}.")), "{md}");
+        assert!(console_text.contains(&format!("on the edge: {edge}")), "{console_text}");
+        assert!(console_text.contains("window-exec 5.33 (4.92–5.4)"), "{console_text}");
+
+        // Every repeat on one side: the spread is shown, nothing is said to be on the edge.
+        let s = repeated([5.33, 5.2, 5.4, 5.35, 5.1]);
+        let mut md = String::new();
+        markdown(&mut md, s.verdict.as_ref().unwrap(), &s);
+        assert!(md.contains("(5.1–5.4)"), "{md}");
+        assert!(!md.contains("On the edge"), "{md}");
     }
 }

@@ -238,7 +238,7 @@ impl Table {
         }
         // Last, the verdict.
         if let Some(v) = &s.verdict {
-            super::rollout::console(&mut o, v, note);
+            super::rollout::console(&mut o, v, s, note);
         }
         o.into_bytes()
     }

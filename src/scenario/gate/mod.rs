@@ -371,7 +371,7 @@ impl Op {
         Op::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(sym, _)| sym)
     }
 
-    fn holds(self, a: f64, b: f64) -> bool {
+    pub(crate) fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Lt => a < b,
             Op::Le => a <= b,
