@@ -49,7 +49,7 @@ use plotters::prelude::*;
 
 use crate::record::recorder::Measure;
 use crate::report::export::hdr::{read_hlog, total, Interval, HLOG};
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::{Counter, GateResult, Metric};
 
@@ -314,7 +314,7 @@ pub fn legend<DB: DrawingBackend>(
 /// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
 pub struct Charts;
 
-impl Output for Charts {
+impl Output<Input<'_>> for Charts {
     fn name(&self) -> &'static str {
         "charts"
     }
@@ -331,7 +331,7 @@ impl Output for Charts {
         false
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         render(&RunData::load(input.dir)?, out)
     }
 }
@@ -361,7 +361,7 @@ pub const CHARTS: &[&dyn Chart] = &[
 ];
 
 /// Stages every chart of `run` under `charts/`.
-fn render(run: &RunData, out: &mut Staged) -> Result<(), String> {
+fn render(run: &RunData, out: &mut Staged) -> Result<(), WriteError> {
     font();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };

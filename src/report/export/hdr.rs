@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 
 use crate::base::fsio::{check_bounded, read_bounded, Bound, BoundedReadError, Refused};
 use crate::record::recorder::{CaseHdr, Measure};
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 
 /// Nanoseconds per millisecond: `.hgrm` values are in ms.
 const MS: f64 = 1e6;
@@ -119,7 +119,7 @@ pub const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
 pub struct Hdr;
 
-impl Output for Hdr {
+impl Output<Input<'_>> for Hdr {
     fn name(&self) -> &'static str {
         "hdr"
     }
@@ -136,7 +136,7 @@ impl Output for Hdr {
         false
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         // After a case, the case just finished is the last result, its histograms still in
         // memory; a re-render has none in memory and reads the logs.
         match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {
@@ -147,7 +147,7 @@ impl Output for Hdr {
 }
 
 /// Stages `<dir>/<measure>.hgrm` and `<dir>/<measure>.hlog` for every measure with samples.
-fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), String> {
+fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), WriteError> {
     for (m, h) in &hdr.measures {
         if h.is_empty() {
             continue;
@@ -198,7 +198,7 @@ pub fn check_logs(run_dir: &Path, cases: &[&str]) -> Result<(), BoundedReadError
 }
 
 /// Stages every `.hgrm` under `hdr_dir` (`hdr/<case>/`) anew from its `.hlog`.
-fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), String> {
+fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), WriteError> {
     let Ok(cases) = std::fs::read_dir(hdr_dir) else { return Ok(()) };
     let mut logs: Vec<PathBuf> = cases
         .flatten()

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::gfm::{Align, MdTable};
 use super::{any_thin, design, pair, stat, us, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{Stretch, Summary};
 
 pub struct Markdown;
@@ -50,7 +50,7 @@ fn rate(v: f64, visible: bool) -> String {
     }
 }
 
-impl Output for Markdown {
+impl Output<Input<'_>> for Markdown {
     fn name(&self) -> &'static str {
         "summary.md"
     }
@@ -63,7 +63,7 @@ impl Output for Markdown {
         true
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("summary.md", &self.render(input.summary()))
     }
 }
