@@ -40,7 +40,7 @@ pub enum BenchError {
 impl BenchError {
     /// Whether the user can fix it (a path, a runner command), rather than something broken
     /// inside.
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         // A runner that cannot start is the case's command (a black-box runner), not us.
         matches!(
             self,
@@ -53,7 +53,7 @@ impl BenchError {
 
 /// Refuses a scenario with a case whose host or runner this machine lacks (a daemon not
 /// installed, no node): said before anything runs, not after the cases before it.
-pub fn check_available(s: &Scenario) -> Result<(), BenchError> {
+pub(crate) fn check_available(s: &Scenario) -> Result<(), BenchError> {
     for c in &s.cases {
         let lacking =
             [("host", c.host.name(), c.host.missing_here()), ("runner", c.runner.name(), c.runner.missing_here())];
@@ -320,7 +320,7 @@ fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)
 /// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it). Every file is
 /// read as a run directory's files are ([`read_bounded`]: regular files, no link followed,
 /// capped); a link or a FIFO planted under hdr/ is refused, not followed or waited on.
-pub fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
     fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
         let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         std::fs::write(to, bytes)
@@ -356,7 +356,7 @@ const MAX_SUFFIX: u32 = 1000;
 /// taken, and returns it. The last component is made with `create_dir`, which fails on a
 /// name that exists, so two runs started in the same second get a directory each and never
 /// share one (`parent` itself may exist).
-pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+pub(crate) fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(parent)?;
     for n in 1..=MAX_SUFFIX {
         let dir = parent.join(if n == 1 { stem.to_owned() } else { format!("{stem}-{n}") });
@@ -373,7 +373,7 @@ pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> 
 }
 
 /// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
-pub fn utc_stamps() -> (String, String) {
+pub(crate) fn utc_stamps() -> (String, String) {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil from days (Howard Hinnant's algorithm).

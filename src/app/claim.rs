@@ -54,7 +54,7 @@ impl ClaimError {
 
 /// What happened to a claim while the runner served.
 #[derive(Debug)]
-pub enum ClaimNote {
+pub(crate) enum ClaimNote {
     /// The dir was replaced; the lock is taken again on the new one.
     Retaken { old: u64, new: u64 },
     /// The dir was replaced and another runner holds the new one: given up.
@@ -69,7 +69,7 @@ struct Held {
 }
 
 /// An exclusive lock on the directory at a path, kept on whatever directory is there.
-pub struct Claim {
+pub(crate) struct Claim {
     path: PathBuf,
     held: Mutex<Option<Held>>,
     notes: tokio::sync::mpsc::UnboundedSender<ClaimNote>,
@@ -147,13 +147,13 @@ fn lock(dir: &Path) -> Result<Option<Held>, ClaimError> {
 
 /// Writes and removes a probe file: a runner (or writer) that cannot write its files must
 /// not start (a dir it may not write, a full disk, a pseudo filesystem such as /proc).
-pub fn probe_write(dir: &Path) -> Result<(), ClaimError> {
+pub(crate) fn probe_write(dir: &Path) -> Result<(), ClaimError> {
     crate::base::fsio::probe_write(dir, 4096)
         .map_err(|source| ClaimError::Unwritable { dir: dir.display().to_string(), source })
 }
 
 /// A [`RealDir`] whose every list first checks the [`Claim`] on it.
-pub struct ClaimedDir {
+pub(crate) struct ClaimedDir {
     dir: RealDir,
     claim: Arc<Claim>,
 }

@@ -25,7 +25,7 @@ pub fn out(text: &str) {
 }
 
 /// Why stdout could not be written, if it could not (a closed pipe aside).
-pub fn stdout_failure() -> Option<String> {
+pub(crate) fn stdout_failure() -> Option<String> {
     STDOUT_FAILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
 }
 
@@ -35,7 +35,7 @@ pub fn err(line: &str) {
 }
 
 /// Writes `text` to stderr as it is (a progress bar redrawn in place), if it can.
-pub fn err_raw(text: &str) {
+pub(crate) fn err_raw(text: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes()).and_then(|()| stderr.flush());
 }

@@ -22,13 +22,13 @@ use crate::report::output::Dest;
 use crate::report::publish::OUTPUTS;
 
 /// The file that marks a run directory and holds its lock.
-pub const MARKER: &str = ".relay-bench-run";
+pub(crate) const MARKER: &str = ".relay-bench-run";
 
 /// What a probe writes where a run will write (the relay root, `--out`) before it starts.
-pub const PROBE_BYTES: usize = 64 << 10;
+pub(crate) const PROBE_BYTES: usize = 64 << 10;
 
 /// Files of a run directory written outside the output registry (by the run's recorders).
-pub const RUN_FILES: &[&str] = &["events.ndjson", "calls.csv"];
+pub(crate) const RUN_FILES: &[&str] = &["events.ndjson", "calls.csv"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
@@ -124,7 +124,7 @@ pub fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
 }
 
 /// What this process is, for a marker: `pid N since TIME: relay-bench run ARGS`.
-pub fn this_run(started: &str) -> String {
+pub(crate) fn this_run(started: &str) -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
     format!("pid {} since {started}: relay-bench {}", std::process::id(), args.join(" "))
 }

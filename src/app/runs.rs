@@ -19,7 +19,7 @@ use crate::scenario::sweep::SweepArg;
 use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
-pub const BASELINE_THRESHOLD: Threshold = Threshold::DEFAULT;
+pub(crate) const BASELINE_THRESHOLD: Threshold = Threshold::DEFAULT;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunsError {
@@ -72,7 +72,7 @@ pub enum RunsError {
 impl RunsError {
     /// Whether the user can fix it (a flag, a file, a path), rather than something broken
     /// inside relay-bench.
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         match self {
             RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Output(_) => false,
             RunsError::Bench(e) => e.is_bad_input(),
@@ -285,7 +285,7 @@ impl Plan {
 }
 
 /// Where a run's reports go unless `--out` says.
-pub const DEFAULT_REPORTS: &str = "reports";
+pub(crate) const DEFAULT_REPORTS: &str = "reports";
 
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
 /// the same second has it), created here so no other run can take it. `--out DIR` is not
@@ -314,7 +314,7 @@ fn load(name: &str, cases: &[String], sweeps: &[SweepArg], overrides: &Overrides
 }
 
 /// Where the baseline `name` is kept: `reports/baselines/NAME/`.
-pub fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
+pub(crate) fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
     // The rule of scenario and case names: one plain file name, not read as an option.
     if crate::scenario::check_name(name).is_err() {
         return Err(RunsError::BaselineName(name.to_owned()));
@@ -342,7 +342,7 @@ fn baseline_of(name: &str, scenario: &str) -> Result<PathBuf, RunsError> {
 }
 
 /// The shipped scenarios, a line each: name, clock, expected wall time, description, cases.
-pub fn list_shipped() -> Result<String, ScenarioError> {
+pub(crate) fn list_shipped() -> Result<String, ScenarioError> {
     let width = SHIPPED.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     let mut rows = Vec::new();
     for (name, text) in SHIPPED {
@@ -366,7 +366,7 @@ pub fn list_shipped() -> Result<String, ScenarioError> {
 
 /// The registered parts a case can name, one line each: runner and writer strategies and
 /// hosts (what `relay-bench list` prints after the scenarios).
-pub fn list_parts() -> String {
+pub(crate) fn list_parts() -> String {
     let mut out = String::new();
     let mut section = |title: &str, rows: Vec<(&str, &str)>| {
         let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);

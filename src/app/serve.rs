@@ -33,7 +33,7 @@ pub enum Said<'a> {
 }
 
 /// Where `serve` and `call` say their lines.
-pub type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
+pub(crate) type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
 
 /// What `serve` needs.
 pub struct ServeOptions {
@@ -55,7 +55,11 @@ pub struct ServeOptions {
 /// (production's), polling every `interval` (growing to 5x when idle, as production's
 /// does), and a stale sweep only when asked (the dir may be shared with other writers). Read through the
 /// scenario parser's registry, as a case's table would be.
-pub fn serve_runner(strategy: &str, interval: Duration, sweep: bool) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+pub(crate) fn serve_runner(
+    strategy: &str,
+    interval: Duration,
+    sweep: bool,
+) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
     let mut table = toml::Table::new();
     let ms = |d: Duration| toml::Value::String(format!("{}ms", d.as_millis()));
     table.insert("interval".into(), ms(interval));
@@ -78,7 +82,7 @@ pub enum ServeError {
 
 impl ServeError {
     /// Whether the user can fix it (the dir), rather than something broken inside.
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         matches!(self, ServeError::Claim(_))
     }
 }
@@ -354,6 +358,6 @@ pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::
 }
 
 /// The answer as `call` prints it: the response's JSON, one line.
-pub fn answer_line(r: &Response) -> String {
+pub(crate) fn answer_line(r: &Response) -> String {
     String::from_utf8_lossy(&r.encode()).into_owned()
 }

@@ -67,17 +67,17 @@ impl<'a> Fields<'a> {
     }
 
     /// The value under `key`, without marking it as read.
-    pub fn raw_peek(&self, key: &str) -> Option<&'a Value> {
+    pub(crate) fn raw_peek(&self, key: &str) -> Option<&'a Value> {
         self.table.get(key)
     }
 
     /// The whole table, as written (nothing is marked as read).
-    pub fn table_ref(&self) -> &'a Table {
+    pub(crate) fn table_ref(&self) -> &'a Table {
         self.table
     }
 
     /// Whether `key` is present, without marking it as read.
-    pub fn raw_unread(&self, key: &str) -> bool {
+    pub(crate) fn raw_unread(&self, key: &str) -> bool {
         self.table.contains_key(key)
     }
 
@@ -89,7 +89,7 @@ impl<'a> Fields<'a> {
     }
 
     /// The table under a name returned by [`Fields::keys`].
-    pub fn named_table(&self, name: &str) -> Result<Fields<'a>, ScenarioError> {
+    pub(crate) fn named_table(&self, name: &str) -> Result<Fields<'a>, ScenarioError> {
         match self.table.get(name) {
             Some(Value::Table(t)) => Ok(Fields::new(self.file, &self.path(name), t)),
             Some(v) => Err(self.err(name, format!("expected a table, found {}", type_name(v)))),
@@ -105,12 +105,12 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn required_string(&mut self, key: &'static str) -> Result<&'a str, ScenarioError> {
+    pub(crate) fn required_string(&mut self, key: &'static str) -> Result<&'a str, ScenarioError> {
         self.string(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
     /// A string that must be one of `allowed`.
-    pub fn choice(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<&'a str>, ScenarioError> {
+    pub(crate) fn choice(&mut self, key: &'static str, allowed: &[&str]) -> Result<Option<&'a str>, ScenarioError> {
         match self.string(key)? {
             None => Ok(None),
             Some(s) if allowed.contains(&s) => Ok(Some(s)),
@@ -129,7 +129,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ScenarioError> {
+    pub(crate) fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ScenarioError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Boolean(b)) => Ok(Some(*b)),
@@ -137,7 +137,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
+    pub(crate) fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
         let v = match self.get(key) {
             None => return Ok(None),
             Some(Value::Float(f)) => *f,
@@ -150,7 +150,7 @@ impl<'a> Fields<'a> {
         Ok(Some(v))
     }
 
-    pub fn int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
+    pub(crate) fn int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
         let v = match self.get(key) {
             None => return Ok(None),
             Some(Value::Integer(i)) => *i,
@@ -162,7 +162,7 @@ impl<'a> Fields<'a> {
         Ok(Some(v))
     }
 
-    pub fn strings(&mut self, key: &'static str) -> Result<Vec<&'a str>, ScenarioError> {
+    pub(crate) fn strings(&mut self, key: &'static str) -> Result<Vec<&'a str>, ScenarioError> {
         match self.get(key) {
             None => Ok(Vec::new()),
             Some(Value::Array(a)) => a

@@ -17,18 +17,18 @@ use crate::base::protocol::TMP_MARKER;
 static NONCE: AtomicU64 = AtomicU64::new(0);
 
 /// A temp name unique within this process: `<final>.tmp.<pid>-<counter>`.
-pub fn temp_name(final_name: &str) -> String {
+pub(crate) fn temp_name(final_name: &str) -> String {
     let n = NONCE.fetch_add(1, Ordering::Relaxed);
     format!("{final_name}{TMP_MARKER}{}-{n}", std::process::id())
 }
 
 /// The first `program` file in a directory of `PATH`, as a shell would find it.
-pub fn on_path(program: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn on_path(program: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
 /// Removes a file, treating "already gone" as success.
-pub fn remove_if_present(path: &Path) -> io::Result<()> {
+pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
@@ -38,7 +38,7 @@ pub fn remove_if_present(path: &Path) -> io::Result<()> {
 /// Writes `size` bytes to a new file in `dir`, syncs and removes it: whether `dir` takes
 /// files now. A full disk fails here (ENOSPC) before a run, not as lost calls or a half
 /// report during it.
-pub fn probe_write(dir: &Path, size: usize) -> io::Result<()> {
+pub(crate) fn probe_write(dir: &Path, size: usize) -> io::Result<()> {
     use std::io::Write;
     let path = dir.join(format!(".relay-bench-probe.{}-{}", std::process::id(), NONCE.fetch_add(1, Ordering::Relaxed)));
     let written = std::fs::OpenOptions::new()
@@ -53,7 +53,7 @@ pub fn probe_write(dir: &Path, size: usize) -> io::Result<()> {
 /// How a file is read: what it is (for the error), its size cap, and whether a symbolic link
 /// to it is followed (only where the user names the file itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bound {
+pub(crate) struct Bound {
     pub what: &'static str,
     pub max: u64,
     pub follow_links: bool,
@@ -95,7 +95,7 @@ pub enum Refused {
 
 /// Opens a regular file to read, never blocking (a FIFO with no writer is refused, not
 /// waited on) and, unless `bound` follows links, never through a symbolic link.
-pub fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, BoundedReadError> {
+pub(crate) fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, BoundedReadError> {
     let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     if !bound.follow_links {
@@ -128,7 +128,7 @@ pub fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, BoundedR
 
 /// Reads a whole regular file of at most `bound.max` bytes ([`open_regular`]'s rules); a
 /// file that grows while it is read is still read no further than the cap.
-pub fn read_bounded(path: &Path, bound: Bound) -> Result<Vec<u8>, BoundedReadError> {
+pub(crate) fn read_bounded(path: &Path, bound: Bound) -> Result<Vec<u8>, BoundedReadError> {
     let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
     let file = open_regular(path, bound)?;
     let len = file.metadata().map_err(|e| fail(Refused::Io(e)))?.len();
@@ -144,7 +144,7 @@ pub fn read_bounded(path: &Path, bound: Bound) -> Result<Vec<u8>, BoundedReadErr
 }
 
 /// Checks that [`read_bounded`] would read `path` (its kind and size), without reading it.
-pub fn check_bounded(path: &Path, bound: Bound) -> Result<(), BoundedReadError> {
+pub(crate) fn check_bounded(path: &Path, bound: Bound) -> Result<(), BoundedReadError> {
     let file = open_regular(path, bound)?;
     let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
     match file.metadata() {
@@ -155,7 +155,7 @@ pub fn check_bounded(path: &Path, bound: Bound) -> Result<(), BoundedReadError> 
 }
 
 /// [`read_bounded`], as UTF-8 text.
-pub fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, BoundedReadError> {
+pub(crate) fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, BoundedReadError> {
     let bytes = read_bounded(path, bound)?;
     String::from_utf8(bytes).map_err(|e| BoundedReadError {
         what: bound.what,
@@ -170,10 +170,10 @@ pub fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, BoundedRea
 static OWN_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 
 /// A process group relay-bench leads, listed while this lives.
-pub struct OwnGroup(i32);
+pub(crate) struct OwnGroup(i32);
 
 impl OwnGroup {
-    pub fn register(pgid: i32) -> OwnGroup {
+    pub(crate) fn register(pgid: i32) -> OwnGroup {
         OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(pgid);
         OwnGroup(pgid)
     }
@@ -189,7 +189,7 @@ impl Drop for OwnGroup {
 }
 
 /// SIGKILLs every process group listed (an abort's last act).
-pub fn kill_own_groups() {
+pub(crate) fn kill_own_groups() {
     for pgid in OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter() {
         // SAFETY: killpg only sends a signal, to a group relay-bench created and leads.
         unsafe { libc::killpg(*pgid, libc::SIGKILL) };

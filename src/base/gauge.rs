@@ -39,11 +39,11 @@ impl Level {
         tally.window_max = tally.window_max.max(to);
     }
 
-    pub fn add(&mut self, delta: u64, now: Instant, tally: &mut Tally) {
+    pub(crate) fn add(&mut self, delta: u64, now: Instant, tally: &mut Tally) {
         self.set(self.value + delta, now, tally);
     }
 
-    pub fn sub(&mut self, delta: u64, now: Instant, tally: &mut Tally) {
+    pub(crate) fn sub(&mut self, delta: u64, now: Instant, tally: &mut Tally) {
         self.set(self.value.saturating_sub(delta), now, tally);
     }
 
@@ -94,7 +94,7 @@ impl Tally {
 
     /// The highest value since the last call (the current values of the levels included by
     /// the caller, who settles them first), reset to `floor`.
-    pub fn take_window_max(&mut self, floor: u64) -> u64 {
+    pub(crate) fn take_window_max(&mut self, floor: u64) -> u64 {
         std::mem::replace(&mut self.window_max, floor)
     }
 

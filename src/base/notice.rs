@@ -165,7 +165,7 @@ impl Say {
     }
 
     /// Said by the fault schedule itself (not a detection by the relay).
-    pub fn is_schedule(&self) -> bool {
+    pub(crate) fn is_schedule(&self) -> bool {
         matches!(self, Say::Fault { .. } | Say::FaultNotApplied { .. })
     }
 

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// Suffix of a request file: `<id>.req.json`.
-pub const REQ_SUFFIX: &str = ".req.json";
+pub(crate) const REQ_SUFFIX: &str = ".req.json";
 /// Suffix of a response file: `<id>.res.json`.
-pub const RES_SUFFIX: &str = ".res.json";
+pub(crate) const RES_SUFFIX: &str = ".res.json";
 /// Marker of a temp name: `<final>.tmp.<nonce>`. Readers and watchers ignore such names.
-pub const TMP_MARKER: &str = ".tmp.";
+pub(crate) const TMP_MARKER: &str = ".tmp.";
 /// Longest sanitized id, in UTF-16 code units (as production's JavaScript counts them).
-pub const MAX_ID_LEN: usize = 120;
+pub(crate) const MAX_ID_LEN: usize = 120;
 
 /// A call id, shared by every event of the call (one allocation per call, not per event).
 pub type CallId = std::sync::Arc<str>;
@@ -65,7 +65,7 @@ impl Request {
     }
 
     /// The call id the handler runs under: the request's own, else `file_id`.
-    pub fn call_id_or<'a>(&'a self, file_id: &'a str) -> &'a str {
+    pub(crate) fn call_id_or<'a>(&'a self, file_id: &'a str) -> &'a str {
         self.tool_call_id.as_deref().unwrap_or(file_id)
     }
 
@@ -174,7 +174,7 @@ pub enum ProtocolError {
 /// The file id of a call id, as production's writer names it: every UTF-16 code unit outside
 /// `[A-Za-z0-9_-]` becomes `_` (so an astral character, two units, becomes `__`), cut to 120
 /// units, `tool` if empty. The result is ASCII and can never name a path outside the dir.
-pub fn sanitize_id(call_id: &str) -> String {
+pub(crate) fn sanitize_id(call_id: &str) -> String {
     let mut out = String::with_capacity(call_id.len().min(MAX_ID_LEN));
     for c in call_id.chars() {
         if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -204,11 +204,6 @@ pub enum FileKind {
     Other,
 }
 
-/// True for a temp name of an atomic publication (never a final relay file).
-pub fn is_temp(name: &str) -> bool {
-    name.contains(TMP_MARKER)
-}
-
 pub fn classify(name: &str) -> FileKind {
     if let Some(pos) = name.find(TMP_MARKER) {
         let base = &name[..pos];
@@ -227,30 +222,30 @@ pub fn classify(name: &str) -> FileKind {
 }
 
 /// `<file_id>.req.json`
-pub fn req_name(file_id: &str) -> String {
+pub(crate) fn req_name(file_id: &str) -> String {
     format!("{file_id}{REQ_SUFFIX}")
 }
 
 /// `<file_id>.res.json`
-pub fn res_name(file_id: &str) -> String {
+pub(crate) fn res_name(file_id: &str) -> String {
     format!("{file_id}{RES_SUFFIX}")
 }
 
 /// The file id of a request or response name (`abc.req.json` -> `abc`).
-pub fn file_id_of(name: &str) -> Option<&str> {
+pub(crate) fn file_id_of(name: &str) -> Option<&str> {
     name.strip_suffix(REQ_SUFFIX).or_else(|| name.strip_suffix(RES_SUFFIX))
 }
 
 /// Tracks the call ids in flight in one relay dir and refuses a second call whose id
 /// sanitizes to a file id already in use (the two would overwrite each other's files).
 #[derive(Debug, Default)]
-pub struct IdRegistry {
+pub(crate) struct IdRegistry {
     in_flight: HashMap<String, String>,
 }
 
 impl IdRegistry {
     /// Claims the file id of `call_id`, or reports the collision.
-    pub fn claim(&mut self, call_id: &str) -> Result<String, ProtocolError> {
+    pub(crate) fn claim(&mut self, call_id: &str) -> Result<String, ProtocolError> {
         let file_id = sanitize_id(call_id);
         if let Some(existing) = self.in_flight.get(&file_id) {
             return Err(ProtocolError::IdCollision { new: call_id.to_owned(), existing: existing.clone(), file_id });
@@ -259,16 +254,13 @@ impl IdRegistry {
         Ok(file_id)
     }
 
-    pub fn release(&mut self, file_id: &str) {
+    pub(crate) fn release(&mut self, file_id: &str) {
         self.in_flight.remove(file_id);
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.in_flight.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.in_flight.is_empty()
     }
 }
 

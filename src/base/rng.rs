@@ -8,7 +8,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -22,7 +22,7 @@ impl Rng {
     }
 
     /// Exponential with the given mean.
-    pub fn exp(&mut self, mean: f64) -> f64 {
+    pub(crate) fn exp(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
 }

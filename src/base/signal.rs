@@ -48,7 +48,7 @@ impl Signal {
     }
 
     /// Marks activity and wakes the current waiters.
-    pub fn raise(&self) {
+    pub(crate) fn raise(&self) {
         self.pending.store(true, Ordering::Release);
         self.notify.notify_waiters();
     }
@@ -58,13 +58,14 @@ impl Signal {
         self.notify.notify_waiters();
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
     /// Waiters currently parked on this signal. After any number of timed-out waits this is
     /// back to zero: a timer win leaves nothing behind.
-    pub fn listeners(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn listeners(&self) -> usize {
         self.listeners.load(Ordering::Acquire)
     }
 

@@ -5,7 +5,7 @@
 /// The known name closest to `typed`, if it is within a typo of it: at most one edit for a
 /// name of up to 4 characters, two up to 8, three beyond. Case is ignored; a tie goes to the
 /// first candidate.
-pub fn closest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let typed_l = typed.to_lowercase();
     let budget = match typed.chars().count() {
         0 => return None,
@@ -27,12 +27,12 @@ pub fn closest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
 }
 
 /// ` (did you mean "NAME"?)` for an error message, or nothing.
-pub fn did_you_mean<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(typed, known).map(|k| format!(" (did you mean {k:?}?)")).unwrap_or_default()
 }
 
 /// The optimal-string-alignment distance between `a` and `b` (in characters).
-pub fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
     let w = b.len() + 1;
     let mut d = vec![0usize; (a.len() + 1) * w];

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// Parses `<number><unit>` with unit one of `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -30,7 +30,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// This machine's `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads on Linux, as a
 /// number another process (in the sandbox: `sandbox-clock`, the sandbox writer) can print
 /// and this one can read back.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: a valid out-pointer to a timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -51,7 +51,7 @@ impl Mono {
         Mono { at, ns: monotonic_ns() }
     }
 
-    pub fn ns_of(&self, t: tokio::time::Instant) -> u64 {
+    pub(crate) fn ns_of(&self, t: tokio::time::Instant) -> u64 {
         if t >= self.at {
             self.ns + (t - self.at).as_nanos() as u64
         } else {
@@ -59,7 +59,7 @@ impl Mono {
         }
     }
 
-    pub fn instant_of(&self, ns: u64) -> tokio::time::Instant {
+    pub(crate) fn instant_of(&self, ns: u64) -> tokio::time::Instant {
         if ns >= self.ns {
             self.at + std::time::Duration::from_nanos(ns - self.ns)
         } else {
@@ -115,17 +115,17 @@ pub fn readable(v: f64, decimals: usize) -> String {
 }
 
 /// Microseconds (a report's unit) for a person, negative values as 0.
-pub fn human_us(us: f64) -> String {
+pub(crate) fn human_us(us: f64) -> String {
     human(Duration::from_secs_f64(us.max(0.0) / 1e6))
 }
 
 /// Milliseconds rounded to two decimals, as reports store them.
-pub fn ms_2dp(d: Duration) -> f64 {
+pub(crate) fn ms_2dp(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
 /// `t` as signed nanoseconds from `epoch` (an event before it is negative), saturating.
-pub fn offset_ns(t: tokio::time::Instant, epoch: tokio::time::Instant) -> i64 {
+pub(crate) fn offset_ns(t: tokio::time::Instant, epoch: tokio::time::Instant) -> i64 {
     let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
     match t.checked_duration_since(epoch) {
         Some(d) => ns(d),

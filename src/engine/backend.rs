@@ -18,10 +18,10 @@ use crate::scenario::pacer::Slot;
 use crate::BoxFut;
 
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
-pub type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;
+pub(crate) type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;
 
 /// The part of a case that depends on its clock.
-pub trait Backend: Send + Sync {
+pub(crate) trait Backend: Send + Sync {
     /// Makes the relay dir of one sandbox.
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>>;
     /// The watch program as the sandbox runs it.
@@ -226,7 +226,7 @@ impl Backend for Real {
 /// and of the in-sandbox writer). The pacer runs on its own OS thread: tokio's timer wheel
 /// ticks in whole milliseconds, a thread sleep is precise to tens of microseconds, and the
 /// pacer must not add lag.
-pub fn pace_on_a_thread(
+pub(crate) fn pace_on_a_thread(
     slots: Vec<Slot>,
     epoch: Instant,
     length: Duration,

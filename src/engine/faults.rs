@@ -110,7 +110,7 @@ impl Striker<'_> {
 
     /// Ends the conditions still on at the case's end (`pending`: the faults whose end is
     /// still to come), so the runners' stop is clean.
-    pub fn undo(&self, faults: &[FaultSpec], pending: impl Iterator<Item = usize>) {
+    pub(crate) fn undo(&self, faults: &[FaultSpec], pending: impl Iterator<Item = usize>) {
         for i in pending {
             let f = &faults[i];
             for k in f.sandboxes(self.sandboxes) {

@@ -83,7 +83,7 @@ pub struct CaseEnv {
 
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
 /// paused clock: use [`run_case_virtual`].
-pub async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
     let wl = &case.workload;
     let (mut parts, rx) = Parts::build(scenario, case, env).await?;
     // Laid out before the clock starts: the first intended start is not kept waiting.

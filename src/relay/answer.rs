@@ -16,7 +16,7 @@ use crate::sandbox::host::Host;
 
 /// When a failed answer publish is tried again: after each delay in turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AnswerRetry {
+pub(crate) struct AnswerRetry {
     pub first: Duration,
     pub max: Duration,
     /// Tries after the first one.
@@ -26,7 +26,7 @@ pub struct AnswerRetry {
 impl AnswerRetry {
     /// 250 ms doubling to 4 s, 8 retries: about 20 s in all, inside the writer's deadline
     /// (a tool's timeout + 10 s, 60 s without one).
-    pub const DEFAULT: AnswerRetry =
+    pub(crate) const DEFAULT: AnswerRetry =
         AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
 
     /// The delay before retry `n` (1-based).
@@ -37,7 +37,7 @@ impl AnswerRetry {
 
 /// Publishes `body` as `name` (the answer to `call`), retrying as `retry` says; when it is
 /// out, the moment it was. `None`: it never was (every try failed, said).
-pub async fn publish_answer(
+pub(crate) async fn publish_answer(
     host: &dyn Host,
     reporter: &Reporter,
     retry: AnswerRetry,

@@ -68,7 +68,7 @@ impl HandlerModel {
     }
 
     /// The answer for a plan.
-    pub fn respond(&self, call_id: &str, outcome: Outcome) -> Response {
+    pub(crate) fn respond(&self, call_id: &str, outcome: Outcome) -> Response {
         match outcome {
             Outcome::Ok => Response::Ok(filler(self.payload_bytes)),
             Outcome::Error => Response::Error(format!("simulated tool failure for {call_id}")),
@@ -104,7 +104,7 @@ pub async fn run_command(program: &std::path::Path, request: &[u8]) -> Response 
 }
 
 /// `n` bytes of printable filler.
-pub fn filler(n: usize) -> String {
+pub(crate) fn filler(n: usize) -> String {
     "abcdefghijklmnopqrstuvwxyz0123456789".chars().cycle().take(n).collect()
 }
 

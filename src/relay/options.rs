@@ -14,7 +14,7 @@ pub struct PollDelay {
 
 impl PollDelay {
     /// Production's: 300 ms, growing after 5 idle lists, up to 1500 ms.
-    pub const PRODUCTION: PollDelay =
+    pub(crate) const PRODUCTION: PollDelay =
         PollDelay { interval: Duration::from_millis(300), grow_after: 5, max: Duration::from_millis(1500) };
 
     /// The delay after `idle` consecutive idle lists (the current one included).

@@ -54,7 +54,7 @@ impl Reporter {
         Reporter { to: Some((sink, sandbox)), degraded: Arc::default() }
     }
 
-    pub fn say(&self, what: Say) {
+    pub(crate) fn say(&self, what: Say) {
         if what.degraded() {
             let _ = self.degraded.set(what.to_string());
         }
@@ -76,7 +76,7 @@ impl Reporter {
 pub struct Inbox(Arc<Mutex<Vec<Carried>>>);
 
 /// A request a source carried: its name and bytes.
-pub type Carried = (String, Vec<u8>);
+pub(crate) type Carried = (String, Vec<u8>);
 
 impl Inbox {
     pub fn put(&self, carried: impl IntoIterator<Item = Carried>) {

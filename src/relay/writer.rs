@@ -22,7 +22,7 @@ use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
 use crate::sandbox::host::Busy;
 
 /// The writer deadline of SPEC §2.
-pub fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
+pub(crate) fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
     match tool_timeout {
         Some(t) => t + Duration::from_secs(10),
         None => Duration::from_secs(60),
@@ -128,7 +128,7 @@ impl Drop for Armed {
 }
 
 /// Poll-only writer: check every `interval`.
-pub struct PollWaiter {
+pub(crate) struct PollWaiter {
     interval: Duration,
     slots: Slots,
 }
@@ -162,7 +162,7 @@ impl ResponseWaiter for PollWaiter {
 /// per call. Where the two differ — a watch on a directory replaced under it — production's
 /// next call arms a fresh watch; here a timed check that finds an unannounced answer re-arms
 /// the one watch, so later calls are watched again as they would be in production.
-pub struct WatchWaiter {
+pub(crate) struct WatchWaiter {
     slots: Slots,
     wake_on: EventFilter,
     dir: Arc<dyn RelayDir>,
@@ -286,18 +286,18 @@ impl Writer {
     }
 
     /// Says what happens through `reporter` (shared with the waiter that reports too).
-    pub fn with_reporter(mut self, reporter: Reporter) -> Writer {
+    pub(crate) fn with_reporter(mut self, reporter: Reporter) -> Writer {
         self.reporter = reporter;
         self
     }
 
-    pub fn with_cleanup(mut self, cleanup: Cleanup) -> Writer {
+    pub(crate) fn with_cleanup(mut self, cleanup: Cleanup) -> Writer {
         self.cleanup = cleanup;
         self
     }
 
     /// The runner parked the call of `file_id` with no answer.
-    pub fn park(&self, file_id: &str) {
+    pub(crate) fn park(&self, file_id: &str) {
         self.waiter.park(&res_name(file_id));
     }
 
@@ -307,7 +307,7 @@ impl Writer {
     }
 
     /// Shares the relay dir's in-flight gauge with its host (busy/idle request rates).
-    pub fn with_busy(mut self, busy: Arc<Busy>) -> Writer {
+    pub(crate) fn with_busy(mut self, busy: Arc<Busy>) -> Writer {
         self.busy = busy;
         self
     }
@@ -434,13 +434,14 @@ impl Writer {
 
     /// Once the runners have stopped: removes the answers they published for calls an
     /// interrupt cut off (nobody reads them); returns how many there were.
-    pub fn tidy(&self) -> usize {
+    pub(crate) fn tidy(&self) -> usize {
         let names = std::mem::take(&mut *self.cut_off.lock().expect("cut-off list poisoned"));
         names.iter().filter(|n| self.dir.read(n).is_ok() && self.dir.remove(n).is_ok()).count()
     }
 
     /// Calls in flight (claimed file ids).
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.ids.lock().expect("id registry poisoned").len()
     }
 }

@@ -19,7 +19,7 @@ pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] = &[&CapacityJson, &C
 /// Writes every output of `report` into `dir` at `moment`: after each step
 /// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
 /// ([`Moment::End`]); the console table is returned, not printed.
-pub fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
+pub(crate) fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
     publish_outputs(CAPACITY_OUTPUTS, moment, report, dir, &FlagPaths::default())
 }
 
@@ -28,9 +28,9 @@ fn after_steps(moment: Moment) -> bool {
     matches!(moment, Moment::Case | Moment::End)
 }
 
-pub struct CapacityJson;
-pub struct CapacityMarkdown;
-pub struct CapacityTable;
+pub(crate) struct CapacityJson;
+pub(crate) struct CapacityMarkdown;
+pub(crate) struct CapacityTable;
 
 impl Output<CapacityReport> for CapacityJson {
     fn name(&self) -> &'static str {
@@ -82,7 +82,7 @@ impl Output<CapacityReport> for CapacityTable {
 }
 
 /// What capacity.md opens with: what the command measures and how to run it.
-pub const ABOUT: &str = "What it measures: how many held execs one sandbox-agent daemon takes. The \
+pub(crate) const ABOUT: &str = "What it measures: how many held execs one sandbox-agent daemon takes. The \
 event-driven relay holds one watch window (a held `POST /v1/processes/run`) per active agent turn, so a \
 sandbox's daemon holds as many as it has active turns. At each step the ramp holds N execs at once, each \
 on its own HTTP connection as a runner's would be (a program that sleeps past the ramp), then times the \

@@ -17,7 +17,7 @@ pub const CONFORM_OUTPUTS: &[&dyn Output<ConformReport>] =
     &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
-pub fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
+pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
     publish_outputs(CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
 }
 
@@ -26,10 +26,10 @@ fn at_end(moment: Moment) -> bool {
     moment == Moment::End
 }
 
-pub struct ConformJson;
-pub struct ConformMarkdown;
-pub struct ConformTable;
-pub struct ConformHtml;
+pub(crate) struct ConformJson;
+pub(crate) struct ConformMarkdown;
+pub(crate) struct ConformTable;
+pub(crate) struct ConformHtml;
 
 impl Output<ConformReport> for ConformHtml {
     fn name(&self) -> &'static str {

@@ -137,7 +137,7 @@ impl Staged {
     /// A temp path for the file `rel` (relative to the output's directory), its extension
     /// kept (a chart backend picks its format by it), its directory made; the caller writes
     /// it whole.
-    pub fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, WriteError> {
+    pub(crate) fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, WriteError> {
         let fin = self.final_path(rel.as_ref());
         let dir = parent_of(&fin);
         std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;

@@ -67,7 +67,7 @@ pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<P
 /// outputs into [`Published::console`]. Each output's files land together or not at all; a
 /// failure of an essential output (of any, at a re-render) ends the publication, another's
 /// is a warning.
-pub fn publish_outputs<R: ?Sized>(
+pub(crate) fn publish_outputs<R: ?Sized>(
     outputs: &[&dyn Output<R>],
     moment: Moment,
     input: &R,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::record::recorder::LatencyStats;
 
 /// Bumped when a field changes meaning or goes away.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// One ramp: where it ran, what it did at each step, how it ended, what a held exec costs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -88,7 +88,7 @@ pub struct Machine {
 }
 
 /// The 1, 5 and 15 minute load averages now.
-pub fn load_average() -> Option<String> {
+pub(crate) fn load_average() -> Option<String> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
@@ -128,7 +128,7 @@ pub struct Limit {
 
 impl Limit {
     /// `1024`, `unlimited`, or `1024 (hard 4096)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let v = |x: Option<u64>| x.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
         if self.soft == self.hard {
             v(self.soft)
@@ -320,13 +320,13 @@ pub struct Line {
 }
 
 /// The slope from `a` to `b` (x: held execs); `None` when they share an x.
-pub fn slope(a: (f64, f64), b: (f64, f64)) -> Option<f64> {
+pub(crate) fn slope(a: (f64, f64), b: (f64, f64)) -> Option<f64> {
     let dx = b.0 - a.0;
     (dx != 0.0).then(|| (b.1 - a.1) / dx)
 }
 
 /// The least-squares line through `points`; `None` with fewer than two distinct x.
-pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
+pub(crate) fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
     let n = points.len() as f64;
     if n < 2.0 {
         return None;
@@ -385,7 +385,7 @@ impl CapacityReport {
         self.steps.last().map_or(0, |s| s.held)
     }
 
-    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
         serde_json::to_string_pretty(self).map(|s| s + "\n")
     }
 

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or goes away.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Which side of the relay was graded.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub struct ConformReport {
 }
 
 impl ConformReport {
-    pub fn recount(&mut self) {
+    pub(crate) fn recount(&mut self) {
         let mut c = Counts::default();
         for case in &self.cases {
             match case.verdict {
@@ -113,7 +113,7 @@ impl ConformReport {
         self.cases.iter().any(|c| c.verdict == Verdict::Failed)
     }
 
-    pub fn to_json(&self) -> serde_json::Result<String> {
+    pub(crate) fn to_json(&self) -> serde_json::Result<String> {
         serde_json::to_string_pretty(self).map(|s| s + "\n")
     }
 }

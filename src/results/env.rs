@@ -36,7 +36,7 @@ fn read_u64(p: &str) -> Option<u64> {
 }
 
 /// The filesystem type of the mount holding `path` (longest matching mount point).
-pub fn filesystem_of(path: &Path) -> String {
+pub(crate) fn filesystem_of(path: &Path) -> String {
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return "unknown".into();

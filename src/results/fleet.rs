@@ -139,7 +139,7 @@ impl FleetResult {
     /// The value a `fleet.*` gate reads; `None` when it was not measured. `recovery` is the
     /// longest recovery of the case's fleet-wide faults (seconds), if it had any: `Some(None)`
     /// when one never recovered.
-    pub fn metric(&self, m: FleetMetric, recovery: Option<Option<f64>>) -> Option<f64> {
+    pub(crate) fn metric(&self, m: FleetMetric, recovery: Option<Option<f64>>) -> Option<f64> {
         let org = self.org_measured;
         let count = |v: u64| org.then_some(v as f64);
         match m {

@@ -11,7 +11,7 @@ use crate::scenario::sweep::{Goal, Sweep};
 
 /// What a run says of a point's case: whether it met every gate, and the figures asked
 /// for, in order; `None`: not run.
-pub type Ran = Option<(bool, Vec<Option<f64>>)>;
+pub(crate) type Ran = Option<(bool, Vec<Option<f64>>)>;
 
 /// One swept option.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub struct SweepResult {
 }
 
 /// A figure's value as a person reads it: a duration for a latency, else a plain number.
-pub fn show(m: Metric, v: Option<f64>) -> String {
+pub(crate) fn show(m: Metric, v: Option<f64>) -> String {
     match (v, m) {
         (None, _) => "-".into(),
         (Some(v), Metric::Latency(..)) => human_us(v),
@@ -104,7 +104,7 @@ impl SweepResult {
     }
 
     /// The best line as summary.md and the console say it.
-    pub fn best_line(&self) -> String {
+    pub(crate) fn best_line(&self) -> String {
         match &self.best {
             Some(_) => format!("best: {}", self.best_text),
             None => format!("no best point: {}", self.best_text),
@@ -118,12 +118,12 @@ impl SweepResult {
     }
 
     /// The file name (without extension) of figure `m`'s chart: `sweep-<case>-<metric>`.
-    pub fn chart_stem(&self, m: Metric) -> String {
+    pub(crate) fn chart_stem(&self, m: Metric) -> String {
         format!("sweep-{}-{}", self.case, m.name().replace('.', "-"))
     }
 
     /// The objective: least or most, and of what.
-    pub fn goal(&self) -> Option<(Goal, Metric)> {
+    pub(crate) fn goal(&self) -> Option<(Goal, Metric)> {
         let (goal, metric) = self.objective.as_deref()?.split_once(' ')?;
         let goal = if goal == "max" { Goal::Max } else { Goal::Min };
         Some((goal, Metric::parse(metric).ok()?))

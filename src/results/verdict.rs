@@ -94,12 +94,12 @@ impl Judged {
 
 impl RolloutGate {
     /// Every case judged on this gate, production's first.
-    pub fn judged(&self) -> impl Iterator<Item = &Judged> {
+    pub(crate) fn judged(&self) -> impl Iterator<Item = &Judged> {
         self.production.iter().chain(&self.option_sets)
     }
 
     /// Whether every case of production as built judged on it meets it (`None`: none was).
-    pub fn production_pass(&self) -> Option<bool> {
+    pub(crate) fn production_pass(&self) -> Option<bool> {
         (!self.production.is_empty()).then(|| self.production.iter().all(|j| j.pass))
     }
 }
@@ -152,12 +152,12 @@ impl Verdict {
 
     /// Whether every case of production as built it judged ran on the virtual clock: the
     /// verdict then rests on [`CLOCK_EVIDENCE`].
-    pub fn decided_on_virtual_clock(&self) -> bool {
+    pub(crate) fn decided_on_virtual_clock(&self) -> bool {
         self.production_clocks() == ["virtual"]
     }
 
     /// The clocks production's cases ran on, in order of first appearance.
-    pub fn production_clocks(&self) -> Vec<&str> {
+    pub(crate) fn production_clocks(&self) -> Vec<&str> {
         let mut clocks: Vec<&str> = Vec::new();
         for j in self.gates.iter().flat_map(|g| &g.production) {
             if !clocks.contains(&j.clock.as_str()) {

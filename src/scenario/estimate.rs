@@ -39,7 +39,7 @@ impl Estimate {
     }
 
     /// `real`, `virtual` or `real and virtual`.
-    pub fn clocks(&self) -> &'static str {
+    pub(crate) fn clocks(&self) -> &'static str {
         match (self.real_cases > 0, self.virtual_cases > 0) {
             (true, true) => "real and virtual",
             (true, false) => "real",
@@ -48,7 +48,7 @@ impl Estimate {
     }
 
     /// `about 6m 10s: 3 cases on the real clock (2m of schedule each), 3 virtual (about 1s)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();
         if self.real_cases > 0 {
             let n = self.real_cases;

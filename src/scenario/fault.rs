@@ -103,12 +103,12 @@ impl FaultKind {
         Self::ALL.iter().map(|k| k.name()).collect()
     }
 
-    pub fn from_name(name: &str) -> Option<FaultKind> {
+    pub(crate) fn from_name(name: &str) -> Option<FaultKind> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// How long the condition lasts when the scenario does not say.
-    pub fn default_duration(self) -> Duration {
+    pub(crate) fn default_duration(self) -> Duration {
         let s = Duration::from_secs;
         match self {
             FaultKind::DaemonRestart | FaultKind::ProxyBlackhole => s(5),
@@ -131,12 +131,12 @@ impl FaultKind {
     }
 
     /// Faults that swap the watch program (on the real clock, a symlink the schedule moves).
-    pub fn acts_on_program(self) -> bool {
+    pub(crate) fn acts_on_program(self) -> bool {
         matches!(self.target(), Target::Sandbox(SimFault::ProgramMissing | SimFault::ExecHang | SimFault::ExecFail))
     }
 
     /// What it acts on in a host's daemon or wire, if it is a daemon fault.
-    pub fn daemon_fault(self) -> Option<DaemonFault> {
+    pub(crate) fn daemon_fault(self) -> Option<DaemonFault> {
         match self.target() {
             Target::Daemon(d) => Some(d),
             _ => None,
@@ -144,13 +144,13 @@ impl FaultKind {
     }
 
     /// Faults of a host's daemon or wire: only a host with one can take them.
-    pub fn needs_daemon(self) -> bool {
+    pub(crate) fn needs_daemon(self) -> bool {
         self.daemon_fault().is_some()
     }
 
     /// Faults this machine can produce for real, on the real clock. The others need the
     /// in-memory sandbox of the virtual clock.
-    pub fn real_time(self) -> bool {
+    pub(crate) fn real_time(self) -> bool {
         !matches!(
             self,
             FaultKind::WatchEnospc | FaultKind::WatchEmfile | FaultKind::QueueOverflow | FaultKind::ChunkedPublish
@@ -238,7 +238,7 @@ pub struct FleetRecovery {
 
 /// After a fault's condition ends, its calls are still followed this long: recovery (a
 /// 30 s safety list, a demotion and its backoff) takes time.
-pub const AFTERMATH: Duration = Duration::from_secs(60);
+pub(crate) const AFTERMATH: Duration = Duration::from_secs(60);
 
 /// What striking a fault acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +279,7 @@ impl FaultKind {
     }
 
     /// Acts on the host's daemon: strikes it for `duration`.
-    pub fn strike_daemon(
+    pub(crate) fn strike_daemon(
         self,
         d: &dyn DaemonControl,
         duration: Duration,

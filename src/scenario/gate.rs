@@ -215,7 +215,7 @@ impl Ratio {
 }
 
 /// The prefix of a baseline ratio's name.
-pub const VS_BASELINE: &str = "vs_baseline";
+pub(crate) const VS_BASELINE: &str = "vs_baseline";
 
 impl Metric {
     /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
@@ -299,7 +299,7 @@ pub enum Counter {
 
 impl Counter {
     /// A rate of the runner's requests (not measurable for a black-box runner).
-    pub fn is_request_rate(self) -> bool {
+    pub(crate) fn is_request_rate(self) -> bool {
         matches!(
             self,
             Counter::DiscoveryPerMin
@@ -312,7 +312,7 @@ impl Counter {
     }
 
     /// A rate of discovery requests (the request charts draw these gates).
-    pub fn is_discovery_rate(self) -> bool {
+    pub(crate) fn is_discovery_rate(self) -> bool {
         self.is_request_rate() && self != Counter::DataPerMin
     }
 
@@ -368,7 +368,7 @@ impl Op {
     const ALL: [(&'static str, Op); 6] =
         [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
 
-    pub fn symbol(self) -> &'static str {
+    pub(crate) fn symbol(self) -> &'static str {
         Op::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(sym, _)| sym)
     }
 
@@ -476,7 +476,7 @@ fn every_metric_name() -> Vec<String> {
     all
 }
 
-pub fn metric_names() -> String {
+pub(crate) fn metric_names() -> String {
     let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
     let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
@@ -514,12 +514,12 @@ impl Gate {
     }
 
     /// Whether `other` tests the same thing, written alike or not (`<= 5` and `<= 5.0`).
-    pub fn same_test(&self, other: &Gate) -> bool {
+    pub(crate) fn same_test(&self, other: &Gate) -> bool {
         self.metric == other.metric && self.op == other.op && self.threshold == other.threshold
     }
 
     /// Checks the gate against a value read by `lookup`.
-    pub fn evaluate(&self, observed: Option<f64>) -> GateResult {
+    pub(crate) fn evaluate(&self, observed: Option<f64>) -> GateResult {
         let observed_text = match (observed, self.metric) {
             (None, _) => "not measured (no samples)".to_owned(),
             (Some(v), Metric::Latency(..)) => crate::base::units::human_us(v),

@@ -42,11 +42,11 @@ pub use rules::{
 };
 
 /// The scenario `relay-bench run` uses when given none.
-pub const DEFAULT_NAME: &str = "default";
-pub const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
+pub(crate) const DEFAULT_NAME: &str = "default";
+pub(crate) const DEFAULT_TOML: &str = include_str!("../../scenarios/default.toml");
 
 /// Scenarios shipped in `scenarios/`, embedded so `relay-bench list` works anywhere.
-pub const SHIPPED: &[(&str, &str)] = &[
+pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("default", DEFAULT_TOML),
     ("throughput", include_str!("../../scenarios/throughput.toml")),
     ("rollout-gate", include_str!("../../scenarios/rollout-gate.toml")),
@@ -69,7 +69,7 @@ pub enum Clock {
 }
 
 impl Clock {
-    pub const NAMES: &'static [&'static str] = &["real", "virtual"];
+    pub(crate) const NAMES: &'static [&'static str] = &["real", "virtual"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -165,7 +165,7 @@ impl Scenario {
 
     /// Loads a scenario as [`Scenario::load`] does, with the command line's sweeps put in and
     /// `run`'s overrides applied.
-    pub fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+    pub(crate) fn load_with(arg: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
         if over.sweeps.is_empty() && over.run_is_empty() && over.sandbox_agent.is_none() {
             return Scenario::load(arg);
         }
@@ -176,7 +176,7 @@ impl Scenario {
     /// Parses `text` with `over` applied: the sweeps put into the cases they name, `run`'s
     /// overrides where each value is read. An error the file alone has is the file's; one
     /// the overrides bring is theirs, naming the case.
-    pub fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+    pub(crate) fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
         if over.run_is_empty() {
             return Scenario::parse_inner(file, text, over);
         }
@@ -366,7 +366,7 @@ impl Scenario {
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
     /// the sweeps with points left; the first name that matches nothing is returned.
-    pub fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
         let keep = |case: &str, sweeps: &[Sweep]| {
             names.iter().any(|n| n == case)
                 || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
@@ -388,7 +388,7 @@ impl Scenario {
     }
 
     /// The sweep whose point `case` is, if it is one.
-    pub fn sweep_of(&self, case: &str) -> Option<&Sweep> {
+    pub(crate) fn sweep_of(&self, case: &str) -> Option<&Sweep> {
         self.sweeps.iter().find(|s| s.points.iter().any(|p| p.case == case))
     }
 }
@@ -506,7 +506,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
 
 /// The most sandboxes one case may have (a fleet of 10,000 fits; every sandbox has a relay
 /// dir, a host and a runner).
-pub const MAX_SANDBOXES: i64 = 20_000;
+pub(crate) const MAX_SANDBOXES: i64 = 20_000;
 
 fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, ScenarioError> {
     let duration = h.duration("duration")?.unwrap_or(Duration::from_millis(2));

@@ -41,7 +41,7 @@ pub struct Overrides {
 }
 
 /// The largest `--scale`: a thousand times the schedule is a scenario of its own.
-pub const MAX_SCALE: f64 = 1000.0;
+pub(crate) const MAX_SCALE: f64 = 1000.0;
 
 /// What was overridden, as a report records it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ pub struct Applied {
 
 impl Overrides {
     /// No `run` override (sweeps aside).
-    pub fn run_is_empty(&self) -> bool {
+    pub(crate) fn run_is_empty(&self) -> bool {
         self.clock.is_none() && self.length.is_none() && self.seed.is_none() && self.sandboxes.is_none()
     }
 
@@ -111,7 +111,7 @@ impl Overrides {
     }
 
     /// The factor a schedule of `total` is scaled by (1: unchanged).
-    pub fn factor(&self, total: Duration) -> f64 {
+    pub(crate) fn factor(&self, total: Duration) -> f64 {
         match self.length {
             Some(Length::To(d)) if !total.is_zero() => d.as_secs_f64() / total.as_secs_f64(),
             Some(Length::Scale(x)) => x,
@@ -164,7 +164,7 @@ impl Overrides {
 
 impl Applied {
     /// `--clock virtual`, `--duration 30s (the 4m schedule scaled by 0.125)`, ...
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.given
             .iter()
             .map(|g| match (g.starts_with("--duration") || g.starts_with("--scale"), self.schedule_secs, self.scale) {

@@ -16,7 +16,7 @@ pub enum Arrival {
 }
 
 impl Arrival {
-    pub const NAMES: &'static [&'static str] = &["constant", "poisson"];
+    pub(crate) const NAMES: &'static [&'static str] = &["constant", "poisson"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -54,7 +54,7 @@ pub struct Workload {
 /// The most calls one case may schedule. The schedule, the pairing check and the recorder
 /// are sized by it before the case starts (some 70 bytes a call), so a rate mistyped in a
 /// scenario is refused when it is read rather than becoming gigabytes of allocation.
-pub const MAX_CALLS_PER_CASE: u64 = 10_000_000;
+pub(crate) const MAX_CALLS_PER_CASE: u64 = 10_000_000;
 
 /// One scheduled call.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +69,7 @@ pub struct Slot {
 
 impl Slot {
     /// The call id: unique within the case.
-    pub fn call_id(&self) -> String {
+    pub(crate) fn call_id(&self) -> String {
         format!("t{}-c{}", self.turn, self.index)
     }
 }
@@ -83,7 +83,7 @@ impl Workload {
     /// How many turns the schedule holds, computed without building it: a constant
     /// arrival's count (to within one turn a phase), a Poisson arrival's expectation.
     /// Saturates rather than overflows.
-    pub fn planned_turns(&self) -> u64 {
+    pub(crate) fn planned_turns(&self) -> u64 {
         if let Some(a) = &self.agent {
             let per_sandbox = a.turns_per_sec_per_sandbox() * self.duration().as_secs_f64();
             return (per_sandbox * f64::from(self.sandboxes)).ceil() as u64;
@@ -93,7 +93,7 @@ impl Workload {
     }
 
     /// How many calls the schedule holds ([`Workload::planned_turns`] × calls per turn).
-    pub fn planned_calls(&self) -> u64 {
+    pub(crate) fn planned_calls(&self) -> u64 {
         if let Some(a) = &self.agent {
             return (self.planned_turns() as f64 * a.calls_per_turn()).ceil() as u64;
         }
@@ -142,7 +142,7 @@ impl Workload {
 /// Fires every slot at `epoch + offset` on the calling (OS) thread, sleeping in between in
 /// steps of at most 20 ms so `stop` is seen promptly. Returns how many slots fired and
 /// whether `stop` ended the schedule early. `fire` gets the slot and its intended start.
-pub fn pace(
+pub(crate) fn pace(
     slots: &[Slot],
     epoch: std::time::Instant,
     length: Duration,
@@ -178,7 +178,7 @@ pub fn pace(
 /// [`pace`] on the tokio clock, for virtual time: the same schedule, with every sleep a
 /// timer the paused clock jumps to. `stop` is checked before every slot and once a
 /// simulated minute in the closing idle stretch.
-pub async fn pace_async(
+pub(crate) async fn pace_async(
     slots: &[Slot],
     epoch: tokio::time::Instant,
     length: Duration,

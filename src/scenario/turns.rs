@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::rng::Rng;
-use crate::base::units::human;
 
 /// A distribution of durations.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,7 +51,7 @@ fn normal(rng: &mut Rng) -> f64 {
 }
 
 impl Span {
-    pub fn draw(&self, rng: &mut Rng) -> Duration {
+    pub(crate) fn draw(&self, rng: &mut Rng) -> Duration {
         let d = match *self {
             Span::Fixed(d) => d,
             Span::Uniform(a, b) => a + b.saturating_sub(a).mul_f64(rng.unit()),
@@ -79,19 +78,10 @@ impl Span {
             }
         }
     }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Span::Fixed(d) => human(*d),
-            Span::Uniform(a, b) => format!("{}-{}", human(*a), human(*b)),
-            Span::Exp(m) => format!("exp(mean {})", human(*m)),
-            Span::LogNormal { median, p90 } => format!("log-normal(median {}, p90 {})", human(*median), human(*p90)),
-        }
-    }
 }
 
 impl Count {
-    pub fn draw(&self, rng: &mut Rng) -> u32 {
+    pub(crate) fn draw(&self, rng: &mut Rng) -> u32 {
         match *self {
             Count::Fixed(n) => n,
             Count::Uniform(a, b) => a + ((b - a + 1) as f64 * rng.unit()) as u32,
@@ -112,14 +102,6 @@ impl Count {
             Count::Fixed(n) => f64::from(n),
             Count::Uniform(a, b) => f64::from(a + b) / 2.0,
             Count::Geometric(m) => m.max(1.0),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Count::Fixed(n) => n.to_string(),
-            Count::Uniform(a, b) => format!("{a}-{b}"),
-            Count::Geometric(m) => format!("geometric(mean {m})"),
         }
     }
 }
@@ -162,7 +144,7 @@ impl Default for AgentTurns {
 
 /// One turn, drawn before it starts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnPlan {
+pub(crate) struct TurnPlan {
     /// Per step: the think time before it and its calls.
     pub steps: Vec<(Duration, u32)>,
     /// The user's think time after the turn.
@@ -171,7 +153,7 @@ pub struct TurnPlan {
 
 impl AgentTurns {
     /// The turns of one session.
-    pub fn session(&self, rng: &mut Rng) -> Vec<TurnPlan> {
+    pub(crate) fn session(&self, rng: &mut Rng) -> Vec<TurnPlan> {
         (0..self.turns_per_session.draw(rng))
             .map(|_| {
                 let steps = (0..self.steps_per_turn.draw(rng))
@@ -196,37 +178,18 @@ impl AgentTurns {
     }
 
     /// The spread of the first sessions' starts (see [`AgentTurns::start_spread`]).
-    pub fn spread(&self) -> Duration {
+    pub(crate) fn spread(&self) -> Duration {
         self.start_spread.unwrap_or_else(|| self.cycle())
     }
 
     /// About how many turns start per second per sandbox.
-    pub fn turns_per_sec_per_sandbox(&self) -> f64 {
+    pub(crate) fn turns_per_sec_per_sandbox(&self) -> f64 {
         self.turns_per_session.mean() / self.cycle().as_secs_f64()
     }
 
     /// About how many calls a turn makes.
     pub fn calls_per_turn(&self) -> f64 {
         self.steps_per_turn.mean() * self.calls_per_step.mean()
-    }
-
-    /// The share of the time a sandbox has a turn under way, about.
-    pub fn busy_share(&self) -> f64 {
-        (self.turns_per_sec_per_sandbox() * self.turn_secs()).min(1.0)
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "agent turns: {} turns a session, {} steps a turn, {} calls a step, model think {}, user think {}, \
-             session gap {}, first session within {}",
-            self.turns_per_session.describe(),
-            self.steps_per_turn.describe(),
-            self.calls_per_step.describe(),
-            self.think.describe(),
-            self.user_think.describe(),
-            self.session_gap.describe(),
-            human(self.spread())
-        )
     }
 
     /// Reads `[workload.agent]` over the defaults.

@@ -118,7 +118,7 @@ pub(super) fn errno_label(n: i32) -> String {
 
 impl ExecError {
     /// The errno of the socket, when the failure had one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             ExecError::Connect(e) => e.raw_os_error(),
             ExecError::Http { error, .. } => io_cause(error).and_then(io::Error::raw_os_error),
@@ -128,7 +128,7 @@ impl ExecError {
 
     /// relay-bench's own descriptors ran out (EMFILE or ENFILE making its socket): its limit,
     /// not the daemon's.
-    pub fn client_limit(&self) -> bool {
+    pub(crate) fn client_limit(&self) -> bool {
         matches!(self, ExecError::Connect(_)) && matches!(self.errno(), Some(libc::EMFILE | libc::ENFILE))
     }
 

@@ -61,7 +61,7 @@ impl Target {
     }
 
     /// `Err` (how it ended) once the daemon's process is gone.
-    pub fn alive(&self) -> Result<(), String> {
+    pub(crate) fn alive(&self) -> Result<(), String> {
         if let Some(status) = self.started.as_ref().and_then(AgentProcess::exit_status) {
             return Err(status.to_string());
         }
@@ -90,7 +90,7 @@ impl Target {
     }
 
     /// `pids.max` of its cgroup (v2), or of the nearest ancestor that has one.
-    pub fn cgroup_pids_max(&self) -> Option<String> {
+    pub(crate) fn cgroup_pids_max(&self) -> Option<String> {
         let text = std::fs::read_to_string(format!("/proc/{}/cgroup", self.pid?)).ok()?;
         let rel = text.lines().find_map(|l| l.strip_prefix("0::"))?;
         let mut dir = Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
@@ -106,7 +106,7 @@ impl Target {
 
     /// Sets the started daemon's soft open-files limit to `to` (its hard limit when `None`);
     /// returns the limit before.
-    pub fn set_nofile(&self, to: Option<u64>) -> std::io::Result<Limit> {
+    pub(crate) fn set_nofile(&self, to: Option<u64>) -> std::io::Result<Limit> {
         let pid = self
             .pid
             .filter(|_| self.started_here())
@@ -126,7 +126,7 @@ impl Target {
 
     /// The held programs running now (the daemon's children with the ramp's argv); `None`
     /// for a daemon elsewhere.
-    pub fn held_running(&self, argv: &[String]) -> Option<u32> {
+    pub(crate) fn held_running(&self, argv: &[String]) -> Option<u32> {
         let children = children_of(self.pid?);
         let mut seen = self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.retain(|c| children.contains(c));
@@ -154,7 +154,7 @@ impl Target {
     /// daemon's children first (it reaps them), then any left elsewhere (orphans of a daemon
     /// that died); for a daemon elsewhere, through an exec in its sandbox. Returns how many
     /// were killed and the pids still running after.
-    pub async fn kill_held(&self, argv: &[String]) -> (u32, Vec<u32>) {
+    pub(crate) async fn kill_held(&self, argv: &[String]) -> (u32, Vec<u32>) {
         if self.pid.is_none() {
             return self.kill_held_remotely(argv).await;
         }

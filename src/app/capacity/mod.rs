@@ -35,11 +35,11 @@ use daemon::Target;
 use ramp::{Ramp, RampPlan, Stop};
 
 /// The steps when `--steps` is not given.
-pub const DEFAULT_STEPS: &str = "1,2,5,10,20,50,100,200,500,1000";
+pub(crate) const DEFAULT_STEPS: &str = "1,2,5,10,20,50,100,200,500,1000";
 /// The most held execs a ramp asks for.
-pub const MAX_HELD: u32 = 100_000;
+pub(crate) const MAX_HELD: u32 = 100_000;
 /// The daemon caps a run's timeoutMs at 300 s, silently: a hold and its grace stay under it.
-pub const MAX_HOLD: Duration = Duration::from_secs(295);
+pub(crate) const MAX_HOLD: Duration = Duration::from_secs(295);
 /// A held exec's timeoutMs is its hold plus this.
 const HOLD_GRACE: Duration = Duration::from_secs(5);
 /// Where capacity reports go unless `--out` says.
@@ -79,7 +79,7 @@ pub enum CapacityError {
 
 impl CapacityError {
     /// Whether the flags (or what they name) were wrong, not relay-bench.
-    pub fn is_bad_input(&self) -> bool {
+    pub(crate) fn is_bad_input(&self) -> bool {
         match self {
             CapacityError::Start { .. } | CapacityError::ReportDir { .. } | CapacityError::Output(_) => false,
             CapacityError::Unusable { ours, .. } => !ours,
@@ -90,7 +90,7 @@ impl CapacityError {
 
 /// What `--nofile` asks of the started daemon's soft open-files limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoFile {
+pub(crate) enum NoFile {
     /// Raised to its hard limit.
     Hard,
     /// Set to this (at most the hard limit).
@@ -143,7 +143,7 @@ pub struct CapacityPlan {
 
 /// `1,2,5,10`: strictly increasing held counts from 1; those above `max` dropped, and `max`
 /// itself the last step.
-pub fn parse_steps(given: &str, max: u32) -> Result<Vec<u32>, CapacityError> {
+pub(crate) fn parse_steps(given: &str, max: u32) -> Result<Vec<u32>, CapacityError> {
     let err = |why: String| CapacityError::Steps { given: given.to_owned(), why };
     let mut steps: Vec<u32> = Vec::new();
     for part in given.split(',').map(str::trim) {
@@ -164,7 +164,7 @@ pub fn parse_steps(given: &str, max: u32) -> Result<Vec<u32>, CapacityError> {
 }
 
 /// `hard` or a number of open files.
-pub fn parse_nofile(given: &str) -> Result<NoFile, CapacityError> {
+pub(crate) fn parse_nofile(given: &str) -> Result<NoFile, CapacityError> {
     let err = |why: &str| CapacityError::NoFile { given: given.to_owned(), why: why.to_owned() };
     match given {
         "hard" => Ok(NoFile::Hard),

@@ -113,7 +113,7 @@ impl<'a> Ramp<'a> {
     }
 
     /// Cancels every held request (its connection closed); returns how many were held.
-    pub async fn cancel(&mut self) -> u32 {
+    pub(crate) async fn cancel(&mut self) -> u32 {
         let mut cancelled = 0;
         for h in self.held.drain(..) {
             if !h.is_finished() {

@@ -29,7 +29,7 @@ use crate::base::signal::Signal;
 use crate::results::conform::{CaseResult, ConformReport, Side, Verdict, SCHEMA_VERSION};
 
 /// The hidden subcommand that is the conform handler.
-pub const HANDLER_SUBCOMMAND: &str = "conform-handler";
+pub(crate) const HANDLER_SUBCOMMAND: &str = "conform-handler";
 
 /// What `conform` was asked.
 #[derive(Debug, Clone)]
@@ -79,7 +79,7 @@ impl Graded {
 }
 
 /// The names of every case of a side, in order.
-pub fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
+pub(crate) fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
     match side {
         Side::Runner => runner::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
         Side::Writer => writer::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
@@ -151,7 +151,7 @@ pub fn run(
 }
 
 /// A placeholder's value, as `{name}` in argv and `var` in the environment.
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     pub name: &'static str,
     pub var: &'static str,
     pub value: &'a str,
@@ -159,7 +159,7 @@ pub struct Place<'a> {
 
 /// The implementation's process: its own process group, stdout and stderr kept in files,
 /// killed (the whole group) when dropped.
-pub struct Proc {
+pub(crate) struct Proc {
     child: Child,
     _group: OwnGroup,
     pub stdout: PathBuf,
@@ -212,12 +212,12 @@ impl Proc {
         }
     }
 
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         std::fs::read(&self.stdout).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
     }
 
     /// The last line of its stderr, as evidence.
-    pub fn stderr_tail(&self) -> Option<String> {
+    pub(crate) fn stderr_tail(&self) -> Option<String> {
         let b = std::fs::read(&self.stderr).ok()?;
         let s = String::from_utf8_lossy(&b);
         s.lines()
@@ -252,7 +252,7 @@ pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant>
 }
 
 /// The relay files (and anything else) left in `dir`, sorted, for evidence.
-pub fn left_in(dir: &Path) -> Vec<String> {
+pub(crate) fn left_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
@@ -260,7 +260,7 @@ pub fn left_in(dir: &Path) -> Vec<String> {
     v
 }
 
-pub fn left_line(dir: &Path) -> String {
+pub(crate) fn left_line(dir: &Path) -> String {
     let left = left_in(dir);
     if left.is_empty() {
         "left in the dir: nothing".into()
@@ -291,7 +291,7 @@ pub struct Exec {
 
 /// The conform handler: reads a request's JSON on stdin, logs the run to `LOG` (one line,
 /// appended), sleeps `args.sleep_ms`, prints `args.reply` (a response's JSON) and exits 0.
-pub fn handler_main(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn handler_main(args: &[std::ffi::OsString]) -> i32 {
     let Some(log) = args.first() else {
         eprintln!("usage: relay-bench {HANDLER_SUBCOMMAND} LOG < request.json");
         return 2;
@@ -336,7 +336,7 @@ pub fn execs(log: &Path) -> Vec<Exec> {
 }
 
 /// The moment an exec's wall-clock time corresponds to, given a pair taken together.
-pub fn instant_of(t_ns: u128, pair: (Instant, SystemTime)) -> Instant {
+pub(crate) fn instant_of(t_ns: u128, pair: (Instant, SystemTime)) -> Instant {
     let base = pair.1.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     if t_ns >= base {
         pair.0 + Duration::from_nanos((t_ns - base) as u64)
@@ -346,7 +346,7 @@ pub fn instant_of(t_ns: u128, pair: (Instant, SystemTime)) -> Instant {
 }
 
 /// Writes the handler script the runner is given: `exec BIN conform-handler LOG`.
-pub fn handler_script(program: &Path, log: &Path, at: &Path) -> std::io::Result<()> {
+pub(crate) fn handler_script(program: &Path, log: &Path, at: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let q = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
     let text = format!("#!/bin/sh\nexec {} {HANDLER_SUBCOMMAND} {}\n", q(program), q(log));

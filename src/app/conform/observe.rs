@@ -53,7 +53,7 @@ struct Log {
 }
 
 /// A running watch on one dir; its thread ends (and its watch goes) when this is dropped.
-pub struct Observer {
+pub(crate) struct Observer {
     shared: Arc<(Mutex<Log>, Condvar)>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     rearm: Arc<Mutex<Option<PathBuf>>>,
@@ -157,7 +157,7 @@ impl Observer {
     }
 
     /// Watches `dir` again (it was deleted and made anew: a new inode).
-    pub fn rearm(&self, dir: &Path) {
+    pub(crate) fn rearm(&self, dir: &Path) {
         *self.rearm.lock().unwrap() = Some(dir.to_path_buf());
         std::thread::sleep(Duration::from_millis(60));
     }
@@ -167,7 +167,7 @@ impl Observer {
     }
 
     /// Waits until `pred` holds over the record, at most `bound`; the record when it did.
-    pub fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
+    pub(crate) fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
         let (lock, cv) = &*self.shared;
         let end = Instant::now() + bound;
         let mut log = lock.lock().unwrap();
@@ -184,13 +184,13 @@ impl Observer {
     }
 
     /// The first appearance of final name `name` at or after `since`.
-    pub fn wait_appeared(&self, name: &str, since: Instant, bound: Duration) -> Option<Ev> {
+    pub(crate) fn wait_appeared(&self, name: &str, since: Instant, bound: Duration) -> Option<Ev> {
         let found = |evs: &[Ev]| evs.iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some()).cloned();
         self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
     }
 
     /// When `name` was deleted (or moved out) at or after `since`, waiting at most `bound`.
-    pub fn wait_gone(&self, name: &str, since: Instant, bound: Duration) -> Option<Instant> {
+    pub(crate) fn wait_gone(&self, name: &str, since: Instant, bound: Duration) -> Option<Instant> {
         let found = |evs: &[Ev]| {
             evs.iter()
                 .find(|e| e.at >= since && e.name == name && matches!(e.what, What::Deleted | What::MovedOut))
@@ -235,7 +235,7 @@ pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
 }
 
 /// Bytes as evidence: UTF-8 (lossy) cut to `max` chars, quoted.
-pub fn shown(bytes: &[u8], max: usize) -> String {
+pub(crate) fn shown(bytes: &[u8], max: usize) -> String {
     let s = String::from_utf8_lossy(bytes);
     if s.chars().count() > max {
         format!("{:?}… ({} bytes)", s.chars().take(max).collect::<String>(), bytes.len())

@@ -17,7 +17,7 @@ use crate::base::protocol::{req_name, res_name, FileKind, Response};
 use crate::results::conform::Verdict;
 
 /// The golden request of SPEC §2, byte for byte.
-pub const GOLDEN: &[u8] = include_bytes!("../../../tests/fixtures/request.golden.json");
+pub(crate) const GOLDEN: &[u8] = include_bytes!("../../../tests/fixtures/request.golden.json");
 
 /// The tool timeout every call but the deadline case's is made with.
 const TIMEOUT_MS: u64 = 2000;
@@ -32,7 +32,7 @@ pub struct Ctx {
     seq: AtomicU32,
 }
 
-pub fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Result<Graded> {
+pub(crate) fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Result<Graded> {
     let dir = base.join("relay");
     let scratch = base.join("scratch");
     std::fs::create_dir_all(&dir)?;

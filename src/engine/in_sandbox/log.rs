@@ -81,7 +81,7 @@ impl Line {
 }
 
 /// `CallOutcome::name` read back.
-pub fn outcome_named(name: &str) -> Option<CallOutcome> {
+pub(crate) fn outcome_named(name: &str) -> Option<CallOutcome> {
     Some(match name {
         "ok" => CallOutcome::Answered(Outcome::Ok),
         "error" => CallOutcome::Answered(Outcome::Error),
@@ -98,7 +98,7 @@ pub fn outcome_named(name: &str) -> Option<CallOutcome> {
 /// moving linearly between the best reading before the case and the best after it (drift).
 /// A reading's error is at most half its round trip, whatever the asymmetry of the path.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ClockFit {
+pub(crate) struct ClockFit {
     /// Local time (ns) of the first fix, and the offset there.
     at: f64,
     offset: f64,
@@ -127,23 +127,23 @@ impl ClockFit {
     }
 
     /// The offset (sandbox − local), ns, at the first fix.
-    pub fn offset_ns(&self) -> f64 {
+    pub(crate) fn offset_ns(&self) -> f64 {
         self.offset
     }
 
     /// Parts per million the sandbox's clock gains on this one.
-    pub fn drift_ppm(&self) -> f64 {
+    pub(crate) fn drift_ppm(&self) -> f64 {
         self.slope * 1e6
     }
 
     /// The sandbox's reading at local time `local_ns`.
-    pub fn to_sandbox(&self, local_ns: u64) -> u64 {
+    pub(crate) fn to_sandbox(self, local_ns: u64) -> u64 {
         let l = local_ns as f64;
         (l + self.offset + self.slope * (l - self.at)).max(0.0) as u64
     }
 
     /// Local time of the sandbox's reading `sandbox_ns`.
-    pub fn to_local(&self, sandbox_ns: u64) -> u64 {
+    pub(crate) fn to_local(self, sandbox_ns: u64) -> u64 {
         // sandbox = l + offset + slope (l - at)  =>  l = (sandbox - offset + slope at) / (1 + slope)
         let s = sandbox_ns as f64;
         ((s - self.offset + self.slope * self.at) / (1.0 + self.slope)).max(0.0) as u64
@@ -152,7 +152,7 @@ impl ClockFit {
 
 /// A sandbox writer's log read back.
 #[derive(Debug, Default)]
-pub struct WriterLog {
+pub(crate) struct WriterLog {
     pub msgs: Vec<Msg>,
     /// From its `end` line: calls fired, and whether it was stopped. `None`: no end line.
     pub end: Option<(u64, bool)>,
@@ -164,7 +164,7 @@ pub struct WriterLog {
 }
 
 /// Reads the log of `sandbox`'s writer, mapping its times through `fit` onto `mono`.
-pub fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) -> WriterLog {
+pub(crate) fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) -> WriterLog {
     let at = |ns: u64| -> Instant { mono.instant_of(fit.to_local(ns)) };
     let mut log = WriterLog::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -226,7 +226,7 @@ fn at_of(m: &Msg) -> Instant {
 /// before the runner's answer (or park) to it. Each stream keeps its own order; a
 /// request stamped after its answer (clock error larger than the pickup) is pulled
 /// forward, with what its writer logged before it.
-pub fn merge(runner: Vec<Msg>, writers: Vec<Vec<Msg>>) -> Vec<Msg> {
+pub(crate) fn merge(runner: Vec<Msg>, writers: Vec<Vec<Msg>>) -> Vec<Msg> {
     let mut streams: Vec<VecDeque<Msg>> = std::iter::once(runner).chain(writers).map(VecDeque::from).collect();
     // Where each writer stream announces each request: (sandbox, call) -> (stream, position
     // counted from the stream's start), and how many each stream has handed out.

@@ -68,7 +68,7 @@ impl Layout {
     }
 }
 
-pub struct InSandbox {
+pub(crate) struct InSandbox {
     at: Layout,
     scratch: tempfile::TempDir,
     program_local: PathBuf,

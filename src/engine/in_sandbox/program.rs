@@ -19,14 +19,14 @@ use crate::scenario::Scenario;
 
 use super::log::Line;
 
-pub const WRITER_SUBCOMMAND: &str = "sandbox-writer";
-pub const CLOCK_SUBCOMMAND: &str = "sandbox-clock";
+pub(crate) const WRITER_SUBCOMMAND: &str = "sandbox-writer";
+pub(crate) const CLOCK_SUBCOMMAND: &str = "sandbox-clock";
 /// How often the writer looks for the stop file.
 const STOP_EVERY: Duration = Duration::from_millis(50);
 
 /// `sandbox-writer`'s arguments, as the driver passes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriterArgs {
+pub(crate) struct WriterArgs {
     pub scenario: PathBuf,
     pub case: String,
     pub sandbox: u32,
@@ -74,14 +74,14 @@ impl WriterArgs {
 }
 
 /// `sandbox-clock`: prints this machine's monotonic clock (ns).
-pub fn clock_main() -> i32 {
+pub(crate) fn clock_main() -> i32 {
     println!("{}", crate::base::units::monotonic_ns());
     0
 }
 
 /// `sandbox-writer ARGS`: exit 0 when its calls ran (whatever became of them: the log
 /// says), 2 on bad arguments, 3 when it could not run (the log's `fatal` line says why).
-pub fn writer_main(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn writer_main(args: &[std::ffi::OsString]) -> i32 {
     let args = match WriterArgs::parse(args) {
         Ok(a) => a,
         Err(e) => {

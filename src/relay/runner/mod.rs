@@ -40,11 +40,11 @@ mod pickup;
 use pickup::{pickup, Ctx, HandlerSpawner, Picked, Settled};
 
 /// Bound on one delete (SPEC §2).
-pub const DELETE_BOUND: Duration = Duration::from_secs(10);
+pub(crate) const DELETE_BOUND: Duration = Duration::from_secs(10);
 
 /// How a runner tells the writer that a call parked with no answer (the turn ends): the
 /// file id of the call.
-pub type ParkFn = Arc<dyn Fn(&str) + Send + Sync>;
+pub(crate) type ParkFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What a runner did, for the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct RunnerReport {
 impl RunnerReport {
     /// Adds a later runner's counts to this one's (a relay that ran several turns); the
     /// start-up is the first's, the degradation the last's.
-    pub fn add(&mut self, later: RunnerReport) {
+    pub(crate) fn add(&mut self, later: RunnerReport) {
         self.scans += later.scans;
         self.woken_by_activity += later.woken_by_activity;
         self.requests += later.requests;
@@ -115,12 +115,12 @@ impl Control {
     }
 
     /// Also runs `f` on stop (a black-box runner's program is killed).
-    pub fn on_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Control {
+    pub(crate) fn on_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Control {
         self.stop_extra = Some(Box::new(f));
         self
     }
 
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
     }
 
@@ -137,18 +137,18 @@ impl Control {
         self.ready.close();
     }
 
-    pub fn mark_ready(&self) {
+    pub(crate) fn mark_ready(&self) {
         self.ready.close();
     }
 
     /// The runner cannot start (`why`): whoever waits for it to be ready hears it at once.
-    pub fn fail_start(&self, why: String) {
+    pub(crate) fn fail_start(&self, why: String) {
         let _ = self.start_failure.set(why); // the first reason is the one
         self.active.store(false, Ordering::Release);
         self.ready.close();
     }
 
-    pub fn start_failure(&self) -> Option<String> {
+    pub(crate) fn start_failure(&self) -> Option<String> {
         self.start_failure.get().cloned()
     }
 
@@ -177,13 +177,6 @@ impl Runner {
     /// Starts the loop (inside a tokio runtime).
     pub fn start(self) -> Started {
         let control = Arc::new(Control::new(self.source.clone()));
-        let task = tokio::spawn(self.run(control.clone()));
-        Started { control, task }
-    }
-
-    /// Starts the loop with a control built by the caller (to keep parts alive with it).
-    pub fn start_with(self, control: Control) -> Started {
-        let control = Arc::new(control);
         let task = tokio::spawn(self.run(control.clone()));
         Started { control, task }
     }

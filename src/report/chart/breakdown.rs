@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use super::{Chart, RunData};
 
 /// `time-breakdown`.
-pub struct Breakdown;
+pub(crate) struct Breakdown;
 
 impl Chart for Breakdown {
     fn stem(&self) -> &'static str {
@@ -35,7 +35,7 @@ const PARTS: [(&str, RGBColor); 5] = [
     ("hop 1: answer -> writer", RGBColor(214, 39, 40)),
 ];
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let rows: Vec<(&str, [f64; 5])> = run.cases.iter().filter_map(|c| Some((c.name.as_str(), c.breakdown?))).collect();

@@ -13,7 +13,7 @@ use crate::record::recorder::Measure;
 use crate::scenario::gate::{Counter, GateResult, Metric, Op};
 
 /// `decision`.
-pub struct Decision;
+pub(crate) struct Decision;
 
 impl Chart for Decision {
     fn stem(&self) -> &'static str {
@@ -148,7 +148,7 @@ fn place(at: &[(i32, i32)], names: &[&str], area: Boxed) -> Vec<(i32, i32)> {
     out
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let pts = points(run);

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use super::{Chart, RunData};
 
 /// `faults-pickup-over-time`.
-pub struct Faults;
+pub(crate) struct Faults;
 
 impl Chart for Faults {
     fn stem(&self) -> &'static str {
@@ -29,7 +29,7 @@ impl Chart for Faults {
     backends!(draw);
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let root =

@@ -54,7 +54,7 @@ use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::{Counter, GateResult, Metric};
 
 /// The chart width and height in pixels.
-pub const SIZE: (u32, u32) = (1200, 720);
+pub(crate) const SIZE: (u32, u32) = (1200, 720);
 
 /// A figure with its spread over a run's repeats: the median and (min, max); a run of one
 /// has no spread.
@@ -209,7 +209,7 @@ fn font() {
 
 /// A log axis label: only 1, 2 and 5 times a power of ten are written (the other ticks
 /// stay as grid lines), so labels never crowd whatever the range.
-pub fn log_label(y: &f64) -> String {
+pub(crate) fn log_label(y: &f64) -> String {
     if *y <= 0.0 {
         return String::new();
     }
@@ -234,7 +234,7 @@ pub fn log_label(y: &f64) -> String {
 }
 
 /// A distinct color per case.
-pub fn color(i: usize) -> RGBColor {
+pub(crate) fn color(i: usize) -> RGBColor {
     const P: [RGBColor; 10] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
@@ -251,7 +251,7 @@ pub fn color(i: usize) -> RGBColor {
 }
 
 /// One legend entry: label, color, and whether its line is dashed (a gate).
-pub struct Entry {
+pub(crate) struct Entry {
     pub label: String,
     pub color: RGBColor,
     pub dashed: bool,
@@ -269,7 +269,7 @@ fn distinct(entries: &[Entry]) -> Vec<&Entry> {
 }
 
 /// Height of a legend strip for `entries` across `width` pixels.
-pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
+pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
     let (mut x, mut rows) = (10u32, 1u32);
     for e in distinct(entries) {
         let w = 40 + 9 * e.label.chars().count() as u32;
@@ -284,7 +284,7 @@ pub fn legend_height(entries: &[Entry], width: u32) -> u32 {
 
 /// Draws a legend as rows of entries in its own strip, so it never covers a line; an entry
 /// given twice is drawn once.
-pub fn legend<DB: DrawingBackend>(
+pub(crate) fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[Entry],
 ) -> Result<(), String> {
@@ -312,7 +312,7 @@ pub fn legend<DB: DrawingBackend>(
 }
 
 /// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
-pub struct Charts;
+pub(crate) struct Charts;
 
 impl Output<Input<'_>> for Charts {
     fn name(&self) -> &'static str {
@@ -338,7 +338,7 @@ impl Output<Input<'_>> for Charts {
 
 /// One chart: its file name, what it shows, whether it is drawn for a run and how big, and
 /// its drawing on either backend (one generic `draw` in its file: [`backends!`]).
-pub trait Chart: Sync {
+pub(crate) trait Chart: Sync {
     /// Its files are `charts/<stem>.png` and `.svg`.
     fn stem(&self) -> &'static str;
     /// What it shows, as a caption.
@@ -351,7 +351,7 @@ pub trait Chart: Sync {
 
 /// Every chart, in the order a reader meets them: a new one is a file of its own and a
 /// line here.
-pub const CHARTS: &[&dyn Chart] = &[
+pub(crate) const CHARTS: &[&dyn Chart] = &[
     &decision::Decision,
     &percentiles::Percentiles,
     &breakdown::Breakdown,

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 use super::{color, Chart, RunData};
 
 /// `latency-percentiles`.
-pub struct Percentiles;
+pub(crate) struct Percentiles;
 
 impl Chart for Percentiles {
     fn stem(&self) -> &'static str {
@@ -39,7 +39,7 @@ fn label(x: &f64) -> String {
     }
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let root =

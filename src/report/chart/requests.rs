@@ -85,7 +85,7 @@ fn gate_lines(cases: &[(usize, &CaseData)]) -> Vec<(f64, Vec<usize>)> {
     out
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let cases = measured(run);

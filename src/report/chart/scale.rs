@@ -23,7 +23,7 @@ pub struct Axis {
 }
 
 impl Axis {
-    pub fn linear(lo: f64, hi: f64) -> Axis {
+    pub(crate) fn linear(lo: f64, hi: f64) -> Axis {
         let hi = if hi > lo { hi } else { lo + 1.0 };
         Axis { log: false, lo, hi }
     }
@@ -31,7 +31,7 @@ impl Axis {
     /// The axis for `values`: logarithmic when the positive ones span a decade or more (from
     /// a little under the least to a little over the most; a value of 0 sits on the floor),
     /// else linear from 0 (or a little under the least, when that is far from 0).
-    pub fn for_values(values: impl Iterator<Item = f64>) -> Axis {
+    pub(crate) fn for_values(values: impl Iterator<Item = f64>) -> Axis {
         let (mut min_pos, mut max) = (f64::MAX, 0.0f64);
         for v in values.filter(|v| v.is_finite()) {
             if v > 0.0 {
@@ -66,7 +66,7 @@ impl Axis {
 
     /// How many labels to ask plotters for: a tenth of a decade apart on a log axis (so
     /// 1, 2 and 5 times each power of ten are among them), ten on a linear one.
-    pub fn labels(&self) -> usize {
+    pub(crate) fn labels(&self) -> usize {
         if self.log {
             let (a, b) = self.span();
             (b - a).ceil() as usize + 1

@@ -29,7 +29,7 @@ pub struct SweepData {
 }
 
 /// Whether figure `k` of `s` has anything to draw (summary.md links the same charts).
-pub fn drawable(s: &SweepResult, k: usize) -> bool {
+pub(crate) fn drawable(s: &SweepResult, k: usize) -> bool {
     s.points.iter().any(|p| p.figures.get(k).copied().flatten().is_some())
 }
 
@@ -54,7 +54,7 @@ fn x_axis(s: &SweepResult) -> (usize, Vec<f64>, bool) {
     }
 }
 
-pub fn draw<DB: DrawingBackend>(
+pub(crate) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     run: &RunData,
     which: usize,

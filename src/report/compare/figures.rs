@@ -55,7 +55,7 @@ pub struct Figure {
 }
 
 /// The name of the requests-per-call figure.
-pub const REQUESTS_PER_CALL: &str = "requests_per_call";
+pub(crate) const REQUESTS_PER_CALL: &str = "requests_per_call";
 
 /// The fleet's figures judged whether gated or not: its capacity and its turns' health.
 fn fleet_figures() -> Vec<FleetMetric> {
@@ -82,7 +82,7 @@ fn fleet_figures() -> Vec<FleetMetric> {
 }
 
 /// Which way a gate metric moves for the better.
-pub fn better(m: Metric) -> Better {
+pub(crate) fn better(m: Metric) -> Better {
     match m {
         Metric::Count(Counter::Completed) => Better::Higher,
         Metric::Fleet(FleetMetric::TurnsStarted | FleetMetric::Gauge(FleetGauge::ActiveTurns, _)) => Better::Either,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::Comparison;
 
 /// The version of the comparison's JSON.
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Serialize)]
 struct Document<'a> {

@@ -94,7 +94,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Verdict::Regression => "REGRESSION",
             Verdict::Improvement => "improvement",
@@ -150,7 +150,7 @@ impl Comparison {
         self.count(Verdict::Regression)
     }
 
-    pub fn improvements(&self) -> usize {
+    pub(crate) fn improvements(&self) -> usize {
         self.count(Verdict::Improvement)
     }
 }
@@ -168,7 +168,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub const NAMES: [&'static str; 3] = ["table", "md", "json"];
+    pub(crate) const NAMES: [&'static str; 3] = ["table", "md", "json"];
 
     pub fn parse(s: &str) -> Result<Format, String> {
         match s {
@@ -181,7 +181,7 @@ impl Format {
 }
 
 /// The comparison in `format`.
-pub fn render(c: &Comparison, format: Format) -> String {
+pub(crate) fn render(c: &Comparison, format: Format) -> String {
     match format {
         Format::Table => console::render(c),
         Format::Markdown => markdown::render(c),

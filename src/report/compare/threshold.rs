@@ -10,15 +10,7 @@ pub struct Threshold(f64);
 
 impl Threshold {
     /// The default: a change counts past 5 %.
-    pub const DEFAULT: Threshold = Threshold(0.05);
-
-    /// From a fraction of 1 (0.05 = 5 %).
-    pub fn from_fraction(f: f64) -> Result<Threshold, String> {
-        if !f.is_finite() || !(0.0..1.0).contains(&f) {
-            return Err(format!("{f}: a threshold is at least 0 and under 100 %"));
-        }
-        Ok(Threshold(f))
-    }
+    pub(crate) const DEFAULT: Threshold = Threshold(0.05);
 
     /// As a fraction of 1.
     pub fn fraction(self) -> f64 {
@@ -26,7 +18,7 @@ impl Threshold {
     }
 
     /// As a percentage.
-    pub fn percent(self) -> f64 {
+    pub(crate) fn percent(self) -> f64 {
         self.0 * 100.0
     }
 }
@@ -114,6 +106,5 @@ mod tests {
         for bad in ["five", "5%%", "", "%", "NaN", "inf", "0x5"] {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }
-        assert!(Threshold::from_fraction(1.0).is_err() && Threshold::from_fraction(f64::NAN).is_err());
     }
 }

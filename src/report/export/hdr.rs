@@ -43,7 +43,8 @@ pub fn hgrm(h: &Histogram<u64>) -> String {
 }
 
 /// The (value in ms, percentile in [0, 1]) rows of a `.hgrm` file.
-pub fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
+#[cfg(test)]
+pub(crate) fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
@@ -62,7 +63,7 @@ pub struct Interval {
 }
 
 /// Writes an interval log of `intervals`, tagged with the measure's name.
-pub fn write_hlog(out: &mut impl io::Write, measure: &str, intervals: &[Interval]) -> io::Result<()> {
+pub(crate) fn write_hlog(out: &mut impl io::Write, measure: &str, intervals: &[Interval]) -> io::Result<()> {
     let mut ser = V2DeflateSerializer::new();
     let mut b = IntervalLogWriterBuilder::new();
     b.add_comment(&format!(
@@ -78,7 +79,7 @@ pub fn write_hlog(out: &mut impl io::Write, measure: &str, intervals: &[Interval
 }
 
 /// Reads an interval log back, interval by interval.
-pub fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, String> {
+pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, String> {
     let mut de = Deserializer::new();
     let mut out = Vec::new();
     for entry in IntervalLogIterator::new(bytes) {
@@ -115,9 +116,9 @@ pub fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
 /// again from its `.hlog` by a re-render.
 /// How an interval log is read back (`report`, `compare`, charts): a regular file under the
 /// run directory, no link followed, at most 256 MiB.
-pub const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
+pub(crate) const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
-pub struct Hdr;
+pub(crate) struct Hdr;
 
 impl Output<Input<'_>> for Hdr {
     fn name(&self) -> &'static str {
@@ -176,7 +177,7 @@ fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), Write
 /// `run_dir/hdr/` can be read: each case's folder a real folder (not a link), each `.hlog`
 /// in it a regular file within [`HLOG`]'s cap. A case without a folder is not checked here
 /// (the outputs say what they miss).
-pub fn check_logs(run_dir: &Path, cases: &[&str]) -> Result<(), BoundedReadError> {
+pub(crate) fn check_logs(run_dir: &Path, cases: &[&str]) -> Result<(), BoundedReadError> {
     for case in cases {
         let folder = run_dir.join("hdr").join(case);
         let refuse =

@@ -6,7 +6,7 @@ use crate::results::summary::Summary;
 pub struct Json;
 
 impl Json {
-    pub fn render(&self, summary: &Summary) -> Vec<u8> {
+    pub(crate) fn render(&self, summary: &Summary) -> Vec<u8> {
         let mut v = serde_json::to_vec_pretty(summary).expect("a summary always serializes");
         v.push(b'\n');
         v

@@ -37,7 +37,7 @@ impl Output<Input<'_>> for JUnit {
 }
 
 /// One JUnit document for every scenario of a run.
-pub fn render_all(summaries: &[Summary]) -> Vec<u8> {
+pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
     let cases: Vec<(&Summary, &CaseResult)> =
         summaries.iter().flat_map(|s| s.results.iter().map(move |r| (s, r))).collect();
     let verdicts: Vec<(&Summary, &Verdict)> =

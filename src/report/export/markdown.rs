@@ -69,7 +69,7 @@ impl Output<Input<'_>> for Markdown {
 }
 
 impl Markdown {
-    pub fn render(&self, s: &Summary) -> Vec<u8> {
+    pub(crate) fn render(&self, s: &Summary) -> Vec<u8> {
         let mut o = String::new();
         header(&mut o, s);
         results(&mut o, s);

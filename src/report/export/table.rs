@@ -99,7 +99,7 @@ impl Output<Input<'_>> for Table {
 }
 
 impl Table {
-    pub fn render(&self, s: &Summary) -> Vec<u8> {
+    pub(crate) fn render(&self, s: &Summary) -> Vec<u8> {
         let header = ["case", "calls", "lost", "wake p50/p99", "pickup p50/p99", "compl. p50/p99", "disc/min", "gates"];
         let right = [false, true, true, false, false, false, true, false];
         let rows: Vec<[String; 8]> = s

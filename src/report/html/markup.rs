@@ -71,7 +71,7 @@ impl Page {
     }
 
     /// `<tag class="class">text</tag>` (`class` `""`: none).
-    pub fn el(&mut self, tag: &'static str, class: &'static str, text: &str) -> &mut Page {
+    pub(crate) fn el(&mut self, tag: &'static str, class: &'static str, text: &str) -> &mut Page {
         self.open(tag, class).text(text).close(tag)
     }
 

@@ -19,7 +19,7 @@ use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
 
 /// `report.html`.
-pub struct Html;
+pub(crate) struct Html;
 
 /// The files a run directory may hold beside its reports, linked when present.
 const OPTIONAL_FILES: [&str; 2] = ["events.ndjson", "calls.csv"];
@@ -109,7 +109,7 @@ const CHECK: &str = r#"
 
 /// The page for `s`, with its charts drawn as `charts` and the optional files `present`
 /// beside it.
-pub fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
+pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
     let mut p = Page::default();
     let (word, _) = sections::outcome(s);
     p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");

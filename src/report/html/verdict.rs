@@ -55,7 +55,7 @@ pub(super) struct Verdict {
 
 impl Verdict {
     /// The verdict summary.json types; `None` when the scenario declares no rollout gates.
-    pub fn from_typed(s: &Summary, v: &Typed) -> Option<Verdict> {
+    pub(crate) fn from_typed(s: &Summary, v: &Typed) -> Option<Verdict> {
         if v.gates.is_empty() {
             return None;
         }
@@ -106,7 +106,7 @@ impl Verdict {
 
     /// The verdict summary.md gives: the gates some cases set beyond the scenario-wide
     /// ones; `None` when no case has gates of its own.
-    pub fn from_gates(s: &Summary) -> Option<Verdict> {
+    pub(crate) fn from_gates(s: &Summary) -> Option<Verdict> {
         let gates = rows(s);
         if gates.is_empty() {
             return None;

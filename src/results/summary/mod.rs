@@ -14,10 +14,10 @@ use crate::strategy::PickupDefinition;
 
 pub use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The largest summary.json read (a run of the most cases a scenario may hold is far less).
-pub const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_SUMMARY_BYTES: u64 = 64 << 20;
 
 /// Why a summary.json could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -173,7 +173,7 @@ pub struct SandboxSide {
 }
 
 /// What an archived case's `departures` reads as when its run did not record them.
-pub const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
+pub(crate) const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -259,14 +259,14 @@ impl Comparison {
 impl CaseResult {
     /// Where a call's time goes, as mean milliseconds: wake, wake to pickup, handler, answer
     /// publication, hop 1; `None` unless every step was measured (the time-breakdown chart).
-    pub fn breakdown_ms(&self) -> Option<[f64; 5]> {
+    pub(crate) fn breakdown_ms(&self) -> Option<[f64; 5]> {
         let mean_ms = |s: &LatencyStats| (s.count > 0).then(|| s.mean / 1000.0);
         let l = &self.latency_us;
         let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
         Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
     }
 
-    pub fn fill_from(&mut self, rec: &Recording) {
+    pub(crate) fn fill_from(&mut self, rec: &Recording) {
         let c = &rec.calls;
         self.calls.started = c.started;
         self.calls.completed = c.completed;
@@ -304,7 +304,7 @@ impl CaseResult {
 
     /// What this case's pickup is timed to. A run from before it was recorded is read from
     /// what it did record: only a black-box runner's requests are not measured.
-    pub fn pickup_defined_as(&self) -> PickupDefinition {
+    pub(crate) fn pickup_defined_as(&self) -> PickupDefinition {
         self.pickup_definition.unwrap_or(if self.requests.not_measured {
             PickupDefinition::RequestGone
         } else {
@@ -328,7 +328,7 @@ impl CaseResult {
     }
 
     /// The value a gate reads; `None` when there is nothing to read (no samples).
-    pub fn metric(&self, m: Metric) -> Option<f64> {
+    pub(crate) fn metric(&self, m: Metric) -> Option<f64> {
         match m {
             Metric::Latency(measure, stat) => {
                 let s = self.latency(measure);
@@ -391,7 +391,7 @@ impl CaseResult {
 
     /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
     /// rollout gates, which make the run's verdict instead.
-    pub fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
+    pub(crate) fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
         self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
         self.rollout = rollout.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
         self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
@@ -489,7 +489,7 @@ impl Summary {
 
     /// The verdict and `pass` from the results: every case passed, and production as built
     /// met every rollout gate it was given.
-    pub fn recompute_pass(&mut self) {
+    pub(crate) fn recompute_pass(&mut self) {
         let cases: Vec<VerdictCase<'_>> = self
             .results
             .iter()

@@ -22,7 +22,7 @@ use crate::scenario::gate::{Gate, Metric};
 use crate::scenario::rules::MAX_NAME;
 
 /// The most option paths one sweep may cross.
-pub const MAX_AXES: usize = 2;
+pub(crate) const MAX_AXES: usize = 2;
 
 /// One swept option: its path in the case and the values it takes.
 #[derive(Debug, Clone, PartialEq)]

@@ -32,7 +32,7 @@ pub struct Ctx {
     seq: AtomicU32,
 }
 
-pub fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Result<Graded> {
+pub(crate) fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Result<Graded> {
     let dir = base.join("relay");
     let scratch = base.join("scratch");
     std::fs::create_dir_all(&dir)?;
