@@ -3,6 +3,9 @@
 //! `if strategy == "window-exec"` anywhere, no hard-coded list of names: a new kind is a file
 //! and a line in its registry. Tests are not the library's code (they name kinds freely), nor
 //! is a line saying it holds an option's value that happens to be spelt like a kind.
+//!
+//! A strategy's notices are its own too: their types live in its module, `Say` (in
+//! `src/base/`) carries them as `Say::Strategy`, and nothing in `src/base/` names one.
 //! Outputs are one trait over every command (`run`/`report`, `conform`, `daemon-capacity`):
 //! each output the library implements is in its command's registry, once, and the committed
 //! run directories hold what their registry writes.
@@ -10,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use relay_bench::base::notice::Say;
 use relay_bench::report::output::{Dest, Moment, Output};
 
 /// The marker of a line whose string is an option's value, not a kind's name.
@@ -95,6 +99,66 @@ fn no_kind_is_named_outside_its_own_file() {
     }
     let leaks: Vec<String> = leaks.iter().map(|(k, places)| format!("{k:?} in {places:?}")).collect();
     assert!(leaks.is_empty(), "kind names outside their own file:\n{}", leaks.join("\n"));
+}
+
+/// The leading identifier of a value's `Debug` text: an enum's variant, a struct's name.
+fn debug_name(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// The variants of `enum Say` in a file's code, and every `Say::Name` path it writes.
+fn say_names(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_say = false;
+    for line in code.lines() {
+        let t = line.trim();
+        if t.contains("enum Say {") {
+            in_say = true;
+            continue;
+        }
+        if in_say && t == "}" {
+            in_say = false;
+        }
+        if in_say && t.starts_with(|c: char| c.is_ascii_uppercase()) {
+            out.push(debug_name(t));
+        }
+        for (i, _) in line.match_indices("Say::") {
+            out.push(debug_name(&line[i + "Say::".len()..]));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_strategy_notice_is_named_in_base() {
+    let mut said: Vec<_> = relay_bench::strategy::RUNNERS.iter().flat_map(|k| k.notices()).collect();
+    said.extend(relay_bench::strategy::WRITERS.iter().flat_map(|k| k.notices()));
+    assert!(said.len() >= 8, "the strategies brought their notices: {said:?}");
+    // Each notice by the name its variant (or struct) has, and the path of its type.
+    let mut notices: Vec<(String, &'static str)> = Vec::new();
+    for s in &said {
+        let Say::Strategy(n) = s else { panic!("a strategy's notice is a Say::Strategy: {s:?}") };
+        let ty = n.type_name();
+        assert!(!ty.starts_with("relay_bench::base::"), "{ty} is a strategy's notice defined in base/");
+        notices.push((debug_name(&format!("{n:?}")), ty));
+    }
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/base");
+    let mut leaks = Vec::new();
+    for (path, code) in sources().into_iter().filter(|(p, _)| p.starts_with(&base)) {
+        let named = say_names(&code);
+        for (name, ty) in &notices {
+            let short = ty.rsplit("::").next().unwrap_or(ty);
+            if named.contains(name) {
+                leaks.push(format!("{}: Say::{name} is {ty}'s", path.display()));
+            }
+            if code.contains(short) {
+                leaks.push(format!("{}: names {ty}", path.display()));
+            }
+        }
+    }
+    leaks.sort();
+    leaks.dedup();
+    assert!(leaks.is_empty(), "strategy notices named in base/:\n{}", leaks.join("\n"));
 }
 
 /// Names of the types listed in the registries of outputs (`const NAME: &[&dyn

@@ -1,51 +1,17 @@
-//! What the relay says while it runs: typed notices from the runner, the sources, the
-//! writer and the fault schedule. Each renders as one line for the report; the ones that
-//! are a recovery step say which ([`Say::recovery`]), so a fault's row is built from types,
-//! never by matching text.
+//! What the relay says while it runs: typed notices from the runner, the writer and the
+//! fault schedule, and the notices a strategy brings of its own ([`StrategyNotice`], defined
+//! in the strategy's module: this layer names none of them). Each renders as one line for
+//! the report; the ones that are a recovery step say which ([`Say::recovery`]), so a fault's
+//! row is built from types, never by matching text.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::base::units::human;
-
-/// Why a watch window (or stream) counted as a failure.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WindowFailure {
-    /// The daemon refused or dropped the exec.
-    Rejected(String),
-    /// The exec answered with no result.
-    NoResult,
-    /// The daemon's timeout (window + grace) killed the program.
-    DaemonTimeout,
-    /// The program exited non-zero (`None`: killed by a signal).
-    Exit(Option<i32>),
-    /// Nothing settled within window + grace + margin: abandoned.
-    OuterBound,
-    /// A safety list found a request the watch did not signal.
-    Missed,
-    /// The program's report could not be read.
-    Unreadable,
-    /// A followed stream ended before its lifetime.
-    StreamDropped,
-}
-
-impl fmt::Display for WindowFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WindowFailure::Rejected(e) => write!(f, "exec rejected: {e}"),
-            WindowFailure::NoResult => f.write_str("exec resolved with no result"),
-            WindowFailure::DaemonTimeout => f.write_str("daemon timeout"),
-            WindowFailure::Exit(Some(c)) => write!(f, "watch program exited with code {c}"),
-            WindowFailure::Exit(None) => f.write_str("watch program killed by a signal"),
-            WindowFailure::OuterBound => f.write_str("window outer bound expired (exec never settled)"),
-            WindowFailure::Missed => f.write_str("safety poll found a request the watch missed"),
-            WindowFailure::Unreadable => f.write_str("watch program printed unreadable output"),
-            WindowFailure::StreamDropped => f.write_str("the followed stream dropped"),
-        }
-    }
-}
 
 /// One thing said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,22 +42,6 @@ pub enum Say {
     AnswerDropped { call: String, tries: u32, error: String },
     /// A list after a timed-out wait found requests the source never signalled.
     Missed { found: usize, counted: bool },
-    /// A local watch could not be armed: plain polling for the turn.
-    WatchUnavailable(String),
-    /// A local watch failed after arming: waits end by their timer alone.
-    WatchFailed,
-    /// A watch was armed again on the directory now at its path.
-    WatchRearmed,
-    /// ... or could not be.
-    RearmFailed(String),
-    /// A watch window (or stream) failed; `n` in a row.
-    WindowFailed { n: u32, why: WindowFailure },
-    /// Demoted to classic polling after `n` consecutive failures.
-    Demoted { n: u32, why: WindowFailure, for_the_turn: bool },
-    /// A demoted source's watch works again (`after_demotion = "retry"`).
-    Promoted,
-    /// A window succeeded after failures, before any demotion.
-    Recovered,
     /// The writer found its answer on a timed check, not by its watch.
     AnswerByTimer { call: String, rearmed: bool },
     /// The writer could not publish a request.
@@ -110,8 +60,8 @@ pub enum Say {
     RunnerRestarted { took: Duration },
     /// The runner did not stop in time, or its task failed.
     RunnerStuck(String),
-    /// A black-box runner said something (it started, exited, could not be watched).
-    External(String),
+    /// A strategy's own notice (a watch lost, a window failed, a demotion, ...).
+    Strategy(Arc<dyn StrategyNotice>),
     /// Anything else.
     Other(String),
 }
@@ -147,15 +97,87 @@ impl Recovery {
     }
 }
 
+/// A notice a strategy brings of its own: the strategy's module defines the type (its
+/// variants, its line) and says here which recovery step it is, whether it degrades the
+/// relay dir's wakes, and what it tells of its source's health. Consumers (a fault's row,
+/// the fleet's count of healthy turns, the console, the event log) read it through these
+/// methods alone, never by its variants.
+pub trait StrategyNotice: NoticeAny + fmt::Debug + fmt::Display + Send + Sync {
+    /// The step on the way back from a fault this notice is, if any.
+    fn recovery(&self) -> Option<Recovery> {
+        None
+    }
+    /// The source stopped delivering wakes for good (reported under `degraded`).
+    fn degraded(&self) -> bool {
+        false
+    }
+    /// What it says of its source's health, if anything.
+    fn health(&self) -> Option<Health> {
+        None
+    }
+}
+
+/// What a strategy's notice says of its source's health (a fleet counts its turns by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// An attempt to watch failed: counted, and the turn is unhealthy until it recovers.
+    Failed,
+    /// Watching again after failures, before any demotion.
+    Recovered,
+    /// Watching again after a demotion: the fallback polling ends.
+    Promoted,
+}
+
+/// What every [`StrategyNotice`] is as a value, by a blanket impl: compared, looked at as
+/// its own type, named. (Only a notice has it: an `Arc` holding one is no notice, so a
+/// method called through the `Arc` reaches the notice's own.)
+pub trait NoticeAny: Any {
+    fn as_any(&self) -> &dyn Any;
+    /// Equal to `other`: the same type, an equal value.
+    fn same(&self, other: &dyn Any) -> bool;
+    /// The path of its type (the registry test checks no strategy's notice lives in this layer).
+    fn type_name(&self) -> &'static str;
+}
+
+impl<T: StrategyNotice + PartialEq> NoticeAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn same(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<T>() == Some(self)
+    }
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<T>()
+    }
+}
+
+impl PartialEq for dyn StrategyNotice {
+    fn eq(&self, other: &dyn StrategyNotice) -> bool {
+        self.same(other.as_any())
+    }
+}
+
+impl Eq for dyn StrategyNotice {}
+
 impl Say {
+    /// A strategy's own notice.
+    pub(crate) fn strategy(notice: impl StrategyNotice) -> Say {
+        Say::Strategy(Arc::new(notice))
+    }
+
+    /// The strategy's notice of type `T` this is, if it is one (for the strategy itself and
+    /// its tests).
+    pub fn as_strategy<T: StrategyNotice>(&self) -> Option<&T> {
+        match self {
+            Say::Strategy(n) => n.as_any().downcast_ref(),
+            _ => None,
+        }
+    }
+
     /// The recovery step this notice is, if any.
     pub fn recovery(&self) -> Option<Recovery> {
         Some(match self {
-            Say::Demoted { .. } => Recovery::Demoted,
-            Say::Promoted => Recovery::Promoted,
-            Say::Recovered => Recovery::RecoveredBeforeDemotion,
-            Say::WatchRearmed => Recovery::WatchRearmed,
-            Say::RearmFailed(_) => Recovery::RearmFailed,
+            Say::Strategy(n) => return n.recovery(),
             Say::DirReadable => Recovery::DirReadable,
             Say::Missed { .. } => Recovery::FoundByTimer,
             Say::AnswerByTimer { .. } => Recovery::AnswerByTimer,
@@ -171,7 +193,15 @@ impl Say {
 
     /// A source stopped delivering wakes for good (reported under `degraded`).
     pub fn degraded(&self) -> bool {
-        matches!(self, Say::Demoted { .. } | Say::WatchUnavailable(_) | Say::WatchFailed)
+        matches!(self, Say::Strategy(n) if n.degraded())
+    }
+
+    /// What it says of a source's health, if anything.
+    pub(crate) fn health(&self) -> Option<Health> {
+        match self {
+            Say::Strategy(n) => n.health(),
+            _ => None,
+        }
     }
 }
 
@@ -219,18 +249,6 @@ impl fmt::Display for Say {
             Say::Missed { found, counted: false } => {
                 write!(f, "a timed list found {found} request(s) no wake announced")
             }
-            Say::WatchUnavailable(e) => write!(f, "cannot watch the relay dir: {e}; plain polling"),
-            Say::WatchFailed => f.write_str("the watch failed; waits end by their timer"),
-            Say::WatchRearmed => f.write_str("watch re-armed on the directory now at the path"),
-            Say::RearmFailed(e) => write!(f, "could not re-arm the watch: {e}; polling"),
-            Say::WindowFailed { n, why } => write!(f, "watch failure {n}: {why}"),
-            Say::Demoted { n, why, for_the_turn } => write!(
-                f,
-                "demoted to polling after {n} consecutive failures ({why}){}",
-                if *for_the_turn { " for the rest of the turn" } else { "" }
-            ),
-            Say::Promoted => f.write_str("promoted: the watch is healthy again, polling suspended"),
-            Say::Recovered => f.write_str("the watch recovered before demotion"),
             Say::AnswerByTimer { call, rearmed } => write!(
                 f,
                 "answer for {call:?} found by the safety check{}",
@@ -248,7 +266,8 @@ impl fmt::Display for Say {
                 write!(f, "runner stopped in {} with a window held, started again", human(*took))
             }
             Say::RunnerStuck(e) => f.write_str(e),
-            Say::External(e) | Say::Other(e) => f.write_str(e),
+            Say::Strategy(n) => fmt::Display::fmt(n, f),
+            Say::Other(e) => f.write_str(e),
         }
     }
 }
@@ -257,15 +276,47 @@ impl fmt::Display for Say {
 mod tests {
     use super::*;
 
+    /// A strategy's notice, as a strategy's module defines one.
+    #[derive(Debug, PartialEq)]
+    enum Lost {
+        Gone,
+        Back(u32),
+    }
+
+    impl fmt::Display for Lost {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self {
+                Lost::Gone => f.write_str("gone"),
+                Lost::Back(n) => write!(f, "back after {n}"),
+            }
+        }
+    }
+
+    impl StrategyNotice for Lost {
+        fn recovery(&self) -> Option<Recovery> {
+            matches!(self, Lost::Back(_)).then_some(Recovery::Promoted)
+        }
+        fn degraded(&self) -> bool {
+            matches!(self, Lost::Gone)
+        }
+    }
+
     #[test]
     fn recovery_steps_come_from_the_type() {
-        let d = Say::Demoted { n: 3, why: WindowFailure::Exit(Some(1)), for_the_turn: true };
-        assert_eq!(d.recovery(), Some(Recovery::Demoted));
+        let d = Say::strategy(Lost::Gone);
+        assert_eq!(d.recovery(), None);
         assert!(d.degraded());
-        assert_eq!(d.to_string(), "demoted to polling after 3 consecutive failures (watch program exited with code 1) for the rest of the turn");
+        assert_eq!(d.to_string(), "gone");
+        let b = Say::strategy(Lost::Back(2));
+        assert_eq!(b.recovery(), Some(Recovery::Promoted));
+        assert!(!b.degraded());
+        assert_eq!(b.as_strategy::<Lost>(), Some(&Lost::Back(2)));
+        assert_eq!(b, Say::strategy(Lost::Back(2)));
+        assert_ne!(b, Say::strategy(Lost::Back(3)));
+        assert_ne!(b, d);
+        assert_eq!(Say::Missed { found: 1, counted: true }.recovery(), Some(Recovery::FoundByTimer));
         assert_eq!(Say::Fault { kind: "exec-hang", on: true }.recovery(), None);
         assert!(Say::Fault { kind: "exec-hang", on: true }.is_schedule());
-        let s = Say::WindowFailed { n: 1, why: WindowFailure::Exit(None) }.to_string();
-        assert!(!s.contains("None") && !s.contains("Some"), "no debug text: {s}");
+        assert!(!Say::Other("x".into()).degraded());
     }
 }

@@ -18,7 +18,7 @@ use crate::base::protocol::{req_name, res_name, IdRegistry, Outcome, Request, Re
 use crate::base::signal::{Signal, Wake};
 use crate::events::{CallId, CallOutcome, EventKind, EventSink, FailKind, WriterSide};
 use crate::relay::source::Reporter;
-use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
+use crate::sandbox::dir::{EventFilter, RelayDir, Seen};
 use crate::sandbox::host::Busy;
 
 /// The writer deadline of SPEC §2.
@@ -53,12 +53,14 @@ struct SlotMap {
     closed: bool,
 }
 
-/// The armed waits of one writer, by response name.
+/// The armed waits of one writer, by response name: what a [`ResponseWaiter`] arms, wakes,
+/// parks and closes (the waiters themselves are the writer strategies', in
+/// [`crate::strategy`]).
 #[derive(Default, Clone)]
-struct Slots(Arc<Mutex<SlotMap>>);
+pub(crate) struct Slots(Arc<Mutex<SlotMap>>);
 
 impl Slots {
-    fn arm(&self, res_name: &str) -> Armed {
+    pub(crate) fn arm(&self, res_name: &str) -> Armed {
         let signal = Arc::new(Signal::new());
         let mut g = self.0.lock().expect("slots poisoned");
         if g.closed {
@@ -71,7 +73,7 @@ impl Slots {
 
     /// Wakes the calls `seen` concerns: with `wake_on = Responses` the call whose answer
     /// appeared (every call on a rescan or a failure), otherwise every waiting call.
-    fn raise(&self, seen: Seen<'_>, wake_on: EventFilter) {
+    pub(crate) fn raise(&self, seen: Seen<'_>, wake_on: EventFilter) {
         if !wake_on.wants(seen) {
             return;
         }
@@ -86,7 +88,7 @@ impl Slots {
         }
     }
 
-    fn park(&self, res_name: &str) {
+    pub(crate) fn park(&self, res_name: &str) {
         let mut g = self.0.lock().expect("slots poisoned");
         if let Some(sig) = g.waits.get(res_name).cloned() {
             g.parked.insert(res_name.to_owned());
@@ -94,7 +96,7 @@ impl Slots {
         }
     }
 
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut g = self.0.lock().expect("slots poisoned");
         g.closed = true;
         g.waits.values().for_each(|sig| sig.close());
@@ -124,104 +126,6 @@ impl Drop for Armed {
         let mut g = self.slots.0.lock().expect("slots poisoned");
         g.waits.remove(&self.name);
         g.parked.remove(&self.name);
-    }
-}
-
-/// Poll-only writer: check every `interval`.
-pub(crate) struct PollWaiter {
-    interval: Duration,
-    slots: Slots,
-}
-
-impl PollWaiter {
-    pub fn new(interval: Duration) -> PollWaiter {
-        PollWaiter { interval, slots: Slots::default() }
-    }
-}
-
-impl ResponseWaiter for PollWaiter {
-    fn arm(&self, res_name: &str) -> Armed {
-        self.slots.arm(res_name)
-    }
-    fn interval(&self) -> Duration {
-        self.interval
-    }
-    fn close(&self) {
-        self.slots.close();
-    }
-    fn park(&self, res_name: &str) {
-        self.slots.park(res_name);
-    }
-}
-
-/// Watch-assisted writer: `interval` stays as the safety timer a directory watch cuts short.
-/// Production arms an `fs.watch` per waiting call and re-checks its answer on any event in
-/// the dir (`wake_on = Any`, the default here); `Responses` wakes only the call whose answer
-/// name appeared (a named option). One watch per relay dir stands in for the per-call
-/// watches: the same kernel events reach the same waiting calls, without a watcher thread
-/// per call. Where the two differ — a watch on a directory replaced under it — production's
-/// next call arms a fresh watch; here a timed check that finds an unannounced answer re-arms
-/// the one watch, so later calls are watched again as they would be in production.
-pub(crate) struct WatchWaiter {
-    slots: Slots,
-    wake_on: EventFilter,
-    dir: Arc<dyn RelayDir>,
-    live: Mutex<Option<Box<dyn WatchHandle>>>,
-    interval: Duration,
-    reporter: Reporter,
-}
-
-impl WatchWaiter {
-    pub fn new(
-        dir: Arc<dyn RelayDir>,
-        safety_interval: Duration,
-        wake_on: EventFilter,
-        reporter: Reporter,
-    ) -> WatchWaiter {
-        let slots = Slots::default();
-        let w = WatchWaiter { slots, wake_on, dir, live: Mutex::new(None), interval: safety_interval, reporter };
-        w.rearm();
-        w
-    }
-
-    fn rearm(&self) -> bool {
-        let (s, wake_on) = (self.slots.clone(), self.wake_on);
-        let armed = self.dir.watch(Box::new(move |seen| s.raise(seen, wake_on)));
-        let mut live = self.live.lock().expect("watch lock poisoned");
-        if let Some(old) = live.take() {
-            old.disarm();
-        }
-        match armed {
-            Ok(w) => {
-                *live = Some(w);
-                true
-            }
-            Err(e) => {
-                self.reporter.say(Say::WatchUnavailable(format!("response watch: {e}")));
-                false
-            }
-        }
-    }
-}
-
-impl ResponseWaiter for WatchWaiter {
-    fn arm(&self, res_name: &str) -> Armed {
-        self.slots.arm(res_name)
-    }
-    fn interval(&self) -> Duration {
-        self.interval
-    }
-    fn close(&self) {
-        if let Some(w) = self.live.lock().expect("watch lock poisoned").take() {
-            w.disarm();
-        }
-        self.slots.close();
-    }
-    fn park(&self, res_name: &str) {
-        self.slots.park(res_name);
-    }
-    fn missed(&self) -> Option<bool> {
-        Some(self.rearm())
     }
 }
 
@@ -450,6 +354,31 @@ impl Writer {
 mod tests {
     use super::*;
 
+    /// A waiter woken by its timer alone (the poll writer's, which lives with the writer
+    /// strategies above this layer).
+    struct Timed(Duration, Slots);
+
+    impl Timed {
+        fn new(interval: Duration) -> Timed {
+            Timed(interval, Slots::default())
+        }
+    }
+
+    impl ResponseWaiter for Timed {
+        fn arm(&self, res_name: &str) -> Armed {
+            self.1.arm(res_name)
+        }
+        fn interval(&self) -> Duration {
+            self.0
+        }
+        fn close(&self) {
+            self.1.close();
+        }
+        fn park(&self, res_name: &str) {
+            self.1.park(res_name);
+        }
+    }
+
     #[test]
     fn deadline_rule() {
         assert_eq!(writer_deadline(None), Duration::from_secs(60));
@@ -463,7 +392,7 @@ mod tests {
         let w = Writer::new(
             0,
             Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
-            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            Box::new(Timed::new(Duration::from_millis(300))),
             sink,
         )
         .with_cleanup(Cleanup::Always);
@@ -485,7 +414,7 @@ mod tests {
         let w2 = Writer::new(
             0,
             Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
-            Box::new(PollWaiter::new(Duration::from_millis(300))),
+            Box::new(Timed::new(Duration::from_millis(300))),
             sink,
         );
         let spec = CallSpec {
@@ -514,7 +443,7 @@ mod tests {
         let w = Arc::new(Writer::new(
             0,
             Arc::new(crate::sandbox::dir::RealDir::new(dir.path())),
-            Box::new(PollWaiter::new(Duration::from_millis(20))),
+            Box::new(Timed::new(Duration::from_millis(20))),
             sink,
         ));
         let spec = |id: &str| CallSpec {
@@ -557,18 +486,6 @@ mod tests {
         });
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_polling_writer_finds_every_answer_by_its_timer_and_says_nothing_of_it() {
-        let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
-        let (sink, mut rx) = EventSink::channel();
-        let w = Writer::new(0, Arc::new(dir.clone()), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
-        answer_later(&dir, "p1", Duration::from_millis(100));
-        assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
-        drop(w);
-        let notices: Vec<_> = rx.try_iter().filter(|m| matches!(m, crate::events::Msg::Notice(_))).collect();
-        assert!(notices.is_empty(), "{} notices", notices.len());
-    }
-
     /// On the virtual clock (whole milliseconds), an answer due at or just before a timed
     /// check is read by that check, as on a real clock; one due just after waits for the next.
     #[tokio::test(start_paused = true)]
@@ -576,29 +493,11 @@ mod tests {
         for (due_us, read_ms) in [(299_600, 300), (300_000, 300), (300_400, 600)] {
             let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
             let (sink, _rx) = EventSink::channel();
-            let w = Writer::new(0, Arc::new(dir.clone()), Box::new(PollWaiter::new(Duration::from_millis(300))), sink);
+            let w = Writer::new(0, Arc::new(dir.clone()), Box::new(Timed::new(Duration::from_millis(300))), sink);
             let t0 = Instant::now();
             answer_later(&dir, "p1", Duration::from_micros(due_us));
             assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
             assert_eq!(t0.elapsed(), Duration::from_millis(read_ms), "an answer due at {due_us} µs");
-        }
-    }
-
-    /// Production's writer re-checks its answer on any change in the dir; `Responses` wakes
-    /// only the call whose answer appeared.
-    #[tokio::test(start_paused = true)]
-    async fn the_writer_watch_wakes_on_any_change_unless_told_responses() {
-        for (wake_on, woken) in [(EventFilter::Any, true), (EventFilter::Responses, false)] {
-            let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
-            let (sink, _rx) = EventSink::channel();
-            let waiter =
-                WatchWaiter::new(Arc::new(dir.clone()), Duration::from_millis(300), wake_on, Reporter::new(sink, 0));
-            let armed = waiter.arm("c1.res.json");
-            crate::sandbox::dir::publish_now(&dir, "other.req.json", b"{}").unwrap();
-            let wake = armed.wait(Duration::from_millis(300)).await;
-            assert_eq!(wake == Wake::Activity, woken, "{wake_on:?}: {wake:?}");
-            crate::sandbox::dir::publish_now(&dir, "c1.res.json", b"{}").unwrap();
-            assert_eq!(armed.wait(Duration::from_millis(300)).await, Wake::Activity, "{wake_on:?}: its answer");
         }
     }
 }

@@ -12,6 +12,7 @@
 //! the handler's time. At the end the program is killed and reaped.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,7 +21,7 @@ use tokio::time::Instant;
 
 use super::{Parts, PickupDefinition, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
-use crate::base::notice::Say;
+use crate::base::notice::{Say, StrategyNotice};
 use crate::base::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};
 use crate::base::units::human;
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
@@ -96,7 +97,23 @@ impl RunnerKind for External {
         let probe = t.choice("ready", &["probe", "none"])? != Some("none");
         Ok(Arc::new(ExternalSpec { command, handler, probe }))
     }
+    fn notices(&self) -> Vec<Say> {
+        vec![Say::strategy(BlackBoxSaid("the external runner exited early (exit status: 1)".into()))]
+    }
 }
+
+/// What is said of a black-box runner (it exited, could not be watched): a line of its own,
+/// no recovery step, never a degradation of a source (it has none of ours).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlackBoxSaid(pub String);
+
+impl fmt::Display for BlackBoxSaid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StrategyNotice for BlackBoxSaid {}
 
 impl RunnerSpec for ExternalSpec {
     fn name(&self) -> &'static str {
@@ -154,10 +171,10 @@ impl RunnerSpec for ExternalSpec {
             let observed = Arc::new(Mutex::new(Observed::default()));
             let watch = observe(&*dir, sandbox, spec.handler, observed.clone(), sink);
             if let Err(e) = &watch {
-                reporter.say(Say::External(format!(
+                reporter.say(Say::strategy(BlackBoxSaid(format!(
                     "cannot watch {} from outside: {e}; nothing measured",
                     dir.path().display()
-                )));
+                ))));
             }
             let argv = spec.argv(dir.path(), sandbox);
             let mut child = match spawn(&argv, &stderr_to) {
@@ -199,10 +216,10 @@ impl RunnerSpec for ExternalSpec {
                 tokio::select! {
                     st = ch.wait() => {
                         let how = st.map_or_else(|e| e.to_string(), |s| s.to_string());
-                        reporter.say(Say::External(format!(
+                        reporter.say(Say::strategy(BlackBoxSaid(format!(
                             "the external runner exited early ({how}); see {}",
                             stderr_to.display()
-                        )));
+                        ))));
                         child = None;
                     }
                     () = stop.closed() => {}

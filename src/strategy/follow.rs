@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
+use super::window::{WindowFailure, WindowNotice};
 use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
-use crate::base::notice::{Say, WindowFailure};
+use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::base::units::human;
 use crate::relay::runner::{LoopOptions, Started};
@@ -74,10 +75,10 @@ impl FollowSource {
 fn fail(health: &Mutex<Health>, reporter: &Reporter, max: u32, why: WindowFailure) -> u32 {
     let mut h = health.lock().expect("health poisoned");
     h.failures += 1;
-    reporter.say(Say::WindowFailed { n: h.failures, why: why.clone() });
+    reporter.say(Say::strategy(WindowNotice::WindowFailed { n: h.failures, why: why.clone() }));
     if h.failures >= max && !h.demoted {
         h.demoted = true;
-        reporter.say(Say::Demoted { n: h.failures, why, for_the_turn: false });
+        reporter.say(Say::strategy(WindowNotice::Demoted { n: h.failures, why, for_the_turn: false }));
     }
     h.failures
 }
@@ -86,9 +87,9 @@ fn succeed(health: &Mutex<Health>, reporter: &Reporter) {
     let mut h = health.lock().expect("health poisoned");
     let had_failed = std::mem::take(&mut h.failures) > 0;
     if std::mem::take(&mut h.demoted) {
-        reporter.say(Say::Promoted);
+        reporter.say(Say::strategy(WindowNotice::Promoted));
     } else if had_failed {
-        reporter.say(Say::Recovered);
+        reporter.say(Say::strategy(WindowNotice::Recovered));
     }
 }
 
@@ -212,6 +213,10 @@ impl RunnerKind for Follow {
         cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
         let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(FollowSpec { cfg, opts }))
+    }
+    /// A stream fails, demotes and recovers as a window does, and says so alike.
+    fn notices(&self) -> Vec<Say> {
+        WindowNotice::samples()
     }
 }
 

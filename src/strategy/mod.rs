@@ -20,7 +20,7 @@ mod writers;
 pub use external::ExternalSpec;
 pub use follow::FollowConfig;
 pub use pair::{Relay, RelaySpec};
-pub use watch::LocalWatch;
+pub use watch::{LocalWatch, WatchNotice};
 pub use window::{WindowConfig, WindowSource, WindowStats};
 pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS, WRITER_DEFAULT};
 
@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
@@ -109,6 +110,12 @@ pub trait RunnerKind: Sync {
     /// a followed stream cannot).
     fn serves(&self) -> bool {
         true
+    }
+    /// One of each notice of its own the strategy says ([`Say::Strategy`]): a strategy
+    /// brings its notices (their lines, recovery steps, degraded flags) in its own module,
+    /// and the layers below name none of them.
+    fn notices(&self) -> Vec<Say> {
+        Vec::new()
     }
 }
 

@@ -10,12 +10,13 @@
 //! `rearm_on_miss = true` arms the watch again when a list after a timed-out wait finds a
 //! request it did not announce (the directory may have been replaced under it).
 
+use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
-use crate::base::notice::Say;
+use crate::base::notice::{Recovery, Say, StrategyNotice};
 use crate::relay::runner::{LoopOptions, Started};
 use crate::relay::source::{ActivitySource, Reporter, Signal, Wake};
 use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
@@ -31,6 +32,59 @@ pub struct WatchConfig {
 impl Default for WatchConfig {
     fn default() -> Self {
         WatchConfig { wake_on: EventFilter::Any, rearm_on_miss: false }
+    }
+}
+
+/// What a directory watch says (the runner's, and the watch writer's on its responses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchNotice {
+    /// A local watch could not be armed: plain polling for the turn.
+    WatchUnavailable(String),
+    /// A local watch failed after arming: waits end by their timer alone.
+    WatchFailed,
+    /// A watch was armed again on the directory now at its path.
+    WatchRearmed,
+    /// ... or could not be.
+    RearmFailed(String),
+}
+
+impl WatchNotice {
+    /// One of each, for the registry.
+    pub(crate) fn samples() -> Vec<Say> {
+        [
+            WatchNotice::WatchUnavailable("ENOSPC".into()),
+            WatchNotice::WatchFailed,
+            WatchNotice::WatchRearmed,
+            WatchNotice::RearmFailed("ENOENT".into()),
+        ]
+        .into_iter()
+        .map(Say::strategy)
+        .collect()
+    }
+}
+
+impl StrategyNotice for WatchNotice {
+    fn recovery(&self) -> Option<Recovery> {
+        match self {
+            WatchNotice::WatchRearmed => Some(Recovery::WatchRearmed),
+            WatchNotice::RearmFailed(_) => Some(Recovery::RearmFailed),
+            WatchNotice::WatchUnavailable(_) | WatchNotice::WatchFailed => None,
+        }
+    }
+
+    fn degraded(&self) -> bool {
+        matches!(self, WatchNotice::WatchUnavailable(_) | WatchNotice::WatchFailed)
+    }
+}
+
+impl fmt::Display for WatchNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchNotice::WatchUnavailable(e) => write!(f, "cannot watch the relay dir: {e}; plain polling"),
+            WatchNotice::WatchFailed => f.write_str("the watch failed; waits end by their timer"),
+            WatchNotice::WatchRearmed => f.write_str("watch re-armed on the directory now at the path"),
+            WatchNotice::RearmFailed(e) => write!(f, "could not re-arm the watch: {e}; polling"),
+        }
     }
 }
 
@@ -53,7 +107,7 @@ impl LocalWatch {
                 Some(w)
             }
             Err(e) => {
-                w.reporter.say(Say::WatchUnavailable(e.to_string()));
+                w.reporter.say(Say::strategy(WatchNotice::WatchUnavailable(e.to_string())));
                 None
             }
         }
@@ -63,7 +117,7 @@ impl LocalWatch {
         let (signal, filter, reporter) = (self.signal.clone(), self.cfg.wake_on, self.reporter.clone());
         self.dir.watch(Box::new(move |seen| match seen {
             // A failed watch goes quiet; the waits end by their timer.
-            Seen::Failed => reporter.say(Say::WatchFailed),
+            Seen::Failed => reporter.say(Say::strategy(WatchNotice::WatchFailed)),
             s if filter.wants(s) => signal.raise(),
             _ => {}
         }))
@@ -96,9 +150,9 @@ impl ActivitySource for LocalWatch {
                 if let Some(old) = self.live.lock().expect("watch lock poisoned").replace(h) {
                     old.disarm();
                 }
-                self.reporter.say(Say::WatchRearmed);
+                self.reporter.say(Say::strategy(WatchNotice::WatchRearmed));
             }
-            Err(e) => self.reporter.say(Say::RearmFailed(e.to_string())),
+            Err(e) => self.reporter.say(Say::strategy(WatchNotice::RearmFailed(e.to_string()))),
         }
         true
     }
@@ -137,6 +191,10 @@ impl RunnerKind for Watch {
             }
         };
         Ok(Arc::new(WatchSpec { opts, cfg }))
+    }
+
+    fn notices(&self) -> Vec<Say> {
+        WatchNotice::samples()
     }
 }
 

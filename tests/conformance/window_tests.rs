@@ -5,11 +5,11 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::base::notice::{Say, WindowFailure};
+use relay_bench::base::notice::Say;
 use relay_bench::events::{EventInbox, EventSink};
 use relay_bench::relay::source::{ActivitySource, Reporter, Wake};
 use relay_bench::sandbox::dir::ExecOutput;
-use relay_bench::strategy::window::{WindowConfig, WindowSource};
+use relay_bench::strategy::window::{WindowConfig, WindowFailure, WindowNotice, WindowSource};
 use tokio::task::JoinHandle;
 
 use super::fakes::*;
@@ -51,11 +51,15 @@ impl Rig {
 }
 
 fn failures(said: &[Say], pred: impl Fn(&WindowFailure) -> bool) -> usize {
-    said.iter().filter(|s| matches!(s, Say::WindowFailed { why, .. } if pred(why))).count()
+    said.iter()
+        .filter(
+            |s| matches!(s.as_strategy::<WindowNotice>(), Some(WindowNotice::WindowFailed { why, .. }) if pred(why)),
+        )
+        .count()
 }
 
 fn demotions(said: &[Say]) -> usize {
-    said.iter().filter(|s| matches!(s, Say::Demoted { .. })).count()
+    said.iter().filter(|s| matches!(s.as_strategy::<WindowNotice>(), Some(WindowNotice::Demoted { .. }))).count()
 }
 
 fn rejected() -> io::Result<ExecOutput> {

@@ -382,7 +382,7 @@ mod tests {
         let msgs = [
             call("c1", t, EventKind::Requesting),
             call("c1", t + std::time::Duration::from_millis(4), EventKind::Writer(w.clone())),
-            Msg::Notice(Notice { at: t, sandbox: 0, what: Say::WatchFailed }),
+            Msg::Notice(Notice { at: t, sandbox: 0, what: Say::strategy(crate::strategy::WatchNotice::WatchFailed) }),
         ];
         let text: String =
             msgs.iter().map(|m| serde_json::to_string(&Line::of(m, &mono).unwrap()).unwrap() + "\n").collect();

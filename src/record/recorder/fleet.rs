@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 use crate::base::gauge::{GaugeStats, Level, Tally};
-use crate::base::notice::Say;
+use crate::base::notice::{Health, Say};
 use crate::events::{TurnEvent, TurnMark};
 
 /// The share of active turns that counts as a recovered fleet.
@@ -251,16 +251,16 @@ impl Fleet {
 
     /// What a source said of its turn's health.
     pub fn notice(&mut self, sandbox: u32, what: &Say, t: Instant) {
-        match what {
-            Say::WindowFailed { .. } => {
+        match what.health() {
+            Some(Health::Failed) => {
                 self.advance(t);
                 self.window_failures += 1;
                 self.set_healthy(sandbox, false, t);
             }
-            Say::Recovered | Say::Promoted => {
+            Some(h @ (Health::Recovered | Health::Promoted)) => {
                 self.advance(t);
                 let turn = self.turn(sandbox);
-                if turn.active && matches!(what, Say::Promoted) {
+                if turn.active && h == Health::Promoted {
                     if let Some(d) = turn.demoted_at.take() {
                         self.fallback += t.saturating_duration_since(d);
                         self.demoted.sub(1, t, &mut self.t_demoted);
@@ -268,7 +268,7 @@ impl Fleet {
                 }
                 self.set_healthy(sandbox, true, t);
             }
-            w if w.degraded() => {
+            None if what.degraded() => {
                 self.advance(t);
                 let turn = self.turn(sandbox);
                 if !turn.active || turn.demoted_at.is_some() {
@@ -282,7 +282,7 @@ impl Fleet {
                 }
                 self.set_healthy(sandbox, false, t);
             }
-            _ => {}
+            None => {}
         }
     }
 
@@ -329,7 +329,7 @@ impl Fleet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::notice::WindowFailure;
+    use crate::strategy::window::{WindowFailure, WindowNotice};
 
     fn s(n: u64) -> Duration {
         Duration::from_secs(n)
@@ -342,7 +342,8 @@ mod tests {
         let mark = |f: &mut Fleet, sandbox, at, what| f.mark(&TurnMark { at, sandbox, what });
         mark(&mut f, 0, t0, TurnEvent::Started);
         mark(&mut f, 1, t0, TurnEvent::Started);
-        let demoted = Say::Demoted { n: 3, why: WindowFailure::DaemonTimeout, for_the_turn: true };
+        let demoted =
+            Say::strategy(WindowNotice::Demoted { n: 3, why: WindowFailure::DaemonTimeout, for_the_turn: true });
         f.notice(1, &demoted, t0 + s(5));
         f.notice(1, &demoted, t0 + s(6));
         mark(&mut f, 1, t0 + s(25), TurnEvent::Ended { calls: 4 });
@@ -363,14 +364,14 @@ mod tests {
         for sb in 0..20 {
             f.mark(&TurnMark { at: t0, sandbox: sb, what: TurnEvent::Started });
         }
-        let failed = Say::WindowFailed { n: 1, why: WindowFailure::Rejected("cut".into()) };
+        let failed = Say::strategy(WindowNotice::WindowFailed { n: 1, why: WindowFailure::Rejected("cut".into()) });
         for sb in 0..4 {
             f.notice(sb, &failed, t0 + s(10));
         }
         // Back one by one: 17 of 20 (85 %) at 12 s, 19 of 20 (95 %) at 15 s.
-        f.notice(0, &Say::Recovered, t0 + s(12));
-        f.notice(1, &Say::Recovered, t0 + s(15));
-        f.notice(2, &Say::Recovered, t0 + s(15));
+        f.notice(0, &Say::strategy(WindowNotice::Recovered), t0 + s(12));
+        f.notice(1, &Say::strategy(WindowNotice::Recovered), t0 + s(15));
+        f.notice(2, &Say::strategy(WindowNotice::Recovered), t0 + s(15));
         let r = f.finish(t0 + s(120));
         assert_eq!(r.window_failures, 4, "each failed window counted once");
         assert_eq!(r.recoveries[0].after, Some(s(5)));

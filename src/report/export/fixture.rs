@@ -46,7 +46,7 @@ fn with_rollout(declared: bool) -> Summary {
     let prod = &mut s.results[i];
     prod.requests.idle_phases.discovery_per_min = 5.333;
     prod.runner.startup_ms = 41.7;
-    prod.notices.push(crate::base::notice::WindowFailure::Exit(Some(127)).to_string());
+    prod.notices.push(crate::strategy::window::WindowFailure::Exit(Some(127)).to_string());
     prod.notices_total += 1;
     prod.faults.push(crate::scenario::fault::FaultRow {
         kind: "exec-fail".into(),

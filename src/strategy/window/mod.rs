@@ -22,8 +22,10 @@
 //! - `inline = true` (the `window-exec-inline` strategy) — the program prints the requests it
 //!   found, so the runner skips its list and read.
 
+pub mod notice;
 pub mod source;
 
+pub use notice::{WindowFailure, WindowNotice};
 pub use source::{WindowExec, WindowSource, WindowStats};
 
 use std::ffi::OsString;
@@ -34,6 +36,7 @@ use std::time::Duration;
 
 use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::relay::runner::{LoopOptions, Started};
 use crate::relay::source::{ActivitySource, Inbox};
@@ -283,6 +286,9 @@ impl RunnerKind for WindowExecKind {
         }
         let opts = super::parse_suspending_loop(t)?;
         Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
+    }
+    fn notices(&self) -> Vec<Say> {
+        WindowNotice::samples()
     }
 }
 

@@ -27,8 +27,9 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::notice::{WindowFailure, WindowNotice};
 use super::{AfterDemotion, FailureWake, OnClose, WindowConfig};
-use crate::base::notice::{Say, WindowFailure};
+use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::relay::source::{backoff, jitter, ActivitySource, Inbox, Reporter, Wake};
 use crate::sandbox::dir::program::{parse_report, Finish};
@@ -239,10 +240,10 @@ impl Inner {
         if !had_miss {
             let had_failed = std::mem::take(&mut s.failures) > 0;
             if !s.demoted && had_failed {
-                self.reporter.say(Say::Recovered);
+                self.reporter.say(Say::strategy(WindowNotice::Recovered));
             } else if s.demoted && self.cfg.after_demotion == AfterDemotion::Retry {
                 s.demoted = false;
-                self.reporter.say(Say::Promoted);
+                self.reporter.say(Say::strategy(WindowNotice::Promoted));
             }
         }
         if idle && !self.cfg.idle_wake {
@@ -271,7 +272,7 @@ impl Inner {
     fn fail(self: &Arc<Self>, s: &mut State, why: WindowFailure) {
         s.failures += 1;
         let n = s.failures;
-        self.reporter.say(Say::WindowFailed { n, why: why.clone() });
+        self.reporter.say(Say::strategy(WindowNotice::WindowFailed { n, why: why.clone() }));
         // Production backs off from the first failure; the option starts with the demotion.
         let k = if self.cfg.backoff_before_demotion { n } else { (n + 1).saturating_sub(self.cfg.max_failures) };
         s.next_arm_at =
@@ -280,7 +281,7 @@ impl Inner {
             s.demoted = true;
             self.demotions.fetch_add(1, Ordering::Relaxed);
             let for_the_turn = self.cfg.after_demotion == AfterDemotion::Poll;
-            self.reporter.say(Say::Demoted { n, why: why.clone(), for_the_turn });
+            self.reporter.say(Say::strategy(WindowNotice::Demoted { n, why: why.clone(), for_the_turn }));
         }
         let wakes = self.cfg.failure_wake == FailureWake::Every;
         if s.demoted {

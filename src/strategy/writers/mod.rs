@@ -6,14 +6,21 @@
 //! 300 ms. Both clean up as production does (`cleanup = "answer"`: a timed-out request
 //! stays for the next turn's sweep); `cleanup = "always"` removes it at the timeout too.
 
+mod poll;
+mod watch;
+
+use poll::PollWaiter;
+use watch::WatchWaiter;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::positive;
+use super::{positive, WatchNotice};
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::relay::source::Reporter;
-use crate::relay::writer::{Cleanup, PollWaiter, ResponseWaiter, WatchWaiter};
+use crate::relay::writer::{Cleanup, ResponseWaiter};
 use crate::sandbox::dir::{EventFilter, RelayDir};
 
 /// A kind of writer strategy, as a scenario names it.
@@ -21,6 +28,10 @@ pub trait WriterKind: Sync {
     fn name(&self) -> &'static str;
     fn about(&self) -> &'static str;
     fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError>;
+    /// One of each notice of its own it says (see [`super::RunnerKind::notices`]).
+    fn notices(&self) -> Vec<Say> {
+        Vec::new()
+    }
 }
 
 /// A parsed writer strategy.
@@ -110,6 +121,14 @@ impl WriterKind for Kind {
             }
         }
         Ok(Arc::new(spec))
+    }
+
+    fn notices(&self) -> Vec<Say> {
+        if self.watch {
+            vec![Say::strategy(WatchNotice::WatchUnavailable("response watch: ENOSPC".into()))]
+        } else {
+            Vec::new()
+        }
     }
 }
 
