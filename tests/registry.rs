@@ -6,6 +6,7 @@
 //!
 //! A strategy's notices are its own too: their types live in its module, `Say` (in
 //! `src/base/`) carries them as `Say::Strategy`, and nothing in `src/base/` names one.
+//!
 //! Outputs are one trait over every command (`run`/`report`, `conform`, `daemon-capacity`):
 //! each output the library implements is in its command's registry, once, and the committed
 //! run directories hold what their registry writes.
