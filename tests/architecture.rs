@@ -390,3 +390,123 @@ fn no_source_file_passes_600_lines_by_much() {
     }
     assert!(long.is_empty(), "files of more than ~600 lines: {long:?}");
 }
+
+/// Where a library function may still return `Result<_, String>`, each with why. The rest of
+/// `src/` returns typed errors (thiserror) that carry their data and say what to do.
+const STRING_ERRORS_ALLOWED: &[(&str, &str)] = &[
+    // The output registry: `Output::write`, `Staged::draw/put/commit` and the conform and
+    // capacity outputs take String errors until the registry itself is typed.
+    ("report/output.rs", "the output registry's trait and staging area"),
+    ("report/conform.rs", "conform's outputs, on the output registry"),
+    ("report/capacity.rs", "capacity's outputs, on the output registry"),
+];
+
+/// The error type of each `Result<T, String>` (and `type Err = String` / `type Error = String`)
+/// in `toks`, outside `#[cfg(test)] mod`s and outside impls of `Output::write` (a `fn write`
+/// taking `Staged`, whose signature is the trait's): the name of the enclosing `fn`, or "type".
+fn string_errors(toks: &[Tok]) -> Vec<String> {
+    let ident = |i: usize, s: &str| matches!(toks.get(i), Some(Tok::Ident(x)) if x == s);
+    let punct = |i: usize, c: char| toks.get(i) == Some(&Tok::Punct(c));
+    let mut out = Vec::new();
+    let (mut i, mut fn_at) = (0usize, None::<usize>);
+    while i < toks.len() {
+        // `#[cfg(test)] mod name {` (`pub(crate) mod` too): skipped to its closing brace.
+        let mut m = i + 7;
+        while ident(m, "pub") || ident(m, "crate") || ident(m, "super") || punct(m, '(') || punct(m, ')') {
+            m += 1;
+        }
+        if punct(i, '#') && punct(i + 1, '[') && ident(i + 2, "cfg") && ident(i + 4, "test") && ident(m, "mod") {
+            let mut j = m;
+            while j < toks.len() && !punct(j, '{') && !punct(j, ';') {
+                j += 1;
+            }
+            if punct(j, '{') {
+                let mut depth = 0;
+                while j < toks.len() {
+                    depth += i32::from(punct(j, '{')) - i32::from(punct(j, '}'));
+                    j += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+            }
+            i = j;
+            continue;
+        }
+        if ident(i, "fn") {
+            fn_at = Some(i);
+        }
+        if ident(i, "type")
+            && (ident(i + 1, "Err") || ident(i + 1, "Error"))
+            && punct(i + 2, '=')
+            && ident(i + 3, "String")
+        {
+            out.push("type".to_owned());
+        }
+        if ident(i, "Result") && punct(i + 1, '<') {
+            // The type arguments at depth 1, split at their commas (`->` is no bracket).
+            let (mut j, mut depth, mut args) = (i + 2, 1, vec![Vec::new()]);
+            while j < toks.len() && depth > 0 {
+                let arrow = punct(j, '>') && j > 0 && punct(j - 1, '-');
+                if punct(j, '<') {
+                    depth += 1;
+                } else if punct(j, '>') && !arrow {
+                    depth -= 1;
+                }
+                if depth == 1 && punct(j, ',') {
+                    args.push(Vec::new());
+                } else if depth > 0 {
+                    args.last_mut().unwrap().push(toks[j].clone());
+                }
+                j += 1;
+            }
+            let string = args.len() == 2 && args[1] == [Tok::Ident("String".into())];
+            let name = fn_at.and_then(|f| match toks.get(f + 1) {
+                Some(Tok::Ident(n)) => Some(n.clone()),
+                _ => None,
+            });
+            let output_write = name.as_deref() == Some("write")
+                && fn_at.is_some_and(|f| toks[f..i].contains(&Tok::Ident("Staged".into())));
+            if string && !output_write {
+                out.push(name.unwrap_or_else(|| "?".to_owned()));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn library_errors_are_typed_not_strings() {
+    let mut found = Vec::new();
+    for (module, text) in files() {
+        let file = format!("{}.rs", module.join("/"));
+        let is_tests = module.last().is_some_and(|m| m == "tests");
+        if is_tests
+            || STRING_ERRORS_ALLOWED.iter().any(|(f, _)| *f == file || format!("{}/mod.rs", module.join("/")) == *f)
+        {
+            continue;
+        }
+        found.extend(string_errors(&tokens(&text)).into_iter().map(|f| format!("src/{file}: {f}")));
+    }
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in the library (give it a thiserror type whose message says what to do, or add the file \
+         to STRING_ERRORS_ALLOWED saying why): {found:?}"
+    );
+}
+
+#[test]
+fn the_string_error_check_sees_nested_types_and_skips_tests() {
+    let toks = tokens(
+        "fn a() -> Result<Vec<u8>, String> {}\n\
+         fn b() -> Result<(), Typed> {}\n\
+         impl FromStr for X { type Err = String; }\n\
+         fn c(f: impl Fn() -> u8) -> Result<Box<dyn Fn() -> u8>, String> {}\n\
+         fn write(&self, out: &mut Staged) -> Result<(), String> {}\n\
+         #[cfg(test)]\nmod tests { fn d() -> Result<(), String> { let s = \"}\"; } }\n\
+         #[cfg(test)]\npub(crate) mod helpers { fn f() -> Result<(), String> {} }\n\
+         fn e() -> Result<(), String> {}",
+    );
+    assert_eq!(string_errors(&toks), ["a", "type", "c", "e"]);
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::console;
+use crate::app::points::Job;
 use crate::base::fsio::{read_bounded, Bound};
 use crate::base::signal::Signal;
 use crate::base::units::human;
@@ -16,9 +17,10 @@ use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
+use crate::results::summary::repeats::combine;
 use crate::results::summary::{CaseResult, Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
 use crate::results::sweep::SweepResult;
-use crate::scenario::{Clock, Scenario};
+use crate::scenario::{CaseSpec, Clock, Scenario};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -181,8 +183,12 @@ pub async fn run_scenario(
             say(&format!("      departs from production: {}", departures.join(", ")));
         }
     };
-    // A sweep's virtual points run side by side, one a core; everything else one at a time.
+    // A sweep's virtual points, and a virtual case's repeats, run side by side, one a core;
+    // everything else one at a time.
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let repeats = s.repeats() as usize;
+    let variants: Vec<Scenario> = (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect();
+    let scenario_of = |k: usize| if k == 0 { s } else { &variants[k - 1] };
     let mut i = 0;
     while i < n {
         if interrupt.is_closed() {
@@ -190,42 +196,62 @@ pub async fn run_scenario(
             break;
         }
         let batch = crate::app::points::batch_at(s, i);
-        if workers > 1 && batch.len() > 1 {
-            let done = |k: usize, r: Result<_, EngineError>, wall: Duration| {
-                clear_bar();
-                let result = r.map_err(|source| BenchError::Case { case: s.cases[k].name.clone(), source })?;
-                finished(&mut summary, s, result, wall, &say, &opts.out_dir)
-            };
-            tokio::task::block_in_place(|| {
-                crate::app::points::run_parallel(s, &batch, workers, &env, &opts.relay_root, &announce, done)
-            })?;
-            // Points finish in any order; the report keeps the scenario's.
-            summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
-            i += batch.len();
-            continue;
-        }
-        let case = &s.cases[i];
-        announce(i);
-        let wall = std::time::Instant::now();
-        let result = match case.clock {
-            Clock::Real => run_case(s, case, &env).await,
-            // A paused clock needs a runtime of its own, on a thread of its own.
-            Clock::Virtual => tokio::task::block_in_place(|| {
-                std::thread::scope(|scope| {
-                    let t = std::thread::Builder::new()
-                        .name("relay-bench-virtual".into())
-                        .spawn_scoped(scope, || run_case_virtual(s, case, &env));
-                    match t {
-                        Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
-                        Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
-                    }
-                })
-            }),
+        // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.
+        let jobs: Vec<Job<'_>> = batch
+            .iter()
+            .flat_map(|&c| (0..repeats).map(move |k| (c, k)))
+            .map(|(case, k)| Job { scenario: scenario_of(k), case, logs: k == 0 })
+            .collect();
+        let announce_job = |j: usize| {
+            let (case, k) = (jobs[j].case, j % repeats);
+            if k == 0 {
+                announce(case);
+            }
+            if repeats > 1 {
+                let seed = jobs[j].scenario.cases[case].workload.seed;
+                say(&format!("      {}: repeat {} of {repeats} (seed {seed})", s.cases[case].name, k + 1));
+            }
         };
-        clear_bar();
-        let result = result.map_err(|source| BenchError::Case { case: case.name.clone(), source })?;
-        finished(&mut summary, s, result, wall.elapsed(), &say, &opts.out_dir)?;
-        i += 1;
+        // Each case's repeats as they come; a case is finished once it has them all.
+        let mut got: Vec<Vec<Option<CaseResult>>> = vec![vec![None; repeats]; batch.len()];
+        let mut walls = vec![Duration::ZERO; batch.len()];
+        let mut take = |j: usize, r: Result<CaseResult, EngineError>, wall: Duration| -> Result<(), BenchError> {
+            clear_bar();
+            let (b, k) = (j / repeats, j % repeats);
+            let case = &s.cases[batch[b]];
+            got[b][k] = Some(r.map_err(|source| BenchError::Case { case: case.name.clone(), source })?);
+            walls[b] += wall;
+            if got[b].iter().any(Option::is_none) {
+                return Ok(());
+            }
+            let mut runs: Vec<CaseResult> = got[b].iter_mut().filter_map(Option::take).collect();
+            let result = if repeats == 1 {
+                runs.pop().expect("one run")
+            } else {
+                combine(runs, crate::base::rng::seeds(case.workload.seed, repeats as u32))
+            };
+            finished(&mut summary, s, result, walls[b], &say, &opts.out_dir)
+        };
+        if workers > 1 && jobs.len() > 1 && s.cases[i].clock == Clock::Virtual {
+            tokio::task::block_in_place(|| {
+                crate::app::points::run_parallel(&jobs, workers, &env, &opts.relay_root, &announce_job, &mut take)
+            })?;
+        } else {
+            for (j, job) in jobs.iter().enumerate() {
+                announce_job(j);
+                let own = CaseEnv {
+                    event_log: env.event_log.clone().filter(|_| job.logs),
+                    calls_csv: env.calls_csv.clone().filter(|_| job.logs),
+                    ..env.clone()
+                };
+                let wall = std::time::Instant::now();
+                let result = run_one(job.scenario, &job.scenario.cases[job.case], &own).await;
+                take(j, result, wall.elapsed())?;
+            }
+        }
+        // Points finish in any order; the report keeps the scenario's.
+        summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
+        i += batch.len();
     }
     summary.recompute_pass();
     if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
@@ -233,6 +259,25 @@ pub async fn run_scenario(
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// Runs one case on its clock: a real one here, a virtual one on a paused clock of its own
+/// (a runtime of its own, on a thread of its own).
+async fn run_one(s: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+    match case.clock {
+        Clock::Real => run_case(s, case, env).await,
+        Clock::Virtual => tokio::task::block_in_place(|| {
+            std::thread::scope(|scope| {
+                let t = std::thread::Builder::new()
+                    .name("relay-bench-virtual".into())
+                    .spawn_scoped(scope, || run_case_virtual(s, case, env));
+                match t {
+                    Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
+                    Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
+                }
+            })
+        }),
+    }
 }
 
 /// The line that announces case `i` as it starts: its place in the run, its name, what it

@@ -1,6 +1,6 @@
-//! A sweep's points on the virtual clock, several at once: each point is a case on a paused
-//! clock of its own, so points share nothing but the machine, and up to one a core runs at a
-//! time. Each point's event log and calls.csv are written apart and added to the run's once
+//! A sweep's points (and a case's repeats) on the virtual clock, several at once: each
+//! point is a case on a paused clock of its own, so points share nothing but the machine,
+//! and up to one a core runs at a time. Each point's event log and calls.csv are written apart and added to the run's once
 //! the point is over (two points never interleave their lines); its result is handed back on
 //! the caller's thread as it finishes, so the reports are rewritten after every point.
 
@@ -61,14 +61,21 @@ impl Part {
     }
 }
 
-/// Runs the cases `batch` (virtual points) of `s`, up to `workers` at once, each with its
-/// own event log and calls.csv parts (made under `scratch`). `start` is told each case as it
-/// starts (on its worker thread); `done` gets each result as it finishes, on this thread. A
-/// point that fails stops new points from starting; the first error is returned once the
-/// running ones are over.
+/// One virtual case to run: case `case` of `scenario` (a repeat's scenario has seeds of its
+/// own), its events logged when `logs` (only a case's first repeat writes the run's logs).
+pub(crate) struct Job<'a> {
+    pub scenario: &'a Scenario,
+    pub case: usize,
+    pub logs: bool,
+}
+
+/// Runs the jobs `batch` (virtual points, repeats), up to `workers` at once, each with its
+/// own event log and calls.csv parts (made under `scratch`). `start` is told each job's index
+/// in `batch` as it starts (on its worker thread); `done` gets each result as it finishes, on
+/// this thread. A job that fails stops new ones from starting; the first error is returned
+/// once the running ones are over.
 pub(crate) fn run_parallel<E: From<PartFailed>>(
-    s: &Scenario,
-    batch: &[usize],
+    batch: &[Job<'_>],
     workers: usize,
     env: &CaseEnv,
     scratch: &Path,
@@ -88,11 +95,12 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
                 if k >= batch.len() || stop.load(Ordering::SeqCst) || env.interrupt.is_closed() {
                     return;
                 }
-                let i = batch[k];
-                let case = &s.cases[i];
+                let job = &batch[k];
+                let (i, s) = (k, job.scenario);
+                let case = &s.cases[job.case];
                 let parts = (
-                    env.event_log.as_deref().map(|p| Part::new(p, false, scratch)).transpose(),
-                    env.calls_csv.as_deref().map(|p| Part::new(p, true, scratch)).transpose(),
+                    env.event_log.as_deref().filter(|_| job.logs).map(|p| Part::new(p, false, scratch)).transpose(),
+                    env.calls_csv.as_deref().filter(|_| job.logs).map(|p| Part::new(p, true, scratch)).transpose(),
                 );
                 let (log, csv) = match parts {
                     (Ok(log), Ok(csv)) => (log, csv),

@@ -51,7 +51,7 @@ pub enum RunsError {
     #[error("cannot locate the relay-bench binary: {0}")]
     CurrentExe(std::io::Error),
     #[error("--sandbox-agent {0}")]
-    SandboxAgent(String),
+    SandboxAgent(crate::sandbox::host::SandboxAgentBinaryError),
     #[error("--junit {path}: {why}; give the path of a file to write")]
     JUnitPath { path: String, why: &'static str },
     #[error(transparent)]
@@ -303,7 +303,7 @@ fn load(name: &str, cases: &[String], sweeps: &[SweepArg], overrides: &Overrides
     let over = Overrides { sweeps: sweeps.to_vec(), cases: cases.to_vec(), ..overrides.clone() };
     let mut s = Scenario::load_with(name, &over)?;
     if !cases.is_empty() {
-        if let Err(bad) = s.retain_cases(cases) {
+        if let Err(crate::scenario::UnknownCase(bad)) = s.retain_cases(cases) {
             let mut known: Vec<String> = s.sweeps.iter().map(|w| w.case.clone()).collect();
             known.extend(s.cases.iter().map(|c| c.name.clone()));
             let hint = crate::base::suggest::did_you_mean(&bad, known.iter().map(String::as_str));

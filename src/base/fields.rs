@@ -53,8 +53,8 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn err(&self, key: &str, msg: impl Into<String>) -> ScenarioError {
-        ScenarioError { file: self.file.to_owned(), key: self.path(key), msg: msg.into() }
+    pub fn err(&self, key: &str, msg: impl std::fmt::Display) -> ScenarioError {
+        ScenarioError { file: self.file.to_owned(), key: self.path(key), msg: msg.to_string() }
     }
 
     fn get(&mut self, key: &'static str) -> Option<&'a Value> {

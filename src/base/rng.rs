@@ -27,6 +27,13 @@ impl Rng {
     }
 }
 
+/// `n` seeds from `base`, one for each repeat of a case: the first is `base` itself (a
+/// repeat of one is the plain run), the others drawn from a generator seeded with it.
+pub(crate) fn seeds(base: u64, n: u32) -> Vec<u64> {
+    let mut rng = Rng::new(base);
+    std::iter::once(base).chain((1..n).map(|_| rng.next_u64())).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +50,15 @@ mod tests {
         let mut r = Rng::new(1);
         let mean: f64 = (0..100_000).map(|_| r.exp(2.0)).sum::<f64>() / 100_000.0;
         assert!((mean - 2.0).abs() < 0.05, "mean {mean}");
+    }
+
+    #[test]
+    fn seeds_start_with_the_base_and_differ() {
+        let s = seeds(7, 5);
+        assert_eq!(s[0], 7);
+        assert_eq!(s, seeds(7, 5));
+        let distinct: std::collections::BTreeSet<_> = s.iter().collect();
+        assert_eq!(distinct.len(), 5);
+        assert_eq!(seeds(7, 1), [7]);
     }
 }

@@ -3,13 +3,25 @@
 
 use std::time::Duration;
 
+/// A duration [`parse_duration`] would not read; each names the text and the units it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("{0:?} is not a duration (expected e.g. \"300ms\", \"2s\", \"1.5m\")")]
+    NotANumber(String),
+    #[error("{0:?} has no unit (use ns, us, ms, s, m or h)")]
+    NoUnit(String),
+    #[error("{text:?} has unknown unit {unit:?} (use ns, us, ms, s, m or h)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+}
+
 /// Parses `<number><unit>` with unit one of `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 =
-        num.parse().map_err(|_| format!("{s:?} is not a duration (expected e.g. \"300ms\", \"2s\", \"1.5m\")"))?;
+    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber(s.to_owned()))?;
     let scale = match unit.trim() {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
@@ -17,12 +29,12 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => 1.0,
         "m" | "min" => 60.0,
         "h" => 3600.0,
-        "" => return Err(format!("{s:?} has no unit (use ns, us, ms, s, m or h)")),
-        u => return Err(format!("{s:?} has unknown unit {u:?} (use ns, us, ms, s, m or h)")),
+        "" => return Err(DurationError::NoUnit(s.to_owned())),
+        u => return Err(DurationError::UnknownUnit { text: s.to_owned(), unit: u.to_owned() }),
     };
     let secs = value * scale;
     if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!("{s:?} is out of range"));
+        return Err(DurationError::OutOfRange(s.to_owned()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -154,8 +166,8 @@ mod tests {
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        assert!(parse_duration("300").unwrap_err().contains("no unit"));
-        assert!(parse_duration("3 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("300").unwrap_err().to_string().contains("no unit"));
+        assert!(parse_duration("3 parsecs").unwrap_err().to_string().contains("unknown unit"));
         assert!(parse_duration("fast").is_err());
     }
 

@@ -21,6 +21,15 @@ use crate::BoxFut;
 pub(crate) type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;
 
 /// The part of a case that depends on its clock.
+/// Why the sandbox side of a case could not be readied: the step that failed, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error("no daemon to reach the sandbox through")]
+    NoDaemon,
+    #[error("{what}: {why}")]
+    Step { what: &'static str, why: std::io::Error },
+}
+
 pub(crate) trait Backend: Send + Sync {
     /// Makes the relay dir of one sandbox.
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>>;
@@ -56,7 +65,7 @@ pub(crate) trait Backend: Send + Sync {
     /// Hands over relay-bench's own way into sandbox `sandbox`, if its host has one.
     fn attach(&mut self, _sandbox: u32, _control: Option<Arc<dyn SandboxAccess>>) {}
     /// Readies the sandbox side once every host is built, before any runner starts.
-    fn prepare(&mut self) -> BoxFut<'_, Result<(), String>> {
+    fn prepare(&mut self) -> BoxFut<'_, Result<(), PrepareError>> {
         Box::pin(std::future::ready(Ok(())))
     }
     /// The case ends before its calls ran (a runner not ready): what `prepare` laid out is

@@ -145,7 +145,7 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
                 calls += n;
             }
             if let Err(e) = relay.end_turn(Instant::now() + STOP_BOUND).await {
-                s.sink.notice(sandbox, Say::RunnerStuck(e));
+                s.sink.notice(sandbox, Say::RunnerStuck(e.to_string()));
             }
             s.sink.turn(sandbox, TurnEvent::Ended { calls });
             made += calls as usize;

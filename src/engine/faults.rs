@@ -61,7 +61,7 @@ impl Striker<'_> {
                             struck.stop_took = struck.stop_took.max(Some(took));
                             self.sink.notice(k, Say::RunnerRestarted { took });
                         }
-                        Ok(Err(e)) => errors.push((k, e)),
+                        Ok(Err(e)) => errors.push((k, e.to_string())),
                         Err(e) => errors.push((k, e.to_string())),
                     }
                 }

@@ -57,7 +57,7 @@ pub enum EngineError {
     #[error("the recorder thread failed: {0}")]
     Recorder(String),
     #[error("cannot ready the sandbox side: {0}")]
-    Sandbox(String),
+    Sandbox(backend::PrepareError),
 }
 
 /// Where a case reports progress; `None` keeps quiet.

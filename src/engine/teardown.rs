@@ -31,7 +31,7 @@ pub(super) async fn stop_relays(parts: &Parts, per_sandbox: &[AtomicU32]) -> Sto
             Ok(reps) => stopped.reports.extend(reps),
             Err(e) => {
                 stopped.stuck += 1;
-                parts.sink.notice(relay.sandbox, Say::RunnerStuck(e));
+                parts.sink.notice(relay.sandbox, Say::RunnerStuck(e.to_string()));
             }
         }
         if !parts.turns {

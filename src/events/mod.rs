@@ -171,9 +171,18 @@ pub trait Listener: Send {
 
     /// The channel has closed and `pairing` is the case's verdict: write what remains and
     /// flush. Returns why this listener's output is incomplete, if it is.
-    fn close(&mut self, _pairing: &PairingReport) -> Result<(), String> {
+    fn close(&mut self, _pairing: &PairingReport) -> Result<(), Incomplete> {
         Ok(())
     }
+}
+
+/// A listener's output that could not be written in full: which output, and why (a full
+/// disk, a removed directory). The run's other outputs are still written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {output}: {why}")]
+pub struct Incomplete {
+    pub output: &'static str,
+    pub why: std::io::Error,
 }
 
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::events::pairing::PairingReport;
 use crate::events::timeline::Halves;
-use crate::events::{CallId, CallOutcome, EventKind, Listener, Msg, RunnerSide, WriterSide};
+use crate::events::{CallId, CallOutcome, EventKind, Incomplete, Listener, Msg, RunnerSide, WriterSide};
 
 pub const HEADER: &str = "case,sandbox,call,outcome,intended_us,published_us,woke_us,picked_us,handler_start_us,handler_end_us,answered_us,read_us,pickup_us,completion_us";
 
@@ -112,8 +112,8 @@ impl Listener for CallsCsv {
         }
     }
 
-    fn close(&mut self, _pairing: &PairingReport) -> Result<(), String> {
-        self.flush().map_err(|e| format!("cannot write calls.csv: {e}"))
+    fn close(&mut self, _pairing: &PairingReport) -> Result<(), Incomplete> {
+        self.flush().map_err(|why| Incomplete { output: "calls.csv", why })
     }
 }
 

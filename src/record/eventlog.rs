@@ -162,11 +162,11 @@ impl Listener for EventLog {
         }
     }
 
-    fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
+    fn close(&mut self, pairing: &PairingReport) -> Result<(), crate::events::Incomplete> {
         if let Some(at) = self.last_at {
             self.breaches(pairing, at);
         }
-        self.flush().map_err(|e| format!("cannot write the event log: {e}"))
+        self.flush().map_err(|why| crate::events::Incomplete { output: "the event log", why })
     }
 }
 

@@ -84,18 +84,17 @@ pub enum WriteError {
     /// The report would not serialize.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
-    /// What a renderer said: its inputs unreadable, a chart that would not draw.
-    #[error("{0}")]
-    Render(String),
-}
-
-impl From<String> for WriteError {
-    fn from(why: String) -> WriteError {
-        WriteError::Render(why)
-    }
+    /// A renderer's own error: its inputs unreadable, a chart that would not draw.
+    #[error(transparent)]
+    Render(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl WriteError {
+    /// A renderer's error, its type kept as the source.
+    pub(crate) fn render(e: impl std::error::Error + Send + Sync + 'static) -> WriteError {
+        WriteError::Render(Box::new(e))
+    }
+
     fn file(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
         move |source| WriteError::File { path: path.display().to_string(), source }
     }

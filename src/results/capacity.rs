@@ -390,17 +390,27 @@ impl CapacityReport {
     }
 
     /// Reads a `capacity.json`; a schema this build does not know is refused, naming it.
-    pub fn from_json(text: &str) -> Result<CapacityReport, String> {
+    pub fn from_json(text: &str) -> Result<CapacityReport, ReadError> {
         #[derive(Deserialize)]
         struct Version {
             schema_version: u32,
         }
-        let v: Version = serde_json::from_str(text).map_err(|e| format!("not a capacity report: {e}"))?;
+        let v: Version = serde_json::from_str(text).map_err(ReadError::NotAReport)?;
         if v.schema_version != SCHEMA_VERSION {
-            return Err(format!("schema_version {} (this build reads {SCHEMA_VERSION})", v.schema_version));
+            return Err(ReadError::Schema(v.schema_version));
         }
-        serde_json::from_str(text).map_err(|e| format!("not a capacity report: {e}"))
+        serde_json::from_str(text).map_err(ReadError::NotAReport)
     }
+}
+
+/// A `capacity.json` that does not read: not one at all, or of a schema this build does not
+/// know (read it with the relay-bench that wrote it).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not a capacity report: {0}")]
+    NotAReport(serde_json::Error),
+    #[error("schema_version {0} (this build reads {SCHEMA_VERSION})")]
+    Schema(u32),
 }
 
 #[cfg(test)]

@@ -44,6 +44,12 @@ impl CaseContext<'_> {
                        --duration, --scale, --seed and --sandboxes cannot reach it";
             return Err(c.err("in_sandbox", why));
         }
+        if self.over.repeat.is_some_and(|n| n > 1) && case.host.in_sandbox().is_some() {
+            let why = "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written, \
+                       so a repeat cannot be given a seed of its own; --repeat takes every case whose writer \
+                       runs on this machine (any host, in_sandbox = false)";
+            return Err(c.err("in_sandbox", why));
+        }
         let mut faults = if workload == self.workload {
             self.common_faults.clone()
         } else {

@@ -31,6 +31,8 @@ pub struct Estimate {
     pub virtual_wall: Duration,
     /// The schedule one case runs (simulated time for virtual cases).
     pub schedule: Duration,
+    /// How many times each case runs (`--repeat`).
+    pub repeats: u32,
 }
 
 impl Estimate {
@@ -67,7 +69,8 @@ impl Estimate {
                 wall(self.virtual_wall)
             ));
         }
-        format!("about {}: {}", wall(self.total()), parts.join("; "))
+        let repeats = if self.repeats > 1 { format!(", each run {} times", self.repeats) } else { String::new() };
+        format!("about {}: {}{repeats}", wall(self.total()), parts.join("; "))
     }
 }
 
@@ -83,12 +86,16 @@ impl Scenario {
             + PER_VIRTUAL_CASE;
         let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count();
         let virtual_cases = self.cases.len() - real_cases;
+        // Every repeat counted in full (virtual ones run side by side, as a sweep's points
+        // do, which this estimate leaves out for both).
+        let repeats = self.repeats();
         Estimate {
             real_cases,
             virtual_cases,
-            real: (schedule + PER_REAL_CASE) * real_cases as u32,
-            virtual_wall: one_virtual * virtual_cases as u32,
+            real: (schedule + PER_REAL_CASE) * real_cases as u32 * repeats,
+            virtual_wall: one_virtual * virtual_cases as u32 * repeats,
             schedule,
+            repeats,
         }
     }
 }
@@ -109,5 +116,10 @@ mod tests {
         let budget = Scenario::load("request-budget").unwrap().estimate();
         assert_eq!((budget.real_cases, budget.clocks()), (0, "virtual"));
         assert!(budget.describe().contains("8 virtual cases (1h simulated each"), "{}", budget.describe());
+        let over = crate::scenario::Overrides { repeat: Some(3), ..Default::default() };
+        let thrice = Scenario::load_with("clock-check", &over).unwrap().estimate();
+        assert_eq!(thrice.real, clock_check.real * 3);
+        assert_eq!(thrice.virtual_wall, clock_check.virtual_wall * 3);
+        assert!(thrice.describe().ends_with(", each run 3 times"), "{}", thrice.describe());
     }
 }

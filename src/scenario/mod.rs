@@ -38,8 +38,15 @@ pub use estimate::Estimate;
 pub use overrides::{Applied, Length, Overrides};
 use rules::check_schedule_size;
 pub use rules::{
-    check_case_name, check_name, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES, NAME_ALLOWED,
+    check_case_name, check_name, NameError, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES,
+    NAME_ALLOWED,
 };
+
+/// A name given to [`Scenario::retain_cases`] that is neither a case nor a swept case of the
+/// scenario.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no case or sweep named {0:?} in this scenario: name one of its cases")]
+pub struct UnknownCase(pub String);
 
 /// The scenario `relay-bench run` uses when given none.
 pub(crate) const DEFAULT_NAME: &str = "default";
@@ -159,6 +166,25 @@ impl Scenario {
         Scenario::parse(arg, &text)
     }
 
+    /// How many times every case runs (`--repeat`; 1 unless it says).
+    pub(crate) fn repeats(&self) -> u32 {
+        self.overrides.as_ref().and_then(|o| o.repeat).unwrap_or(1)
+    }
+
+    /// This scenario as its repeat `k` of `n` runs it: every seed (each case's workload's,
+    /// the scenario's and its handler's) replaced by its `k`-th derived seed
+    /// ([`crate::base::rng::seeds`]); repeat 0 is the scenario itself.
+    pub(crate) fn for_repeat(&self, k: u32, n: u32) -> Scenario {
+        let at = |base: u64| crate::base::rng::seeds(base, n)[k as usize];
+        let mut s = self.clone();
+        s.workload.seed = at(s.workload.seed);
+        s.handler.seed = at(s.handler.seed);
+        for c in &mut s.cases {
+            c.workload.seed = at(c.workload.seed);
+        }
+        s
+    }
+
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse_with(file, text, &Overrides::default())
     }
@@ -176,9 +202,16 @@ impl Scenario {
     /// Parses `text` with `over` applied: the sweeps put into the cases they name, `run`'s
     /// overrides where each value is read. An error the file alone has is the file's; one
     /// the overrides bring is theirs, naming the case.
-    pub(crate) fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
+    pub fn parse_with(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
         if over.run_is_empty() {
             return Scenario::parse_inner(file, text, over);
+        }
+        if let Some(n) = over.repeat.filter(|n| !(1..=overrides::MAX_REPEAT).contains(n)) {
+            return Err(ScenarioError {
+                file: "--repeat".into(),
+                key: n.to_string(),
+                msg: format!("runs each case N times; allowed: 1 (the default, once) to {}", overrides::MAX_REPEAT),
+            });
         }
         let sweeps_only = Overrides { sweeps: over.sweeps.clone(), cases: over.cases.clone(), ..Default::default() };
         let plain = Scenario::parse_inner(file, text, &sweeps_only)?;
@@ -366,7 +399,7 @@ impl Scenario {
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
     /// the sweeps with points left; the first name that matches nothing is returned.
-    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), String> {
+    pub(crate) fn retain_cases(&mut self, names: &[String]) -> Result<(), UnknownCase> {
         let keep = |case: &str, sweeps: &[Sweep]| {
             names.iter().any(|n| n == case)
                 || sweeps.iter().any(|s| names.contains(&s.case) && s.points.iter().any(|p| p.case == case))
@@ -375,7 +408,7 @@ impl Scenario {
             .iter()
             .find(|n| !self.cases.iter().any(|c| c.name == **n) && !self.sweeps.iter().any(|s| s.case == **n))
         {
-            return Err(bad.clone());
+            return Err(UnknownCase(bad.clone()));
         }
         let sweeps = self.sweeps.clone();
         self.cases.retain(|c| keep(&c.name, &sweeps));

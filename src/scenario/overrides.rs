@@ -1,6 +1,7 @@
 //! What the command line puts into a scenario: sweeps over the cases `--case` names, and
 //! what `run` may override — the clock of every case, the schedule's length, the seed, the
-//! number of sandboxes (`--clock`, `--duration` or `--scale`, `--seed`, `--sandboxes`) —
+//! number of sandboxes, how many times each case runs (`--clock`, `--duration` or `--scale`,
+//! `--seed`, `--sandboxes`, `--repeat`) —
 //! applied where the scenario file is read, so every check the file passes holds for the
 //! overridden scenario too. An override that cannot apply is refused, naming
 //! the flag, the case and why ([`Overrides::refusal`]); one that applies is recorded in the
@@ -35,6 +36,8 @@ pub struct Overrides {
     pub length: Option<Length>,
     pub seed: Option<u64>,
     pub sandboxes: Option<u32>,
+    /// `--repeat N`: every case run N times, each repeat with a seed of its own.
+    pub repeat: Option<u32>,
     /// The sandbox-agent binary to run (`--sandbox-agent PATH`), for the cases on that host
     /// that name none; nothing in the report changes but the daemon's version.
     pub sandbox_agent: Option<std::path::PathBuf>,
@@ -57,12 +60,22 @@ pub struct Applied {
     pub scaled_schedule_secs: Option<f64>,
     pub seed: Option<u64>,
     pub sandboxes: Option<u32>,
+    /// How many times every case ran (`--repeat`); absent: once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
+
+/// The most repeats `--repeat` takes.
+pub(crate) const MAX_REPEAT: u32 = 100;
 
 impl Overrides {
     /// No `run` override (sweeps aside).
     pub(crate) fn run_is_empty(&self) -> bool {
-        self.clock.is_none() && self.length.is_none() && self.seed.is_none() && self.sandboxes.is_none()
+        self.clock.is_none()
+            && self.length.is_none()
+            && self.seed.is_none()
+            && self.sandboxes.is_none()
+            && self.repeat.is_none()
     }
 
     /// Puts the sweeps into the cases they name.
@@ -107,6 +120,9 @@ impl Overrides {
         if let Some(n) = self.sandboxes {
             f.push(format!("--sandboxes {n}"));
         }
+        if let Some(n) = self.repeat {
+            f.push(format!("--repeat {n}"));
+        }
         f
     }
 
@@ -142,6 +158,7 @@ impl Overrides {
             scaled_schedule_secs: f.map(|f| Overrides::scaled(total, f).as_secs_f64()),
             seed: self.seed,
             sandboxes: self.sandboxes,
+            repeat: self.repeat,
         })
     }
 
@@ -193,6 +210,7 @@ mod tests {
             length: Some(Length::To(Duration::from_secs(30))),
             seed: Some(5),
             sandboxes: Some(2),
+            repeat: None,
             sandbox_agent: None,
         };
         assert_eq!(o.flags(), ["--clock virtual", "--duration 30s", "--seed 5", "--sandboxes 2"]);

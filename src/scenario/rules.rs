@@ -22,30 +22,38 @@ pub const MAX_NAME: usize = 100;
 /// What a scenario or case name may hold, as errors say it.
 pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
 
+/// A scenario or case name [`check_name`] or [`check_case_name`] refuses; each lists what a
+/// name may hold, so the user can rename it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("{0:?} is not allowed; allowed: {NAME_ALLOWED}")]
+    Name(String),
+    #[error("{0:?} is not allowed; allowed: {NAME_ALLOWED}, and a sweep's point after `@` (`=` and `,` too)")]
+    CaseName(String),
+}
+
 /// Refuses a scenario or case name that would not stay one plain file name (a scenario's
 /// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
 /// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
 /// parent) or `-` (read as an option).
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
     let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
     if plain && first_ok && name.len() <= MAX_NAME {
         Ok(())
     } else {
-        Err(format!("{name:?} is not allowed; allowed: {NAME_ALLOWED}"))
+        Err(NameError::Name(name.to_owned()))
     }
 }
 
 /// What a case name read back from a run may hold: a plain name, or a sweep's point
 /// (`window-exec@window=10s,idle_timeout=none`: `@`, `=` and `,` too).
-pub fn check_case_name(name: &str) -> Result<(), String> {
+pub fn check_case_name(name: &str) -> Result<(), NameError> {
     let (base, point) = name.split_once('@').unwrap_or((name, ""));
     let point_ok = point.chars().all(|c| c.is_ascii_alphanumeric() || "-_.=,".contains(c));
     match check_name(base) {
         Ok(()) if point_ok && name.len() <= MAX_NAME => Ok(()),
-        _ => Err(format!(
-            "{name:?} is not allowed; allowed: {NAME_ALLOWED}, and a sweep's point after `@` (`=` and `,` too)"
-        )),
+        _ => Err(NameError::CaseName(name.to_owned())),
     }
 }
 

@@ -17,6 +17,17 @@ use crate::sandbox::dir::RelayDir;
 use crate::sandbox::host::{Busy, Host};
 use crate::strategy::{Parts, RunnerSpec, WriterSpec};
 
+/// A runner that could not be stopped cleanly (reported as a stuck runner; the case goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    #[error("no runner under way (between turns)")]
+    NoRunner,
+    #[error("runner task failed: {0}")]
+    Failed(tokio::task::JoinError),
+    #[error("runner did not stop in time; aborted")]
+    Timeout,
+}
+
 /// Everything one relay dir's pair is built from.
 pub struct RelaySpec<'a> {
     pub sandbox: u32,
@@ -125,7 +136,7 @@ impl Relay {
 
     /// Stops the turn's runner (its source closed, a held exec abandoned) and waits for its
     /// handlers until `deadline`; returns its report (kept for [`Relay::stop`] as well).
-    pub(crate) async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, String> {
+    pub(crate) async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, StopError> {
         let (control, report) = self.stop_runner(deadline).await?;
         self.runners().earlier.push((report.clone(), control));
         Ok(report)
@@ -161,7 +172,7 @@ impl Relay {
     /// Stops the runner alone (its source closed, a held exec abandoned) and starts a
     /// fresh one, as a runner restarted between turns would be. The writer is untouched:
     /// requests published meanwhile wait in the dir. Returns how long the stop took.
-    pub(crate) async fn restart_runner(&self, deadline: Instant) -> Result<Duration, String> {
+    pub(crate) async fn restart_runner(&self, deadline: Instant) -> Result<Duration, StopError> {
         let t0 = Instant::now();
         let (control, report) = self.stop_runner(deadline).await?;
         let took = t0.elapsed();
@@ -171,17 +182,17 @@ impl Relay {
         Ok(took)
     }
 
-    async fn stop_runner(&self, deadline: Instant) -> Result<(Arc<Control>, RunnerReport), String> {
+    async fn stop_runner(&self, deadline: Instant) -> Result<(Arc<Control>, RunnerReport), StopError> {
         let Some((control, mut task)) = self.runners().live.take() else {
-            return Err("no runner under way (between turns)".into());
+            return Err(StopError::NoRunner);
         };
         control.stop();
         match tokio::time::timeout_at(deadline, &mut task).await {
             Ok(Ok(report)) => Ok((control, report)),
-            Ok(Err(e)) => Err(format!("runner task failed: {e}")),
+            Ok(Err(e)) => Err(StopError::Failed(e)),
             Err(_) => {
                 task.abort();
-                Err("runner did not stop in time; aborted".into())
+                Err(StopError::Timeout)
             }
         }
     }
@@ -189,7 +200,7 @@ impl Relay {
     /// Stops the runner (if a turn is under way) and waits for its in-flight handlers until
     /// `deadline`; a runner still busy then is aborted and reported as such. Closes the
     /// writer too. Returns the reports of every runner this relay ran.
-    pub async fn stop(&self, deadline: Instant) -> Result<Vec<RunnerReport>, String> {
+    pub async fn stop(&self, deadline: Instant) -> Result<Vec<RunnerReport>, StopError> {
         if let Some(w) = &self.writer {
             w.close();
         }

@@ -13,6 +13,24 @@ use crate::sandbox::host::{AgentProcess, Url};
 
 use super::client::{exec, Endpoint};
 
+/// How the daemon under test ended (a ramp reads it as the daemon having died).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Gone {
+    #[error("{0}")]
+    Exited(std::process::ExitStatus),
+    #[error("its process is gone")]
+    Vanished,
+}
+
+/// Why the daemon's version is not known (the daemon is then not used).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum VersionUnknown {
+    #[error("{0}")]
+    Exec(super::client::ExecError),
+    #[error("--version through the daemon failed: {0}")]
+    Failed(String),
+}
+
 /// The daemon under test.
 pub(super) struct Target {
     pub endpoint: Endpoint,
@@ -61,12 +79,12 @@ impl Target {
     }
 
     /// `Err` (how it ended) once the daemon's process is gone.
-    pub(crate) fn alive(&self) -> Result<(), String> {
+    pub(crate) fn alive(&self) -> Result<(), Gone> {
         if let Some(status) = self.started.as_ref().and_then(AgentProcess::exit_status) {
-            return Err(status.to_string());
+            return Err(Gone::Exited(status));
         }
         match self.pid {
-            Some(pid) if gone(pid) => Err("its process is gone".into()),
+            Some(pid) if gone(pid) => Err(Gone::Vanished),
             _ => Ok(()),
         }
     }
@@ -141,12 +159,12 @@ impl Target {
 
     /// What its own binary says to `--version` (asked through an exec: the daemon has no
     /// version endpoint, and the process it spawns reads its parent's executable).
-    pub async fn version(&self) -> Result<String, String> {
+    pub async fn version(&self) -> Result<String, VersionUnknown> {
         let argv = sh(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
-        let a = exec(&self.endpoint, &argv, SHORT_MS, None).await.map_err(|e| e.to_string())?;
+        let a = exec(&self.endpoint, &argv, SHORT_MS, None).await.map_err(VersionUnknown::Exec)?;
         match a.exit_code {
             Some(0) => Ok(a.stdout.trim().to_owned()),
-            _ => Err(format!("--version through the daemon failed: {}", a.stderr.trim())),
+            _ => Err(VersionUnknown::Failed(a.stderr.trim().to_owned())),
         }
     }
 

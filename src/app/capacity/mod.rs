@@ -64,7 +64,7 @@ pub enum CapacityError {
     #[error("--url {given:?}: {why}")]
     Url { given: String, why: String },
     #[error("{0}")]
-    Binary(String),
+    Binary(crate::sandbox::host::SandboxAgentBinaryError),
     #[error("cannot start the daemon {bin}: {source}")]
     Start { bin: String, source: std::io::Error },
     #[error("the daemon at {url} cannot run an exec: {why}")]
@@ -195,7 +195,7 @@ impl CapacityPlan {
         let nofile = r.nofile.as_deref().map(parse_nofile).transpose()?;
         let which = match (&r.url, r.pid) {
             (Some(u), pid) => {
-                let url = Url::parse(u).map_err(|why| CapacityError::Url { given: u.clone(), why })?;
+                let url = Url::parse(u).map_err(|why| CapacityError::Url { given: u.clone(), why: why.to_string() })?;
                 if let Some(n) = &r.nofile {
                     return Err(CapacityError::NoFile {
                         given: n.clone(),
@@ -318,7 +318,7 @@ pub async fn run(
         Ok(v) => v,
         Err(why) => {
             target.stop();
-            return Err(CapacityError::Unusable { url: target.url.clone(), why, ours });
+            return Err(CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours });
         }
     };
     let dir = match (&lock, &plan.out) {

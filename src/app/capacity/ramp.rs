@@ -217,7 +217,7 @@ impl<'a> Ramp<'a> {
             return Err(Stop::Interrupted);
         }
         if let Err(status) = self.target.alive() {
-            return Err(self.fail(n, during, How::DaemonDied { status }, false));
+            return Err(self.fail(n, during, How::DaemonDied { status: status.to_string() }, false));
         }
         if let Ok(end) = self.ends.try_recv() {
             return Err(self.held_ended(n, end).await);
@@ -255,7 +255,7 @@ impl<'a> Ramp<'a> {
         tokio::time::sleep(Duration::from_millis(100)).await;
         if let Err(status) = self.target.alive() {
             let during = format!("{during} ({e})");
-            return self.fail(n, &during, How::DaemonDied { status }, false);
+            return self.fail(n, &during, How::DaemonDied { status: status.to_string() }, false);
         }
         self.fail(n, during, e.how(), false)
     }

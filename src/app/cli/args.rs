@@ -201,17 +201,23 @@ pub struct RunArgs {
     /// Sandboxes (relay dirs) per case, instead of the scenario's.
     #[arg(long, value_name = "N")]
     pub sandboxes: Option<u32>,
+    /// Run every case N times, each with a seed of its own (the first: the run's seed);
+    /// every figure is then the median across repeats, with its spread, and gates judge it.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
 }
 
-fn threshold_arg(s: &str) -> Result<Threshold, String> {
+// clap's value parsers take any error type; these return the library's own, whose text
+// clap prints after "invalid value ... for '--flag'".
+fn threshold_arg(s: &str) -> Result<Threshold, crate::report::compare::ThresholdError> {
     s.parse()
 }
 
-fn format_arg(s: &str) -> Result<Format, String> {
+fn format_arg(s: &str) -> Result<Format, crate::report::compare::UnknownFormat> {
     Format::parse(s)
 }
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
+fn duration_arg(s: &str) -> Result<Duration, crate::base::units::DurationError> {
     crate::base::units::parse_duration(s)
 }
 
@@ -392,6 +398,7 @@ impl RunArgs {
                 },
                 seed: self.seed,
                 sandboxes: self.sandboxes,
+                repeat: self.repeat,
                 ..Default::default()
             },
         }

@@ -44,7 +44,7 @@ pub struct Ev {
     pub name: String,
     pub what: What,
     /// For a final relay name that appeared: its bytes, read at once (or why not).
-    pub bytes: Option<Result<Vec<u8>, String>>,
+    pub bytes: Option<Result<Vec<u8>, Arc<crate::base::fsio::Refused>>>,
 }
 
 #[derive(Default)]
@@ -142,7 +142,7 @@ impl Observer {
                     let fin = classify(&name) == read;
                     let bytes = (appeared && fin).then(|| {
                         read_bounded(&dir.join(&name), Bound::new("a relay file", READ_CAP))
-                            .map_err(|e| e.why.to_string())
+                            .map_err(|e| Arc::new(e.why))
                     });
                     batch.push(Ev { at, name, what, bytes });
                 }

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use self::log::{read_log, ClockFit, WriterLog};
 use self::program::WriterArgs;
-use super::backend::{Backend, Finished, Fire};
+use super::backend::{Backend, Finished, Fire, PrepareError};
 use crate::base::protocol::{classify, FileKind};
 use crate::base::signal::Signal;
 use crate::base::units::{monotonic_ns, Mono};
@@ -153,16 +153,13 @@ impl InSandbox {
         })
     }
 
-    fn first(&self) -> Result<&Arc<dyn SandboxAccess>, String> {
-        self.controls.first().ok_or_else(|| "no daemon to reach the sandbox through".to_owned())
+    fn first(&self) -> Result<&Arc<dyn SandboxAccess>, PrepareError> {
+        self.controls.first().ok_or(PrepareError::NoDaemon)
     }
 
-    async fn lay_out(&mut self) -> Result<(), String> {
+    async fn lay_out(&mut self) -> Result<(), PrepareError> {
         let c = self.first()?.clone();
-        let ctx = |what: &str| {
-            let what = what.to_owned();
-            move |e: io::Error| format!("{what}: {e}")
-        };
+        let ctx = |what: &'static str| move |why: io::Error| PrepareError::Step { what, why };
         c.mkdir(&format!("{}/bin", self.at.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
         for k in 0..self.controls.len() as u32 {
             c.mkdir(&self.at.dir(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
@@ -287,7 +284,7 @@ impl Backend for InSandbox {
         }
     }
 
-    fn prepare(&mut self) -> BoxFut<'_, Result<(), String>> {
+    fn prepare(&mut self) -> BoxFut<'_, Result<(), PrepareError>> {
         Box::pin(async move {
             let laid = self.lay_out().await;
             if laid.is_err() {

@@ -55,22 +55,57 @@ impl WriterArgs {
     }
 
     /// The arguments after the subcommand, in [`WriterArgs::argv`]'s order.
-    pub fn parse(args: &[std::ffi::OsString]) -> Result<WriterArgs, String> {
-        let usage = "usage: sandbox-writer SCENARIO CASE SANDBOX DIR START_NS EVENTS STOP";
+    pub fn parse(args: &[std::ffi::OsString]) -> Result<WriterArgs, WriterArgsError> {
         let [scenario, case, sandbox, dir, start_ns, events, stop] = args else {
-            return Err(usage.to_owned());
+            return Err(WriterArgsError::Usage);
         };
-        let text = |a: &std::ffi::OsString| a.to_str().map(str::to_owned).ok_or_else(|| usage.to_owned());
+        let text = |a: &std::ffi::OsString| a.to_str().map(str::to_owned).ok_or(WriterArgsError::Usage);
         Ok(WriterArgs {
             scenario: scenario.into(),
             case: text(case)?,
-            sandbox: text(sandbox)?.parse().map_err(|_| format!("SANDBOX: not a number; {usage}"))?,
+            sandbox: text(sandbox)?.parse().map_err(|_| WriterArgsError::NotANumber("SANDBOX"))?,
             dir: dir.into(),
-            start_ns: text(start_ns)?.parse().map_err(|_| format!("START_NS: not a number; {usage}"))?,
+            start_ns: text(start_ns)?.parse().map_err(|_| WriterArgsError::NotANumber("START_NS"))?,
             events: events.into(),
             stop: stop.into(),
         })
     }
+}
+
+/// How `sandbox-writer` is called, as its errors say it.
+const USAGE: &str = "usage: sandbox-writer SCENARIO CASE SANDBOX DIR START_NS EVENTS STOP";
+
+/// Arguments `sandbox-writer` refuses. relay-bench writes them ([`WriterArgs::argv`]), so
+/// one means the sandbox holds another build: run the same relay-bench on both sides.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriterArgsError {
+    #[error("{USAGE}")]
+    Usage,
+    #[error("{0}: not a number; {USAGE}")]
+    NotANumber(&'static str),
+}
+
+/// Why the sandbox writer could not run its calls (its log's `fatal` line).
+#[derive(Debug, thiserror::Error)]
+pub enum WriterError {
+    #[error("{path}: {why}")]
+    File { path: String, why: std::io::Error },
+    #[error(transparent)]
+    Scenario(#[from] crate::base::fields::ScenarioError),
+    #[error("no case {0:?}")]
+    NoCase(String),
+    #[error("sandbox {sandbox} of {sandboxes}")]
+    NoSandbox { sandbox: u32, sandboxes: u32 },
+    #[error("cannot start the log thread: {0}")]
+    LogThread(std::io::Error),
+    #[error("the pacer failed: {0}")]
+    Pacer(tokio::task::JoinError),
+    #[error("the log thread panicked")]
+    LogPanicked,
+    #[error("writing the log: {0}")]
+    Log(std::io::Error),
+    #[error("{0}")]
+    Json(serde_json::Error),
 }
 
 /// `sandbox-clock`: prints this machine's monotonic clock (ns).
@@ -95,7 +130,7 @@ pub(crate) fn writer_main(args: &[std::ffi::OsString]) -> i32 {
     };
     match rt.block_on(run_writer(&args)) {
         Ok(()) => 0,
-        Err(e) => fatal(&args, &e),
+        Err(e) => fatal(&args, &e.to_string()),
     }
 }
 
@@ -110,15 +145,20 @@ fn fatal(args: &WriterArgs, msg: &str) -> i32 {
     3
 }
 
-async fn run_writer(args: &WriterArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.scenario).map_err(|e| format!("{}: {e}", args.scenario.display()))?;
-    let scenario = Scenario::parse(&args.scenario.to_string_lossy(), &text).map_err(|e| e.to_string())?;
-    let case = scenario.cases.iter().find(|c| c.name == args.case).ok_or_else(|| format!("no case {:?}", args.case))?;
+async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
+    let at = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |why| WriterError::File { path, why }
+    };
+    let text = std::fs::read_to_string(&args.scenario).map_err(at(&args.scenario))?;
+    let scenario = Scenario::parse(&args.scenario.to_string_lossy(), &text)?;
+    let case =
+        scenario.cases.iter().find(|c| c.name == args.case).ok_or_else(|| WriterError::NoCase(args.case.clone()))?;
     let wl = &case.workload;
     if args.sandbox >= wl.sandboxes {
-        return Err(format!("sandbox {} of {}", args.sandbox, wl.sandboxes));
+        return Err(WriterError::NoSandbox { sandbox: args.sandbox, sandboxes: wl.sandboxes });
     }
-    let file = std::fs::File::create(&args.events).map_err(|e| format!("{}: {e}", args.events.display()))?;
+    let file = std::fs::File::create(&args.events).map_err(at(&args.events))?;
     let mono = Mono::now();
     let (sink, mut inbox) = EventSink::channel();
     let logger = std::thread::Builder::new()
@@ -134,7 +174,7 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
             }
             out.flush()
         })
-        .map_err(|e| format!("cannot start the log thread: {e}"))?;
+        .map_err(WriterError::LogThread)?;
 
     let k = args.sandbox;
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(args.dir.clone()));
@@ -171,7 +211,7 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
     let (mut fired, mut finished, mut closed) = (None::<usize>, 0usize, false);
     while fired.is_none_or(|n| finished < n) {
         tokio::select! {
-            r = &mut pacer, if fired.is_none() => fired = Some(r.map_err(|e| format!("the pacer failed: {e}"))?.0),
+            r = &mut pacer, if fired.is_none() => fired = Some(r.map_err(WriterError::Pacer)?.0),
             Some(()) = done_rx.recv() => finished += 1,
             () = stop.closed(), if !closed => {
                 closed = true;
@@ -185,13 +225,13 @@ async fn run_writer(args: &WriterArgs) -> Result<(), String> {
     writer.close();
     let end = Line::End { fired: fired.unwrap_or(0) as u64, stopped };
     drop((writer, sink));
-    logger.join().map_err(|_| "the log thread panicked".to_owned())?.map_err(|e| format!("writing the log: {e}"))?;
-    let line = serde_json::to_string(&end).map_err(|e| e.to_string())?;
+    logger.join().map_err(|_| WriterError::LogPanicked)?.map_err(WriterError::Log)?;
+    let line = serde_json::to_string(&end).map_err(WriterError::Json)?;
     std::fs::OpenOptions::new()
         .append(true)
         .open(&args.events)
         .and_then(|mut f| writeln!(f, "{line}"))
-        .map_err(|e| format!("{}: {e}", args.events.display()))
+        .map_err(at(&args.events))
 }
 
 #[cfg(test)]
@@ -212,6 +252,6 @@ mod tests {
         let argv: Vec<std::ffi::OsString> = a.argv("/s/bin/relay-bench").into_iter().map(Into::into).collect();
         assert_eq!(argv[1], WRITER_SUBCOMMAND);
         assert_eq!(WriterArgs::parse(&argv[2..]), Ok(a));
-        assert!(WriterArgs::parse(&argv[2..5]).unwrap_err().starts_with("usage"));
+        assert!(WriterArgs::parse(&argv[2..5]).unwrap_err().to_string().starts_with("usage"));
     }
 }

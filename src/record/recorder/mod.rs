@@ -185,7 +185,8 @@ impl Recorder {
             }
         }
         let mut rec = self.finish();
-        let errors: Vec<String> = listeners.iter_mut().filter_map(|l| l.close(&rec.pairing).err()).collect();
+        let errors: Vec<String> =
+            listeners.iter_mut().filter_map(|l| l.close(&rec.pairing).err()).map(|e| e.to_string()).collect();
         if !errors.is_empty() {
             rec.log_error = Some(errors.join("; "));
         }
@@ -516,8 +517,9 @@ mod tests {
             self.0.fetch_add(1, Ordering::Relaxed);
         }
 
-        fn close(&mut self, pairing: &PairingReport) -> Result<(), String> {
-            Err(format!("closed with {} breaches", pairing.total()))
+        fn close(&mut self, pairing: &PairingReport) -> Result<(), crate::events::Incomplete> {
+            let why = std::io::Error::other(format!("closed with {} breaches", pairing.total()));
+            Err(crate::events::Incomplete { output: "the count", why })
         }
     }
 
@@ -538,6 +540,9 @@ mod tests {
         let rec = recorder.join().unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 2 * 5);
         assert_eq!(rec.stats(Measure::Pickup).count, 1);
-        assert_eq!(rec.log_error.as_deref(), Some("closed with 1 breaches; closed with 1 breaches"));
+        assert_eq!(
+            rec.log_error.as_deref(),
+            Some("cannot write the count: closed with 1 breaches; cannot write the count: closed with 1 breaches")
+        );
     }
 }

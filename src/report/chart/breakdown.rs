@@ -35,8 +35,8 @@ const PARTS: [(&str, RGBColor); 5] = [
     ("hop 1: answer -> writer", RGBColor(214, 39, 40)),
 ];
 
-pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let rows: Vec<(&str, [f64; 5])> = run.cases.iter().filter_map(|c| Some((c.name.as_str(), c.breakdown?))).collect();
     let total = rows.iter().map(|r| r.1.iter().sum::<f64>()).fold(0.0, f64::max).max(1e-3);

@@ -148,8 +148,8 @@ fn place(at: &[(i32, i32)], names: &[&str], area: Boxed) -> Vec<(i32, i32)> {
     out
 }
 
-pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let pts = points(run);
     let mut regions: Vec<(Region, usize)> = Vec::new();

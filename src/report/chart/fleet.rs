@@ -29,8 +29,8 @@ use crate::results::fleet::FleetPoint;
 
 type Pick = fn(&FleetPoint) -> f64;
 
-pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let cases: Vec<(usize, &str, &Vec<FleetPoint>, Option<u32>)> = run
         .cases

@@ -17,7 +17,7 @@ macro_rules! backends {
             &self,
             root: &plotters::drawing::DrawingArea<plotters::prelude::BitMapBackend<'_>, plotters::coord::Shift>,
             run: &super::RunData,
-        ) -> Result<(), String> {
+        ) -> Result<(), super::DrawError> {
             $draw(root, run)
         }
 
@@ -25,7 +25,7 @@ macro_rules! backends {
             &self,
             root: &plotters::drawing::DrawingArea<plotters::prelude::SVGBackend<'_>, plotters::coord::Shift>,
             run: &super::RunData,
-        ) -> Result<(), String> {
+        ) -> Result<(), super::DrawError> {
             $draw(root, run)
         }
     };
@@ -105,6 +105,27 @@ pub struct CaseData {
     pub gates: Vec<GateResult>,
 }
 
+/// A plotters drawing that failed, as the backend said it (the backends' error types differ).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(pub String);
+
+/// Why a run's charts could not be drawn: the file at fault, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error(transparent)]
+    Summary(#[from] crate::results::summary::SummaryError),
+    #[error("{why} (summary.json counts {samples} samples)")]
+    NoLog { why: crate::base::fsio::BoundedReadError, samples: u64 },
+    #[error("{path}: {why}")]
+    Log { path: String, why: crate::report::export::hdr::HlogError },
+    #[error("{at}: {why}")]
+    Draw { at: String, why: DrawError },
+    /// The staging area refused a file (its own message: report/output.rs).
+    #[error("{0}")]
+    Staged(WriteError),
+}
+
 /// A run directory's data.
 pub struct RunData {
     pub scenario: String,
@@ -116,7 +137,7 @@ pub struct RunData {
 impl CaseData {
     /// The charts' view of one case: its figures from the summary, its histograms from the
     /// interval logs under `dir/hdr/<case>/`.
-    fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, String> {
+    fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, ChartError> {
         let mut hists = Vec::new();
         let mut pickup_intervals = Vec::new();
         for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
@@ -125,9 +146,9 @@ impl CaseData {
                 Ok(b) => b,
                 // Nothing measured, nothing to draw (a black-box runner's wake).
                 Err(_) if c.latency(m).count == 0 => continue,
-                Err(e) => return Err(format!("{e} (summary.json counts {} samples)", c.latency(m).count)),
+                Err(why) => return Err(ChartError::NoLog { why, samples: c.latency(m).count }),
             };
-            let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+            let ivs = read_hlog(&bytes).map_err(|why| ChartError::Log { path: p.display().to_string(), why })?;
             if let Some(h) = total(&ivs) {
                 hists.push((m.name().to_owned(), h));
             }
@@ -141,6 +162,15 @@ impl CaseData {
             (&q.idle_phases, Counter::IdlePhaseDiscoveryPerMin)
         } else {
             (&q.idle, Counter::IdleDiscoveryPerMin)
+        };
+        let idle_figure = match counter {
+            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
+            _ => "idle_discovery_per_min",
+        };
+        // A repeated case's figure is the median, its range the lowest and highest repeat's.
+        let spread = |figure: &str, mid: f64, per: f64| Spread {
+            mid,
+            range: c.repeat.as_ref().and_then(|p| p.get(figure)).map(|s| (s.min / per, s.max / per)),
         };
         Ok(CaseData {
             name: c.case.clone(),
@@ -161,8 +191,9 @@ impl CaseData {
             fleet: crate::report::export::fleet_worth_showing(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
-            pickup_p50_ms: (c.latency_us.pickup.count > 0).then(|| Spread::one(c.latency_us.pickup.p50 / 1000.0)),
-            idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (Spread::one(v), counter)),
+            pickup_p50_ms: (c.latency_us.pickup.count > 0)
+                .then(|| spread("pickup.p50", c.latency_us.pickup.p50 / 1000.0, 1000.0)),
+            idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (spread(idle_figure, v, 1.0), counter)),
             gates: c.gates.clone(),
         })
     }
@@ -170,8 +201,8 @@ impl CaseData {
 
 impl RunData {
     /// Reads `summary.json` and the interval logs under `hdr/`.
-    pub fn load(dir: &Path) -> Result<RunData, String> {
-        let summary = Summary::read(&dir.join("summary.json")).map_err(|e| e.to_string())?;
+    pub fn load(dir: &Path) -> Result<RunData, ChartError> {
+        let summary = Summary::read(&dir.join("summary.json"))?;
         let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
         let sweeps = summary
             .sweeps
@@ -287,8 +318,8 @@ pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
 pub(crate) fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[Entry],
-) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+) -> Result<(), DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| DrawError(e.to_string());
     let width = area.dim_in_pixel().0;
     let (mut x, mut y) = (10i32, 18i32);
     for en in distinct(entries) {
@@ -332,7 +363,7 @@ impl Output<Input<'_>> for Charts {
     }
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        render(&RunData::load(input.dir)?, out)
+        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(WriteError::render)
     }
 }
 
@@ -345,8 +376,8 @@ pub(crate) trait Chart: Sync {
     fn title(&self) -> &'static str;
     /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
     fn size(&self, run: &RunData) -> Option<(u32, u32)>;
-    fn png(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>, run: &RunData) -> Result<(), String>;
-    fn svg(&self, root: &DrawingArea<SVGBackend<'_>, Shift>, run: &RunData) -> Result<(), String>;
+    fn png(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>, run: &RunData) -> Result<(), DrawError>;
+    fn svg(&self, root: &DrawingArea<SVGBackend<'_>, Shift>, run: &RunData) -> Result<(), DrawError>;
 }
 
 /// Every chart, in the order a reader meets them: a new one is a file of its own and a
@@ -361,35 +392,41 @@ pub(crate) const CHARTS: &[&dyn Chart] = &[
 ];
 
 /// Stages every chart of `run` under `charts/`.
-fn render(run: &RunData, out: &mut Staged) -> Result<(), WriteError> {
+fn render(run: &RunData, out: &mut Staged) -> Result<(), ChartError> {
     font();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };
-        let png = out.draw(format!("charts/{}.png", c.stem()))?;
-        let svg = out.draw(format!("charts/{}.svg", c.stem()))?;
+        let png = out.draw(format!("charts/{}.png", c.stem())).map_err(ChartError::Staged)?;
+        let svg = out.draw(format!("charts/{}.svg", c.stem())).map_err(ChartError::Staged)?;
         {
             let root = BitMapBackend::new(&png, size).into_drawing_area();
-            c.png(&root, run).map_err(|e| format!("{}: {e}", png.display()))?;
-            root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+            c.png(&root, run).map_err(|why| ChartError::Draw { at: png.display().to_string(), why })?;
+            root.present()
+                .map_err(|e| ChartError::Draw { at: png.display().to_string(), why: DrawError(e.to_string()) })?;
         }
         {
             let root = SVGBackend::new(&svg, size).into_drawing_area();
-            c.svg(&root, run).map_err(|e| format!("{}: {e}", svg.display()))?;
-            root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+            c.svg(&root, run).map_err(|why| ChartError::Draw { at: svg.display().to_string(), why })?;
+            root.present()
+                .map_err(|e| ChartError::Draw { at: svg.display().to_string(), why: DrawError(e.to_string()) })?;
         }
     }
     for c in sweep_charts(run) {
-        let png = out.draw(format!("charts/{}.png", c.stem))?;
-        let svg = out.draw(format!("charts/{}.svg", c.stem))?;
+        let png = out.draw(format!("charts/{}.png", c.stem)).map_err(ChartError::Staged)?;
+        let svg = out.draw(format!("charts/{}.svg", c.stem)).map_err(ChartError::Staged)?;
         {
             let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", png.display()))?;
-            root.present().map_err(|e| format!("{}: {e}", png.display()))?;
+            sweep::draw(&root, run, c.sweep, c.figure)
+                .map_err(|why| ChartError::Draw { at: png.display().to_string(), why })?;
+            root.present()
+                .map_err(|e| ChartError::Draw { at: png.display().to_string(), why: DrawError(e.to_string()) })?;
         }
         {
             let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", svg.display()))?;
-            root.present().map_err(|e| format!("{}: {e}", svg.display()))?;
+            sweep::draw(&root, run, c.sweep, c.figure)
+                .map_err(|why| ChartError::Draw { at: svg.display().to_string(), why })?;
+            root.present()
+                .map_err(|e| ChartError::Draw { at: svg.display().to_string(), why: DrawError(e.to_string()) })?;
         }
     }
     Ok(())
@@ -426,7 +463,7 @@ pub struct Inline {
 }
 
 /// Every chart of `run` as SVG text, in [`CHARTS`] order, then each sweep's.
-pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
+pub fn inline(run: &RunData) -> Result<Vec<Inline>, ChartError> {
     font();
     let mut out = Vec::new();
     for c in CHARTS {
@@ -434,8 +471,8 @@ pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-            c.svg(&root, run).map_err(|e| format!("{}: {e}", c.stem()))?;
-            root.present().map_err(|e| format!("{}: {e}", c.stem()))?;
+            c.svg(&root, run).map_err(|why| ChartError::Draw { at: c.stem().to_owned(), why })?;
+            root.present().map_err(|e| ChartError::Draw { at: c.stem().to_owned(), why: DrawError(e.to_string()) })?;
         }
         out.push(Inline { stem: c.stem().to_owned(), title: c.title().to_owned(), svg });
     }
@@ -443,8 +480,8 @@ pub fn inline(run: &RunData) -> Result<Vec<Inline>, String> {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-            sweep::draw(&root, run, c.sweep, c.figure).map_err(|e| format!("{}: {e}", c.stem))?;
-            root.present().map_err(|e| format!("{}: {e}", c.stem))?;
+            sweep::draw(&root, run, c.sweep, c.figure).map_err(|why| ChartError::Draw { at: c.stem.clone(), why })?;
+            root.present().map_err(|e| ChartError::Draw { at: c.stem.clone(), why: DrawError(e.to_string()) })?;
         }
         out.push(Inline { stem: c.stem, title: c.title, svg });
     }
@@ -492,6 +529,7 @@ mod tests {
         let to = tempfile::tempdir().unwrap();
         std::fs::copy(from.join("summary.json"), to.path().join("summary.json")).unwrap();
         let e = RunData::load(to.path()).err().expect("no interval logs at all");
+        let e = e.to_string();
         assert!(e.contains("wake.hlog") && e.contains("summary.json counts"), "{e}");
     }
 }

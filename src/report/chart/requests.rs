@@ -85,8 +85,8 @@ fn gate_lines(cases: &[(usize, &CaseData)]) -> Vec<(f64, Vec<usize>)> {
     out
 }
 
-pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let cases = measured(run);
     let gates = gate_lines(&cases);
@@ -132,8 +132,8 @@ fn panel<DB: DrawingBackend>(
     tmax: f64,
     axis: Axis,
     last: bool,
-) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let (lo, hi) = axis.span();
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", size))

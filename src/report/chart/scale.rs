@@ -115,8 +115,12 @@ impl Axis {
 
 /// Draws the grid of the log axes among `x` and `y` (a linear one keeps plotters' mesh,
 /// which the caller left on).
-pub fn grid<DB: DrawingBackend>(chart: &mut Plot<'_, DB>, x: Option<&Axis>, y: Option<&Axis>) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+pub fn grid<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    x: Option<&Axis>,
+    y: Option<&Axis>,
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let (xr, yr) = (chart.x_range(), chart.y_range());
     let style = |bold: bool| if bold { BLACK.mix(0.2).stroke_width(1) } else { BLACK.mix(0.07).stroke_width(1) };
     for (u, bold) in x.map(Axis::grid).unwrap_or_default() {

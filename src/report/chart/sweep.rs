@@ -59,8 +59,8 @@ pub(crate) fn draw<DB: DrawingBackend>(
     run: &RunData,
     which: usize,
     k: usize,
-) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     root.fill(&WHITE).map_err(e)?;
     let data = &run.sweeps[which];
     let s = &data.sweep;
@@ -154,7 +154,7 @@ struct Plot<'a> {
 }
 
 impl Plot<'_> {
-    fn draw<DB, X, Y>(&self, area: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<(), String>
+    fn draw<DB, X, Y>(&self, area: &DrawingArea<DB, Shift>, x: X, y: Y) -> Result<(), super::DrawError>
     where
         DB: DrawingBackend,
         X: AsRangedCoord<Value = f64>,
@@ -162,7 +162,7 @@ impl Plot<'_> {
         X::CoordDescType: ValueFormatter<f64>,
         Y::CoordDescType: ValueFormatter<f64>,
     {
-        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
         let mut chart = ChartBuilder::on(area)
             .caption(&self.title, ("sans-serif", 24))
             .margin(14)

@@ -123,6 +123,16 @@ fn quantile(m: Measure, stat: &'static str, core: bool) -> Figure {
 /// The figures to compare for a case in both runs, in the order they are shown.
 pub fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
     let mut out = Vec::new();
+    // A repeated case's histograms are its first repeat's: its quantiles are judged as the
+    // medians across repeats summary.json holds, plain.
+    let repeated = o.repeat.is_some() || n.repeat.is_some();
+    let quantile = |m: Measure, stat: &'static str, core: bool| {
+        if repeated {
+            plain(Metric::Latency(m, stat), core)
+        } else {
+            quantile(m, stat, core)
+        }
+    };
     for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
         out.push(quantile(m, "p50", true));
         out.push(quantile(m, "p99", true));

@@ -38,7 +38,7 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use bootstrap::ratio_interval;
-pub use threshold::Threshold;
+pub use threshold::{Threshold, ThresholdError};
 
 use crate::record::recorder::{samples_needed, LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary, SummaryError};
@@ -167,15 +167,20 @@ pub enum Format {
     Json,
 }
 
+/// A `--format` no comparison is written in; the error lists those it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format {0:?}; allowed: {allowed}", allowed = Format::NAMES.join(", "))]
+pub struct UnknownFormat(pub String);
+
 impl Format {
     pub(crate) const NAMES: [&'static str; 3] = ["table", "md", "json"];
 
-    pub fn parse(s: &str) -> Result<Format, String> {
+    pub fn parse(s: &str) -> Result<Format, UnknownFormat> {
         match s {
             "table" => Ok(Format::Table),
             "md" | "markdown" => Ok(Format::Markdown),
             "json" => Ok(Format::Json),
-            _ => Err(format!("unknown format {s:?}; allowed: {}", Format::NAMES.join(", "))),
+            _ => Err(UnknownFormat(s.to_owned())),
         }
     }
 }

@@ -180,3 +180,21 @@ fn json_holds_every_figure_with_its_verdict() {
     assert_eq!(p99["samples"], serde_json::json!([3000, 3000]));
     assert_eq!(p99["interval"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn a_repeated_run_is_judged_on_its_medians_not_its_first_repeats_histograms() {
+    let h = latencies(3000, 300.0, None, 1);
+    // The histograms unchanged (the first repeat's); the median of the repeats twice as slow.
+    let repeated = |r: &mut CaseResult| {
+        r.repeat = Some(crate::results::repeat::Repeats { seeds: vec![1, 2, 3], figures: Vec::new() });
+    };
+    let c = compared(&h, &h, |r| {
+        repeated(r);
+        r.latency_us.pickup.p50 *= 2.0;
+    });
+    let p50 = change(&c, "pickup.p50");
+    assert_eq!((p50.verdict, p50.ratio), (Verdict::Regression, Some(2.0)), "{}", console::render(&c));
+    // Run once, the quantile is read from the histograms, which did not move.
+    let c = compared(&h, &h, |r| r.latency_us.pickup.p50 *= 2.0);
+    assert_eq!(change(&c, "pickup.p50").verdict, Verdict::Noise, "{}", console::render(&c));
+}

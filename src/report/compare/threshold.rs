@@ -4,6 +4,28 @@
 
 use std::fmt;
 
+/// How a threshold is written, as its errors say it.
+const HOW: &str = "write a percentage (5%) or a fraction of 1 (0.05 = 5%)";
+
+/// A threshold refused: the text (or number) given, and how to write one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    #[error("{0:?} is not a number; {HOW}")]
+    NotANumber(String),
+    #[error("{0:?} is not a finite number; {HOW}")]
+    NotFinite(String),
+    #[error("{0:?}: a threshold cannot be negative; {HOW}")]
+    Negative(String),
+    #[error("{0:?}: a threshold is under 100%")]
+    Percent100(String),
+    #[error(
+        "{text:?} is ambiguous: a bare number is a fraction of 1 (0.05 = 5%), so {value} would be {}%; write {value}% \
+         for {value} percent",
+        value * 100.0
+    )]
+    Ambiguous { text: String, value: f64 },
+}
+
 /// A share of a figure, in [0, 1): 0.05 is 5 %.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Threshold(f64);
@@ -42,37 +64,32 @@ impl fmt::Display for Threshold {
 }
 
 impl std::str::FromStr for Threshold {
-    type Err = String;
+    type Err = ThresholdError;
 
     /// `5%` or `5 %` (percent), `0.05` (a fraction); anything else is refused saying how
     /// to write it.
-    fn from_str(s: &str) -> Result<Threshold, String> {
+    fn from_str(s: &str) -> Result<Threshold, ThresholdError> {
         let t = s.trim();
-        let how = "write a percentage (5%) or a fraction of 1 (0.05 = 5%)";
-        let number = |text: &str| -> Result<f64, String> {
-            let v: f64 = text.trim().parse().map_err(|_| format!("{s:?} is not a number; {how}"))?;
+        let number = |text: &str| -> Result<f64, ThresholdError> {
+            let v: f64 = text.trim().parse().map_err(|_| ThresholdError::NotANumber(s.to_owned()))?;
             if !v.is_finite() {
-                return Err(format!("{s:?} is not a finite number; {how}"));
+                return Err(ThresholdError::NotFinite(s.to_owned()));
             }
             if v < 0.0 || text.trim().starts_with('-') {
-                return Err(format!("{s:?}: a threshold cannot be negative; {how}"));
+                return Err(ThresholdError::Negative(s.to_owned()));
             }
             Ok(v)
         };
         if let Some(pct) = t.strip_suffix('%') {
             let v = number(pct)?;
             if v >= 100.0 {
-                return Err(format!("{s:?}: a threshold is under 100%"));
+                return Err(ThresholdError::Percent100(s.to_owned()));
             }
             return Ok(Threshold(v / 100.0));
         }
         let v = number(t)?;
         if v >= 1.0 {
-            return Err(format!(
-                "{s:?} is ambiguous: a bare number is a fraction of 1 (0.05 = 5%), so {v} would be {}%; write {v}% \
-                 for {v} percent",
-                v * 100.0
-            ));
+            return Err(ThresholdError::Ambiguous { text: s.to_owned(), value: v });
         }
         Ok(Threshold(v))
     }
@@ -96,13 +113,13 @@ mod tests {
 
     #[test]
     fn ambiguous_negative_and_odd_values_are_refused_saying_how_to_write_them() {
-        let e = "5".parse::<Threshold>().unwrap_err();
+        let e = "5".parse::<Threshold>().unwrap_err().to_string();
         assert!(e.contains("ambiguous") && e.contains("write 5% for 5 percent"), "{e}");
-        assert!("1".parse::<Threshold>().unwrap_err().contains("ambiguous"));
+        assert!("1".parse::<Threshold>().unwrap_err().to_string().contains("ambiguous"));
         for bad in ["-0.05", "-5%", "-0", "-0%"] {
-            assert!(bad.parse::<Threshold>().unwrap_err().contains("cannot be negative"), "{bad}");
+            assert!(bad.parse::<Threshold>().unwrap_err().to_string().contains("cannot be negative"), "{bad}");
         }
-        assert!("100%".parse::<Threshold>().unwrap_err().contains("under 100%"));
+        assert!("100%".parse::<Threshold>().unwrap_err().to_string().contains("under 100%"));
         for bad in ["five", "5%%", "", "%", "NaN", "inf", "0x5"] {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }

@@ -8,8 +8,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag};
-use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, LogIteratorError, Tag,
+};
+use hdrhistogram::serialization::{DeserializeError, Deserializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use crate::base::fsio::{check_bounded, read_bounded, Bound, BoundedReadError, Refused};
@@ -79,15 +81,14 @@ pub(crate) fn write_hlog(out: &mut impl io::Write, measure: &str, intervals: &[I
 }
 
 /// Reads an interval log back, interval by interval.
-pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, String> {
+pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, HlogError> {
     let mut de = Deserializer::new();
     let mut out = Vec::new();
     for entry in IntervalLogIterator::new(bytes) {
-        match entry.map_err(|e| format!("{e:?}"))? {
+        match entry.map_err(HlogError::Log)? {
             LogEntry::Interval(ilh) => {
                 let raw = base64_decode(ilh.encoded_histogram())?;
-                let hist: Histogram<u64> =
-                    de.deserialize(&mut io::Cursor::new(raw)).map_err(|e| format!("bad histogram: {e:?}"))?;
+                let hist: Histogram<u64> = de.deserialize(&mut io::Cursor::new(raw)).map_err(HlogError::Histogram)?;
                 out.push(Interval { start: ilh.start_timestamp(), length: ilh.duration(), hist });
             }
             LogEntry::StartTime(_) | LogEntry::BaseTime(_) => {}
@@ -96,9 +97,35 @@ pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, String> {
     Ok(out)
 }
 
-fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
+fn base64_decode(s: &str) -> Result<Vec<u8>, HlogError> {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| format!("bad base64: {e}"))
+    base64::engine::general_purpose::STANDARD.decode(s).map_err(HlogError::Base64)
+}
+
+/// An interval log that does not read back: the file is damaged or not one (draw it again
+/// from the run with `relay-bench run`, or leave the case's charts out).
+#[derive(Debug, thiserror::Error)]
+pub enum HlogError {
+    #[error("{0:?}")]
+    Log(LogIteratorError),
+    #[error("bad histogram: {0:?}")]
+    Histogram(DeserializeError),
+    #[error("bad base64: {0}")]
+    Base64(base64::DecodeError),
+}
+
+/// Why the histogram files of a run could not be staged.
+#[derive(Debug, thiserror::Error)]
+pub enum HdrError {
+    /// The staging area refused a file (its own message: report/output.rs).
+    #[error("{0}")]
+    Staged(WriteError),
+    #[error("{measure}: {why}")]
+    Write { measure: &'static str, why: io::Error },
+    #[error(transparent)]
+    Read(#[from] BoundedReadError),
+    #[error("{path}: {why}")]
+    Log { path: String, why: HlogError },
 }
 
 /// The whole case of one measure, summed over its intervals.
@@ -144,16 +171,17 @@ impl Output<Input<'_>> for Hdr {
             Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
             None => rewrite_hgrm(&input.dir.join("hdr"), out),
         }
+        .map_err(WriteError::render)
     }
 }
 
 /// Stages `<dir>/<measure>.hgrm` and `<dir>/<measure>.hlog` for every measure with samples.
-fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), WriteError> {
+fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), HdrError> {
     for (m, h) in &hdr.measures {
         if h.is_empty() {
             continue;
         }
-        out.put(dir.join(format!("{}.hgrm", m.name())), hgrm(h).as_bytes())?;
+        out.put(dir.join(format!("{}.hgrm", m.name())), hgrm(h).as_bytes()).map_err(HdrError::Staged)?;
         let intervals: Vec<Interval> = match (&hdr.intervals, m) {
             (Some(iv), Measure::Pickup) => iv
                 .hists
@@ -167,8 +195,8 @@ fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), Write
             _ => vec![Interval { start: Duration::ZERO, length: hdr.length, hist: h.clone() }],
         };
         let mut bytes = Vec::new();
-        write_hlog(&mut bytes, m.name(), &intervals).map_err(|e| format!("{}: {e}", m.name()))?;
-        out.put(dir.join(format!("{}.hlog", m.name())), &bytes)?;
+        write_hlog(&mut bytes, m.name(), &intervals).map_err(|why| HdrError::Write { measure: m.name(), why })?;
+        out.put(dir.join(format!("{}.hlog", m.name())), &bytes).map_err(HdrError::Staged)?;
     }
     Ok(())
 }
@@ -199,7 +227,7 @@ pub(crate) fn check_logs(run_dir: &Path, cases: &[&str]) -> Result<(), BoundedRe
 }
 
 /// Stages every `.hgrm` under `hdr_dir` (`hdr/<case>/`) anew from its `.hlog`.
-fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), WriteError> {
+fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), HdrError> {
     let Ok(cases) = std::fs::read_dir(hdr_dir) else { return Ok(()) };
     let mut logs: Vec<PathBuf> = cases
         .flatten()
@@ -211,11 +239,11 @@ fn rewrite_hgrm(hdr_dir: &Path, out: &mut Staged) -> Result<(), WriteError> {
         .collect();
     logs.sort();
     for p in logs {
-        let bytes = read_bounded(&p, HLOG).map_err(|e| e.to_string())?;
-        let ivs = read_hlog(&bytes).map_err(|e| format!("{}: {e}", p.display()))?;
+        let bytes = read_bounded(&p, HLOG)?;
+        let ivs = read_hlog(&bytes).map_err(|why| HdrError::Log { path: p.display().to_string(), why })?;
         if let Some(h) = total(&ivs) {
             let rel = p.strip_prefix(hdr_dir.parent().unwrap_or(hdr_dir)).unwrap_or(&p).with_extension("hgrm");
-            out.put(rel, hgrm(&h).as_bytes())?;
+            out.put(rel, hgrm(&h).as_bytes()).map_err(HdrError::Staged)?;
         }
     }
     Ok(())

@@ -3,10 +3,10 @@
 use std::fmt::Write;
 
 use super::gfm::{Align, MdTable};
-use super::{any_thin, design, pair, stat, us, THIN_NOTE};
-use crate::record::recorder::LatencyStats;
+use super::{any_thin, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
+use crate::record::recorder::Measure;
 use crate::report::output::{Input, Moment, Output, Staged, WriteError};
-use crate::results::summary::{Stretch, Summary};
+use crate::results::summary::{CaseResult, Stretch, Summary};
 
 pub struct Markdown;
 
@@ -15,39 +15,48 @@ const STARTUP_SHOWN_MS: f64 = 1.0;
 
 use Align::{Left as L, Right as R};
 
-fn latency_row(t: &mut MdTable<'_>, case: &str, measure: &str, s: &LatencyStats) {
+fn latency_row(t: &mut MdTable<'_>, r: &CaseResult, label: &str, measure: Measure) {
+    let (case, s) = (r.case.as_str(), r.latency(measure));
     if s.count == 0 {
-        t.row(&[case, measure, "0", "-", "-", "-", "-", "-"]);
+        t.row(&[case, label, "0", "-", "-", "-", "-", "-"]);
         return;
     }
+    let m = measure.name();
     t.row(&[
         case.to_owned(),
-        measure.to_owned(),
+        label.to_owned(),
         s.count.to_string(),
-        stat(s, "p50"),
-        stat(s, "p90"),
-        stat(s, "p99"),
-        stat(s, "p999"),
-        us(s.max),
+        stat_of(r, m, s, "p50"),
+        stat_of(r, m, s, "p90"),
+        stat_of(r, m, s, "p99"),
+        stat_of(r, m, s, "p999"),
+        format!("{}{}", us(s.max), spread(r, &format!("{m}.max"), us)),
     ]);
 }
 
 /// A stretch's discovery rate and its length, or `-` when none of it happened or the
 /// runner's requests could not be seen.
-fn stretch(s: &Stretch, visible: bool) -> String {
+/// With repeats, its spread follows the rate (`figure`: the rate's name across repeats).
+fn stretch(r: &CaseResult, figure: &str, s: &Stretch, visible: bool) -> String {
     match s.rate() {
-        Some(rate) if visible => format!("{rate:.1} ({:.1} min)", s.minutes),
+        Some(rate) if visible => format!("{rate:.1}{} ({:.1} min)", spread(r, figure, one), s.minutes),
         _ => "-".into(),
     }
 }
 
-/// A request rate, or `-` when the runner's requests could not be seen.
-fn rate(v: f64, visible: bool) -> String {
+/// A request rate, or `-` when the runner's requests could not be seen; with repeats, its
+/// spread after it.
+fn rate(r: &CaseResult, figure: &str, v: f64, visible: bool) -> String {
     if visible {
-        format!("{v:.1}")
+        format!("{v:.1}{}", spread(r, figure, one))
     } else {
         "-".into()
     }
+}
+
+/// A rate to one decimal.
+fn one(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 impl Output<Input<'_>> for Markdown {
@@ -132,6 +141,9 @@ fn header(o: &mut String, s: &Summary) {
     if let Some(ov) = &s.overrides {
         let _ = writeln!(o, "Run with overrides of the scenario file: {}.\n", ov.describe());
     }
+    if let Some(note) = super::repeats_note(s) {
+        let _ = writeln!(o, "{note}\n");
+    }
     if e.build == "debug" {
         let _ = writeln!(o, "> **Warning:** a debug build; its numbers include unoptimized harness code.\n");
     }
@@ -172,10 +184,10 @@ fn results(o: &mut String, s: &Summary) {
             design(r),
             r.calls.completed.to_string(),
             r.calls.lost.to_string(),
-            pair(&r.latency_us.wake),
-            pair(&r.latency_us.pickup),
-            pair(&r.latency_us.completion),
-            rate(r.requests.discovery_per_min, !r.requests.not_measured),
+            pair_of(r, "wake", &r.latency_us.wake),
+            pair_of(r, "pickup", &r.latency_us.pickup),
+            pair_of(r, "completion", &r.latency_us.completion),
+            rate(r, "discovery_per_min", r.requests.discovery_per_min, !r.requests.not_measured),
             mark,
         ]);
     }
@@ -205,11 +217,12 @@ fn gates(o: &mut String, s: &Summary) {
         for g in &r.gates {
             let _ = writeln!(
                 o,
-                "- {} **{}** `{}` — observed {}",
+                "- {} **{}** `{}` — observed {}{}",
                 if g.pass { "✅" } else { "❌" },
                 r.case,
                 g.expr,
-                g.observed_text
+                g.observed_text,
+                super::spread_in_unit(r, &g.metric.name())
             );
         }
     }
@@ -224,13 +237,12 @@ fn latency(o: &mut String, s: &Summary) {
         &[("case", L), ("measure", L), ("samples", R), ("p50", R), ("p90", R), ("p99", R), ("p99.9", R), ("max", R)],
     );
     for r in &s.results {
-        let l = &r.latency_us;
-        latency_row(&mut t, &r.case, "wake", &l.wake);
-        latency_row(&mut t, &r.case, "pickup", &l.pickup);
-        latency_row(&mut t, &r.case, "completion", &l.completion);
-        latency_row(&mut t, &r.case, "completion (uncorrected)", &l.completion_uncorrected);
-        latency_row(&mut t, &r.case, "relay overhead", &l.relay_overhead);
-        latency_row(&mut t, &r.case, "schedule lag", &r.schedule_lag_us);
+        latency_row(&mut t, r, "wake", Measure::Wake);
+        latency_row(&mut t, r, "pickup", Measure::Pickup);
+        latency_row(&mut t, r, "completion", Measure::Completion);
+        latency_row(&mut t, r, "completion (uncorrected)", Measure::CompletionUncorrected);
+        latency_row(&mut t, r, "relay overhead", Measure::RelayOverhead);
+        latency_row(&mut t, r, "schedule lag", Measure::ScheduleLag);
     }
     let shown = s.results.iter().flat_map(|r| {
         let l = &r.latency_us;
@@ -290,12 +302,12 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
         let kinds: Vec<String> = q.by_kind.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
         t.row(&[
             r.case.clone(),
-            rate(q.discovery_per_min, visible),
-            stretch(&q.busy, visible),
-            stretch(&q.idle, visible),
-            stretch(&q.active_phases, visible),
-            stretch(&q.idle_phases, visible),
-            rate(q.data_per_min, visible),
+            rate(r, "discovery_per_min", q.discovery_per_min, visible),
+            stretch(r, "busy_discovery_per_min", &q.busy, visible),
+            stretch(r, "idle_discovery_per_min", &q.idle, visible),
+            stretch(r, "active_phase_discovery_per_min", &q.active_phases, visible),
+            stretch(r, "idle_phase_discovery_per_min", &q.idle_phases, visible),
+            rate(r, "data_per_min", q.data_per_min, visible),
             if visible { kinds.join(", ") } else { "-".into() },
         ]);
     }
@@ -525,6 +537,31 @@ mod tests {
     use super::super::fixture::realistic;
     use super::super::gfm::tests::check_tables;
     use super::*;
+
+    #[test]
+    fn a_repeated_case_shows_each_median_with_its_spread_and_says_how_many_repeats() {
+        let mut s = realistic();
+        let once = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(!once.contains("Each case ran"), "a run of one says nothing of repeats");
+        let r = &mut s.results[0];
+        let three: Vec<CaseResult> = [0.9, 1.0, 1.2]
+            .iter()
+            .map(|f| {
+                let mut x = r.clone();
+                x.latency_us.pickup.p50 *= f;
+                x
+            })
+            .collect();
+        *r = crate::results::summary::repeats::combine(three, vec![1, 2, 3]);
+        let (p50, r) = (r.latency_us.pickup.p50, r.clone());
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains("Each case ran 3 times"), "{md}");
+        let shown = format!("{} ({}–{})", us(p50), us(p50 * 0.9), us(p50 * 1.2));
+        assert!(md.contains(&shown), "{shown} in:\n{md}");
+        check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
+        let console = String::from_utf8(crate::report::export::Table.render(&s)).unwrap();
+        assert!(console.contains(&format!("{}: median of 3 repeats (min–max): ", r.case)), "{console}");
+    }
 
     #[test]
     fn every_table_parses_as_a_gfm_table_with_one_column_count() {

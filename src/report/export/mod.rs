@@ -60,6 +60,61 @@ pub(crate) fn pair(s: &LatencyStats) -> String {
     format!("{} / {}", stat(s, "p50"), stat(s, "p99"))
 }
 
+/// The spread across repeats of `figure` (a name in [`crate::results::repeat::Repeats`]),
+/// formatted by `fmt`: ` [lo–hi]` (its 95 % interval, from five repeats), else ` (min–max)`;
+/// empty when the case ran once or the repeats did not measure it.
+pub(crate) fn spread(r: &CaseResult, figure: &str, fmt: impl Fn(f64) -> String) -> String {
+    let Some(s) = r.repeat.as_ref().and_then(|p| p.get(figure)) else { return String::new() };
+    match s.ci95 {
+        Some([lo, hi]) => format!(" [{}–{}]", fmt(lo), fmt(hi)),
+        None => format!(" ({}–{})", fmt(s.min), fmt(s.max)),
+    }
+}
+
+/// [`spread`] in the figure's own unit (microseconds read as a person reads them).
+pub(crate) fn spread_in_unit(r: &CaseResult, figure: &str) -> String {
+    let Some(unit) = r.repeat.as_ref().and_then(|p| p.get(figure)).map(|s| s.unit.clone()) else {
+        return String::new();
+    };
+    match unit.as_str() {
+        "us" => spread(r, figure, us),
+        _ => spread(r, figure, |v| format!("{}{unit}", crate::base::units::readable(v, 3))),
+    }
+}
+
+/// A latency statistic as [`stat`] gives it, with its spread across repeats.
+pub(crate) fn stat_of(r: &CaseResult, measure: &str, s: &LatencyStats, name: &str) -> String {
+    if s.count == 0 {
+        return "-".into();
+    }
+    format!("{}{}", stat(s, name), spread(r, &format!("{measure}.{name}"), us))
+}
+
+/// `p50 / p99` as [`pair`] gives it, each with its spread across repeats.
+pub(crate) fn pair_of(r: &CaseResult, measure: &str, s: &LatencyStats) -> String {
+    if s.count == 0 {
+        return "-".into();
+    }
+    format!("{} / {}", stat_of(r, measure, s, "p50"), stat_of(r, measure, s, "p99"))
+}
+
+/// The line a report says of a run whose cases ran several times; `None`: each ran once.
+pub(crate) fn repeats_note(s: &crate::results::summary::Summary) -> Option<String> {
+    let n = s.results.iter().filter_map(|r| r.repeat.as_ref()).map(|p| p.seeds.len()).max()?;
+    let ci = if n >= crate::results::repeat::MIN_CI_REPEATS {
+        "with its 95 % bootstrap interval in brackets"
+    } else {
+        "with the lowest and highest repeat's in parentheses"
+    };
+    Some(format!(
+        "Each case ran {n} times, each repeat with a seed of its own (in summary.json): every figure is the \
+         median across repeats, {ci}, and gates and the verdict judge it. Invariants (lost, duplicated, pairing \
+         violations, leftover files) are the worst repeat's; a latency's sample count is the fewest any repeat \
+         had (a percentile † is thin in a single repeat). Histograms, timelines and fault rows are the first \
+         repeat's (the run's own seed)."
+    ))
+}
+
 /// Microseconds for a person.
 pub(crate) fn us(v: f64) -> String {
     crate::base::units::human_us(v)

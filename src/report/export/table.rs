@@ -33,6 +33,28 @@ fn pair(s: &LatencyStats) -> String {
     }
 }
 
+/// A repeated case's medians in the row above with their spread: `window-exec: median of 5
+/// repeats: pickup p50 88.0ms [85.0ms–92.0ms], ...`; `None` when it ran once.
+fn repeated(r: &CaseResult) -> Option<String> {
+    let n = r.repeat.as_ref()?.seeds.len();
+    let mut parts = Vec::new();
+    for m in ["wake", "pickup", "completion"] {
+        let st = r.latency(crate::record::recorder::Measure::ALL.into_iter().find(|x| x.name() == m)?);
+        if st.count > 0 {
+            parts.push(format!("{m} p50 {}", super::stat_of(r, m, st, "p50")));
+        }
+    }
+    let one = |v: f64| format!("{v:.1}");
+    for (label, figure) in [("disc/min", "discovery_per_min"), ("idle-phase disc/min", "idle_phase_discovery_per_min")]
+    {
+        if let Some(sp) = r.repeat.as_ref()?.get(figure) {
+            parts.push(format!("{label} {}{}", one(sp.value), super::spread(r, figure, one)));
+        }
+    }
+    let how = if n >= crate::results::repeat::MIN_CI_REPEATS { "[95% interval]" } else { "(min–max)" };
+    Some(format!("{}: median of {n} repeats {how}: {}", r.case, parts.join(", ")))
+}
+
 /// Whether the case knowingly departs from production's relay as built (an archived run
 /// that did not record it is not marked).
 fn departs(r: &CaseResult) -> bool {
@@ -162,6 +184,11 @@ impl Table {
         let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
         if !virtuals.is_empty() {
             note(&mut o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
+        }
+        for r in &s.results {
+            if let Some(line) = repeated(r) {
+                note(&mut o, &line);
+            }
         }
         for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
             note(

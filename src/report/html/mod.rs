@@ -43,7 +43,7 @@ impl Output<Input<'_>> for Html {
     }
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        let charts = chart::inline(&RunData::load(input.dir)?)?;
+        let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
         let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
         out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
     }

@@ -27,7 +27,7 @@ pub enum SummaryError {
     #[error("{path}: not a relay-bench summary: {why}")]
     Parse { path: String, why: String },
     #[error("{path}: `results[{i}].case`: {why}")]
-    CaseName { path: String, i: usize, why: String },
+    CaseName { path: String, i: usize, why: crate::scenario::NameError },
     #[error(
         "{path}: schema_version {found}: this relay-bench ({}) reads schema_version {SCHEMA_VERSION} only; \
          read it with the relay-bench that wrote it",
@@ -143,6 +143,10 @@ pub struct CaseResult {
     pub rollout: Vec<GateResult>,
     /// This case against the scenario's baseline case, when it has one.
     pub vs_baseline: Option<Comparison>,
+    /// `run --repeat N`: each repeat's seed and every figure's spread; the figures above
+    /// are then the medians across repeats ([`crate::results::repeat`]). Absent: run once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<crate::results::repeat::Repeats>,
     pub interrupted: bool,
     pub pass: bool,
     /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
@@ -327,8 +331,15 @@ impl CaseResult {
         }
     }
 
-    /// The value a gate reads; `None` when there is nothing to read (no samples).
+    /// The value a gate reads; `None` when there is nothing to read (no samples). A repeated
+    /// case's figures are its medians; the metrics read whole are read from their spreads
+    /// ([`repeats::judged_whole`]).
     pub(crate) fn metric(&self, m: Metric) -> Option<f64> {
+        if let Some(rep) = &self.repeat {
+            if matches!(m, Metric::Fleet(_) | Metric::Count(Counter::FaultWorstPickupMs | Counter::FaultsFailed)) {
+                return rep.get(&m.name()).map(|s| s.value);
+            }
+        }
         match m {
             Metric::Latency(measure, stat) => {
                 let s = self.latency(measure);
@@ -510,5 +521,6 @@ impl Summary {
     }
 }
 
+pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;

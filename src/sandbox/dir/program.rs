@@ -101,15 +101,15 @@ impl WatchArgs {
     }
 
     /// Parses a whole argv as [`WatchArgs::argv`] builds it (program and subcommand first).
-    pub(crate) fn parse_argv(argv: &[OsString]) -> Result<WatchArgs, String> {
+    pub(crate) fn parse_argv(argv: &[OsString]) -> Result<WatchArgs, WatchArgsError> {
         match argv.get(1) {
             Some(sub) if sub == OsStr::new(SUBCOMMAND) => Self::parse(&argv[2..]),
-            other => Err(format!("expected the {SUBCOMMAND} subcommand, got {other:?}")),
+            other => Err(WatchArgsError::Subcommand(other.cloned())),
         }
     }
 
     /// Parses the subcommand's own arguments: `[options] -- DIR WINDOW_MS RELIST_MS`.
-    pub fn parse(args: &[OsString]) -> Result<WatchArgs, String> {
+    pub fn parse(args: &[OsString]) -> Result<WatchArgs, WatchArgsError> {
         let mut a = WatchArgs::window("", Duration::ZERO, Duration::ZERO);
         let mut it = args.iter();
         loop {
@@ -121,27 +121,48 @@ impl WatchArgs {
                     a.events = match it.next().and_then(|v| v.to_str()) {
                         Some("any") => EventFilter::Any,
                         Some("requests") => EventFilter::Requests,
-                        v => return Err(format!("--events takes any or requests, got {v:?}")),
+                        v => return Err(WatchArgsError::Events(v.map(str::to_owned))),
                     }
                 }
                 Some(Some("--")) => break,
-                other => return Err(format!("expected an option or `--`, got {other:?}")),
+                other => return Err(WatchArgsError::Option(other.map(|o| o.map(str::to_owned)))),
             }
         }
-        a.dir = PathBuf::from(it.next().ok_or("no DIR")?);
-        let mut ms = |what: &str| -> Result<Duration, String> {
-            let v = it.next().and_then(|a| a.to_str()).ok_or(format!("no {what}"))?;
-            v.parse().map(Duration::from_millis).map_err(|_| format!("{what} {v:?} is not a number of milliseconds"))
+        a.dir = PathBuf::from(it.next().ok_or(WatchArgsError::Missing("DIR"))?);
+        let mut ms = |what: &'static str| -> Result<Duration, WatchArgsError> {
+            let v = it.next().and_then(|a| a.to_str()).ok_or(WatchArgsError::Missing(what))?;
+            v.parse().map(Duration::from_millis).map_err(|_| WatchArgsError::NotMillis { what, value: v.to_owned() })
         };
         (a.window, a.relist) = (ms("WINDOW_MS")?, ms("RELIST_MS")?);
         if a.relist.is_zero() {
-            return Err("RELIST_MS must be at least 1".into());
+            return Err(WatchArgsError::RelistZero);
         }
         if it.next().is_some() {
-            return Err("unexpected arguments after RELIST_MS".into());
+            return Err(WatchArgsError::Extra);
         }
         Ok(a)
     }
+}
+
+/// Arguments the watch program refuses: each names the argument and what it takes. They
+/// come from relay-bench itself ([`WatchArgs::argv`]), so one means mismatched builds:
+/// run the same relay-bench on both sides.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WatchArgsError {
+    #[error("expected the {SUBCOMMAND} subcommand, got {0:?}")]
+    Subcommand(Option<OsString>),
+    #[error("--events takes any or requests, got {0:?}")]
+    Events(Option<String>),
+    #[error("expected an option or `--`, got {0:?}")]
+    Option(Option<Option<String>>),
+    #[error("no {0}")]
+    Missing(&'static str),
+    #[error("{what} {value:?} is not a number of milliseconds")]
+    NotMillis { what: &'static str, value: String },
+    #[error("RELIST_MS must be at least 1")]
+    RelistZero,
+    #[error("unexpected arguments after RELIST_MS")]
+    Extra,
 }
 
 /// Why a window finished (printed with `--report`).
@@ -384,7 +405,7 @@ mod tests {
         assert_eq!(WatchArgs::parse_argv(&a.argv(Path::new("rb"))).unwrap(), a);
         a.follow = true;
         assert_eq!(WatchArgs::parse_argv(&a.argv(Path::new("rb"))).unwrap(), a);
-        let e = WatchArgs::parse(&os(&["--", "/d", "soon", "1"])).unwrap_err();
+        let e = WatchArgs::parse(&os(&["--", "/d", "soon", "1"])).unwrap_err().to_string();
         assert!(e.contains("WINDOW_MS"), "{e}");
         assert!(WatchArgs::parse(&os(&["--events", "all", "--", "/d", "1", "1"])).is_err());
         assert!(WatchArgs::parse(&os(&["/d", "1", "1"])).is_err());

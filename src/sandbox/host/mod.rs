@@ -18,7 +18,9 @@ mod wire;
 pub use access::{ClockReading, ProcessState, SandboxAccess};
 pub use agent::{
     check_binary as check_sandbox_agent, find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind,
-    AgentHost, AgentProcess, BenchRequest, SandboxControl, Url, AGENT_BINARY, TOKEN_ENV as AGENT_TOKEN_ENV,
+    AgentHost, AgentProcess, BenchRequest, BinaryError as SandboxAgentBinaryError, CheckError as DaemonCheckError,
+    HealthError as DaemonHealthError, SandboxControl, Url, UrlError, VersionError as DaemonVersionError, AGENT_BINARY,
+    TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub use busy::Busy;
 pub use local::LocalHost;
@@ -309,6 +311,26 @@ pub trait HostKind: Sync {
     fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError>;
 }
 
+/// Why a host cannot take a daemon or wire fault, said after the fault's name when the
+/// scenario is read (`restart needs ...`): each says which host, or which setting, would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotTaken {
+    #[error("needs host = \"sandbox-agent\" with a profile (a real TCP path)")]
+    NoRealPath,
+    #[error("needs host = \"remote\" or \"sandbox-agent\" (a daemon to act on)")]
+    NoDaemon,
+    #[error("needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)")]
+    EmulatedWire,
+    #[error("acts on the delay proxy: give the case a latency profile")]
+    NoProxy,
+    #[error("is not for a daemon relay-bench did not start (url = ...): it is not restarted or paused by it")]
+    NotStarted,
+    #[error(
+        "is not produced with in_sandbox = true: relay-bench acts on the wire, not on the daemon its writers run under"
+    )]
+    InSandbox,
+}
+
 /// A parsed host: what it models, and how to build it over one relay dir.
 pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
@@ -318,12 +340,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn build(&self, seat: Seat) -> io::Result<BuiltHost>;
     /// Whether it can take `fault` on its daemon or wire; `Err` says why not (checked when
     /// the scenario is read).
-    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+    fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
         Err(match fault {
-            DaemonFault::Blackhole => "needs host = \"sandbox-agent\" with a profile (a real TCP path)",
-            _ => "needs host = \"remote\" or \"sandbox-agent\" (a daemon to act on)",
-        }
-        .to_owned())
+            DaemonFault::Blackhole => NotTaken::NoRealPath,
+            _ => NotTaken::NoDaemon,
+        })
     }
     /// Whether the relay dir is on the runner's side, readable without the host (a runner
     /// that watches the dir itself needs it).

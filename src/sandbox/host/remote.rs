@@ -521,12 +521,9 @@ impl HostSpec for RemoteSpec {
         true
     }
 
-    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+    fn takes(&self, fault: DaemonFault) -> Result<(), super::NotTaken> {
         match fault {
-            DaemonFault::Blackhole => {
-                Err("needs a real TCP path: host = \"sandbox-agent\" with a profile (the emulated daemon has no wire)"
-                    .to_owned())
-            }
+            DaemonFault::Blackhole => Err(super::NotTaken::EmulatedWire),
             _ => Ok(()),
         }
     }

@@ -18,7 +18,7 @@ pub use values::{AxisValue, SweepArg, VALUE_ALLOWED};
 use toml::{Table, Value};
 
 use crate::base::fields::ScenarioError;
-use crate::scenario::gate::{Gate, Metric};
+use crate::scenario::gate::{Gate, Metric, MetricError};
 use crate::scenario::rules::MAX_NAME;
 
 /// The most option paths one sweep may cross.
@@ -50,14 +50,46 @@ pub struct Objective {
     pub metric: Metric,
 }
 
+/// A sweep's own setting that does not read (its objective, a swept path, a value): each
+/// says what it may be instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    #[error("{0:?}: expected \"min METRIC\" or \"max METRIC\" (e.g. \"min idle_discovery_per_min\")")]
+    Objective(String),
+    #[error(transparent)]
+    Metric(#[from] MetricError),
+    #[error("expected metric names")]
+    NotMetricNames,
+    #[error("an option path is keys joined by `.` (e.g. runner.window, limits.idle_timeout)")]
+    PathSyntax,
+    #[error("a point is named after its values: `name` is not swept")]
+    Name,
+    #[error("`{0}` belongs to the sweep itself")]
+    OwnKey(String),
+    #[error("faults are tables of their own: give each its case instead")]
+    Fault,
+    #[error("sweep a key of the workload (e.g. workload.sandboxes)")]
+    WholeWorkload,
+    #[error("`limits = {0:?}` names no [limits.{0}] table")]
+    NoLimits(String),
+    #[error("`{here}` is a name here ({name:?}), not a table: sweep `{here}` itself over names")]
+    NameNotTable { here: String, name: String },
+    #[error("`{here}` is {found} here, not a table")]
+    NotTable { here: String, found: &'static str },
+    #[error("a sweep's values are strings, numbers or booleans")]
+    ValueType,
+    #[error("{0:?} cannot name a point (a case name); a value may hold {VALUE_ALLOWED}")]
+    ValueText(String),
+}
+
 impl Objective {
-    fn parse(s: &str) -> Result<Objective, String> {
-        let usage = format!("{s:?}: expected \"min METRIC\" or \"max METRIC\" (e.g. \"min idle_discovery_per_min\")");
-        let (goal, metric) = s.trim().split_once(char::is_whitespace).ok_or_else(|| usage.clone())?;
+    fn parse(s: &str) -> Result<Objective, SweepError> {
+        let usage = || SweepError::Objective(s.to_owned());
+        let (goal, metric) = s.trim().split_once(char::is_whitespace).ok_or_else(usage)?;
         let goal = match goal {
             "min" => Goal::Min,
             "max" => Goal::Max,
-            _ => return Err(usage),
+            _ => return Err(usage()),
         };
         Ok(Objective { goal, metric: Metric::parse(metric.trim())? })
     }
@@ -152,10 +184,10 @@ pub(crate) fn expand(
         Some(Value::String(s)) => s.clone(),
         _ => return Err(err("name", "is required".into())),
     };
-    crate::scenario::check_name(&name).map_err(|m| err("name", m))?;
+    crate::scenario::check_name(&name).map_err(|m| err("name", m.to_string()))?;
     let mut axes: Vec<Axis> = Vec::new();
     for (path, spec) in &axes_given {
-        check_path(path).map_err(|m| err(&format!("sweep.{path}"), m))?;
+        check_path(path).map_err(|m| err(&format!("sweep.{path}"), m.to_string()))?;
         if axes.iter().any(|a| a.path == *path) {
             return Err(err("sweep", format!("`{path}` is given twice")));
         }
@@ -170,16 +202,16 @@ pub(crate) fn expand(
     }
     let objective = match case.get("objective") {
         None => None,
-        Some(Value::String(s)) => Some(Objective::parse(s).map_err(|m| err("objective", m))?),
+        Some(Value::String(s)) => Some(Objective::parse(s).map_err(|m| err("objective", m.to_string()))?),
         Some(_) => return Err(err("objective", "expected a string like \"min idle_discovery_per_min\"".into())),
     };
     let extra = match case.get("figures") {
         None => Vec::new(),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|v| v.as_str().ok_or_else(|| "expected metric names".to_owned()).and_then(Metric::parse))
+            .map(|v| v.as_str().ok_or(SweepError::NotMetricNames).and_then(|m| Ok(Metric::parse(m)?)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| err("figures", m))?,
+            .map_err(|m| err("figures", m.to_string()))?,
         Some(_) => return Err(err("figures", "expected a list of metric names".into())),
     };
     let count: usize = axes.iter().map(|a| a.values.len()).product();
@@ -218,9 +250,11 @@ pub(crate) fn expand(
                         Some(Value::Table(w)) => w.clone(),
                         _ => Table::new(),
                     });
-                    set(w, rest, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m))?;
+                    set(w, rest, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m.to_string()))?;
                 }
-                None => set(&mut t, &a.path, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m))?,
+                None => {
+                    set(&mut t, &a.path, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m.to_string()))?
+                }
             }
         }
         t.insert("name".into(), Value::String(point_name.clone()));
@@ -249,19 +283,19 @@ fn flatten(t: &Table, prefix: &str) -> Vec<(String, Value)> {
 }
 
 /// Refuses a path that names no option a point could take.
-fn check_path(path: &str) -> Result<(), String> {
+fn check_path(path: &str) -> Result<(), SweepError> {
     let parts: Vec<&str> = path.split('.').collect();
     if parts
         .iter()
         .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
     {
-        return Err("an option path is keys joined by `.` (e.g. runner.window, limits.idle_timeout)".into());
+        return Err(SweepError::PathSyntax);
     }
     match parts[0] {
-        "name" => Err("a point is named after its values: `name` is not swept".into()),
-        "sweep" | "objective" | "figures" => Err(format!("`{}` belongs to the sweep itself", parts[0])),
-        "fault" => Err("faults are tables of their own: give each its case instead".into()),
-        "workload" if parts.len() == 1 => Err("sweep a key of the workload (e.g. workload.sandboxes)".into()),
+        "name" => Err(SweepError::Name),
+        "sweep" | "objective" | "figures" => Err(SweepError::OwnKey(parts[0].to_owned())),
+        "fault" => Err(SweepError::Fault),
+        "workload" if parts.len() == 1 => Err(SweepError::WholeWorkload),
         _ => Ok(()),
     }
 }
@@ -269,7 +303,7 @@ fn check_path(path: &str) -> Result<(), String> {
 /// Puts `value` at `path` in a case (or workload) table, making the tables on the way: a
 /// strategy given by name becomes `{ strategy = NAME }`, limits given by name the named
 /// `[limits.NAME]` table.
-fn set(t: &mut Table, path: &str, value: Value, top: &Table) -> Result<(), String> {
+fn set(t: &mut Table, path: &str, value: Value, top: &Table) -> Result<(), SweepError> {
     let parts: Vec<&str> = path.split('.').collect();
     let (last, walk) = parts.split_last().expect("a path has a part");
     let mut cur = t;
@@ -281,22 +315,18 @@ fn set(t: &mut Table, path: &str, value: Value, top: &Table) -> Result<(), Strin
                 (0, "runner" | "writer") => Some(Table::from_iter([("strategy".to_owned(), Value::String(s.clone()))])),
                 (0, "limits") => match top.get("limits").and_then(|l| l.get(s.as_str())) {
                     Some(Value::Table(named)) => Some(named.clone()),
-                    _ => return Err(format!("`limits = {s:?}` names no [limits.{s}] table")),
+                    _ => return Err(SweepError::NoLimits(s.clone())),
                 },
                 _ => None,
             };
             match expanded {
                 Some(e) => *slot = Value::Table(e),
-                None => {
-                    return Err(format!(
-                        "`{here}` is a name here ({s:?}), not a table: sweep `{here}` itself over names"
-                    ))
-                }
+                None => return Err(SweepError::NameNotTable { here, name: s.clone() }),
             }
         }
         cur = match slot {
             Value::Table(inner) => inner,
-            other => return Err(format!("`{here}` is {} here, not a table", other.type_str())),
+            other => return Err(SweepError::NotTable { here, found: other.type_str() }),
         };
     }
     cur.insert(last.to_string(), value);

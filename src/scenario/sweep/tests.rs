@@ -173,5 +173,5 @@ fn narrowing_to_a_swept_case_keeps_its_points() {
     assert_eq!(s.cases.len(), 3);
     s.retain_cases(&["window-exec@window=25s".into()]).unwrap();
     assert_eq!((s.cases.len(), s.sweeps[0].points.len()), (1, 1));
-    assert_eq!(s.retain_cases(&["nope".into()]), Err("nope".into()));
+    assert_eq!(s.retain_cases(&["nope".into()]), Err(crate::scenario::UnknownCase("nope".into())));
 }

@@ -5,6 +5,7 @@
 
 use toml::Value;
 
+use super::SweepError;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::units::{parse_duration, readable};
 use crate::scenario::MAX_CASES;
@@ -26,17 +27,17 @@ pub const VALUE_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ .";
 
 impl AxisValue {
     /// A value from a list: a string, a number or a boolean.
-    pub fn of(v: &Value) -> Result<AxisValue, String> {
+    pub fn of(v: &Value) -> Result<AxisValue, SweepError> {
         let (text, number) = match v {
             Value::String(s) => (s.clone(), parse_duration(s).ok().map(|d| d.as_secs_f64())),
             Value::Integer(i) => (i.to_string(), Some(*i as f64)),
             Value::Float(f) if f.is_finite() => (v.to_string(), Some(*f)),
             Value::Boolean(b) => (b.to_string(), None),
-            _ => return Err("a sweep's values are strings, numbers or booleans".into()),
+            _ => return Err(SweepError::ValueType),
         };
         let plain = !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
         if !plain {
-            return Err(format!("{text:?} cannot name a point (a case name); a value may hold {VALUE_ALLOWED}"));
+            return Err(SweepError::ValueText(text));
         }
         Ok(AxisValue { value: v.clone(), text, number })
     }
@@ -46,7 +47,9 @@ impl AxisValue {
 pub fn read(file: &str, prefix: &str, spec: &Value) -> Result<Vec<AxisValue>, ScenarioError> {
     let err = |msg: String| ScenarioError { file: file.to_owned(), key: prefix.to_owned(), msg };
     let values = match spec {
-        Value::Array(a) => a.iter().map(AxisValue::of).collect::<Result<Vec<_>, _>>().map_err(err)?,
+        Value::Array(a) => {
+            a.iter().map(AxisValue::of).collect::<Result<Vec<_>, _>>().map_err(|e| err(e.to_string()))?
+        }
         Value::Table(t) => {
             let mut f = Fields::new(file, prefix, t);
             let v = range(&mut f)?;

@@ -243,7 +243,7 @@ pub(super) fn reused_id(ctx: &Ctx) -> Graded {
     ];
     ctx.done_with(&fid);
     if let Err(why) = follow {
-        evidence.push(why);
+        evidence.push(why.to_string());
         return Graded::new(Verdict::Failed, "the runner stopped answering", evidence);
     }
     if r2 > 0 {

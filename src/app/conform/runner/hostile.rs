@@ -37,7 +37,7 @@ pub(super) fn bad(
     }
     evidence.push(left_line(&ctx.dir));
     if let Err(why) = follow {
-        evidence.push(why);
+        evidence.push(why.to_string());
         return Graded::new(Verdict::Failed, "the runner stopped answering after it", evidence);
     }
     if runs > 1 || answers.len() > 1 {

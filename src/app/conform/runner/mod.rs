@@ -194,16 +194,25 @@ impl Ctx {
 
     /// A follow-up call answered: the runner has listed past everything published before
     /// it, and is alive. `Err` with the evidence when not.
-    fn follow_up(&self) -> Result<Duration, String> {
+    fn follow_up(&self) -> Result<Duration, Unanswered> {
         let (fid, _, at) = self.call(&format!("follow-up-{}", self.seq.load(Ordering::Relaxed)), OK_REPLY, 0);
         let got = self.answer(&fid, at, Duration::from_secs(6));
         self.done_with(&fid);
         match got {
             Some(e) => Ok(e.at - at),
-            None if !self.alive() => Err("the runner exited".into()),
-            None => Err("a follow-up call published after it was not answered: the runner stopped answering".into()),
+            None if !self.alive() => Err(Unanswered::Exited),
+            None => Err(Unanswered::Stopped),
         }
     }
+}
+
+/// Why a follow-up call got no answer: evidence for the case's grade.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum Unanswered {
+    #[error("the runner exited")]
+    Exited,
+    #[error("a follow-up call published after it was not answered: the runner stopped answering")]
+    Stopped,
 }
 
 /// The probe calls' ids: `conform-probe-N`.

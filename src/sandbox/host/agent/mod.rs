@@ -34,7 +34,7 @@ use serde::Deserialize;
 use super::org::{Limits, Org};
 use super::{
     BuiltHost, Busy, DaemonFault, DelayProxy, Gate, Host, HostKind, HostSpec, HostTables, Kind, LatencyProfile,
-    Purpose, RequestCounter, RequestCounts, Seat,
+    NotTaken, Purpose, RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
 use crate::sandbox::dir::{ExecOutput, Lines};
@@ -52,7 +52,7 @@ pub use control::{BenchRequest, BenchRequests, SandboxControl};
 pub use process::{AgentControl, AgentProcess};
 pub use routes::request_kind;
 use running::RunningDaemon;
-pub use running::Url;
+pub use running::{CheckError, HealthError, Url, UrlError, VersionError};
 
 /// The npm package that carries the daemon's Linux binary.
 pub(crate) const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
@@ -73,13 +73,27 @@ pub const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
+/// Why there is no sandbox-agent binary to start: where it was looked for, and how to get one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BinaryError {
+    #[error("{0}: no such file; install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})")]
+    NoSuchFile(String),
+    #[error(
+        "${BIN_ENV}={0}: no such file; install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})"
+    )]
+    EnvNoSuchFile(String),
+    #[error(
+        "sandbox-agent not found ({LOCAL_INSTALL}, PATH); install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})"
+    )]
+    NotFound,
+    #[error("binary = {0:?}: no such file")]
+    CaseBinary(String),
+}
+
 /// Checks the binary a command line names (`--sandbox-agent PATH`) before anything runs.
-pub fn check_binary(bin: &Path) -> Result<(), String> {
+pub fn check_binary(bin: &Path) -> Result<(), BinaryError> {
     if !bin.is_file() {
-        return Err(format!(
-            "{}: no such file; install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})",
-            bin.display()
-        ));
+        return Err(BinaryError::NoSuchFile(bin.display().to_string()));
     }
     Ok(())
 }
@@ -87,16 +101,15 @@ pub fn check_binary(bin: &Path) -> Result<(), String> {
 /// Finds the daemon binary when nothing names one (a case's `binary`, `--sandbox-agent`):
 /// `$SANDBOX_AGENT_BIN` when set (and nothing else then: an explicit choice is not
 /// overridden), else the project-local install, else `PATH`.
-pub fn find_binary() -> Result<PathBuf, String> {
-    let install = format!("install it with scripts/install-sandbox-agent.sh (npm package {NPM_PACKAGE})");
+pub fn find_binary() -> Result<PathBuf, BinaryError> {
     if let Some(p) = std::env::var_os(BIN_ENV).map(PathBuf::from) {
-        return if p.is_file() { Ok(p) } else { Err(format!("${BIN_ENV}={}: no such file; {install}", p.display())) };
+        return if p.is_file() { Ok(p) } else { Err(BinaryError::EnvNoSuchFile(p.display().to_string())) };
     }
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join(LOCAL_INSTALL);
     Some(local)
         .filter(|p| p.is_file())
         .or_else(|| crate::base::fsio::on_path(AGENT_BINARY))
-        .ok_or_else(|| format!("sandbox-agent not found ({LOCAL_INSTALL}, PATH); {install}"))
+        .ok_or(BinaryError::NotFound)
 }
 
 /// What `sandbox-agent --version` says (`sandbox-agent 0.4.2`).
@@ -265,7 +278,7 @@ pub(crate) struct AgentSpec {
     token_env: String,
     /// The binary, or why there is none (said before a run starts, not when parsing, so
     /// that a scenario naming this host can be listed without it).
-    bin: Result<PathBuf, String>,
+    bin: Result<PathBuf, BinaryError>,
     /// What `--version` says, asked once, when first needed (not when a scenario is only
     /// read, as `relay-bench list` does).
     version: std::sync::OnceLock<String>,
@@ -295,7 +308,7 @@ impl HostKind for SandboxAgent {
         let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
         let bin = match case.string("binary")? {
             Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
-            Some(b) => Err(format!("binary = {b:?}: no such file")),
+            Some(b) => Err(BinaryError::CaseBinary(b.to_owned())),
             None => tables.sandbox_agent.clone().map_or_else(find_binary, Ok),
         };
         let profile = super::remote::case_profile(case, &tables.profiles)?;
@@ -350,7 +363,7 @@ impl HostSpec for AgentSpec {
                 self.side()
             );
         }
-        let at = self.bin.as_ref().map_or_else(|why| why.clone(), |b| b.display().to_string());
+        let at = self.bin.as_ref().map_or_else(|why| why.to_string(), |b| b.display().to_string());
         format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
     }
 
@@ -358,7 +371,7 @@ impl HostSpec for AgentSpec {
         if let Some(u) = &self.url {
             return self.build_on(u, seat);
         }
-        let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.clone()))?;
+        let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.to_string()))?;
         let process = Arc::new(AgentProcess::start(bin)?);
         let proxy = self.proxy(process.addr(), &seat)?;
         let Seat { dir, busy, .. } = seat;
@@ -375,8 +388,11 @@ impl HostSpec for AgentSpec {
 
     fn missing_here(&self) -> Option<String> {
         match &self.url {
-            Some(u) => u.health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env, &self.bench).err(),
-            None => self.bin.as_ref().err().cloned(),
+            Some(u) => u
+                .health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env, &self.bench)
+                .err()
+                .map(|e| e.to_string()),
+            None => self.bin.as_ref().err().map(BinaryError::to_string),
         }
     }
 
@@ -404,20 +420,18 @@ impl HostSpec for AgentSpec {
         self.in_sandbox.as_deref()
     }
 
-    fn takes(&self, fault: DaemonFault) -> Result<(), String> {
+    fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
         let wire = matches!(fault, DaemonFault::Disconnect | DaemonFault::Blackhole);
         if wire && self.profile.is_none() {
-            return Err("acts on the delay proxy: give the case a latency profile".into());
+            return Err(NotTaken::NoProxy);
         }
         if !wire && self.url.is_some() {
-            return Err(
-                "is not for a daemon relay-bench did not start (url = ...): it is not restarted or paused by it".into(),
-            );
+            return Err(NotTaken::NotStarted);
         }
         // In the sandbox, relay-bench follows its writers through the daemon's process
         // records, which a restart loses (and a pause stalls).
         if !wire && self.in_sandbox.is_some() {
-            return Err("is not produced with in_sandbox = true: relay-bench acts on the wire, not on the daemon its writers run under".into());
+            return Err(NotTaken::InSandbox);
         }
         Ok(())
     }

@@ -2,11 +2,14 @@
 //! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
 //! each case's result. A gate whose metric has no samples fails and says so.
 
+mod error;
+
 use serde::{Deserialize, Serialize};
 
 use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
+pub use error::{GateError, MetricError, Unknown};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).
@@ -160,10 +163,10 @@ impl FleetMetric {
         }
     }
 
-    fn parse(rest: &str) -> Result<FleetMetric, String> {
+    fn parse(rest: &str) -> Result<FleetMetric, MetricError> {
         FleetMetric::all().into_iter().find(|m| m.name() == rest).ok_or_else(|| {
             let names: Vec<String> = FleetMetric::all().iter().map(|m| format!("{FLEET}.{}", m.name())).collect();
-            format!("unknown fleet figure {rest:?}; allowed: {}", names.join(", "))
+            MetricError::new(Unknown::FleetFigure(rest.to_owned()), names.join(", "))
         })
     }
 }
@@ -230,31 +233,27 @@ impl Metric {
 
     /// A metric by its name; the error names the closest one to a typo and lists the
     /// allowed ones.
-    pub fn parse(name: &str) -> Result<Metric, String> {
+    pub fn parse(name: &str) -> Result<Metric, MetricError> {
         Metric::parse_exact(name).map_err(|e| {
             let every = every_metric_name();
-            let hint = did_you_mean(name, every.iter().map(String::as_str));
-            match e.split_once("; allowed: ") {
-                Some((what, allowed)) if !hint.is_empty() => format!("{what}{hint}; allowed: {allowed}"),
-                _ => e,
-            }
+            MetricError { hint: did_you_mean(name, every.iter().map(String::as_str)), ..e }
         })
     }
 
-    fn parse_exact(name: &str) -> Result<Metric, String> {
+    fn parse_exact(name: &str) -> Result<Metric, MetricError> {
         match name.split_once('.') {
             Some((FLEET, f)) => FleetMetric::parse(f).map(Metric::Fleet),
             Some((VS_BASELINE, r)) => {
                 Ratio::ALL.into_iter().find(|x| x.name() == r).map(Metric::VsBaseline).ok_or_else(|| {
                     let names: Vec<&str> = Ratio::ALL.iter().map(|x| x.name()).collect();
-                    format!("unknown baseline ratio {r:?}; allowed: {}", names.join(", "))
+                    MetricError::new(Unknown::Ratio(r.to_owned()), names.join(", "))
                 })
             }
             Some((m, stat)) => {
                 let measure = Measure::from_name(m)
-                    .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names()))?;
+                    .ok_or_else(|| MetricError::new(Unknown::Metric(name.to_owned()), metric_names()))?;
                 let stat = LatencyStats::STATS.iter().find(|s| **s == stat).ok_or_else(|| {
-                    format!("unknown statistic {stat:?}; allowed: {}", LatencyStats::STATS.join(", "))
+                    MetricError::new(Unknown::Statistic(stat.to_owned()), LatencyStats::STATS.join(", "))
                 })?;
                 Ok(Metric::Latency(measure, stat))
             }
@@ -262,7 +261,7 @@ impl Metric {
                 .into_iter()
                 .find(|c| c.name() == name)
                 .map(Metric::Count)
-                .ok_or_else(|| format!("unknown metric {name:?}; allowed: {}", metric_names())),
+                .ok_or_else(|| MetricError::new(Unknown::Metric(name.to_owned()), metric_names())),
         }
     }
 }
@@ -441,9 +440,9 @@ struct StoredGateResult {
 }
 
 impl TryFrom<StoredGateResult> for GateResult {
-    type Error = String;
+    type Error = GateError;
 
-    fn try_from(g: StoredGateResult) -> Result<GateResult, String> {
+    fn try_from(g: StoredGateResult) -> Result<GateResult, GateError> {
         let (metric, op, threshold) = match (g.metric, g.op, g.threshold) {
             (Some(m), Some(o), Some(t)) => (m, o, t),
             _ => {
@@ -490,25 +489,26 @@ pub(crate) fn metric_names() -> String {
 }
 
 impl Gate {
-    pub fn parse(expr: &str) -> Result<Gate, String> {
+    pub fn parse(expr: &str) -> Result<Gate, GateError> {
         let (pos, sym, op) = Op::ALL
             .iter()
             .filter_map(|(sym, op)| expr.find(sym).map(|p| (p, *sym, *op)))
             .min_by_key(|(p, sym, _)| (*p, std::cmp::Reverse(sym.len())))
-            .ok_or_else(|| format!("{expr:?} has no comparison (use <, <=, >, >=, == or !=)"))?;
+            .ok_or_else(|| GateError::NoComparison(expr.to_owned()))?;
         let lhs = expr[..pos].trim();
         let rhs = expr[pos + sym.len()..].trim();
         let metric = Metric::parse(lhs)?;
         let threshold = match metric {
             Metric::Latency(..) => {
-                parse_duration(rhs).map_err(|e| format!("latency gate {expr:?}: {e}"))?.as_secs_f64() * 1e6
+                parse_duration(rhs).map_err(|why| GateError::Duration { expr: expr.to_owned(), why })?.as_secs_f64()
+                    * 1e6
             }
             Metric::Count(_) | Metric::VsBaseline(_) | Metric::Fleet(_) => {
-                rhs.parse::<f64>().map_err(|_| format!("gate {expr:?}: {rhs:?} is not a number"))?
+                rhs.parse::<f64>().map_err(|_| GateError::NotANumber { expr: expr.to_owned(), rhs: rhs.to_owned() })?
             }
         };
         if !threshold.is_finite() {
-            return Err(format!("gate {expr:?}: the threshold must be a finite number"));
+            return Err(GateError::NotFinite(expr.to_owned()));
         }
         Ok(Gate { expr: expr.trim().to_owned(), metric, op, threshold })
     }
@@ -558,12 +558,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_gates_with_the_allowed_values() {
-        assert!(Gate::parse("pickup.p50 10ms").unwrap_err().contains("no comparison"));
-        let e = Gate::parse("latency.p50 < 1ms").unwrap_err();
+        assert!(Gate::parse("pickup.p50 10ms").unwrap_err().to_string().contains("no comparison"));
+        let e = Gate::parse("latency.p50 < 1ms").unwrap_err().to_string();
         assert!(e.contains("unknown metric") && e.contains("pickup.<stat>"), "{e}");
-        assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().contains("p999"));
-        assert!(Gate::parse("pickup.p50 < 10").unwrap_err().contains("no unit"));
-        assert!(Gate::parse("lost == none").unwrap_err().contains("not a number"));
+        assert!(Gate::parse("pickup.p42 < 1ms").unwrap_err().to_string().contains("p999"));
+        assert!(Gate::parse("pickup.p50 < 10").unwrap_err().to_string().contains("no unit"));
+        assert!(Gate::parse("lost == none").unwrap_err().to_string().contains("not a number"));
     }
 
     #[test]
@@ -589,8 +589,8 @@ mod tests {
         assert_eq!((g.metric, g.op, g.threshold), (Metric::VsBaseline(Ratio::PickupP50), Op::Le, 1.15));
         assert_eq!(g.metric.name(), "vs_baseline.pickup_p50");
         assert!(g.evaluate(Some(1.1)).observed_text.contains("1.100x"));
-        assert!(Gate::parse("vs_baseline.speed < 1").unwrap_err().contains("pickup_p50"));
-        assert!(Gate::parse("lost == NaN").unwrap_err().contains("finite"));
+        assert!(Gate::parse("vs_baseline.speed < 1").unwrap_err().to_string().contains("pickup_p50"));
+        assert!(Gate::parse("lost == NaN").unwrap_err().to_string().contains("finite"));
     }
 
     #[test]
@@ -603,7 +603,7 @@ mod tests {
         for m in FleetMetric::all() {
             assert_eq!(Metric::parse(&format!("fleet.{}", m.name())), Ok(Metric::Fleet(m)));
         }
-        let e = Gate::parse("fleet.held_exec.max < 3").unwrap_err();
+        let e = Gate::parse("fleet.held_exec.max < 3").unwrap_err().to_string();
         assert!(e.contains("fleet.held_execs.max") && e.contains("fleet.recovery_secs"), "{e}");
     }
 
