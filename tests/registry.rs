@@ -6,11 +6,16 @@
 //!
 //! A strategy's notices are its own too: their types live in its module, `Say` (in
 //! `src/base/`) carries them as `Say::Strategy`, and nothing in `src/base/` names one.
+//!
+//! Outputs are one trait over every command (`run`/`report`, `conform`, `daemon-capacity`):
+//! each output the library implements is in its command's registry, once, and the committed
+//! run directories hold what their registry writes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use relay_bench::base::notice::Say;
+use relay_bench::report::output::{Dest, Moment, Output};
 
 /// The marker of a line whose string is an option's value, not a kind's name.
 const NOT_A_KIND: &str = "not a kind:";
@@ -57,7 +62,9 @@ fn sources() -> Vec<(PathBuf, String)> {
         })
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or("").to_owned();
+            // Up to the tests module: a test-only item above it (a helper marked
+            // `#[cfg(test)]`) is no reason to stop reading the library's code.
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("").to_owned();
             (p, code)
         })
         .collect()
@@ -153,4 +160,102 @@ fn no_strategy_notice_is_named_in_base() {
     leaks.sort();
     leaks.dedup();
     assert!(leaks.is_empty(), "strategy notices named in base/:\n{}", leaks.join("\n"));
+}
+
+/// Names of the types listed in the registries of outputs (`const NAME: &[&dyn
+/// ...Output<...>] = &[...];`) in `code`, one list per registry.
+fn registries_in(code: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("const ") {
+        let decl = &code[at..];
+        let Some(eq) = decl.find('=') else { continue };
+        if !(decl[..eq].contains(": &[&dyn ") && decl[..eq].contains("Output<")) {
+            continue;
+        }
+        let list = &decl[eq..decl.find("];").unwrap()];
+        let list = &list[list.find('[').unwrap() + 1..];
+        out.push(
+            list.split(',').map(|t| t.trim().trim_start_matches('&').to_owned()).filter(|t| !t.is_empty()).collect(),
+        );
+    }
+    out
+}
+
+/// The types `code` implements an output for (`impl Output<...> for Name`).
+fn outputs_in(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| l.trim().strip_prefix("impl Output<"))
+        .filter_map(|l| l.split(" for ").nth(1))
+        .map(|t| t.trim_end_matches('{').trim().to_owned())
+        .collect()
+}
+
+/// What a registry's outputs land as at the top of a run directory (`charts/<chart>.png`
+/// lands as `charts`); their names, each once; each written at some moment.
+fn check_registry<R: ?Sized>(what: &str, outputs: &[&dyn Output<R>]) -> Vec<String> {
+    let mut names: Vec<&str> = outputs.iter().map(|o| o.name()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), outputs.len(), "{what}: an output's name given twice: {names:?}");
+    let moments = [Moment::Progress, Moment::Case, Moment::End, Moment::Rerender];
+    for o in outputs {
+        assert!(moments.iter().any(|m| o.written_at(*m)), "{what}: {} is never written", o.name());
+    }
+    let mut tops: Vec<String> = outputs
+        .iter()
+        .filter(|o| o.dest() == Dest::RunDir)
+        .map(|o| o.path().split(['/', '|']).next().unwrap().to_owned())
+        .collect();
+    let n = tops.len();
+    tops.dedup();
+    assert_eq!(tops.len(), n, "{what}: two outputs land on one path: {tops:?}");
+    tops
+}
+
+#[test]
+fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it_writes() {
+    use relay_bench::report::{capacity::CAPACITY_OUTPUTS, conform::CONFORM_OUTPUTS, publish::OUTPUTS};
+    let run = check_registry("run", OUTPUTS);
+    let conform = check_registry("conform", CONFORM_OUTPUTS);
+    let capacity = check_registry("daemon-capacity", CAPACITY_OUTPUTS);
+
+    // In the code: an output implemented and not registered would never be written.
+    let (mut registered, mut implemented) = (Vec::new(), Vec::new());
+    for (path, code) in sources() {
+        registered.extend(registries_in(&code));
+        implemented.extend(outputs_in(&code).into_iter().map(|t| (t, path.display().to_string())));
+    }
+    let mut lens: Vec<usize> = registered.iter().map(Vec::len).collect();
+    lens.sort();
+    let mut want = vec![OUTPUTS.len(), CONFORM_OUTPUTS.len(), CAPACITY_OUTPUTS.len()];
+    want.sort();
+    assert_eq!(lens, want, "the three registries were read from the code: {registered:?}");
+    assert_eq!(implemented.len(), want.iter().sum::<usize>(), "every output implemented: {implemented:?}");
+    let listed: Vec<&String> = registered.iter().flatten().collect();
+    for (t, path) in &implemented {
+        assert_eq!(listed.iter().filter(|l| **l == t).count(), 1, "{t} ({path}) is not in one registry once");
+    }
+
+    // In the archive: each committed run directory holds every file its registry writes there.
+    let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
+    let mut seen = [0; 3];
+    for dir in std::fs::read_dir(runs).unwrap().flatten().map(|e| e.path()) {
+        let dirs = [dir.clone(), dir.join("runner"), dir.join("writer")];
+        for d in dirs {
+            let (k, tops) = if d.join("summary.json").is_file() {
+                (0, &run)
+            } else if d.join("conform.json").is_file() {
+                (1, &conform)
+            } else if d.join("capacity.json").is_file() {
+                (2, &capacity)
+            } else {
+                continue;
+            };
+            seen[k] += 1;
+            for top in tops {
+                assert!(d.join(top).exists(), "{} has no {top}", d.display());
+            }
+        }
+    }
+    assert!(seen.iter().all(|n| *n > 0), "a committed run, conform run and capacity run each: {seen:?}");
 }

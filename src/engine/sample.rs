@@ -59,3 +59,32 @@ pub(crate) fn every(
         points
     })
 }
+
+/// A case's samplers, running on its schedule.
+pub(crate) struct Samplers {
+    phase_ends: JoinHandle<Vec<RequestCounts>>,
+    timeline: JoinHandle<Vec<Point>>,
+}
+
+impl Samplers {
+    /// The counters at each phase's end and every `step` until `length`, from `epoch`.
+    pub(crate) fn start(
+        hosts: &[Arc<dyn Host>],
+        org: Arc<Org>,
+        epoch: Instant,
+        step: Duration,
+        (phases, length): (Vec<Duration>, Duration),
+    ) -> Samplers {
+        Samplers { phase_ends: at_phase_ends(hosts, epoch, phases), timeline: every(hosts, org, epoch, step, length) }
+    }
+
+    /// What they sampled. They end with the schedule, which a finished case has reached; an
+    /// interrupted case's are cut short and report nothing (its phases were cut short).
+    pub(crate) async fn finish(self, interrupted: bool) -> (Vec<RequestCounts>, Vec<Point>) {
+        if interrupted {
+            self.phase_ends.abort();
+            self.timeline.abort();
+        }
+        (self.phase_ends.await.unwrap_or_default(), self.timeline.await.unwrap_or_default())
+    }
+}

@@ -1,83 +1,68 @@
 //! What a `daemon-capacity` run directory holds, in a registry of its own
-//! ([`CAPACITY_OUTPUTS`]) published the way a run's outputs are ([`super::output::Staged`]:
-//! each file under a temp name, renamed into place once it rendered whole): `capacity.json`
-//! (the typed report), `capacity.md` (a table per step, the failure point, the per-exec
-//! costs, the machine's facts) and the console table. Its own registry because its input is
-//! a capacity report, not a run's summaries; a new format is a type here and a line there.
+//! ([`CAPACITY_OUTPUTS`]) of the same [`Output`] trait as a run's, rendered from the capacity
+//! report and published by the same loop ([`publish_outputs`]: each file under a temp name,
+//! renamed into place once it rendered whole): `capacity.json` (the typed report),
+//! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
+//! facts) and the console table. A new format is a type implementing
+//! `Output<CapacityReport>` and a line in [`CAPACITY_OUTPUTS`].
 
 use std::path::Path;
 
-use super::output::{Dest, Staged};
-use super::publish::{OutputError, Published};
+use super::output::{Dest, Moment, Output, Staged, WriteError};
+use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use crate::base::units::human_us;
 use crate::results::capacity::{CapacityReport, How, Outcome, Step};
 
-/// One output of a capacity run.
-pub(crate) trait CapacityOutput: Sync {
-    fn name(&self) -> &'static str;
-    fn path(&self) -> &'static str;
-    fn dest(&self) -> Dest {
-        Dest::RunDir
-    }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String>;
+/// Every output of a capacity run, in the order they are written.
+pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
+
+/// Writes every output of `report` into `dir` at `moment`: after each step
+/// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
+/// ([`Moment::End`]); the console table is returned, not printed.
+pub(crate) fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
+    publish_outputs(CAPACITY_OUTPUTS, moment, report, dir, &FlagPaths::default())
 }
 
-/// Every output of a capacity run, in the order they are written.
-pub(crate) const CAPACITY_OUTPUTS: &[&dyn CapacityOutput] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
-
-/// Writes every output of `report` into `dir` (rewritten after each step, so a killed ramp
-/// still leaves its report); the console table is returned, not printed.
-pub(crate) fn publish_capacity(report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
-    let mut done = Published::default();
-    for o in CAPACITY_OUTPUTS {
-        let base = match o.dest() {
-            Dest::RunDir => dir.to_path_buf(),
-            _ => std::path::PathBuf::new(),
-        };
-        let mut out = Staged::new(base, None);
-        match o.write(report, &mut out).and_then(|()| out.commit()) {
-            Ok(files) => {
-                done.files.extend(files.into_iter().map(|f| (o.name(), f)));
-                done.console.extend(out.take_console());
-            }
-            Err(why) => {
-                out.abandon();
-                return Err(OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why });
-            }
-        }
-    }
-    Ok(done)
+/// A capacity report is rewritten after each step and at the end.
+fn after_steps(moment: Moment) -> bool {
+    matches!(moment, Moment::Case | Moment::End)
 }
 
 pub(crate) struct CapacityJson;
 pub(crate) struct CapacityMarkdown;
 pub(crate) struct CapacityTable;
 
-impl CapacityOutput for CapacityJson {
+impl Output<CapacityReport> for CapacityJson {
     fn name(&self) -> &'static str {
         "capacity.json"
     }
     fn path(&self) -> &'static str {
         "capacity.json"
     }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
-        out.put("capacity.json", report.to_json().map_err(|e| e.to_string())?.as_bytes())
+    fn written_at(&self, moment: Moment) -> bool {
+        after_steps(moment)
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
+        out.put("capacity.json", report.to_json()?.as_bytes())
     }
 }
 
-impl CapacityOutput for CapacityMarkdown {
+impl Output<CapacityReport> for CapacityMarkdown {
     fn name(&self) -> &'static str {
         "capacity.md"
     }
     fn path(&self) -> &'static str {
         "capacity.md"
     }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
+    fn written_at(&self, moment: Moment) -> bool {
+        after_steps(moment)
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
         out.put("capacity.md", markdown(report).as_bytes())
     }
 }
 
-impl CapacityOutput for CapacityTable {
+impl Output<CapacityReport> for CapacityTable {
     fn name(&self) -> &'static str {
         "console table"
     }
@@ -87,7 +72,10 @@ impl CapacityOutput for CapacityTable {
     fn dest(&self) -> Dest {
         Dest::Console
     }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), String> {
+    fn written_at(&self, moment: Moment) -> bool {
+        after_steps(moment)
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
         out.console(table(report).as_bytes());
         Ok(())
     }

@@ -1,51 +1,29 @@
-//! What a `conform` run directory holds, in a registry of its own ([`CONFORM_OUTPUTS`]),
-//! published the way a run's outputs are ([`super::output::Staged`]): `conform.json` (the
-//! typed report, `reports/conform.schema.json`), `conform.md` (a row per case, then each
-//! case's evidence), `conform.html` (the same on one self-contained page, no script) and the
-//! console table. Its own registry because its input is a conform
-//! report, not a run's summaries.
+//! What a `conform` run directory holds, in a registry of its own ([`CONFORM_OUTPUTS`]) of
+//! the same [`Output`] trait as a run's, rendered from the conform report and published by
+//! the same loop ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
+//! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
+//! evidence), `conform.html` (the same on one self-contained page, no script) and the
+//! console table. A new format is a type implementing `Output<ConformReport>` and a line in
+//! [`CONFORM_OUTPUTS`].
 
 use std::path::Path;
 
-use super::output::{Dest, Staged};
-use super::publish::{OutputError, Published};
+use super::output::{Dest, Moment, Output, Staged, WriteError};
+use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use crate::results::conform::{ConformReport, Verdict};
 
-/// One output of a conform run.
-pub(crate) trait ConformOutput: Sync {
-    fn name(&self) -> &'static str;
-    fn path(&self) -> &'static str;
-    fn dest(&self) -> Dest {
-        Dest::RunDir
-    }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String>;
-}
-
 /// Every output of a conform run, in the order they are written.
-pub(crate) const CONFORM_OUTPUTS: &[&dyn ConformOutput] =
+pub const CONFORM_OUTPUTS: &[&dyn Output<ConformReport>] =
     &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
-    let mut done = Published::default();
-    for o in CONFORM_OUTPUTS {
-        let base = match o.dest() {
-            Dest::RunDir => dir.to_path_buf(),
-            _ => std::path::PathBuf::new(),
-        };
-        let mut out = Staged::new(base, None);
-        match o.write(report, &mut out).and_then(|()| out.commit()) {
-            Ok(files) => {
-                done.files.extend(files.into_iter().map(|f| (o.name(), f)));
-                done.console.extend(out.take_console());
-            }
-            Err(why) => {
-                out.abandon();
-                return Err(OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why });
-            }
-        }
-    }
-    Ok(done)
+    publish_outputs(CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
+}
+
+/// A conform report is written once, when the battery ends (or is interrupted).
+fn at_end(moment: Moment) -> bool {
+    moment == Moment::End
 }
 
 pub(crate) struct ConformJson;
@@ -53,43 +31,52 @@ pub(crate) struct ConformMarkdown;
 pub(crate) struct ConformTable;
 pub(crate) struct ConformHtml;
 
-impl ConformOutput for ConformHtml {
+impl Output<ConformReport> for ConformHtml {
     fn name(&self) -> &'static str {
         "conform.html"
     }
     fn path(&self) -> &'static str {
         "conform.html"
     }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+    fn written_at(&self, moment: Moment) -> bool {
+        at_end(moment)
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
         out.put("conform.html", html(report).as_bytes())
     }
 }
 
-impl ConformOutput for ConformJson {
+impl Output<ConformReport> for ConformJson {
     fn name(&self) -> &'static str {
         "conform.json"
     }
     fn path(&self) -> &'static str {
         "conform.json"
     }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
-        out.put("conform.json", report.to_json().map_err(|e| e.to_string())?.as_bytes())
+    fn written_at(&self, moment: Moment) -> bool {
+        at_end(moment)
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
+        out.put("conform.json", report.to_json()?.as_bytes())
     }
 }
 
-impl ConformOutput for ConformMarkdown {
+impl Output<ConformReport> for ConformMarkdown {
     fn name(&self) -> &'static str {
         "conform.md"
     }
     fn path(&self) -> &'static str {
         "conform.md"
     }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+    fn written_at(&self, moment: Moment) -> bool {
+        at_end(moment)
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
         out.put("conform.md", markdown(report).as_bytes())
     }
 }
 
-impl ConformOutput for ConformTable {
+impl Output<ConformReport> for ConformTable {
     fn name(&self) -> &'static str {
         "console"
     }
@@ -99,7 +86,10 @@ impl ConformOutput for ConformTable {
     fn dest(&self) -> Dest {
         Dest::Console
     }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), String> {
+    fn written_at(&self, moment: Moment) -> bool {
+        at_end(moment)
+    }
+    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
         out.console(table(report).as_bytes());
         Ok(())
     }

@@ -1,23 +1,28 @@
-//! What an output of a run is ([`Output`]): its name, where it lands, when it is written and
-//! whether a failure to write it ends the run; and how it writes ([`Staged`]): every file
-//! under a temp name in its final directory, renamed onto its final name once the output
-//! has rendered whole, so a reader never sees half a report. The outputs themselves are
-//! registered in [`crate::report::publish`].
+//! What an output is ([`Output`]): its name, where it lands, when it is written and whether a
+//! failure to write it ends the command; and how it writes ([`Staged`]): every file under a
+//! temp name in its final directory, renamed onto its final name once the output has rendered
+//! whole, so a reader never sees half a report. One trait for every command's outputs, generic
+//! over what they render from: a run's summaries ([`Input`]), a conform report, a capacity
+//! report. The registries are in [`crate::report::publish`] (a run's),
+//! [`crate::report::conform`] and [`crate::report::capacity`]; one loop publishes them all
+//! ([`crate::report::publish::publish_outputs`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::results::summary::Summary;
 
-/// When outputs are written.
+/// When outputs are written. A run publishes at each of them; `conform` publishes at
+/// [`Moment::End`]; `daemon-capacity` after each step ([`Moment::Case`]) and at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moment {
     /// Before a scenario's first case, and when it is cut short between two cases: a
     /// killed run still leaves its report.
     Progress,
-    /// A case has finished: it is the last result, its histograms still in memory.
+    /// A case has finished: it is the last result, its histograms still in memory (for
+    /// `daemon-capacity`: a step of the ramp has).
     Case,
-    /// A scenario has finished.
+    /// A scenario (a battery, a ramp) has finished.
     End,
     /// `relay-bench report DIR`: drawn again from the run directory's own files.
     Rerender,
@@ -34,7 +39,7 @@ pub enum Dest {
     Flag(&'static str),
 }
 
-/// What outputs render from.
+/// What a run's outputs render from.
 pub struct Input<'a> {
     /// The scenarios of this run so far, in order; the last is the one being written.
     pub summaries: &'a [Summary],
@@ -49,22 +54,50 @@ impl Input<'_> {
     }
 }
 
-/// One output.
-pub trait Output: Sync {
+/// One output of a command whose outputs render from `R`. A new format is a file of its own
+/// implementing this and one line in its command's registry.
+pub trait Output<R: ?Sized>: Sync {
     fn name(&self) -> &'static str;
     /// Where it lands, as a person reads it (`summary.json`, `charts/<chart>.png|.svg`).
     fn path(&self) -> &'static str;
     fn dest(&self) -> Dest {
         Dest::RunDir
     }
+    /// Whether it is written at `moment` (a command publishes at the moments it has).
     fn written_at(&self, moment: Moment) -> bool;
-    /// Whether a failure to write it is the run's error; otherwise it is a warning while a
-    /// scenario runs (its results are safe elsewhere). At a re-render every failure counts.
+    /// Whether a failure to write it is the command's error; otherwise it is a warning while
+    /// a scenario runs (its results are safe elsewhere). At a re-render every failure counts.
     fn essential(&self) -> bool {
         true
     }
     /// Renders into `out`; an `Err` says why it could not.
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String>;
+    fn write(&self, input: &R, out: &mut Staged) -> Result<(), WriteError>;
+}
+
+/// Why an output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// A file could not be made, written or renamed into place (free space or permissions
+    /// at `path`).
+    #[error("{path}: {source}")]
+    File { path: String, source: std::io::Error },
+    /// The report would not serialize.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// A renderer's own error: its inputs unreadable, a chart that would not draw.
+    #[error(transparent)]
+    Render(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl WriteError {
+    /// A renderer's error, its type kept as the source.
+    pub(crate) fn render(e: impl std::error::Error + Send + Sync + 'static) -> WriteError {
+        WriteError::Render(Box::new(e))
+    }
+
+    fn file(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
+        move |source| WriteError::File { path: path.display().to_string(), source }
+    }
 }
 
 pub(crate) fn parent_of(p: &Path) -> PathBuf {
@@ -103,10 +136,10 @@ impl Staged {
     /// A temp path for the file `rel` (relative to the output's directory), its extension
     /// kept (a chart backend picks its format by it), its directory made; the caller writes
     /// it whole.
-    pub(crate) fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, String> {
+    pub(crate) fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, WriteError> {
         let fin = self.final_path(rel.as_ref());
         let dir = parent_of(&fin);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;
         let stem = fin.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = crate::base::fsio::temp_name(&stem);
         let tmp = match fin.extension() {
@@ -118,9 +151,9 @@ impl Staged {
     }
 
     /// Stages `bytes` as the file `rel`.
-    pub fn put(&mut self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), String> {
+    pub fn put(&mut self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
         let tmp = self.draw(rel)?;
-        std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))
+        std::fs::write(&tmp, bytes).map_err(WriteError::file(&tmp))
     }
 
     /// Text for the console.
@@ -129,12 +162,12 @@ impl Staged {
     }
 
     /// Renames every staged file onto its final name; returns the final names.
-    pub(crate) fn commit(&mut self) -> Result<Vec<PathBuf>, String> {
+    pub(crate) fn commit(&mut self) -> Result<Vec<PathBuf>, WriteError> {
         let mut done = Vec::new();
         for (tmp, fin) in std::mem::take(&mut self.temps) {
             if let Err(e) = std::fs::rename(&tmp, &fin) {
                 let _ = std::fs::remove_file(&tmp);
-                return Err(format!("{}: {e}", fin.display()));
+                return Err(WriteError::file(&fin)(e));
             }
             done.push(fin);
         }

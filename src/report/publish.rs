@@ -1,7 +1,9 @@
-//! Every output of a run, in one registry ([`OUTPUTS`]), and their publication: `run`
+//! Every output of a run, in one registry ([`OUTPUTS`]), and the one loop that publishes a
+//! registry ([`publish_outputs`]), a run's or another command's (`conform`'s and
+//! `daemon-capacity`'s registries are in [`super::conform`] and [`super::capacity`]). `run`
 //! publishes [`Moment::Progress`] before a scenario, [`Moment::Case`] after each of its cases
 //! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new format is
-//! a file of its own implementing [`Output`] and a line in [`OUTPUTS`].
+//! a file of its own implementing [`Output`] and a line in its registry.
 
 use std::ffi::OsString;
 use std::io;
@@ -11,12 +13,12 @@ use super::chart::Charts;
 use super::export::hdr::Hdr;
 use super::export::{JUnit, Json, Markdown, Table};
 use super::html::Html;
-use super::output::{parent_of, Dest, Input, Moment, Output, Staged};
+use super::output::{parent_of, Dest, Input, Moment, Output, Staged, WriteError};
 
-/// Every output: a new one is a file of its own plus one line here. They are written in
-/// this order (charts and the page read the summary.json and interval logs written before
-/// them).
-pub(crate) const OUTPUTS: &[&dyn Output] = &[&Json, &Markdown, &Hdr, &Charts, &Html, &Table, &JUnit];
+/// Every output of a run: a new one is a file of its own plus one line here. They are
+/// written in this order (charts and the page read the summary.json and interval logs
+/// written before them).
+pub const OUTPUTS: &[&dyn for<'a> Output<Input<'a>>] = &[&Json, &Markdown, &Hdr, &Charts, &Html, &Table, &JUnit];
 
 /// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +36,7 @@ impl FlagPaths {
 pub struct OutputError {
     pub output: &'static str,
     pub path: String,
-    pub why: String,
+    pub why: WriteError,
 }
 
 /// What a publication wrote.
@@ -55,12 +57,27 @@ impl Published {
     }
 }
 
-/// Writes every output due at `moment`.
+/// Writes every output of a run due at `moment`.
 pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
+    publish_outputs(OUTPUTS, moment, input, input.dir, flags)
+}
+
+/// Writes every output of `outputs` due at `moment`, in order, from `input`: run-directory
+/// outputs into `dir`, flag outputs where `flags` says (skipped without their flag), console
+/// outputs into [`Published::console`]. Each output's files land together or not at all; a
+/// failure of an essential output (of any, at a re-render) ends the publication, another's
+/// is a warning.
+pub(crate) fn publish_outputs<R: ?Sized>(
+    outputs: &[&dyn Output<R>],
+    moment: Moment,
+    input: &R,
+    dir: &Path,
+    flags: &FlagPaths,
+) -> Result<Published, OutputError> {
     let mut done = Published::default();
-    for o in OUTPUTS.iter().filter(|o| o.written_at(moment)) {
+    for o in outputs.iter().filter(|o| o.written_at(moment)) {
         let (base, rename) = match o.dest() {
-            Dest::RunDir => (input.dir.to_path_buf(), None),
+            Dest::RunDir => (dir.to_path_buf(), None),
             Dest::Console => (PathBuf::new(), None),
             Dest::Flag(flag) => match flags.get(flag) {
                 Some(p) => (parent_of(p), p.file_name().map(OsString::from)),
@@ -68,16 +85,14 @@ pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<P
             },
         };
         let mut out = Staged::new(base, rename);
-        let fail = |why: String, path: String| OutputError { output: o.name(), path, why };
-        let written = o.write(input, &mut out).and_then(|()| out.commit());
-        match written {
+        match o.write(input, &mut out).and_then(|()| out.commit()) {
             Ok(files) => {
                 done.files.extend(files.into_iter().map(|f| (o.name(), f)));
                 done.console.extend(out.take_console());
             }
             Err(why) => {
                 out.abandon();
-                let e = fail(why, input.dir.join(o.path()).display().to_string());
+                let e = OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why };
                 if o.essential() || moment == Moment::Rerender {
                     return Err(e);
                 }
@@ -88,9 +103,9 @@ pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<P
     Ok(done)
 }
 
-/// The registry as a person reads it: name, path, when, and whether it is essential.
-pub fn describe() -> Vec<String> {
-    OUTPUTS
+/// A registry as a person reads it: name, path, when, and where.
+pub fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
+    outputs
         .iter()
         .map(|o| {
             let moments = [
@@ -139,6 +154,7 @@ mod tests {
                 o.name()
             );
         }
-        assert!(describe().iter().any(|l| l.starts_with("summary.json: summary.json")), "{:?}", describe());
+        let lines = describe(OUTPUTS);
+        assert!(lines.iter().any(|l| l.starts_with("summary.json: summary.json")), "{lines:?}");
     }
 }

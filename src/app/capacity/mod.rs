@@ -24,6 +24,7 @@ use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::report::capacity::publish_capacity;
+use crate::report::output::Moment;
 use crate::report::publish::OutputError;
 use crate::results::capacity::{
     CapacityReport, Cleanup, Costs, DaemonFacts, Machine, Outcome, Ramp as RampFacts, SCHEMA_VERSION,
@@ -391,7 +392,7 @@ pub async fn run(
             report.costs = Costs::of(done, fd_soft);
             report.duration_ms = t0.elapsed().as_millis() as u64;
             if write_error.is_none() {
-                if let Err(e) = publish_capacity(report, dir) {
+                if let Err(e) = publish_capacity(Moment::Case, report, dir) {
                     *write_error = Some(e);
                 }
             }
@@ -418,7 +419,7 @@ pub async fn run(
     };
     report.duration_ms = t0.elapsed().as_millis() as u64;
     report.machine.load_end = crate::results::capacity::load_average();
-    let published = publish_capacity(&report, &dir)?;
+    let published = publish_capacity(Moment::End, &report, &dir)?;
     if let Some(e) = write_error {
         return Err(e.into());
     }

@@ -49,7 +49,7 @@ use plotters::prelude::*;
 
 use crate::record::recorder::Measure;
 use crate::report::export::hdr::{read_hlog, total, Interval, HLOG};
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::{Counter, GateResult, Metric};
 
@@ -123,7 +123,7 @@ pub enum ChartError {
     Draw { at: String, why: DrawError },
     /// The staging area refused a file (its own message: report/output.rs).
     #[error("{0}")]
-    Staged(String),
+    Staged(WriteError),
 }
 
 /// A run directory's data.
@@ -345,7 +345,7 @@ pub(crate) fn legend<DB: DrawingBackend>(
 /// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
 pub(crate) struct Charts;
 
-impl Output for Charts {
+impl Output<Input<'_>> for Charts {
     fn name(&self) -> &'static str {
         "charts"
     }
@@ -362,8 +362,8 @@ impl Output for Charts {
         false
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
-        render(&RunData::load(input.dir).map_err(|e| e.to_string())?, out).map_err(|e| e.to_string())
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(WriteError::render)
     }
 }
 

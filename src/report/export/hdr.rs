@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 
 use crate::base::fsio::{check_bounded, read_bounded, Bound, BoundedReadError, Refused};
 use crate::record::recorder::{CaseHdr, Measure};
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 
 /// Nanoseconds per millisecond: `.hgrm` values are in ms.
 const MS: f64 = 1e6;
@@ -119,7 +119,7 @@ pub enum HlogError {
 pub enum HdrError {
     /// The staging area refused a file (its own message: report/output.rs).
     #[error("{0}")]
-    Staged(String),
+    Staged(WriteError),
     #[error("{measure}: {why}")]
     Write { measure: &'static str, why: io::Error },
     #[error(transparent)]
@@ -147,7 +147,7 @@ pub(crate) const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
 pub(crate) struct Hdr;
 
-impl Output for Hdr {
+impl Output<Input<'_>> for Hdr {
     fn name(&self) -> &'static str {
         "hdr"
     }
@@ -164,14 +164,14 @@ impl Output for Hdr {
         false
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         // After a case, the case just finished is the last result, its histograms still in
         // memory; a re-render has none in memory and reads the logs.
         match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {
             Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
             None => rewrite_hgrm(&input.dir.join("hdr"), out),
         }
-        .map_err(|e| e.to_string())
+        .map_err(WriteError::render)
     }
 }
 

@@ -1,6 +1,6 @@
 //! `summary.json`: the machine-readable result (see `Summary` for the fields).
 
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
 
 pub struct Json;
@@ -13,7 +13,7 @@ impl Json {
     }
 }
 
-impl Output for Json {
+impl Output<Input<'_>> for Json {
     fn name(&self) -> &'static str {
         "summary.json"
     }
@@ -26,7 +26,7 @@ impl Output for Json {
         moment != Moment::Rerender // it is what a re-render reads
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("summary.json", &self.render(input.summary()))
     }
 }

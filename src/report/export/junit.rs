@@ -7,14 +7,14 @@
 
 use std::fmt::Write;
 
-use crate::report::output::{Dest, Input, Moment, Output, Staged};
+use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::verdict::Verdict;
 
 /// `--junit FILE`: every scenario of the run so far, rewritten after each.
 pub struct JUnit;
 
-impl Output for JUnit {
+impl Output<Input<'_>> for JUnit {
     fn name(&self) -> &'static str {
         "junit.xml"
     }
@@ -31,7 +31,7 @@ impl Output for JUnit {
         moment == Moment::End
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("junit.xml", &render_all(input.summaries))
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::gfm::{Align, MdTable};
 use super::{any_thin, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 use crate::scenario::rules::INVARIANTS;
 
@@ -60,7 +60,7 @@ fn one(v: f64) -> String {
     format!("{v:.1}")
 }
 
-impl Output for Markdown {
+impl Output<Input<'_>> for Markdown {
     fn name(&self) -> &'static str {
         "summary.md"
     }
@@ -73,7 +73,7 @@ impl Output for Markdown {
         true
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("summary.md", &self.render(input.summary()))
     }
 }

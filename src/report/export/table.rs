@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::{any_thin, THIN, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
-use crate::report::output::{Dest, Input, Moment, Output, Staged};
+use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
 pub struct Table;
@@ -97,7 +97,7 @@ fn note(o: &mut String, text: &str) {
     let _ = writeln!(o, "{}", line.trim_end());
 }
 
-impl Output for Table {
+impl Output<Input<'_>> for Table {
     fn name(&self) -> &'static str {
         "console table"
     }
@@ -114,7 +114,7 @@ impl Output for Table {
         moment == Moment::End
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.console(&self.render(input.summary()));
         Ok(())
     }

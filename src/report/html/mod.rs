@@ -15,7 +15,7 @@ mod verdict;
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};
-use crate::report::output::{Input, Moment, Output, Staged};
+use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
 
 /// `report.html`.
@@ -24,7 +24,7 @@ pub(crate) struct Html;
 /// The files a run directory may hold beside its reports, linked when present.
 const OPTIONAL_FILES: [&str; 2] = ["events.ndjson", "calls.csv"];
 
-impl Output for Html {
+impl Output<Input<'_>> for Html {
     fn name(&self) -> &'static str {
         "report.html"
     }
@@ -42,8 +42,8 @@ impl Output for Html {
         false
     }
 
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), String> {
-        let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(|e| e.to_string())?;
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+        let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
         let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
         out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
     }
