@@ -233,7 +233,7 @@ fn gates(o: &mut String, s: &Summary) {
                 r.case,
                 g.expr,
                 g.observed_text,
-                super::spread_in_unit(r, &g.metric.name())
+                super::gate_spread(r, g.metric)
             );
         }
     }

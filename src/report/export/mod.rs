@@ -25,6 +25,7 @@ pub use table::Table;
 
 use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;
+use crate::scenario::gate::Metric;
 
 /// The mark of a percentile taken over fewer samples than it needs to mean anything
 /// ([`crate::record::recorder::samples_needed`]); [`THIN_NOTE`] says what it means.
@@ -71,15 +72,9 @@ pub(crate) fn spread(r: &CaseResult, figure: &str, fmt: impl Fn(f64) -> String) 
     }
 }
 
-/// [`spread`] in the figure's own unit (microseconds read as a person reads them).
-pub(crate) fn spread_in_unit(r: &CaseResult, figure: &str) -> String {
-    let Some(unit) = r.repeat.as_ref().and_then(|p| p.get(figure)).map(|s| s.unit.clone()) else {
-        return String::new();
-    };
-    match unit.as_str() {
-        "us" => spread(r, figure, us),
-        _ => spread(r, figure, |v| format!("{}{unit}", crate::base::units::readable(v, 3))),
-    }
+/// [`spread`] of a gate's figure, each end written as the gate writes its observed value.
+pub(crate) fn gate_spread(r: &CaseResult, metric: Metric) -> String {
+    spread(r, &metric.name(), |v| metric.show(v))
 }
 
 /// A latency statistic as [`stat`] gives it, with its spread across repeats.

@@ -25,15 +25,7 @@ pub(crate) fn headline(v: &Verdict) -> String {
 /// empty when the case ran once.
 fn spread(s: &Summary, g: &RolloutGate, j: &Judged) -> String {
     match s.results.iter().find(|r| r.case == j.case) {
-        Some(r) if j.observed.is_some() => {
-            let figure = g.metric.name();
-            let latency = r.repeat.as_ref().and_then(|p| p.get(&figure)).is_some_and(|f| f.unit == "us");
-            if latency {
-                super::spread(r, &figure, super::us)
-            } else {
-                super::spread(r, &figure, |v| crate::base::units::readable(v, 3))
-            }
-        }
+        Some(r) if j.observed.is_some() => super::gate_spread(r, g.metric),
         _ => String::new(),
     }
 }

@@ -221,6 +221,17 @@ impl Ratio {
 pub(crate) const VS_BASELINE: &str = "vs_baseline";
 
 impl Metric {
+    /// A value of this metric as a gate's observed value reads (`93.1ms`, `5.25`,
+    /// `0.968x the baseline`).
+    pub(crate) fn show(self, v: f64) -> String {
+        match self {
+            Metric::Latency(..) => crate::base::units::human_us(v),
+            Metric::Count(_) | Metric::Fleet(_) => crate::base::units::readable(v, 2),
+            Metric::VsBaseline(_) if (1e-3..1e9).contains(&v.abs()) => format!("{v:.3}x the baseline"),
+            Metric::VsBaseline(_) => format!("{}x the baseline", crate::base::units::readable(v, 3)),
+        }
+    }
+
     /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
     pub fn name(self) -> String {
         match self {
@@ -520,13 +531,7 @@ impl Gate {
 
     /// Checks the gate against a value read by `lookup`.
     pub(crate) fn evaluate(&self, observed: Option<f64>) -> GateResult {
-        let observed_text = match (observed, self.metric) {
-            (None, _) => "not measured (no samples)".to_owned(),
-            (Some(v), Metric::Latency(..)) => crate::base::units::human_us(v),
-            (Some(v), Metric::Count(_) | Metric::Fleet(_)) => crate::base::units::readable(v, 2),
-            (Some(v), Metric::VsBaseline(_)) if (1e-3..1e9).contains(&v.abs()) => format!("{v:.3}x the baseline"),
-            (Some(v), Metric::VsBaseline(_)) => format!("{}x the baseline", crate::base::units::readable(v, 3)),
-        };
+        let observed_text = observed.map_or_else(|| "not measured (no samples)".to_owned(), |v| self.metric.show(v));
         GateResult {
             expr: self.expr.clone(),
             metric: self.metric,
