@@ -38,16 +38,28 @@ impl CaseContext<'_> {
     pub(super) fn read_case(&self, mut c: Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
         let mut case =
             parse_case(&mut c, self.common_gates, self.common_rollout, self.tables, workload, self.over.clock)?;
-        let moved = self.over.length.is_some() || self.over.seed.is_some() || self.over.sandboxes.is_some();
-        if moved && case.host.in_sandbox().is_some() {
-            let why = "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written; \
-                       --duration, --scale, --seed and --sandboxes cannot reach it";
-            return Err(c.err("in_sandbox", why));
-        }
-        if self.over.repeat.is_some_and(|n| n > 1) && case.host.in_sandbox().is_some() {
-            let why = "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written, \
-                       so a repeat cannot be given a seed of its own; --repeat takes every case whose writer \
-                       runs on this machine (any host, in_sandbox = false)";
+        let o = self.over;
+        let reaching: Vec<&str> = [
+            (o.length.is_some(), "--duration/--scale"),
+            (o.seed.is_some(), "--seed"),
+            (o.sandboxes.is_some(), "--sandboxes"),
+            (o.repeat.is_some_and(|n| n > 1), "--repeat"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !reaching.is_empty() && case.host.in_sandbox().is_some() {
+            let (last, rest) = reaching.split_last().expect("not empty");
+            let (flags, take) = match rest {
+                [] => ((*last).to_owned(), "takes"),
+                _ => (format!("{} and {last}", rest.join(", ")), "take"),
+            };
+            let seedless = if reaching.contains(&"--repeat") { " (nor give a repeat a seed of its own)" } else { "" };
+            let why = format!(
+                "in_sandbox = true: its writer runs in the sandbox and reads the scenario file as written, so {flags} \
+                 cannot reach it{seedless}; {flags} {take} every case whose writer runs \
+                 on this machine (any host, in_sandbox = false)"
+            );
             return Err(c.err("in_sandbox", why));
         }
         let mut faults = if workload == self.workload {
