@@ -18,6 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::compact;
 use crate::events::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 use crate::events::{Event, EventKind, Listener, Msg};
 
@@ -181,9 +182,10 @@ pub(crate) struct CaseCheck {
 
 /// A log that cannot be read: which line, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {msg}")]
+#[error("{file}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub(crate) struct LogError {
     pub file: String,
+    /// The line of an ndjson log (0: a compact log's, whose `msg` names the byte).
     pub line: usize,
     pub msg: String,
 }
@@ -256,13 +258,52 @@ fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
     })
 }
 
-/// Replays the pairing invariant over a recorded log, case by case in the order they
-/// appear. Only `request` and `response` lines count; other events are skipped. Lines are
-/// read one at a time, each at most [`MAX_LINE_BYTES`]; a last line that has no newline
-/// and is not an event line (a kill cut it) is skipped with a warning.
-pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
+/// Replays the pairing invariant over a recorded log (ndjson or compact, [`read_log`]), case
+/// by case in the order they appear. Only `request` and `response` lines count; other
+/// events are skipped.
+pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, LogError> {
     // Cases in the order they first appear, each with its pairing stream.
     let mut cases: Vec<(String, Stream)> = Vec::new();
+    let warnings = read_log(file, reader, |l| {
+        let ev = match (l.event.as_str(), l.outcome.as_deref()) {
+            ("request", _) => PairEvent::Request,
+            ("response" | "parked", _) => PairEvent::Response,
+            ("response_unread", _) => PairEvent::ResponseByFile,
+            ("call_end", Some("interrupted")) => PairEvent::CutOff,
+            _ => return,
+        };
+        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
+            Some(i) => i,
+            None => {
+                cases.push((l.case.clone(), Vec::new()));
+                cases.len() - 1
+            }
+        };
+        cases[idx].1.push((l.sandbox, l.call, ev));
+    })?;
+    let cases = cases
+        .into_iter()
+        .map(|(case, evs)| {
+            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
+            let responses =
+                evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
+            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
+            CaseCheck { case, requests, responses, report }
+        })
+        .collect();
+    Ok(LogCheck { cases, warnings })
+}
+
+/// Hands every line of a recorded log to `f`, in order: an `events.ndjson`, or an
+/// `events.bin` ([`compact`]) read back as the lines it stands for. Returns the warnings:
+/// a last line (or record) cut by a kill is skipped with one. An ndjson line is read at
+/// most [`MAX_LINE_BYTES`] at a time.
+pub(crate) fn read_log(file: &str, mut reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+    let head =
+        reader.fill_buf().map_err(|e| LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })?;
+    if compact::is_compact(head) {
+        return read_compact(file, reader, f);
+    }
     let mut warnings = Vec::new();
     let mut buf = Vec::new();
     for n in 1.. {
@@ -281,8 +322,8 @@ pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck
         if buf.trim_ascii().is_empty() {
             continue;
         }
-        let l: Line = match serde_json::from_slice(&buf) {
-            Ok(l) => l,
+        match serde_json::from_slice(&buf) {
+            Ok(l) => f(l),
             Err(_) if end == LineEnd::EndOfFile => {
                 warnings.push(format!(
                     "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
@@ -290,34 +331,31 @@ pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck
                 break;
             }
             Err(e) => return Err(err(format!("not an event line: {e}"))),
-        };
-        let ev = match (l.event.as_str(), l.outcome.as_deref()) {
-            ("request", _) => PairEvent::Request,
-            ("response" | "parked", _) => PairEvent::Response,
-            ("response_unread", _) => PairEvent::ResponseByFile,
-            ("call_end", Some("interrupted")) => PairEvent::CutOff,
-            _ => continue,
-        };
-        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
-            Some(i) => i,
-            None => {
-                cases.push((l.case.clone(), Vec::new()));
-                cases.len() - 1
-            }
-        };
-        cases[idx].1.push((l.sandbox, l.call, ev));
+        }
     }
-    let cases = cases
-        .into_iter()
-        .map(|(case, evs)| {
-            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
-            let responses =
-                evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
-            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
-            CaseCheck { case, requests, responses, report }
-        })
-        .collect();
-    Ok(LogCheck { cases, warnings })
+    Ok(warnings)
+}
+
+/// [`read_log`] of a compact log; an error names the byte offset (as `line`'s place).
+fn read_compact(file: &str, reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+    let mut r = compact::CompactReader::new(reader);
+    loop {
+        match r.next_line() {
+            Ok(Some(l)) => f(l),
+            Ok(None) => return Ok(Vec::new()),
+            Err(compact::ReadError::Cut) => {
+                let at = r.offset();
+                return Ok(vec![format!("{file}: byte {at}: the last record is cut short (by a kill?): skipped")]);
+            }
+            Err(compact::ReadError::Bad(at, what)) => {
+                let msg = format!("byte {at}: {what}; allowed: a relay-bench event log (events.bin or events.ndjson)");
+                return Err(LogError { file: file.to_owned(), line: 0, msg });
+            }
+            Err(compact::ReadError::Io(e)) => {
+                return Err(LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

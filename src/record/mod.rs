@@ -3,5 +3,6 @@
 //! `calls.csv` ([`calls_csv`]).
 
 pub mod calls_csv;
+pub mod compact;
 pub mod eventlog;
 pub mod recorder;

@@ -317,6 +317,7 @@ pub(super) fn files(p: &mut Page, extra: &[&str]) {
     for f in extra {
         let what = match *f {
             "events.ndjson" => "every call's events, one JSON object a line",
+            "events.bin" => "every call's events, compact (relay-bench check --ndjson prints them as lines)",
             _ => "a row per call with its whole timeline",
         };
         item(f, what);
