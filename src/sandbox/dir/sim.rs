@@ -202,7 +202,7 @@ impl Inner {
                 *slot = bytes;
             }
             let change = if existed { Change::Modified } else { Change::Appeared };
-            self.to_tell(&s, vec![(name.to_owned(), change)])
+            self.to_tell(&s, [(name, change), ("", change)], 1)
         };
         tell(seen);
         Ok(())
@@ -230,7 +230,7 @@ impl Inner {
                 .remove(from)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
             s.files.insert(to.to_owned(), bytes);
-            self.to_tell(&s, vec![(from.to_owned(), Change::Removed), (to.to_owned(), Change::Appeared)])
+            self.to_tell(&s, [(from, Change::Removed), (to, Change::Appeared)], 2)
         };
         tell(seen);
         Ok(())
@@ -248,7 +248,7 @@ impl Inner {
             if s.files.remove(name).is_none() {
                 return Ok(());
             }
-            self.to_tell(&s, vec![(name.to_owned(), Change::Removed)])
+            self.to_tell(&s, [(name, Change::Removed), ("", Change::Removed)], 1)
         };
         tell(seen);
         Ok(())
@@ -256,9 +256,11 @@ impl Inner {
 
     /// The callbacks to run and what to tell them (called under the lock; the callbacks run
     /// after it is released). Under a queue overflow every change is a rescan.
-    fn to_tell(&self, s: &State, changes: Vec<(String, Change)>) -> Tell {
+    /// (The first `n` of `changes` are the changes; names are the caller's, told after it
+    /// has released the lock.)
+    fn to_tell<'a>(&self, s: &State, changes: [(&'a str, Change); 2], n: usize) -> Tell<'a> {
         let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
-        Tell { cbs, changes, overflow: s.faults.contains(&SimFault::QueueOverflow) }
+        Tell { cbs, changes, n, overflow: s.faults.contains(&SimFault::QueueOverflow) }
     }
 
     fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
@@ -281,15 +283,16 @@ impl Inner {
 }
 
 /// Changes to tell, and to whom.
-struct Tell {
+struct Tell<'a> {
     cbs: Vec<Arc<OnSeen>>,
-    changes: Vec<(String, Change)>,
+    changes: [(&'a str, Change); 2],
+    n: usize,
     overflow: bool,
 }
 
-fn tell(t: Tell) {
+fn tell(t: Tell<'_>) {
     for cb in &t.cbs {
-        for (name, change) in &t.changes {
+        for (name, change) in &t.changes[..t.n] {
             cb(if t.overflow { Seen::Rescan } else { Seen::Name(name, *change) });
         }
     }

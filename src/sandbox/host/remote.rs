@@ -245,7 +245,10 @@ impl Daemon {
             self.unpaused().await;
             out
         };
+        // In this order (no random draw per request): the answer, then a fault that broke
+        // it, then the proxy's cut.
         tokio::select! {
+            biased;
             out = work => out,
             why = broken(&mut outage, at_start, kind) => Err(why),
             why = cut => Err(why),

@@ -191,6 +191,7 @@ impl Inner {
         // bound runs on (as production's does on the daemon), its result ignored.
         s.execs.push(tokio::spawn(async move {
             tokio::select! {
+                biased;
                 out = &mut run => return me.complete(gen, out),
                 () = tokio::time::sleep(bound) => me.outer_bound(gen),
             }
