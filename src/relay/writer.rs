@@ -279,8 +279,8 @@ impl Writer {
         // How the last wait ended: an answer found after a timer wake was not announced.
         let mut last = None;
         loop {
-            match self.dir.read(&res) {
-                Ok(bytes) => {
+            match self.dir.read_present(&res) {
+                Ok(Some(bytes)) => {
                     times.read = Some(Instant::now());
                     if last == Some(Wake::Timeout) {
                         if let Some(rearmed) = self.waiter.missed() {
@@ -297,6 +297,7 @@ impl Writer {
                         }
                     };
                 }
+                Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => say.say(Say::AnswerReadFailed { call: id.to_string(), error: e.to_string() }),
             }

@@ -154,6 +154,11 @@ impl Control {
         self.start_failure.get().cloned()
     }
 
+    /// Stopped, and its source (if any) runs nothing on: the control need not be kept.
+    pub(crate) fn settled(&self) -> bool {
+        !self.is_active() && self.source.as_ref().is_none_or(|s| s.finished())
+    }
+
     /// Waits until the runner is ready (or stopped), at most `bound`; false if it was not.
     pub async fn ready(&self, bound: Duration) -> bool {
         self.ready.wait(bound).await == Wake::Closed && self.is_active()

@@ -342,6 +342,14 @@ impl RelayDir for SimDir {
         self.inner.read(name)
     }
 
+    fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        let s = self.inner.state();
+        if !s.exists {
+            return Err(not_found(&self.inner.path));
+        }
+        Ok(s.files.get(name).cloned())
+    }
+
     fn stat(&self, name: &str) -> io::Result<u64> {
         self.inner.stat(name)
     }
@@ -363,9 +371,11 @@ impl RelayDir for SimDir {
     }
 
     fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
-        let (dir, argv) = (self.clone(), argv.to_vec());
+        // The argv is only read: read now (the program's name, what it is asked) instead of
+        // copied into the exec.
+        let (dir, asked) = (self.clone(), (argv.first().cloned(), WatchArgs::parse_argv(argv)));
         Box::pin(async move {
-            match tokio::time::timeout(timeout, dir.run_program(argv)).await {
+            match tokio::time::timeout(timeout, dir.run_program(asked)).await {
                 Ok(out) => Ok(out),
                 Err(_) => Ok(ExecOutput::timed_out()),
             }
@@ -430,18 +440,21 @@ impl RelayDir for SimDir {
 }
 
 impl SimDir {
-    /// The sandbox's answer to running `argv`: the watch program, unless a fault says
-    /// otherwise.
-    async fn run_program(&self, argv: Vec<OsString>) -> ExecOutput {
+    /// The sandbox's answer to running a program (its name, and its argv read as the watch
+    /// program's): the watch program, unless a fault says otherwise.
+    async fn run_program(
+        &self,
+        (prog, asked): (Option<OsString>, Result<WatchArgs, program::WatchArgsError>),
+    ) -> ExecOutput {
         self.inner.log_exec();
         // Starting a program gives the CPU away: the runner's other work runs before it
         // lists, as it would while a real process starts (here it costs no simulated time).
         tokio::task::yield_now().await;
         if self.has_fault(SimFault::ProgramMissing) {
-            let prog = argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            let prog = prog.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
             return ExecOutput::exited(127, "", format!("sh: {prog}: not found"));
         }
-        let args = match WatchArgs::parse_argv(&argv) {
+        let args = match asked {
             Ok(a) if !a.follow => a,
             Ok(_) => return ExecOutput::exited(2, "", "sandbox-watch: --follow streams; use a followed exec"),
             Err(e) => return ExecOutput::exited(2, "", format!("sandbox-watch: {e}")),

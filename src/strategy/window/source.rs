@@ -379,6 +379,14 @@ impl ActivitySource for WindowSource {
         !s.demoted && !s.closed
     }
 
+    fn finished(&self) -> bool {
+        let s = self.0.lock();
+        let timers = [&s.deferred, &s.retry];
+        s.closed
+            && s.execs.iter().all(JoinHandle::is_finished)
+            && timers.iter().all(|t| t.as_ref().is_none_or(JoinHandle::is_finished))
+    }
+
     fn note_miss(&self) -> bool {
         let mut s = self.0.lock();
         if s.closed || s.demoted {
