@@ -96,20 +96,29 @@ pub fn plan(s: &Scenario, format: EventLogFormat, max: u64) -> Result<EventLogPl
     Ok(EventLogPlan { compact, estimate })
 }
 
+/// A size [`parse_size`] would not read; each names the text and what it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("{0:?} is not a size (expected e.g. 500MB, 2GB)")]
+    NotANumber(String),
+    #[error("{text:?} has unknown unit {unit:?} (use B, KB, MB, GB or TB)")]
+    UnknownUnit { text: String, unit: String },
+}
+
 /// A size as `--max-event-log` takes it: bytes, or a number with `KB`, `MB`, `GB` (powers of
 /// 1000).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| format!("{s:?} is not a size (expected e.g. 500MB, 2GB)"))?;
+    let value: f64 = num.parse().map_err(|_| SizeError::NotANumber(s.to_owned()))?;
     let scale = match unit.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 1.0,
         "KB" => 1e3,
         "MB" => 1e6,
         "GB" => 1e9,
         "TB" => 1e12,
-        u => return Err(format!("{s:?} has unknown unit {u:?} (use B, KB, MB, GB or TB)")),
+        u => return Err(SizeError::UnknownUnit { text: s.to_owned(), unit: u.to_owned() }),
     };
     Ok((value * scale).round() as u64)
 }
@@ -138,6 +147,6 @@ mod tests {
         assert_eq!(parse_size("500MB"), Ok(500_000_000));
         assert_eq!(parse_size("2 gb"), Ok(2_000_000_000));
         assert_eq!(parse_size("1234"), Ok(1234));
-        assert!(parse_size("lots").is_err() && parse_size("3PB").unwrap_err().contains("unit"));
+        assert!(parse_size("lots").is_err() && parse_size("3PB").unwrap_err().to_string().contains("unit"));
     }
 }

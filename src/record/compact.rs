@@ -30,9 +30,24 @@ use std::path::Path;
 
 use tokio::time::Instant;
 
-use super::eventlog::Line;
 use crate::events::pairing::{BreachKind, PairingReport};
 use crate::events::{CallOutcome, Event, EventKind, FailKind, Incomplete, Listener, Msg};
+use serde::{Deserialize, Serialize};
+
+/// One line of the event log (an ndjson line; a compact record reads back as one or more).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Line {
+    pub case: String,
+    pub sandbox: u32,
+    pub call: String,
+    pub event: String,
+    /// Nanoseconds from the case's first intended start (negative before it).
+    pub t_ns: i64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<String>,
+}
 
 /// What every section of a compact log starts with (a 0 byte: no record's tag).
 pub(crate) const MAGIC: &[u8; 8] = b"\0RBLOG1\n";
@@ -432,89 +447,6 @@ impl<R: BufRead> CompactReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::pairing::{check_pairing, PairEvent};
-    use crate::events::{RunnerSide, WriterSide};
-    use std::time::Duration;
-
-    /// Every kind of event, written to both logs: the compact one reads back as the ndjson
-    /// one's lines, in order.
-    #[test]
-    fn a_compact_log_reads_back_as_the_ndjson_lines() {
-        let t0 = Instant::now();
-        let at = |us: u64| t0 + Duration::from_micros(us);
-        let calls: Vec<crate::events::CallId> =
-            ["s1-t0-k0-c0", "s1-t0-k0-c1", "s12-t0-k0-c0", "é\"x", "s1-t0-k1-c0"].iter().map(|c| (*c).into()).collect();
-        let mut events = Vec::new();
-        for (i, call) in calls.iter().enumerate() {
-            let sandbox = if i == 2 { 12 } else { 1 };
-            let t = 1000 * i as u64;
-            let ev = |us, kind| Event { at: at(us), sandbox, call: call.clone(), kind };
-            events.push(ev(t, EventKind::Requesting));
-            events.push(ev(t + 5, EventKind::Answering));
-            events.push(ev(t + 7, if i == 3 { EventKind::AnsweringUnread } else { EventKind::Parked }));
-            let w = WriterSide {
-                intended: at(t),
-                started: at(t),
-                warmup: false,
-                published: (i != 1).then(|| at(t + 1)),
-                read: (i % 2 == 0).then(|| at(t + 2_000_000)),
-                outcome: [
-                    CallOutcome::Answered(crate::base::protocol::Outcome::Ok),
-                    CallOutcome::Failed(FailKind::Timeout),
-                    CallOutcome::Answered(crate::base::protocol::Outcome::Paused),
-                    CallOutcome::Failed(FailKind::Interrupted),
-                    CallOutcome::Failed(FailKind::IdCollision),
-                ][i],
-            };
-            events.push(ev(t + 9, EventKind::Writer(w)));
-            let r = RunnerSide {
-                woke: at(t + 1),
-                picked: at(t + 2),
-                handler_start: at(t + 3),
-                handler_end: at(t + 4),
-                answered: (i != 4).then(|| at(t + 5)),
-                observed: i == 2,
-                handler_known: i != 3,
-            };
-            events.push(ev(t + 3, EventKind::Runner(r)));
-        }
-        let pairing = check_pairing([(3, "ghost", PairEvent::Response), (1, "s1-t0-k0-c0", PairEvent::Response)]);
-        let dir = tempfile::tempdir().unwrap();
-        let (nd, bin) = (dir.path().join("e.ndjson"), dir.path().join("e.bin"));
-        for case in ["one", "two \"cases\""] {
-            let epoch = at(500);
-            let mut a = super::super::eventlog::EventLog::append(&nd, case, epoch).unwrap();
-            let mut b = CompactLog::append(&bin, case, epoch, u64::MAX).unwrap();
-            for e in &events {
-                a.message(&Msg::Call(e.clone()));
-                b.message(&Msg::Call(e.clone()));
-            }
-            a.close(&pairing).unwrap();
-            b.close(&pairing).unwrap();
-        }
-        let want: Vec<Line> =
-            std::fs::read_to_string(&nd).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        let bytes = std::fs::read(&bin).unwrap();
-        assert!(is_compact(&bytes));
-        let mut r = CompactReader::new(&bytes[..]);
-        let mut got = Vec::new();
-        while let Some(l) = r.next_line().unwrap() {
-            got.push(l);
-        }
-        assert_eq!(got, want);
-        assert!(bytes.len() * 4 < std::fs::metadata(&nd).unwrap().len() as usize, "{} bytes", bytes.len());
-        // Cut inside its last record: read up to it, then told so.
-        let mut r = CompactReader::new(&bytes[..bytes.len() - 1]);
-        let mut n = 0;
-        let end = loop {
-            match r.next_line() {
-                Ok(Some(_)) => n += 1,
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            }
-        };
-        assert!(matches!(end, Some(ReadError::Cut)) && n > 0 && n < want.len(), "{n}");
-    }
 
     #[test]
     fn a_log_past_its_cap_says_so_at_its_close() {
