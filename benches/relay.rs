@@ -262,6 +262,7 @@ writer = "watch"
         progress: None,
         progress_every: std::time::Duration::from_secs(5),
         event_log: None,
+        event_log_max: u64::MAX,
         calls_csv: None,
     };
     let mut g = c.benchmark_group("virtual");

@@ -1,7 +1,8 @@
 //! How far the virtual clock carries a fleet on this machine: each point runs relay-bench
 //! as a child process on a generated virtual scenario (production's window-exec behind the
-//! proxy profile, no event log) and measures its wall time, its peak RSS and the calls it
-//! simulated per second of wall time. A table on stdout and `target/scale.json`.
+//! proxy profile; no event log, but for the points that keep the default one and report its
+//! size) and measures its wall time, its CPU time, its peak RSS and the calls it simulated
+//! per second of wall time. A table on stdout and `target/scale.json`.
 //!
 //! `cargo bench --bench scale` runs every point; `-- --quick` the small ones only (CI);
 //! `-- NAME...` the points named.
@@ -17,6 +18,10 @@ struct Point {
     /// `[workload]` keys beside sandboxes and duration (`[workload.agent]` included).
     workload: &'static str,
     quick: bool,
+    /// Run with the default event log (and report its size), not `--no-event-log`.
+    log: bool,
+    /// Simulated minutes instead of `hours`.
+    minutes: Option<u32>,
 }
 
 /// Today's keys: one relay per sandbox for the whole case, 1 turn a second fleet-wide.
@@ -26,28 +31,57 @@ const AGENT_TURNS: &str = "[workload.agent]\n";
 /// Agent turns with an hour between sessions (a fleet idle most of the day).
 const IDLE_HEAVY: &str = "[workload.agent]\nsession_gap = { mean = \"1h\" }\n";
 
+const fn point(name: &'static str, sandboxes: u32, hours: u32, workload: &'static str) -> Point {
+    Point { name, sandboxes, hours, workload, quick: false, log: false, minutes: None }
+}
+
 const POINTS: &[Point] = &[
-    Point { name: "100x1h-held", sandboxes: 100, hours: 1, workload: HELD_ALL_DAY, quick: true },
-    Point { name: "100x1h-turns", sandboxes: 100, hours: 1, workload: AGENT_TURNS, quick: true },
-    Point { name: "1000x1h-held", sandboxes: 1000, hours: 1, workload: HELD_ALL_DAY, quick: false },
-    Point { name: "1000x24h-held", sandboxes: 1000, hours: 24, workload: HELD_ALL_DAY, quick: false },
-    Point { name: "1000x24h-turns", sandboxes: 1000, hours: 24, workload: AGENT_TURNS, quick: false },
-    Point { name: "1000x24h-turns-idle-heavy", sandboxes: 1000, hours: 24, workload: IDLE_HEAVY, quick: false },
-    Point { name: "10000x1h-turns", sandboxes: 10_000, hours: 1, workload: AGENT_TURNS, quick: false },
-    Point { name: "10000x1h-held", sandboxes: 10_000, hours: 1, workload: "turns_per_sec = 10\n", quick: false },
+    Point { quick: true, ..point("100x1h-held", 100, 1, HELD_ALL_DAY) },
+    Point { quick: true, ..point("100x1h-turns", 100, 1, AGENT_TURNS) },
+    point("1000x1h-held", 1000, 1, HELD_ALL_DAY),
+    point("1000x24h-held", 1000, 24, HELD_ALL_DAY),
+    point("1000x24h-turns", 1000, 24, AGENT_TURNS),
+    // The same day with the default options: the event log it writes.
+    Point { log: true, ..point("1000x24h-turns-logged", 1000, 24, AGENT_TURNS) },
+    point("1000x24h-turns-idle-heavy", 1000, 24, IDLE_HEAVY),
+    point("10000x1h-turns", 10_000, 1, AGENT_TURNS),
+    point("10000x1h-held", 10_000, 1, "turns_per_sec = 10\n"),
+    point("10000x24h-turns", 10_000, 24, AGENT_TURNS),
+    point("100000x1h-turns", 100_000, 1, AGENT_TURNS),
+    // The same fleet for a tenth of the hour: what 100,000 sandboxes cost to hold, quickly.
+    Point { minutes: Some(6), ..point("100000x6m-turns", 100_000, 1, AGENT_TURNS) },
 ];
+
+/// The point's simulated time, as the scenario says it.
+fn simulated(p: &Point) -> String {
+    p.minutes.map_or_else(|| format!("{}h", p.hours), |m| format!("{m}m"))
+}
 
 fn scenario(p: &Point) -> String {
     format!(
-        "name = \"scale-{}\"\n[workload]\nsandboxes = {}\nduration = \"{}h\"\nseed = 3\n{}\
+        "name = \"scale-{}\"\n[workload]\nsandboxes = {}\nduration = \"{}\"\nseed = 3\n{}\
          [[case]]\nname = \"window-exec\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\n\
          runner = \"window-exec\"\nwriter = \"watch\"\n",
-        p.name, p.sandboxes, p.hours, p.workload
+        p.name,
+        p.sandboxes,
+        simulated(p),
+        p.workload
     )
 }
 
-/// Runs `relay-bench` on the point's scenario: (wall seconds, peak RSS in MB, calls).
-fn measure(p: &Point, dir: &std::path::Path) -> (f64, f64, u64) {
+/// What one point cost.
+struct Measured {
+    wall: f64,
+    /// User + system CPU seconds of the child.
+    cpu: f64,
+    rss_mb: f64,
+    calls: u64,
+    /// The event log's bytes, for a point that keeps it.
+    log_bytes: Option<u64>,
+}
+
+/// Runs `relay-bench` on the point's scenario.
+fn measure(p: &Point, dir: &std::path::Path) -> Measured {
     let file = dir.join(format!("{}.toml", p.name));
     std::fs::write(&file, scenario(p)).expect("write the scenario");
     let out = dir.join(p.name);
@@ -57,8 +91,9 @@ fn measure(p: &Point, dir: &std::path::Path) -> (f64, f64, u64) {
     let child = Command::new(env!("CARGO_BIN_EXE_relay-bench"))
         .arg("run")
         .arg(&file)
-        .args(["--quiet", "--no-event-log", "--out"])
+        .args(["--quiet", "--no-calibration", "--out"])
         .arg(&out)
+        .args(if p.log { &[][..] } else { &["--no-event-log"][..] })
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start relay-bench");
@@ -73,7 +108,20 @@ fn measure(p: &Point, dir: &std::path::Path) -> (f64, f64, u64) {
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).expect("summary.json")).expect("json");
     let calls = summary["results"][0]["calls"]["completed"].as_u64().unwrap_or(0);
-    (wall, usage.ru_maxrss as f64 / 1024.0, calls)
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let log_bytes = ["events.bin", "events.ndjson"]
+        .iter()
+        .find_map(|f| std::fs::metadata(out.join(f)).ok())
+        .map(|m| m.len())
+        .filter(|_| p.log);
+    let _ = std::fs::remove_dir_all(&out);
+    Measured {
+        wall,
+        cpu: secs(usage.ru_utime) + secs(usage.ru_stime),
+        rss_mb: usage.ru_maxrss as f64 / 1024.0,
+        calls,
+        log_bytes,
+    }
 }
 
 fn main() {
@@ -85,21 +133,28 @@ fn main() {
         .filter(|p| if named.is_empty() { !quick || p.quick } else { named.iter().any(|n| *n == p.name) })
         .collect();
     let dir = tempfile::tempdir().expect("a temp dir");
-    println!("| point | sandboxes | simulated | wall | peak RSS | calls | calls simulated / s |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| point | sandboxes | simulated | wall | CPU | peak RSS | calls | calls simulated / s of wall | / s of CPU | event log |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows = Vec::new();
     for p in chosen {
-        let (wall, rss, calls) = measure(p, dir.path());
+        let m = measure(p, dir.path());
+        let log = m.log_bytes.map_or_else(|| "-".to_owned(), |b| format!("{:.1} MB", b as f64 / 1e6));
         println!(
-            "| {} | {} | {} h | {wall:.1} s | {rss:.0} MB | {calls} | {:.0} |",
+            "| {} | {} | {} | {:.1} s | {:.1} s | {:.0} MB | {} | {:.0} | {:.0} | {log} |",
             p.name,
             p.sandboxes,
-            p.hours,
-            calls as f64 / wall
+            simulated(p),
+            m.wall,
+            m.cpu,
+            m.rss_mb,
+            m.calls,
+            m.calls as f64 / m.wall,
+            m.calls as f64 / m.cpu.max(1e-9),
         );
         rows.push(serde_json::json!({
-            "point": p.name, "sandboxes": p.sandboxes, "hours": p.hours,
-            "wall_secs": wall, "peak_rss_mb": rss, "calls": calls,
+            "point": p.name, "sandboxes": p.sandboxes, "simulated": simulated(p),
+            "wall_secs": m.wall, "cpu_secs": m.cpu, "peak_rss_mb": m.rss_mb, "calls": m.calls,
+            "event_log_bytes": m.log_bytes,
         }));
     }
     let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");

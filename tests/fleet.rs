@@ -16,6 +16,7 @@ fn env() -> CaseEnv {
         progress: None,
         progress_every: std::time::Duration::from_secs(1),
         event_log: None,
+        event_log_max: u64::MAX,
         calls_csv: None,
     }
 }

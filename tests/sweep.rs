@@ -137,3 +137,36 @@ fn the_command_line_sweeps_a_case_and_refuses_an_option_it_does_not_have() {
     assert!(!refused.status.success(), "{err}");
     assert!(err.contains("case[0].sweep.runner.window") && err.contains("does not apply to this case"), "{err}");
 }
+
+/// Three virtual cases (a sweep's two points and a plain case) with their event logs: one at
+/// a time and two at once give the same summary and the same events.ndjson, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_results_do_not_depend_on_jobs() {
+    let text = SWEEP.replace(r#", "limits.org_held_execs" = [0, 100]"#, "")
+        + "[[case]]\nname = \"p\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    let s = relay_bench::scenario::Scenario::parse("jobs.toml", &text).unwrap();
+    let mut seen = Vec::new();
+    for jobs in [1, 3] {
+        let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let opts =
+            relay_bench::app::bench::RunOptions { jobs, ..common::options(out.path(), relay.path(), false, false) };
+        let summary = relay_bench::app::bench::run_scenario(
+            &s,
+            &opts,
+            "2026-01-01T00:00:00Z",
+            std::sync::Arc::new(relay_bench::base::signal::Signal::new()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(summary.results.len(), 3);
+        let mut json: Value = serde_json::to_value(&summary).unwrap();
+        json.as_object_mut().unwrap().remove("environment");
+        let log = std::fs::read(out.path().join("events.ndjson")).unwrap();
+        assert!(!log.is_empty());
+        seen.push((jobs, json, log));
+    }
+    for (jobs, json, log) in &seen[1..] {
+        assert!(*json == seen[0].1, "--jobs {jobs} moved a result");
+        assert!(*log == seen[0].2, "--jobs {jobs} changed the event log");
+    }
+}

@@ -37,6 +37,8 @@ pub enum BenchError {
     Part(#[from] crate::app::points::PartFailed),
     #[error("case {case:?}: {part}: {why}")]
     Unavailable { case: String, part: String, why: String },
+    #[error(transparent)]
+    EventLog(#[from] crate::app::logplan::TooLarge),
 }
 
 impl BenchError {
@@ -48,6 +50,7 @@ impl BenchError {
             self,
             BenchError::OutDir { .. }
                 | BenchError::Unavailable { .. }
+                | BenchError::EventLog(_)
                 | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
         )
     }
@@ -78,6 +81,11 @@ pub struct RunOptions {
     pub calls_csv: bool,
     /// Write no events.ndjson (a fleet's log runs to gigabytes; `check` has nothing to read).
     pub no_event_log: bool,
+    /// The event log's form, and the largest its estimate may be (bytes).
+    pub event_log: crate::app::logplan::EventLogFormat,
+    pub max_event_log: u64,
+    /// Virtual cases run side by side, at most this many at once (1: one at a time).
+    pub jobs: usize,
 }
 
 /// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
@@ -151,8 +159,13 @@ pub async fn run_scenario(
             console::err_raw("\r\x1b[2K");
         }
     };
-    // One event log per run directory: every case appends its lines.
-    let event_log = (!opts.no_event_log).then(|| opts.out_dir.join("events.ndjson"));
+    // One event log per run directory: every case appends its lines (or its section).
+    let plan =
+        if opts.no_event_log { None } else { Some(crate::app::logplan::plan(s, opts.event_log, opts.max_event_log)?) };
+    if let Some(p) = plan.filter(|p| p.compact) {
+        say(&format!("event log: events.bin (compact, about {:.0} MB by the planned calls)", p.estimate as f64 / 1e6));
+    }
+    let event_log = plan.map(|p| opts.out_dir.join(p.file_name()));
     if let Some(log) = &event_log {
         std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
     }
@@ -167,6 +180,7 @@ pub async fn run_scenario(
     let env = CaseEnv {
         calls_csv,
         event_log,
+        event_log_max: opts.max_event_log,
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),
         interrupt: interrupt.clone(),
@@ -183,9 +197,9 @@ pub async fn run_scenario(
             say(&format!("      departs from production: {}", departures.join(", ")));
         }
     };
-    // A sweep's virtual points, and a virtual case's repeats, run side by side, one a core;
-    // everything else one at a time.
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Virtual cases in a row (a sweep's points among them), and a virtual case's repeats,
+    // run side by side, `jobs` at once; real-clock cases one at a time.
+    let workers = opts.jobs.max(1);
     let repeats = s.repeats() as usize;
     let variants: Vec<Scenario> = (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect();
     let scenario_of = |k: usize| if k == 0 { s } else { &variants[k - 1] };
@@ -195,7 +209,7 @@ pub async fn run_scenario(
             summary.interrupted = true;
             break;
         }
-        let batch = crate::app::points::batch_at(s, i);
+        let batch = crate::app::points::batch_at(s, i, workers > 1);
         // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.
         let jobs: Vec<Job<'_>> = batch
             .iter()

@@ -12,6 +12,7 @@ pub mod claim;
 pub mod cli;
 pub mod conform;
 pub mod console;
+pub mod logplan;
 pub mod outdir;
 mod points;
 pub mod runs;

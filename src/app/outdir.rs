@@ -28,7 +28,7 @@ pub(crate) const MARKER: &str = ".relay-bench-run";
 pub(crate) const PROBE_BYTES: usize = 64 << 10;
 
 /// Files of a run directory written outside the output registry (by the run's recorders).
-pub(crate) const RUN_FILES: &[&str] = &["events.ndjson", "calls.csv"];
+pub(crate) const RUN_FILES: &[&str] = &["events.ndjson", "events.bin", "calls.csv"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {

@@ -1,8 +1,10 @@
-//! A sweep's points (and a case's repeats) on the virtual clock, several at once: each
-//! point is a case on a paused clock of its own, so points share nothing but the machine,
-//! and up to one a core runs at a time. Each point's event log and calls.csv are written apart and added to the run's once
-//! the point is over (two points never interleave their lines); its result is handed back on
-//! the caller's thread as it finishes, so the reports are rewritten after every point.
+//! A run's virtual cases (a sweep's points among them, and a case's repeats), several at
+//! once: each is a case on a paused clock of its own, so they share nothing but the machine,
+//! and up to `--jobs` run at a time. Each job's event log and calls.csv are written apart and
+//! added to the run's in the jobs' order once every earlier job's are (two jobs never
+//! interleave their lines, and the files are the same whatever `--jobs` is); its result is
+//! handed back on the caller's thread as it finishes, so the reports are rewritten after
+//! every job.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -12,14 +14,14 @@ use crate::engine::{run_case_virtual, CaseEnv, EngineError};
 use crate::results::summary::CaseResult;
 use crate::scenario::{Clock, Scenario};
 
-/// The cases from `i` on that can run side by side: the virtual points of one sweep, in a
-/// row (at least case `i` itself).
-pub(crate) fn batch_at(s: &Scenario, i: usize) -> Vec<usize> {
-    let first = &s.cases[i];
-    let Some(sweep) = s.sweep_of(&first.name).filter(|_| first.clock == Clock::Virtual) else { return vec![i] };
-    let of_it =
-        |c: &crate::scenario::CaseSpec| c.clock == Clock::Virtual && sweep.points.iter().any(|p| p.case == c.name);
-    (i..s.cases.len()).take_while(|&j| of_it(&s.cases[j])).collect()
+/// The cases from `i` on that can run side by side (`parallel`): the virtual cases in a row,
+/// a sweep's points among them (at least case `i` itself). Each is a paused clock of its own,
+/// so running them together changes nothing but the wall time.
+pub(crate) fn batch_at(s: &Scenario, i: usize, parallel: bool) -> Vec<usize> {
+    if !parallel || s.cases[i].clock != Clock::Virtual {
+        return vec![i];
+    }
+    (i..s.cases.len()).take_while(|&j| s.cases[j].clock == Clock::Virtual).collect()
 }
 
 /// A point's own part of a run file that could not be made or added to the run's.
@@ -41,8 +43,11 @@ struct Part {
 
 impl Part {
     fn new(into: &Path, header: bool, dir: &Path) -> Result<Part, PartFailed> {
+        // The part keeps the run file's extension: it says which log it is.
+        let suffix = into.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
         let file = tempfile::Builder::new()
             .prefix(".relay-bench-point-")
+            .suffix(&suffix)
             .tempfile_in(dir)
             .map_err(|source| PartFailed { path: dir.display().to_string(), source })?;
         Ok(Part { file, into: into.to_path_buf(), header })
@@ -128,9 +133,16 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
             }
         }
         drop(tx);
+        // Parts wait for every earlier job's: the run's files keep the jobs' order.
+        let mut parts: Vec<Option<Vec<Part>>> = (0..batch.len()).map(|_| None).collect();
+        let mut appended = 0;
         for (i, got, wall) in rx {
             let handled = got.map_err(E::from).and_then(|(r, log, csv)| {
-                [log, csv].into_iter().flatten().try_for_each(Part::append)?;
+                parts[i] = Some([log, csv].into_iter().flatten().collect());
+                while let Some(ready) = parts.get_mut(appended).and_then(Option::take) {
+                    ready.into_iter().try_for_each(Part::append)?;
+                    appended += 1;
+                }
                 done(i, r, wall)
             });
             if let Err(e) = handled {

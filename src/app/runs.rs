@@ -61,6 +61,8 @@ pub enum RunsError {
     #[error(transparent)]
     Bench(#[from] BenchError),
     #[error(transparent)]
+    EventLog(#[from] crate::app::logplan::TooLarge),
+    #[error(transparent)]
     OutDir(#[from] OutDirError),
     /// A run directory's file that is not read (a FIFO, a link, a device, too large).
     #[error(transparent)]
@@ -76,6 +78,7 @@ impl RunsError {
         match self {
             RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Output(_) => false,
             RunsError::Bench(e) => e.is_bad_input(),
+            RunsError::EventLog(_) => true,
             _ => true,
         }
     }
@@ -100,6 +103,12 @@ pub struct RunRequest {
     pub calls_csv: bool,
     /// Write no events.ndjson.
     pub no_event_log: bool,
+    /// The event log's form (`--event-log`), and the largest its estimate may be
+    /// (`--max-event-log`; none: [`crate::app::logplan::DEFAULT_MAX`]).
+    pub event_log: crate::app::logplan::EventLogFormat,
+    pub max_event_log: Option<u64>,
+    /// Virtual cases at once (`--jobs`); none: this machine's cores.
+    pub jobs: Option<usize>,
     /// Keep the run as this baseline; compare it with this one.
     pub save_baseline: Option<String>,
     pub baseline: Option<String>,
@@ -167,6 +176,12 @@ impl Plan {
             }
         }
         scenarios.iter().try_for_each(crate::app::bench::check_available)?;
+        if !request.no_event_log {
+            let max = request.max_event_log.unwrap_or(crate::app::logplan::DEFAULT_MAX);
+            for s in &scenarios {
+                crate::app::logplan::plan(s, request.event_log, max)?;
+            }
+        }
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
             return Err(RunsError::RelayRoot(relay_root.display().to_string()));
@@ -238,6 +253,9 @@ impl Plan {
                 watch_program: self.watch_program.clone(),
                 calls_csv: req.calls_csv,
                 no_event_log: req.no_event_log,
+                event_log: req.event_log,
+                max_event_log: req.max_event_log.unwrap_or(crate::app::logplan::DEFAULT_MAX),
+                jobs: req.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             };
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
                 Ok(summary) => done.push(summary),

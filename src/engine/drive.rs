@@ -87,6 +87,7 @@ pub(crate) fn sessions(relays: Vec<Arc<Relay>>, wl: &Workload, s: Sessions) -> J
 async fn pause(d: Duration, end: Instant, stop: &Signal) -> bool {
     let until = (Instant::now() + d).min(end);
     tokio::select! {
+        biased;
         () = tokio::time::sleep_until(until) => Instant::now() < end,
         () = stop.closed() => false,
     }

@@ -75,8 +75,11 @@ pub struct CaseEnv {
     /// Gets a progress line every `progress_every`.
     pub progress: Progress,
     pub progress_every: Duration,
-    /// Where the case appends its per-call event lines (`events.ndjson`), if anywhere.
+    /// Where the case appends its per-call events, if anywhere: `events.ndjson`, or the
+    /// compact log of [`crate::record::compact`] when the file's name ends in `.bin`.
     pub event_log: Option<PathBuf>,
+    /// The most a case writes of its event log (bytes); the rest is left out, and said.
+    pub event_log_max: u64,
     /// Where the case appends a row per call (`calls.csv`), if asked for.
     pub calls_csv: Option<PathBuf>,
 }

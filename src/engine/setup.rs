@@ -16,6 +16,7 @@ use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::events::{EventInbox, EventSink, Listener};
 use crate::record::calls_csv::CallsCsv;
+use crate::record::compact::CompactLog;
 use crate::record::eventlog::EventLog;
 use crate::record::recorder::{Fleet, Recorder, Recording, Span};
 use crate::relay::writer::Writer;
@@ -24,6 +25,9 @@ use crate::sandbox::host::{Busy, DaemonControl, Host, Seat};
 use crate::scenario::fault::AFTERMATH;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 use crate::strategy::pair::{Relay, RelaySpec};
+
+/// How many events a virtual case's recorder thread is woken for at once.
+const VIRTUAL_BATCH: usize = 4096;
 
 /// A case's parts, built and ready.
 pub(super) struct Parts {
@@ -58,7 +62,9 @@ impl Parts {
         env: &CaseEnv,
     ) -> Result<(Parts, EventInbox), EngineError> {
         let mut backend = backend_for(scenario, case, env)?;
-        let (sink, rx) = EventSink::channel();
+        // The virtual clock's recorder is woken per batch of events, not per call.
+        let (sink, rx) =
+            if case.clock == Clock::Virtual { EventSink::batched(VIRTUAL_BATCH) } else { EventSink::channel() };
         let elsewhere = backend.settles_calls();
         let (runner_sink, runner_inbox) = if elsewhere {
             let (s, i) = EventSink::channel();
@@ -172,8 +178,13 @@ pub(super) fn start_recorder(
         }
     }
     if let Some(path) = &env.event_log {
-        match EventLog::append(path, &case.name, epoch) {
-            Ok(log) => listeners.push(Box::new(log)),
+        let log: std::io::Result<Box<dyn Listener>> = if path.extension().is_some_and(|e| e == "bin") {
+            CompactLog::append(path, &case.name, epoch, env.event_log_max).map(|l| Box::new(l) as Box<dyn Listener>)
+        } else {
+            EventLog::append(path, &case.name, epoch).map(|l| Box::new(l) as Box<dyn Listener>)
+        };
+        match log {
+            Ok(log) => listeners.push(log),
             Err(e) => sink.notice(0, Say::Other(format!("cannot open the event log {}: {e}", path.display()))),
         }
     }

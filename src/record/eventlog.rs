@@ -15,9 +15,9 @@
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::compact::{self, Line};
 use crate::events::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 use crate::events::{Event, EventKind, Listener, Msg};
 
@@ -32,21 +32,6 @@ pub struct EventLog {
     failed: Option<io::Error>,
     /// The latest event time seen (the breaches are stamped with it).
     last_at: Option<Instant>,
-}
-
-/// One line of the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Line {
-    pub case: String,
-    pub sandbox: u32,
-    pub call: String,
-    pub event: String,
-    /// Nanoseconds from the case's first intended start (negative before it).
-    pub t_ns: i64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub outcome: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub kind: Option<String>,
 }
 
 impl EventLog {
@@ -181,9 +166,10 @@ pub(crate) struct CaseCheck {
 
 /// A log that cannot be read: which line, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {msg}")]
+#[error("{file}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub(crate) struct LogError {
     pub file: String,
+    /// The line of an ndjson log (0: a compact log's, whose `msg` names the byte).
     pub line: usize,
     pub msg: String,
 }
@@ -256,13 +242,52 @@ fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
     })
 }
 
-/// Replays the pairing invariant over a recorded log, case by case in the order they
-/// appear. Only `request` and `response` lines count; other events are skipped. Lines are
-/// read one at a time, each at most [`MAX_LINE_BYTES`]; a last line that has no newline
-/// and is not an event line (a kill cut it) is skipped with a warning.
-pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck, LogError> {
+/// Replays the pairing invariant over a recorded log (ndjson or compact, [`read_log`]), case
+/// by case in the order they appear. Only `request` and `response` lines count; other
+/// events are skipped.
+pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, LogError> {
     // Cases in the order they first appear, each with its pairing stream.
     let mut cases: Vec<(String, Stream)> = Vec::new();
+    let warnings = read_log(file, reader, |l| {
+        let ev = match (l.event.as_str(), l.outcome.as_deref()) {
+            ("request", _) => PairEvent::Request,
+            ("response" | "parked", _) => PairEvent::Response,
+            ("response_unread", _) => PairEvent::ResponseByFile,
+            ("call_end", Some("interrupted")) => PairEvent::CutOff,
+            _ => return,
+        };
+        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
+            Some(i) => i,
+            None => {
+                cases.push((l.case.clone(), Vec::new()));
+                cases.len() - 1
+            }
+        };
+        cases[idx].1.push((l.sandbox, l.call, ev));
+    })?;
+    let cases = cases
+        .into_iter()
+        .map(|(case, evs)| {
+            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
+            let responses =
+                evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
+            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
+            CaseCheck { case, requests, responses, report }
+        })
+        .collect();
+    Ok(LogCheck { cases, warnings })
+}
+
+/// Hands every line of a recorded log to `f`, in order: an `events.ndjson`, or an
+/// `events.bin` ([`compact`]) read back as the lines it stands for. Returns the warnings:
+/// a last line (or record) cut by a kill is skipped with one. An ndjson line is read at
+/// most [`MAX_LINE_BYTES`] at a time.
+pub(crate) fn read_log(file: &str, mut reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+    let head =
+        reader.fill_buf().map_err(|e| LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })?;
+    if compact::is_compact(head) {
+        return read_compact(file, reader, f);
+    }
     let mut warnings = Vec::new();
     let mut buf = Vec::new();
     for n in 1.. {
@@ -281,8 +306,8 @@ pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck
         if buf.trim_ascii().is_empty() {
             continue;
         }
-        let l: Line = match serde_json::from_slice(&buf) {
-            Ok(l) => l,
+        match serde_json::from_slice(&buf) {
+            Ok(l) => f(l),
             Err(_) if end == LineEnd::EndOfFile => {
                 warnings.push(format!(
                     "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
@@ -290,39 +315,120 @@ pub(crate) fn check_log(file: &str, mut reader: impl BufRead) -> Result<LogCheck
                 break;
             }
             Err(e) => return Err(err(format!("not an event line: {e}"))),
-        };
-        let ev = match (l.event.as_str(), l.outcome.as_deref()) {
-            ("request", _) => PairEvent::Request,
-            ("response" | "parked", _) => PairEvent::Response,
-            ("response_unread", _) => PairEvent::ResponseByFile,
-            ("call_end", Some("interrupted")) => PairEvent::CutOff,
-            _ => continue,
-        };
-        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
-            Some(i) => i,
-            None => {
-                cases.push((l.case.clone(), Vec::new()));
-                cases.len() - 1
-            }
-        };
-        cases[idx].1.push((l.sandbox, l.call, ev));
+        }
     }
-    let cases = cases
-        .into_iter()
-        .map(|(case, evs)| {
-            let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
-            let responses =
-                evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
-            let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
-            CaseCheck { case, requests, responses, report }
-        })
-        .collect();
-    Ok(LogCheck { cases, warnings })
+    Ok(warnings)
+}
+
+/// [`read_log`] of a compact log; an error names the byte offset (as `line`'s place).
+fn read_compact(file: &str, reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+    let mut r = compact::CompactReader::new(reader);
+    loop {
+        match r.next_line() {
+            Ok(Some(l)) => f(l),
+            Ok(None) => return Ok(Vec::new()),
+            Err(compact::ReadError::Cut) => {
+                let at = r.offset();
+                return Ok(vec![format!("{file}: byte {at}: the last record is cut short (by a kill?): skipped")]);
+            }
+            Err(compact::ReadError::Bad(at, what)) => {
+                let msg = format!("byte {at}: {what}; allowed: a relay-bench event log (events.bin or events.ndjson)");
+                return Err(LogError { file: file.to_owned(), line: 0, msg });
+            }
+            Err(compact::ReadError::Io(e)) => {
+                return Err(LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::pairing::PairEvent;
+    use crate::events::{FailKind, RunnerSide, WriterSide};
+    use std::time::Duration;
+
+    /// Every kind of event, written to both logs: the compact one reads back as the ndjson
+    /// one's lines, in order.
+    #[test]
+    fn a_compact_log_reads_back_as_the_ndjson_lines() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let calls: Vec<crate::events::CallId> =
+            ["s1-t0-k0-c0", "s1-t0-k0-c1", "s12-t0-k0-c0", "é\"x", "s1-t0-k1-c0"].iter().map(|c| (*c).into()).collect();
+        let mut events = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let sandbox = if i == 2 { 12 } else { 1 };
+            let t = 1000 * i as u64;
+            let ev = |us, kind| Event { at: at(us), sandbox, call: call.clone(), kind };
+            events.push(ev(t, EventKind::Requesting));
+            events.push(ev(t + 5, EventKind::Answering));
+            events.push(ev(t + 7, if i == 3 { EventKind::AnsweringUnread } else { EventKind::Parked }));
+            let w = WriterSide {
+                intended: at(t),
+                started: at(t),
+                warmup: false,
+                published: (i != 1).then(|| at(t + 1)),
+                read: (i % 2 == 0).then(|| at(t + 2_000_000)),
+                outcome: [
+                    CallOutcome::Answered(crate::base::protocol::Outcome::Ok),
+                    CallOutcome::Failed(FailKind::Timeout),
+                    CallOutcome::Answered(crate::base::protocol::Outcome::Paused),
+                    CallOutcome::Failed(FailKind::Interrupted),
+                    CallOutcome::Failed(FailKind::IdCollision),
+                ][i],
+            };
+            events.push(ev(t + 9, EventKind::Writer(w)));
+            let r = RunnerSide {
+                woke: at(t + 1),
+                picked: at(t + 2),
+                handler_start: at(t + 3),
+                handler_end: at(t + 4),
+                answered: (i != 4).then(|| at(t + 5)),
+                observed: i == 2,
+                handler_known: i != 3,
+            };
+            events.push(ev(t + 3, EventKind::Runner(r)));
+        }
+        let pairing = check_pairing([(3, "ghost", PairEvent::Response), (1, "s1-t0-k0-c0", PairEvent::Response)]);
+        let dir = tempfile::tempdir().unwrap();
+        let (nd, bin) = (dir.path().join("e.ndjson"), dir.path().join("e.bin"));
+        for case in ["one", "two \"cases\""] {
+            let epoch = at(500);
+            let mut a = EventLog::append(&nd, case, epoch).unwrap();
+            let mut b = compact::CompactLog::append(&bin, case, epoch, u64::MAX).unwrap();
+            for e in &events {
+                a.message(&Msg::Call(e.clone()));
+                b.message(&Msg::Call(e.clone()));
+            }
+            a.close(&pairing).unwrap();
+            b.close(&pairing).unwrap();
+        }
+        let want: Vec<Line> =
+            std::fs::read_to_string(&nd).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let bytes = std::fs::read(&bin).unwrap();
+        assert!(compact::is_compact(&bytes));
+        let mut r = compact::CompactReader::new(&bytes[..]);
+        let mut got = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            got.push(l);
+        }
+        assert_eq!(got, want);
+        assert!(bytes.len() * 4 < std::fs::metadata(&nd).unwrap().len() as usize, "{} bytes", bytes.len());
+        // Cut inside its last record: read up to it, then told so.
+        let mut r = compact::CompactReader::new(&bytes[..bytes.len() - 1]);
+        let mut n = 0;
+        let end = loop {
+            match r.next_line() {
+                Ok(Some(_)) => n += 1,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        assert!(matches!(end, Some(compact::ReadError::Cut)) && n > 0 && n < want.len(), "{n}");
+    }
+
     use crate::events::CallOutcome;
 
     fn line(case: &str, call: &str, event: &str) -> String {

@@ -1,7 +1,9 @@
 //! The recording layer: the listeners on a case's event channel — HDR histograms, counters
-//! and the pairing check ([`recorder`]), the event log `events.ndjson` ([`eventlog`]), and
+//! and the pairing check ([`recorder`]), the event log `events.ndjson` ([`eventlog`]) or its compact
+//! form `events.bin` ([`compact`]), and
 //! `calls.csv` ([`calls_csv`]).
 
 pub mod calls_csv;
+pub mod compact;
 pub mod eventlog;
 pub mod recorder;

@@ -38,6 +38,11 @@ pub trait ActivitySource: Send + Sync {
     fn note_miss(&self) -> bool {
         false
     }
+    /// Closed, and nothing of it runs on (no abandoned exec, no timer): dropping it changes
+    /// nothing. A source that cannot tell says no, and is kept until the case ends.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Where a source (or the runner) says what happened to it, with a timestamp, so a fault's

@@ -6,7 +6,7 @@
 //! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
 //! the first check closes the created-before-armed race.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,7 +48,9 @@ pub trait ResponseWaiter: Send + Sync {
 
 #[derive(Default)]
 struct SlotMap {
-    waits: HashMap<String, Arc<Signal>>,
+    /// In name order: a change that wakes every call wakes them in one order, run after run
+    /// (the event log's order of the same instant's events follows it).
+    waits: BTreeMap<String, Arc<Signal>>,
     parked: HashSet<String>,
     closed: bool,
 }
@@ -277,8 +279,8 @@ impl Writer {
         // How the last wait ended: an answer found after a timer wake was not announced.
         let mut last = None;
         loop {
-            match self.dir.read(&res) {
-                Ok(bytes) => {
+            match self.dir.read_present(&res) {
+                Ok(Some(bytes)) => {
                     times.read = Some(Instant::now());
                     if last == Some(Wake::Timeout) {
                         if let Some(rearmed) = self.waiter.missed() {
@@ -295,6 +297,7 @@ impl Writer {
                         }
                     };
                 }
+                Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => say.say(Say::AnswerReadFailed { call: id.to_string(), error: e.to_string() }),
             }

@@ -55,6 +55,10 @@ pub struct Workload {
 /// are sized by it before the case starts (some 70 bytes a call), so a rate mistyped in a
 /// scenario is refused when it is read rather than becoming gigabytes of allocation.
 pub(crate) const MAX_CALLS_PER_CASE: u64 = 10_000_000;
+/// The most calls a case of agent turns may make: no schedule is laid out for them, and
+/// the recorder keeps some 40 bytes of each call (the pairing's answered calls, the turns'
+/// reports), so a 10,000-sandbox day (16 million calls) fits in well under 2 GB.
+pub(crate) const MAX_AGENT_CALLS_PER_CASE: u64 = 40_000_000;
 
 /// One scheduled call.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +97,16 @@ impl Workload {
     }
 
     /// How many calls the schedule holds ([`Workload::planned_turns`] × calls per turn).
+    /// The most calls a case of this workload may plan ([`MAX_CALLS_PER_CASE`], or
+    /// [`MAX_AGENT_CALLS_PER_CASE`] for agent turns).
+    pub(crate) fn max_calls(&self) -> u64 {
+        if self.agent.is_some() {
+            MAX_AGENT_CALLS_PER_CASE
+        } else {
+            MAX_CALLS_PER_CASE
+        }
+    }
+
     pub(crate) fn planned_calls(&self) -> u64 {
         if let Some(a) = &self.agent {
             return (self.planned_turns() as f64 * a.calls_per_turn()).ceil() as u64;

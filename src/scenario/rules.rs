@@ -4,7 +4,7 @@
 use crate::base::fields::{Fields, ScenarioError};
 use crate::scenario::fault::FaultSpec;
 use crate::scenario::gate::Gate;
-use crate::scenario::pacer::{Workload, MAX_CALLS_PER_CASE};
+use crate::scenario::pacer::Workload;
 
 /// The most cases one scenario may hold: every case rewrites the run's reports, so a
 /// scenario of thousands is a generator's mistake, not a benchmark.
@@ -57,18 +57,18 @@ pub fn check_case_name(name: &str) -> Result<(), NameError> {
     }
 }
 
-/// Refuses a schedule too large to build ([`MAX_CALLS_PER_CASE`]), counted before any of
+/// Refuses a schedule too large to build ([`Workload::max_calls`]), counted before any of
 /// it is allocated: every case runs the whole workload.
 pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(), ScenarioError> {
-    let calls = wl.planned_calls();
-    if calls <= MAX_CALLS_PER_CASE {
+    let (calls, max) = (wl.planned_calls(), wl.max_calls());
+    if calls <= max {
         return Ok(());
     }
     Err(top.err(
         "workload",
         format!(
             "every case would schedule {calls} calls ({} turns over {} x calls_per_turn {}; sandboxes share the \
-             turns); allowed: at most {MAX_CALLS_PER_CASE} calls per case: lower turns_per_sec, duration or \
+             turns); allowed: at most {max} calls per case: lower turns_per_sec, duration or \
              calls_per_turn",
             wl.planned_turns(),
             crate::base::units::human(wl.duration()),
@@ -80,14 +80,14 @@ pub(super) fn check_schedule_size(top: &Fields<'_>, wl: &Workload) -> Result<(),
 /// Refuses a case whose bursts (a fault's extra calls) take its calls past the same cap.
 pub(super) fn check_burst_calls(case: &Fields<'_>, wl: &Workload, faults: &[FaultSpec]) -> Result<(), ScenarioError> {
     let bursts: u64 = faults.iter().map(|f| u64::from(f.calls)).sum();
-    let calls = wl.planned_calls().saturating_add(bursts);
-    if calls <= MAX_CALLS_PER_CASE {
+    let (calls, max) = (wl.planned_calls().saturating_add(bursts), wl.max_calls());
+    if calls <= max {
         return Ok(());
     }
     Err(case.err(
         "fault",
         format!(
-            "the schedule's {} calls and {bursts} burst calls make {calls}; allowed: at most {MAX_CALLS_PER_CASE} calls per case",
+            "the schedule's {} calls and {bursts} burst calls make {calls}; allowed: at most {max} calls per case",
             wl.planned_calls()
         ),
     ))

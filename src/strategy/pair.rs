@@ -71,9 +71,19 @@ pub struct Relay {
 #[derive(Default)]
 struct Runners {
     live: Option<(Arc<Control>, JoinHandle<RunnerReport>)>,
-    /// Runners stopped (a turn's end, a restart): their reports, and their controls, kept so
-    /// a closed source's abandoned exec runs on until the case ends.
-    earlier: Vec<(RunnerReport, Arc<Control>)>,
+    /// The reports of the runners stopped (a turn's end, a restart).
+    earlier: Vec<RunnerReport>,
+    /// Their controls, kept while a closed source's abandoned exec runs on (until it ends,
+    /// at the latest the case's end): a fleet's day of turns keeps only the few still running.
+    lingering: Vec<Arc<Control>>,
+}
+
+impl Runners {
+    fn stopped(&mut self, report: RunnerReport, control: Arc<Control>) {
+        self.earlier.push(report);
+        self.lingering.retain(|c| !c.settled());
+        self.lingering.push(control);
+    }
 }
 
 impl Relay {
@@ -138,7 +148,7 @@ impl Relay {
     /// handlers until `deadline`; returns its report (kept for [`Relay::stop`] as well).
     pub(crate) async fn end_turn(&self, deadline: Instant) -> Result<RunnerReport, StopError> {
         let (control, report) = self.stop_runner(deadline).await?;
-        self.runners().earlier.push((report.clone(), control));
+        self.runners().stopped(report.clone(), control);
         Ok(report)
     }
 
@@ -177,7 +187,7 @@ impl Relay {
         let (control, report) = self.stop_runner(deadline).await?;
         let took = t0.elapsed();
         let mut r = self.runners();
-        r.earlier.push((report, control));
+        r.stopped(report, control);
         r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
         Ok(took)
     }
@@ -206,7 +216,9 @@ impl Relay {
         }
         let last = if self.runners().live.is_some() { Some(self.stop_runner(deadline).await?) } else { None };
         let mut r = self.runners();
-        let mut all: Vec<RunnerReport> = std::mem::take(&mut r.earlier).into_iter().map(|(rep, _)| rep).collect();
+        let mut all: Vec<RunnerReport> = std::mem::take(&mut r.earlier);
+        // The relay's end: what still lingers is stopped now.
+        r.lingering.clear();
         all.extend(last.map(|(_, rep)| rep));
         Ok(all)
     }

@@ -21,6 +21,9 @@ pub fn options(out: &Path, relay: &Path, calibrate: bool, calls_csv: bool) -> Ru
         watch_program: BIN.into(),
         calls_csv,
         no_event_log: false,
+        event_log: relay_bench::app::logplan::EventLogFormat::Auto,
+        max_event_log: relay_bench::app::logplan::DEFAULT_MAX,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
 

@@ -71,8 +71,11 @@ pub enum Command {
     },
     /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
     Check {
-        /// The event log (a run directory's events.ndjson).
+        /// The event log (a run directory's events.ndjson or events.bin).
         log: PathBuf,
+        /// Print the log's events as ndjson lines (a compact log's too) instead of checking.
+        #[arg(long)]
+        ndjson: bool,
     },
     /// Measure how many held execs one real sandbox-agent daemon takes, and how it fails.
     DaemonCapacity(CapacityArgs),
@@ -165,10 +168,23 @@ pub struct RunArgs {
     /// Also write calls.csv: a row per call with its whole timeline (for small runs).
     #[arg(long)]
     pub calls_csv: bool,
-    /// Write no events.ndjson (the per-call event log `check` replays): a fleet's runs to
-    /// gigabytes.
-    #[arg(long)]
+    /// Write no event log (the per-call events `check` replays).
+    #[arg(long, conflicts_with_all = ["event_log", "max_event_log"])]
     pub no_event_log: bool,
+    /// The event log's form: `ndjson` (events.ndjson, a JSON object a line), `compact`
+    /// (events.bin, about a twentieth of the size; `check --ndjson` prints its lines), or
+    /// `auto`: ndjson while the run's estimate stays under 100 MB, compact past it.
+    #[arg(long, value_name = "FORM", default_value = "auto", value_parser = crate::app::logplan::EventLogFormat::NAMES)]
+    pub event_log: String,
+    /// Refuse, before it starts, a run whose event log would pass this size by its planned
+    /// calls (bytes, or with KB, MB, GB); and stop a case's log there.
+    #[arg(long, value_name = "SIZE", value_parser = crate::app::logplan::parse_size)]
+    pub max_event_log: Option<u64>,
+    /// Virtual cases run side by side, up to N at once (default: this machine's cores); each
+    /// is a paused clock of its own, so N changes the wall time, never a result. 1: one at a
+    /// time. Real-clock cases always run one at a time.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
     /// Also keep this run as the baseline NAME (reports/baselines/NAME/).
     #[arg(long, value_name = "NAME")]
     pub save_baseline: Option<String>,
@@ -379,6 +395,9 @@ impl RunArgs {
             calibrate: !self.no_calibration,
             calls_csv: self.calls_csv,
             no_event_log: self.no_event_log,
+            event_log: crate::app::logplan::EventLogFormat::parse(&self.event_log).unwrap_or_default(),
+            max_event_log: self.max_event_log,
+            jobs: self.jobs.map(|n| n as usize),
             save_baseline: self.save_baseline,
             baseline: self.baseline,
             junit: self.junit,

@@ -20,7 +20,7 @@ use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::events::FailKind;
-use crate::record::eventlog::{check_log, render_checks};
+use crate::record::eventlog::{check_log, read_log, render_checks};
 use crate::relay::handler::HandlerModel;
 use crate::relay::writer::CallEnd;
 use crate::report::compare::{Format, Threshold};
@@ -147,7 +147,7 @@ pub async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Run(args) => run_cmd(args).await,
         Command::Serve(args) => serve_cmd(args).await,
         Command::Call(args) => call_cmd(args).await,
-        Command::Check { log } => check_cmd(&log),
+        Command::Check { log, ndjson } => check_cmd(&log, ndjson),
         Command::DaemonCapacity(args) => capacity_cmd(args).await,
         Command::Conform(args) => conform_cmd(args).await,
         Command::Compare { old, new, threshold, strict, format } => compare_cmd(&old, &new, threshold, strict, format),
@@ -474,13 +474,31 @@ fn compare_cmd(old: &Path, new: &Path, threshold: Threshold, strict: bool, forma
     Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
 }
 
-fn check_cmd(log: &Path) -> Result<Exit, CliError> {
+fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {
     // Streamed line by line (each line capped); a FIFO or a device is refused, not read.
     let file = crate::base::fsio::open_regular(
         log,
         crate::base::fsio::Bound::new("the event log", u64::MAX).following_links(),
     )
     .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if ndjson {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut failed = None;
+        let warnings = read_log(&log.display().to_string(), std::io::BufReader::new(file), |l| {
+            if failed.is_none() {
+                let line = serde_json::to_string(&l).expect("a line serializes");
+                failed = std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes()).err();
+            }
+        })
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+        let flushed = std::io::Write::flush(&mut out);
+        warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
+        return match failed.map_or(flushed, Err) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Pass),
+            Err(_) => Ok(Exit::OutputLost),
+            Ok(()) => Ok(Exit::Pass),
+        };
+    }
     let check = check_log(&log.display().to_string(), std::io::BufReader::new(file))
         .map_err(|e| CliError::BadInput(e.to_string()))?;
     if check.cases.is_empty() {

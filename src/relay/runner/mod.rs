@@ -18,7 +18,9 @@
 //! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
 //! it runs on.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
+
+use foldhash::{HashSet, HashSetExt};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -152,6 +154,11 @@ impl Control {
         self.start_failure.get().cloned()
     }
 
+    /// Stopped, and its source (if any) runs nothing on: the control need not be kept.
+    pub(crate) fn settled(&self) -> bool {
+        !self.is_active() && self.source.as_ref().is_none_or(|s| s.finished())
+    }
+
     /// Waits until the runner is ready (or stopped), at most `bound`; false if it was not.
     pub async fn ready(&self, bound: Duration) -> bool {
         self.ready.wait(bound).await == Wake::Closed && self.is_active()
@@ -201,7 +208,8 @@ impl Runner {
         control.mark_ready();
 
         let mut seen: HashSet<String> = HashSet::new();
-        let mut remove_failed: HashSet<String> = HashSet::new();
+        // Retried in name order, run after run.
+        let mut remove_failed: BTreeSet<String> = BTreeSet::new();
         // Handled and removed this turn: a request listed again under one of these names is
         // a new file with a reused id, skipped (the seen set) and said once while it stays.
         let mut removed: HashSet<String> = HashSet::new();
@@ -334,7 +342,7 @@ impl Runner {
 /// The loop's bookkeeping of names: seen this turn, deletes to retry, handled and removed.
 struct Sets<'a> {
     seen: &'a mut HashSet<String>,
-    failed: &'a mut HashSet<String>,
+    failed: &'a mut BTreeSet<String>,
     removed: &'a mut HashSet<String>,
 }
 

@@ -487,19 +487,21 @@ fn calibration(o: &mut String, s: &Summary) {
     if let Some(c) = &s.calibration {
         let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
         let mut t = MdTable::new(o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
+        let pickup = c.inotify_pickup_us.as_ref().map(|p| ("rename -> event -> list + read (a pickup's floor)", p));
         let probes = [
-            ("rename -> inotify event delivered", &c.inotify_rename_us),
-            ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
-            ("list a 16-file dir", &c.list_16_files_us),
+            Some(("rename -> inotify event delivered", &c.inotify_rename_us)),
+            pickup,
+            Some(("1 ms timer overshoot", &c.timer_overshoot_1ms_us)),
+            Some(("list a 16-file dir", &c.list_16_files_us)),
         ];
-        for (name, st) in probes {
+        for (name, st) in probes.iter().flatten().copied() {
             if st.count == 0 {
                 t.row(&[name, "0", "-", "-", "-"]);
             } else {
                 t.row(&[name.to_owned(), st.count.to_string(), stat(st, "p50"), stat(st, "p99"), us(st.max)]);
             }
         }
-        if any_thin(probes.map(|(_, st)| st), &["p50", "p99"]) {
+        if any_thin(probes.iter().flatten().map(|(_, st)| *st), &["p50", "p99"]) {
             let _ = writeln!(o, "\n{THIN_NOTE}");
         }
         if c.inotify_missed > 0 {

@@ -22,7 +22,7 @@ use crate::results::summary::Summary;
 pub(crate) struct Html;
 
 /// The files a run directory may hold beside its reports, linked when present.
-const OPTIONAL_FILES: [&str; 2] = ["events.ndjson", "calls.csv"];
+const OPTIONAL_FILES: [&str; 3] = ["events.ndjson", "events.bin", "calls.csv"];
 
 impl Output<Input<'_>> for Html {
     fn name(&self) -> &'static str {

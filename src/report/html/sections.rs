@@ -281,12 +281,15 @@ pub(super) fn environment(p: &mut Page, s: &Summary) {
     p.table(&[("", L), ("", L)], &rows);
     if let Some(c) = &s.calibration {
         p.el("h3", "", "This machine's floor");
+        let pickup = c.inotify_pickup_us.as_ref().map(|p| ("rename -> event -> list + read (a pickup's floor)", p));
         let rows: Vec<Vec<Cell>> = [
-            ("rename -> inotify event delivered", &c.inotify_rename_us),
-            ("1 ms timer overshoot", &c.timer_overshoot_1ms_us),
-            ("list a 16-file dir", &c.list_16_files_us),
+            Some(("rename -> inotify event delivered", &c.inotify_rename_us)),
+            pickup,
+            Some(("1 ms timer overshoot", &c.timer_overshoot_1ms_us)),
+            Some(("list a 16-file dir", &c.list_16_files_us)),
         ]
         .into_iter()
+        .flatten()
         .map(|(name, st)| {
             let cells = [stat(st, "p50"), stat(st, "p99"), stat(st, "max")];
             let [p50, p99, max] = cells.map(Cell::from);
@@ -317,6 +320,7 @@ pub(super) fn files(p: &mut Page, extra: &[&str]) {
     for f in extra {
         let what = match *f {
             "events.ndjson" => "every call's events, one JSON object a line",
+            "events.bin" => "every call's events, compact (relay-bench check --ndjson prints them as lines)",
             _ => "a row per call with its whole timeline",
         };
         item(f, what);

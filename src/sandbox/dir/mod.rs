@@ -128,6 +128,15 @@ pub trait RelayDir: Send + Sync {
     /// Names of every entry.
     fn list(&self) -> io::Result<Vec<String>>;
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// The bytes of one file, `None` when it is not there (the writer's check for its
+    /// answer, which mostly finds none).
+    fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        match self.read(name) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
     /// The size of a file (the runner's pickup telemetry stats each request).
     fn stat(&self, name: &str) -> io::Result<u64>;
     /// Writes a whole file (not atomic on its own: see [`RelayDir::publish`]).

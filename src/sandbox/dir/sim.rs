@@ -202,7 +202,7 @@ impl Inner {
                 *slot = bytes;
             }
             let change = if existed { Change::Modified } else { Change::Appeared };
-            self.to_tell(&s, vec![(name.to_owned(), change)])
+            self.to_tell(&s, [(name, change), ("", change)], 1)
         };
         tell(seen);
         Ok(())
@@ -230,7 +230,7 @@ impl Inner {
                 .remove(from)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
             s.files.insert(to.to_owned(), bytes);
-            self.to_tell(&s, vec![(from.to_owned(), Change::Removed), (to.to_owned(), Change::Appeared)])
+            self.to_tell(&s, [(from, Change::Removed), (to, Change::Appeared)], 2)
         };
         tell(seen);
         Ok(())
@@ -248,7 +248,7 @@ impl Inner {
             if s.files.remove(name).is_none() {
                 return Ok(());
             }
-            self.to_tell(&s, vec![(name.to_owned(), Change::Removed)])
+            self.to_tell(&s, [(name, Change::Removed), ("", Change::Removed)], 1)
         };
         tell(seen);
         Ok(())
@@ -256,9 +256,11 @@ impl Inner {
 
     /// The callbacks to run and what to tell them (called under the lock; the callbacks run
     /// after it is released). Under a queue overflow every change is a rescan.
-    fn to_tell(&self, s: &State, changes: Vec<(String, Change)>) -> Tell {
+    /// (The first `n` of `changes` are the changes; names are the caller's, told after it
+    /// has released the lock.)
+    fn to_tell<'a>(&self, s: &State, changes: [(&'a str, Change); 2], n: usize) -> Tell<'a> {
         let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
-        Tell { cbs, changes, overflow: s.faults.contains(&SimFault::QueueOverflow) }
+        Tell { cbs, changes, n, overflow: s.faults.contains(&SimFault::QueueOverflow) }
     }
 
     fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
@@ -281,15 +283,16 @@ impl Inner {
 }
 
 /// Changes to tell, and to whom.
-struct Tell {
+struct Tell<'a> {
     cbs: Vec<Arc<OnSeen>>,
-    changes: Vec<(String, Change)>,
+    changes: [(&'a str, Change); 2],
+    n: usize,
     overflow: bool,
 }
 
-fn tell(t: Tell) {
+fn tell(t: Tell<'_>) {
     for cb in &t.cbs {
-        for (name, change) in &t.changes {
+        for (name, change) in &t.changes[..t.n] {
             cb(if t.overflow { Seen::Rescan } else { Seen::Name(name, *change) });
         }
     }
@@ -339,6 +342,14 @@ impl RelayDir for SimDir {
         self.inner.read(name)
     }
 
+    fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
+        let s = self.inner.state();
+        if !s.exists {
+            return Err(not_found(&self.inner.path));
+        }
+        Ok(s.files.get(name).cloned())
+    }
+
     fn stat(&self, name: &str) -> io::Result<u64> {
         self.inner.stat(name)
     }
@@ -360,9 +371,11 @@ impl RelayDir for SimDir {
     }
 
     fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
-        let (dir, argv) = (self.clone(), argv.to_vec());
+        // The argv is only read: read now (the program's name, what it is asked) instead of
+        // copied into the exec.
+        let (dir, asked) = (self.clone(), (argv.first().cloned(), WatchArgs::parse_argv(argv)));
         Box::pin(async move {
-            match tokio::time::timeout(timeout, dir.run_program(argv)).await {
+            match tokio::time::timeout(timeout, dir.run_program(asked)).await {
                 Ok(out) => Ok(out),
                 Err(_) => Ok(ExecOutput::timed_out()),
             }
@@ -427,18 +440,21 @@ impl RelayDir for SimDir {
 }
 
 impl SimDir {
-    /// The sandbox's answer to running `argv`: the watch program, unless a fault says
-    /// otherwise.
-    async fn run_program(&self, argv: Vec<OsString>) -> ExecOutput {
+    /// The sandbox's answer to running a program (its name, and its argv read as the watch
+    /// program's): the watch program, unless a fault says otherwise.
+    async fn run_program(
+        &self,
+        (prog, asked): (Option<OsString>, Result<WatchArgs, program::WatchArgsError>),
+    ) -> ExecOutput {
         self.inner.log_exec();
         // Starting a program gives the CPU away: the runner's other work runs before it
         // lists, as it would while a real process starts (here it costs no simulated time).
         tokio::task::yield_now().await;
         if self.has_fault(SimFault::ProgramMissing) {
-            let prog = argv.first().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+            let prog = prog.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
             return ExecOutput::exited(127, "", format!("sh: {prog}: not found"));
         }
-        let args = match WatchArgs::parse_argv(&argv) {
+        let args = match asked {
             Ok(a) if !a.follow => a,
             Ok(_) => return ExecOutput::exited(2, "", "sandbox-watch: --follow streams; use a followed exec"),
             Err(e) => return ExecOutput::exited(2, "", format!("sandbox-watch: {e}")),

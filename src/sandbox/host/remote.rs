@@ -245,7 +245,10 @@ impl Daemon {
             self.unpaused().await;
             out
         };
+        // In this order (no random draw per request): the answer, then a fault that broke
+        // it, then the proxy's cut.
         tokio::select! {
+            biased;
             out = work => out,
             why = broken(&mut outage, at_start, kind) => Err(why),
             why = cut => Err(why),
@@ -281,7 +284,30 @@ async fn broken(outage: &mut watch::Receiver<Outage>, at_start: Outage, kind: Ki
 
 /// The sandbox-side work of one daemon request.
 pub trait AsyncOp<T>: Send {
-    fn run(self) -> BoxFut<'static, io::Result<T>>;
+    fn run(self) -> OpFuture<T>;
+}
+
+/// An operation's answer: there at once (a file operation on the sandbox side), or a
+/// future (an exec). The first needs no allocation; both are ready at the same poll as a
+/// boxed ready future would be.
+pub enum OpFuture<T> {
+    Ready(Option<io::Result<T>>),
+    Pending(BoxFut<'static, io::Result<T>>),
+}
+
+// Neither variant is structurally pinned (the answer is moved out, the boxed future is
+// pinned in its box), so the enum may move.
+impl<T> Unpin for OpFuture<T> {}
+
+impl<T> std::future::Future for OpFuture<T> {
+    type Output = io::Result<T>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<T>> {
+        match self.get_mut() {
+            OpFuture::Ready(v) => std::task::Poll::Ready(v.take().expect("an op's answer is taken once")),
+            OpFuture::Pending(f) => f.as_mut().poll(cx),
+        }
+    }
 }
 
 impl<T, F> AsyncOp<T> for F
@@ -289,8 +315,8 @@ where
     F: FnOnce() -> io::Result<T> + Send,
     T: Send + 'static,
 {
-    fn run(self) -> BoxFut<'static, io::Result<T>> {
-        Box::pin(std::future::ready(self()))
+    fn run(self) -> OpFuture<T> {
+        OpFuture::Ready(Some(self()))
     }
 }
 
@@ -298,8 +324,8 @@ where
 struct Deferred<T>(BoxFut<'static, io::Result<T>>);
 
 impl<T> AsyncOp<T> for Deferred<T> {
-    fn run(self) -> BoxFut<'static, io::Result<T>> {
-        self.0
+    fn run(self) -> OpFuture<T> {
+        OpFuture::Pending(self.0)
     }
 }
 

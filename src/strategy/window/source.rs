@@ -191,6 +191,7 @@ impl Inner {
         // bound runs on (as production's does on the daemon), its result ignored.
         s.execs.push(tokio::spawn(async move {
             tokio::select! {
+                biased;
                 out = &mut run => return me.complete(gen, out),
                 () = tokio::time::sleep(bound) => me.outer_bound(gen),
             }
@@ -376,6 +377,14 @@ impl ActivitySource for WindowSource {
     fn is_healthy(&self) -> bool {
         let s = self.0.lock();
         !s.demoted && !s.closed
+    }
+
+    fn finished(&self) -> bool {
+        let s = self.0.lock();
+        let timers = [&s.deferred, &s.retry];
+        s.closed
+            && s.execs.iter().all(JoinHandle::is_finished)
+            && timers.iter().all(|t| t.as_ref().is_none_or(JoinHandle::is_finished))
     }
 
     fn note_miss(&self) -> bool {

@@ -221,17 +221,18 @@ impl Org {
         loop {
             // Registered before the check, so a release between the two is not missed.
             let freed = self.freed.notified();
+            let now = Instant::now();
             let refused = {
                 let mut s = self.lock();
                 if !queued {
                     s.count(kind, arrived);
                 }
-                match s.take(i, held, Instant::now()) {
+                match s.take(i, held, now) {
                     Ok(()) => {
                         if queued {
-                            record(&mut s.queue_wait, arrived.elapsed());
+                            record(&mut s.queue_wait, now - arrived);
                         }
-                        s.opened(i, held, Instant::now(), self.limits.keepalive);
+                        s.opened(i, held, now, self.limits.keepalive);
                         let held_now = s.sandboxes[i].held.value() as u32;
                         let held_besides = held_now.saturating_sub(u32::from(held));
                         return Ok(Ticket { org: self.clone(), sandbox: i, held, held_besides });
