@@ -471,7 +471,7 @@ fn compare_cmd(old: &Path, new: &Path, threshold: Threshold, strict: bool, forma
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
     }
     out!("{}", crate::report::compare::render(&c, format));
-    Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
+    Ok(if c.fails() { Exit::GateFailed } else { Exit::Pass })
 }
 
 fn check_cmd(log: &Path) -> Result<Exit, CliError> {

@@ -105,6 +105,10 @@ pub struct CaseResult {
     /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
     pub clock: String,
     pub sandboxes: u32,
+    /// The workload's seed (under `--repeat`, the first repeat's; `repeat.seeds` has all).
+    /// Absent: a run from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Seconds from the first intended start to the last answer (request rates use it).
     pub window_secs: f64,
     pub calls: Calls,
