@@ -319,6 +319,8 @@ fn finished(
         let simulated = Duration::from_secs_f64(result.window_secs);
         say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
     }
+    let mut result = result;
+    result.wall_secs = Some((wall.as_secs_f64() * 1000.0).round() / 1000.0);
     summary.interrupted |= result.interrupted;
     summary.cases_not_run.retain(|c| *c != result.case);
     summary.results.push(result);

@@ -109,8 +109,13 @@ pub struct CaseResult {
     /// Absent: a run from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// Seconds from the first intended start to the last answer (request rates use it).
+    /// Seconds from the first intended start to the last answer (request rates use it);
+    /// on the virtual clock, simulated seconds.
     pub window_secs: f64,
+    /// Seconds of this machine's time the case took to run (every repeat's, summed).
+    /// Absent: a run from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_secs: Option<f64>,
     pub calls: Calls,
     pub latency_us: Latencies,
     /// How late the pacer started calls against their intended start.
