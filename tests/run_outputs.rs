@@ -220,7 +220,7 @@ fn the_reports_path_is_the_last_line_a_run_prints() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().filter(|l| !l.trim().is_empty()).next_back().unwrap_or_default();
+    let last = stdout.lines().rfind(|l| !l.trim().is_empty()).unwrap_or_default();
     assert!(last.starts_with("report: ") && last.ends_with("summary.md"), "last line {last:?}: {stdout}");
     assert!(stdout.lines().filter(|l| l.starts_with("report: ")).count() == 1, "{stdout}");
 }

@@ -228,6 +228,7 @@ mod tests {
     fn flags_factors_and_what_is_recorded() {
         let o = Overrides {
             sweeps: Vec::new(),
+            figures: Vec::new(),
             cases: Vec::new(),
             clock: Some(Clock::Virtual),
             length: Some(Length::To(Duration::from_secs(30))),
