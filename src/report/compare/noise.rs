@@ -197,9 +197,10 @@ pub(crate) fn judge_exact(better: Better, old: f64, new: f64) -> Verdict {
     judge(better, r, r, 0.0)
 }
 
-/// A real-clock run's floor at one statistic, in ms: how late this machine ran a task that
-/// was due while the case ran (its writers' schedule lag), else the run's calibration (a
-/// 1 ms timer's overshoot). The load of the machine shows in it as much as in any latency.
+/// A real-clock run's floor at one statistic, in ms: the later of how late this machine ran
+/// a task that was due while the case ran (its writers' schedule lag) and the run's
+/// calibration of a 1 ms timer's overshoot (the resolution of any timed wait). The load of
+/// the machine shows in it as much as in any latency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Floor {
     pub old: f64,
@@ -215,11 +216,12 @@ impl Floor {
                 return None;
             }
             let lag = &r.schedule_lag_us;
-            let us = if lag.count > 0 {
-                lag.get(stat)?
-            } else {
-                let cal = s.calibration.as_ref()?;
-                cal.timer_overshoot_1ms_us.get(stat).filter(|_| cal.timer_overshoot_1ms_us.count > 0)?
+            let lag = (lag.count > 0).then(|| lag.get(stat)).flatten();
+            let timer = s.calibration.as_ref().map(|c| &c.timer_overshoot_1ms_us);
+            let timer = timer.filter(|t| t.count > 0).and_then(|t| t.get(stat));
+            let us = match (lag, timer) {
+                (Some(a), Some(b)) => a.max(b),
+                (a, b) => a.or(b)?,
             };
             Some(us / 1000.0)
         };
