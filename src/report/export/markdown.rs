@@ -40,7 +40,7 @@ fn latency_row(t: &mut MdTable<'_>, r: &CaseResult, label: &str, measure: Measur
 /// With repeats, its spread follows the rate (`figure`: the rate's name across repeats).
 /// A stretch shorter than a second (summed over the relay dirs) gets no rate: a few
 /// requests over it would read as tens of thousands a minute.
-fn stretch(r: &CaseResult, figure: &str, s: &Stretch, visible: bool) -> String {
+pub(super) fn stretch(r: &CaseResult, figure: &str, s: &Stretch, visible: bool) -> String {
     let secs = s.minutes * 60.0;
     match s.rate() {
         Some(_) if visible && secs < 1.0 => format!("- (only {secs:.2} s)"),
@@ -562,36 +562,6 @@ mod tests {
     use super::super::fixture::realistic;
     use super::super::gfm::tests::check_tables;
     use super::*;
-
-    #[test]
-    fn no_rate_is_given_over_a_stretch_of_no_time() {
-        let r = CaseResult::default();
-        let s = |minutes: f64| Stretch { minutes, discovery_per_min: 68058.3, data_per_min: 0.0 };
-        assert_eq!(stretch(&r, "busy_discovery_per_min", &s(0.0004), true), "- (only 0.02 s)");
-        assert_eq!(stretch(&r, "busy_discovery_per_min", &s(0.04), true), "68058.3 (2.4 s)");
-        assert_eq!(stretch(&r, "busy_discovery_per_min", &s(2.0), true), "68058.3 (2.0 min)");
-        assert_eq!(stretch(&r, "busy_discovery_per_min", &s(0.0), true), "-");
-    }
-
-    #[test]
-    fn the_baseline_heading_names_the_baseline_only_when_every_case_has_it() {
-        let mut s = realistic();
-        s.baseline = Some(s.results[0].case.clone());
-        let base = s.results[0].clone();
-        for r in s.results.iter_mut().skip(1) {
-            r.vs_baseline = Some(crate::results::summary::Comparison::of(&base, r));
-        }
-        let md = String::from_utf8(Markdown.render(&s)).unwrap();
-        assert!(md.contains(&format!("## Against the baseline ({})", base.case)), "{md}");
-        // One case set beside another baseline of its own.
-        let other = s.results[1].clone();
-        let last = s.results.len() - 1;
-        s.results[last].vs_baseline = Some(crate::results::summary::Comparison::of(&other, &s.results[last]));
-        let md = String::from_utf8(Markdown.render(&s)).unwrap();
-        assert!(!md.contains("## Against the baseline ("), "{md}");
-        let line = format!("- **{}** against {}: ", s.results[last].case, other.case);
-        assert!(md.contains("## Against the baselines") && md.contains(&line), "{md}");
-    }
 
     #[test]
     fn a_repeated_case_shows_each_median_with_its_spread_and_says_how_many_repeats() {

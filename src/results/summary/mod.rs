@@ -352,9 +352,10 @@ impl CaseResult {
         match m {
             Metric::Latency(measure, stat) => {
                 let s = self.latency(measure);
-                // On the virtual clock a local dir's steps take no simulated time: a 0 there
-                // is a step the simulation does not time, not a measured instant.
-                let untimed = self.clock == "virtual" && self.host == "local" && s.get(stat) == Some(0.0);
+                // On the virtual clock a local dir's steps take no simulated time (no daemon
+                // legs are injected): a 0 there is a step the simulation does not time, not a
+                // measured instant.
+                let untimed = self.clock == "virtual" && self.injected_leg_us.is_none() && s.get(stat) == Some(0.0);
                 if s.count == 0 || untimed {
                     None
                 } else {
