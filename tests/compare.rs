@@ -233,8 +233,11 @@ fn runs_that_share_no_case_are_bad_input_and_an_interrupted_run_is_warned_of() {
     });
     let (code, said) = compare(d, "a", "cut", &[]);
     assert_eq!(code, Some(0), "{said}");
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(lines[0].starts_with("OLD ") && lines[0].ends_with(": PASS"), "each run's verdict first: {said}");
+    assert!(lines[1].starts_with("NEW "), "{said}");
     assert!(
-        said.starts_with("warning: the NEW run was interrupted: its figures are partial (cut short: local-poll)\n"),
+        said.contains("\nwarning: the NEW run was interrupted: its figures are partial (cut short: local-poll)\n"),
         "{said}"
     );
     let (_, said) = compare(d, "a", "a", &[]);
@@ -305,4 +308,85 @@ fn a_summary_of_a_schema_version_this_build_cannot_read_is_refused_naming_it() {
         let out = Command::new(BIN).arg("report").arg(d.join("other")).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "report {version}");
     }
+}
+
+#[test]
+fn compare_says_what_differs_first_and_fails_on_a_case_missing_from_new_or_an_impossible_figure() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    assert!(run(d, "a", &scenario(1, 300), &[]).status.success());
+    assert!(run(d, "b", &scenario(2, 300), &[]).status.success());
+    let (code, said) = compare(d, "a", "b", &[]);
+    assert_eq!(code, Some(0), "{said}");
+    let head: Vec<&str> = said.lines().take(3).collect();
+    assert!(head[0].starts_with("OLD ") && head[0].ends_with(": PASS"), "{said}");
+    assert!(head[1].starts_with("NEW ") && head[1].ends_with(": PASS"), "{said}");
+    assert_eq!(head[2], "differs: local-poll: seed: 1 -> 2", "{said}");
+
+    // Another scenario with a case of the same name: matched by name, and said so.
+    let other = scenario(1, 300).replace(r#"name = "cmp""#, r#"name = "other""#);
+    assert!(run(d, "other", &other, &[]).status.success());
+    let (code, said) = compare(d, "a", "other", &[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("differs: scenario: cmp -> other"), "{said}");
+    assert!(said.contains("warning: the runs are of two scenarios (OLD \"cmp\", NEW \"other\"): case(s) local-poll are matched by name only"), "{said}");
+
+    // A case of OLD that NEW lacks fails the comparison; one NEW adds does not.
+    let two =
+        scenario(1, 300) + "[[case]]\nname = \"second\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    assert!(run(d, "two", &two, &[]).status.success());
+    let (code, said) = compare(d, "two", "a", &[]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("FAIL: case second of OLD is missing from NEW"), "{said}");
+    assert!(
+        said.trim_end().ends_with("0 regression(s), 0 improvement(s), 1 case(s) of OLD missing from NEW"),
+        "{said}"
+    );
+    let (code, said) = compare(d, "a", "two", &["--format", "json"]);
+    assert_eq!(code, Some(0), "{said}");
+
+    // A negative rate is no measurement at all, not an improvement.
+    copy_run(&d.join("b"), &d.join("neg"));
+    edit(&d.join("neg"), |v| v["results"][0]["requests"]["discovery_per_min"] = (-5.0).into());
+    let (code, said) = compare(d, "a", "neg", &[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("case \"local-poll\": discovery_per_min is -5; no run measures that"), "{said}");
+}
+
+/// The main job (the embedded default scenario, real clock) run twice with the code
+/// unchanged is no regression, however the machine's load moved between the runs; with
+/// local-poll listing every 100 ms instead of 300 ms (three times the discovery requests),
+/// it is one, whatever the load.
+#[test]
+fn the_default_scenario_rerun_unchanged_passes_and_a_tripled_list_rate_fails() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let main_job = |out: &str, extra: &[&str]| {
+        let o = Command::new(BIN)
+            .current_dir(d)
+            .args(["run", "--quiet", "--out"])
+            .arg(d.join(out))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{out}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    main_job("first", &[]);
+    main_job("again", &[]);
+    let default = include_str!("../scenarios/default.toml");
+    let production_poll = "runner = \"poll\"         # production";
+    assert!(default.contains(production_poll), "local-poll's runner line moved");
+    let faster = default.replacen(production_poll, "runner = { strategy = \"poll\", interval = \"100ms\" } #", 1);
+    std::fs::write(d.join("faster.toml"), faster).unwrap();
+    main_job("faster", &["faster.toml"]);
+
+    let (code, said) = compare(d, "first", "again", &[]);
+    assert_eq!(code, Some(0), "an unchanged rerun: {said}");
+    assert!(said.contains("0 regression(s)"), "{said}");
+
+    let (code, said) = compare(d, "first", "faster", &[]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("differs: local-poll: runner: poll 300.0ms"), "the option that differs comes first: {said}");
+    let line = said.lines().find(|l| l.trim_start().starts_with("discovery_per_min ")).unwrap();
+    assert!(line.contains("REGRESSION"), "{said}");
 }

@@ -66,6 +66,7 @@ fn nothing_left(r: &CapacityReport) {
     assert!(common::live_children().is_empty(), "{:?}", common::live_children());
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn a_small_ramp_completes_reads_the_daemon_and_leaves_nothing_running() {
     if !daemon_or_skip("a_small_ramp_completes_reads_the_daemon_and_leaves_nothing_running") {
@@ -102,6 +103,7 @@ fn a_small_ramp_completes_reads_the_daemon_and_leaves_nothing_running() {
     assert!(stdout.contains("completed: 5 held execs reached") && stdout.contains("report: "), "{stdout}");
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn a_daemon_out_of_fds_is_the_failure_point_and_its_limit_is_named() {
     if !daemon_or_skip("a_daemon_out_of_fds_is_the_failure_point_and_its_limit_is_named") {

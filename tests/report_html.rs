@@ -100,6 +100,7 @@ fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
     Some((be(&bytes[16..20]), be(&bytes[20..24])))
 }
 
+#[cfg_attr(not(has_chromium), ignore = "needs headless Chromium: apt-get install -y chromium")]
 #[test]
 fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() {
     let test = "report_html";

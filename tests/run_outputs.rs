@@ -206,3 +206,21 @@ fn a_junit_path_that_cannot_be_a_file_is_refused_before_the_run() {
         assert!(!t.path().join("out").exists(), "{junit}: refused before the run");
     }
 }
+
+#[test]
+fn the_reports_path_is_the_last_line_a_run_prints() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("one.toml"), virtual_scenario("one", "only")).unwrap();
+    let out = Command::new(BIN)
+        .current_dir(d)
+        .args(["run", "one.toml", "--no-calibration", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rfind(|l| !l.trim().is_empty()).unwrap_or_default();
+    assert!(last.starts_with("report: ") && last.ends_with("summary.md"), "last line {last:?}: {stdout}");
+    assert!(stdout.lines().filter(|l| l.starts_with("report: ")).count() == 1, "{stdout}");
+}

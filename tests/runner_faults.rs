@@ -234,7 +234,10 @@ async fn untrusted_entries_under_request_names_are_skipped_once_and_block_nothin
     std::os::unix::fs::symlink("/etc/passwd", d.join("passwd.req.json")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", d.join("zero.req.json")).unwrap();
     std::fs::create_dir(d.join("dir.req.json")).unwrap();
-    std::fs::write(d.join("big.req.json"), vec![b' '; 4097]).unwrap();
+    // Published whole (a temp name, then a rename): written in place, a busy machine's runner
+    // can list it part-written, under the cap, and read it.
+    std::fs::write(d.join("big.tmp"), vec![b' '; 4097]).unwrap();
+    std::fs::rename(d.join("big.tmp"), d.join("big.req.json")).unwrap();
     std::fs::write(d.join(std::ffi::OsStr::from_bytes(b"\xff\xfe.req.json")), b"{}").unwrap();
     // Many lists later the runner is still answering.
     tokio::time::sleep(MS(300)).await;

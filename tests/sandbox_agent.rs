@@ -14,6 +14,7 @@ use common::daemon_or_skip;
 /// One test at a time: the last one checks that this process has no child left.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_operation_is_a_daemon_request_and_counted() {
     let Some(bin) = daemon_or_skip("every_operation_is_a_daemon_request_and_counted") else { return };
@@ -56,6 +57,7 @@ async fn every_operation_is_a_daemon_request_and_counted() {
     assert!(e.to_string().contains("cannot connect"), "{e}");
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_case_on_the_real_daemon_loses_nothing_and_leaves_no_daemon() {
     if daemon_or_skip("a_case_on_the_real_daemon_loses_nothing_and_leaves_no_daemon").is_none() {
@@ -173,6 +175,7 @@ fn a_scenario_on_a_missing_daemon_names_the_package() {
     assert!(String::from_utf8_lossy(&list.stdout).contains("real-daemon"));
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_strike_the_real_daemon_and_its_wire() {
     if daemon_or_skip("faults_strike_the_real_daemon_and_its_wire").is_none() {
@@ -299,6 +302,7 @@ fn run_passing(file: &std::path::Path, out: &std::path::Path) -> relay_bench::re
 }
 
 /// A daemon started by someone else, with a token: `url` + the token from the environment.
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let Some(bin) = daemon_or_skip("a_running_daemon_by_url_and_token_never_written_to_a_report") else { return };
@@ -350,6 +354,7 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     }
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files() {
     let Some(_) = daemon_or_skip("an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files") else {
@@ -459,6 +464,7 @@ impl Drop for Elsewhere {
     }
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn a_sandbox_whose_files_this_machine_cannot_see_is_benchmarked_through_its_daemon_alone() {
     let Some(bin) = daemon_or_skip("a_sandbox_whose_files_this_machine_cannot_see") else { return };
@@ -585,6 +591,7 @@ mod wire_count {
 /// What a daemon was sent, counted on the wire by a proxy of the test's own, is exactly the
 /// report's runners' requests over the whole case plus relay-bench's own, route by route:
 /// with the writer here and with the in-sandbox side uploaded, followed and brought back.
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[test]
 fn a_daemons_own_count_of_its_requests_reconciles_with_the_report() {
     let Some(bin) = daemon_or_skip("a_daemons_own_count_of_its_requests_reconciles_with_the_report") else { return };

@@ -24,6 +24,7 @@ fn notices_say(r: &relay_bench::results::summary::CaseResult, what: &str) -> boo
     r.notices.iter().any(|n| n.contains(what))
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_held_execs_reject_every_window_429_and_the_turn_polls_losing_nothing() {
     if daemon_or_skip("no_held_execs_reject_every_window_429").is_none() {
@@ -80,6 +81,7 @@ writer = "watch"
     assert!(common::live_children().is_empty(), "daemons reaped: {:?}", common::live_children());
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_queue_holds_requests_behind_the_held_window_and_loses_nothing() {
     if daemon_or_skip("a_queue_holds_requests_behind_the_held_window").is_none() {
@@ -113,6 +115,7 @@ writer = "watch"
     assert!(f.held_execs.max == 1, "{:?}", f.held_execs);
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_timeout_cuts_the_held_windows_each_a_failed_exec() {
     if daemon_or_skip("an_idle_timeout_cuts_the_held_windows").is_none() {
@@ -146,6 +149,7 @@ gates = ["fleet.cut > 0"]
     assert!(notices_say(r, "watch failure 1: exec rejected") && notices_say(r, "request failed"), "{:?}", r.notices);
 }
 
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_organisation_counts_each_request_as_the_host_does() {
     let Some(bin) = daemon_or_skip("the_organisation_counts_each_request_as_the_host_does") else { return };

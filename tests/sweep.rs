@@ -127,6 +127,25 @@ fn the_command_line_sweeps_a_case_and_refuses_an_option_it_does_not_have() {
     assert_eq!(points, ["w@window=5s", "w@window=25s"]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<section id=\"sweeps\">") && html.contains("<td>25s</td>"), "the table in report.html");
+    // With no figures of its own, a command-line sweep shows the headline figures; with
+    // `--figure`, those named.
+    let figures = |json: &Value| -> Vec<String> {
+        json["sweeps"][0]["figures"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_owned()).collect()
+    };
+    for want in ["pickup.p50", "completion.p50", "discovery_per_min"] {
+        assert!(figures(&json).iter().any(|f| f == want), "{want}: {:?}", figures(&json));
+    }
+    let named = run(&["--sweep", "runner.window=5s,25s", "--figure", "wake.p99", "--figure", "data_per_min"]);
+    assert!(named.status.success(), "{}", String::from_utf8_lossy(&named.stderr));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let f = figures(&json);
+    assert!(f.contains(&"wake.p99".to_owned()) && f.contains(&"data_per_min".to_owned()), "{f:?}");
+    assert!(!f.contains(&"completion.p50".to_owned()), "named figures replace the headline ones: {f:?}");
+    let bad = run(&["--sweep", "runner.window=5s,25s", "--figure", "nonsense"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("figures"), "{}", String::from_utf8_lossy(&bad.stderr));
+    let alone = run(&["--figure", "wake.p99"]);
+    assert_eq!(alone.status.code(), Some(2), "--figure needs --sweep");
 
     let poll = plain
         .replace("runner = \"window-exec\"", "runner = \"poll\"")
@@ -168,5 +187,40 @@ async fn the_results_do_not_depend_on_jobs() {
     for (jobs, json, log) in &seen[1..] {
         assert!(*json == seen[0].1, "--jobs {jobs} moved a result");
         assert!(*log == seen[0].2, "--jobs {jobs} changed the event log");
+    }
+}
+
+/// On the console, a point's heading stands with its own result, the points in the
+/// scenario's order, though they ran side by side and finished in any order.
+#[test]
+fn the_console_says_each_point_with_its_result_in_the_scenarios_order() {
+    const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("run")
+        .arg(&file)
+        .args(["--no-event-log", "--out"])
+        .arg(t.path().join("run"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{stdout}");
+    let headings: Vec<(usize, &str)> =
+        stdout.lines().enumerate().filter(|(_, l)| l.starts_with('[') && l.contains("(sweep w: point")).collect();
+    let named: Vec<&str> = headings
+        .iter()
+        .map(|(_, l)| POINTS.iter().find(|p| l.contains(&format!("] {p} ("))).copied().unwrap_or(l))
+        .collect();
+    assert_eq!(named, POINTS, "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    for (k, (at, _)) in headings.iter().enumerate() {
+        let end = headings.get(k + 1).map_or(lines.len(), |(n, _)| *n);
+        let own = &lines[*at + 1..end];
+        assert!(own.iter().any(|l| l.contains("calls answered")), "point {} has its result under it: {stdout}", k + 1);
+        for other in POINTS.iter().filter(|p| **p != POINTS[k]) {
+            assert!(!own.iter().any(|l| l.contains(&format!("{other}:"))), "{other} under point {}: {stdout}", k + 1);
+        }
     }
 }

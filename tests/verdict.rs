@@ -99,7 +99,9 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
     assert_eq!(md.matches("Rollout verdict").count(), 1, "one verdict section: {md}");
 
     let tail: Vec<&str> = stdout.lines().rev().take_while(|l| !l.is_empty()).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let mut tail: Vec<&str> = tail.into_iter().rev().collect();
+    // The report's path comes last, under the verdict.
+    assert!(tail.pop().is_some_and(|l| l.starts_with("report: ")), "the report's path last: {stdout}");
     assert!(
         tail[0] == "rollout verdict: FAIL: production as built misses 1 of 2 rollout gates",
         "the verdict is the console's last lines: {stdout}"

@@ -216,8 +216,14 @@ pub async fn run_scenario(
             .flat_map(|&c| (0..repeats).map(move |k| (c, k)))
             .map(|(case, k)| Job { scenario: scenario_of(k), case, logs: k == 0 })
             .collect();
+        // Points run side by side finish in any order: each is announced with its result,
+        // in the scenario's order, so no header stands beside another point's lines.
+        let parallel = workers > 1 && jobs.len() > 1 && s.cases[i].clock == Clock::Virtual;
         let announce_job = |j: usize| {
             let (case, k) = (jobs[j].case, j % repeats);
+            if parallel {
+                return;
+            }
             if k == 0 {
                 announce(case);
             }
@@ -229,6 +235,31 @@ pub async fn run_scenario(
         // Each case's repeats as they come; a case is finished once it has them all.
         let mut got: Vec<Vec<Option<CaseResult>>> = vec![vec![None; repeats]; batch.len()];
         let mut walls = vec![Duration::ZERO; batch.len()];
+        // Finished cases not yet said (parallel points wait for those before them).
+        let mut ready: Vec<Option<CaseResult>> = vec![None; batch.len()];
+        let mut said = 0;
+        let say_ready = |ready: &mut Vec<Option<CaseResult>>,
+                         said: &mut usize,
+                         summary: &mut Summary,
+                         walls: &[Duration],
+                         all: bool|
+         -> Result<(), BenchError> {
+            while *said < ready.len() {
+                let Some(result) = ready[*said].take() else {
+                    if all {
+                        *said += 1;
+                        continue;
+                    }
+                    break;
+                };
+                if parallel {
+                    announce(batch[*said]);
+                }
+                finished(summary, s, result, walls[*said], &say, &opts.out_dir)?;
+                *said += 1;
+            }
+            Ok(())
+        };
         let mut take = |j: usize, r: Result<CaseResult, EngineError>, wall: Duration| -> Result<(), BenchError> {
             clear_bar();
             let (b, k) = (j / repeats, j % repeats);
@@ -244,12 +275,19 @@ pub async fn run_scenario(
             } else {
                 combine(runs, crate::base::rng::seeds(case.workload.seed, repeats as u32))
             };
-            finished(&mut summary, s, result, walls[b], &say, &opts.out_dir)
+            ready[b] = Some(result);
+            if !parallel {
+                said = b;
+            }
+            say_ready(&mut ready, &mut said, &mut summary, &walls, false)
         };
-        if workers > 1 && jobs.len() > 1 && s.cases[i].clock == Clock::Virtual {
-            tokio::task::block_in_place(|| {
+        if parallel {
+            let ran = tokio::task::block_in_place(|| {
                 crate::app::points::run_parallel(&jobs, workers, &env, &opts.relay_root, &announce_job, &mut take)
-            })?;
+            });
+            // What finished before a failure or an interrupt is still said and reported.
+            say_ready(&mut ready, &mut said, &mut summary, &walls, true)?;
+            ran?;
         } else {
             for (j, job) in jobs.iter().enumerate() {
                 announce_job(j);
@@ -333,6 +371,8 @@ fn finished(
         let simulated = Duration::from_secs_f64(result.window_secs);
         say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
     }
+    let mut result = result;
+    result.wall_secs = Some((wall.as_secs_f64() * 1000.0).round() / 1000.0);
     summary.interrupted |= result.interrupted;
     summary.cases_not_run.retain(|c| *c != result.case);
     summary.results.push(result);

@@ -295,6 +295,10 @@ impl Plan {
                 let from = baseline_of(name, &s.name)?;
                 let comparison = compare(&from, &opts.out_dir, BASELINE_THRESHOLD)?;
                 outcome.regressions += comparison.regressions();
+                // A baseline's case this run lacks fails it too, unless `--case` narrowed the run.
+                if req.cases.is_empty() {
+                    outcome.regressions += comparison.missing_from_new.len();
+                }
                 step(Step::Compared { name, comparison: &comparison });
             }
         }

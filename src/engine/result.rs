@@ -75,6 +75,7 @@ impl Ended<'_> {
             writer_params: case.writer.params(),
             clock: case.clock.name().into(),
             sandboxes: wl.sandboxes,
+            seed: Some(wl.seed),
             window_secs: (window.as_secs_f64() * 1000.0).round() / 1000.0,
             leftover_files: self.leftover,
             interrupted: self.interrupted,

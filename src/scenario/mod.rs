@@ -213,7 +213,12 @@ impl Scenario {
                 msg: format!("runs each case N times; allowed: 1 (the default, once) to {}", overrides::MAX_REPEAT),
             });
         }
-        let sweeps_only = Overrides { sweeps: over.sweeps.clone(), cases: over.cases.clone(), ..Default::default() };
+        let sweeps_only = Overrides {
+            sweeps: over.sweeps.clone(),
+            figures: over.figures.clone(),
+            cases: over.cases.clone(),
+            ..Default::default()
+        };
         let plain = Scenario::parse_inner(file, text, &sweeps_only)?;
         let names: Vec<String> = plain.cases.iter().map(|c| c.name.clone()).collect();
         let mut s = Scenario::parse_inner(file, text, over).map_err(|e| over.refusal(e, &names))?;

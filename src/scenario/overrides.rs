@@ -31,6 +31,8 @@ pub enum Length {
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
     pub sweeps: Vec<SweepArg>,
+    /// `--figure NAME`: what each command-line sweep shows per point, beside its gates'.
+    pub figures: Vec<String>,
     pub cases: Vec<String>,
     pub clock: Option<Clock>,
     pub length: Option<Length>,
@@ -65,6 +67,10 @@ pub struct Applied {
     pub repeat: Option<u32>,
 }
 
+/// What a command-line sweep shows per point when neither its case nor `--figure` names
+/// any, beside the figures its gates name.
+pub(crate) const CLI_SWEEP_FIGURES: [&str; 3] = ["pickup.p50", "completion.p50", "discovery_per_min"];
+
 /// The most repeats `--repeat` takes.
 pub(crate) const MAX_REPEAT: u32 = 100;
 
@@ -87,6 +93,23 @@ impl Overrides {
             let name = c.get("name").and_then(toml::Value::as_str).unwrap_or_default().to_owned();
             if self.cases.is_empty() || self.cases.contains(&name) {
                 c.insert("sweep".into(), toml::Value::Table(sweep.clone()));
+                // What each point shows: the case's own `figures`, the command line's, else
+                // the headline figures (a case gated on invariants alone would show none).
+                let mut figures: Vec<toml::Value> = match c.get("figures") {
+                    Some(toml::Value::Array(f)) => f.clone(),
+                    _ => Vec::new(),
+                };
+                let given: Vec<&str> = if self.figures.is_empty() && figures.is_empty() {
+                    CLI_SWEEP_FIGURES.to_vec()
+                } else {
+                    self.figures.iter().map(String::as_str).collect()
+                };
+                for f in given {
+                    if !figures.iter().any(|x| x.as_str() == Some(f)) {
+                        figures.push(toml::Value::String(f.to_owned()));
+                    }
+                }
+                c.insert("figures".into(), toml::Value::Array(figures));
             }
             names.push(name);
         }
@@ -205,6 +228,7 @@ mod tests {
     fn flags_factors_and_what_is_recorded() {
         let o = Overrides {
             sweeps: Vec::new(),
+            figures: Vec::new(),
             cases: Vec::new(),
             clock: Some(Clock::Virtual),
             length: Some(Length::To(Duration::from_secs(30))),

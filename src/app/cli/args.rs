@@ -162,6 +162,12 @@ pub struct RunArgs {
     /// (window-exec@window=10s); it replaces a sweep the scenario states.
     #[arg(long = "sweep", value_name = "PATH=VALUES")]
     pub sweeps: Vec<String>,
+    /// A figure the sweep's table and charts show per point (a gate metric's name:
+    /// pickup.p99, idle_discovery_per_min, fleet.held_execs.max); give it again for more.
+    /// Without it a command-line sweep shows pickup.p50, completion.p50 and discovery_per_min
+    /// beside the figures its case's gates name.
+    #[arg(long = "figure", value_name = "NAME", requires = "sweeps")]
+    pub figures: Vec<String>,
     /// Skip the calibration of this machine's floor.
     #[arg(long)]
     pub no_calibration: bool,
@@ -417,6 +423,7 @@ impl RunArgs {
                 },
                 seed: self.seed,
                 sandboxes: self.sandboxes,
+                figures: self.figures,
                 repeat: self.repeat,
                 ..Default::default()
             },

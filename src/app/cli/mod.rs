@@ -183,11 +183,11 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
         .run(interrupt, |step| match step {
             Step::Ran { summary: _, out_dir, console, warnings } => {
                 warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
-                // The report's path first: the table and the verdict are the last lines.
+                out!("{}", String::from_utf8_lossy(console));
+                // The report's path last, under the table and the verdict: where to read on.
                 if !quiet {
                     out!(line "report: {}", out_dir.join("summary.md").display());
                 }
-                out!("{}", String::from_utf8_lossy(console));
             }
             Step::BaselineSaved(to) => out!(line "baseline saved: {}", to.display()),
             Step::Compared { name, comparison } => {
@@ -471,7 +471,7 @@ fn compare_cmd(old: &Path, new: &Path, threshold: Threshold, strict: bool, forma
         return Err(CliError::BadInput(format!("--strict: the environments differ: {}", diffs.join(", "))));
     }
     out!("{}", crate::report::compare::render(&c, format));
-    Ok(if c.regressions() > 0 { Exit::GateFailed } else { Exit::Pass })
+    Ok(if c.fails() { Exit::GateFailed } else { Exit::Pass })
 }
 
 fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {

@@ -1,6 +1,6 @@
-//! The comparison as the console shows it, within 100 columns: warnings first, then each
-//! case's figures under its name, the figures not compared, and the count of regressions
-//! last.
+//! The comparison as the console shows it, within 100 columns: each run's verdict and what
+//! differs between the runs first, then warnings, each case's figures under its name, the
+//! figures not compared, and the count of regressions last.
 
 use std::fmt::Write;
 
@@ -25,9 +25,37 @@ fn readable_ratio(r: f64) -> String {
     }
 }
 
-/// The interval as `[1.90, 2.10]`, or nothing for a plain figure.
+/// The noise interval as `[1.90, 2.10]`, or the model that has none (`margin 25%`, `exact`).
 pub(super) fn interval(c: &Change) -> String {
-    c.interval.map_or_else(String::new, |[lo, hi]| format!("[{}, {}]", readable_ratio(lo), readable_ratio(hi)))
+    c.interval.map_or_else(
+        || c.model.short().to_owned(),
+        |[lo, hi]| format!("[{}, {}]", readable_ratio(lo), readable_ratio(hi)),
+    )
+}
+
+/// What a figure marked within floor means, said once under the figures.
+pub(super) const WITHIN_FLOOR: &str = "within floor: a real-clock latency that moved past the threshold and its \
+     noise, but by no more than the machine's own floor (how late it ran what was due while the case ran) or \
+     its ratio: the load explains it, not the code";
+
+/// Each run's verdict and what differs between the runs, as the first lines say them.
+pub(super) fn heading(c: &Comparison) -> Vec<String> {
+    let mut v =
+        vec![format!("OLD {}: {}", c.old, c.verdicts[0].text), format!("NEW {}: {}", c.new, c.verdicts[1].text)];
+    if c.differs.is_empty() {
+        v.push("the runs differ in nothing but time: one scenario, the same seeds, options and clocks".into());
+    }
+    v.extend(c.differs.iter().map(|d| format!("differs: {}: {} -> {}", d.what, d.old, d.new)));
+    v
+}
+
+/// The last line: what the comparison found.
+pub(super) fn tally(c: &Comparison) -> String {
+    let mut t = format!("{} regression(s), {} improvement(s)", c.regressions(), c.improvements());
+    if !c.missing_from_new.is_empty() {
+        t.push_str(&format!(", {} case(s) of OLD missing from NEW", c.missing_from_new.len()));
+    }
+    t
 }
 
 /// What a figure marked too few samples means, said once under the figures.
@@ -52,6 +80,9 @@ fn wrap(o: &mut String, text: &str) {
 
 pub(super) fn render(c: &Comparison) -> String {
     let mut o = String::new();
+    for line in heading(c) {
+        wrap(&mut o, &line);
+    }
     for w in &c.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
@@ -61,7 +92,7 @@ pub(super) fn render(c: &Comparison) -> String {
     let _ = writeln!(
         o,
         "  {:<30} {:>10}    {:>10} {:>6} {:<13} verdict (±{})",
-        "figure", "old", "new", "ratio", "95% interval", c.threshold
+        "figure", "old", "new", "ratio", "95% noise", c.threshold
     );
     let mut case = "";
     for ch in &c.changes {
@@ -86,12 +117,30 @@ pub(super) fn render(c: &Comparison) -> String {
     for u in &c.unmatched {
         let _ = writeln!(o, "not compared: {u}");
     }
+    for m in &c.missing_from_new {
+        let _ = writeln!(o, "FAIL: case {m} of OLD is missing from NEW: nothing measured for it");
+    }
     if c.changes.iter().any(|ch| ch.verdict == Verdict::TooFewSamples) {
         wrap(&mut o, TOO_FEW);
+    }
+    for ch in c.changes.iter().filter(|ch| ch.verdict == Verdict::WithinFloor) {
+        if let Some(f) = ch.floor {
+            let _ = writeln!(
+                o,
+                "{} {}: within floor ({} -> {})",
+                ch.case,
+                ch.figure,
+                value(f.old, "ms"),
+                value(f.new, "ms")
+            );
+        }
+    }
+    if c.changes.iter().any(|ch| ch.verdict == Verdict::WithinFloor) {
+        wrap(&mut o, WITHIN_FLOOR);
     }
     if c.zero_in_both > 0 {
         let _ = writeln!(o, "{} figure(s) 0 in both runs left out", c.zero_in_both);
     }
-    let _ = writeln!(o, "{} regression(s), {} improvement(s)", c.regressions(), c.improvements());
+    let _ = writeln!(o, "{}", tally(c));
     o
 }

@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use crate::record::recorder::Measure;
+use crate::report::export::fleet::telling;
 use crate::results::summary::CaseResult;
 use crate::scenario::gate::{Counter, FleetGauge, FleetMetric, GaugeStat, Metric};
 
@@ -160,7 +161,11 @@ pub fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
         unit: "",
         core: true,
     });
-    out.extend(fleet_figures().into_iter().map(|f| plain(Metric::Fleet(f), false)));
+    // A fleet's figures where either run's case has one to tell of (agent turns, limits, a
+    // fleet-wide fault); a gate that names one brings it in below all the same.
+    if telling(o).is_some() || telling(n).is_some() {
+        out.extend(fleet_figures().into_iter().map(|f| plain(Metric::Fleet(f), false)));
+    }
     for g in o.gates.iter().chain(&n.gates) {
         let f = match g.metric {
             Metric::VsBaseline(_) => continue,
@@ -202,7 +207,14 @@ mod tests {
             ],
             ..CaseResult::default()
         };
-        let n = CaseResult::default();
+        let mut n = CaseResult::default();
+        let none = figures(&o, &n);
+        assert!(!none.iter().any(|f| f.name.starts_with("fleet.")), "no fleet to tell of: no fleet figure");
+        n.fleet = Some(crate::results::fleet::FleetResult {
+            org_measured: true,
+            limits: "held execs 100".into(),
+            ..Default::default()
+        });
         let f = figures(&o, &n);
         let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
         for want in ["wake.p50", "pickup.p99", "completion.p99", "idle_discovery_per_min", "busy_discovery_per_min"] {

@@ -14,7 +14,7 @@ struct Document<'a> {
     tool: crate::results::summary::Tool,
     regressions: usize,
     improvements: usize,
-    /// No regression.
+    /// No regression, and no case of OLD missing from NEW.
     pass: bool,
     #[serde(flatten)]
     comparison: &'a Comparison,
@@ -26,7 +26,7 @@ pub(super) fn render(c: &Comparison) -> String {
         tool: crate::results::summary::Summary::tool(),
         regressions: c.regressions(),
         improvements: c.improvements(),
-        pass: c.regressions() == 0,
+        pass: !c.fails(),
         comparison: c,
     };
     let mut text = serde_json::to_string_pretty(&doc).expect("a comparison is plain data");

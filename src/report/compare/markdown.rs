@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::console::{interval, ratio, value, TOO_FEW};
+use super::console::{heading, interval, ratio, tally, value, TOO_FEW, WITHIN_FLOOR};
 use super::{Change, Comparison, Verdict};
 use crate::report::export::{Align, MdTable};
 
@@ -13,7 +13,7 @@ use Align::{Left as L, Right as R};
 fn table(o: &mut String, rows: &[&Change]) {
     let mut t = MdTable::new(
         o,
-        &[("case", L), ("figure", L), ("old", R), ("new", R), ("ratio", R), ("95% interval", L), ("verdict", L)],
+        &[("case", L), ("figure", L), ("old", R), ("new", R), ("ratio", R), ("95% noise", L), ("verdict", L)],
     );
     for ch in rows {
         let word = match ch.verdict {
@@ -36,11 +36,14 @@ fn table(o: &mut String, rows: &[&Change]) {
 pub(super) fn render(c: &Comparison) -> String {
     let mut o = String::new();
     let (reg, imp) = (c.regressions(), c.improvements());
-    let head = match reg {
+    let mut head = match reg {
         0 => "✅ no regression".to_owned(),
         1 => "❌ 1 regression".to_owned(),
         n => format!("❌ {n} regressions"),
     };
+    if !c.missing_from_new.is_empty() {
+        head = format!("❌ {head}, {} case(s) missing from NEW", c.missing_from_new.len()).replace("❌ ✅ ", "❌ ");
+    }
     let _ = writeln!(o, "### relay-bench compare: {head}\n");
     let _ = writeln!(
         o,
@@ -51,6 +54,10 @@ pub(super) fn render(c: &Comparison) -> String {
         c.threshold,
         c.changes.len()
     );
+    for line in heading(c) {
+        let _ = writeln!(o, "- {}", line.replace('`', "'"));
+    }
+    o.push('\n');
     for w in &c.warnings {
         let _ = writeln!(o, "> **warning**: {w}\n");
     }
@@ -71,6 +78,9 @@ pub(super) fn render(c: &Comparison) -> String {
     if c.changes.iter().any(|ch| ch.verdict == Verdict::TooFewSamples) {
         let _ = writeln!(o, "{TOO_FEW}.\n");
     }
+    if c.changes.iter().any(|ch| ch.verdict == Verdict::WithinFloor) {
+        let _ = writeln!(o, "{WITHIN_FLOOR}.\n");
+    }
     if c.zero_in_both > 0 {
         let _ = writeln!(o, "{} figure(s) 0 in both runs left out.\n", c.zero_in_both);
     }
@@ -85,5 +95,9 @@ pub(super) fn render(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    for m in &c.missing_from_new {
+        let _ = writeln!(o, "**FAIL**: case `{m}` of OLD is missing from NEW: nothing measured for it.\n");
+    }
+    let _ = writeln!(o, "{}.", tally(c));
     o
 }

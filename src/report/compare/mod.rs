@@ -8,14 +8,22 @@
 //! execs, requests per second, rejected, queued and cut requests, demoted turns, recovery);
 //! and every other figure a gate of either run names.
 //!
-//! A latency quantile's ratio NEW / OLD comes with a 95 % bootstrap interval
-//! ([`bootstrap`]): only an interval wholly above 1 + threshold is a regression, wholly
-//! below 1 - threshold an improvement; anything else is noise. A quantile over fewer
-//! samples than it needs ([`crate::record::recorder::samples_needed`]) in either run is
-//! shown, marked, and not judged. The other figures are counts and rates, compared as plain
-//! ratios against the same band; a figure that was 0 and is not any more is a change past
-//! any threshold. Which side is worse is the figure's own ([`figures::Better`]): more of a
-//! latency, a request rate or a rejection is a regression; more completed calls is not.
+//! Each figure is judged against a noise model of its kind ([`noise`]): a latency quantile
+//! against the 95 % bootstrap interval of its ratio ([`bootstrap`], or the repeats' spread
+//! under `--repeat`), a rate or a count against its Poisson interval, a maximum only past a
+//! stated margin, an invariant exactly. A regression needs both: past the threshold and
+//! past the noise. A quantile over fewer samples than it needs
+//! ([`crate::record::recorder::samples_needed`]) in either run is shown, marked, and not
+//! judged. A real-clock latency is also held against each run's own measured floor (how late
+//! the machine ran what was due, [`noise::Floor`]): a busier machine on the second run is
+//! not a regression of the code. Which side is worse is the figure's own
+//! ([`figures::Better`]): more of a latency, a request rate or a rejection is a regression;
+//! more completed calls is not. Figures a scenario does not have (a fleet's, where the case
+//! has no agent turns, limits or fleet-wide faults) are not compared.
+//!
+//! Before any figure, the comparison says what differs between the two runs (scenario,
+//! seeds, options, clock, overrides: [`context`]) and each run's own verdict; a case of OLD
+//! that NEW lacks fails the comparison, as a regression does.
 //!
 //! Runs whose environments differ (kernel, filesystem, cpus, build profile, suite version)
 //! are compared with a warning, or refused with `--strict`. Never a silent gap: runs that
@@ -28,9 +36,11 @@
 
 mod bootstrap;
 mod console;
+pub mod context;
 pub mod figures;
 mod json;
 mod markdown;
+pub mod noise;
 mod threshold;
 
 use std::path::Path;
@@ -42,7 +52,9 @@ pub use threshold::{Threshold, ThresholdError};
 
 use crate::record::recorder::{samples_needed, LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary, SummaryError};
-use figures::{Better, Figure, Kind};
+use context::{Difference, RunVerdict};
+use figures::{Better, Figure, Kind, Source};
+use noise::{Floor, Model};
 
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +67,8 @@ pub enum CompareError {
         "{path}: {why}; summary.json counts {count} {measure} samples of case {case:?}, so this histogram is needed"
     )]
     MissingHistogram { path: String, case: String, measure: &'static str, count: u64, why: String },
+    #[error("{path}: case {case:?}: {figure} is {value}; {why}")]
+    Impossible { path: String, case: String, figure: String, value: f64, why: &'static str },
 }
 
 /// How one figure of one case moved.
@@ -74,6 +88,11 @@ pub struct Change {
     pub interval: Option<[f64; 2]>,
     /// The samples behind a latency quantile: OLD's and NEW's.
     pub samples: Option<[u64; 2]>,
+    /// The noise model the verdict was reached with.
+    pub model: Model,
+    /// A real-clock latency's floor in each run (ms), which the verdict was held against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
     pub verdict: Verdict,
 }
 
@@ -91,6 +110,9 @@ pub enum Verdict {
     TooFewSamples,
     /// A figure set by the workload, with no better side: shown, not judged.
     NotJudged,
+    /// A real-clock latency past the threshold and its noise, but by no more than the
+    /// machine's own floor moved: the load explains it, not the code.
+    WithinFloor,
 }
 
 impl Verdict {
@@ -101,6 +123,7 @@ impl Verdict {
             Verdict::Noise => "noise",
             Verdict::TooFewSamples => "too few samples",
             Verdict::NotJudged => "not judged",
+            Verdict::WithinFloor => "within floor",
         }
     }
 }
@@ -112,11 +135,17 @@ pub struct Comparison {
     pub old: String,
     pub new: String,
     pub threshold: Threshold,
+    /// Each run's own verdict: OLD's, NEW's.
+    pub verdicts: [RunVerdict; 2],
+    /// What differs between the runs besides time: scenario, seeds, options, clock.
+    pub differs: Vec<Difference>,
     pub changes: Vec<Change>,
     /// Environment fields that differ.
     pub env_diff: Vec<EnvDiff>,
     /// Cases in only one of the runs.
     pub unmatched: Vec<String>,
+    /// Cases of OLD that NEW lacks: nothing measured for them, so the comparison fails.
+    pub missing_from_new: Vec<String>,
     /// Figures of a case in both runs that are not compared, and why.
     pub skipped: Vec<Skipped>,
     /// Figures 0 in both runs, left out of `changes`: how many.
@@ -152,6 +181,11 @@ impl Comparison {
 
     pub(crate) fn improvements(&self) -> usize {
         self.count(Verdict::Improvement)
+    }
+
+    /// Whether the comparison fails (exit 1): a regression, or a case of OLD missing from NEW.
+    pub fn fails(&self) -> bool {
+        self.regressions() > 0 || !self.missing_from_new.is_empty()
     }
 }
 
@@ -199,25 +233,32 @@ pub fn compare(old_dir: &Path, new_dir: &Path, threshold: Threshold) -> Result<C
     let read = |dir: &Path| Summary::read(dir).map_err(CompareError::Unreadable);
     let (old, new) = (read(old_dir)?, read(new_dir)?);
     let pairs = common_cases(&old, &new, old_dir, new_dir)?;
+    let mut warnings: Vec<String> =
+        [interrupted("OLD", &old), interrupted("NEW", &new)].into_iter().flatten().collect();
+    warnings.extend(context::across_scenarios(&old, &new, &pairs));
     let mut out = Comparison {
         old: old_dir.display().to_string(),
         new: new_dir.display().to_string(),
         threshold,
+        verdicts: [RunVerdict::of(&old), RunVerdict::of(&new)],
+        differs: context::differences(&old, &new, &pairs),
         changes: Vec::new(),
         env_diff: env_diff(&old, &new),
         unmatched: Vec::new(),
+        missing_from_new: Vec::new(),
         skipped: Vec::new(),
         zero_in_both: 0,
-        warnings: [interrupted("OLD", &old), interrupted("NEW", &new)].into_iter().flatten().collect(),
+        warnings,
     };
     for (o, n) in pairs {
-        compare_case(&mut out, (old_dir, o), (new_dir, n))?;
+        compare_case(&mut out, (old_dir, &old, o), (new_dir, &new, n))?;
     }
     for n in new.results.iter().filter(|n| !old.results.iter().any(|o| o.case == n.case)) {
         out.unmatched.push(format!("{} (only in NEW)", n.case));
     }
     for o in old.results.iter().filter(|o| !new.results.iter().any(|n| n.case == o.case)) {
         out.unmatched.push(format!("{} (only in OLD)", o.case));
+        out.missing_from_new.push(o.case.clone());
     }
     Ok(out)
 }
@@ -297,38 +338,60 @@ fn latency_not_comparable(o: &CaseResult, n: &CaseResult, m: Measure) -> Option<
         .then(|| format!("timed differently: OLD {}; NEW {}", po.describe(), pn.describe()))
 }
 
-/// The verdict on a ratio whose interval is [low, high], for a figure better `better`.
-fn judge(better: Better, low: f64, high: f64, t: f64) -> Verdict {
-    let (worse, improved) = match better {
-        Better::Lower => (low > 1.0 + t, high < 1.0 - t),
-        Better::Higher => (high < 1.0 - t, low > 1.0 + t),
-        Better::Either => return Verdict::NotJudged,
-    };
-    if worse {
-        Verdict::Regression
-    } else if improved {
-        Verdict::Improvement
-    } else {
-        Verdict::Noise
+/// A plain figure's value in a case, refused when no run could have measured it (a negative
+/// rate, count or time; not a number): a summary.json from elsewhere is untrusted input.
+fn plain_value(dir: &Path, r: &CaseResult, f: &Figure, source: Source) -> Result<Option<f64>, CompareError> {
+    let v = figures::read(r, source);
+    match v {
+        Some(x) if !x.is_finite() || x < 0.0 => Err(CompareError::Impossible {
+            path: dir.join("summary.json").display().to_string(),
+            case: r.case.clone(),
+            figure: f.name.clone(),
+            value: x,
+            why: "no run measures that (every figure compared is a rate, a count, a time or a share, never \
+                  negative): the file was not written by relay-bench, or was edited",
+        }),
+        v => Ok(v),
     }
+}
+
+/// The spreads of a figure in both runs' repeats, when both have them.
+fn spreads<'a>(
+    o: &'a CaseResult,
+    n: &'a CaseResult,
+    name: &str,
+) -> Option<(&'a crate::results::repeat::Spread, &'a crate::results::repeat::Spread)> {
+    Some((o.repeat.as_ref()?.get(name)?, n.repeat.as_ref()?.get(name)?))
 }
 
 /// Compares every figure of one case.
 fn compare_case(
     out: &mut Comparison,
-    (old_dir, o): (&Path, &CaseResult),
-    (new_dir, n): (&Path, &CaseResult),
+    (old_dir, so, o): (&Path, &Summary, &CaseResult),
+    (new_dir, sn, n): (&Path, &Summary, &CaseResult),
 ) -> Result<(), CompareError> {
     let t = out.threshold.fraction();
     let name = n.case.as_str();
     let skip = |out: &mut Comparison, f: &Figure, why: String| {
         out.skipped.push(Skipped { case: name.to_owned(), figure: f.name.clone(), why });
     };
+    // Latencies on two clocks are two measures: the simulated one is not this machine's.
+    let clocks_differ = o.clock != n.clock;
+    if clocks_differ {
+        out.skipped.push(Skipped {
+            case: name.to_owned(),
+            figure: "latencies".into(),
+            why: format!("OLD ran on the {} clock, NEW on the {}: not one measure", o.clock, n.clock),
+        });
+    }
     // Each measure's histograms, read once for all its quantiles.
     let mut hists: Vec<(Measure, hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)> = Vec::new();
     for (k, f) in figures::figures(o, n).iter().enumerate() {
         match f.kind {
             Kind::Quantile(m, stat) => {
+                if clocks_differ {
+                    continue;
+                }
                 if let Some(why) = latency_not_comparable(o, n, m) {
                     // One line per measure, not per quantile.
                     if !out.skipped.iter().any(|s| s.case == name && s.figure == m.name()) {
@@ -346,10 +409,12 @@ fn compare_case(
                 let (vo, vn) = (ho.value_at_quantile(q) as f64 / 1e6, hn.value_at_quantile(q) as f64 / 1e6);
                 let (low, high) = ratio_interval(ho, hn, q, 0x5EED + k as u64);
                 let needed = samples_needed(q);
+                let floor = Floor::of((so, o), (sn, n), stat);
                 let verdict = if ho.len() < needed || hn.len() < needed {
                     Verdict::TooFewSamples
                 } else {
-                    judge(f.better, low, high, t)
+                    let v = noise::judge(f.better, low, high, t);
+                    floor.map_or(v, |fl| fl.hold(v, (vo, vn), [low, high], t))
                 };
                 out.changes.push(Change {
                     case: name.to_owned(),
@@ -361,11 +426,20 @@ fn compare_case(
                     ratio: (vo > 0.0).then(|| vn / vo),
                     interval: Some([low, high]),
                     samples: Some([ho.len(), hn.len()]),
+                    model: Model::Bootstrap,
+                    floor,
                     verdict,
                 });
             }
             Kind::Plain(source) => {
-                let (vo, vn) = (figures::read(o, source), figures::read(n, source));
+                let latency = match source {
+                    Source::Metric(crate::scenario::gate::Metric::Latency(_, stat)) => Some(stat),
+                    _ => None,
+                };
+                if latency.is_some() && clocks_differ {
+                    continue;
+                }
+                let (vo, vn) = (plain_value(old_dir, o, f, source)?, plain_value(new_dir, n, f, source)?);
                 let (vo, vn) = match (vo, vn) {
                     (Some(a), Some(b)) => (a, b),
                     (None, None) if !f.core => continue,
@@ -380,8 +454,33 @@ fn compare_case(
                     continue;
                 }
                 let ratio = (vo != 0.0).then(|| vn / vo);
-                // From 0 to something is past any threshold.
-                let r = ratio.unwrap_or(f64::INFINITY);
+                let mut floor = None;
+                let (model, interval, verdict) = if let Some((ro, rn)) = spreads(o, n, &f.name) {
+                    let iv = noise::repeats_interval(ro, rn);
+                    let v = iv.map_or(Verdict::Noise, |[lo, hi]| noise::judge(f.better, lo, hi, t));
+                    floor = latency.and_then(|stat| Floor::of((so, o), (sn, n), stat));
+                    let v = match (floor, iv) {
+                        (Some(fl), Some(iv)) => fl.hold(v, (vo, vn), iv, t),
+                        _ => v,
+                    };
+                    (Model::Repeats, iv, v)
+                } else {
+                    match noise::model_of(source) {
+                        Model::Poisson => match (noise::counts(o, source), noise::counts(n, source)) {
+                            (Some(co), Some(cn)) => {
+                                let iv = noise::poisson_interval(co, cn);
+                                (Model::Poisson, Some(iv), noise::judge(f.better, iv[0], iv[1], t))
+                            }
+                            _ => (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, false)),
+                        },
+                        Model::Exact => (Model::Exact, None, noise::judge_exact(f.better, vo, vn)),
+                        Model::None => (Model::None, None, Verdict::NotJudged),
+                        _ => {
+                            let whole = noise::whole_units(source);
+                            (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, whole))
+                        }
+                    }
+                };
                 out.changes.push(Change {
                     case: name.to_owned(),
                     figure: f.name.clone(),
@@ -390,9 +489,11 @@ fn compare_case(
                     old: vo,
                     new: vn,
                     ratio,
-                    interval: None,
+                    interval,
                     samples: None,
-                    verdict: judge(f.better, r, r, t),
+                    model,
+                    floor,
+                    verdict,
                 });
             }
         }

@@ -133,12 +133,17 @@ fn the_direction_is_the_figures_own_and_zero_to_something_counts() {
     let (a, b) = (t.path().join("old"), t.path().join("new"));
     let fleet = |rejected| crate::results::fleet::FleetResult { org_measured: true, rejected, ..Default::default() };
     run(&a, &h, |r| r.fleet = Some(fleet(0)));
-    run(&b, &h, |r| r.fleet = Some(fleet(3)));
+    run(&b, &h, |r| r.fleet = Some(fleet(30)));
     let c = compare(&a, &b, Threshold::DEFAULT).unwrap();
     let rejected = change(&c, "fleet.rejected");
-    assert_eq!((rejected.verdict, rejected.ratio), (Verdict::Regression, None));
+    assert_eq!((rejected.verdict, rejected.ratio, rejected.model), (Verdict::Regression, None, Model::Poisson));
     assert!(console::render(&c).contains("from 0"), "{}", console::render(&c));
     assert!(c.zero_in_both > 0, "the fleet's other figures are 0 in both");
+    // Three rejections where there were none is within a count's own noise.
+    let b3 = t.path().join("new3");
+    run(&b3, &h, |r| r.fleet = Some(fleet(3)));
+    let c = compare(&a, &b3, Threshold::DEFAULT).unwrap();
+    assert_eq!(change(&c, "fleet.rejected").verdict, Verdict::Noise, "{}", console::render(&c));
 }
 
 #[test]

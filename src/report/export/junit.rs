@@ -53,18 +53,27 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
     }
     for (s, r) in cases {
         let suite = format!("{}.{}", s.scenario, r.case);
+        // `time` is what CI systems add up as the job's: this machine's seconds. A virtual
+        // case's simulated seconds are a property beside it, never its time.
+        let virtual_clock = r.clock == crate::scenario::Clock::Virtual.name();
+        let wall = r.wall_secs.or((!virtual_clock).then_some(r.window_secs));
+        let time = wall.map_or_else(String::new, |w| format!(r#" time="{w:.3}""#));
         let _ = writeln!(
             o,
-            r#"  <testsuite name="{}" tests="{}" failures="{}" time="{:.3}">"#,
+            r#"  <testsuite name="{}" tests="{}" failures="{}"{time}>"#,
             esc(&suite),
             r.gates.len() + 1,
             failed(r),
-            r.window_secs
         );
         let design = super::design(r);
+        let simulated = if virtual_clock {
+            format!(r#"<property name="simulated_secs" value="{:.3}"/>"#, r.window_secs)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/></properties>"#,
+            r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/>{simulated}</properties>"#,
             esc(&r.strategy),
             esc(&design),
             esc(&r.clock)
@@ -177,6 +186,33 @@ fn esc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suites_time_is_wall_time_and_simulated_time_is_a_property() {
+        let mut s = super::super::fixture::realistic();
+        s.results.truncate(2);
+        s.results[0].clock = "virtual".into();
+        s.results[0].window_secs = 3600.0;
+        s.results[0].wall_secs = Some(1.25);
+        s.results[1].clock = "real".into();
+        s.results[1].window_secs = 10.5;
+        s.results[1].wall_secs = None;
+        let xml = String::from_utf8(render_all(std::slice::from_ref(&s))).unwrap();
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let suite = |case: &str| {
+            doc.descendants()
+                .find(|n| n.has_tag_name("testsuite") && n.attribute("name").is_some_and(|x| x.ends_with(case)))
+                .unwrap()
+        };
+        let v = suite(&s.results[0].case);
+        assert_eq!(v.attribute("time"), Some("1.250"), "{xml}");
+        let simulated = v.descendants().find(|n| n.attribute("name") == Some("simulated_secs")).unwrap();
+        assert_eq!(simulated.attribute("value"), Some("3600.000"));
+        assert_eq!(suite(&s.results[1].case).attribute("time"), Some("10.500"), "a real case: its window");
+        s.results[0].wall_secs = None;
+        let xml = String::from_utf8(render_all(std::slice::from_ref(&s))).unwrap();
+        assert!(!xml.contains(r#"time="3600.000""#), "no simulated time as a suite's: {xml}");
+    }
 
     #[test]
     fn every_gate_is_a_testcase_and_a_failure_says_observed_and_threshold() {

@@ -38,8 +38,14 @@ fn latency_row(t: &mut MdTable<'_>, r: &CaseResult, label: &str, measure: Measur
 /// A stretch's discovery rate and its length, or `-` when none of it happened or the
 /// runner's requests could not be seen.
 /// With repeats, its spread follows the rate (`figure`: the rate's name across repeats).
-fn stretch(r: &CaseResult, figure: &str, s: &Stretch, visible: bool) -> String {
+/// A stretch shorter than a second (summed over the relay dirs) gets no rate: a few
+/// requests over it would read as tens of thousands a minute.
+pub(super) fn stretch(r: &CaseResult, figure: &str, s: &Stretch, visible: bool) -> String {
+    let secs = s.minutes * 60.0;
     match s.rate() {
+        Some(_) if visible && secs < 1.0 => format!("- (only {secs:.2} s)"),
+        // Under 0.05 min the minutes would read 0.0: the seconds instead.
+        Some(rate) if visible && s.minutes < 0.05 => format!("{rate:.1}{} ({secs:.1} s)", spread(r, figure, one)),
         Some(rate) if visible => format!("{rate:.1}{} ({:.1} min)", spread(r, figure, one), s.minutes),
         _ => "-".into(),
     }
@@ -199,13 +205,21 @@ fn results(o: &mut String, s: &Summary) {
     }
 }
 
-/// Each case against the scenario's baseline case.
+/// Each case against its baseline case: the scenario's, named in the heading, unless some
+/// case has one of its own (a remote case set beside remote-poll): then each line names it.
 fn baseline(o: &mut String, s: &Summary) {
     if let Some(b) = &s.baseline {
-        let _ = writeln!(o, "\n## Against the baseline ({b})\n");
-        for r in &s.results {
-            if let Some(c) = &r.vs_baseline {
-                let _ = writeln!(o, "- **{}**: {}", r.case, c.text);
+        let compared: Vec<(&str, &crate::results::summary::Comparison)> =
+            s.results.iter().filter_map(|r| Some((r.case.as_str(), r.vs_baseline.as_ref()?))).collect();
+        if compared.iter().all(|(_, c)| &c.baseline == b) {
+            let _ = writeln!(o, "\n## Against the baseline ({b})\n");
+            for (case, c) in compared {
+                let _ = writeln!(o, "- **{case}**: {}", c.text);
+            }
+        } else {
+            let _ = writeln!(o, "\n## Against the baselines\n");
+            for (case, c) in compared {
+                let _ = writeln!(o, "- **{case}** against {}: {}", c.baseline, c.text);
             }
         }
     }
@@ -293,7 +307,7 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
             r.leftover_files.to_string(),
         ]);
     }
-    let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). A list after a wake fetches known work and counts as data; a list the timer starts, and every watch exec, is discovery. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
+    let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). Every list, whether a timer or a wake started it, and every watch exec is discovery; reads, stats, deletes and answer writes are data. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
     let mut t = MdTable::new(
         o,
         &[

@@ -127,6 +127,37 @@ pub(crate) fn design(r: &CaseResult) -> String {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn no_rate_is_given_over_a_stretch_of_no_time() {
+        let r = crate::results::summary::CaseResult::default();
+        let s =
+            |minutes: f64| crate::results::summary::Stretch { minutes, discovery_per_min: 68058.3, data_per_min: 0.0 };
+        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.0004), true), "- (only 0.02 s)");
+        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.04), true), "68058.3 (2.4 s)");
+        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(2.0), true), "68058.3 (2.0 min)");
+        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.0), true), "-");
+    }
+
+    #[test]
+    fn the_baseline_heading_names_the_baseline_only_when_every_case_has_it() {
+        let mut s = super::fixture::realistic();
+        s.baseline = Some(s.results[0].case.clone());
+        let base = s.results[0].clone();
+        for r in s.results.iter_mut().skip(1) {
+            r.vs_baseline = Some(crate::results::summary::Comparison::of(&base, r));
+        }
+        let md = String::from_utf8(super::markdown::Markdown.render(&s)).unwrap();
+        assert!(md.contains(&format!("## Against the baseline ({})", base.case)), "{md}");
+        // One case set beside another baseline of its own.
+        let other = s.results[1].clone();
+        let last = s.results.len() - 1;
+        s.results[last].vs_baseline = Some(crate::results::summary::Comparison::of(&other, &s.results[last]));
+        let md = String::from_utf8(super::markdown::Markdown.render(&s)).unwrap();
+        assert!(!md.contains("## Against the baseline ("), "{md}");
+        let line = format!("- **{}** against {}: ", s.results[last].case, other.case);
+        assert!(md.contains("## Against the baselines") && md.contains(&line), "{md}");
+    }
+
     use super::fixture::realistic;
     use super::*;
 

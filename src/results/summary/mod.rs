@@ -105,8 +105,17 @@ pub struct CaseResult {
     /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
     pub clock: String,
     pub sandboxes: u32,
-    /// Seconds from the first intended start to the last answer (request rates use it).
+    /// The workload's seed (under `--repeat`, the first repeat's; `repeat.seeds` has all).
+    /// Absent: a run from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Seconds from the first intended start to the last answer (request rates use it);
+    /// on the virtual clock, simulated seconds.
     pub window_secs: f64,
+    /// Seconds of this machine's time the case took to run (every repeat's, summed).
+    /// Absent: a run from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_secs: Option<f64>,
     pub calls: Calls,
     pub latency_us: Latencies,
     /// How late the pacer started calls against their intended start.
@@ -343,7 +352,11 @@ impl CaseResult {
         match m {
             Metric::Latency(measure, stat) => {
                 let s = self.latency(measure);
-                if s.count == 0 {
+                // On the virtual clock a local dir's steps take no simulated time (no daemon
+                // legs are injected): a 0 there is a step the simulation does not time, not a
+                // measured instant.
+                let untimed = self.clock == "virtual" && self.injected_leg_us.is_none() && s.get(stat) == Some(0.0);
+                if s.count == 0 || untimed {
                     None
                 } else {
                     s.get(stat)

@@ -48,3 +48,22 @@ fn the_archived_runs_still_read() {
     }
     assert!(n > 0);
 }
+
+#[test]
+fn a_virtual_local_step_of_no_time_is_not_measured_not_zero() {
+    use crate::record::recorder::Measure;
+    use crate::scenario::gate::{Gate, Metric};
+    let mut r = CaseResult { clock: "virtual".into(), host: "local".into(), ..CaseResult::default() };
+    r.latency_us.pickup.count = 100;
+    r.latency_us.pickup.p99 = 150_000.0;
+    let p50 = Metric::Latency(Measure::Pickup, "p50");
+    assert_eq!(r.metric(p50), None, "0 µs on a simulated local dir");
+    assert_eq!(r.metric(Metric::Latency(Measure::Pickup, "p99")), Some(150_000.0), "a simulated poll wait is timed");
+    let gate = Gate::parse("pickup.p50 < 10ms").unwrap();
+    assert!(!gate.evaluate(r.metric(p50)).pass, "not measured does not pass a gate");
+    r.injected_leg_us = Some(crate::record::recorder::LatencyStats { count: 10, ..Default::default() });
+    assert_eq!(r.metric(p50), Some(0.0), "a remote host's emulated legs are simulated time");
+    r.injected_leg_us = None;
+    r.clock = "real".into();
+    assert_eq!(r.metric(p50), Some(0.0), "on the real clock a 0 is what was measured");
+}
