@@ -368,7 +368,7 @@ fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)
 pub(crate) fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
     fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
         let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        std::fs::write(to, bytes)
+        crate::base::fsio::publish_file(to, &bytes)
     }
     fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(to)?;

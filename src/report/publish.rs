@@ -128,13 +128,7 @@ pub fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
 /// Writes `bytes` to `path` through a temp name beside it (for files outside the registry,
 /// such as a kept baseline's).
 pub fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_of(path);
-    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = dir.join(crate::base::fsio::temp_name(&name.to_string_lossy()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    crate::base::fsio::publish_file(path, bytes)
 }
 
 #[cfg(test)]

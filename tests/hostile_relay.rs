@@ -1,0 +1,128 @@
+//! A relay dir others can write: entries planted at the names relay-bench is about to use
+//! (links to files outside the dir, FIFOs) are never written through, opened or waited on,
+//! and a failed write leaves no temp file behind.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::BIN;
+
+fn said(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// `relay-bench serve --dir DIR EXTRA...`, returned once it printed its banner; its stdout
+/// is read on (and handed back by `stop`), so a full pipe never stalls it.
+struct Serve {
+    child: Option<Child>,
+    rest: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Serve {
+    fn start(dir: &Path, extra: &[&str]) -> Serve {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--every", "100ms", "--dir"])
+            .arg(dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut banner = String::new();
+        out.read_line(&mut banner).unwrap();
+        assert!(banner.starts_with("serving "), "{banner}");
+        let rest = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut s);
+            s
+        });
+        Serve { child: Some(child), rest: Some(rest) }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// One SIGTERM; its output and how long it took to end (killed after 60 s).
+    fn terminate(mut self) -> (Output, Duration) {
+        let mut child = self.child.take().unwrap();
+        let t0 = Instant::now();
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = t0.elapsed();
+        let _ = child.kill();
+        let mut out = child.wait_with_output().unwrap();
+        out.stdout = self.rest.take().unwrap().join().unwrap().into_bytes();
+        (out, took)
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The temp names a process numbering them `<final>.tmp.<pid>-<n>` would use first: what a
+/// hostile writer of the dir could predict.
+fn guessable(final_name: &str, pid: u32) -> impl Iterator<Item = String> + '_ {
+    (0..64).map(move |n| format!("{final_name}.tmp.{pid}-{n}"))
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+fn call(dir: &Path, id: &str) -> Output {
+    Command::new(BIN).args(["call", "--tool", "t", "--timeout", "1s", "--id", id, "--dir"]).arg(dir).output().unwrap()
+}
+
+#[test]
+fn serve_writes_nothing_through_links_planted_at_its_temp_names() {
+    let t = tempfile::tempdir().unwrap();
+    let (dir, victim) = (t.path().join("relay"), t.path().join("precious.txt"));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(&victim, "precious").unwrap();
+    let serve = Serve::start(&dir, &[]);
+    for name in guessable("c1.res.json", serve.pid()) {
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+    }
+    let out = call(&dir, "c1");
+    assert_eq!(out.status.code(), Some(0), "the call is answered: {}", said(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious", "nothing written outside the dir");
+    let (done, _) = serve.terminate();
+    assert!(said(&done).contains(": 1 answered"), "{}", said(&done));
+}
+
+#[test]
+fn fifos_planted_at_its_temp_names_do_not_wedge_serve() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("relay");
+    std::fs::create_dir(&dir).unwrap();
+    let serve = Serve::start(&dir, &[]);
+    let ids = ["f1", "f2", "f3"];
+    for id in ids {
+        for name in guessable(&format!("{id}.res.json"), serve.pid()) {
+            mkfifo(&dir.join(name));
+        }
+    }
+    for id in ids {
+        let out = call(&dir, id);
+        assert_eq!(out.status.code(), Some(0), "{id} is answered: {}", said(&out));
+    }
+    let (done, took) = serve.terminate();
+    assert_eq!(done.status.code(), Some(0), "one SIGTERM ends it: {}", said(&done));
+    assert!(took < Duration::from_secs(10), "ended {took:?} after SIGTERM");
+    assert!(said(&done).contains(": 3 answered"), "{}", said(&done));
+}
