@@ -126,3 +126,83 @@ fn fifos_planted_at_its_temp_names_do_not_wedge_serve() {
     assert!(took < Duration::from_secs(10), "ended {took:?} after SIGTERM");
     assert!(said(&done).contains(": 3 answered"), "{}", said(&done));
 }
+
+/// A handler command at `dir/name` running `body` (a shell script); `hang-sleep` beside it
+/// is `sleep` under a name only this test's processes carry.
+fn handler(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let sleep = common_sleep();
+    std::os::unix::fs::symlink(sleep, dir.join("hang-sleep")).ok();
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn common_sleep() -> std::path::PathBuf {
+    ["/bin/sleep", "/usr/bin/sleep"].iter().map(std::path::PathBuf::from).find(|p| p.exists()).expect("sleep")
+}
+
+#[test]
+fn one_sigterm_ends_serve_with_a_hung_handler_and_kills_what_it_started() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("relay");
+    std::fs::create_dir(&dir).unwrap();
+    let hang = handler(t.path(), "hang.sh", &format!("{0}/hang-sleep 1000 & {0}/hang-sleep 1001", t.path().display()));
+    let serve = Serve::start(&dir, &["--handler-command", hang.to_str().unwrap()]);
+    let call = Command::new(BIN)
+        .args(["call", "--tool", "t", "--id", "hung", "--dir"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_until("the handler's children", || {
+        common::processes_naming(t.path()).iter().filter(|c| c.contains("hang-sleep 100")).count() == 2
+    });
+    let (done, took) = serve.terminate();
+    let mut call = call;
+    let _ = call.kill();
+    let _ = call.wait();
+    assert!(took < Duration::from_secs(5), "one SIGTERM ended serve in {took:?}: {}", said(&done));
+    assert_eq!(done.status.code(), Some(0), "{}", said(&done));
+    assert!(said(&done).contains("its handlers are killed"), "{}", said(&done));
+    common::wait_until("the handler's group gone", || {
+        !common::processes_naming(t.path()).iter().any(|c| c.contains("hang-sleep"))
+    });
+}
+
+#[test]
+fn a_handler_command_is_killed_at_its_timeout_and_the_call_answered_so() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("relay");
+    std::fs::create_dir(&dir).unwrap();
+    let hang = handler(t.path(), "hang.sh", &format!("{0}/hang-sleep 1000 & {0}/hang-sleep 1001", t.path().display()));
+    let serve = Serve::start(&dir, &["--handler-command", hang.to_str().unwrap(), "--handler-timeout", "1s"]);
+    let out = call(&dir, "slow");
+    assert_eq!(out.status.code(), Some(1), "an error answer: {}", said(&out));
+    assert!(said(&out).contains("did not finish in 1") && said(&out).contains("killed"), "{}", said(&out));
+    common::wait_until("the handler's group gone", || {
+        !common::processes_naming(t.path()).iter().any(|c| c.contains("hang-sleep"))
+    });
+    drop(serve);
+}
+
+#[test]
+fn a_streaming_handler_gets_a_large_request_while_its_answer_is_read() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("relay");
+    std::fs::create_dir(&dir).unwrap();
+    // Answers as it reads: the request's bytes, quotes and backslashes dropped, as the text.
+    let echo = handler(t.path(), "echo.sh", r#"printf '{"ok":true,"text":"'; tr -d '"\\'; printf '"}'"#);
+    let serve = Serve::start(&dir, &["--handler-command", echo.to_str().unwrap(), "--handler-timeout", "30s"]);
+    let big = "a".repeat(2 << 20);
+    let req = format!(r#"{{"toolName":"t","toolCallId":"big","args":{{"x":"{big}"}}}}"#);
+    std::fs::write(dir.join("big.req.json.tmp.test"), &req).unwrap();
+    std::fs::rename(dir.join("big.req.json.tmp.test"), dir.join("big.req.json")).unwrap();
+    common::wait_until("the answer", || dir.join("big.res.json").exists());
+    let answer: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("big.res.json")).unwrap()).unwrap();
+    assert_eq!(answer["ok"], true, "{}", &answer.to_string()[..200.min(answer.to_string().len())]);
+    assert!(answer["text"].as_str().unwrap().len() > 2 << 20);
+    drop(serve);
+}

@@ -267,6 +267,12 @@ impl OwnGroup {
         OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(pgid);
         OwnGroup(pgid)
     }
+
+    /// SIGKILLs the group (whatever of it is still alive).
+    pub(crate) fn kill(&self) {
+        // SAFETY: killpg only sends a signal, to a group relay-bench created and leads.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+    }
 }
 
 impl Drop for OwnGroup {

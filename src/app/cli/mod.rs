@@ -281,6 +281,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         duration_max: a.handler,
         error_ratio: a.error_ratio,
         command: a.handler_command,
+        command_timeout: a.handler_timeout,
         ..HandlerModel::default()
     };
     let watch_program = std::env::current_exe()
