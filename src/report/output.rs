@@ -70,6 +70,12 @@ pub trait Output<R: ?Sized>: Sync {
     fn essential(&self) -> bool {
         true
     }
+    /// Whether it only draws what the run directory's other files hold (charts, the page),
+    /// so `relay-bench report DIR` can draw it later: an interrupted run leaves it out and
+    /// ends at once rather than drawing.
+    fn drawing(&self) -> bool {
+        false
+    }
     /// Renders into `out`; an `Err` says why it could not.
     fn write(&self, input: &R, out: &mut Staged) -> Result<(), WriteError>;
 }

@@ -59,7 +59,22 @@ impl Published {
 
 /// Writes every output of a run due at `moment`.
 pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
-    publish_outputs(OUTPUTS, moment, input, input.dir, flags)
+    let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
+    if !cut_short {
+        return publish_outputs(OUTPUTS, moment, input, input.dir, flags);
+    }
+    // Interrupted: what the run measured is written now; the drawings wait for `report`.
+    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| !o.drawing()).collect();
+    let mut done = publish_outputs(&outputs, moment, input, input.dir, flags)?;
+    if moment == Moment::End {
+        let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
+        done.warnings.push(format!(
+            "interrupted: {} not drawn; `relay-bench report {}` draws them from the files written",
+            left.join(" and "),
+            input.dir.display()
+        ));
+    }
+    Ok(done)
 }
 
 /// Writes every output of `outputs` due at `moment`, in order, from `input`: run-directory

@@ -79,6 +79,7 @@ impl CliError {
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Capacity(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Capacity(crate::app::capacity::CapacityError::Interrupted(_)) => Exit::Interrupted,
             CliError::Runs(_) | CliError::Serve(_) | CliError::Capacity(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
