@@ -489,5 +489,5 @@ fn check_cmd(log: &Path) -> Result<Exit, CliError> {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
     out!("{}", render_checks(&check));
-    Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+    Ok(if check.cases.iter().any(|c| c.faults() > 0) { Exit::GateFailed } else { Exit::Pass })
 }
