@@ -54,6 +54,8 @@ pub enum RunsError {
     SandboxAgent(crate::sandbox::host::SandboxAgentBinaryError),
     #[error("--junit {path}: {why}; give the path of a file to write")]
     JUnitPath { path: String, why: &'static str },
+    #[error("--junit {path}: its directory takes no file ({source}); give a path in a directory this user can write")]
+    JUnitUnwritable { path: String, source: std::io::Error },
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("cannot save the baseline {path}: {source}")]
@@ -198,6 +200,9 @@ impl Plan {
             if let Some(why) = why {
                 return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
             }
+            // Written at the end: a directory that takes no file is refused now, not after the run.
+            crate::base::fsio::probe_write(parent, 1)
+                .map_err(|source| RunsError::JUnitUnwritable { path: j.display().to_string(), source })?;
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.

@@ -110,8 +110,19 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
+            let printed = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            if e.use_stderr() {
+                return Exit::BadInput as i32;
+            }
+            // `--help` and `--version` are stdout's: one that never reached it is no answer
+            // (a reader that closed the pipe early is no error, as for every command).
+            return match printed {
+                Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => {
+                    console::err(&format!("Error: cannot write to stdout: {w}; what this command printed is lost"));
+                    Exit::OutputLost as i32
+                }
+                _ => Exit::Pass as i32,
+            };
         }
     };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
