@@ -206,3 +206,79 @@ fn a_streaming_handler_gets_a_large_request_while_its_answer_is_read() {
     assert!(answer["text"].as_str().unwrap().len() > 2 << 20);
     drop(serve);
 }
+
+/// A tmpfs of `kib` KiB mounted at `at` (unmounted when dropped), or `None` where this user
+/// cannot mount (the test then says it is skipped).
+struct Tiny(std::path::PathBuf);
+
+impl Tiny {
+    fn mount(at: &Path, kib: u32) -> Option<Tiny> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(at)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tiny(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tiny {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_relay_disk_is_the_machines_failure_not_lost_calls() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("relays");
+    let Some(_fs) = Tiny::mount(&root, 256) else {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    };
+    let scenario = t.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"full\"\n[workload]\nsandboxes = 2\nturns_per_sec = 20\nduration = \"4s\"\n\
+         [[case]]\nname = \"local\"\nrunner = \"watch\"\nwriter = \"watch\"\n",
+    )
+    .unwrap();
+    let out = t.path().join("out");
+    let child = Command::new(BIN)
+        .arg("run")
+        .arg(&scenario)
+        .args(["--quiet", "--no-calibration", "--relay-root"])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until("the relay dirs", || std::fs::read_dir(&root).unwrap().count() >= 1);
+    std::thread::sleep(Duration::from_millis(800));
+    // The disk fills (not with relay files: the runner leaves them alone).
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(root.join("filler")).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(7), "{err}");
+    assert!(err.contains("this machine failed") && err.contains("write(s) of the relay"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let r = &s["results"][0];
+    assert!(r["calls"]["environment"].as_u64().unwrap() > 0, "{}", r["calls"]);
+    assert!(r["environment_failures"].as_u64().unwrap() > 0);
+    assert_eq!(r["leftover_files"], 0, "no temp file left by a failed write");
+    let (env, lost) = (r["calls"]["environment"].as_u64().unwrap(), r["calls"]["lost"].as_u64().unwrap());
+    assert!(lost < env, "the unpublished requests are not lost calls: {}", r["calls"]);
+    assert!(
+        r["pairing_violations"]["total"].as_u64().unwrap() <= lost,
+        "an unpublished request is no breach: {}",
+        r["pairing_violations"]
+    );
+}

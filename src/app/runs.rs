@@ -144,6 +144,9 @@ pub struct Outcome {
     pub gate_failed: bool,
     /// Changes against the baseline that count as regressions.
     pub regressions: usize,
+    /// Writes of the relay this machine failed (a full disk, ...), over every case: the
+    /// run's verdict is not the relay's.
+    pub environment_failures: u64,
 }
 
 impl Plan {
@@ -267,6 +270,7 @@ impl Plan {
             });
             outcome.interrupted |= summary.interrupted;
             outcome.gate_failed |= !summary.interrupted && !summary.pass;
+            outcome.environment_failures += summary.results.iter().map(|r| r.environment_failures).sum::<u64>();
             if summary.interrupted {
                 break;
             }

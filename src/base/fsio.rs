@@ -52,6 +52,19 @@ pub(crate) fn temp_name(final_name: &str) -> String {
     format!("{final_name}{TMP_MARKER}{:016x}", unpredictable())
 }
 
+/// Why `e` is this machine's failure rather than the relay's, when it is: a full disk, a
+/// quota, a file-size limit, a read-only or failing filesystem.
+pub(crate) fn environment_failure(e: &io::Error) -> Option<&'static str> {
+    Some(match e.raw_os_error()? {
+        libc::ENOSPC => "the disk is full",
+        libc::EDQUOT => "the disk quota is used up",
+        libc::EFBIG => "a file-size limit was hit",
+        libc::EROFS => "the filesystem is read-only",
+        libc::EIO => "the filesystem failed (I/O error)",
+        _ => return None,
+    })
+}
+
 /// Whether a failed create means the name was taken (retry under a fresh one).
 pub(crate) fn is_taken(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ELOOP)

@@ -49,7 +49,13 @@ pub(crate) async fn publish_answer(
     for n in 1..=tries {
         let error = match host.publish(name, body).await {
             Ok(()) => return Some(Instant::now()),
-            Err(e) => e.to_string(),
+            Err(e) => {
+                if let Some(why) = crate::base::fsio::environment_failure(&e) {
+                    let what = format!("the answer to {call:?} was not published (try {n} of {tries})");
+                    reporter.say(Say::Environment { what, why, error: e.to_string() });
+                }
+                e.to_string()
+            }
         };
         if n == tries {
             reporter.say(Say::AnswerDropped { call: call.to_owned(), tries, error });

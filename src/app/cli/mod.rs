@@ -52,6 +52,9 @@ pub enum Exit {
     /// stdout could not be written (a full disk, an I/O error; a reader that closed the pipe
     /// is not one): what the command printed is lost, its files are written.
     OutputLost = 6,
+    /// This machine failed the run (a full disk, a quota, a read-only or failing filesystem
+    /// under the relay dirs): its figures are not the relay's; said, with the reports written.
+    Environment = 7,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -208,8 +211,18 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
             }
         })
         .await?;
+    if outcome.environment_failures > 0 {
+        console::err(&format!(
+            "error: this machine failed {} write(s) of the relay (a full disk, a quota, a read-only or failing \
+             filesystem: see the notices); the calls it kept from being published are not counted as lost, and \
+             the verdict is not the relay's. Free the space and run again.",
+            outcome.environment_failures
+        ));
+    }
     Ok(if outcome.interrupted {
         Exit::Interrupted
+    } else if outcome.environment_failures > 0 {
+        Exit::Environment
     } else if outcome.gate_failed || outcome.regressions > 0 {
         Exit::GateFailed
     } else {
@@ -361,6 +374,14 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         // Said by `call`, which withdrew the request.
         CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
+        // Said by the writer (the notice names what failed).
+        CallEnd::Failed(FailKind::Environment) => {
+            console::err(
+                "error: this machine could not write the request (a full disk, a quota, or a read-only or failing \
+                 filesystem under --dir); no call was made",
+            );
+            Exit::Environment
+        }
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
     })
 }

@@ -88,7 +88,7 @@ pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, HlogError> {
     let mut de = Deserializer::new();
     let mut out = Vec::new();
     let lines = bytes.split_inclusive(|b| *b == b'\n');
-    let parsed = lines.filter(|l| !(l.starts_with(b"#") && !l.starts_with(b"#["))).flat_map(IntervalLogIterator::new);
+    let parsed = lines.filter(|l| !l.starts_with(b"#") || l.starts_with(b"#[")).flat_map(IntervalLogIterator::new);
     for entry in parsed {
         match entry.map_err(HlogError::Log)? {
             LogEntry::Interval(ilh) => {
