@@ -48,7 +48,8 @@ pub enum Say {
     PublishFailed { call: String, error: String },
     /// This machine failed a write of the relay (`what`): a full disk, a quota, a read-only
     /// or failing filesystem (`why`). Not the relay's failure: the run's exit code says so.
-    Environment { what: String, why: &'static str, error: String },
+    /// `then`: what follows (a retry), appended as said.
+    Environment { what: String, why: &'static str, error: String, then: String },
     /// The writer read an answer that is not an answer.
     MalformedAnswer { call: String, error: String },
     /// The writer could not read its answer (retrying).
@@ -263,8 +264,8 @@ impl fmt::Display for Say {
                 if *rearmed { "; response watch re-armed" } else { "" }
             ),
             Say::PublishFailed { call, error } => write!(f, "cannot publish request {call:?}: {error}"),
-            Say::Environment { what, why, error } => {
-                write!(f, "this machine failed the run, not the relay: {what}: {why} ({error})")
+            Say::Environment { what, why, error, then } => {
+                write!(f, "this machine failed the run, not the relay: {what}: {why} ({error}){then}")
             }
             Say::MalformedAnswer { call, error } => {
                 write!(f, "malformed answer for {call:?}: {error}; treated as an error")

@@ -272,7 +272,7 @@ impl Writer {
             // Announced but never visible: close the pairing as the runner cannot answer.
             if let Some(why) = crate::base::fsio::environment_failure(&e) {
                 let what = format!("the request of {id:?} was not published");
-                say.say(Say::Environment { what, why, error: e.to_string() });
+                say.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
                 return CallEnd::Failed(FailKind::Environment);
             }
             say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });

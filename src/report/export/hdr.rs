@@ -293,10 +293,16 @@ mod tests {
             b
         };
         let (small, large) = (log(5_000), log(100_000));
+        // The quickest of five: a busy machine's pauses fall on some runs, not on all.
         let time = |b: &[u8]| {
-            let t0 = std::time::Instant::now();
-            assert_eq!(read_hlog(b).unwrap().len(), 1);
-            t0.elapsed()
+            (0..5)
+                .map(|_| {
+                    let t0 = std::time::Instant::now();
+                    assert_eq!(read_hlog(b).unwrap().len(), 1);
+                    t0.elapsed()
+                })
+                .min()
+                .expect("five runs")
         };
         let (a, b) = (time(&small).max(Duration::from_micros(50)), time(&large));
         assert!(b < a * 100, "20x the lines took {:.0}x the time ({a:?} -> {b:?})", b.as_secs_f64() / a.as_secs_f64());
