@@ -269,12 +269,9 @@ pub async fn run_scenario(
             if got[b].iter().any(Option::is_none) {
                 return Ok(());
             }
-            let mut runs: Vec<CaseResult> = got[b].iter_mut().filter_map(Option::take).collect();
-            let result = if repeats == 1 {
-                runs.pop().expect("one run")
-            } else {
-                combine(runs, crate::base::rng::seeds(case.workload.seed, repeats as u32))
-            };
+            let result = settle_repeats(case, &mut got[b]).expect("every repeat ran");
+            // Interrupted: its report says so from now on (and leaves its drawings for later).
+            summary.interrupted |= interrupt.is_closed();
             ready[b] = Some(result);
             if !parallel {
                 said = b;
@@ -290,6 +287,9 @@ pub async fn run_scenario(
             ran?;
         } else {
             for (j, job) in jobs.iter().enumerate() {
+                if interrupt.is_closed() {
+                    break; // a job started now would only be cut off at once
+                }
                 announce_job(j);
                 let own = CaseEnv {
                     event_log: env.event_log.clone().filter(|_| job.logs),
@@ -301,16 +301,53 @@ pub async fn run_scenario(
                 take(j, result, wall.elapsed())?;
             }
         }
+        // A case the interrupt cut short between its repeats is what the repeats that ran say.
+        for (b, runs) in got.iter_mut().enumerate() {
+            if let Some(result) = settle_repeats(&s.cases[batch[b]], runs) {
+                summary.interrupted |= interrupt.is_closed();
+                finished(&mut summary, s, result, walls[b], &say, &opts.out_dir)?;
+            }
+        }
         // Points finish in any order; the report keeps the scenario's.
         summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
         i += batch.len();
     }
+    // An interrupt during the last batch is one too, whatever its cases' results say.
+    summary.interrupted |= interrupt.is_closed();
     summary.recompute_pass();
     if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
         // Cut short between two cases: the last report does not say so yet.
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// One case's result from its repeats run so far (taken out of `runs`), `None` when none
+/// ran: one run as it is, several combined ([`combine`]) with the seeds they ran with. A
+/// repeat an interrupt cut off before it answered a call measured nothing: left out (unless
+/// no other repeat ran), so it is not a zero in the median.
+fn settle_repeats(case: &CaseSpec, runs: &mut [Option<CaseResult>]) -> Option<CaseResult> {
+    let seeds = crate::base::rng::seeds(case.workload.seed, runs.len() as u32);
+    let mut ran: Vec<(CaseResult, u64)> =
+        runs.iter_mut().zip(seeds).filter_map(|(r, s)| Some((r.take()?, s))).collect();
+    if ran.is_empty() {
+        return None;
+    }
+    if runs.len() == 1 {
+        return ran.pop().map(|(r, _)| r);
+    }
+    // Fewer repeats than asked: cut short, whatever each one that ran says.
+    let short = ran.len() < runs.len();
+    let measured = |r: &CaseResult| !(r.interrupted && r.calls.completed == 0);
+    if ran.iter().any(|(r, _)| measured(r)) {
+        ran.retain(|(r, _)| measured(r));
+    } else {
+        ran.truncate(1);
+    }
+    let (results, seeds) = ran.into_iter().unzip();
+    let mut r = combine(results, seeds);
+    r.interrupted |= short;
+    Some(r)
 }
 
 /// Runs one case on its clock: a real one here, a virtual one on a paused clock of its own
@@ -422,7 +459,7 @@ fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)
 pub(crate) fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
     fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
         let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        std::fs::write(to, bytes)
+        crate::base::fsio::publish_file(to, &bytes)
     }
     fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(to)?;

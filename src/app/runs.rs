@@ -54,6 +54,8 @@ pub enum RunsError {
     SandboxAgent(crate::sandbox::host::SandboxAgentBinaryError),
     #[error("--junit {path}: {why}; give the path of a file to write")]
     JUnitPath { path: String, why: &'static str },
+    #[error("--junit {path}: its directory takes no file ({source}); give a path in a directory this user can write")]
+    JUnitUnwritable { path: String, source: std::io::Error },
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error("cannot save the baseline {path}: {source}")]
@@ -151,6 +153,9 @@ pub struct Outcome {
     pub gate_failed: bool,
     /// Changes against the baseline that count as regressions.
     pub regressions: usize,
+    /// Writes of the relay this machine failed (a full disk, ...), over every case: the
+    /// run's verdict is not the relay's.
+    pub environment_failures: u64,
 }
 
 impl Plan {
@@ -213,6 +218,9 @@ impl Plan {
             if let Some(why) = why {
                 return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
             }
+            // Written at the end: a directory that takes no file is refused now, not after the run.
+            crate::base::fsio::probe_write(parent, 1)
+                .map_err(|source| RunsError::JUnitUnwritable { path: j.display().to_string(), source })?;
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.
@@ -280,6 +288,7 @@ impl Plan {
             });
             outcome.interrupted |= summary.interrupted;
             outcome.gate_failed |= !summary.interrupted && !summary.pass;
+            outcome.environment_failures += summary.results.iter().map(|r| r.environment_failures).sum::<u64>();
             if summary.interrupted {
                 break;
             }

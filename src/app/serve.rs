@@ -195,8 +195,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Res
             },
             () = turn_over => {
                 let before = report.answered;
-                started.control.stop();
-                totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
+                totals.add(stop_runner(started, say).await?);
                 drain(&mut report);
                 let why = turn_end.map(|(_, why)| why).unwrap_or_default();
                 say(Said::Err(&format!(
@@ -210,8 +209,7 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Res
             () = stop.closed() => break,
         }
     }
-    started.control.stop();
-    totals.add(started.task.await.map_err(|e| ServeError::Runner(e.to_string()))?);
+    totals.add(stop_runner(started, say).await?);
     drain(&mut report);
     report.scans = totals.scans;
     report.turns = turn;
@@ -232,6 +230,29 @@ pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Res
 
 /// How often `serve` looks at what its runner said and whether its turn is over.
 const PUMP: Duration = Duration::from_millis(100);
+
+/// How long a stopped runner has to end its loop and let its handlers finish before it is
+/// cut off (its handlers aborted, a handler command's process group killed): a signal ends
+/// `serve` within about a second, whatever a handler does.
+const STOP_BOUND: Duration = Duration::from_millis(700);
+
+/// Stops a runner and collects its report; a runner still busy after [`STOP_BOUND`] (a
+/// handler still running) is aborted, said, and reported as what was counted so far (none).
+async fn stop_runner(mut started: crate::relay::runner::Started, say: SayTo<'_>) -> Result<RunnerReport, ServeError> {
+    started.control.stop();
+    match tokio::time::timeout(STOP_BOUND, &mut started.task).await {
+        Ok(done) => done.map_err(|e| ServeError::Runner(e.to_string())),
+        Err(_) => {
+            started.task.abort();
+            let _ = started.task.await;
+            say(Said::Err(&format!(
+                "  the runner was still busy {} after the stop (a handler running): its handlers are killed, their calls unanswered",
+                human(STOP_BOUND)
+            )));
+            Ok(RunnerReport::default())
+        }
+    }
+}
 
 /// How `serve` splits its time into turns. Production runs one relay per agent turn: it
 /// starts when the turn starts and stops when the turn ends, and its seen set, backoff and

@@ -1,25 +1,133 @@
-//! Filesystem primitives of the relay on a real directory: unique temp names (publication
-//! writes one, then renames it: [`crate::sandbox::dir::publish_now`]) and removal that tolerates a
-//! file already gone; the one bounded reader every input goes through ([`read_bounded`]);
-//! and the process groups relay-bench leads ([`OwnGroup`]).
+//! Filesystem primitives of the relay on a real directory: publication ([`publish_file`]: a
+//! new temp file under an unpredictable name, created exclusively and never through a link,
+//! then renamed onto its final name; [`crate::sandbox::dir::publish_now`] is the same over a
+//! relay dir) and removal that tolerates a file already gone; the one bounded reader every
+//! input goes through ([`read_bounded`]); and the process groups relay-bench leads
+//! ([`OwnGroup`]).
+//!
+//! Whoever else can write a relay dir (the sandbox, another writer) can plant entries in it:
+//! a symbolic link, a FIFO or a file at a name relay-bench is about to use. No primitive here
+//! follows a link or blocks on one. A temp file is opened `O_CREAT|O_EXCL|O_NOFOLLOW|
+//! O_NONBLOCK` ([`create_new`]): an entry already at its name (a link, a FIFO, a file) makes
+//! the open fail at once, and the publication tries a fresh name ([`TEMP_TRIES`]). The rename
+//! onto the final name replaces an entry there (a link included) without following it.
 //!
 //! These are plain blocking calls on purpose: each is one or two syscalls on a local
 //! directory (microseconds), and moving them to a blocking pool would add a thread hop to
 //! every measured latency.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::protocol::TMP_MARKER;
 
 static NONCE: AtomicU64 = AtomicU64::new(0);
 
-/// A temp name unique within this process: `<final>.tmp.<pid>-<counter>`.
+/// How many fresh temp names a publication tries before it gives up: a name taken is an
+/// entry someone else put there (64 random bits do not collide by chance).
+pub(crate) const TEMP_TRIES: u32 = 8;
+
+/// 64 bits nobody outside this process can predict: the kernel's generator, or (where it
+/// fails) the clock, the pid and a counter mixed.
+fn unpredictable() -> u64 {
+    let mut buf = [0u8; 8];
+    // SAFETY: getrandom writes at most `buf.len()` bytes into `buf`.
+    let got = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), libc::GRND_NONBLOCK) };
+    if got == buf.len() as isize {
+        return u64::from_ne_bytes(buf);
+    }
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos ^ (u64::from(std::process::id()) << 32) ^ NONCE.fetch_add(1, Ordering::Relaxed);
+    // splitmix64's finaliser.
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A fresh temp name for `final_name`: `<final>.tmp.<16 hex digits>`, unpredictable (a name
+/// another party could guess is a name it could plant a link or a FIFO at first).
 pub(crate) fn temp_name(final_name: &str) -> String {
-    let n = NONCE.fetch_add(1, Ordering::Relaxed);
-    format!("{final_name}{TMP_MARKER}{}-{n}", std::process::id())
+    format!("{final_name}{TMP_MARKER}{:016x}", unpredictable())
+}
+
+/// Why `e` is this machine's failure rather than the relay's, when it is: a full disk, a
+/// quota, a file-size limit, a read-only or failing filesystem.
+pub(crate) fn environment_failure(e: &io::Error) -> Option<&'static str> {
+    Some(match e.raw_os_error()? {
+        libc::ENOSPC => "the disk is full",
+        libc::EDQUOT => "the disk quota is used up",
+        libc::EFBIG => "a file-size limit was hit",
+        libc::EROFS => "the filesystem is read-only",
+        libc::EIO => "the filesystem failed (I/O error)",
+        _ => return None,
+    })
+}
+
+/// Whether a failed create means the name was taken (retry under a fresh one).
+pub(crate) fn is_taken(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// Creates a new regular file at `path` to write: never an existing entry (a file, a FIFO,
+/// a link: [`is_taken`]), never through a link, never blocking.
+pub(crate) fn create_new(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Writes `bytes` to a new file at `path` ([`create_new`]); a failed write removes the
+/// file it made (no 0-byte file is left behind by a full disk).
+pub(crate) fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = create_new(path)?;
+    file.write_all(bytes).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+    })
+}
+
+/// Makes a new file under a fresh temp name beside `final_path` with `make` (which gets the
+/// temp path and must create it with [`create_new`]), retrying a taken name up to
+/// [`TEMP_TRIES`] times. Returns the temp path and what `make` returned.
+pub(crate) fn fresh_temp<T>(
+    final_path: &Path,
+    mut make: impl FnMut(&Path) -> io::Result<T>,
+) -> io::Result<(PathBuf, T)> {
+    let dir = final_path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = final_path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut last = None;
+    for _ in 0..TEMP_TRIES {
+        let tmp = dir.join(temp_name(&name.to_string_lossy()));
+        match make(&tmp) {
+            Ok(t) => return Ok((tmp, t)),
+            Err(e) if is_taken(&e) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(taken_every_time(last))
+}
+
+/// The error of a publication whose every temp name was taken.
+pub(crate) fn taken_every_time(last: Option<io::Error>) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{TEMP_TRIES} fresh temp names in a row were already taken (someone is planting entries in the dir){}",
+            last.map(|e| format!(": {e}")).unwrap_or_default()
+        ),
+    )
+}
+
+/// Publishes `bytes` as `path`: a new temp file beside it ([`fresh_temp`], [`write_new`]),
+/// then a rename onto `path`. On any failure the temp file is removed and `path` is as it was.
+pub(crate) fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let (tmp, ()) = fresh_temp(path, |tmp| write_new(tmp, bytes))?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// The first `program` file in a directory of `PATH`, as a shell would find it.
@@ -39,13 +147,8 @@ pub(crate) fn remove_if_present(path: &Path) -> io::Result<()> {
 /// files now. A full disk fails here (ENOSPC) before a run, not as lost calls or a half
 /// report during it.
 pub(crate) fn probe_write(dir: &Path, size: usize) -> io::Result<()> {
-    use std::io::Write;
-    let path = dir.join(format!(".relay-bench-probe.{}-{}", std::process::id(), NONCE.fetch_add(1, Ordering::Relaxed)));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(&vec![0; size]).and_then(|()| f.sync_all()));
+    let path = dir.join(format!(".relay-bench-probe.{:016x}", unpredictable()));
+    let written = create_new(&path).and_then(|mut f| f.write_all(&vec![0; size]).and_then(|()| f.sync_all()));
     let removed = remove_if_present(&path);
     written.and(removed)
 }
@@ -177,6 +280,12 @@ impl OwnGroup {
         OWN_GROUPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(pgid);
         OwnGroup(pgid)
     }
+
+    /// SIGKILLs the group (whatever of it is still alive).
+    pub(crate) fn kill(&self) {
+        // SAFETY: killpg only sends a signal, to a group relay-bench created and leads.
+        unsafe { libc::killpg(self.0, libc::SIGKILL) };
+    }
 }
 
 impl Drop for OwnGroup {
@@ -237,6 +346,65 @@ mod tests {
         probe_write(t.path(), 64 << 10).unwrap();
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
         assert!(probe_write(&t.path().join("missing"), 1).is_err());
+    }
+
+    #[test]
+    fn a_new_file_is_never_made_through_a_link_or_at_a_fifo_and_a_taken_name_is_tried_again() {
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("outside.txt");
+        std::fs::write(&victim, "precious").unwrap();
+        let (link, dangling, fifo) = (t.path().join("l"), t.path().join("d"), t.path().join("f"));
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        std::os::unix::fs::symlink(t.path().join("nowhere"), &dangling).unwrap();
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo on a path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for p in [&link, &dangling, &fifo] {
+            let e = write_new(p, b"answer").unwrap_err();
+            assert!(is_taken(&e), "{}: {e}", p.display());
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!t.path().join("nowhere").exists(), "a dangling link is not followed either");
+        // Every name `fresh_temp` offers is taken first by a planted link: tried again, each
+        // under a new name, then given up.
+        let fin = t.path().join("x.res.json");
+        let mut offered = Vec::new();
+        let e = fresh_temp(&fin, |tmp| {
+            std::os::unix::fs::symlink(&victim, tmp).unwrap();
+            offered.push(tmp.to_path_buf());
+            write_new(tmp, b"answer")
+        })
+        .unwrap_err();
+        assert_eq!(offered.len(), TEMP_TRIES as usize);
+        assert!(e.to_string().contains("already taken"), "{e}");
+        offered.sort();
+        offered.dedup();
+        assert_eq!(offered.len(), TEMP_TRIES as usize, "a fresh name each time");
+        // One taken name, then a free one: published, and the link left as it was.
+        let mut first = true;
+        let (tmp, ()) = fresh_temp(&fin, |tmp| {
+            if std::mem::take(&mut first) {
+                std::os::unix::fs::symlink(&victim, tmp).unwrap();
+            }
+            write_new(tmp, b"answer")
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&tmp).unwrap(), b"answer");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        publish_file(&fin, b"final").unwrap();
+        assert_eq!(std::fs::read(&fin).unwrap(), b"final");
+        // A link at the final name is replaced, not followed.
+        std::os::unix::fs::symlink(&victim, t.path().join("y.res.json")).unwrap();
+        publish_file(&t.path().join("y.res.json"), b"final").unwrap();
+        assert!(!t.path().join("y.res.json").symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn temp_names_are_unpredictable() {
+        let a = temp_name("x.req.json");
+        let hex = a.strip_prefix("x.req.json.tmp.").unwrap();
+        assert!(hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()), "{a}");
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub enum Say {
     AnswerByTimer { call: String, rearmed: bool },
     /// The writer could not publish a request.
     PublishFailed { call: String, error: String },
+    /// This machine failed a write of the relay (`what`): a full disk, a quota, a read-only
+    /// or failing filesystem (`why`). Not the relay's failure: the run's exit code says so.
+    /// `then`: what follows (a retry), appended as said.
+    Environment { what: String, why: &'static str, error: String, then: String },
     /// The writer read an answer that is not an answer.
     MalformedAnswer { call: String, error: String },
     /// The writer could not read its answer (retrying).
@@ -186,6 +190,11 @@ impl Say {
         })
     }
 
+    /// This machine's failure, not the relay's.
+    pub fn is_environment(&self) -> bool {
+        matches!(self, Say::Environment { .. })
+    }
+
     /// Said by the fault schedule itself (not a detection by the relay).
     pub(crate) fn is_schedule(&self) -> bool {
         matches!(self, Say::Fault { .. } | Say::FaultNotApplied { .. })
@@ -255,6 +264,9 @@ impl fmt::Display for Say {
                 if *rearmed { "; response watch re-armed" } else { "" }
             ),
             Say::PublishFailed { call, error } => write!(f, "cannot publish request {call:?}: {error}"),
+            Say::Environment { what, why, error, then } => {
+                write!(f, "this machine failed the run, not the relay: {what}: {why} ({error}){then}")
+            }
             Say::MalformedAnswer { call, error } => {
                 write!(f, "malformed answer for {call:?}: {error}; treated as an error")
             }

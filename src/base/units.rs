@@ -110,21 +110,38 @@ pub fn wall(d: Duration) -> String {
     }
 }
 
-/// A plain number for a person: at most `decimals` decimals (trailing zeros dropped) in the
-/// range where that reads well, in scientific notation with 3 significant digits outside
-/// it (`1e-300`, `2.5e12`, never 300 digits; Rust's `{}` writes every one of them).
+/// A plain number for a person, never in scientific notation: at most `decimals` decimals
+/// (trailing zeros dropped); a value too small for them gets the decimals that show its
+/// first two digits, up to [`FINEST`] of them, and below that reads `<0.000000000001`
+/// (smaller than the finest decimal, not a zero it is not); a large one every digit.
 pub fn readable(v: f64, decimals: usize) -> String {
     let a = v.abs();
-    let small = 10f64.powi(-(decimals as i32));
-    if !v.is_finite() || a == 0.0 || (small..1e9).contains(&a) {
-        let s = format!("{v:.decimals$}");
+    let plain = |d: usize| {
+        let s = format!("{v:.d$}");
         let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
-        return if s == "-0" { "0".into() } else { s.to_owned() };
+        if s == "-0" {
+            "0".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    if !v.is_finite() || a == 0.0 || a >= 10f64.powi(-(decimals as i32)) {
+        return plain(decimals);
     }
-    let s = format!("{v:.2e}");
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    format!("{}e{exp}", mantissa.trim_end_matches('0').trim_end_matches('.'))
+    let first = (-a.log10()).ceil() as usize; // the decimal of its first digit
+    if first < FINEST {
+        return plain((first + 1).min(FINEST));
+    }
+    let finest = format!("0.{}1", "0".repeat(FINEST - 1));
+    if v > 0.0 {
+        format!("<{finest}")
+    } else {
+        format!(">-{finest}")
+    }
 }
+
+/// The most decimals [`readable`] writes.
+const FINEST: usize = 12;
 
 /// Microseconds (a report's unit) for a person, negative values as 0.
 pub(crate) fn human_us(us: f64) -> String {
@@ -177,11 +194,16 @@ mod tests {
         assert_eq!(readable(5.3333, 2), "5.33");
         assert_eq!(readable(0.5, 2), "0.5");
         assert_eq!(readable(0.0, 2), "0");
-        assert_eq!(readable(1e-300, 2), "1e-300");
-        assert_eq!(readable(1e300, 2), "1e300");
-        assert_eq!(readable(-2.5e12, 2), "-2.5e12");
+        assert_eq!(readable(1e-300, 2), "<0.000000000001");
+        assert_eq!(readable(-1e-300, 2), ">-0.000000000001");
+        assert_eq!(readable(0.004, 2), "0.004");
+        assert_eq!(readable(0.000123, 2), "0.00012");
+        assert_eq!(readable(1e300, 2), format!("1{}", &format!("{:.0}", 1e300)[1..]));
+        assert_eq!(readable(-2.5e12, 2), "-2500000000000");
         assert_eq!(readable(1.2345, 3), "1.234");
-        assert!(readable(f64::MAX, 2).len() < 12, "{}", readable(f64::MAX, 2));
+        for v in [1e-300, 1e300, f64::MAX, f64::MIN_POSITIVE, -3.3e-7, 7.7e20] {
+            assert!(!readable(v, 2).contains('e'), "{v}: {}", readable(v, 2));
+        }
     }
 
     #[test]

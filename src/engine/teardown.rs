@@ -21,13 +21,16 @@ pub(super) struct Stopped {
     pub stuck: u64,
 }
 
-/// Stops every relay, its handlers given [`STOP_BOUND`] to finish; a case of one long turn
-/// per sandbox ends each sandbox's turn with the calls it fired (`per_sandbox`).
+/// Stops every relay at once, each runner and its handlers given [`STOP_BOUND`] of their
+/// own to finish (a runner's stop waits out its current poll delay: one after another, a
+/// fleet's would add up); a case of one long turn per sandbox ends each sandbox's turn with
+/// the calls it fired (`per_sandbox`).
 pub(super) async fn stop_relays(parts: &Parts, per_sandbox: &[AtomicU32]) -> Stopped {
     let mut stopped = Stopped { reports: Vec::new(), stuck: 0 };
-    let deadline = Instant::now() + STOP_BOUND;
-    for relay in &parts.relays {
-        match relay.stop(deadline).await {
+    let stops = parts.relays.iter().map(|relay| relay.stop(Instant::now() + STOP_BOUND)).collect();
+    let ends = crate::relay::runner::join_all(stops).await;
+    for (relay, end) in parts.relays.iter().zip(ends) {
+        match end {
             Ok(reps) => stopped.reports.extend(reps),
             Err(e) => {
                 stopped.stuck += 1;

@@ -97,8 +97,12 @@ pub enum FailKind {
     Timeout,
     /// The call id sanitizes to a file id already in flight in this dir.
     IdCollision,
-    /// The request could not be published (the dir vanished, the disk is full, ...).
+    /// The request could not be published (the dir vanished, its permissions changed, ...).
     PublishError,
+    /// The request could not be published because the machine failed the run (a full disk,
+    /// a quota, a read-only or failing filesystem: [`crate::base::fsio::environment_failure`]):
+    /// never visible, so no runner could answer it; not the relay's loss.
+    Environment,
     /// The run was interrupted before the answer arrived.
     Interrupted,
 }
@@ -109,6 +113,7 @@ impl FailKind {
             FailKind::Timeout => "timeout",
             FailKind::IdCollision => "id_collision",
             FailKind::PublishError => "publish_error",
+            FailKind::Environment => "environment",
             FailKind::Interrupted => "interrupted",
         }
     }

@@ -15,7 +15,7 @@
 //!   then the call's end; `6` a runner's half: flags (bit 0 observed from outside, bit 1 the
 //!   handler's times known, bit 2 answered), then woke (unless observed), picked up, handler
 //!   start and end (when known), answered (when it was); `7` a breach: its kind (an index
-//!   into [`BreachKind::ALL`]), a time.
+//!   into [`BreachKind::ALL`]), a time; `8` the case's end: how many calls it made, a time.
 //! - The call is the sandbox, then its id coded against the last id written for that
 //!   sandbox in the section: the length of the prefix they share, then the rest (length,
 //!   bytes). A record of the call before it costs three bytes.
@@ -47,14 +47,17 @@ pub(crate) struct Line {
     pub outcome: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub kind: Option<String>,
+    /// `case_end`: how many calls the case made.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub calls: Option<u64>,
 }
 
 /// What every section of a compact log starts with (a 0 byte: no record's tag).
 pub(crate) const MAGIC: &[u8; 8] = b"\0RBLOG1\n";
 
 /// A writer's outcomes as their index in the log; the names are the ndjson log's.
-pub(crate) const OUTCOMES: [&str; 7] =
-    ["ok", "error", "paused", "timeout", "id_collision", "publish_error", "interrupted"];
+pub(crate) const OUTCOMES: [&str; 8] =
+    ["ok", "error", "paused", "timeout", "id_collision", "publish_error", "interrupted", "environment"];
 
 const REQUEST: u8 = 1;
 const RESPONSE: u8 = 2;
@@ -63,6 +66,7 @@ const PARKED: u8 = 4;
 const WRITER: u8 = 5;
 const RUNNER: u8 = 6;
 const BREACH: u8 = 7;
+const CASE_END: u8 = 8;
 
 fn outcome_index(o: CallOutcome) -> u8 {
     let i = match o {
@@ -75,6 +79,7 @@ fn outcome_index(o: CallOutcome) -> u8 {
         CallOutcome::Failed(FailKind::IdCollision) => 4,
         CallOutcome::Failed(FailKind::PublishError) => 5,
         CallOutcome::Failed(FailKind::Interrupted) => 6,
+        CallOutcome::Failed(FailKind::Environment) => 7,
     };
     debug_assert_eq!(OUTCOMES[i as usize], o.name());
     i
@@ -109,6 +114,8 @@ pub struct CompactLog {
     max: u64,
     failed: Option<io::Error>,
     last_at: Option<Instant>,
+    /// Calls ended (writer halves): what the case's end record counts.
+    calls: u64,
 }
 
 impl CompactLog {
@@ -126,6 +133,7 @@ impl CompactLog {
             max,
             failed: None,
             last_at: None,
+            calls: 0,
         };
         log.rec.extend_from_slice(MAGIC);
         put_varint(&mut log.rec, case.len() as u64);
@@ -186,6 +194,7 @@ impl CompactLog {
         self.call(ev.sandbox, &ev.call);
         match &ev.kind {
             EventKind::Writer(w) => {
+                self.calls += 1;
                 let flags = u8::from(w.published.is_some()) | u8::from(w.read.is_some()) << 1;
                 self.rec.push(flags | outcome_index(w.outcome) << 2);
                 for t in [w.published, w.read].into_iter().flatten() {
@@ -237,6 +246,14 @@ impl Listener for CompactLog {
     fn close(&mut self, pairing: &PairingReport) -> Result<(), Incomplete> {
         if let Some(at) = self.last_at {
             self.breaches(pairing, at);
+        }
+        // The case's end, unless the log was cut short (its calls are missing then).
+        if self.written < self.max {
+            self.rec.push(CASE_END);
+            self.call(0, "");
+            put_varint(&mut self.rec, self.calls);
+            self.time(self.last_at.unwrap_or(self.epoch));
+            self.flush_record();
         }
         let fail = |why| Incomplete { output: "the event log", why };
         if let Some(e) = self.failed.take() {
@@ -397,6 +414,7 @@ impl<R: BufRead> CompactReader<R> {
                     t_ns,
                     outcome,
                     kind,
+                    calls: None,
                 });
             };
             match tag {
@@ -436,6 +454,13 @@ impl<R: BufRead> CompactReader<R> {
                         .get(usize::from(self.need()?))
                         .ok_or(ReadError::Bad(self.offset, "a breach of no known kind"))?;
                     line("breach", self.time()?, Some((false, kind.name().to_owned())));
+                }
+                CASE_END => {
+                    let calls = self.varint()?;
+                    line("case_end", self.time()?, None);
+                    if let Some(l) = lines.last_mut() {
+                        l.calls = Some(calls);
+                    }
                 }
                 _ => return Err(ReadError::Bad(self.offset - 1, "a record of no known kind")),
             }

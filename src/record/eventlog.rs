@@ -4,10 +4,13 @@
 //! from the case's first intended start). Events: `request` and `response` (a request or an
 //! answer is about to be published: what the pairing invariant reads, in causal order),
 //! `published`, `woke`, `picked_up`, `handler_start`, `handler_end`, `answered`,
-//! `answer_read`, `call_end` (with `outcome`), and `breach` (with `kind`) when the case
-//! ends. Timeline lines are written when a side's half of the call arrives, so they are not
-//! in time order: sort by `t_ns` to read a call's story. `relay-bench check` replays the
-//! pairing rules (SPEC §7) over `request` and `response` lines in file order.
+//! `answer_read`, `call_end` (with `outcome`), `breach` (with `kind`) when the case ends,
+//! and last the case's `case_end` (with `calls`: how many calls it made, each of which has
+//! one `call_end`). Timeline lines are written when a side's half of the call arrives, so
+//! they are not in time order: sort by `t_ns` to read a call's story. `relay-bench check`
+//! replays the pairing rules (SPEC §7) over `request` and `response` lines in file order,
+//! and counts the calls a `case_end` names that the log lacks (a call deleted whole) as
+//! missing.
 //!
 //! The log is a [`Listener`] on the event channel: the recorder thread feeds it every event
 //! and closes it with the case's pairing verdict.
@@ -32,14 +35,36 @@ pub struct EventLog {
     failed: Option<io::Error>,
     /// The latest event time seen (the breaches are stamped with it).
     last_at: Option<Instant>,
+    /// Calls ended (each one `call_end` line): what the `case_end` line counts.
+    calls: u64,
 }
+
+/// Every event a log line may name; `check` refuses a line that names another.
+pub(crate) const EVENTS: &[&str] = &[
+    "request",
+    "response",
+    "response_unread",
+    "answer_lost",
+    "request_left",
+    "parked",
+    "published",
+    "answer_read",
+    "call_end",
+    "woke",
+    "picked_up",
+    "handler_start",
+    "handler_end",
+    "answered",
+    "breach",
+    "case_end",
+];
 
 impl EventLog {
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         let case = serde_json::to_string(case).map_err(io::Error::other)?;
         let out = BufWriter::with_capacity(1 << 16, file);
-        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None })
+        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None, calls: 0 })
     }
 
     fn t(&self, at: Instant) -> i64 {
@@ -104,6 +129,7 @@ impl EventLog {
                     self.line("answer_read", r, None);
                 }
                 let outcome = w.outcome.name();
+                self.calls += 1;
                 self.line("call_end", ev.at, Some(("outcome", outcome)));
             }
             EventKind::Runner(r) => {
@@ -130,6 +156,26 @@ impl EventLog {
         }
     }
 
+    /// The case's last line: how many calls it made.
+    fn case_end(&mut self, at: Instant) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.head(0, "");
+        let head = std::mem::take(&mut self.head);
+        let mut t = itoa::Buffer::new();
+        let t = t.format(self.t(at));
+        let mut n = itoa::Buffer::new();
+        let n = n.format(self.calls);
+        let r = [&head[..], b"case_end\",\"t_ns\":", t.as_bytes(), b",\"calls\":", n.as_bytes(), b"}\n"]
+            .into_iter()
+            .try_for_each(|part| self.out.write_all(part));
+        self.head = head;
+        if let (Err(e), None) = (r, &self.failed) {
+            self.failed = Some(e);
+        }
+    }
+
     /// Flushes; the first write error, if any, is returned.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
         if let Some(e) = self.failed.take() {
@@ -151,6 +197,7 @@ impl Listener for EventLog {
         if let Some(at) = self.last_at {
             self.breaches(pairing, at);
         }
+        self.case_end(self.last_at.unwrap_or(self.epoch));
         self.flush().map_err(|why| crate::events::Incomplete { output: "the event log", why })
     }
 }
@@ -162,6 +209,18 @@ pub(crate) struct CaseCheck {
     pub requests: u64,
     pub responses: u64,
     pub report: PairingReport,
+    /// Calls its `case_end` line counts, when the log has one (a run killed outright
+    /// leaves none).
+    pub calls: Option<u64>,
+    /// Calls that `case_end` counts and the log lacks (each ends with one `call_end`).
+    pub missing: u64,
+}
+
+impl CaseCheck {
+    /// Breaches and missing calls: what fails the check.
+    pub(crate) fn faults(&self) -> u64 {
+        self.report.total() + self.missing
+    }
 }
 
 /// A log that cannot be read: which line, and why.
@@ -206,12 +265,29 @@ pub(crate) fn render_checks(check: &LogCheck) -> String {
         for b in r.breaches.iter().take(20) {
             out += &format!("    {} sandbox {} call {:?}\n", b.kind.name(), b.sandbox, b.call);
         }
+        if let (Some(n), true) = (c.calls, c.missing > 0) {
+            out += &format!(
+                "  missing: {} of the {n} calls its case_end counts have no call_end (deleted from the log?)\n",
+                c.missing
+            );
+        }
     }
     out
 }
 
 /// One case's (sandbox, call id, request or response) stream.
 type Stream = Vec<(u32, String, PairEvent)>;
+
+/// What `check` gathers of one case as it reads.
+#[derive(Default)]
+struct Tally {
+    case: String,
+    stream: Stream,
+    /// `call_end` lines.
+    ended: u64,
+    /// What its `case_end` line counts.
+    calls: Option<u64>,
+}
 
 /// How reading one line ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,32 +323,53 @@ fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io:
 /// events are skipped.
 pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, LogError> {
     // Cases in the order they first appear, each with its pairing stream.
-    let mut cases: Vec<(String, Stream)> = Vec::new();
-    let warnings = read_log(file, reader, |l| {
+    let mut cases: Vec<Tally> = Vec::new();
+    let mut warnings = read_log(file, reader, |l| {
+        if !EVENTS.contains(&l.event.as_str()) {
+            return Err(format!("unknown event {:?}; an event log's are: {}", l.event, EVENTS.join(", ")));
+        }
+        let idx = match cases.iter().position(|c| c.case == l.case) {
+            Some(i) => i,
+            None => {
+                cases.push(Tally { case: l.case.clone(), ..Tally::default() });
+                cases.len() - 1
+            }
+        };
+        let tally = &mut cases[idx];
+        match l.event.as_str() {
+            "call_end" => tally.ended += 1,
+            "case_end" => match l.calls {
+                Some(n) => tally.calls = Some(n),
+                None => return Err("a case_end line without its `calls` count".into()),
+            },
+            _ => {}
+        }
         let ev = match (l.event.as_str(), l.outcome.as_deref()) {
             ("request", _) => PairEvent::Request,
             ("response" | "parked", _) => PairEvent::Response,
             ("response_unread", _) => PairEvent::ResponseByFile,
             ("call_end", Some("interrupted")) => PairEvent::CutOff,
-            _ => return,
+            _ => return Ok(()),
         };
-        let idx = match cases.iter().position(|(c, _)| *c == l.case) {
-            Some(i) => i,
-            None => {
-                cases.push((l.case.clone(), Vec::new()));
-                cases.len() - 1
-            }
-        };
-        cases[idx].1.push((l.sandbox, l.call, ev));
+        tally.stream.push((l.sandbox, l.call, ev));
+        Ok(())
     })?;
+    for t in cases.iter().filter(|t| t.calls.is_none()) {
+        warnings.push(format!(
+            "{file}: case {} has no case_end line (the run was killed?): a call missing whole cannot be told",
+            t.case
+        ));
+    }
     let cases = cases
         .into_iter()
-        .map(|(case, evs)| {
+        .map(|t| {
+            let evs = t.stream;
             let requests = evs.iter().filter(|e| e.2 == PairEvent::Request).count() as u64;
             let responses =
                 evs.iter().filter(|e| matches!(e.2, PairEvent::Response | PairEvent::ResponseByFile)).count() as u64;
             let report = check_pairing(evs.iter().map(|(s, c, e)| (*s, c.as_str(), *e)));
-            CaseCheck { case, requests, responses, report }
+            let missing = t.calls.map_or(0, |n| n.saturating_sub(t.ended));
+            CaseCheck { case: t.case, requests, responses, report, calls: t.calls, missing }
         })
         .collect();
     Ok(LogCheck { cases, warnings })
@@ -281,8 +378,12 @@ pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, Lo
 /// Hands every line of a recorded log to `f`, in order: an `events.ndjson`, or an
 /// `events.bin` ([`compact`]) read back as the lines it stands for. Returns the warnings:
 /// a last line (or record) cut by a kill is skipped with one. An ndjson line is read at
-/// most [`MAX_LINE_BYTES`] at a time.
-pub(crate) fn read_log(file: &str, mut reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+/// most [`MAX_LINE_BYTES`] at a time. An `Err` of `f` stops the reading, naming the line.
+pub(crate) fn read_log(
+    file: &str,
+    mut reader: impl BufRead,
+    mut f: impl FnMut(Line) -> Result<(), String>,
+) -> Result<Vec<String>, LogError> {
     let head =
         reader.fill_buf().map_err(|e| LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })?;
     if compact::is_compact(head) {
@@ -307,7 +408,7 @@ pub(crate) fn read_log(file: &str, mut reader: impl BufRead, mut f: impl FnMut(L
             continue;
         }
         match serde_json::from_slice(&buf) {
-            Ok(l) => f(l),
+            Ok(l) => f(l).map_err(err)?,
             Err(_) if end == LineEnd::EndOfFile => {
                 warnings.push(format!(
                     "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
@@ -321,11 +422,18 @@ pub(crate) fn read_log(file: &str, mut reader: impl BufRead, mut f: impl FnMut(L
 }
 
 /// [`read_log`] of a compact log; an error names the byte offset (as `line`'s place).
-fn read_compact(file: &str, reader: impl BufRead, mut f: impl FnMut(Line)) -> Result<Vec<String>, LogError> {
+fn read_compact(
+    file: &str,
+    reader: impl BufRead,
+    mut f: impl FnMut(Line) -> Result<(), String>,
+) -> Result<Vec<String>, LogError> {
     let mut r = compact::CompactReader::new(reader);
     loop {
         match r.next_line() {
-            Ok(Some(l)) => f(l),
+            Ok(Some(l)) => {
+                let at = r.offset();
+                f(l).map_err(|msg| LogError { file: file.to_owned(), line: 0, msg: format!("at byte {at}: {msg}") })?
+            }
             Ok(None) => return Ok(Vec::new()),
             Err(compact::ReadError::Cut) => {
                 let at = r.offset();
@@ -436,6 +544,31 @@ mod tests {
     }
 
     #[test]
+    fn a_call_deleted_whole_is_missing_and_an_unknown_event_is_refused() {
+        let call = |c: &str| {
+            [
+                line("k", c, "request"),
+                line("k", c, "response"),
+                line("k", c, "call_end").replace("}", r#","outcome":"ok"}"#),
+            ]
+            .join("\n")
+        };
+        let end = r#"{"case":"k","sandbox":0,"call":"","event":"case_end","t_ns":9,"calls":2}"#;
+        let whole = format!("{}\n{}\n{end}\n", call("a"), call("b"));
+        let c = check_log("e.ndjson", whole.as_bytes()).unwrap();
+        assert_eq!((c.cases[0].calls, c.cases[0].missing, c.cases[0].faults()), (Some(2), 0, 0));
+        let cut = format!("{}\n{end}\n", call("a"));
+        let c = check_log("e.ndjson", cut.as_bytes()).unwrap();
+        assert_eq!((c.cases[0].report.total(), c.cases[0].missing, c.cases[0].faults()), (0, 1, 1), "{c:?}");
+        assert!(render_checks(&c).contains("missing: 1 of the 2 calls"), "{}", render_checks(&c));
+        let c = check_log("e.ndjson", format!("{}\n", call("a")).as_bytes()).unwrap();
+        assert!(render_checks(&c).contains("case k has no case_end line"), "{}", render_checks(&c));
+        let odd = format!("{}\n{}\n", call("a"), line("k", "a", "teleported"));
+        let e = check_log("e.ndjson", odd.as_bytes()).unwrap_err();
+        assert!(e.to_string().starts_with("e.ndjson:4: unknown event \"teleported\""), "{e}");
+    }
+
+    #[test]
     fn each_breach_kind_is_found_in_a_crafted_log() {
         type Crafted<'a> = (&'a str, &'a [(&'a str, &'a str)], BreachKind);
         let crafted: Vec<Crafted<'_>> = vec![
@@ -461,9 +594,13 @@ mod tests {
         let checks = check_log("clean.ndjson", clean.as_bytes()).unwrap();
         let c = &checks.cases[0];
         assert_eq!((c.requests, c.responses, c.report.total()), (1, 1, 0));
-        assert_eq!(render_checks(&checks), "ok: 1 requests, 1 responses, 0 breaches\n");
+        assert_eq!(
+            render_checks(&checks),
+            "warning: clean.ndjson: case ok has no case_end line (the run was killed?): a call missing whole cannot be told\nok: 1 requests, 1 responses, 0 breaches\n"
+        );
         let dup = [line("d", "a", "request"), line("d", "a", "response"), line("d", "a", "response")].join("\n");
-        let checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
+        let mut checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
+        checks.warnings.clear();
         assert_eq!(
             render_checks(&checks),
             "d: 1 requests, 2 responses, 1 breaches\n  duplicate_response: 1\n    duplicate_response sandbox 0 call \"a\"\n"
@@ -498,6 +635,7 @@ mod tests {
             format!(r#"{head}"call_end","t_ns":8000000,"outcome":"timeout"}}"#),
             r#"{"case":"a \"case\"","sandbox":3,"call":"x","event":"breach","t_ns":8000000,"kind":"unpaired_response"}"#
                 .to_string(),
+            r#"{"case":"a \"case\"","sandbox":0,"call":"","event":"case_end","t_ns":8000000,"calls":1}"#.to_string(),
         ];
         assert_eq!(text.lines().collect::<Vec<_>>(), want);
         for l in text.lines() {
@@ -533,7 +671,7 @@ mod tests {
         let cut = &full[..full.len() - 9];
         let check = check_log("cut.ndjson", cut.as_bytes()).unwrap();
         assert_eq!((check.cases[0].requests, check.cases[0].responses), (1, 1), "the cut request is not counted");
-        assert_eq!(check.warnings.len(), 1);
+        assert_eq!(check.warnings.len(), 2, "the cut line, and no case_end: {:?}", check.warnings);
         assert!(render_checks(&check).starts_with("warning: cut.ndjson:3: the last line has no newline"));
         // A whole last line without its newline still counts; a cut line before the last
         // one is an error, not a warning.

@@ -47,15 +47,30 @@ pub(crate) async fn publish_answer(
 ) -> Option<Instant> {
     let tries = retry.retries + 1;
     for n in 1..=tries {
-        let error = match host.publish(name, body).await {
+        let (error, environment) = match host.publish(name, body).await {
             Ok(()) => return Some(Instant::now()),
-            Err(e) => e.to_string(),
+            Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e)),
         };
+        let wait = retry.delay(n);
+        // The machine's failure is said as such (one notice a failure either way).
+        if let Some(why) = environment {
+            let then = if n == tries {
+                format!("; given up after {tries} tries, the call is unanswered")
+            } else {
+                format!("; retrying in {} (try {n} of {tries})", crate::base::units::human(wait))
+            };
+            let what = format!("the answer to {call:?} was not published");
+            reporter.say(Say::Environment { what, why, error, then });
+            if n == tries {
+                return None;
+            }
+            tokio::time::sleep(wait).await;
+            continue;
+        }
         if n == tries {
             reporter.say(Say::AnswerDropped { call: call.to_owned(), tries, error });
             return None;
         }
-        let wait = retry.delay(n);
         reporter.say(Say::AnswerFailed { call: call.to_owned(), error, retry_in: wait, n, of: tries });
         tokio::time::sleep(wait).await;
     }
@@ -110,7 +125,12 @@ mod tests {
             assert_eq!(sim.relay_files().unwrap(), ["c-1.res.json"], "{fault:?}: no temp file left");
             let lines = said(&mut inbox);
             assert_eq!(lines.len(), 4, "{fault:?}: one notice per failure (at 0, .25, .75, 1.75 s): {lines:?}");
-            assert!(lines[0].starts_with("cannot publish answer for \"c-1\": "), "{lines:?}");
+            let first = &lines[0];
+            assert!(
+                first.starts_with("cannot publish answer for \"c-1\": ")
+                    || first.starts_with("this machine failed the run, not the relay: the answer to \"c-1\""),
+                "{lines:?}"
+            );
             assert!(lines[0].ends_with("; retrying in 250.0ms (try 1 of 9)"), "{lines:?}");
         }
     }

@@ -24,7 +24,17 @@ pub struct HandlerModel {
     /// A program run as the tool instead ([`run_command`]): the modelled time and mix are
     /// then unused (`serve --handler-command`).
     pub command: Option<std::path::PathBuf>,
+    /// How long [`run_command`] lets the program run before it kills it.
+    pub command_timeout: Duration,
 }
+
+/// How long a handler command runs before it is killed, unless told otherwise: the
+/// writer's deadline for a call without a tool timeout (SPEC §2), after which nobody waits
+/// for the answer.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most a handler command may print as its answer.
+pub const COMMAND_MAX_ANSWER: u64 = 16 << 20;
 
 impl Default for HandlerModel {
     fn default() -> Self {
@@ -36,6 +46,7 @@ impl Default for HandlerModel {
             payload_bytes: 128,
             seed: 1,
             command: None,
+            command_timeout: COMMAND_TIMEOUT,
         }
     }
 }
@@ -77,29 +88,69 @@ impl HandlerModel {
     }
 }
 
-/// Runs `program` as the tool of one call: the request's bytes on its stdin, its stdout
-/// read as the answer. A program that cannot start, fails, or prints no response's JSON is
-/// answered `{"ok":false,...}` saying so.
-pub async fn run_command(program: &std::path::Path, request: &[u8]) -> Response {
-    use tokio::io::AsyncWriteExt;
+/// Runs `program` as the tool of one call: the request's bytes on its stdin (written while
+/// its stdout is read, so a program that answers as it reads never deadlocks on a full
+/// pipe), its stdout read as the answer (at most [`COMMAND_MAX_ANSWER`] bytes). It runs in
+/// a process group of its own, killed whole when it ends, after `timeout`, or when this
+/// future is dropped (a runner stopped): nothing it started outlives the call. A program
+/// that cannot start, fails, times out, or prints no response's JSON is answered
+/// `{"ok":false,...}` saying so.
+pub async fn run_command(program: &std::path::Path, request: &[u8], timeout: Duration) -> Response {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let child = tokio::process::Command::new(program)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn();
     let mut child = match child {
         Ok(c) => c,
         Err(e) => return Response::Error(format!("the handler command {} cannot start: {e}", program.display())),
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(request).await;
-    }
-    match child.wait_with_output().await {
-        Ok(out) if out.status.success() => Response::decode(out.stdout.trim_ascii())
+    let _group = child.id().map(|pid| KilledGroup(crate::base::fsio::OwnGroup::register(pid as i32)));
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+    let feed = async move {
+        if let Some(mut stdin) = stdin {
+            // A program that stops reading early is its own business: its answer decides.
+            let _ = stdin.write_all(request).await;
+        }
+    };
+    let read = async move {
+        let mut out = Vec::new();
+        match stdout {
+            Some(s) => s.take(COMMAND_MAX_ANSWER + 1).read_to_end(&mut out).await.map(|_| out),
+            None => Ok(out),
+        }
+    };
+    let run = async {
+        let ((), out) = tokio::join!(feed, read);
+        let out = out?;
+        if out.len() as u64 > COMMAND_MAX_ANSWER {
+            return Ok(Err(format!("the handler command printed more than {COMMAND_MAX_ANSWER} bytes")));
+        }
+        child.wait().await.map(|status| Ok((status, out)))
+    };
+    match tokio::time::timeout(timeout, run).await {
+        Err(_) => Response::Error(format!(
+            "the handler command {} did not finish in {}: killed",
+            program.display(),
+            crate::base::units::human(timeout)
+        )),
+        Ok(Err(e)) => Response::Error(format!("the handler command failed: {e}")),
+        Ok(Ok(Err(why))) => Response::Error(why),
+        Ok(Ok(Ok((status, out)))) if status.success() => Response::decode(out.trim_ascii())
             .unwrap_or_else(|e| Response::Error(format!("the handler command printed no response: {e}"))),
-        Ok(out) => Response::Error(format!("the handler command failed ({})", out.status)),
-        Err(e) => Response::Error(format!("the handler command failed: {e}")),
+        Ok(Ok(Ok((status, _)))) => Response::Error(format!("the handler command failed ({status})")),
+    }
+}
+
+/// A handler command's process group, SIGKILLed when the call is done with it.
+struct KilledGroup(crate::base::fsio::OwnGroup);
+
+impl Drop for KilledGroup {
+    fn drop(&mut self) {
+        self.0.kill();
     }
 }
 

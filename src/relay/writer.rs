@@ -271,8 +271,13 @@ impl Writer {
         let deadline = Instant::now() + spec.deadline;
         ev.emit(sb, id, EventKind::Requesting);
         if let Err(e) = self.dir.publish(&req, &body).await {
-            say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
             // Announced but never visible: close the pairing as the runner cannot answer.
+            if let Some(why) = crate::base::fsio::environment_failure(&e) {
+                let what = format!("the request of {id:?} was not published");
+                say.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
+                return CallEnd::Failed(FailKind::Environment);
+            }
+            say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
             return CallEnd::Failed(FailKind::PublishError);
         }
         times.published = Some(Instant::now());

@@ -70,6 +70,12 @@ pub trait Output<R: ?Sized>: Sync {
     fn essential(&self) -> bool {
         true
     }
+    /// Whether it only draws what the run directory's other files hold (charts, the page),
+    /// so `relay-bench report DIR` can draw it later: an interrupted run leaves it out and
+    /// ends at once rather than drawing.
+    fn drawing(&self) -> bool {
+        false
+    }
     /// Renders into `out`; an `Err` says why it could not.
     fn write(&self, input: &R, out: &mut Staged) -> Result<(), WriteError>;
 }
@@ -140,20 +146,35 @@ impl Staged {
         let fin = self.final_path(rel.as_ref());
         let dir = parent_of(&fin);
         std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;
-        let stem = fin.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = crate::base::fsio::temp_name(&stem);
-        let tmp = match fin.extension() {
-            Some(ext) => dir.join(format!("{tmp}.{}", ext.to_string_lossy())),
-            None => dir.join(tmp),
-        };
-        self.temps.push((tmp.clone(), fin));
+        let (tmp, file) = self.fresh(&fin, &dir)?;
+        drop(file);
         Ok(tmp)
+    }
+
+    /// A new file under a fresh temp name for `fin` in `dir`, its extension kept, created
+    /// exclusively (never through a link planted at the name: [`crate::base::fsio::create_new`]).
+    fn fresh(&mut self, fin: &Path, dir: &Path) -> Result<(PathBuf, std::fs::File), WriteError> {
+        let stem = fin.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let ext = fin.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+        // The extension goes after the temp marker: `summary.tmp.<hex>.json`.
+        let (tmp, file) = crate::base::fsio::fresh_temp(&dir.join(&stem), |stemmed| {
+            let named = PathBuf::from(format!("{}{ext}", stemmed.display()));
+            crate::base::fsio::create_new(&named).map(|f| (named, f))
+        })
+        .map(|(_, made)| made)
+        .map_err(WriteError::file(fin))?;
+        self.temps.push((tmp.clone(), fin.to_path_buf()));
+        Ok((tmp, file))
     }
 
     /// Stages `bytes` as the file `rel`.
     pub fn put(&mut self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
-        let tmp = self.draw(rel)?;
-        std::fs::write(&tmp, bytes).map_err(WriteError::file(&tmp))
+        use std::io::Write;
+        let fin = self.final_path(rel.as_ref());
+        let dir = parent_of(&fin);
+        std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;
+        let (tmp, mut file) = self.fresh(&fin, &dir)?;
+        file.write_all(bytes).map_err(WriteError::file(&tmp))
     }
 
     /// Text for the console.

@@ -59,7 +59,22 @@ impl Published {
 
 /// Writes every output of a run due at `moment`.
 pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
-    publish_outputs(OUTPUTS, moment, input, input.dir, flags)
+    let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
+    if !cut_short {
+        return publish_outputs(OUTPUTS, moment, input, input.dir, flags);
+    }
+    // Interrupted: what the run measured is written now; the drawings wait for `report`.
+    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| !o.drawing()).collect();
+    let mut done = publish_outputs(&outputs, moment, input, input.dir, flags)?;
+    if moment == Moment::End {
+        let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
+        done.warnings.push(format!(
+            "interrupted: {} not drawn; `relay-bench report {}` draws them from the files written",
+            left.join(" and "),
+            input.dir.display()
+        ));
+    }
+    Ok(done)
 }
 
 /// Writes every output of `outputs` due at `moment`, in order, from `input`: run-directory
@@ -128,13 +143,7 @@ pub fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
 /// Writes `bytes` to `path` through a temp name beside it (for files outside the registry,
 /// such as a kept baseline's).
 pub fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_of(path);
-    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-    let tmp = dir.join(crate::base::fsio::temp_name(&name.to_string_lossy()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    crate::base::fsio::publish_file(path, bytes)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::fsio::temp_name;
+use crate::base::fsio::{temp_name, write_new};
 use crate::record::recorder::{new_histogram, LatencyStats};
 use crate::sandbox::dir::{DirWatch, EventFilter, WatchHandle};
 
@@ -56,7 +56,7 @@ pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration
         while rx.try_recv().is_ok() {}
         // Timed from just before the rename: the event is often queued before it returns.
         let tmp = path.join(temp_name(&name));
-        std::fs::write(&tmp, b"{}")?;
+        write_new(&tmp, b"{}")?;
         let before = Instant::now();
         std::fs::rename(&tmp, path.join(&name))?;
         match rx.recv_timeout(Duration::from_secs(1)) {

@@ -564,7 +564,7 @@ fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerModel, Scenario
         pause_ratio,
         payload_bytes: h.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
         seed,
-        command: None,
+        ..HandlerModel::default()
     })
 }
 

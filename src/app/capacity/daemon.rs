@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::results::capacity::{Limit, Readings};
 use crate::sandbox::host::{AgentProcess, Url};
 
-use super::client::{exec, Endpoint};
+use crate::sandbox::host::{Endpoint, ExecError};
 
 /// How the daemon under test ended (a ramp reads it as the daemon having died).
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +26,7 @@ pub(super) enum Gone {
 #[derive(Debug, thiserror::Error)]
 pub(super) enum VersionUnknown {
     #[error("{0}")]
-    Exec(super::client::ExecError),
+    Exec(ExecError),
     #[error("--version through the daemon failed: {0}")]
     Failed(String),
 }
@@ -161,7 +161,7 @@ impl Target {
     /// version endpoint, and the process it spawns reads its parent's executable).
     pub async fn version(&self) -> Result<String, VersionUnknown> {
         let argv = sh(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
-        let a = exec(&self.endpoint, &argv, SHORT_MS, None).await.map_err(VersionUnknown::Exec)?;
+        let a = self.endpoint.run_alone(&argv, SHORT_MS, None).await.map_err(VersionUnknown::Exec)?;
         match a.exit_code {
             Some(0) => Ok(a.stdout.trim().to_owned()),
             _ => Err(VersionUnknown::Failed(a.stderr.trim().to_owned())),
@@ -206,12 +206,12 @@ impl Target {
         let script = r#"n=0; want=$(printf '%s ' "$@"); for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue; if [ "$c" = "$want" ]; then kill -9 "$p" 2>/dev/null && n=$((n+1)); fi; done; echo $n"#;
         let left_script = r#"want=$(printf '%s ' "$@"); for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; c=$(tr '\0' ' ' < "$d/cmdline" 2>/dev/null) || continue; [ "$c" = "$want" ] && echo "$p"; done; true"#;
         let args: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let killed = match exec(&self.endpoint, &sh(script, &args), SHORT_MS, None).await {
+        let killed = match self.endpoint.run_alone(&sh(script, &args), SHORT_MS, None).await {
             Ok(a) => a.stdout.trim().parse().unwrap_or(0),
             Err(_) => 0,
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let left = match exec(&self.endpoint, &sh(left_script, &args), SHORT_MS, None).await {
+        let left = match self.endpoint.run_alone(&sh(left_script, &args), SHORT_MS, None).await {
             Ok(a) => a.stdout.split_whitespace().filter_map(|p| p.parse().ok()).collect(),
             // Unknown: said as nothing known left would be a lie; the daemon is unreachable.
             Err(_) => vec![0],

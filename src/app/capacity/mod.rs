@@ -10,7 +10,6 @@
 //! held program killed, the daemon stopped), and the report through its registry
 //! ([`crate::report::capacity`]), rewritten after every step.
 
-mod client;
 mod daemon;
 mod ramp;
 
@@ -75,13 +74,19 @@ pub enum CapacityError {
     ReportDir { path: String, source: std::io::Error },
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// A signal came before the ramp began: nothing was measured, no report written.
+    #[error("interrupted while {0}, before the ramp began: nothing measured, no report written")]
+    Interrupted(&'static str),
 }
 
 impl CapacityError {
     /// Whether the flags (or what they name) were wrong, not relay-bench.
     pub(crate) fn is_bad_input(&self) -> bool {
         match self {
-            CapacityError::Start { .. } | CapacityError::ReportDir { .. } | CapacityError::Output(_) => false,
+            CapacityError::Start { .. }
+            | CapacityError::ReportDir { .. }
+            | CapacityError::Output(_)
+            | CapacityError::Interrupted(_) => false,
             CapacityError::Unusable { ours, .. } => !ours,
             _ => true,
         }
@@ -314,7 +319,14 @@ pub async fn run(
             }
         }
     }
-    let version = match target.version().await {
+    let asked = tokio::select! {
+        v = target.version() => v,
+        () = interrupt.closed() => {
+            target.stop();
+            return Err(CapacityError::Interrupted("asking the daemon its version"));
+        }
+    };
+    let version = match asked {
         Ok(v) => v,
         Err(why) => {
             target.stop();

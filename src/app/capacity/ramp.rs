@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::client::{exec, ExecError, RunAnswer};
 use super::daemon::Target;
 use crate::base::signal::Signal;
 use crate::base::units::record;
 use crate::record::recorder::{new_histogram, LatencyStats};
 use crate::results::capacity::{Failure, How, Limit, LimitHit, Outcome, Readings, Step};
+use crate::sandbox::host::{errno_label, ExecError, RunAnswer};
 
 /// What the ramp does, validated.
 #[derive(Debug, Clone)]
@@ -131,7 +131,7 @@ impl<'a> Ramp<'a> {
         let (tx, connected) = (self.ends_tx.clone(), self.connected.clone());
         self.held.push(tokio::spawn(async move {
             let t0 = Instant::now();
-            let result = exec(&ep, &argv, timeout_ms, Some(&connected)).await;
+            let result = ep.run_alone(&argv, timeout_ms, Some(&connected)).await;
             let _ = tx.send(HeldEnd { index, after: t0.elapsed(), result });
         }));
     }
@@ -185,7 +185,7 @@ impl<'a> Ramp<'a> {
             self.check(n, &during).await?;
             let t0 = Instant::now();
             let answer = tokio::select! {
-                r = tokio::time::timeout(bound, exec(&self.target.endpoint, &self.plan.probe_argv, timeout_ms, None)) => r,
+                r = tokio::time::timeout(bound, self.target.endpoint.run_alone(&self.plan.probe_argv, timeout_ms, None)) => r,
                 _ = self.interrupt.closed() => return Err(Stop::Interrupted),
             };
             let took = t0.elapsed();
@@ -249,7 +249,7 @@ impl<'a> Ramp<'a> {
     /// with it: said as its death), or the daemon's failure.
     async fn exec_failed(&self, n: u32, during: &str, e: &ExecError) -> Stop {
         if e.client_limit() {
-            return self.fail(n, during, e.how(), true);
+            return self.fail(n, during, how(e), true);
         }
         // A daemon that died resets its connections a moment before it reads as gone.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -257,7 +257,7 @@ impl<'a> Ramp<'a> {
             let during = format!("{during} ({e})");
             return self.fail(n, &during, How::DaemonDied { status: status.to_string() }, false);
         }
-        self.fail(n, during, e.how(), false)
+        self.fail(n, during, how(e), false)
     }
 
     /// The ramp's end at step `n`, with the daemon read just after; `ours`: the ramp's own
@@ -346,9 +346,31 @@ pub(super) fn attribute(how: &How, r: &Readings, nofile: Option<Limit>, pid: Opt
     }
 }
 
+/// How an exec failed, as a capacity report says it.
+fn how(e: &ExecError) -> How {
+    match e {
+        ExecError::Status { status, body } => How::HttpStatus { status: *status, body: body.clone() },
+        ExecError::Answer(why) => How::Connection { errno: None, error: format!("unexpected answer: {why}") },
+        other => How::Connection { errno: other.errno().map(errno_label), error: other.to_string() },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exec_failure_is_said_with_its_status_or_its_errno() {
+        let s = ExecError::Status { status: 502, body: "spawn failed".into() };
+        assert_eq!(how(&s), How::HttpStatus { status: 502, body: "spawn failed".into() });
+        match how(&ExecError::Connect(std::io::Error::from_raw_os_error(libc::ECONNREFUSED))) {
+            How::Connection { errno: Some(n), error } => {
+                assert!(n.starts_with("ECONNREFUSED"), "{n}");
+                assert!(error.starts_with("cannot connect"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn a_failure_points_at_the_limit_it_names_or_the_fds_at_the_limit() {

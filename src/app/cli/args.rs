@@ -287,6 +287,11 @@ pub struct ServeArgs {
     /// {"ok":false,...}). Without it the tool is --handler's sleep and --error-ratio's mix.
     #[arg(long, value_name = "PROGRAM")]
     pub handler_command: Option<PathBuf>,
+    /// How long --handler-command's program may run for one call before it is killed (its
+    /// whole process group) and the call answered {"ok":false,...} saying so. The default
+    /// is the writer's deadline for a call without a tool timeout: nobody waits longer.
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "60s")]
+    pub handler_timeout: Duration,
 }
 
 #[derive(Debug, clap::Args)]

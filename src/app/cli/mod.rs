@@ -52,6 +52,9 @@ pub enum Exit {
     /// stdout could not be written (a full disk, an I/O error; a reader that closed the pipe
     /// is not one): what the command printed is lost, its files are written.
     OutputLost = 6,
+    /// This machine failed the run (a full disk, a quota, a read-only or failing filesystem
+    /// under the relay dirs): its figures are not the relay's; said, with the reports written.
+    Environment = 7,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -79,6 +82,7 @@ impl CliError {
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Capacity(e) if e.is_bad_input() => Exit::BadInput,
+            CliError::Capacity(crate::app::capacity::CapacityError::Interrupted(_)) => Exit::Interrupted,
             CliError::Runs(_) | CliError::Serve(_) | CliError::Capacity(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
@@ -109,8 +113,19 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { Exit::BadInput as i32 } else { Exit::Pass as i32 };
+            let printed = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            if e.use_stderr() {
+                return Exit::BadInput as i32;
+            }
+            // `--help` and `--version` are stdout's: one that never reached it is no answer
+            // (a reader that closed the pipe early is no error, as for every command).
+            return match printed {
+                Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => {
+                    console::err(&format!("Error: cannot write to stdout: {w}; what this command printed is lost"));
+                    Exit::OutputLost as i32
+                }
+                _ => Exit::Pass as i32,
+            };
         }
     };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -196,8 +211,18 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
             }
         })
         .await?;
+    if outcome.environment_failures > 0 {
+        console::err(&format!(
+            "error: this machine failed {} write(s) of the relay (a full disk, a quota, a read-only or failing \
+             filesystem: see the notices); the calls it kept from being published are not counted as lost, and \
+             the verdict is not the relay's. Free the space and run again.",
+            outcome.environment_failures
+        ));
+    }
     Ok(if outcome.interrupted {
         Exit::Interrupted
+    } else if outcome.environment_failures > 0 {
+        Exit::Environment
     } else if outcome.gate_failed || outcome.regressions > 0 {
         Exit::GateFailed
     } else {
@@ -281,6 +306,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         duration_max: a.handler,
         error_ratio: a.error_ratio,
         command: a.handler_command,
+        command_timeout: a.handler_timeout,
         ..HandlerModel::default()
     };
     let watch_program = std::env::current_exe()
@@ -348,6 +374,14 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         // Said by `call`, which withdrew the request.
         CallEnd::Failed(FailKind::Timeout) => Exit::Timeout,
         CallEnd::Failed(FailKind::IdCollision) => return Err(CliError::BadInput("--id collides".into())),
+        // Said by the writer (the notice names what failed).
+        CallEnd::Failed(FailKind::Environment) => {
+            console::err(
+                "error: this machine could not write the request (a full disk, a quota, or a read-only or failing \
+                 filesystem under --dir); no call was made",
+            );
+            Exit::Environment
+        }
         CallEnd::Failed(why) => return Err(CliError::Internal(anyhow::anyhow!("the call failed: {}", why.name()))),
     })
 }
@@ -489,6 +523,7 @@ fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {
                 let line = serde_json::to_string(&l).expect("a line serializes");
                 failed = std::io::Write::write_all(&mut out, format!("{line}\n").as_bytes()).err();
             }
+            Ok(())
         })
         .map_err(|e| CliError::BadInput(e.to_string()))?;
         let flushed = std::io::Write::flush(&mut out);
@@ -505,5 +540,5 @@ fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
     out!("{}", render_checks(&check));
-    Ok(if check.cases.iter().any(|c| c.report.total() > 0) { Exit::GateFailed } else { Exit::Pass })
+    Ok(if check.cases.iter().any(|c| c.faults() > 0) { Exit::GateFailed } else { Exit::Pass })
 }

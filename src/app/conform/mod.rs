@@ -245,7 +245,7 @@ impl Drop for Proc {
 /// other side's events) comes after that, however this thread is scheduled.
 pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
     let tmp = dir.join(temp_name(name));
-    std::fs::write(&tmp, bytes)?;
+    crate::base::fsio::write_new(&tmp, bytes)?;
     let at = Instant::now();
     std::fs::rename(&tmp, dir.join(name))?;
     Ok(at)

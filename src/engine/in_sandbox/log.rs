@@ -89,6 +89,7 @@ pub(crate) fn outcome_named(name: &str) -> Option<CallOutcome> {
         "timeout" => CallOutcome::Failed(FailKind::Timeout),
         "id_collision" => CallOutcome::Failed(FailKind::IdCollision),
         "publish_error" => CallOutcome::Failed(FailKind::PublishError),
+        "environment" => CallOutcome::Failed(FailKind::Environment),
         "interrupted" => CallOutcome::Failed(FailKind::Interrupted),
         _ => return None,
     })
@@ -423,7 +424,8 @@ mod tests {
         assert!(close(back.intended, w.intended) && close(back.read.unwrap(), w.read.unwrap()), "{back:?} vs {w:?}");
         assert_eq!(back.outcome, w.outcome);
         assert!(log.degraded.as_deref().is_some_and(|d| d.starts_with("sandbox writer: ")), "{:?}", log.degraded);
-        for name in ["ok", "error", "paused", "timeout", "id_collision", "publish_error", "interrupted"] {
+        for name in ["ok", "error", "paused", "timeout", "id_collision", "publish_error", "environment", "interrupted"]
+        {
             assert_eq!(outcome_named(name).map(|o| o.name()), Some(name));
         }
     }

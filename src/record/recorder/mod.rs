@@ -45,6 +45,9 @@ pub struct CallCounts {
     pub timeout: u64,
     pub id_collision: u64,
     pub publish_error: u64,
+    /// Requests the machine failed to publish ([`FailKind::Environment`]).
+    #[serde(default)]
+    pub environment: u64,
     pub interrupted: u64,
     /// Calls in the warm-up, excluded from the histograms.
     pub warmup: u64,
@@ -57,6 +60,8 @@ pub struct Recording {
     pub pairing: PairingReport,
     pub notices: Vec<String>,
     pub notices_total: u64,
+    /// Writes this machine failed (a full disk, ...): [`Say::Environment`] notices.
+    pub environment_failures: u64,
     /// Notices with their time and sandbox (capped at [`MAX_TIMED_NOTICES`]).
     pub timed_notices: Vec<TimedNotice>,
     /// Per span given to [`Recorder::with_spans`], in order: the calls it touched.
@@ -99,6 +104,7 @@ pub struct Recorder {
     pairing: Pairing,
     notices: Vec<String>,
     notices_total: u64,
+    environment_failures: u64,
     timed: Vec<TimedNotice>,
     spans: Vec<(Span, SpanStats)>,
     intervals: Option<Intervals>,
@@ -124,6 +130,7 @@ impl Recorder {
             pairing: Pairing::with_capacity(calls),
             notices: Vec::new(),
             notices_total: 0,
+            environment_failures: 0,
             timed: Vec::new(),
             spans: Vec::new(),
             intervals: None,
@@ -215,7 +222,8 @@ impl Recorder {
             EventKind::AnsweringUnread => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::ResponseByFile),
             EventKind::Writer(w) => {
                 self.count(w);
-                if w.outcome == CallOutcome::Failed(FailKind::Interrupted) {
+                // Cut off, or never published (the machine failed it): closed, no breach.
+                if matches!(w.outcome, CallOutcome::Failed(FailKind::Interrupted | FailKind::Environment)) {
                     self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::CutOff);
                 }
                 if let CallOutcome::Failed(_) = w.outcome {
@@ -239,6 +247,7 @@ impl Recorder {
             f.notice(n.sandbox, &n.what, n.at);
         }
         self.notices_total += 1;
+        self.environment_failures += u64::from(n.what.is_environment());
         if self.notices.len() < MAX_NOTICES {
             self.notices.push(format!("sandbox {}: {}", n.sandbox, n.what));
         }
@@ -292,6 +301,7 @@ impl Recorder {
             CallOutcome::Failed(FailKind::Timeout) => c.timeout += 1,
             CallOutcome::Failed(FailKind::IdCollision) => c.id_collision += 1,
             CallOutcome::Failed(FailKind::PublishError) => c.publish_error += 1,
+            CallOutcome::Failed(FailKind::Environment) => c.environment += 1,
             CallOutcome::Failed(FailKind::Interrupted) => c.interrupted += 1,
         }
     }
@@ -308,6 +318,7 @@ impl Recorder {
             intervals: self.intervals.take(),
             notices: self.notices,
             notices_total: self.notices_total,
+            environment_failures: self.environment_failures,
             timed_notices: self.timed,
             spans: self.spans.into_iter().map(|(_, st)| st).collect(),
             unmeasured: self.waiting.writers_waiting(),

@@ -397,7 +397,7 @@ pub async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
 }
 
 /// Awaits every future, running them concurrently on this task; their outputs in order.
-async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
+pub(crate) async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {
     let mut futures: Vec<_> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

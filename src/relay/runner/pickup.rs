@@ -212,7 +212,7 @@ async fn execute(
 ) {
     let (outcome, answer) = match (&ctx.handler.command, input) {
         (Some(program), Some(input)) => {
-            let r = crate::relay::handler::run_command(program, &input).await;
+            let r = crate::relay::handler::run_command(program, &input, ctx.handler.command_timeout).await;
             (r.outcome(), Some(r))
         }
         _ => {

@@ -362,6 +362,10 @@ impl Output<Input<'_>> for Charts {
         false
     }
 
+    fn drawing(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(WriteError::render)
     }

@@ -127,6 +127,8 @@ fn header(o: &mut String, s: &Summary) {
     let e = &s.environment;
     let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
     let clock = match virtuals {
+        // Before a case has finished there is no result to tell a clock by.
+        _ if s.results.is_empty() => "clock: each case's own (no case has finished yet)",
         0 => "clock: real (wall time, real files and inotify)",
         n if n == s.results.len() => "clock: virtual (simulated time over an in-memory sandbox: timings come from the model, not from this machine's speed)",
         _ => "clocks: real and virtual (cases marked *virtual* ran in simulated time over an in-memory sandbox)",
@@ -588,6 +590,15 @@ mod tests {
         check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
         let console = String::from_utf8(crate::report::export::Table.render(&s)).unwrap();
         assert!(console.contains(&format!("{}: median of 3 repeats (min–max): ", r.case)), "{console}");
+    }
+
+    #[test]
+    fn a_report_before_any_case_finished_names_no_clock_it_cannot_know() {
+        let mut s = realistic();
+        s.results.clear();
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains("clock: each case's own (no case has finished yet)"), "{md}");
+        assert!(!md.contains("clock: real"), "{md}");
     }
 
     #[test]

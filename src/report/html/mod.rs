@@ -42,6 +42,10 @@ impl Output<Input<'_>> for Html {
         false
     }
 
+    fn drawing(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
         let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();

@@ -32,6 +32,7 @@ pub(super) fn header(p: &mut Page, s: &Summary) {
     }
     let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
     let clock = match virtuals {
+        _ if s.results.is_empty() => "clock: each case's own (no case has finished yet)",
         0 => "clock: real (wall time, real files and inotify)",
         n if n == s.results.len() => "clock: virtual (simulated time over an in-memory sandbox)",
         _ => "clocks: real and virtual (cases marked virtual ran in simulated time)",

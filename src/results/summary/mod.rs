@@ -36,6 +36,10 @@ pub enum SummaryError {
     Version { path: String, found: String },
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calls {
     /// Calls in the schedule (warm-up included).
@@ -55,6 +59,10 @@ pub struct Calls {
     pub timeout: u64,
     pub id_collision: u64,
     pub publish_error: u64,
+    /// Requests this machine failed to publish (a full disk, a quota, a read-only or failing
+    /// filesystem): never visible, so not lost by the relay; the run's exit code says so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub environment: u64,
     pub interrupted: u64,
     /// Warm-up calls, run but not in the histograms.
     pub warmup: u64,
@@ -146,6 +154,10 @@ pub struct CaseResult {
     /// Things survived and said (malformed files, failed deletes, watch errors...).
     pub notices: Vec<String>,
     pub notices_total: u64,
+    /// Writes of the relay this machine failed (a full disk, a quota, a read-only or failing
+    /// filesystem): the run's failure, not the relay's (exit 7).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub environment_failures: u64,
     pub gates: Vec<GateResult>,
     /// The rollout gates this case was judged on (the verdict's, not the case's pass).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -286,12 +298,13 @@ impl CaseResult {
         self.calls.ok = c.ok;
         self.calls.error = c.error;
         self.calls.paused = c.paused;
-        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision + c.interrupted);
+        self.calls.lost = c.started.saturating_sub(c.completed + c.id_collision + c.interrupted + c.environment);
         self.calls.duplicated =
             rec.pairing.count(BreachKind::DuplicateResponse) + rec.pairing.count(BreachKind::DuplicateRequest);
         self.calls.timeout = c.timeout;
         self.calls.id_collision = c.id_collision;
         self.calls.publish_error = c.publish_error;
+        self.calls.environment = c.environment;
         self.calls.interrupted = c.interrupted;
         self.calls.warmup = c.warmup;
         self.calls.unmeasured = rec.unmeasured;
@@ -309,6 +322,7 @@ impl CaseResult {
         self.pairing_violations = Violations::of(&rec.pairing);
         self.notices = rec.notices.clone();
         self.notices_total = rec.notices_total;
+        self.environment_failures = rec.environment_failures;
         if let Some(e) = &rec.log_error {
             self.notices.push(e.clone());
             self.notices_total += 1;

@@ -134,6 +134,7 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
         ("calls.timeout", &mut c.timeout),
         ("calls.id_collision", &mut c.id_collision),
         ("calls.publish_error", &mut c.publish_error),
+        ("calls.environment", &mut c.environment),
         ("calls.interrupted", &mut c.interrupted),
         ("calls.unmeasured", &mut c.unmeasured),
         ("pairing_violations", &mut r.pairing_violations.total),

@@ -139,7 +139,10 @@ pub trait RelayDir: Send + Sync {
     }
     /// The size of a file (the runner's pickup telemetry stats each request).
     fn stat(&self, name: &str) -> io::Result<u64>;
-    /// Writes a whole file (not atomic on its own: see [`RelayDir::publish`]).
+    /// Writes a whole new file (not atomic on its own: see [`RelayDir::publish`]). On a real
+    /// directory the name must be free: an entry already there (a link, a FIFO, a file) is
+    /// never written through, opened or waited on, but refused as taken
+    /// ([`crate::base::fsio::is_taken`]); a failed write leaves no file behind.
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
     /// Renames within the dir, replacing `to`.
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
@@ -170,15 +173,33 @@ pub trait RelayDir: Send + Sync {
     }
 }
 
-/// Temp name, then rename; the temp file is removed if the rename fails.
+/// A fresh unpredictable temp name, then a rename; a temp name already taken (an entry
+/// someone planted) is tried again under a new one ([`crate::base::fsio::TEMP_TRIES`]); the
+/// temp file is removed if the write or the rename fails.
 pub fn publish_now<D: RelayDir + ?Sized>(dir: &D, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let tmp = crate::base::fsio::temp_name(name);
-    dir.write(&tmp, bytes)?;
-    if let Err(e) = dir.rename(&tmp, name) {
-        let _ = dir.remove(&tmp);
-        return Err(e);
+    use crate::base::fsio::{is_taken, taken_every_time, temp_name, TEMP_TRIES};
+    let mut last = None;
+    for _ in 0..TEMP_TRIES {
+        let tmp = temp_name(name);
+        match dir.write(&tmp, bytes) {
+            Ok(()) => {}
+            // Not this writer's entry: left alone.
+            Err(e) if is_taken(&e) => {
+                last = Some(e);
+                continue;
+            }
+            Err(e) => {
+                let _ = dir.remove(&tmp);
+                return Err(e);
+            }
+        }
+        if let Err(e) = dir.rename(&tmp, name) {
+            let _ = dir.remove(&tmp);
+            return Err(e);
+        }
+        return Ok(());
     }
-    Ok(())
+    Err(taken_every_time(last))
 }
 
 #[cfg(test)]

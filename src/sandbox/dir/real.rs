@@ -92,7 +92,7 @@ impl RelayDir for RealDir {
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        std::fs::write(self.dir.join(name), bytes)
+        fsio::write_new(&self.dir.join(name), bytes)
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {

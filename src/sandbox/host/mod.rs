@@ -22,6 +22,7 @@ pub use agent::{
     HealthError as DaemonHealthError, SandboxControl, Url, UrlError, VersionError as DaemonVersionError, AGENT_BINARY,
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
+pub(crate) use agent::{errno_label, Endpoint, ExecError, RunAnswer};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use not_applied::NotApplied;

@@ -368,10 +368,22 @@ impl Host for RemoteHost {
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         Box::pin(async move {
-            // Upload to a temp name, then rename onto the final name: two requests.
-            let tmp = fsio::temp_name(name);
-            let (dir, tmp2, body) = (self.dir.clone(), tmp.clone(), bytes.to_vec());
-            self.daemon.request(Purpose::Data, Kind::Write, move || dir.write(&tmp2, &body)).await?;
+            // Upload to a fresh temp name (a taken one is tried again under another, as
+            // `publish_now` does), then rename onto the final name: two requests.
+            let mut tries = 0;
+            let tmp = loop {
+                let tmp = fsio::temp_name(name);
+                let (dir, tmp2, body) = (self.dir.clone(), tmp.clone(), bytes.to_vec());
+                match self.daemon.request(Purpose::Data, Kind::Write, move || dir.write(&tmp2, &body)).await {
+                    Ok(()) => break tmp,
+                    Err(e) if fsio::is_taken(&e) && tries + 1 < fsio::TEMP_TRIES => tries += 1,
+                    Err(e) if fsio::is_taken(&e) => return Err(fsio::taken_every_time(Some(e))),
+                    Err(e) => {
+                        let _ = self.dir.remove(&tmp);
+                        return Err(e);
+                    }
+                }
+            };
             let (dir, tmp2, fin) = (self.dir.clone(), tmp.clone(), name.to_owned());
             let renamed = self.daemon.request(Purpose::Data, Kind::Rename, move || dir.rename(&tmp2, &fin));
             if let Err(e) = renamed.await {

@@ -61,10 +61,32 @@ pub fn read(file: &str, prefix: &str, spec: &Value) -> Result<Vec<AxisValue>, Sc
     if values.is_empty() {
         return Err(err("has no values; give at least one".into()));
     }
-    if let Some(i) = (1..values.len()).find(|&i| values[..i].iter().any(|v| v.text == values[i].text)) {
-        return Err(err(format!("the value {} is given twice; each point is run once", values[i].text)));
+    for (i, v) in values.iter().enumerate() {
+        match values[..i].iter().find(|w| w.same_as(v)) {
+            Some(w) if w.text == v.text => {
+                return Err(err(format!("the value {} is given twice; each point is run once", v.text)))
+            }
+            Some(w) => {
+                return Err(err(format!(
+                    "the values {} and {} are the same value; each point is run once: give it once",
+                    w.text, v.text
+                )))
+            }
+            None => {}
+        }
     }
     Ok(values)
+}
+
+impl AxisValue {
+    /// Whether the two would set the option alike: the same text, or the same number said
+    /// two ways (`300ms` and `0.3s`; `1` and `1.0`).
+    fn same_as(&self, other: &AxisValue) -> bool {
+        let numeric = |v: &Value| matches!(v, Value::Integer(_) | Value::Float(_));
+        let same_kind = matches!((&self.value, &other.value), (Value::String(_), Value::String(_)))
+            || (numeric(&self.value) && numeric(&other.value));
+        self.text == other.text || (same_kind && self.number.is_some() && self.number == other.number)
+    }
 }
 
 /// `{ from, to, steps, scale }`: `steps` values from `from` to `to` (both numbers, or both
@@ -224,6 +246,10 @@ mod tests {
         assert!(e.msg.contains("no values"), "{e}");
         let e = texts(r#"["5s", "5s"]"#).unwrap_err();
         assert!(e.msg.contains("given twice"), "{e}");
+        for (spec, a, b) in [("[\"300ms\", \"0.3s\"]", "300ms", "0.3s"), ("[1, 1.0]", "1", "1.0")] {
+            let e = texts(spec).unwrap_err();
+            assert!(e.msg.contains(&format!("the values {a} and {b} are the same value")), "{spec}: {e}");
+        }
         let e = texts(r#"["a b"]"#).unwrap_err();
         assert!(e.msg.contains("cannot name a point"), "{e}");
         let e = texts("{ from = 1, to = 3, steps = 5 }").unwrap_err();

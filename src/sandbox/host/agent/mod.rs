@@ -46,7 +46,7 @@ mod process;
 mod routes;
 mod running;
 
-pub(crate) use api::Api;
+pub(crate) use api::{errno_label, Api, Endpoint, ExecError, RunAnswer};
 pub use control::{BenchRequest, BenchRequests, SandboxControl};
 
 pub use process::{AgentControl, AgentProcess};
