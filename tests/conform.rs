@@ -68,7 +68,7 @@ fn serve_passes_every_runner_case() {
     );
     assert!(not_ok(&r).is_empty(), "{}", details(&r));
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(r.cases.len(), relay_bench::app::conform::runner::CASES.len(), "every case ran");
+    assert_eq!(r.cases.len(), relay_bench::engine::conform::runner::CASES.len(), "every case ran");
     assert!(stdout.contains("PASSED:") && stdout.contains("parallel-64"), "{stdout}");
     schema_check(&out);
     let md = std::fs::read_to_string(out.join("conform.md")).unwrap();
@@ -89,7 +89,7 @@ fn call_passes_every_writer_case() {
     let (code, stdout, r) = conform(&args, &out);
     assert!(not_ok(&r).is_empty(), "{}", details(&r));
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(r.cases.len(), relay_bench::app::conform::writer::CASES.len(), "every case ran");
+    assert_eq!(r.cases.len(), relay_bench::engine::conform::writer::CASES.len(), "every case ran");
     schema_check(&out);
 }
 
@@ -179,7 +179,7 @@ fn a_runner_broken_one_way_fails_exactly_its_case() {
 fn a_writer_broken_one_way_fails_exactly_its_case() {
     // Every writer case but the deadline's (10 s): that one runs for the fault that breaks it.
     let cases: Vec<&str> =
-        relay_bench::app::conform::writer::CASES.iter().map(|c| c.name).filter(|n| *n != "deadline").collect();
+        relay_bench::engine::conform::writer::CASES.iter().map(|c| c.name).filter(|n| *n != "deadline").collect();
     faults(
         "--writer",
         "writer.py",

@@ -103,8 +103,8 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
         return in_sandbox::writer_main(&args[2..]);
     }
     // The tool `conform --runner` gives the runner under test (hidden from help too).
-    if args.get(1).is_some_and(|a| a == crate::app::conform::HANDLER_SUBCOMMAND) {
-        return crate::app::conform::handler_main(&args[2..]);
+    if args.get(1).is_some_and(|a| a == crate::engine::conform::HANDLER_SUBCOMMAND) {
+        return crate::engine::conform::handler_main(&args[2..]);
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
@@ -353,7 +353,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
 }
 
 async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
-    use crate::app::conform::{case_names, ConformOptions};
+    use crate::engine::conform::{case_names, ConformOptions};
     use crate::results::conform::Side;
     let sides: Vec<Side> = match (a.runner, a.writer) {
         (true, _) => vec![Side::Runner],
@@ -371,7 +371,7 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     }
     let side = sides[0];
     if a.command.is_empty() {
-        return Err(CliError::BadInput(crate::app::conform::ConformError::NoCommand.to_string()));
+        return Err(CliError::BadInput(crate::engine::conform::ConformError::NoCommand.to_string()));
     }
     if a.bound < std::time::Duration::from_secs(2) {
         return Err(CliError::BadInput(format!("--bound {}: a case needs at least 2s", as_given(a.bound))));
@@ -404,14 +404,14 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     };
     let stop = on_interrupt("finishing the current case");
     let report = tokio::task::spawn_blocking(move || {
-        crate::app::conform::run(&opts, &stop, started, |c| {
+        crate::engine::conform::run(&opts, &stop, started, |c| {
             console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.label(), c.reason))
         })
     })
     .await
     .map_err(|e| CliError::Internal(anyhow::anyhow!("the battery failed: {e}")))?
     .map_err(|e| match e {
-        crate::app::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
+        crate::engine::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
         _ => CliError::BadInput(e.to_string()),
     })?;
     let done = crate::report::conform::publish_conform(&report, &dir)

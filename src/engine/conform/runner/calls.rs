@@ -325,7 +325,9 @@ pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {
     if let Err(e) = std::fs::create_dir(&ctx.dir) {
         return Graded::new(Verdict::Failed, format!("cannot make the dir again: {e}"), vec![]);
     }
-    ctx.obs.rearm(&ctx.dir);
+    if let Err(e) = ctx.obs.rearm(&ctx.dir) {
+        return Graded::new(Verdict::Failed, format!("cannot watch the new dir: {e}"), vec![]);
+    }
     let (fid, _, at) = ctx.call("after-1", OK_REPLY, 0);
     let got = ctx.answer(&fid, at, Duration::from_secs(8));
     let mut evidence = vec![left_line(&ctx.dir)];
