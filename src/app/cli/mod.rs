@@ -52,6 +52,8 @@ pub enum Exit {
     /// stdout could not be written (a full disk, an I/O error; a reader that closed the pipe
     /// is not one): what the command printed is lost, its files are written.
     OutputLost = 6,
+    /// `conform`: no case FAILED, but one could not be graded (INCONCLUSIVE).
+    Inconclusive = 7,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -373,9 +375,22 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     if a.command.is_empty() {
         return Err(CliError::BadInput(crate::engine::conform::ConformError::NoCommand.to_string()));
     }
-    if a.bound < std::time::Duration::from_secs(2) {
-        return Err(CliError::BadInput(format!("--bound {}: a case needs at least 2s", as_given(a.bound))));
+    if !(crate::engine::conform::MIN_BOUND..=crate::engine::conform::MAX_BOUND).contains(&a.bound) {
+        return Err(CliError::BadInput(format!("--bound {}: a case's bound is from 2s to 600s", as_given(a.bound))));
     }
+    let daemon = match (&a.host, &a.url) {
+        (Some(_), _) => Some(crate::engine::conform::Daemon::Start(match &a.sandbox_agent {
+            Some(p) => {
+                crate::sandbox::host::check_sandbox_agent(p)
+                    .map_err(|e| CliError::BadInput(format!("--sandbox-agent: {e}")))?;
+                p.clone()
+            }
+            None => crate::sandbox::host::find_sandbox_agent()
+                .map_err(|e| CliError::BadInput(format!("--host sandbox-agent: {e}")))?,
+        })),
+        (None, Some(url)) => Some(crate::engine::conform::Daemon::At(url.clone())),
+        (None, None) => None,
+    };
     let (started, stamp) = utc_stamps();
     let lock = match &a.out {
         Some(d) => Some(
@@ -401,8 +416,9 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         bound: a.bound,
         work_root: a.relay_root,
         handler_program,
+        daemon,
     };
-    let stop = on_interrupt("finishing the current case");
+    let stop = on_interrupt("ending the battery: the cases so far are reported");
     let report = tokio::task::spawn_blocking(move || {
         crate::engine::conform::run(&opts, &stop, started, |c| {
             console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.label(), c.reason))
@@ -414,6 +430,14 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         crate::engine::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
         _ => CliError::BadInput(e.to_string()),
     })?;
+    if let Some(c) = report.calibration {
+        console::err(&format!(
+            "conform: this machine: a trivial command {:.1} ms, a rename seen in {:.2} ms: every wait x{:.2}",
+            c.trivial_start_us as f64 / 1e3,
+            c.rename_seen_us as f64 / 1e3,
+            c.factor
+        ));
+    }
     let done = crate::report::conform::publish_conform(&report, &dir)
         .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
     out!("{}", String::from_utf8_lossy(&done.console));
@@ -422,6 +446,8 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         Exit::Interrupted
     } else if report.failed() {
         Exit::GateFailed
+    } else if report.inconclusive() {
+        Exit::Inconclusive
     } else {
         Exit::Pass
     })

@@ -1,35 +1,54 @@
 //! `relay-bench conform`: a battery of named cases that grades a relay runner or writer
 //! against the file contract (SPEC §2, §7, §8), relay-bench playing the other side.
 //!
-//! Each case gets a fresh relay dir and a fresh scratch dir beside it, starts the
-//! implementation's command (argv placeholders substituted, never a shell; the same values
-//! in the environment), watches the dir with its own inotify watch ([`observe`]) and grades
-//! what it saw. The implementation's process group is killed when the case ends, and at the
-//! case's bound at the latest. The cases are two tables, [`runner::CASES`] and
-//! [`writer::CASES`]; a case is a name, the SPEC section, a one-line expectation and the
-//! function that plays it.
+//! The battery first measures this machine's pace ([`pace`]) and scales every wait from it.
+//! Each case then gets a fresh relay dir and a fresh scratch dir beside it, starts the
+//! implementation's command ([`proc`]: argv placeholders substituted, never a shell; the
+//! same values in the environment), records the dir ([`observe`]) and grades what it saw.
+//! The case runs on a thread of its own: a stop (SIGINT, SIGTERM) ends the battery at once,
+//! with the cases so far. When a case ends, every process below the battery is killed, a
+//! daemon that left the implementation's process group included (the battery is a child
+//! subreaper). The cases are two tables, [`runner::CASES`] and [`writer::CASES`]; a case is a
+//! name, the SPEC section, a one-line expectation and the function that plays it.
 //!
-//! A runner needs a tool to run: the battery gives it one, the **conform handler**, a
-//! command (`{handler}`, `$RELAY_CONFORM_HANDLER`) the runner runs once per call with the
-//! request's JSON on stdin, publishing what it prints on stdout as the answer. The handler
-//! logs each run to a file only the battery reads, so "executed once" is counted, not
-//! guessed; the answer it prints is the one the battery put in the request's args.
+//! A runner needs a tool to run: the battery gives it one, the **conform handler**
+//! ([`handler`]), a command (`{handler}`, `$RELAY_CONFORM_HANDLER`) the runner runs once per
+//! call with the request's JSON on stdin, publishing what it prints on stdout as the answer.
+//! With a daemon ([`Daemon`]), the runner's relay dir is inside a sandbox-agent daemon's
+//! filesystem and the runner is given the daemon's URL (`{url}`) to reach it through.
 
+pub mod handler;
 pub mod observe;
+pub(crate) mod pace;
+pub(crate) mod proc;
 pub mod runner;
 pub mod writer;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
-use crate::base::fsio::{remove_if_present, temp_name, OwnGroup};
+use self::pace::Pace;
+use crate::base::fsio::{remove_if_present, temp_name};
 use crate::base::signal::Signal;
 use crate::results::conform::{CaseResult, ConformReport, Side, Verdict, SCHEMA_VERSION};
 
-/// The hidden subcommand that is the conform handler.
-pub(crate) const HANDLER_SUBCOMMAND: &str = "conform-handler";
+pub use handler::{handler_main, HANDLER_SUBCOMMAND};
+
+/// The longest `--bound` a case may be given.
+pub const MAX_BOUND: Duration = Duration::from_secs(600);
+/// The shortest.
+pub const MIN_BOUND: Duration = Duration::from_secs(2);
+
+/// Where a runner's relay dir lives when it is not a local dir the runner reaches directly.
+#[derive(Debug, Clone)]
+pub enum Daemon {
+    /// A sandbox-agent daemon the battery starts for each case, from this binary.
+    Start(PathBuf),
+    /// A sandbox-agent daemon already running on this machine, at this URL.
+    At(String),
+}
 
 /// What `conform` was asked.
 #[derive(Debug, Clone)]
@@ -39,12 +58,14 @@ pub struct ConformOptions {
     pub command: Vec<String>,
     /// Only these cases (all when empty).
     pub cases: Vec<String>,
-    /// Each case's bound.
+    /// Each case's bound at an unloaded machine's pace.
     pub bound: Duration,
     /// Where the relay and scratch dirs of the cases are made (the system temp dir).
     pub work_root: Option<PathBuf>,
     /// This binary (the conform handler).
     pub handler_program: PathBuf,
+    /// The runner reaches its relay dir through this daemon (runner side only).
+    pub daemon: Option<Daemon>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +74,12 @@ pub enum ConformError {
     UnknownCase(String),
     #[error("no command given: put the implementation's command after `--`")]
     NoCommand,
+    #[error("--bound {0:?}: a case's bound is from 2s to 600s")]
+    Bound(Duration),
+    #[error("--host and --url grade a runner: a writer lives in the sandbox and reaches its dir directly")]
+    DaemonForWriter,
+    #[error("the sandbox-agent daemon at {url}: {why}")]
+    Daemon { url: String, why: String },
     #[error("cannot make the cases' dirs: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -78,36 +105,114 @@ impl Graded {
     }
 }
 
+/// What every case's world shares: its dirs, its bound and pace, the stop.
+pub(crate) struct World {
+    pub dir: PathBuf,
+    pub scratch: PathBuf,
+    pub command: Vec<String>,
+    pub pace: Pace,
+    /// The case's bound at this machine's pace.
+    pub bound: Duration,
+    pub stop: Halt,
+    /// A wait was cut short by the case's bound.
+    cut: std::cell::Cell<bool>,
+}
+
+/// Set when the battery abandons a case (a stop): its waits end, it publishes nothing more.
+pub(crate) type Halt = Arc<AtomicBool>;
+
+impl World {
+    pub fn new(dir: PathBuf, scratch: PathBuf, opts: &ConformOptions, pace: Pace, stop: Halt) -> World {
+        let bound = pace.wait(opts.bound).min(MAX_BOUND);
+        World { dir, scratch, command: opts.command.clone(), pace, bound, stop, cut: Default::default() }
+    }
+
+    /// The battery abandoned the case.
+    pub fn halted(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    /// `d` at this machine's pace, and at most what is left of the bound since `begun`.
+    pub fn within(&self, begun: Instant, d: Duration) -> Duration {
+        if self.halted() {
+            return Duration::ZERO;
+        }
+        let want = self.pace.wait(d);
+        let left = (begun + self.bound).saturating_duration_since(Instant::now());
+        if want > left {
+            self.cut.set(true);
+        }
+        want.min(left)
+    }
+
+    /// A grade for something the implementation was expected to do and was not seen doing:
+    /// FAILED, unless the case's bound cut a wait short or the machine is markedly slower
+    /// now than when the battery measured it (INCONCLUSIVE, with why).
+    pub fn unseen(&self, reason: impl Into<String>, mut evidence: Vec<String>) -> Graded {
+        let reason = reason.into();
+        if self.cut.get() {
+            evidence.push(format!("the case's bound ({}) ended a wait before its scaled length", ms(self.bound)));
+            return Graded::new(Verdict::Inconclusive, format!("{reason}, within the case's bound"), evidence);
+        }
+        if let Some(now) = self.pace.slowed(&self.scratch.join("pace")) {
+            evidence.push(format!("at the start, {}", self.pace.line()));
+            evidence.push(format!("now, {}", now.line()));
+            return Graded::new(
+                Verdict::Inconclusive,
+                format!("{reason}, while the machine was slower than its calibration"),
+                evidence,
+            );
+        }
+        Graded::new(Verdict::Failed, reason, evidence)
+    }
+}
+
 /// The names of every case of a side, in order.
-pub(crate) fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
+pub fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
     match side {
         Side::Runner => runner::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
         Side::Writer => writer::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
     }
 }
 
-/// Runs the battery; `done` hears each case as it ends. Stops between cases once `stop`
-/// closes (the report says so).
+/// Checks what `opts` asks before anything runs.
+fn check(opts: &ConformOptions) -> Result<(), ConformError> {
+    if opts.command.is_empty() || opts.command[0].is_empty() {
+        return Err(ConformError::NoCommand);
+    }
+    if !(MIN_BOUND..=MAX_BOUND).contains(&opts.bound) {
+        return Err(ConformError::Bound(opts.bound));
+    }
+    if opts.daemon.is_some() && opts.side == Side::Writer {
+        return Err(ConformError::DaemonForWriter);
+    }
+    let names = case_names(opts.side);
+    match opts.cases.iter().find(|c| !names.iter().any(|(n, _, _)| n == *c)) {
+        Some(c) => Err(ConformError::UnknownCase(c.clone())),
+        None => Ok(()),
+    }
+}
+
+/// Runs the battery; `done` hears each case as it ends. Once `stop` closes, the case under
+/// way is abandoned (its processes killed, its dirs removed) and the report says so.
 pub fn run(
     opts: &ConformOptions,
     stop: &Signal,
     started: String,
     mut done: impl FnMut(&CaseResult),
 ) -> Result<ConformReport, ConformError> {
-    if opts.command.is_empty() || opts.command[0].is_empty() {
-        return Err(ConformError::NoCommand);
-    }
-    let names = case_names(opts.side);
-    for c in &opts.cases {
-        if !names.iter().any(|(n, _, _)| n == c) {
-            return Err(ConformError::UnknownCase(c.clone()));
-        }
-    }
-    let chosen = |n: &str| opts.cases.is_empty() || opts.cases.iter().any(|c| c == n);
+    check(opts)?;
+    let subreaper = proc::become_subreaper();
     let root = match &opts.work_root {
         Some(r) => tempfile::Builder::new().prefix("relay-conform.").tempdir_in(r)?,
         None => tempfile::Builder::new().prefix("relay-conform.").tempdir()?,
     };
+    let host = match &opts.daemon {
+        Some(Daemon::At(url)) => Some(runner::remote::check_url(url, root.path())?),
+        Some(Daemon::Start(bin)) => Some(runner::remote::describe(bin)),
+        None => None,
+    };
+    let pace = Pace::measure(&root.path().join("pace"))?;
     let mut report = ConformReport {
         schema_version: SCHEMA_VERSION,
         started,
@@ -117,8 +222,11 @@ pub fn run(
         counts: Default::default(),
         cases: Vec::new(),
         interrupted: false,
+        calibration: Some(pace.calibration()),
+        host,
     };
-    for (i, (name, section, expectation)) in names.into_iter().enumerate() {
+    let chosen = |n: &str| opts.cases.is_empty() || opts.cases.iter().any(|c| c == n);
+    for (i, (name, section, expectation)) in case_names(opts.side).into_iter().enumerate() {
         if !chosen(name) {
             continue;
         }
@@ -128,12 +236,18 @@ pub fn run(
         }
         let t0 = Instant::now();
         let base = root.path().join(format!("{i:02}-{name}"));
-        let graded = match opts.side {
-            Side::Runner => runner::play(opts, &base, i),
-            Side::Writer => writer::play(opts, &base, i),
+        let Some(mut graded) = play_apart(opts, pace, &base, i, stop) else {
+            proc::end_descendants(&[], Duration::from_secs(1));
+            report.interrupted = true;
+            break;
         };
-        let graded =
-            graded.unwrap_or_else(|e| Graded::new(Verdict::Failed, format!("the case could not run: {e}"), vec![]));
+        let left = proc::end_descendants(&[], Duration::from_secs(2));
+        if left > 0 {
+            graded.evidence.push(format!(
+                "{left} process(es) the implementation started were still running at the case's end: killed{}",
+                if subreaper { "" } else { " (no subreaper here: ones that left the battery's tree are not found)" }
+            ));
+        }
         let result = CaseResult {
             name: name.into(),
             section: section.into(),
@@ -147,108 +261,83 @@ pub fn run(
         report.cases.push(result);
     }
     report.recount();
+    // A case abandoned at a stop may still be writing: the dirs go, a few tries.
+    for _ in 0..5 {
+        if std::fs::remove_dir_all(root.path()).is_ok() || !root.path().exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Ok(report)
 }
 
-/// A placeholder's value, as `{name}` in argv and `var` in the environment.
-pub(crate) struct Place<'a> {
-    pub name: &'static str,
-    pub var: &'static str,
-    pub value: &'a str,
-}
-
-/// The implementation's process: its own process group, stdout and stderr kept in files,
-/// killed (the whole group) when dropped.
-pub(crate) struct Proc {
-    child: Child,
-    _group: OwnGroup,
-    pub stdout: PathBuf,
-    pub stderr: PathBuf,
-    pub started: Instant,
-}
-
-impl Proc {
-    /// Starts `command` with `places` substituted in every argument and set in the
-    /// environment; its output goes to `<out>.stdout` / `<out>.stderr`.
-    pub fn start(command: &[String], places: &[Place<'_>], out: &Path) -> std::io::Result<Proc> {
-        use std::os::unix::process::CommandExt;
-        let argv: Vec<String> = command
-            .iter()
-            .map(|a| places.iter().fold(a.clone(), |a, p| a.replace(&format!("{{{}}}", p.name), p.value)))
-            .collect();
-        let stdout = out.with_extension("stdout");
-        let stderr = out.with_extension("stderr");
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout)?)
-            .stderr(std::fs::File::create(&stderr)?)
-            .process_group(0);
-        for p in places {
-            cmd.env(p.var, p.value);
-        }
-        let child =
-            cmd.spawn().map_err(|e| std::io::Error::new(e.kind(), format!("cannot start {:?}: {e}", argv[0])))?;
-        let group = OwnGroup::register(child.id() as i32);
-        Ok(Proc { child, _group: group, stdout, stderr, started: Instant::now() })
+/// Plays case `i` on a thread of its own; `None` when `stop` closed first (the thread is
+/// left to find its processes killed). A case that panics is INCONCLUSIVE, not a crash.
+fn play_apart(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: &Signal) -> Option<Graded> {
+    let (tx, rx) = mpsc::channel();
+    let (opts, base, case_stop) = (opts.clone(), base.to_path_buf(), Halt::default());
+    let thread_stop = case_stop.clone();
+    let spawned = std::thread::Builder::new().name("conform-case".into()).spawn(move || {
+        let g = match opts.side {
+            Side::Runner => runner::play(&opts, pace, &base, i, thread_stop),
+            Side::Writer => writer::play(&opts, pace, &base, i, thread_stop),
+        };
+        let _ = tx.send(g.unwrap_or_else(|e| {
+            Graded::new(Verdict::Inconclusive, format!("the battery could not set the case up: {e}"), vec![])
+        }));
+    });
+    if let Err(e) = spawned {
+        return Some(Graded::new(Verdict::Inconclusive, format!("the battery could not start the case: {e}"), vec![]));
     }
-
-    /// Its exit code, if it has exited (`Some(None)`: killed by a signal).
-    pub fn exited(&mut self) -> Option<Option<i32>> {
-        self.child.try_wait().ok().flatten().map(|s| s.code())
-    }
-
-    /// Waits for it to exit, at most `bound`; its exit code and when, or `None` (still running).
-    pub fn wait(&mut self, bound: Duration) -> Option<(Option<i32>, Instant)> {
-        let end = Instant::now() + bound;
-        loop {
-            if let Some(code) = self.exited() {
-                return Some((code, Instant::now()));
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(g) => return Some(g),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(Graded::new(
+                    Verdict::Inconclusive,
+                    "the battery broke in this case (a panic): no grade",
+                    vec![],
+                ))
             }
-            if Instant::now() >= end {
+            Err(mpsc::RecvTimeoutError::Timeout) if stop.is_closed() => {
+                case_stop.store(true, Ordering::Release);
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-    }
-
-    pub(crate) fn stdout_text(&self) -> String {
-        std::fs::read(&self.stdout).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
-    }
-
-    /// The last line of its stderr, as evidence.
-    pub(crate) fn stderr_tail(&self) -> Option<String> {
-        let b = std::fs::read(&self.stderr).ok()?;
-        let s = String::from_utf8_lossy(&b);
-        s.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| format!("its stderr ends: {}", l.chars().take(200).collect::<String>()))
-    }
-
-    pub fn kill(&mut self) {
-        // SAFETY: killpg only sends a signal, to the group this process leads.
-        unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
 /// Publishes `bytes` as `dir/name` the way the contract says: a `.tmp.` name in the same dir,
 /// then a rename. Returns the moment just before the rename: whatever follows from it (the
-/// other side's events) comes after that, however this thread is scheduled.
+/// other side's events) comes after that, however this thread is scheduled. A rename whose
+/// temp name is gone says so ([`Consumed`]).
 pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
-    let tmp = dir.join(temp_name(name));
+    let tmp_name = temp_name(name);
+    let tmp = dir.join(&tmp_name);
     std::fs::write(&tmp, bytes)?;
     let at = Instant::now();
-    std::fs::rename(&tmp, dir.join(name))?;
-    Ok(at)
+    match std::fs::rename(&tmp, dir.join(name)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.is_dir() => {
+            Err(std::io::Error::new(e.kind(), Consumed(tmp_name)))
+        }
+        r => r.map(|()| at),
+    }
+}
+
+/// The battery's temp name was gone before its rename: the implementation took it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the implementation deleted or renamed the battery's temp name {0:?} before the battery renamed it onto its final name (a `.tmp.` name is no relay file: it must be left alone)"
+)]
+pub struct Consumed(pub String);
+
+/// Why a case could not be set up: what the implementation did, when it was its doing.
+pub(crate) fn setup_failed(e: &std::io::Error) -> Graded {
+    match e.get_ref().and_then(|i| i.downcast_ref::<Consumed>()) {
+        Some(c) => Graded::new(Verdict::Failed, c.to_string(), vec![]),
+        None => Graded::new(Verdict::Inconclusive, format!("the battery could not set the case up: {e}"), vec![]),
+    }
 }
 
 /// The relay files (and anything else) left in `dir`, sorted, for evidence.
@@ -273,98 +362,24 @@ pub fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
+/// A figure's p50 and max over `v`, or "not measured" when there is no sample.
+pub(crate) fn figure(v: &mut [Duration]) -> String {
+    if v.is_empty() {
+        return "not measured (no sample)".into();
+    }
+    v.sort();
+    let p50 = v[(v.len() - 1) / 2];
+    format!("p50 {} max {}", ms(p50), ms(v[v.len() - 1]))
+}
+
 /// Removes a file, ignoring errors (a case's own cleanup).
 pub fn rm(path: &Path) {
     let _ = remove_if_present(path);
 }
 
-/// One run of the conform handler, as it logged it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Exec {
-    /// When it started, in nanoseconds since the Unix epoch.
-    pub t_ns: u128,
-    /// `args.tag` of the request it ran.
-    pub tag: Option<String>,
-    /// `toolCallId` as the handler received it.
-    pub id: Option<String>,
-}
-
-/// The conform handler: reads a request's JSON on stdin, logs the run to `LOG` (one line,
-/// appended), sleeps `args.sleep_ms`, prints `args.reply` (a response's JSON) and exits 0.
-pub(crate) fn handler_main(args: &[std::ffi::OsString]) -> i32 {
-    let Some(log) = args.first() else {
-        eprintln!("usage: relay-bench {HANDLER_SUBCOMMAND} LOG < request.json");
-        return 2;
-    };
-    let mut input = Vec::new();
-    if std::io::stdin().take(64 << 20).read_to_end(&mut input).is_err() {
-        return 3;
-    }
-    let req: serde_json::Value = match serde_json::from_slice(&input) {
-        Ok(v) => v,
-        Err(e) => {
-            println!("{}", serde_json::json!({"ok": false, "error": format!("conform handler: not a request: {e}")}));
-            return 0;
-        }
-    };
-    let a = &req["args"];
-    let exec = Exec {
-        t_ns: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
-        tag: a["tag"].as_str().map(str::to_owned),
-        id: req["toolCallId"].as_str().map(str::to_owned),
-    };
-    let line = serde_json::to_string(&exec).expect("an exec serializes") + "\n";
-    let logged =
-        std::fs::OpenOptions::new().create(true).append(true).open(log).and_then(|mut f| f.write_all(line.as_bytes()));
-    if logged.is_err() {
-        return 3;
-    }
-    if let Some(ms) = a["sleep_ms"].as_u64() {
-        std::thread::sleep(Duration::from_millis(ms));
-    }
-    let reply = match &a["reply"] {
-        serde_json::Value::Null => serde_json::json!({"ok": true, "text": "conform"}),
-        r => r.clone(),
-    };
-    println!("{reply}");
-    0
-}
-
-/// Reads the handler's log.
-pub fn execs(log: &Path) -> Vec<Exec> {
-    std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
-
-/// The moment an exec's wall-clock time corresponds to, given a pair taken together.
-pub(crate) fn instant_of(t_ns: u128, pair: (Instant, SystemTime)) -> Instant {
-    let base = pair.1.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    if t_ns >= base {
-        pair.0 + Duration::from_nanos((t_ns - base) as u64)
-    } else {
-        pair.0.checked_sub(Duration::from_nanos((base - t_ns) as u64)).unwrap_or(pair.0)
-    }
-}
-
-/// Writes the handler script the runner is given: `exec BIN conform-handler LOG`.
-pub(crate) fn handler_script(program: &Path, log: &Path, at: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let q = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
-    let text = format!("#!/bin/sh\nexec {} {HANDLER_SUBCOMMAND} {}\n", q(program), q(log));
-    std::fs::write(at, text)?;
-    std::fs::set_permissions(at, std::fs::Permissions::from_mode(0o755))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_wall_clock_time_maps_onto_the_monotonic_clock_both_ways() {
-        let pair = (Instant::now(), SystemTime::now());
-        let base = pair.1.duration_since(UNIX_EPOCH).unwrap().as_nanos();
-        assert_eq!(instant_of(base + 5_000_000, pair) - pair.0, Duration::from_millis(5));
-        assert_eq!(pair.0 - instant_of(base - 5_000_000, pair), Duration::from_millis(5));
-    }
 
     #[test]
     fn every_case_name_is_unique_and_every_expectation_names_a_section() {
@@ -376,5 +391,14 @@ mod tests {
                 assert!(section.starts_with('§') && !expectation.is_empty(), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn a_figure_over_no_sample_is_not_measured() {
+        assert_eq!(figure(&mut []), "not measured (no sample)");
+        assert_eq!(
+            figure(&mut [Duration::from_millis(3), Duration::from_millis(1), Duration::from_millis(2)]),
+            "p50 2.0 ms max 3.0 ms"
+        );
     }
 }

@@ -22,6 +22,7 @@ pub use agent::{
     HealthError as DaemonHealthError, SandboxControl, Url, UrlError, VersionError as DaemonVersionError, AGENT_BINARY,
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
+pub(crate) use agent::{version_of as sandbox_agent_version, BenchRequests};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use not_applied::NotApplied;
