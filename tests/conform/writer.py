@@ -19,6 +19,7 @@ Each --fault breaks one rule, for the tests of the battery:
   republish        publishes its request again when it vanished and no answer came in 1 s
   astral-one-unit  sanitizes an astral character to one `_` (code points, not UTF-16 units)
   collide          no check that the request name is free
+  no-timeout-10s   without a timeout, gives up after 10 s (not 60 s)
 """
 import json
 import os
@@ -71,7 +72,7 @@ def main():
     else:
         publish(req, body)
     grace = 0 if fault == "early-deadline" else 10
-    deadline = time.time() + (int(timeout) / 1000 + grace if timeout else 60)
+    deadline = time.time() + (int(timeout) / 1000 + grace if timeout else 10 if fault == "no-timeout-10s" else 60)
     vanished = None
     republished = False
     while time.time() < deadline:

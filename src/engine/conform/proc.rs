@@ -157,10 +157,11 @@ impl Proc {
     pub(crate) fn stderr_tail(&self) -> Option<String> {
         let k = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
         let s = String::from_utf8_lossy(&k.bytes);
-        s.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| format!("its stderr ends: {}", l.chars().take(200).collect::<String>()))
+        s.lines().rev().find(|l| !l.trim().is_empty()).map(|l| {
+            let shown: String =
+                l.chars().take(200).map(|c| if c.is_control() && c != '\t' { '\u{FFFD}' } else { c }).collect();
+            format!("its stderr ends: {shown}")
+        })
     }
 
     pub fn kill(&mut self) {

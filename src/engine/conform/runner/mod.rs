@@ -78,7 +78,7 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
         }
     }
     if g.verdict == Verdict::Failed {
-        if let Some(tail) = ctx.proc.borrow().as_ref().and_then(Proc::stderr_tail) {
+        if let Some(tail) = ctx.stderr_tail().filter(|t| !g.evidence.contains(t)) {
             g.evidence.push(tail);
         }
     }
