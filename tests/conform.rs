@@ -57,6 +57,16 @@ fn conform(args: &[&str], out: &Path) -> (i32, String, ConformReport) {
     (done.status.code().unwrap_or(-1), stdout, serde_json::from_str(&json).unwrap())
 }
 
+/// The cases graded FAILED or NON-STRICT (a broken implementation's other cases may be
+/// INCONCLUSIVE on a loaded machine: not observed in time is no grade).
+fn graded_wrong(r: &ConformReport) -> Vec<(String, Verdict)> {
+    r.cases
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Failed | Verdict::NonStrict))
+        .map(|c| (c.name.clone(), c.verdict))
+        .collect()
+}
+
 fn not_ok(r: &ConformReport) -> Vec<(String, Verdict)> {
     r.cases
         .iter()
@@ -120,8 +130,9 @@ fn call_passes_every_writer_case() {
     schema_check(&out);
 }
 
-/// Runs the Python implementation `script` under each fault (and none) on `cases`, in
-/// parallel; asserts the correct one passes and each fault fails exactly `fails`.
+/// Runs the Python implementation `script` under each fault (and none) on `cases`, four
+/// batteries at a time beside the busy loops; asserts the correct one passes and each fault
+/// fails exactly `fails`.
 fn faults(side: &str, script_name: &str, cases: &[&str], faults: &[(&str, &str)], extra: &[&str]) {
     let _hog = Hog::every_core();
     let t = tempfile::tempdir().unwrap();
@@ -129,49 +140,51 @@ fn faults(side: &str, script_name: &str, cases: &[&str], faults: &[(&str, &str)]
         .chain(faults.iter().map(|(f, case)| (Some(*f), Some(*case), t.path().join(f))))
         .collect();
     let py = script(script_name);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = runs
-            .iter()
-            .map(|(fault, fails, out)| {
-                let py = py.clone();
-                s.spawn(move || {
-                    let mut args: Vec<&str> = vec![side];
-                    let mut with: Vec<&str> = cases.to_vec();
-                    if let Some(f) = fails.filter(|f| !cases.contains(f)) {
-                        with.push(f);
-                    }
-                    for c in &with {
-                        args.extend(["--case", c]);
-                    }
-                    args.extend(["--", "python3", &py]);
-                    args.extend(extra);
-                    if let Some(f) = fault {
-                        args.extend(["--fault", f]);
-                    }
-                    let (code, _, r) = conform(&args, out);
-                    (*fault, *fails, code, r)
+    for chunk in runs.chunks(4) {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .iter()
+                .map(|(fault, fails, out)| {
+                    let py = py.clone();
+                    s.spawn(move || {
+                        let mut args: Vec<&str> = vec![side];
+                        let mut with: Vec<&str> = cases.to_vec();
+                        if let Some(f) = fails.filter(|f| !cases.contains(f)) {
+                            with.push(f);
+                        }
+                        for c in &with {
+                            args.extend(["--case", c]);
+                        }
+                        args.extend(["--", "python3", &py]);
+                        args.extend(extra);
+                        if let Some(f) = fault {
+                            args.extend(["--fault", f]);
+                        }
+                        let (code, _, r) = conform(&args, out);
+                        (*fault, *fails, code, r)
+                    })
                 })
-            })
-            .collect();
-        for h in handles {
-            let (fault, fails, code, r) = h.join().unwrap();
-            match fails {
-                None => {
-                    assert!(not_ok(&r).is_empty(), "the correct {script_name}: {}", details(&r));
-                    assert_eq!(code, 0);
-                }
-                Some(case) => {
-                    assert_eq!(
-                        not_ok(&r),
-                        vec![(case.to_owned(), Verdict::Failed)],
-                        "--fault {fault:?}: {}",
-                        details(&r)
-                    );
-                    assert_eq!(code, 1, "a FAILED case exits 1");
+                .collect();
+            for h in handles {
+                let (fault, fails, code, r) = h.join().unwrap();
+                match fails {
+                    None => {
+                        assert!(not_ok(&r).is_empty(), "the correct {script_name}: {}", details(&r));
+                        assert_eq!(code, 0);
+                    }
+                    Some(case) => {
+                        assert_eq!(
+                            graded_wrong(&r),
+                            vec![(case.to_owned(), Verdict::Failed)],
+                            "--fault {fault:?}: {}",
+                            details(&r)
+                        );
+                        assert_eq!(code, 1, "a FAILED case exits 1");
+                    }
                 }
             }
-        }
-    });
+        });
+    }
 }
 
 #[test]
@@ -266,11 +279,12 @@ fn bad_input_is_refused_and_the_cases_are_listed() {
             && text.contains("deadline"),
         "{text}"
     );
-    // A runner that never answers fails every case it is given, within its bound.
+    // A runner that never answers is graded no better than FAILED, within its bound.
     let out = t.path().join("out");
+    // (INCONCLUSIVE, exit 7, when the machine slowed meanwhile: never OK.)
     let (code, _, r) = conform(&["--runner", "--case", "answer-ok", "--bound", "2s", "--", "sleep", "60"], &out);
-    assert_eq!(code, 1);
-    assert_eq!(not_ok(&r), vec![("answer-ok".to_owned(), Verdict::Failed)]);
+    assert!(code == 1 || code == 7, "{code}");
+    assert!(matches!(r.cases[0].verdict, Verdict::Failed | Verdict::Inconclusive), "{:?}", r.cases[0]);
     assert!(r.cases[0].reason.contains("no probe call answered"), "{}", r.cases[0].reason);
 }
 

@@ -146,24 +146,33 @@ impl World {
     }
 
     /// A grade for something the implementation was expected to do and was not seen doing:
-    /// FAILED, unless the case's bound cut a wait short or the machine is markedly slower
-    /// now than when the battery measured it (INCONCLUSIVE, with why).
-    pub fn unseen(&self, reason: impl Into<String>, mut evidence: Vec<String>) -> Graded {
+    /// FAILED, unless it could not be observed in time ([`World::too_slow`]: INCONCLUSIVE).
+    pub fn unseen(&self, reason: impl Into<String>, evidence: Vec<String>) -> Graded {
+        self.unseen_else(reason, evidence, Verdict::Failed)
+    }
+
+    /// As [`World::unseen`], with `otherwise` when the machine kept its pace.
+    pub fn unseen_else(&self, reason: impl Into<String>, mut evidence: Vec<String>, otherwise: Verdict) -> Graded {
         let reason = reason.into();
+        match self.too_slow() {
+            Some((why, more)) => {
+                evidence.extend(more);
+                Graded::new(Verdict::Inconclusive, format!("{reason}, {why}"), evidence)
+            }
+            None => Graded::new(otherwise, reason, evidence),
+        }
+    }
+
+    /// Why a wait that saw nothing is no evidence, if it is not: the case's bound cut it
+    /// short, or the machine is markedly slower now than when the battery measured it.
+    fn too_slow(&self) -> Option<(&'static str, Vec<String>)> {
         if self.cut.get() {
-            evidence.push(format!("the case's bound ({}) ended a wait before its scaled length", ms(self.bound)));
-            return Graded::new(Verdict::Inconclusive, format!("{reason}, within the case's bound"), evidence);
+            let line = format!("the case's bound ({}) ended a wait before its scaled length", ms(self.bound));
+            return Some(("within the case's bound", vec![line]));
         }
-        if let Some(now) = self.pace.slowed(&self.scratch.join("pace")) {
-            evidence.push(format!("at the start, {}", self.pace.line()));
-            evidence.push(format!("now, {}", now.line()));
-            return Graded::new(
-                Verdict::Inconclusive,
-                format!("{reason}, while the machine was slower than its calibration"),
-                evidence,
-            );
-        }
-        Graded::new(Verdict::Failed, reason, evidence)
+        let now = self.pace.slowed(&self.scratch.join("pace"))?;
+        let lines = vec![format!("at the start, {}", self.pace.line()), format!("now, {}", now.line())];
+        Some(("while the machine was slower than its calibration", lines))
     }
 }
 

@@ -14,7 +14,7 @@ use crate::results::conform::Calibration;
 
 /// A trivial command's start-to-exit on an unloaded machine (the reference the factor is
 /// taken against).
-const REF_START: Duration = Duration::from_millis(5);
+const REF_START: Duration = Duration::from_millis(2);
 /// A rename seen by the watch on an unloaded machine.
 const REF_SEEN: Duration = Duration::from_millis(2);
 /// The most a wait is stretched: past it, the machine is too slow to grade on.

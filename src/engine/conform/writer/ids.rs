@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::observe::shown;
+use super::super::observe::{shown, What};
 use super::super::{left_line, ms, Graded};
 use super::{try_g, Ctx, Told, TIMEOUT_MS};
 use crate::base::protocol::{classify, req_name, sanitize_id, FileKind, Response};
@@ -53,9 +53,12 @@ fn hostile() -> Vec<String> {
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
     let (mut wrong, mut mangled, mut missing, mut evidence) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // One after another (a writer that reads any answer in the dir would find only its
+    // own), each call given the case's bound.
     for (k, id) in hostile().into_iter().enumerate() {
         let fid = sanitize_id(&id);
         let t0 = Instant::now();
+        ctx.begun.set(t0);
         let mut call = try_g!(ctx.call(&id, "conform", "{}", TIMEOUT_MS));
         let seen = ctx.request(&fid, t0, Duration::from_secs(5));
         let want = format!("answer-{k}");
@@ -121,8 +124,30 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     };
     let t1 = Instant::now();
     let mut second = try_g!(ctx.call("coll:1", "conform", "{}", TIMEOUT_MS));
-    let gave_up = second.proc.wait(ctx.within(Duration::from_secs(3)));
-    let again = ctx.obs.events().into_iter().find(|e| e.at >= t1 && e.name == req_name(&fid) && e.bytes.is_some());
+    // The first stays in flight until the second has done something: exited, or published.
+    // A request published while the first's was in place (the first writer that gives up
+    // removes it; no collision after that).
+    let published = |evs: &[super::super::observe::Ev]| {
+        let gone = evs
+            .iter()
+            .find(|e| e.at >= t1 && e.name == req_name(&fid) && matches!(e.what, What::Deleted | What::MovedOut))
+            .map(|e| e.at);
+        evs.iter()
+            .find(|e| {
+                e.at >= t1
+                    && gone.is_none_or(|g| e.at < g)
+                    && classify(&e.name) == FileKind::Request
+                    && e.bytes.is_some()
+            })
+            .cloned()
+    };
+    let until = Instant::now() + ctx.within(Duration::from_secs(3));
+    let mut gave_up = None;
+    while Instant::now() < until && gave_up.is_none() && published(&ctx.obs.events()).is_none() {
+        gave_up = second.proc.wait(Duration::from_millis(20));
+    }
+    let again = published(&ctx.obs.events());
+    let first_gave_up = first.proc.exited().is_some();
     ctx.answer(&fid, &Response::Ok("answer-coll/1".into()).encode(), true);
     let (told1, _) = first.end(ctx.within(Duration::from_secs(5)));
     let (told2, _) = second.end(ctx.w.pace.wait(Duration::from_millis(500)).min(ctx.within(Duration::from_secs(1))));
@@ -153,6 +178,14 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     }
     if matches!(&told2, Told::Answer(Response::Ok(t)) if t == "answer-coll/1") {
         return Graded::new(Verdict::Failed, "the colliding call told the other call's answer", evidence);
+    }
+    if first_gave_up && again.is_none() {
+        // Its deadline is the deadline case's to grade; here the collision went untested.
+        return Graded::new(
+            Verdict::Inconclusive,
+            "the call in flight ended before it was answered: the collision could not be tested",
+            evidence,
+        );
     }
     if told1 != Told::Answer(Response::Ok("answer-coll/1".into())) {
         return Graded::new(Verdict::Failed, "the call in flight did not tell its own answer", evidence);
