@@ -129,7 +129,8 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
     let temps: Vec<String> = left_in(ctx.dir()).into_iter().filter(|n| n.contains(TMP_MARKER)).collect();
     evidence.extend(breach.iter().chain(&departure).chain(&missing).take(6).cloned());
     if !breach.is_empty() {
-        return Graded::new(Verdict::Failed, format!("{} answers not published atomically", breach.len()), evidence);
+        let bad = calls.iter().filter(|(fid, _, _)| breach.iter().any(|b| b.contains(&res_name(fid)))).count();
+        return Graded::new(Verdict::Failed, format!("{bad} of 8 answers not published atomically"), evidence);
     }
     if !missing.is_empty() {
         return ctx.w.unseen(format!("{} of 8 answers not seen", missing.len()), evidence);

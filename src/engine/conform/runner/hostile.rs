@@ -29,6 +29,13 @@ pub(super) fn bad(
     ctx.note(fid, tag, at);
     let follow = ctx.follow_up();
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
+    // Taken (deleted) but not answered yet: a runner that handles calls side by side may
+    // answer the follow-up first; its answer to this one is waited for before "unanswered".
+    let gone = ctx.dir().join(req_name(fid)).symlink_metadata().is_err();
+    if gone && ctx.answers(fid, at).is_empty() {
+        let _ = ctx.answer(fid, at, Duration::from_secs(5));
+        std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
+    }
     let answers = ctx.answers(fid, at);
     let runs = tag.map_or(0, |t| ctx.runs(t).len());
     let left = ctx.dir().join(req_name(fid)).symlink_metadata().is_ok();

@@ -294,7 +294,7 @@ impl Ctx {
     fn settle(&self) -> Option<Graded> {
         std::thread::sleep(self.w.pace.wait(QUIET).min(self.w.bound));
         let published = self.published.borrow();
-        let Some(first) = published.iter().map(|p| p.at).min() else { return None };
+        let first = published.iter().map(|p| p.at).min()?;
         let log = execs(&self.log);
         let mut wrong = Vec::new();
         for p in published.iter() {

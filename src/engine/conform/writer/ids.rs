@@ -141,7 +141,10 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
             })
             .cloned()
     };
-    let until = Instant::now() + ctx.within(Duration::from_secs(3));
+    // As long as the first took to publish, three times over, and at least 3 s (scaled): a
+    // writer that starts slowly here is given the time it showed it needs.
+    let took = req.at.saturating_duration_since(t0);
+    let until = Instant::now() + ctx.within(Duration::from_secs(3)).max(ctx.within(took * 3));
     let mut gave_up = None;
     while Instant::now() < until && gave_up.is_none() && published(&ctx.obs.events()).is_none() {
         gave_up = second.proc.wait(Duration::from_millis(20));
