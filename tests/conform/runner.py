@@ -18,7 +18,7 @@ Each --fault breaks one rule, for the tests of the battery:
   republish-answer  each answer is published again 0.6 s later
   rerun-tool     each tool is run a second time 0.6 s later
   empties-link   a request that is a symbolic link is followed and its target emptied
-  takes-temps    `.req.json.tmp.` names are deleted whenever a list finds them
+  takes-temps    `.req.json.tmp.` names a list still finds 300 ms after it first did are deleted
 """
 import json
 import os
@@ -89,6 +89,7 @@ def main():
                 except OSError:
                     pass
     seen = set()
+    temps = {}
     while True:
         try:
             names = sorted(os.listdir(directory))
@@ -96,10 +97,12 @@ def main():
             names = []
         for name in names:
             if fault == "takes-temps" and ".req.json.tmp." in name:
-                try:
-                    os.remove(os.path.join(directory, name))
-                except OSError:
-                    pass
+                first = temps.setdefault(name, time.time())
+                if time.time() - first >= 0.3:
+                    try:
+                        os.remove(os.path.join(directory, name))
+                    except OSError:
+                        pass
             if not name.endswith(".req.json") or name in seen:
                 continue
             seen.add(name)
