@@ -281,17 +281,18 @@ mod tests {
 
     #[test]
     fn output_is_capped_and_counted() {
-        let cmd: Vec<String> = ["sh", "-c", "head -c 3000000 /dev/zero; head -c 200000 /dev/zero >&2; echo last >&2"]
-            .map(String::from)
-            .to_vec();
+        let cmd: Vec<String> =
+            ["sh", "-c", "head -c 3000000 /dev/zero; head -c 200000 /dev/zero >&2; printf '\\nlast\\n' >&2"]
+                .map(String::from)
+                .to_vec();
         let mut p = Proc::start(&cmd, &[]).unwrap();
         assert!(p.wait(Duration::from_secs(60)).is_some());
         assert_eq!(p.stdout_text().len(), STDOUT_CAP);
         let end = Instant::now() + Duration::from_secs(10);
-        while p.printed() != (3_000_000, 200_005) && Instant::now() < end {
+        while p.printed() != (3_000_000, 200_006) && Instant::now() < end {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(p.printed(), (3_000_000, 200_005));
+        assert_eq!(p.printed(), (3_000_000, 200_006));
         assert_eq!(p.stderr_tail().as_deref(), Some("its stderr ends: last"));
     }
 }
