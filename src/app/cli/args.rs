@@ -126,7 +126,7 @@ pub struct ConformArgs {
     /// Grade a runner over a daemon: `sandbox-agent` puts each case's relay dir inside a
     /// sandbox-agent daemon's filesystem (a daemon started for each case) and gives the runner
     /// its URL (`{url}`, $RELAY_SANDBOX_URL) to reach the dir through.
-    #[arg(long, value_name = "HOST", value_parser = ["sandbox-agent"], requires = "runner")]
+    #[arg(long, value_name = "HOST", value_parser = clap::builder::PossibleValuesParser::new([crate::sandbox::host::AGENT_BINARY]), requires = "runner")]
     pub host: Option<String>,
     /// Grade a runner over the sandbox-agent daemon already running at this URL (on this
     /// machine: the battery records the relay dir with its own watch).

@@ -35,7 +35,7 @@ impl CaseDaemon {
 
 /// The report's line for a daemon the battery starts.
 pub(crate) fn describe(bin: &Path) -> String {
-    let version = sandbox_agent_version(bin).unwrap_or_else(|_| "sandbox-agent".into());
+    let version = sandbox_agent_version(bin).unwrap_or_else(|_| crate::sandbox::host::AGENT_BINARY.into());
     format!("inside a {version} daemon's filesystem, started for each case on a loopback port; the runner reaches it through the daemon ({{url}})")
 }
 
