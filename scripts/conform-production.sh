@@ -5,6 +5,9 @@
 # esbuild, from npm, into tools/esbuild/), bundled with our harnesses
 # (scripts/conform/production-{runner,writer}.ts) into target/conform-production/, and graded;
 # the reports go to OUT/runner and OUT/writer (default reports/<stamp>-conform-production).
+# Then the runner over a sandbox-agent daemon (sandboxRelayHost: the rollout's path; the daemon
+# installed by scripts/install-sandbox-agent.sh) goes to OUT/runner-sandbox-agent (poll only,
+# production's default) and OUT/runner-sandbox-agent-watch (its remote window switched on).
 # Usage: [RELAY_BENCH_BIN=PATH] scripts/conform-production.sh AGENTA_GIT_DIR [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +39,22 @@ if [ -z "$bin" ]; then
   bin=${CARGO_TARGET_DIR:-target}/release/relay-bench
 fi
 mkdir -p "$out"
-for side in runner writer; do
-  rm -rf "${out:?}/$side"
+grade() { # NAME ARGS...: one battery into $out/NAME
+  local name=$1
+  shift
+  rm -rf "${out:?}/$name"
   set +e
-  "$bin" conform "--$side" --out "$out/$side" -- node "$PWD/$build/$side.cjs"
-  echo "conform-production: --$side exit $?; report in $out/$side"
+  "$bin" conform "$@"
+  echo "conform-production: $name exit $?; report in $out/$name"
   set -e
-  rm -f "$out/$side/.relay-bench-run"
+  rm -f "$out/$name/.relay-bench-run"
+}
+for side in runner writer; do
+  grade "$side" "--$side" --out "$out/$side" -- node "$PWD/$build/$side.cjs"
 done
+scripts/install-sandbox-agent.sh >/dev/null
+grade runner-sandbox-agent --runner --host sandbox-agent --out "$out/runner-sandbox-agent" \
+  -- node "$PWD/$build/runner.cjs"
+AGENTA_AGENT_TOOLS_RELAY_REMOTE_WATCH_ENABLED=true \
+  grade runner-sandbox-agent-watch --runner --host sandbox-agent --out "$out/runner-sandbox-agent-watch" \
+  -- node "$PWD/$build/runner.cjs"

@@ -3,14 +3,13 @@
 //! `run`, `report` and `list` ask ([`runs`]) and the directory a run writes ([`outdir`]), the reference runner and writer on a real
 //! relay dir ([`serve`]) and its lock on that dir ([`claim`]), the command line ([`cli`])
 //! and the outputs it writes to ([`console`]); and a daemon's own capacity for held execs
-//! ([`capacity`]); the conformance battery that grades someone else's runner or writer
-//! ([`conform`]).
+//! ([`capacity`]). `conform`'s battery is an engine (`crate::engine::conform`); its flags
+//! and wiring are in [`cli`].
 
 pub mod bench;
 pub mod capacity;
 pub mod claim;
 pub mod cli;
-pub mod conform;
 pub mod console;
 pub mod logplan;
 pub mod outdir;

@@ -99,12 +99,19 @@ impl Output<ConformReport> for ConformTable {
 pub fn verdict(r: &ConformReport) -> String {
     let c = &r.counts;
     format!(
-        "{}: {} OK, {} NON-STRICT, {} FAILED, {} INFORMATIONAL{}",
-        if r.failed() { "FAILED" } else { "PASSED" },
+        "{}: {} OK, {} NON-STRICT, {} FAILED, {} INFORMATIONAL{}{}",
+        if r.failed() {
+            "FAILED"
+        } else if r.inconclusive() {
+            "INCONCLUSIVE"
+        } else {
+            "PASSED"
+        },
         c.ok,
         c.non_strict,
         c.failed,
         c.informational,
+        if c.inconclusive > 0 { format!(", {} INCONCLUSIVE", c.inconclusive) } else { String::new() },
         if r.interrupted { " (interrupted: the cases run so far)" } else { "" }
     )
 }
@@ -115,6 +122,7 @@ fn icon(v: Verdict) -> &'static str {
         Verdict::NonStrict => "⚠️",
         Verdict::Failed => "❌",
         Verdict::Informational => "ℹ️",
+        Verdict::Inconclusive => "❔",
     }
 }
 
@@ -131,6 +139,7 @@ pub fn markdown(r: &ConformReport) -> String {
         r.started,
         r.case_bound_ms
     ));
+    s.push_str(&setting(r).map(|l| format!("{l}\n\n")).unwrap_or_default());
     s.push_str("| case | § | verdict | why |\n|---|---|---|---|\n");
     for c in &r.cases {
         s.push_str(&format!(
@@ -159,6 +168,21 @@ pub fn markdown(r: &ConformReport) -> String {
     s
 }
 
+/// Where the relay dir was and the machine's pace, when the report says (one line).
+fn setting(r: &ConformReport) -> Option<String> {
+    let host = r.host.as_ref().map(|h| format!("Relay dir: {h}."));
+    let pace = r.calibration.map(|c| {
+        format!(
+            "This machine: a trivial command {:.1} ms, a rename seen in {:.2} ms; every wait x{:.2}.",
+            c.trivial_start_us as f64 / 1e3,
+            c.rename_seen_us as f64 / 1e3,
+            c.factor
+        )
+    });
+    let parts: Vec<String> = host.into_iter().chain(pace).collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
 /// The console table: a row per case, then the verdict line.
 pub fn table(r: &ConformReport) -> String {
     let w = r.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
@@ -181,6 +205,7 @@ fn class(v: Verdict) -> &'static str {
         Verdict::NonStrict => "ns",
         Verdict::Failed => "failed",
         Verdict::Informational => "info",
+        Verdict::Inconclusive => "inc",
     }
 }
 
@@ -192,19 +217,28 @@ pub fn html(r: &ConformReport) -> String {
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
 body{{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}}\n\
 table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}}\n\
-.v{{font-weight:600;white-space:nowrap}}.ok{{color:#1a7f37}}.ns{{color:#9a6700}}.failed{{color:#cf222e}}.info{{color:#0969da}}\n\
+.v{{font-weight:600;white-space:nowrap}}.ok{{color:#1a7f37}}.ns{{color:#9a6700}}.failed{{color:#cf222e}}.info{{color:#0969da}}.inc{{color:#6e7781}}\n\
 code{{font-size:90%}}li{{word-break:break-all}}section{{margin-top:1.5rem}}\n</style></head><body>\n",
         esc(&title)
     );
     s.push_str(&format!(
         "<h1>{}</h1>\n<p class=\"v {}\">{}</p>\n<p>Command: <code>{}</code><br>Started {} UTC; each case bounded at {} ms in a fresh relay dir.</p>\n",
         esc(&title),
-        if r.failed() { "failed" } else { "ok" },
+        if r.failed() {
+            "failed"
+        } else if r.inconclusive() {
+            "inc"
+        } else {
+            "ok"
+        },
         esc(&verdict(r)),
         esc(&r.command.join(" ")),
         esc(&r.started),
         r.case_bound_ms
     ));
+    if let Some(l) = setting(r) {
+        s.push_str(&format!("<p>{}</p>\n", esc(&l)));
+    }
     s.push_str("<table><tr><th>case</th><th>§</th><th>verdict</th><th>why</th></tr>\n");
     for c in &r.cases {
         s.push_str(&format!(

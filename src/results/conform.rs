@@ -3,7 +3,8 @@
 //! line naming the SPEC section it comes from) and the evidence (bytes seen, timings, what
 //! was left in the relay dir). Verdicts follow the protocol test suites' habit (Autobahn,
 //! h2spec): OK, NON-STRICT (works, but not as the contract says), FAILED, INFORMATIONAL
-//! (a figure, not a grade).
+//! (a figure, not a grade), and INCONCLUSIVE (the implementation could not be observed in
+//! time on this machine: no grade).
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +39,8 @@ pub enum Verdict {
     Failed,
     #[serde(rename = "INFORMATIONAL")]
     Informational,
+    #[serde(rename = "INCONCLUSIVE")]
+    Inconclusive,
 }
 
 impl Verdict {
@@ -47,6 +50,7 @@ impl Verdict {
             Verdict::NonStrict => "NON-STRICT",
             Verdict::Failed => "FAILED",
             Verdict::Informational => "INFORMATIONAL",
+            Verdict::Inconclusive => "INCONCLUSIVE",
         }
     }
 }
@@ -75,6 +79,24 @@ pub struct Counts {
     pub non_strict: u32,
     pub failed: u32,
     pub informational: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub inconclusive: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// This machine's pace as the battery measured it at start; every wait was scaled by
+/// `factor`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    /// A trivial command's start to exit (median), in microseconds.
+    pub trivial_start_us: u64,
+    /// A rename seen by the battery's watch (median), in microseconds.
+    pub rename_seen_us: u64,
+    /// How much every wait was stretched (1 on an unloaded machine).
+    pub factor: f64,
 }
 
 /// A whole battery.
@@ -93,6 +115,13 @@ pub struct ConformReport {
     pub cases: Vec<CaseResult>,
     /// The battery was cut short (Ctrl-C): the cases run so far.
     pub interrupted: bool,
+    /// This machine's pace at the battery's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    /// Where the relay dir was, when not a local dir the implementation reaches directly
+    /// (`sandbox-agent 0.4.2 at http://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl ConformReport {
@@ -104,6 +133,7 @@ impl ConformReport {
                 Verdict::NonStrict => c.non_strict += 1,
                 Verdict::Failed => c.failed += 1,
                 Verdict::Informational => c.informational += 1,
+                Verdict::Inconclusive => c.inconclusive += 1,
             }
         }
         self.counts = c;
@@ -111,6 +141,11 @@ impl ConformReport {
 
     pub fn failed(&self) -> bool {
         self.cases.iter().any(|c| c.verdict == Verdict::Failed)
+    }
+
+    /// No case failed, but one could not be graded.
+    pub fn inconclusive(&self) -> bool {
+        !self.failed() && self.cases.iter().any(|c| c.verdict == Verdict::Inconclusive)
     }
 
     pub(crate) fn to_json(&self) -> serde_json::Result<String> {

@@ -15,6 +15,10 @@ Each --fault breaks one rule, for the tests of the battery:
   no-sweep       no stale sweep at start
   rerun-reused   a name is forgotten once handled, so a reused id runs again
   pause-as-ok    a pause is answered {"ok":true,"text":""}
+  republish-answer  each answer is published again 0.6 s later
+  rerun-tool     each tool is run a second time 0.6 s later
+  empties-link   a request that is a symbolic link is followed and its target emptied
+  takes-temps    `.req.json.tmp.` names a list still finds 300 ms after it first did are deleted
 """
 import json
 import os
@@ -68,6 +72,12 @@ def main():
         if answer.get("paused") is True and fault == "pause-as-ok":
             answer = {"ok": True, "text": ""}
         publish(file_id, answer)
+        if fault == "republish-answer":
+            time.sleep(0.6)
+            publish(file_id, answer)
+        if fault == "rerun-tool":
+            time.sleep(0.6)
+            subprocess.run([handler], input=body, capture_output=True)
         if fault == "rerun-reused":
             seen.discard(name)
 
@@ -79,12 +89,20 @@ def main():
                 except OSError:
                     pass
     seen = set()
+    temps = {}
     while True:
         try:
             names = sorted(os.listdir(directory))
         except OSError:
             names = []
         for name in names:
+            if fault == "takes-temps" and ".req.json.tmp." in name:
+                first = temps.setdefault(name, time.time())
+                if time.time() - first >= 0.3:
+                    try:
+                        os.remove(os.path.join(directory, name))
+                    except OSError:
+                        pass
             if not name.endswith(".req.json") or name in seen:
                 continue
             seen.add(name)
@@ -96,6 +114,8 @@ def main():
                 seen.discard(name)
                 continue
             except OSError as e:
+                if fault == "empties-link" and os.path.islink(path):
+                    open(path, "w").close()
                 publish(file_id, {"ok": False, "error": "cannot read %s: %s" % (name, e)})
                 continue
             with os.fdopen(fd, "rb") as f:

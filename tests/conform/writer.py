@@ -2,8 +2,9 @@
 """A relay writer in Python, standard library only, for `relay-bench conform --writer`.
 
 One call per run, from the environment conform sets: RELAY_DIR, RELAY_CALL_TOOL,
-RELAY_CALL_ID, RELAY_CALL_ARGS, RELAY_CALL_TIMEOUT_MS. It removes a stale answer under the
-call's id, publishes the request (a temp name in the dir, then a rename), checks for the
+RELAY_CALL_ID, RELAY_CALL_ARGS, RELAY_CALL_TIMEOUT_MS (args {} and a 60 s deadline when they
+are unset). It refuses a call whose request name is taken (exit 2: an id that sanitizes like
+one in flight), removes a stale answer under the call's id, publishes the request (a temp name in the dir, then a rename), checks for the
 answer every 20 ms until the tool's timeout + 10 s, reads it (`paused` before `ok`), deletes
 both files, prints the answer and exits 0 (ok), 1 (error), 4 (pause), 3 (malformed answer)
 or 5 (no answer; the request removed).
@@ -14,6 +15,11 @@ Each --fault breaks one rule, for the tests of the battery:
   keeps-on-pause   the files are left after a pause
   returns-stale    a stale answer is not removed first
   early-deadline   gives up at the tool's timeout, without the 10 s
+  reads-any        reads the first `*.res.json` in the dir, whoever's it is
+  republish        publishes its request again when it vanished and no answer came in 1 s
+  astral-one-unit  sanitizes an astral character to one `_` (code points, not UTF-16 units)
+  collide          no check that the request name is free
+  no-timeout-10s   without a timeout, gives up after 10 s (not 60 s)
 """
 import json
 import os
@@ -27,13 +33,23 @@ def sanitize(call_id):
         if c.isascii() and (c.isalnum() or c in "_-"):
             out.append(c)
         else:
-            out.append("_" * (2 if ord(c) > 0xFFFF else 1))
+            out.append("_" * (2 if ord(c) > 0xFFFF and FAULT != "astral-one-unit" else 1))
     s = "".join(out)[:120]
     return s or "tool"
 
 
+FAULT = sys.argv[sys.argv.index("--fault") + 1] if "--fault" in sys.argv else None
+
+
+def publish(req, body):
+    tmp = "%s.tmp.py%d" % (req, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(body)
+    os.replace(tmp, req)
+
+
 def main():
-    fault = sys.argv[sys.argv.index("--fault") + 1] if "--fault" in sys.argv else None
+    fault = FAULT
     d = os.environ["RELAY_DIR"]
     call_id = os.environ["RELAY_CALL_ID"]
     timeout = os.environ.get("RELAY_CALL_TIMEOUT_MS", "")
@@ -45,23 +61,34 @@ def main():
         json.dumps(call_id, ensure_ascii=False),
         os.environ.get("RELAY_CALL_ARGS") or "{}",
     )
+    if fault != "collide" and os.path.lexists(req):
+        print("a call with file id %r is in flight" % file_id, file=sys.stderr)
+        return 2
     if fault != "returns-stale" and os.path.lexists(res):
         os.remove(res)
     if fault == "non-atomic":
         with open(req, "w") as f:
             f.write(body)
     else:
-        tmp = "%s.tmp.py%d" % (req, os.getpid())
-        with open(tmp, "w") as f:
-            f.write(body)
-        os.replace(tmp, req)
+        publish(req, body)
     grace = 0 if fault == "early-deadline" else 10
-    deadline = time.time() + (int(timeout) / 1000 + grace if timeout else 60)
+    deadline = time.time() + (int(timeout) / 1000 + grace if timeout else 10 if fault == "no-timeout-10s" else 60)
+    vanished = None
+    republished = False
     while time.time() < deadline:
+        read = res
+        if fault == "reads-any":
+            found = sorted(n for n in os.listdir(d) if n.endswith(".res.json"))
+            read = os.path.join(d, found[0]) if found else res
         try:
-            with open(res, "rb") as f:
+            with open(read, "rb") as f:
                 raw = f.read()
         except FileNotFoundError:
+            if fault == "republish" and not republished and not os.path.lexists(req):
+                vanished = vanished or time.time()
+                if time.time() - vanished > 1.0:
+                    publish(req, body)
+                    republished = True
             time.sleep(0.02)
             continue
         try:
@@ -72,7 +99,7 @@ def main():
             answer = None
         paused = isinstance(answer, dict) and answer.get("paused") is True
         if not (paused and fault == "keeps-on-pause"):
-            for p in (req, res):
+            for p in (req, read):
                 try:
                     os.remove(p)
                 except FileNotFoundError:

@@ -104,8 +104,9 @@ prints the answer it read as a response's JSON on one line and exits; an error i
 non-zero exit (or {\"ok\":false,...}). relay-bench's own: `relay-bench conform --writer -- relay-bench call \
 --dir {dir} --tool {tool} --id {id} --args {args} --timeout {timeout_ms}ms`.\n\n\
 Writes conform.json (reports/conform.schema.json) and conform.md to --out (default \
-reports/<stamp>-conform-<side>/) and prints a table. Exit codes: 0 no case FAILED, 1 a case FAILED, 2 bad \
-input, 130 interrupted (the cases run so far are reported). docs/conform.md has every case.")]
+reports/<stamp>-conform-<side>/) and prints a table. Exit codes: 0 no case FAILED or INCONCLUSIVE, 1 a case \
+FAILED, 2 bad input, 7 no case FAILED but one INCONCLUSIVE (not observed in time on this machine), 130 \
+interrupted (SIGINT, SIGTERM: the cases run so far are reported). docs/conform.md has every case.")]
 pub struct ConformArgs {
     /// Grade a runner: relay-bench is the writer.
     #[arg(long, conflicts_with = "writer", required_unless_present_any = ["writer", "list"])]
@@ -119,10 +120,25 @@ pub struct ConformArgs {
     /// Print the cases (of the side given, else of both) and exit.
     #[arg(long)]
     pub list: bool,
-    /// Each case's bound: the implementation is killed when it passes (the writer's deadline
-    /// case waits its deadline on top).
+    /// Each case's bound at an unloaded machine's pace, from 2s to 600s: it is stretched by
+    /// the pace the battery measures at start (at most 10x, at most 600s), and the
+    /// implementation is killed when it passes (the writer's deadline cases wait their
+    /// deadline on top).
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "10s")]
     pub bound: Duration,
+    /// Grade a runner over a daemon: `sandbox-agent` puts each case's relay dir inside a
+    /// sandbox-agent daemon's filesystem (a daemon started for each case) and gives the runner
+    /// its URL (`{url}`, $RELAY_SANDBOX_URL) to reach the dir through.
+    #[arg(long, value_name = "HOST", value_parser = clap::builder::PossibleValuesParser::new([crate::sandbox::host::AGENT_BINARY]), requires = "runner")]
+    pub host: Option<String>,
+    /// Grade a runner over the sandbox-agent daemon already running at this URL (on this
+    /// machine: the battery records the relay dir with its own watch).
+    #[arg(long, value_name = "URL", conflicts_with = "host", requires = "runner")]
+    pub url: Option<String>,
+    /// The sandbox-agent binary for --host (default: $SANDBOX_AGENT_BIN, tools/sandbox-agent/,
+    /// PATH).
+    #[arg(long, value_name = "PATH", requires = "host")]
+    pub sandbox_agent: Option<PathBuf>,
     /// Report directory (default: reports/<timestamp>-conform-<side>/). It must be new, empty
     /// or an earlier report's.
     #[arg(long, value_name = "DIR")]

@@ -55,6 +55,8 @@ pub enum Exit {
     /// This machine failed the run (a full disk, a quota, a read-only or failing filesystem
     /// under the relay dirs): its figures are not the relay's; said, with the reports written.
     Environment = 7,
+    /// `conform`: no case FAILED, but one could not be graded (INCONCLUSIVE).
+    Inconclusive = 8,
     /// Ctrl-C: a partial report was written and marked interrupted.
     Interrupted = 130,
 }
@@ -107,8 +109,8 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
         return in_sandbox::writer_main(&args[2..]);
     }
     // The tool `conform --runner` gives the runner under test (hidden from help too).
-    if args.get(1).is_some_and(|a| a == crate::app::conform::HANDLER_SUBCOMMAND) {
-        return crate::app::conform::handler_main(&args[2..]);
+    if args.get(1).is_some_and(|a| a == crate::engine::conform::HANDLER_SUBCOMMAND) {
+        return crate::engine::conform::handler_main(&args[2..]);
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
@@ -387,7 +389,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
 }
 
 async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
-    use crate::app::conform::{case_names, ConformOptions};
+    use crate::engine::conform::{case_names, ConformOptions};
     use crate::results::conform::Side;
     let sides: Vec<Side> = match (a.runner, a.writer) {
         (true, _) => vec![Side::Runner],
@@ -405,11 +407,24 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     }
     let side = sides[0];
     if a.command.is_empty() {
-        return Err(CliError::BadInput(crate::app::conform::ConformError::NoCommand.to_string()));
+        return Err(CliError::BadInput(crate::engine::conform::ConformError::NoCommand.to_string()));
     }
-    if a.bound < std::time::Duration::from_secs(2) {
-        return Err(CliError::BadInput(format!("--bound {}: a case needs at least 2s", as_given(a.bound))));
+    if !(crate::engine::conform::MIN_BOUND..=crate::engine::conform::MAX_BOUND).contains(&a.bound) {
+        return Err(CliError::BadInput(format!("--bound {}: a case's bound is from 2s to 600s", as_given(a.bound))));
     }
+    let daemon = match (&a.host, &a.url) {
+        (Some(_), _) => Some(crate::engine::conform::Daemon::Start(match &a.sandbox_agent {
+            Some(p) => {
+                crate::sandbox::host::check_sandbox_agent(p)
+                    .map_err(|e| CliError::BadInput(format!("--sandbox-agent: {e}")))?;
+                p.clone()
+            }
+            None => crate::sandbox::host::find_sandbox_agent()
+                .map_err(|e| CliError::BadInput(format!("--host sandbox-agent: {e}")))?,
+        })),
+        (None, Some(url)) => Some(crate::engine::conform::Daemon::At(url.clone())),
+        (None, None) => None,
+    };
     let (started, stamp) = utc_stamps();
     let lock = match &a.out {
         Some(d) => Some(
@@ -435,19 +450,28 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         bound: a.bound,
         work_root: a.relay_root,
         handler_program,
+        daemon,
     };
-    let stop = on_interrupt("finishing the current case");
+    let stop = on_interrupt("ending the battery: the cases so far are reported");
     let report = tokio::task::spawn_blocking(move || {
-        crate::app::conform::run(&opts, &stop, started, |c| {
+        crate::engine::conform::run(&opts, &stop, started, |c| {
             console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.label(), c.reason))
         })
     })
     .await
     .map_err(|e| CliError::Internal(anyhow::anyhow!("the battery failed: {e}")))?
     .map_err(|e| match e {
-        crate::app::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
+        crate::engine::conform::ConformError::Io(_) => CliError::Internal(anyhow::anyhow!("{e}")),
         _ => CliError::BadInput(e.to_string()),
     })?;
+    if let Some(c) = report.calibration {
+        console::err(&format!(
+            "conform: this machine: a trivial command {:.1} ms, a rename seen in {:.2} ms: every wait x{:.2}",
+            c.trivial_start_us as f64 / 1e3,
+            c.rename_seen_us as f64 / 1e3,
+            c.factor
+        ));
+    }
     let done = crate::report::conform::publish_conform(&report, &dir)
         .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
     out!("{}", String::from_utf8_lossy(&done.console));
@@ -456,6 +480,8 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         Exit::Interrupted
     } else if report.failed() {
         Exit::GateFailed
+    } else if report.inconclusive() {
+        Exit::Inconclusive
     } else {
         Exit::Pass
     })

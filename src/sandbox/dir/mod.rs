@@ -18,7 +18,7 @@ mod watch;
 pub use program::Step;
 pub use real::{RealDir, UnsafeEntry};
 pub use sim::{SimDir, SimFault};
-pub use watch::DirWatch;
+pub use watch::{DirWatch, Raw};
 
 use std::ffi::OsString;
 use std::io;

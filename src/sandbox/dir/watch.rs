@@ -1,11 +1,17 @@
-//! A directory watch on this machine: inotify, with the mask production's `fs.watch` (libuv)
-//! asks for: names created, moved in or out, deleted, modified, their attributes changed,
-//! and the directory itself deleted or moved. Not opens and closes: libuv does not ask for
-//! them, and on a relay dir every list and every read would be an event for every watch.
-//! Every change is told to the callback (temp names and other files included); a queue
-//! overflow is a rescan; an error after arming is told once as [`Seen::Failed`].
+//! A directory watch on this machine: inotify, one reading thread per watch.
+//!
+//! [`DirWatch::arm`] asks for the mask production's `fs.watch` (libuv) asks for: names
+//! created, moved in or out, deleted, modified, their attributes changed, and the directory
+//! itself deleted or moved. Not opens and closes: libuv does not ask for them, and on a relay
+//! dir every list and every read would be an event for every watch. Every change is told to
+//! the callback (temp names and other files included); a queue overflow is a rescan; an error
+//! after arming is told once as [`Seen::Failed`].
+//!
+//! [`DirWatch::record`] is the same watch with every event a grader needs ([`Raw`]): opens
+//! (a list is an open of the directory itself), closes after writing, and each move with the
+//! cookie that pairs its two halves, told as inotify reports them, for a consumer that keeps
+//! its own record (`relay-bench conform`'s observer).
 
-use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -23,6 +29,46 @@ const MASK: WatchMask = WatchMask::ATTRIB
     .union(WatchMask::MOVED_FROM)
     .union(WatchMask::MOVED_TO);
 
+/// The recording mask: libuv's, and opens and closes after writing.
+const RECORD_MASK: WatchMask = MASK.union(WatchMask::OPEN).union(WatchMask::CLOSE_WRITE);
+
+/// One inotify event as a recording watch tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raw<'a> {
+    /// `name` created in place (`open(O_CREAT)`, `mkdir`, `symlink`, `mkfifo`).
+    Created(&'a str),
+    /// `name`'s bytes written.
+    Modified(&'a str),
+    /// `name` closed after it was opened for writing.
+    ClosedWrite(&'a str),
+    /// `name` renamed away; `cookie` pairs it with its [`Raw::MovedTo`] (none: out of the dir).
+    MovedFrom {
+        name: &'a str,
+        cookie: u32,
+    },
+    /// A rename onto `name`; `cookie` pairs it with its [`Raw::MovedFrom`] (none: from outside).
+    MovedTo {
+        name: &'a str,
+        cookie: u32,
+    },
+    Deleted(&'a str),
+    /// `name` opened, for reading or writing, by anyone.
+    Opened(&'a str),
+    /// The directory itself opened: a list.
+    Listed,
+    /// The directory deleted or moved away: the watch ends.
+    DirGone,
+    /// The directory's own attributes changed, or a name that is not UTF-8 changed.
+    DirChanged,
+    /// The kernel dropped events (queue overflow).
+    Overflow,
+    /// The watch failed after arming (it delivers nothing more).
+    Failed,
+}
+
+/// A recording watch's callback.
+pub type OnRaw = Box<dyn FnMut(Raw<'_>) + Send>;
+
 /// One live watch on one directory: an inotify instance, the thread that reads it, and the
 /// handle that removes the watch (which ends the thread).
 pub struct DirWatch {
@@ -30,49 +76,78 @@ pub struct DirWatch {
 }
 
 impl DirWatch {
-    /// Arms a watch on `dir`; `on_seen` runs on the watch's thread for every change.
+    /// Arms a watch on `dir` with libuv's mask; `on_seen` runs on the watch's thread for every
+    /// change.
     pub fn arm(dir: &Path, on_seen: OnSeen) -> std::io::Result<DirWatch> {
+        DirWatch::start(dir, MASK, Box::new(move |raw| tell(&on_seen, raw)))
+    }
+
+    /// Arms a recording watch on `dir`: every event of [`Raw`], in the kernel's order, to
+    /// `on_raw` on the watch's thread.
+    pub fn record(dir: &Path, on_raw: OnRaw) -> std::io::Result<DirWatch> {
+        DirWatch::start(dir, RECORD_MASK, on_raw)
+    }
+
+    fn start(dir: &Path, mask: WatchMask, on_raw: OnRaw) -> std::io::Result<DirWatch> {
         let inotify = Inotify::init()?;
         let mut watches = inotify.watches();
-        let wd = watches.add(dir, MASK).map_err(|e| match e.raw_os_error() {
+        let wd = watches.add(dir, mask).map_err(|e| match e.raw_os_error() {
             Some(28) => std::io::Error::other("inotify watch limit reached (ENOSPC)"),
             _ => e,
         })?;
-        std::thread::Builder::new().name("relay-bench-watch".into()).spawn(move || read_loop(inotify, on_seen))?;
+        std::thread::Builder::new().name("relay-bench-watch".into()).spawn(move || read_loop(inotify, on_raw))?;
         Ok(DirWatch { live: Mutex::new(Some((watches, wd))) })
     }
 }
 
-fn read_loop(mut inotify: Inotify, on_seen: OnSeen) {
+/// A raw event as libuv's watch tells it.
+fn tell(on_seen: &OnSeen, raw: Raw<'_>) {
+    let (name, change) = match raw {
+        Raw::Created(n) | Raw::MovedTo { name: n, .. } => (n, Change::Appeared),
+        Raw::Deleted(n) | Raw::MovedFrom { name: n, .. } => (n, Change::Removed),
+        Raw::Modified(n) => (n, Change::Modified),
+        Raw::DirGone | Raw::DirChanged | Raw::Overflow => return on_seen(Seen::Rescan),
+        Raw::Failed => return on_seen(Seen::Failed),
+        Raw::ClosedWrite(_) | Raw::Opened(_) | Raw::Listed => return,
+    };
+    on_seen(Seen::Name(name, change))
+}
+
+fn read_loop(mut inotify: Inotify, mut on_raw: OnRaw) {
     let mut buf = [0u8; 4096];
     loop {
         let events = match inotify.read_events_blocking(&mut buf) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return on_seen(Seen::Failed),
+            Err(_) => return on_raw(Raw::Failed),
         };
         for ev in events {
             if ev.mask.contains(EventMask::IGNORED) {
                 return;
             }
-            if ev.mask.contains(EventMask::Q_OVERFLOW) {
-                on_seen(Seen::Rescan);
-                continue;
-            }
-            let change = if ev.mask.intersects(EventMask::CREATE | EventMask::MOVED_TO) {
-                Change::Appeared
-            } else if ev.mask.intersects(EventMask::DELETE | EventMask::MOVED_FROM) {
-                Change::Removed
-            } else if ev.mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF) {
-                on_seen(Seen::Rescan);
-                continue;
+            let m = ev.mask;
+            // A name that is not UTF-8 is no relay name; libuv's consumer rescans.
+            let named = ev.name.map(|n| n.to_str());
+            let raw = if m.contains(EventMask::Q_OVERFLOW) {
+                Raw::Overflow
+            } else if m.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF) {
+                Raw::DirGone
             } else {
-                Change::Modified
+                match named {
+                    None if m.contains(EventMask::OPEN) => Raw::Listed,
+                    None | Some(None) => Raw::DirChanged,
+                    Some(Some(n)) => match m {
+                        _ if m.contains(EventMask::CREATE) => Raw::Created(n),
+                        _ if m.contains(EventMask::MOVED_TO) => Raw::MovedTo { name: n, cookie: ev.cookie },
+                        _ if m.contains(EventMask::MOVED_FROM) => Raw::MovedFrom { name: n, cookie: ev.cookie },
+                        _ if m.contains(EventMask::DELETE) => Raw::Deleted(n),
+                        _ if m.contains(EventMask::OPEN) => Raw::Opened(n),
+                        _ if m.contains(EventMask::CLOSE_WRITE) => Raw::ClosedWrite(n),
+                        _ => Raw::Modified(n),
+                    },
+                }
             };
-            match ev.name.and_then(OsStr::to_str) {
-                Some(name) => on_seen(Seen::Name(name, change)),
-                None => on_seen(Seen::Rescan),
-            }
+            on_raw(raw);
         }
     }
 }
@@ -80,7 +155,7 @@ fn read_loop(mut inotify: Inotify, on_seen: OnSeen) {
 impl WatchHandle for DirWatch {
     /// Removes the watch: the kernel queues IN_IGNORED and the reading thread ends. Idempotent.
     fn disarm(&self) {
-        if let Some((mut watches, wd)) = self.live.lock().expect("watch lock poisoned").take() {
+        if let Some((mut watches, wd)) = self.live.lock().unwrap_or_else(|p| p.into_inner()).take() {
             // Already gone when the directory was deleted: nothing to remove.
             let _ = watches.remove(wd);
         }

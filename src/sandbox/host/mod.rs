@@ -23,6 +23,7 @@ pub use agent::{
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub(crate) use agent::{errno_label, Endpoint, ExecError, RunAnswer};
+pub(crate) use agent::{version_of as sandbox_agent_version, BenchRequests};
 pub use busy::Busy;
 pub use local::LocalHost;
 pub use not_applied::NotApplied;

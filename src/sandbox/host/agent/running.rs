@@ -132,6 +132,15 @@ impl Url {
     }
 }
 
+impl Url {
+    /// Writes `bytes` at `path` through the daemon (`PUT /v1/fs/file`), before a run: how a
+    /// caller tells whether the daemon's filesystem is the one it can read.
+    pub fn put_before_the_run(&self, path: &str, bytes: Vec<u8>, counts: &Arc<BenchRequests>) -> io::Result<()> {
+        let control = SandboxControl::new(Api::new(self.base(), None), counts.clone());
+        before_the_run(control.put(path, bytes)).map_err(io::Error::other)?
+    }
+}
+
 /// How long a check before the run may take.
 const CHECK_BOUND: Duration = Duration::from_secs(10);
 

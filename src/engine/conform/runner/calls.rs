@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
-use super::super::{left_in, left_line, ms, Graded};
+use super::super::{left_in, left_line, ms, setup_failed, Graded};
 use super::{bytes_of, ok_reply, request, Ctx, OK_REPLY};
 use crate::base::protocol::{req_name, res_name, Response, TMP_MARKER};
 use crate::results::conform::Verdict;
@@ -14,13 +14,9 @@ pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded 
     early!(ctx.ready());
     let (fid, tag, at) = ctx.call(id, reply, 0);
     let Some(ev) = ctx.answer(&fid, at, Duration::from_secs(5)) else {
-        return Graded::new(
-            Verdict::Failed,
-            "no answer",
-            vec![left_line(&ctx.dir), format!("tool runs: {}", ctx.runs(&tag).len())],
-        );
+        return ctx.w.unseen("no answer", vec![left_line(ctx.dir()), format!("tool runs: {}", ctx.runs(&tag).len())]);
     };
-    std::thread::sleep(Duration::from_millis(150));
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(150)));
     let bytes = bytes_of(&ev);
     let (runs, times) = (ctx.runs(&tag).len(), ctx.answers(&fid, at).len());
     let mut evidence = vec![
@@ -59,7 +55,7 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
     let (fid, tag, at) = ctx.call("shape-pause-1", r#"{"ok":true,"paused":true}"#, 0);
     let Some(ran) = ctx.wait_run(&tag, Duration::from_secs(5)) else {
-        return Graded::new(Verdict::Failed, "the tool never ran", vec![left_line(&ctx.dir)]);
+        return ctx.w.unseen("the tool never ran", vec![left_line(ctx.dir())]);
     };
     let got = ctx.answer(&fid, at, Duration::from_millis(1500));
     let runs = ctx.runs(&tag).len();
@@ -70,7 +66,10 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
     }
     match got {
         None => {
-            evidence.push("no answer within 1.5 s of the tool's run".into());
+            evidence.push(format!(
+                "no answer within {} of the tool's run",
+                ms(ctx.w.pace.wait(Duration::from_millis(1500)))
+            ));
             Graded::new(Verdict::Ok, "a pause writes no answer (production's default integration)", evidence)
         }
         Some(ev) => {
@@ -93,16 +92,17 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
     let calls: Vec<_> = (0..8).map(|i| ctx.call(&format!("atomic-{i}"), &reply, 0)).collect();
     let mut evidence = Vec::new();
     let (mut breach, mut departure) = (Vec::new(), Vec::new());
+    let mut missing = Vec::new();
     for (fid, _, at) in &calls {
         match ctx.answer(fid, *at, Duration::from_secs(6)) {
-            None => breach.push(format!("{fid}: no answer")),
+            None => missing.push(format!("{fid}: no answer")),
             Some(ev) if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(text.clone())) => {
                 breach.push(format!("{}: read {} bytes, not the whole answer", res_name(fid), bytes_of(&ev).len()))
             }
             Some(_) => {}
         }
     }
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
     let evs = ctx.obs.events();
     for (fid, _, _) in &calls {
         if let Err((hard, why)) = publication(&evs, &res_name(fid)) {
@@ -125,11 +125,15 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
     for (fid, _, _) in &calls {
         ctx.done_with(fid);
     }
-    std::thread::sleep(Duration::from_millis(100));
-    let temps: Vec<String> = left_in(&ctx.dir).into_iter().filter(|n| n.contains(TMP_MARKER)).collect();
-    evidence.extend(breach.iter().chain(&departure).take(6).cloned());
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
+    let temps: Vec<String> = left_in(ctx.dir()).into_iter().filter(|n| n.contains(TMP_MARKER)).collect();
+    evidence.extend(breach.iter().chain(&departure).chain(&missing).take(6).cloned());
     if !breach.is_empty() {
-        return Graded::new(Verdict::Failed, format!("{} answers not published atomically", breach.len()), evidence);
+        let bad = calls.iter().filter(|(fid, _, _)| breach.iter().any(|b| b.contains(&res_name(fid)))).count();
+        return Graded::new(Verdict::Failed, format!("{bad} of 8 answers not published atomically"), evidence);
+    }
+    if !missing.is_empty() {
+        return ctx.w.unseen(format!("{} of 8 answers not seen", missing.len()), evidence);
     }
     if !departure.is_empty() || !temps.is_empty() {
         evidence.push(format!("temp names left: {temps:?}"));
@@ -144,22 +148,23 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
 
 pub(super) fn delete_on_pickup(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
-    let (fid, tag, at) = ctx.call("delete-1", OK_REPLY, 1500);
+    let tool = ctx.w.pace.wait(Duration::from_millis(1500));
+    let (fid, tag, at) = ctx.call("delete-1", OK_REPLY, tool.as_millis() as u64);
     let ran = ctx.wait_run(&tag, Duration::from_secs(5));
     let gone = ctx.obs.wait_gone(&req_name(&fid), at, ctx.within(Duration::from_millis(2500)));
     let answered = ctx.answer(&fid, at, Duration::from_secs(4));
     let gone = gone.or_else(|| ctx.obs.wait_gone(&req_name(&fid), at, ctx.within(Duration::from_millis(500))));
-    let mut evidence = vec![left_line(&ctx.dir)];
+    let mut evidence = vec![left_line(ctx.dir())];
     ctx.done_with(&fid);
     let Some(ran) = ran else {
-        return Graded::new(Verdict::Failed, "the tool never ran", evidence);
+        return ctx.w.unseen("the tool never ran", evidence);
     };
-    evidence.push(format!("tool ran {} after the request, for 1.5 s", ms(ran - at)));
+    evidence.push(format!("tool ran {} after the request, for {}", ms(ran - at), ms(tool)));
     if let Some(a) = &answered {
         evidence.push(format!("answer {} after the request", ms(a.at - at)));
     }
     match gone {
-        Some(g) if g <= ran + Duration::from_millis(1500) => {
+        Some(g) if g <= ran + tool => {
             evidence.push(format!("request deleted {} after it was published", ms(g - at)));
             Graded::new(Verdict::Ok, "deleted while the tool ran", evidence)
         }
@@ -167,7 +172,8 @@ pub(super) fn delete_on_pickup(ctx: &Ctx) -> Graded {
             evidence.push(format!("request deleted {} after it was published", ms(g - at)));
             Graded::new(Verdict::NonStrict, "deleted only after the tool finished", evidence)
         }
-        None => Graded::new(Verdict::Failed, "the request was never deleted by the runner", evidence),
+        None if answered.is_some() => Graded::new(Verdict::Failed, "answered, and its request never deleted", evidence),
+        None => ctx.w.unseen("the request was never deleted by the runner", evidence),
     }
 }
 
@@ -184,8 +190,8 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     let mut put = vec![("stale-1.req.json".to_owned(), stale_req.clone())];
     put.extend(STALE.iter().chain(KEEP).map(|(n, b)| ((*n).to_owned(), b.as_bytes().to_vec())));
     for (n, b) in &put {
-        if let Err(e) = std::fs::write(ctx.dir.join(n), b) {
-            return Graded::new(Verdict::Failed, format!("cannot set the case up: {e}"), vec![]);
+        if let Err(e) = std::fs::write(ctx.dir().join(n), b) {
+            return setup_failed(&e);
         }
     }
     let startup = match ctx.start() {
@@ -194,16 +200,16 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     };
     // A runner that runs stale requests late has time to.
     let _ = ctx.follow_up();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut evidence = vec![format!("ready {} after start", ms(startup)), left_line(&ctx.dir)];
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
+    let mut evidence = vec![format!("ready {} after start", ms(startup)), left_line(ctx.dir())];
     let mut wrong = Vec::new();
     for (n, _) in put.iter().take(1 + STALE.len()) {
-        if ctx.dir.join(n).symlink_metadata().is_ok() {
+        if ctx.dir().join(n).symlink_metadata().is_ok() {
             wrong.push(format!("{n} left"));
         }
     }
     for (n, b) in KEEP {
-        match std::fs::read(ctx.dir.join(n)) {
+        match std::fs::read(ctx.dir().join(n)) {
             Ok(got) if got == b.as_bytes() => {}
             Ok(_) => wrong.push(format!("{n} changed")),
             Err(_) => wrong.push(format!("{n} removed (not a relay file)")),
@@ -213,7 +219,7 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     if runs > 0 {
         wrong.push(format!("the stale request stale-1 was run {runs} time(s)"));
     }
-    if !ctx.answers("stale-1", *ctx.begun.borrow() - Duration::from_secs(3600)).is_empty() {
+    if !ctx.answers("stale-1", ctx.begun.get() - Duration::from_secs(3600)).is_empty() {
         wrong.push("the stale request was answered".into());
     }
     evidence.extend(wrong.iter().cloned());
@@ -228,26 +234,25 @@ pub(super) fn reused_id(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
     let (fid, tag1, at) = ctx.call("reused-1", OK_REPLY, 0);
     if ctx.answer(&fid, at, Duration::from_secs(5)).is_none() {
-        return Graded::new(Verdict::Failed, "the first call was not answered", vec![left_line(&ctx.dir)]);
+        return ctx.w.unseen("the first call was not answered", vec![left_line(ctx.dir())]);
     }
     ctx.done_with(&fid);
-    std::thread::sleep(Duration::from_millis(50));
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(50)));
     let (_, tag2, at2) = ctx.call("reused-1", OK_REPLY, 0);
     let follow = ctx.follow_up();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
     let (r1, r2) = (ctx.runs(&tag1).len(), ctx.runs(&tag2).len());
-    let mut evidence = vec![
+    let evidence = vec![
         format!("first call run {r1} time(s); the same id published again after its answer: run {r2} time(s)"),
         format!("answers to the second: {}", ctx.answers(&fid, at2).len()),
-        left_line(&ctx.dir),
+        left_line(ctx.dir()),
     ];
     ctx.done_with(&fid);
-    if let Err(why) = follow {
-        evidence.push(why.to_string());
-        return Graded::new(Verdict::Failed, "the runner stopped answering", evidence);
-    }
     if r2 > 0 {
         return Graded::new(Verdict::Failed, "a reused id was run again in the same turn", evidence);
+    }
+    if let Err(why) = follow {
+        return ctx.stopped(why, "the runner stopped answering", evidence);
     }
     Graded::new(Verdict::Ok, "a reused id was not run again", evidence)
 }
@@ -261,20 +266,20 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
             ctx.call(&format!("par{n}-{i}"), &reply, 0)
         })
         .collect();
-    let mut wrong = Vec::new();
+    let (mut wrong, mut missing) = (std::collections::BTreeMap::new(), Vec::new());
     let mut last = t0;
     for (i, (fid, _, at)) in calls.iter().enumerate() {
         match ctx.answer(fid, *at, Duration::from_secs(8)) {
-            None => wrong.push(format!("{fid}: no answer")),
+            None => missing.push(format!("{fid}: no answer")),
             Some(ev) => {
                 last = last.max(ev.at);
                 if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(format!("\"answer-{i}\""))) {
-                    wrong.push(format!("{fid}: got {}", shown(&bytes_of(&ev), 60)));
+                    wrong.insert(fid.clone(), format!("{fid}: got {}", shown(&bytes_of(&ev), 60)));
                 }
             }
         }
     }
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(200)));
     for (fid, tag, at) in &calls {
         let (runs, answers) = (ctx.runs(tag).len(), ctx.answers(fid, *at).len());
         if runs != 1 || answers > 1 {
@@ -283,7 +288,9 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
                 .iter()
                 .map(|e| format!("{:?} at +{} {}", e.what, ms(e.at - *at), shown(&bytes_of(e), 40)))
                 .collect();
-            wrong.push(format!("{fid}: run {runs} time(s), answered {answers} time(s): {seen:?}"));
+            wrong
+                .entry(fid.clone())
+                .or_insert(format!("{fid}: run {runs} time(s), answered {answers} time(s): {seen:?}"));
         }
         ctx.done_with(fid);
     }
@@ -292,15 +299,17 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
         ms(calls.last().map_or(t0, |c| c.2) - t0),
         ms(last - t0)
     )];
-    evidence.extend(wrong.iter().take(6).cloned());
-    if wrong.is_empty() {
-        Graded::new(Verdict::Ok, format!("{n} in, {n} answers out, each run once"), evidence)
-    } else {
+    evidence.extend(wrong.values().chain(&missing).take(6).cloned());
+    if !wrong.is_empty() {
         Graded::new(
             Verdict::Failed,
             format!("{} of {n} calls not answered exactly once with their own answer", wrong.len()),
             evidence,
         )
+    } else if !missing.is_empty() {
+        ctx.w.unseen(format!("{} of {n} calls not answered", missing.len()), evidence)
+    } else {
+        Graded::new(Verdict::Ok, format!("{n} in, {n} answers out, each run once"), evidence)
     }
 }
 
@@ -318,20 +327,22 @@ pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
     let (fid, _, at) = ctx.call("before-1", OK_REPLY, 0);
     if ctx.answer(&fid, at, Duration::from_secs(5)).is_none() {
-        return Graded::new(Verdict::Failed, "the first call was not answered", vec![]);
+        return ctx.w.unseen("the first call was not answered", vec![]);
     }
     ctx.done_with(&fid);
-    let _ = std::fs::remove_dir_all(&ctx.dir);
-    if let Err(e) = std::fs::create_dir(&ctx.dir) {
+    let _ = std::fs::remove_dir_all(ctx.dir());
+    if let Err(e) = std::fs::create_dir(ctx.dir()) {
         return Graded::new(Verdict::Failed, format!("cannot make the dir again: {e}"), vec![]);
     }
-    ctx.obs.rearm(&ctx.dir);
+    if let Err(e) = ctx.obs.rearm(ctx.dir()) {
+        return Graded::new(Verdict::Failed, format!("cannot watch the new dir: {e}"), vec![]);
+    }
     let (fid, _, at) = ctx.call("after-1", OK_REPLY, 0);
     let got = ctx.answer(&fid, at, Duration::from_secs(8));
-    let mut evidence = vec![left_line(&ctx.dir)];
+    let mut evidence = vec![left_line(ctx.dir())];
     ctx.done_with(&fid);
     match got {
-        Some(e) if e.at - at <= Duration::from_secs(3) => {
+        Some(e) if e.at - at <= ctx.w.pace.wait(Duration::from_secs(3)) => {
             evidence.push(format!("answered {} after publication in the new dir", ms(e.at - at)));
             Graded::new(Verdict::Ok, "served the new dir", evidence)
         }
@@ -340,58 +351,9 @@ pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {
             Graded::new(Verdict::NonStrict, "served the new dir, slowly", evidence)
         }
         None if !ctx.alive() => Graded::new(Verdict::Failed, "the runner exited", evidence),
-        None => Graded::new(Verdict::Failed, "no call answered in the new dir within 8 s", evidence),
-    }
-}
-
-pub(super) fn pct(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
-}
-
-pub(super) fn wake_latency(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
-    let (mut pickup, mut answer) = (Vec::new(), Vec::new());
-    for i in 0..10 {
-        std::thread::sleep(Duration::from_millis(100));
-        let (fid, _, at) = ctx.call(&format!("wake-{i}"), OK_REPLY, 0);
-        if let Some(a) = ctx.answer(&fid, at, Duration::from_secs(3)) {
-            answer.push(a.at - at);
-        }
-        let req = req_name(&fid);
-        if let Some(o) = ctx.obs.events().iter().find(|e| e.at >= at && e.name == req && e.what == What::Opened) {
-            pickup.push(o.at - at);
-        }
-        ctx.done_with(&fid);
-    }
-    let (n, m) = (pickup.len(), answer.len());
-    let evidence = vec![
-        format!(
-            "pickup (request first opened): p50 {} max {} over {n} calls",
-            ms(pct(&mut pickup, 0.5)),
-            ms(pct(&mut pickup, 1.0))
+        None => ctx.w.unseen(
+            format!("no call answered in the new dir within {}", ms(ctx.w.pace.wait(Duration::from_secs(8)))),
+            evidence,
         ),
-        format!(
-            "answer published: p50 {} max {} over {m} calls (the tool is a process start)",
-            ms(pct(&mut answer, 0.5)),
-            ms(pct(&mut answer, 1.0))
-        ),
-    ];
-    Graded::new(Verdict::Informational, format!("pickup p50 {}", ms(pct(&mut pickup, 0.5))), evidence)
-}
-
-pub(super) fn idle_rate(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
-    std::thread::sleep(Duration::from_millis(200));
-    let from = Instant::now();
-    let window = Duration::from_secs(5);
-    std::thread::sleep(window);
-    let lists =
-        ctx.obs.events().iter().filter(|e| e.at >= from && e.at < from + window && e.what == What::Listed).count();
-    let per_min = lists as f64 * 60.0 / window.as_secs_f64();
-    Graded::new(
-        Verdict::Informational,
-        format!("{per_min:.0} lists/min idle"),
-        vec![format!("{lists} opens of the relay dir in {} while no call came", ms(window))],
-    )
+    }
 }

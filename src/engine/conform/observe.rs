@@ -1,19 +1,19 @@
-//! The battery's eyes on a relay dir: an inotify watch that records every event on the dir
+//! The battery's eyes on a relay dir: the sandbox's recording watch ([`DirWatch::record`])
+//! kept as a record of every event on the dir
 //! with its time (names created, written, closed after writing, moved in or out with the
 //! name they came from, deleted, opened; the dir itself opened, as a list does), and reads
 //! the bytes of a final relay name the moment one appears. Cases grade from this record:
 //! how a final name came to exist (a rename from a `.tmp.` name in the same dir, or a file
 //! written in place), when a request vanished, what an answer held.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-use inotify::{EventMask, Inotify, WatchMask};
 
 use crate::base::fsio::{read_bounded, Bound};
 use crate::base::protocol::{classify, FileKind};
+use crate::sandbox::dir::{DirWatch, Raw};
 
 /// What happened to a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,139 +47,118 @@ pub struct Ev {
     pub bytes: Option<Result<Vec<u8>, Arc<crate::base::fsio::Refused>>>,
 }
 
-#[derive(Default)]
-struct Log {
-    events: Vec<Ev>,
-}
+type Shared = Arc<(Mutex<Vec<Ev>>, Condvar)>;
 
-/// A running watch on one dir; its thread ends (and its watch goes) when this is dropped.
+/// A running watch on one dir ([`DirWatch::record`]); the watch goes when this is dropped.
 pub(crate) struct Observer {
-    shared: Arc<(Mutex<Log>, Condvar)>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    rearm: Arc<Mutex<Option<PathBuf>>>,
+    shared: Shared,
+    read: FileKind,
+    watches: Mutex<Vec<DirWatch>>,
 }
 
 /// Largest answer or request the battery reads back (the oversized case writes 17 MiB).
 const READ_CAP: u64 = 64 << 20;
+
+/// The record, whoever panicked while holding it (a grader reads what was recorded).
+fn lock(m: &Mutex<Vec<Ev>>) -> MutexGuard<'_, Vec<Ev>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One watch's reading of the raw events into the record: a move's two halves paired by
+/// their cookie, and the bytes of a final name of kind `read` read as it appears.
+struct Recorder {
+    shared: Shared,
+    dir: PathBuf,
+    read: FileKind,
+    moved: HashMap<u32, String>,
+    in_place: HashSet<String>,
+}
+
+impl Recorder {
+    fn hear(&mut self, raw: Raw<'_>) {
+        let at = Instant::now();
+        let (name, what) = match raw {
+            Raw::DirGone => (String::new(), What::DirGone),
+            Raw::Listed => (String::new(), What::Listed),
+            Raw::Opened(n) => (n.to_owned(), What::Opened),
+            Raw::Created(n) => (n.to_owned(), What::Created),
+            Raw::Modified(n) => (n.to_owned(), What::Modified),
+            Raw::ClosedWrite(n) => (n.to_owned(), What::ClosedWrite),
+            Raw::MovedFrom { name, cookie } => {
+                self.moved.insert(cookie, name.to_owned());
+                (name.to_owned(), What::MovedOut)
+            }
+            Raw::MovedTo { name, cookie } => (name.to_owned(), What::MovedIn { from: self.moved.remove(&cookie) }),
+            Raw::Deleted(n) => (n.to_owned(), What::Deleted),
+            Raw::DirChanged | Raw::Overflow | Raw::Failed => return,
+        };
+        // A close after writing is an appearance only for a name written in place:
+        // a process forked while another thread wrote a temp name closes its copy of
+        // the fd at exec, after the rename, and that close is reported under the
+        // final name (no write, no new bytes).
+        let appeared = match what {
+            What::MovedIn { .. } => true,
+            What::ClosedWrite => self.in_place.contains(&name),
+            _ => false,
+        };
+        match what {
+            What::Created | What::Modified => drop(self.in_place.insert(name.clone())),
+            What::Opened | What::Listed => {}
+            _ => drop(self.in_place.remove(&name)),
+        }
+        let fin = classify(&name) == self.read;
+        let bytes = (appeared && fin).then(|| {
+            read_bounded(&self.dir.join(&name), Bound::new("a relay file", READ_CAP)).map_err(|e| Arc::new(e.why))
+        });
+        let (log, cv) = &*self.shared;
+        lock(log).push(Ev { at, name, what, bytes });
+        cv.notify_all();
+    }
+}
 
 impl Observer {
     /// Arms a watch on `dir` (its events from now on); the bytes of every final name of kind
     /// `read` are read as it appears (a runner battery reads answers, a writer one requests:
     /// never the other side's files, whose opens are the implementation's to be seen).
     pub fn watch(dir: &Path, read: FileKind) -> std::io::Result<Observer> {
-        let mut inotify = Inotify::init()?;
-        let mask = WatchMask::CREATE
-            | WatchMask::MODIFY
-            | WatchMask::CLOSE_WRITE
-            | WatchMask::MOVED_FROM
-            | WatchMask::MOVED_TO
-            | WatchMask::DELETE
-            | WatchMask::OPEN
-            | WatchMask::DELETE_SELF
-            | WatchMask::MOVE_SELF;
-        inotify.watches().add(dir, mask)?;
-        let obs = Observer { shared: Arc::default(), stop: Arc::default(), rearm: Arc::default() };
-        let me = Observer { shared: obs.shared.clone(), stop: obs.stop.clone(), rearm: obs.rearm.clone() };
-        let dir = dir.to_path_buf();
-        std::thread::Builder::new().name("conform-observe".into()).spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            let mut moved: HashMap<u32, String> = HashMap::new();
-            let mut in_place: std::collections::HashSet<String> = Default::default();
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&inotify);
-            while !me.stop.load(std::sync::atomic::Ordering::Acquire) {
-                if let Some(d) = me.rearm.lock().unwrap().take() {
-                    let _ = inotify.watches().add(&d, mask);
-                }
-                let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-                // SAFETY: poll on one valid fd this thread owns, for at most 20 ms.
-                if unsafe { libc::poll(&mut pfd, 1, 20) } <= 0 {
-                    continue;
-                }
-                let Ok(events) = inotify.read_events(&mut buf) else { continue };
-                let mut batch = Vec::new();
-                for e in events {
-                    let at = Instant::now();
-                    let name = e.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                    let m = e.mask;
-                    let what = if m.contains(EventMask::DELETE_SELF) || m.contains(EventMask::MOVE_SELF) {
-                        What::DirGone
-                    } else if m.contains(EventMask::OPEN) {
-                        if name.is_empty() {
-                            What::Listed
-                        } else {
-                            What::Opened
-                        }
-                    } else if m.contains(EventMask::CREATE) {
-                        What::Created
-                    } else if m.contains(EventMask::MODIFY) {
-                        What::Modified
-                    } else if m.contains(EventMask::CLOSE_WRITE) {
-                        What::ClosedWrite
-                    } else if m.contains(EventMask::MOVED_FROM) {
-                        moved.insert(e.cookie, name.clone());
-                        What::MovedOut
-                    } else if m.contains(EventMask::MOVED_TO) {
-                        What::MovedIn { from: moved.remove(&e.cookie) }
-                    } else if m.contains(EventMask::DELETE) {
-                        What::Deleted
-                    } else {
-                        continue;
-                    };
-                    // A close after writing is an appearance only for a name written in place:
-                    // a process forked while another thread wrote a temp name closes its copy of
-                    // the fd at exec, after the rename, and that close is reported under the
-                    // final name (no write, no new bytes).
-                    let appeared = match what {
-                        What::MovedIn { .. } => true,
-                        What::ClosedWrite => in_place.contains(&name),
-                        _ => false,
-                    };
-                    match what {
-                        What::Created | What::Modified => drop(in_place.insert(name.clone())),
-                        What::Opened | What::Listed => {}
-                        _ => drop(in_place.remove(&name)),
-                    }
-                    let fin = classify(&name) == read;
-                    let bytes = (appeared && fin).then(|| {
-                        read_bounded(&dir.join(&name), Bound::new("a relay file", READ_CAP))
-                            .map_err(|e| Arc::new(e.why))
-                    });
-                    batch.push(Ev { at, name, what, bytes });
-                }
-                if !batch.is_empty() {
-                    let (lock, cv) = &*me.shared;
-                    lock.lock().unwrap().events.extend(batch);
-                    cv.notify_all();
-                }
-            }
-        })?;
+        let obs = Observer { shared: Arc::default(), read, watches: Mutex::new(Vec::new()) };
+        obs.rearm(dir)?;
         Ok(obs)
     }
 
-    /// Watches `dir` again (it was deleted and made anew: a new inode).
-    pub(crate) fn rearm(&self, dir: &Path) {
-        *self.rearm.lock().unwrap() = Some(dir.to_path_buf());
-        std::thread::sleep(Duration::from_millis(60));
+    /// Watches `dir` (again, when it was deleted and made anew: a new inode), into the same
+    /// record. The watch is armed when this returns.
+    pub(crate) fn rearm(&self, dir: &Path) -> std::io::Result<()> {
+        let mut rec = Recorder {
+            shared: self.shared.clone(),
+            dir: dir.to_path_buf(),
+            read: self.read,
+            moved: HashMap::new(),
+            in_place: HashSet::new(),
+        };
+        let w = DirWatch::record(dir, Box::new(move |raw| rec.hear(raw)))?;
+        self.watches.lock().unwrap_or_else(|p| p.into_inner()).push(w);
+        Ok(())
     }
 
     pub fn events(&self) -> Vec<Ev> {
-        self.shared.0.lock().unwrap().events.clone()
+        lock(&self.shared.0).clone()
     }
 
     /// Waits until `pred` holds over the record, at most `bound`; the record when it did.
     pub(crate) fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
-        let (lock, cv) = &*self.shared;
+        let (log, cv) = &*self.shared;
         let end = Instant::now() + bound;
-        let mut log = lock.lock().unwrap();
+        let mut log = lock(log);
         loop {
-            if pred(&log.events) {
-                return Some(log.events.clone());
+            if pred(&log) {
+                return Some(log.clone());
             }
             let now = Instant::now();
             if now >= end {
                 return None;
             }
-            log = cv.wait_timeout(log, end - now).unwrap().0;
+            log = cv.wait_timeout(log, end - now).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
 
@@ -200,15 +179,9 @@ impl Observer {
     }
 }
 
-impl Drop for Observer {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-    }
-}
-
 /// How a final name was published, from the record: `Ok(())` for a rename from a `.tmp.`
 /// name in the same dir with no write in place (a create or a modify under the final name; a
-/// close alone writes nothing, see [`Observer::watch`]); else what was wrong, and whether it was only
+/// close alone writes nothing, see [`Recorder`]); else what was wrong, and whether it was only
 /// a departure (a temp outside the dir or not a `.tmp.` name) or a breach (written in place).
 pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
     let mut seen_in = false;

@@ -7,32 +7,47 @@
 //! the handler prints, and a `sleep_ms`. "Seen by the runner" is decided by a follow-up call:
 //! once a call published after a file is answered, the runner has listed past that file.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::handler::{execs, handler_script, instant_of};
 use super::observe::{Ev, Observer};
-use super::{execs, handler_script, instant_of, left_line, ms, publish, rm, Case, ConformOptions, Graded, Place, Proc};
+use super::pace::Pace;
+use super::proc::{Place, Proc};
+use super::{left_line, ms, publish, rm, setup_failed, Case, ConformOptions, Graded, Halt, World};
 use crate::base::protocol::{req_name, res_name, sanitize_id};
 use crate::results::conform::Verdict;
 
+/// How long a case is watched after its grade for a second answer or a second run (at an
+/// unloaded machine's pace).
+const QUIET: Duration = Duration::from_secs(1);
+
+/// A request the battery published: its file id, the tag its tool run logs (if it is a call)
+/// and when.
+struct Published {
+    fid: String,
+    tag: Option<String>,
+    at: Instant,
+}
+
 /// A runner case's world.
 pub struct Ctx {
-    pub dir: PathBuf,
-    pub scratch: PathBuf,
+    w: World,
     obs: Observer,
     log: PathBuf,
     handler: PathBuf,
     pair: (Instant, SystemTime),
-    command: Vec<String>,
     proc: RefCell<Option<Proc>>,
-    bound: Duration,
-    begun: RefCell<Instant>,
+    begun: Cell<Instant>,
     seq: AtomicU32,
+    published: RefCell<Vec<Published>>,
+    /// The daemon the runner reaches its dir through, and its URL.
+    daemon: Option<remote::CaseDaemon>,
 }
 
-pub(crate) fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Result<Graded> {
+pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: Halt) -> std::io::Result<Graded> {
     let dir = base.join("relay");
     let scratch = base.join("scratch");
     std::fs::create_dir_all(&dir)?;
@@ -40,23 +55,39 @@ pub(crate) fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Res
     let log = scratch.join("handler.log");
     let handler = scratch.join("handler");
     handler_script(&opts.handler_program, &log, &handler)?;
+    let daemon = match &opts.daemon {
+        Some(d) => Some(remote::CaseDaemon::up(d)?),
+        None => None,
+    };
     let ctx = Ctx {
         obs: Observer::watch(&dir, crate::base::protocol::FileKind::Response)?,
-        dir,
-        scratch,
+        w: World::new(dir, scratch, opts, pace, stop),
         log,
         handler,
         pair: (Instant::now(), SystemTime::now()),
-        command: opts.command.clone(),
         proc: RefCell::new(None),
-        bound: opts.bound,
-        begun: RefCell::new(Instant::now()),
+        begun: Cell::new(Instant::now()),
         seq: AtomicU32::new(0),
+        published: RefCell::new(Vec::new()),
+        daemon,
     };
     let mut g = (CASES[i].play)(&ctx);
+    if g.verdict != Verdict::Failed && ctx.started() {
+        if let Some(twice) = ctx.settle() {
+            g = twice;
+        }
+    }
     if g.verdict == Verdict::Failed {
-        if let Some(tail) = ctx.proc.borrow().as_ref().and_then(Proc::stderr_tail) {
+        if let Some(tail) = ctx.stderr_tail().filter(|t| !g.evidence.contains(t)) {
             g.evidence.push(tail);
+        }
+    }
+    if let Some(p) = ctx.proc.borrow().as_ref() {
+        let (out, err) = p.printed();
+        if out > super::proc::STDOUT_CAP as u64 || err > super::proc::STDERR_CAP as u64 {
+            g.evidence.push(format!(
+                "the runner printed {out} bytes on stdout, {err} on stderr (kept: their first 1 MiB, last 64 KiB)"
+            ));
         }
     }
     if let Some(mut p) = ctx.proc.borrow_mut().take() {
@@ -69,66 +100,83 @@ pub(crate) fn play(opts: &ConformOptions, base: &Path, i: usize) -> std::io::Res
 type Early = Result<(), Graded>;
 
 impl Ctx {
+    fn dir(&self) -> &Path {
+        &self.w.dir
+    }
+
+    fn started(&self) -> bool {
+        self.proc.borrow().is_some()
+    }
+
+    /// Whether the runner has exited; its exit code then.
+    fn exit_code(&self) -> Option<Option<i32>> {
+        self.proc.borrow_mut().as_mut().and_then(Proc::exited)
+    }
+
+    fn stderr_tail(&self) -> Option<String> {
+        self.proc.borrow().as_ref().and_then(Proc::stderr_tail)
+    }
+
     /// Starts the runner and waits until it answers a probe; the start-up time.
     fn start(&self) -> Result<Duration, Graded> {
+        let (dir, handler) = (self.dir().to_string_lossy(), self.handler.to_string_lossy());
         let places = [
-            Place { name: "dir", var: "RELAY_DIR", value: &self.dir.to_string_lossy() },
-            Place { name: "handler", var: "RELAY_CONFORM_HANDLER", value: &self.handler.to_string_lossy() },
+            Place { name: "dir", var: "RELAY_DIR", value: Some(&dir) },
+            Place { name: "handler", var: "RELAY_CONFORM_HANDLER", value: Some(&handler) },
+            Place { name: "url", var: "RELAY_SANDBOX_URL", value: self.daemon.as_ref().map(|d| d.url.as_str()) },
         ];
-        let proc = Proc::start(&self.command, &places, &self.scratch.join("runner"))
-            .map_err(|e| Graded::new(Verdict::Failed, e.to_string(), vec![]))?;
+        let proc = Proc::start(&self.w.command, &places)
+            .map_err(|e| Graded::new(Verdict::Failed, format!("the runner never started: {e}"), vec![]))?;
         let t0 = proc.started;
         *self.proc.borrow_mut() = Some(proc);
+        let resend = self.w.pace.wait(Duration::from_millis(500));
         let mut k = 0;
         let mut ready = None;
-        while t0.elapsed() < self.bound && ready.is_none() {
+        while t0.elapsed() < self.w.bound && ready.is_none() && !self.w.halted() {
             k += 1;
             let id = format!("{PROBE}{k}");
             let body = request(Some(&id), &format!("probe-{k}"), OK_REPLY, 0);
-            let at = publish(&self.dir, &req_name(&id), &body)
-                .map_err(|e| Graded::new(Verdict::Failed, e.to_string(), vec![]))?;
-            let until = at + Duration::from_millis(500);
+            let at = publish(self.dir(), &req_name(&id), &body).map_err(|e| setup_failed(&e))?;
+            self.published.borrow_mut().push(Published { fid: id.clone(), tag: None, at });
+            let until = at + resend;
             while Instant::now() < until && ready.is_none() {
                 ready = (1..=k).find(|j| {
                     self.obs.events().iter().any(|e| e.name == res_name(&format!("{PROBE}{j}")) && e.bytes.is_some())
                 });
-                if ready.is_none() {
-                    if let Some(code) = self.proc.borrow_mut().as_mut().and_then(Proc::exited) {
-                        let mut ev = vec![format!("exit code {code:?}")];
-                        ev.extend(self.proc.borrow().as_ref().and_then(Proc::stderr_tail));
-                        return Err(Graded::new(
-                            Verdict::Failed,
-                            "the runner exited before answering a probe call",
-                            ev,
-                        ));
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
+                if ready.is_some() {
+                    break;
                 }
+                // The exit code is read first: the borrow ends before the evidence borrows again.
+                let exited = self.exit_code();
+                if let Some(code) = exited {
+                    let mut ev = vec![format!("exit code {code:?}, {} after it started", ms(t0.elapsed()))];
+                    ev.extend(self.stderr_tail());
+                    return Err(Graded::new(Verdict::Failed, "the runner exited before answering a probe call", ev));
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
         }
         let Some(_) = ready else {
-            let mut ev = vec![left_line(&self.dir)];
-            ev.extend(self.proc.borrow().as_ref().and_then(Proc::stderr_tail));
-            return Err(Graded::new(
-                Verdict::Failed,
-                format!("no probe call answered in {} (the case's bound)", ms(self.bound)),
-                ev,
-            ));
+            let mut ev = vec![left_line(self.dir())];
+            ev.extend(self.stderr_tail());
+            return Err(self
+                .w
+                .unseen(format!("no probe call answered in {} (the case's bound)", ms(self.w.bound)), ev));
         };
         let startup = t0.elapsed();
         // Probes still in flight are answered or withdrawn, so the case starts clean: one
         // the runner picked up is waited for (a second at most), one it did not is removed.
         for j in 1..=k {
             let id = format!("{PROBE}{j}");
-            let (req, res) = (self.dir.join(req_name(&id)), self.dir.join(res_name(&id)));
+            let (req, res) = (self.dir().join(req_name(&id)), self.dir().join(res_name(&id)));
             let picked = self.obs.wait_gone(&req_name(&id), t0, Duration::ZERO).is_some();
             rm(&req);
             if picked && !res.exists() {
-                let _ = self.obs.wait_appeared(&res_name(&id), t0, Duration::from_secs(1));
+                let _ = self.obs.wait_appeared(&res_name(&id), t0, self.w.pace.wait(Duration::from_secs(1)));
             }
             rm(&res);
         }
-        *self.begun.borrow_mut() = Instant::now();
+        self.begun.set(Instant::now());
         Ok(startup)
     }
 
@@ -136,18 +184,44 @@ impl Ctx {
         self.start().map(|_| ())
     }
 
-    /// The time left of the case's bound, at most `d`.
+    /// `d` at this machine's pace, at most what is left of the case's bound.
     fn within(&self, d: Duration) -> Duration {
-        d.min((*self.begun.borrow() + self.bound).saturating_duration_since(Instant::now()))
+        self.w.within(self.begun.get(), d)
     }
 
     /// Publishes a call; its file id, tag and the moment of the rename.
     fn call(&self, id: &str, reply: &str, sleep_ms: u64) -> (String, String, Instant) {
         let tag = format!("{id}#{}", self.seq.fetch_add(1, Ordering::Relaxed));
         let file_id = sanitize_id(id);
-        let at = publish(&self.dir, &req_name(&file_id), &request(Some(id), &tag, reply, sleep_ms))
+        let at = self
+            .put(&file_id, Some(&tag), &request(Some(id), &tag, reply, sleep_ms))
             .unwrap_or_else(|_| Instant::now());
         (file_id, tag, at)
+    }
+
+    /// Publishes `bytes` as the request of `fid`, kept for the check at the case's end.
+    fn put(&self, fid: &str, tag: Option<&str>, bytes: &[u8]) -> std::io::Result<Instant> {
+        if self.w.halted() {
+            return Err(std::io::Error::other("the battery stopped"));
+        }
+        let at = publish(self.dir(), &req_name(fid), bytes)?;
+        self.published.borrow_mut().push(Published { fid: fid.to_owned(), tag: tag.map(str::to_owned), at });
+        Ok(at)
+    }
+
+    /// Publishes `bytes` (no call: a malformed request) as the request of `fid`.
+    fn raw(&self, fid: &str, bytes: &[u8]) -> std::io::Result<()> {
+        self.put(fid, None, bytes).map(drop)
+    }
+
+    /// Keeps a request the case made itself (a link, a FIFO, a slow publication) for the
+    /// check at the case's end.
+    fn note(&self, fid: &str, tag: Option<&str>, at: Instant) {
+        let mut p = self.published.borrow_mut();
+        match p.iter_mut().find(|p| p.fid == fid && p.at >= at) {
+            Some(known) => known.tag = known.tag.take().or_else(|| tag.map(str::to_owned)),
+            None => p.push(Published { fid: fid.to_owned(), tag: tag.map(str::to_owned), at }),
+        }
     }
 
     fn answer(&self, file_id: &str, since: Instant, wait: Duration) -> Option<Ev> {
@@ -162,8 +236,8 @@ impl Ctx {
 
     /// The writer's part after an answer: both files removed.
     fn done_with(&self, file_id: &str) {
-        rm(&self.dir.join(req_name(file_id)));
-        rm(&self.dir.join(res_name(file_id)));
+        rm(&self.dir().join(req_name(file_id)));
+        rm(&self.dir().join(res_name(file_id)));
     }
 
     /// The handler's runs of a tag, with their start.
@@ -189,7 +263,7 @@ impl Ctx {
     }
 
     fn alive(&self) -> bool {
-        self.proc.borrow_mut().as_mut().is_some_and(|p| p.exited().is_none())
+        self.exit_code().is_none() && self.started()
     }
 
     /// A follow-up call answered: the runner has listed past everything published before
@@ -203,6 +277,66 @@ impl Ctx {
             None if !self.alive() => Err(Unanswered::Exited),
             None => Err(Unanswered::Stopped),
         }
+    }
+
+    /// The follow-up's failure as a grade: the runner exited (FAILED), or was not seen to
+    /// answer in time ([`World::unseen`]).
+    fn stopped(&self, why: Unanswered, reason: &str, mut evidence: Vec<String>) -> Graded {
+        evidence.push(why.to_string());
+        match why {
+            Unanswered::Exited => Graded::new(Verdict::Failed, reason, evidence),
+            Unanswered::Stopped => self.w.unseen(reason, evidence),
+        }
+    }
+
+    /// Watches a quiet while more for a second answer or a second run of anything the case
+    /// published; the grade that says so, if one came.
+    fn settle(&self) -> Option<Graded> {
+        std::thread::sleep(self.w.pace.wait(QUIET).min(self.w.bound));
+        let published = self.published.borrow();
+        let first = published.iter().map(|p| p.at).min()?;
+        let log = execs(&self.log);
+        let mut wrong = Vec::new();
+        for p in published.iter() {
+            if let Some(tag) = &p.tag {
+                let runs: Vec<Instant> = log
+                    .iter()
+                    .filter(|e| e.tag.as_deref() == Some(tag))
+                    .map(|e| instant_of(e.t_ns, self.pair))
+                    .collect();
+                if runs.len() > 1 {
+                    let gap = runs[1].saturating_duration_since(runs[0]);
+                    wrong.push(format!(
+                        "{}: its tool ran {} times, the second {} after the first",
+                        p.fid,
+                        runs.len(),
+                        ms(gap)
+                    ));
+                }
+            }
+        }
+        let mut fids: Vec<&str> = published.iter().map(|p| p.fid.as_str()).collect();
+        fids.sort();
+        fids.dedup();
+        for fid in fids {
+            let times = published.iter().filter(|p| p.fid == fid).count();
+            let answers = self.answers(fid, first);
+            if answers.len() > times {
+                let gap = answers[times].at.saturating_duration_since(answers[times - 1].at);
+                wrong.push(format!(
+                    "{}: answered {} times for {times} request(s), the extra one {} after the one before",
+                    res_name(fid),
+                    answers.len(),
+                    ms(gap)
+                ));
+            }
+        }
+        if wrong.is_empty() {
+            return None;
+        }
+        let mut evidence = vec![format!("watched until {} after the grade", ms(self.w.pace.wait(QUIET)))];
+        evidence.extend(wrong.into_iter().take(6));
+        Some(Graded::new(Verdict::Failed, "a second answer or a second run came before the case's end", evidence))
     }
 }
 
@@ -252,9 +386,12 @@ macro_rules! early {
 }
 
 mod calls;
+mod figures;
 mod hostile;
+pub(crate) mod remote;
 
 use calls::*;
+use figures::*;
 use hostile::*;
 
 /// Every runner case, in the order they run.
@@ -274,6 +411,7 @@ pub const CASES: &[Case<Ctx>] = &[
     Case { name: "non-utf8-request", section: "§2, §8", expectation: "a request whose bytes are not UTF-8 is answered {\"ok\":false} or left (NON-STRICT: run once, its bytes replaced); never twice, no crash", play: non_utf8 },
     Case { name: "oversized-request", section: "§8", expectation: "a 17 MiB request is run once, answered {\"ok\":false} or left; never twice, no crash", play: oversized },
     Case { name: "symlinked-request", section: "§8", expectation: "a request name that is a symbolic link to a file outside the dir is answered {\"ok\":false} or left (NON-STRICT: followed and run once); never twice, no crash", play: symlinked },
+    Case { name: "fifo-request", section: "§8", expectation: "a FIFO under a request name is answered {\"ok\":false} or left; the runner does not block on it and still answers", play: fifo },
     Case { name: "hostile-ids", section: "§2, §8", expectation: "calls whose ids hold astral characters, path parts, shell metacharacters, a 120-unit cut inside a surrogate pair, an empty id and no id are each answered under their file id; the tool gets the id unchanged", play: hostile_ids },
     Case { name: "id-collision", section: "§2", expectation: "two call ids that sanitize alike (`coll/1`, `coll:1`) share one file id: the writer must refuse the second; how often the runner runs them is reported", play: id_collision },
     Case { name: "slow-publication", section: "§2, §6", expectation: "a request whose temp name is written in chunks over 800 ms is run once, only after its rename", play: slow_publication },

@@ -1,0 +1,219 @@
+//! The writer battery: relay-bench is the runner, the implementation under test the writer.
+//!
+//! A writer is started once per call (`{dir}`, `{tool}`, `{id}`, `{args}`, `{timeout_ms}`)
+//! and is expected to publish the request, wait for the answer, delete both files, print
+//! the answer it read on stdout as a response's JSON (one line) and exit. Printing no answer
+//! and exiting non-zero is how it reports an error. Each case plays the runner's part (reads
+//! the request, deletes it, publishes an answer) as the case needs, and grades the request's
+//! bytes, what the writer printed, its timing and what it left in the dir. At every case's
+//! end the record is checked for a request published again after the battery picked it up.
+
+use std::cell::{Cell, RefCell};
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::observe::{Ev, Observer, What};
+use super::pace::Pace;
+use super::proc::{Place, Proc};
+use super::{left_in, ms, publish, rm, Case, ConformOptions, Graded, Halt, World};
+use crate::base::protocol::{req_name, res_name, FileKind, Response};
+use crate::results::conform::Verdict;
+
+mod cases;
+mod ids;
+
+use cases::*;
+use ids::*;
+
+/// The golden request of SPEC §2, byte for byte.
+pub(crate) const GOLDEN: &[u8] = include_bytes!("../../../../tests/fixtures/request.golden.json");
+
+/// The tool timeout every call but the deadline cases' is made with: long enough that a
+/// writer whose deadline is wrong fails only the deadline case, even on a loaded machine.
+const TIMEOUT_MS: u64 = 8000;
+
+pub struct Ctx {
+    w: World,
+    obs: Observer,
+    begun: Cell<Instant>,
+    seq: AtomicU32,
+    /// The requests the battery took (deleted, as a runner's pickup does), and when.
+    picked: RefCell<Vec<(String, Instant)>>,
+}
+
+pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: Halt) -> std::io::Result<Graded> {
+    let dir = base.join("relay");
+    let scratch = base.join("scratch");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&scratch)?;
+    let ctx = Ctx {
+        obs: Observer::watch(&dir, FileKind::Request)?,
+        w: World::new(dir, scratch, opts, pace, stop),
+        begun: Cell::new(Instant::now()),
+        seq: AtomicU32::new(0),
+        picked: RefCell::new(Vec::new()),
+    };
+    let g = (CASES[i].play)(&ctx);
+    Ok(match ctx.republished() {
+        Some(again) if g.verdict != Verdict::Failed => again,
+        _ => g,
+    })
+}
+
+/// What a writer reported.
+#[derive(Debug, Clone, PartialEq)]
+enum Told {
+    /// It printed this answer.
+    Answer(Response),
+    /// It exited printing none (its exit code).
+    Nothing(Option<i32>),
+    /// It was still running at the bound (killed).
+    Waiting,
+}
+
+struct Call {
+    id: String,
+    proc: Proc,
+}
+
+impl Call {
+    /// Waits for the writer to end, at most `wait`; what it told and when it ended.
+    fn end(&mut self, wait: Duration) -> (Told, Option<Instant>) {
+        let Some((code, at)) = self.proc.wait(wait) else {
+            self.proc.kill();
+            return (Told::Waiting, None);
+        };
+        let out = self.proc.stdout_text();
+        let answer = out
+            .lines()
+            .rev()
+            .filter(|l| l.trim_start().starts_with('{'))
+            .find_map(|l| Response::decode(l.as_bytes()).ok());
+        (answer.map_or(Told::Nothing(code), Told::Answer), Some(at))
+    }
+}
+
+impl Ctx {
+    fn dir(&self) -> &Path {
+        &self.w.dir
+    }
+
+    /// `d` at this machine's pace, at most what is left of the case's bound.
+    fn within(&self, d: Duration) -> Duration {
+        self.w.within(self.begun.get(), d)
+    }
+
+    /// Starts one writer call; `args` and `timeout_ms` absent leave their placeholders out.
+    fn call_with(&self, id: &str, tool: &str, args: Option<&str>, timeout_ms: Option<u64>) -> Result<Call, Graded> {
+        let _ = self.seq.fetch_add(1, Ordering::Relaxed);
+        let (dir, timeout) = (self.dir().to_string_lossy(), timeout_ms.map(|t| t.to_string()));
+        let places = [
+            Place { name: "dir", var: "RELAY_DIR", value: Some(&dir) },
+            Place { name: "tool", var: "RELAY_CALL_TOOL", value: Some(tool) },
+            Place { name: "id", var: "RELAY_CALL_ID", value: Some(id) },
+            Place { name: "args", var: "RELAY_CALL_ARGS", value: args },
+            Place { name: "timeout_ms", var: "RELAY_CALL_TIMEOUT_MS", value: timeout.as_deref() },
+        ];
+        let proc = Proc::start(&self.w.command, &places)
+            .map_err(|e| Graded::new(Verdict::Failed, format!("the writer never started: {e}"), vec![]))?;
+        Ok(Call { id: id.to_owned(), proc })
+    }
+
+    fn call(&self, id: &str, tool: &str, args: &str, timeout_ms: u64) -> Result<Call, Graded> {
+        self.call_with(id, tool, Some(args), Some(timeout_ms))
+    }
+
+    /// The request of `id` as it appeared.
+    fn request(&self, id: &str, since: Instant, wait: Duration) -> Option<Ev> {
+        self.obs.wait_appeared(&req_name(id), since, self.within(wait))
+    }
+
+    /// The runner's pickup: the request deleted (it was read, by the observer).
+    fn pick(&self, id: &str) {
+        rm(&self.dir().join(req_name(id)));
+        self.picked.borrow_mut().push((id.to_owned(), Instant::now()));
+    }
+
+    /// The runner's part: the request read (it was, by the observer) and deleted, `answer`
+    /// published.
+    fn answer(&self, id: &str, answer: &[u8], delete: bool) -> Instant {
+        if delete {
+            self.pick(id);
+        }
+        publish(self.dir(), &res_name(id), answer).unwrap_or_else(|_| Instant::now())
+    }
+
+    fn clear(&self) {
+        for n in left_in(self.dir()) {
+            rm(&self.dir().join(n));
+        }
+    }
+
+    /// A request the battery picked up that came back: the writer published it again.
+    fn republished(&self) -> Option<Graded> {
+        let evs = self.obs.events();
+        let again: Vec<String> = self
+            .picked
+            .borrow()
+            .iter()
+            .filter_map(|(id, at)| {
+                let name = req_name(id);
+                evs.iter()
+                    .find(|e| e.at > *at && e.name == name && matches!(e.what, What::MovedIn { .. } | What::Created))
+                    .map(|e| format!("{name} published again {} after the battery picked it up", ms(e.at - *at)))
+            })
+            .collect();
+        (!again.is_empty()).then(|| {
+            Graded::new(
+                Verdict::Failed,
+                "a request was published again after the runner picked it up: it would run twice",
+                again,
+            )
+        })
+    }
+}
+
+macro_rules! try_g {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(g) => return g,
+        }
+    };
+}
+use try_g;
+
+/// Every writer case, in the order they run.
+pub const CASES: &[Case<Ctx>] = &[
+    Case { name: "request-bytes", section: "§2", expectation: "the request is `<id>.req.json` holding exactly {\"toolName\":..,\"toolCallId\":..,\"args\":..} in that key order, args in theirs (the golden fixture)", play: request_bytes },
+    Case { name: "request-args-default", section: "§2", expectation: "a call without args (`{args}` left out, $RELAY_CALL_ARGS unset) is published with \"args\":{}", play: args_default },
+    Case { name: "request-atomic", section: "§2", expectation: "the request is written under a `.tmp.` name in the relay dir and renamed onto its final name", play: request_atomic },
+    Case { name: "answer-ok", section: "§2", expectation: "{\"ok\":true,\"text\":…} is read as a success with its text", play: answer_ok },
+    Case { name: "answer-error", section: "§2", expectation: "{\"ok\":false,\"error\":…} is read as a failure with its error", play: answer_error },
+    Case { name: "answer-pause", section: "§2", expectation: "{\"ok\":true,\"paused\":true} is read as a pause (`paused` checked before `ok`), never an empty success", play: answer_pause },
+    Case { name: "answer-malformed", section: "§2", expectation: "an answer that is not JSON is an error, never an empty success", play: answer_malformed },
+    Case { name: "answer-without-ok", section: "§2", expectation: "an answer with no boolean `ok` is an error, never an empty success", play: answer_without_ok },
+    Case { name: "late-answer", section: "§2, §3", expectation: "an answer published 1.5 s after the runner picked the request up is read; the request is not published again meanwhile", play: late_answer },
+    Case { name: "cleanup-after-answer", section: "§2", expectation: "after an answer the writer deletes both files (the request too, when the runner's delete failed)", play: cleanup_answer },
+    Case { name: "cleanup-after-pause", section: "§2", expectation: "after a pause answer the writer deletes both files too", play: cleanup_pause },
+    Case { name: "temp-ignored", section: "§2", expectation: "a complete answer under a `.tmp.` name is ignored; the answer renamed onto the final name is the one read", play: temp_ignored },
+    Case { name: "stale-answer", section: "§2", expectation: "an answer already under the call's id before it starts is stale: never returned for the fresh call", play: stale_answer },
+    Case { name: "hostile-ids", section: "§2, §8", expectation: "ids with an astral character, path parts, shell metacharacters and a newline, a 120-unit cut inside a surrogate pair, and an empty id are each published under their file id (SPEC §2's sanitization), toolCallId unchanged, and told their answer", play: hostile_ids },
+    Case { name: "id-collision", section: "§2", expectation: "a call whose id sanitizes like one in flight (`coll:1` while `coll/1` waits) is refused: it publishes nothing and never tells the other's answer", play: id_collision },
+    Case { name: "deadline", section: "§2", expectation: "with no answer, the writer gives up at the tool's timeout + 10 s (here 10.1 s) and removes its request", play: deadline },
+    Case { name: "deadline-no-timeout", section: "§2", expectation: "a call without a timeout (`{timeout_ms}` left out) waits 60 s: still waiting at 12.5 s, it reads the answer published then", play: deadline_no_timeout },
+    Case { name: "parallel-8", section: "§7", expectation: "8 parallel calls, answered one at a time in reverse order, each get their own answer; a decoy answer under an id no call has is left alone", play: parallel_8 },
+    Case { name: "answer-latency", section: "§4", expectation: "figure: answer published -> the writer deleted it (its read), over 5 calls", play: answer_latency },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_golden_fixture_is_the_golden_request_of_the_protocol() {
+        let r = crate::base::protocol::Request::new("x", "call-1", Some(r#"{"b":2,"a":"1"}"#)).unwrap();
+        assert_eq!(r.encode(), GOLDEN);
+    }
+}
