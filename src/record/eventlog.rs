@@ -20,7 +20,7 @@ use std::path::Path;
 
 use tokio::time::Instant;
 
-use super::compact::{self, Line};
+use super::logread::{read_log, LogError, Refused};
 use crate::events::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 use crate::events::{Event, EventKind, Listener, Msg};
 
@@ -223,21 +223,6 @@ impl CaseCheck {
     }
 }
 
-/// A log that cannot be read: which line, and why.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
-pub(crate) struct LogError {
-    pub file: String,
-    /// The line of an ndjson log (0: a compact log's, whose `msg` names the byte).
-    pub line: usize,
-    pub msg: String,
-}
-
-/// The longest line `relay-bench check` reads (1 MiB). The suite's lines are a few hundred
-/// bytes; a longer one means the file is not an event log, and reading it whole could
-/// take all the memory there is.
-pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
-
 /// What `relay-bench check` found: each case's pairing, and what it read past.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct LogCheck {
@@ -289,35 +274,6 @@ struct Tally {
     calls: Option<u64>,
 }
 
-/// How reading one line ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LineEnd {
-    /// A whole line, its newline read.
-    Newline,
-    /// The file's last bytes, with no newline after them.
-    EndOfFile,
-    /// Longer than the cap: the rest was not read.
-    TooLong,
-    /// Nothing left.
-    Nothing,
-}
-
-/// Reads one line (without its newline) into `buf`, never more than `max` bytes of it.
-fn read_line_bounded(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<LineEnd> {
-    buf.clear();
-    // One byte past the cap tells a line that is too long from one that is just right.
-    io::Read::take(&mut *r, max as u64 + 1).read_until(b'\n', buf)?;
-    Ok(match buf.last() {
-        None => LineEnd::Nothing,
-        Some(b'\n') => {
-            buf.pop();
-            LineEnd::Newline
-        }
-        Some(_) if buf.len() > max => LineEnd::TooLong,
-        Some(_) => LineEnd::EndOfFile,
-    })
-}
-
 /// Replays the pairing invariant over a recorded log (ndjson or compact, [`read_log`]), case
 /// by case in the order they appear. Only `request` and `response` lines count; other
 /// events are skipped.
@@ -326,7 +282,7 @@ pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, Lo
     let mut cases: Vec<Tally> = Vec::new();
     let mut warnings = read_log(file, reader, |l| {
         if !EVENTS.contains(&l.event.as_str()) {
-            return Err(format!("unknown event {:?}; an event log's are: {}", l.event, EVENTS.join(", ")));
+            return Err(Refused(format!("unknown event {:?}; an event log's are: {}", l.event, EVENTS.join(", "))));
         }
         let idx = match cases.iter().position(|c| c.case == l.case) {
             Some(i) => i,
@@ -340,7 +296,7 @@ pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, Lo
             "call_end" => tally.ended += 1,
             "case_end" => match l.calls {
                 Some(n) => tally.calls = Some(n),
-                None => return Err("a case_end line without its `calls` count".into()),
+                None => return Err(Refused("a case_end line without its `calls` count".into())),
             },
             _ => {}
         }
@@ -375,86 +331,13 @@ pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, Lo
     Ok(LogCheck { cases, warnings })
 }
 
-/// Hands every line of a recorded log to `f`, in order: an `events.ndjson`, or an
-/// `events.bin` ([`compact`]) read back as the lines it stands for. Returns the warnings:
-/// a last line (or record) cut by a kill is skipped with one. An ndjson line is read at
-/// most [`MAX_LINE_BYTES`] at a time. An `Err` of `f` stops the reading, naming the line.
-pub(crate) fn read_log(
-    file: &str,
-    mut reader: impl BufRead,
-    mut f: impl FnMut(Line) -> Result<(), String>,
-) -> Result<Vec<String>, LogError> {
-    let head =
-        reader.fill_buf().map_err(|e| LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })?;
-    if compact::is_compact(head) {
-        return read_compact(file, reader, f);
-    }
-    let mut warnings = Vec::new();
-    let mut buf = Vec::new();
-    for n in 1.. {
-        let err = |msg: String| LogError { file: file.to_owned(), line: n, msg };
-        let end =
-            read_line_bounded(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| err(format!("cannot read: {e}")))?;
-        match end {
-            LineEnd::Nothing => break,
-            LineEnd::TooLong => {
-                return Err(err(format!(
-                    "longer than {MAX_LINE_BYTES} bytes (1 MiB); allowed: event lines, a few hundred bytes each"
-                )))
-            }
-            LineEnd::Newline | LineEnd::EndOfFile => {}
-        }
-        if buf.trim_ascii().is_empty() {
-            continue;
-        }
-        match serde_json::from_slice(&buf) {
-            Ok(l) => f(l).map_err(err)?,
-            Err(_) if end == LineEnd::EndOfFile => {
-                warnings.push(format!(
-                    "{file}:{n}: the last line has no newline and is not an event line (cut by a kill?): skipped"
-                ));
-                break;
-            }
-            Err(e) => return Err(err(format!("not an event line: {e}"))),
-        }
-    }
-    Ok(warnings)
-}
-
-/// [`read_log`] of a compact log; an error names the byte offset (as `line`'s place).
-fn read_compact(
-    file: &str,
-    reader: impl BufRead,
-    mut f: impl FnMut(Line) -> Result<(), String>,
-) -> Result<Vec<String>, LogError> {
-    let mut r = compact::CompactReader::new(reader);
-    loop {
-        match r.next_line() {
-            Ok(Some(l)) => {
-                let at = r.offset();
-                f(l).map_err(|msg| LogError { file: file.to_owned(), line: 0, msg: format!("at byte {at}: {msg}") })?
-            }
-            Ok(None) => return Ok(Vec::new()),
-            Err(compact::ReadError::Cut) => {
-                let at = r.offset();
-                return Ok(vec![format!("{file}: byte {at}: the last record is cut short (by a kill?): skipped")]);
-            }
-            Err(compact::ReadError::Bad(at, what)) => {
-                let msg = format!("byte {at}: {what}; allowed: a relay-bench event log (events.bin or events.ndjson)");
-                return Err(LogError { file: file.to_owned(), line: 0, msg });
-            }
-            Err(compact::ReadError::Io(e)) => {
-                return Err(LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::events::pairing::PairEvent;
     use crate::events::{FailKind, RunnerSide, WriterSide};
+    use crate::record::compact::{self, Line};
+    use crate::record::logread::MAX_LINE_BYTES;
     use std::time::Duration;
 
     /// Every kind of event, written to both logs: the compact one reads back as the ndjson

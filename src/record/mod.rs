@@ -1,9 +1,10 @@
 //! The recording layer: the listeners on a case's event channel — HDR histograms, counters
 //! and the pairing check ([`recorder`]), the event log `events.ndjson` ([`eventlog`]) or its compact
-//! form `events.bin` ([`compact`]), and
+//! form `events.bin` ([`compact`]), read back by [`logread`], and
 //! `calls.csv` ([`calls_csv`]).
 
 pub mod calls_csv;
 pub mod compact;
 pub mod eventlog;
+pub mod logread;
 pub mod recorder;

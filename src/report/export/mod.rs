@@ -9,6 +9,7 @@ pub(crate) mod fleet;
 pub use fleet::telling as fleet_worth_showing;
 mod gfm;
 pub(crate) use gfm::{Align, MdTable};
+mod aside;
 pub mod hdr;
 mod json;
 pub mod junit;

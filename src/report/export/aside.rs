@@ -1,0 +1,73 @@
+//! summary.md's closing sections: this machine's floor, and what happened along the way
+//! (breaches, degraded wakes, notices, the cases an interrupt left unrun).
+
+use std::fmt::Write;
+
+use super::gfm::{Align, MdTable};
+use super::{any_thin, stat, us, THIN_NOTE};
+use crate::results::summary::Summary;
+
+use Align::{Left as L, Right as R};
+
+/// This machine's floor, when measured.
+pub(super) fn calibration(o: &mut String, s: &Summary) {
+    if let Some(c) = &s.calibration {
+        let _ = writeln!(o, "\n## Calibration: this machine's floor\n");
+        let mut t = MdTable::new(o, &[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]);
+        let pickup = c.inotify_pickup_us.as_ref().map(|p| ("rename -> event -> list + read (a pickup's floor)", p));
+        let probes = [
+            Some(("rename -> inotify event delivered", &c.inotify_rename_us)),
+            pickup,
+            Some(("1 ms timer overshoot", &c.timer_overshoot_1ms_us)),
+            Some(("list a 16-file dir", &c.list_16_files_us)),
+        ];
+        for (name, st) in probes.iter().flatten().copied() {
+            if st.count == 0 {
+                t.row(&[name, "0", "-", "-", "-"]);
+            } else {
+                t.row(&[name.to_owned(), st.count.to_string(), stat(st, "p50"), stat(st, "p99"), us(st.max)]);
+            }
+        }
+        if any_thin(probes.iter().flatten().map(|(_, st)| *st), &["p50", "p99"]) {
+            let _ = writeln!(o, "\n{THIN_NOTE}");
+        }
+        if c.inotify_missed > 0 {
+            let _ = writeln!(o, "\n{} rename event(s) never arrived within 1 s.", c.inotify_missed);
+        }
+    } else {
+        let _ = writeln!(o, "\n## Calibration\n\nNot measured in this run.");
+    }
+}
+
+/// Breaches, degraded wakes and notices, per case; the cases not run.
+pub(super) fn along_the_way(o: &mut String, s: &Summary) {
+    let mut said = false;
+    for r in &s.results {
+        if r.pairing_violations.total == 0 && r.notices_total == 0 && r.runner.degraded.is_empty() {
+            continue;
+        }
+        if !said {
+            let _ = writeln!(o, "\n## What happened along the way\n");
+            said = true;
+        }
+        let _ = writeln!(o, "### {}\n", r.case);
+        for (k, n) in r.pairing_violations.by_kind.0.iter().filter(|(_, n)| *n > 0) {
+            let _ = writeln!(o, "- pairing violation `{k}`: {n}");
+        }
+        for b in r.pairing_violations.listed.iter().take(20) {
+            let _ = writeln!(o, "  - `{}` sandbox {} call `{}`", b.kind.name(), b.sandbox, b.call);
+        }
+        for d in &r.runner.degraded {
+            let _ = writeln!(o, "- degraded: {d}");
+        }
+        for n in r.notices.iter().take(20) {
+            let _ = writeln!(o, "- {n}");
+        }
+        if r.notices_total as usize > r.notices.len().min(20) {
+            let _ = writeln!(o, "- … {} notices in all (see summary.json)", r.notices_total);
+        }
+    }
+    if !s.cases_not_run.is_empty() {
+        let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
+    }
+}
