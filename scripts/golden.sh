@@ -2,7 +2,7 @@
 # Golden runs of the virtual clock: a fixed set of virtual scenarios (fleets, a sweep, the
 # fault matrix, the rollout gate, the request budget, the scale bench's small points), each
 # run with a fixed seed by the relay-bench binary given, their summary.json files kept with
-# `started_at` and `environment` (this machine's facts) taken out. A change that must not
+# `started_at`, `environment` and each case's `wall_secs` (this machine's facts) taken out. A change that must not
 # move a result (a faster simulation) is checked by running this before and after it:
 #   scripts/golden.sh run BIN DIR         runs the set with BIN, writes DIR/<name>.json
 #   scripts/golden.sh diff DIR_A DIR_B    exits 1 naming every run whose summary differs
@@ -48,7 +48,7 @@ case "${1:-}" in
       # shellcheck disable=SC2086
       "$bin" run $args --seed 7 --quiet --no-calibration --out "$work/$name" >/dev/null || true
       [ -f "$work/$name/summary.json" ] || { echo "$name: no summary.json" >&2; exit 3; }
-      jq -S 'del(.started_at, .environment)' "$work/$name/summary.json" >"$out/$name.json"
+      jq -S 'del(.started_at, .environment, .results[]?.wall_secs)' "$work/$name/summary.json" >"$out/$name.json"
       printf '%-22s %6.1f s\n' "$name" "$(echo "$(date +%s.%N) - $t0" | bc)"
     done
     ;;
