@@ -127,3 +127,131 @@ fn the_agent_model_refuses_what_does_not_apply_to_it() {
     let e = Scenario::parse("fleet.toml", &org).unwrap_err();
     assert!(e.msg.contains("every sandbox at once"), "{e}");
 }
+
+/// The idle budget is the cost of a live relay with no call in flight: under agent turns
+/// its figure is over the minutes a relay was alive, not over the dir-minutes between
+/// turns when no relay exists; with one relay for the whole case the two agree.
+#[test]
+fn the_idle_budget_is_over_live_relays_and_the_dir_figure_says_it_is_over_dirs() {
+    let text = FLEET.replacen(
+        "writer = \"watch\"\n",
+        "writer = \"watch\"\ngates = [\"idle_discovery_per_min >= 0\", \"idle_dir_discovery_per_min >= 0\"]\n",
+        1,
+    );
+    let s = Scenario::parse("fleet.toml", &text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    let q = &r.requests;
+    let live = q.idle_relay.as_ref().expect("measured under agent turns");
+    let dir_minutes = r.window_secs * f64::from(r.sandboxes) / 60.0;
+    assert!(live.minutes > 0.0 && live.minutes + q.busy.minutes < dir_minutes * 0.9, "turns leave gaps: {live:?}");
+    assert!(q.idle.minutes > live.minutes, "the dir figure counts the gaps too: {:?} vs {live:?}", q.idle);
+    // The same idle requests over fewer minutes.
+    let same = |a: f64, am: f64, b: f64, bm: f64| ((a * am) - (b * bm)).abs() <= 0.01 * am.max(bm) + 1.0;
+    assert!(
+        same(live.discovery_per_min, live.minutes, q.idle.discovery_per_min, q.idle.minutes),
+        "{live:?} {:?}",
+        q.idle
+    );
+    assert!(live.discovery_per_min > q.idle.discovery_per_min * 1.5, "{live:?} vs {:?}", q.idle);
+    let observed = |m: &str| r.gates.iter().find(|g| g.expr.starts_with(m)).and_then(|g| g.observed);
+    assert_eq!(
+        observed("idle_discovery_per_min"),
+        Some(live.discovery_per_min),
+        "the budget's gate reads the live relay"
+    );
+    assert_eq!(observed("idle_dir_discovery_per_min"), Some(q.idle.discovery_per_min));
+
+    // One relay for the whole case: live relay and dir are the same minutes.
+    let one = FLEET.split("[workload.agent]").next().unwrap().to_owned()
+        + "turns_per_sec = 0.05\n[[case]]\nname = \"one\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\nrunner = \"window-exec\"\nwriter = \"watch\"\n";
+    let s = Scenario::parse("one.toml", &one).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    let (live, dir) = (r.requests.idle_relay.clone().unwrap(), &r.requests.idle);
+    assert!((live.minutes - dir.minutes).abs() < 0.01, "{live:?} vs {dir:?}");
+    assert_eq!(live.discovery_per_min, dir.discovery_per_min);
+}
+
+/// A turn ends as production ends it: the model's final step (the answer after the last
+/// tool result) runs with the relay live, and the relay stops when the prompt resolves. With
+/// every think 5 s and two steps a turn, a relay lives three thinks a turn, not two.
+#[test]
+fn a_turn_keeps_its_relay_through_the_models_final_step() {
+    let text = r#"
+name = "final-step"
+[workload]
+sandboxes = 4
+duration = "30m"
+seed = 5
+[workload.agent]
+think = "5s"
+steps_per_turn = 2
+calls_per_step = 1
+turns_per_session = 1
+user_think = "10s"
+session_gap = "60s"
+[handler]
+duration = "1ms"
+[[case]]
+name = "w"
+host = "remote"
+profile = "lan"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+"#;
+    let s = Scenario::parse("final.toml", text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    let f = r.fleet.as_ref().unwrap();
+    let live = r.requests.idle_relay.as_ref().unwrap();
+    let alive_secs = (live.minutes + r.requests.busy.minutes) * 60.0;
+    let per_turn = alive_secs / f.turns.ended as f64;
+    assert!(f.turns.ended >= 40, "{:?}", f.turns);
+    // Three thinks of 5 s, plus the stale sweep and the calls' few milliseconds; a turn cut by
+    // the schedule's end counts short.
+    assert!((14.0..16.0).contains(&per_turn), "a relay lives {per_turn:.2} s a turn");
+}
+
+/// Under an organisation request-rate limit calls are lost; each is told by what happened to
+/// it, the chains summing to the lost and duplicated counts, with one example call each, and
+/// a tool run after its writer gave up is counted apart.
+#[test]
+fn every_lost_or_doubled_call_is_told_by_its_cause_under_a_rate_limit() {
+    let text = r#"
+name = "rate"
+[workload]
+sandboxes = 40
+duration = "20m"
+seed = 3
+[workload.agent]
+think = { min = "2s", max = "6s" }
+steps_per_turn = 4
+user_think = { mean = "20s" }
+session_gap = "60s"
+[limits.rate]
+org_rate = 3.0
+org_burst = 20
+[[case]]
+name = "window-exec"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+limits = "rate"
+"#;
+    let s = Scenario::parse("rate.toml", text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    let c = &r.calls;
+    assert!(c.lost > 100, "the rate binds: {c:?}");
+    let sum = |m: &std::collections::BTreeMap<String, u64>| m.values().sum::<u64>();
+    assert_eq!(sum(&c.causes.lost_by_cause), c.lost, "{:?}", c.causes);
+    assert_eq!(sum(&c.causes.duplicated_by_cause), c.duplicated, "{:?}", c.causes);
+    // A read the limit rejected: production answers {ok:false}, and that answer, rejected in
+    // turn, never reaches the writer.
+    let read_failed = c.causes.lost_by_cause.keys().find(|k| k.starts_with("read failed")).expect("a failed read");
+    for chain in c.causes.lost_by_cause.keys().chain(c.causes.duplicated_by_cause.keys()) {
+        let example = &c.causes.examples[chain];
+        assert!(example.starts_with("sandbox ") && example.contains(" call s"), "{chain}: {example}");
+    }
+    assert!(c.causes.lost_by_cause[read_failed] > c.lost / 2, "{:?}", c.causes);
+}

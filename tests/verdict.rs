@@ -86,6 +86,9 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
     assert_eq!(v["meet_all"], serde_json::json!(["quiet-idle"]));
     // The case itself passes its own gates (the invariants): the verdict is the rollout gates'.
     assert_eq!(json["results"][0]["pass"], true);
+    // ... and the rollout gate it misses is said beside it, never hidden by that pass.
+    assert_eq!(json["results"][0]["rollout_pass"], false);
+    assert_eq!(json["results"][1]["rollout_pass"], true);
 
     let md = std::fs::read_to_string(t.path().join("verdict/summary.md")).unwrap();
     let lines: Vec<&str> = md.lines().collect();
@@ -97,6 +100,13 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
     assert!(md.contains(&format!("{evidence} (its summary.md)")), "{md}");
     assert!(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(evidence).join("summary.md").is_file());
     assert_eq!(md.matches("Rollout verdict").count(), 1, "one verdict section: {md}");
+    // The Results table's gates column and the gate list say the miss too.
+    let row = lines.iter().find(|l| l.starts_with("| window-exec *virtual* |")).expect("its row");
+    assert!(row.ends_with(" · rollout ❌ 1/2 |"), "{row}");
+    assert!(
+        md.contains("- ❌ **window-exec** rollout gate `idle_phase_discovery_per_min <= 5.0` — observed 5."),
+        "{md}"
+    );
 
     let tail: Vec<&str> = stdout.lines().rev().take_while(|l| !l.is_empty()).collect();
     let mut tail: Vec<&str> = tail.into_iter().rev().collect();
@@ -118,6 +128,46 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let suite = doc.descendants().find(|n| n.attribute("name") == Some("verdict.verdict")).expect("a verdict suite");
     assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("2"), Some("1")));
+    let case = doc.descendants().find(|n| n.attribute("name") == Some("verdict.window-exec")).expect("its suite");
+    let met = case.descendants().find(|n| n.attribute("name") == Some("rollout_gates_met")).expect("the property");
+    assert_eq!(met.attribute("value"), Some("1 of 2"));
+}
+
+/// The shipped rollout-gate scenario's sweeps give each gate's boundary, measured: the
+/// pickup gate along the round trip (production holds it near 20–50 ms, not past ~60 ms) and
+/// the idle budget along the window (25 s misses it, a longer window meets it). The sweeps'
+/// points draw the boundaries; they do not change the verdict of the stated envelope.
+#[test]
+fn the_rollout_gate_scenario_gives_each_gates_boundary() {
+    let t = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "rollout-gate", "--quiet", "--no-calibration", "--no-event-log", "--out"])
+        .arg(t.path().join("r"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("r/summary.json")).unwrap()).unwrap();
+    let v = &json["verdict"];
+    let production: Vec<&str> =
+        v["gates"][0]["production"].as_array().unwrap().iter().map(|j| j["case"].as_str().unwrap()).collect();
+    assert_eq!(production, ["window-exec"], "sweep points are not the envelope's verdict");
+    let b = v["boundaries"].as_array().unwrap();
+    let find = |gate: &str, axis: &str| {
+        b.iter().find(|x| x["gate"] == gate && x["axis"] == axis).unwrap_or_else(|| panic!("{gate} {axis}: {b:?}"))
+    };
+    let rtt = find("pickup.p50 < 150ms", "round_trip");
+    assert_eq!((rtt["unit"].as_str(), rtt["meets"].as_str()), (Some("ms"), Some("below")), "{rtt}");
+    let (at, beyond) = (rtt["boundary"].as_f64().unwrap(), rtt["beyond"].as_f64().unwrap());
+    assert!(40.0 <= at && at < beyond && beyond <= 100.0, "between two measured round trips: {rtt}");
+    let window = find("idle_phase_discovery_per_min <= 5.0", "runner.window");
+    assert_eq!((window["unit"].as_str(), window["meets"].as_str()), (Some("s"), Some("above")), "{window}");
+    assert!(window["beyond"].as_f64().unwrap() >= 25.0, "production's 25 s misses it: {window}");
+    let md = std::fs::read_to_string(t.path().join("r/summary.md")).unwrap();
+    assert!(md.contains("### Where each rollout gate holds"), "{md}");
+    assert!(md.contains("| window-exec-rtt `round_trip` | ✅ "), "{md}");
+    let html = std::fs::read_to_string(t.path().join("r/report.html")).unwrap();
+    assert!(html.contains("Where each rollout gate holds"));
 }
 
 #[test]

@@ -145,6 +145,8 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
                 }
                 calls += n;
             }
+            // The model's final step runs with the relay live; the prompt resolves, then stop().
+            pause(turn.last, end, &s.stop).await;
             if let Err(e) = relay.end_turn(Instant::now() + STOP_BOUND).await {
                 s.sink.notice(sandbox, Say::RunnerStuck(e.to_string()));
             }

@@ -103,20 +103,11 @@ impl Pairing {
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
-    pub(crate) fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) {
+    pub(crate) fn observe(&mut self, key: CallKey, sandbox: u32, call: &CallId, ev: PairEvent) -> Option<BreachKind> {
         if ev == PairEvent::ResponseByFile {
-            // The open request of this sandbox whose id sanitizes to the file id (a rare event:
-            // the open requests are the calls in flight).
-            let named = self
-                .open
-                .iter()
-                .find(|(_, (s, c))| *s == sandbox && crate::base::protocol::sanitize_id(c) == **call)
-                .map(|(k, (_, c))| (*k, c.clone()));
             // A file no writer of the run requested (a stray, a hostile file): no pairing event.
-            if let Some((key, call)) = named {
-                self.observe(key, sandbox, &call, PairEvent::Response);
-            }
-            return;
+            let (key, call) = self.resolve_file(sandbox, call)?;
+            return self.observe(key, sandbox, &call, PairEvent::Response);
         }
         let breach = match ev {
             PairEvent::Request => match self.open.entry(key) {
@@ -148,6 +139,16 @@ impl Pairing {
         if let Some(kind) = breach {
             self.push(kind, sandbox, call);
         }
+        breach
+    }
+
+    /// The open request of `sandbox` whose call id sanitizes to `file_id` (a rare look-up:
+    /// the open requests are the calls in flight), with its key.
+    pub(crate) fn resolve_file(&self, sandbox: u32, file_id: &str) -> Option<(CallKey, CallId)> {
+        self.open
+            .iter()
+            .find(|(_, (s, c))| *s == sandbox && crate::base::protocol::sanitize_id(c) == file_id)
+            .map(|(k, (_, c))| (*k, c.clone()))
     }
 
     fn push(&mut self, kind: BreachKind, sandbox: u32, call: &str) {

@@ -68,9 +68,13 @@ impl<K: Hash + Eq> Halves<K> {
         }
     }
 
-    /// Forgets `key`'s waiting half (its call ended without the other).
-    pub(crate) fn forget(&mut self, key: &K) {
-        self.waiting.remove(key);
+    /// Forgets `key`'s waiting half (its call ended without the other); returns the
+    /// runner's, if that is what waited (it answered a call its writer gave up on).
+    pub(crate) fn forget(&mut self, key: &K) -> Option<RunnerSide> {
+        match self.waiting.remove(key) {
+            Some(Half::Runner(r)) => Some(r),
+            _ => None,
+        }
     }
 
     /// Calls whose writer half waits for a runner half that never came.

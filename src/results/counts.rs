@@ -20,8 +20,15 @@ pub struct Requests {
     pub data_total: u64,
     /// While the relay dir had calls in flight.
     pub busy: Stretch,
-    /// While it had none.
+    /// While it had none, over dir-minutes: between agent turns too, when no relay exists
+    /// (gate `idle_dir_discovery_per_min`).
     pub idle: Stretch,
+    /// While a relay was alive on the dir and no call was in flight: the idle budget's
+    /// figure (gate `idle_discovery_per_min`). Equal to `idle` when one relay lives the
+    /// whole case; over the turns alone under agent turns. `None` in a summary written
+    /// without it, or where the calls ran in the sandbox (no call's flight is seen here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_relay: Option<Stretch>,
     /// Over the workload's phases with turns, and over its idle phases (0 turns/s): the
     /// steady state a request budget is about.
     pub active_phases: Stretch,

@@ -5,6 +5,7 @@
 //! a case run several times made one, median and spread ([`repeat`]);
 //! a conformance battery's grades ([`conform`]).
 
+pub mod boundary;
 pub mod calibration;
 pub mod capacity;
 pub mod conform;

@@ -67,6 +67,10 @@ pub fn requests(s: &Snapshots<'_>) -> Requests {
     if s.busy_known {
         r.busy = stretch(used.discovery_total() - disc_idle, used.data_total() - data_idle, busy_minutes);
         r.idle = stretch(disc_idle, data_idle, dir_minutes - busy_minutes);
+        // Requests are made by live relays alone, so the idle ones are all in live-relay
+        // time; only the time they are over narrows to when a relay was alive.
+        let alive_minutes = (used.alive_time.as_secs_f64() / 60.0).min(dir_minutes);
+        r.idle_relay = Some(stretch(disc_idle, data_idle, (alive_minutes - busy_minutes).max(0.0)));
     }
     let mut prev = s.before;
     let (mut active, mut idle) = ((0u64, 0u64, 0.0f64), (0u64, 0u64, 0.0f64));
@@ -156,6 +160,51 @@ mod tests {
         assert_eq!(t, vec![200.0, 4.0, 4.0]);
     }
 
+    /// Between agent turns no relay exists: the idle budget's figure is over live-relay
+    /// minutes with no call in flight, the dir figure over every dir-minute with none.
+    #[test]
+    fn the_idle_budget_is_over_live_relay_time_and_the_dir_figure_over_dir_minutes() {
+        let mut end = counts(40, 10, 16, Duration::from_secs(60));
+        // 2 dirs x 10 minutes; relays alive 3 of those 20 dir-minutes, 1 of them busy.
+        end.alive_time = Duration::from_secs(180);
+        let r = requests(&Snapshots {
+            sandboxes: 2,
+            window: Duration::from_secs(600),
+            before: RequestCounts::default(),
+            after: end,
+            whole: end,
+            phases: &[],
+            at_phase_ends: &[],
+            timeline: &[],
+            step: Duration::from_secs(60),
+            visible: true,
+            busy_known: true,
+        });
+        assert_eq!((r.idle.minutes, r.idle.discovery_per_min), (19.0, 0.84), "16 over 19 dir-minutes");
+        let live = r.idle_relay.expect("measured");
+        assert_eq!((live.minutes, live.discovery_per_min), (2.0, 8.0), "16 over 2 live idle minutes");
+        // One relay alive the whole case: the two figures agree.
+        end.alive_time = Duration::from_secs(1200);
+        let r = requests(&Snapshots {
+            after: end,
+            whole: end,
+            ..Snapshots {
+                sandboxes: 2,
+                window: Duration::from_secs(600),
+                before: RequestCounts::default(),
+                after: end,
+                whole: end,
+                phases: &[],
+                at_phase_ends: &[],
+                timeline: &[],
+                step: Duration::from_secs(60),
+                visible: true,
+                busy_known: true,
+            }
+        });
+        assert_eq!(r.idle_relay.as_ref(), Some(&r.idle));
+    }
+
     #[test]
     fn nothing_over_no_time_is_zero_not_nan() {
         let r = requests(&Snapshots {
@@ -194,5 +243,6 @@ mod tests {
         });
         assert_eq!(r.discovery_per_min, 60.0, "the totals stand");
         assert_eq!((r.busy.rate(), r.idle.rate()), (None, None));
+        assert_eq!(r.idle_relay, None, "no call's flight is seen: not measured");
     }
 }

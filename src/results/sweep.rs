@@ -58,6 +58,19 @@ pub struct SweepResult {
     pub best_text: String,
 }
 
+/// Two objective values closer than this (relative) are a tie: the best point is named, and
+/// so is every point it does not beat by more. A rate measured over a few idle minutes moves
+/// by a request's worth between seeds (reports/runs/20261201-repeat: 4.92–5.33 across five).
+pub(crate) const TIE: f64 = 0.05;
+
+/// What a point costs, said beside the best when the sweep shows it.
+const COSTS: [&str; 4] =
+    ["fleet.held_exec_secs_per_min", "fleet.requests_per_sec.mean", "discovery_per_min", "idle_discovery_per_min"];
+
+fn tie(x: f64, best: f64) -> bool {
+    (x - best).abs() <= TIE * best.abs().max(1e-9)
+}
+
 /// A figure's value as a person reads it: a duration for a latency, else a plain number.
 pub(crate) fn show(m: Metric, v: Option<f64>) -> String {
     match (v, m) {
@@ -161,13 +174,34 @@ impl SweepResult {
                 match best {
                     Some((p, v)) => {
                         self.best = Some(p.case.clone());
-                        format!(
+                        // Points within the tie margin of the best are no worse, as measured.
+                        let ties: Vec<&str> = passing
+                            .iter()
+                            .filter(|q| q.case != p.case)
+                            .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
+                            .map(|q| q.case.as_str())
+                            .collect();
+                        let mut text = format!(
                             "{}: {} = {}, of the {} points that meet every gate ({of} points)",
                             p.case,
                             self.objective.as_deref().unwrap_or_default(),
                             show(metric, Some(v)),
                             passing.len()
-                        )
+                        );
+                        if !ties.is_empty() {
+                            text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, ties.join(", "));
+                        }
+                        let costs: Vec<String> = self
+                            .figures
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+                            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, p.figures.get(j).copied().flatten())))
+                            .collect();
+                        if !costs.is_empty() {
+                            text += &format!("; its cost: {}", costs.join(", "));
+                        }
+                        text
                     }
                     None => format!(
                         "no point that meets every gate measured {} ({of} points)",
@@ -227,5 +261,45 @@ objective = "min idle_discovery_per_min"
         let failing = results.map(|(c, _, idle)| (c, false, idle));
         r.settle(ran(&failing));
         assert_eq!((r.best.as_deref(), r.best_text.as_str()), (None, "no point meets every gate (3 run of 6 points)"));
+    }
+
+    /// The best names its objective and what it costs, and a point within the tie margin is
+    /// called a tie, not beaten.
+    #[test]
+    fn a_tie_is_said_and_the_best_point_names_its_cost() {
+        let text = swept().replace(
+            "objective = \"min idle_discovery_per_min\"",
+            "objective = \"min idle_discovery_per_min\"\nfigures = [\"discovery_per_min\"]",
+        );
+        let s = Scenario::parse("s.toml", &text).unwrap();
+        let mut r = SweepResult::of(&s.sweeps[0]);
+        let idle = Metric::parse("idle_discovery_per_min").unwrap();
+        let all = Metric::parse("discovery_per_min").unwrap();
+        let values = [
+            ("w@window=5s,idle_timeout=none", 9.0),
+            ("w@window=25s,idle_timeout=none", 3.1),
+            ("w@window=120s,idle_timeout=none", 3.0),
+        ];
+        r.settle(|case, figures| {
+            let (_, v) = values.iter().find(|x| x.0 == case)?;
+            Some((
+                true,
+                figures
+                    .iter()
+                    .map(|m| {
+                        if *m == idle {
+                            Some(*v)
+                        } else if *m == all {
+                            Some(40.0 + v)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect(),
+            ))
+        });
+        assert_eq!(r.best.as_deref(), Some("w@window=120s,idle_timeout=none"));
+        assert!(r.best_text.contains("; a tie (within 5 %) with w@window=25s,idle_timeout=none"), "{}", r.best_text);
+        assert!(r.best_text.ends_with("; its cost: discovery_per_min = 43"), "{}", r.best_text);
     }
 }

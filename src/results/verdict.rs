@@ -44,6 +44,110 @@ pub struct Verdict {
     pub gates: Vec<RolloutGate>,
     /// The option sets given every rollout gate that meet them all, by case name.
     pub meet_all: Vec<String>,
+    /// Where each rollout gate stops holding along each swept axis (the run's sweeps; their
+    /// points are judged here, not in `gates`, whose cases are the stated envelope's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boundaries: Vec<crate::results::boundary::Boundary>,
+    /// The smallest change to production's defaults that meets every rollout gate in this
+    /// run, where it holds, and what is assumed: a paragraph for a rollout review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<Recommendation>,
+}
+
+/// The verdict's recommendation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// The changes, each as small as the smallest: a case that meets every rollout gate and
+    /// the options it sets away from production (empty: production's defaults as they are).
+    pub changes: Vec<Change>,
+    /// The paragraph, as the reports print it.
+    pub text: String,
+}
+
+/// One change that meets every rollout gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub case: String,
+    pub departures: Vec<String>,
+}
+
+/// What the recommendation reads of one case (sweep points included).
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    pub name: &'a str,
+    pub departures: Option<&'a [String]>,
+    pub interrupted: bool,
+    pub rollout: &'a [GateResult],
+}
+
+/// At most this many changes are named.
+const CHANGES_NAMED: usize = 6;
+
+impl Verdict {
+    /// The smallest change that meets every rollout gate among `cases` (a change of design,
+    /// `strategy = ...`, is no change of defaults), with the boundaries as its envelope and
+    /// the workload named as the assumption.
+    pub fn recommend(&mut self, cases: &[Candidate<'_>], scenario: &str) {
+        let judged = cases.iter().any(|c| !c.rollout.is_empty());
+        if !judged {
+            return;
+        }
+        let meets = |c: &&Candidate<'_>| !c.interrupted && !c.rollout.is_empty() && c.rollout.iter().all(|g| g.pass);
+        let changes: Vec<Change> = if self.pass == Some(true) {
+            Vec::new()
+        } else {
+            let fits: Vec<&Candidate<'_>> = cases
+                .iter()
+                .filter(meets)
+                .filter(|c| {
+                    c.departures.is_some_and(|d| !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy =")))
+                })
+                .collect();
+            let Some(least) = fits.iter().map(|c| c.departures.map_or(0, <[String]>::len)).min() else {
+                let text = format!(
+                    "No tested change of production's defaults meets every rollout gate in this run (scenario {scenario}): \
+                     the gates above say what each option set misses."
+                );
+                self.recommendation = Some(Recommendation { changes: Vec::new(), text });
+                return;
+            };
+            fits.iter()
+                .filter(|c| c.departures.map_or(0, <[String]>::len) == least)
+                .map(|c| Change { case: c.name.to_owned(), departures: c.departures.unwrap_or_default().to_vec() })
+                .collect()
+        };
+        let change = if changes.is_empty() {
+            "keep production's defaults: they meet every rollout gate in this run".to_owned()
+        } else {
+            let named: Vec<String> = changes
+                .iter()
+                .take(CHANGES_NAMED)
+                .map(|c| format!("`{}` ({})", c.departures.join(", "), c.case))
+                .collect();
+            let more = changes.len().saturating_sub(CHANGES_NAMED);
+            let more = if more > 0 { format!(" and {more} more as small") } else { String::new() };
+            format!("change production's defaults by {}{more}: the smallest change that meets every rollout gate in this run", named.join("; or "))
+        };
+        let envelope: Vec<String> = self
+            .boundaries
+            .iter()
+            .filter(|b| b.boundary.is_some())
+            .map(|b| {
+                let at = b.at.as_ref().map_or(String::new(), |a| format!(" at {a}"));
+                format!("`{}` along `{}`{at} {}", b.gate, b.axis, b.sentence())
+            })
+            .collect();
+        let envelope = if envelope.is_empty() {
+            "No sweep of this run crosses a gate's boundary: the envelope is the cases' own conditions.".to_owned()
+        } else {
+            format!("Production's design, measured along this run's sweeps: {}.", envelope.join("; "))
+        };
+        let text = format!(
+            "Recommendation: {change}. {envelope} Assumed, not measured: the workload of scenario {scenario} (its \
+             turns, think times and idle minutes) and each case's emulated daemon (latency profile, limits)."
+        );
+        self.recommendation = Some(Recommendation { changes, text });
+    }
 }
 
 /// One rollout gate and every case judged on it.
@@ -142,7 +246,7 @@ impl Verdict {
             .filter(|r| gates.iter().all(|g| g.option_sets.iter().any(|j| j.case == r.name && j.pass)))
             .map(|r| r.name.to_owned())
             .collect();
-        Verdict { pass, gates, meet_all }
+        Verdict { pass, gates, meet_all, boundaries: Vec::new(), recommendation: None }
     }
 
     /// The rollout gates production as built misses (with the case that misses each).

@@ -63,6 +63,7 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("real-daemon", include_str!("../../scenarios/real-daemon.toml")),
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
     ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
+    ("decision-map", include_str!("../../scenarios/decision-map.toml")),
 ];
 
 /// How time passes in a case.

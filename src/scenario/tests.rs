@@ -311,7 +311,11 @@ fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none
     for (name, text) in SHIPPED {
         let s = Scenario::parse(name, text).unwrap();
         let declared = s.cases.iter().any(|c| !c.rollout.is_empty());
-        assert_eq!(declared, ["rollout-gate", "fleet-capacity"].contains(name), "{name}");
+        assert_eq!(
+            declared,
+            ["rollout-gate", "fleet-capacity", "decision-map", "window-sweep"].contains(name),
+            "{name}"
+        );
     }
     let s = Scenario::load("rollout-gate").unwrap();
     assert!(s.cases.iter().all(|c| c.rollout.len() == 2), "judged on every case");

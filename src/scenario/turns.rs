@@ -1,7 +1,9 @@
 //! Agent turns as production runs them (`[workload.agent]`): each sandbox runs sessions,
 //! each a sequence of turns separated by the user's think time; a turn starts a relay (its
 //! stale sweep, then the loop), makes its calls in steps separated by the model's think
-//! time (a step may be a batch of parallel calls), then stops its relay. Demotion, backoff
+//! time (a step may be a batch of parallel calls), lets the model take its final step (one
+//! more think, the answer after the last tool result, with the relay still live), then
+//! stops its relay. Demotion, backoff
 //! and the seen set are the turn's, as in production (`run-turn.ts`: `startToolRelay` at
 //! the turn's start, `stop()` at its end).
 //!
@@ -147,6 +149,9 @@ impl Default for AgentTurns {
 pub(crate) struct TurnPlan {
     /// Per step: the think time before it and its calls.
     pub steps: Vec<(Duration, u32)>,
+    /// The model's final step, after the last tool result: its answer, written with the
+    /// relay still live (production stops the relay when the prompt resolves).
+    pub last: Duration,
     /// The user's think time after the turn.
     pub after: Duration,
 }
@@ -159,14 +164,16 @@ impl AgentTurns {
                 let steps = (0..self.steps_per_turn.draw(rng))
                     .map(|_| (self.think.draw(rng), self.calls_per_step.draw(rng)))
                     .collect();
-                TurnPlan { steps, after: self.user_think.draw(rng) }
+                let last = self.think.draw(rng);
+                TurnPlan { steps, last, after: self.user_think.draw(rng) }
             })
             .collect()
     }
 
-    /// About how long one turn lasts, the tool's and relay's time aside.
+    /// About how long one turn lasts, the tool's and relay's time aside: a think before each
+    /// step, and the final one after the last tool result.
     fn turn_secs(&self) -> f64 {
-        self.steps_per_turn.mean() * self.think.mean().as_secs_f64()
+        (self.steps_per_turn.mean() + 1.0) * self.think.mean().as_secs_f64()
     }
 
     /// About how long one session and the gap after it last.

@@ -65,6 +65,8 @@ pub struct Relay {
     pub writer: Option<Arc<Writer>>,
     parts: RunnerParts,
     runner: Mutex<Runners>,
+    /// The dir's gauge: calls in flight, and whether a relay is alive on it.
+    busy: Arc<Busy>,
 }
 
 /// The runner of the turn under way, if any, and every runner this relay ran before.
@@ -124,7 +126,7 @@ impl Relay {
             stderr_to,
             on_park,
         };
-        Relay { sandbox: spec.sandbox, host: spec.host, writer, parts, runner: Mutex::default() }
+        Relay { sandbox: spec.sandbox, host: spec.host, writer, parts, runner: Mutex::default(), busy: spec.busy }
     }
 
     fn runners(&self) -> std::sync::MutexGuard<'_, Runners> {
@@ -141,6 +143,7 @@ impl Relay {
         let mut r = self.runners();
         if r.live.is_none() {
             r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
+            self.busy.relay_up();
         }
     }
 
@@ -189,6 +192,7 @@ impl Relay {
         let mut r = self.runners();
         r.stopped(report, control);
         r.live = Some(start_runner(self.sandbox, &self.host, &self.parts));
+        self.busy.relay_up();
         Ok(took)
     }
 
@@ -197,14 +201,17 @@ impl Relay {
             return Err(StopError::NoRunner);
         };
         control.stop();
-        match tokio::time::timeout_at(deadline, &mut task).await {
+        let stopped = match tokio::time::timeout_at(deadline, &mut task).await {
             Ok(Ok(report)) => Ok((control, report)),
             Ok(Err(e)) => Err(StopError::Failed(e)),
             Err(_) => {
                 task.abort();
                 Err(StopError::Timeout)
             }
-        }
+        };
+        // The relay lived until its loop ended (or was cut off).
+        self.busy.relay_down();
+        stopped
     }
 
     /// Stops the runner (if a turn is under way) and waits for its in-flight handlers until

@@ -21,6 +21,9 @@ struct Turn {
     active: bool,
     healthy: bool,
     demoted_at: Option<Instant>,
+    /// Started after the warm-up: counted in `started`, so its demotion is counted too (a
+    /// turn of the ramp demoted after it would make more demoted turns than started ones).
+    measured: bool,
 }
 
 /// A fleet-wide fault whose recovery is followed: struck at `from`, over at `to`.
@@ -218,11 +221,12 @@ impl Fleet {
         let t = m.at;
         match m.what {
             TurnEvent::Started => {
+                let measured = self.measuring;
                 let turn = self.turn(m.sandbox);
                 if turn.active {
                     return;
                 }
-                *turn = Turn { active: true, healthy: true, demoted_at: None };
+                *turn = Turn { active: true, healthy: true, demoted_at: None, measured };
                 self.started += 1;
                 self.active.add(1, t, &mut self.t_active);
                 self.healthy.add(1, t, &mut self.t_healthy);
@@ -275,7 +279,7 @@ impl Fleet {
                     return;
                 }
                 turn.demoted_at = Some(t);
-                self.demoted_turns += 1;
+                self.demoted_turns += u64::from(turn.measured);
                 self.demoted.add(1, t, &mut self.t_demoted);
                 for w in self.watches.iter_mut().filter(|w| t >= w.from && w.recovered.is_none()) {
                     w.demoted += 1;

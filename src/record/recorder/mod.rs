@@ -8,6 +8,7 @@
 //! folded into the histograms as soon as both halves are in and then dropped; what stays
 //! per call is its 16-byte pairing key.
 
+mod causes;
 mod fleet;
 mod follow;
 mod measure;
@@ -25,6 +26,8 @@ pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
 pub(crate) use measure::samples_needed;
 pub use measure::{new_histogram, LatencyStats, Measure};
 
+use self::causes::Causes;
+pub use self::causes::{CauseReport, RAN_LATE};
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::events::timeline::Halves;
@@ -75,6 +78,8 @@ pub struct Recording {
     pub unmeasured: u64,
     /// The fleet's turns, if followed ([`Recorder::with_fleet`]).
     pub fleet: Option<FleetRecording>,
+    /// Why calls were lost, answered twice, or run after their writer gave up.
+    pub causes: CauseReport,
 }
 
 impl Recording {
@@ -112,6 +117,7 @@ pub struct Recorder {
     fleet: Option<Fleet>,
     /// The latest time any message carried.
     last_at: Option<Instant>,
+    causes: Causes,
 }
 
 impl Default for Recorder {
@@ -137,6 +143,7 @@ impl Recorder {
             live: None,
             fleet: None,
             last_at: None,
+            causes: Causes::default(),
         }
     }
 
@@ -213,32 +220,48 @@ impl Recorder {
             }
         };
         let key = call_key(ev.sandbox, &ev.call);
-        match &ev.kind {
+        let breach = match &ev.kind {
             EventKind::Requesting => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Request),
             // A parked call's turn ended with no answer: that closes its request.
             EventKind::Answering | EventKind::Parked => {
                 self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response)
             }
-            EventKind::AnsweringUnread => self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::ResponseByFile),
+            EventKind::AnsweringUnread => {
+                // Known by its file id: the read failed for the call in flight it names.
+                if let Some((k, call)) = self.pairing.resolve_file(ev.sandbox, &ev.call) {
+                    self.causes.read_failed(k, ev.sandbox, &call);
+                }
+                self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::ResponseByFile)
+            }
             EventKind::Writer(w) => {
                 self.count(w);
                 // Cut off, or never published (the machine failed it): closed, no breach.
                 if matches!(w.outcome, CallOutcome::Failed(FailKind::Interrupted | FailKind::Environment)) {
                     self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::CutOff);
                 }
-                if let CallOutcome::Failed(_) = w.outcome {
-                    self.waiting.forget(&key);
+                if let CallOutcome::Failed(why) = w.outcome {
+                    self.causes.gave_up(key, ev.sandbox, &ev.call, ev.at, why);
+                    if let Some(r) = self.waiting.forget(&key) {
+                        self.causes.ran(key, ev.sandbox, &ev.call, &r);
+                    }
                     return self.failed(ev, w);
                 }
                 if let Some(r) = self.waiting.writer(key, w) {
                     self.joined(ev, w, &r);
                 }
+                None
             }
             EventKind::Runner(r) => {
+                self.causes.ran(key, ev.sandbox, &ev.call, r);
                 if let Some(w) = self.waiting.runner(key, r) {
                     self.joined(ev, &w, r);
                 }
+                None
             }
+        };
+        // (An error answer by file id pairs only with an open request: never a duplicate.)
+        if let Some(kind) = breach {
+            self.causes.breach(key, ev.sandbox, &ev.call, kind);
         }
     }
 
@@ -323,6 +346,7 @@ impl Recorder {
             spans: self.spans.into_iter().map(|(_, st)| st).collect(),
             unmeasured: self.waiting.writers_waiting(),
             fleet,
+            causes: self.causes.finish(),
         }
     }
 }

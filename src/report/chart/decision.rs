@@ -44,6 +44,7 @@ fn points(run: &RunData) -> Vec<Point<'_>> {
     run.cases
         .iter()
         .enumerate()
+        .filter(|(_, c)| !c.swept)
         .filter_map(|(i, c)| {
             let (x, counter) = c.idle_discovery?;
             Some(Point { i, case: c, x, y: c.pickup_p50_ms?, counter })

@@ -101,8 +101,10 @@ pub struct CaseData {
     /// over the idle phases when the workload has any, else over the idle stretches; `None`
     /// when not measured (a black-box runner) or no such stretch happened.
     pub idle_discovery: Option<(Spread, Counter)>,
-    /// The case's gates, as judged.
+    /// The case's gates and its rollout gates, as judged.
     pub gates: Vec<GateResult>,
+    /// A point of a sweep: drawn on its sweep's charts, not among the cases.
+    pub swept: bool,
 }
 
 /// A plotters drawing that failed, as the backend said it (the backends' error types differ).
@@ -158,15 +160,12 @@ impl CaseData {
         }
         let breakdown = c.breakdown_ms();
         let q = &c.requests;
-        let (idle, counter) = if q.idle_phases.minutes > 0.0 {
-            (&q.idle_phases, Counter::IdlePhaseDiscoveryPerMin)
-        } else {
-            (&q.idle, Counter::IdleDiscoveryPerMin)
+        let (idle, counter) = match &q.idle_relay {
+            _ if q.idle_phases.minutes > 0.0 => (&q.idle_phases, Counter::IdlePhaseDiscoveryPerMin),
+            Some(live) if live.minutes > 0.0 => (live, Counter::IdleDiscoveryPerMin),
+            _ => (&q.idle, Counter::IdleDirDiscoveryPerMin),
         };
-        let idle_figure = match counter {
-            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
-            _ => "idle_discovery_per_min",
-        };
+        let idle_figure = counter.name();
         // A repeated case's figure is the median, its range the lowest and highest repeat's.
         let spread = |figure: &str, mid: f64, per: f64| Spread {
             mid,
@@ -194,7 +193,8 @@ impl CaseData {
             pickup_p50_ms: (c.latency_us.pickup.count > 0)
                 .then(|| spread("pickup.p50", c.latency_us.pickup.p50 / 1000.0, 1000.0)),
             idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (spread(idle_figure, v, 1.0), counter)),
-            gates: c.gates.clone(),
+            gates: c.gates.iter().chain(&c.rollout).cloned().collect(),
+            swept: false,
         })
     }
 }
@@ -203,7 +203,11 @@ impl RunData {
     /// Reads `summary.json` and the interval logs under `hdr/`.
     pub fn load(dir: &Path) -> Result<RunData, ChartError> {
         let summary = Summary::read(&dir.join("summary.json"))?;
-        let cases = summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
+        let mut cases: Vec<CaseData> =
+            summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
+        for c in &mut cases {
+            c.swept = summary.sweeps.iter().any(|w| w.points.iter().any(|p| p.case == c.name));
+        }
         let sweeps = summary
             .sweeps
             .iter()
@@ -214,7 +218,7 @@ impl RunData {
                     .map(|m| {
                         let mut on: Vec<(String, f64)> = Vec::new();
                         let points = summary.results.iter().filter(|r| w.points.iter().any(|p| p.case == r.case));
-                        for g in points.flat_map(|r| r.gates.iter()).filter(|g| g.metric == *m) {
+                        for g in points.flat_map(|r| r.gates.iter().chain(&r.rollout)).filter(|g| g.metric == *m) {
                             if !on.iter().any(|(t, _)| *t == g.expr) {
                                 on.push((g.expr.clone(), g.threshold));
                             }
@@ -512,6 +516,7 @@ mod tests {
             pickup_p50_ms: None,
             idle_discovery: None,
             gates: Vec::new(),
+            swept: false,
         }
     }
 

@@ -1,5 +1,6 @@
-//! summary.md's closing sections: this machine's floor, and what happened along the way
-//! (breaches, degraded wakes, notices, the cases an interrupt left unrun).
+//! summary.md's sections aside from the figures: why calls were lost or doubled, this
+//! machine's floor, and what happened along the way (breaches, degraded wakes, notices, the
+//! cases an interrupt left unrun).
 
 use std::fmt::Write;
 
@@ -69,5 +70,43 @@ pub(super) fn along_the_way(o: &mut String, s: &Summary) {
     }
     if !s.cases_not_run.is_empty() {
         let _ = writeln!(o, "\nNot run (interrupted first): {}", s.cases_not_run.join(", "));
+    }
+}
+
+/// `### Why calls were lost or doubled`: per case, each chain of what happened with its
+/// count and one call it happened to; the tools run after their writer gave up. Nothing
+/// when every call was answered once.
+pub(super) fn causes(o: &mut String, s: &Summary) {
+    let told = |r: &&crate::results::summary::CaseResult| {
+        let c = &r.calls.causes;
+        !c.lost_by_cause.is_empty() || !c.duplicated_by_cause.is_empty() || c.ran_after_writer_gave_up > 0
+    };
+    if !s.results.iter().any(|r| told(&r)) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n### Why calls were lost or doubled\n\nEach lost or doubled call told by what happened to it, \
+in order; the counts of a case sum to its lost and duplicated columns above.\n"
+    );
+    let mut t = MdTable::new(o, &[("case", L), ("outcome", L), ("what happened", L), ("calls", R), ("for example", L)]);
+    for r in s.results.iter().filter(told) {
+        let c = &r.calls.causes;
+        let example = |chain: &str| c.examples.get(chain).cloned().unwrap_or_default();
+        for (what, by) in [("lost", &c.lost_by_cause), ("duplicated", &c.duplicated_by_cause)] {
+            for (chain, n) in by {
+                t.row(&[r.case.clone(), what.into(), chain.clone(), n.to_string(), example(chain)]);
+            }
+        }
+        if c.ran_after_writer_gave_up > 0 {
+            let late = crate::record::recorder::RAN_LATE;
+            t.row(&[
+                r.case.clone(),
+                "late run".into(),
+                "the tool started after its writer had timed out (work nobody waited for)".into(),
+                c.ran_after_writer_gave_up.to_string(),
+                example(late),
+            ]);
+        }
     }
 }

@@ -66,14 +66,19 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
             failed(r),
         );
         let design = super::design(r);
-        let simulated = if virtual_clock {
+        let mut extra = if virtual_clock {
             format!(r#"<property name="simulated_secs" value="{:.3}"/>"#, r.window_secs)
         } else {
             String::new()
         };
+        // Whether the case meets its rollout gates: the verdict's suite fails on production's
+        // misses; an option set's standing is said here, beside its own gates.
+        if let Some((met, of)) = r.rollout_met() {
+            extra += &format!(r#"<property name="rollout_gates_met" value="{met} of {of}"/>"#);
+        }
         let _ = writeln!(
             o,
-            r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/>{simulated}</properties>"#,
+            r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/>{extra}</properties>"#,
             esc(&r.strategy),
             esc(&design),
             esc(&r.clock)

@@ -98,6 +98,7 @@ impl Markdown {
         gates(&mut o, s);
         latency(&mut o, s);
         calls_and_requests(&mut o, s);
+        super::aside::causes(&mut o, s);
         faults(&mut o, s);
         super::fleet::render(&mut o, s);
         charts(&mut o, s);
@@ -185,7 +186,9 @@ fn results(o: &mut String, s: &Summary) {
             format!("✅ {passed}/{}", r.gates.len())
         } else {
             format!("❌ {passed}/{}", r.gates.len())
-        };
+        } + &r.rollout_met().map_or(String::new(), |(met, of)| {
+            format!(" · rollout {} {met}/{of}", if met == of { "✅" } else { "❌" })
+        });
         t.row(&[
             format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
             r.strategy.clone(),
@@ -252,6 +255,17 @@ fn gates(o: &mut String, s: &Summary) {
                 super::gate_spread(r, g.metric)
             );
         }
+        for g in &r.rollout {
+            let _ = writeln!(
+                o,
+                "- {} **{}** rollout gate `{}` — observed {}{}",
+                if g.pass { "✅" } else { "❌" },
+                r.case,
+                g.expr,
+                g.observed_text,
+                super::gate_spread(r, g.metric)
+            );
+        }
     }
 }
 
@@ -309,14 +323,15 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
             r.leftover_files.to_string(),
         ]);
     }
-    let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not (idle); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). Every list, whether a timer or a wake started it, and every watch exec is discovery; reads, stats, deletes and answer writes are data. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
+    let _ = writeln!(o, "\nRates are per relay dir per minute: over the whole window; split by whether the dir had calls in flight (busy) or not, over the minutes a relay was alive (idle, live relay: the idle budget's figure) and over every dir-minute, between agent turns too (idle, dir); and over the workload's phases with turns (active) and without (idle phases: the steady state a request budget is about). Every list, whether a timer or a wake started it, and every watch exec is discovery; reads, stats, deletes and answer writes are data. `-`: not measured (no such stretch, or a black-box runner whose requests cannot be seen).\n");
     let mut t = MdTable::new(
         o,
         &[
             ("case", L),
             ("discovery/min/dir", R),
             ("busy", R),
-            ("idle", R),
+            ("idle, live relay", R),
+            ("idle, dir", R),
             ("active phases", R),
             ("idle phases", R),
             ("data/min/dir", R),
@@ -331,7 +346,10 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
             r.case.clone(),
             rate(r, "discovery_per_min", q.discovery_per_min, visible),
             stretch(r, "busy_discovery_per_min", &q.busy, visible),
-            stretch(r, "idle_discovery_per_min", &q.idle, visible),
+            q.idle_relay
+                .as_ref()
+                .map_or_else(|| "-".into(), |live| stretch(r, "idle_discovery_per_min", live, visible)),
+            stretch(r, "idle_dir_discovery_per_min", &q.idle, visible),
             stretch(r, "active_phase_discovery_per_min", &q.active_phases, visible),
             stretch(r, "idle_phase_discovery_per_min", &q.idle_phases, visible),
             rate(r, "data_per_min", q.data_per_min, visible),
@@ -561,7 +579,7 @@ mod tests {
         assert!(results.contains("| - |"), "{results}");
         let rates = &md[md.find("| case | discovery/min/dir |").unwrap()..];
         let requests = rates.lines().find(|l| l.starts_with("| python-poll |")).unwrap();
-        assert_eq!(requests, "| python-poll | - | - | - | - | - | - | - |");
+        assert_eq!(requests, "| python-poll | - | - | - | - | - | - | - | - |");
         assert!(md.contains("start-up before the schedule: 1.02s"), "{md}");
         assert!(md.contains("start-up before the schedule: 41.7ms"));
         assert!(md.contains("- watch program exited with code 127"));

@@ -5,6 +5,8 @@
 use std::fmt::Write;
 
 use super::gfm::{Align, MdTable};
+use crate::base::units::readable;
+use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
 
@@ -86,6 +88,12 @@ fn sets(s: &Summary, g: &RolloutGate, met: bool) -> String {
 /// The `## Rollout verdict` section of summary.md; nothing without rollout gates.
 pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
     if v.gates.is_empty() {
+        // Only swept cases ran: no verdict of the stated envelope, the boundaries still.
+        if !v.boundaries.is_empty() {
+            let _ =
+                writeln!(o, "## Rollout gates: where they hold\n\nOnly swept cases ran: no verdict of one envelope.");
+            boundaries(o, v);
+        }
         return;
     }
     let _ = writeln!(o, "## Rollout verdict: {}\n", headline(v));
@@ -123,10 +131,57 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
             let _ = writeln!(o, "\nOption sets that meet every rollout gate: {}.", named.join("; "));
         }
     }
+    boundaries(o, v);
+    if let Some(r) = &v.recommendation {
+        let _ = writeln!(o, "\n{}", r.text);
+    }
     if v.decided_on_virtual_clock() {
         let _ = writeln!(o, "\n{}", virtual_note());
     }
     o.push('\n');
+}
+
+/// An axis value with its unit, as the maps say it.
+fn axis_value(b: &Boundary, x: f64) -> String {
+    format!("{}{}{}", readable(x, 2), if b.unit.is_empty() { "" } else { " " }, b.unit)
+}
+
+/// `### Where each rollout gate holds`: a pass/fail map per gate, a row per swept axis, each
+/// point with its value and whether it met the gate, then the boundary in words.
+fn boundaries(o: &mut String, v: &Verdict) {
+    if v.boundaries.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n### Where each rollout gate holds\n");
+    let _ = writeln!(
+        o,
+        "Each swept case's points in order along its axis, each ✅ met or ❌ missed; the boundary lies between \
+the last point that meets the gate and the first that misses it (measured, not extrapolated). A sweep over \
+profiles is placed by its measured round trip (twice the median leg the daemon paid).\n"
+    );
+    let mut gates: Vec<&str> = Vec::new();
+    for b in &v.boundaries {
+        if !gates.contains(&b.gate.as_str()) {
+            gates.push(&b.gate);
+        }
+    }
+    for gate in gates {
+        let _ = writeln!(o, "**`{gate}`**\n");
+        let mut t = MdTable::new(o, &[("along", Align::Left), ("points", Align::Left), ("boundary", Align::Left)]);
+        for b in v.boundaries.iter().filter(|b| b.gate == gate) {
+            let along = match &b.at {
+                Some(at) => format!("{} `{}` at {at}", b.case, b.axis),
+                None => format!("{} `{}`", b.case, b.axis),
+            };
+            let map: Vec<String> = b
+                .points
+                .iter()
+                .map(|p| format!("{} {} ({})", mark(p.pass), axis_value(b, p.value), p.observed_text))
+                .collect();
+            t.row(&[along, map.join(" · "), b.sentence()]);
+        }
+        o.push('\n');
+    }
 }
 
 /// What a verdict decided on the virtual clock rests on, and how to confirm it.
@@ -141,6 +196,9 @@ their wake, pickup and completion p50 and p90 and their discovery rates against 
 /// The verdict as the console's last lines: the headline, then a line per gate.
 pub(crate) fn console(o: &mut String, v: &Verdict, s: &Summary, note: impl Fn(&mut String, &str)) {
     if v.gates.is_empty() {
+        for b in &v.boundaries {
+            console_boundary(o, b, &note);
+        }
         return;
     }
     let word = match v.pass {
@@ -173,9 +231,21 @@ pub(crate) fn console(o: &mut String, v: &Verdict, s: &Summary, note: impl Fn(&m
     for line in on_the_edge(v, s) {
         note(o, &format!("on the edge: {line}"));
     }
+    for b in &v.boundaries {
+        console_boundary(o, b, &note);
+    }
+    if let Some(r) = &v.recommendation {
+        note(o, &r.text);
+    }
     if v.decided_on_virtual_clock() {
         note(o, &format!("decided on the virtual clock ({CLOCK_EVIDENCE}); --clock real confirms"));
     }
+}
+
+/// One boundary as a console line.
+fn console_boundary(o: &mut String, b: &Boundary, note: &impl Fn(&mut String, &str)) {
+    let at = b.at.as_ref().map_or(String::new(), |a| format!(" at {a}"));
+    note(o, &format!("boundary {} along {} `{}`{at}: {}", b.gate, b.case, b.axis, b.sentence()));
 }
 
 #[cfg(test)]

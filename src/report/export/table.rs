@@ -282,10 +282,9 @@ mod tests {
             .expect("the verdict")..];
         let unwrapped = verdict.replace("\n    ", " ");
         assert!(unwrapped.contains("\n  FAIL idle_phase_discovery_per_min <= 5.0: window-exec 5.33; option sets that meet it: window-exec-quiet-idle, window-exec-inline\n"), "{verdict}");
-        assert!(
-            verdict.lines().last().unwrap().starts_with("  every rollout gate met by: window-exec-quiet-idle"),
-            "the verdict is last: {verdict}"
-        );
+        let met = verdict.find("\n  every rollout gate met by: window-exec-quiet-idle").expect("the option sets");
+        let said = verdict.find("\n  Recommendation: change production's defaults by `idle_wake = false`").expect("it");
+        assert!(met < said && !verdict[said..].contains("\n\n"), "the recommendation is last: {verdict}");
         for l in verdict.lines() {
             assert!(l.chars().count() <= WIDTH, "{l:?}");
         }

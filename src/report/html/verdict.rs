@@ -51,12 +51,16 @@ pub(super) struct Verdict {
     pub rows: Vec<Row>,
     /// What the verdict rests on, when it says (decided on the virtual clock).
     pub note: Option<String>,
+    /// Where each gate stops holding along the run's sweeps.
+    pub boundaries: Vec<crate::results::boundary::Boundary>,
+    /// The smallest change that meets every gate, its envelope and assumptions.
+    pub recommendation: Option<String>,
 }
 
 impl Verdict {
     /// The verdict summary.json types; `None` when the scenario declares no rollout gates.
     pub(crate) fn from_typed(s: &Summary, v: &Typed) -> Option<Verdict> {
-        if v.gates.is_empty() {
+        if v.gates.is_empty() && v.boundaries.is_empty() {
             return None;
         }
         // Each case judged on any gate, once, production's first, in the order judged.
@@ -101,6 +105,8 @@ impl Verdict {
             gates: v.gates.iter().map(|g| g.expr.clone()).collect(),
             rows,
             note: v.decided_on_virtual_clock().then(virtual_note),
+            boundaries: v.boundaries.clone(),
+            recommendation: v.recommendation.as_ref().map(|r| r.text.clone()),
         })
     }
 
@@ -141,13 +147,25 @@ impl Verdict {
                 });
             }
         }
-        Some(Verdict { gates: gates.iter().map(|g| g.gate.expr.clone()).collect(), rows: out, note: None })
+        Some(Verdict {
+            gates: gates.iter().map(|g| g.gate.expr.clone()).collect(),
+            rows: out,
+            note: None,
+            boundaries: Vec::new(),
+            recommendation: None,
+        })
     }
 }
 
 /// The verdict section.
 pub(super) fn render(p: &mut Page, v: &Verdict) {
     p.section("verdict", "Rollout verdict");
+    if v.gates.is_empty() {
+        p.el("p", "", "Only swept cases ran: no verdict of one envelope; where each rollout gate holds:");
+        boundaries(p, v);
+        p.raw("</section>\n");
+        return;
+    }
     let total = v.gates.len();
     let prod: Vec<&Row> = v.rows.iter().filter(|r| r.standing == Standing::Production).collect();
     if v.rows.iter().any(|r| r.standing == Standing::NotRecorded) {
@@ -231,11 +249,54 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
         })
         .collect();
     p.table(&columns, &rows);
+    boundaries(p, v);
+    if let Some(r) = &v.recommendation {
+        p.el("p", "", r);
+    }
     if let Some(note) = &v.note {
         p.el("p", "", note);
     }
     p.el("p", "muted", "A case is judged only by the gates it was given; the scenario-wide gates every case holds are not rollout gates.");
     p.raw("</section>\n");
+}
+
+/// Where each gate holds: per gate, a row per swept axis, a cell per point (met or missed,
+/// with its value and figure), and the boundary in words.
+fn boundaries(p: &mut Page, v: &Verdict) {
+    if v.boundaries.is_empty() {
+        return;
+    }
+    p.el("h3", "", "Where each rollout gate holds");
+    let mut gates: Vec<&str> = Vec::new();
+    for b in &v.boundaries {
+        if !gates.contains(&b.gate.as_str()) {
+            gates.push(&b.gate);
+        }
+    }
+    for gate in gates {
+        let along: Vec<&crate::results::boundary::Boundary> = v.boundaries.iter().filter(|b| b.gate == gate).collect();
+        let width = along.iter().map(|b| b.points.len()).max().unwrap_or(0);
+        let mut columns: Vec<(&str, Align)> = vec![("along", Align::Left)];
+        columns.extend((0..width).map(|_| ("", Align::Left)));
+        columns.push(("boundary", Align::Left));
+        let rows: Vec<Vec<Cell>> = along
+            .iter()
+            .map(|b| {
+                let at = b.at.as_ref().map_or(String::new(), |a| format!(" at {a}"));
+                let mut cells = vec![Cell::from(format!("{} {}{at}", b.case, b.axis))];
+                cells.extend(b.points.iter().map(|pt| {
+                    let unit = if b.unit.is_empty() { String::new() } else { format!(" {}", b.unit) };
+                    let text = format!("{}{unit}: {}", crate::base::units::readable(pt.value, 2), pt.observed_text);
+                    Cell::with(text, if pt.pass { "pass" } else { "fail" })
+                }));
+                cells.extend((b.points.len()..width).map(|_| Cell::from(String::new())));
+                cells.push(Cell::from(b.sentence()));
+                cells
+            })
+            .collect();
+        p.el("p", "", gate);
+        p.table(&columns, &rows);
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,10 @@ pub struct Calls {
     /// half never reached the recorder (an answer no runner announced). 0 in a sound run.
     #[serde(default)]
     pub unmeasured: u64,
+    /// Why calls were lost or doubled, by chain of what happened (`lost_by_cause`,
+    /// `duplicated_by_cause`), tools run after their writer gave up, an example call each.
+    #[serde(flatten)]
+    pub causes: crate::record::recorder::CauseReport,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -162,6 +166,11 @@ pub struct CaseResult {
     /// The rollout gates this case was judged on (the verdict's, not the case's pass).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rollout: Vec<GateResult>,
+    /// Whether this case meets every rollout gate (`None`: the scenario declares none). A
+    /// case's `pass` is its own gates'; a rollout gate it misses is said here, in its gates
+    /// column and in JUnit, never hidden behind a passing `pass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout_pass: Option<bool>,
     /// This case against the scenario's baseline case, when it has one.
     pub vs_baseline: Option<Comparison>,
     /// `run --repeat N`: each repeat's seed and every figure's spread; the figures above
@@ -247,11 +256,14 @@ impl Comparison {
             pickup_p50_ratio: lat(&b.pickup, &t.pickup).filter(|_| same_pickup),
             completion_p50_ratio: lat(&b.completion, &t.completion),
             discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
-            // The idle phases (a steady state) when the workload has any, else idle stretches.
+            // The idle phases (a steady state) when the workload has any, else a live relay's
+            // idle stretches (the dir's, in a summary that lacks them).
             idle_discovery_per_min_ratio: if this.requests.idle_phases.minutes > 0.0 {
                 ratio(base.requests.idle_phases.discovery_per_min, this.requests.idle_phases.discovery_per_min)
             } else {
-                ratio(base.requests.idle.discovery_per_min, this.requests.idle.discovery_per_min)
+                let live =
+                    |r: &CaseResult| r.requests.idle_relay.as_ref().unwrap_or(&r.requests.idle).discovery_per_min;
+                ratio(live(base), live(this))
             },
             wake_p50_ratio: lat(&b.wake, &t.wake),
             wake_p90_ratio: p90(&b.wake, &t.wake),
@@ -308,6 +320,7 @@ impl CaseResult {
         self.calls.interrupted = c.interrupted;
         self.calls.warmup = c.warmup;
         self.calls.unmeasured = rec.unmeasured;
+        self.calls.causes = rec.causes.clone();
         self.latency_us = Latencies {
             wake: rec.stats(Measure::Wake),
             pickup: rec.stats(Measure::Pickup),
@@ -415,7 +428,9 @@ impl CaseResult {
                 Counter::DataPerMin => self.requests.data_per_min,
                 // A stretch that never happened is not measured: its gate fails and says so.
                 Counter::BusyDiscoveryPerMin => return self.requests.busy.rate(),
-                Counter::IdleDiscoveryPerMin => return self.requests.idle.rate(),
+                // A live relay with no call in flight: the idle budget's figure.
+                Counter::IdleDiscoveryPerMin => return self.requests.idle_relay.as_ref().and_then(Stretch::rate),
+                Counter::IdleDirDiscoveryPerMin => return self.requests.idle.rate(),
                 Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
                 Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
                 Counter::FaultsFailed => self.faults.iter().filter(|f| !f.ok).count() as f64,
@@ -429,9 +444,15 @@ impl CaseResult {
 
     /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
     /// rollout gates, which make the run's verdict instead.
+    /// The rollout gates this case met, of how many (`None`: the scenario declares none).
+    pub(crate) fn rollout_met(&self) -> Option<(usize, usize)> {
+        (!self.rollout.is_empty()).then(|| (self.rollout.iter().filter(|g| g.pass).count(), self.rollout.len()))
+    }
+
     pub(crate) fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
         self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
         self.rollout = rollout.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.rollout_pass = (!self.rollout.is_empty()).then(|| self.rollout.iter().all(|g| g.pass));
         self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
     }
 }
@@ -528,9 +549,12 @@ impl Summary {
     /// The verdict and `pass` from the results: every case passed, and production as built
     /// met every rollout gate it was given.
     pub(crate) fn recompute_pass(&mut self) {
+        // A sweep's points draw the boundaries; the verdict's gates judge the stated cases.
+        let swept = |case: &str| self.sweeps.iter().any(|s| s.points.iter().any(|p| p.case == case));
         let cases: Vec<VerdictCase<'_>> = self
             .results
             .iter()
+            .filter(|r| !swept(&r.case))
             .map(|r| VerdictCase {
                 name: &r.case,
                 departures: r.departures.as_deref(),
@@ -539,7 +563,24 @@ impl Summary {
                 rollout: &r.rollout,
             })
             .collect();
-        let verdict = Verdict::of(&cases);
+        let mut verdict = Verdict::of(&cases);
+        verdict.boundaries = crate::results::boundary::boundaries(&self.sweeps, |name| {
+            let r = self.results.iter().find(|r| r.case == name && !r.interrupted)?;
+            let round_trip_ms =
+                r.injected_leg_us.as_ref().filter(|l| l.count > 0).map(|l| (2.0 * l.p50 / 100.0).round() / 10.0);
+            Some(crate::results::boundary::PointCase { round_trip_ms, rollout: &r.rollout })
+        });
+        let candidates: Vec<crate::results::verdict::Candidate<'_>> = self
+            .results
+            .iter()
+            .map(|r| crate::results::verdict::Candidate {
+                name: &r.case,
+                departures: r.departures.as_deref(),
+                interrupted: r.interrupted,
+                rollout: &r.rollout,
+            })
+            .collect();
+        verdict.recommend(&candidates, &self.scenario);
         self.pass = !self.interrupted
             && self.cases_not_run.is_empty()
             && self.results.iter().all(|r| r.pass)

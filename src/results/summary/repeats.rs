@@ -95,12 +95,13 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
         out.push(("discovery_total".into(), "", Rule::Median, Slot::U(&mut q.discovery_total)));
         out.push(("data_total".into(), "", Rule::Median, Slot::U(&mut q.data_total)));
         let stretches = [
-            ("busy", &mut q.busy),
-            ("idle", &mut q.idle),
-            ("active_phase", &mut q.active_phases),
-            ("idle_phase", &mut q.idle_phases),
+            Some(("busy", &mut q.busy)),
+            Some(("idle_dir", &mut q.idle)),
+            q.idle_relay.as_mut().map(|s| ("idle", s)),
+            Some(("active_phase", &mut q.active_phases)),
+            Some(("idle_phase", &mut q.idle_phases)),
         ];
-        for (name, s) in stretches {
+        for (name, s) in stretches.into_iter().flatten() {
             if s.minutes > 0.0 {
                 out.push((
                     format!("{name}_discovery_per_min"),

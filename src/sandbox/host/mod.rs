@@ -12,6 +12,7 @@ mod busy;
 mod local;
 mod not_applied;
 pub mod org;
+mod profile;
 mod remote;
 mod wire;
 
@@ -110,6 +111,7 @@ impl RequestCounter {
             out.data[i] = get(0, Purpose::Data, k) + out.data_idle[i];
         }
         out.busy_time = self.busy.busy_time();
+        out.alive_time = self.busy.alive_time();
         out
     }
 }
@@ -125,6 +127,9 @@ pub struct RequestCounts {
     pub data_idle: [u64; 7],
     /// How long the relay dir had calls in flight (summed over dirs).
     pub busy_time: Duration,
+    /// How long a relay was alive on the dir (summed over dirs): the whole case for one
+    /// long-lived relay, the turns alone for agent turns.
+    pub alive_time: Duration,
 }
 
 impl RequestCounts {
@@ -136,6 +141,7 @@ impl RequestCounts {
             self.data_idle[i] += other.data_idle[i];
         }
         self.busy_time += other.busy_time;
+        self.alive_time += other.alive_time;
     }
 
     pub fn minus(&self, earlier: &RequestCounts) -> RequestCounts {
@@ -147,6 +153,7 @@ impl RequestCounts {
             out.data_idle[i] -= earlier.data_idle[i];
         }
         out.busy_time = out.busy_time.saturating_sub(earlier.busy_time);
+        out.alive_time = out.alive_time.saturating_sub(earlier.alive_time);
         out
     }
 

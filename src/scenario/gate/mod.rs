@@ -301,6 +301,7 @@ pub enum Counter {
     DataPerMin,
     BusyDiscoveryPerMin,
     IdleDiscoveryPerMin,
+    IdleDirDiscoveryPerMin,
     ActivePhaseDiscoveryPerMin,
     IdlePhaseDiscoveryPerMin,
     FaultsFailed,
@@ -316,6 +317,7 @@ impl Counter {
                 | Counter::DataPerMin
                 | Counter::BusyDiscoveryPerMin
                 | Counter::IdleDiscoveryPerMin
+                | Counter::IdleDirDiscoveryPerMin
                 | Counter::ActivePhaseDiscoveryPerMin
                 | Counter::IdlePhaseDiscoveryPerMin
         )
@@ -326,7 +328,7 @@ impl Counter {
         self.is_request_rate() && self != Counter::DataPerMin
     }
 
-    pub const ALL: [Counter; 14] = [
+    pub const ALL: [Counter; 15] = [
         Counter::Lost,
         Counter::Duplicated,
         Counter::PairingViolations,
@@ -337,6 +339,7 @@ impl Counter {
         Counter::DataPerMin,
         Counter::BusyDiscoveryPerMin,
         Counter::IdleDiscoveryPerMin,
+        Counter::IdleDirDiscoveryPerMin,
         Counter::ActivePhaseDiscoveryPerMin,
         Counter::IdlePhaseDiscoveryPerMin,
         Counter::FaultsFailed,
@@ -355,6 +358,7 @@ impl Counter {
             Counter::DataPerMin => "data_per_min",
             Counter::BusyDiscoveryPerMin => "busy_discovery_per_min",
             Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
+            Counter::IdleDirDiscoveryPerMin => "idle_dir_discovery_per_min",
             Counter::ActivePhaseDiscoveryPerMin => "active_phase_discovery_per_min",
             Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
             Counter::FaultsFailed => "faults_failed",
