@@ -111,10 +111,19 @@ impl Verdict {
                 self.recommendation = Some(Recommendation { changes: Vec::new(), text });
                 return;
             };
-            fits.iter()
-                .filter(|c| c.departures.map_or(0, <[String]>::len) == least)
-                .map(|c| Change { case: c.name.to_owned(), departures: c.departures.unwrap_or_default().to_vec() })
-                .collect()
+            // One change per set of options: a swept option's first value that meets them all
+            // (`window = 30s`, not every longer window after it).
+            let options = |d: &[String]| -> Vec<String> {
+                d.iter().map(|x| x.split(" = ").next().unwrap_or(x).to_owned()).collect()
+            };
+            let mut out: Vec<Change> = Vec::new();
+            for c in fits.iter().filter(|c| c.departures.map_or(0, <[String]>::len) == least) {
+                let d = c.departures.unwrap_or_default();
+                if !out.iter().any(|o| options(&o.departures) == options(d)) {
+                    out.push(Change { case: c.name.to_owned(), departures: d.to_vec() });
+                }
+            }
+            out
         };
         let change = if changes.is_empty() {
             "keep production's defaults: they meet every rollout gate in this run".to_owned()
@@ -324,5 +333,50 @@ mod tests {
         let v = verdict(&[r]);
         assert_eq!(v.pass, Some(false));
         assert!(v.gates[0].production[0].interrupted);
+    }
+
+    /// The smallest change that meets every rollout gate, once per set of options (a swept
+    /// option's first passing value); a change of design is no change of defaults; production
+    /// meeting them all keeps its defaults.
+    #[test]
+    fn the_recommendation_is_the_smallest_change_once_per_option() {
+        let budget = "idle_phase_discovery_per_min <= 5.0";
+        let cases = [
+            case("window-exec", &[], 5.33, &[budget]),
+            case("quiet", &["idle_wake = false"], 4.6, &[budget]),
+            case("both", &["idle_wake = false", "window_events = requests"], 4.4, &[budget]),
+            case("w@window=20s", &["window = 20.00s"], 6.5, &[budget]),
+            case("w@window=30s", &["window = 30.00s"], 4.2, &[budget]),
+            case("w@window=40s", &["window = 40.00s"], 4.9, &[budget]),
+            case("follow", &["strategy = follow (a design production rejected)"], 2.0, &[budget]),
+        ];
+        let mut v = verdict(&cases[..1]);
+        let candidates: Vec<Candidate<'_>> = cases
+            .iter()
+            .map(|o| Candidate { name: &o.0, departures: Some(&o.1), interrupted: o.3, rollout: &o.2 })
+            .collect();
+        v.recommend(&candidates, "s");
+        let r = v.recommendation.as_ref().unwrap();
+        let named: Vec<&str> = r.changes.iter().map(|c| c.case.as_str()).collect();
+        assert_eq!(named, ["quiet", "w@window=30s"], "{}", r.text);
+        assert!(
+            r.text.starts_with(
+                "Recommendation: change production's defaults by `idle_wake = false` (quiet); or `window = 30.00s`"
+            ),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("Assumed, not measured: the workload of scenario s"), "{}", r.text);
+
+        let production = [case("window-exec", &[], 4.0, &[budget])];
+        let mut met = verdict(&production);
+        let own = Candidate {
+            name: &production[0].0,
+            departures: Some(&production[0].1),
+            interrupted: false,
+            rollout: &production[0].2,
+        };
+        met.recommend(&[own], "s");
+        assert!(met.recommendation.unwrap().text.contains("keep production's defaults"));
     }
 }
