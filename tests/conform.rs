@@ -429,6 +429,7 @@ fn one_sigint_ends_the_battery_at_once_with_nothing_left_behind() {
 /// Python runner that reaches it only through the daemon passes every case, and one that
 /// never deletes fails exactly delete-on-pickup; a daemon already running is graded by --url.
 #[test]
+#[cfg_attr(not(has_sandbox_agent), ignore = "needs the sandbox-agent daemon: run scripts/install-sandbox-agent.sh")]
 fn the_remote_path_is_graded_through_a_real_daemon() {
     let Some(bin) = common::daemon_or_skip("the_remote_path_is_graded_through_a_real_daemon") else { return };
     let _hog = Hog::every_core();

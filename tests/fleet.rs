@@ -255,3 +255,27 @@ limits = "rate"
     }
     assert!(c.causes.lost_by_cause[read_failed] > c.lost / 2, "{:?}", c.causes);
 }
+
+/// The warm-up's ramp is reported apart: sessions starting together (a burst, with
+/// `start_spread`) are a load of their own, and a ramp turn demoted after the warm-up counts
+/// in the ramp, never in the measured turns (whose demoted share stays a share).
+#[test]
+fn the_ramp_is_reported_apart_and_demotions_stay_a_share_of_the_measured_turns() {
+    let text = FLEET
+        .replace("duration = \"8m\"", "duration = \"8m\"\nwarmup = \"2m\"")
+        .replace("session_gap = \"30s\"", "session_gap = \"30s\"\nstart_spread = \"20s\"");
+    let s = Scenario::parse("ramp.toml", &text).unwrap();
+    for case in &s.cases {
+        let r = run_case_virtual(&s, case, &env()).unwrap();
+        let f = r.fleet.as_ref().unwrap();
+        let ramp = f.ramp.as_ref().expect("a warm-up, so a ramp");
+        assert_eq!(ramp.secs, 120.0);
+        assert!(ramp.turns_started >= 12, "a burst: every sandbox starts within 20 s: {ramp:?}");
+        assert!(ramp.held_execs_max.is_some_and(|h| h >= 1), "{ramp:?}");
+        assert!(f.turns.demoted <= f.turns.started, "{:?}", f.turns);
+        assert!(f.turns.demoted_pct <= 100.0);
+    }
+    let plain = Scenario::parse("fleet.toml", FLEET).unwrap();
+    let r = run_case_virtual(&plain, &plain.cases[0], &env()).unwrap();
+    assert_eq!(r.fleet.unwrap().ramp, None, "no warm-up, no ramp apart");
+}

@@ -120,7 +120,7 @@ impl Ended<'_> {
         }
         let points = fleet_points(&self.timeline, &fleet.timeline, self.before);
         let org = self.org.as_ref().map(|(o, l)| (o, l.describe(), self.org_handle.org_held_execs()));
-        r.fleet = Some(FleetResult::of(org, &fleet, points));
+        r.fleet = Some(FleetResult::of(org, &fleet, points, wl.warmup));
         r.hdr = Some(Arc::new(CaseHdr {
             measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),
             intervals: recording.intervals.clone(),

@@ -3,6 +3,8 @@
 //! requests in flight and open connections per sandbox and for the organisation; requests
 //! per second by kind; what its limits queued, rejected or cut), with their timeline.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::base::gauge::GaugeStats;
@@ -75,6 +77,26 @@ pub struct FleetResult {
     /// How long the queued requests that got through waited (µs).
     pub queue_wait_us: LatencyStats,
     pub timeline: Vec<FleetPoint>,
+    /// The warm-up's ramp, which the figures above leave out (`None`: no warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+}
+
+/// The fleet ramping up during the warm-up: sessions starting over its first cycle (or
+/// within `start_spread`, a burst), a load of its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ramp {
+    /// The warm-up's length.
+    pub secs: f64,
+    pub turns_started: u64,
+    /// Turns started during it that were demoted, during it or after.
+    pub turns_demoted: u64,
+    pub window_failures: u64,
+    /// The most execs held at once during it, and the organisation's busiest step's
+    /// requests per second (from the timeline; `None` when the requests did not pass through
+    /// the organisation).
+    pub held_execs_max: Option<u64>,
+    pub requests_per_sec_max: Option<f64>,
 }
 
 impl FleetResult {
@@ -84,6 +106,7 @@ impl FleetResult {
         org: Option<(&OrgStats, String, Option<u32>)>,
         turns: &FleetRecording,
         timeline: Vec<FleetPoint>,
+        warmup: Duration,
     ) -> Self {
         let calls = turns.calls_per_turn.as_ref();
         let t = Turns {
@@ -103,7 +126,19 @@ impl FleetResult {
             active: turns.active,
             healthy: turns.healthy,
         };
-        let mut r = FleetResult { turns: t, timeline, ..FleetResult::default() };
+        let ramp = turns.ramp.map(|c| {
+            let during: Vec<&FleetPoint> = timeline.iter().filter(|p| p.t_secs <= warmup.as_secs_f64()).collect();
+            let measured = org.is_some();
+            Ramp {
+                secs: warmup.as_secs_f64(),
+                turns_started: c.started,
+                turns_demoted: c.demoted,
+                window_failures: c.window_failures,
+                held_execs_max: measured.then(|| during.iter().map(|p| p.held_execs_max).max().unwrap_or(0)),
+                requests_per_sec_max: measured.then(|| during.iter().map(|p| p.requests_per_sec).fold(0.0, f64::max)),
+            }
+        });
+        let mut r = FleetResult { turns: t, timeline, ramp, ..FleetResult::default() };
         if let Some((o, limits, cap)) = org {
             r.org_measured = true;
             r.limits = limits;

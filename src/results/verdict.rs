@@ -104,11 +104,14 @@ impl Verdict {
                 })
                 .collect();
             let Some(least) = fits.iter().map(|c| c.departures.map_or(0, <[String]>::len)).min() else {
-                let text = format!(
-                    "No tested change of production's defaults meets every rollout gate in this run (scenario {scenario}): \
-                     the gates above say what each option set misses."
-                );
-                self.recommendation = Some(Recommendation { changes: Vec::new(), text });
+                let tested = cases.iter().any(|c| c.departures.is_some_and(|d| !d.is_empty()));
+                let lead = if tested {
+                    "no tested change of production's defaults meets every rollout gate in this run"
+                } else {
+                    "this run changes none of production's defaults; where they hold is the envelope below"
+                };
+                self.recommendation =
+                    Some(Recommendation { changes: Vec::new(), text: self.paragraph(lead, scenario) });
                 return;
             };
             // One change per set of options: a swept option's first value that meets them all
@@ -137,6 +140,13 @@ impl Verdict {
             let more = if more > 0 { format!(" and {more} more as small") } else { String::new() };
             format!("change production's defaults by {}{more}: the smallest change that meets every rollout gate in this run", named.join("; or "))
         };
+        let text = self.paragraph(&change, scenario);
+        self.recommendation = Some(Recommendation { changes, text });
+    }
+
+    /// The recommendation's paragraph: `lead`, then the envelope the boundaries give, then
+    /// what is assumed.
+    fn paragraph(&self, lead: &str, scenario: &str) -> String {
         let envelope: Vec<String> = self
             .boundaries
             .iter()
@@ -151,11 +161,10 @@ impl Verdict {
         } else {
             format!("Production's design, measured along this run's sweeps: {}.", envelope.join("; "))
         };
-        let text = format!(
-            "Recommendation: {change}. {envelope} Assumed, not measured: the workload of scenario {scenario} (its \
+        format!(
+            "Recommendation: {lead}. {envelope} Assumed, not measured: the workload of scenario {scenario} (its \
              turns, think times and idle minutes) and each case's emulated daemon (latency profile, limits)."
-        );
-        self.recommendation = Some(Recommendation { changes, text });
+        )
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Fleet {
     /// The warm-up's end: counts and gauges measure from here (the timeline covers it all).
     measure_from: Instant,
     measuring: bool,
+    /// The ramp's counts: `started` and `window_failures` taken when the warm-up ends,
+    /// `demoted` counted for its turns whenever they are demoted.
+    ramp: Option<RampCounts>,
 }
 
 /// The fleet's health at the end of one step of the schedule.
@@ -103,6 +106,17 @@ pub struct FleetRecording {
     pub timeline: Vec<HealthPoint>,
     /// Per fleet-wide fault given to [`Fleet::new`], in order.
     pub recoveries: Vec<Recovery>,
+    /// What the warm-up's ramp counted before the figures above began (`None`: no warm-up,
+    /// or the case ended within it).
+    pub ramp: Option<RampCounts>,
+}
+
+/// The warm-up's counts: the fleet ramping up (sessions starting) is a load of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RampCounts {
+    pub started: u64,
+    pub demoted: u64,
+    pub window_failures: u64,
 }
 
 impl Fleet {
@@ -135,6 +149,7 @@ impl Fleet {
             last: epoch,
             measure_from,
             measuring: measure_from <= epoch,
+            ramp: None,
         }
     }
 
@@ -175,6 +190,8 @@ impl Fleet {
                 let v = l.value();
                 l.set(v, at, tally);
             }
+            let demoted = self.ramp.map_or(0, |r| r.demoted);
+            self.ramp = Some(RampCounts { started: self.started, demoted, window_failures: self.window_failures });
             (self.started, self.ended, self.calls_in_turns, self.demoted_turns) = (0, 0, 0, 0);
             self.window_failures = 0;
             self.fallback = Duration::ZERO;
@@ -279,7 +296,12 @@ impl Fleet {
                     return;
                 }
                 turn.demoted_at = Some(t);
-                self.demoted_turns += u64::from(turn.measured);
+                if turn.measured {
+                    self.demoted_turns += 1;
+                } else {
+                    // A turn of the ramp, demoted during it or after it.
+                    self.ramp.get_or_insert_with(RampCounts::default).demoted += 1;
+                }
                 self.demoted.add(1, t, &mut self.t_demoted);
                 for w in self.watches.iter_mut().filter(|w| t >= w.from && w.recovered.is_none()) {
                     w.demoted += 1;
@@ -326,6 +348,8 @@ impl Fleet {
                     demoted: w.demoted,
                 })
                 .collect(),
+            // A case that ended within its warm-up measured nothing past it: no ramp apart.
+            ramp: self.ramp.filter(|_| self.measuring),
         }
     }
 }

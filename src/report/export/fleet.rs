@@ -166,4 +166,43 @@ pub(super) fn render(o: &mut String, s: &Summary) {
         let _ = writeln!(o, "\n{FAULTS_INTRO}\n");
         table(o, t);
     }
+    ramp(o, s);
+}
+
+/// The warm-up's ramp per case, which the tables above leave out.
+fn ramp(o: &mut String, s: &Summary) {
+    let ramps: Vec<(&str, &crate::results::fleet::Ramp)> =
+        s.results.iter().filter_map(|r| Some((r.case.as_str(), r.fleet.as_ref()?.ramp.as_ref()?))).collect();
+    if ramps.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nThe warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with \
+`start_spread`):\n"
+    );
+    let mut t = MdTable::new(
+        o,
+        &[
+            ("case", Align::Left),
+            ("warm-up", Align::Right),
+            ("turns started", Align::Right),
+            ("of them demoted", Align::Right),
+            ("window failures", Align::Right),
+            ("held execs max", Align::Right),
+            ("requests/s, busiest step", Align::Right),
+        ],
+    );
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    for (case, r) in ramps {
+        t.row(&[
+            case.to_owned(),
+            crate::base::units::human(std::time::Duration::from_secs_f64(r.secs)),
+            r.turns_started.to_string(),
+            r.turns_demoted.to_string(),
+            r.window_failures.to_string(),
+            or_dash(r.held_execs_max.map(|v| v.to_string())),
+            or_dash(r.requests_per_sec_max.map(|v| crate::base::units::readable(v, 1))),
+        ]);
+    }
 }
