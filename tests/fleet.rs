@@ -279,3 +279,18 @@ fn the_ramp_is_reported_apart_and_demotions_stay_a_share_of_the_measured_turns()
     let r = run_case_virtual(&plain, &plain.cases[0], &env()).unwrap();
     assert_eq!(r.fleet.unwrap().ramp, None, "no warm-up, no ramp apart");
 }
+
+/// A turn promoted back and demoted again (`after_demotion = "retry"`) is one demoted turn:
+/// the demoted share is a share of turns, never past 100 %.
+#[test]
+fn a_turn_demoted_twice_is_one_demoted_turn() {
+    let text = FLEET.replace(
+        "limits = \"tight\"",
+        "limits = \"tight\"\nrunner = { strategy = \"window-exec\", after_demotion = \"retry\" }",
+    );
+    let text = text.replacen("runner = \"window-exec\"\nwriter = \"watch\"\nlimits", "writer = \"watch\"\nlimits", 1);
+    let s = Scenario::parse("retry.toml", &text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
+    let t = &r.fleet.as_ref().unwrap().turns;
+    assert!(t.demoted > 0 && t.demoted <= t.started, "{t:?}");
+}

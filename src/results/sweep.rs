@@ -172,31 +172,60 @@ impl SweepResult {
                     }
                 }
                 match best {
-                    Some((p, v)) => {
-                        self.best = Some(p.case.clone());
-                        // Points within the tie margin of the best are no worse, as measured.
-                        let ties: Vec<&str> = passing
+                    Some((least, v)) => {
+                        // Points within the tie margin of the least are no worse, as measured;
+                        // of those, the best is the one that costs least (the first cost figure
+                        // the sweep shows), so a tie is not won by holding more.
+                        let tied: Vec<&SweepPoint> = passing
                             .iter()
-                            .filter(|q| q.case != p.case)
+                            .copied()
                             .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
-                            .map(|q| q.case.as_str())
                             .collect();
+                        let cost = self
+                            .figures
+                            .iter()
+                            .enumerate()
+                            .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+                            .map(|(j, _)| j);
+                        let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
+                        let p = match cost {
+                            Some(c) => tied
+                                .iter()
+                                .copied()
+                                .min_by(|a, b| {
+                                    let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
+                                    x.total_cmp(&y)
+                                })
+                                .unwrap_or(least),
+                            None => least,
+                        };
+                        self.best = Some(p.case.clone());
+                        let objective = self.objective.as_deref().unwrap_or_default();
                         let mut text = format!(
-                            "{}: {} = {}, of the {} points that meet every gate ({of} points)",
+                            "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
                             p.case,
-                            self.objective.as_deref().unwrap_or_default(),
-                            show(metric, Some(v)),
+                            show(metric, value(p, k)),
                             passing.len()
                         );
-                        if !ties.is_empty() {
-                            text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, ties.join(", "));
+                        let others: Vec<&str> =
+                            tied.iter().filter(|q| q.case != p.case).map(|q| q.case.as_str()).collect();
+                        if p.case != least.case {
+                            text += &format!(
+                                "; within {:.0} % of the least ({}: {}), and the cheapest of the {} points that close",
+                                TIE * 100.0,
+                                least.case,
+                                show(metric, Some(v)),
+                                tied.len()
+                            );
+                        } else if !others.is_empty() {
+                            text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
                         }
                         let costs: Vec<String> = self
                             .figures
                             .iter()
                             .enumerate()
                             .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-                            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, p.figures.get(j).copied().flatten())))
+                            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
                             .collect();
                         if !costs.is_empty() {
                             text += &format!("; its cost: {}", costs.join(", "));
@@ -301,5 +330,30 @@ objective = "min idle_discovery_per_min"
         assert_eq!(r.best.as_deref(), Some("w@window=120s,idle_timeout=none"));
         assert!(r.best_text.contains("; a tie (within 5 %) with w@window=25s,idle_timeout=none"), "{}", r.best_text);
         assert!(r.best_text.ends_with("; its cost: discovery_per_min = 43"), "{}", r.best_text);
+        // The tie's cheapest point is the best, not the one that holds more for 0.1 less.
+        r.settle(|case, figures| {
+            let (_, v) = values.iter().find(|x| x.0 == case)?;
+            Some((
+                true,
+                figures
+                    .iter()
+                    .map(|m| {
+                        if *m == idle {
+                            Some(*v)
+                        } else if *m == all {
+                            Some(50.0 - v)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect(),
+            ))
+        });
+        assert_eq!(r.best.as_deref(), Some("w@window=25s,idle_timeout=none"), "{}", r.best_text);
+        assert!(
+            r.best_text.contains("within 5 % of the least (w@window=120s,idle_timeout=none: 3), and the cheapest of the 2 points that close"),
+            "{}",
+            r.best_text
+        );
     }
 }

@@ -24,6 +24,9 @@ struct Turn {
     /// Started after the warm-up: counted in `started`, so its demotion is counted too (a
     /// turn of the ramp demoted after it would make more demoted turns than started ones).
     measured: bool,
+    /// Demoted once already: a turn that is promoted back and demoted again (`after_demotion
+    /// = "retry"`) is one demoted turn, not two.
+    counted: bool,
 }
 
 /// A fleet-wide fault whose recovery is followed: struck at `from`, over at `to`.
@@ -243,7 +246,7 @@ impl Fleet {
                 if turn.active {
                     return;
                 }
-                *turn = Turn { active: true, healthy: true, demoted_at: None, measured };
+                *turn = Turn { active: true, healthy: true, demoted_at: None, measured, counted: false };
                 self.started += 1;
                 self.active.add(1, t, &mut self.t_active);
                 self.healthy.add(1, t, &mut self.t_healthy);
@@ -296,9 +299,10 @@ impl Fleet {
                     return;
                 }
                 turn.demoted_at = Some(t);
-                if turn.measured {
+                let first = !std::mem::replace(&mut turn.counted, true);
+                if first && turn.measured {
                     self.demoted_turns += 1;
-                } else {
+                } else if first {
                     // A turn of the ramp, demoted during it or after it.
                     self.ramp.get_or_insert_with(RampCounts::default).demoted += 1;
                 }

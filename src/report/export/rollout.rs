@@ -93,6 +93,9 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
             let _ =
                 writeln!(o, "## Rollout gates: where they hold\n\nOnly swept cases ran: no verdict of one envelope.");
             boundaries(o, v);
+            if let Some(r) = &v.recommendation {
+                let _ = writeln!(o, "\n{}\n", r.text);
+            }
         }
         return;
     }
@@ -198,6 +201,9 @@ pub(crate) fn console(o: &mut String, v: &Verdict, s: &Summary, note: impl Fn(&m
     if v.gates.is_empty() {
         for b in &v.boundaries {
             console_boundary(o, b, &note);
+        }
+        if let Some(r) = v.recommendation.as_ref().filter(|_| !v.boundaries.is_empty()) {
+            note(o, &r.text);
         }
         return;
     }

@@ -163,6 +163,9 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
     if v.gates.is_empty() {
         p.el("p", "", "Only swept cases ran: no verdict of one envelope; where each rollout gate holds:");
         boundaries(p, v);
+        if let Some(r) = &v.recommendation {
+            p.el("p", "", r);
+        }
         p.raw("</section>\n");
         return;
     }
