@@ -92,7 +92,13 @@ impl Verdict {
         if !judged {
             return;
         }
-        let meets = |c: &&Candidate<'_>| !c.interrupted && !c.rollout.is_empty() && c.rollout.iter().all(|g| g.pass);
+        // A change is judged on as many rollout gates as production's most judged case: a case
+        // given fewer (today's polling, judged on losses alone) meets less, not more.
+        let production = |c: &&Candidate<'_>| c.departures.is_some_and(<[String]>::is_empty);
+        let judged_on = cases.iter().filter(production).map(|c| c.rollout.len()).max().unwrap_or(0);
+        let meets = |c: &&Candidate<'_>| {
+            !c.interrupted && c.rollout.len() >= judged_on.max(1) && c.rollout.iter().all(|g| g.pass)
+        };
         let changes: Vec<Change> = if self.pass == Some(true) {
             Vec::new()
         } else {
@@ -104,7 +110,10 @@ impl Verdict {
                 })
                 .collect();
             let Some(least) = fits.iter().map(|c| c.departures.map_or(0, <[String]>::len)).min() else {
-                let tested = cases.iter().any(|c| c.departures.is_some_and(|d| !d.is_empty()));
+                let tested = cases.iter().any(|c| {
+                    !c.rollout.is_empty()
+                        && c.departures.is_some_and(|d| !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy =")))
+                });
                 let lead = if tested {
                     "no tested change of production's defaults meets every rollout gate in this run"
                 } else {
@@ -358,6 +367,8 @@ mod tests {
             case("w@window=30s", &["window = 30.00s"], 4.2, &[budget]),
             case("w@window=40s", &["window = 40.00s"], 4.9, &[budget]),
             case("follow", &["strategy = follow (a design production rejected)"], 2.0, &[budget]),
+            // Judged on no gate production was: it meets nothing.
+            case("polling", &["writer = poll"], 1.0, &[]),
         ];
         let mut v = verdict(&cases[..1]);
         let candidates: Vec<Candidate<'_>> = cases
