@@ -164,31 +164,11 @@ mod tests {
     /// minutes with no call in flight, the dir figure over every dir-minute with none.
     #[test]
     fn the_idle_budget_is_over_live_relay_time_and_the_dir_figure_over_dir_minutes() {
-        let mut end = counts(40, 10, 16, Duration::from_secs(60));
-        // 2 dirs x 10 minutes; relays alive 3 of those 20 dir-minutes, 1 of them busy.
-        end.alive_time = Duration::from_secs(180);
-        let r = requests(&Snapshots {
-            sandboxes: 2,
-            window: Duration::from_secs(600),
-            before: RequestCounts::default(),
-            after: end,
-            whole: end,
-            phases: &[],
-            at_phase_ends: &[],
-            timeline: &[],
-            step: Duration::from_secs(60),
-            visible: true,
-            busy_known: true,
-        });
-        assert_eq!((r.idle.minutes, r.idle.discovery_per_min), (19.0, 0.84), "16 over 19 dir-minutes");
-        let live = r.idle_relay.expect("measured");
-        assert_eq!((live.minutes, live.discovery_per_min), (2.0, 8.0), "16 over 2 live idle minutes");
-        // One relay alive the whole case: the two figures agree.
-        end.alive_time = Duration::from_secs(1200);
-        let r = requests(&Snapshots {
-            after: end,
-            whole: end,
-            ..Snapshots {
+        // 2 dirs x 10 minutes, 1 of them busy; 16 idle discovery requests.
+        let ten_minutes = |alive_secs: u64| {
+            let mut end = counts(40, 10, 16, Duration::from_secs(60));
+            end.alive_time = Duration::from_secs(alive_secs);
+            requests(&Snapshots {
                 sandboxes: 2,
                 window: Duration::from_secs(600),
                 before: RequestCounts::default(),
@@ -200,8 +180,15 @@ mod tests {
                 step: Duration::from_secs(60),
                 visible: true,
                 busy_known: true,
-            }
-        });
+            })
+        };
+        // Relays alive 3 of the 20 dir-minutes.
+        let r = ten_minutes(180);
+        assert_eq!((r.idle.minutes, r.idle.discovery_per_min), (19.0, 0.84), "16 over 19 dir-minutes");
+        let live = r.idle_relay.expect("measured");
+        assert_eq!((live.minutes, live.discovery_per_min), (2.0, 8.0), "16 over 2 live idle minutes");
+        // One relay alive the whole case: the two figures agree.
+        let r = ten_minutes(1200);
         assert_eq!(r.idle_relay.as_ref(), Some(&r.idle));
     }
 

@@ -309,46 +309,20 @@ objective = "min idle_discovery_per_min"
             ("w@window=25s,idle_timeout=none", 3.1),
             ("w@window=120s,idle_timeout=none", 3.0),
         ];
-        r.settle(|case, figures| {
-            let (_, v) = values.iter().find(|x| x.0 == case)?;
-            Some((
-                true,
-                figures
-                    .iter()
-                    .map(|m| {
-                        if *m == idle {
-                            Some(*v)
-                        } else if *m == all {
-                            Some(40.0 + v)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect(),
-            ))
-        });
+        // Each point's idle figure, and its discovery rate as `cost(idle)`.
+        let ran = |cost: fn(f64) -> f64| {
+            move |case: &str, figures: &[Metric]| -> Ran {
+                let (_, v) = values.iter().find(|x| x.0 == case)?;
+                let figure = |m: &Metric| (*m == idle).then_some(*v).or((*m == all).then(|| cost(*v)));
+                Some((true, figures.iter().map(figure).collect()))
+            }
+        };
+        r.settle(ran(|v| 40.0 + v));
         assert_eq!(r.best.as_deref(), Some("w@window=120s,idle_timeout=none"));
         assert!(r.best_text.contains("; a tie (within 5 %) with w@window=25s,idle_timeout=none"), "{}", r.best_text);
         assert!(r.best_text.ends_with("; its cost: discovery_per_min = 43"), "{}", r.best_text);
         // The tie's cheapest point is the best, not the one that holds more for 0.1 less.
-        r.settle(|case, figures| {
-            let (_, v) = values.iter().find(|x| x.0 == case)?;
-            Some((
-                true,
-                figures
-                    .iter()
-                    .map(|m| {
-                        if *m == idle {
-                            Some(*v)
-                        } else if *m == all {
-                            Some(50.0 - v)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect(),
-            ))
-        });
+        r.settle(ran(|v| 50.0 - v));
         assert_eq!(r.best.as_deref(), Some("w@window=25s,idle_timeout=none"), "{}", r.best_text);
         assert!(
             r.best_text.contains("within 5 % of the least (w@window=120s,idle_timeout=none: 3), and the cheapest of the 2 points that close"),

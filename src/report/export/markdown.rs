@@ -244,21 +244,12 @@ fn gates(o: &mut String, s: &Summary) {
         if !held.is_empty() {
             let _ = writeln!(o, "- ✅ **{}** invariants hold — {}", r.case, held.join(", "));
         }
-        for g in r.gates.iter().filter(|g| !(g.pass && INVARIANTS.contains(&g.expr.as_str()))) {
+        // Every other gate, then the rollout gates it was judged on, a line each.
+        let own = r.gates.iter().filter(|g| !(g.pass && INVARIANTS.contains(&g.expr.as_str()))).map(|g| (g, ""));
+        for (g, kind) in own.chain(r.rollout.iter().map(|g| (g, "rollout gate "))) {
             let _ = writeln!(
                 o,
-                "- {} **{}** `{}` — observed {}{}",
-                if g.pass { "✅" } else { "❌" },
-                r.case,
-                g.expr,
-                g.observed_text,
-                super::gate_spread(r, g.metric)
-            );
-        }
-        for g in &r.rollout {
-            let _ = writeln!(
-                o,
-                "- {} **{}** rollout gate `{}` — observed {}{}",
+                "- {} **{}** {kind}`{}` — observed {}{}",
                 if g.pass { "✅" } else { "❌" },
                 r.case,
                 g.expr,
