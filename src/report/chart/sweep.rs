@@ -44,7 +44,10 @@ fn scale(m: Metric) -> f64 {
 
 /// The x axis: which axis is drawn along it, and each of its values' positions.
 fn x_axis(s: &SweepResult) -> (usize, Vec<f64>, bool) {
-    match s.axes.iter().position(|a| a.numbers.is_some()) {
+    // The first numeric path with more than one value (a path swept over one value, such as
+    // a decision map's fleet size per sweep, makes no axis), else the first numeric one.
+    let spread = s.axes.iter().position(|a| a.numbers.as_ref().is_some_and(|n| n.len() > 1));
+    match spread.or_else(|| s.axes.iter().position(|a| a.numbers.is_some())) {
         Some(i) => {
             let xs = s.axes[i].numbers.clone().expect("numeric");
             let (lo, hi) = xs.iter().fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
@@ -200,8 +203,11 @@ impl Plot<'_> {
         }
         for (i, l) in self.lines.iter().enumerate() {
             let col = color(i);
-            chart.draw_series(LineSeries::new(l.pts.clone(), col.stroke_width(2))).map_err(e)?;
-            chart.draw_series(l.pts.iter().map(|p| Circle::new(*p, 5, col.filled()))).map_err(e)?;
+            // Earlier lines wider and their points larger: where lines have equal values, each
+            // still shows as a band around the ones drawn over it.
+            let (width, radius) = widths(i, self.lines.len());
+            chart.draw_series(LineSeries::new(l.pts.clone(), col.stroke_width(width))).map_err(e)?;
+            chart.draw_series(l.pts.iter().map(|p| Circle::new(*p, radius, col.filled()))).map_err(e)?;
             if let Some(b) = &l.best {
                 chart.draw_series([Circle::new(*b, 11, BLACK.stroke_width(2))]).map_err(e)?;
             }
@@ -215,10 +221,27 @@ impl Plot<'_> {
     }
 }
 
+/// Line `i` of `n`'s stroke width and point radius: 2 and 5 for the last, 3 and 2 more for
+/// each line before it (up to a band of 4 lines), so coinciding lines do not hide each other.
+fn widths(i: usize, n: usize) -> (u32, i32) {
+    let under = n.saturating_sub(i + 1).min(4) as u32;
+    (2 + 3 * under, 5 + 2 * under as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scenario::Scenario;
+
+    /// Lines with equal values do not hide each other: each earlier one is drawn wider, so it
+    /// shows around the ones over it.
+    #[test]
+    fn lines_with_equal_values_each_stay_visible() {
+        let w: Vec<(u32, i32)> = (0..3).map(|i| widths(i, 3)).collect();
+        assert_eq!(w, [(8, 9), (5, 7), (2, 5)]);
+        assert!(w.windows(2).all(|p| p[0].0 > p[1].0 && p[0].1 > p[1].1));
+        assert_eq!(widths(0, 1), (2, 5), "one line, the plain width");
+    }
 
     #[test]
     fn the_x_axis_is_the_numeric_option_on_a_log_scale_past_a_decade() {
@@ -239,5 +262,11 @@ mod tests {
                 .sweeps[0],
         );
         assert_eq!(x_axis(&names), (0, vec![0.0, 1.0], false), "values that are not all numbers, in order");
+        let one = crate::scenario::sweep::swept_scenario(
+            r#"sweep = { "workload.sandboxes" = [1000], "runner.window" = ["5s", "25s"] }
+"#,
+        );
+        let one = SweepResult::of(&Scenario::parse("s.toml", &one).unwrap().sweeps[0]);
+        assert_eq!(x_axis(&one).0, 1, "a path swept over one value is no axis");
     }
 }
