@@ -80,6 +80,12 @@ pub struct Candidate<'a> {
     pub rollout: &'a [GateResult],
 }
 
+/// Departures that change production's defaults: some, and none a change of design
+/// (`strategy = ...`, a different relay rather than other settings of this one).
+fn changes_defaults(d: &[String]) -> bool {
+    !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy ="))
+}
+
 /// At most this many changes are named.
 const CHANGES_NAMED: usize = 6;
 
@@ -102,18 +108,10 @@ impl Verdict {
         let changes: Vec<Change> = if self.pass == Some(true) {
             Vec::new()
         } else {
-            let fits: Vec<&Candidate<'_>> = cases
-                .iter()
-                .filter(meets)
-                .filter(|c| {
-                    c.departures.is_some_and(|d| !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy =")))
-                })
-                .collect();
+            let fits: Vec<&Candidate<'_>> =
+                cases.iter().filter(meets).filter(|c| c.departures.is_some_and(changes_defaults)).collect();
             let Some(least) = fits.iter().map(|c| c.departures.map_or(0, <[String]>::len)).min() else {
-                let tested = cases.iter().any(|c| {
-                    !c.rollout.is_empty()
-                        && c.departures.is_some_and(|d| !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy =")))
-                });
+                let tested = cases.iter().any(|c| !c.rollout.is_empty() && c.departures.is_some_and(changes_defaults));
                 let lead = if tested {
                     "no tested change of production's defaults meets every rollout gate in this run"
                 } else {

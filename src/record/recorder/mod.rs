@@ -227,11 +227,11 @@ impl Recorder {
                 self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::Response)
             }
             EventKind::AnsweringUnread => {
-                // Known by its file id: the read failed for the call in flight it names.
-                if let Some((k, call)) = self.pairing.resolve_file(ev.sandbox, &ev.call) {
-                    self.causes.read_failed(k, ev.sandbox, &call);
-                }
-                self.pairing.observe(key, ev.sandbox, &ev.call, PairEvent::ResponseByFile)
+                // Known by its file id: the read failed for the call in flight it names, which
+                // this answer closes (a file no writer requested pairs with nothing).
+                let Some((k, call)) = self.pairing.resolve_file(ev.sandbox, &ev.call) else { return };
+                self.causes.read_failed(k, ev.sandbox, &call);
+                self.pairing.observe(k, ev.sandbox, &call, PairEvent::Response)
             }
             EventKind::Writer(w) => {
                 self.count(w);
