@@ -267,7 +267,8 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
     let (px, py) = chart.plotting_area().get_pixel_range();
     let area = (px.start, py.start, px.end - px.start, py.end - py.start);
     let offsets = place(&pixels, &names, area);
-    for ((p, c), (dx, dy)) in pts.iter().zip(&at).zip(offsets) {
+    let radii = radii(&pixels);
+    for (((p, c), (dx, dy)), r) in pts.iter().zip(&at).zip(offsets).zip(radii) {
         let col = color(p.i);
         let mark = if meets(p) { col.filled() } else { col.stroke_width(3) };
         let lead = (dy + LABEL as i32 / 2).abs() > LABEL as i32;
@@ -277,13 +278,24 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             (dx + label_width(p.case.name.as_str()) + 2, dy + LABEL as i32 / 2)
         };
         let leader: Vec<(i32, i32)> = if lead { vec![(0, 0), tip] } else { Vec::new() };
+        // The label and its leader in the point's colour, darkened to read as text: a crowd's
+        // labels are told apart by colour, not only by where their lines run.
+        let dark = |c: u8| (u16::from(c) * 3 / 4) as u8;
+        let ink = RGBColor(dark(col.0), dark(col.1), dark(col.2));
         let el = EmptyElement::at(*c)
-            + PathElement::new(leader, RGBColor(80, 80, 80).stroke_width(1))
-            + Circle::new((0, 0), 6, mark)
-            + Text::new(p.case.name.clone(), (dx, dy), ("sans-serif", LABEL).into_font().color(&BLACK));
+            + PathElement::new(leader, ink.stroke_width(1))
+            + Circle::new((0, 0), r, mark)
+            + Text::new(p.case.name.clone(), (dx, dy), ("sans-serif", LABEL).into_font().color(&ink));
         chart.draw_series(std::iter::once(el)).map_err(e)?;
     }
     Ok(())
+}
+
+/// Each marker's radius: 6 pixels, and 3 more for every later point drawn over it (within
+/// a marker's width), so points that coincide stay visible as rings around each other.
+fn radii(at: &[(i32, i32)]) -> Vec<u32> {
+    let near = |a: (i32, i32), b: (i32, i32)| (a.0 - b.0).abs() < 12 && (a.1 - b.1).abs() < 12;
+    (0..at.len()).map(|k| 6 + 3 * at[k + 1..].iter().filter(|&&b| near(at[k], b)).count() as u32).collect()
 }
 
 /// The legend's items laid out in rows across `width`: each row's (x, item).
@@ -354,6 +366,14 @@ mod tests {
         assert!(Decision.size(&run).is_some());
         let one = RunData { scenario: "s".into(), cases: run.cases.into_iter().take(1).collect(), sweeps: Vec::new() };
         assert!(Decision.size(&one).is_none(), "one case is no comparison");
+    }
+
+    #[test]
+    fn points_that_coincide_are_drawn_as_rings_around_each_other() {
+        let at = [(500, 300), (504, 302), (498, 299), (900, 100)];
+        assert_eq!(radii(&at), vec![12, 9, 6, 6], "each later point drawn inside the earlier ones");
+        let r = radii(&at[..3]);
+        assert!(r.windows(2).all(|w| w[0] > w[1]), "{r:?}");
     }
 
     #[test]

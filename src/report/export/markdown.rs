@@ -99,7 +99,7 @@ impl Markdown {
         latency(&mut o, s);
         calls_and_requests(&mut o, s);
         super::aside::causes(&mut o, s);
-        faults(&mut o, s);
+        super::aside::faults(&mut o, s);
         super::fleet::render(&mut o, s);
         charts(&mut o, s);
         cases(&mut o, s);
@@ -264,6 +264,9 @@ fn gates(o: &mut String, s: &Summary) {
 fn latency(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "\n## Latency distributions\n");
     let _ = writeln!(o, "Completion is timed from each call's intended start (open loop); `completion (uncorrected)` from its actual start; relay overhead is uncorrected completion minus handler time.\n");
+    if let Some(note) = warmup_note(s) {
+        let _ = writeln!(o, "{note}\n");
+    }
     let mut t = MdTable::new(
         o,
         &[("case", L), ("measure", L), ("samples", R), ("p50", R), ("p90", R), ("p99", R), ("p99.9", R), ("max", R)],
@@ -283,6 +286,28 @@ fn latency(o: &mut String, s: &Summary) {
     if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p90", "p99", "p999"]) {
         let _ = writeln!(o, "\n{THIN_NOTE}");
     }
+}
+
+/// Why a case's samples are fewer than its calls: the warm-up's calls are run and counted
+/// among the calls, not measured. `None` when no case had any.
+fn warmup_note(s: &Summary) -> Option<String> {
+    let cases: Vec<(&str, u64)> =
+        s.results.iter().filter(|r| r.calls.warmup > 0).map(|r| (r.case.as_str(), r.calls.warmup)).collect();
+    let counts = match cases.as_slice() {
+        [] => return None,
+        [(_, n), rest @ ..] if rest.iter().all(|(_, m)| m == n) && s.results.len() == cases.len() => {
+            format!("{n} a case")
+        }
+        few if few.len() <= 4 => few.iter().map(|(c, n)| format!("{c} {n}")).collect::<Vec<_>>().join(", "),
+        many => {
+            let (lo, hi) = many.iter().fold((u64::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
+            format!("from {lo} to {hi} a case; summary.json's `calls.warmup` has each")
+        }
+    };
+    Some(format!(
+        "Samples leave out the warm-up's calls: they are run, and counted among a case's calls in the results \
+         table, but not measured ({counts})."
+    ))
 }
 
 /// How calls ended, and the request rates.
@@ -347,75 +372,7 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
             if visible { kinds.join(", ") } else { "-".into() },
         ]);
     }
-    daemon_log(o, s);
-}
-
-/// For the cases on a real daemon: every request it saw, the runner's over the whole case
-/// and relay-bench's own, so its log reconciles with the report.
-fn daemon_log(o: &mut String, s: &Summary) {
-    let named = |k: &crate::sandbox::host::ByKind| -> String {
-        let v: Vec<String> = k.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-        if v.is_empty() {
-            "none".into()
-        } else {
-            v.join(", ")
-        }
-    };
-    let real: Vec<_> = s.results.iter().filter(|r| !r.requests.bench_requests.is_empty()).collect();
-    if real.is_empty() {
-        return;
-    }
-    let _ = writeln!(o, "
-Every request a case's daemons saw: the runners' over the whole case (the window's above, plus the stale sweep before it and what the runners did while they stopped), and relay-bench's own (its checks before the run and its in-sandbox side: in no rate; docs/measures.md names each one's route).
-");
-    let mut t = MdTable::new(o, &[("case", L), ("runners' requests, whole case", L), ("relay-bench's own", L)]);
-    for r in real {
-        let q = &r.requests;
-        t.row(&[r.case.clone(), named(&q.whole_case_by_kind), named(&q.bench_requests)]);
-    }
-}
-
-/// One row per fault of the schedule.
-fn faults(o: &mut String, s: &Summary) {
-    if s.results.iter().any(|r| !r.faults.is_empty()) {
-        let _ = writeln!(o, "\n## Faults\n");
-        let _ = writeln!(
-            o,
-            "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
-            crate::base::units::human(crate::scenario::fault::AFTERMATH)
-        );
-        let mut t = MdTable::new(
-            o,
-            &[
-                ("case", L),
-                ("fault", L),
-                ("sandbox", R),
-                ("struck / ended", L),
-                ("detected (after)", L),
-                ("recovery", L),
-                ("calls touched: answered / failed", L),
-                ("worst pickup", R),
-                ("ok", L),
-            ],
-        );
-        for r in &s.results {
-            for f in &r.faults {
-                let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
-                let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
-                t.row(&[
-                    r.case.clone(),
-                    format!("`{}`", f.kind),
-                    f.sandbox.to_string(),
-                    format!("{:.1} s / {:.1} s", f.at_secs, f.until_secs),
-                    format!("{}{after}", f.detected),
-                    format!("{}{stop}", f.recovery),
-                    format!("{}: {} / {}", f.calls, f.answered, f.failed),
-                    f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
-                    (if f.ok { "✅" } else { "❌" }).to_owned(),
-                ]);
-            }
-        }
-    }
+    super::aside::daemon_log(o, s);
 }
 
 /// The charts drawn beside this file, linked when they will exist.
@@ -536,6 +493,28 @@ mod tests {
         check_tables(&md).unwrap_or_else(|e| panic!("{e}:\n{md}"));
         let console = String::from_utf8(crate::report::export::Table.render(&s)).unwrap();
         assert!(console.contains(&format!("{}: median of 3 repeats (min–max): ", r.case)), "{console}");
+    }
+
+    #[test]
+    fn the_warm_ups_calls_are_said_beside_the_samples_that_leave_them_out() {
+        let mut s = realistic();
+        for r in &mut s.results {
+            r.calls.warmup = 0;
+        }
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(!md.contains("warm-up's calls"), "no warm-up, no note: {md}");
+        for r in &mut s.results {
+            r.calls.warmup = 18;
+        }
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains("but not measured (18 a case)."), "{md}");
+        s.results[0].calls.warmup = 7;
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(s.results.len() > 4 && md.contains("(from 7 to 18 a case; summary.json's"), "a range past four: {md}");
+        s.results.truncate(2);
+        let first = s.results[0].case.clone();
+        let md = String::from_utf8(Markdown.render(&s)).unwrap();
+        assert!(md.contains(&format!("but not measured ({first} 7, ")), "each case named when they differ: {md}");
     }
 
     #[test]
