@@ -8,17 +8,15 @@ use std::time::Duration;
 
 use crate::app::console;
 use crate::app::points::Job;
-use crate::base::fsio::{read_bounded, Bound};
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
-use crate::report::export::hdr::HLOG;
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
 use crate::results::summary::repeats::combine;
-use crate::results::summary::{CaseResult, Summary, MAX_SUMMARY_BYTES, SCHEMA_VERSION};
+use crate::results::summary::{CaseResult, Summary, SCHEMA_VERSION};
 use crate::results::sweep::SweepResult;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 
@@ -107,76 +105,15 @@ pub async fn run_scenario(
     if let Some(o) = &s.overrides {
         say(&format!("{}: overridden: {}", s.name, o.given.join(" ")));
     }
-    say(&format!("{}: estimate {}", s.name, s.estimate().describe()));
-    let environment = Environment::probe(&opts.relay_root);
-    if environment.build == "debug" {
-        say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
-    }
-    // The machine's floor means nothing to a scenario whose every case runs in virtual time.
-    let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
-        say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
-        match calibrate(&opts.relay_root, 200).await {
-            Ok(c) => Some(c),
-            Err(e) => {
-                say(&format!("calibration failed, reported as not measured: {e}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let mut summary = Summary {
-        schema_version: SCHEMA_VERSION,
-        tool: Summary::tool(),
-        scenario: s.name.clone(),
-        scenario_origin: s.origin.clone(),
-        description: s.description.clone(),
-        started_at: started_at.to_owned(),
-        environment,
-        calibration,
-        results: Vec::new(),
-        cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
-        sweeps: s.sweeps.iter().map(SweepResult::of).collect(),
-        baseline: s.baseline.clone(),
-        overrides: s.overrides.clone(),
-        verdict: Some(Default::default()),
-        interrupted: false,
-        pass: false,
-    };
+    let mut summary = open_summary(s, opts, started_at, &say).await;
     publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
-    // A live bar redrawn in place when stderr is a terminal; off otherwise and with --quiet.
-    let tty = !opts.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let progress: Progress = if tty {
-        Some(Arc::new(|line: &str| {
-            let line: String = line.chars().take(99).collect();
-            console::err_raw(&format!("\r\x1b[2K{line}"));
-        }))
-    } else {
-        None
-    };
+    let (progress, tty) = progress_bar(opts.quiet);
     let clear_bar = || {
         if tty {
             console::err_raw("\r\x1b[2K");
         }
     };
-    // One event log per run directory: every case appends its lines (or its section).
-    let plan =
-        if opts.no_event_log { None } else { Some(crate::app::logplan::plan(s, opts.event_log, opts.max_event_log)?) };
-    if let Some(p) = plan.filter(|p| p.compact) {
-        say(&format!("event log: events.bin (compact, about {:.0} MB by the planned calls)", p.estimate as f64 / 1e6));
-    }
-    let event_log = plan.map(|p| opts.out_dir.join(p.file_name()));
-    if let Some(log) = &event_log {
-        std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
-    }
-    let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
-    if let Some(p) = &calls_csv {
-        let _ = std::fs::remove_file(p);
-        let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
-        if calls > 100_000 {
-            say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
-        }
-    }
+    let (event_log, calls_csv) = open_logs(s, opts, &say)?;
     let env = CaseEnv {
         calls_csv,
         event_log,
@@ -322,6 +259,88 @@ pub async fn run_scenario(
     Ok(summary)
 }
 
+/// The run's first report: where and how it runs, this machine's floor when a real-clock
+/// case needs it, every case still to run.
+async fn open_summary(s: &Scenario, opts: &RunOptions, started_at: &str, say: &impl Fn(&str)) -> Summary {
+    say(&format!("{}: estimate {}", s.name, s.estimate().describe()));
+    let environment = Environment::probe(&opts.relay_root);
+    if environment.build == "debug" {
+        say("warning: this is a debug build; use `cargo run --release` for numbers worth quoting");
+    }
+    // The machine's floor means nothing to a scenario whose every case runs in virtual time.
+    let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
+        say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
+        match calibrate(&opts.relay_root, 200).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                say(&format!("calibration failed, reported as not measured: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: Summary::tool(),
+        scenario: s.name.clone(),
+        scenario_origin: s.origin.clone(),
+        description: s.description.clone(),
+        started_at: started_at.to_owned(),
+        environment,
+        calibration,
+        results: Vec::new(),
+        cases_not_run: s.cases.iter().map(|c| c.name.clone()).collect(),
+        sweeps: s.sweeps.iter().map(SweepResult::of).collect(),
+        baseline: s.baseline.clone(),
+        overrides: s.overrides.clone(),
+        verdict: Some(Default::default()),
+        interrupted: false,
+        pass: false,
+    }
+}
+
+/// The live bar, redrawn in place when stderr is a terminal (off otherwise and with
+/// `--quiet`), and whether it is on.
+fn progress_bar(quiet: bool) -> (Progress, bool) {
+    let tty = !quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress: Progress = tty.then(|| {
+        Arc::new(|line: &str| {
+            let line: String = line.chars().take(99).collect();
+            console::err_raw(&format!("\r\x1b[2K{line}"));
+        }) as Arc<dyn Fn(&str) + Send + Sync>
+    });
+    (progress, tty)
+}
+
+/// The event log (one per run directory: every case appends its lines, or its section) and
+/// calls.csv, each made empty when the run writes it.
+fn open_logs(
+    s: &Scenario,
+    opts: &RunOptions,
+    say: &impl Fn(&str),
+) -> Result<(Option<PathBuf>, Option<PathBuf>), BenchError> {
+    // One event log per run directory: every case appends its lines (or its section).
+    let plan =
+        if opts.no_event_log { None } else { Some(crate::app::logplan::plan(s, opts.event_log, opts.max_event_log)?) };
+    if let Some(p) = plan.filter(|p| p.compact) {
+        say(&format!("event log: events.bin (compact, about {:.0} MB by the planned calls)", p.estimate as f64 / 1e6));
+    }
+    let event_log = plan.map(|p| opts.out_dir.join(p.file_name()));
+    if let Some(log) = &event_log {
+        std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
+    }
+    let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
+    if let Some(p) = &calls_csv {
+        let _ = std::fs::remove_file(p);
+        let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
+        if calls > 100_000 {
+            say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
+        }
+    }
+    Ok((event_log, calls_csv))
+}
+
 /// One case's result from its repeats run so far (taken out of `runs`), `None` when none
 /// ran: one run as it is, several combined ([`combine`]) with the seeds they ran with. A
 /// repeat an interrupt cut off before it answered a call measured nothing: left out (unless
@@ -453,117 +472,9 @@ fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)
     Ok(())
 }
 
-/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it). Every file is
-/// read as a run directory's files are ([`read_bounded`]: regular files, no link followed,
-/// capped); a link or a FIFO planted under hdr/ is refused, not followed or waited on.
-pub(crate) fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
-    fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
-        let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        crate::base::fsio::publish_file(to, &bytes)
-    }
-    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(to)?;
-        for e in std::fs::read_dir(from)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                copy_tree(&e.path(), &to.join(e.file_name()))?;
-            } else {
-                copy(&e.path(), &to.join(e.file_name()), HLOG)?;
-            }
-        }
-        Ok(())
-    }
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::create_dir_all(to)?;
-    let summary = Bound::new("a run's summary.json", MAX_SUMMARY_BYTES);
-    copy(&from.join("summary.json"), &to.join("summary.json"), summary)?;
-    if from.join("hdr").is_dir() {
-        copy_tree(&from.join("hdr"), &to.join("hdr"))?;
-    }
-    Ok(())
-}
-
-/// How many suffixes [`create_unique_dir`] tries before it gives up.
-const MAX_SUFFIX: u32 = 1000;
-
-/// Creates a new directory `parent/stem`, or `parent/stem-2`, `-3`, ... when that name is
-/// taken, and returns it. The last component is made with `create_dir`, which fails on a
-/// name that exists, so two runs started in the same second get a directory each and never
-/// share one (`parent` itself may exist).
-pub(crate) fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(parent)?;
-    for n in 1..=MAX_SUFFIX {
-        let dir = parent.join(if n == 1 { stem.to_owned() } else { format!("{stem}-{n}") });
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::AlreadyExists,
-        format!("{}/{stem} and its suffixes -2 to -{MAX_SUFFIX} all exist", parent.display()),
-    ))
-}
-
-/// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
-pub(crate) fn utc_stamps() -> (String, String) {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn run_directories_made_in_the_same_second_are_distinct() {
-        let t = tempfile::tempdir().unwrap();
-        let parent = t.path().join("reports");
-        let (_, stamp) = utc_stamps();
-        let stem = format!("{stamp}-default");
-        let a = create_unique_dir(&parent, &stem).unwrap();
-        let b = create_unique_dir(&parent, &stem).unwrap();
-        assert_eq!(a, parent.join(&stem));
-        assert_eq!(b, parent.join(format!("{stem}-2")));
-        // At once from several threads: one directory each, none shared.
-        let made: Vec<PathBuf> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| create_unique_dir(&parent, &stem).unwrap())).collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let distinct: std::collections::BTreeSet<_> = made.iter().chain([&a, &b]).collect();
-        assert_eq!(distinct.len(), 10);
-        assert!(made.iter().all(|d| d.is_dir()));
-    }
-
-    #[test]
-    fn a_baseline_copies_regular_files_only() {
-        let t = tempfile::tempdir().unwrap();
-        let (from, to) = (t.path().join("run"), t.path().join("base"));
-        std::fs::create_dir_all(from.join("hdr/c")).unwrap();
-        std::fs::write(from.join("summary.json"), "{}").unwrap();
-        std::fs::write(from.join("hdr/c/pickup.hlog"), "log").unwrap();
-        save_baseline(&from, &to).unwrap();
-        assert_eq!(std::fs::read(to.join("hdr/c/pickup.hlog")).unwrap(), b"log");
-        std::fs::remove_file(from.join("hdr/c/pickup.hlog")).unwrap();
-        std::os::unix::fs::symlink("/dev/zero", from.join("hdr/c/pickup.hlog")).unwrap();
-        let e = save_baseline(&from, &to).unwrap_err();
-        assert!(e.to_string().contains("a symbolic link, not followed here"), "{e}");
-    }
 
     #[test]
     fn a_sweeps_point_is_announced_as_the_point_it_is() {
@@ -591,13 +502,5 @@ sweep = { "runner.window" = ["10s", "25s"], "workload.sandboxes" = [1, 3] }
             "{third}"
         );
         assert!(third.contains("window 25.00s") && third.contains(", 1 sandboxes,"), "{third}");
-    }
-
-    #[test]
-    fn stamps_look_right() {
-        let (iso, compact) = utc_stamps();
-        assert_eq!(iso.len(), 20);
-        assert!(iso.starts_with("20") && iso.ends_with('Z'));
-        assert_eq!(compact.len(), 16);
     }
 }

@@ -17,9 +17,12 @@ use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use crate::base::fsio::{read_bounded, Bound};
 use crate::base::protocol::TMP_MARKER;
+use crate::report::export::hdr::HLOG;
 use crate::report::output::Dest;
 use crate::report::publish::OUTPUTS;
+use crate::results::summary::MAX_SUMMARY_BYTES;
 
 /// The file that marks a run directory and holds its lock.
 pub(crate) const MARKER: &str = ".relay-bench-run";
@@ -190,6 +193,79 @@ fn clear_run_dir(dir: &Path, removed: &mut Vec<PathBuf>) -> Result<(), OutDirErr
     Ok(())
 }
 
+/// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it). Every file is
+/// read as a run directory's files are ([`read_bounded`]: regular files, no link followed,
+/// capped); a link or a FIFO planted under hdr/ is refused, not followed or waited on.
+pub(crate) fn save_baseline(from: &Path, to: &Path) -> std::io::Result<()> {
+    fn copy(from: &Path, to: &Path, bound: Bound) -> std::io::Result<()> {
+        let bytes = read_bounded(from, bound).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        crate::base::fsio::publish_file(to, &bytes)
+    }
+    fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for e in std::fs::read_dir(from)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()))?;
+            } else {
+                copy(&e.path(), &to.join(e.file_name()), HLOG)?;
+            }
+        }
+        Ok(())
+    }
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    let summary = Bound::new("a run's summary.json", MAX_SUMMARY_BYTES);
+    copy(&from.join("summary.json"), &to.join("summary.json"), summary)?;
+    if from.join("hdr").is_dir() {
+        copy_tree(&from.join("hdr"), &to.join("hdr"))?;
+    }
+    Ok(())
+}
+
+/// How many suffixes [`create_unique_dir`] tries before it gives up.
+const MAX_SUFFIX: u32 = 1000;
+
+/// Creates a new directory `parent/stem`, or `parent/stem-2`, `-3`, ... when that name is
+/// taken, and returns it. The last component is made with `create_dir`, which fails on a
+/// name that exists, so two runs started in the same second get a directory each and never
+/// share one (`parent` itself may exist).
+pub(crate) fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    for n in 1..=MAX_SUFFIX {
+        let dir = parent.join(if n == 1 { stem.to_owned() } else { format!("{stem}-{n}") });
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{}/{stem} and its suffixes -2 to -{MAX_SUFFIX} all exist", parent.display()),
+    ))
+}
+
+/// Now in UTC: (`2026-11-29T18:30:00Z`, `20261129T183000Z`).
+pub(crate) fn utc_stamps() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    (format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"), format!("{y:04}{m:02}{d:02}T{h:02}{mi:02}{s:02}Z"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +319,48 @@ mod tests {
             std::fs::read_dir(d).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         left.sort();
         assert_eq!(left, [MARKER, "notes.txt", "photos"]);
+    }
+
+    #[test]
+    fn run_directories_made_in_the_same_second_are_distinct() {
+        let t = tempfile::tempdir().unwrap();
+        let parent = t.path().join("reports");
+        let (_, stamp) = utc_stamps();
+        let stem = format!("{stamp}-default");
+        let a = create_unique_dir(&parent, &stem).unwrap();
+        let b = create_unique_dir(&parent, &stem).unwrap();
+        assert_eq!(a, parent.join(&stem));
+        assert_eq!(b, parent.join(format!("{stem}-2")));
+        // At once from several threads: one directory each, none shared.
+        let made: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| create_unique_dir(&parent, &stem).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let distinct: std::collections::BTreeSet<_> = made.iter().chain([&a, &b]).collect();
+        assert_eq!(distinct.len(), 10);
+        assert!(made.iter().all(|d| d.is_dir()));
+    }
+
+    #[test]
+    fn a_baseline_copies_regular_files_only() {
+        let t = tempfile::tempdir().unwrap();
+        let (from, to) = (t.path().join("run"), t.path().join("base"));
+        std::fs::create_dir_all(from.join("hdr/c")).unwrap();
+        std::fs::write(from.join("summary.json"), "{}").unwrap();
+        std::fs::write(from.join("hdr/c/pickup.hlog"), "log").unwrap();
+        save_baseline(&from, &to).unwrap();
+        assert_eq!(std::fs::read(to.join("hdr/c/pickup.hlog")).unwrap(), b"log");
+        std::fs::remove_file(from.join("hdr/c/pickup.hlog")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", from.join("hdr/c/pickup.hlog")).unwrap();
+        let e = save_baseline(&from, &to).unwrap_err();
+        assert!(e.to_string().contains("a symbolic link, not followed here"), "{e}");
+    }
+
+    #[test]
+    fn stamps_look_right() {
+        let (iso, compact) = utc_stamps();
+        assert_eq!(iso.len(), 20);
+        assert!(iso.starts_with("20") && iso.ends_with('Z'));
+        assert_eq!(compact.len(), 16);
     }
 }

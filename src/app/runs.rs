@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::app::bench::{create_unique_dir, run_scenario, save_baseline, utc_stamps, BenchError, RunOptions};
+use crate::app::bench::{run_scenario, BenchError, RunOptions};
+use crate::app::outdir::{create_unique_dir, save_baseline, utc_stamps};
 use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::app::bench::{create_unique_dir, utc_stamps};
+use crate::app::outdir::{create_unique_dir, utc_stamps};
 use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::signal::Signal;
 use crate::base::units::human;

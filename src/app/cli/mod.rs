@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::app::bench::utc_stamps;
 use crate::app::capacity::{CapacityError, CapacityPlan};
 use crate::app::console;
+use crate::app::outdir::utc_stamps;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step};
 use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::base::protocol::Outcome;
@@ -436,7 +436,7 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     };
     let dir = match &lock {
         Some(l) => l.dir().to_path_buf(),
-        None => crate::app::bench::create_unique_dir(
+        None => crate::app::outdir::create_unique_dir(
             std::path::Path::new("reports"),
             &format!("{stamp}-conform-{}", side.name()),
         )

@@ -1,5 +1,5 @@
-//! summary.md's sections aside from the figures: why calls were lost or doubled, this
-//! machine's floor, and what happened along the way (breaches, degraded wakes, notices, the
+//! summary.md's sections aside from the figures: why calls were lost or doubled, the faults,
+//! a real daemon's requests, this machine's floor, and what happened along the way (breaches, degraded wakes, notices, the
 //! cases an interrupt left unrun).
 
 use std::fmt::Write;
@@ -107,6 +107,74 @@ in order; the counts of a case sum to its lost and duplicated columns above.\n"
                 c.ran_after_writer_gave_up.to_string(),
                 example(late),
             ]);
+        }
+    }
+}
+
+/// For the cases on a real daemon: every request it saw, the runner's over the whole case
+/// and relay-bench's own, so its log reconciles with the report.
+pub(super) fn daemon_log(o: &mut String, s: &Summary) {
+    let named = |k: &crate::sandbox::host::ByKind| -> String {
+        let v: Vec<String> = k.0.iter().filter(|(_, n)| *n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    };
+    let real: Vec<_> = s.results.iter().filter(|r| !r.requests.bench_requests.is_empty()).collect();
+    if real.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "
+Every request a case's daemons saw: the runners' over the whole case (the window's above, plus the stale sweep before it and what the runners did while they stopped), and relay-bench's own (its checks before the run and its in-sandbox side: in no rate; docs/measures.md names each one's route).
+");
+    let mut t = MdTable::new(o, &[("case", L), ("runners' requests, whole case", L), ("relay-bench's own", L)]);
+    for r in real {
+        let q = &r.requests;
+        t.row(&[r.case.clone(), named(&q.whole_case_by_kind), named(&q.bench_requests)]);
+    }
+}
+
+/// One row per fault of the schedule.
+pub(super) fn faults(o: &mut String, s: &Summary) {
+    if s.results.iter().any(|r| !r.faults.is_empty()) {
+        let _ = writeln!(o, "\n## Faults\n");
+        let _ = writeln!(
+            o,
+            "Calls touched: calls whose life overlapped the fault or the {} after it.\n",
+            crate::base::units::human(crate::scenario::fault::AFTERMATH)
+        );
+        let mut t = MdTable::new(
+            o,
+            &[
+                ("case", L),
+                ("fault", L),
+                ("sandbox", R),
+                ("struck / ended", L),
+                ("detected (after)", L),
+                ("recovery", L),
+                ("calls touched: answered / failed", L),
+                ("worst pickup", R),
+                ("ok", L),
+            ],
+        );
+        for r in &s.results {
+            for f in &r.faults {
+                let after = f.detected_after_ms.map_or(String::new(), |ms| format!(" ({})", us(ms * 1000.0)));
+                let stop = f.stop_ms.map_or(String::new(), |ms| format!("; stop() took {}", us(ms * 1000.0)));
+                t.row(&[
+                    r.case.clone(),
+                    format!("`{}`", f.kind),
+                    f.sandbox.to_string(),
+                    format!("{:.1} s / {:.1} s", f.at_secs, f.until_secs),
+                    format!("{}{after}", f.detected),
+                    format!("{}{stop}", f.recovery),
+                    format!("{}: {} / {}", f.calls, f.answered, f.failed),
+                    f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
+                    (if f.ok { "✅" } else { "❌" }).to_owned(),
+                ]);
+            }
         }
     }
 }

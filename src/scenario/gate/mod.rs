@@ -3,6 +3,7 @@
 //! each case's result. A gate whose metric has no samples fails and says so.
 
 mod error;
+mod fleet;
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,7 @@ use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
 pub use error::{GateError, MetricError, Unknown};
+pub use fleet::{FleetGauge, FleetMetric, GaugeStat, FLEET};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).
@@ -22,153 +24,6 @@ pub enum Metric {
     VsBaseline(Ratio),
     /// A figure of the fleet: the remote side's gauges, rates and limits, and the turns.
     Fleet(FleetMetric),
-}
-
-/// A gauge of the fleet, over a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FleetGauge {
-    /// Execs held at once by the organisation (all sandboxes).
-    HeldExecs,
-    /// ... by one sandbox (pooled over sandboxes).
-    SandboxHeldExecs,
-    InFlight,
-    SandboxInFlight,
-    Connections,
-    SandboxConnections,
-    /// Agent turns under way at once.
-    ActiveTurns,
-}
-
-/// A statistic of a gauge (time-weighted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GaugeStat {
-    Max,
-    P99,
-    P50,
-    Mean,
-}
-
-/// A figure of the fleet a gate can read: `fleet.<name>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FleetMetric {
-    Gauge(FleetGauge, GaugeStat),
-    /// The organisation's requests per second: its busiest second, ten seconds, the mean.
-    PeakRequestsPerSec1s,
-    PeakRequestsPerSec10s,
-    MeanRequestsPerSec,
-    Rejected,
-    Queued,
-    Cut,
-    QueueWaitP99Ms,
-    TurnsStarted,
-    TurnsDemoted,
-    /// Demoted turns as a share of turns started (%).
-    TurnsDemotedPct,
-    /// Time demoted turns spent in fallback polling, summed (s).
-    FallbackSecs,
-    /// Windows (or followed streams) that failed: rejected, cut, timed out, exited non-zero.
-    WindowFailures,
-    /// The longest recovery to 95 % healthy turns after a fleet-wide fault (s; a fleet that
-    /// did not recover has no value, and its gate fails).
-    RecoverySecs,
-    /// The organisation's most held execs over its held-exec limit.
-    HeldExecsUtilisation,
-    /// Seconds of held exec per sandbox per minute.
-    HeldExecSecsPerMin,
-}
-
-impl FleetGauge {
-    const ALL: [FleetGauge; 7] = [
-        FleetGauge::HeldExecs,
-        FleetGauge::SandboxHeldExecs,
-        FleetGauge::InFlight,
-        FleetGauge::SandboxInFlight,
-        FleetGauge::Connections,
-        FleetGauge::SandboxConnections,
-        FleetGauge::ActiveTurns,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FleetGauge::HeldExecs => "held_execs",
-            FleetGauge::SandboxHeldExecs => "sandbox_held_execs",
-            FleetGauge::InFlight => "in_flight",
-            FleetGauge::SandboxInFlight => "sandbox_in_flight",
-            FleetGauge::Connections => "connections",
-            FleetGauge::SandboxConnections => "sandbox_connections",
-            FleetGauge::ActiveTurns => "active_turns",
-        }
-    }
-}
-
-impl GaugeStat {
-    const ALL: [GaugeStat; 4] = [GaugeStat::Max, GaugeStat::P99, GaugeStat::P50, GaugeStat::Mean];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            GaugeStat::Max => "max",
-            GaugeStat::P99 => "p99",
-            GaugeStat::P50 => "p50",
-            GaugeStat::Mean => "mean",
-        }
-    }
-}
-
-/// The prefix of a fleet figure's name.
-pub const FLEET: &str = "fleet";
-
-impl FleetMetric {
-    const PLAIN: [FleetMetric; 14] = [
-        FleetMetric::PeakRequestsPerSec1s,
-        FleetMetric::PeakRequestsPerSec10s,
-        FleetMetric::MeanRequestsPerSec,
-        FleetMetric::Rejected,
-        FleetMetric::Queued,
-        FleetMetric::Cut,
-        FleetMetric::QueueWaitP99Ms,
-        FleetMetric::TurnsStarted,
-        FleetMetric::TurnsDemoted,
-        FleetMetric::TurnsDemotedPct,
-        FleetMetric::FallbackSecs,
-        FleetMetric::WindowFailures,
-        FleetMetric::RecoverySecs,
-        FleetMetric::HeldExecsUtilisation,
-    ];
-
-    /// Every fleet figure, gauges first.
-    pub fn all() -> Vec<FleetMetric> {
-        let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
-        gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).collect()
-    }
-
-    /// The name after `fleet.`.
-    pub fn name(self) -> String {
-        match self {
-            FleetMetric::Gauge(g, s) => format!("{}.{}", g.name(), s.name()),
-            FleetMetric::PeakRequestsPerSec1s => "requests_per_sec.peak_1s".into(),
-            FleetMetric::PeakRequestsPerSec10s => "requests_per_sec.peak_10s".into(),
-            FleetMetric::MeanRequestsPerSec => "requests_per_sec.mean".into(),
-            FleetMetric::Rejected => "rejected".into(),
-            FleetMetric::Queued => "queued".into(),
-            FleetMetric::Cut => "cut".into(),
-            FleetMetric::QueueWaitP99Ms => "queue_wait_p99_ms".into(),
-            FleetMetric::TurnsStarted => "turns_started".into(),
-            FleetMetric::TurnsDemoted => "turns_demoted".into(),
-            FleetMetric::TurnsDemotedPct => "turns_demoted_pct".into(),
-            FleetMetric::FallbackSecs => "fallback_secs".into(),
-            FleetMetric::WindowFailures => "window_failures".into(),
-            FleetMetric::RecoverySecs => "recovery_secs".into(),
-            FleetMetric::HeldExecsUtilisation => "held_execs_utilisation".into(),
-            FleetMetric::HeldExecSecsPerMin => "held_exec_secs_per_min".into(),
-        }
-    }
-
-    fn parse(rest: &str) -> Result<FleetMetric, MetricError> {
-        FleetMetric::all().into_iter().find(|m| m.name() == rest).ok_or_else(|| {
-            let names: Vec<String> = FleetMetric::all().iter().map(|m| format!("{FLEET}.{}", m.name())).collect();
-            MetricError::new(Unknown::FleetFigure(rest.to_owned()), names.join(", "))
-        })
-    }
 }
 
 /// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value

@@ -27,62 +27,17 @@ use tokio::time::Instant;
 
 mod limits;
 mod rates;
+mod state;
 
 pub use limits::{case_limits, parse_limits, Caps, Limits, NamedLimits, OnLimit, Rate, Refusal};
 pub use rates::RateStats;
 
 use limits::Side;
+use state::{SandboxState, State, Tallies};
 
 use super::Kind;
 use crate::base::gauge::{GaugeStats, Level, Tally};
 use crate::base::units::{new_histogram, record};
-
-/// One sandbox's gauges and connection pool.
-#[derive(Debug)]
-struct SandboxState {
-    side: Side,
-    in_flight: Level,
-    held: Level,
-    conns: Level,
-    /// When each idle pooled connection went idle (most recent last).
-    idle: Vec<Instant>,
-}
-
-/// The organisation's gauges and counters.
-#[derive(Debug)]
-struct State {
-    side: Side,
-    sandboxes: Vec<SandboxState>,
-    in_flight: Level,
-    held: Level,
-    conns: Level,
-    /// Pooled over sandboxes (the per-sandbox distributions), and the organisation's own.
-    tallies: Tallies,
-    /// Requests per second since `start`, by kind.
-    per_sec: Vec<[u32; 7]>,
-    start: Instant,
-    rejected: u64,
-    queued: u64,
-    cut: u64,
-    queue_wait: Histogram<u64>,
-    /// The latency legs the organisation's emulated daemons paid (ns).
-    legs: Histogram<u64>,
-    /// When each idle connection is due to close, and whose (in time order), for the sweep.
-    expiries: std::collections::VecDeque<(Instant, usize)>,
-    sweeping: bool,
-    /// The connection gauges count real connections ([`Org::connect`]), not a modelled pool.
-    real_conns: bool,
-}
-
-#[derive(Debug, Default, Clone)]
-struct Tallies {
-    sb_in_flight: Tally,
-    sb_held: Tally,
-    sb_conns: Tally,
-    in_flight: Tally,
-    held: Tally,
-    conns: Tally,
-}
 
 /// The organisation of a case: every sandbox's requests pass through it.
 #[derive(Debug)]
@@ -412,73 +367,6 @@ async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
 
 fn too_many(r: Refusal) -> std::io::Error {
     std::io::Error::other(format!("429 too many requests: the {} limit is reached", r.what()))
-}
-
-impl State {
-    fn count(&mut self, kind: Kind, at: Instant) {
-        let sec = at.saturating_duration_since(self.start).as_secs() as usize;
-        if self.per_sec.len() <= sec {
-            self.per_sec.resize(sec + 1, [0; 7]);
-        }
-        self.per_sec[sec][kind as usize] += 1;
-    }
-
-    /// Takes a place under the sandbox's caps and the organisation's, or neither.
-    fn take(&mut self, i: usize, held: bool, now: Instant) -> Result<(), Refusal> {
-        self.sandboxes[i].side.try_take(held, now)?;
-        if let Err(r) = self.side.try_take(held, now) {
-            self.sandboxes[i].side.give_back(held);
-            return Err(r);
-        }
-        Ok(())
-    }
-
-    /// Closes the sandbox's idle connections that outlived the keep-alive, at the moment
-    /// they did (at the latest, `now`).
-    fn prune(&mut self, i: usize, now: Instant, keepalive: Duration) {
-        let sb = &mut self.sandboxes[i];
-        while sb.idle.first().is_some_and(|t| *t + keepalive <= now) {
-            let at = sb.idle.remove(0) + keepalive;
-            sb.conns.sub(1, at.min(now), &mut self.tallies.sb_conns);
-            self.conns.sub(1, at.min(now), &mut self.tallies.conns);
-        }
-    }
-
-    fn opened(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
-        self.prune(i, now, keepalive);
-        let modelled = !self.real_conns;
-        let t = &mut self.tallies;
-        let sb = &mut self.sandboxes[i];
-        sb.in_flight.add(1, now, &mut t.sb_in_flight);
-        self.in_flight.add(1, now, &mut t.in_flight);
-        if held {
-            sb.held.add(1, now, &mut t.sb_held);
-            self.held.add(1, now, &mut t.held);
-        }
-        if modelled && sb.idle.pop().is_none() {
-            sb.conns.add(1, now, &mut t.sb_conns);
-            self.conns.add(1, now, &mut t.conns);
-        }
-    }
-
-    fn closed(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
-        if !self.real_conns {
-            self.expiries.push_back((now + keepalive, i));
-        }
-        self.side.give_back(held);
-        let t = &mut self.tallies;
-        let sb = &mut self.sandboxes[i];
-        sb.side.give_back(held);
-        sb.in_flight.sub(1, now, &mut t.sb_in_flight);
-        self.in_flight.sub(1, now, &mut t.in_flight);
-        if held {
-            sb.held.sub(1, now, &mut t.sb_held);
-            self.held.sub(1, now, &mut t.held);
-        }
-        if !self.real_conns {
-            sb.idle.push(now);
-        }
-    }
 }
 
 /// One timeline sample of the organisation.

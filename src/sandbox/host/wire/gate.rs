@@ -224,55 +224,8 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
         let now = Instant::now();
         let _ = tx.send(Down { sent: now, due: now, bytes: Vec::new(), ends: Some(ticket), last: true });
     };
-    let down_write = async {
-        while let Some(d) = down_rx.recv().await {
-            shared.cross(d.sent, d.due).await;
-            if cw.write_all(&d.bytes).await.is_err() {
-                break;
-            }
-            if let Some(ticket) = d.ends {
-                // The response's last byte has crossed back: its place is given back.
-                drop(ticket);
-                let mut c = lock();
-                if c.waiting.is_none() {
-                    c.idle_since = Some(Instant::now());
-                }
-                drop(c);
-                changed.notify_one();
-            }
-            if d.last {
-                break;
-            }
-        }
-        let _ = cw.shutdown().await;
-    };
-    let timers = async {
-        let keepalive = gate.org.limits().keepalive;
-        loop {
-            let woken = changed.notified();
-            let now = Instant::now();
-            let next = {
-                let c = lock();
-                let idle_ends = c.idle_since.filter(|_| c.waiting.is_none()).map(|t| t + keepalive);
-                if c.cut_at.is_some_and(|t| t <= now) {
-                    return Close::Cut;
-                }
-                if idle_ends.is_some_and(|t| t <= now) {
-                    return Close::Idle;
-                }
-                c.cut_at.into_iter().chain(idle_ends).min()
-            };
-            match next {
-                Some(t) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(t) => {}
-                        _ = woken => {}
-                    }
-                }
-                None => woken.await,
-            }
-        }
-    };
+    let down_write = down_write(&mut down_rx, &mut cw, &shared, &conn, &changed);
+    let timers = timers(&conn, &changed, gate.org.limits().keepalive);
     let mut cut = shared.cut.subscribe();
     let closed = tokio::select! {
         _ = async { tokio::join!(up_read, up_write, down_read, down_write) } => None,
@@ -286,6 +239,66 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
         cw.forget();
     }
     drop(cr);
+}
+
+/// Bytes on their way back cross to the client when due; a response's end gives back the
+/// place it held, and the connection is idle again once nothing waits on it.
+async fn down_write(
+    down_rx: &mut mpsc::UnboundedReceiver<Down>,
+    cw: &mut tokio::net::tcp::OwnedWriteHalf,
+    shared: &Shared,
+    conn: &Mutex<Conn>,
+    changed: &Notify,
+) {
+    while let Some(d) = down_rx.recv().await {
+        shared.cross(d.sent, d.due).await;
+        if cw.write_all(&d.bytes).await.is_err() {
+            break;
+        }
+        if let Some(ticket) = d.ends {
+            // The response's last byte has crossed back: its place is given back.
+            drop(ticket);
+            let mut c = conn.lock().expect("connection state poisoned");
+            if c.waiting.is_none() {
+                c.idle_since = Some(Instant::now());
+            }
+            drop(c);
+            changed.notify_one();
+        }
+        if d.last {
+            break;
+        }
+    }
+    let _ = cw.shutdown().await;
+}
+
+/// Why the connection closes on a timer: a held request's idle timeout, or the keep-alive
+/// of a connection that carried nothing. Never returns while neither is due.
+async fn timers(conn: &Mutex<Conn>, changed: &Notify, keepalive: std::time::Duration) -> Close {
+    loop {
+        let woken = changed.notified();
+        let now = Instant::now();
+        let next = {
+            let c = conn.lock().expect("connection state poisoned");
+            let idle_ends = c.idle_since.filter(|_| c.waiting.is_none()).map(|t| t + keepalive);
+            if c.cut_at.is_some_and(|t| t <= now) {
+                return Close::Cut;
+            }
+            if idle_ends.is_some_and(|t| t <= now) {
+                return Close::Idle;
+            }
+            c.cut_at.into_iter().chain(idle_ends).min()
+        };
+        match next {
+            Some(t) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(t) => {}
+                    _ = woken => {}
+                }
+            }
+            None => woken.await,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
