@@ -8,6 +8,7 @@
 //! clock is the [`backend::Backend`].
 
 pub mod backend;
+pub mod capacity;
 pub mod conform;
 mod drain;
 mod drive;

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::output::{Dest, Moment, Output, Staged, WriteError};
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use crate::base::units::human_us;
-use crate::results::capacity::{CapacityReport, How, Outcome, Step};
+use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
 
 /// Every output of a capacity run, in the order they are written.
 pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
@@ -130,15 +130,27 @@ pub fn verdict(r: &CapacityReport) -> String {
 /// capacity.md, rendered from the report alone (a committed run's must re-render to itself).
 pub fn markdown(r: &CapacityReport) -> String {
     let mut md = String::new();
-    let line = |md: &mut String, s: &str| {
-        md.push_str(s);
-        md.push('\n');
-    };
     line(&mut md, "# Daemon capacity: held execs on one sandbox-agent daemon\n");
     line(&mut md, &format!("{ABOUT}\n"));
     line(&mut md, &format!("**Outcome:** {}\n", verdict(r)));
-    line(&mut md, "## Machine and daemon\n");
-    line(&mut md, "| | |\n|---|---|");
+    machine(&mut md, r);
+    steps(&mut md, r);
+    failure(&mut md, r);
+    costs(&mut md, r);
+    cleanup(&mut md, r);
+    md
+}
+
+/// One line of the document.
+fn line(md: &mut String, s: &str) {
+    md.push_str(s);
+    md.push('\n');
+}
+
+/// The machine, the daemon and its limits, and the ramp's plan.
+fn machine(md: &mut String, r: &CapacityReport) {
+    line(md, "## Machine and daemon\n");
+    line(md, "| | |\n|---|---|");
     let m = &r.machine;
     let d = &r.daemon;
     let mem = m.mem_total_kib.map_or_else(|| "unknown".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0));
@@ -170,11 +182,11 @@ pub fn markdown(r: &CapacityReport) -> String {
         ("started", format!("{} (took {:.1} s)", r.started, r.duration_ms as f64 / 1000.0)),
         ("command", format!("`{}`", r.command)),
     ] {
-        line(&mut md, &format!("| {k} | {v} |"));
+        line(md, &format!("| {k} | {v} |"));
     }
     let p = &r.ramp;
     line(
-        &mut md,
+        md,
         &format!(
             "\nSteps {} (max {}); {} probes per step; each held exec runs `{}` with timeoutMs {}; each probe \
              runs `{}` with timeoutMs {}.\n",
@@ -187,14 +199,18 @@ pub fn markdown(r: &CapacityReport) -> String {
             p.probe_timeout_ms,
         ),
     );
-    line(&mut md, "## Steps\n");
-    line(&mut md, "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. *next exec*: the probe's round trip (connect included).\n");
-    line(&mut md, "| held | running | open | next exec p50 | p99 | max | probes | RSS | fds | threads | children |");
-    line(&mut md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+}
+
+/// A row per step: held execs, the next exec's round trip, the daemon's readings.
+fn steps(md: &mut String, r: &CapacityReport) {
+    line(md, "## Steps\n");
+    line(md, "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. *next exec*: the probe's round trip (connect included).\n");
+    line(md, "| held | running | open | next exec p50 | p99 | max | probes | RSS | fds | threads | children |");
+    line(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in &r.steps {
         let open = if s.held == 0 { "–".into() } else { format!("{:.1} ms", s.open_ms) };
         line(
-            &mut md,
+            md,
             &format!(
                 "| {} | {} | {open} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 s.held,
@@ -210,25 +226,29 @@ pub fn markdown(r: &CapacityReport) -> String {
             ),
         );
     }
-    line(&mut md, "\n## Failure point\n");
+}
+
+/// Where and how the ramp failed, with the limit it met when one is known.
+fn failure(md: &mut String, r: &CapacityReport) {
+    line(md, "\n## Failure point\n");
     match &r.failure {
-        None => line(&mut md, &format!("None: {}.\n", verdict(r))),
+        None => line(md, &format!("None: {}.\n", verdict(r))),
         Some(f) => {
-            line(&mut md, &format!("{}\n", f.said));
-            line(&mut md, &format!("- step: {} (held execs running: {})", f.step, f.held));
-            line(&mut md, &format!("- during: {}", f.during));
-            line(&mut md, &format!("- how: {}", how(&f.how)));
+            line(md, &format!("{}\n", f.said));
+            line(md, &format!("- step: {} (held execs running: {})", f.step, f.held));
+            line(md, &format!("- during: {}", f.during));
+            line(md, &format!("- how: {}", how(&f.how)));
             if let How::HttpStatus { body, .. } = &f.how {
-                line(&mut md, &format!("- the body, as the daemon sent it: `{}`", body.replace('`', "'")));
+                line(md, &format!("- the body, as the daemon sent it: `{}`", body.replace('`', "'")));
             }
             if let Some(l) = &f.limit {
                 let used = l.used.map_or_else(String::new, |u| format!("{u} of "));
                 let of = l.limit.map_or_else(|| "its limit".into(), |n| n.to_string());
-                line(&mut md, &format!("- limit: {}'s {} ({used}{of}; {})", l.whose, l.what, l.evidence));
+                line(md, &format!("- limit: {}'s {} ({used}{of}; {})", l.whose, l.what, l.evidence));
             }
             let rd = &f.readings;
             line(
-                &mut md,
+                md,
                 &format!(
                     "- the daemon just after: RSS {}, {} fds, {} threads, {} children\n",
                     mib(rd.rss_kib),
@@ -239,7 +259,11 @@ pub fn markdown(r: &CapacityReport) -> String {
             );
         }
     }
-    line(&mut md, "## Cost per held exec\n");
+}
+
+/// What a held exec costs the daemon: the fitted lines and the slope between steps.
+fn costs(md: &mut String, r: &CapacityReport) {
+    line(md, "## Cost per held exec\n");
     let c = &r.costs;
     let fit = |l: &Option<crate::results::capacity::Line>, unit: &str| {
         l.map_or_else(
@@ -247,22 +271,22 @@ pub fn markdown(r: &CapacityReport) -> String {
             |l| format!("{:+.3}{unit} per held exec (at 0: {:.1}{unit})", l.per_exec, l.at_zero),
         )
     };
-    line(&mut md, &format!("Least-squares over {} steps (the baseline included):\n", r.steps.len()));
-    line(&mut md, &format!("- RSS: {}", fit(&c.fit.rss_kib, " KiB")));
-    line(&mut md, &format!("- fds: {}", fit(&c.fit.fds, "")));
-    line(&mut md, &format!("- threads: {}", fit(&c.fit.threads, "")));
-    if let (Some(at), Some(soft)) = (c.fd_limit_at, d.open_files.and_then(|l| l.soft)) {
+    line(md, &format!("Least-squares over {} steps (the baseline included):\n", r.steps.len()));
+    line(md, &format!("- RSS: {}", fit(&c.fit.rss_kib, " KiB")));
+    line(md, &format!("- fds: {}", fit(&c.fit.fds, "")));
+    line(md, &format!("- threads: {}", fit(&c.fit.threads, "")));
+    if let (Some(at), Some(soft)) = (c.fd_limit_at, r.daemon.open_files.and_then(|l| l.soft)) {
         line(
-            &mut md,
+            md,
             &format!("- the fd line meets the daemon's soft limit ({soft}) at about {at:.0} held execs (a projection)"),
         );
     }
-    line(&mut md, "\nBetween steps (the slope: change / change in held execs):\n");
-    line(&mut md, "| from | to | RSS KiB/exec | fds/exec | threads/exec |");
-    line(&mut md, "|---:|---:|---:|---:|---:|");
+    line(md, "\nBetween steps (the slope: change / change in held execs):\n");
+    line(md, "| from | to | RSS KiB/exec | fds/exec | threads/exec |");
+    line(md, "|---:|---:|---:|---:|---:|");
     for i in &c.intervals {
         line(
-            &mut md,
+            md,
             &format!(
                 "| {} | {} | {} | {} | {} |",
                 i.from,
@@ -273,9 +297,13 @@ pub fn markdown(r: &CapacityReport) -> String {
             ),
         );
     }
-    line(&mut md, "\n## Cleanup\n");
+}
+
+/// What the cleanup did: requests cancelled, programs killed, the daemon stopped.
+fn cleanup(md: &mut String, r: &CapacityReport) {
+    line(md, "\n## Cleanup\n");
     match &r.cleanup {
-        None => line(&mut md, "Not yet (the ramp is running)."),
+        None => line(md, "Not yet (the ramp is running)."),
         Some(k) => {
             let left =
                 if k.left.is_empty() { "none left".to_owned() } else { format!("LEFT RUNNING: pids {:?}", k.left) };
@@ -285,42 +313,10 @@ pub fn markdown(r: &CapacityReport) -> String {
                 None => "; the daemon (not started here) left running",
             };
             line(
-                &mut md,
+                md,
                 &format!("{} held requests cancelled, {} held programs killed, {left}{daemon}.", k.cancelled, k.killed),
             );
         }
-    }
-    md
-}
-
-/// The `detail` of a daemon's problem+json error body.
-fn detail(body: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(body).ok()?;
-    v.get("detail")?.as_str().map(str::to_owned)
-}
-
-/// A failure's details as a person reads them.
-pub fn how(h: &How) -> String {
-    match h {
-        How::HttpStatus { status, body } => match detail(body) {
-            Some(d) => format!("HTTP {status}: {d:?}"),
-            None => format!("HTTP {status}, body {body:?}"),
-        },
-        How::Connection { errno: Some(e), error } => format!("connection failed ({e}): {error}"),
-        How::Connection { errno: None, error } => format!("connection failed: {error}"),
-        How::ProbeTimeout { bound_ms } => format!("no answer to the probe within {bound_ms} ms"),
-        How::DaemonTimedOut { timeout_ms } => {
-            format!("the daemon timed the probe out (timedOut: true, timeoutMs {timeout_ms})")
-        }
-        How::ProbeExit { exit_code, stderr } => format!("the probe exited {exit_code:?}, stderr {stderr:?}"),
-        How::HeldEnded { exit_code, timed_out, after_ms } => {
-            format!("a held exec was answered after {after_ms} ms (exitCode {exit_code:?}, timedOut {timed_out})")
-        }
-        How::NotStarted { running, wanted, waited_ms } => {
-            format!("{running} of {wanted} held programs running after {waited_ms} ms")
-        }
-        How::DaemonDied { status } => format!("the daemon's process is gone ({status})"),
-        How::HoldExpired { hold_ms } => format!("the held programs' {hold_ms} ms ran out before the ramp"),
     }
 }
 

@@ -413,6 +413,37 @@ pub enum ReadError {
     Schema(u32),
 }
 
+/// The `detail` of a daemon's problem+json error body.
+fn detail(body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    v.get("detail")?.as_str().map(str::to_owned)
+}
+
+/// A failure's details as a person reads them.
+pub fn how(h: &How) -> String {
+    match h {
+        How::HttpStatus { status, body } => match detail(body) {
+            Some(d) => format!("HTTP {status}: {d:?}"),
+            None => format!("HTTP {status}, body {body:?}"),
+        },
+        How::Connection { errno: Some(e), error } => format!("connection failed ({e}): {error}"),
+        How::Connection { errno: None, error } => format!("connection failed: {error}"),
+        How::ProbeTimeout { bound_ms } => format!("no answer to the probe within {bound_ms} ms"),
+        How::DaemonTimedOut { timeout_ms } => {
+            format!("the daemon timed the probe out (timedOut: true, timeoutMs {timeout_ms})")
+        }
+        How::ProbeExit { exit_code, stderr } => format!("the probe exited {exit_code:?}, stderr {stderr:?}"),
+        How::HeldEnded { exit_code, timed_out, after_ms } => {
+            format!("a held exec was answered after {after_ms} ms (exitCode {exit_code:?}, timedOut {timed_out})")
+        }
+        How::NotStarted { running, wanted, waited_ms } => {
+            format!("{running} of {wanted} held programs running after {waited_ms} ms")
+        }
+        How::DaemonDied { status } => format!("the daemon's process is gone ({status})"),
+        How::HoldExpired { hold_ms } => format!("the held programs' {hold_ms} ms ran out before the ramp"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,7 +368,7 @@ pub struct CapacityArgs {
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max: u32,
     /// Held execs at each step, increasing (those above --max dropped, --max the last).
-    #[arg(long, value_name = "LIST", default_value = crate::app::capacity::DEFAULT_STEPS)]
+    #[arg(long, value_name = "LIST", default_value = crate::engine::capacity::DEFAULT_STEPS)]
     pub steps: String,
     /// Probe execs timed at each step (and at the baseline, no exec held).
     #[arg(long, value_name = "K", default_value_t = 50)]
@@ -392,9 +392,9 @@ pub struct CapacityArgs {
 }
 
 impl CapacityArgs {
-    /// The request these flags make of [`crate::app::capacity::CapacityPlan`].
-    pub fn request(self) -> crate::app::capacity::CapacityRequest {
-        crate::app::capacity::CapacityRequest {
+    /// The request these flags make of [`crate::engine::capacity::CapacityPlan`].
+    pub fn request(self) -> crate::engine::capacity::CapacityRequest {
+        crate::engine::capacity::CapacityRequest {
             sandbox_agent: self.sandbox_agent,
             url: self.url,
             pid: self.pid,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::app::capacity::{CapacityError, CapacityPlan};
+use crate::app::capacity::CapacityRunError;
 use crate::app::console;
 use crate::app::outdir::utc_stamps;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step};
@@ -19,6 +19,7 @@ use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
 use crate::base::units::human;
+use crate::engine::capacity::{CapacityError, CapacityPlan};
 use crate::events::FailKind;
 use crate::record::eventlog::{check_log, render_checks};
 use crate::record::logread::read_log;
@@ -73,7 +74,7 @@ pub enum CliError {
     #[error(transparent)]
     Serve(#[from] ServeError),
     #[error(transparent)]
-    Capacity(#[from] CapacityError),
+    Capacity(#[from] CapacityRunError),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -85,7 +86,7 @@ impl CliError {
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Capacity(e) if e.is_bad_input() => Exit::BadInput,
-            CliError::Capacity(crate::app::capacity::CapacityError::Interrupted(_)) => Exit::Interrupted,
+            CliError::Capacity(CapacityRunError::Capacity(CapacityError::Interrupted(_))) => Exit::Interrupted,
             CliError::Runs(_) | CliError::Serve(_) | CliError::Capacity(_) | CliError::Internal(_) => Exit::Internal,
         }
     }
@@ -490,7 +491,7 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
 
 async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
     use crate::results::capacity::Outcome;
-    let plan = CapacityPlan::new(args.request())?;
+    let plan = CapacityPlan::new(args.request()).map_err(CapacityRunError::from)?;
     let interrupt = on_interrupt("cancelling the held execs and stopping the daemon");
     let mut progress = |s: &crate::results::capacity::Step| {
         let rss = s.readings.rss_kib.map_or_else(String::new, |k| format!(", RSS {:.1} MiB", k as f64 / 1024.0));

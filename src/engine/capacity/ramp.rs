@@ -290,7 +290,7 @@ impl<'a> Ramp<'a> {
             };
             format!("; {}'s {} limit{of}", l.whose, l.what)
         });
-        let said = format!("{during}, {held} held execs running: {}{limit_said}", crate::report::capacity::how(&how));
+        let said = format!("{during}, {held} held execs running: {}{limit_said}", crate::results::capacity::how(&how));
         let failure = Failure { step: n, held, during: during.to_owned(), how, limit, readings, said };
         Stop::Failed(if ours { Outcome::Stopped } else { Outcome::FailurePoint }, Box::new(failure))
     }

@@ -4,11 +4,11 @@
 //! the next exec and reads the daemon's RSS, fds, threads and children, until `--max` or
 //! the point where the daemon fails (said exactly: status and body, errno, the limit hit).
 //!
-//! The flags are validated into a [`CapacityPlan`] before anything starts; then the daemon
-//! ([`daemon`]: one of its own on loopback, or `--url`), the ramp ([`ramp`], every request on
-//! a connection of its own: [`client`]), the cleanup (every held request cancelled, every
-//! held program killed, the daemon stopped), and the report through its registry
-//! ([`crate::report::capacity`]), rewritten after every step.
+//! The flags are validated into a [`CapacityPlan`] before anything starts; then a
+//! [`Session`] starts the daemon ([`daemon`]: one of its own on loopback, or `--url`) and,
+//! once its caller has somewhere to write, runs the ramp ([`ramp`], every request on a
+//! connection of its own) and the cleanup (every held request cancelled, every held program
+//! killed, the daemon stopped), handing the caller the report after every step.
 
 mod daemon;
 mod ramp;
@@ -18,15 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::app::outdir::{create_unique_dir, utc_stamps};
-use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::signal::Signal;
 use crate::base::units::human;
-use crate::report::capacity::publish_capacity;
-use crate::report::output::Moment;
-use crate::report::publish::OutputError;
 use crate::results::capacity::{
-    CapacityReport, Cleanup, Costs, DaemonFacts, Machine, Outcome, Ramp as RampFacts, SCHEMA_VERSION,
+    CapacityReport, Cleanup, Costs, DaemonFacts, Limit, Machine, Outcome, Ramp as RampFacts, SCHEMA_VERSION,
 };
 use crate::sandbox::host::Url;
 
@@ -41,8 +36,6 @@ pub(crate) const MAX_HELD: u32 = 100_000;
 pub(crate) const MAX_HOLD: Duration = Duration::from_secs(295);
 /// A held exec's timeoutMs is its hold plus this.
 const HOLD_GRACE: Duration = Duration::from_secs(5);
-/// Where capacity reports go unless `--out` says.
-const DEFAULT_REPORTS: &str = "reports";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CapacityError {
@@ -68,12 +61,6 @@ pub enum CapacityError {
     Start { bin: String, source: std::io::Error },
     #[error("the daemon at {url} cannot run an exec: {why}")]
     Unusable { url: String, why: String, ours: bool },
-    #[error(transparent)]
-    OutDir(#[from] OutDirError),
-    #[error("cannot create the report directory {path}: {source}")]
-    ReportDir { path: String, source: std::io::Error },
-    #[error(transparent)]
-    Output(#[from] OutputError),
     /// A signal came before the ramp began: nothing was measured, no report written.
     #[error("interrupted while {0}, before the ramp began: nothing measured, no report written")]
     Interrupted(&'static str),
@@ -83,10 +70,7 @@ impl CapacityError {
     /// Whether the flags (or what they name) were wrong, not relay-bench.
     pub(crate) fn is_bad_input(&self) -> bool {
         match self {
-            CapacityError::Start { .. }
-            | CapacityError::ReportDir { .. }
-            | CapacityError::Output(_)
-            | CapacityError::Interrupted(_) => false,
+            CapacityError::Start { .. } | CapacityError::Interrupted(_) => false,
             CapacityError::Unusable { ours, .. } => !ours,
             _ => true,
         }
@@ -247,131 +231,32 @@ impl CapacityPlan {
     }
 }
 
-fn check_pid(pid: u32) -> Result<(), CapacityError> {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| CapacityError::Pid {
-        pid,
-        why: format!("no such process on this machine that relay-bench can read ({e})"),
-    })?;
-    if !exe.file_name().is_some_and(|n| n.to_string_lossy().contains(AGENT_BINARY)) {
-        return Err(CapacityError::Pid { pid, why: format!("runs {}, not {AGENT_BINARY}", exe.display()) });
-    }
-    Ok(())
-}
-
-/// A finished ramp: its report, where it was written, the console table.
-#[derive(Debug)]
-pub struct Finished {
-    pub report: CapacityReport,
-    pub dir: PathBuf,
-    pub console: Vec<u8>,
-}
-
-/// A marker unique to this ramp, in the held program's argument (`sleep 280.NNNNNNNNN`):
-/// its children are told from anyone else's by their argv, and killed by their pid.
-fn held_argv(hold: Duration) -> Vec<String> {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    let nonce = (u64::from(nanos) ^ (u64::from(std::process::id()) * 2_654_435_761)) % 1_000_000_000;
-    // A nonce of 0 would print as `.000000000`: fine, still exact.
-    vec!["sleep".into(), format!("{}.{nonce:09}", hold.as_secs())]
-}
-
-/// Runs the plan: the daemon, the ramp, the cleanup, the report. `progress` hears each step.
-pub async fn run(
-    plan: CapacityPlan,
-    interrupt: Arc<Signal>,
-    progress: &mut dyn FnMut(&crate::results::capacity::Step),
-) -> Result<Finished, CapacityError> {
-    let t0 = Instant::now();
-    let (started_iso, stamp) = utc_stamps();
-    // Last of the checks, first of the effects: a refused --out is left as it was found.
-    let lock: Option<OutLock> = match &plan.out {
-        Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&started_iso))?),
-        None => None,
+/// The report before the first step: the machine, the daemon as found, the ramp's plan.
+fn first_report(
+    plan: &CapacityPlan,
+    rplan: &RampPlan,
+    target: &Target,
+    (version, ours): (String, bool),
+    (client_nofile, open_files_as_started): (Option<Limit>, Option<Limit>),
+    started: String,
+) -> CapacityReport {
+    let daemon = DaemonFacts {
+        version,
+        url: target.url.clone(),
+        started_here: ours,
+        pid: target.pid,
+        open_files: target.limit("Max open files"),
+        open_files_as_started,
+        max_processes: target.limit("Max processes"),
+        cgroup_pids_max: target.cgroup_pids_max(),
     };
-    let mut target = match &plan.which {
-        Which::Start(bin) => {
-            Target::start(bin).map_err(|source| CapacityError::Start { bin: bin.display().to_string(), source })?
-        }
-        Which::Running { url, pid } => {
-            let token = std::env::var(crate::sandbox::host::AGENT_TOKEN_ENV).ok();
-            Target::running(url, *pid, token)
-                .map_err(|e| CapacityError::Url { given: url.base(), why: e.to_string() })?
-        }
-    };
-    let ours = target.started_here();
-    // After the daemon started (it keeps the limit it was given): relay-bench's own.
-    let client_nofile = daemon::raise_own_nofile();
-    let as_started = target.limit("Max open files");
-    let mut open_files_as_started = None;
-    if let Some(n) = plan.nofile {
-        let to = match n {
-            NoFile::Hard => None,
-            NoFile::To(n) => Some(n),
-        };
-        match target.set_nofile(to) {
-            Ok(_) => open_files_as_started = as_started,
-            Err(e) => {
-                target.stop();
-                return Err(CapacityError::NoFile {
-                    given: format!("{n:?}"),
-                    why: format!("prlimit on the daemon: {e}"),
-                });
-            }
-        }
-    }
-    let asked = tokio::select! {
-        v = target.version() => v,
-        () = interrupt.closed() => {
-            target.stop();
-            return Err(CapacityError::Interrupted("asking the daemon its version"));
-        }
-    };
-    let version = match asked {
-        Ok(v) => v,
-        Err(why) => {
-            target.stop();
-            return Err(CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours });
-        }
-    };
-    let dir = match (&lock, &plan.out) {
-        (Some(l), _) => {
-            crate::app::outdir::clear(l)?;
-            l.dir().to_path_buf()
-        }
-        _ => {
-            let stem = format!("{stamp}-daemon-capacity");
-            create_unique_dir(Path::new(DEFAULT_REPORTS), &stem).map_err(|source| {
-                target.stop();
-                CapacityError::ReportDir { path: Path::new(DEFAULT_REPORTS).join(stem).display().to_string(), source }
-            })?
-        }
-    };
-    let rplan = RampPlan {
-        steps: plan.steps.clone(),
-        samples: plan.samples,
-        hold: plan.hold,
-        hold_timeout_ms: (plan.hold + HOLD_GRACE).as_millis() as u64,
-        probe_timeout: plan.probe_timeout,
-        held_argv: held_argv(plan.hold),
-        probe_argv: vec!["true".into()],
-    };
-    let daemon_nofile = target.limit("Max open files");
-    let mut report = CapacityReport {
+    CapacityReport {
         schema_version: SCHEMA_VERSION,
-        started: started_iso,
+        started,
         duration_ms: 0,
         command: std::env::args().collect::<Vec<_>>().join(" "),
         machine: Machine::probe(client_nofile),
-        daemon: DaemonFacts {
-            version,
-            url: target.url.clone(),
-            started_here: ours,
-            pid: target.pid,
-            open_files: daemon_nofile,
-            open_files_as_started,
-            max_processes: target.limit("Max processes"),
-            cgroup_pids_max: target.cgroup_pids_max(),
-        },
+        daemon,
         ramp: RampFacts {
             steps: plan.steps.clone(),
             max: plan.max,
@@ -387,55 +272,158 @@ pub async fn run(
         failure: None,
         costs: Costs::default(),
         cleanup: None,
-    };
-    let mut ramp = Ramp::new(&target, &rplan, interrupt, daemon_nofile, client_nofile);
-    let mut steps = Vec::new();
-    let mut write_error: Option<OutputError> = None;
-    let fd_soft = daemon_nofile.and_then(|l| l.soft);
-    let stop = {
-        let report = &mut report;
-        let dir = &dir;
-        let write_error = &mut write_error;
-        let mut after = |done: &[crate::results::capacity::Step]| {
-            if let Some(s) = done.last() {
-                progress(s);
+    }
+}
+
+impl CapacityPlan {
+    /// Where the report goes (`--out`), when the flags said.
+    pub fn out(&self) -> Option<&Path> {
+        self.out.as_deref()
+    }
+}
+
+fn check_pid(pid: u32) -> Result<(), CapacityError> {
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map_err(|e| CapacityError::Pid {
+        pid,
+        why: format!("no such process on this machine that relay-bench can read ({e})"),
+    })?;
+    if !exe.file_name().is_some_and(|n| n.to_string_lossy().contains(AGENT_BINARY)) {
+        return Err(CapacityError::Pid { pid, why: format!("runs {}, not {AGENT_BINARY}", exe.display()) });
+    }
+    Ok(())
+}
+
+/// A marker unique to this ramp, in the held program's argument (`sleep 280.NNNNNNNNN`):
+/// its children are told from anyone else's by their argv, and killed by their pid.
+fn held_argv(hold: Duration) -> Vec<String> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nonce = (u64::from(nanos) ^ (u64::from(std::process::id()) * 2_654_435_761)) % 1_000_000_000;
+    // A nonce of 0 would print as `.000000000`: fine, still exact.
+    vec!["sleep".into(), format!("{}.{nonce:09}", hold.as_secs())]
+}
+
+/// A daemon ready to be ramped: started (or found at `--url`), its open-files limit set as
+/// asked, its version known. A daemon it started stops when it is dropped unramped, as
+/// [`Session::abandon`] says outright.
+pub struct Session {
+    target: Target,
+    plan: CapacityPlan,
+    interrupt: Arc<Signal>,
+    rplan: RampPlan,
+    report: CapacityReport,
+    client_nofile: Option<Limit>,
+    daemon_nofile: Option<Limit>,
+    t0: Instant,
+}
+
+impl Session {
+    /// Starts (or reaches) the daemon and asks its version; `started` is the ramp's start as
+    /// its report says it. A daemon that cannot run an exec is stopped before this returns.
+    pub async fn start(plan: CapacityPlan, interrupt: Arc<Signal>, started: String) -> Result<Session, CapacityError> {
+        let t0 = Instant::now();
+        let mut target = match &plan.which {
+            Which::Start(bin) => {
+                Target::start(bin).map_err(|source| CapacityError::Start { bin: bin.display().to_string(), source })?
             }
-            report.steps = done.to_vec();
-            report.costs = Costs::of(done, fd_soft);
-            report.duration_ms = t0.elapsed().as_millis() as u64;
-            if write_error.is_none() {
-                if let Err(e) = publish_capacity(Moment::Case, report, dir) {
-                    *write_error = Some(e);
-                }
+            Which::Running { url, pid } => {
+                let token = std::env::var(crate::sandbox::host::AGENT_TOKEN_ENV).ok();
+                Target::running(url, *pid, token)
+                    .map_err(|e| CapacityError::Url { given: url.base(), why: e.to_string() })?
             }
         };
-        ramp.run(&mut steps, &mut after).await
-    };
-    let cancelled = ramp.cancel().await;
-    drop(ramp);
-    let (killed, mut left) = target.kill_held(&rplan.held_argv).await;
-    let daemon_stopped = target.stop();
-    // A last look, the daemon gone: no held program of this ramp anywhere.
-    for p in target.left(&rplan.held_argv) {
-        if !left.contains(&p) {
-            left.push(p);
+        let ours = target.started_here();
+        // After the daemon started (it keeps the limit it was given): relay-bench's own.
+        let client_nofile = daemon::raise_own_nofile();
+        let open_files_as_started = match plan.nofile {
+            None => None,
+            Some(n) => {
+                let as_started = target.limit("Max open files");
+                if let Err(e) = target.set_nofile(match n {
+                    NoFile::Hard => None,
+                    NoFile::To(n) => Some(n),
+                }) {
+                    target.stop();
+                    let why = format!("prlimit on the daemon: {e}");
+                    return Err(CapacityError::NoFile { given: format!("{n:?}"), why });
+                }
+                as_started
+            }
+        };
+        let asked = tokio::select! {
+            v = target.version() => v,
+            () = interrupt.closed() => {
+                target.stop();
+                return Err(CapacityError::Interrupted("asking the daemon its version"));
+            }
+        };
+        let version = asked.map_err(|why| {
+            target.stop();
+            CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours }
+        })?;
+        let rplan = RampPlan {
+            steps: plan.steps.clone(),
+            samples: plan.samples,
+            hold: plan.hold,
+            hold_timeout_ms: (plan.hold + HOLD_GRACE).as_millis() as u64,
+            probe_timeout: plan.probe_timeout,
+            held_argv: held_argv(plan.hold),
+            probe_argv: vec!["true".into()],
+        };
+        let daemon_nofile = target.limit("Max open files");
+        let report =
+            first_report(&plan, &rplan, &target, (version, ours), (client_nofile, open_files_as_started), started);
+        Ok(Session { target, plan, interrupt, rplan, report, client_nofile, daemon_nofile, t0 })
+    }
+
+    /// The plan this session runs.
+    pub fn plan(&self) -> &CapacityPlan {
+        &self.plan
+    }
+
+    /// Stops a daemon this session started, never ramped (its caller had nowhere to write).
+    pub fn abandon(mut self) {
+        self.target.stop();
+    }
+
+    /// Runs the ramp and the cleanup: `after` hears the report after every step (the steps
+    /// so far, their costs), and the finished report is returned.
+    pub async fn ramp(mut self, after: &mut dyn FnMut(&CapacityReport)) -> CapacityReport {
+        let fd_soft = self.daemon_nofile.and_then(|l| l.soft);
+        let mut ramp = Ramp::new(&self.target, &self.rplan, self.interrupt, self.daemon_nofile, self.client_nofile);
+        let mut steps = Vec::new();
+        let stop = {
+            let (report, t0) = (&mut self.report, self.t0);
+            let mut each = |done: &[crate::results::capacity::Step]| {
+                report.steps = done.to_vec();
+                report.costs = Costs::of(done, fd_soft);
+                report.duration_ms = t0.elapsed().as_millis() as u64;
+                after(report);
+            };
+            ramp.run(&mut steps, &mut each).await
+        };
+        let cancelled = ramp.cancel().await;
+        drop(ramp);
+        let (killed, mut left) = self.target.kill_held(&self.rplan.held_argv).await;
+        let daemon_stopped = self.target.stop();
+        // A last look, the daemon gone: no held program of this ramp anywhere.
+        for p in self.target.left(&self.rplan.held_argv) {
+            if !left.contains(&p) {
+                left.push(p);
+            }
         }
+        let mut report = self.report;
+        report.cleanup = Some(Cleanup { cancelled, killed, left, daemon_stopped });
+        report.costs = Costs::of(&steps, fd_soft);
+        report.steps = steps;
+        (report.outcome, report.failure) = match stop {
+            Stop::Completed => (Outcome::Completed, None),
+            Stop::Interrupted => (Outcome::Interrupted, None),
+            Stop::Failed(o, f) => (o, Some(*f)),
+        };
+        report.duration_ms = self.t0.elapsed().as_millis() as u64;
+        report.machine.load_end = crate::results::capacity::load_average();
+        report
     }
-    report.cleanup = Some(Cleanup { cancelled, killed, left, daemon_stopped });
-    report.steps = steps;
-    report.costs = Costs::of(&report.steps, fd_soft);
-    (report.outcome, report.failure) = match stop {
-        Stop::Completed => (Outcome::Completed, None),
-        Stop::Interrupted => (Outcome::Interrupted, None),
-        Stop::Failed(o, f) => (o, Some(*f)),
-    };
-    report.duration_ms = t0.elapsed().as_millis() as u64;
-    report.machine.load_end = crate::results::capacity::load_average();
-    let published = publish_capacity(Moment::End, &report, &dir)?;
-    if let Some(e) = write_error {
-        return Err(e.into());
-    }
-    Ok(Finished { report, dir, console: published.console })
 }
 
 #[cfg(test)]

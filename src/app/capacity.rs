@@ -1,0 +1,100 @@
+//! `relay-bench daemon-capacity` wired to its engine ([`crate::engine::capacity`]): the
+//! report directory (`--out`, locked, or a new one under `reports/`), taken only once the
+//! daemon answers, and the report rewritten there after every step of the ramp.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::app::outdir::{create_unique_dir, utc_stamps, OutDirError, OutLock};
+use crate::base::signal::Signal;
+use crate::engine::capacity::{CapacityError, CapacityPlan, Session};
+use crate::report::capacity::publish_capacity;
+use crate::report::output::Moment;
+use crate::report::publish::OutputError;
+use crate::results::capacity::{CapacityReport, Step};
+
+/// Where capacity reports go unless `--out` says.
+const DEFAULT_REPORTS: &str = "reports";
+
+/// What stopped a capacity run: the engine's refusal, or the report's directory.
+#[derive(Debug, thiserror::Error)]
+pub enum CapacityRunError {
+    #[error(transparent)]
+    Capacity(#[from] CapacityError),
+    #[error(transparent)]
+    OutDir(#[from] OutDirError),
+    #[error("cannot create the report directory {path}: {source}")]
+    ReportDir { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+impl CapacityRunError {
+    /// Whether the flags (or what they name) were wrong, not relay-bench.
+    pub(crate) fn is_bad_input(&self) -> bool {
+        match self {
+            CapacityRunError::Capacity(e) => e.is_bad_input(),
+            CapacityRunError::OutDir(_) => true,
+            CapacityRunError::ReportDir { .. } | CapacityRunError::Output(_) => false,
+        }
+    }
+}
+
+/// A finished ramp: its report, where it was written, the console table.
+#[derive(Debug)]
+pub struct Finished {
+    pub report: CapacityReport,
+    pub dir: PathBuf,
+    pub console: Vec<u8>,
+}
+
+/// Runs the plan: the daemon, the ramp, the cleanup, the report. `progress` hears each step.
+pub async fn run(
+    plan: CapacityPlan,
+    interrupt: Arc<Signal>,
+    progress: &mut dyn FnMut(&Step),
+) -> Result<Finished, CapacityRunError> {
+    let (started_iso, stamp) = utc_stamps();
+    // Last of the checks, first of the effects: a refused --out is left as it was found.
+    let lock: Option<OutLock> = match plan.out() {
+        Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&started_iso))?),
+        None => None,
+    };
+    let session = Session::start(plan, interrupt, started_iso).await?;
+    let dir = match &lock {
+        Some(l) => match crate::app::outdir::clear(l) {
+            Ok(_) => l.dir().to_path_buf(),
+            Err(e) => {
+                session.abandon();
+                return Err(e.into());
+            }
+        },
+        None => {
+            let stem = format!("{stamp}-daemon-capacity");
+            match create_unique_dir(Path::new(DEFAULT_REPORTS), &stem) {
+                Ok(d) => d,
+                Err(source) => {
+                    session.abandon();
+                    let path = Path::new(DEFAULT_REPORTS).join(stem).display().to_string();
+                    return Err(CapacityRunError::ReportDir { path, source });
+                }
+            }
+        }
+    };
+    let mut write_error: Option<OutputError> = None;
+    let report = session
+        .ramp(&mut |report| {
+            if let Some(s) = report.steps.last() {
+                progress(s);
+            }
+            if write_error.is_none() {
+                write_error = publish_capacity(Moment::Case, report, &dir).err();
+            }
+        })
+        .await;
+    let published = publish_capacity(Moment::End, &report, &dir)?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    Ok(Finished { report, dir, console: published.console })
+}
