@@ -391,6 +391,58 @@ fn no_source_file_passes_600_lines() {
     assert!(long.is_empty(), "files of more than 600 lines: {long:?}");
 }
 
+/// The most functions of more than [`LONG_FUNCTION`] lines `src/` may hold: a ratchet, lowered
+/// as they are split (a function that long is several steps, each worth a name).
+const LONG_FUNCTIONS_AT_MOST: usize = 17;
+const LONG_FUNCTION: usize = 80;
+
+/// Each function's name and length in lines: from its `fn` line to the `}` at its indent.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let body = l.trim_start();
+        let indent = &l[..l.len() - body.len()];
+        let head = ["pub(crate) ", "pub(super) ", "pub ", "async ", "const ", "unsafe "]
+            .iter()
+            .fold(body, |b, p| b.strip_prefix(p).unwrap_or(b));
+        let Some(rest) = head.strip_prefix("fn ") else { continue };
+        if l.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let close = format!("{indent}}}");
+        if let Some(n) = lines[i + 1..].iter().position(|x| x.trim_end() == close) {
+            out.push((name, n + 2));
+        }
+    }
+    out
+}
+
+#[test]
+fn few_functions_pass_80_lines() {
+    let mut long: Vec<(usize, String)> = Vec::new();
+    for (module, text) in files() {
+        for (name, n) in function_lengths(&text) {
+            if n > LONG_FUNCTION {
+                long.push((n, format!("src/{}: {name}", module.join("/"))));
+            }
+        }
+    }
+    long.sort_by(|a, b| b.cmp(a));
+    assert!(
+        long.len() <= LONG_FUNCTIONS_AT_MOST,
+        "{} functions of more than {LONG_FUNCTION} lines, at most {LONG_FUNCTIONS_AT_MOST} allowed: {long:?}",
+        long.len()
+    );
+}
+
+#[test]
+fn a_functions_length_runs_to_its_closing_brace() {
+    let text = "fn a() {\n    x;\n}\n\nimpl S {\n    pub(crate) async fn b(&self) {\n        if y {\n        }\n    }\n    fn c();\n}\n";
+    assert_eq!(function_lengths(text), [("a".to_owned(), 3), ("b".to_owned(), 4)]);
+}
+
 /// Where a library function may still return `Result<_, String>`, each with why: none. All of
 /// `src/` returns typed errors (thiserror) that carry their data and say what to do; a file
 /// added here says why it cannot.

@@ -137,6 +137,144 @@ pub struct Scenario {
     pub overrides: Option<Applied>,
 }
 
+/// The scenario's `[[case]]`s, each swept one expanded into its points (a point's own
+/// workload read and checked), and the sweeps: names unique, at least one case, at most
+/// [`MAX_CASES`] with the points.
+fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSpec>, Vec<Sweep>), ScenarioError> {
+    let file = ctx.file;
+    let case_tables = top.tables("case")?;
+    if case_tables.len() > MAX_CASES {
+        let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
+        return Err(top.err("case", msg));
+    }
+    let mut cases: Vec<CaseSpec> = Vec::new();
+    let mut sweeps: Vec<Sweep> = Vec::new();
+    let push = |case: CaseSpec, cases: &mut Vec<CaseSpec>| {
+        if cases.iter().any(|x| x.name == case.name) {
+            return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
+        }
+        if cases.len() == MAX_CASES {
+            let msg = format!(
+                "more than {MAX_CASES} cases with the sweeps' points; allowed: at most {MAX_CASES} per scenario"
+            );
+            return Err(top.err("case", msg));
+        }
+        cases.push(case);
+        Ok(())
+    };
+    for (i, c) in case_tables.into_iter().enumerate() {
+        let Some((mut sweep, points)) = sweep::expand(file, i, c.table_ref(), ctx.table)? else {
+            let case = ctx.read_case(c, ctx.workload)?;
+            push(case, &mut cases)?;
+            continue;
+        };
+        for p in &points {
+            let explain = |e| sweep::explain(e, i, p);
+            let wl = match &p.workload {
+                Some(w) => {
+                    let mut f = Fields::new(file, "workload", w);
+                    let wl =
+                        parse_workload(&mut f, ctx.over).and_then(|(wl, _)| f.finish().map(|_| wl)).map_err(explain)?;
+                    check_schedule_size(&Fields::new(file, "", ctx.table), &wl).map_err(explain)?;
+                    wl
+                }
+                None => ctx.workload.clone(),
+            };
+            let f = Fields::new(file, &format!("case[{i}]"), &p.case);
+            let case = ctx.read_case(f, &wl).map_err(explain)?;
+            if sweep.figures.is_empty() {
+                sweep.settle_figures(&case.gates);
+            }
+            push(case, &mut cases)?;
+        }
+        sweeps.push(sweep);
+    }
+    if cases.is_empty() {
+        return Err(top.err("case", "at least one [[case]] is required"));
+    }
+    Ok((cases, sweeps))
+}
+
+/// The scenario file's table, and its text as the run keeps it: as given, or with the
+/// command line's sweep written into it.
+fn read_table(file: &str, text: &str, over: &Overrides) -> Result<(toml::Table, Arc<str>), ScenarioError> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
+        file: file.to_owned(),
+        key: "(syntax)".into(),
+        msg: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+    })?;
+    let source: Arc<str> = if over.sweeps.is_empty() {
+        Arc::from(text)
+    } else {
+        over.put_into(&mut table)?;
+        Arc::from(toml::to_string(&table).map_err(|e| ScenarioError {
+            file: file.to_owned(),
+            key: "(sweep)".into(),
+            msg: format!("cannot write the scenario with its sweep: {e}"),
+        })?)
+    };
+    Ok((table, source))
+}
+
+/// The scenario's `[profile.NAME]` and `[limits.NAME]` tables, read and checked.
+fn host_tables(top: &mut Fields<'_>, over: &Overrides) -> Result<HostTables, ScenarioError> {
+    let mut tables = HostTables { sandbox_agent: over.sandbox_agent.clone(), ..HostTables::default() };
+    if let Some(mut pt) = top.table("profile")? {
+        for name in pt.keys() {
+            let mut f = pt.named_table(&name)?;
+            let profile = parse_profile(&mut f, &name)?;
+            f.finish()?;
+            tables.profiles.insert(name, profile);
+        }
+    }
+    if let Some(mut lt) = top.table("limits")? {
+        for name in lt.keys() {
+            let mut f = lt.named_table(&name)?;
+            let limits = crate::sandbox::host::org::parse_limits(&mut f)?;
+            f.finish()?;
+            tables.limits.insert(name, limits);
+        }
+    }
+    Ok(tables)
+}
+
+/// Every baseline named (the scenario's, each case's) is a case, never a swept one, and
+/// every `vs_baseline.*` gate has one.
+fn check_baselines(
+    top: &Fields<'_>,
+    cases: &[CaseSpec],
+    sweeps: &[Sweep],
+    baseline: Option<&str>,
+) -> Result<(), ScenarioError> {
+    let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    let unknown = |b: &str| match sweeps.iter().find(|s| s.case == b) {
+        Some(s) => format!(
+            "{b:?} is swept: name one of its points (e.g. {:?}), or set the baseline on the case",
+            s.points[0].case
+        ),
+        None => format!("no case is named {b:?}; cases: {}", names.join(", ")),
+    };
+    if let Some(b) = baseline {
+        if !names.contains(&b) {
+            return Err(top.err("baseline", unknown(b)));
+        }
+    }
+    for (i, c) in cases.iter().enumerate() {
+        let base = c.baseline.as_deref().or(baseline).filter(|b| *b != c.name);
+        let on_baseline =
+            |gates: &[Gate]| gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)));
+        if base.is_none() && (on_baseline(&c.gates) || on_baseline(&c.rollout)) {
+            let which = if on_baseline(&c.gates) { "gates" } else { "rollout" };
+            let msg = "a `vs_baseline.*` gate needs a baseline case: set `baseline` on the case or the scenario";
+            return Err(top.err(&format!("case[{i}].{which}"), msg));
+        }
+        if let Some(b) = c.baseline.as_deref().filter(|b| !names.contains(b)) {
+            return Err(top.err(&format!("case[{i}].baseline"), unknown(b)));
+        }
+    }
+    Ok(())
+}
+
 impl Scenario {
     /// Loads a scenario from a file path, or by the name of a shipped scenario.
     pub fn load(arg: &str) -> Result<Scenario, ScenarioError> {
@@ -231,21 +369,7 @@ impl Scenario {
     /// text sent to a sandbox is then the scenario as run, the sweeps in it) and `run`'s
     /// overrides applied where each value is read.
     fn parse_inner(file: &str, text: &str, over: &Overrides) -> Result<Scenario, ScenarioError> {
-        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ScenarioError {
-            file: file.to_owned(),
-            key: "(syntax)".into(),
-            msg: e.message().to_owned() + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
-        })?;
-        let source: Arc<str> = if over.sweeps.is_empty() {
-            Arc::from(text)
-        } else {
-            over.put_into(&mut table)?;
-            Arc::from(toml::to_string(&table).map_err(|e| ScenarioError {
-                file: file.to_owned(),
-                key: "(sweep)".into(),
-                msg: format!("cannot write the scenario with its sweep: {e}"),
-            })?)
-        };
+        let (table, source) = read_table(file, text, over)?;
         let mut top = Fields::new(file, "", &table);
         let name = top.required_string("name")?.to_owned();
         check_name(&name).map_err(|msg| top.err("name", msg))?;
@@ -272,23 +396,7 @@ impl Scenario {
             }
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
-        let mut tables = HostTables { sandbox_agent: over.sandbox_agent.clone(), ..HostTables::default() };
-        if let Some(mut pt) = top.table("profile")? {
-            for name in pt.keys() {
-                let mut f = pt.named_table(&name)?;
-                let profile = parse_profile(&mut f, &name)?;
-                f.finish()?;
-                tables.profiles.insert(name, profile);
-            }
-        }
-        if let Some(mut lt) = top.table("limits")? {
-            for name in lt.keys() {
-                let mut f = lt.named_table(&name)?;
-                let limits = crate::sandbox::host::org::parse_limits(&mut f)?;
-                f.finish()?;
-                tables.limits.insert(name, limits);
-            }
-        }
+        let tables = host_tables(&mut top, over)?;
         let baseline = top.string("baseline")?.map(str::to_owned);
         let _ = top.tables("fault")?;
         let ctx = CaseContext {
@@ -303,90 +411,8 @@ impl Scenario {
             over,
             factor,
         };
-        let case_tables = top.tables("case")?;
-        if case_tables.len() > MAX_CASES {
-            let msg = format!("{} cases; allowed: at most {MAX_CASES} per scenario", case_tables.len());
-            return Err(top.err("case", msg));
-        }
-        let mut cases: Vec<CaseSpec> = Vec::new();
-        let mut sweeps: Vec<Sweep> = Vec::new();
-        let push = |case: CaseSpec, cases: &mut Vec<CaseSpec>| {
-            if cases.iter().any(|x| x.name == case.name) {
-                return Err(top.err("case", format!("two cases are named {:?}; names must be unique", case.name)));
-            }
-            if cases.len() == MAX_CASES {
-                let msg = format!(
-                    "more than {MAX_CASES} cases with the sweeps' points; allowed: at most {MAX_CASES} per scenario"
-                );
-                return Err(top.err("case", msg));
-            }
-            cases.push(case);
-            Ok(())
-        };
-        for (i, c) in case_tables.into_iter().enumerate() {
-            let Some((mut sweep, points)) = sweep::expand(file, i, c.table_ref(), &table)? else {
-                let case = ctx.read_case(c, &workload)?;
-                push(case, &mut cases)?;
-                continue;
-            };
-            for p in &points {
-                let explain = |e| sweep::explain(e, i, p);
-                let wl = match &p.workload {
-                    Some(w) => {
-                        let mut f = Fields::new(file, "workload", w);
-                        let wl =
-                            parse_workload(&mut f, over).and_then(|(wl, _)| f.finish().map(|_| wl)).map_err(explain)?;
-                        check_schedule_size(&Fields::new(file, "", &table), &wl).map_err(explain)?;
-                        wl
-                    }
-                    None => workload.clone(),
-                };
-                let f = Fields::new(file, &format!("case[{i}]"), &p.case);
-                let case = ctx.read_case(f, &wl).map_err(explain)?;
-                if sweep.figures.is_empty() {
-                    sweep.settle_figures(&case.gates);
-                }
-                push(case, &mut cases)?;
-            }
-            sweeps.push(sweep);
-        }
-        if cases.is_empty() {
-            return Err(top.err("case", "at least one [[case]] is required"));
-        }
-        let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-        let unknown = |b: &str| match sweeps.iter().find(|s| s.case == b) {
-            Some(s) => format!(
-                "{b:?} is swept: name one of its points (e.g. {:?}), or set the baseline on the case",
-                s.points[0].case
-            ),
-            None => format!("no case is named {b:?}; cases: {}", names.join(", ")),
-        };
-        if let Some(b) = &baseline {
-            if !names.contains(&b.as_str()) {
-                return Err(top.err("baseline", unknown(b)));
-            }
-        }
-        for (i, c) in cases.iter().enumerate() {
-            let base = c.baseline.as_deref().or(baseline.as_deref()).filter(|b| *b != c.name);
-            let on_baseline =
-                |gates: &[Gate]| gates.iter().any(|g| matches!(g.metric, crate::scenario::gate::Metric::VsBaseline(_)));
-            if base.is_none() && (on_baseline(&c.gates) || on_baseline(&c.rollout)) {
-                let which = if on_baseline(&c.gates) { "gates" } else { "rollout" };
-                return Err(ScenarioError {
-                    file: file.to_owned(),
-                    key: format!("case[{i}].{which}"),
-                    msg: "a `vs_baseline.*` gate needs a baseline case: set `baseline` on the case or the scenario"
-                        .into(),
-                });
-            }
-            if let Some(b) = c.baseline.as_deref().filter(|b| !names.contains(b)) {
-                return Err(ScenarioError {
-                    file: file.to_owned(),
-                    key: format!("case[{i}].baseline"),
-                    msg: unknown(b),
-                });
-            }
-        }
+        let (cases, sweeps) = read_cases(&mut top, &ctx)?;
+        check_baselines(&top, &cases, &sweeps, baseline.as_deref())?;
         top.finish()?;
         Ok(Scenario {
             name,

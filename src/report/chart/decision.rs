@@ -8,7 +8,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Axis, CaseData, Chart, RunData, Spread};
+use super::{color, Axis, CaseData, Chart, Plot, RunData, Spread};
 use crate::record::recorder::Measure;
 use crate::scenario::gate::{Counter, GateResult, Metric, Op};
 
@@ -181,19 +181,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
     let (w, h) = root.dim_in_pixel();
     let rows = legend_rows(&items, w);
     let (body, strip) = root.split_vertically(h - (12 + 26 * rows.len() as u32));
-    for (r, row) in rows.iter().enumerate() {
-        let y = 16 + 26 * r as i32;
-        for &(x, k) in row {
-            let (kind, label) = &items[k];
-            match kind {
-                0 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.filled())),
-                1 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.stroke_width(2))),
-                _ => strip.draw(&Rectangle::new([(x, y - 8), (x + 16, y + 8)], shade.mix(0.25).filled())),
-            }
-            .map_err(e)?;
-            strip.draw(&Text::new(label.clone(), (x + 24, y - 8), ("sans-serif", 15))).map_err(e)?;
-        }
-    }
+    legend(&strip, &items, &rows, shade)?;
     let (x0, x1) = ax.span();
     let (y0, y1) = ay.span();
     let phases = pts.iter().filter(|p| p.counter == Counter::IdlePhaseDiscoveryPerMin).count();
@@ -230,45 +218,28 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         .draw()
         .map_err(e)?;
     super::grid(&mut chart, Some(&ax), Some(&ay))?;
-    for ((xr, yr, _), _) in &regions {
-        let xa = [xr[0].map_or(x0, |v| ax.to(v)), xr[1].map_or(x1, |v| ax.to(v))];
-        let ya = [yr[0].map_or(y0, |v| ay.to(v)), yr[1].map_or(y1, |v| ay.to(v))];
-        let rect = [(xa[0].max(x0), ya[0].max(y0)), (xa[1].min(x1), ya[1].min(y1))];
-        chart.draw_series(std::iter::once(Rectangle::new(rect, shade.mix(0.14).filled()))).map_err(e)?;
-        let edge = shade.mix(0.8).stroke_width(2);
-        for v in xr.iter().flatten() {
-            let u = ax.to(*v);
-            let line = vec![(u, rect[0].1), (u, rect[1].1)];
-            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
-        }
-        for v in yr.iter().flatten() {
-            let u = ay.to(*v);
-            let line = vec![(rect[0].0, u), (rect[1].0, u)];
-            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
-        }
-    }
+    shade_regions(&mut chart, &regions, (&ax, &ay), shade)?;
     let at: Vec<(f64, f64)> = pts.iter().map(|p| (ax.to(p.x.mid), ay.to(p.y.mid))).collect();
-    for (p, &(x, y)) in pts.iter().zip(&at) {
-        let col = color(p.i);
-        let bar = col.stroke_width(2);
-        if let Some((lo, hi)) = p.x.range {
-            chart
-                .draw_series(std::iter::once(PathElement::new(vec![(ax.to(lo), y), (ax.to(hi), y)], bar)))
-                .map_err(e)?;
-        }
-        if let Some((lo, hi)) = p.y.range {
-            chart
-                .draw_series(std::iter::once(PathElement::new(vec![(x, ay.to(lo)), (x, ay.to(hi))], bar)))
-                .map_err(e)?;
-        }
-    }
+    spread_bars(&mut chart, &pts, &at, (&ax, &ay))?;
+    marks(&mut chart, &pts, &at)?;
+    Ok(())
+}
+
+/// Each point's marker (filled when it meets its gates on these figures, a ring when not)
+/// and its label, placed clear of the others with a leader line when it had to move.
+fn marks<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    pts: &[Point<'_>],
+    at: &[(f64, f64)],
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let pixels: Vec<(i32, i32)> = at.iter().map(|c| chart.backend_coord(c)).collect();
     let names: Vec<&str> = pts.iter().map(|p| p.case.name.as_str()).collect();
     let (px, py) = chart.plotting_area().get_pixel_range();
     let area = (px.start, py.start, px.end - px.start, py.end - py.start);
     let offsets = place(&pixels, &names, area);
     let radii = radii(&pixels);
-    for (((p, c), (dx, dy)), r) in pts.iter().zip(&at).zip(offsets).zip(radii) {
+    for (((p, c), (dx, dy)), r) in pts.iter().zip(at).zip(offsets).zip(radii) {
         let col = color(p.i);
         let mark = if meets(p) { col.filled() } else { col.stroke_width(3) };
         let lead = (dy + LABEL as i32 / 2).abs() > LABEL as i32;
@@ -287,6 +258,84 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             + Circle::new((0, 0), r, mark)
             + Text::new(p.case.name.clone(), (dx, dy), ("sans-serif", LABEL).into_font().color(&ink));
         chart.draw_series(std::iter::once(el)).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// The legend's rows: the two markers, then each shaded region.
+fn legend<DB: DrawingBackend>(
+    strip: &DrawingArea<DB, Shift>,
+    items: &[(u8, String)],
+    rows: &[Vec<(i32, usize)>],
+    shade: RGBColor,
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
+    for (r, row) in rows.iter().enumerate() {
+        let y = 16 + 26 * r as i32;
+        for &(x, k) in row {
+            let (kind, label) = &items[k];
+            match kind {
+                0 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.filled())),
+                1 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.stroke_width(2))),
+                _ => strip.draw(&Rectangle::new([(x, y - 8), (x + 16, y + 8)], shade.mix(0.25).filled())),
+            }
+            .map_err(e)?;
+            strip.draw(&Text::new(label.clone(), (x + 24, y - 8), ("sans-serif", 15))).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// Each region the cases' gates allow, shaded, its bounds dashed.
+fn shade_regions<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    regions: &[(Region, usize)],
+    (ax, ay): (&Axis, &Axis),
+    shade: RGBColor,
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
+    let ((x0, x1), (y0, y1)) = (ax.span(), ay.span());
+    for ((xr, yr, _), _) in regions {
+        let xa = [xr[0].map_or(x0, |v| ax.to(v)), xr[1].map_or(x1, |v| ax.to(v))];
+        let ya = [yr[0].map_or(y0, |v| ay.to(v)), yr[1].map_or(y1, |v| ay.to(v))];
+        let rect = [(xa[0].max(x0), ya[0].max(y0)), (xa[1].min(x1), ya[1].min(y1))];
+        chart.draw_series(std::iter::once(Rectangle::new(rect, shade.mix(0.14).filled()))).map_err(e)?;
+        let edge = shade.mix(0.8).stroke_width(2);
+        for v in xr.iter().flatten() {
+            let u = ax.to(*v);
+            let line = vec![(u, rect[0].1), (u, rect[1].1)];
+            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
+        }
+        for v in yr.iter().flatten() {
+            let u = ay.to(*v);
+            let line = vec![(rect[0].0, u), (rect[1].0, u)];
+            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
+        }
+    }
+    Ok(())
+}
+
+/// A point's spread (its repeats' range) as bars through it, on each axis that has one.
+fn spread_bars<DB: DrawingBackend>(
+    chart: &mut Plot<'_, DB>,
+    pts: &[Point<'_>],
+    at: &[(f64, f64)],
+    (ax, ay): (&Axis, &Axis),
+) -> Result<(), super::DrawError> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
+    for (p, &(x, y)) in pts.iter().zip(at) {
+        let col = color(p.i);
+        let bar = col.stroke_width(2);
+        if let Some((lo, hi)) = p.x.range {
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(ax.to(lo), y), (ax.to(hi), y)], bar)))
+                .map_err(e)?;
+        }
+        if let Some((lo, hi)) = p.y.range {
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(x, ay.to(lo)), (x, ay.to(hi))], bar)))
+                .map_err(e)?;
+        }
     }
     Ok(())
 }

@@ -372,17 +372,14 @@ fn compare_case(
 ) -> Result<(), CompareError> {
     let t = out.threshold.fraction();
     let name = n.case.as_str();
-    let skip = |out: &mut Comparison, f: &Figure, why: String| {
-        out.skipped.push(Skipped { case: name.to_owned(), figure: f.name.clone(), why });
-    };
     // Latencies on two clocks are two measures: the simulated one is not this machine's.
     let clocks_differ = o.clock != n.clock;
     if clocks_differ {
-        out.skipped.push(Skipped {
-            case: name.to_owned(),
-            figure: "latencies".into(),
-            why: format!("OLD ran on the {} clock, NEW on the {}: not one measure", o.clock, n.clock),
-        });
+        out.skip(
+            name,
+            "latencies",
+            format!("OLD ran on the {} clock, NEW on the {}: not one measure", o.clock, n.clock),
+        );
     }
     // Each measure's histograms, read once for all its quantiles.
     let mut hists: Vec<(Measure, hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)> = Vec::new();
@@ -393,43 +390,17 @@ fn compare_case(
                     continue;
                 }
                 if let Some(why) = latency_not_comparable(o, n, m) {
-                    // One line per measure, not per quantile.
-                    if !out.skipped.iter().any(|s| s.case == name && s.figure == m.name()) {
-                        out.skipped.push(Skipped { case: name.to_owned(), figure: m.name().to_owned(), why });
-                    }
+                    out.skip_measure(name, m, why);
                     continue;
                 }
-                let q = LatencyStats::quantile(stat).expect("a quantile figure");
                 if !hists.iter().any(|(x, ..)| *x == m) {
                     let ho = bootstrap::hist(old_dir, name, m, o.latency(m).count)?;
                     let hn = bootstrap::hist(new_dir, name, m, n.latency(m).count)?;
                     hists.push((m, ho, hn));
                 }
                 let (_, ho, hn) = hists.iter().find(|(x, ..)| *x == m).expect("read above");
-                let (vo, vn) = (ho.value_at_quantile(q) as f64 / 1e6, hn.value_at_quantile(q) as f64 / 1e6);
-                let (low, high) = ratio_interval(ho, hn, q, 0x5EED + k as u64);
-                let needed = samples_needed(q);
-                let floor = Floor::of((so, o), (sn, n), stat);
-                let verdict = if ho.len() < needed || hn.len() < needed {
-                    Verdict::TooFewSamples
-                } else {
-                    let v = noise::judge(f.better, low, high, t);
-                    floor.map_or(v, |fl| fl.hold(v, (vo, vn), [low, high], t))
-                };
-                out.changes.push(Change {
-                    case: name.to_owned(),
-                    figure: f.name.clone(),
-                    unit: f.unit,
-                    better: f.better,
-                    old: vo,
-                    new: vn,
-                    ratio: (vo > 0.0).then(|| vn / vo),
-                    interval: Some([low, high]),
-                    samples: Some([ho.len(), hn.len()]),
-                    model: Model::Bootstrap,
-                    floor,
-                    verdict,
-                });
+                let change = quantile_change(f, name, (so, o, ho), (sn, n, hn), (stat, 0x5EED + k as u64), t);
+                out.changes.push(change);
             }
             Kind::Plain(source) => {
                 let latency = match source {
@@ -445,7 +416,7 @@ fn compare_case(
                     (None, None) if !f.core => continue,
                     _ => {
                         let why = missing_in(vo.is_some(), vn.is_some()).expect("one is missing");
-                        skip(out, f, why.into());
+                        out.skip(name, &f.name, why.into());
                         continue;
                     }
                 };
@@ -454,33 +425,7 @@ fn compare_case(
                     continue;
                 }
                 let ratio = (vo != 0.0).then(|| vn / vo);
-                let mut floor = None;
-                let (model, interval, verdict) = if let Some((ro, rn)) = spreads(o, n, &f.name) {
-                    let iv = noise::repeats_interval(ro, rn);
-                    let v = iv.map_or(Verdict::Noise, |[lo, hi]| noise::judge(f.better, lo, hi, t));
-                    floor = latency.and_then(|stat| Floor::of((so, o), (sn, n), stat));
-                    let v = match (floor, iv) {
-                        (Some(fl), Some(iv)) => fl.hold(v, (vo, vn), iv, t),
-                        _ => v,
-                    };
-                    (Model::Repeats, iv, v)
-                } else {
-                    match noise::model_of(source) {
-                        Model::Poisson => match (noise::counts(o, source), noise::counts(n, source)) {
-                            (Some(co), Some(cn)) => {
-                                let iv = noise::poisson_interval(co, cn);
-                                (Model::Poisson, Some(iv), noise::judge(f.better, iv[0], iv[1], t))
-                            }
-                            _ => (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, false)),
-                        },
-                        Model::Exact => (Model::Exact, None, noise::judge_exact(f.better, vo, vn)),
-                        Model::None => (Model::None, None, Verdict::NotJudged),
-                        _ => {
-                            let whole = noise::whole_units(source);
-                            (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, whole))
-                        }
-                    }
-                };
+                let (model, interval, verdict, floor) = judge_plain(f, source, latency, (so, o), (sn, n), (vo, vn), t);
                 out.changes.push(Change {
                     case: name.to_owned(),
                     figure: f.name.clone(),
@@ -499,6 +444,100 @@ fn compare_case(
         }
     }
     Ok(())
+}
+
+impl Comparison {
+    /// Says why a figure of `case` was not compared.
+    fn skip(&mut self, case: &str, figure: &str, why: String) {
+        self.skipped.push(Skipped { case: case.to_owned(), figure: figure.to_owned(), why });
+    }
+
+    /// Says why a measure of `case` was not compared: one line per measure, not per quantile.
+    fn skip_measure(&mut self, case: &str, m: Measure, why: String) {
+        if !self.skipped.iter().any(|s| s.case == case && s.figure == m.name()) {
+            self.skip(case, m.name(), why);
+        }
+    }
+}
+
+/// A latency quantile's change, judged by its bootstrap interval (from both runs'
+/// histograms, `seed` its resampling's) and held against the floors on the real clock.
+fn quantile_change(
+    f: &Figure,
+    case: &str,
+    (so, o, ho): (&Summary, &CaseResult, &hdrhistogram::Histogram<u64>),
+    (sn, n, hn): (&Summary, &CaseResult, &hdrhistogram::Histogram<u64>),
+    (stat, seed): (&'static str, u64),
+    t: f64,
+) -> Change {
+    let q = LatencyStats::quantile(stat).expect("a quantile figure");
+    let (vo, vn) = (ho.value_at_quantile(q) as f64 / 1e6, hn.value_at_quantile(q) as f64 / 1e6);
+    let (low, high) = ratio_interval(ho, hn, q, seed);
+    let needed = samples_needed(q);
+    let floor = Floor::of((so, o), (sn, n), stat);
+    let verdict = if ho.len() < needed || hn.len() < needed {
+        Verdict::TooFewSamples
+    } else {
+        let v = noise::judge(f.better, low, high, t);
+        floor.map_or(v, |fl| fl.hold(v, (vo, vn), [low, high], t))
+    };
+    Change {
+        case: case.to_owned(),
+        figure: f.name.clone(),
+        unit: f.unit,
+        better: f.better,
+        old: vo,
+        new: vn,
+        ratio: (vo > 0.0).then(|| vn / vo),
+        interval: Some([low, high]),
+        samples: Some([ho.len(), hn.len()]),
+        model: Model::Bootstrap,
+        floor,
+        verdict,
+    }
+}
+
+/// How a plain figure's move is judged: by its repeats' spreads when both runs have them (a
+/// latency held against the floors as well), else by its kind's own model (a count's
+/// Poisson interval, an invariant's any rise, a margin). Returns the model, the interval,
+/// the verdict and the floors it was held against.
+fn judge_plain(
+    f: &Figure,
+    source: Source,
+    latency: Option<&'static str>,
+    (so, o): (&Summary, &CaseResult),
+    (sn, n): (&Summary, &CaseResult),
+    (vo, vn): (f64, f64),
+    t: f64,
+) -> (Model, Option<[f64; 2]>, Verdict, Option<Floor>) {
+    let mut floor = None;
+    let (model, interval, verdict) = if let Some((ro, rn)) = spreads(o, n, &f.name) {
+        let iv = noise::repeats_interval(ro, rn);
+        let v = iv.map_or(Verdict::Noise, |[lo, hi]| noise::judge(f.better, lo, hi, t));
+        floor = latency.and_then(|stat| Floor::of((so, o), (sn, n), stat));
+        let v = match (floor, iv) {
+            (Some(fl), Some(iv)) => fl.hold(v, (vo, vn), iv, t),
+            _ => v,
+        };
+        (Model::Repeats, iv, v)
+    } else {
+        match noise::model_of(source) {
+            Model::Poisson => match (noise::counts(o, source), noise::counts(n, source)) {
+                (Some(co), Some(cn)) => {
+                    let iv = noise::poisson_interval(co, cn);
+                    (Model::Poisson, Some(iv), noise::judge(f.better, iv[0], iv[1], t))
+                }
+                _ => (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, false)),
+            },
+            Model::Exact => (Model::Exact, None, noise::judge_exact(f.better, vo, vn)),
+            Model::None => (Model::None, None, Verdict::NotJudged),
+            _ => {
+                let whole = noise::whole_units(source);
+                (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, whole))
+            }
+        }
+    };
+    (model, interval, verdict, floor)
 }
 
 #[cfg(test)]

@@ -88,7 +88,6 @@ enum Verdict {
 pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shared>, n: u64) {
     let gate = shared.gate.clone().expect("a gated proxy");
     let _counted = gate.org.connect(gate.sandbox);
-    let idle_timeout = gate.org.idle_timeout();
     let client_fd = client.as_raw_fd();
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
@@ -102,6 +101,7 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
     let (mut up_rng, mut down_rng) = (Rng::new(shared.seed ^ (n << 1)), Rng::new(shared.seed ^ (n << 1 | 1)));
     let mut answer_rng = Rng::new(shared.seed ^ (n << 1) ^ 0x0429_0429);
 
+    let pump = Pump { shared: &shared, gate: &gate, conn: &conn, changed: &changed };
     let up_read = async {
         let tx = up_tx;
         shared
@@ -112,118 +112,8 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
             .await;
         gone_tx.send_replace(true);
     };
-    let up_write = async {
-        let answers = answers;
-        let mut framer = Framer::requests();
-        let mut raw = false;
-        let (mut msg, mut body, mut head, mut ev) = (Vec::new(), Vec::new(), None, Vec::new());
-        'stream: while let Some((sent, due, bytes)) = up_rx.recv().await {
-            shared.cross(sent, due).await;
-            if raw {
-                if sw.write_all(&bytes).await.is_err() {
-                    break;
-                }
-                continue;
-            }
-            ev.clear();
-            if framer.feed(&bytes, &mut ev).is_err() {
-                // Not HTTP as expected: the rest passes as it came, unadmitted.
-                raw = true;
-                msg.extend_from_slice(&bytes);
-                if sw.write_all(&std::mem::take(&mut msg)).await.is_err() {
-                    break;
-                }
-                continue;
-            }
-            let mut from = 0;
-            for e in ev.drain(..) {
-                match e {
-                    Event::Head(h, _) => head = Some(h),
-                    Event::Data(r) => {
-                        let keep = r.len().min(BODY_KEPT.saturating_sub(body.len()));
-                        body.extend_from_slice(&bytes[r.start..r.start + keep]);
-                    }
-                    Event::End(at) => {
-                        msg.extend_from_slice(&bytes[from..at]);
-                        from = at;
-                        let h = head.take().expect("a head before its end");
-                        let verdict = admit(&gate, &h, &body, &mut gone).await;
-                        body.clear();
-                        let request = std::mem::take(&mut msg);
-                        match verdict {
-                            Verdict::Forward(w) => {
-                                {
-                                    let mut c = lock();
-                                    c.cut_at = idle_timeout.filter(|_| w.held).map(|t| Instant::now() + t);
-                                    c.waiting = Some(w);
-                                }
-                                changed.notify_one();
-                                if sw.write_all(&request).await.is_err() {
-                                    break 'stream;
-                                }
-                            }
-                            Verdict::Refuse(answer) => {
-                                let now = Instant::now();
-                                let due = now + shared.leg(&mut answer_rng);
-                                let answer = Down { sent: now, due, bytes: answer, ends: Some(None), last: false };
-                                let _ = answers.send(answer);
-                            }
-                            Verdict::Gone => break 'stream,
-                        }
-                    }
-                }
-            }
-            msg.extend_from_slice(&bytes[from..]);
-        }
-        let _ = sw.shutdown().await;
-    };
-    let down_read = async {
-        let tx = down_tx;
-        let mut framer = Framer::responses();
-        let (mut raw, mut final_head, mut ev) = (false, true, Vec::new());
-        shared
-            .read_chunks(&mut sr, &mut down_rng, |sent, due, bytes| {
-                let mut c = lock();
-                let mut ends = None;
-                if !raw {
-                    if framer.between() {
-                        framer.next_answers_head(c.waiting.as_ref().is_some_and(|w| w.head_request));
-                    }
-                    ev.clear();
-                    raw = framer.feed(&bytes, &mut ev).is_err();
-                    for e in &ev {
-                        match e {
-                            Event::Head(h, _) => final_head = !h.interim(),
-                            Event::End(_) if final_head => {
-                                ends = Some(c.waiting.take().and_then(|w| w.ticket));
-                                c.cut_at = None;
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                // A response byte crossed: a held request's idle timeout starts again.
-                if let (Some(w), Some(t)) = (&c.waiting, idle_timeout) {
-                    if w.held {
-                        c.cut_at = Some(sent + t);
-                    }
-                }
-                drop(c);
-                changed.notify_one();
-                tx.send(Down { sent, due, bytes, ends, last: false }).is_ok()
-            })
-            .await;
-        // The daemon closed: a body framed by the close ends with it, a request left
-        // unanswered fails; the client's side is closed after what is on its way.
-        let _ = framer.close();
-        let ticket = {
-            let mut c = lock();
-            c.cut_at = None;
-            c.waiting.take().and_then(|w| w.ticket)
-        };
-        let now = Instant::now();
-        let _ = tx.send(Down { sent: now, due: now, bytes: Vec::new(), ends: Some(ticket), last: true });
-    };
+    let up_write = up_write(pump, &mut up_rx, &mut sw, &mut gone, answers, &mut answer_rng);
+    let down_read = down_read(pump, &mut sr, &mut down_rng, down_tx);
     let down_write = down_write(&mut down_rx, &mut cw, &shared, &conn, &changed);
     let timers = timers(&conn, &changed, gate.org.limits().keepalive);
     let mut cut = shared.cut.subscribe();
@@ -239,6 +129,147 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
         cw.forget();
     }
     drop(cr);
+}
+
+/// What a connection's pumps share: the proxy, its gate, the connection's state and the
+/// wake its timers wait on.
+#[derive(Clone, Copy)]
+struct Pump<'a> {
+    shared: &'a Shared,
+    gate: &'a Gate,
+    conn: &'a Mutex<Conn>,
+    changed: &'a Notify,
+}
+
+/// Responses on their way back: read as the daemon sends them, framed to see where each
+/// ends (its place is given back once its last byte crosses), a held request's idle timer
+/// started again by every byte; the daemon's close ends the connection after them.
+async fn down_read(
+    p: Pump<'_>,
+    sr: &mut tokio::net::tcp::OwnedReadHalf,
+    down_rng: &mut Rng,
+    tx: mpsc::UnboundedSender<Down>,
+) {
+    let idle_timeout = p.gate.org.idle_timeout();
+    let mut framer = Framer::responses();
+    let (mut raw, mut final_head, mut ev) = (false, true, Vec::new());
+    p.shared
+        .read_chunks(sr, down_rng, |sent, due, bytes| {
+            let mut c = p.conn.lock().expect("connection state poisoned");
+            let mut ends = None;
+            if !raw {
+                if framer.between() {
+                    framer.next_answers_head(c.waiting.as_ref().is_some_and(|w| w.head_request));
+                }
+                ev.clear();
+                raw = framer.feed(&bytes, &mut ev).is_err();
+                for e in &ev {
+                    match e {
+                        Event::Head(h, _) => final_head = !h.interim(),
+                        Event::End(_) if final_head => {
+                            ends = Some(c.waiting.take().and_then(|w| w.ticket));
+                            c.cut_at = None;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // A response byte crossed: a held request's idle timeout starts again.
+            if let (Some(w), Some(t)) = (&c.waiting, idle_timeout) {
+                if w.held {
+                    c.cut_at = Some(sent + t);
+                }
+            }
+            drop(c);
+            p.changed.notify_one();
+            tx.send(Down { sent, due, bytes, ends, last: false }).is_ok()
+        })
+        .await;
+    // The daemon closed: a body framed by the close ends with it, a request left
+    // unanswered fails; the client's side is closed after what is on its way.
+    let _ = framer.close();
+    let ticket = {
+        let mut c = p.conn.lock().expect("connection state poisoned");
+        c.cut_at = None;
+        c.waiting.take().and_then(|w| w.ticket)
+    };
+    let now = Instant::now();
+    let _ = tx.send(Down { sent: now, due: now, bytes: Vec::new(), ends: Some(ticket), last: true });
+}
+
+/// Requests on their way to the daemon: each crosses the wire when due, is read whole, and is
+/// admitted (forwarded, its place held until its response ends), refused (answered here,
+/// through `answers`), or dropped with the connection when its client went while it queued.
+async fn up_write(
+    p: Pump<'_>,
+    up_rx: &mut mpsc::UnboundedReceiver<(Instant, Instant, Vec<u8>)>,
+    sw: &mut tokio::net::tcp::OwnedWriteHalf,
+    gone: &mut watch::Receiver<bool>,
+    answers: mpsc::UnboundedSender<Down>,
+    answer_rng: &mut Rng,
+) {
+    let mut framer = Framer::requests();
+    let mut raw = false;
+    let (mut msg, mut body, mut head, mut ev) = (Vec::new(), Vec::new(), None, Vec::new());
+    'stream: while let Some((sent, due, bytes)) = up_rx.recv().await {
+        p.shared.cross(sent, due).await;
+        if raw {
+            if sw.write_all(&bytes).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        ev.clear();
+        if framer.feed(&bytes, &mut ev).is_err() {
+            // Not HTTP as expected: the rest passes as it came, unadmitted.
+            raw = true;
+            msg.extend_from_slice(&bytes);
+            if sw.write_all(&std::mem::take(&mut msg)).await.is_err() {
+                break;
+            }
+            continue;
+        }
+        let mut from = 0;
+        for e in ev.drain(..) {
+            match e {
+                Event::Head(h, _) => head = Some(h),
+                Event::Data(r) => {
+                    let keep = r.len().min(BODY_KEPT.saturating_sub(body.len()));
+                    body.extend_from_slice(&bytes[r.start..r.start + keep]);
+                }
+                Event::End(at) => {
+                    msg.extend_from_slice(&bytes[from..at]);
+                    from = at;
+                    let h = head.take().expect("a head before its end");
+                    let verdict = admit(p.gate, &h, &body, gone).await;
+                    body.clear();
+                    let request = std::mem::take(&mut msg);
+                    match verdict {
+                        Verdict::Forward(w) => {
+                            {
+                                let mut c = p.conn.lock().expect("connection state poisoned");
+                                c.cut_at = p.gate.org.idle_timeout().filter(|_| w.held).map(|t| Instant::now() + t);
+                                c.waiting = Some(w);
+                            }
+                            p.changed.notify_one();
+                            if sw.write_all(&request).await.is_err() {
+                                break 'stream;
+                            }
+                        }
+                        Verdict::Refuse(answer) => {
+                            let now = Instant::now();
+                            let due = now + p.shared.leg(answer_rng);
+                            let answer = Down { sent: now, due, bytes: answer, ends: Some(None), last: false };
+                            let _ = answers.send(answer);
+                        }
+                        Verdict::Gone => break 'stream,
+                    }
+                }
+            }
+        }
+        msg.extend_from_slice(&bytes[from..]);
+    }
+    let _ = sw.shutdown().await;
 }
 
 /// Bytes on their way back cross to the client when due; a response's end gives back the
