@@ -414,35 +414,9 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     if !(crate::engine::conform::MIN_BOUND..=crate::engine::conform::MAX_BOUND).contains(&a.bound) {
         return Err(CliError::BadInput(format!("--bound {}: a case's bound is from 2s to 600s", as_given(a.bound))));
     }
-    let daemon = match (&a.host, &a.url) {
-        (Some(_), _) => Some(crate::engine::conform::Daemon::Start(match &a.sandbox_agent {
-            Some(p) => {
-                crate::sandbox::host::check_sandbox_agent(p)
-                    .map_err(|e| CliError::BadInput(format!("--sandbox-agent: {e}")))?;
-                p.clone()
-            }
-            None => crate::sandbox::host::find_sandbox_agent()
-                .map_err(|e| CliError::BadInput(format!("--host sandbox-agent: {e}")))?,
-        })),
-        (None, Some(url)) => Some(crate::engine::conform::Daemon::At(url.clone())),
-        (None, None) => None,
-    };
+    let daemon = conform_daemon(&a)?;
     let (started, stamp) = utc_stamps();
-    let lock = match &a.out {
-        Some(d) => Some(
-            crate::app::outdir::take(d, &crate::app::outdir::this_run(&started))
-                .map_err(|e| CliError::BadInput(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let dir = match &lock {
-        Some(l) => l.dir().to_path_buf(),
-        None => crate::app::outdir::create_unique_dir(
-            std::path::Path::new("reports"),
-            &format!("{stamp}-conform-{}", side.name()),
-        )
-        .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}")))?,
-    };
+    let (_lock, dir) = conform_dir(&a, side, &started, &stamp)?;
     let handler_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
     let opts = ConformOptions {
@@ -487,6 +461,49 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     } else {
         Exit::Pass
     })
+}
+
+/// The daemon `conform --host sandbox-agent` starts (checked), or the one at `--url`.
+fn conform_daemon(a: &ConformArgs) -> Result<Option<crate::engine::conform::Daemon>, CliError> {
+    Ok(match (&a.host, &a.url) {
+        (Some(_), _) => Some(crate::engine::conform::Daemon::Start(match &a.sandbox_agent {
+            Some(p) => {
+                crate::sandbox::host::check_sandbox_agent(p)
+                    .map_err(|e| CliError::BadInput(format!("--sandbox-agent: {e}")))?;
+                p.clone()
+            }
+            None => crate::sandbox::host::find_sandbox_agent()
+                .map_err(|e| CliError::BadInput(format!("--host sandbox-agent: {e}")))?,
+        })),
+        (None, Some(url)) => Some(crate::engine::conform::Daemon::At(url.clone())),
+        (None, None) => None,
+    })
+}
+
+/// The report directory of a battery: `--out` (locked for the run), or a new one under
+/// `reports/`.
+fn conform_dir(
+    a: &ConformArgs,
+    side: crate::results::conform::Side,
+    started: &str,
+    stamp: &str,
+) -> Result<(Option<crate::app::outdir::OutLock>, std::path::PathBuf), CliError> {
+    let lock = match &a.out {
+        Some(d) => Some(
+            crate::app::outdir::take(d, &crate::app::outdir::this_run(started))
+                .map_err(|e| CliError::BadInput(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let dir = match &lock {
+        Some(l) => l.dir().to_path_buf(),
+        None => crate::app::outdir::create_unique_dir(
+            std::path::Path::new("reports"),
+            &format!("{stamp}-conform-{}", side.name()),
+        )
+        .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}")))?,
+    };
+    Ok((lock, dir))
 }
 
 async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {

@@ -10,6 +10,7 @@ use super::us;
 use crate::base::gauge::GaugeStats;
 use crate::results::fleet::FleetResult;
 use crate::results::summary::{CaseResult, Summary};
+use crate::scenario::fault::FaultRow;
 
 use Align::{Left as L, Right as R};
 
@@ -55,30 +56,7 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
     if cases.is_empty() {
         return None;
     }
-    let mut turns = Table {
-        columns: vec![
-            ("case", L),
-            ("turns", R),
-            ("demoted", R),
-            ("fallback polling", R),
-            ("calls per turn (max)", R),
-            ("turns at once", L),
-            ("healthy at once", L),
-        ],
-        rows: Vec::new(),
-    };
-    for (r, f) in &cases {
-        let tu = &f.turns;
-        turns.rows.push(vec![
-            r.case.clone(),
-            tu.started.to_string(),
-            format!("{} ({}%)", tu.demoted, tu.demoted_pct),
-            format!("{:.0} s", tu.fallback_secs),
-            format!("{} ({})", tu.calls_per_turn_mean, tu.calls_per_turn_max),
-            gauge(&tu.active),
-            gauge(&tu.healthy),
-        ]);
-    }
+    let turns = turns_table(&cases);
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
     let remote = (!measured.is_empty()).then(|| {
         let mut t = Table {
@@ -111,34 +89,68 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
     });
     let rows: Vec<_> =
         cases.iter().flat_map(|(r, _)| r.faults.iter().filter(|x| x.fleet).map(move |x| (r, x))).collect();
-    let faults = (!rows.is_empty()).then(|| {
-        let mut t = Table {
-            columns: vec![
-                ("case", L),
-                ("fault", L),
-                ("struck / ended", L),
-                ("back to 95% healthy", R),
-                ("worst healthy", R),
-                ("turns demoted", R),
-                ("busiest 10 s after (req/s)", R),
-            ],
-            rows: Vec::new(),
-        };
-        for (r, x) in rows {
-            let Some(fr) = &x.fleet_recovery else { continue };
-            t.rows.push(vec![
-                r.case.clone(),
-                format!("`{}`", x.kind),
-                format!("{:.1} s / {:.1} s", x.at_secs, x.until_secs),
-                fr.secs_to_95pct_healthy.map_or("not by the end".into(), |v| format!("{v:.1} s")),
-                format!("{}%", fr.worst_healthy_pct),
-                fr.turns_demoted.to_string(),
-                fr.peak_requests_per_sec_10s.to_string(),
-            ]);
-        }
-        t
-    });
+    let faults = (!rows.is_empty()).then(|| faults_table(rows));
     Some(Section { turns, remote, faults })
+}
+
+/// A row per case of its agent turns: how many, how many demoted, the fallback polling, the
+/// calls per turn, and the turns (and healthy ones) at once.
+fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
+    let mut turns = Table {
+        columns: vec![
+            ("case", L),
+            ("turns", R),
+            ("demoted", R),
+            ("fallback polling", R),
+            ("calls per turn (max)", R),
+            ("turns at once", L),
+            ("healthy at once", L),
+        ],
+        rows: Vec::new(),
+    };
+    for (r, f) in cases {
+        let tu = &f.turns;
+        turns.rows.push(vec![
+            r.case.clone(),
+            tu.started.to_string(),
+            format!("{} ({}%)", tu.demoted, tu.demoted_pct),
+            format!("{:.0} s", tu.fallback_secs),
+            format!("{} ({})", tu.calls_per_turn_mean, tu.calls_per_turn_max),
+            gauge(&tu.active),
+            gauge(&tu.healthy),
+        ]);
+    }
+    turns
+}
+
+/// A row per fleet-wide fault: when it struck, how long the fleet took back to 95 % healthy
+/// turns, the worst it got, the turns it demoted and the busiest ten seconds after it.
+fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
+    let mut t = Table {
+        columns: vec![
+            ("case", L),
+            ("fault", L),
+            ("struck / ended", L),
+            ("back to 95% healthy", R),
+            ("worst healthy", R),
+            ("turns demoted", R),
+            ("busiest 10 s after (req/s)", R),
+        ],
+        rows: Vec::new(),
+    };
+    for (r, x) in rows {
+        let Some(fr) = &x.fleet_recovery else { continue };
+        t.rows.push(vec![
+            r.case.clone(),
+            format!("`{}`", x.kind),
+            format!("{:.1} s / {:.1} s", x.at_secs, x.until_secs),
+            fr.secs_to_95pct_healthy.map_or("not by the end".into(), |v| format!("{v:.1} s")),
+            format!("{}%", fr.worst_healthy_pct),
+            fr.turns_demoted.to_string(),
+            fr.peak_requests_per_sec_10s.to_string(),
+        ]);
+    }
+    t
 }
 
 fn table(o: &mut String, t: &Table) {
