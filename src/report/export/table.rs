@@ -177,61 +177,7 @@ impl Table {
             }
         }
         let notes_start = o.len();
-        let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
-        if any_thin(shown.collect::<Vec<_>>().iter(), &["p99"]) {
-            note(&mut o, THIN_NOTE);
-        }
-        let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
-        if !virtuals.is_empty() {
-            note(&mut o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
-        }
-        for r in &s.results {
-            if let Some(line) = repeated(r) {
-                note(&mut o, &line);
-            }
-        }
-        for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
-            note(
-                &mut o,
-                &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck),
-            );
-        }
-        for r in &s.results {
-            if let Some(c) = &r.vs_baseline {
-                note(&mut o, &format!("{} vs {}: {}", r.case, c.baseline, c.text));
-            }
-        }
-        for r in &s.results {
-            for g in r.gates.iter().filter(|g| !g.pass) {
-                let why = if g.observed.is_some() {
-                    format!(" (observed {})", g.observed_text)
-                } else {
-                    format!(": {}", g.observed_text)
-                };
-                note(&mut o, &format!("{}: gate `{}` failed{why}", r.case, g.expr));
-            }
-            if r.pairing_violations.total > 0 {
-                note(&mut o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total));
-            }
-            for d in &r.runner.degraded {
-                note(&mut o, &format!("{}: degraded: {d}", r.case));
-            }
-            for f in r.faults.iter().filter(|f| !f.ok) {
-                note(
-                    &mut o,
-                    &format!(
-                        "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
-                        r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
-                    ),
-                );
-            }
-        }
-        if !s.cases_not_run.is_empty() {
-            note(&mut o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
-        }
-        for w in &s.sweeps {
-            note(&mut o, &format!("sweep {}: {}", w.case, w.best_line()));
-        }
+        notes(&mut o, s);
         // The other notes stand apart from the departures' footnote.
         if footnote && o.len() > notes_start {
             o.insert(notes_start, '\n');
@@ -241,6 +187,64 @@ impl Table {
             super::rollout::console(&mut o, v, s, note);
         }
         o.into_bytes()
+    }
+}
+
+/// The notes under the table: thin percentiles, virtual cases, repeats, hung runners, each
+/// case against its baseline, every failed gate, pairing violation, degraded wake and failed
+/// fault, the cases an interrupt left unrun, and each sweep's best point.
+fn notes(o: &mut String, s: &Summary) {
+    let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
+    if any_thin(shown.collect::<Vec<_>>().iter(), &["p99"]) {
+        note(o, THIN_NOTE);
+    }
+    let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
+    if !virtuals.is_empty() {
+        note(o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
+    }
+    for r in &s.results {
+        if let Some(line) = repeated(r) {
+            note(o, &line);
+        }
+    }
+    for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
+        note(o, &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck));
+    }
+    for r in &s.results {
+        if let Some(c) = &r.vs_baseline {
+            note(o, &format!("{} vs {}: {}", r.case, c.baseline, c.text));
+        }
+    }
+    for r in &s.results {
+        for g in r.gates.iter().filter(|g| !g.pass) {
+            let why = if g.observed.is_some() {
+                format!(" (observed {})", g.observed_text)
+            } else {
+                format!(": {}", g.observed_text)
+            };
+            note(o, &format!("{}: gate `{}` failed{why}", r.case, g.expr));
+        }
+        if r.pairing_violations.total > 0 {
+            note(o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total));
+        }
+        for d in &r.runner.degraded {
+            note(o, &format!("{}: degraded: {d}", r.case));
+        }
+        for f in r.faults.iter().filter(|f| !f.ok) {
+            note(
+                o,
+                &format!(
+                    "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
+                    r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
+                ),
+            );
+        }
+    }
+    if !s.cases_not_run.is_empty() {
+        note(o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
+    }
+    for w in &s.sweeps {
+        note(o, &format!("sweep {}: {}", w.case, w.best_line()));
     }
 }
 
