@@ -223,6 +223,22 @@ pub(crate) fn expand(
     SWEEP_KEYS.iter().for_each(|k| {
         base.remove(*k);
     });
+    let (points, tables) = points_of(&axes, &base, &name, top, (file, &prefix))?;
+    let sweep = Sweep { case: name, axes, objective, figures: Vec::new(), extra, points };
+    Ok(Some((sweep, tables)))
+}
+
+/// Every point of a sweep over `axes` (the last axis varying fastest): its name, the case's
+/// table with the point's values set on it, and its own workload when an axis sets one.
+fn points_of(
+    axes: &[Axis],
+    base: &Table,
+    name: &str,
+    top: &Table,
+    (file, prefix): (&str, &str),
+) -> Result<(Vec<Point>, Vec<PointTable>), ScenarioError> {
+    let err = |key: &str, msg: String| ScenarioError { file: file.to_owned(), key: format!("{prefix}.{key}"), msg };
+    let count: usize = axes.iter().map(|a| a.values.len()).product();
     let mut points = Vec::with_capacity(count);
     let mut tables = Vec::with_capacity(count);
     for k in 0..count {
@@ -262,8 +278,7 @@ pub(crate) fn expand(
         let values = axes.iter().zip(&at).map(|(a, &v)| (a.path.clone(), a.values[v].text.clone())).collect();
         tables.push(PointTable { name: point_name, case: t, workload, values });
     }
-    let sweep = Sweep { case: name, axes, objective, figures: Vec::new(), extra, points };
-    Ok(Some((sweep, tables)))
+    Ok((points, tables))
 }
 
 /// The paths of a sweep table: `{ "runner.window" = [...] }` and `{ runner.window = [...] }`
