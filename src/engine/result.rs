@@ -71,6 +71,7 @@ impl Ended<'_> {
             strategy: case.runner.name().into(),
             strategy_params: case.runner.params(),
             departures: Some(case.departures()),
+            other_design: !case.runner.production_design(),
             writer: case.writer.name().into(),
             writer_params: case.writer.params(),
             clock: case.clock.name().into(),

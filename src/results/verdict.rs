@@ -76,22 +76,26 @@ pub struct Change {
 pub struct Candidate<'a> {
     pub name: &'a str,
     pub departures: Option<&'a [String]>,
+    /// Another design than production's ([`crate::results::summary::CaseResult::other_design`]).
+    pub other_design: bool,
     pub interrupted: bool,
     pub rollout: &'a [GateResult],
 }
 
-/// Departures that change production's defaults: some, and none a change of design
-/// (`strategy = ...`, a different relay rather than other settings of this one).
-fn changes_defaults(d: &[String]) -> bool {
-    !d.is_empty() && !d.iter().any(|x| x.starts_with("strategy ="))
+impl Candidate<'_> {
+    /// Whether it changes production's defaults: production's design with some option set
+    /// away from them (another design is a different relay, not other settings of this one).
+    fn changes_defaults(&self) -> bool {
+        !self.other_design && self.departures.is_some_and(|d| !d.is_empty())
+    }
 }
 
 /// At most this many changes are named.
 const CHANGES_NAMED: usize = 6;
 
 impl Verdict {
-    /// The smallest change that meets every rollout gate among `cases` (a change of design,
-    /// `strategy = ...`, is no change of defaults), with the boundaries as its envelope and
+    /// The smallest change that meets every rollout gate among `cases` (a case of another
+    /// design is no change of defaults), with the boundaries as its envelope and
     /// the workload named as the assumption.
     pub fn recommend(&mut self, cases: &[Candidate<'_>], scenario: &str) {
         let judged = cases.iter().any(|c| !c.rollout.is_empty());
@@ -108,10 +112,9 @@ impl Verdict {
         let changes: Vec<Change> = if self.pass == Some(true) {
             Vec::new()
         } else {
-            let fits: Vec<&Candidate<'_>> =
-                cases.iter().filter(meets).filter(|c| c.departures.is_some_and(changes_defaults)).collect();
+            let fits: Vec<&Candidate<'_>> = cases.iter().filter(meets).filter(|c| c.changes_defaults()).collect();
             let Some(least) = fits.iter().map(|c| c.departures.map_or(0, <[String]>::len)).min() else {
-                let tested = cases.iter().any(|c| !c.rollout.is_empty() && c.departures.is_some_and(changes_defaults));
+                let tested = cases.iter().any(|c| !c.rollout.is_empty() && c.changes_defaults());
                 let lead = if tested {
                     "no tested change of production's defaults meets every rollout gate in this run"
                 } else {
@@ -365,13 +368,22 @@ mod tests {
             case("w@window=30s", &["window = 30.00s"], 4.2, &[budget]),
             case("w@window=40s", &["window = 40.00s"], 4.9, &[budget]),
             case("follow", &["strategy = follow (a design production rejected)"], 2.0, &[budget]),
+            // Another program than production's relay, named by no `strategy =`: no change of
+            // its defaults either.
+            case("external", &["runner = external program (not the suite's model of production)"], 1.0, &[budget]),
             // Judged on no gate production was: it meets nothing.
             case("polling", &["writer = poll"], 1.0, &[]),
         ];
         let mut v = verdict(&cases[..1]);
         let candidates: Vec<Candidate<'_>> = cases
             .iter()
-            .map(|o| Candidate { name: &o.0, departures: Some(&o.1), interrupted: o.3, rollout: &o.2 })
+            .map(|o| Candidate {
+                name: &o.0,
+                departures: Some(&o.1),
+                other_design: ["follow", "external"].contains(&o.0.as_str()),
+                interrupted: o.3,
+                rollout: &o.2,
+            })
             .collect();
         v.recommend(&candidates, "s");
         let r = v.recommendation.as_ref().unwrap();
@@ -391,6 +403,7 @@ mod tests {
         let own = Candidate {
             name: &production[0].0,
             departures: Some(&production[0].1),
+            other_design: false,
             interrupted: false,
             rollout: &production[0].2,
         };

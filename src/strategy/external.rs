@@ -129,6 +129,10 @@ impl RunnerSpec for ExternalSpec {
         )
     }
 
+    fn production_design(&self) -> bool {
+        false
+    }
+
     fn departures(&self) -> Vec<String> {
         vec!["runner = external program (not the suite's model of production)".into()]
     }

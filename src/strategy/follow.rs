@@ -243,6 +243,10 @@ impl RunnerSpec for FollowSpec {
         )
     }
 
+    fn production_design(&self) -> bool {
+        false
+    }
+
     fn departures(&self) -> Vec<String> {
         let mut d = vec!["strategy = follow (a design production rejected)".to_owned()];
         d.extend(loop_departures(&self.opts));

@@ -126,6 +126,12 @@ pub trait RunnerSpec: Debug + Send + Sync {
     fn params(&self) -> String;
     /// The options this case sets away from production's relay as built, as `key = value`.
     fn departures(&self) -> Vec<String>;
+    /// Whether this is production's design, its settings aside (false: another design, such
+    /// as a followed stream production rejected, or a program the suite does not model). A
+    /// recommendation changes production's defaults only through cases of its design.
+    fn production_design(&self) -> bool {
+        true
+    }
     /// Starts the runner of one relay dir.
     fn start(&self, parts: &Parts<'_>) -> Started;
     /// Whether the runner's requests go through a counted host (not a black box's).

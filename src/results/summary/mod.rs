@@ -111,6 +111,10 @@ pub struct CaseResult {
     /// which is not production's design either ([`DEPARTURES_NOT_RECORDED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub departures: Option<Vec<String>>,
+    /// Another design than production's (a followed stream, an external program): its
+    /// departures are no change of production's defaults.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub other_design: bool,
     pub writer: String,
     pub writer_params: String,
     /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
@@ -576,6 +580,7 @@ impl Summary {
             .map(|r| crate::results::verdict::Candidate {
                 name: &r.case,
                 departures: r.departures.as_deref(),
+                other_design: r.other_design,
                 interrupted: r.interrupted,
                 rollout: &r.rollout,
             })
