@@ -5,6 +5,8 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -259,13 +261,24 @@ fn a_full_relay_disk_is_the_machines_failure_not_lost_calls() {
         .unwrap();
     common::wait_until("the relay dirs", || std::fs::read_dir(&root).unwrap().count() >= 1);
     std::thread::sleep(Duration::from_millis(800));
-    // The disk fills (not with relay files: the runner leaves them alone).
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(root.join("filler")).unwrap();
-        while f.write_all(&[0u8; 4096]).is_ok() {}
-    }
+    // The disk fills (not with relay files: the runner leaves them alone), and stays full
+    // until the run ends: a page a relay file frees when it is deleted is taken again within
+    // milliseconds, so the run's next writes fail whenever the filler's last write landed.
+    let running = Arc::new(AtomicBool::new(true));
+    let filler = {
+        let (running, path) = (running.clone(), root.join("filler"));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::File::create(path).unwrap();
+            while running.load(Ordering::Relaxed) {
+                while f.write_all(&[0u8; 4096]).is_ok() {}
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
     let done = child.wait_with_output().unwrap();
+    running.store(false, Ordering::Relaxed);
+    filler.join().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(7), "{err}");
     assert!(err.contains("this machine failed") && err.contains("write(s) of the relay"), "{err}");
