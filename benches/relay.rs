@@ -19,15 +19,10 @@ use std::time::Duration;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use relay_bench::base::protocol::{Outcome, Request, Response};
-use relay_bench::events::{CallId, CallOutcome, EventKind, EventSink, Listener, RunnerSide, WriterSide};
-use relay_bench::record::eventlog::EventLog;
-use relay_bench::record::recorder::Recorder;
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::relay::writer::CallEnd;
-use relay_bench::sandbox::host::LocalHost;
-use relay_bench::strategy::pair::{Relay, RelaySpec};
-use relay_bench::strategy::{runner_from_toml, writer_from_toml};
+use relay_bench::{
+    runner_from_toml, writer_from_toml, CallEnd, CallId, CallOutcome, EventKind, EventLog, EventSink, HandlerModel,
+    Listener, LocalHost, Outcome, Recorder, Relay, RelaySpec, Request, Response, RunnerSide, WriterSide,
+};
 use tokio::time::Instant;
 
 fn protocol(c: &mut Criterion) {
@@ -201,7 +196,7 @@ fn round_trip(c: &mut Criterion) {
         let relay = rt.block_on(async {
             let spec = RelaySpec {
                 sandbox: 0,
-                dir: Arc::new(relay_bench::sandbox::dir::RealDir::new(dir.path())),
+                dir: Arc::new(relay_bench::RealDir::new(dir.path())),
                 host: Arc::new(LocalHost::new(dir.path())),
                 busy: Arc::default(),
                 runner: &runner,
@@ -254,8 +249,8 @@ clock = "virtual"
 runner = "window-exec"
 writer = "watch"
 "#;
-    let s = relay_bench::scenario::Scenario::parse("virtual-hour.toml", HOUR).unwrap();
-    let env = relay_bench::engine::CaseEnv {
+    let s = relay_bench::Scenario::parse("virtual-hour.toml", HOUR).unwrap();
+    let env = relay_bench::CaseEnv {
         relay_root: std::env::temp_dir(),
         watch_program: "relay-bench".into(),
         interrupt: Arc::default(),
@@ -269,7 +264,7 @@ writer = "watch"
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("one_hour_10_sandboxes_window_exec", |b| {
         b.iter(|| {
-            let r = relay_bench::engine::run_case_virtual(&s, &s.cases[0], &env).unwrap();
+            let r = relay_bench::run_case_virtual(&s, &s.cases[0], &env).unwrap();
             assert_eq!(r.calls.lost, 0);
             black_box(r)
         })
@@ -281,10 +276,10 @@ writer = "watch"
 /// admission by the organisation, a slot, two latency legs, the in-memory dir's list), the
 /// admission alone, and one gauge change.
 fn fleet(c: &mut Criterion) {
-    use relay_bench::base::gauge::{Level, Tally};
-    use relay_bench::sandbox::dir::{RelayDir, SimDir};
-    use relay_bench::sandbox::host::org::Org;
-    use relay_bench::sandbox::host::{Daemon, Host, Kind, LatencyProfile, RemoteHost};
+    use relay_bench::Org;
+    use relay_bench::{Daemon, Host, Kind, LatencyProfile, RemoteHost};
+    use relay_bench::{Level, Tally};
+    use relay_bench::{RelayDir, SimDir};
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     let mut g = c.benchmark_group("fleet");
     let org = Org::unlimited(1);

@@ -9,39 +9,88 @@
 //! declared bottom-up: a module imports only from its own layer or the layers declared
 //! before it (`tests/architecture.rs` reads this order and fails on an upward import or an
 //! import cycle between two modules of one layer).
+//!
+//! The layers are private: the crate's surface is the `pub use` list below, and the
+//! compiler keeps everything else inside (`unreachable_pub`, `dead_code`).
+
+#![warn(unreachable_pub)]
 
 // base: bytes and names of the protocol, units, the strict TOML reader, notices.
-pub mod base;
+mod base;
 
 // events: the per-call event channel, the pairing invariant, a call's timeline.
-pub mod events;
+mod events;
 
 // sandbox: a relay dir and the sandbox around it; the runner's counted view of it (hosts).
-pub mod sandbox;
+mod sandbox;
 
 // relay: the runner's loop, the activity-source contract, the handler, the writer.
-pub mod relay;
+mod relay;
 
 // strategy: every runner and writer strategy, registered; the pair a case runs per dir.
-pub mod strategy;
+mod strategy;
 
 // record: the listeners on the event channel: HDR histograms, the event log, calls.csv.
-pub mod record;
+mod record;
 
 // scenario: validated scenarios: workload, pacer, faults, gates.
-pub mod scenario;
+mod scenario;
 
 // results: the typed results, request-rate arithmetic, this machine's facts.
-pub mod results;
+mod results;
 
 // engine: one case on its clock (or in the sandbox itself).
-pub mod engine;
+mod engine;
 
 // report: what a run directory holds: the outputs, charts, comparison.
-pub mod report;
+mod report;
 
 // app: running scenarios, serve and call, the command line.
-pub mod app;
+mod app;
+
+// The public surface: what the binary, the tests and the benches use, and nothing else.
+// Every other item is private to its layer or to the crate; the compiler holds it there
+// (`unreachable_pub`, `dead_code`).
+
+pub use app::bench::{run_scenario, RunOptions};
+pub use app::cli::main_with_args;
+pub use app::logplan::{EventLogFormat, DEFAULT_MAX as DEFAULT_MAX_EVENT_LOG};
+pub use app::runs::rerender;
+pub use base::gauge::{Level, Tally};
+pub use base::notice::Say;
+pub use base::protocol::{Outcome, Request, Response};
+pub use base::signal::Signal;
+pub use engine::conform::runner::CASES as RUNNER_CASES;
+pub use engine::conform::writer::CASES as WRITER_CASES;
+pub use engine::{run_case_virtual, CaseEnv};
+pub use events::{CallId, CallOutcome, EventInbox, EventKind, EventSink, Listener, Msg, RunnerSide, WriterSide};
+pub use record::calls_csv::HEADER as CALLS_CSV_HEADER;
+pub use record::eventlog::EventLog;
+pub use record::recorder::{Recorder, Recording};
+pub use relay::handler::HandlerModel;
+pub use relay::runner::{LoopOptions, PauseAnswer, Runner, RunnerReport, SeenScope, Started};
+pub use relay::source::{ActivitySource, Reporter, Wake};
+pub use relay::writer::CallEnd;
+pub use report::capacity::{markdown as capacity_markdown, CAPACITY_OUTPUTS};
+pub use report::conform::{html as conform_html, markdown as conform_markdown, CONFORM_OUTPUTS};
+pub use report::output::{Dest, Moment, Output};
+pub use report::publish::OUTPUTS;
+pub use results::capacity::CapacityReport;
+pub use results::conform::{ConformReport, Verdict};
+pub use results::summary::{CaseResult, Summary};
+pub use results::verdict::CLOCK_EVIDENCE;
+pub use sandbox::dir::program::{node_argv, parse_report, Finish};
+pub use sandbox::dir::{publish_now, ExecOutput, Lines, RealDir, RelayDir, SimDir, SimFault, Step};
+pub use sandbox::host::org::{Caps, Limits, Org};
+pub use sandbox::host::{
+    find_sandbox_agent, sandbox_agent_request_kind, AgentHost, AgentProcess, BenchRequest, Daemon, DelayProxy, Gate,
+    Host, Kind, LatencyProfile, LocalHost, RemoteHost, RequestCounts, HOSTS,
+};
+pub use scenario::fault::FaultKind;
+pub use scenario::{Overrides, Scenario};
+pub use strategy::pair::{Relay, RelaySpec};
+pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};
+pub use strategy::{runner_from_toml, writer_from_toml, RUNNERS, WRITERS};
 
 use std::future::Future;
 use std::pin::Pin;

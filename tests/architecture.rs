@@ -1,5 +1,5 @@
 //! The layering holds: each folder under `src/` is a layer, in the order `src/lib.rs`
-//! declares them (`pub mod base;` first); every path a file names through `crate::` or
+//! declares them (`mod base;` first); every path a file names through `crate::` or
 //! `super::` — in a `use` tree, braces and all, or inline in code — reaches a module of its
 //! own layer or a lower one, and the modules of one layer (the files and folders directly
 //! in it) import each other without a cycle. Nothing here is a table to keep in step: the
@@ -12,13 +12,10 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// The layers, bottom-up: the `pub mod NAME;` lines of lib.rs, in order.
+/// The layers, bottom-up: the `mod NAME;` lines of lib.rs, in order.
 fn layers() -> Vec<String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
-    lib.lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ").and_then(|r| r.strip_suffix(';')))
-        .map(str::to_owned)
-        .collect()
+    lib.lines().filter_map(|l| l.strip_prefix("mod ").and_then(|r| r.strip_suffix(';'))).map(str::to_owned).collect()
 }
 
 /// Every source file under `src/` (lib.rs and main.rs aside) with its module path

@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use relay_bench::results::summary::Summary;
-use relay_bench::sandbox::dir::{RealDir, RelayDir};
+use relay_bench::{RealDir, RelayDir, Summary};
 
 mod common;
 use common::BIN;
@@ -59,7 +58,7 @@ seed = 3"#,
     // calls.csv: a row per call, its wake cell empty (not seen from outside).
     let csv = std::fs::read_to_string(out.path().join("calls.csv")).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(lines.next().unwrap(), relay_bench::record::calls_csv::HEADER);
+    assert_eq!(lines.next().unwrap(), relay_bench::CALLS_CSV_HEADER);
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len() as u64, r.calls.started);
     assert!(rows.iter().all(|row| row.split(',').nth(6) == Some("")), "{}", rows[0]);

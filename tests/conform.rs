@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use relay_bench::results::conform::{ConformReport, Verdict};
+use relay_bench::{ConformReport, Verdict};
 
 mod common;
 
@@ -104,13 +104,13 @@ fn serve_passes_every_runner_case() {
     );
     assert!(not_ok(&r).is_empty(), "{}", details(&r));
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(r.cases.len(), relay_bench::engine::conform::runner::CASES.len(), "every case ran");
+    assert_eq!(r.cases.len(), relay_bench::RUNNER_CASES.len(), "every case ran");
     assert!(stdout.contains("PASSED:") && stdout.contains("parallel-64"), "{stdout}");
     schema_check(&out);
     let md = std::fs::read_to_string(out.join("conform.md")).unwrap();
-    assert_eq!(md, relay_bench::report::conform::markdown(&r), "conform.md is the report rendered");
+    assert_eq!(md, relay_bench::conform_markdown(&r), "conform.md is the report rendered");
     let page = std::fs::read_to_string(out.join("conform.html")).unwrap();
-    assert_eq!(page, relay_bench::report::conform::html(&r), "conform.html is the report rendered");
+    assert_eq!(page, relay_bench::conform_html(&r), "conform.html is the report rendered");
     assert!(page.contains("id=\"parallel-64\"") && !page.contains("<script"), "a section per case, no script");
 }
 
@@ -126,7 +126,7 @@ fn call_passes_every_writer_case() {
     let (code, stdout, r) = conform(&args, &out);
     assert!(not_ok(&r).is_empty(), "{}", details(&r));
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(r.cases.len(), relay_bench::engine::conform::writer::CASES.len(), "every case ran");
+    assert_eq!(r.cases.len(), relay_bench::WRITER_CASES.len(), "every case ran");
     schema_check(&out);
 }
 
@@ -235,11 +235,8 @@ fn a_runner_that_answers_or_runs_twice_fails() {
 #[test]
 fn a_writer_broken_one_way_fails_exactly_its_case() {
     // Every writer case but the deadlines' (10 s, 12.5 s): they run for the fault that breaks each.
-    let cases: Vec<&str> = relay_bench::engine::conform::writer::CASES
-        .iter()
-        .map(|c| c.name)
-        .filter(|n| !n.starts_with("deadline"))
-        .collect();
+    let cases: Vec<&str> =
+        relay_bench::WRITER_CASES.iter().map(|c| c.name).filter(|n| !n.starts_with("deadline")).collect();
     faults(
         "--writer",
         "writer.py",
@@ -298,17 +295,9 @@ fn committed_conform_runs_match_the_schema_and_re_render_to_their_own_conform_md
             let r: ConformReport = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             schema_check(&dir);
             let md = std::fs::read_to_string(dir.join("conform.md")).unwrap();
-            assert!(
-                md == relay_bench::report::conform::markdown(&r),
-                "{}: conform.md re-renders differently",
-                dir.display()
-            );
+            assert!(md == relay_bench::conform_markdown(&r), "{}: conform.md re-renders differently", dir.display());
             let page = std::fs::read_to_string(dir.join("conform.html")).unwrap();
-            assert!(
-                page == relay_bench::report::conform::html(&r),
-                "{}: conform.html re-renders differently",
-                dir.display()
-            );
+            assert!(page == relay_bench::conform_html(&r), "{}: conform.html re-renders differently", dir.display());
             checked += 1;
         }
     }
@@ -453,7 +442,7 @@ fn the_remote_path_is_graded_through_a_real_daemon() {
     assert_eq!(not_ok(&r), vec![("delete-on-pickup".to_owned(), Verdict::Failed)], "{}", details(&r));
     assert_eq!(code, 1);
     // A daemon already running, by its URL; and one that is not there.
-    let daemon = relay_bench::sandbox::host::AgentProcess::start(std::path::Path::new(&bin)).unwrap();
+    let daemon = relay_bench::AgentProcess::start(std::path::Path::new(&bin)).unwrap();
     let url = daemon.base.clone();
     let (code, _, r) = conform_in(
         t.path(),

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use relay_bench::results::capacity::CapacityReport;
+use relay_bench::CapacityReport;
 
 mod common;
 
@@ -16,7 +16,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Whether the daemon is installed; panics when CI requires it and it is not.
 fn daemon_or_skip(test: &str) -> bool {
-    match relay_bench::sandbox::host::find_sandbox_agent() {
+    match relay_bench::find_sandbox_agent() {
         Ok(_) => true,
         Err(why) if std::env::var_os("RELAY_BENCH_REQUIRE_DAEMON").is_some() => {
             panic!("{test}: RELAY_BENCH_REQUIRE_DAEMON is set and {why}")
@@ -98,7 +98,7 @@ fn a_small_ramp_completes_reads_the_daemon_and_leaves_nothing_running() {
     assert_eq!((cleanup.cancelled, cleanup.killed), (5, 5), "{cleanup:?}");
     nothing_left(&r);
     let md = std::fs::read_to_string(t.path().join("capacity.md")).unwrap();
-    assert_eq!(md, relay_bench::report::capacity::markdown(&r), "capacity.md is the report rendered");
+    assert_eq!(md, relay_bench::capacity_markdown(&r), "capacity.md is the report rendered");
     assert!(md.starts_with("# Daemon capacity") && md.contains("What it measures"), "{md}");
     assert!(stdout.contains("completed: 5 held execs reached") && stdout.contains("report: "), "{stdout}");
 }
@@ -152,11 +152,7 @@ fn committed_capacity_runs_read_and_re_render_to_their_own_capacity_md() {
         let Ok(json) = std::fs::read_to_string(run.join("capacity.json")) else { continue };
         let r = CapacityReport::from_json(&json).unwrap_or_else(|e| panic!("{}: {e}", run.display()));
         let md = std::fs::read_to_string(run.join("capacity.md")).unwrap();
-        assert!(
-            md == relay_bench::report::capacity::markdown(&r),
-            "{}: capacity.md re-renders differently",
-            run.display()
-        );
+        assert!(md == relay_bench::capacity_markdown(&r), "{}: capacity.md re-renders differently", run.display());
         assert!(r.cleanup.as_ref().is_some_and(|c| c.clean()), "{}: its cleanup left something", run.display());
     }
 }

@@ -4,10 +4,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use relay_bench::app::bench::run_scenario;
-use relay_bench::base::signal::Signal;
-use relay_bench::results::summary::Summary;
-use relay_bench::scenario::Scenario;
+use relay_bench::{run_scenario, Scenario, Signal, Summary};
 
 mod common;
 use common::BIN;

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use relay_bench::base::signal::Signal;
-use relay_bench::engine::{run_case_virtual, CaseEnv};
-use relay_bench::scenario::Scenario;
+use relay_bench::{run_case_virtual, CaseEnv, Scenario, Signal};
 
 fn env() -> CaseEnv {
     CaseEnv {

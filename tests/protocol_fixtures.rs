@@ -1,7 +1,7 @@
 //! SPEC §2 against fixture files: the golden request bytes, the three answer shapes, and
 //! files from other writers (other whitespace, other key order) read correctly.
 
-use relay_bench::base::protocol::{Outcome, Request, Response};
+use relay_bench::{Outcome, Request, Response};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)).unwrap()

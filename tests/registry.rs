@@ -14,8 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use relay_bench::base::notice::Say;
-use relay_bench::report::output::{Dest, Moment, Output};
+use relay_bench::{Dest, Moment, Output, Say};
 
 /// The marker of a line whose string is an option's value, not a kind's name.
 const NOT_A_KIND: &str = "not a kind:";
@@ -72,9 +71,9 @@ fn sources() -> Vec<(PathBuf, String)> {
 
 #[test]
 fn no_kind_is_named_outside_its_own_file() {
-    let mut kinds: Vec<&str> = relay_bench::strategy::RUNNERS.iter().map(|k| k.name()).collect();
-    kinds.extend(relay_bench::strategy::WRITERS.iter().map(|k| k.name()));
-    kinds.extend(relay_bench::sandbox::host::HOSTS.iter().map(|k| k.name()));
+    let mut kinds: Vec<&str> = relay_bench::RUNNERS.iter().map(|k| k.name()).collect();
+    kinds.extend(relay_bench::WRITERS.iter().map(|k| k.name()));
+    kinds.extend(relay_bench::HOSTS.iter().map(|k| k.name()));
     kinds.sort();
     kinds.dedup();
     assert!(kinds.len() >= 8, "the registries were read: {kinds:?}");
@@ -132,8 +131,8 @@ fn say_names(code: &str) -> Vec<String> {
 
 #[test]
 fn no_strategy_notice_is_named_in_base() {
-    let mut said: Vec<_> = relay_bench::strategy::RUNNERS.iter().flat_map(|k| k.notices()).collect();
-    said.extend(relay_bench::strategy::WRITERS.iter().flat_map(|k| k.notices()));
+    let mut said: Vec<_> = relay_bench::RUNNERS.iter().flat_map(|k| k.notices()).collect();
+    said.extend(relay_bench::WRITERS.iter().flat_map(|k| k.notices()));
     assert!(said.len() >= 8, "the strategies brought their notices: {said:?}");
     // Each notice by the name its variant (or struct) has, and the path of its type.
     let mut notices: Vec<(String, &'static str)> = Vec::new();
@@ -214,7 +213,7 @@ fn check_registry<R: ?Sized>(what: &str, outputs: &[&dyn Output<R>]) -> Vec<Stri
 
 #[test]
 fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it_writes() {
-    use relay_bench::report::{capacity::CAPACITY_OUTPUTS, conform::CONFORM_OUTPUTS, publish::OUTPUTS};
+    use relay_bench::{CAPACITY_OUTPUTS, CONFORM_OUTPUTS, OUTPUTS};
     let run = check_registry("run", OUTPUTS);
     let conform = check_registry("conform", CONFORM_OUTPUTS);
     let capacity = check_registry("daemon-capacity", CAPACITY_OUTPUTS);

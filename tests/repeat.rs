@@ -5,10 +5,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use relay_bench::app::bench::run_scenario;
-use relay_bench::base::signal::Signal;
-use relay_bench::results::summary::Summary;
-use relay_bench::scenario::{Overrides, Scenario};
+use relay_bench::{run_scenario, Overrides, Scenario, Signal, Summary};
 use serde_json::Value;
 
 mod common;

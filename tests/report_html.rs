@@ -114,7 +114,7 @@ fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() 
         let t = tempfile::tempdir().unwrap();
         std::fs::copy(runs.join(run).join("summary.json"), t.path().join("summary.json")).unwrap();
         copy_tree(&runs.join(run).join("hdr"), &t.path().join("hdr"));
-        let done = relay_bench::app::runs::rerender(t.path()).unwrap();
+        let done = relay_bench::rerender(t.path()).unwrap();
         assert_eq!(done.count("report.html"), 1, "{run}: the page is written by report");
         let page = t.path().join("report.html");
         let charts = done.count("charts") / 2;

@@ -26,7 +26,7 @@ fn committed_runs_re_render_to_their_own_summary_md() {
         let t = tempfile::tempdir().unwrap();
         std::fs::copy(run.join("summary.json"), t.path().join("summary.json")).unwrap();
         copy_tree(&run.join("hdr"), &t.path().join("hdr"));
-        let done = relay_bench::app::runs::rerender(t.path()).unwrap();
+        let done = relay_bench::rerender(t.path()).unwrap();
         assert!(done.count("charts") > 0, "{}: charts drawn", run.display());
         let want = std::fs::read_to_string(run.join("summary.md")).unwrap();
         let got = std::fs::read_to_string(t.path().join("summary.md")).unwrap();

@@ -8,17 +8,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::base::protocol::{Request, Response};
-use relay_bench::events::{EventInbox, EventSink};
-use relay_bench::record::recorder::{Recorder, Recording};
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::relay::runner::RunnerReport;
-use relay_bench::relay::writer::CallEnd;
-use relay_bench::sandbox::dir::{ExecOutput, Lines, RealDir};
-use relay_bench::sandbox::host::{Host, LocalHost, RequestCounts};
-use relay_bench::strategy::pair::{Relay, RelaySpec};
-use relay_bench::strategy::{runner_from_toml, writer_from_toml};
-use relay_bench::BoxFut;
+use relay_bench::{
+    runner_from_toml, writer_from_toml, BoxFut, CallEnd, EventInbox, EventSink, ExecOutput, HandlerModel, Host, Lines,
+    LocalHost, RealDir, Recorder, Recording, Relay, RelaySpec, Request, RequestCounts, Response, RunnerReport,
+};
 use std::ffi::OsString;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::sandbox::host::{find_sandbox_agent, AgentHost, AgentProcess, Host};
+use relay_bench::{find_sandbox_agent, AgentHost, AgentProcess, Host};
 
 mod common;
 
@@ -107,7 +107,7 @@ writer = "watch"
 /// joined with the runner's (no breach, nothing left), the sandbox's clock joined to this
 /// one (here the two are one clock, so the estimated offset must lie within the bound the
 /// report gives), its files removed and no writer left running.
-fn in_sandbox_side_checks(r: &relay_bench::results::summary::CaseResult) {
+fn in_sandbox_side_checks(r: &relay_bench::CaseResult) {
     let side = r.sandbox_side.as_ref().unwrap();
     assert_eq!(side.daemon_version.as_deref(), Some("sandbox-agent 0.4.2"), "asked of the daemon's own binary");
     assert!(side.program_bytes > 1_000_000 && side.clock_readings == 10, "{side:?}");
@@ -289,7 +289,7 @@ impl Drop for Started {
 }
 
 /// `run FILE --no-calibration --quiet --out OUT`, which must exit 0; its summary.
-fn run_passing(file: &std::path::Path, out: &std::path::Path) -> relay_bench::results::summary::Summary {
+fn run_passing(file: &std::path::Path, out: &std::path::Path) -> relay_bench::Summary {
     let run = std::process::Command::new(common::BIN)
         .arg("run")
         .arg(file)
@@ -344,8 +344,7 @@ fn a_running_daemon_by_url_and_token_never_written_to_a_report() {
     let summary: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(summary["results"][0]["host"], format!("sandbox-agent 0.4.2 @ 127.0.0.1:{port}"), "asked of its binary");
     // The in-sandbox side went up, ran and came back through the daemon, token and all.
-    let mine: relay_bench::results::summary::CaseResult =
-        serde_json::from_value(summary["results"][1].clone()).unwrap();
+    let mine: relay_bench::CaseResult = serde_json::from_value(summary["results"][1].clone()).unwrap();
     assert!(mine.pass, "{:?} {:?}", mine.gates, mine.notices);
     in_sandbox_side_checks(&mine);
     for f in ["summary.json", "summary.md", "events.ndjson"] {
@@ -395,9 +394,8 @@ fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files()
     let done = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(130), "{err}");
-    let summary: relay_bench::results::summary::Summary =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap())
-            .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let summary: relay_bench::Summary = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
     let r = &summary.results[0];
     assert!(r.interrupted, "{:?}", r.notices);
     assert!(r.calls.completed > 0, "calls ran before the interrupt: {:?}", r.calls);
@@ -629,7 +627,7 @@ fn a_daemons_own_count_of_its_requests_reconciles_with_the_report() {
             *reported.entry(runner_route(kind).to_owned()).or_default() += n;
         }
         for (name, n) in &r.requests.bench_requests.0 {
-            let request = relay_bench::sandbox::host::BenchRequest::ALL.iter().find(|b| b.name() == name).unwrap();
+            let request = relay_bench::BenchRequest::ALL.iter().find(|b| b.name() == name).unwrap();
             *reported.entry(request.route().to_owned()).or_default() += n;
         }
     }

@@ -7,11 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::sandbox::host::org::{Caps, Limits, Org};
-use relay_bench::sandbox::host::{
-    sandbox_agent_request_kind, AgentHost, AgentProcess, DelayProxy, Gate, Host, LatencyProfile,
+use relay_bench::{
+    sandbox_agent_request_kind, AgentHost, AgentProcess, Caps, DelayProxy, Gate, Host, LatencyProfile, Limits, Org,
+    Scenario,
 };
-use relay_bench::scenario::Scenario;
 
 mod common;
 
@@ -20,7 +19,7 @@ use common::daemon_or_skip;
 /// One test at a time: each starts daemons; the last checks that none is left.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn notices_say(r: &relay_bench::results::summary::CaseResult, what: &str) -> bool {
+fn notices_say(r: &relay_bench::CaseResult, what: &str) -> bool {
     r.notices.iter().any(|n| n.contains(what))
 }
 

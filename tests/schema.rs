@@ -164,6 +164,6 @@ at = "30s"
         false,
     )
     .await;
-    let s: relay_bench::results::summary::Summary = serde_json::from_value(v.clone()).unwrap();
+    let s: relay_bench::Summary = serde_json::from_value(v.clone()).unwrap();
     assert_eq!(serde_json::to_value(&s).unwrap(), v, "what `report` reads is what `run` wrote");
 }

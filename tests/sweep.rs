@@ -163,17 +163,16 @@ fn the_command_line_sweeps_a_case_and_refuses_an_option_it_does_not_have() {
 async fn the_results_do_not_depend_on_jobs() {
     let text = SWEEP.replace(r#", "limits.org_held_execs" = [0, 100]"#, "")
         + "[[case]]\nname = \"p\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
-    let s = relay_bench::scenario::Scenario::parse("jobs.toml", &text).unwrap();
+    let s = relay_bench::Scenario::parse("jobs.toml", &text).unwrap();
     let mut seen = Vec::new();
     for jobs in [1, 3] {
         let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let opts =
-            relay_bench::app::bench::RunOptions { jobs, ..common::options(out.path(), relay.path(), false, false) };
-        let summary = relay_bench::app::bench::run_scenario(
+        let opts = relay_bench::RunOptions { jobs, ..common::options(out.path(), relay.path(), false, false) };
+        let summary = relay_bench::run_scenario(
             &s,
             &opts,
             "2026-01-01T00:00:00Z",
-            std::sync::Arc::new(relay_bench::base::signal::Signal::new()),
+            std::sync::Arc::new(relay_bench::Signal::new()),
         )
         .await
         .unwrap();

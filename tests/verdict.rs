@@ -96,7 +96,7 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
     assert_eq!(lines[2], "## Rollout verdict: production as built misses 1 of 2 rollout gates", "{md}");
     assert!(md.contains("Decided on the virtual clock."), "{md}");
     // ... resting on the committed clock-check run, which is there.
-    let evidence = relay_bench::results::verdict::CLOCK_EVIDENCE;
+    let evidence = relay_bench::CLOCK_EVIDENCE;
     assert!(md.contains(&format!("{evidence} (its summary.md)")), "{md}");
     assert!(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(evidence).join("summary.md").is_file());
     assert_eq!(md.matches("Rollout verdict").count(), 1, "one verdict section: {md}");
@@ -117,7 +117,7 @@ fn declared_rollout_gates_make_the_verdict_in_every_report() {
         "the verdict is the console's last lines: {stdout}"
     );
     assert!(tail.iter().any(|l| l.starts_with("  FAIL idle_phase_discovery_per_min <= 5.0: window-exec ")), "{stdout}");
-    let evidence = relay_bench::results::verdict::CLOCK_EVIDENCE;
+    let evidence = relay_bench::CLOCK_EVIDENCE;
     assert_eq!(
         tail.last().unwrap(),
         &format!("  decided on the virtual clock ({evidence}); --clock real confirms"),

@@ -6,13 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::engine::{run_case_virtual, CaseEnv};
-use relay_bench::events::EventSink;
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::sandbox::dir::{RelayDir, SimDir, SimFault, Step};
-use relay_bench::scenario::fault::FaultKind;
-use relay_bench::scenario::Scenario;
-use relay_bench::strategy::pair::Relay;
+use relay_bench::{
+    run_case_virtual, CaseEnv, EventSink, FaultKind, HandlerModel, Relay, RelayDir, Scenario, SimDir, SimFault, Step,
+};
 use tokio::time::Instant;
 
 mod common;
@@ -107,7 +103,7 @@ async fn a_request_published_at_each_boundary_of_the_watch_program_is_picked_up(
         sim.on_step(move |at| {
             if at == step && !seen2.swap(true, Ordering::SeqCst) {
                 let body = br#"{"toolName":"t","toolCallId":"b","args":{}}"#;
-                relay_bench::sandbox::dir::publish_now(&s, "b.req.json", body).unwrap();
+                relay_bench::publish_now(&s, "b.req.json", body).unwrap();
             }
         });
         let t0 = Instant::now();
@@ -283,7 +279,7 @@ async fn an_answer_whose_publish_fails_for_a_while_is_held_and_published_when_th
         };
         let t0 = Instant::now();
         let (end, ()) = tokio::join!(call, strike);
-        assert!(matches!(end, relay_bench::relay::writer::CallEnd::Answered(_)), "{fault:?}: {end:?}");
+        assert!(matches!(end, relay_bench::CallEnd::Answered(_)), "{fault:?}: {end:?}");
         assert!(t0.elapsed() < S(10), "{fault:?}: answered soon after the dir healed: {:?}", t0.elapsed());
         relay.stop(Instant::now() + S(10)).await.unwrap();
         assert!(sim.relay_files().unwrap().is_empty(), "{fault:?}: {:?}", sim.relay_files());
@@ -292,16 +288,16 @@ async fn an_answer_whose_publish_fails_for_a_while_is_held_and_published_when_th
 
 #[tokio::test(start_paused = true)]
 async fn a_reused_id_in_one_turn_is_skipped_and_said_once_while_it_stays() {
-    use relay_bench::base::notice::Say;
-    use relay_bench::events::Msg;
-    use relay_bench::relay::runner::{LoopOptions, Runner};
-    use relay_bench::relay::source::Reporter;
+    use relay_bench::Msg;
+    use relay_bench::Reporter;
+    use relay_bench::Say;
+    use relay_bench::{LoopOptions, Runner};
     let sim = SimDir::new("/sb/relay");
     let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
     let (sink, mut rx) = EventSink::channel();
     let runner = Runner {
         sandbox: 0,
-        host: Arc::new(relay_bench::sandbox::host::LocalHost::over(dir, Arc::default())),
+        host: Arc::new(relay_bench::LocalHost::over(dir, Arc::default())),
         source: None,
         inbox: None,
         opts: LoopOptions::default(),
@@ -318,7 +314,7 @@ async fn a_reused_id_in_one_turn_is_skipped_and_said_once_while_it_stays() {
     assert!(started.control.ready(S(10)).await);
     let publish = || {
         let body = br#"{"toolName":"t","toolCallId":"x","args":{}}"#;
-        relay_bench::sandbox::dir::publish_now(&sim, "x.req.json", body).unwrap();
+        relay_bench::publish_now(&sim, "x.req.json", body).unwrap();
     };
     let mut said = 0;
     let mut count = || {

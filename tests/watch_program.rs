@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use relay_bench::sandbox::dir::program::{parse_report as parse_output, Finish};
+use relay_bench::{parse_report as parse_output, Finish};
 
 const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
@@ -73,8 +73,7 @@ fn an_event_ends_the_window_and_an_idle_window_ends_by_itself() {
     let d = dir.path().to_path_buf();
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
-        relay_bench::sandbox::dir::publish_now(&relay_bench::sandbox::dir::RealDir::new(&d), "late.req.json", b"{}")
-            .unwrap();
+        relay_bench::publish_now(&relay_bench::RealDir::new(&d), "late.req.json", b"{}").unwrap();
     });
     let t0 = Instant::now();
     let out = watch(dir.path(), dir.path(), 60_000, false);
@@ -136,8 +135,7 @@ fn with_events_requests_a_stray_file_does_not_end_the_window() {
     let writer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         std::fs::write(d.join("notes.txt"), b"x").unwrap();
-        relay_bench::sandbox::dir::publish_now(&relay_bench::sandbox::dir::RealDir::new(&d), "x.res.json", b"{}")
-            .unwrap();
+        relay_bench::publish_now(&relay_bench::RealDir::new(&d), "x.res.json", b"{}").unwrap();
     });
     let mut c = Command::new(BIN);
     c.arg("sandbox-watch").args(["--events", "requests", "--report", "--"]).arg(dir.path()).args(["1500", "60000"]);
@@ -155,11 +153,7 @@ fn the_node_script_keeps_the_programs_facts() {
         return;
     }
     let node = |dir: &Path, window_ms: u64| {
-        let argv = relay_bench::sandbox::dir::program::node_argv(
-            dir,
-            Duration::from_millis(window_ms),
-            Duration::from_millis(200),
-        );
+        let argv = relay_bench::node_argv(dir, Duration::from_millis(window_ms), Duration::from_millis(200));
         let t0 = Instant::now();
         let out = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
         (out, t0.elapsed())

@@ -18,7 +18,7 @@ const DEFAULT_REPORTS: &str = "reports";
 
 /// What stopped a capacity run: the engine's refusal, or the report's directory.
 #[derive(Debug, thiserror::Error)]
-pub enum CapacityRunError {
+pub(crate) enum CapacityRunError {
     #[error(transparent)]
     Capacity(#[from] CapacityError),
     #[error(transparent)]
@@ -42,14 +42,14 @@ impl CapacityRunError {
 
 /// A finished ramp: its report, where it was written, the console table.
 #[derive(Debug)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub report: CapacityReport,
     pub dir: PathBuf,
     pub console: Vec<u8>,
 }
 
 /// Runs the plan: the daemon, the ramp, the cleanup, the report. `progress` hears each step.
-pub async fn run(
+pub(crate) async fn run(
     plan: CapacityPlan,
     interrupt: Arc<Signal>,
     progress: &mut dyn FnMut(&Step),

@@ -25,7 +25,7 @@ use crate::BoxFut;
 
 /// Why a dir cannot be (or stay) this runner's.
 #[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
+pub(crate) enum ClaimError {
     #[error("{0}: not a directory (give the relay dir to serve)")]
     NotADir(String),
     #[error("{dir}: not a relay dir this runner can use: cannot list it: {source}")]
@@ -78,7 +78,7 @@ pub(crate) struct Claim {
 impl Claim {
     /// Checks that `dir` is a directory that can be listed and written, and locks it; what
     /// the claim notes later goes to the returned receiver.
-    pub fn take(dir: &Path) -> Result<(Claim, tokio::sync::mpsc::UnboundedReceiver<ClaimNote>), ClaimError> {
+    pub(crate) fn take(dir: &Path) -> Result<(Claim, tokio::sync::mpsc::UnboundedReceiver<ClaimNote>), ClaimError> {
         let name = || dir.display().to_string();
         if !dir.is_dir() {
             return Err(ClaimError::NotADir(name()));
@@ -93,7 +93,7 @@ impl Claim {
 
     /// Checks that the path still names the locked directory; takes the lock on a new one.
     /// An error: the dir cannot be used now (gone for the moment, or lost for good).
-    pub fn check(&self) -> io::Result<()> {
+    pub(crate) fn check(&self) -> io::Result<()> {
         let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(h) = held.as_ref() else {
             return Err(io::Error::new(
@@ -159,7 +159,7 @@ pub(crate) struct ClaimedDir {
 }
 
 impl ClaimedDir {
-    pub fn new(dir: RealDir, claim: Arc<Claim>) -> ClaimedDir {
+    pub(crate) fn new(dir: RealDir, claim: Arc<Claim>) -> ClaimedDir {
         ClaimedDir { dir, claim }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 static STDOUT_FAILED: Mutex<Option<String>> = Mutex::new(None);
 
 /// Writes `text` to stdout whole and flushes it.
-pub fn out(text: &str) {
+pub(crate) fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -30,7 +30,7 @@ pub(crate) fn stdout_failure() -> Option<String> {
 }
 
 /// Writes a line to stderr, if it can.
-pub fn err(line: &str) {
+pub(crate) fn err(line: &str) {
     err_raw(&format!("{line}\n"));
 }
 

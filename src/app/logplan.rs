@@ -30,25 +30,25 @@ impl EventLogFormat {
 }
 
 /// What an ndjson log takes per call (ten lines of about 95 bytes).
-pub const NDJSON_PER_CALL: u64 = 1_000;
+pub(crate) const NDJSON_PER_CALL: u64 = 1_000;
 /// What a compact log takes per call (four records, measured on a virtual fleet; see
 /// docs/reports.md).
-pub const COMPACT_PER_CALL: u64 = 48;
+pub(crate) const COMPACT_PER_CALL: u64 = 48;
 /// The largest ndjson log `auto` writes (by the estimate); past it, compact.
-pub const AUTO_NDJSON_MAX: u64 = 100_000_000;
+pub(crate) const AUTO_NDJSON_MAX: u64 = 100_000_000;
 /// `--max-event-log`'s default.
 pub const DEFAULT_MAX: u64 = 1_000_000_000;
 
 /// The log a run writes: its file name in the run directory, and whether it is compact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventLogPlan {
+pub(crate) struct EventLogPlan {
     pub compact: bool,
     /// The estimate (bytes), for the run's note.
     pub estimate: u64,
 }
 
 impl EventLogPlan {
-    pub fn file_name(&self) -> &'static str {
+    pub(crate) fn file_name(&self) -> &'static str {
         if self.compact {
             "events.bin"
         } else {
@@ -78,7 +78,7 @@ fn mb(bytes: u64) -> String {
 }
 
 /// The log scenario `s` writes in `format`, refused when its estimate passes `max` bytes.
-pub fn plan(s: &Scenario, format: EventLogFormat, max: u64) -> Result<EventLogPlan, TooLarge> {
+pub(crate) fn plan(s: &Scenario, format: EventLogFormat, max: u64) -> Result<EventLogPlan, TooLarge> {
     // Only a case's first repeat writes the log.
     let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
     let ndjson = calls.saturating_mul(NDJSON_PER_CALL);
@@ -98,7 +98,7 @@ pub fn plan(s: &Scenario, format: EventLogFormat, max: u64) -> Result<EventLogPl
 
 /// A size [`parse_size`] would not read; each names the text and what it takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SizeError {
+pub(crate) enum SizeError {
     #[error("{0:?} is not a size (expected e.g. 500MB, 2GB)")]
     NotANumber(String),
     #[error("{text:?} has unknown unit {unit:?} (use B, KB, MB, GB or TB)")]
@@ -107,7 +107,7 @@ pub enum SizeError {
 
 /// A size as `--max-event-log` takes it: bytes, or a number with `KB`, `MB`, `GB` (powers of
 /// 1000).
-pub fn parse_size(s: &str) -> Result<u64, SizeError> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);

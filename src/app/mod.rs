@@ -6,13 +6,13 @@
 //! ([`capacity`]). `conform`'s battery is an engine (`crate::engine::conform`); its flags
 //! and wiring are in [`cli`].
 
-pub mod bench;
-pub mod capacity;
-pub mod claim;
-pub mod cli;
-pub mod console;
-pub mod logplan;
-pub mod outdir;
+pub(crate) mod bench;
+pub(crate) mod capacity;
+pub(crate) mod claim;
+pub(crate) mod cli;
+pub(crate) mod console;
+pub(crate) mod logplan;
+pub(crate) mod outdir;
 mod points;
-pub mod runs;
-pub mod serve;
+pub(crate) mod runs;
+pub(crate) mod serve;

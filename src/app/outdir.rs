@@ -52,20 +52,20 @@ pub enum OutDirError {
 
 /// A run directory taken by this run: the lock is held while this lives.
 #[derive(Debug)]
-pub struct OutLock {
+pub(crate) struct OutLock {
     dir: PathBuf,
     _marker: File,
 }
 
 impl OutLock {
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 }
 
 /// Checks `dir` (made if missing), locks it for this run, and says who holds it in its
 /// marker (`holder`: what this run is, for a second run's refusal).
-pub fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
+pub(crate) fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
     let name = || dir.display().to_string();
     let io = |what: &'static str| move |source| OutDirError::Io { dir: name(), what, source };
     if dir.exists() && !dir.is_dir() {
@@ -144,7 +144,7 @@ fn run_names() -> Vec<String> {
 /// Removes the previous run's files from the locked directory: every name a run writes,
 /// their temp names, and the subdirectories that are run directories; returns what was
 /// removed.
-pub fn clear(lock: &OutLock) -> Result<Vec<PathBuf>, OutDirError> {
+pub(crate) fn clear(lock: &OutLock) -> Result<Vec<PathBuf>, OutDirError> {
     let mut removed = Vec::new();
     clear_run_dir(lock.dir(), &mut removed)?;
     let entries = std::fs::read_dir(lock.dir()).map_err(|source| OutDirError::Io {

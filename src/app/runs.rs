@@ -89,7 +89,7 @@ impl RunsError {
 
 /// What `relay-bench run` was asked, as plain values.
 #[derive(Debug, Clone, Default)]
-pub struct RunRequest {
+pub(crate) struct RunRequest {
     /// Scenario files or names of shipped scenarios; none: the default scenario.
     pub scenarios: Vec<String>,
     /// Run only these cases (every scenario must have each).
@@ -125,7 +125,7 @@ pub struct RunRequest {
 }
 
 /// A request checked and its scenarios loaded: ready to run.
-pub struct Plan {
+pub(crate) struct Plan {
     scenarios: Vec<Scenario>,
     request: RunRequest,
     relay_root: PathBuf,
@@ -135,10 +135,10 @@ pub struct Plan {
 }
 
 /// One step of a run, for the caller to print.
-pub enum Step<'a> {
+pub(crate) enum Step<'a> {
     /// A scenario ran; its reports are in `out_dir`; `console` is what the console outputs
     /// rendered, `warnings` the outputs that could not be written.
-    Ran { summary: &'a Summary, out_dir: &'a Path, console: &'a [u8], warnings: &'a [String] },
+    Ran { out_dir: &'a Path, console: &'a [u8], warnings: &'a [String] },
     /// The run was kept as a baseline, here.
     BaselineSaved(&'a Path),
     /// The run was compared with the baseline `name` ([`BASELINE_THRESHOLD`]).
@@ -147,7 +147,7 @@ pub enum Step<'a> {
 
 /// How a whole run ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Ctrl-C: the last report is partial and marked so; later scenarios did not run.
     pub interrupted: bool,
     /// A gate failed in some case.
@@ -162,7 +162,7 @@ pub struct Outcome {
 impl Plan {
     /// Loads the scenarios, keeps the chosen cases, and checks the paths and baseline names,
     /// all before anything runs.
-    pub fn new(request: RunRequest) -> Result<Plan, RunsError> {
+    pub(crate) fn new(request: RunRequest) -> Result<Plan, RunsError> {
         if let Some(bin) = &request.sandbox_agent {
             crate::sandbox::host::check_sandbox_agent(bin).map_err(RunsError::SandboxAgent)?;
         }
@@ -232,13 +232,18 @@ impl Plan {
         Ok(Plan { scenarios, request, relay_root, watch_program, out })
     }
 
-    pub fn scenarios(&self) -> &[Scenario] {
+    #[cfg(test)]
+    pub(crate) fn scenarios(&self) -> &[Scenario] {
         &self.scenarios
     }
 
     /// Runs every scenario in turn, telling `step` what happened; stops after an
     /// interrupted one.
-    pub async fn run(&self, interrupt: Arc<Signal>, mut step: impl FnMut(Step<'_>)) -> Result<Outcome, RunsError> {
+    pub(crate) async fn run(
+        &self,
+        interrupt: Arc<Signal>,
+        mut step: impl FnMut(Step<'_>),
+    ) -> Result<Outcome, RunsError> {
         let req = &self.request;
         let (stamp_iso, stamp_compact) = utc_stamps();
         let several = self.scenarios.len() > 1;
@@ -281,12 +286,7 @@ impl Plan {
             }
             let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags)?;
             let summary = done.last().expect("just pushed");
-            step(Step::Ran {
-                summary,
-                out_dir: &opts.out_dir,
-                console: &published.console,
-                warnings: &published.warnings,
-            });
+            step(Step::Ran { out_dir: &opts.out_dir, console: &published.console, warnings: &published.warnings });
             outcome.interrupted |= summary.interrupted;
             outcome.gate_failed |= !summary.interrupted && !summary.pass;
             outcome.environment_failures += summary.results.iter().map(|r| r.environment_failures).sum::<u64>();

@@ -27,7 +27,7 @@ use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
 /// A line `serve` or `call` says as it goes: for stdout (stat lines) or stderr (notices).
 /// The caller prints it (the CLI: a closed pipe is not a panic).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Said<'a> {
+pub(crate) enum Said<'a> {
     Out(&'a str),
     Err(&'a str),
 }
@@ -36,7 +36,7 @@ pub enum Said<'a> {
 pub(crate) type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
 
 /// What `serve` needs.
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     pub dir: PathBuf,
     /// The runner strategy; `serve` sweeps only with `--sweep` (the dir may be shared with other writers).
     pub strategy: Arc<dyn RunnerSpec>,
@@ -72,7 +72,7 @@ pub(crate) fn serve_runner(
 
 /// Why `serve` stopped short.
 #[derive(Debug, thiserror::Error)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     /// The dir is not this runner's to serve (or stopped being: [`ClaimNote::Lost`]).
     #[error("--dir {0}")]
     Claim(#[from] ClaimError),
@@ -89,7 +89,7 @@ impl ServeError {
 
 /// What `serve` did, for its last line (and for tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServeReport {
+pub(crate) struct ServeReport {
     pub answered: u64,
     pub malformed: u64,
     pub scans: u64,
@@ -104,7 +104,7 @@ pub struct ServeReport {
 /// The dir is claimed first ([`Claim::take`]): a second runner is refused, and a dir
 /// replaced while it serves is claimed again or, when another runner took it first, given
 /// up (said, and returned as [`ServeError::Claim`]).
-pub async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Result<ServeReport, ServeError> {
+pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>) -> Result<ServeReport, ServeError> {
     let (claim, mut claim_notes) = Claim::take(&opts.dir)?;
     let real = RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes);
     let dir: Arc<dyn RelayDir> = Arc::new(ClaimedDir::new(real, Arc::new(claim)));
@@ -259,7 +259,7 @@ async fn stop_runner(mut started: crate::relay::runner::Started, say: SayTo<'_>)
 /// demotion are the turn's (SPEC §9). `serve` cannot see an agent's turns; without either
 /// bound it is one turn until it is stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Turns {
+pub(crate) struct Turns {
     /// A turn ends this long after it started.
     pub length: Option<Duration>,
     /// A turn that handled a call ends once no call came for this long.
@@ -287,7 +287,7 @@ impl Turns {
 }
 
 /// One call through a real relay dir, as the reference writer makes it.
-pub struct CallOptions {
+pub(crate) struct CallOptions {
     pub dir: PathBuf,
     pub tool: String,
     pub args: Option<String>,
@@ -311,7 +311,7 @@ pub struct CallOptions {
 /// with the same id whose request a runner already picked up, or one published between
 /// this check and this call's own publish. Ids are the callers' to keep unique (the
 /// default id, `call-<pid>-<time>`, is).
-pub async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
+pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,

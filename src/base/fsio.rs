@@ -164,12 +164,12 @@ pub(crate) struct Bound {
 
 impl Bound {
     /// `what`, at most `max` bytes, a link refused.
-    pub const fn new(what: &'static str, max: u64) -> Bound {
+    pub(crate) const fn new(what: &'static str, max: u64) -> Bound {
         Bound { what, max, follow_links: false }
     }
 
     /// ... and a link followed to the file it names.
-    pub const fn following_links(self) -> Bound {
+    pub(crate) const fn following_links(self) -> Bound {
         Bound { follow_links: true, ..self }
     }
 }

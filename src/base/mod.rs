@@ -3,12 +3,12 @@
 //! reader, what the relay says (notices), the filesystem primitives of publication, and the
 //! "did you mean" of an error.
 
-pub mod fields;
-pub mod fsio;
-pub mod gauge;
-pub mod notice;
-pub mod protocol;
-pub mod rng;
-pub mod signal;
-pub mod suggest;
-pub mod units;
+pub(crate) mod fields;
+pub(crate) mod fsio;
+pub(crate) mod gauge;
+pub(crate) mod notice;
+pub(crate) mod protocol;
+pub(crate) mod rng;
+pub(crate) mod signal;
+pub(crate) mod suggest;
+pub(crate) mod units;

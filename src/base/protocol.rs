@@ -195,7 +195,7 @@ pub(crate) fn sanitize_id(call_id: &str) -> String {
 
 /// What a name in a relay dir is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     Request,
     Response,
     /// A temp name of a request or response (`x.req.json.tmp.123`).
@@ -204,7 +204,7 @@ pub enum FileKind {
     Other,
 }
 
-pub fn classify(name: &str) -> FileKind {
+pub(crate) fn classify(name: &str) -> FileKind {
     if let Some(pos) = name.find(TMP_MARKER) {
         let base = &name[..pos];
         if base.ends_with(REQ_SUFFIX) || base.ends_with(RES_SUFFIX) {

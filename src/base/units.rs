@@ -52,13 +52,13 @@ pub(crate) fn monotonic_ns() -> u64 {
 /// Converts between `Instant`s and [`monotonic_ns`] readings of this machine (one pair of
 /// readings taken back to back: both are the same clock).
 #[derive(Debug, Clone, Copy)]
-pub struct Mono {
+pub(crate) struct Mono {
     at: tokio::time::Instant,
     ns: u64,
 }
 
 impl Mono {
-    pub fn now() -> Mono {
+    pub(crate) fn now() -> Mono {
         let at = tokio::time::Instant::now();
         Mono { at, ns: monotonic_ns() }
     }
@@ -81,7 +81,7 @@ impl Mono {
 }
 
 /// A duration for a person: `850µs`, `12.3ms`, `1.50s`.
-pub fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us < 1000.0 {
         format!("{us:.0}µs")
@@ -95,7 +95,7 @@ pub fn human(d: Duration) -> String {
 }
 
 /// A length of time as a clock reads it: `2.5s`, `45s`, `4m`, `6m 10s`, `1h 30m`.
-pub fn wall(d: Duration) -> String {
+pub(crate) fn wall(d: Duration) -> String {
     let secs = d.as_secs_f64();
     if secs < 10.0 {
         return format!("{}s", readable(secs, 1));
@@ -114,7 +114,7 @@ pub fn wall(d: Duration) -> String {
 /// (trailing zeros dropped); a value too small for them gets the decimals that show its
 /// first two digits, up to [`FINEST`] of them, and below that reads `<0.000000000001`
 /// (smaller than the finest decimal, not a zero it is not); a large one every digit.
-pub fn readable(v: f64, decimals: usize) -> String {
+pub(crate) fn readable(v: f64, decimals: usize) -> String {
     let a = v.abs();
     let plain = |d: usize| {
         let s = format!("{v:.d$}");
@@ -164,12 +164,12 @@ pub(crate) fn offset_ns(t: tokio::time::Instant, epoch: tokio::time::Instant) ->
 
 /// Nanosecond histograms from 1 ns to one hour at 3 significant digits: every latency the
 /// suite records.
-pub fn new_histogram() -> hdrhistogram::Histogram<u64> {
+pub(crate) fn new_histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
 /// Records `d` in a histogram of [`new_histogram`]'s bounds (a zero as its lowest value).
-pub fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
+pub(crate) fn record(h: &mut hdrhistogram::Histogram<u64>, d: Duration) {
     h.saturating_record(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
 }
 

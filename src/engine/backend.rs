@@ -82,7 +82,7 @@ pub(crate) trait Backend: Send + Sync {
 
 /// What the case's end hands the engine: every message in one order, the relay files left,
 /// and what the report says of the sandbox side.
-pub struct Finished {
+pub(crate) struct Finished {
     pub msgs: Vec<crate::events::Msg>,
     pub leftover: u64,
     pub side: crate::results::summary::SandboxSide,
@@ -93,12 +93,12 @@ pub struct Finished {
 }
 
 /// The in-memory sandbox on a paused clock.
-pub struct Virtual {
+pub(crate) struct Virtual {
     sims: Vec<SimDir>,
 }
 
 impl Virtual {
-    pub fn new() -> Virtual {
+    pub(crate) fn new() -> Virtual {
         Virtual { sims: Vec::new() }
     }
 }
@@ -162,7 +162,7 @@ impl Backend for Virtual {
 }
 
 /// This machine: real directories, real processes, the real clock.
-pub struct Real {
+pub(crate) struct Real {
     root: tempfile::TempDir,
     paths: Vec<PathBuf>,
     program: PathBuf,
@@ -172,7 +172,7 @@ pub struct Real {
 impl Real {
     /// Relay dirs under a fresh temp dir in `relay_root`; with `program_faults`, the watch
     /// program is reached through a symlink the schedule can point elsewhere.
-    pub fn new(relay_root: &Path, case: &str, program: &Path, program_faults: bool) -> io::Result<Real> {
+    pub(crate) fn new(relay_root: &Path, case: &str, program: &Path, program_faults: bool) -> io::Result<Real> {
         let root = tempfile::Builder::new().prefix(&format!("relay-bench-{case}-")).tempdir_in(relay_root)?;
         let switch = if program_faults { Some(ProgramSwitch::new(root.path(), program)?) } else { None };
         let program = switch.as_ref().map_or_else(|| program.to_path_buf(), |s| s.link.clone());

@@ -62,7 +62,7 @@ struct Tally {
 
 impl<'a> Drain<'a> {
     /// The drain of `case`, over its built `parts` and the calls `fire` fires.
-    pub fn of(
+    pub(super) fn of(
         case: &'a CaseSpec,
         env: &'a CaseEnv,
         parts: &'a Parts,
@@ -95,7 +95,7 @@ impl<'a> Drain<'a> {
 
     /// Drains the calls of `pacer` (which ends with (fired, stopped early)); `done` gets a
     /// message per call that ended; `total` calls are scheduled.
-    pub async fn run(
+    pub(super) async fn run(
         &self,
         mut pacer: JoinHandle<(usize, bool)>,
         done: &mut UnboundedReceiver<()>,

@@ -41,7 +41,7 @@ pub(crate) struct Struck {
 
 impl Striker<'_> {
     /// Strikes fault `i` (`on`) or ends its condition; what could not be applied is said.
-    pub async fn strike(&self, i: usize, f: &FaultSpec, on: bool) -> Struck {
+    pub(super) async fn strike(&self, i: usize, f: &FaultSpec, on: bool) -> Struck {
         let mut struck = Struck::default();
         self.sink.notice(f.sandbox, Say::Fault { kind: f.kind.name(), on });
         let mut errors = Vec::new();

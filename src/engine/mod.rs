@@ -7,13 +7,13 @@
 //! [`CaseResult`] ([`result`]). The recipe is the same on both clocks; what depends on the
 //! clock is the [`backend::Backend`].
 
-pub mod backend;
-pub mod capacity;
-pub mod conform;
+pub(crate) mod backend;
+pub(crate) mod capacity;
+pub(crate) mod conform;
 mod drain;
 mod drive;
 mod faults;
-pub mod in_sandbox;
+pub(crate) mod in_sandbox;
 mod result;
 mod sample;
 mod setup;
@@ -63,7 +63,7 @@ pub enum EngineError {
 }
 
 /// Where a case reports progress; `None` keeps quiet.
-pub type Progress = Option<Arc<dyn Fn(&str) + Send + Sync>>;
+pub(crate) type Progress = Option<Arc<dyn Fn(&str) + Send + Sync>>;
 
 /// Where and how cases run.
 #[derive(Clone)]

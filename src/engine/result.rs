@@ -53,7 +53,7 @@ pub(super) struct Ended<'a> {
 }
 
 impl Ended<'_> {
-    pub fn result(self, recording: &Recording) -> CaseResult {
+    pub(super) fn result(self, recording: &Recording) -> CaseResult {
         let (case, wl) = (self.case, self.wl);
         let window = self.end.saturating_duration_since(self.epoch).max(Duration::from_millis(1));
         // The emulated daemons' legs are their organisation's; a real daemon's proxy keeps its own.

@@ -56,7 +56,7 @@ pub(super) struct Parts {
 impl Parts {
     /// Builds `case`'s parts and readies its runners; returns them with the recorder's end
     /// of the event channel.
-    pub async fn build(
+    pub(super) async fn build(
         scenario: &Scenario,
         case: &CaseSpec,
         env: &CaseEnv,

@@ -20,8 +20,8 @@ use crate::events::pairing::PairingReport;
 
 pub use crate::base::protocol::CallId;
 
-pub mod pairing;
-pub mod timeline;
+pub(crate) mod pairing;
+pub(crate) mod timeline;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {

@@ -159,7 +159,7 @@ impl Pairing {
     }
 
     /// Ends the run: every open request is closed as abandoned.
-    pub fn finish(mut self) -> PairingReport {
+    pub(crate) fn finish(mut self) -> PairingReport {
         let mut open: Vec<(u32, CallId)> = self.open.drain().map(|(_, v)| v).collect();
         open.sort();
         for (sandbox, call) in open {

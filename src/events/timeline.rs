@@ -32,7 +32,7 @@ impl<K> Default for Halves<K> {
 impl<K: Hash + Eq> Halves<K> {
     /// The writer's half of `key`: the runner's, if it was waiting (the call is whole and
     /// forgotten); else `w` waits for it.
-    pub fn writer(&mut self, key: K, w: &WriterSide) -> Option<RunnerSide> {
+    pub(crate) fn writer(&mut self, key: K, w: &WriterSide) -> Option<RunnerSide> {
         match self.waiting.entry(key) {
             Entry::Occupied(o) if matches!(o.get(), Half::Runner(_)) => match o.remove() {
                 Half::Runner(r) => Some(r),
@@ -51,7 +51,7 @@ impl<K: Hash + Eq> Halves<K> {
 
     /// The runner's half of `key`: the writer's, if it was waiting (the call is whole and
     /// forgotten); else `r` waits for it.
-    pub fn runner(&mut self, key: K, r: &RunnerSide) -> Option<WriterSide> {
+    pub(crate) fn runner(&mut self, key: K, r: &RunnerSide) -> Option<WriterSide> {
         match self.waiting.entry(key) {
             Entry::Occupied(o) if matches!(o.get(), Half::Writer(_)) => match o.remove() {
                 Half::Writer(w) => Some(w),

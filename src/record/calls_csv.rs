@@ -27,7 +27,7 @@ pub(crate) struct CallsCsv {
 
 impl CallsCsv {
     /// Appends to `path`, writing the header first if the file is new or empty.
-    pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<CallsCsv> {
+    pub(crate) fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<CallsCsv> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         let empty = file.metadata()?.len() == 0;
         let mut out = BufWriter::new(file);
@@ -45,7 +45,7 @@ impl CallsCsv {
     }
 
     /// One call's row; `r` is `None` for a call the runner never answered.
-    pub fn row(&mut self, sandbox: u32, call: &str, w: &WriterSide, r: Option<&RunnerSide>) {
+    pub(crate) fn row(&mut self, sandbox: u32, call: &str, w: &WriterSide, r: Option<&RunnerSide>) {
         if self.failed.is_some() {
             return;
         }

@@ -102,7 +102,7 @@ fn unzigzag(v: u64) -> i64 {
 }
 
 /// Writes one case's section (appending to the run's file), at most `max` bytes of it.
-pub struct CompactLog {
+pub(crate) struct CompactLog {
     out: BufWriter<std::fs::File>,
     rec: Vec<u8>,
     epoch: Instant,
@@ -121,7 +121,7 @@ pub struct CompactLog {
 impl CompactLog {
     /// Appends the section of case `case` to `path`; once `max` bytes are written, the rest
     /// of the case is left out and its close says so.
-    pub fn append(path: &Path, case: &str, epoch: Instant, max: u64) -> io::Result<CompactLog> {
+    pub(crate) fn append(path: &Path, case: &str, epoch: Instant, max: u64) -> io::Result<CompactLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         let mut log = CompactLog {
             out: BufWriter::with_capacity(1 << 16, file),
@@ -181,7 +181,7 @@ impl CompactLog {
     }
 
     /// The record of one event.
-    pub fn event(&mut self, ev: &Event) {
+    pub(crate) fn event(&mut self, ev: &Event) {
         let tag = match &ev.kind {
             EventKind::Requesting => REQUEST,
             EventKind::Answering => RESPONSE,
@@ -223,7 +223,7 @@ impl CompactLog {
     }
 
     /// The case's breaches, at its end.
-    pub fn breaches(&mut self, report: &PairingReport, at: Instant) {
+    pub(crate) fn breaches(&mut self, report: &PairingReport, at: Instant) {
         for b in &report.breaches {
             self.rec.push(BREACH);
             self.call(b.sandbox, &b.call);

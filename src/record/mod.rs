@@ -3,8 +3,8 @@
 //! form `events.bin` ([`compact`]), read back by [`logread`], and
 //! `calls.csv` ([`calls_csv`]).
 
-pub mod calls_csv;
-pub mod compact;
-pub mod eventlog;
-pub mod logread;
-pub mod recorder;
+pub(crate) mod calls_csv;
+pub(crate) mod compact;
+pub(crate) mod eventlog;
+pub(crate) mod logread;
+pub(crate) mod recorder;

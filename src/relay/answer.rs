@@ -30,7 +30,7 @@ impl AnswerRetry {
         AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
 
     /// The delay before retry `n` (1-based).
-    pub fn delay(&self, n: u32) -> Duration {
+    pub(crate) fn delay(&self, n: u32) -> Duration {
         self.first.saturating_mul(1 << (n.saturating_sub(1)).min(20)).min(self.max)
     }
 }

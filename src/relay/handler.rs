@@ -31,10 +31,10 @@ pub struct HandlerModel {
 /// How long a handler command runs before it is killed, unless told otherwise: the
 /// writer's deadline for a call without a tool timeout (SPEC §2), after which nobody waits
 /// for the answer.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The most a handler command may print as its answer.
-pub const COMMAND_MAX_ANSWER: u64 = 16 << 20;
+pub(crate) const COMMAND_MAX_ANSWER: u64 = 16 << 20;
 
 impl Default for HandlerModel {
     fn default() -> Self {
@@ -95,7 +95,7 @@ impl HandlerModel {
 /// future is dropped (a runner stopped): nothing it started outlives the call. A program
 /// that cannot start, fails, times out, or prints no response's JSON is answered
 /// `{"ok":false,...}` saying so.
-pub async fn run_command(program: &std::path::Path, request: &[u8], timeout: Duration) -> Response {
+pub(crate) async fn run_command(program: &std::path::Path, request: &[u8], timeout: Duration) -> Response {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let child = tokio::process::Command::new(program)
         .stdin(std::process::Stdio::piped())

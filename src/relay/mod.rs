@@ -5,9 +5,9 @@
 //! waiter (the contract; the waiters are the writer strategies'). Nothing here
 //! knows which strategy or host it runs on.
 
-pub mod answer;
-pub mod handler;
-pub mod options;
-pub mod runner;
-pub mod source;
-pub mod writer;
+pub(crate) mod answer;
+pub(crate) mod handler;
+pub(crate) mod options;
+pub(crate) mod runner;
+pub(crate) mod source;
+pub(crate) mod writer;

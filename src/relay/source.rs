@@ -19,7 +19,8 @@ use crate::base::rng::Rng;
 use crate::events::EventSink;
 use crate::BoxFut;
 
-pub use crate::base::signal::{Signal, Wake};
+pub(crate) use crate::base::signal::Signal;
+pub use crate::base::signal::Wake;
 
 /// One runner's wake-up contract.
 pub trait ActivitySource: Send + Sync {
@@ -95,13 +96,13 @@ impl Inbox {
 
 /// A duration scaled by a factor drawn uniformly from [0.8, 1.0] (production's jitter is
 /// downward only).
-pub fn jitter(d: Duration, rng: &mut Rng) -> Duration {
+pub(crate) fn jitter(d: Duration, rng: &mut Rng) -> Duration {
     d.mul_f64(0.8 + 0.2 * rng.unit())
 }
 
 /// The delay before the next arm after the `n`-th consecutive failure (n ≥ 1), before
 /// jitter: `min` doubling per failure, capped at `max` (1 s, 2 s, 4 s, ... 30 s).
-pub fn backoff(n: u32, min: Duration, max: Duration) -> Duration {
+pub(crate) fn backoff(n: u32, min: Duration, max: Duration) -> Duration {
     min.saturating_mul(1u32 << n.saturating_sub(1).min(20)).min(max)
 }
 

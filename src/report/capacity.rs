@@ -116,7 +116,7 @@ fn latency(s: &Step, stat: f64) -> String {
 }
 
 /// One sentence on how the ramp ended.
-pub fn verdict(r: &CapacityReport) -> String {
+pub(crate) fn verdict(r: &CapacityReport) -> String {
     match (r.outcome, &r.failure) {
         (Outcome::Completed, _) => format!("completed: {} held execs reached, no failure", r.reached()),
         (Outcome::Running, _) => format!("running: {} held execs so far", r.reached()),

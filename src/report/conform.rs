@@ -96,7 +96,7 @@ impl Output<ConformReport> for ConformTable {
 }
 
 /// The battery's verdict line: FAILED when any case failed.
-pub fn verdict(r: &ConformReport) -> String {
+pub(crate) fn verdict(r: &ConformReport) -> String {
     let c = &r.counts;
     format!(
         "{}: {} OK, {} NON-STRICT, {} FAILED, {} INFORMATIONAL{}{}",
@@ -184,7 +184,7 @@ fn setting(r: &ConformReport) -> Option<String> {
 }
 
 /// The console table: a row per case, then the verdict line.
-pub fn table(r: &ConformReport) -> String {
+pub(crate) fn table(r: &ConformReport) -> String {
     let w = r.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
     let mut s = format!("{:<w$}  {:<13}  {:<7}  why\n", "case", "verdict", "§");
     for c in &r.cases {

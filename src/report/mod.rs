@@ -5,11 +5,11 @@
 //! daemon-capacity run's outputs have a registry of their own ([`capacity`]), and so do a
 //! conform battery's ([`conform`]).
 
-pub mod capacity;
-pub mod chart;
-pub mod compare;
-pub mod conform;
-pub mod export;
-pub mod html;
-pub mod output;
-pub mod publish;
+pub(crate) mod capacity;
+pub(crate) mod chart;
+pub(crate) mod compare;
+pub(crate) mod conform;
+pub(crate) mod export;
+pub(crate) mod html;
+pub(crate) mod output;
+pub(crate) mod publish;

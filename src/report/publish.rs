@@ -6,7 +6,6 @@
 //! a file of its own implementing [`Output`] and a line in its registry.
 
 use std::ffi::OsString;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use super::chart::Charts;
@@ -22,7 +21,7 @@ pub const OUTPUTS: &[&dyn for<'a> Output<Input<'a>>] = &[&Json, &Markdown, &Hdr,
 
 /// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
 #[derive(Debug, Clone, Default)]
-pub struct FlagPaths(pub Vec<(&'static str, PathBuf)>);
+pub(crate) struct FlagPaths(pub Vec<(&'static str, PathBuf)>);
 
 impl FlagPaths {
     fn get(&self, flag: &str) -> Option<&Path> {
@@ -58,7 +57,7 @@ impl Published {
 }
 
 /// Writes every output of a run due at `moment`.
-pub fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
+pub(crate) fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
     let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
     if !cut_short {
         return publish_outputs(OUTPUTS, moment, input, input.dir, flags);
@@ -119,7 +118,8 @@ pub(crate) fn publish_outputs<R: ?Sized>(
 }
 
 /// A registry as a person reads it: name, path, when, and where.
-pub fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
     outputs
         .iter()
         .map(|o| {
@@ -138,12 +138,6 @@ pub fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
             format!("{}: {}{dest}, {}", o.name(), o.path(), when.join(", "))
         })
         .collect()
-}
-
-/// Writes `bytes` to `path` through a temp name beside it (for files outside the registry,
-/// such as a kept baseline's).
-pub fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    crate::base::fsio::publish_file(path, bytes)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::scenario::gate::GateResult;
 /// What the boundaries read of one point's case: its measured round trip (ms, when its
 /// daemon's legs were measured) and its rollout gates, as judged.
 #[derive(Debug, Clone, Copy)]
-pub struct PointCase<'a> {
+pub(crate) struct PointCase<'a> {
     pub round_trip_ms: Option<f64>,
     pub rollout: &'a [GateResult],
 }
@@ -134,7 +134,7 @@ fn classify(points: &[AxisPoint]) -> (Meets, Option<f64>, Option<f64>) {
 /// Every boundary the run's sweeps show, for every rollout gate their points were judged on;
 /// `case` gives what a point's case (by name) measured, `None` for one that did not run to
 /// its end.
-pub fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Option<PointCase<'a>>) -> Vec<Boundary> {
+pub(crate) fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Option<PointCase<'a>>) -> Vec<Boundary> {
     let mut out = Vec::new();
     for s in sweeps {
         let Some(along) = s.axes.last() else { continue };

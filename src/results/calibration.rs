@@ -34,7 +34,7 @@ pub struct Calibration {
 use crate::base::units::record;
 
 /// Measures the floor with `samples` of each probe in a scratch dir under `root`.
-pub async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {
+pub(crate) async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Calibration> {
     let dir = tempfile::Builder::new().prefix("relay-bench-calibration-").tempdir_in(root)?;
     let path = dir.path().to_path_buf();
 

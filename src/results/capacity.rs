@@ -420,7 +420,7 @@ fn detail(body: &str) -> Option<String> {
 }
 
 /// A failure's details as a person reads them.
-pub fn how(h: &How) -> String {
+pub(crate) fn how(h: &How) -> String {
     match h {
         How::HttpStatus { status, body } => match detail(body) {
             Some(d) => format!("HTTP {status}: {d:?}"),

@@ -5,15 +5,15 @@
 //! a case run several times made one, median and spread ([`repeat`]);
 //! a conformance battery's grades ([`conform`]).
 
-pub mod boundary;
-pub mod calibration;
-pub mod capacity;
-pub mod conform;
-pub mod counts;
-pub mod env;
-pub mod fleet;
-pub mod rates;
-pub mod repeat;
-pub mod summary;
-pub mod sweep;
-pub mod verdict;
+pub(crate) mod boundary;
+pub(crate) mod calibration;
+pub(crate) mod capacity;
+pub(crate) mod conform;
+pub(crate) mod counts;
+pub(crate) mod env;
+pub(crate) mod fleet;
+pub(crate) mod rates;
+pub(crate) mod repeat;
+pub(crate) mod summary;
+pub(crate) mod sweep;
+pub(crate) mod verdict;

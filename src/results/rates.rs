@@ -9,7 +9,7 @@ use crate::sandbox::host::RequestCounts;
 use crate::scenario::pacer::Phase;
 
 /// The counters' snapshots a case took.
-pub struct Snapshots<'a> {
+pub(crate) struct Snapshots<'a> {
     pub sandboxes: u32,
     /// From the first intended start to the end of the case.
     pub window: Duration,
@@ -48,7 +48,7 @@ fn stretch(discovery: u64, data: u64, minutes: f64) -> Stretch {
 }
 
 /// Every rate of a case.
-pub fn requests(s: &Snapshots<'_>) -> Requests {
+pub(crate) fn requests(s: &Snapshots<'_>) -> Requests {
     let used = s.after.minus(&s.before);
     let dirs = f64::from(s.sandboxes.max(1));
     let dir_minutes = s.window.as_secs_f64() * dirs / 60.0;

@@ -3,5 +3,5 @@
 //! view of it ([`host`]: local, an emulated remote daemon, the real sandbox-agent daemon
 //! and the delay proxy on its wire).
 
-pub mod dir;
-pub mod host;
+pub(crate) mod dir;
+pub(crate) mod host;

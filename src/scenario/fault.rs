@@ -295,7 +295,7 @@ impl FaultKind {
 }
 
 /// The fault schedule as actions in time order: (offset, fault index, on).
-pub fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
+pub(crate) fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     let mut out = Vec::new();
     for (i, f) in faults.iter().enumerate() {
         out.push((f.at, i, true));
@@ -333,7 +333,7 @@ fn recovery_steps(seen: impl Iterator<Item = Recovery>, fleet: bool) -> (Vec<Rec
 }
 
 /// One report row per fault, from what the recorder saw.
-pub fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
+pub(crate) fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops: &[Option<Duration>]) -> Vec<FaultRow> {
     let ms = crate::base::units::ms_2dp;
     faults
         .iter()

@@ -5,7 +5,7 @@
 //! setting that does not apply to the chosen strategy, or a gate on an unknown metric is an
 //! error naming the file, the key and the allowed values.
 
-pub use crate::base::fields::ScenarioError;
+pub(crate) use crate::base::fields::ScenarioError;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,28 +25,29 @@ use crate::strategy::{RunnerSpec, WriterSpec};
 
 mod case;
 mod estimate;
-pub mod fault;
-pub mod gate;
-pub mod overrides;
-pub mod pacer;
+pub(crate) mod fault;
+pub(crate) mod gate;
+pub(crate) mod overrides;
+pub(crate) mod pacer;
 pub(crate) mod rules;
-pub mod sweep;
-pub mod turns;
+pub(crate) mod sweep;
+pub(crate) mod turns;
 
 use case::{common_faults, CaseContext};
-pub use estimate::Estimate;
-pub use overrides::{Applied, Length, Overrides};
+pub use overrides::Overrides;
+pub(crate) use overrides::{Applied, Length};
 use rules::check_schedule_size;
-pub use rules::{
-    check_case_name, check_name, NameError, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_NAME, MAX_SCENARIO_BYTES,
-    NAME_ALLOWED,
+#[cfg(test)]
+use rules::MAX_NAME;
+pub(crate) use rules::{
+    check_case_name, check_name, NameError, INVARIANTS, MAX_CASES, MAX_DESCRIPTION, MAX_SCENARIO_BYTES, NAME_ALLOWED,
 };
 
 /// A name given to [`Scenario::retain_cases`] that is neither a case nor a swept case of the
 /// scenario.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no case or sweep named {0:?} in this scenario: name one of its cases")]
-pub struct UnknownCase(pub String);
+pub(crate) struct UnknownCase(pub String);
 
 /// The scenario `relay-bench run` uses when given none.
 pub(crate) const DEFAULT_NAME: &str = "default";

@@ -8,19 +8,19 @@ use crate::scenario::pacer::Workload;
 
 /// The most cases one scenario may hold: every case rewrites the run's reports, so a
 /// scenario of thousands is a generator's mistake, not a benchmark.
-pub const MAX_CASES: usize = 1000;
+pub(crate) const MAX_CASES: usize = 1000;
 
 /// The largest scenario file read: a scenario is a page of TOML, not a data set.
-pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_SCENARIO_BYTES: u64 = 1 << 20;
 
 /// The longest description kept (it is copied into every report).
-pub const MAX_DESCRIPTION: usize = 4096;
+pub(crate) const MAX_DESCRIPTION: usize = 4096;
 
 /// The longest scenario or case name: it is part of file names (`<case>-sandbox-<n>.stderr`).
-pub const MAX_NAME: usize = 100;
+pub(crate) const MAX_NAME: usize = 100;
 
 /// What a scenario or case name may hold, as errors say it.
-pub const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
+pub(crate) const NAME_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ . (not first: . or -), at most 100 characters";
 
 /// A scenario or case name [`check_name`] or [`check_case_name`] refuses; each lists what a
 /// name may hold, so the user can rename it.
@@ -36,7 +36,7 @@ pub enum NameError {
 /// report directory; a case's folder under `hdr/`, its relay dirs and stderr files):
 /// empty, `.` or `..`, a separator or a control character, a leading `.` (hidden, or a
 /// parent) or `-` (read as an option).
-pub fn check_name(name: &str) -> Result<(), NameError> {
+pub(crate) fn check_name(name: &str) -> Result<(), NameError> {
     let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
     let first_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
     if plain && first_ok && name.len() <= MAX_NAME {
@@ -48,7 +48,7 @@ pub fn check_name(name: &str) -> Result<(), NameError> {
 
 /// What a case name read back from a run may hold: a plain name, or a sweep's point
 /// (`window-exec@window=10s,idle_timeout=none`: `@`, `=` and `,` too).
-pub fn check_case_name(name: &str) -> Result<(), NameError> {
+pub(crate) fn check_case_name(name: &str) -> Result<(), NameError> {
     let (base, point) = name.split_once('@').unwrap_or((name, ""));
     let point_ok = point.chars().all(|c| c.is_ascii_alphanumeric() || "-_.=,".contains(c));
     match check_name(base) {
@@ -96,7 +96,7 @@ pub(super) fn check_burst_calls(case: &Fields<'_>, wl: &Workload, faults: &[Faul
 /// What every case must hold unless it says `expect_breaches = true`: nothing lost, nothing
 /// doubled, no pairing breach, nothing left in the dir, and calls made at all. A gate the
 /// scenario already sets on one of these metrics is the one that counts.
-pub const INVARIANTS: [&str; 5] =
+pub(crate) const INVARIANTS: [&str; 5] =
     ["lost == 0", "duplicated == 0", "pairing_violations == 0", "leftover_files == 0", "completed > 0"];
 
 /// Appends to `gates` each invariant whose metric neither `gates` nor the case's `own` gate.

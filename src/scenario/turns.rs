@@ -219,7 +219,7 @@ const SPAN_FORMS: &str =
 const COUNT_FORMS: &str = "an integer (3), { min = 1, max = 4 } or { mean = 4 } (geometric on 1, 2, ...)";
 
 /// A duration distribution under `key`: a duration string or one of the tables.
-pub fn span(t: &mut Fields<'_>, key: &'static str) -> Result<Option<Span>, ScenarioError> {
+pub(crate) fn span(t: &mut Fields<'_>, key: &'static str) -> Result<Option<Span>, ScenarioError> {
     if matches!(t.raw_peek(key), None | Some(toml::Value::String(_))) {
         return Ok(t.duration(key)?.map(Span::Fixed));
     }
@@ -240,7 +240,7 @@ pub fn span(t: &mut Fields<'_>, key: &'static str) -> Result<Option<Span>, Scena
 }
 
 /// A count distribution under `key`: an integer or one of the tables.
-pub fn count(t: &mut Fields<'_>, key: &'static str) -> Result<Option<Count>, ScenarioError> {
+pub(crate) fn count(t: &mut Fields<'_>, key: &'static str) -> Result<Option<Count>, ScenarioError> {
     if matches!(t.raw_peek(key), None | Some(toml::Value::Integer(_))) {
         return Ok(t.int(key, 1, i64::from(COUNT_CAP))?.map(|n| Count::Fixed(n as u32)));
     }

@@ -35,7 +35,7 @@ pub(crate) const READY_BOUND: Duration = Duration::from_secs(30);
 
 /// An external runner, as a case gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalSpec {
+pub(crate) struct ExternalSpec {
     /// argv; `{dir}` and `{sandbox}` are substituted in every element.
     pub command: Vec<String>,
     /// The handler's time, if the program states one (for relay overhead).
@@ -45,7 +45,7 @@ pub struct ExternalSpec {
 }
 
 impl ExternalSpec {
-    pub fn argv(&self, dir: &Path, sandbox: u32) -> Vec<String> {
+    pub(crate) fn argv(&self, dir: &Path, sandbox: u32) -> Vec<String> {
         let d = dir.to_string_lossy();
         self.command.iter().map(|a| a.replace("{dir}", &d).replace("{sandbox}", &sandbox.to_string())).collect()
     }
@@ -105,7 +105,7 @@ impl RunnerKind for External {
 /// What is said of a black-box runner (it exited, could not be watched): a line of its own,
 /// no recovery step, never a degradation of a source (it has none of ours).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BlackBoxSaid(pub String);
+pub(crate) struct BlackBoxSaid(pub String);
 
 impl fmt::Display for BlackBoxSaid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -24,7 +24,7 @@ use crate::sandbox::host::Host;
 use crate::BoxFut;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FollowConfig {
+pub(crate) struct FollowConfig {
     /// How long one follow exec stays up before it is reopened.
     pub lifetime: Duration,
     pub relist: Duration,
@@ -62,7 +62,13 @@ pub(crate) struct FollowSource {
 }
 
 impl FollowSource {
-    pub fn start(cfg: FollowConfig, host: Arc<dyn Host>, argv: Vec<OsString>, seed: u64, reporter: Reporter) -> Self {
+    pub(super) fn start(
+        cfg: FollowConfig,
+        host: Arc<dyn Host>,
+        argv: Vec<OsString>,
+        seed: u64,
+        reporter: Reporter,
+    ) -> Self {
         let signal = Arc::new(Signal::new());
         let health = Arc::new(Mutex::new(Health::default()));
         let task =

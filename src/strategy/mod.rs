@@ -9,20 +9,18 @@
 //! built (SPEC §8); each knowing departure is a named option, and a case lists the options
 //! it sets away from production ([`RunnerSpec::departures`]).
 
-pub mod external;
+pub(crate) mod external;
 mod follow;
-pub mod pair;
+pub(crate) mod pair;
 mod poll;
 mod watch;
-pub mod window;
+pub(crate) mod window;
 mod writers;
 
-pub use external::ExternalSpec;
-pub use follow::FollowConfig;
-pub use pair::{Relay, RelaySpec};
-pub use watch::{LocalWatch, WatchNotice};
-pub use window::{WindowConfig, WindowSource, WindowStats};
-pub use writers::{writer_by_name, writer_kind, writer_names, WriterKind, WriterSpec, WRITERS, WRITER_DEFAULT};
+pub(crate) use pair::Relay;
+pub(crate) use watch::WatchNotice;
+pub use writers::WRITERS;
+pub(crate) use writers::{writer_by_name, writer_kind, writer_names, WriterSpec, WRITER_DEFAULT};
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -195,7 +193,8 @@ pub(crate) fn serve_names() -> Vec<&'static str> {
 }
 
 /// A runner strategy by name, with every default.
-pub fn runner_by_name(name: &str) -> Option<Arc<dyn RunnerSpec>> {
+#[cfg(test)]
+pub(crate) fn runner_by_name(name: &str) -> Option<Arc<dyn RunnerSpec>> {
     runner_kind(name)?.parse(None).ok()
 }
 

@@ -24,7 +24,7 @@ use crate::BoxFut;
 
 /// The local watch's own options (production: any event, never re-armed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WatchConfig {
+pub(crate) struct WatchConfig {
     pub wake_on: EventFilter,
     pub rearm_on_miss: bool,
 }
@@ -37,7 +37,7 @@ impl Default for WatchConfig {
 
 /// What a directory watch says (the runner's, and the watch writer's on its responses).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatchNotice {
+pub(crate) enum WatchNotice {
     /// A local watch could not be armed: plain polling for the turn.
     WatchUnavailable(String),
     /// A local watch failed after arming: waits end by their timer alone.
@@ -89,7 +89,7 @@ impl fmt::Display for WatchNotice {
 }
 
 /// The local watch source.
-pub struct LocalWatch {
+pub(crate) struct LocalWatch {
     dir: Arc<dyn RelayDir>,
     cfg: WatchConfig,
     signal: Arc<Signal>,
@@ -99,7 +99,7 @@ pub struct LocalWatch {
 
 impl LocalWatch {
     /// Arms the watch; `None` (said) when the dir cannot be watched: the runner polls.
-    pub fn arm(dir: Arc<dyn RelayDir>, cfg: WatchConfig, reporter: Reporter) -> Option<LocalWatch> {
+    pub(crate) fn arm(dir: Arc<dyn RelayDir>, cfg: WatchConfig, reporter: Reporter) -> Option<LocalWatch> {
         let w = LocalWatch { dir, cfg, signal: Arc::new(Signal::new()), live: Mutex::new(None), reporter };
         match w.arm_watch() {
             Ok(h) => {
@@ -158,7 +158,7 @@ impl ActivitySource for LocalWatch {
     }
 }
 
-pub struct Watch;
+pub(super) struct Watch;
 pub(crate) const WATCH: Watch = Watch;
 pub(crate) const WATCH_NAME: &str = "watch";
 

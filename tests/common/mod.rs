@@ -4,10 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use relay_bench::app::bench::{run_scenario, RunOptions};
-use relay_bench::base::signal::Signal;
-use relay_bench::results::summary::Summary;
-use relay_bench::scenario::Scenario;
+use relay_bench::{run_scenario, RunOptions, Scenario, Signal, Summary};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
@@ -21,8 +18,8 @@ pub fn options(out: &Path, relay: &Path, calibrate: bool, calls_csv: bool) -> Ru
         watch_program: BIN.into(),
         calls_csv,
         no_event_log: false,
-        event_log: relay_bench::app::logplan::EventLogFormat::Auto,
-        max_event_log: relay_bench::app::logplan::DEFAULT_MAX,
+        event_log: relay_bench::EventLogFormat::Auto,
+        max_event_log: relay_bench::DEFAULT_MAX_EVENT_LOG,
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
@@ -46,18 +43,18 @@ pub async fn run(
 /// A relay over the in-memory dir `sim` (a local host), with the runner strategy `runner`
 /// in its scenario form, a watching writer and `handler`; its event sink must be kept.
 pub fn sim_relay(
-    sim: &relay_bench::sandbox::dir::SimDir,
+    sim: &relay_bench::SimDir,
     runner: &str,
-    handler: relay_bench::relay::handler::HandlerModel,
-) -> (relay_bench::strategy::pair::Relay, relay_bench::events::EventSink) {
-    use relay_bench::sandbox::dir::RelayDir;
-    use relay_bench::strategy::{runner_from_toml, writer_from_toml};
-    let (sink, _rx) = relay_bench::events::EventSink::channel();
+    handler: relay_bench::HandlerModel,
+) -> (relay_bench::Relay, relay_bench::EventSink) {
+    use relay_bench::RelayDir;
+    use relay_bench::{runner_from_toml, writer_from_toml};
+    let (sink, _rx) = relay_bench::EventSink::channel();
     let dir: Arc<dyn RelayDir> = Arc::new(sim.clone());
-    let spec = relay_bench::strategy::pair::RelaySpec {
+    let spec = relay_bench::RelaySpec {
         sandbox: 0,
         dir: dir.clone(),
-        host: Arc::new(relay_bench::sandbox::host::LocalHost::over(dir, Arc::default())),
+        host: Arc::new(relay_bench::LocalHost::over(dir, Arc::default())),
         busy: Arc::default(),
         runner: &runner_from_toml(runner).unwrap(),
         writer: Some(&writer_from_toml("watch").unwrap()),
@@ -66,7 +63,7 @@ pub fn sim_relay(
         seed: 1,
         stderr_to: None,
     };
-    (relay_bench::strategy::pair::Relay::start(spec, &sink), sink)
+    (relay_bench::Relay::start(spec, &sink), sink)
 }
 
 /// The command lines of this test process's live children (`/proc/self/task/*/children`):
@@ -109,7 +106,7 @@ pub fn processes_naming(path: &Path) -> Vec<String> {
 /// `RELAY_BENCH_REQUIRE_DAEMON` is set (CI installs the daemon: a skip there would be a
 /// pass that tested nothing).
 pub fn daemon_or_skip(test: &str) -> Option<std::path::PathBuf> {
-    match relay_bench::sandbox::host::find_sandbox_agent() {
+    match relay_bench::find_sandbox_agent() {
         Ok(bin) => Some(bin),
         Err(why) if std::env::var_os("RELAY_BENCH_REQUIRE_DAEMON").is_some() => {
             panic!("{test}: RELAY_BENCH_REQUIRE_DAEMON is set and {why}")

@@ -9,15 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use relay_bench::base::notice::Say;
-use relay_bench::events::{EventInbox, EventSink, Msg};
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::relay::runner::{LoopOptions, Runner, Started};
-use relay_bench::relay::source::{ActivitySource, Reporter, Wake};
-use relay_bench::sandbox::dir::{publish_now, ExecOutput, Lines, RelayDir, SimDir};
-use relay_bench::sandbox::host::{Host, Kind, LocalHost, RequestCounts};
-use relay_bench::strategy::window::WindowExec;
-use relay_bench::BoxFut;
+use relay_bench::{
+    publish_now, ActivitySource, BoxFut, EventInbox, EventSink, ExecOutput, HandlerModel, Host, Kind, Lines, LocalHost,
+    LoopOptions, Msg, RelayDir, Reporter, RequestCounts, Runner, Say, SimDir, Started, Wake, WindowExec,
+};
 use tokio::sync::{oneshot, Semaphore};
 
 pub const DIR: &str = "/relay";

@@ -4,13 +4,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::base::notice::Say;
-use relay_bench::base::protocol::Response;
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::relay::runner::{LoopOptions, PauseAnswer};
-use relay_bench::relay::source::ActivitySource;
-use relay_bench::sandbox::dir::{publish_now, RelayDir, SimDir};
-use relay_bench::strategy::window::{WindowConfig, WindowSource};
+use relay_bench::{
+    publish_now, ActivitySource, HandlerModel, LoopOptions, PauseAnswer, RelayDir, Response, Say, SimDir, WindowConfig,
+    WindowSource,
+};
 use tokio::sync::Semaphore;
 
 use super::fakes::*;
@@ -31,7 +28,7 @@ fn start(
     host: &Arc<FakeHost>,
     source: &Option<Arc<FakeSource>>,
     opts: LoopOptions,
-) -> (relay_bench::relay::runner::Started, relay_bench::events::EventSink, relay_bench::events::EventInbox) {
+) -> (relay_bench::Started, relay_bench::EventSink, relay_bench::EventInbox) {
     let src = source.clone().map(|s| s as Arc<dyn ActivitySource>);
     start_runner(host.clone(), src, opts, instant())
 }
@@ -41,9 +38,9 @@ struct Waiting {
     dir: SimDir,
     host: Arc<FakeHost>,
     fake: Arc<FakeSource>,
-    r: relay_bench::relay::runner::Started,
-    _sink: relay_bench::events::EventSink,
-    _rx: relay_bench::events::EventInbox,
+    r: relay_bench::Started,
+    _sink: relay_bench::EventSink,
+    _rx: relay_bench::EventInbox,
 }
 
 async fn waiting() -> Waiting {
@@ -394,7 +391,7 @@ async fn a_failed_read_is_answered_with_the_error_never_retried_and_the_file_lef
 #[tokio::test(start_paused = true)]
 async fn an_unread_request_is_not_read_again_even_when_the_seen_set_forgets_deleted_names() {
     let (dir, host, _) = rig(None);
-    let opts = LoopOptions { seen: relay_bench::relay::runner::SeenScope::InFlight, ..LoopOptions::default() };
+    let opts = LoopOptions { seen: relay_bench::SeenScope::InFlight, ..LoopOptions::default() };
     let (r, _sink, _rx) = start(&host, &None, opts);
     assert!(r.control.ready(BOUND).await);
     host.read_fails.store(1, Ordering::SeqCst);

@@ -3,12 +3,7 @@
 
 use std::time::Duration;
 
-use relay_bench::events::EventSink;
-use relay_bench::relay::handler::HandlerModel;
-use relay_bench::relay::writer::CallEnd;
-use relay_bench::sandbox::dir::SimDir;
-use relay_bench::sandbox::host::{Kind, RequestCounts};
-use relay_bench::strategy::pair::Relay;
+use relay_bench::{CallEnd, EventSink, HandlerModel, Kind, Relay, RequestCounts, SimDir};
 use tokio::time::Instant;
 
 use super::fakes::{by_kind, instant};

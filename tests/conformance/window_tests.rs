@@ -5,11 +5,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use relay_bench::base::notice::Say;
-use relay_bench::events::{EventInbox, EventSink};
-use relay_bench::relay::source::{ActivitySource, Reporter, Wake};
-use relay_bench::sandbox::dir::ExecOutput;
-use relay_bench::strategy::window::{WindowConfig, WindowFailure, WindowNotice, WindowSource};
+use relay_bench::{
+    ActivitySource, EventInbox, EventSink, ExecOutput, Reporter, Say, Wake, WindowConfig, WindowFailure, WindowNotice,
+    WindowSource,
+};
 use tokio::task::JoinHandle;
 
 use super::fakes::*;

@@ -26,13 +26,13 @@ written (a full disk, an I/O error; the report files are still written; a reader
 `| head -1` does, is not an error), 130 interrupted. `daemon-capacity` measures one real daemon's capacity \
 for held execs (its own exit codes in its --help)."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run scenarios (the embedded default when none is given) and write their reports.
     Run(RunArgs),
     /// List the shipped scenarios, then the strategies and hosts a case can name.
@@ -107,7 +107,7 @@ Writes conform.json (reports/conform.schema.json) and conform.md to --out (defau
 reports/<stamp>-conform-<side>/) and prints a table. Exit codes: 0 no case FAILED or INCONCLUSIVE, 1 a case \
 FAILED, 2 bad input, 7 no case FAILED but one INCONCLUSIVE (not observed in time on this machine), 130 \
 interrupted (SIGINT, SIGTERM: the cases run so far are reported). docs/conform.md has every case.")]
-pub struct ConformArgs {
+pub(crate) struct ConformArgs {
     /// Grade a runner: relay-bench is the writer.
     #[arg(long, conflicts_with = "writer", required_unless_present_any = ["writer", "list"])]
     pub runner: bool,
@@ -152,7 +152,7 @@ pub struct ConformArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Scenario files (.toml) or names of shipped scenarios (see `relay-bench list`).
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
@@ -260,7 +260,7 @@ fn duration_arg(s: &str) -> Result<Duration, crate::base::units::DurationError> 
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The relay directory to serve.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
@@ -311,7 +311,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The relay directory.
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
@@ -351,7 +351,7 @@ capacity.md to --out (default reports/<stamp>-daemon-capacity/) and prints a sho
 the ramp completed or found the daemon's failure point, 2 bad input, 3 internal error (the ramp stopped \
 for a reason of its own, such as relay-bench's own open-files limit, or something it started was left \
 running), 130 interrupted (the cleanup still ran).")]
-pub struct CapacityArgs {
+pub(crate) struct CapacityArgs {
     /// The sandbox-agent binary to start (before $SANDBOX_AGENT_BIN, the project-local
     /// install and PATH). It runs on loopback, `server --no-token`, with relay-bench's own
     /// limits (see --nofile).
@@ -393,7 +393,7 @@ pub struct CapacityArgs {
 
 impl CapacityArgs {
     /// The request these flags make of [`crate::engine::capacity::CapacityPlan`].
-    pub fn request(self) -> crate::engine::capacity::CapacityRequest {
+    pub(crate) fn request(self) -> crate::engine::capacity::CapacityRequest {
         crate::engine::capacity::CapacityRequest {
             sandbox_agent: self.sandbox_agent,
             url: self.url,
@@ -411,7 +411,7 @@ impl CapacityArgs {
 
 impl RunArgs {
     /// The request these flags make of [`crate::app::runs::Plan`].
-    pub fn request(self) -> RunRequest {
+    pub(crate) fn request(self) -> RunRequest {
         RunRequest {
             scenarios: self.scenarios,
             cases: self.cases,

@@ -4,7 +4,7 @@
 
 mod args;
 
-pub use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, RunArgs, ServeArgs};
+pub(crate) use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, RunArgs, ServeArgs};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ macro_rules! out {
 
 /// Exit codes CI can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     /// Every gate of every case passed.
     Pass = 0,
     /// The run finished and at least one gate failed.
@@ -64,7 +64,7 @@ pub enum Exit {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     #[error("{0}")]
@@ -80,7 +80,7 @@ pub enum CliError {
 }
 
 impl CliError {
-    pub fn exit(&self) -> Exit {
+    pub(crate) fn exit(&self) -> Exit {
         match self {
             CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
@@ -157,7 +157,7 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
     }
 }
 
-pub async fn run(cli: Cli) -> Result<Exit, CliError> {
+pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
             out!("{}{}", list_shipped()?, crate::app::runs::list_parts());
@@ -200,7 +200,7 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     let interrupt = on_interrupt("finishing the current case's report");
     let outcome = plan
         .run(interrupt, |step| match step {
-            Step::Ran { summary: _, out_dir, console, warnings } => {
+            Step::Ran { out_dir, console, warnings } => {
                 warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
                 out!("{}", String::from_utf8_lossy(console));
                 // The report's path last, under the table and the verdict: where to read on.

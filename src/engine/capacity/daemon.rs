@@ -50,7 +50,7 @@ const SHORT_MS: u64 = 30_000;
 impl Target {
     /// Starts `bin` on a free loopback port (killed with relay-bench, as every daemon it
     /// starts is).
-    pub fn start(bin: &Path) -> std::io::Result<Target> {
+    pub(super) fn start(bin: &Path) -> std::io::Result<Target> {
         let process = AgentProcess::start(bin)?;
         let addr = process.addr();
         Ok(Target {
@@ -63,7 +63,7 @@ impl Target {
     }
 
     /// One already running at `url` (`pid`: its process on this machine, if it is here).
-    pub fn running(url: &Url, pid: Option<u32>, token: Option<String>) -> std::io::Result<Target> {
+    pub(super) fn running(url: &Url, pid: Option<u32>, token: Option<String>) -> std::io::Result<Target> {
         let addr = url.addr()?;
         Ok(Target {
             endpoint: Endpoint { addr, authority: url.host_port(), token },
@@ -74,7 +74,7 @@ impl Target {
         })
     }
 
-    pub fn started_here(&self) -> bool {
+    pub(super) fn started_here(&self) -> bool {
         self.started.is_some()
     }
 
@@ -90,7 +90,7 @@ impl Target {
     }
 
     /// Its resources now (nothing known of a daemon elsewhere).
-    pub fn readings(&self) -> Readings {
+    pub(super) fn readings(&self) -> Readings {
         let Some(pid) = self.pid else { return Readings::default() };
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         Readings {
@@ -102,7 +102,7 @@ impl Target {
     }
 
     /// A line of its /proc/PID/limits (`Max open files`).
-    pub fn limit(&self, name: &str) -> Option<Limit> {
+    pub(super) fn limit(&self, name: &str) -> Option<Limit> {
         let text = std::fs::read_to_string(format!("/proc/{}/limits", self.pid?)).ok()?;
         limits_line(&text, name)
     }
@@ -159,7 +159,7 @@ impl Target {
 
     /// What its own binary says to `--version` (asked through an exec: the daemon has no
     /// version endpoint, and the process it spawns reads its parent's executable).
-    pub async fn version(&self) -> Result<String, VersionUnknown> {
+    pub(super) async fn version(&self) -> Result<String, VersionUnknown> {
         let argv = sh(r#"exec "$(readlink /proc/$PPID/exe)" --version"#, &[]);
         let a = self.endpoint.run_alone(&argv, SHORT_MS, None).await.map_err(VersionUnknown::Exec)?;
         match a.exit_code {
@@ -221,7 +221,7 @@ impl Target {
 
     /// The held programs still running on this machine after the cleanup (a last look);
     /// nothing known of a daemon elsewhere (its cleanup said what it left).
-    pub fn left(&self, argv: &[String]) -> Vec<u32> {
+    pub(super) fn left(&self, argv: &[String]) -> Vec<u32> {
         if self.pid.is_some() {
             marked(argv)
         } else {
@@ -231,7 +231,7 @@ impl Target {
 
     /// Stops the daemon relay-bench started (killed and reaped); `Some(gone)` for it, `None`
     /// for one it did not start.
-    pub fn stop(&mut self) -> Option<bool> {
+    pub(super) fn stop(&mut self) -> Option<bool> {
         let process = self.started.take()?;
         drop(process);
         Some(self.pid.is_none_or(gone))

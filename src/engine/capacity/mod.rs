@@ -38,7 +38,7 @@ pub(crate) const MAX_HOLD: Duration = Duration::from_secs(295);
 const HOLD_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
-pub enum CapacityError {
+pub(crate) enum CapacityError {
     #[error("--steps {given:?}: {why}")]
     Steps { given: String, why: String },
     #[error("--max {0}: must be between 1 and {MAX_HELD}")]
@@ -97,7 +97,7 @@ impl std::fmt::Display for NoFile {
 
 /// What `daemon-capacity` was asked, as plain values (the flags).
 #[derive(Debug, Clone)]
-pub struct CapacityRequest {
+pub(crate) struct CapacityRequest {
     pub sandbox_agent: Option<PathBuf>,
     pub url: Option<String>,
     pub pid: Option<u32>,
@@ -119,7 +119,7 @@ enum Which {
 
 /// A validated request: nothing has started.
 #[derive(Debug)]
-pub struct CapacityPlan {
+pub(crate) struct CapacityPlan {
     which: Which,
     steps: Vec<u32>,
     max: u32,
@@ -167,7 +167,7 @@ pub(crate) fn parse_nofile(given: &str) -> Result<NoFile, CapacityError> {
 
 impl CapacityPlan {
     /// Checks every flag (and the binary, the pid) before anything starts.
-    pub fn new(r: CapacityRequest) -> Result<CapacityPlan, CapacityError> {
+    pub(crate) fn new(r: CapacityRequest) -> Result<CapacityPlan, CapacityError> {
         if r.max == 0 || r.max > MAX_HELD {
             return Err(CapacityError::Max(r.max));
         }
@@ -277,7 +277,7 @@ fn first_report(
 
 impl CapacityPlan {
     /// Where the report goes (`--out`), when the flags said.
-    pub fn out(&self) -> Option<&Path> {
+    pub(crate) fn out(&self) -> Option<&Path> {
         self.out.as_deref()
     }
 }
@@ -305,9 +305,8 @@ fn held_argv(hold: Duration) -> Vec<String> {
 /// A daemon ready to be ramped: started (or found at `--url`), its open-files limit set as
 /// asked, its version known. A daemon it started stops when it is dropped unramped, as
 /// [`Session::abandon`] says outright.
-pub struct Session {
+pub(crate) struct Session {
     target: Target,
-    plan: CapacityPlan,
     interrupt: Arc<Signal>,
     rplan: RampPlan,
     report: CapacityReport,
@@ -319,7 +318,11 @@ pub struct Session {
 impl Session {
     /// Starts (or reaches) the daemon and asks its version; `started` is the ramp's start as
     /// its report says it. A daemon that cannot run an exec is stopped before this returns.
-    pub async fn start(plan: CapacityPlan, interrupt: Arc<Signal>, started: String) -> Result<Session, CapacityError> {
+    pub(crate) async fn start(
+        plan: CapacityPlan,
+        interrupt: Arc<Signal>,
+        started: String,
+    ) -> Result<Session, CapacityError> {
         let t0 = Instant::now();
         let mut target = match &plan.which {
             Which::Start(bin) => {
@@ -372,22 +375,17 @@ impl Session {
         let daemon_nofile = target.limit("Max open files");
         let report =
             first_report(&plan, &rplan, &target, (version, ours), (client_nofile, open_files_as_started), started);
-        Ok(Session { target, plan, interrupt, rplan, report, client_nofile, daemon_nofile, t0 })
-    }
-
-    /// The plan this session runs.
-    pub fn plan(&self) -> &CapacityPlan {
-        &self.plan
+        Ok(Session { target, interrupt, rplan, report, client_nofile, daemon_nofile, t0 })
     }
 
     /// Stops a daemon this session started, never ramped (its caller had nowhere to write).
-    pub fn abandon(mut self) {
+    pub(crate) fn abandon(mut self) {
         self.target.stop();
     }
 
     /// Runs the ramp and the cleanup: `after` hears the report after every step (the steps
     /// so far, their costs), and the finished report is returned.
-    pub async fn ramp(mut self, after: &mut dyn FnMut(&CapacityReport)) -> CapacityReport {
+    pub(crate) async fn ramp(mut self, after: &mut dyn FnMut(&CapacityReport)) -> CapacityReport {
         let fd_soft = self.daemon_nofile.and_then(|l| l.soft);
         let mut ramp = Ramp::new(&self.target, &self.rplan, self.interrupt, self.daemon_nofile, self.client_nofile);
         let mut steps = Vec::new();

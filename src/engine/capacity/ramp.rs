@@ -71,7 +71,7 @@ pub(super) struct Ramp<'a> {
 }
 
 impl<'a> Ramp<'a> {
-    pub fn new(
+    pub(super) fn new(
         target: &'a Target,
         plan: &'a RampPlan,
         interrupt: Arc<Signal>,
@@ -94,7 +94,7 @@ impl<'a> Ramp<'a> {
     }
 
     /// Runs the baseline and every step, pushing each into `steps` and telling `after`.
-    pub async fn run(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Stop {
+    pub(super) async fn run(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Stop {
         match self.ramp(steps, after).await {
             Ok(()) => Stop::Completed,
             Err(stop) => stop,

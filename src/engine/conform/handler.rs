@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The hidden subcommand that is the conform handler.
-pub const HANDLER_SUBCOMMAND: &str = "conform-handler";
+pub(crate) const HANDLER_SUBCOMMAND: &str = "conform-handler";
 
 /// One run of the conform handler, as it logged it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Exec {
+pub(crate) struct Exec {
     /// When it started, in nanoseconds since the Unix epoch.
     pub t_ns: u128,
     /// `args.tag` of the request it ran.
@@ -23,7 +23,7 @@ pub struct Exec {
 
 /// The conform handler: reads a request's JSON on stdin, logs the run to `LOG` (one line,
 /// appended), sleeps `args.sleep_ms`, prints `args.reply` (a response's JSON) and exits 0.
-pub fn handler_main(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn handler_main(args: &[std::ffi::OsString]) -> i32 {
     let Some(log) = args.first() else {
         eprintln!("usage: relay-bench {HANDLER_SUBCOMMAND} LOG < request.json");
         return 2;
@@ -63,7 +63,7 @@ pub fn handler_main(args: &[std::ffi::OsString]) -> i32 {
 }
 
 /// Reads the handler's log.
-pub fn execs(log: &Path) -> Vec<Exec> {
+pub(crate) fn execs(log: &Path) -> Vec<Exec> {
     std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 

@@ -17,12 +17,12 @@
 //! With a daemon ([`Daemon`]), the runner's relay dir is inside a sandbox-agent daemon's
 //! filesystem and the runner is given the daemon's URL (`{url}`) to reach it through.
 
-pub mod handler;
-pub mod observe;
+pub(crate) mod handler;
+pub(crate) mod observe;
 pub(crate) mod pace;
 pub(crate) mod proc;
-pub mod runner;
-pub mod writer;
+pub(crate) mod runner;
+pub(crate) mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,16 +34,16 @@ use crate::base::fsio::{remove_if_present, temp_name};
 use crate::base::signal::Signal;
 use crate::results::conform::{CaseResult, ConformReport, Side, Verdict, SCHEMA_VERSION};
 
-pub use handler::{handler_main, HANDLER_SUBCOMMAND};
+pub(crate) use handler::{handler_main, HANDLER_SUBCOMMAND};
 
 /// The longest `--bound` a case may be given.
-pub const MAX_BOUND: Duration = Duration::from_secs(600);
+pub(crate) const MAX_BOUND: Duration = Duration::from_secs(600);
 /// The shortest.
-pub const MIN_BOUND: Duration = Duration::from_secs(2);
+pub(crate) const MIN_BOUND: Duration = Duration::from_secs(2);
 
 /// Where a runner's relay dir lives when it is not a local dir the runner reaches directly.
 #[derive(Debug, Clone)]
-pub enum Daemon {
+pub(crate) enum Daemon {
     /// A sandbox-agent daemon the battery starts for each case, from this binary.
     Start(PathBuf),
     /// A sandbox-agent daemon already running on this machine, at this URL.
@@ -52,7 +52,7 @@ pub enum Daemon {
 
 /// What `conform` was asked.
 #[derive(Debug, Clone)]
-pub struct ConformOptions {
+pub(crate) struct ConformOptions {
     pub side: Side,
     /// argv of the implementation, placeholders unsubstituted.
     pub command: Vec<String>,
@@ -69,7 +69,7 @@ pub struct ConformOptions {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConformError {
+pub(crate) enum ConformError {
     #[error("--case {0:?}: no such case (`relay-bench conform --list` names them)")]
     UnknownCase(String),
     #[error("no command given: put the implementation's command after `--`")]
@@ -122,18 +122,18 @@ pub(crate) struct World {
 pub(crate) type Halt = Arc<AtomicBool>;
 
 impl World {
-    pub fn new(dir: PathBuf, scratch: PathBuf, opts: &ConformOptions, pace: Pace, stop: Halt) -> World {
+    pub(crate) fn new(dir: PathBuf, scratch: PathBuf, opts: &ConformOptions, pace: Pace, stop: Halt) -> World {
         let bound = pace.wait(opts.bound).min(MAX_BOUND);
         World { dir, scratch, command: opts.command.clone(), pace, bound, stop, cut: Default::default() }
     }
 
     /// The battery abandoned the case.
-    pub fn halted(&self) -> bool {
+    pub(crate) fn halted(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }
 
     /// `d` at this machine's pace, and at most what is left of the bound since `begun`.
-    pub fn within(&self, begun: Instant, d: Duration) -> Duration {
+    pub(crate) fn within(&self, begun: Instant, d: Duration) -> Duration {
         if self.halted() {
             return Duration::ZERO;
         }
@@ -147,12 +147,17 @@ impl World {
 
     /// A grade for something the implementation was expected to do and was not seen doing:
     /// FAILED, unless it could not be observed in time ([`World::too_slow`]: INCONCLUSIVE).
-    pub fn unseen(&self, reason: impl Into<String>, evidence: Vec<String>) -> Graded {
+    pub(crate) fn unseen(&self, reason: impl Into<String>, evidence: Vec<String>) -> Graded {
         self.unseen_else(reason, evidence, Verdict::Failed)
     }
 
     /// As [`World::unseen`], with `otherwise` when the machine kept its pace.
-    pub fn unseen_else(&self, reason: impl Into<String>, mut evidence: Vec<String>, otherwise: Verdict) -> Graded {
+    pub(crate) fn unseen_else(
+        &self,
+        reason: impl Into<String>,
+        mut evidence: Vec<String>,
+        otherwise: Verdict,
+    ) -> Graded {
         let reason = reason.into();
         match self.too_slow() {
             Some((why, more)) => {
@@ -177,7 +182,7 @@ impl World {
 }
 
 /// The names of every case of a side, in order.
-pub fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
+pub(crate) fn case_names(side: Side) -> Vec<(&'static str, &'static str, &'static str)> {
     match side {
         Side::Runner => runner::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
         Side::Writer => writer::CASES.iter().map(|c| (c.name, c.section, c.expectation)).collect(),
@@ -204,7 +209,7 @@ fn check(opts: &ConformOptions) -> Result<(), ConformError> {
 
 /// Runs the battery; `done` hears each case as it ends. Once `stop` closes, the case under
 /// way is abandoned (its processes killed, its dirs removed) and the report says so.
-pub fn run(
+pub(crate) fn run(
     opts: &ConformOptions,
     stop: &Signal,
     started: String,
@@ -321,7 +326,7 @@ fn play_apart(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: &S
 /// then a rename. Returns the moment just before the rename: whatever follows from it (the
 /// other side's events) comes after that, however this thread is scheduled. A rename whose
 /// temp name is gone says so ([`Consumed`]).
-pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
+pub(crate) fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
     let tmp_name = temp_name(name);
     let tmp = dir.join(&tmp_name);
     crate::base::fsio::write_new(&tmp, bytes)?;
@@ -339,7 +344,7 @@ pub fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant>
 #[error(
     "the implementation deleted or renamed the battery's temp name {0:?} before the battery renamed it onto its final name (a `.tmp.` name is no relay file: it must be left alone)"
 )]
-pub struct Consumed(pub String);
+pub(crate) struct Consumed(pub String);
 
 /// Why a case could not be set up: what the implementation did, when it was its doing.
 pub(crate) fn setup_failed(e: &std::io::Error) -> Graded {
@@ -367,7 +372,7 @@ pub(crate) fn left_line(dir: &Path) -> String {
     }
 }
 
-pub fn ms(d: Duration) -> String {
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
@@ -382,7 +387,7 @@ pub(crate) fn figure(v: &mut [Duration]) -> String {
 }
 
 /// Removes a file, ignoring errors (a case's own cleanup).
-pub fn rm(path: &Path) {
+pub(crate) fn rm(path: &Path) {
     let _ = remove_if_present(path);
 }
 

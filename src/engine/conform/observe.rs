@@ -17,7 +17,7 @@ use crate::sandbox::dir::{DirWatch, Raw};
 
 /// What happened to a name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum What {
+pub(crate) enum What {
     /// Created in place (`open(O_CREAT)`): a final name created so is not published atomically.
     Created,
     /// Written to.
@@ -39,7 +39,7 @@ pub enum What {
 }
 
 #[derive(Debug, Clone)]
-pub struct Ev {
+pub(crate) struct Ev {
     pub at: Instant,
     pub name: String,
     pub what: What,
@@ -120,7 +120,7 @@ impl Observer {
     /// Arms a watch on `dir` (its events from now on); the bytes of every final name of kind
     /// `read` are read as it appears (a runner battery reads answers, a writer one requests:
     /// never the other side's files, whose opens are the implementation's to be seen).
-    pub fn watch(dir: &Path, read: FileKind) -> std::io::Result<Observer> {
+    pub(crate) fn watch(dir: &Path, read: FileKind) -> std::io::Result<Observer> {
         let obs = Observer { shared: Arc::default(), read, watches: Mutex::new(Vec::new()) };
         obs.rearm(dir)?;
         Ok(obs)
@@ -141,7 +141,7 @@ impl Observer {
         Ok(())
     }
 
-    pub fn events(&self) -> Vec<Ev> {
+    pub(crate) fn events(&self) -> Vec<Ev> {
         lock(&self.shared.0).clone()
     }
 
@@ -183,7 +183,7 @@ impl Observer {
 /// name in the same dir with no write in place (a create or a modify under the final name; a
 /// close alone writes nothing, see [`Recorder`]); else what was wrong, and whether it was only
 /// a departure (a temp outside the dir or not a `.tmp.` name) or a breach (written in place).
-pub fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
+pub(crate) fn publication(evs: &[Ev], name: &str) -> Result<(), (bool, String)> {
     let mut seen_in = false;
     for e in evs.iter().filter(|e| e.name == name) {
         match &e.what {

@@ -58,7 +58,7 @@ fn renames(dir: &Path, n: usize) -> std::io::Result<Vec<Duration>> {
 
 impl Pace {
     /// Measures this machine now, in `dir` (made if missing).
-    pub fn measure(dir: &Path) -> std::io::Result<Pace> {
+    pub(crate) fn measure(dir: &Path) -> std::io::Result<Pace> {
         std::fs::create_dir_all(dir)?;
         let start = median((0..7).filter_map(|_| trivial()).collect());
         let seen = median(renames(dir, 15)?);
@@ -69,18 +69,18 @@ impl Pace {
     }
 
     /// `d` at this machine's pace.
-    pub fn wait(&self, d: Duration) -> Duration {
+    pub(crate) fn wait(&self, d: Duration) -> Duration {
         d.mul_f64(self.factor)
     }
 
     /// Measured again now: `Some(pace now)` when the machine is markedly slower than when
     /// the battery started (a wait that saw nothing is then no evidence).
-    pub fn slowed(&self, dir: &Path) -> Option<Pace> {
+    pub(crate) fn slowed(&self, dir: &Path) -> Option<Pace> {
         let now = Pace::measure(dir).ok()?;
         (now.factor > self.factor * 1.5 && now.factor > 1.5).then_some(now)
     }
 
-    pub fn calibration(&self) -> Calibration {
+    pub(crate) fn calibration(&self) -> Calibration {
         Calibration {
             trivial_start_us: self.start.as_micros() as u64,
             rename_seen_us: self.seen.as_micros() as u64,
@@ -88,7 +88,7 @@ impl Pace {
         }
     }
 
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "this machine: a trivial command {:.1} ms, a rename seen in {:.2} ms: waits x{:.2}",
             self.start.as_secs_f64() * 1e3,

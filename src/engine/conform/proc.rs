@@ -95,7 +95,7 @@ pub(crate) struct Proc {
 impl Proc {
     /// Starts `command` with `places` substituted in every argument and set in the
     /// environment.
-    pub fn start(command: &[String], places: &[Place<'_>]) -> std::io::Result<Proc> {
+    pub(crate) fn start(command: &[String], places: &[Place<'_>]) -> std::io::Result<Proc> {
         use std::os::unix::process::CommandExt;
         let argv = substitute(command, places);
         let mut cmd = Command::new(&argv[0]);
@@ -115,12 +115,12 @@ impl Proc {
     }
 
     /// Its exit code, if it has exited (`Some(None)`: killed by a signal).
-    pub fn exited(&mut self) -> Option<Option<i32>> {
+    pub(crate) fn exited(&mut self) -> Option<Option<i32>> {
         self.child.try_wait().ok().flatten().map(|s| s.code())
     }
 
     /// Waits for it to exit, at most `bound`; its exit code and when, or `None` (still running).
-    pub fn wait(&mut self, bound: Duration) -> Option<(Option<i32>, Instant)> {
+    pub(crate) fn wait(&mut self, bound: Duration) -> Option<(Option<i32>, Instant)> {
         let end = Instant::now() + bound;
         loop {
             if let Some(code) = self.exited() {
@@ -164,7 +164,7 @@ impl Proc {
         })
     }
 
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         // SAFETY: killpg only sends a signal, to the group this process leads.
         unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
         let _ = self.child.kill();

@@ -23,7 +23,7 @@ use crate::sandbox::host::ClockReading;
 /// One line of the sandbox writer's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "ev", rename_all = "snake_case")]
-pub enum Line {
+pub(crate) enum Line {
     Requesting {
         t: u64,
         call: String,
@@ -56,7 +56,7 @@ pub enum Line {
 
 impl Line {
     /// The line for `msg` of the writer's side, its times read on `mono`.
-    pub fn of(msg: &Msg, mono: &Mono) -> Option<Line> {
+    pub(crate) fn of(msg: &Msg, mono: &Mono) -> Option<Line> {
         Some(match msg {
             Msg::Call(Event { at, call, kind: EventKind::Requesting, .. }) => {
                 Line::Requesting { t: mono.ns_of(*at), call: call.to_string() }
@@ -113,7 +113,7 @@ pub(crate) struct ClockFit {
 impl ClockFit {
     /// The fit from readings taken `before` the case and (if any) `after` it; `None` with no
     /// reading before.
-    pub fn of(before: &[ClockReading], after: &[ClockReading]) -> Option<ClockFit> {
+    pub(crate) fn of(before: &[ClockReading], after: &[ClockReading]) -> Option<ClockFit> {
         let best = |rs: &[ClockReading]| rs.iter().min_by_key(|r| r.back_ns.saturating_sub(r.sent_ns)).copied();
         let fix = |r: ClockReading| {
             let mid = (r.sent_ns as f64 + r.back_ns as f64) / 2.0;

@@ -10,8 +10,8 @@
 //! Layout under the root: `bin/relay-bench`, `scenario.toml`, `sandbox-K/` (relay dirs),
 //! `writer-K.ndjson` (logs), `stop` (written on an interrupt).
 
-pub mod log;
-pub mod program;
+pub(crate) mod log;
+pub(crate) mod program;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -128,7 +128,7 @@ impl RelayDir for SandboxDir {
 impl InSandbox {
     /// A case laid out under a fresh root in `sandbox_root` (in the sandbox), running
     /// `program` (this binary) there.
-    pub fn new(
+    pub(crate) fn new(
         sandbox_root: &str,
         case: &str,
         program: &Path,

@@ -39,7 +39,7 @@ pub(crate) struct WriterArgs {
 }
 
 impl WriterArgs {
-    pub fn argv(&self, program: &str) -> Vec<String> {
+    pub(crate) fn argv(&self, program: &str) -> Vec<String> {
         let p = |p: &PathBuf| p.to_string_lossy().into_owned();
         vec![
             program.to_owned(),
@@ -55,7 +55,7 @@ impl WriterArgs {
     }
 
     /// The arguments after the subcommand, in [`WriterArgs::argv`]'s order.
-    pub fn parse(args: &[std::ffi::OsString]) -> Result<WriterArgs, WriterArgsError> {
+    pub(crate) fn parse(args: &[std::ffi::OsString]) -> Result<WriterArgs, WriterArgsError> {
         let [scenario, case, sandbox, dir, start_ns, events, stop] = args else {
             return Err(WriterArgsError::Usage);
         };
@@ -78,7 +78,7 @@ const USAGE: &str = "usage: sandbox-writer SCENARIO CASE SANDBOX DIR START_NS EV
 /// Arguments `sandbox-writer` refuses. relay-bench writes them ([`WriterArgs::argv`]), so
 /// one means the sandbox holds another build: run the same relay-bench on both sides.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WriterArgsError {
+pub(crate) enum WriterArgsError {
     #[error("{USAGE}")]
     Usage,
     #[error("{0}: not a number; {USAGE}")]
@@ -87,7 +87,7 @@ pub enum WriterArgsError {
 
 /// Why the sandbox writer could not run its calls (its log's `fatal` line).
 #[derive(Debug, thiserror::Error)]
-pub enum WriterError {
+pub(crate) enum WriterError {
     #[error("{path}: {why}")]
     File { path: String, why: std::io::Error },
     #[error(transparent)]

@@ -17,29 +17,30 @@ use crate::events::pairing::{BreachKind, CallKey};
 use crate::events::{FailKind, RunnerSide};
 
 /// Lost: the request was never visible to a runner.
-pub const NOT_PUBLISHED: &str = "request not published (publish error) → no runner saw it";
+pub(super) const NOT_PUBLISHED: &str = "request not published (publish error) → no runner saw it";
 /// Lost: the runner's read failed; its error answer never reached the writer.
-pub const READ_FAILED_LOST: &str =
+pub(super) const READ_FAILED_LOST: &str =
     "read failed → error answer set out, never read by the writer (not published) → writer timed out";
 /// Lost: the tool ran, its answer could not be published.
-pub const ANSWER_UNPUBLISHED: &str = "picked up → tool ran → answer not published → writer timed out";
+pub(super) const ANSWER_UNPUBLISHED: &str = "picked up → tool ran → answer not published → writer timed out";
 /// Lost: the answer came, after the writer had given up.
-pub const ANSWERED_LATE: &str = "picked up → tool ran → answered after the writer's deadline → writer timed out";
+pub(super) const ANSWERED_LATE: &str = "picked up → tool ran → answered after the writer's deadline → writer timed out";
 /// Lost: the answer was out in time, the writer never read it.
-pub const ANSWER_UNREAD: &str = "picked up → answered before the deadline → writer did not read it → writer timed out";
+pub(super) const ANSWER_UNREAD: &str =
+    "picked up → answered before the deadline → writer did not read it → writer timed out";
 /// Lost: picked up only after the writer's deadline.
-pub const PICKED_LATE: &str = "not picked up before the writer's deadline → writer timed out (picked up later)";
+pub(super) const PICKED_LATE: &str = "not picked up before the writer's deadline → writer timed out (picked up later)";
 /// Lost: no runner picked it up while the case ran.
-pub const NEVER_PICKED: &str = "never picked up → writer timed out";
+pub(super) const NEVER_PICKED: &str = "never picked up → writer timed out";
 /// Duplicated: a failed read left the request on disk, and a later pickup ran it.
-pub const READ_FAILED_AGAIN: &str =
+pub(super) const READ_FAILED_AGAIN: &str =
     "read failed → error answer set out, request left on disk → picked up again → answered again";
 /// Duplicated: the writer gave up; the request left on disk was run later.
-pub const GAVE_UP_AGAIN: &str = "writer timed out, request left on disk → picked up again → answered again";
+pub(super) const GAVE_UP_AGAIN: &str = "writer timed out, request left on disk → picked up again → answered again";
 /// Duplicated: answered twice with no failure seen.
-pub const ANSWERED_TWICE: &str = "answered twice (picked up twice, no failure seen)";
+pub(super) const ANSWERED_TWICE: &str = "answered twice (picked up twice, no failure seen)";
 /// Duplicated: the writer published one request twice.
-pub const REQUESTED_TWICE: &str = "request published twice while the first was open";
+pub(super) const REQUESTED_TWICE: &str = "request published twice while the first was open";
 
 /// What is known of one call off the happy path.
 #[derive(Debug, Default, Clone, Copy)]
@@ -78,7 +79,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The example key of a late run.
-pub const RAN_LATE: &str = "ran after the writer gave up";
+pub(crate) const RAN_LATE: &str = "ran after the writer gave up";
 
 /// The recorder's part that tells these stories.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use crate::base::notice::{Health, Say};
 use crate::events::{TurnEvent, TurnMark};
 
 /// The share of active turns that counts as a recovered fleet.
-pub const RECOVERED: f64 = 0.95;
+pub(crate) const RECOVERED: f64 = 0.95;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Turn {
@@ -41,7 +41,7 @@ struct Watch {
 
 /// The fleet's turns, fed in channel order.
 #[derive(Debug)]
-pub struct Fleet {
+pub(crate) struct Fleet {
     epoch: Instant,
     step: Duration,
     turns: Vec<Turn>,
@@ -126,7 +126,7 @@ impl Fleet {
     /// Follows turns from `epoch`, a timeline point every `step`, and the recovery of each
     /// fleet-wide fault `(from, to)`; counts and gauges measure from `measure_from` (the end
     /// of the workload's warm-up).
-    pub fn new(epoch: Instant, step: Duration, faults: &[(Instant, Instant)], measure_from: Instant) -> Fleet {
+    pub(crate) fn new(epoch: Instant, step: Duration, faults: &[(Instant, Instant)], measure_from: Instant) -> Fleet {
         Fleet {
             epoch,
             step: step.max(Duration::from_millis(1)),
@@ -274,7 +274,7 @@ impl Fleet {
     }
 
     /// What a source said of its turn's health.
-    pub fn notice(&mut self, sandbox: u32, what: &Say, t: Instant) {
+    pub(crate) fn notice(&mut self, sandbox: u32, what: &Say, t: Instant) {
         match what.health() {
             Some(Health::Failed) => {
                 self.advance(t);
@@ -317,7 +317,7 @@ impl Fleet {
     }
 
     /// Settles everything at `end`: turns still active count their fallback up to it.
-    pub fn finish(mut self, end: Instant) -> FleetRecording {
+    pub(crate) fn finish(mut self, end: Instant) -> FleetRecording {
         self.advance(end);
         for i in 0..self.turns.len() {
             if let Some(d) = self.turns[i].demoted_at.filter(|_| self.turns[i].active) {

@@ -42,7 +42,7 @@ impl Intervals {
 
 /// A stretch of time in one sandbox (a fault and its aftermath) whose calls are followed.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub sandbox: u32,
     /// Every sandbox (a fleet-wide fault).
     pub all: bool,

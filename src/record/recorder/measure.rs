@@ -53,7 +53,7 @@ impl Measure {
     }
 }
 
-pub use crate::base::units::new_histogram;
+pub(crate) use crate::base::units::new_histogram;
 
 /// Summary statistics of one histogram, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

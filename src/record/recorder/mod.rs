@@ -21,13 +21,13 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-pub use fleet::{Fleet, FleetRecording, HealthPoint, Recovery, RECOVERED};
-pub use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
+pub(crate) use fleet::{Fleet, FleetRecording, HealthPoint};
+pub(crate) use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
 pub(crate) use measure::samples_needed;
-pub use measure::{new_histogram, LatencyStats, Measure};
+pub(crate) use measure::{new_histogram, LatencyStats, Measure};
 
 use self::causes::Causes;
-pub use self::causes::{CauseReport, RAN_LATE};
+pub(crate) use self::causes::{CauseReport, RAN_LATE};
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::events::timeline::Halves;

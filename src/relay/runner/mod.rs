@@ -32,7 +32,8 @@ use crate::base::notice::Say;
 use crate::base::protocol::{classify, FileKind};
 use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
-pub use crate::relay::options::{LoopOptions, PauseAnswer, PollDelay, ReadFailure, SeenScope};
+pub use crate::relay::options::{LoopOptions, PauseAnswer, SeenScope};
+pub(crate) use crate::relay::options::{PollDelay, ReadFailure};
 use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
 use crate::sandbox::host::Host;
 use crate::BoxFut;
@@ -377,7 +378,7 @@ fn settle(p: Picked, sets: &mut Sets<'_>, scope: SeenScope) {
 
 /// The stale sweep: up to 3 lists 150 ms apart; every relay-owned name found is removed
 /// (concurrently, each bounded), never read. Returns the lists made.
-pub async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
+pub(crate) async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
     for attempt in 1..=3u64 {
         match host.list().await {
             Ok(names) => {

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use super::{color, Chart, Entry, RunData};
 
 /// `fleet-over-time`.
-pub struct Fleet;
+pub(super) struct Fleet;
 
 impl Chart for Fleet {
     fn stem(&self) -> &'static str {

@@ -40,7 +40,7 @@ mod requests;
 mod scale;
 mod sweep;
 
-pub use scale::{clip, grid, Axis, Plot};
+pub(crate) use scale::{clip, grid, Axis, Plot};
 
 use std::path::Path;
 
@@ -59,27 +59,27 @@ pub(crate) const SIZE: (u32, u32) = (1200, 720);
 /// A figure with its spread over a run's repeats: the median and (min, max); a run of one
 /// has no spread.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
+pub(crate) struct Spread {
     pub mid: f64,
     pub range: Option<(f64, f64)>,
 }
 
 impl Spread {
     /// A figure measured once.
-    pub fn one(v: f64) -> Spread {
+    #[cfg(test)]
+    pub(crate) fn one(v: f64) -> Spread {
         Spread { mid: v, range: None }
     }
 
     /// The lowest and highest the figure was (the figure itself without repeats).
-    pub fn bounds(&self) -> (f64, f64) {
+    pub(crate) fn bounds(&self) -> (f64, f64) {
         self.range.unwrap_or((self.mid, self.mid))
     }
 }
 
 /// One case's figures, as the charts need them.
-pub struct CaseData {
+pub(crate) struct CaseData {
     pub name: String,
-    pub clock: String,
     /// Per measure: the whole-case histogram and, for pickup, its intervals.
     pub hists: Vec<(String, hdrhistogram::Histogram<u64>)>,
     pub pickup_intervals: Vec<Interval>,
@@ -110,11 +110,11 @@ pub struct CaseData {
 /// A plotters drawing that failed, as the backend said it (the backends' error types differ).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct DrawError(pub String);
+pub(crate) struct DrawError(pub String);
 
 /// Why a run's charts could not be drawn: the file at fault, and why.
 #[derive(Debug, thiserror::Error)]
-pub enum ChartError {
+pub(crate) enum ChartError {
     #[error(transparent)]
     Summary(#[from] crate::results::summary::SummaryError),
     #[error("{why} (summary.json counts {samples} samples)")]
@@ -129,7 +129,7 @@ pub enum ChartError {
 }
 
 /// A run directory's data.
-pub struct RunData {
+pub(crate) struct RunData {
     pub scenario: String,
     pub cases: Vec<CaseData>,
     /// Its sweeps, with the gates on each figure.
@@ -173,7 +173,6 @@ impl CaseData {
         };
         Ok(CaseData {
             name: c.case.clone(),
-            clock: c.clock.clone(),
             hists,
             pickup_intervals,
             breakdown,
@@ -201,7 +200,7 @@ impl CaseData {
 
 impl RunData {
     /// Reads `summary.json` and the interval logs under `hdr/`.
-    pub fn load(dir: &Path) -> Result<RunData, ChartError> {
+    pub(crate) fn load(dir: &Path) -> Result<RunData, ChartError> {
         let summary = Summary::read(&dir.join("summary.json"))?;
         let mut cases: Vec<CaseData> =
             summary.results.iter().map(|c| CaseData::of(c, dir)).collect::<Result<_, _>>()?;
@@ -463,7 +462,7 @@ fn sweep_charts(run: &RunData) -> Vec<SweepChart> {
 }
 
 /// A chart drawn as SVG text, for a page to hold inline.
-pub struct Inline {
+pub(crate) struct Inline {
     pub stem: String,
     pub title: String,
     /// The `<svg>` element, as plotters writes it (its text escaped).
@@ -471,7 +470,7 @@ pub struct Inline {
 }
 
 /// Every chart of `run` as SVG text, in [`CHARTS`] order, then each sweep's.
-pub fn inline(run: &RunData) -> Result<Vec<Inline>, ChartError> {
+pub(crate) fn inline(run: &RunData) -> Result<Vec<Inline>, ChartError> {
     font();
     let mut out = Vec::new();
     for c in CHARTS {
@@ -504,7 +503,6 @@ mod tests {
     pub(super) fn empty_case(name: &str) -> CaseData {
         CaseData {
             name: name.into(),
-            clock: "virtual".into(),
             hists: Vec::new(),
             pickup_intervals: Vec::new(),
             breakdown: None,

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use super::{color, Axis, CaseData, Chart, Entry, RunData};
 
 /// `discovery-over-time`.
-pub struct Requests;
+pub(super) struct Requests;
 
 /// The height of a band's panel.
 const BAND_PANEL: u32 = 300;

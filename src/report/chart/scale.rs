@@ -9,13 +9,13 @@ use plotters::prelude::*;
 const TENTHS: f64 = 10.0;
 
 /// A chart on two f64 axes.
-pub type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+pub(crate) type Plot<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// A value axis: linear, or logarithmic (drawn in tenths of a decade, `10 * log10(v)`, so
 /// its ticks fall on whole numbers, which plotters steps through without rounding error;
 /// labelled 1, 2 and 5 times a power of ten).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Axis {
+pub(crate) struct Axis {
     pub log: bool,
     /// The values at its ends.
     pub lo: f64,
@@ -51,7 +51,7 @@ impl Axis {
     }
 
     /// A value in the chart's coordinates (a value under a log axis's floor sits on it).
-    pub fn to(&self, v: f64) -> f64 {
+    pub(crate) fn to(&self, v: f64) -> f64 {
         if self.log {
             TENTHS * v.max(self.lo).log10()
         } else {
@@ -60,7 +60,7 @@ impl Axis {
     }
 
     /// The axis's ends in the chart's coordinates.
-    pub fn span(&self) -> (f64, f64) {
+    pub(crate) fn span(&self) -> (f64, f64) {
         (self.to(self.lo), self.to(self.hi))
     }
 
@@ -77,7 +77,7 @@ impl Axis {
 
     /// The label at `u` (chart coordinates): on a log axis only 1, 2 and 5 times a power of
     /// ten are written.
-    pub fn label(&self, u: f64) -> String {
+    pub(crate) fn label(&self, u: f64) -> String {
         if self.log {
             return super::log_label(&10f64.powf(u / TENTHS));
         }
@@ -94,7 +94,7 @@ impl Axis {
 
     /// A log axis's grid, in chart coordinates: 1 to 9 times each power of ten inside it,
     /// with whether it is labelled (1, 2, 5). Empty for a linear axis (plotters' mesh).
-    pub fn grid(&self) -> Vec<(f64, bool)> {
+    pub(crate) fn grid(&self) -> Vec<(f64, bool)> {
         if !self.log {
             return Vec::new();
         }
@@ -115,7 +115,7 @@ impl Axis {
 
 /// Draws the grid of the log axes among `x` and `y` (a linear one keeps plotters' mesh,
 /// which the caller left on).
-pub fn grid<DB: DrawingBackend>(
+pub(crate) fn grid<DB: DrawingBackend>(
     chart: &mut Plot<'_, DB>,
     x: Option<&Axis>,
     y: Option<&Axis>,
@@ -138,7 +138,7 @@ pub fn grid<DB: DrawingBackend>(
 
 /// `pts` cut to the band `lo..=hi` of y: the runs of the line inside it, each ended where
 /// it crosses the band's edge (plotters does not clip a line to its chart).
-pub fn clip(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Vec<(f64, f64)>> {
+pub(crate) fn clip(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Vec<(f64, f64)>> {
     let inside = |y: f64| (lo..=hi).contains(&y);
     let cross = |a: (f64, f64), b: (f64, f64), edge: f64| {
         let t = (edge - a.1) / (b.1 - a.1);

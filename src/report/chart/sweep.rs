@@ -23,7 +23,7 @@ struct Line {
 
 /// One sweep as its charts need it: the sweep, and per figure the gates on it (text and
 /// threshold, in the figure's unit).
-pub struct SweepData {
+pub(crate) struct SweepData {
     pub sweep: SweepResult,
     pub gates: Vec<Vec<(String, f64)>>,
 }

@@ -53,7 +53,7 @@ fn cdf(h: &Histogram<u64>) -> Vec<(u64, u64)> {
 }
 
 /// The 95 % bootstrap interval of quantile_q(new) / quantile_q(old).
-pub fn ratio_interval(old: &Histogram<u64>, new: &Histogram<u64>, q: f64, seed: u64) -> (f64, f64) {
+pub(crate) fn ratio_interval(old: &Histogram<u64>, new: &Histogram<u64>, q: f64, seed: u64) -> (f64, f64) {
     const ROUNDS: usize = 200;
     let (co, cn) = (cdf(old), cdf(new));
     let (no, nn) = ((old.len() as usize).min(4000), (new.len() as usize).min(4000));

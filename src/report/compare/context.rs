@@ -11,7 +11,7 @@ use crate::results::summary::{CaseResult, Summary};
 /// One thing that differs between the runs: `what` (`scenario`, `local-poll: seed`), and
 /// its value in each.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     pub what: String,
     pub old: String,
     pub new: String,
@@ -19,7 +19,7 @@ pub struct Difference {
 
 /// A run's own verdict, as its summary.json gives it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunVerdict {
+pub(crate) struct RunVerdict {
     pub pass: bool,
     /// `PASS`, or `FAIL` and why (the cases that failed a gate, an interruption, a missed
     /// rollout gate).

@@ -15,7 +15,7 @@ use crate::scenario::gate::{Counter, FleetGauge, FleetMetric, GaugeStat, Metric}
 /// Which way a figure moves for the better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Better {
+pub(crate) enum Better {
     Lower,
     Higher,
     /// Neither: set by the workload (turns started), shown but never a regression.
@@ -24,7 +24,7 @@ pub enum Better {
 
 /// How a figure is read and judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A latency quantile (`p50`, `p99`, ...): its ratio's 95 % bootstrap interval, from
     /// both runs' `.hlog` files.
     Quantile(Measure, &'static str),
@@ -34,7 +34,7 @@ pub enum Kind {
 
 /// Where a plain figure comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Source {
+pub(crate) enum Source {
     /// What a gate of this metric reads (latency statistics in ms).
     Metric(Metric),
     /// Discovery and data requests over the window, per answered call.
@@ -43,7 +43,7 @@ pub enum Source {
 
 /// One figure of a case to compare.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// Its name: a gate metric's (`pickup.p99`, `idle_phase_discovery_per_min`,
     /// `fleet.rejected`) or `requests_per_call`.
     pub name: String,
@@ -122,7 +122,7 @@ fn quantile(m: Measure, stat: &'static str, core: bool) -> Figure {
 }
 
 /// The figures to compare for a case in both runs, in the order they are shown.
-pub fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
+pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
     let mut out = Vec::new();
     // A repeated case's histograms are its first repeat's: its quantiles are judged as the
     // medians across repeats summary.json holds, plain.
@@ -182,7 +182,7 @@ pub fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
 }
 
 /// A plain figure's value in a case; `None` where the case did not measure it.
-pub fn read(r: &CaseResult, s: Source) -> Option<f64> {
+pub(crate) fn read(r: &CaseResult, s: Source) -> Option<f64> {
     match s {
         Source::Metric(m @ Metric::Latency(..)) => r.metric(m).map(|us| us / 1000.0),
         Source::Metric(m) => r.metric(m),

@@ -36,19 +36,19 @@
 
 mod bootstrap;
 mod console;
-pub mod context;
-pub mod figures;
+pub(crate) mod context;
+pub(crate) mod figures;
 mod json;
 mod markdown;
-pub mod noise;
+pub(crate) mod noise;
 mod threshold;
 
 use std::path::Path;
 
 use serde::Serialize;
 
-pub use bootstrap::ratio_interval;
-pub use threshold::{Threshold, ThresholdError};
+pub(crate) use bootstrap::ratio_interval;
+pub(crate) use threshold::{Threshold, ThresholdError};
 
 use crate::record::recorder::{samples_needed, LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary, SummaryError};
@@ -73,7 +73,7 @@ pub enum CompareError {
 
 /// How one figure of one case moved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Change {
+pub(crate) struct Change {
     pub case: String,
     /// The figure's name (`pickup.p99`, `idle_phase_discovery_per_min`, `fleet.rejected`).
     pub figure: String,
@@ -99,7 +99,7 @@ pub struct Change {
 /// A figure's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Worse past the threshold (for a quantile: its whole interval).
     Regression,
     /// Better past the threshold.
@@ -130,7 +130,7 @@ impl Verdict {
 
 /// The whole comparison.
 #[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// The run directories, as given.
     pub old: String,
     pub new: String,
@@ -156,7 +156,7 @@ pub struct Comparison {
 
 /// An environment field whose value differs between the runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EnvDiff {
+pub(crate) struct EnvDiff {
     pub field: String,
     pub old: String,
     pub new: String,
@@ -164,7 +164,7 @@ pub struct EnvDiff {
 
 /// A figure of a case that is in both runs but has no ratio.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     pub case: String,
     pub figure: String,
     pub why: String,
@@ -175,7 +175,7 @@ impl Comparison {
         self.changes.iter().filter(|c| c.verdict == v).count()
     }
 
-    pub fn regressions(&self) -> usize {
+    pub(crate) fn regressions(&self) -> usize {
         self.count(Verdict::Regression)
     }
 
@@ -184,14 +184,14 @@ impl Comparison {
     }
 
     /// Whether the comparison fails (exit 1): a regression, or a case of OLD missing from NEW.
-    pub fn fails(&self) -> bool {
+    pub(crate) fn fails(&self) -> bool {
         self.regressions() > 0 || !self.missing_from_new.is_empty()
     }
 }
 
 /// How a comparison is written out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Format {
+pub(crate) enum Format {
     /// A table for the console (100 columns).
     #[default]
     Table,
@@ -204,12 +204,12 @@ pub enum Format {
 /// A `--format` no comparison is written in; the error lists those it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown format {0:?}; allowed: {allowed}", allowed = Format::NAMES.join(", "))]
-pub struct UnknownFormat(pub String);
+pub(crate) struct UnknownFormat(pub String);
 
 impl Format {
     pub(crate) const NAMES: [&'static str; 3] = ["table", "md", "json"];
 
-    pub fn parse(s: &str) -> Result<Format, UnknownFormat> {
+    pub(crate) fn parse(s: &str) -> Result<Format, UnknownFormat> {
         match s {
             "table" => Ok(Format::Table),
             "md" | "markdown" => Ok(Format::Markdown),
@@ -229,7 +229,7 @@ pub(crate) fn render(c: &Comparison, format: Format) -> String {
 }
 
 /// Compares two run directories.
-pub fn compare(old_dir: &Path, new_dir: &Path, threshold: Threshold) -> Result<Comparison, CompareError> {
+pub(crate) fn compare(old_dir: &Path, new_dir: &Path, threshold: Threshold) -> Result<Comparison, CompareError> {
     let read = |dir: &Path| Summary::read(dir).map_err(CompareError::Unreadable);
     let (old, new) = (read(old_dir)?, read(new_dir)?);
     let pairs = common_cases(&old, &new, old_dir, new_dir)?;

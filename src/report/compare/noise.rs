@@ -28,12 +28,12 @@ use crate::scenario::gate::{Counter, FleetMetric, Metric};
 
 /// How far a maximum (or a gauge, or one event's duration) may move before it counts: it
 /// is one draw of the worst case, not an estimate, so its band is wide.
-pub const MARGIN: f64 = 0.25;
+pub(crate) const MARGIN: f64 = 0.25;
 
 /// The noise model a figure was judged with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Model {
+pub(crate) enum Model {
     /// A latency quantile's bootstrap interval from the runs' histograms.
     Bootstrap,
     /// The interval from each run's repeats (`run --repeat`).
@@ -131,7 +131,7 @@ pub(crate) fn counts(r: &CaseResult, source: Source) -> Option<(f64, f64)> {
 /// The 95 % interval of the ratio of two Poisson rates, `(k_new / e_new) / (k_old / e_old)`,
 /// on the log scale, with half an event added to each count (so 0 against 3 is a wide
 /// interval, not a division by zero).
-pub fn poisson_interval((ko, eo): (f64, f64), (kn, en): (f64, f64)) -> [f64; 2] {
+pub(crate) fn poisson_interval((ko, eo): (f64, f64), (kn, en): (f64, f64)) -> [f64; 2] {
     let (ko, kn) = (ko.max(0.0) + 0.5, kn.max(0.0) + 0.5);
     let centre = (kn / en) / (ko / eo);
     let half = 1.96 * (1.0 / ko + 1.0 / kn).sqrt();
@@ -203,7 +203,7 @@ pub(crate) fn judge_exact(better: Better, old: f64, new: f64) -> Verdict {
 /// calibration of a 1 ms timer's overshoot (the resolution of any timed wait). The load of
 /// the machine shows in it as much as in any latency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Floor {
+pub(crate) struct Floor {
     pub old: f64,
     pub new: f64,
 }

@@ -9,7 +9,7 @@ const HOW: &str = "write a percentage (5%) or a fraction of 1 (0.05 = 5%)";
 
 /// A threshold refused: the text (or number) given, and how to write one.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ThresholdError {
+pub(crate) enum ThresholdError {
     #[error("{0:?} is not a number; {HOW}")]
     NotANumber(String),
     #[error("{0:?} is not a finite number; {HOW}")]
@@ -28,14 +28,14 @@ pub enum ThresholdError {
 
 /// A share of a figure, in [0, 1): 0.05 is 5 %.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-pub struct Threshold(f64);
+pub(crate) struct Threshold(f64);
 
 impl Threshold {
     /// The default: a change counts past 5 %.
     pub(crate) const DEFAULT: Threshold = Threshold(0.05);
 
     /// As a fraction of 1.
-    pub fn fraction(self) -> f64 {
+    pub(crate) fn fraction(self) -> f64 {
         self.0
     }
 

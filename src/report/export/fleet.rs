@@ -16,7 +16,7 @@ use Align::{Left as L, Right as R};
 
 /// Whether a case's fleet is worth a section (and a chart): agent turns (more turns than
 /// sandboxes), limits in force, or a fleet-wide fault.
-pub fn telling(r: &CaseResult) -> Option<&FleetResult> {
+pub(crate) fn telling(r: &CaseResult) -> Option<&FleetResult> {
     let f = r.fleet.as_ref()?;
     let limited = f.org_measured && (f.limits != "no limits" || f.rejected + f.queued + f.cut > 0);
     let fleet_fault = r.faults.iter().any(|x| x.fleet);

@@ -22,7 +22,7 @@ use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 const MS: f64 = 1e6;
 
 /// The percentile distribution of `h` in HdrHistogram's text format, values in ms.
-pub fn hgrm(h: &Histogram<u64>) -> String {
+pub(crate) fn hgrm(h: &Histogram<u64>) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     let _ = writeln!(o, "{:>12} {:>14} {:>10} {:>14}\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)");
@@ -58,7 +58,7 @@ pub(crate) fn parse_hgrm(text: &str) -> Vec<(f64, f64)> {
 }
 
 /// One interval of an `.hlog`: its start and length from the case's epoch.
-pub struct Interval {
+pub(crate) struct Interval {
     pub start: Duration,
     pub length: Duration,
     pub hist: Histogram<u64>,
@@ -110,7 +110,7 @@ fn base64_decode(s: &str) -> Result<Vec<u8>, HlogError> {
 /// An interval log that does not read back: the file is damaged or not one (draw it again
 /// from the run with `relay-bench run`, or leave the case's charts out).
 #[derive(Debug, thiserror::Error)]
-pub enum HlogError {
+pub(crate) enum HlogError {
     #[error("{0:?}")]
     Log(LogIteratorError),
     #[error("bad histogram: {0:?}")]
@@ -121,7 +121,7 @@ pub enum HlogError {
 
 /// Why the histogram files of a run could not be staged.
 #[derive(Debug, thiserror::Error)]
-pub enum HdrError {
+pub(crate) enum HdrError {
     /// The staging area refused a file (its own message: report/output.rs).
     #[error("{0}")]
     Staged(WriteError),
@@ -134,7 +134,7 @@ pub enum HdrError {
 }
 
 /// The whole case of one measure, summed over its intervals.
-pub fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
+pub(crate) fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
     let mut it = intervals.iter();
     let mut h = it.next()?.hist.clone();
     for iv in it {

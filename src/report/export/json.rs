@@ -3,7 +3,7 @@
 use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Json {
     pub(crate) fn render(&self, summary: &Summary) -> Vec<u8> {

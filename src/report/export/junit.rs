@@ -12,7 +12,7 @@ use crate::results::summary::{CaseResult, Summary};
 use crate::results::verdict::Verdict;
 
 /// `--junit FILE`: every scenario of the run so far, rewritten after each.
-pub struct JUnit;
+pub(crate) struct JUnit;
 
 impl Output<Input<'_>> for JUnit {
     fn name(&self) -> &'static str {

@@ -9,7 +9,7 @@ use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 use crate::scenario::rules::INVARIANTS;
 
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// Start-up shorter than this is not worth a line: a local stale sweep.
 const STARTUP_SHOWN_MS: f64 = 1.0;

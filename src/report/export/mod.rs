@@ -6,23 +6,23 @@
 pub(crate) mod fixture;
 pub(crate) mod fleet;
 
-pub use fleet::telling as fleet_worth_showing;
+pub(crate) use fleet::telling as fleet_worth_showing;
 mod gfm;
 pub(crate) use gfm::{Align, MdTable};
 mod aside;
-pub mod hdr;
+pub(crate) mod hdr;
 mod json;
-pub mod junit;
+pub(crate) mod junit;
 mod markdown;
 pub(crate) mod rollout;
 mod sweep;
 mod table;
 pub(crate) mod verdict;
 
-pub use json::Json;
-pub use junit::JUnit;
-pub use markdown::Markdown;
-pub use table::Table;
+pub(crate) use json::Json;
+pub(crate) use junit::JUnit;
+pub(crate) use markdown::Markdown;
+pub(crate) use table::Table;
 
 use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;

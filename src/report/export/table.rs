@@ -9,7 +9,7 @@ use crate::record::recorder::LatencyStats;
 use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
-pub struct Table;
+pub(crate) struct Table;
 
 /// The console's width the table keeps within.
 const WIDTH: usize = 100;

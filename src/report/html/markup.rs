@@ -34,7 +34,7 @@ pub(super) struct Cell {
 }
 
 impl Cell {
-    pub fn with(text: impl Into<String>, class: &'static str) -> Cell {
+    pub(super) fn with(text: impl Into<String>, class: &'static str) -> Cell {
         Cell { text: text.into(), class }
     }
 }
@@ -59,13 +59,13 @@ pub(super) struct Page {
 
 impl Page {
     /// Markup written in the code itself: a `&'static str` cannot carry a summary's text.
-    pub fn raw(&mut self, markup: &'static str) -> &mut Page {
+    pub(super) fn raw(&mut self, markup: &'static str) -> &mut Page {
         self.out.push_str(markup);
         self
     }
 
     /// Text, escaped.
-    pub fn text(&mut self, s: &str) -> &mut Page {
+    pub(super) fn text(&mut self, s: &str) -> &mut Page {
         self.out.push_str(&escape(s));
         self
     }
@@ -76,7 +76,7 @@ impl Page {
     }
 
     /// `<tag class="class">`.
-    pub fn open(&mut self, tag: &'static str, class: &'static str) -> &mut Page {
+    pub(super) fn open(&mut self, tag: &'static str, class: &'static str) -> &mut Page {
         self.raw("<").raw(tag);
         if !class.is_empty() {
             self.raw(" class=\"").raw(class).raw("\"");
@@ -85,23 +85,23 @@ impl Page {
     }
 
     /// `</tag>`.
-    pub fn close(&mut self, tag: &'static str) -> &mut Page {
+    pub(super) fn close(&mut self, tag: &'static str) -> &mut Page {
         self.raw("</").raw(tag).raw(">")
     }
 
     /// A section with its heading: `<section id="id"><h2>title</h2>`; the caller closes it.
-    pub fn section(&mut self, id: &'static str, title: &str) -> &mut Page {
+    pub(super) fn section(&mut self, id: &'static str, title: &str) -> &mut Page {
         self.raw("<section id=\"").raw(id).raw("\">\n").el("h2", "", title).raw("\n")
     }
 
     /// `<a href="href">text</a>`.
-    pub fn link(&mut self, href: &str, text: &str) -> &mut Page {
+    pub(super) fn link(&mut self, href: &str, text: &str) -> &mut Page {
         self.raw("<a href=\"").text(href).raw("\">").text(text).raw("</a>")
     }
 
     /// A chart as plotters drew it (its text escaped by plotters), in a figure with its
     /// caption and links to its files.
-    pub fn chart(&mut self, c: &Inline) -> &mut Page {
+    pub(super) fn chart(&mut self, c: &Inline) -> &mut Page {
         self.raw("<figure id=\"chart-").text(&c.stem).raw("\">\n");
         // Plotters writes the `<svg>` element whole, and escapes every text and attribute.
         self.out.push_str(&c.svg);
@@ -112,7 +112,7 @@ impl Page {
 
     /// A table: its header from `columns` (right-aligned ones get class `num`), a row per
     /// entry of `rows`. A cell written `` `x` `` is code.
-    pub fn table(&mut self, columns: &[(&str, Align)], rows: &[Vec<Cell>]) -> &mut Page {
+    pub(super) fn table(&mut self, columns: &[(&str, Align)], rows: &[Vec<Cell>]) -> &mut Page {
         let num = |a: &Align| matches!(a, Align::Right);
         self.raw("<div class=\"wide\"><table>\n<thead><tr>");
         for (name, a) in columns {
@@ -139,7 +139,7 @@ impl Page {
     }
 
     /// A bulleted list of texts.
-    pub fn list(&mut self, items: &[String]) -> &mut Page {
+    pub(super) fn list(&mut self, items: &[String]) -> &mut Page {
         self.raw("<ul>\n");
         for i in items {
             self.el("li", "", i).raw("\n");
@@ -147,7 +147,7 @@ impl Page {
         self.raw("</ul>\n")
     }
 
-    pub fn finish(self) -> String {
+    pub(super) fn finish(self) -> String {
         self.out
     }
 }

@@ -12,7 +12,7 @@ use crate::results::verdict::{Case as VerdictCase, Verdict};
 use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
 use crate::strategy::PickupDefinition;
 
-pub use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
+pub(crate) use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 

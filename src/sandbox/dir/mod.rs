@@ -10,15 +10,16 @@
 //! one async function over this trait ([`program`]): the `sandbox-watch` subcommand runs it
 //! over a [`RealDir`], the twin over a [`SimDir`].
 
-pub mod program;
+pub(crate) mod program;
 mod real;
 mod sim;
 mod watch;
 
 pub use program::Step;
-pub use real::{RealDir, UnsafeEntry};
+pub use real::RealDir;
+pub(crate) use real::UnsafeEntry;
 pub use sim::{SimDir, SimFault};
-pub use watch::{DirWatch, Raw};
+pub(crate) use watch::{DirWatch, Raw};
 
 use std::ffi::OsString;
 use std::io;

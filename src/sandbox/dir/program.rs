@@ -52,7 +52,7 @@ pub(crate) const SUBCOMMAND: &str = "sandbox-watch";
 
 /// What the program is asked to do: the one definition of its argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     pub dir: PathBuf,
     /// The window (with `follow`: the stream's lifetime).
     pub window: Duration,
@@ -69,7 +69,7 @@ pub struct WatchArgs {
 
 impl WatchArgs {
     /// Production's program: any event ends the window, nothing printed.
-    pub fn window(dir: impl Into<PathBuf>, window: Duration, relist: Duration) -> WatchArgs {
+    pub(crate) fn window(dir: impl Into<PathBuf>, window: Duration, relist: Duration) -> WatchArgs {
         WatchArgs {
             dir: dir.into(),
             window,
@@ -82,7 +82,7 @@ impl WatchArgs {
     }
 
     /// `PROGRAM sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS`.
-    pub fn argv(&self, program: &Path) -> Vec<OsString> {
+    pub(crate) fn argv(&self, program: &Path) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec![program.into(), SUBCOMMAND.into()];
         if self.events != EventFilter::Any {
             argv.extend(["--events".into(), self.events.name().into()]);
@@ -109,7 +109,7 @@ impl WatchArgs {
     }
 
     /// Parses the subcommand's own arguments: `[options] -- DIR WINDOW_MS RELIST_MS`.
-    pub fn parse(args: &[OsString]) -> Result<WatchArgs, WatchArgsError> {
+    pub(crate) fn parse(args: &[OsString]) -> Result<WatchArgs, WatchArgsError> {
         let mut a = WatchArgs::window("", Duration::ZERO, Duration::ZERO);
         let mut it = args.iter();
         loop {
@@ -148,7 +148,7 @@ impl WatchArgs {
 /// come from relay-bench itself ([`WatchArgs::argv`]), so one means mismatched builds:
 /// run the same relay-bench on both sides.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WatchArgsError {
+pub(crate) enum WatchArgsError {
     #[error("expected the {SUBCOMMAND} subcommand, got {0:?}")]
     Subcommand(Option<OsString>),
     #[error("--events takes any or requests, got {0:?}")]
@@ -252,7 +252,7 @@ fn arm(dir: &dyn RelayDir, filter: EventFilter, signal: &Arc<Signal>) -> Option<
 /// waits for it alone; once told the directory was replaced under it, it re-lists on the
 /// same 2 s grid it would have kept all along. (A real event that coincides with that notice
 /// is taken at the next re-list.)
-pub async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sync)) -> ExecOutput {
+pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sync)) -> ExecOutput {
     let deadline = Instant::now() + args.window;
     step(Step::BeforeArm);
     let signal = Arc::new(Signal::new());
@@ -322,7 +322,7 @@ pub async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sy
 
 /// Follow mode: `event` per watch event, `found` per re-list that finds requests, `end` when
 /// the lifetime is over. Stops when the receiver of `out` is gone.
-pub async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::sync::mpsc::Sender<String>) {
+pub(crate) async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::sync::mpsc::Sender<String>) {
     let deadline = Instant::now() + args.window;
     let signal = Arc::new(Signal::new());
     let _watch = arm(dir, args.events, &signal);
@@ -349,7 +349,7 @@ pub async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::sync::mpsc
 
 /// The `sandbox-watch` subcommand: the program over a real directory, on a runtime of its
 /// own; returns the exit code (2 for bad arguments).
-pub fn main(args: &[OsString]) -> i32 {
+pub(crate) fn main(args: &[OsString]) -> i32 {
     let args = match WatchArgs::parse(args) {
         Ok(a) => a,
         Err(e) => {

@@ -23,7 +23,7 @@ pub struct RealDir {
 
 /// Why an entry under a relay name was not read: it is not a relay file, whatever its name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UnsafeEntry {
+pub(crate) enum UnsafeEntry {
     #[error("not a regular file ({0})")]
     NotRegular(&'static str),
     #[error("a symbolic link (not followed)")]
@@ -36,7 +36,7 @@ pub enum UnsafeEntry {
 
 impl UnsafeEntry {
     /// The refusal inside `e`, if `e` is one.
-    pub fn of(e: &io::Error) -> Option<&UnsafeEntry> {
+    pub(crate) fn of(e: &io::Error) -> Option<&UnsafeEntry> {
         e.get_ref().and_then(|inner| inner.downcast_ref::<UnsafeEntry>())
     }
 

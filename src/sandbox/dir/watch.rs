@@ -34,7 +34,7 @@ const RECORD_MASK: WatchMask = MASK.union(WatchMask::OPEN).union(WatchMask::CLOS
 
 /// One inotify event as a recording watch tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Raw<'a> {
+pub(crate) enum Raw<'a> {
     /// `name` created in place (`open(O_CREAT)`, `mkdir`, `symlink`, `mkfifo`).
     Created(&'a str),
     /// `name`'s bytes written.
@@ -67,24 +67,24 @@ pub enum Raw<'a> {
 }
 
 /// A recording watch's callback.
-pub type OnRaw = Box<dyn FnMut(Raw<'_>) + Send>;
+pub(super) type OnRaw = Box<dyn FnMut(Raw<'_>) + Send>;
 
 /// One live watch on one directory: an inotify instance, the thread that reads it, and the
 /// handle that removes the watch (which ends the thread).
-pub struct DirWatch {
+pub(crate) struct DirWatch {
     live: Mutex<Option<(Watches, WatchDescriptor)>>,
 }
 
 impl DirWatch {
     /// Arms a watch on `dir` with libuv's mask; `on_seen` runs on the watch's thread for every
     /// change.
-    pub fn arm(dir: &Path, on_seen: OnSeen) -> std::io::Result<DirWatch> {
+    pub(crate) fn arm(dir: &Path, on_seen: OnSeen) -> std::io::Result<DirWatch> {
         DirWatch::start(dir, MASK, Box::new(move |raw| tell(&on_seen, raw)))
     }
 
     /// Arms a recording watch on `dir`: every event of [`Raw`], in the kernel's order, to
     /// `on_raw` on the watch's thread.
-    pub fn record(dir: &Path, on_raw: OnRaw) -> std::io::Result<DirWatch> {
+    pub(crate) fn record(dir: &Path, on_raw: OnRaw) -> std::io::Result<DirWatch> {
         DirWatch::start(dir, RECORD_MASK, on_raw)
     }
 

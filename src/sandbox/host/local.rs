@@ -81,7 +81,7 @@ impl Host for LocalHost {
 }
 
 /// `host = "local"` (the default).
-pub struct Local;
+pub(super) struct Local;
 pub(crate) const LOCAL: Local = Local;
 
 #[derive(Debug)]

@@ -6,30 +6,35 @@
 //! reports the same request budget (SPEC §5). A new host is a new file here plus one line
 //! in [`HOSTS`].
 
-pub mod access;
+pub(crate) mod access;
 mod agent;
 mod busy;
 mod local;
 mod not_applied;
-pub mod org;
+pub(crate) mod org;
 mod profile;
 mod remote;
 mod wire;
 
-pub use access::{ClockReading, ProcessState, SandboxAccess};
-pub use agent::{
-    check_binary as check_sandbox_agent, find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind,
-    AgentHost, AgentProcess, BenchRequest, BinaryError as SandboxAgentBinaryError, CheckError as DaemonCheckError,
-    HealthError as DaemonHealthError, SandboxControl, Url, UrlError, VersionError as DaemonVersionError, AGENT_BINARY,
+pub(crate) use access::{ClockReading, ProcessState, SandboxAccess};
+pub use agent::AgentProcess;
+pub(crate) use agent::{
+    check_binary as check_sandbox_agent, BinaryError as SandboxAgentBinaryError, Url, AGENT_BINARY,
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
 pub(crate) use agent::{errno_label, Endpoint, ExecError, RunAnswer};
+pub use agent::{
+    find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, AgentHost, BenchRequest,
+};
 pub(crate) use agent::{version_of as sandbox_agent_version, BenchRequests};
-pub use busy::Busy;
+pub(crate) use busy::Busy;
 pub use local::LocalHost;
-pub use not_applied::NotApplied;
-pub use remote::{parse_profile, Daemon, LatencyProfile, Leg, Profiles, RemoteHost};
-pub use wire::{http, Classify, DelayProxy, Gate};
+pub(crate) use not_applied::NotApplied;
+#[cfg(test)]
+pub(crate) use profile::Leg;
+pub(crate) use remote::{parse_profile, Profiles};
+pub use remote::{Daemon, LatencyProfile, RemoteHost};
+pub use wire::{DelayProxy, Gate};
 
 use std::ffi::OsString;
 use std::io;
@@ -90,12 +95,12 @@ pub(crate) struct RequestCounter {
 }
 
 impl RequestCounter {
-    pub fn new(busy: Arc<Busy>) -> Self {
+    pub(crate) fn new(busy: Arc<Busy>) -> Self {
         RequestCounter { counts: Default::default(), busy }
     }
 
     #[inline]
-    pub fn count(&self, purpose: Purpose, kind: Kind) {
+    pub(crate) fn count(&self, purpose: Purpose, kind: Kind) {
         let idle = usize::from(!self.busy.is_busy());
         self.counts[idle][purpose as usize][kind as usize].fetch_add(1, Ordering::Relaxed);
     }
@@ -399,7 +404,7 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
 pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE, &agent::SANDBOX_AGENT];
 
 /// The host kind named `name`.
-pub fn kind(name: &str) -> Option<&'static dyn HostKind> {
+pub(crate) fn kind(name: &str) -> Option<&'static dyn HostKind> {
     HOSTS.iter().copied().find(|k| k.name() == name)
 }
 

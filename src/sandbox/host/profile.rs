@@ -95,11 +95,11 @@ impl LatencyProfile {
 }
 
 /// Latency profiles a scenario defines (`[profile.NAME]`), by name.
-pub type Profiles = BTreeMap<String, LatencyProfile>;
+pub(crate) type Profiles = BTreeMap<String, LatencyProfile>;
 
 /// Reads a `[profile.NAME]` table: `leg_min`, `leg_max`, `tail_ratio`, `tail_mean`,
 /// `tail_max`, `concurrency`, `held_exec_cost` (missing keys from the `proxy` profile).
-pub fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
+pub(crate) fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyProfile, ScenarioError> {
     let base = LatencyProfile::shipped("proxy").expect("shipped");
     let min = f.duration("leg_min")?.unwrap_or(base.leg.min);
     let max = f.duration("leg_max")?.unwrap_or(min.max(base.leg.max));

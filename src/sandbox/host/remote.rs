@@ -26,7 +26,10 @@ use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
 use super::org::{Limits, Org, Ticket};
-pub use super::profile::{parse_profile, LatencyProfile, Leg, Profiles};
+pub use super::profile::LatencyProfile;
+#[cfg(test)]
+use super::profile::Leg;
+pub(crate) use super::profile::{parse_profile, Profiles};
 use super::{
     BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts,
     Seat,
@@ -365,7 +368,7 @@ impl Host for RemoteHost {
 
 /// `host = "remote"`, with `profile = "<name>"`.
 pub(crate) struct Remote;
-pub const REMOTE: Remote = Remote;
+pub(super) const REMOTE: Remote = Remote;
 
 #[derive(Debug)]
 struct RemoteSpec {

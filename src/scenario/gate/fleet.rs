@@ -94,7 +94,7 @@ impl GaugeStat {
 }
 
 /// The prefix of a fleet figure's name.
-pub const FLEET: &str = "fleet";
+pub(crate) const FLEET: &str = "fleet";
 
 impl FleetMetric {
     const PLAIN: [FleetMetric; 14] = [

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
-pub use error::{GateError, MetricError, Unknown};
-pub use fleet::{FleetGauge, FleetMetric, GaugeStat, FLEET};
+pub(crate) use error::{GateError, MetricError, Unknown};
+pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, FLEET};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).

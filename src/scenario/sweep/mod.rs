@@ -13,7 +13,7 @@
 
 mod values;
 
-pub use values::{AxisValue, SweepArg, VALUE_ALLOWED};
+pub(crate) use values::{AxisValue, SweepArg, VALUE_ALLOWED};
 
 use toml::{Table, Value};
 

@@ -23,7 +23,7 @@ pub struct AxisValue {
 }
 
 /// What a value's text may hold: it becomes part of a case name (a file name).
-pub const VALUE_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ .";
+pub(crate) const VALUE_ALLOWED: &str = "letters A-Z a-z, digits 0-9, - _ .";
 
 impl AxisValue {
     /// A value from a list: a string, a number or a boolean.
@@ -44,7 +44,7 @@ impl AxisValue {
 }
 
 /// The values of one path: a list, or a range table.
-pub fn read(file: &str, prefix: &str, spec: &Value) -> Result<Vec<AxisValue>, ScenarioError> {
+pub(super) fn read(file: &str, prefix: &str, spec: &Value) -> Result<Vec<AxisValue>, ScenarioError> {
     let err = |msg: String| ScenarioError { file: file.to_owned(), key: prefix.to_owned(), msg };
     let values = match spec {
         Value::Array(a) => {

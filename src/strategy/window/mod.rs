@@ -22,11 +22,11 @@
 //! - `inline = true` (the `window-exec-inline` strategy) — the program prints the requests it
 //!   found, so the runner skips its list and read.
 
-pub mod notice;
-pub mod source;
+pub(crate) mod notice;
+pub(crate) mod source;
 
 pub use notice::{WindowFailure, WindowNotice};
-pub use source::{WindowExec, WindowSource, WindowStats};
+pub use source::{WindowExec, WindowSource};
 
 use std::ffi::OsString;
 use std::io;
@@ -193,7 +193,7 @@ pub(crate) struct ProgramExec {
 }
 
 impl ProgramExec {
-    pub fn argv(&self, window: Duration) -> Vec<OsString> {
+    pub(crate) fn argv(&self, window: Duration) -> Vec<OsString> {
         if self.cfg.node {
             return crate::sandbox::dir::program::node_argv(&self.dir, window, self.cfg.relist);
         }

@@ -48,17 +48,17 @@ pub trait WriterSpec: std::fmt::Debug + Send + Sync {
 pub const WRITERS: &[&dyn WriterKind] = &[&POLL, &WATCH];
 
 /// The writer strategy named `name`.
-pub fn writer_kind(name: &str) -> Option<&'static dyn WriterKind> {
+pub(crate) fn writer_kind(name: &str) -> Option<&'static dyn WriterKind> {
     WRITERS.iter().copied().find(|k| k.name() == name)
 }
 
 /// Names of every writer strategy.
-pub fn writer_names() -> Vec<&'static str> {
+pub(crate) fn writer_names() -> Vec<&'static str> {
     WRITERS.iter().map(|k| k.name()).collect()
 }
 
 /// The writer strategy named `name`, with every default.
-pub fn writer_by_name(name: &str) -> Option<Arc<dyn WriterSpec>> {
+pub(crate) fn writer_by_name(name: &str) -> Option<Arc<dyn WriterSpec>> {
     writer_kind(name)?.parse(None).ok()
 }
 
@@ -73,7 +73,7 @@ struct Spec {
     cleanup: Cleanup,
 }
 
-pub struct Kind {
+pub(super) struct Kind {
     watch: bool,
 }
 
@@ -81,7 +81,7 @@ pub(crate) const WATCH: Kind = Kind { watch: true };
 pub(crate) const POLL: Kind = Kind { watch: false };
 
 /// The writer `call` waits with unless told otherwise: production's, a watch on the dir.
-pub const WRITER_DEFAULT: &str = WATCH.name_of();
+pub(crate) const WRITER_DEFAULT: &str = WATCH.name_of();
 
 impl Kind {
     const fn name_of(&self) -> &'static str {

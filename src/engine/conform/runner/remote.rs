@@ -22,7 +22,7 @@ pub(crate) struct CaseDaemon {
 }
 
 impl CaseDaemon {
-    pub fn up(d: &Daemon) -> std::io::Result<CaseDaemon> {
+    pub(crate) fn up(d: &Daemon) -> std::io::Result<CaseDaemon> {
         match d {
             Daemon::Start(bin) => {
                 let p = AgentProcess::start(bin)?;

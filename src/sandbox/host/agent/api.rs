@@ -27,15 +27,15 @@ use serde::Deserialize;
 use crate::sandbox::dir::ExecOutput;
 
 /// How long a connection to a daemon may take to open.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request that runs nothing (a file read, a stat, a move) may wait for its
 /// whole answer.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How much longer than its own `timeoutMs` a process run may take to answer (the daemon
 /// kills the program at `timeoutMs`, then answers).
-pub const RUN_GRACE: Duration = Duration::from_secs(10);
+pub(super) const RUN_GRACE: Duration = Duration::from_secs(10);
 /// The most bytes of a daemon's answer read; a longer one is an error.
-pub const BODY_CAP: usize = 64 << 20;
+pub(super) const BODY_CAP: usize = 64 << 20;
 
 /// How long a process run bounded by the daemon at `timeout_ms` may wait for its answer.
 pub(crate) fn run_bound(timeout_ms: u64) -> Duration {
@@ -64,7 +64,7 @@ pub(crate) struct RunAnswer {
 }
 
 impl Api {
-    pub fn new(base: String, token: Option<String>) -> Api {
+    pub(crate) fn new(base: String, token: Option<String>) -> Api {
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
         let http = Client::builder(TokioExecutor::new())
@@ -75,14 +75,14 @@ impl Api {
     }
 
     /// `route?path=<path>`.
-    pub fn at(&self, route: &str, path: &str) -> String {
+    pub(crate) fn at(&self, route: &str, path: &str) -> String {
         format!("{}{route}?path={}", self.base, percent_encode(path))
     }
 
     /// One request; an answer that is not 2xx is an error carrying the daemon's detail
     /// ("path not found" becomes NotFound, 401 PermissionDenied).
     /// `body`: its content type and bytes, for the requests that carry one.
-    pub async fn send(&self, method: Method, uri: String, body: Option<(&str, Vec<u8>)>) -> io::Result<Vec<u8>> {
+    pub(crate) async fn send(&self, method: Method, uri: String, body: Option<(&str, Vec<u8>)>) -> io::Result<Vec<u8>> {
         self.send_within(REQUEST_TIMEOUT, method, uri, body).await
     }
 
@@ -142,7 +142,7 @@ impl Api {
 
     /// `POST /v1/processes/run` of `argv`, bounded by the daemon at `timeout_ms` (and its
     /// answer waited for at most [`run_bound`]).
-    pub async fn run(&self, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
+    pub(crate) async fn run(&self, argv: &[String], timeout_ms: u64) -> io::Result<ExecOutput> {
         let body = run_body(argv, timeout_ms).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let bytes = self.post_json_within(run_bound(timeout_ms), "/v1/processes/run", body).await?;
         let a: RunAnswer = decode(&bytes)?;

@@ -113,10 +113,10 @@ impl BenchRequest {
 /// relay-bench's own requests to a case's daemons, counted by [`BenchRequest`]; shared by
 /// the case's host spec (its checks before the run) and every sandbox's [`SandboxControl`].
 #[derive(Debug, Default)]
-pub struct BenchRequests([AtomicU64; BenchRequest::ALL.len()]);
+pub(crate) struct BenchRequests([AtomicU64; BenchRequest::ALL.len()]);
 
 impl BenchRequests {
-    pub fn count(&self, r: BenchRequest) {
+    pub(crate) fn count(&self, r: BenchRequest) {
         self.0[r as usize].fetch_add(1, Ordering::Relaxed);
     }
 
@@ -131,7 +131,7 @@ impl BenchRequests {
 }
 
 /// relay-bench's own requests to one daemon.
-pub struct SandboxControl {
+pub(crate) struct SandboxControl {
     api: Api,
     counts: std::sync::Arc<BenchRequests>,
 }

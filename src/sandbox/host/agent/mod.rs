@@ -47,12 +47,14 @@ mod routes;
 mod running;
 
 pub(crate) use api::{errno_label, Api, Endpoint, ExecError, RunAnswer};
-pub use control::{BenchRequest, BenchRequests, SandboxControl};
+pub use control::BenchRequest;
+pub(crate) use control::{BenchRequests, SandboxControl};
 
-pub use process::{AgentControl, AgentProcess};
+pub(crate) use process::AgentControl;
+pub use process::AgentProcess;
 pub use routes::request_kind;
 use running::RunningDaemon;
-pub use running::{CheckError, HealthError, Url, UrlError, VersionError};
+pub(crate) use running::Url;
 
 /// The npm package that carries the daemon's Linux binary.
 pub(crate) const NPM_PACKAGE: &str = "@sandbox-agent/cli-linux-x64@0.4.2";
@@ -65,11 +67,11 @@ pub(crate) const LOCAL_INSTALL: &str =
 pub(super) const START_BOUND: Duration = Duration::from_secs(10);
 /// The environment variable a running daemon's token is read from, unless `token_env` names
 /// another.
-pub const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "SANDBOX_AGENT_TOKEN";
 /// Where a case's files go in the sandbox when its in-sandbox side runs there.
 pub(crate) const DEFAULT_SANDBOX_ROOT: &str = "/tmp";
 /// The daemon's binary, as PATH names it (and its host kind's name).
-pub const AGENT_BINARY: &str = "sandbox-agent";
+pub(crate) const AGENT_BINARY: &str = "sandbox-agent";
 /// The list's own timeout, as production asks for it.
 const LIST_TIMEOUT_MS: u64 = 10_000;
 
@@ -91,7 +93,7 @@ pub enum BinaryError {
 }
 
 /// Checks the binary a command line names (`--sandbox-agent PATH`) before anything runs.
-pub fn check_binary(bin: &Path) -> Result<(), BinaryError> {
+pub(crate) fn check_binary(bin: &Path) -> Result<(), BinaryError> {
     if !bin.is_file() {
         return Err(BinaryError::NoSuchFile(bin.display().to_string()));
     }

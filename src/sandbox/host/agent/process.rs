@@ -162,7 +162,7 @@ impl Drop for Running {
 
 /// What the fault schedule acts on: the sandbox's daemon and, with a profile, the proxy in
 /// front of it.
-pub struct AgentControl {
+pub(crate) struct AgentControl {
     pub process: Arc<AgentProcess>,
     pub proxy: Option<Arc<DelayProxy>>,
 }

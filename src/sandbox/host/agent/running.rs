@@ -36,14 +36,14 @@ impl DaemonControl for RunningDaemon {
 
 /// `http://HOST:PORT` of a running daemon (no TLS in this build, no path).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Url {
+pub(crate) struct Url {
     host: String,
     port: u16,
 }
 
 /// A daemon's URL this build cannot reach, saying the form it takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum UrlError {
+pub(crate) enum UrlError {
     #[error("{0:?}: only http://HOST:PORT (this build has no TLS; put a TLS-terminating tunnel in front)")]
     NoTls(String),
     #[error("{0:?}: expected http://HOST:PORT")]
@@ -52,7 +52,7 @@ pub enum UrlError {
 
 /// A check of a running daemon before the run that got no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum CheckError {
+pub(crate) enum CheckError {
     #[error("{0}")]
     Runtime(io::Error),
     #[error("no answer within {}", crate::base::units::human(CHECK_BOUND))]
@@ -63,7 +63,7 @@ pub enum CheckError {
 
 /// A running daemon that failed its health check before the run: the URL, and what to fix.
 #[derive(Debug, thiserror::Error)]
-pub enum HealthError {
+pub(crate) enum HealthError {
     #[error(
         "{base}: the daemon refused the token (its token goes in ${token_env}, or name another variable with token_env)"
     )]
@@ -76,7 +76,7 @@ pub enum HealthError {
 
 /// Why a running daemon's version is not known.
 #[derive(Debug, thiserror::Error)]
-pub enum VersionError {
+pub(crate) enum VersionError {
     #[error(transparent)]
     Unchecked(#[from] CheckError),
     #[error(transparent)]
@@ -84,7 +84,7 @@ pub enum VersionError {
 }
 
 impl Url {
-    pub fn parse(url: &str) -> Result<Url, UrlError> {
+    pub(crate) fn parse(url: &str) -> Result<Url, UrlError> {
         let rest = url.strip_prefix("http://").ok_or_else(|| UrlError::NoTls(url.to_owned()))?;
         let rest = rest.trim_end_matches('/');
         let (host, port) = rest.rsplit_once(':').map_or((rest, Ok(80)), |(h, p)| (h, p.parse::<u16>()));
@@ -98,11 +98,11 @@ impl Url {
         format!("{}:{}", self.host, self.port)
     }
 
-    pub fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://{}", self.host_port())
     }
 
-    pub fn addr(&self) -> io::Result<std::net::SocketAddr> {
+    pub(crate) fn addr(&self) -> io::Result<std::net::SocketAddr> {
         use std::net::ToSocketAddrs;
         (self.host.as_str(), self.port)
             .to_socket_addrs()?
@@ -111,7 +111,12 @@ impl Url {
     }
 
     /// `GET /v1/health` before the run: the daemon answers and takes the token.
-    pub fn health(&self, token: Option<&str>, token_env: &str, counts: &BenchRequests) -> Result<(), HealthError> {
+    pub(crate) fn health(
+        &self,
+        token: Option<&str>,
+        token_env: &str,
+        counts: &BenchRequests,
+    ) -> Result<(), HealthError> {
         counts.count(BenchRequest::Health);
         let api = Api::new(self.base(), token.map(str::to_owned));
         let uri = format!("{}/v1/health", self.base());
@@ -126,7 +131,7 @@ impl Url {
     }
 
     /// What the daemon's own binary says to `--version` ([`SandboxControl::version`]).
-    pub fn version(&self, token: Option<&str>, counts: &Arc<BenchRequests>) -> Result<String, VersionError> {
+    pub(crate) fn version(&self, token: Option<&str>, counts: &Arc<BenchRequests>) -> Result<String, VersionError> {
         let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)), counts.clone());
         Ok(before_the_run(control.version())??)
     }
@@ -135,7 +140,7 @@ impl Url {
 impl Url {
     /// Writes `bytes` at `path` through the daemon (`PUT /v1/fs/file`), before a run: how a
     /// caller tells whether the daemon's filesystem is the one it can read.
-    pub fn put_before_the_run(&self, path: &str, bytes: Vec<u8>, counts: &Arc<BenchRequests>) -> io::Result<()> {
+    pub(crate) fn put_before_the_run(&self, path: &str, bytes: Vec<u8>, counts: &Arc<BenchRequests>) -> io::Result<()> {
         let control = SandboxControl::new(Api::new(self.base(), None), counts.clone());
         before_the_run(control.put(path, bytes)).map_err(io::Error::other)?
     }

@@ -107,7 +107,7 @@ impl Limits {
 
 /// Why a request was turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     HeldExecs,
     Requests,
     Rate,
@@ -172,12 +172,12 @@ impl Side {
 }
 
 /// Limits a scenario defines (`[limits.NAME]`), by name.
-pub type NamedLimits = std::collections::BTreeMap<String, Limits>;
+pub(crate) type NamedLimits = std::collections::BTreeMap<String, Limits>;
 
 /// Reads a limits table: `org_held_execs`, `org_requests`, `org_rate` (requests per
 /// second), `org_burst`, the same with `sandbox_`, `on_limit` (`reject` or `queue`),
 /// `queue_wait` (with `queue`), `idle_timeout` (a duration, or `"none"`), `keepalive`.
-pub fn parse_limits(f: &mut Fields<'_>) -> Result<Limits, ScenarioError> {
+pub(crate) fn parse_limits(f: &mut Fields<'_>) -> Result<Limits, ScenarioError> {
     let d = Limits::default();
     let caps = |f: &mut Fields<'_>, held: &'static str, req: &'static str, rate: &'static str, burst: &'static str| {
         let per_sec = f.float(rate, 0.001, 1e9)?;
@@ -212,7 +212,7 @@ pub fn parse_limits(f: &mut Fields<'_>) -> Result<Limits, ScenarioError> {
 }
 
 /// The limits a case names (`limits = "NAME"` of a `[limits.NAME]`, or an inline table).
-pub fn case_limits(case: &mut Fields<'_>, named: &NamedLimits) -> Result<Option<Limits>, ScenarioError> {
+pub(crate) fn case_limits(case: &mut Fields<'_>, named: &NamedLimits) -> Result<Option<Limits>, ScenarioError> {
     match case.raw_peek("limits") {
         None => {
             let _ = case.raw("limits");

@@ -29,8 +29,11 @@ mod limits;
 mod rates;
 mod state;
 
-pub use limits::{case_limits, parse_limits, Caps, Limits, NamedLimits, OnLimit, Rate, Refusal};
-pub use rates::RateStats;
+#[cfg(test)]
+use limits::Rate;
+pub(crate) use limits::{case_limits, parse_limits, NamedLimits, OnLimit, Refusal};
+pub use limits::{Caps, Limits};
+pub(crate) use rates::RateStats;
 
 use limits::Side;
 use state::{SandboxState, State, Tallies};

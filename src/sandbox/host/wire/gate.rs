@@ -35,7 +35,7 @@ use crate::sandbox::host::org::{OnLimit, Org, Ticket};
 use crate::sandbox::host::Kind;
 
 /// Which operation a request is, from its head and body (`None`: not one to admit).
-pub type Classify = fn(&Head, &[u8]) -> Option<Kind>;
+pub(crate) type Classify = fn(&Head, &[u8]) -> Option<Kind>;
 
 /// What a gated proxy admits its requests through: the case's organisation, the sandbox it
 /// stands in front of, and how to tell its requests apart.

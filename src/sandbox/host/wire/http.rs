@@ -60,7 +60,7 @@ impl Head {
 
 /// What one piece of input held, with offsets into that piece.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// A head ended (at this offset, exclusive).
     Head(Head, usize),
     /// Body bytes (chunk framing excluded).
@@ -103,16 +103,16 @@ fn broken(why: impl Into<String>) -> FrameError {
 }
 
 impl Framer {
-    pub fn requests() -> Framer {
+    pub(crate) fn requests() -> Framer {
         Framer { responses: false, state: State::Head, line: Vec::new(), answers_head: false }
     }
 
-    pub fn responses() -> Framer {
+    pub(crate) fn responses() -> Framer {
         Framer { responses: true, ..Framer::requests() }
     }
 
     /// Between two messages (nothing of the next one seen yet).
-    pub fn between(&self) -> bool {
+    pub(crate) fn between(&self) -> bool {
         self.state == State::Head && self.line.is_empty()
     }
 
@@ -123,7 +123,7 @@ impl Framer {
 
     /// Frames `buf`, the next bytes of the stream, appending what it held to `out`. After an
     /// error the stream cannot be framed any more (every later call fails too).
-    pub fn feed(&mut self, buf: &[u8], out: &mut Vec<Event>) -> Result<(), FrameError> {
+    pub(crate) fn feed(&mut self, buf: &[u8], out: &mut Vec<Event>) -> Result<(), FrameError> {
         let mut i = 0;
         while i < buf.len() {
             match self.state {
@@ -209,7 +209,7 @@ impl Framer {
 
     /// The stream ended: a body framed by the close ends with it (`true`). A message cut
     /// anywhere else ends unfinished (`false`).
-    pub fn close(&mut self) -> bool {
+    pub(crate) fn close(&mut self) -> bool {
         let ended = self.state == State::UntilClose;
         if ended {
             self.state = State::Head;

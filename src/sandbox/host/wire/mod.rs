@@ -28,9 +28,9 @@ use crate::base::rng::Rng;
 mod gate;
 #[cfg(test)]
 mod gate_tests;
-pub mod http;
+pub(crate) mod http;
 
-pub use gate::{Classify, Gate};
+pub use gate::Gate;
 
 /// A running proxy; it stops when dropped.
 pub struct DelayProxy {
