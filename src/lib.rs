@@ -11,9 +11,10 @@
 //! import cycle between two modules of one layer).
 //!
 //! The layers are private: the crate's surface is the `pub use` list below, and the
-//! compiler keeps everything else inside (`unreachable_pub`, `dead_code`).
+//! compiler keeps everything else inside (`unreachable_pub`, `dead_code`), and every
+//! item of the surface is documented (`missing_docs`).
 
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 
 // base: bytes and names of the protocol, units, the strict TOML reader, notices.
 mod base;
@@ -50,7 +51,7 @@ mod app;
 
 // The public surface: what the binary, the tests and the benches use, and nothing else.
 // Every other item is private to its layer or to the crate; the compiler holds it there
-// (`unreachable_pub`, `dead_code`).
+// (`unreachable_pub`, `dead_code`), and holds what is here to a doc line (`missing_docs`).
 
 pub use app::bench::{run_scenario, RunOptions};
 pub use app::cli::main_with_args;

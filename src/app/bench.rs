@@ -69,9 +69,13 @@ pub(crate) fn check_available(s: &Scenario) -> Result<(), BenchError> {
 
 /// Options of one scenario run, validated.
 pub struct RunOptions {
+    /// The run directory the reports go to.
     pub out_dir: PathBuf,
+    /// Where the relay dirs are made.
     pub relay_root: PathBuf,
+    /// No progress and no console table.
     pub quiet: bool,
+    /// Measure this machine's floor before the cases (real clock).
     pub calibrate: bool,
     /// The relay-bench binary that window-exec strategies run in the sandbox.
     pub watch_program: PathBuf,
@@ -81,6 +85,7 @@ pub struct RunOptions {
     pub no_event_log: bool,
     /// The event log's form, and the largest its estimate may be (bytes).
     pub event_log: crate::app::logplan::EventLogFormat,
+    /// The largest event log the run may write, in bytes; a run that would write more is refused before it starts.
     pub max_event_log: u64,
     /// Virtual cases run side by side, at most this many at once (1: one at a time).
     pub jobs: usize,

@@ -12,13 +12,17 @@ pub enum EventLogFormat {
     /// ndjson while the estimate stays under [`AUTO_NDJSON_MAX`], compact past it.
     #[default]
     Auto,
+    /// `events.ndjson`: one JSON line per event.
     Ndjson,
+    /// `events.bin`: the compact binary log.
     Compact,
 }
 
 impl EventLogFormat {
+    /// The formats' names, as `--event-log` takes them.
     pub const NAMES: [&'static str; 3] = ["auto", "ndjson", "compact"];
 
+    /// The format named `s`.
     pub fn parse(s: &str) -> Option<EventLogFormat> {
         match s {
             "auto" => Some(EventLogFormat::Auto),

@@ -26,6 +26,7 @@ impl Level {
         Level { value: 0, since: at }
     }
 
+    /// The current value.
     pub fn value(&self) -> u64 {
         self.value
     }

@@ -17,51 +17,145 @@ use crate::base::units::human;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Say {
     /// The runner's stale sweep removed files left from before the turn.
-    Swept { removed: usize },
+    Swept {
+        /// How many.
+        removed: usize,
+    },
     /// The runner's stale sweep could not list the dir (3 tries).
     SweepSkipped,
     /// The runner cannot list its dir (said once per distinct error).
     ListFailed(String),
     /// ... and can again.
     DirReadable,
-    /// A request could not be read; `answered`: an error answer was written for it.
-    ReadFailed { name: String, error: String, answered: bool },
+    /// A request could not be read.
+    ReadFailed {
+        /// The request's file name.
+        name: String,
+        /// The read's error.
+        error: String,
+        /// An error answer was written for it.
+        answered: bool,
+    },
     /// An entry under a request's name is no relay file (a FIFO, a device, a directory, a
     /// link, a file past the size cap, a name that is not UTF-8): left alone, said once.
-    Skipped { name: String, why: String },
+    Skipped {
+        /// The entry's name.
+        name: String,
+        /// What it is instead.
+        why: String,
+    },
     /// A request's bytes are not a request: answered with an error.
-    Malformed { name: String, bytes: usize, error: String },
+    Malformed {
+        /// The request's file name.
+        name: String,
+        /// Its size.
+        bytes: usize,
+        /// Why it is not a request.
+        error: String,
+    },
     /// A request under a name already handled this turn (a reused id): skipped by the turn's
     /// seen set, left in place, said once while it stays.
-    AlreadySeen { name: String },
+    AlreadySeen {
+        /// The request's file name.
+        name: String,
+    },
     /// A delete on pickup failed or exceeded its bound: retried on later passes.
-    DeleteFailed { name: String, error: String },
-    /// An answer could not be published: try `n` of `of`, the next in `retry_in`.
-    AnswerFailed { call: String, error: String, retry_in: Duration, n: u32, of: u32 },
+    DeleteFailed {
+        /// The request's file name.
+        name: String,
+        /// The delete's error.
+        error: String,
+    },
+    /// An answer could not be published, and is tried again.
+    AnswerFailed {
+        /// The call's id.
+        call: String,
+        /// The publication's error.
+        error: String,
+        /// When the next try is.
+        retry_in: Duration,
+        /// This try's number.
+        n: u32,
+        /// Of how many.
+        of: u32,
+    },
     /// An answer could not be published in `tries` tries: given up, the call unanswered.
-    AnswerDropped { call: String, tries: u32, error: String },
+    AnswerDropped {
+        /// The call's id.
+        call: String,
+        /// Tries made.
+        tries: u32,
+        /// The last try's error.
+        error: String,
+    },
     /// A list after a timed-out wait found requests the source never signalled.
-    Missed { found: usize, counted: bool },
+    Missed {
+        /// Requests found.
+        found: usize,
+        /// The source counted it as a failure of its watch.
+        counted: bool,
+    },
     /// The writer found its answer on a timed check, not by its watch.
-    AnswerByTimer { call: String, rearmed: bool },
+    AnswerByTimer {
+        /// The call's id.
+        call: String,
+        /// The writer's watch was armed again.
+        rearmed: bool,
+    },
     /// The writer could not publish a request.
-    PublishFailed { call: String, error: String },
-    /// This machine failed a write of the relay (`what`): a full disk, a quota, a read-only
-    /// or failing filesystem (`why`). Not the relay's failure: the run's exit code says so.
-    /// `then`: what follows (a retry), appended as said.
-    Environment { what: String, why: &'static str, error: String, then: String },
+    PublishFailed {
+        /// The call's id.
+        call: String,
+        /// The publication's error.
+        error: String,
+    },
+    /// This machine failed a write of the relay: a full disk, a quota, a read-only or failing
+    /// filesystem. Not the relay's failure: the run's exit code says so.
+    Environment {
+        /// The write that failed.
+        what: String,
+        /// The class of the failure (a full disk, a quota, ...).
+        why: &'static str,
+        /// The write's error.
+        error: String,
+        /// What follows (a retry), appended as said.
+        then: String,
+    },
     /// The writer read an answer that is not an answer.
-    MalformedAnswer { call: String, error: String },
+    MalformedAnswer {
+        /// The call's id.
+        call: String,
+        /// Why it is not an answer.
+        error: String,
+    },
     /// The writer could not read its answer (retrying).
-    AnswerReadFailed { call: String, error: String },
+    AnswerReadFailed {
+        /// The call's id.
+        call: String,
+        /// The read's error.
+        error: String,
+    },
     /// The writer refused a call whose id sanitizes to one already in flight.
     IdCollision(String),
-    /// A fault of the schedule struck (`on`) or ended.
-    Fault { kind: &'static str, on: bool },
+    /// A fault of the schedule struck or ended.
+    Fault {
+        /// The fault's name.
+        kind: &'static str,
+        /// It struck (`false`: it ended).
+        on: bool,
+    },
     /// A fault could not be applied.
-    FaultNotApplied { kind: &'static str, error: String },
+    FaultNotApplied {
+        /// The fault's name.
+        kind: &'static str,
+        /// Why not.
+        error: String,
+    },
     /// The runner was stopped during a held window and started again.
-    RunnerRestarted { took: Duration },
+    RunnerRestarted {
+        /// How long the restart took.
+        took: Duration,
+    },
     /// The runner did not stop in time, or its task failed.
     RunnerStuck(String),
     /// A strategy's own notice (a watch lost, a window failed, a demotion, ...).

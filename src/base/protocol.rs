@@ -33,10 +33,13 @@ pub type CallId = std::sync::Arc<str>;
 /// [`Request::call_id_or`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
+    /// The tool to run (`toolName`).
     #[serde(rename = "toolName")]
     pub tool_name: String,
+    /// The writer's call id (`toolCallId`), if it gave one as a string.
     #[serde(rename = "toolCallId", default, deserialize_with = "lenient_id")]
     pub tool_call_id: Option<String>,
+    /// The tool's arguments, as the writer wrote them (`args`; `{}` when absent).
     #[serde(default = "empty_args")]
     pub args: Box<RawValue>,
 }
@@ -95,12 +98,16 @@ pub enum Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// `{"ok":true,"text":...}`: the tool ran and answered.
     Ok,
+    /// `{"ok":false,"error":...}`: the call failed.
     Error,
+    /// `{"ok":true,"paused":true}`: the turn paused on this call.
     Paused,
 }
 
 impl Outcome {
+    /// The outcome's name in reports (`ok`, `error`, `paused`).
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -130,6 +137,7 @@ struct AnyWire {
 }
 
 impl Response {
+    /// What kind of answer this is.
     pub fn outcome(&self) -> Outcome {
         match self {
             Response::Ok(_) => Outcome::Ok,
@@ -138,6 +146,7 @@ impl Response {
         }
     }
 
+    /// The answer's bytes as production's runner writes them.
     pub fn encode(&self) -> Vec<u8> {
         match self {
             Response::Ok(text) => serde_json::to_vec(&OkWire { ok: true, text }),

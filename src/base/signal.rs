@@ -43,6 +43,7 @@ impl Drop for ListenerGuard<'_> {
 }
 
 impl Signal {
+    /// A signal with nothing pending, open.
     pub fn new() -> Self {
         Self::default()
     }
@@ -53,6 +54,7 @@ impl Signal {
         self.notify.notify_waiters();
     }
 
+    /// Closes the signal for good and wakes every waiter.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.notify.notify_waiters();

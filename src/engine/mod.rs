@@ -76,6 +76,7 @@ pub struct CaseEnv {
     pub interrupt: Arc<Signal>,
     /// Gets a progress line every `progress_every`.
     pub progress: Progress,
+    /// How often `progress` gets a line.
     pub progress_every: Duration,
     /// Where the case appends its per-call events, if anywhere: `events.ndjson`, or the
     /// compact log of [`crate::record::compact`] when the file's name ends in `.bin`.

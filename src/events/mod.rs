@@ -23,6 +23,7 @@ pub use crate::base::protocol::CallId;
 pub(crate) mod pairing;
 pub(crate) mod timeline;
 
+/// What happened to a call, as its side reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// The writer is about to publish the request (pairing: a request).
@@ -45,7 +46,9 @@ pub enum EventKind {
 /// How a call ended for the writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallOutcome {
+    /// The writer read an answer of this kind.
     Answered(Outcome),
+    /// The call ended without an answer, for this reason.
     Failed(FailKind),
 }
 
@@ -59,27 +62,33 @@ impl CallOutcome {
     }
 }
 
+/// The writer's half of a call's timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterSide {
     /// When the pacer meant the call to start (latency is timed from here).
     pub intended: Instant,
     /// When the writer actually started it.
     pub started: Instant,
+    /// The call was made during the warm-up: counted, not measured.
     pub warmup: bool,
     /// When the request's rename completed.
     pub published: Option<Instant>,
     /// When the writer had read the answer.
     pub read: Option<Instant>,
+    /// How the call ended for the writer.
     pub outcome: CallOutcome,
 }
 
+/// The runner's half of a call's timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunnerSide {
     /// When the runner's wait returned before the scan that found the request.
     pub woke: Instant,
     /// When the request was read and deleted.
     pub picked: Instant,
+    /// When the handler started the tool.
     pub handler_start: Instant,
+    /// When the handler finished it.
     pub handler_end: Instant,
     /// When the answer's rename completed (`None`: it could not be published).
     pub answered: Option<Instant>,
@@ -151,10 +160,14 @@ pub enum TurnEvent {
     Ended { calls: u32 },
 }
 
+/// One message on a case's event channel.
 #[derive(Debug)]
 pub enum Msg {
+    /// A call's event (a timeline half, an intent).
     Call(Event),
+    /// Something a side said (a typed notice).
     Notice(Notice),
+    /// An agent turn began or ended.
     Turn(TurnMark),
 }
 
@@ -172,6 +185,7 @@ impl Msg {
 /// channel order. The recorder is one; the event log (`events.ndjson`) and `calls.csv` are
 /// others, so the recorder knows nothing of files.
 pub trait Listener: Send {
+    /// Takes one message, in channel order.
     fn message(&mut self, msg: &Msg);
 
     /// The channel has closed and `pairing` is the case's verdict: write what remains and
@@ -245,6 +259,7 @@ impl Drop for EventSink {
 }
 
 impl EventSink {
+    /// A new channel: the sink the measured tasks send on, the inbox the listeners read.
     pub fn channel() -> (EventSink, EventInbox) {
         Self::batched(1)
     }
@@ -275,11 +290,13 @@ impl EventSink {
         }
     }
 
+    /// Sends `kind` for `call` of `sandbox`, stamped now.
     #[inline]
     pub fn emit(&self, sandbox: u32, call: &CallId, kind: EventKind) {
         self.emit_at(Instant::now(), sandbox, call, kind);
     }
 
+    /// Sends `kind` for `call` of `sandbox`, stamped `at`.
     #[inline]
     pub fn emit_at(&self, at: Instant, sandbox: u32, call: &CallId, kind: EventKind) {
         self.send(Msg::Call(Event { at, sandbox, call: call.clone(), kind }));
@@ -290,6 +307,7 @@ impl EventSink {
         self.send(msg);
     }
 
+    /// Sends a notice from `sandbox`.
     pub fn notice(&self, sandbox: u32, what: impl Into<crate::base::notice::Say>) {
         self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what: what.into() }));
     }

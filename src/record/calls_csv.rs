@@ -15,6 +15,7 @@ use crate::events::pairing::PairingReport;
 use crate::events::timeline::Halves;
 use crate::events::{CallId, CallOutcome, EventKind, Incomplete, Listener, Msg, RunnerSide, WriterSide};
 
+/// The header line of `calls.csv`.
 pub const HEADER: &str = "case,sandbox,call,outcome,intended_us,published_us,woke_us,picked_us,handler_start_us,handler_end_us,answered_us,read_us,pickup_us,completion_us";
 
 pub(crate) struct CallsCsv {

@@ -60,6 +60,7 @@ pub(crate) const EVENTS: &[&str] = &[
 ];
 
 impl EventLog {
+    /// A log appended to `path`, its events for `case`, timed from `epoch`.
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         let case = serde_json::to_string(case).map_err(io::Error::other)?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::base::protocol::{Outcome, Response};
 use crate::base::rng::Rng;
 
+/// The tool a runner calls: how long it runs, how often it fails or pauses, what it answers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HandlerModel {
     /// Shortest handler time.
@@ -20,6 +21,7 @@ pub struct HandlerModel {
     pub pause_ratio: f64,
     /// Size of the answer text of an ok call.
     pub payload_bytes: usize,
+    /// Seeds the per-call draws, so a run is repeatable.
     pub seed: u64,
     /// A program run as the tool instead ([`run_command`]): the modelled time and mix are
     /// then unused (`serve --handler-command`).
@@ -63,6 +65,7 @@ fn fnv1a(s: &str) -> u64 {
 }
 
 impl HandlerModel {
+    /// What the handler does for `call_id`: drawn from the seed and the id alone.
     pub fn plan(&self, call_id: &str) -> Plan {
         let mut rng = Rng::new(self.seed ^ fnv1a(call_id));
         let span = self.duration_max.saturating_sub(self.duration);

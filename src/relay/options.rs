@@ -57,6 +57,7 @@ pub enum PauseAnswer {
 /// How the loop runs; every default is production's (SPEC §8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopOptions {
+    /// How long the loop waits between lists.
     pub poll: PollDelay,
     /// The wait on a healthy source that suspends polling (30 s).
     pub safety_wait: Duration,
@@ -66,8 +67,11 @@ pub struct LoopOptions {
     pub await_pickups: bool,
     /// Stat each request on pickup (pickup telemetry: one request per call).
     pub stat: bool,
+    /// How long a handled request's name is remembered.
     pub seen: SeenScope,
+    /// What a request that cannot be read gets.
     pub read_failure: ReadFailure,
+    /// The answer a paused call gets.
     pub pause_answer: PauseAnswer,
     /// Sweep stale relay files before the first list.
     pub sweep: bool,

@@ -56,6 +56,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
+    /// Notices of `sandbox`, sent on `sink`.
     pub fn new(sink: EventSink, sandbox: u32) -> Reporter {
         Reporter { to: Some((sink, sandbox)), degraded: Arc::default() }
     }

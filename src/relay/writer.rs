@@ -146,9 +146,11 @@ pub struct CallSpec {
 /// How a call ended, from the writer's side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallEnd {
+    /// The writer read this answer.
     Answered(Response),
     /// The runner parked the call with no answer: the turn ended (a pause).
     Parked,
+    /// The call ended without an answer, for this reason.
     Failed(FailKind),
 }
 

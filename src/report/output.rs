@@ -57,9 +57,11 @@ impl Input<'_> {
 /// One output of a command whose outputs render from `R`. A new format is a file of its own
 /// implementing this and one line in its command's registry.
 pub trait Output<R: ?Sized>: Sync {
+    /// The output's name (what `list` prints).
     fn name(&self) -> &'static str;
     /// Where it lands, as a person reads it (`summary.json`, `charts/<chart>.png|.svg`).
     fn path(&self) -> &'static str;
+    /// Where it goes: the run directory, the console, or a file a flag names.
     fn dest(&self) -> Dest {
         Dest::RunDir
     }

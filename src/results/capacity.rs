@@ -17,6 +17,7 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 /// One ramp: where it ran, what it did at each step, how it ended, what a held exec costs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CapacityReport {
+    /// The version of this report's JSON schema.
     pub schema_version: u32,
     /// When the ramp started (UTC, ISO 8601).
     pub started: String,
@@ -24,14 +25,19 @@ pub struct CapacityReport {
     pub duration_ms: u64,
     /// The command line, as given.
     pub command: String,
+    /// This machine, as a reader needs it to trust the figures.
     pub machine: Machine,
+    /// The daemon the ramp ran against.
     pub daemon: DaemonFacts,
+    /// What the ramp was asked to do.
     pub ramp: Ramp,
     /// The baseline (no exec held) first, then each step reached, in order.
     pub steps: Vec<Step>,
+    /// How the ramp ended.
     pub outcome: Outcome,
     /// Where and how the daemon (or the ramp) failed; `None` when every step was reached.
     pub failure: Option<Failure>,
+    /// What one held exec costs the daemon.
     pub costs: Costs,
     /// What the cleanup did; `None` in a report written while the ramp runs.
     pub cleanup: Option<Cleanup>,

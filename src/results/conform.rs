@@ -31,19 +31,25 @@ impl Side {
 /// One case's grade.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Verdict {
+    /// The implementation does what the case asks.
     #[serde(rename = "OK")]
     Ok,
+    /// It does, but not as strictly as production.
     #[serde(rename = "NON-STRICT")]
     NonStrict,
+    /// It breaks the case's rule.
     #[serde(rename = "FAILED")]
     Failed,
+    /// A figure, not a pass or a failure.
     #[serde(rename = "INFORMATIONAL")]
     Informational,
+    /// The battery could not tell (the case could not be set up, or it broke).
     #[serde(rename = "INCONCLUSIVE")]
     Inconclusive,
 }
 
 impl Verdict {
+    /// The verdict as reports print it (`OK`, `NON-STRICT`, ...).
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Ok => "OK",
@@ -102,16 +108,20 @@ pub struct Calibration {
 /// A whole battery.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ConformReport {
+    /// The version of this report's JSON schema.
     pub schema_version: u32,
     /// When the battery started (UTC, ISO 8601).
     pub started: String,
+    /// The side tested: the runner or the writer.
     pub side: Side,
     /// The implementation's command, as given (placeholders unsubstituted).
     pub command: Vec<String>,
     /// The bound each case ran under, in milliseconds (the deadline case adds the writer's
     /// deadline to it).
     pub case_bound_ms: u64,
+    /// Cases by verdict.
     pub counts: Counts,
+    /// Every case run, in the battery's order.
     pub cases: Vec<CaseResult>,
     /// The battery was cut short (Ctrl-C): the cases run so far.
     pub interrupted: bool,
@@ -139,6 +149,7 @@ impl ConformReport {
         self.counts = c;
     }
 
+    /// Whether any case FAILED (the battery then exits 1).
     pub fn failed(&self) -> bool {
         self.cases.iter().any(|c| c.verdict == Verdict::Failed)
     }

@@ -59,6 +59,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// Every fault, in SPEC §6's order.
     pub const ALL: [FaultKind; 16] = [
         FaultKind::DaemonRestart,
         FaultKind::ProxyDisconnect,
@@ -78,6 +79,7 @@ impl FaultKind {
         FaultKind::OrgLimit,
     ];
 
+    /// The fault's name in scenarios and reports.
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::DaemonRestart => "daemon-restart",
@@ -99,6 +101,7 @@ impl FaultKind {
         }
     }
 
+    /// Every fault's name.
     pub fn names() -> Vec<&'static str> {
         Self::ALL.iter().map(|k| k.name()).collect()
     }
@@ -258,6 +261,7 @@ pub enum Target {
 }
 
 impl FaultKind {
+    /// What the fault strikes.
     pub fn target(self) -> Target {
         match self {
             FaultKind::DaemonRestart => Target::Daemon(DaemonFault::Restart),

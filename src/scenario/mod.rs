@@ -117,16 +117,22 @@ impl CaseSpec {
     }
 }
 
+/// A validated scenario: its workload, handler and cases.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The scenario's name.
     pub name: String,
+    /// What it is for, in a line.
     pub description: String,
     /// Where it came from: a path, or `embedded:<name>`.
     pub origin: String,
     /// Its text (uploaded to a sandbox whose writer runs there).
     pub source: Arc<str>,
+    /// Who makes the calls, how many and when.
     pub workload: Workload,
+    /// The tool every case's runner calls.
     pub handler: HandlerModel,
+    /// The cases, in the file's order.
     pub cases: Vec<CaseSpec>,
     /// The case the others are compared with (ratios in the reports).
     pub baseline: Option<String>,
@@ -325,6 +331,7 @@ impl Scenario {
         s
     }
 
+    /// Parses and validates `text`, read from `file` (named in errors).
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse_with(file, text, &Overrides::default())
     }

@@ -30,13 +30,19 @@ pub enum Length {
 /// (every case when it names none).
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
+    /// `--sweep` options: a case's option over several values.
     pub sweeps: Vec<SweepArg>,
     /// `--figure NAME`: what each command-line sweep shows per point, beside its gates'.
     pub figures: Vec<String>,
+    /// `--case`: the cases to run (all when empty).
     pub cases: Vec<String>,
+    /// `--clock`: every case on this clock.
     pub clock: Option<Clock>,
+    /// `--duration` or `--calls`: the schedule's length.
     pub length: Option<Length>,
+    /// `--seed`.
     pub seed: Option<u64>,
+    /// `--sandboxes`.
     pub sandboxes: Option<u32>,
     /// `--repeat N`: every case run N times, each repeat with a seed of its own.
     pub repeat: Option<u32>,

@@ -30,17 +30,23 @@ pub enum StopError {
 
 /// Everything one relay dir's pair is built from.
 pub struct RelaySpec<'a> {
+    /// The sandbox the relay serves.
     pub sandbox: u32,
+    /// The relay dir.
     pub dir: Arc<dyn RelayDir>,
+    /// The runner's counted view of the dir.
     pub host: Arc<dyn Host>,
     /// The dir's in-flight gauge, shared by the writer and the host.
     pub busy: Arc<Busy>,
+    /// The runner strategy.
     pub runner: &'a Arc<dyn RunnerSpec>,
     /// The writer here; `None` when the calls are made elsewhere (a writer in the sandbox).
     pub writer: Option<&'a Arc<dyn WriterSpec>>,
+    /// The tool the runner calls.
     pub handler: Arc<HandlerModel>,
     /// The relay-bench binary, run in the sandbox by window-exec strategies.
     pub watch_program: &'a Path,
+    /// Seeds the strategy's draws (window jitter).
     pub seed: u64,
     /// Where a black-box runner's stderr is kept (`None`: the system temp dir).
     pub stderr_to: Option<PathBuf>,
@@ -58,8 +64,11 @@ struct RunnerParts {
     on_park: ParkFn,
 }
 
+/// A started relay on one dir: its runner (restartable) and its writer.
 pub struct Relay {
+    /// The sandbox the relay serves.
     pub sandbox: u32,
+    /// The runner's counted view of the dir.
     pub host: Arc<dyn Host>,
     /// `None` when the calls are made elsewhere.
     pub writer: Option<Arc<Writer>>,

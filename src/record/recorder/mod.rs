@@ -59,9 +59,13 @@ pub struct CallCounts {
 /// Everything the recorder learned in one case.
 pub struct Recording {
     hist: [Histogram<u64>; 9],
+    /// Calls by how they ended.
     pub calls: CallCounts,
+    /// What the pairing check found.
     pub pairing: PairingReport,
+    /// The distinct notices, each once.
     pub notices: Vec<String>,
+    /// Every notice said, repeats included.
     pub notices_total: u64,
     /// Writes this machine failed (a full disk, ...): [`Say::Environment`] notices.
     pub environment_failures: u64,
@@ -83,10 +87,12 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// The whole case's histogram of `m`.
     pub fn histogram(&self, m: Measure) -> &Histogram<u64> {
         &self.hist[m as usize]
     }
 
+    /// The percentiles of `m`.
     pub fn stats(&self, m: Measure) -> LatencyStats {
         LatencyStats::of(self.histogram(m))
     }
@@ -207,6 +213,7 @@ impl Recorder {
         rec
     }
 
+    /// Takes one message off the channel.
     pub fn ingest(&mut self, msg: &Msg) {
         let ev = match msg {
             Msg::Call(ev) => ev,
@@ -329,6 +336,8 @@ impl Recorder {
         }
     }
 
+    /// Ends the recording: the pairing check finishes (calls still open included) and the
+    /// recording is handed over.
     pub fn finish(mut self) -> Recording {
         let pairing = std::mem::take(&mut self.pairing).finish();
         let end = self.last_at;

@@ -60,8 +60,11 @@ pub struct RunnerReport {
     pub requests: u64,
     /// Requests handed over by the source itself (no list, no read).
     pub inline: u64,
+    /// Requests that were not valid requests (answered with an error).
     pub malformed: u64,
+    /// Deletes on pickup that failed and were tried again.
     pub delete_retries: u64,
+    /// Lists that failed.
     pub list_errors: u64,
     /// Lists after a timed-out wait that found work the source had not signalled.
     pub missed_by_source: u64,
@@ -89,7 +92,9 @@ impl RunnerReport {
 
 /// A started runner: stop it, wait until it is ready, and collect its report.
 pub struct Started {
+    /// Stops the runner, and tells when it is ready.
     pub control: Arc<Control>,
+    /// The runner's loop; its report when it ends.
     pub task: JoinHandle<RunnerReport>,
 }
 
@@ -166,16 +171,23 @@ impl Control {
     }
 }
 
+/// Production's runner loop, over one relay dir.
 pub struct Runner {
+    /// The sandbox this runner serves.
     pub sandbox: u32,
+    /// The runner's view of the dir: every request through it is counted.
     pub host: Arc<dyn Host>,
     /// `None`: classic polling (poll-only, or a watch that could not be armed).
     pub source: Option<Arc<dyn ActivitySource>>,
     /// Requests carried by the source (the inline window variant).
     pub inbox: Option<Inbox>,
+    /// How the loop runs.
     pub opts: LoopOptions,
+    /// The tool the runner calls.
     pub handler: Arc<HandlerModel>,
+    /// Where the runner's half of each call goes.
     pub events: EventSink,
+    /// Where the runner's notices go.
     pub reporter: Reporter,
     /// Where a call parked with no answer is told (`None`: nobody listens).
     pub on_park: Option<ParkFn>,

@@ -96,15 +96,20 @@ pub struct Latencies {
     pub hop1: LatencyStats,
 }
 
+/// One case's results, as summary.json holds them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
+    /// The case's name.
     pub case: String,
+    /// The host the runner talked to, described.
     pub host: String,
     /// What the host models: its latency profile, or none.
     pub host_params: String,
     /// The latency legs the emulated daemon actually paid (one way, µs); null when local.
     pub injected_leg_us: Option<LatencyStats>,
+    /// The runner strategy's name.
     pub strategy: String,
+    /// Its parameters, as a line.
     pub strategy_params: String,
     /// The options this case sets away from production's relay as built (SPEC §8); empty:
     /// the case is production's design. `None`: a run from before they were recorded,
@@ -115,11 +120,14 @@ pub struct CaseResult {
     /// departures are no change of production's defaults.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub other_design: bool,
+    /// The writer strategy's name.
     pub writer: String,
+    /// Its parameters, as a line.
     pub writer_params: String,
     /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
     /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
     pub clock: String,
+    /// Sandboxes (relay dirs) in the case.
     pub sandboxes: u32,
     /// The workload's seed (under `--repeat`, the first repeat's; `repeat.seeds` has all).
     /// Absent: a run from before it was recorded.
@@ -132,14 +140,19 @@ pub struct CaseResult {
     /// Absent: a run from before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_secs: Option<f64>,
+    /// Calls by how they ended.
     pub calls: Calls,
+    /// Every measure's percentiles, in microseconds.
     pub latency_us: Latencies,
     /// How late the pacer started calls against their intended start.
     pub schedule_lag_us: LatencyStats,
+    /// Requests to the host, by kind and class, and their rates.
     pub requests: Requests,
+    /// Breaches of the pairing invariant, by kind.
     pub pairing_violations: Violations,
     /// Relay files (requests, responses, temp names) left in the dirs after the case.
     pub leftover_files: u64,
+    /// The runners' own counts (lists, pickups, errors).
     pub runner: RunnerStats,
     /// Measures this case cannot take, and why (a black-box runner hides its wake).
     #[serde(default)]
@@ -161,11 +174,13 @@ pub struct CaseResult {
     pub fleet: Option<crate::results::fleet::FleetResult>,
     /// Things survived and said (malformed files, failed deletes, watch errors...).
     pub notices: Vec<String>,
+    /// Every notice said, repeats included.
     pub notices_total: u64,
     /// Writes of the relay this machine failed (a full disk, a quota, a read-only or failing
     /// filesystem): the run's failure, not the relay's (exit 7).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub environment_failures: u64,
+    /// Each of the case's gates and whether it held.
     pub gates: Vec<GateResult>,
     /// The rollout gates this case was judged on (the verdict's, not the case's pass).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -181,7 +196,9 @@ pub struct CaseResult {
     /// are then the medians across repeats ([`crate::results::repeat`]). Absent: run once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<crate::results::repeat::Repeats>,
+    /// The case was cut short.
     pub interrupted: bool,
+    /// Every gate of the case held.
     pub pass: bool,
     /// The histograms behind the figures (written as `.hgrm` / `.hlog`, not in the JSON).
     #[serde(skip)]
@@ -467,17 +484,26 @@ pub struct Tool {
     pub version: String,
 }
 
+/// A run's results: summary.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
+    /// The version of summary.json's schema.
     pub schema_version: u32,
+    /// The relay-bench that ran it.
     pub tool: Tool,
+    /// The scenario's name.
     pub scenario: String,
+    /// Where the scenario came from: an embedded name or a file's path.
     pub scenario_origin: String,
+    /// The scenario's description.
     pub description: String,
     /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
     pub started_at: String,
+    /// This machine: its system, its cores, the relay dirs' filesystem, its inotify limits, the build.
     pub environment: Environment,
+    /// This machine's floor, measured before the cases (real clock).
     pub calibration: Option<Calibration>,
+    /// Every case's results, in the scenario's order.
     pub results: Vec<CaseResult>,
     /// Cases of the scenario not run (the run was interrupted first).
     pub cases_not_run: Vec<String>,
@@ -494,11 +520,14 @@ pub struct Summary {
     /// gates were declared (its reports infer one from the cases' own gates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// The run was cut short.
     pub interrupted: bool,
+    /// Every gate of every case held.
     pub pass: bool,
 }
 
 impl Summary {
+    /// This relay-bench: its name and version.
     pub fn tool() -> Tool {
         Tool { name: env!("CARGO_PKG_NAME").into(), version: env!("CARGO_PKG_VERSION").into() }
     }

@@ -107,17 +107,21 @@ pub trait WatchHandle: Send + Sync {
 pub struct ExecOutput {
     /// The exit code; `None` when killed by a signal (or by the timeout).
     pub code: Option<i32>,
+    /// What the command printed on standard output.
     pub stdout: Vec<u8>,
+    /// What the command printed on standard error.
     pub stderr: Vec<u8>,
     /// The run's timeout expired and the program was killed.
     pub timed_out: bool,
 }
 
 impl ExecOutput {
+    /// A command that exited with `code`.
     pub fn exited(code: i32, stdout: impl Into<Vec<u8>>, stderr: impl Into<Vec<u8>>) -> ExecOutput {
         ExecOutput { code: Some(code), stdout: stdout.into(), stderr: stderr.into(), timed_out: false }
     }
 
+    /// A command ended by its timeout, with no output.
     pub fn timed_out() -> ExecOutput {
         ExecOutput { timed_out: true, ..ExecOutput::default() }
     }
@@ -128,6 +132,7 @@ impl ExecOutput {
 pub trait RelayDir: Send + Sync {
     /// Names of every entry.
     fn list(&self) -> io::Result<Vec<String>>;
+    /// The bytes of the entry `name`.
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
     /// The bytes of one file, `None` when it is not there (the writer's check for its
     /// answer, which mostly finds none).

@@ -15,6 +15,7 @@ use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandl
 use crate::base::fsio;
 use crate::BoxFut;
 
+/// A relay dir on this machine's filesystem.
 #[derive(Debug, Clone)]
 pub struct RealDir {
     dir: PathBuf,
@@ -49,6 +50,7 @@ impl RealDir {
     /// The read cap unless a dir is given its own: 16 MiB.
     pub(crate) const DEFAULT_MAX_BYTES: u64 = 16 << 20;
 
+    /// The dir at `dir`, with the default read cap.
     pub fn new(dir: impl Into<PathBuf>) -> RealDir {
         RealDir { dir: dir.into(), max_bytes: Self::DEFAULT_MAX_BYTES }
     }

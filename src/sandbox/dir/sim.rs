@@ -97,6 +97,7 @@ impl SimDir {
         self.inner.state()
     }
 
+    /// Turns `fault` on or off for every later operation.
     pub fn set_fault(&self, fault: SimFault, on: bool) {
         let mut s = self.state();
         s.faults.retain(|f| *f != fault);

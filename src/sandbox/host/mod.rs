@@ -60,19 +60,28 @@ pub enum Purpose {
 /// What a request did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// Lists the relay dir.
     List,
+    /// Reads a file.
     Read,
+    /// Writes a file.
     Write,
+    /// Renames a file.
     Rename,
+    /// Deletes a file.
     Delete,
+    /// Reads a file's metadata.
     Stat,
+    /// Runs a process in the sandbox.
     Exec,
 }
 
 impl Kind {
+    /// Every kind, in report order.
     pub const ALL: [Kind; 7] =
         [Kind::List, Kind::Read, Kind::Write, Kind::Rename, Kind::Delete, Kind::Stat, Kind::Exec];
 
+    /// The kind's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Kind::List => "list",
@@ -124,11 +133,13 @@ impl RequestCounter {
 /// A copy of the counters at one moment; counters of several hosts add up.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct RequestCounts {
-    /// All requests, by kind.
+    /// Discovery requests (finding work: lists, watch windows), by kind.
     pub discovery: [u64; 7],
+    /// Data requests (reading, answering, deleting calls), by kind.
     pub data: [u64; 7],
-    /// The part of them made while the relay dir had no call in flight.
+    /// The part of the discovery requests made while the relay dir had no call in flight.
     pub discovery_idle: [u64; 7],
+    /// The part of the data requests made while the relay dir had no call in flight.
     pub data_idle: [u64; 7],
     /// How long the relay dir had calls in flight (summed over dirs).
     pub busy_time: Duration,
@@ -149,6 +160,7 @@ impl RequestCounts {
         self.alive_time += other.alive_time;
     }
 
+    /// What was counted since `earlier`.
     pub fn minus(&self, earlier: &RequestCounts) -> RequestCounts {
         let mut out = *self;
         for i in 0..7 {
@@ -162,6 +174,7 @@ impl RequestCounts {
         out
     }
 
+    /// Discovery requests of every kind.
     pub fn discovery_total(&self) -> u64 {
         self.discovery.iter().sum()
     }

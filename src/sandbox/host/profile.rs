@@ -38,8 +38,11 @@ impl Leg {
 /// once per sandbox.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyProfile {
+    /// The profile's name (`local`, `lan`, `remote`, ...).
     pub name: String,
+    /// One leg of a request's round trip.
     pub leg: Leg,
+    /// Requests the emulated daemon serves at once.
     pub concurrency: usize,
     /// What each exec the sandbox's daemon holds adds to its answer to any request: the real
     /// daemon's next exec started 2.4 µs later per held exec (1.51 ms at none, 3.92 ms at

@@ -172,6 +172,7 @@ impl Daemon {
         }
     }
 
+    /// The requests counted so far.
     pub fn counts(&self) -> RequestCounts {
         self.counter.snapshot()
     }
@@ -258,6 +259,7 @@ impl RemoteHost {
         Self::over(Arc::new(RealDir::new(dir)), daemon)
     }
 
+    /// A host over `dir`, its requests made through `daemon`.
     pub fn over(dir: Arc<dyn RelayDir>, daemon: Arc<Daemon>) -> RemoteHost {
         RemoteHost { dir, daemon }
     }

@@ -78,6 +78,7 @@ pub enum OnClose {
 /// Every constant of the source, settable per case; defaults are production's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowConfig {
+    /// How long one exec watches for activity.
     pub window: Duration,
     /// The daemon's timeout is window + grace.
     pub grace: Duration,
@@ -85,17 +86,27 @@ pub struct WindowConfig {
     pub margin: Duration,
     /// The program's re-list period inside the sandbox.
     pub relist: Duration,
+    /// Failed windows in a row before the source demotes itself to polling.
     pub max_failures: u32,
+    /// The first backoff after a failed window.
     pub backoff_min: Duration,
+    /// The longest backoff.
     pub backoff_max: Duration,
     /// Scale each window and backoff by a factor drawn from [0.8, 1.0] (off: all exact).
     pub jitter: bool,
+    /// A window that ends idle wakes the loop (for a list) as well.
     pub idle_wake: bool,
+    /// Which watch events end a window.
     pub events: EventFilter,
+    /// The program prints the requests it found (the runner skips its list and read).
     pub inline: bool,
+    /// What the source does once demoted.
     pub after_demotion: AfterDemotion,
+    /// Which failed windows wake the loop (production: only a non-zero exit).
     pub failure_wake: FailureWake,
+    /// What `close()` does to a held exec.
     pub on_close: OnClose,
+    /// Failures before the demotion back off, as production's do (off: they are retried at once).
     pub backoff_before_demotion: bool,
     /// The window runs our Node script under `node -e` (production's way, with its start-up
     /// cost) instead of `relay-bench sandbox-watch`.

@@ -46,10 +46,22 @@ impl fmt::Display for WindowFailure {
 /// What a window (or stream) source says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WindowNotice {
-    /// A watch window (or stream) failed; `n` in a row.
-    WindowFailed { n: u32, why: WindowFailure },
-    /// Demoted to classic polling after `n` consecutive failures.
-    Demoted { n: u32, why: WindowFailure, for_the_turn: bool },
+    /// A watch window (or stream) failed.
+    WindowFailed {
+        /// Failures in a row, this one included.
+        n: u32,
+        /// How it failed.
+        why: WindowFailure,
+    },
+    /// Demoted to classic polling after consecutive failures.
+    Demoted {
+        /// Failures in a row.
+        n: u32,
+        /// How the last one failed.
+        why: WindowFailure,
+        /// For the rest of the turn (`after_demotion = "poll"`), not until a retry works.
+        for_the_turn: bool,
+    },
     /// A demoted source's watch works again (`after_demotion = "retry"`).
     Promoted,
     /// A window succeeded after failures, before any demotion.

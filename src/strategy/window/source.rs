@@ -108,6 +108,7 @@ impl WindowSource {
         }))
     }
 
+    /// What the source has done so far.
     pub fn stats(&self) -> WindowStats {
         let s = self.0.lock();
         WindowStats {

@@ -62,6 +62,7 @@ pub enum BenchRequest {
 }
 
 impl BenchRequest {
+    /// Every request a runner makes of the daemon, in report order.
     pub const ALL: [BenchRequest; 11] = [
         BenchRequest::Health,
         BenchRequest::Version,

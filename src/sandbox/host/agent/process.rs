@@ -16,6 +16,7 @@ pub struct AgentProcess {
     bin: PathBuf,
     port: u16,
     child: Arc<Mutex<Option<Running>>>,
+    /// The daemon's base URL (`http://127.0.0.1:PORT`).
     pub base: String,
 }
 
@@ -32,6 +33,7 @@ impl AgentProcess {
         })
     }
 
+    /// The daemon's address.
     pub fn addr(&self) -> std::net::SocketAddr {
         std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
     }

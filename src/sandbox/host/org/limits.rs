@@ -25,6 +25,7 @@ pub struct Caps {
     pub held_execs: Option<u32>,
     /// Requests in flight at once, of every kind.
     pub requests: Option<u32>,
+    /// Requests of every kind admitted per second on average and at once (a token bucket).
     pub rate: Option<Rate>,
 }
 
@@ -60,8 +61,11 @@ pub enum OnLimit {
 /// The remote side's limits in a case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
+    /// What each sandbox may hold.
     pub sandbox: Caps,
+    /// What the organisation may hold across its sandboxes.
     pub org: Caps,
+    /// What a request over a limit meets: a wait in line, or a refusal.
     pub on_limit: OnLimit,
     /// A held request that sends no bytes for this long is cut by the proxy.
     pub idle_timeout: Option<Duration>,

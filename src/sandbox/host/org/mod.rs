@@ -140,6 +140,7 @@ impl Org {
         Arc::new(Org::new(Limits::default(), sandboxes))
     }
 
+    /// The limits this organisation enforces.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

@@ -41,8 +41,11 @@ pub(crate) type Classify = fn(&Head, &[u8]) -> Option<Kind>;
 /// stands in front of, and how to tell its requests apart.
 #[derive(Clone)]
 pub struct Gate {
+    /// The organisation whose limits the gate enforces.
     pub org: Arc<Org>,
+    /// The sandbox the gated daemon is.
     pub sandbox: u32,
+    /// How a request on the wire is told apart (its kind, discovery or data).
     pub classify: Classify,
 }
 

@@ -34,6 +34,7 @@ pub use gate::Gate;
 
 /// A running proxy; it stops when dropped.
 pub struct DelayProxy {
+    /// Where the proxy listens.
     pub addr: SocketAddr,
     shared: Arc<Shared>,
     accept: tokio::task::JoinHandle<()>,
