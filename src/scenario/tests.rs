@@ -1,6 +1,7 @@
 //! The scenario parser's tests: every error names the file, the key and what is allowed.
 
 use super::*;
+use std::time::Duration;
 
 const GOOD: &str = r#"
 name = "t"

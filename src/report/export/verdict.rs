@@ -160,35 +160,41 @@ recorded): they are listed apart.\n"
         let _ = writeln!(o, "No option set meets every rollout gate ({total}).\n");
     }
     for row in &rows {
-        let _ = writeln!(o, "- `{}`", row.gate.expr);
-        let by = |d: Design| row.cases.iter().filter(move |(r, _)| design_of(r) == d);
-        let prod: Vec<String> = by(Design::Production)
-            .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "**FAIL**" }, observed(g)))
-            .collect();
-        if prod.is_empty() {
-            if any(Design::Production) {
-                let _ = writeln!(o, "  - production as built: not given this gate");
-            }
-        } else {
-            let _ = writeln!(o, "  - production as built: {}", prod.join("; "));
+        gate_bullets(o, s, row);
+    }
+}
+
+/// One rollout gate's bullet: how production as built and each option set fared on it.
+fn gate_bullets(o: &mut String, s: &Summary, row: &Row<'_>) {
+    let any = |d: Design| s.results.iter().any(|r| design_of(r) == d);
+    let _ = writeln!(o, "- `{}`", row.gate.expr);
+    let by = |d: Design| row.cases.iter().filter(move |(r, _)| design_of(r) == d);
+    let prod: Vec<String> = by(Design::Production)
+        .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "**FAIL**" }, observed(g)))
+        .collect();
+    if prod.is_empty() {
+        if any(Design::Production) {
+            let _ = writeln!(o, "  - production as built: not given this gate");
         }
-        let met: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.pass).copied().collect();
-        let missed: Vec<_> = by(Design::OptionSet).filter(|(_, g)| !g.pass && g.observed.is_some()).copied().collect();
-        let unmeasured: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.observed.is_none()).copied().collect();
-        if any(Design::OptionSet) && by(Design::OptionSet).next().is_none() {
-            let _ = writeln!(o, "  - no option set was given this gate");
+    } else {
+        let _ = writeln!(o, "  - production as built: {}", prod.join("; "));
+    }
+    let met: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.pass).copied().collect();
+    let missed: Vec<_> = by(Design::OptionSet).filter(|(_, g)| !g.pass && g.observed.is_some()).copied().collect();
+    let unmeasured: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.observed.is_none()).copied().collect();
+    if any(Design::OptionSet) && by(Design::OptionSet).next().is_none() {
+        let _ = writeln!(o, "  - no option set was given this gate");
+    }
+    for (what, cases) in [("met by", &met), ("missed by", &missed), ("not measured for", &unmeasured)] {
+        if !cases.is_empty() {
+            let _ = writeln!(o, "  - {what}: {}", option_sets(cases));
         }
-        for (what, cases) in [("met by", &met), ("missed by", &missed), ("not measured for", &unmeasured)] {
-            if !cases.is_empty() {
-                let _ = writeln!(o, "  - {what}: {}", option_sets(cases));
-            }
-        }
-        let unknown: Vec<String> = by(Design::Unknown)
-            .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "FAIL" }, observed(g)))
-            .collect();
-        if !unknown.is_empty() {
-            let _ = writeln!(o, "  - departures not recorded (an older run): {}", unknown.join("; "));
-        }
+    }
+    let unknown: Vec<String> = by(Design::Unknown)
+        .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "FAIL" }, observed(g)))
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(o, "  - departures not recorded (an older run): {}", unknown.join("; "));
     }
 }
 

@@ -180,6 +180,33 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
     } else if prod.is_empty() {
         p.el("p", "", "No case of this run is production's relay as built.");
     }
+    production(p, v, &prod);
+    let all_met: Vec<String> = v
+        .rows
+        .iter()
+        .filter(|r| r.standing == Standing::OptionSet)
+        .filter(|r| r.cells.iter().all(|c| c.as_ref().is_some_and(|j| j.pass)))
+        .map(|r| format!("{} ({})", r.case, r.departures))
+        .collect();
+    if total > 1 && !all_met.is_empty() {
+        p.el("p", "", &format!("Option sets that meet all {total} rollout gates: {}.", all_met.join("; ")));
+    } else if total > 1 && v.rows.iter().any(|r| r.standing == Standing::OptionSet) {
+        p.el("p", "", &format!("No option set meets every rollout gate ({total})."));
+    }
+    cases_table(p, v);
+    boundaries(p, v);
+    if let Some(r) = &v.recommendation {
+        p.el("p", "", r);
+    }
+    if let Some(note) = &v.note {
+        p.el("p", "", note);
+    }
+    p.el("p", "muted", "A case is judged only by the gates it was given; the scenario-wide gates every case holds are not rollout gates.");
+    p.raw("</section>\n");
+}
+
+/// How each case of production as built stands: a banner each, or one block for many.
+fn production(p: &mut Page, v: &Verdict, prod: &[&Row]) {
     // Each production case's standing: (met all, what it says).
     let standing: Vec<(bool, String)> = prod
         .iter()
@@ -217,18 +244,10 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
         }
         p.raw("</ul>\n</div>\n");
     }
-    let all_met: Vec<String> = v
-        .rows
-        .iter()
-        .filter(|r| r.standing == Standing::OptionSet)
-        .filter(|r| r.cells.iter().all(|c| c.as_ref().is_some_and(|j| j.pass)))
-        .map(|r| format!("{} ({})", r.case, r.departures))
-        .collect();
-    if total > 1 && !all_met.is_empty() {
-        p.el("p", "", &format!("Option sets that meet all {total} rollout gates: {}.", all_met.join("; ")));
-    } else if total > 1 && v.rows.iter().any(|r| r.standing == Standing::OptionSet) {
-        p.el("p", "", &format!("No option set meets every rollout gate ({total})."));
-    }
+}
+
+/// The cases as rows, the rollout gates as columns, each cell the gate as judged.
+fn cases_table(p: &mut Page, v: &Verdict) {
     let mut columns: Vec<(&str, Align)> = vec![("case", Align::Left), ("departs from production", Align::Left)];
     columns.extend(v.gates.iter().map(|g| (g.as_str(), Align::Left)));
     let rows: Vec<Vec<Cell>> = v
@@ -252,15 +271,6 @@ pub(super) fn render(p: &mut Page, v: &Verdict) {
         })
         .collect();
     p.table(&columns, &rows);
-    boundaries(p, v);
-    if let Some(r) = &v.recommendation {
-        p.el("p", "", r);
-    }
-    if let Some(note) = &v.note {
-        p.el("p", "", note);
-    }
-    p.el("p", "muted", "A case is judged only by the gates it was given; the scenario-wide gates every case holds are not rollout gates.");
-    p.raw("</section>\n");
 }
 
 /// Where each gate holds: per gate, a row per swept axis, a cell per point (met or missed,

@@ -14,6 +14,8 @@ use crate::strategy::PickupDefinition;
 
 pub(crate) use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
 
+pub(crate) use comparison::Comparison;
+
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The largest summary.json read (a run of the most cases a scenario may hold is far less).
@@ -229,90 +231,6 @@ pub struct SandboxSide {
 
 /// What an archived case's `departures` reads as when its run did not record them.
 pub(crate) const DEPARTURES_NOT_RECORDED: &str = "not recorded (a run from before departures were)";
-
-/// Ratios of the baseline's figure to this case's (above 1: this case is lower).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub baseline: String,
-    pub pickup_p50_ratio: Option<f64>,
-    pub completion_p50_ratio: Option<f64>,
-    pub discovery_per_min_ratio: Option<f64>,
-    pub idle_discovery_per_min_ratio: Option<f64>,
-    /// Absent from a run before they were recorded.
-    #[serde(default)]
-    pub wake_p50_ratio: Option<f64>,
-    #[serde(default)]
-    pub wake_p90_ratio: Option<f64>,
-    #[serde(default)]
-    pub pickup_p90_ratio: Option<f64>,
-    #[serde(default)]
-    pub completion_p90_ratio: Option<f64>,
-    #[serde(default)]
-    pub completion_mean_ratio: Option<f64>,
-    /// The same, as a person reads it.
-    pub text: String,
-}
-
-fn ratio(base: f64, this: f64) -> Option<f64> {
-    (base > 0.0 && this > 0.0).then(|| (base / this * 1e4).round() / 1e4)
-}
-
-fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {
-    let r = r?;
-    Some(if r >= 1.0 { format!("{what} {r:.1}x {lower}") } else { format!("{what} {:.1}x {higher}", 1.0 / r) })
-}
-
-impl Comparison {
-    pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
-        let (b, t) = (&base.latency_us, &this.latency_us);
-        let of = |x: &LatencyStats, y: &LatencyStats, stat: fn(&LatencyStats) -> f64| {
-            ratio(stat(x), stat(y)).filter(|_| x.count > 0 && y.count > 0)
-        };
-        let lat = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p50);
-        let p90 = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p90);
-        // Two pickups timed to different points are not one measure: no ratio.
-        let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
-        let mut c = Comparison {
-            baseline: base.case.clone(),
-            pickup_p50_ratio: lat(&b.pickup, &t.pickup).filter(|_| same_pickup),
-            completion_p50_ratio: lat(&b.completion, &t.completion),
-            discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
-            // The idle phases (a steady state) when the workload has any, else a live relay's
-            // idle stretches (the dir's, in a summary that lacks them).
-            idle_discovery_per_min_ratio: if this.requests.idle_phases.minutes > 0.0 {
-                ratio(base.requests.idle_phases.discovery_per_min, this.requests.idle_phases.discovery_per_min)
-            } else {
-                let live =
-                    |r: &CaseResult| r.requests.idle_relay.as_ref().unwrap_or(&r.requests.idle).discovery_per_min;
-                ratio(live(base), live(this))
-            },
-            wake_p50_ratio: lat(&b.wake, &t.wake),
-            wake_p90_ratio: p90(&b.wake, &t.wake),
-            pickup_p90_ratio: p90(&b.pickup, &t.pickup).filter(|_| same_pickup),
-            completion_p90_ratio: p90(&b.completion, &t.completion),
-            completion_mean_ratio: of(&b.completion, &t.completion, |s| s.mean),
-            text: String::new(),
-        };
-        let mut parts: Vec<String> = [
-            say_ratio("pickup p50", c.pickup_p50_ratio, "lower", "higher"),
-            say_ratio("completion p50", c.completion_p50_ratio, "lower", "higher"),
-            say_ratio("discovery requests", c.discovery_per_min_ratio, "fewer", "more"),
-            say_ratio("idle discovery requests", c.idle_discovery_per_min_ratio, "fewer", "more"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if !same_pickup {
-            parts.push(format!(
-                "pickup not compared (timed differently: here {}; in the baseline {})",
-                this.pickup_defined_as().describe(),
-                base.pickup_defined_as().describe()
-            ));
-        }
-        c.text = if parts.is_empty() { "nothing comparable measured".into() } else { parts.join(", ") };
-        c
-    }
-}
 
 impl CaseResult {
     /// Where a call's time goes, as mean milliseconds: wake, wake to pickup, handler, answer
@@ -623,6 +541,7 @@ impl Summary {
     }
 }
 
+mod comparison;
 pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;
