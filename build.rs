@@ -3,7 +3,7 @@
 //!
 //! - `cfg(has_sandbox_agent)`: the sandbox-agent daemon (`$SANDBOX_AGENT_BIN`, else the
 //!   project-local install of `scripts/install-sandbox-agent.sh`, else `PATH`), as
-//!   `relay_bench::sandbox::host::find_sandbox_agent` finds it at run time;
+//!   `relay_bench::find_sandbox_agent` finds it at run time;
 //! - `cfg(has_chromium)`: headless Chromium (`chromium` on `PATH`).
 //!
 //! `RELAY_BENCH_REQUIRE_DAEMON=1` / `RELAY_BENCH_REQUIRE_BROWSER=1` (as `.ci/run` sets) turn

@@ -49,9 +49,7 @@ mod report;
 // app: running scenarios, serve and call, the command line.
 mod app;
 
-// The public surface: what the binary, the tests and the benches use, and nothing else.
-// Every other item is private to its layer or to the crate; the compiler holds it there
-// (`unreachable_pub`, `dead_code`), and holds what is here to a doc line (`missing_docs`).
+// The public surface: what the binary, the tests and the benches use (see the crate's docs).
 
 pub use app::bench::{run_scenario, RunOptions};
 pub use app::cli::main_with_args;
