@@ -257,6 +257,20 @@ fn a_writer_broken_one_way_fails_exactly_its_case() {
     );
 }
 
+/// A writer started 3 s late (as a loaded machine may start one) is judged by its own clock:
+/// the one that gives up 10 s after its request with no timeout fails, and the correct one
+/// passes both deadline cases, not "late" by its start-up.
+#[test]
+fn a_writer_slow_to_start_is_judged_from_its_request() {
+    faults(
+        "--writer",
+        "writer.py",
+        &["deadline", "deadline-no-timeout"],
+        &[("no-timeout-10s", "deadline-no-timeout")],
+        &["--slow-start", "3"],
+    );
+}
+
 #[test]
 fn bad_input_is_refused_and_the_cases_are_listed() {
     let t = tempfile::tempdir().unwrap();

@@ -20,6 +20,9 @@ Each --fault breaks one rule, for the tests of the battery:
   astral-one-unit  sanitizes an astral character to one `_` (code points, not UTF-16 units)
   collide          no check that the request name is free
   no-timeout-10s   without a timeout, gives up after 10 s (not 60 s)
+
+--slow-start S sleeps S seconds before anything else: a writer a loaded machine is slow to
+start, whose deadline must still be judged from its own clock.
 """
 import json
 import os
@@ -39,6 +42,7 @@ def sanitize(call_id):
 
 
 FAULT = sys.argv[sys.argv.index("--fault") + 1] if "--fault" in sys.argv else None
+SLOW_START = float(sys.argv[sys.argv.index("--slow-start") + 1]) if "--slow-start" in sys.argv else 0
 
 
 def publish(req, body):
@@ -49,6 +53,7 @@ def publish(req, body):
 
 
 def main():
+    time.sleep(SLOW_START)
     fault = FAULT
     d = os.environ["RELAY_DIR"]
     call_id = os.environ["RELAY_CALL_ID"]

@@ -202,7 +202,7 @@ pub const CASES: &[Case<Ctx>] = &[
     Case { name: "hostile-ids", section: "§2, §8", expectation: "ids with an astral character, path parts, shell metacharacters and a newline, a 120-unit cut inside a surrogate pair, and an empty id are each published under their file id (SPEC §2's sanitization), toolCallId unchanged, and told their answer", play: hostile_ids },
     Case { name: "id-collision", section: "§2", expectation: "a call whose id sanitizes like one in flight (`coll:1` while `coll/1` waits) is refused: it publishes nothing and never tells the other's answer", play: id_collision },
     Case { name: "deadline", section: "§2", expectation: "with no answer, the writer gives up at the tool's timeout + 10 s (here 10.1 s) and removes its request", play: deadline },
-    Case { name: "deadline-no-timeout", section: "§2", expectation: "a call without a timeout (`{timeout_ms}` left out) waits 60 s: still waiting at 12.5 s, it reads the answer published then", play: deadline_no_timeout },
+    Case { name: "deadline-no-timeout", section: "§2", expectation: "a call without a timeout (`{timeout_ms}` left out) waits 60 s: still waiting 12.5 s after publishing its request, it reads the answer published then", play: deadline_no_timeout },
     Case { name: "parallel-8", section: "§7", expectation: "8 parallel calls, answered one at a time in reverse order, each get their own answer; a decoy answer under an id no call has is left alone", play: parallel_8 },
     Case { name: "answer-latency", section: "§4", expectation: "figure: answer published -> the writer deleted it (its read), over 5 calls", play: answer_latency },
 ];
