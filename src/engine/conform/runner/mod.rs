@@ -156,7 +156,7 @@ impl Ctx {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        let Some(_) = ready else {
+        let Some(answered) = ready else {
             let mut ev = vec![left_line(self.dir())];
             ev.extend(self.stderr_tail());
             return Err(self
@@ -166,12 +166,17 @@ impl Ctx {
         let startup = t0.elapsed();
         // Probes still in flight are answered or withdrawn, so the case starts clean: one
         // the runner picked up is waited for (a second at most), one it did not is removed.
+        // One gone before the answered probe was published whose tool has not run by now was
+        // swept at start-up, unrun: no answer is coming, so none is waited for.
+        let answered_at = self.published.borrow().iter().find(|p| p.fid == format!("{PROBE}{answered}")).map(|p| p.at);
         for j in 1..=k {
             let id = format!("{PROBE}{j}");
             let (req, res) = (self.dir().join(req_name(&id)), self.dir().join(res_name(&id)));
-            let picked = self.obs.wait_gone(&req_name(&id), t0, Duration::ZERO).is_some();
+            let gone = self.obs.wait_gone(&req_name(&id), t0, Duration::ZERO);
+            let swept =
+                gone.zip(answered_at).is_some_and(|(g, a)| g < a) && self.runs(&format!("probe-{j}")).is_empty();
             rm(&req);
-            if picked && !res.exists() {
+            if gone.is_some() && !swept && !res.exists() {
                 let _ = self.obs.wait_appeared(&res_name(&id), t0, self.w.pace.wait(Duration::from_secs(1)));
             }
             rm(&res);
