@@ -220,126 +220,24 @@ impl Runner {
         report.startup = t0.elapsed();
         control.mark_ready();
 
-        let mut seen: HashSet<String> = HashSet::new();
-        // Retried in name order, run after run.
-        let mut remove_failed: BTreeSet<String> = BTreeSet::new();
-        // Handled and removed this turn: a request listed again under one of these names is
-        // a new file with a reused id, skipped (the seen set) and said once while it stays.
-        let mut removed: HashSet<String> = HashSet::new();
-        let mut said_reused: HashSet<String> = HashSet::new();
-        let mut idle = 0u32;
-        let mut last: Option<Wake> = None;
-        let mut woke_at = Instant::now();
-        let mut list_error: Option<String> = None;
+        let mut st = LoopState {
+            seen: HashSet::new(),
+            remove_failed: BTreeSet::new(),
+            removed: HashSet::new(),
+            said_reused: HashSet::new(),
+            idle: 0,
+            last: None,
+            woke_at: Instant::now(),
+            list_error: None,
+        };
         let (handlers, collector) = HandlerSpawner::new();
         // Pickups the loop does not await (`await_pickups = false`) run as tasks here.
         let mut background: JoinSet<Picked> = JoinSet::new();
         while control.is_active() {
-            let carried = self.inbox.as_ref().map(Inbox::take).unwrap_or_default();
-            let mut names = Vec::new();
-            // Deletes that failed earlier are retried while a list still shows them (or with
-            // carried requests, when there is no list); a failed list retries and forgets
-            // nothing, as in production.
-            let listed = carried.is_empty();
-            let retry_deletes = if listed {
-                report.scans += 1;
-                match self.host.list().await {
-                    Ok(listed) => {
-                        if list_error.take().is_some() {
-                            self.reporter.say(Say::DirReadable);
-                        }
-                        if !remove_failed.is_empty() {
-                            let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
-                            remove_failed.retain(|n| listed.contains(n.as_str()));
-                        }
-                        names = listed;
-                        true
-                    }
-                    Err(e) => {
-                        report.list_errors += 1;
-                        let msg = e.to_string();
-                        if list_error.as_deref() != Some(&msg) {
-                            self.reporter.say(Say::ListFailed(msg.clone()));
-                            list_error = Some(msg);
-                        }
-                        false
-                    }
-                }
-            } else {
-                report.inline += carried.len() as u64;
-                true
-            };
-            let mut batch: Vec<BoxFut<'static, Picked>> = Vec::new();
-            for name in remove_failed.iter().filter(|_| retry_deletes).cloned() {
-                report.delete_retries += 1;
-                let host = self.host.clone();
-                let reporter = self.reporter.clone();
-                batch.push(Box::pin(async move {
-                    let deleted = delete(&*host, &reporter, &name).await;
-                    Picked { name, how: Settled::of(deleted) }
-                }));
-            }
-            let mut found = 0usize;
-            let new = names
-                .into_iter()
-                .map(|n| (n, None))
-                .chain(carried.into_iter().map(|(n, b)| (n, Some(b))))
-                .filter(|(n, _)| classify(n) == FileKind::Request);
-            let mut reused_now = HashSet::new();
-            for (name, bytes) in new {
-                if !seen.insert(name.clone()) {
-                    if removed.contains(&name) {
-                        if said_reused.insert(name.clone()) {
-                            self.reporter.say(Say::AlreadySeen { name: name.clone() });
-                        }
-                        reused_now.insert(name);
-                    }
-                    continue;
-                }
-                found += 1;
-                batch.push(Box::pin(pickup(ctx.clone(), name, bytes, woke_at, handlers.clone())));
-            }
-            // Gone since it was said (a list shows it no more): said again if it comes back.
-            if listed && retry_deletes {
-                said_reused.retain(|n| reused_now.contains(n));
-            }
-            let mut sets = Sets { seen: &mut seen, failed: &mut remove_failed, removed: &mut removed };
-            if self.opts.await_pickups {
-                // Concurrently, on this task: no task hop between the wake and the pickups.
-                for done in join_all(batch).await {
-                    settle(done, &mut sets, self.opts.seen);
-                }
-            } else {
-                batch.into_iter().for_each(|p| drop(background.spawn(p)));
-                while let Some(done) = background.try_join_next() {
-                    settle_joined(done, &mut sets, self.opts.seen);
-                }
-            }
-            let healthy = self.source.as_ref().filter(|s| s.is_healthy());
-            if let (true, Some(Wake::Timeout), Some(s)) = (found > 0, last, healthy) {
-                if s.note_miss() {
-                    report.missed_by_source += 1;
-                    self.reporter.say(Say::Missed { found, counted: true });
-                }
-            }
-            idle = if found > 0 { 0 } else { idle.saturating_add(1) };
-            last = match self.source.as_ref().filter(|s| s.is_healthy()) {
-                Some(s) => {
-                    let t = if s.suspends_polling() { self.opts.safety_wait } else { self.opts.poll.after(idle) };
-                    let w = tokio::time::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
-                    if w == Wake::Activity {
-                        report.woken_by_activity += 1;
-                    }
-                    Some(w)
-                }
-                None => {
-                    tokio::time::sleep(self.opts.poll.after(idle)).await;
-                    None
-                }
-            };
-            woke_at = Instant::now();
+            let found = self.pass(&ctx, &mut st, &mut report, &handlers, &mut background).await;
+            self.wait(&mut st, found, &mut report).await;
         }
-        let mut sets = Sets { seen: &mut seen, failed: &mut remove_failed, removed: &mut removed };
+        let mut sets = Sets { seen: &mut st.seen, failed: &mut st.remove_failed, removed: &mut st.removed };
         while let Some(done) = background.join_next().await {
             settle_joined(done, &mut sets, self.opts.seen);
         }
@@ -350,6 +248,152 @@ impl Runner {
         report.degraded = self.reporter.degraded();
         report
     }
+
+    /// One pass of the loop: list (or take what the source carried), retry failed deletes,
+    /// pick up every new request, and settle the pickups; how many new requests it found.
+    async fn pass(
+        &self,
+        ctx: &Ctx,
+        st: &mut LoopState,
+        report: &mut RunnerReport,
+        handlers: &HandlerSpawner,
+        background: &mut JoinSet<Picked>,
+    ) -> usize {
+        let carried = self.inbox.as_ref().map(Inbox::take).unwrap_or_default();
+        // Deletes that failed earlier are retried while a list still shows them (or with
+        // carried requests, when there is no list); a failed list retries and forgets
+        // nothing, as in production.
+        let listed = carried.is_empty();
+        let (names, retry_deletes) = if listed {
+            report.scans += 1;
+            match self.list(st, report).await {
+                Some(names) => (names, true),
+                None => (Vec::new(), false),
+            }
+        } else {
+            report.inline += carried.len() as u64;
+            (Vec::new(), true)
+        };
+        let mut batch: Vec<BoxFut<'static, Picked>> = Vec::new();
+        for name in st.remove_failed.iter().filter(|_| retry_deletes).cloned() {
+            report.delete_retries += 1;
+            let host = self.host.clone();
+            let reporter = self.reporter.clone();
+            batch.push(Box::pin(async move {
+                let deleted = delete(&*host, &reporter, &name).await;
+                Picked { name, how: Settled::of(deleted) }
+            }));
+        }
+        let mut found = 0usize;
+        let new = names
+            .into_iter()
+            .map(|n| (n, None))
+            .chain(carried.into_iter().map(|(n, b)| (n, Some(b))))
+            .filter(|(n, _)| classify(n) == FileKind::Request);
+        let mut reused_now = HashSet::new();
+        for (name, bytes) in new {
+            if !st.seen.insert(name.clone()) {
+                if st.removed.contains(&name) {
+                    if st.said_reused.insert(name.clone()) {
+                        self.reporter.say(Say::AlreadySeen { name: name.clone() });
+                    }
+                    reused_now.insert(name);
+                }
+                continue;
+            }
+            found += 1;
+            batch.push(Box::pin(pickup(ctx.clone(), name, bytes, st.woke_at, handlers.clone())));
+        }
+        // Gone since it was said (a list shows it no more): said again if it comes back.
+        if listed && retry_deletes {
+            st.said_reused.retain(|n| reused_now.contains(n));
+        }
+        let mut sets = Sets { seen: &mut st.seen, failed: &mut st.remove_failed, removed: &mut st.removed };
+        if self.opts.await_pickups {
+            // Concurrently, on this task: no task hop between the wake and the pickups.
+            for done in join_all(batch).await {
+                settle(done, &mut sets, self.opts.seen);
+            }
+        } else {
+            batch.into_iter().for_each(|p| drop(background.spawn(p)));
+            while let Some(done) = background.try_join_next() {
+                settle_joined(done, &mut sets, self.opts.seen);
+            }
+        }
+        found
+    }
+
+    /// Lists the dir; the names, or `None` when the list failed (said once per distinct
+    /// error, and once when the dir is readable again).
+    async fn list(&self, st: &mut LoopState, report: &mut RunnerReport) -> Option<Vec<String>> {
+        match self.host.list().await {
+            Ok(listed) => {
+                if st.list_error.take().is_some() {
+                    self.reporter.say(Say::DirReadable);
+                }
+                if !st.remove_failed.is_empty() {
+                    let listed: HashSet<&str> = listed.iter().map(String::as_str).collect();
+                    st.remove_failed.retain(|n| listed.contains(n.as_str()));
+                }
+                Some(listed)
+            }
+            Err(e) => {
+                report.list_errors += 1;
+                let msg = e.to_string();
+                if st.list_error.as_deref() != Some(&msg) {
+                    self.reporter.say(Say::ListFailed(msg.clone()));
+                    st.list_error = Some(msg);
+                }
+                None
+            }
+        }
+    }
+
+    /// After a pass that `found` new requests: a miss noted when a timed-out wait let them
+    /// wait for the list, then the wait for the next pass (the source, or the poll delay).
+    async fn wait(&self, st: &mut LoopState, found: usize, report: &mut RunnerReport) {
+        let healthy = self.source.as_ref().filter(|s| s.is_healthy());
+        if let (true, Some(Wake::Timeout), Some(s)) = (found > 0, st.last, healthy) {
+            if s.note_miss() {
+                report.missed_by_source += 1;
+                self.reporter.say(Say::Missed { found, counted: true });
+            }
+        }
+        st.idle = if found > 0 { 0 } else { st.idle.saturating_add(1) };
+        st.last = match self.source.as_ref().filter(|s| s.is_healthy()) {
+            Some(s) => {
+                let t = if s.suspends_polling() { self.opts.safety_wait } else { self.opts.poll.after(st.idle) };
+                let w = tokio::time::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
+                if w == Wake::Activity {
+                    report.woken_by_activity += 1;
+                }
+                Some(w)
+            }
+            None => {
+                tokio::time::sleep(self.opts.poll.after(st.idle)).await;
+                None
+            }
+        };
+        st.woke_at = Instant::now();
+    }
+}
+
+/// The loop's memory from one pass to the next.
+struct LoopState {
+    seen: HashSet<String>,
+    /// Deletes that failed, retried in name order, pass after pass.
+    remove_failed: BTreeSet<String>,
+    /// Handled and removed this turn: a request listed again under one of these names is a
+    /// new file with a reused id, skipped (the seen set) and said once while it stays.
+    removed: HashSet<String>,
+    said_reused: HashSet<String>,
+    /// Passes in a row that found nothing (the poll delay grows with them).
+    idle: u32,
+    /// How the last wait ended (`None`: a poll sleep).
+    last: Option<Wake>,
+    woke_at: Instant,
+    /// The last list error said (said again only when it changes).
+    list_error: Option<String>,
 }
 
 /// The loop's bookkeeping of names: seen this turn, deletes to retry, handled and removed.
