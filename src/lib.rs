@@ -53,7 +53,6 @@ mod app;
 
 pub use app::bench::{run_scenario, RunOptions};
 pub use app::cli::main_with_args;
-pub use app::logplan::{EventLogFormat, DEFAULT_MAX as DEFAULT_MAX_EVENT_LOG};
 pub use app::runs::rerender;
 pub use base::gauge::{Level, Tally};
 pub use base::notice::Say;
@@ -61,6 +60,7 @@ pub use base::protocol::{Outcome, Request, Response};
 pub use base::signal::Signal;
 pub use engine::conform::runner::CASES as RUNNER_CASES;
 pub use engine::conform::writer::CASES as WRITER_CASES;
+pub use engine::logplan::{EventLogFormat, DEFAULT_MAX as DEFAULT_MAX_EVENT_LOG};
 pub use engine::{run_case_virtual, CaseEnv};
 pub use events::{CallId, CallOutcome, EventInbox, EventKind, EventSink, Listener, Msg, RunnerSide, WriterSide};
 pub use record::calls_csv::HEADER as CALLS_CSV_HEADER;

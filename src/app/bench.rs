@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::console;
-use crate::app::points::Job;
 use crate::base::signal::Signal;
 use crate::base::units::human;
-use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError, Progress};
+use crate::engine::points::Job;
+use crate::engine::{CaseEnv, EngineError, Progress};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
@@ -32,11 +32,11 @@ pub enum BenchError {
     Case { case: String, source: EngineError },
     /// A sweep's point's own event log or calls.csv.
     #[error(transparent)]
-    Part(#[from] crate::app::points::PartFailed),
+    Part(#[from] crate::engine::points::PartFailed),
     #[error("case {case:?}: {part}: {why}")]
     Unavailable { case: String, part: String, why: String },
     #[error(transparent)]
-    EventLog(#[from] crate::app::logplan::TooLarge),
+    EventLog(#[from] crate::engine::logplan::TooLarge),
 }
 
 impl BenchError {
@@ -84,7 +84,7 @@ pub struct RunOptions {
     /// Write no events.ndjson (a fleet's log runs to gigabytes; `check` has nothing to read).
     pub no_event_log: bool,
     /// The event log's form, and the largest its estimate may be (bytes).
-    pub event_log: crate::app::logplan::EventLogFormat,
+    pub event_log: crate::engine::logplan::EventLogFormat,
     /// The largest event log the run may write, in bytes; a run that would write more is refused before it starts.
     pub max_event_log: u64,
     /// Virtual cases run side by side, at most this many at once (1: one at a time).
@@ -113,11 +113,6 @@ pub async fn run_scenario(
     let mut summary = open_summary(s, opts, started_at, &say).await;
     publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     let (progress, tty) = progress_bar(opts.quiet);
-    let clear_bar = || {
-        if tty {
-            console::err_raw("\r\x1b[2K");
-        }
-    };
     let (event_log, calls_csv) = open_logs(s, opts, &say)?;
     let env = CaseEnv {
         calls_csv,
@@ -126,133 +121,27 @@ pub async fn run_scenario(
         relay_root: opts.relay_root.clone(),
         watch_program: opts.watch_program.clone(),
         interrupt: interrupt.clone(),
-        progress: progress.clone(),
+        progress,
         progress_every: Duration::from_millis(250),
     };
-    let n = s.cases.len();
-    let announce = |i: usize| {
-        let case = &s.cases[i];
-        clear_bar();
-        say(&heading(s, i));
-        let departures = case.departures();
-        if !departures.is_empty() {
-            say(&format!("      departs from production: {}", departures.join(", ")));
-        }
+    let repeats = s.repeats() as usize;
+    let run = Run {
+        s,
+        opts,
+        env,
+        tty,
+        repeats,
+        variants: (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect(),
     };
     // Virtual cases in a row (a sweep's points among them), and a virtual case's repeats,
     // run side by side, `jobs` at once; real-clock cases one at a time.
-    let workers = opts.jobs.max(1);
-    let repeats = s.repeats() as usize;
-    let variants: Vec<Scenario> = (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect();
-    let scenario_of = |k: usize| if k == 0 { s } else { &variants[k - 1] };
     let mut i = 0;
-    while i < n {
+    while i < s.cases.len() {
         if interrupt.is_closed() {
             summary.interrupted = true;
             break;
         }
-        let batch = crate::app::points::batch_at(s, i, workers > 1);
-        // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.
-        let jobs: Vec<Job<'_>> = batch
-            .iter()
-            .flat_map(|&c| (0..repeats).map(move |k| (c, k)))
-            .map(|(case, k)| Job { scenario: scenario_of(k), case, logs: k == 0 })
-            .collect();
-        // Points run side by side finish in any order: each is announced with its result,
-        // in the scenario's order, so no header stands beside another point's lines.
-        let parallel = workers > 1 && jobs.len() > 1 && s.cases[i].clock == Clock::Virtual;
-        let announce_job = |j: usize| {
-            let (case, k) = (jobs[j].case, j % repeats);
-            if parallel {
-                return;
-            }
-            if k == 0 {
-                announce(case);
-            }
-            if repeats > 1 {
-                let seed = jobs[j].scenario.cases[case].workload.seed;
-                say(&format!("      {}: repeat {} of {repeats} (seed {seed})", s.cases[case].name, k + 1));
-            }
-        };
-        // Each case's repeats as they come; a case is finished once it has them all.
-        let mut got: Vec<Vec<Option<CaseResult>>> = vec![vec![None; repeats]; batch.len()];
-        let mut walls = vec![Duration::ZERO; batch.len()];
-        // Finished cases not yet said (parallel points wait for those before them).
-        let mut ready: Vec<Option<CaseResult>> = vec![None; batch.len()];
-        let mut said = 0;
-        let say_ready = |ready: &mut Vec<Option<CaseResult>>,
-                         said: &mut usize,
-                         summary: &mut Summary,
-                         walls: &[Duration],
-                         all: bool|
-         -> Result<(), BenchError> {
-            while *said < ready.len() {
-                let Some(result) = ready[*said].take() else {
-                    if all {
-                        *said += 1;
-                        continue;
-                    }
-                    break;
-                };
-                if parallel {
-                    announce(batch[*said]);
-                }
-                finished(summary, s, result, walls[*said], &say, &opts.out_dir)?;
-                *said += 1;
-            }
-            Ok(())
-        };
-        let mut take = |j: usize, r: Result<CaseResult, EngineError>, wall: Duration| -> Result<(), BenchError> {
-            clear_bar();
-            let (b, k) = (j / repeats, j % repeats);
-            let case = &s.cases[batch[b]];
-            got[b][k] = Some(r.map_err(|source| BenchError::Case { case: case.name.clone(), source })?);
-            walls[b] += wall;
-            if got[b].iter().any(Option::is_none) {
-                return Ok(());
-            }
-            let result = settle_repeats(case, &mut got[b]).expect("every repeat ran");
-            // Interrupted: its report says so from now on (and leaves its drawings for later).
-            summary.interrupted |= interrupt.is_closed();
-            ready[b] = Some(result);
-            if !parallel {
-                said = b;
-            }
-            say_ready(&mut ready, &mut said, &mut summary, &walls, false)
-        };
-        if parallel {
-            let ran = tokio::task::block_in_place(|| {
-                crate::app::points::run_parallel(&jobs, workers, &env, &opts.relay_root, &announce_job, &mut take)
-            });
-            // What finished before a failure or an interrupt is still said and reported.
-            say_ready(&mut ready, &mut said, &mut summary, &walls, true)?;
-            ran?;
-        } else {
-            for (j, job) in jobs.iter().enumerate() {
-                if interrupt.is_closed() {
-                    break; // a job started now would only be cut off at once
-                }
-                announce_job(j);
-                let own = CaseEnv {
-                    event_log: env.event_log.clone().filter(|_| job.logs),
-                    calls_csv: env.calls_csv.clone().filter(|_| job.logs),
-                    ..env.clone()
-                };
-                let wall = std::time::Instant::now();
-                let result = run_one(job.scenario, &job.scenario.cases[job.case], &own).await;
-                take(j, result, wall.elapsed())?;
-            }
-        }
-        // A case the interrupt cut short between its repeats is what the repeats that ran say.
-        for (b, runs) in got.iter_mut().enumerate() {
-            if let Some(result) = settle_repeats(&s.cases[batch[b]], runs) {
-                summary.interrupted |= interrupt.is_closed();
-                finished(&mut summary, s, result, walls[b], &say, &opts.out_dir)?;
-            }
-        }
-        // Points finish in any order; the report keeps the scenario's.
-        summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
-        i += batch.len();
+        i += run.batch(i, &mut summary).await?;
     }
     // An interrupt during the last batch is one too, whatever its cases' results say.
     summary.interrupted |= interrupt.is_closed();
@@ -262,6 +151,194 @@ pub async fn run_scenario(
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
+}
+
+/// One scenario's run under way: what every batch of its cases shares.
+struct Run<'a> {
+    s: &'a Scenario,
+    opts: &'a RunOptions,
+    env: CaseEnv,
+    /// The live bar is on (stderr is a terminal): cleared before a line is said.
+    tty: bool,
+    repeats: usize,
+    /// Repeat `k`'s scenario (its own seeds) at `k - 1`.
+    variants: Vec<Scenario>,
+}
+
+impl Run<'_> {
+    fn say(&self, msg: &str) {
+        if !self.opts.quiet {
+            console::err(msg);
+        }
+    }
+
+    fn clear_bar(&self) {
+        if self.tty {
+            console::err_raw("\r\x1b[2K");
+        }
+    }
+
+    /// Case `i`'s heading, and where it departs from production.
+    fn announce(&self, i: usize) {
+        let case = &self.s.cases[i];
+        self.clear_bar();
+        self.say(&heading(self.s, i));
+        let departures = case.departures();
+        if !departures.is_empty() {
+            self.say(&format!("      departs from production: {}", departures.join(", ")));
+        }
+    }
+
+    fn scenario_of(&self, k: usize) -> &Scenario {
+        if k == 0 {
+            self.s
+        } else {
+            &self.variants[k - 1]
+        }
+    }
+
+    /// Runs the batch of cases from `i` on (the virtual cases in a row side by side, or case
+    /// `i` alone), each with its repeats; how many cases it held.
+    async fn batch(&self, i: usize, summary: &mut Summary) -> Result<usize, BenchError> {
+        let (s, repeats, workers) = (self.s, self.repeats, self.opts.jobs.max(1));
+        let batch = crate::engine::points::batch_at(s, i, workers > 1);
+        // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.
+        let jobs: Vec<Job<'_>> = batch
+            .iter()
+            .flat_map(|&c| (0..repeats).map(move |k| (c, k)))
+            .map(|(case, k)| Job { scenario: self.scenario_of(k), case, logs: k == 0 })
+            .collect();
+        // Points run side by side finish in any order: each is announced with its result,
+        // in the scenario's order, so no header stands beside another point's lines.
+        let parallel = workers > 1 && jobs.len() > 1 && s.cases[i].clock == Clock::Virtual;
+        let mut b = Batch {
+            run: self,
+            got: vec![vec![None; repeats]; batch.len()],
+            walls: vec![Duration::ZERO; batch.len()],
+            ready: vec![None; batch.len()],
+            said: 0,
+            parallel,
+            cases: batch,
+        };
+        if parallel {
+            let ran = tokio::task::block_in_place(|| {
+                let relay_root = &self.opts.relay_root;
+                crate::engine::points::run_parallel(&jobs, workers, &self.env, relay_root, &|_| {}, |j, r, wall| {
+                    b.take(summary, j, r, wall)
+                })
+            });
+            // What finished before a failure or an interrupt is still said and reported.
+            b.say_ready(summary, true)?;
+            ran?;
+        } else {
+            for (j, job) in jobs.iter().enumerate() {
+                if self.env.interrupt.is_closed() {
+                    break; // a job started now would only be cut off at once
+                }
+                self.announce_job(&jobs, j);
+                let own = CaseEnv {
+                    event_log: self.env.event_log.clone().filter(|_| job.logs),
+                    calls_csv: self.env.calls_csv.clone().filter(|_| job.logs),
+                    ..self.env.clone()
+                };
+                let wall = std::time::Instant::now();
+                let result = crate::engine::points::run_one(job.scenario, &job.scenario.cases[job.case], &own).await;
+                b.take(summary, j, result, wall.elapsed())?;
+            }
+        }
+        b.settle_cut_short(summary)?;
+        // Points finish in any order; the report keeps the scenario's.
+        summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
+        Ok(b.cases.len())
+    }
+
+    /// Announces job `j` of a batch run one at a time: its case's heading before its first
+    /// repeat, and which repeat it is.
+    fn announce_job(&self, jobs: &[Job<'_>], j: usize) {
+        let (case, k, repeats) = (jobs[j].case, j % self.repeats, self.repeats);
+        if k == 0 {
+            self.announce(case);
+        }
+        if repeats > 1 {
+            let seed = jobs[j].scenario.cases[case].workload.seed;
+            self.say(&format!("      {}: repeat {} of {repeats} (seed {seed})", self.s.cases[case].name, k + 1));
+        }
+    }
+}
+
+/// A batch of cases under way: each case's repeats as they come, and the finished cases not
+/// yet said (points run side by side wait for those before them).
+struct Batch<'r, 'a> {
+    run: &'r Run<'a>,
+    /// The batch's cases (their indices in the scenario).
+    cases: Vec<usize>,
+    got: Vec<Vec<Option<CaseResult>>>,
+    walls: Vec<Duration>,
+    ready: Vec<Option<CaseResult>>,
+    said: usize,
+    parallel: bool,
+}
+
+impl Batch<'_, '_> {
+    /// Job `j`'s result: a case is finished once it has all its repeats.
+    fn take(
+        &mut self,
+        summary: &mut Summary,
+        j: usize,
+        r: Result<CaseResult, EngineError>,
+        wall: Duration,
+    ) -> Result<(), BenchError> {
+        let run = self.run;
+        run.clear_bar();
+        let (b, k) = (j / run.repeats, j % run.repeats);
+        let case = &run.s.cases[self.cases[b]];
+        self.got[b][k] = Some(r.map_err(|source| BenchError::Case { case: case.name.clone(), source })?);
+        self.walls[b] += wall;
+        if self.got[b].iter().any(Option::is_none) {
+            return Ok(());
+        }
+        let result = settle_repeats(case, &mut self.got[b]).expect("every repeat ran");
+        // Interrupted: its report says so from now on (and leaves its drawings for later).
+        summary.interrupted |= run.env.interrupt.is_closed();
+        self.ready[b] = Some(result);
+        if !self.parallel {
+            self.said = b;
+        }
+        self.say_ready(summary, false)
+    }
+
+    /// Says and reports the finished cases in the scenario's order, up to the first not
+    /// finished (`all`: past it, as when the batch is over).
+    fn say_ready(&mut self, summary: &mut Summary, all: bool) -> Result<(), BenchError> {
+        let run = self.run;
+        while self.said < self.ready.len() {
+            let Some(result) = self.ready[self.said].take() else {
+                if all {
+                    self.said += 1;
+                    continue;
+                }
+                break;
+            };
+            if self.parallel {
+                run.announce(self.cases[self.said]);
+            }
+            finished(summary, run.s, result, self.walls[self.said], &|m: &str| run.say(m), &run.opts.out_dir)?;
+            self.said += 1;
+        }
+        Ok(())
+    }
+
+    /// A case the interrupt cut short between its repeats is what the repeats that ran say.
+    fn settle_cut_short(&mut self, summary: &mut Summary) -> Result<(), BenchError> {
+        let run = self.run;
+        for (b, runs) in self.got.iter_mut().enumerate() {
+            if let Some(result) = settle_repeats(&run.s.cases[self.cases[b]], runs) {
+                summary.interrupted |= run.env.interrupt.is_closed();
+                finished(summary, run.s, result, self.walls[b], &|m: &str| run.say(m), &run.opts.out_dir)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The run's first report: where and how it runs, this machine's floor when a real-clock
@@ -326,8 +403,11 @@ fn open_logs(
     say: &impl Fn(&str),
 ) -> Result<(Option<PathBuf>, Option<PathBuf>), BenchError> {
     // One event log per run directory: every case appends its lines (or its section).
-    let plan =
-        if opts.no_event_log { None } else { Some(crate::app::logplan::plan(s, opts.event_log, opts.max_event_log)?) };
+    let plan = if opts.no_event_log {
+        None
+    } else {
+        Some(crate::engine::logplan::plan(s, opts.event_log, opts.max_event_log)?)
+    };
     if let Some(p) = plan.filter(|p| p.compact) {
         say(&format!("event log: events.bin (compact, about {:.0} MB by the planned calls)", p.estimate as f64 / 1e6));
     }
@@ -372,25 +452,6 @@ fn settle_repeats(case: &CaseSpec, runs: &mut [Option<CaseResult>]) -> Option<Ca
     let mut r = combine(results, seeds);
     r.interrupted |= short;
     Some(r)
-}
-
-/// Runs one case on its clock: a real one here, a virtual one on a paused clock of its own
-/// (a runtime of its own, on a thread of its own).
-async fn run_one(s: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
-    match case.clock {
-        Clock::Real => run_case(s, case, env).await,
-        Clock::Virtual => tokio::task::block_in_place(|| {
-            std::thread::scope(|scope| {
-                let t = std::thread::Builder::new()
-                    .name("relay-bench-virtual".into())
-                    .spawn_scoped(scope, || run_case_virtual(s, case, env));
-                match t {
-                    Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
-                    Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
-                }
-            })
-        }),
-    }
 }
 
 /// The line that announces case `i` as it starts: its place in the run, its name, what it

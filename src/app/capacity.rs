@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::app::outdir::{create_unique_dir, utc_stamps, OutDirError, OutLock};
 use crate::base::signal::Signal;
 use crate::engine::capacity::{CapacityError, CapacityPlan, Session};
 use crate::report::capacity::publish_capacity;
+use crate::report::outdir::{create_unique_dir, utc_stamps, OutDirError, OutLock};
 use crate::report::output::Moment;
 use crate::report::publish::OutputError;
 use crate::results::capacity::{CapacityReport, Step};
@@ -57,12 +57,12 @@ pub(crate) async fn run(
     let (started_iso, stamp) = utc_stamps();
     // Last of the checks, first of the effects: a refused --out is left as it was found.
     let lock: Option<OutLock> = match plan.out() {
-        Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&started_iso))?),
+        Some(d) => Some(crate::report::outdir::take(d, &crate::report::outdir::this_run(&started_iso))?),
         None => None,
     };
     let session = Session::start(plan, interrupt, started_iso).await?;
     let dir = match &lock {
-        Some(l) => match crate::app::outdir::clear(l) {
+        Some(l) => match crate::report::outdir::clear(l) {
             Ok(_) => l.dir().to_path_buf(),
             Err(e) => {
                 session.abandon();

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::app::bench::{run_scenario, BenchError, RunOptions};
-use crate::app::outdir::{create_unique_dir, save_baseline, utc_stamps};
-use crate::app::outdir::{OutDirError, OutLock};
 use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
 use crate::report::compare::{compare, CompareError, Comparison, Threshold};
+use crate::report::outdir::{create_unique_dir, save_baseline, utc_stamps};
+use crate::report::outdir::{OutDirError, OutLock};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
@@ -64,7 +64,7 @@ pub enum RunsError {
     #[error(transparent)]
     Bench(#[from] BenchError),
     #[error(transparent)]
-    EventLog(#[from] crate::app::logplan::TooLarge),
+    EventLog(#[from] crate::engine::logplan::TooLarge),
     #[error(transparent)]
     OutDir(#[from] OutDirError),
     /// A run directory's file that is not read (a FIFO, a link, a device, too large).
@@ -107,8 +107,8 @@ pub(crate) struct RunRequest {
     /// Write no events.ndjson.
     pub no_event_log: bool,
     /// The event log's form (`--event-log`), and the largest its estimate may be
-    /// (`--max-event-log`; none: [`crate::app::logplan::DEFAULT_MAX`]).
-    pub event_log: crate::app::logplan::EventLogFormat,
+    /// (`--max-event-log`; none: [`crate::engine::logplan::DEFAULT_MAX`]).
+    pub event_log: crate::engine::logplan::EventLogFormat,
     pub max_event_log: Option<u64>,
     /// Virtual cases at once (`--jobs`); none: this machine's cores.
     pub jobs: Option<usize>,
@@ -183,16 +183,16 @@ impl Plan {
         }
         scenarios.iter().try_for_each(crate::app::bench::check_available)?;
         if !request.no_event_log {
-            let max = request.max_event_log.unwrap_or(crate::app::logplan::DEFAULT_MAX);
+            let max = request.max_event_log.unwrap_or(crate::engine::logplan::DEFAULT_MAX);
             for s in &scenarios {
-                crate::app::logplan::plan(s, request.event_log, max)?;
+                crate::engine::logplan::plan(s, request.event_log, max)?;
             }
         }
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
             return Err(RunsError::RelayRoot(relay_root.display().to_string()));
         }
-        crate::base::fsio::probe_write(&relay_root, crate::app::outdir::PROBE_BYTES)
+        crate::base::fsio::probe_write(&relay_root, crate::report::outdir::PROBE_BYTES)
             .map_err(|source| RunsError::RelayRootUnwritable { path: relay_root.display().to_string(), source })?;
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
@@ -226,7 +226,7 @@ impl Plan {
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.
         let out = match &request.out {
-            Some(d) => Some(crate::app::outdir::take(d, &crate::app::outdir::this_run(&utc_stamps().0))?),
+            Some(d) => Some(crate::report::outdir::take(d, &crate::report::outdir::this_run(&utc_stamps().0))?),
             None => None,
         };
         Ok(Plan { scenarios, request, relay_root, watch_program, out })
@@ -251,7 +251,7 @@ impl Plan {
         let mut done: Vec<Summary> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
         if let Some(lock) = &self.out {
-            crate::app::outdir::clear(lock)?;
+            crate::report::outdir::clear(lock)?;
         }
         for s in &self.scenarios {
             let out_dir = match &req.out {
@@ -268,14 +268,14 @@ impl Plan {
                 calls_csv: req.calls_csv,
                 no_event_log: req.no_event_log,
                 event_log: req.event_log,
-                max_event_log: req.max_event_log.unwrap_or(crate::app::logplan::DEFAULT_MAX),
+                max_event_log: req.max_event_log.unwrap_or(crate::engine::logplan::DEFAULT_MAX),
                 jobs: req.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             };
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
                 Ok(summary) => done.push(summary),
                 Err(e) => {
                     // A run that failed (a disk that filled) leaves no empty log behind.
-                    for f in crate::app::outdir::RUN_FILES {
+                    for f in crate::report::outdir::RUN_FILES {
                         let p = opts.out_dir.join(f);
                         if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0) {
                             let _ = std::fs::remove_file(p);
@@ -321,7 +321,7 @@ pub(crate) const DEFAULT_REPORTS: &str = "reports";
 
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
 /// the same second has it), created here so no other run can take it. `--out DIR` is not
-/// made here: a directory the user names is taken by [`crate::app::outdir::take`].
+/// made here: a directory the user names is taken by [`crate::report::outdir::take`].
 fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
     let stem = format!("{stamp}-{scenario}");
     create_unique_dir(reports, &stem)

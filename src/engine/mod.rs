@@ -6,6 +6,11 @@
 //! calls made elsewhere come back ([`teardown`]), and what the recorder saw becomes a
 //! [`CaseResult`] ([`result`]). The recipe is the same on both clocks; what depends on the
 //! clock is the [`backend::Backend`].
+//!
+//! Beside it, the engines of the other commands: a scenario's cases several at once
+//! ([`points`]) and its event log planned ([`logplan`]); `conform`'s batteries
+//! ([`conform`]); a daemon's capacity ([`capacity`]); and the reference runner and writer
+//! on a real relay dir, `serve` and `call` ([`serve`]).
 
 pub(crate) mod backend;
 pub(crate) mod capacity;
@@ -14,8 +19,11 @@ mod drain;
 mod drive;
 mod faults;
 pub(crate) mod in_sandbox;
+pub(crate) mod logplan;
+pub(crate) mod points;
 mod result;
 mod sample;
+pub(crate) mod serve;
 mod setup;
 mod teardown;
 

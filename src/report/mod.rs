@@ -3,7 +3,8 @@
 //! JUnit, HDR files: [`export`]), the charts ([`chart`]) and the page that holds them with
 //! the verdict and the tables ([`html`]); and two runs compared ([`compare`]). A
 //! daemon-capacity run's outputs have a registry of their own ([`capacity`]), and so do a
-//! conform battery's ([`conform`]).
+//! conform battery's ([`conform`]). The directory a run writes, taken by one run at a time,
+//! is [`outdir`].
 
 pub(crate) mod capacity;
 pub(crate) mod chart;
@@ -11,5 +12,6 @@ pub(crate) mod compare;
 pub(crate) mod conform;
 pub(crate) mod export;
 pub(crate) mod html;
+pub(crate) mod outdir;
 pub(crate) mod output;
 pub(crate) mod publish;

@@ -196,11 +196,11 @@ pub(crate) struct RunArgs {
     /// The event log's form: `ndjson` (events.ndjson, a JSON object a line), `compact`
     /// (events.bin, about a twentieth of the size; `check --ndjson` prints its lines), or
     /// `auto`: ndjson while the run's estimate stays under 100 MB, compact past it.
-    #[arg(long, value_name = "FORM", default_value = "auto", value_parser = crate::app::logplan::EventLogFormat::NAMES)]
+    #[arg(long, value_name = "FORM", default_value = "auto", value_parser = crate::engine::logplan::EventLogFormat::NAMES)]
     pub event_log: String,
     /// Refuse, before it starts, a run whose event log would pass this size by its planned
     /// calls (bytes, or with KB, MB, GB); and stop a case's log there.
-    #[arg(long, value_name = "SIZE", value_parser = crate::app::logplan::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::engine::logplan::parse_size)]
     pub max_event_log: Option<u64>,
     /// Virtual cases run side by side, up to N at once (default: this machine's cores); each
     /// is a paused clock of its own, so N changes the wall time, never a result. 1: one at a
@@ -422,7 +422,7 @@ impl RunArgs {
             calibrate: !self.no_calibration,
             calls_csv: self.calls_csv,
             no_event_log: self.no_event_log,
-            event_log: crate::app::logplan::EventLogFormat::parse(&self.event_log).unwrap_or_default(),
+            event_log: crate::engine::logplan::EventLogFormat::parse(&self.event_log).unwrap_or_default(),
             max_event_log: self.max_event_log,
             jobs: self.jobs.map(|n| n as usize),
             save_baseline: self.save_baseline,

@@ -13,19 +13,19 @@ use clap::Parser;
 
 use crate::app::capacity::CapacityRunError;
 use crate::app::console;
-use crate::app::outdir::utc_stamps;
 use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step};
-use crate::app::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::capacity::{CapacityError, CapacityPlan};
+use crate::engine::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
 use crate::events::FailKind;
 use crate::record::eventlog::{check_log, render_checks};
 use crate::record::logread::read_log;
 use crate::relay::handler::HandlerModel;
 use crate::relay::writer::CallEnd;
 use crate::report::compare::{Format, Threshold};
+use crate::report::outdir::utc_stamps;
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
@@ -340,7 +340,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         max_file_bytes: a.max_file_bytes,
         turns,
     };
-    crate::app::serve::serve(opts, stop, &say).await?;
+    crate::engine::serve::serve(opts, stop, &say).await?;
     Ok(Exit::Pass)
 }
 
@@ -357,7 +357,7 @@ async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
         max_file_bytes: a.max_file_bytes,
     };
     let stop = on_interrupt("removing the request");
-    let end = crate::app::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let end = crate::engine::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
         console::err("interrupted: the request was removed");
         return Ok(Exit::Interrupted);
@@ -487,17 +487,17 @@ fn conform_dir(
     side: crate::results::conform::Side,
     started: &str,
     stamp: &str,
-) -> Result<(Option<crate::app::outdir::OutLock>, std::path::PathBuf), CliError> {
+) -> Result<(Option<crate::report::outdir::OutLock>, std::path::PathBuf), CliError> {
     let lock = match &a.out {
         Some(d) => Some(
-            crate::app::outdir::take(d, &crate::app::outdir::this_run(started))
+            crate::report::outdir::take(d, &crate::report::outdir::this_run(started))
                 .map_err(|e| CliError::BadInput(e.to_string()))?,
         ),
         None => None,
     };
     let dir = match &lock {
         Some(l) => l.dir().to_path_buf(),
-        None => crate::app::outdir::create_unique_dir(
+        None => crate::report::outdir::create_unique_dir(
             std::path::Path::new("reports"),
             &format!("{stamp}-conform-{}", side.name()),
         )

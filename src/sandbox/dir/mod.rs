@@ -8,8 +8,10 @@
 //! told to the watches armed on that directory, the watch program) and the faults of
 //! SPEC §6 that a real machine cannot produce on demand. The in-sandbox watch program is
 //! one async function over this trait ([`program`]): the `sandbox-watch` subcommand runs it
-//! over a [`RealDir`], the twin over a [`SimDir`].
+//! over a [`RealDir`], the twin over a [`SimDir`]. A runner's lock on a real dir it serves
+//! is a [`claim::ClaimedDir`] around it.
 
+pub(crate) mod claim;
 pub(crate) mod program;
 mod real;
 mod sim;

@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::app::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio::remove_if_present;
 use crate::base::notice::Say;
 use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
 use crate::base::signal::Signal;
 use crate::base::units::human;
-use crate::events::{EventKind, EventSink, FailKind, Msg};
+use crate::events::{EventInbox, EventKind, EventSink, FailKind, Msg};
 use crate::relay::handler::HandlerModel;
 use crate::relay::runner::RunnerReport;
 use crate::relay::source::Reporter;
 use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
+use crate::sandbox::dir::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::sandbox::dir::{RealDir, RelayDir};
 use crate::sandbox::host::{Host, LocalHost};
 use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
@@ -109,7 +109,7 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
     let real = RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes);
     let dir: Arc<dyn RelayDir> = Arc::new(ClaimedDir::new(real, Arc::new(claim)));
     let host: Arc<dyn Host> = Arc::new(LocalHost::over(dir.clone(), Arc::default()));
-    let (sink, mut inbox) = EventSink::channel();
+    let (sink, inbox) = EventSink::channel();
     let stderr_to = std::env::temp_dir().join("relay-bench-serve.stderr");
     let parts = Parts {
         sandbox: 0,
@@ -124,37 +124,11 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
         stderr_to: &stderr_to,
     };
     let mut started = opts.strategy.start(&parts);
-    say(Said::Out(&format!(
-        "serving {} with runner {} ({}){}; Ctrl-C to stop",
-        opts.dir.display(),
-        opts.strategy.name(),
-        opts.strategy.params(),
-        opts.turns.describe()
-    )));
-    let mut report = ServeReport::default();
-    let t0 = Instant::now();
+    say(Said::Out(&serving_line(&opts)));
+    let mut tally = Tally::new(inbox, say, opts.every);
+    let t0 = tally.t0;
     // Notices and turn ends are seen at every pump; a stat line is said every `every`.
     let mut pump = tokio::time::interval(PUMP);
-    let mut next_stat = t0 + opts.every;
-    let mut since_stat = 0u64;
-    // Returns the answers counted, and whether any call was handled.
-    let mut drain = |report: &mut ServeReport| {
-        let (before, mut active) = (report.answered, false);
-        inbox.take(|m| match m {
-            // Counted once the answer is out (a failed publish is a notice, not an answer).
-            Msg::Call(ev) => {
-                active = true;
-                report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
-            }
-            Msg::Turn(_) => {}
-            Msg::Notice(n) => {
-                report.notices += 1;
-                report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
-                say(Said::Err(&format!("  {}", n.what)));
-            }
-        });
-        (report.answered - before, active)
-    };
     let (mut turn, mut turn_start, mut last_call) = (1u32, Instant::now(), None);
     let mut totals = RunnerReport::default();
     let mut lost = None;
@@ -168,40 +142,25 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
         };
         tokio::select! {
             _ = pump.tick() => {
-                let (new, active) = drain(&mut report);
-                since_stat += new;
-                if active {
+                if tally.pump() {
                     last_call = Some(Instant::now());
                 }
-                if Instant::now() >= next_stat {
-                    let line = format!("[{:>8}] answered {since_stat:>5} (total {}), malformed {}", human(t0.elapsed()), report.answered, report.malformed);
-                    say(Said::Out(&line));
-                    since_stat = 0;
-                    while next_stat <= Instant::now() {
-                        next_stat += opts.every;
-                    }
-                }
             }
-            Some(note) = claim_notes.recv() => match note {
-                ClaimNote::Retaken { old, new } => say(Said::Err(&format!(
-                    "  {}: the directory was replaced (inode {old} -> {new}); its lock is taken again, serving the new one",
-                    opts.dir.display()
-                ))),
-                ClaimNote::Lost(e) => {
-                    say(Said::Err(&format!("  {e}")));
-                    lost = Some(e);
+            Some(note) = claim_notes.recv() => {
+                lost = claim_noted(note, &opts, say);
+                if lost.is_some() {
                     break;
                 }
-            },
+            }
             () = turn_over => {
-                let before = report.answered;
+                let before = tally.report.answered;
                 totals.add(stop_runner(started, say).await?);
-                drain(&mut report);
+                tally.drain();
                 let why = turn_end.map(|(_, why)| why).unwrap_or_default();
                 say(Said::Err(&format!(
                     "  turn {turn} ended after {} ({why}; {} answered since): a new turn starts, its seen set empty",
                     human(turn_start.elapsed()),
-                    report.answered - before,
+                    tally.report.answered - before,
                 )));
                 started = opts.strategy.start(&parts);
                 (turn, turn_start, last_call) = (turn + 1, Instant::now(), None);
@@ -210,21 +169,118 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
         }
     }
     totals.add(stop_runner(started, say).await?);
-    drain(&mut report);
+    tally.drain();
+    let mut report = tally.report;
     report.scans = totals.scans;
     report.turns = turn;
-    say(Said::Out(&format!(
-        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries, {turn} turn(s){}",
+    say(Said::Out(&stopped_line(t0, &report, &totals)));
+    match lost {
+        Some(e) => Err(e.into()),
+        None => Ok(report),
+    }
+}
+
+/// Says what a change of the dir's claim means; the error when the dir is lost to another
+/// runner (`serve` stops).
+fn claim_noted(note: ClaimNote, opts: &ServeOptions, say: SayTo<'_>) -> Option<ClaimError> {
+    match note {
+        ClaimNote::Retaken { old, new } => {
+            say(Said::Err(&format!(
+                "  {}: the directory was replaced (inode {old} -> {new}); its lock is taken again, serving the new one",
+                opts.dir.display()
+            )));
+            None
+        }
+        ClaimNote::Lost(e) => {
+            say(Said::Err(&format!("  {e}")));
+            Some(e)
+        }
+    }
+}
+
+/// `serve`'s first line.
+fn serving_line(opts: &ServeOptions) -> String {
+    format!(
+        "serving {} with runner {} ({}){}; Ctrl-C to stop",
+        opts.dir.display(),
+        opts.strategy.name(),
+        opts.strategy.params(),
+        opts.turns.describe()
+    )
+}
+
+/// `serve`'s last line.
+fn stopped_line(t0: Instant, report: &ServeReport, totals: &RunnerReport) -> String {
+    format!(
+        "stopped after {}: {} answered, {} malformed, {} scans, {} delete retries, {} turn(s){}",
         human(t0.elapsed()),
         report.answered,
         report.malformed,
         totals.scans,
         totals.delete_retries,
-        totals.degraded.map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
-    )));
-    match lost {
-        Some(e) => Err(e.into()),
-        None => Ok(report),
+        report.turns,
+        totals.degraded.as_ref().map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
+    )
+}
+
+/// What `serve` has counted of its runner's messages, and when its next stat line is due.
+struct Tally<'s> {
+    inbox: EventInbox,
+    report: ServeReport,
+    say: SayTo<'s>,
+    t0: Instant,
+    next_stat: Instant,
+    /// Answered since the last stat line.
+    since_stat: u64,
+    every: Duration,
+}
+
+impl<'s> Tally<'s> {
+    fn new(inbox: EventInbox, say: SayTo<'s>, every: Duration) -> Self {
+        let t0 = Instant::now();
+        Tally { inbox, report: ServeReport::default(), say, t0, next_stat: t0 + every, since_stat: 0, every }
+    }
+
+    /// Counts what the runner sent, saying each notice; the answers counted, and whether any
+    /// call was handled.
+    fn drain(&mut self) -> (u64, bool) {
+        let (report, say) = (&mut self.report, self.say);
+        let (before, mut active) = (report.answered, false);
+        self.inbox.take(|m| match m {
+            // Counted once the answer is out (a failed publish is a notice, not an answer).
+            Msg::Call(ev) => {
+                active = true;
+                report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
+            }
+            Msg::Turn(_) => {}
+            Msg::Notice(n) => {
+                report.notices += 1;
+                report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
+                say(Said::Err(&format!("  {}", n.what)));
+            }
+        });
+        (report.answered - before, active)
+    }
+
+    /// A pump: drains, and says the stat line when it is due; whether a call was handled.
+    fn pump(&mut self) -> bool {
+        let (new, active) = self.drain();
+        self.since_stat += new;
+        if Instant::now() >= self.next_stat {
+            let line = format!(
+                "[{:>8}] answered {:>5} (total {}), malformed {}",
+                human(self.t0.elapsed()),
+                self.since_stat,
+                self.report.answered,
+                self.report.malformed
+            );
+            (self.say)(Said::Out(&line));
+            self.since_stat = 0;
+            while self.next_stat <= Instant::now() {
+                self.next_stat += self.every;
+            }
+        }
+        active
     }
 }
 

@@ -4,15 +4,15 @@
 //! added to the run's in the jobs' order once every earlier job's are (two jobs never
 //! interleave their lines, and the files are the same whatever `--jobs` is); its result is
 //! handed back on the caller's thread as it finishes, so the reports are rewritten after
-//! every job.
+//! every job. The cases run one at a time go through [`run_one`]: one case on its clock.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::engine::{run_case_virtual, CaseEnv, EngineError};
+use crate::engine::{run_case, run_case_virtual, CaseEnv, EngineError};
 use crate::results::summary::CaseResult;
-use crate::scenario::{Clock, Scenario};
+use crate::scenario::{CaseSpec, Clock, Scenario};
 
 /// The cases from `i` on that can run side by side (`parallel`): the virtual cases in a row,
 /// a sweep's points among them (at least case `i` itself). Each is a paused clock of its own,
@@ -152,4 +152,23 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
         }
         first.map_or(Ok(()), Err)
     })
+}
+
+/// Runs one case on its clock: a real one here, a virtual one on a paused clock of its own
+/// (a runtime of its own, on a thread of its own).
+pub(crate) async fn run_one(s: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
+    match case.clock {
+        Clock::Real => run_case(s, case, env).await,
+        Clock::Virtual => tokio::task::block_in_place(|| {
+            std::thread::scope(|scope| {
+                let t = std::thread::Builder::new()
+                    .name("relay-bench-virtual".into())
+                    .spawn_scoped(scope, || run_case_virtual(s, case, env));
+                match t {
+                    Ok(t) => t.join().unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into()))),
+                    Err(source) => Err(EngineError::Setup { root: "(virtual case thread)".into(), source }),
+                }
+            })
+        }),
+    }
 }
