@@ -390,7 +390,7 @@ fn no_source_file_passes_600_lines() {
 
 /// The most functions of more than [`LONG_FUNCTION`] lines `src/` may hold: a ratchet, lowered
 /// as they are split (a function that long is several steps, each worth a name).
-const LONG_FUNCTIONS_AT_MOST: usize = 11;
+const LONG_FUNCTIONS_AT_MOST: usize = 8;
 const LONG_FUNCTION: usize = 80;
 
 /// Each function's name and length in lines: from its `fn` line to the `}` at its indent.
