@@ -10,6 +10,7 @@ pub(crate) mod capacity;
 pub(crate) mod chart;
 pub(crate) mod compare;
 pub(crate) mod conform;
+pub(crate) mod doc;
 pub(crate) mod export;
 pub(crate) mod html;
 pub(crate) mod outdir;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::gfm::{Align, MdTable};
 use super::{any_thin, stat, us, THIN_NOTE};
+use crate::report::doc::{Align, MdTable};
 use crate::results::summary::Summary;
 
 use Align::{Left as L, Right as R};

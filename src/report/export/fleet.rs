@@ -3,11 +3,10 @@
 //! case says something a one-relay-per-sandbox run cannot: agent turns, limits, or a
 //! fleet-wide fault.
 
-use std::fmt::Write;
-
-use super::gfm::{Align, MdTable};
 use super::us;
 use crate::base::gauge::GaugeStats;
+use crate::report::doc::Align;
+use crate::report::doc::{self, plain, Block, Span, Table};
 use crate::results::fleet::FleetResult;
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::fault::FaultRow;
@@ -25,13 +24,6 @@ pub(crate) fn telling(r: &CaseResult) -> Option<&FleetResult> {
 
 fn gauge(g: &GaugeStats) -> String {
     format!("{} / {} / {:.2}", g.max, g.p99, g.mean)
-}
-
-/// One of the section's tables: its columns and rows (what summary.md and report.html
-/// both lay out).
-pub(crate) struct Table {
-    pub columns: Vec<(&'static str, Align)>,
-    pub rows: Vec<Vec<String>>,
 }
 
 /// What the section says first.
@@ -153,68 +145,66 @@ fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
     t
 }
 
-fn table(o: &mut String, t: &Table) {
-    let mut md = MdTable::new(o, &t.columns);
-    for row in &t.rows {
-        md.row(row);
+/// The section, in summary.md and report.html alike, when some case is telling: the turns,
+/// the remote side and each case's limits, the fleet-wide faults, the warm-up's ramp.
+pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
+    let sec = section(s)?;
+    let mut blocks = vec![Block::Para(plain(TURNS_INTRO)), Block::Table(sec.turns)];
+    if let Some((t, limits)) = sec.remote {
+        blocks.extend([Block::Para(plain(REMOTE_INTRO)), Block::Table(t)]);
+        let items = limits
+            .into_iter()
+            .map(|(case, l)| vec![Span::Strong(case.to_owned()), Span::Text(format!(" limits: {l}"))])
+            .collect();
+        blocks.push(Block::List(items));
     }
-}
-
-/// The section in summary.md, when some case is telling.
-pub(super) fn render(o: &mut String, s: &Summary) {
-    let Some(sec) = section(s) else { return };
-    let _ = writeln!(o, "\n## Fleet\n");
-    let _ = writeln!(o, "{TURNS_INTRO}\n");
-    table(o, &sec.turns);
-    if let Some((t, limits)) = &sec.remote {
-        let _ = writeln!(o, "\n{REMOTE_INTRO}\n");
-        table(o, t);
-        let _ = writeln!(o);
-        for (case, limits) in limits {
-            let _ = writeln!(o, "- **{case}** limits: {limits}");
-        }
+    if let Some(t) = sec.faults {
+        blocks.extend([Block::Para(plain(FAULTS_INTRO)), Block::Table(t)]);
     }
-    if let Some(t) = &sec.faults {
-        let _ = writeln!(o, "\n{FAULTS_INTRO}\n");
-        table(o, t);
+    if let Some(t) = ramp(s) {
+        let intro = vec![
+            Span::Text(
+                "The warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with "
+                    .into(),
+            ),
+            Span::Code("start_spread".into()),
+            Span::Text("):".into()),
+        ];
+        blocks.extend([Block::Para(intro), Block::Table(t)]);
     }
-    ramp(o, s);
+    Some(doc::Section { id: "fleet", title: "Fleet", blocks })
 }
 
 /// The warm-up's ramp per case, which the tables above leave out.
-fn ramp(o: &mut String, s: &Summary) {
+fn ramp(s: &Summary) -> Option<Table> {
     let ramps: Vec<(&str, &crate::results::fleet::Ramp)> =
         s.results.iter().filter_map(|r| Some((r.case.as_str(), r.fleet.as_ref()?.ramp.as_ref()?))).collect();
     if ramps.is_empty() {
-        return;
+        return None;
     }
-    let _ = writeln!(
-        o,
-        "\nThe warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with \
-`start_spread`):\n"
-    );
-    let mut t = MdTable::new(
-        o,
-        &[
-            ("case", Align::Left),
-            ("warm-up", Align::Right),
-            ("turns started", Align::Right),
-            ("of them demoted", Align::Right),
-            ("window failures", Align::Right),
-            ("held execs max", Align::Right),
-            ("requests/s, busiest step", Align::Right),
-        ],
-    );
+    let columns = vec![
+        ("case", Align::Left),
+        ("warm-up", Align::Right),
+        ("turns started", Align::Right),
+        ("of them demoted", Align::Right),
+        ("window failures", Align::Right),
+        ("held execs max", Align::Right),
+        ("requests/s, busiest step", Align::Right),
+    ];
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    for (case, r) in ramps {
-        t.row(&[
-            case.to_owned(),
-            crate::base::units::human(std::time::Duration::from_secs_f64(r.secs)),
-            r.turns_started.to_string(),
-            r.turns_demoted.to_string(),
-            r.window_failures.to_string(),
-            or_dash(r.held_execs_max.map(|v| v.to_string())),
-            or_dash(r.requests_per_sec_max.map(|v| crate::base::units::readable(v, 1))),
-        ]);
-    }
+    let rows = ramps
+        .into_iter()
+        .map(|(case, r)| {
+            vec![
+                case.to_owned(),
+                crate::base::units::human(std::time::Duration::from_secs_f64(r.secs)),
+                r.turns_started.to_string(),
+                r.turns_demoted.to_string(),
+                r.window_failures.to_string(),
+                or_dash(r.held_execs_max.map(|v| v.to_string())),
+                or_dash(r.requests_per_sec_max.map(|v| crate::base::units::readable(v, 1))),
+            ]
+        })
+        .collect();
+    Some(Table { columns, rows })
 }

@@ -2,12 +2,11 @@
 
 use std::fmt::Write;
 
-use super::gfm::{Align, MdTable};
 use super::{any_thin, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
+use crate::report::doc::{Align, MdTable};
 use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Stretch, Summary};
-use crate::scenario::rules::INVARIANTS;
 
 pub(crate) struct Markdown;
 
@@ -95,12 +94,14 @@ impl Markdown {
             super::verdict::render(&mut o, s);
         }
         baseline(&mut o, s);
-        gates(&mut o, s);
+        crate::report::doc::markdown(&mut o, &super::gates::document(s));
         latency(&mut o, s);
         calls_and_requests(&mut o, s);
         super::aside::causes(&mut o, s);
         super::aside::faults(&mut o, s);
-        super::fleet::render(&mut o, s);
+        if let Some(sec) = super::fleet::document(s) {
+            crate::report::doc::markdown(&mut o, &sec);
+        }
         charts(&mut o, s);
         cases(&mut o, s);
         super::aside::calibration(&mut o, s);
@@ -226,36 +227,6 @@ fn baseline(o: &mut String, s: &Summary) {
             for (case, c) in compared {
                 let _ = writeln!(o, "- **{case}** against {}: {}", c.baseline, c.text);
             }
-        }
-    }
-}
-
-/// Every gate of every case: a case's invariants that hold in one line, every other gate
-/// (and an invariant that breaks) in a line of its own.
-fn gates(o: &mut String, s: &Summary) {
-    let _ = writeln!(o, "\n## Gates\n");
-    for r in &s.results {
-        let held: Vec<String> = r
-            .gates
-            .iter()
-            .filter(|g| g.pass && INVARIANTS.contains(&g.expr.as_str()))
-            .map(|g| format!("{} {}", g.metric.name().replace('_', " "), g.observed_text))
-            .collect();
-        if !held.is_empty() {
-            let _ = writeln!(o, "- ✅ **{}** invariants hold — {}", r.case, held.join(", "));
-        }
-        // Every other gate, then the rollout gates it was judged on, a line each.
-        let own = r.gates.iter().filter(|g| !(g.pass && INVARIANTS.contains(&g.expr.as_str()))).map(|g| (g, ""));
-        for (g, kind) in own.chain(r.rollout.iter().map(|g| (g, "rollout gate "))) {
-            let _ = writeln!(
-                o,
-                "- {} **{}** {kind}`{}` — observed {}{}",
-                if g.pass { "✅" } else { "❌" },
-                r.case,
-                g.expr,
-                g.observed_text,
-                super::gate_spread(r, g.metric)
-            );
         }
     }
 }
@@ -467,8 +438,8 @@ fn cases(o: &mut String, s: &Summary) {
 #[cfg(test)]
 mod tests {
     use super::super::fixture::realistic;
-    use super::super::gfm::tests::check_tables;
     use super::*;
+    use crate::report::doc::gfm_tests::check_tables;
 
     #[test]
     fn a_repeated_case_shows_each_median_with_its_spread_and_says_how_many_repeats() {
@@ -566,7 +537,11 @@ mod tests {
         let held = format!("- ✅ **{case}** invariants hold — lost 0, duplicated 0");
         assert!(section.contains(&held), "{section}");
         assert!(!section.contains("`lost == 0`"), "no passing invariant on a line of its own:\n{section}");
-        let declared = s.results.iter().flat_map(|r| &r.gates).filter(|g| !INVARIANTS.contains(&g.expr.as_str()));
+        let declared = s
+            .results
+            .iter()
+            .flat_map(|r| &r.gates)
+            .filter(|g| !crate::scenario::rules::INVARIANTS.contains(&g.expr.as_str()));
         for g in declared {
             assert!(section.contains(&format!("`{}` — observed {}", g.expr, g.observed_text)), "{}", g.expr);
         }

@@ -1,14 +1,14 @@
 //! The formats of a run's results, one file each: summary.json, summary.md, the console
 //! table, JUnit XML and the HDR files. Each is an output of the registry
-//! ([`crate::report::outputs`]), which owns where and when they are written.
+//! ([`crate::report::publish`]), which owns where and when they are written.
 
 #[cfg(test)]
 pub(crate) mod fixture;
 pub(crate) mod fleet;
+pub(crate) mod gates;
 
+pub(crate) use crate::report::doc::{Align, MdTable};
 pub(crate) use fleet::telling as fleet_worth_showing;
-mod gfm;
-pub(crate) use gfm::{Align, MdTable};
 mod aside;
 pub(crate) mod hdr;
 mod json;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::gfm::{Align, MdTable};
 use crate::base::units::readable;
+use crate::report::doc::{Align, MdTable};
 use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};

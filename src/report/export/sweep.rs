@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::design;
-use super::gfm::{Align, MdTable};
+use crate::report::doc::{Align, MdTable};
 use crate::results::summary::Summary;
 use crate::results::sweep::{show, SweepResult};
 

@@ -8,6 +8,7 @@
 //! Its one inline script checks the page in a browser: it records any error and any fetch,
 //! then sets `data-state` on `#page-check` to `ok` or `errors` (the browser test reads it).
 
+mod doc;
 mod markup;
 mod sections;
 mod verdict;

@@ -203,55 +203,16 @@ pub(super) fn departures(p: &mut Page, s: &Summary) {
     p.raw("</section>\n");
 }
 
-/// The gates that failed, then every gate (folded).
+/// Every gate of every case, as summary.md says them.
 pub(super) fn gates(p: &mut Page, s: &Summary) {
-    p.section("gates", "Gates");
-    let all: Vec<(&CaseResult, &crate::scenario::gate::GateResult)> =
-        s.results.iter().flat_map(|r| r.gates.iter().map(move |g| (r, g))).collect();
-    let failed: Vec<String> = all
-        .iter()
-        .filter(|(_, g)| !g.pass)
-        .map(|(r, g)| format!("{}: {} — observed {}", r.case, g.expr, g.observed_text))
-        .collect();
-    if failed.is_empty() {
-        p.el("p", "pass", &format!("All {} gates pass.", all.len()));
-    } else {
-        p.el("p", "fail", &format!("{} of {} gates fail:", failed.len(), all.len())).list(&failed);
-    }
-    p.raw("<details><summary>Every gate</summary>\n");
-    let rows: Vec<Vec<Cell>> = all
-        .iter()
-        .map(|(r, g)| {
-            let mark = if g.pass { Cell::with("pass", "pass") } else { Cell::with("FAIL", "fail") };
-            vec![r.case.as_str().into(), format!("`{}`", g.expr).into(), g.observed_text.as_str().into(), mark]
-        })
-        .collect();
-    p.table(&[("case", L), ("gate", L), ("observed", R), ("", L)], &rows);
-    p.raw("</details>\n</section>\n");
-}
-
-fn table(p: &mut Page, t: &fleet::Table) {
-    let rows: Vec<Vec<Cell>> = t.rows.iter().map(|r| r.iter().map(|c| Cell::from(c.as_str())).collect()).collect();
-    p.table(&t.columns, &rows);
+    super::doc::write(p, &crate::report::export::gates::document(s));
 }
 
 /// The fleet, when some case's fleet says something a one-relay-per-sandbox run cannot.
 pub(super) fn fleet(p: &mut Page, s: &Summary) {
-    let Some(sec) = fleet::section(s) else { return };
-    p.section("fleet", "Fleet");
-    p.el("p", "", fleet::TURNS_INTRO);
-    table(p, &sec.turns);
-    if let Some((t, limits)) = &sec.remote {
-        p.el("p", "", fleet::REMOTE_INTRO);
-        table(p, t);
-        let items: Vec<String> = limits.iter().map(|(case, l)| format!("{case} limits: {l}")).collect();
-        p.list(&items);
+    if let Some(sec) = fleet::document(s) {
+        super::doc::write(p, &sec);
     }
-    if let Some(t) = &sec.faults {
-        p.el("p", "", fleet::FAULTS_INTRO);
-        table(p, t);
-    }
-    p.raw("</section>\n");
 }
 
 /// The machine and build, and this machine's floor when measured.
