@@ -1,11 +1,12 @@
 //! The runner battery: relay-bench is the writer, the implementation under test the runner.
 //!
 //! Each case makes a fresh relay dir, starts the runner (`{dir}`, `{handler}`), waits until
-//! it answers a probe call (re-sent every 500 ms, so a start-up sweep cannot eat the only
-//! one), plays its calls and grades what the dir and the handler's log show. A call is a
-//! request for tool `conform` whose args carry a `tag` (what the handler logs), the `reply`
-//! the handler prints, and a `sleep_ms`. "Seen by the runner" is decided by a follow-up call:
-//! once a call published after a file is answered, the runner has listed past that file.
+//! it answers a probe call (re-sent after 100, 200 and 400 ms, then every 500 ms, so a
+//! start-up sweep cannot eat the only one), plays its calls and grades what the dir and the
+//! handler's log show. A call is a request for tool `conform` whose args carry a `tag` (what
+//! the handler logs), the `reply` the handler prints, and a `sleep_ms`. "Seen by the runner"
+//! is decided by a follow-up call: once a call published after a file is answered, the
+//! runner has listed past that file.
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -129,7 +130,6 @@ impl Ctx {
             .map_err(|e| Graded::new(Verdict::Failed, format!("the runner never started: {e}"), vec![]))?;
         let t0 = proc.started;
         *self.proc.borrow_mut() = Some(proc);
-        let resend = self.w.pace.wait(Duration::from_millis(500));
         let mut k = 0;
         let mut ready = None;
         while t0.elapsed() < self.w.bound && ready.is_none() && !self.w.halted() {
@@ -138,7 +138,8 @@ impl Ctx {
             let body = request(Some(&id), &format!("probe-{k}"), OK_REPLY, 0);
             let at = publish(self.dir(), &req_name(&id), &body).map_err(|e| setup_failed(&e))?;
             self.published.borrow_mut().push(Published { fid: id.clone(), tag: None, at });
-            let until = at + resend;
+            // Re-sent soon at first (a start-up sweep eats the probes before it), then every 500 ms.
+            let until = at + self.w.pace.wait(Duration::from_millis((100u64 << (k - 1).min(3)).min(500)));
             while Instant::now() < until && ready.is_none() {
                 ready = (1..=k).find(|j| {
                     self.obs.events().iter().any(|e| e.name == res_name(&format!("{PROBE}{j}")) && e.bytes.is_some())
