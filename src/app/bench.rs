@@ -223,7 +223,7 @@ impl Run<'_> {
         if parallel {
             let ran = tokio::task::block_in_place(|| {
                 let relay_root = &self.opts.relay_root;
-                crate::engine::points::run_parallel(&jobs, workers, &self.env, relay_root, &|_| {}, |j, r, wall| {
+                crate::engine::points::run_parallel(&jobs, workers, &self.env, relay_root, |j, r, wall| {
                     b.take(summary, j, r, wall)
                 })
             });

@@ -75,16 +75,14 @@ pub(crate) struct Job<'a> {
 }
 
 /// Runs the jobs `batch` (virtual points, repeats), up to `workers` at once, each with its
-/// own event log and calls.csv parts (made under `scratch`). `start` is told each job's index
-/// in `batch` as it starts (on its worker thread); `done` gets each result as it finishes, on
-/// this thread. A job that fails stops new ones from starting; the first error is returned
+/// own event log and calls.csv parts (made under `scratch`). `done` gets each result as it
+/// finishes, on this thread. A job that fails stops new ones from starting; the first error is returned
 /// once the running ones are over.
 pub(crate) fn run_parallel<E: From<PartFailed>>(
     batch: &[Job<'_>],
     workers: usize,
     env: &CaseEnv,
     scratch: &Path,
-    start: &(dyn Fn(usize) + Sync),
     mut done: impl FnMut(usize, Result<CaseResult, EngineError>, Duration) -> Result<(), E>,
 ) -> Result<(), E> {
     let next = AtomicUsize::new(0);
@@ -119,7 +117,6 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
                     calls_csv: csv.as_ref().map(|p| p.file.path().to_path_buf()),
                     ..env.clone()
                 };
-                start(i);
                 let wall = Instant::now();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_case_virtual(s, case, &own)))
                     .unwrap_or_else(|_| Err(EngineError::Pacer("virtual case panicked".into())));
