@@ -5,12 +5,13 @@
 
 use crate::report::doc::{Block, Section, Span};
 use crate::results::summary::Summary;
+use crate::scenario::gate::GateResult;
 use crate::scenario::rules::INVARIANTS;
 
 pub(crate) fn document(s: &Summary) -> Section {
+    let invariant_held = |g: &&GateResult| g.pass && INVARIANTS.contains(&g.expr.as_str());
     let mut items = Vec::new();
     for r in &s.results {
-        let invariant_held = |g: &&crate::scenario::gate::GateResult| g.pass && INVARIANTS.contains(&g.expr.as_str());
         let held: Vec<String> = r
             .gates
             .iter()

@@ -144,7 +144,7 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
         nav.push(("#sweeps", "sweeps"));
     }
     nav.extend([("#departures", "departures"), ("#gates", "gates")]);
-    if crate::report::export::fleet::section(s).is_some() {
+    if s.results.iter().any(|r| crate::report::export::fleet_worth_showing(r).is_some()) {
         nav.push(("#fleet", "fleet"));
     }
     if !others.is_empty() {
