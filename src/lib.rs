@@ -65,6 +65,7 @@ pub use engine::{run_case_virtual, CaseEnv};
 pub use events::{CallId, CallOutcome, EventInbox, EventKind, EventSink, Listener, Msg, RunnerSide, WriterSide};
 pub use record::calls_csv::HEADER as CALLS_CSV_HEADER;
 pub use record::eventlog::EventLog;
+pub use record::measure::Measure;
 pub use record::recorder::{Recorder, Recording};
 pub use relay::handler::HandlerModel;
 pub use relay::runner::{LoopOptions, PauseAnswer, Runner, RunnerReport, SeenScope, Started};

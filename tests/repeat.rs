@@ -5,6 +5,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
+use relay_bench::Measure;
 use relay_bench::{run_scenario, Overrides, Scenario, Signal, Summary};
 use serde_json::Value;
 
@@ -67,7 +68,7 @@ async fn five_repeats_report_spreads_and_their_gates_judge_the_median() {
     assert_eq!(json["overrides"]["repeat"], 5);
     let mean = rep.get("completion.mean").unwrap().clone();
     assert_eq!(mean.values.len(), 5);
-    assert_eq!(r.latency_us.completion.mean, mean.median, "the case reports the median");
+    assert_eq!(r.latency(Measure::COMPLETION).mean, mean.median, "the case reports the median");
     let [lo, hi] = mean.ci95.expect("five repeats: an interval");
     assert!(lo <= mean.median && mean.median <= hi, "{mean:?}");
     assert!(mean.min < mean.max, "seeds of their own give different runs: {mean:?}");
@@ -96,7 +97,7 @@ async fn one_repeat_is_the_plain_run() {
     let relay = tempfile::tempdir().unwrap();
     let opts = common::options(out.path(), relay.path(), false, false);
     let p = run_scenario(&plain, &opts, "2026-01-01T00:00:00Z", Arc::new(Signal::new())).await.unwrap();
-    assert_eq!(p.results[0].latency_us, once.results[0].latency_us);
+    assert_eq!(p.results[0].measures, once.results[0].measures);
 }
 
 #[test]
@@ -128,7 +129,7 @@ async fn each_point_of_a_sweep_is_repeated_and_keeps_its_own_results() {
     for (r, plain) in s.results.iter().zip(&once.results) {
         assert_eq!(r.case, plain.case);
         let first = |figure: &str| r.repeat.as_ref().unwrap().get(figure).unwrap().values[0];
-        assert_eq!(first("pickup.mean"), Some(plain.latency_us.pickup.mean), "{}", r.case);
+        assert_eq!(first("pickup.mean"), Some(plain.latency(Measure::PICKUP).mean), "{}", r.case);
         assert_eq!(first("discovery_total"), Some(plain.requests.discovery_total as f64), "{}", r.case);
     }
     assert_ne!(once.results[0].requests.discovery_total, once.results[1].requests.discovery_total, "two points");

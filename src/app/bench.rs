@@ -11,6 +11,7 @@ use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::points::Job;
 use crate::engine::{CaseEnv, EngineError, Progress};
+use crate::record::recorder::Measure;
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::calibration::calibrate;
@@ -510,7 +511,7 @@ fn finished(
         "      {} calls answered, {} lost, pickup p50 {}, {}",
         result.calls.completed,
         result.calls.lost,
-        crate::report::export::pair(&result.latency_us.pickup),
+        crate::report::export::pair(result.latency(Measure::PICKUP)),
         if result.pass { "gates pass" } else { "GATES FAIL" }
     ));
     summary.recompute_pass();

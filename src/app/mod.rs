@@ -12,3 +12,6 @@ pub(crate) mod capacity;
 pub(crate) mod cli;
 pub(crate) mod console;
 pub(crate) mod runs;
+
+#[cfg(test)]
+mod recipes;

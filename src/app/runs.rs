@@ -396,8 +396,8 @@ pub(crate) fn list_shipped() -> Result<String, ScenarioError> {
     Ok(out)
 }
 
-/// The registered parts a case can name, one line each: runner and writer strategies and
-/// hosts (what `relay-bench list` prints after the scenarios).
+/// The registered parts a case can name, one line each: runner and writer strategies,
+/// hosts and the measures a gate reads (what `relay-bench list` prints after the scenarios).
 pub(crate) fn list_parts() -> String {
     let mut out = String::new();
     let mut section = |title: &str, rows: Vec<(&str, &str)>| {
@@ -410,6 +410,10 @@ pub(crate) fn list_parts() -> String {
     section("runner strategies", crate::strategy::RUNNERS.iter().map(|k| (k.name(), k.about())).collect());
     section("writer strategies", crate::strategy::WRITERS.iter().map(|k| (k.name(), k.about())).collect());
     section("hosts", crate::sandbox::host::HOSTS.iter().map(|k| (k.name(), k.about())).collect());
+    section(
+        "measures (of every call; a gate reads <measure>.<stat>)",
+        crate::record::measure::Measure::all().map(|m| (m.name(), m.about())).collect(),
+    );
     out
 }
 

@@ -123,7 +123,7 @@ impl Ended<'_> {
         let org = self.org.as_ref().map(|(o, l)| (o, l.describe(), self.org_handle.org_held_execs()));
         r.fleet = Some(FleetResult::of(org, &fleet, points, wl.warmup));
         r.hdr = Some(Arc::new(CaseHdr {
-            measures: Measure::ALL.iter().map(|m| (*m, recording.histogram(*m).clone())).collect(),
+            measures: Measure::all().map(|m| (m, recording.histogram(m).clone())).collect(),
             intervals: recording.intervals.clone(),
             length: window,
         }));

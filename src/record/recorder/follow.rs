@@ -7,7 +7,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
-use super::measure::{new_histogram, Measure};
+use crate::record::measure::{new_histogram, Measure};
 
 /// A case's histograms, for the HdrHistogram exports and charts.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,6 @@
 mod causes;
 mod fleet;
 mod follow;
-mod measure;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,10 +20,11 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+pub(crate) use crate::record::measure::samples_needed;
+pub(crate) use crate::record::measure::{new_histogram, LatencyStats, Measure};
+use crate::record::measure::{CallTimes, COUNT, MEASURES};
 pub(crate) use fleet::{Fleet, FleetRecording, HealthPoint};
 pub(crate) use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
-pub(crate) use measure::samples_needed;
-pub(crate) use measure::{new_histogram, LatencyStats, Measure};
 
 use self::causes::Causes;
 pub(crate) use self::causes::{CauseReport, RAN_LATE};
@@ -58,7 +58,7 @@ pub struct CallCounts {
 
 /// Everything the recorder learned in one case.
 pub struct Recording {
-    hist: [Histogram<u64>; 9],
+    hist: [Histogram<u64>; COUNT],
     /// Calls by how they ended.
     pub calls: CallCounts,
     /// What the pairing check found.
@@ -89,7 +89,7 @@ pub struct Recording {
 impl Recording {
     /// The whole case's histogram of `m`.
     pub fn histogram(&self, m: Measure) -> &Histogram<u64> {
-        &self.hist[m as usize]
+        &self.hist[m.index()]
     }
 
     /// The percentiles of `m`.
@@ -110,7 +110,7 @@ const LIVE_EVERY: Duration = Duration::from_millis(200);
 pub struct Recorder {
     /// Calls with one half of their timeline in.
     waiting: Halves<CallKey>,
-    hist: [Histogram<u64>; 9],
+    hist: [Histogram<u64>; COUNT],
     calls: CallCounts,
     pairing: Pairing,
     notices: Vec<String>,
@@ -198,7 +198,7 @@ impl Recorder {
             // The live median for a progress bar, at most five times a second.
             if let Some(live) = &self.live {
                 if published.elapsed() >= LIVE_EVERY {
-                    let h = &self.hist[Measure::Pickup as usize];
+                    let h = &self.hist[Measure::PICKUP.index()];
                     live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
                     published = std::time::Instant::now();
                 }
@@ -376,33 +376,28 @@ fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
     Some(to?.saturating_duration_since(from?))
 }
 
-/// Records one call's measures. A black-box runner's wake (and, unless stated, handler
-/// time) is not visible. Every instant is read once, as nanoseconds from the intended
-/// start, and each measure is a difference of two, floored at zero as
-/// `saturating_duration_since` would.
-fn fold(hist: &mut [Histogram<u64>; 9], w: &WriterSide, r: &RunnerSide) {
+/// Records one call's measures. Every instant is read once, as nanoseconds from the
+/// intended start; each measure is its [`CallMeasure`](crate::record::measure::CallMeasure)
+/// of those.
+fn fold(hist: &mut [Histogram<u64>; COUNT], w: &WriterSide, r: &RunnerSide) {
     let base = w.intended;
     let at = |t: Instant| crate::base::units::offset_ns(t, base);
-    let (started, published, read) = (at(w.started), w.published.map(at), w.read.map(at));
-    let (start, end, answered) = (at(r.handler_start), at(r.handler_end), r.answered.map(at));
-    let known = r.handler_known;
-    let between = |from: Option<i64>, to: Option<i64>| Some(to?.saturating_sub(from?).max(0) as u64);
-    let handler = between(Some(start), Some(end));
-    let uncorrected = between(Some(started), read);
-    let mut record = |m: Measure, v: Option<u64>| {
-        if let Some(v) = v {
-            hist[m as usize].saturating_record(v.max(1));
-        }
+    let call = CallTimes {
+        started: at(w.started),
+        published: w.published.map(at),
+        woke: at(r.woke),
+        observed: r.observed,
+        handler_start: at(r.handler_start),
+        handler_end: at(r.handler_end),
+        handler_known: r.handler_known,
+        answered: r.answered.map(at),
+        read: w.read.map(at),
     };
-    record(Measure::Wake, between(published, Some(at(r.woke))).filter(|_| !r.observed));
-    record(Measure::Pickup, between(published, Some(start)));
-    record(Measure::Completion, between(Some(0), read));
-    record(Measure::CompletionUncorrected, uncorrected);
-    record(Measure::RelayOverhead, uncorrected.zip(handler).map(|(u, h)| u.saturating_sub(h)).filter(|_| known));
-    record(Measure::ScheduleLag, between(Some(0), Some(started)));
-    record(Measure::Handler, handler.filter(|_| known));
-    record(Measure::AnswerPublish, between(Some(end), answered).filter(|_| known));
-    record(Measure::Hop1, between(answered, read));
+    for (h, m) in hist.iter_mut().zip(MEASURES) {
+        if let Some(v) = m.of(&call) {
+            h.saturating_record(v.max(1));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -484,12 +479,12 @@ mod tests {
             let got = rec.stats(m).p50;
             assert!((got - want).abs() <= want * 0.001, "{m:?}: {got} µs, want {want}");
         };
-        check(Measure::Wake, 3000.0);
-        check(Measure::Pickup, 5000.0);
-        check(Measure::Completion, 20000.0);
-        check(Measure::CompletionUncorrected, 19000.0);
-        check(Measure::RelayOverhead, 9000.0);
-        check(Measure::ScheduleLag, 1000.0);
+        check(Measure::WAKE, 3000.0);
+        check(Measure::PICKUP, 5000.0);
+        check(Measure::COMPLETION, 20000.0);
+        check(Measure::COMPLETION_UNCORRECTED, 19000.0);
+        check(Measure::RELAY_OVERHEAD, 9000.0);
+        check(Measure::SCHEDULE_LAG, 1000.0);
         assert_eq!(rec.calls.ok, 1);
         assert_eq!(rec.pairing.total(), 0);
     }
@@ -507,7 +502,7 @@ mod tests {
             r.ingest(&m);
         }
         let rec = r.finish();
-        assert_eq!(rec.stats(Measure::Pickup).count, 1);
+        assert_eq!(rec.stats(Measure::PICKUP).count, 1);
         assert_eq!(rec.calls.warmup, 1);
         assert_eq!(rec.calls.completed, 2);
     }
@@ -521,7 +516,7 @@ mod tests {
             r.ingest(&m);
         }
         let rec = r.finish();
-        assert_eq!((rec.calls.completed, rec.stats(Measure::Completion).count, rec.unmeasured), (1, 0, 1));
+        assert_eq!((rec.calls.completed, rec.stats(Measure::COMPLETION).count, rec.unmeasured), (1, 0, 1));
     }
 
     #[test]
@@ -583,7 +578,7 @@ mod tests {
         drop(sink);
         let rec = recorder.join().unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 2 * 5);
-        assert_eq!(rec.stats(Measure::Pickup).count, 1);
+        assert_eq!(rec.stats(Measure::PICKUP).count, 1);
         assert_eq!(
             rec.log_error.as_deref(),
             Some("cannot write the count: closed with 1 breaches; cannot write the count: closed with 1 breaches")

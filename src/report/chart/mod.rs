@@ -142,7 +142,7 @@ impl CaseData {
     fn of(c: &CaseResult, dir: &Path) -> Result<CaseData, ChartError> {
         let mut hists = Vec::new();
         let mut pickup_intervals = Vec::new();
-        for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
+        for m in Measure::SPEC {
             let p = dir.join("hdr").join(&c.case).join(format!("{}.hlog", m.name()));
             let bytes = match crate::base::fsio::read_bounded(&p, HLOG) {
                 Ok(b) => b,
@@ -154,7 +154,7 @@ impl CaseData {
             if let Some(h) = total(&ivs) {
                 hists.push((m.name().to_owned(), h));
             }
-            if m == Measure::Pickup {
+            if m == Measure::PICKUP {
                 pickup_intervals = ivs;
             }
         }
@@ -189,8 +189,8 @@ impl CaseData {
             fleet: crate::report::export::fleet_worth_showing(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
-            pickup_p50_ms: (c.latency_us.pickup.count > 0)
-                .then(|| spread("pickup.p50", c.latency_us.pickup.p50 / 1000.0, 1000.0)),
+            pickup_p50_ms: (c.latency(Measure::PICKUP).count > 0)
+                .then(|| spread("pickup.p50", c.latency(Measure::PICKUP).p50 / 1000.0, 1000.0)),
             idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (spread(idle_figure, v, 1.0), counter)),
             gates: c.gates.iter().chain(&c.rollout).cloned().collect(),
             swept: false,

@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::figures::{Better, Source};
 use super::Verdict;
+use crate::record::recorder::Measure;
 use crate::results::repeat::Spread;
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::{Counter, FleetMetric, Metric};
@@ -216,7 +217,7 @@ impl Floor {
             if r.clock != "real" {
                 return None;
             }
-            let lag = &r.schedule_lag_us;
+            let lag = r.latency(Measure::SCHEDULE_LAG);
             let lag = (lag.count > 0).then(|| lag.get(stat)).flatten();
             let timer = s.calibration.as_ref().map(|c| &c.timer_overshoot_1ms_us);
             let timer = timer.filter(|t| t.count > 0).and_then(|t| t.get(stat));

@@ -31,13 +31,9 @@ fn run(dir: &Path, h: &Histogram<u64>, f: impl FnOnce(&mut CaseResult)) {
     let r = &mut s.results[0];
     r.case = "local".into();
     r.gates.clear();
-    for m in [Measure::Wake, Measure::Pickup, Measure::Completion] {
+    for m in Measure::SPEC {
         let stats = LatencyStats::of(h);
-        match m {
-            Measure::Wake => r.latency_us.wake = stats,
-            Measure::Pickup => r.latency_us.pickup = stats,
-            _ => r.latency_us.completion = stats,
-        }
+        *r.measures.get_mut(m) = stats;
         let folder = dir.join("hdr/local");
         std::fs::create_dir_all(&folder).unwrap();
         let mut bytes = Vec::new();
@@ -195,11 +191,11 @@ fn a_repeated_run_is_judged_on_its_medians_not_its_first_repeats_histograms() {
     };
     let c = compared(&h, &h, |r| {
         repeated(r);
-        r.latency_us.pickup.p50 *= 2.0;
+        r.measures.get_mut(Measure::PICKUP).p50 *= 2.0;
     });
     let p50 = change(&c, "pickup.p50");
     assert_eq!((p50.verdict, p50.ratio), (Verdict::Regression, Some(2.0)), "{}", console::render(&c));
     // Run once, the quantile is read from the histograms, which did not move.
-    let c = compared(&h, &h, |r| r.latency_us.pickup.p50 *= 2.0);
+    let c = compared(&h, &h, |r| r.measures.get_mut(Measure::PICKUP).p50 *= 2.0);
     assert_eq!(change(&c, "pickup.p50").verdict, Verdict::Noise, "{}", console::render(&c));
 }

@@ -1,7 +1,7 @@
 //! A realistic [`Summary`] for the exporters' tests: the archived rollout-gate run with
 //! what a run of today adds.
 
-use crate::record::recorder::LatencyStats;
+use crate::record::recorder::{LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::Gate;
 
@@ -69,7 +69,7 @@ fn with_rollout(declared: bool) -> Summary {
     black_box.strategy = "external".into();
     black_box.departures = Some(vec!["runner = external program (not the suite's model of production)".into()]);
     black_box.requests = crate::results::summary::Requests { not_measured: true, ..Default::default() };
-    black_box.latency_us.wake = LatencyStats::default();
+    *black_box.measures.get_mut(Measure::WAKE) = LatencyStats::default();
     black_box.unavailable = vec!["wake: the runner is a black box".into()];
     black_box.runner.startup_ms = 1020.0;
     judge(&mut black_box, &rollout[1..]);

@@ -197,16 +197,14 @@ fn results(o: &mut String, s: &Summary) {
             design(r),
             r.calls.completed.to_string(),
             r.calls.lost.to_string(),
-            pair_of(r, "wake", &r.latency_us.wake),
-            pair_of(r, "pickup", &r.latency_us.pickup),
-            pair_of(r, "completion", &r.latency_us.completion),
+            pair_of(r, "wake", r.latency(Measure::WAKE)),
+            pair_of(r, "pickup", r.latency(Measure::PICKUP)),
+            pair_of(r, "completion", r.latency(Measure::COMPLETION)),
             rate(r, "discovery_per_min", r.requests.discovery_per_min, !r.requests.not_measured),
             mark,
         ]);
     }
-    let l =
-        |r: &'_ crate::results::summary::CaseResult| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion];
-    if any_thin(s.results.iter().flat_map(l).collect::<Vec<_>>().iter(), &["p50", "p99"]) {
+    if any_thin(s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m))), &["p50", "p99"]) {
         let _ = writeln!(o, "\n{THIN_NOTE}");
     }
 }
@@ -243,18 +241,12 @@ fn latency(o: &mut String, s: &Summary) {
         &[("case", L), ("measure", L), ("samples", R), ("p50", R), ("p90", R), ("p99", R), ("p99.9", R), ("max", R)],
     );
     for r in &s.results {
-        latency_row(&mut t, r, "wake", Measure::Wake);
-        latency_row(&mut t, r, "pickup", Measure::Pickup);
-        latency_row(&mut t, r, "completion", Measure::Completion);
-        latency_row(&mut t, r, "completion (uncorrected)", Measure::CompletionUncorrected);
-        latency_row(&mut t, r, "relay overhead", Measure::RelayOverhead);
-        latency_row(&mut t, r, "schedule lag", Measure::ScheduleLag);
+        for (m, label) in Measure::all().filter_map(|m| Some((m, m.row()?))) {
+            latency_row(&mut t, r, label, m);
+        }
     }
-    let shown = s.results.iter().flat_map(|r| {
-        let l = &r.latency_us;
-        [l.wake, l.pickup, l.completion, l.completion_uncorrected, l.relay_overhead, r.schedule_lag_us]
-    });
-    if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p90", "p99", "p999"]) {
+    let shown = s.results.iter().flat_map(|r| Measure::all().filter(|m| m.row().is_some()).map(|m| r.latency(m)));
+    if any_thin(shown, &["p50", "p90", "p99", "p999"]) {
         let _ = writeln!(o, "\n{THIN_NOTE}");
     }
 }
@@ -349,7 +341,7 @@ fn calls_and_requests(o: &mut String, s: &Summary) {
 /// The charts drawn beside this file, linked when they will exist.
 fn charts(o: &mut String, s: &Summary) {
     // The charts drawn beside this file (see `chart`), linked when they will exist.
-    let any_latency = s.results.iter().any(|r| r.latency_us.pickup.count > 0);
+    let any_latency = s.results.iter().any(|r| r.latency(Measure::PICKUP).count > 0);
     let charts = [
         ("latency-percentiles", "latency by percentile", any_latency),
         ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.breakdown_ms().is_some())),
@@ -451,12 +443,12 @@ mod tests {
             .iter()
             .map(|f| {
                 let mut x = r.clone();
-                x.latency_us.pickup.p50 *= f;
+                x.measures.get_mut(Measure::PICKUP).p50 *= f;
                 x
             })
             .collect();
         *r = crate::results::summary::repeats::combine(three, vec![1, 2, 3]);
-        let (p50, r) = (r.latency_us.pickup.p50, r.clone());
+        let (p50, r) = (r.latency(Measure::PICKUP).p50, r.clone());
         let md = String::from_utf8(Markdown.render(&s)).unwrap();
         assert!(md.contains("Each case ran 3 times"), "{md}");
         let shown = format!("{} ({}–{})", us(p50), us(p50 * 0.9), us(p50 * 1.2));

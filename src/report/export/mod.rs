@@ -128,6 +128,7 @@ pub(crate) fn design(r: &CaseResult) -> String {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use crate::record::recorder::Measure;
     #[test]
     fn no_rate_is_given_over_a_stretch_of_no_time() {
         let r = crate::results::summary::CaseResult::default();
@@ -168,12 +169,12 @@ pub(crate) mod tests {
         let mut s = realistic();
         s.calibration = None;
         for r in s.results.iter_mut() {
-            let l = &mut r.latency_us;
-            for st in [&mut l.wake, &mut l.pickup, &mut l.completion, &mut l.completion_uncorrected] {
-                st.count = if st.count == 0 { 0 } else { 20_000 };
-            }
-            for st in [&mut l.relay_overhead, &mut r.schedule_lag_us] {
-                *st = LatencyStats::default();
+            for (m, st) in r.measures.iter_mut() {
+                if [Measure::RELAY_OVERHEAD, Measure::SCHEDULE_LAG].contains(&m) {
+                    *st = LatencyStats::default();
+                } else {
+                    st.count = if st.count == 0 { 0 } else { 20_000 };
+                }
             }
         }
         s
@@ -192,11 +193,11 @@ pub(crate) mod tests {
         let note = "a p-quantile needs at least 10/(1-p) samples";
         assert!(!md.contains(THIN) && !table.contains(THIN), "20,000 samples: nothing marked");
         // p99.9 over 162 samples, as one archived run had it.
-        s.results[0].latency_us.pickup.count = 162;
+        s.results[0].measures.get_mut(Measure::PICKUP).count = 162;
         let (md, table) = render(&s);
         let row = md.lines().find(|l| l.starts_with(&format!("| {} | pickup | 162 |", s.results[0].case))).unwrap();
         let cells: Vec<&str> = row.split(" | ").collect();
-        let p = &s.results[0].latency_us.pickup;
+        let p = &s.results[0].latency(Measure::PICKUP);
         assert_eq!(cells[3], us(p.p50), "162 samples are enough for a median: {row}");
         assert_eq!(cells[4], us(p.p90), "and for a p90 (100): {row}");
         assert_eq!(cells[5], format!("{}{THIN}", us(p.p99)), "{row}");

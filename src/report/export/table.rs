@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::{any_thin, THIN, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
+use crate::record::recorder::Measure;
 use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
@@ -39,7 +40,7 @@ fn repeated(r: &CaseResult) -> Option<String> {
     let n = r.repeat.as_ref()?.seeds.len();
     let mut parts = Vec::new();
     for m in ["wake", "pickup", "completion"] {
-        let st = r.latency(crate::record::recorder::Measure::ALL.into_iter().find(|x| x.name() == m)?);
+        let st = r.latency(crate::record::recorder::Measure::from_name(m)?);
         if st.count > 0 {
             parts.push(format!("{m} p50 {}", super::stat_of(r, m, st, "p50")));
         }
@@ -132,9 +133,9 @@ impl Table {
                     format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
                     r.calls.completed.to_string(),
                     r.calls.lost.to_string(),
-                    pair(&r.latency_us.wake),
-                    pair(&r.latency_us.pickup),
-                    pair(&r.latency_us.completion),
+                    pair(r.latency(Measure::WAKE)),
+                    pair(r.latency(Measure::PICKUP)),
+                    pair(r.latency(Measure::COMPLETION)),
                     if r.requests.not_measured { "-".into() } else { format!("{:.1}", r.requests.discovery_per_min) },
                     verdict(r),
                 ]
@@ -194,8 +195,8 @@ impl Table {
 /// case against its baseline, every failed gate, pairing violation, degraded wake and failed
 /// fault, the cases an interrupt left unrun, and each sweep's best point.
 fn notes(o: &mut String, s: &Summary) {
-    let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
-    if any_thin(shown.collect::<Vec<_>>().iter(), &["p99"]) {
+    let shown = s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m)));
+    if any_thin(shown, &["p99"]) {
         note(o, THIN_NOTE);
     }
     let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();

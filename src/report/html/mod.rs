@@ -191,6 +191,7 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::recorder::Measure;
     use crate::report::export::fixture::realistic;
 
     #[test]
@@ -216,8 +217,8 @@ mod tests {
         let mut s = crate::report::export::tests::well_sampled();
         let html = render(&s, &[], &[]);
         assert!(!html.contains(THIN), "20,000 samples: nothing marked");
-        s.results[0].latency_us.pickup.count = 162;
-        let p = s.results[0].latency_us.pickup;
+        s.results[0].measures.get_mut(Measure::PICKUP).count = 162;
+        let p = s.results[0].latency(Measure::PICKUP);
         let us = crate::base::units::human_us;
         let html = render(&s, &[], &[]);
         assert!(html.contains(&format!("{} / {}{THIN}", us(p.p50), us(p.p99))), "the pickup pair's p99");

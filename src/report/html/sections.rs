@@ -10,6 +10,7 @@ use crate::report::export::{any_thin, design, fleet, pair, stat, Align, THIN_NOT
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::sweep::show;
 
+use crate::record::recorder::Measure;
 use Align::{Left as L, Right as R};
 
 /// `PASS`, `FAIL` or `INTERRUPTED`, and its class.
@@ -100,9 +101,9 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
                 design(r).into(),
                 r.calls.completed.to_string().into(),
                 r.calls.lost.to_string().into(),
-                pair(&r.latency_us.wake).into(),
-                pair(&r.latency_us.pickup).into(),
-                pair(&r.latency_us.completion).into(),
+                pair(r.latency(Measure::WAKE)).into(),
+                pair(r.latency(Measure::PICKUP)).into(),
+                pair(r.latency(Measure::COMPLETION)).into(),
                 if visible { format!("{:.1}", r.requests.discovery_per_min) } else { "-".into() }.into(),
                 idle_rate(r).into(),
                 gates,
@@ -117,8 +118,8 @@ pub(super) fn results(p: &mut Page, s: &Summary) {
          the workload's idle phases when it has any (the steady state a request budget is about), else over the \
          stretches with no call in flight. -: not measured.",
     );
-    let shown = s.results.iter().flat_map(|r| [r.latency_us.wake, r.latency_us.pickup, r.latency_us.completion]);
-    if any_thin(shown.collect::<Vec<_>>().iter(), &["p50", "p99"]) {
+    let shown = s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m)));
+    if any_thin(shown, &["p50", "p99"]) {
         p.el("p", "muted", THIN_NOTE).raw("\n");
     }
     p.raw("</section>\n");

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CaseResult;
-use crate::record::recorder::LatencyStats;
+use crate::record::recorder::{LatencyStats, Measure};
 
 /// Ratios of the baseline's figure to this case's (above 1: this case is lower).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -40,18 +40,17 @@ fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<St
 
 impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
-        let (b, t) = (&base.latency_us, &this.latency_us);
         let of = |x: &LatencyStats, y: &LatencyStats, stat: fn(&LatencyStats) -> f64| {
             ratio(stat(x), stat(y)).filter(|_| x.count > 0 && y.count > 0)
         };
-        let lat = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p50);
-        let p90 = |x: &LatencyStats, y: &LatencyStats| of(x, y, |s| s.p90);
+        let lat = |m: Measure| of(base.latency(m), this.latency(m), |s| s.p50);
+        let p90 = |m: Measure| of(base.latency(m), this.latency(m), |s| s.p90);
         // Two pickups timed to different points are not one measure: no ratio.
         let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
             baseline: base.case.clone(),
-            pickup_p50_ratio: lat(&b.pickup, &t.pickup).filter(|_| same_pickup),
-            completion_p50_ratio: lat(&b.completion, &t.completion),
+            pickup_p50_ratio: lat(Measure::PICKUP).filter(|_| same_pickup),
+            completion_p50_ratio: lat(Measure::COMPLETION),
             discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
             // The idle phases (a steady state) when the workload has any, else a live relay's
             // idle stretches (the dir's, in a summary that lacks them).
@@ -62,11 +61,11 @@ impl Comparison {
                     |r: &CaseResult| r.requests.idle_relay.as_ref().unwrap_or(&r.requests.idle).discovery_per_min;
                 ratio(live(base), live(this))
             },
-            wake_p50_ratio: lat(&b.wake, &t.wake),
-            wake_p90_ratio: p90(&b.wake, &t.wake),
-            pickup_p90_ratio: p90(&b.pickup, &t.pickup).filter(|_| same_pickup),
-            completion_p90_ratio: p90(&b.completion, &t.completion),
-            completion_mean_ratio: of(&b.completion, &t.completion, |s| s.mean),
+            wake_p50_ratio: lat(Measure::WAKE),
+            wake_p90_ratio: p90(Measure::WAKE),
+            pickup_p90_ratio: p90(Measure::PICKUP).filter(|_| same_pickup),
+            completion_p90_ratio: p90(Measure::COMPLETION),
+            completion_mean_ratio: of(base.latency(Measure::COMPLETION), this.latency(Measure::COMPLETION), |s| s.mean),
             text: String::new(),
         };
         let mut parts: Vec<String> = [

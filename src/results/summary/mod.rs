@@ -15,6 +15,7 @@ use crate::strategy::PickupDefinition;
 pub(crate) use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
 
 pub(crate) use comparison::Comparison;
+pub(crate) use latencies::Latencies;
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
@@ -78,26 +79,6 @@ pub struct Calls {
     pub causes: crate::record::recorder::CauseReport,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Latencies {
-    pub wake: LatencyStats,
-    pub pickup: LatencyStats,
-    pub completion: LatencyStats,
-    pub completion_uncorrected: LatencyStats,
-    pub relay_overhead: LatencyStats,
-    /// Where a call's time goes: the handler itself, publishing its answer, and hop 1
-    /// (answer published -> read by the writer).
-    ///
-    /// Fields marked `serde(default)` here and below came after the first archived runs
-    /// (`tests/fixtures/archived-run`): absent, they read as not recorded.
-    #[serde(default)]
-    pub handler: LatencyStats,
-    #[serde(default)]
-    pub answer_publish: LatencyStats,
-    #[serde(default)]
-    pub hop1: LatencyStats,
-}
-
 /// One case's results, as summary.json holds them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -144,10 +125,10 @@ pub struct CaseResult {
     pub wall_secs: Option<f64>,
     /// Calls by how they ended.
     pub calls: Calls,
-    /// Every measure's percentiles, in microseconds.
-    pub latency_us: Latencies,
-    /// How late the pacer started calls against their intended start.
-    pub schedule_lag_us: LatencyStats,
+    /// Every measure's percentiles, in microseconds: `latency_us` and `schedule_lag_us` (how
+    /// late the pacer started calls against their intended start) in summary.json.
+    #[serde(flatten)]
+    pub measures: Latencies,
     /// Requests to the host, by kind and class, and their rates.
     pub requests: Requests,
     /// Breaches of the pairing invariant, by kind.
@@ -237,9 +218,15 @@ impl CaseResult {
     /// publication, hop 1; `None` unless every step was measured (the time-breakdown chart).
     pub(crate) fn breakdown_ms(&self) -> Option<[f64; 5]> {
         let mean_ms = |s: &LatencyStats| (s.count > 0).then(|| s.mean / 1000.0);
-        let l = &self.latency_us;
-        let (wake, pickup) = (mean_ms(&l.wake)?, mean_ms(&l.pickup)?);
-        Some([wake, (pickup - wake).max(0.0), mean_ms(&l.handler)?, mean_ms(&l.answer_publish)?, mean_ms(&l.hop1)?])
+        let mean = |m: Measure| mean_ms(self.latency(m));
+        let (wake, pickup) = (mean(Measure::WAKE)?, mean(Measure::PICKUP)?);
+        Some([
+            wake,
+            (pickup - wake).max(0.0),
+            mean(Measure::HANDLER)?,
+            mean(Measure::ANSWER_PUBLISH)?,
+            mean(Measure::HOP1)?,
+        ])
     }
 
     pub(crate) fn fill_from(&mut self, rec: &Recording) {
@@ -260,17 +247,7 @@ impl CaseResult {
         self.calls.warmup = c.warmup;
         self.calls.unmeasured = rec.unmeasured;
         self.calls.causes = rec.causes.clone();
-        self.latency_us = Latencies {
-            wake: rec.stats(Measure::Wake),
-            pickup: rec.stats(Measure::Pickup),
-            completion: rec.stats(Measure::Completion),
-            completion_uncorrected: rec.stats(Measure::CompletionUncorrected),
-            relay_overhead: rec.stats(Measure::RelayOverhead),
-            handler: rec.stats(Measure::Handler),
-            answer_publish: rec.stats(Measure::AnswerPublish),
-            hop1: rec.stats(Measure::Hop1),
-        };
-        self.schedule_lag_us = rec.stats(Measure::ScheduleLag);
+        self.measures = Latencies::from_fn(|m| rec.stats(m));
         self.pairing_violations = Violations::of(&rec.pairing);
         self.notices = rec.notices.clone();
         self.notices_total = rec.notices_total;
@@ -293,17 +270,7 @@ impl CaseResult {
 
     /// The statistics of one measure.
     pub fn latency(&self, m: Measure) -> &LatencyStats {
-        match m {
-            Measure::Wake => &self.latency_us.wake,
-            Measure::Pickup => &self.latency_us.pickup,
-            Measure::Completion => &self.latency_us.completion,
-            Measure::CompletionUncorrected => &self.latency_us.completion_uncorrected,
-            Measure::RelayOverhead => &self.latency_us.relay_overhead,
-            Measure::ScheduleLag => &self.schedule_lag_us,
-            Measure::Handler => &self.latency_us.handler,
-            Measure::AnswerPublish => &self.latency_us.answer_publish,
-            Measure::Hop1 => &self.latency_us.hop1,
-        }
+        self.measures.get(m)
     }
 
     /// The value a gate reads; `None` when there is nothing to read (no samples). A repeated
@@ -542,6 +509,7 @@ impl Summary {
 }
 
 mod comparison;
+mod latencies;
 pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;

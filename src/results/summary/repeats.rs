@@ -8,7 +8,7 @@
 //! repeat's, the one run with the run's own seed.
 
 use super::CaseResult;
-use crate::record::recorder::{LatencyStats, Measure};
+use crate::record::recorder::LatencyStats;
 use crate::results::repeat::{bootstrap_ci, median, Repeats, Rule, Spread};
 use crate::scenario::gate::{Counter, FleetMetric, Metric};
 
@@ -70,19 +70,9 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     let mut out: Vec<Named<'_>> = Vec::new();
     let per_call = (!r.requests.not_measured && r.calls.completed > 0)
         .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64);
-    let l = &mut r.latency_us;
-    let measures: [(Measure, &mut LatencyStats); 9] = [
-        (Measure::Wake, &mut l.wake),
-        (Measure::Pickup, &mut l.pickup),
-        (Measure::Completion, &mut l.completion),
-        (Measure::CompletionUncorrected, &mut l.completion_uncorrected),
-        (Measure::RelayOverhead, &mut l.relay_overhead),
-        (Measure::Handler, &mut l.handler),
-        (Measure::AnswerPublish, &mut l.answer_publish),
-        (Measure::Hop1, &mut l.hop1),
-        (Measure::ScheduleLag, &mut r.schedule_lag_us),
-    ];
-    for (m, s) in measures {
+    // summary.json's order: the measures in `latency_us`, then those beside it.
+    let (inside, apart): (Vec<_>, Vec<_>) = r.measures.iter_mut().partition(|(m, _)| m.in_latency_us());
+    for (m, s) in inside.into_iter().chain(apart) {
         latency(&mut out, m.name(), s, "us");
     }
     if let Some(leg) = r.injected_leg_us.as_mut() {
@@ -272,10 +262,12 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
 mod tests {
     use super::*;
     use crate::record::recorder::LatencyStats;
+    use crate::record::recorder::Measure;
 
     fn case(pickup_p50: f64, count: u64, lost: u64, idle: f64) -> CaseResult {
         let mut r = CaseResult { case: "c".into(), ..Default::default() };
-        r.latency_us.pickup = LatencyStats { count, p50: pickup_p50, p99: pickup_p50 * 3.0, ..Default::default() };
+        *r.measures.get_mut(Measure::PICKUP) =
+            LatencyStats { count, p50: pickup_p50, p99: pickup_p50 * 3.0, ..Default::default() };
         r.calls.lost = lost;
         r.calls.completed = count;
         r.requests.idle_phases.minutes = 3.0;
@@ -306,9 +298,9 @@ mod tests {
     fn repeats_give_medians_the_worst_invariant_and_the_fewest_samples() {
         let runs = vec![case(100.0, 50, 0, 4.0), case(300.0, 40, 2, 6.0), case(200.0, 60, 0, 5.0)];
         let r = combine(runs, vec![1, 2, 3]);
-        assert_eq!(r.latency_us.pickup.p50, 200.0);
-        assert_eq!(r.latency_us.pickup.p99, 600.0);
-        assert_eq!(r.latency_us.pickup.count, 40, "the thinnest repeat's count");
+        assert_eq!(r.latency(Measure::PICKUP).p50, 200.0);
+        assert_eq!(r.latency(Measure::PICKUP).p99, 600.0);
+        assert_eq!(r.latency(Measure::PICKUP).count, 40, "the thinnest repeat's count");
         assert_eq!(r.calls.lost, 2, "a lost call in any repeat");
         assert_eq!(r.requests.idle_phases.discovery_per_min, 5.0);
         let rep = r.repeat.as_ref().unwrap();

@@ -335,10 +335,8 @@ impl TryFrom<StoredGateResult> for GateResult {
 /// Every metric name a gate may use, for error messages and help.
 /// Every metric's full name, each statistic of each measure spelled out.
 fn every_metric_name() -> Vec<String> {
-    let mut all: Vec<String> = Measure::ALL
-        .iter()
-        .flat_map(|m| LatencyStats::STATS.iter().map(move |s| format!("{}.{s}", m.name())))
-        .collect();
+    let mut all: Vec<String> =
+        Measure::all().flat_map(|m| LatencyStats::STATS.iter().map(move |s| format!("{}.{s}", m.name()))).collect();
     all.extend(Counter::ALL.iter().map(|c| c.name().to_owned()));
     all.extend(Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())));
     all.extend(FleetMetric::all().iter().map(|f| format!("{FLEET}.{}", f.name())));
@@ -346,7 +344,7 @@ fn every_metric_name() -> Vec<String> {
 }
 
 pub(crate) fn metric_names() -> String {
-    let lat: Vec<String> = Measure::ALL.iter().map(|m| format!("{}.<stat>", m.name())).collect();
+    let lat: Vec<String> = Measure::all().map(|m| format!("{}.<stat>", m.name())).collect();
     let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
     let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
     format!(
@@ -410,7 +408,7 @@ mod tests {
     #[test]
     fn parses_the_issue_examples() {
         let g = Gate::parse("pickup.p50 < 10ms").unwrap();
-        assert_eq!(g.metric, Metric::Latency(Measure::Pickup, "p50"));
+        assert_eq!(g.metric, Metric::Latency(Measure::PICKUP, "p50"));
         assert_eq!(g.op, Op::Lt);
         assert_eq!(g.threshold, 10_000.0);
         assert_eq!(Gate::parse("completion.p99 < 2s").unwrap().threshold, 2e6);
@@ -444,7 +442,7 @@ mod tests {
         let old =
             serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
         let r: GateResult = serde_json::from_value(old).unwrap();
-        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
+        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::PICKUP, "p50"), Op::Lt, 10_000.0));
     }
 
     #[test]

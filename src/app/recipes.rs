@@ -1,0 +1,75 @@
+//! The registries' recipes tried: a throwaway part added the way docs/architecture.md says
+//! (a file and a line) works through a whole run with nothing else touched.
+
+use crate::app::bench::{run_scenario, RunOptions};
+use crate::record::measure::Measure;
+
+/// The throwaway measure `turnaround` (src/record/measure/tests.rs, registered in test
+/// builds) is recorded, kept in summary.json and read back, gated, carried by repeats, and
+/// shown in summary.md and hdr/.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_measure_added_as_a_file_and_a_line_is_recorded_kept_gated_and_shown() {
+    let text = r#"
+name = "recipe"
+gates = ["turnaround.p50 < 1s", "turnaround.max > 0ms"]
+[workload]
+sandboxes = 2
+duration = "20s"
+turns_per_sec = 1
+calls_per_turn = 2
+seed = 3
+[handler]
+duration = "5ms"
+[[case]]
+name = "remote"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+"#;
+    let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let over = crate::scenario::Overrides { repeat: Some(2), ..Default::default() };
+    let s = crate::scenario::Scenario::parse_with("recipe.toml", text, &over).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate: false,
+        watch_program: "relay-bench".into(),
+        calls_csv: false,
+        no_event_log: true,
+        event_log: crate::engine::logplan::EventLogFormat::Auto,
+        max_event_log: crate::engine::logplan::DEFAULT_MAX,
+        jobs: 1,
+    };
+    let sig = std::sync::Arc::new(crate::base::signal::Signal::new());
+    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", sig).await.unwrap();
+    let turnaround = Measure::from_name("turnaround").expect("registered");
+    let r = &summary.results[0];
+
+    // Recorded, for every measured call, and no shorter than the call's pickup (the runner's
+    // instants: its answer's rename returns a daemon leg after the writer may have read it).
+    let t = r.latency(turnaround);
+    assert!(t.count > 0 && t.count == r.latency(Measure::PICKUP).count, "{t:?}");
+    assert!(t.p50 > 0.0 && t.p50 >= r.latency(Measure::PICKUP).p50, "{t:?} {:?}", r.latency(Measure::PICKUP));
+
+    // Kept in summary.json under its name, and read back from it.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["results"][0]["latency_us"]["turnaround"]["count"], t.count);
+    let back = crate::results::summary::Summary::read(out.path()).unwrap();
+    assert_eq!(back.results[0].latency(turnaround), t);
+
+    // Gated: both gates name it and pass; a repeat's median and spread carry it.
+    let ours: Vec<_> = r.gates.iter().filter(|g| g.metric.name().starts_with("turnaround.")).collect();
+    assert!(ours.len() == 2 && ours.iter().all(|g| g.pass), "{:?}", r.gates);
+    assert_eq!(ours[0].observed, Some(t.p50), "the gate reads the measure");
+    let rep = r.repeat.as_ref().expect("repeated");
+    assert!(rep.get("turnaround.p50").is_some(), "a repeat's spread of it");
+
+    // Shown: a row in summary.md's latency table, an HDR histogram of its own.
+    let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(md.lines().any(|l| l.starts_with("| remote | turnaround (test) |")), "{md}");
+    assert!(out.path().join("hdr/remote/turnaround.hgrm").is_file());
+}
