@@ -1,8 +1,31 @@
-//! The registries' recipes tried: a throwaway part added the way docs/architecture.md says
-//! (a file and a line) works through a whole run with nothing else touched.
+//! The registries' recipes tried: a throwaway measure, runner strategy and output, each added
+//! the way docs/architecture.md says (a file and a line, registered in test builds only),
+//! works through a whole run with nothing else touched.
 
 use crate::app::bench::{run_scenario, RunOptions};
 use crate::record::measure::Measure;
+use crate::results::summary::Summary;
+
+/// Runs scenario `text`, each case `repeat` times, to a run directory of its own.
+async fn run(text: &str, repeat: u32) -> (Summary, tempfile::TempDir) {
+    let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let over = crate::scenario::Overrides { repeat: Some(repeat), ..Default::default() };
+    let s = crate::scenario::Scenario::parse_with("recipe.toml", text, &over).unwrap();
+    let opts = RunOptions {
+        out_dir: out.path().to_path_buf(),
+        relay_root: relay.path().to_path_buf(),
+        quiet: true,
+        calibrate: false,
+        watch_program: "relay-bench".into(),
+        calls_csv: false,
+        no_event_log: true,
+        event_log: crate::engine::logplan::EventLogFormat::Auto,
+        max_event_log: crate::engine::logplan::DEFAULT_MAX,
+        jobs: 1,
+    };
+    let sig = std::sync::Arc::new(crate::base::signal::Signal::new());
+    (run_scenario(&s, &opts, "2026-01-01T00:00:00Z", sig).await.unwrap(), out)
+}
 
 /// The throwaway measure `turnaround` (src/record/measure/tests.rs, registered in test
 /// builds) is recorded, kept in summary.json and read back, gated, carried by repeats, and
@@ -28,23 +51,7 @@ clock = "virtual"
 runner = "window-exec"
 writer = "watch"
 "#;
-    let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let over = crate::scenario::Overrides { repeat: Some(2), ..Default::default() };
-    let s = crate::scenario::Scenario::parse_with("recipe.toml", text, &over).unwrap();
-    let opts = RunOptions {
-        out_dir: out.path().to_path_buf(),
-        relay_root: relay.path().to_path_buf(),
-        quiet: true,
-        calibrate: false,
-        watch_program: "relay-bench".into(),
-        calls_csv: false,
-        no_event_log: true,
-        event_log: crate::engine::logplan::EventLogFormat::Auto,
-        max_event_log: crate::engine::logplan::DEFAULT_MAX,
-        jobs: 1,
-    };
-    let sig = std::sync::Arc::new(crate::base::signal::Signal::new());
-    let summary = run_scenario(&s, &opts, "2026-01-01T00:00:00Z", sig).await.unwrap();
+    let (summary, out) = run(text, 2).await;
     let turnaround = Measure::from_name("turnaround").expect("registered");
     let r = &summary.results[0];
 
@@ -72,4 +79,38 @@ writer = "watch"
     let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
     assert!(md.lines().any(|l| l.starts_with("| remote | turnaround (test) |")), "{md}");
     assert!(out.path().join("hdr/remote/turnaround.hgrm").is_file());
+}
+
+/// The throwaway runner strategy `steady-poll` (src/strategy/recipe.rs) is named by a
+/// scenario and runs production's loop at its own pace; the throwaway output `calls.txt`
+/// (src/report/recipe.rs) lands in the run directory; `list` names both with the measure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strategy_and_an_output_added_as_a_file_and_a_line_run_and_are_written() {
+    let case = |name: &str, runner: &str| {
+        format!(
+            "[[case]]\nname = \"{name}\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\n\
+             runner = \"{runner}\"\nwriter = \"watch\"\n"
+        )
+    };
+    let text = format!(
+        "name = \"recipe\"\n[workload]\nsandboxes = 2\nduration = \"30s\"\nturns_per_sec = 1\ncalls_per_turn = 1\n\
+         seed = 5\n{}{}",
+        case("today", "poll"),
+        case("steady", "steady-poll")
+    );
+    let (summary, out) = run(&text, 1).await;
+    let [today, steady] = &summary.results[..] else { panic!("two cases: {:?}", summary.results.len()) };
+    assert_eq!(steady.strategy, "steady-poll");
+    assert!(steady.calls.completed > 0 && steady.calls.lost == 0, "{:?}", steady.calls);
+    let p50 = |r: &crate::results::summary::CaseResult| r.latency(Measure::PICKUP).p50;
+    assert!(p50(steady) < p50(today), "25 ms lists pick up sooner than 300 ms ones: {} vs {}", p50(steady), p50(today));
+    assert!(steady.requests.discovery_per_min > today.requests.discovery_per_min, "and list more often");
+
+    let txt = std::fs::read_to_string(out.path().join("calls.txt")).unwrap();
+    assert_eq!(txt, format!("today {}\nsteady {}\n", today.calls.completed, steady.calls.completed));
+
+    let parts = crate::app::runs::list_parts();
+    for name in ["steady-poll", "turnaround"] {
+        assert!(parts.lines().any(|l| l.trim_start().starts_with(name)), "list names {name}:\n{parts}");
+    }
 }

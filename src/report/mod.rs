@@ -16,3 +16,5 @@ pub(crate) mod html;
 pub(crate) mod outdir;
 pub(crate) mod output;
 pub(crate) mod publish;
+#[cfg(test)]
+mod recipe;

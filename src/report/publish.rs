@@ -17,7 +17,17 @@ use super::output::{parent_of, Dest, Input, Moment, Output, Staged, WriteError};
 /// Every output of a run: a new one is a file of its own plus one line here. They are
 /// written in this order (charts and the page read the summary.json and interval logs
 /// written before them).
-pub const OUTPUTS: &[&dyn for<'a> Output<Input<'a>>] = &[&Json, &Markdown, &Hdr, &Charts, &Html, &Table, &JUnit];
+pub const OUTPUTS: &[&dyn for<'a> Output<Input<'a>>] = &[
+    &Json,
+    &Markdown,
+    &Hdr,
+    &Charts,
+    &Html,
+    &Table,
+    &JUnit,
+    #[cfg(test)]
+    &super::recipe::CallsTxt,
+];
 
 /// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
 #[derive(Debug, Clone, Default)]

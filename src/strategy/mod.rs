@@ -13,6 +13,8 @@ pub(crate) mod external;
 mod follow;
 pub(crate) mod pair;
 mod poll;
+#[cfg(test)]
+mod recipe;
 mod watch;
 pub(crate) mod window;
 mod writers;
@@ -175,6 +177,8 @@ pub const RUNNERS: &[&dyn RunnerKind] = &[
     &window::WINDOW_EXEC_INLINE,
     &follow::FOLLOW,
     &external::EXTERNAL,
+    #[cfg(test)]
+    &recipe::SteadyPoll,
 ];
 
 /// The runner strategy named `name`.
