@@ -13,7 +13,14 @@ pub(crate) const POLL: Poll = Poll;
 
 #[derive(Debug)]
 struct PollSpec {
+    name: &'static str,
     opts: LoopOptions,
+}
+
+/// A strategy of production's loop alone, with no activity source: `poll`, or another
+/// pace of it named `name`.
+pub(super) fn loop_alone(name: &'static str, opts: LoopOptions) -> Arc<dyn RunnerSpec> {
+    Arc::new(PollSpec { name, opts })
 }
 
 impl RunnerKind for Poll {
@@ -26,13 +33,13 @@ impl RunnerKind for Poll {
     }
 
     fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        Ok(Arc::new(PollSpec { opts: parse_loop(table)? }))
+        Ok(loop_alone("poll", parse_loop(table)?))
     }
 }
 
 impl RunnerSpec for PollSpec {
     fn name(&self) -> &'static str {
-        "poll"
+        self.name
     }
 
     fn params(&self) -> String {

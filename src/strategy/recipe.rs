@@ -5,17 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
+use super::{parse_loop, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::relay::options::PollDelay;
-use crate::relay::runner::{LoopOptions, Started};
 
 pub(crate) struct SteadyPoll;
-
-#[derive(Debug)]
-struct SteadySpec {
-    opts: LoopOptions,
-}
 
 impl RunnerKind for SteadyPoll {
     fn name(&self) -> &'static str {
@@ -30,24 +24,6 @@ impl RunnerKind for SteadyPoll {
         let mut opts = parse_loop(table)?;
         let every = Duration::from_millis(25);
         opts.poll = PollDelay { interval: every, grow_after: u32::MAX, max: every };
-        Ok(Arc::new(SteadySpec { opts }))
-    }
-}
-
-impl RunnerSpec for SteadySpec {
-    fn name(&self) -> &'static str {
-        "steady-poll"
-    }
-
-    fn params(&self) -> String {
-        loop_params(&self.opts)
-    }
-
-    fn departures(&self) -> Vec<String> {
-        loop_departures(&self.opts)
-    }
-
-    fn start(&self, parts: &Parts<'_>) -> Started {
-        parts.runner(None, None, &self.opts).start()
+        Ok(super::poll::loop_alone("steady-poll", opts))
     }
 }
