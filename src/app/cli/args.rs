@@ -35,7 +35,7 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run scenarios (the embedded default when none is given) and write their reports.
     Run(RunArgs),
-    /// List the shipped scenarios, then the strategies and hosts a case can name.
+    /// List the shipped scenarios, then the strategies and hosts a case can name and the measures a gate reads.
     List,
     /// Serve a relay dir with the reference runner until Ctrl-C (a stat line per interval).
     Serve(ServeArgs),

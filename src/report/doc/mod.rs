@@ -20,6 +20,8 @@ pub(crate) enum Span {
     Text(String),
     Strong(String),
     Code(String),
+    /// Strong code (`` **`x`** ``, `<strong><code>`): a name a block is about.
+    StrongCode(String),
     Mark(bool),
 }
 
@@ -42,6 +44,8 @@ pub(crate) struct Table {
 /// One block of a section.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Block {
+    /// A heading inside a section (`### x`, `<h3>`).
+    Heading(String),
     Para(Line),
     /// A bulleted list, an item a line (an empty list writes nothing).
     List(Vec<Line>),
@@ -70,12 +74,17 @@ pub(crate) fn markdown(o: &mut String, sec: &Section) {
     blocks(o, &sec.blocks);
 }
 
-fn blocks(o: &mut String, blocks_: &[Block]) {
+/// Blocks in Markdown, each after a blank line, with no heading of their own (a part of
+/// a section another writer heads).
+pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
     for b in blocks_ {
         if !matches!(b, Block::Fold { .. }) {
             o.push('\n');
         }
         match b {
+            Block::Heading(t) => {
+                let _ = writeln!(o, "### {t}");
+            }
             Block::Para(line) => {
                 spans(o, line);
                 o.push('\n');
@@ -107,6 +116,9 @@ fn spans(o: &mut String, line: &[Span]) {
             }
             Span::Code(t) => {
                 let _ = write!(o, "`{t}`");
+            }
+            Span::StrongCode(t) => {
+                let _ = write!(o, "**`{t}`**");
             }
             Span::Mark(held) => o.push(if *held { '✅' } else { '❌' }),
         }

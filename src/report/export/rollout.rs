@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::base::units::readable;
-use crate::report::doc::{Align, MdTable};
+use crate::report::doc::{plain, Align, Block, MdTable, Span, Table};
 use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
@@ -92,7 +92,7 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
         if !v.boundaries.is_empty() {
             let _ =
                 writeln!(o, "## Rollout gates: where they hold\n\nOnly swept cases ran: no verdict of one envelope.");
-            boundaries(o, v);
+            boundaries_md(o, v);
             if let Some(r) = &v.recommendation {
                 let _ = writeln!(o, "\n{}\n", r.text);
             }
@@ -134,7 +134,7 @@ pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
             let _ = writeln!(o, "\nOption sets that meet every rollout gate: {}.", named.join("; "));
         }
     }
-    boundaries(o, v);
+    boundaries_md(o, v);
     if let Some(r) = &v.recommendation {
         let _ = writeln!(o, "\n{}", r.text);
     }
@@ -149,29 +149,39 @@ fn axis_value(b: &Boundary, x: f64) -> String {
     format!("{}{}{}", readable(x, 2), if b.unit.is_empty() { "" } else { " " }, b.unit)
 }
 
-/// `### Where each rollout gate holds`: a pass/fail map per gate, a row per swept axis, each
-/// point with its value and whether it met the gate, then the boundary in words.
-fn boundaries(o: &mut String, v: &Verdict) {
-    if v.boundaries.is_empty() {
-        return;
+/// [`boundaries`] in summary.md, a blank line after.
+fn boundaries_md(o: &mut String, v: &Verdict) {
+    let blocks = boundaries(&v.boundaries);
+    if !blocks.is_empty() {
+        crate::report::doc::blocks(o, &blocks);
+        o.push('\n');
     }
-    let _ = writeln!(o, "\n### Where each rollout gate holds\n");
-    let _ = writeln!(
-        o,
-        "Each swept case's points in order along its axis, each ✅ met or ❌ missed; the boundary lies between \
+}
+
+/// `### Where each rollout gate holds`, for summary.md and the page alike: per gate, a row per
+/// swept axis, each point with its value and whether it met the gate, then the boundary in
+/// words. Nothing when no case was swept.
+pub(crate) fn boundaries(all: &[Boundary]) -> Vec<Block> {
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![
+        Block::Heading("Where each rollout gate holds".into()),
+        Block::Para(plain(
+            "Each swept case's points in order along its axis, each ✅ met or ❌ missed; the boundary lies between \
 the last point that meets the gate and the first that misses it (measured, not extrapolated). A sweep over \
-profiles is placed by its measured round trip (twice the median leg the daemon paid).\n"
-    );
+profiles is placed by its measured round trip (twice the median leg the daemon paid).",
+        )),
+    ];
     let mut gates: Vec<&str> = Vec::new();
-    for b in &v.boundaries {
+    for b in all {
         if !gates.contains(&b.gate.as_str()) {
             gates.push(&b.gate);
         }
     }
     for gate in gates {
-        let _ = writeln!(o, "**`{gate}`**\n");
-        let mut t = MdTable::new(o, &[("along", Align::Left), ("points", Align::Left), ("boundary", Align::Left)]);
-        for b in v.boundaries.iter().filter(|b| b.gate == gate) {
+        out.push(Block::Para(vec![Span::StrongCode(gate.to_owned())]));
+        let rows = all.iter().filter(|b| b.gate == gate).map(|b| {
             let along = match &b.at {
                 Some(at) => format!("{} `{}` at {at}", b.case, b.axis),
                 None => format!("{} `{}`", b.case, b.axis),
@@ -181,10 +191,14 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
                 .iter()
                 .map(|p| format!("{} {} ({})", mark(p.pass), axis_value(b, p.value), p.observed_text))
                 .collect();
-            t.row(&[along, map.join(" · "), b.sentence()]);
-        }
-        o.push('\n');
+            vec![along, map.join(" · "), b.sentence()]
+        });
+        out.push(Block::Table(Table {
+            columns: vec![("along", Align::Left), ("points", Align::Left), ("boundary", Align::Left)],
+            rows: rows.collect(),
+        }));
     }
+    out
 }
 
 /// What a verdict decided on the virtual clock rests on, and how to confirm it.

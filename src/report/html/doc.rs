@@ -10,9 +10,13 @@ pub(super) fn write(p: &mut Page, sec: &Section) {
     p.raw("</section>\n");
 }
 
-fn blocks(p: &mut Page, blocks_: &[Block]) {
+/// Blocks into the page, with no section of their own.
+pub(super) fn blocks(p: &mut Page, blocks_: &[Block]) {
     for b in blocks_ {
         match b {
+            Block::Heading(t) => {
+                p.el("h3", "", t).raw("\n");
+            }
             Block::Para(line) => {
                 p.raw("<p>");
                 spans(p, line);
@@ -49,6 +53,7 @@ fn spans(p: &mut Page, line: &[Span]) {
             Span::Text(t) => p.text(t),
             Span::Strong(t) => p.el("strong", "", t),
             Span::Code(t) => p.el("code", "", t),
+            Span::StrongCode(t) => p.raw("<strong>").el("code", "", t).raw("</strong>"),
             Span::Mark(true) => p.el("span", "pass", "pass"),
             Span::Mark(false) => p.el("span", "fail", "FAIL"),
         };

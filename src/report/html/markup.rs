@@ -127,15 +127,28 @@ impl Page {
                     (c, _) => c,
                 };
                 self.open("td", class);
-                match cell.text.strip_prefix('`').and_then(|t| t.strip_suffix('`')) {
-                    Some(code) if !code.is_empty() => self.el("code", "", code),
-                    _ => self.text(if cell.text.trim().is_empty() { "-" } else { &cell.text }),
-                };
+                if cell.text.trim().is_empty() {
+                    self.text("-");
+                } else {
+                    self.inline_code(&cell.text);
+                }
                 self.close("td");
             }
             self.raw("</tr>\n");
         }
         self.raw("</tbody>\n</table></div>\n")
+    }
+
+    /// Text whose `` `x` `` pieces are code, as Markdown writes them; a lone backtick stays
+    /// text.
+    fn inline_code(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some((before, after)) = rest.split_once('`') {
+            let Some((code, tail)) = after.split_once('`').filter(|(c, _)| !c.is_empty()) else { break };
+            self.text(before).el("code", "", code);
+            rest = tail;
+        }
+        self.text(rest);
     }
 
     /// A bulleted list of texts.

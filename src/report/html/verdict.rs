@@ -273,43 +273,10 @@ fn cases_table(p: &mut Page, v: &Verdict) {
     p.table(&columns, &rows);
 }
 
-/// Where each gate holds: per gate, a row per swept axis, a cell per point (met or missed,
-/// with its value and figure), and the boundary in words.
+/// Where each gate holds: the section summary.md writes too
+/// ([`crate::report::export::rollout::boundaries`]).
 fn boundaries(p: &mut Page, v: &Verdict) {
-    if v.boundaries.is_empty() {
-        return;
-    }
-    p.el("h3", "", "Where each rollout gate holds");
-    let mut gates: Vec<&str> = Vec::new();
-    for b in &v.boundaries {
-        if !gates.contains(&b.gate.as_str()) {
-            gates.push(&b.gate);
-        }
-    }
-    for gate in gates {
-        let along: Vec<&crate::results::boundary::Boundary> = v.boundaries.iter().filter(|b| b.gate == gate).collect();
-        let width = along.iter().map(|b| b.points.len()).max().unwrap_or(0);
-        let mut columns: Vec<(&str, Align)> = vec![("along", Align::Left)];
-        columns.extend((0..width).map(|_| ("", Align::Left)));
-        columns.push(("boundary", Align::Left));
-        let rows: Vec<Vec<Cell>> = along
-            .iter()
-            .map(|b| {
-                let at = b.at.as_ref().map_or(String::new(), |a| format!(" at {a}"));
-                let mut cells = vec![Cell::from(format!("{} {}{at}", b.case, b.axis))];
-                cells.extend(b.points.iter().map(|pt| {
-                    let unit = if b.unit.is_empty() { String::new() } else { format!(" {}", b.unit) };
-                    let text = format!("{}{unit}: {}", crate::base::units::readable(pt.value, 2), pt.observed_text);
-                    Cell::with(text, if pt.pass { "pass" } else { "fail" })
-                }));
-                cells.extend((b.points.len()..width).map(|_| Cell::from(String::new())));
-                cells.push(Cell::from(b.sentence()));
-                cells
-            })
-            .collect();
-        p.el("p", "", gate);
-        p.table(&columns, &rows);
-    }
+    super::doc::blocks(p, &crate::report::export::rollout::boundaries(&v.boundaries));
 }
 
 #[cfg(test)]
