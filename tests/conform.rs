@@ -383,7 +383,9 @@ fn the_battery_never_breaks_whatever_the_runner_does() {
         format!("setsid sleep {marker} & head -c 1000000000 /dev/zero; head -c 300000000 /dev/zero >&2; sleep 60");
     let (code, _, r) =
         conform_in(t.path(), &["--runner", "--case", "answer-ok", "--bound", "2s", "--", "sh", "-c", &body]);
-    assert_eq!(code, 1);
+    // Failed, or inconclusive (8) when a loaded machine's pace leaves the case undecided:
+    // never a pass.
+    assert!(matches!(code, 1 | 8), "exit {code}: {:?}", r.cases[0]);
     let ev = r.cases[0].evidence.join("\n");
     assert!(ev.contains("killed"), "{ev}");
     assert!(running(&format!("sleep {marker}")).is_empty(), "the setsid'd daemon is gone: {:?}", running(&marker));

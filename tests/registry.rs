@@ -174,7 +174,12 @@ fn registries_in(code: &str) -> Vec<Vec<String>> {
         let list = &decl[eq..decl.find("];").unwrap()];
         let list = &list[list.find('[').unwrap() + 1..];
         out.push(
-            list.split(',').map(|t| t.trim().trim_start_matches('&').to_owned()).filter(|t| !t.is_empty()).collect(),
+            // An entry under `#[cfg(test)]` is a recipe's throwaway, in test builds only.
+            list.split(',')
+                .map(|t| t.trim())
+                .filter(|t| !t.is_empty() && !t.starts_with("#[cfg(test)]"))
+                .map(|t| t.trim_start_matches('&').to_owned())
+                .collect(),
         );
     }
     out

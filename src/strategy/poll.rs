@@ -8,6 +8,8 @@ use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerS
 use crate::base::fields::{Fields, ScenarioError};
 use crate::relay::runner::{LoopOptions, Started};
 
+const NAME: &str = "poll";
+
 pub(crate) struct Poll;
 pub(crate) const POLL: Poll = Poll;
 
@@ -25,7 +27,7 @@ pub(super) fn loop_alone(name: &'static str, opts: LoopOptions) -> Arc<dyn Runne
 
 impl RunnerKind for Poll {
     fn name(&self) -> &'static str {
-        "poll"
+        NAME
     }
 
     fn about(&self) -> &'static str {
@@ -33,7 +35,7 @@ impl RunnerKind for Poll {
     }
 
     fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        Ok(loop_alone("poll", parse_loop(table)?))
+        Ok(loop_alone(NAME, parse_loop(table)?))
     }
 }
 
