@@ -39,10 +39,10 @@ fn pair(s: &LatencyStats) -> String {
 fn repeated(r: &CaseResult) -> Option<String> {
     let n = r.repeat.as_ref()?.seeds.len();
     let mut parts = Vec::new();
-    for m in ["wake", "pickup", "completion"] {
-        let st = r.latency(crate::record::recorder::Measure::from_name(m)?);
+    for m in Measure::SPEC {
+        let st = r.latency(m);
         if st.count > 0 {
-            parts.push(format!("{m} p50 {}", super::stat_of(r, m, st, "p50")));
+            parts.push(format!("{} p50 {}", m.name(), super::stat_of(r, m.name(), st, "p50")));
         }
     }
     let one = |v: f64| format!("{v:.1}");
