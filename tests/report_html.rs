@@ -108,7 +108,7 @@ fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() 
     let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
     // The rollout gate's verdict and decision chart; the fleet's section and charts.
     for (run, sections) in [
-        ("20261130-vm", &["verdict", "decision", "results", "departures", "charts", "environment", "files"][..]),
+        ("20261130-vm", &["verdict", "decision", "results", "cases", "charts", "environment", "files"][..]),
         ("20261202-fleet-capacity", &["verdict", "decision", "results", "fleet", "charts", "environment"][..]),
     ] {
         let t = tempfile::tempdir().unwrap();
@@ -129,7 +129,7 @@ fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() 
         let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
         assert!(console.is_empty(), "{run}: console messages:\n{}", console.join("\n"));
         for id in sections {
-            assert!(dom.contains(&format!("<section id=\"{id}\">")), "{run}: no {id} section");
+            assert!(dom.contains(&format!("<section id=\"{id}\"")), "{run}: no {id} section");
         }
         assert_eq!(dom.matches("<svg ").count(), charts, "{run}: every chart inline");
 

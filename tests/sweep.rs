@@ -126,7 +126,7 @@ fn the_command_line_sweeps_a_case_and_refuses_an_option_it_does_not_have() {
     let points: Vec<&str> = sw["points"].as_array().unwrap().iter().map(|p| p["case"].as_str().unwrap()).collect();
     assert_eq!(points, ["w@window=5s", "w@window=25s"]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.contains("<section id=\"sweeps\">") && html.contains("<td>25s</td>"), "the table in report.html");
+    assert!(html.contains("<section id=\"sweep-0\">") && html.contains("<td>25s</td>"), "the table in report.html");
     // With no figures of its own, a command-line sweep shows the headline figures; with
     // `--figure`, those named.
     let figures = |json: &Value| -> Vec<String> {

@@ -225,11 +225,6 @@ impl Judged {
 }
 
 impl RolloutGate {
-    /// Every case judged on this gate, production's first.
-    pub(crate) fn judged(&self) -> impl Iterator<Item = &Judged> {
-        self.production.iter().chain(&self.option_sets)
-    }
-
     /// Whether every case of production as built judged on it meets it (`None`: none was).
     pub(crate) fn production_pass(&self) -> Option<bool> {
         (!self.production.is_empty()).then(|| self.production.iter().all(|j| j.pass))

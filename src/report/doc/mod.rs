@@ -14,7 +14,8 @@ pub(crate) use gfm::tests as gfm_tests;
 pub(crate) use gfm::{Align, MdTable};
 
 /// A piece of running text: plain, strong (`**x**`, `<strong>`), code (`` `x` ``, `<code>`),
-/// or whether something held (✅ or ❌; in the page, a coloured `pass` or `FAIL`).
+/// whether something held (✅ or ❌; in the page, a coloured `pass` or `FAIL`), or text
+/// written in Markdown's inline syntax ([`Span::Inline`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Span {
     Text(String),
@@ -23,6 +24,9 @@ pub(crate) enum Span {
     /// Strong code (`` **`x`** ``, `<strong><code>`): a name a block is about.
     StrongCode(String),
     Mark(bool),
+    /// Text whose `**x**` pieces are strong and `` `x` `` pieces code, as a table cell is
+    /// written: summary.md takes it as it is, the page renders both.
+    Inline(String),
 }
 
 /// Running text: its spans in order.
@@ -33,12 +37,31 @@ pub(crate) fn plain(text: impl Into<String>) -> Line {
     vec![Span::Text(text.into())]
 }
 
-/// A table: its columns and their alignment, and its rows (a cell per column; a cell written
-/// `` `x` `` is code in the page).
+/// Text with `**strong**` and `` `code` `` pieces as a [`Line`] ([`Span::Inline`]).
+pub(crate) fn inline(text: impl Into<String>) -> Line {
+    vec![Span::Inline(text.into())]
+}
+
+/// A table: its columns and their alignment, and its rows (a cell per column; a cell is
+/// written as [`Span::Inline`] text, and one that starts with ✅ or ❌ is coloured in the
+/// page).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Table {
-    pub columns: Vec<(&'static str, Align)>,
+    pub columns: Vec<(String, Align)>,
     pub rows: Vec<Vec<String>>,
+}
+
+/// A table's columns from their names and alignments.
+pub(crate) fn columns(names: &[(&str, Align)]) -> Vec<(String, Align)> {
+    names.iter().map(|(n, a)| ((*n).to_owned(), *a)).collect()
+}
+
+/// A chart drawn beside the report (`charts/<stem>.png` and `.svg`): summary.md links it,
+/// the page draws it inline.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Chart {
+    pub stem: String,
+    pub title: String,
 }
 
 /// One block of a section.
@@ -47,9 +70,15 @@ pub(crate) enum Block {
     /// A heading inside a section (`### x`, `<h3>`).
     Heading(String),
     Para(Line),
+    /// An aside set off from the text around it (`> x`; a banner in the page).
+    Quote(Line),
     /// A bulleted list, an item a line (an empty list writes nothing).
     List(Vec<Line>),
+    /// A bulleted list whose items may hold items of their own, one level down (`  - x`).
+    Outline(Vec<(Line, Vec<Line>)>),
     Table(Table),
+    /// Charts, each on its own line.
+    Charts(Vec<Chart>),
     /// Blocks a reader opens when they want them: folded under `summary` in the page
     /// (`<details>`, unfolded when `open`); Markdown has no fold, so summary.md writes the
     /// blocks as they are.
@@ -60,12 +89,55 @@ pub(crate) enum Block {
     },
 }
 
-/// A section: its anchor in the page, its heading and its blocks.
+/// A section: its anchor in the page, its heading (written as [`Span::Inline`] text) and
+/// its blocks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Section {
-    pub id: &'static str,
-    pub title: &'static str,
+    pub id: String,
+    pub title: String,
     pub blocks: Vec<Block>,
+}
+
+impl Section {
+    pub(crate) fn new(id: impl Into<String>, title: impl Into<String>, blocks: Vec<Block>) -> Section {
+        Section { id: id.into(), title: title.into(), blocks }
+    }
+}
+
+/// A whole report: its title and what the run came to, the sections summary.md writes
+/// before the lead (the declared rollout verdict), the blocks before the first section (what
+/// the run was, where and how it ran), and the sections. The page puts the rollout verdict
+/// (the section `verdict`, wherever it is) under its header.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Doc {
+    pub title: String,
+    /// `PASS`, `FAIL` or `INTERRUPTED`, and whether it passed.
+    pub outcome: (&'static str, bool),
+    pub top: Vec<Section>,
+    pub lead: Vec<Block>,
+    pub sections: Vec<Section>,
+    /// Whether production as built met the rollout verdict, when there is one.
+    pub verdict_held: Option<bool>,
+}
+
+impl Doc {
+    /// Every section, in summary.md's order.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Section> {
+        self.top.iter().chain(&self.sections)
+    }
+}
+
+/// The whole report in Markdown: `# title — outcome`, the top sections, the lead, the
+/// sections.
+pub(crate) fn document(o: &mut String, d: &Doc) {
+    let _ = writeln!(o, "# {} — {}", d.title, d.outcome.0);
+    for sec in &d.top {
+        markdown(o, sec);
+    }
+    blocks(o, &d.lead);
+    for sec in &d.sections {
+        markdown(o, sec);
+    }
 }
 
 /// The section in Markdown: a blank line, its heading, then each block after a blank line.
@@ -89,6 +161,11 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
                 spans(o, line);
                 o.push('\n');
             }
+            Block::Quote(line) => {
+                o.push_str("> ");
+                spans(o, line);
+                o.push('\n');
+            }
             Block::List(items) => {
                 for item in items {
                     o.push_str("- ");
@@ -96,10 +173,29 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
                     o.push('\n');
                 }
             }
+            Block::Outline(items) => {
+                for (item, sub) in items {
+                    o.push_str("- ");
+                    spans(o, item);
+                    o.push('\n');
+                    for s in sub {
+                        o.push_str("  - ");
+                        spans(o, s);
+                        o.push('\n');
+                    }
+                }
+            }
             Block::Table(t) => {
-                let mut md = MdTable::new(o, &t.columns);
+                let columns: Vec<(&str, Align)> = t.columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+                let mut md = MdTable::new(o, &columns);
                 for row in &t.rows {
                     md.row(row);
+                }
+            }
+            Block::Charts(charts) => {
+                for (k, c) in charts.iter().enumerate() {
+                    let gap = if k == 0 { "" } else { "\n" };
+                    let _ = writeln!(o, "{gap}![{}](charts/{}.png) ([SVG](charts/{}.svg))", c.title, c.stem, c.stem);
                 }
             }
             Block::Fold { blocks: inner, .. } => blocks(o, inner),
@@ -110,7 +206,7 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
 fn spans(o: &mut String, line: &[Span]) {
     for s in line {
         match s {
-            Span::Text(t) => o.push_str(t),
+            Span::Text(t) | Span::Inline(t) => o.push_str(t),
             Span::Strong(t) => {
                 let _ = write!(o, "**{t}**");
             }
@@ -132,12 +228,12 @@ mod tests {
     #[test]
     fn a_section_is_its_heading_then_each_block_after_a_blank_line() {
         let sec = Section {
-            id: "s",
-            title: "Title",
+            id: "s".into(),
+            title: "Title".into(),
             blocks: vec![
                 Block::Para(vec![Span::Text("with ".into()), Span::Code("code".into()), Span::Text(":".into())]),
                 Block::Table(Table {
-                    columns: vec![("a", Align::Left), ("n", Align::Right)],
+                    columns: crate::report::doc::columns(&[("a", Align::Left), ("n", Align::Right)]),
                     rows: vec![vec!["x|y".into(), "1".into()]],
                 }),
                 Block::List(vec![vec![Span::Strong("case".into()), Span::Text(" limits".into())], plain("two")]),

@@ -52,7 +52,7 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
     let remote = (!measured.is_empty()).then(|| {
         let mut t = Table {
-            columns: vec![
+            columns: doc::columns(&[
                 ("case", L),
                 ("held execs", L),
                 ("per sandbox", L),
@@ -61,7 +61,7 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
                 ("requests/s", L),
                 ("rejected / queued / cut", R),
                 ("queue wait p99", R),
-            ],
+            ]),
             rows: Vec::new(),
         };
         for (r, f) in &measured {
@@ -89,7 +89,7 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
 /// calls per turn, and the turns (and healthy ones) at once.
 fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
     let mut turns = Table {
-        columns: vec![
+        columns: doc::columns(&[
             ("case", L),
             ("turns", R),
             ("demoted", R),
@@ -97,7 +97,7 @@ fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
             ("calls per turn (max)", R),
             ("turns at once", L),
             ("healthy at once", L),
-        ],
+        ]),
         rows: Vec::new(),
     };
     for (r, f) in cases {
@@ -119,7 +119,7 @@ fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
 /// turns, the worst it got, the turns it demoted and the busiest ten seconds after it.
 fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
     let mut t = Table {
-        columns: vec![
+        columns: doc::columns(&[
             ("case", L),
             ("fault", L),
             ("struck / ended", L),
@@ -127,7 +127,7 @@ fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
             ("worst healthy", R),
             ("turns demoted", R),
             ("busiest 10 s after (req/s)", R),
-        ],
+        ]),
         rows: Vec::new(),
     };
     for (r, x) in rows {
@@ -172,7 +172,7 @@ pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
         ];
         blocks.extend([Block::Para(intro), Block::Table(t)]);
     }
-    Some(doc::Section { id: "fleet", title: "Fleet", blocks })
+    Some(doc::Section::new("fleet", "Fleet", blocks))
 }
 
 /// The warm-up's ramp per case, which the tables above leave out.
@@ -206,5 +206,5 @@ fn ramp(s: &Summary) -> Option<Table> {
             ]
         })
         .collect();
-    Some(Table { columns, rows })
+    Some(Table { columns: doc::columns(&columns), rows })
 }

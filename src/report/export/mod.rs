@@ -10,6 +10,7 @@ pub(crate) mod gates;
 pub(crate) use crate::report::doc::{Align, MdTable};
 pub(crate) use fleet::telling as fleet_worth_showing;
 mod aside;
+pub(crate) mod content;
 pub(crate) mod hdr;
 mod json;
 pub(crate) mod junit;
@@ -134,10 +135,10 @@ pub(crate) mod tests {
         let r = crate::results::summary::CaseResult::default();
         let s =
             |minutes: f64| crate::results::summary::Stretch { minutes, discovery_per_min: 68058.3, data_per_min: 0.0 };
-        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.0004), true), "- (only 0.02 s)");
-        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.04), true), "68058.3 (2.4 s)");
-        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(2.0), true), "68058.3 (2.0 min)");
-        assert_eq!(super::markdown::stretch(&r, "busy_discovery_per_min", &s(0.0), true), "-");
+        assert_eq!(super::content::stretch(&r, "busy_discovery_per_min", &s(0.0004), true), "- (only 0.02 s)");
+        assert_eq!(super::content::stretch(&r, "busy_discovery_per_min", &s(0.04), true), "68058.3 (2.4 s)");
+        assert_eq!(super::content::stretch(&r, "busy_discovery_per_min", &s(2.0), true), "68058.3 (2.0 min)");
+        assert_eq!(super::content::stretch(&r, "busy_discovery_per_min", &s(0.0), true), "-");
     }
 
     #[test]

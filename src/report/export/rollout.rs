@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::base::units::readable;
-use crate::report::doc::{plain, Align, Block, MdTable, Span, Table};
+use crate::report::doc::{inline, plain, Align, Block, Section, Span, Table};
 use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
@@ -85,77 +85,73 @@ fn sets(s: &Summary, g: &RolloutGate, met: bool) -> String {
     listed.join("; ")
 }
 
-/// The `## Rollout verdict` section of summary.md; nothing without rollout gates.
-pub(crate) fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
-    if v.gates.is_empty() {
+/// The rollout verdict's section, for summary.md (right under its title) and the page alike,
+/// and whether production as built met it; `None` without rollout gates or boundaries.
+pub(crate) fn section(v: &Verdict, s: &Summary) -> Option<(Section, bool)> {
+    let mut blocks = Vec::new();
+    let title = if v.gates.is_empty() {
         // Only swept cases ran: no verdict of the stated envelope, the boundaries still.
-        if !v.boundaries.is_empty() {
-            let _ =
-                writeln!(o, "## Rollout gates: where they hold\n\nOnly swept cases ran: no verdict of one envelope.");
-            boundaries_md(o, v);
-            if let Some(r) = &v.recommendation {
-                let _ = writeln!(o, "\n{}\n", r.text);
-            }
+        if v.boundaries.is_empty() {
+            return None;
         }
-        return;
+        blocks.push(Block::Para(plain("Only swept cases ran: no verdict of one envelope.")));
+        "Rollout gates: where they hold".to_owned()
+    } else {
+        blocks.push(Block::Table(gates_table(v, s)));
+        blocks.extend(
+            on_the_edge(v, s).into_iter().map(|line| Block::Quote(inline(format!("**On the edge:** {line}.")))),
+        );
+        let judged_sets = v.gates.iter().any(|g| !g.option_sets.is_empty());
+        if v.gates.len() > 1 && judged_sets {
+            let named: Vec<String> = v
+                .meet_all
+                .iter()
+                .map(|case| {
+                    let d = v.gates.iter().flat_map(|g| &g.option_sets).find(|j| j.case == *case);
+                    format!("**{case}** ({})", d.map(|j| j.departures.join(", ")).unwrap_or_default())
+                })
+                .collect();
+            blocks.push(Block::Para(inline(if named.is_empty() {
+                "No option set meets every rollout gate.".to_owned()
+            } else {
+                format!("Option sets that meet every rollout gate: {}.", named.join("; "))
+            })));
+        }
+        format!("Rollout verdict: {}", headline(v))
+    };
+    blocks.extend(boundaries(&v.boundaries));
+    if let Some(r) = &v.recommendation {
+        blocks.push(Block::Para(inline(r.text.clone())));
     }
-    let _ = writeln!(o, "## Rollout verdict: {}\n", headline(v));
-    let mut t = MdTable::new(
-        o,
-        &[
+    if !v.gates.is_empty() && v.decided_on_virtual_clock() {
+        blocks.push(Block::Para(inline(virtual_note())));
+    }
+    Some((Section::new("verdict", title, blocks), v.pass == Some(true)))
+}
+
+/// A row per rollout gate: how production as built fared, the option sets that meet it and
+/// those that miss it.
+fn gates_table(v: &Verdict, s: &Summary) -> Table {
+    let rows = v.gates.iter().map(|g| {
+        let production: Vec<String> =
+            g.production.iter().map(|j| format!("{} **{}**{}", mark(j.pass), figure(j, ""), spread(s, g, j))).collect();
+        let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
+        vec![format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]
+    });
+    Table {
+        columns: crate::report::doc::columns(&[
             ("rollout gate", Align::Left),
             ("production as built", Align::Left),
             ("option sets that meet it", Align::Left),
             ("option sets that miss it", Align::Left),
-        ],
-    );
-    for g in &v.gates {
-        let production: Vec<String> =
-            g.production.iter().map(|j| format!("{} **{}**{}", mark(j.pass), figure(j, ""), spread(s, g, j))).collect();
-        let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
-        t.row(&[format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]);
+        ]),
+        rows: rows.collect(),
     }
-    for line in on_the_edge(v, s) {
-        let _ = writeln!(o, "\n> **On the edge:** {line}.");
-    }
-    let judged_sets = v.gates.iter().any(|g| !g.option_sets.is_empty());
-    if v.gates.len() > 1 && judged_sets {
-        let named: Vec<String> = v
-            .meet_all
-            .iter()
-            .map(|case| {
-                let d = v.gates.iter().flat_map(|g| &g.option_sets).find(|j| j.case == *case);
-                format!("**{case}** ({})", d.map(|j| j.departures.join(", ")).unwrap_or_default())
-            })
-            .collect();
-        if named.is_empty() {
-            let _ = writeln!(o, "\nNo option set meets every rollout gate.");
-        } else {
-            let _ = writeln!(o, "\nOption sets that meet every rollout gate: {}.", named.join("; "));
-        }
-    }
-    boundaries_md(o, v);
-    if let Some(r) = &v.recommendation {
-        let _ = writeln!(o, "\n{}", r.text);
-    }
-    if v.decided_on_virtual_clock() {
-        let _ = writeln!(o, "\n{}", virtual_note());
-    }
-    o.push('\n');
 }
 
 /// An axis value with its unit, as the maps say it.
 fn axis_value(b: &Boundary, x: f64) -> String {
     format!("{}{}{}", readable(x, 2), if b.unit.is_empty() { "" } else { " " }, b.unit)
-}
-
-/// [`boundaries`] in summary.md, a blank line after.
-fn boundaries_md(o: &mut String, v: &Verdict) {
-    let blocks = boundaries(&v.boundaries);
-    if !blocks.is_empty() {
-        crate::report::doc::blocks(o, &blocks);
-        o.push('\n');
-    }
 }
 
 /// `### Where each rollout gate holds`, for summary.md and the page alike: per gate, a row per
@@ -194,7 +190,11 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
             vec![along, map.join(" · "), b.sentence()]
         });
         out.push(Block::Table(Table {
-            columns: vec![("along", Align::Left), ("points", Align::Left), ("boundary", Align::Left)],
+            columns: crate::report::doc::columns(&[
+                ("along", Align::Left),
+                ("points", Align::Left),
+                ("boundary", Align::Left),
+            ]),
             rows: rows.collect(),
         }));
     }
@@ -273,12 +273,19 @@ mod tests {
     use super::super::fixture::realistic;
     use super::*;
 
+    /// The section as summary.md writes it.
+    fn markdown(o: &mut String, v: &Verdict, s: &Summary) {
+        if let Some((sec, _)) = section(v, s) {
+            crate::report::doc::markdown(o, &sec);
+        }
+    }
+
     #[test]
     fn the_section_names_production_and_the_option_sets_per_gate() {
         let s = realistic();
         let mut o = String::new();
         markdown(&mut o, s.verdict.as_ref().unwrap(), &s);
-        assert!(o.starts_with("## Rollout verdict: production as built misses 1 of 2 rollout gates\n"), "{o}");
+        assert!(o.starts_with("\n## Rollout verdict: production as built misses 1 of 2 rollout gates\n"), "{o}");
         let idle = o.lines().find(|l| l.starts_with("| `idle_phase")).unwrap();
         assert!(idle.contains("| ❌ **window-exec 5.33** |"), "{idle}");
         assert!(idle.contains("**window-exec-quiet-idle** (idle_wake = false) 4.63"), "{idle}");

@@ -2,39 +2,30 @@
 //! from production, its figures, its gates), the best point, and a chart per figure against
 //! the swept value.
 
-use std::fmt::Write;
-
 use super::design;
-use crate::report::doc::{Align, MdTable};
+use crate::report::doc::{inline, Align, Block, Chart, Section, Table};
 use crate::results::summary::Summary;
 use crate::results::sweep::{show, SweepResult};
 
 use Align::{Left as L, Right as R};
 
-/// The section, when the run has a sweep.
-pub(super) fn render(o: &mut String, s: &Summary) {
-    for w in &s.sweeps {
-        sweep(o, s, w);
-    }
+/// A section per sweep of the run.
+pub(super) fn sections(s: &Summary) -> Vec<Section> {
+    s.sweeps.iter().enumerate().map(|(k, w)| sweep(s, w, k)).collect()
 }
 
-fn sweep(o: &mut String, s: &Summary, w: &SweepResult) {
+fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
     let paths: Vec<String> = w.axes.iter().map(|a| format!("`{}`", a.path)).collect();
-    let _ = writeln!(o, "\n## Sweep: {} over {}\n", w.case, paths.join(" × "));
-    let _ = writeln!(
-        o,
-        "One case per point, named `{}@<values>`, every gate applied to each; the figures are the gated ones{}.\n",
+    let intro = format!(
+        "One case per point, named `{}@<values>`, every gate applied to each; the figures are the gated ones{}.",
         w.case,
         if w.objective.is_some() { ", the objective's and the ones asked for" } else { " and the ones asked for" }
     );
-    let _ = writeln!(o, "**{}**\n", w.best_line());
     let mut columns: Vec<(String, Align)> = w.axes.iter().map(|a| (a.label.clone(), L)).collect();
     columns.push(("departs from production".into(), L));
     columns.extend(w.figures.iter().map(|m| (m.name(), R)));
     columns.push(("gates".into(), L));
-    let header: Vec<(&str, Align)> = columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
-    let mut t = MdTable::new(o, &header);
-    for p in &w.points {
+    let rows = w.points.iter().map(|p| {
         let mut row: Vec<String> = w.axes.iter().zip(&p.at).map(|(a, &i)| a.values[i].clone()).collect();
         let r = s.results.iter().find(|r| r.case == p.case);
         row.push(r.map_or("-".into(), design));
@@ -47,17 +38,23 @@ fn sweep(o: &mut String, s: &Summary, w: &SweepResult) {
                 format!("{} {passed}/{}{best}", if r.pass { "✅" } else { "❌" }, r.gates.len())
             }
         });
-        t.row(&row);
-    }
-    let drawn: Vec<_> = w.figures.iter().filter(|m| w.points.iter().any(|p| w.figure(p, **m).is_some())).collect();
+        row
+    });
+    let mut blocks = vec![
+        Block::Para(inline(intro)),
+        Block::Para(inline(format!("**{}**", w.best_line()))),
+        Block::Table(Table { columns, rows: rows.collect() }),
+    ];
+    let drawn: Vec<Chart> = w
+        .figures
+        .iter()
+        .filter(|m| w.points.iter().any(|p| w.figure(p, **m).is_some()))
+        .map(|m| Chart { stem: w.chart_stem(*m), title: format!("{} against the swept value", m.name()) })
+        .collect();
     if !drawn.is_empty() {
-        let _ = writeln!(o);
-        for m in drawn {
-            let stem = w.chart_stem(*m);
-            let _ =
-                writeln!(o, "![{} against the swept value](charts/{stem}.png) ([SVG](charts/{stem}.svg))\n", m.name());
-        }
+        blocks.push(Block::Charts(drawn));
     }
+    Section::new(format!("sweep-{k}"), format!("Sweep: {} over {}", w.case, paths.join(" × ")), blocks)
 }
 
 #[cfg(test)]
@@ -92,7 +89,9 @@ objective = "min discovery_per_min"
         });
         s.sweeps = vec![w];
         let mut o = String::new();
-        render(&mut o, &s);
+        for sec in sections(&s) {
+            crate::report::doc::markdown(&mut o, &sec);
+        }
         assert!(o.contains("## Sweep: w over `runner.window`"), "{o}");
         assert!(o.contains("**best: w@window=25s: min discovery_per_min = 2"), "{o}");
         assert!(o.contains("| 10s | window = 10.00s | 4 | ✅ 0/0 |"), "the departure said: {o}");

@@ -6,8 +6,7 @@
 //! re-render as they were written; a run of today renders its declared verdict
 //! ([`super::rollout`]).
 
-use std::fmt::Write;
-
+use crate::report::doc::{inline, Block, Line, Section};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::GateResult;
 
@@ -90,31 +89,32 @@ fn option_sets(cases: &[(&CaseResult, &GateResult)]) -> String {
     listed.join("; ")
 }
 
-/// The `## Rollout verdict` section, or nothing when no case has gates of its own.
-pub(crate) fn render(o: &mut String, s: &Summary) {
+/// The `## Rollout verdict` section, and whether production as built met every gate it was
+/// given; `None` when no case has gates of its own.
+pub(crate) fn section(s: &Summary) -> Option<(Section, bool)> {
     let rows = rows(s);
     if rows.is_empty() {
-        return;
+        return None;
     }
-    let _ = writeln!(o, "\n## Rollout verdict\n");
-    let _ = writeln!(
-        o,
+    let mut paras = vec![
         "The gates some cases set beyond the scenario-wide ones. For each: does production's relay as built (a case \
 that departs from nothing) meet it, and which option sets (cases that depart with the options named) do? A case \
-is judged only by the gates it was given.\n"
-    );
+is judged only by the gates it was given."
+            .to_owned(),
+    ];
     let production: Vec<&CaseResult> = s.results.iter().filter(|r| design_of(r) == Design::Production).collect();
     let any = |d: Design| s.results.iter().any(|r| design_of(r) == d);
     if any(Design::Unknown) {
-        let _ = writeln!(
-            o,
+        paras.push(
             "Some cases of this run did not record their departures from production (a run from before they were \
-recorded): they are listed apart.\n"
+recorded): they are listed apart."
+                .into(),
         );
     } else if production.is_empty() {
-        let _ = writeln!(o, "No case of this run is production's design as built.\n");
+        paras.push("No case of this run is production's design as built.".into());
     }
     let total = rows.len();
+    let mut held = !production.is_empty();
     for p in &production {
         let given: Vec<&Row<'_>> =
             rows.iter().filter(|row| row.cases.iter().any(|(r, _)| std::ptr::eq(*r, *p))).collect();
@@ -124,27 +124,13 @@ recorded): they are listed apart.\n"
             .filter(|(_, g)| !g.pass)
             .map(|(_, g)| format!("`{}`", g.expr))
             .collect();
-        let _ = match (given.len(), missed.len()) {
-            (0, _) => writeln!(
-                o,
-                "Production as built ({}, runner `{}`) was given none of these gates.\n",
-                name(p),
-                p.strategy
-            ),
-            (n, 0) => writeln!(
-                o,
-                "Production as built ({}, runner `{}`) **meets all {n}** of its rollout gates.\n",
-                name(p),
-                p.strategy
-            ),
-            (n, m) => writeln!(
-                o,
-                "Production as built ({}, runner `{}`) **misses {m} of {n}** rollout gates: {}.\n",
-                name(p),
-                p.strategy,
-                missed.join(", ")
-            ),
-        };
+        held &= missed.is_empty();
+        let who = format!("Production as built ({}, runner `{}`)", name(p), p.strategy);
+        paras.push(match (given.len(), missed.len()) {
+            (0, _) => format!("{who} was given none of these gates."),
+            (n, 0) => format!("{who} **meets all {n}** of its rollout gates."),
+            (n, m) => format!("{who} **misses {m} of {n}** rollout gates: {}.", missed.join(", ")),
+        });
     }
     // Option sets given every gate and meeting them all.
     let all_met: Vec<String> = s
@@ -155,47 +141,48 @@ recorded): they are listed apart.\n"
         .map(|r| format!("{} ({})", name(r), super::design(r)))
         .collect();
     if total > 1 && !all_met.is_empty() {
-        let _ = writeln!(o, "Option sets that meet all {total} rollout gates: {}.\n", all_met.join("; "));
+        paras.push(format!("Option sets that meet all {total} rollout gates: {}.", all_met.join("; ")));
     } else if total > 1 && any(Design::OptionSet) {
-        let _ = writeln!(o, "No option set meets every rollout gate ({total}).\n");
+        paras.push(format!("No option set meets every rollout gate ({total})."));
     }
-    for row in &rows {
-        gate_bullets(o, s, row);
-    }
+    let mut blocks: Vec<Block> = paras.into_iter().map(|p| Block::Para(inline(p))).collect();
+    blocks.push(Block::Outline(rows.iter().map(|row| gate_item(s, row)).collect()));
+    Some((Section::new("verdict", "Rollout verdict", blocks), held))
 }
 
-/// One rollout gate's bullet: how production as built and each option set fared on it.
-fn gate_bullets(o: &mut String, s: &Summary, row: &Row<'_>) {
+/// One rollout gate's item: how production as built and each option set fared on it.
+fn gate_item(s: &Summary, row: &Row<'_>) -> (Line, Vec<Line>) {
     let any = |d: Design| s.results.iter().any(|r| design_of(r) == d);
-    let _ = writeln!(o, "- `{}`", row.gate.expr);
+    let mut sub: Vec<String> = Vec::new();
     let by = |d: Design| row.cases.iter().filter(move |(r, _)| design_of(r) == d);
     let prod: Vec<String> = by(Design::Production)
         .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "**FAIL**" }, observed(g)))
         .collect();
     if prod.is_empty() {
         if any(Design::Production) {
-            let _ = writeln!(o, "  - production as built: not given this gate");
+            sub.push("production as built: not given this gate".into());
         }
     } else {
-        let _ = writeln!(o, "  - production as built: {}", prod.join("; "));
+        sub.push(format!("production as built: {}", prod.join("; ")));
     }
     let met: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.pass).copied().collect();
     let missed: Vec<_> = by(Design::OptionSet).filter(|(_, g)| !g.pass && g.observed.is_some()).copied().collect();
     let unmeasured: Vec<_> = by(Design::OptionSet).filter(|(_, g)| g.observed.is_none()).copied().collect();
     if any(Design::OptionSet) && by(Design::OptionSet).next().is_none() {
-        let _ = writeln!(o, "  - no option set was given this gate");
+        sub.push("no option set was given this gate".into());
     }
     for (what, cases) in [("met by", &met), ("missed by", &missed), ("not measured for", &unmeasured)] {
         if !cases.is_empty() {
-            let _ = writeln!(o, "  - {what}: {}", option_sets(cases));
+            sub.push(format!("{what}: {}", option_sets(cases)));
         }
     }
     let unknown: Vec<String> = by(Design::Unknown)
         .map(|(r, g)| format!("{}: {}, {}", name(r), if g.pass { "pass" } else { "FAIL" }, observed(g)))
         .collect();
     if !unknown.is_empty() {
-        let _ = writeln!(o, "  - departures not recorded (an older run): {}", unknown.join("; "));
+        sub.push(format!("departures not recorded (an older run): {}", unknown.join("; ")));
     }
+    (inline(format!("`{}`", row.gate.expr)), sub.into_iter().map(inline).collect())
 }
 
 #[cfg(test)]

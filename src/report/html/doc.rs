@@ -1,24 +1,33 @@
-//! A [`Section`] built once ([`crate::report::doc`]) written into the page: its heading
-//! with its anchor, a paragraph `<p>`, a list `<ul>`, a table as every table of the page.
+//! A report built once ([`crate::report::doc`]) written into the page: a section's heading
+//! with its anchor, a paragraph `<p>`, an aside a banner, a list `<ul>`, a table as every
+//! table of the page, a chart drawn inline.
 
 use super::markup::{Cell, Page};
+use crate::report::chart::Inline;
 use crate::report::doc::{Block, Section, Span};
 
-pub(super) fn write(p: &mut Page, sec: &Section) {
-    p.section(sec.id, sec.title);
-    blocks(p, &sec.blocks);
+/// A section with its anchor, its blocks, and the charts they show (a chart not drawn is
+/// left out).
+pub(super) fn write(p: &mut Page, sec: &Section, charts: &[Inline]) {
+    p.section(&sec.id, &sec.title);
+    blocks(p, &sec.blocks, charts);
     p.raw("</section>\n");
 }
 
 /// Blocks into the page, with no section of their own.
-pub(super) fn blocks(p: &mut Page, blocks_: &[Block]) {
+pub(super) fn blocks(p: &mut Page, blocks_: &[Block], charts: &[Inline]) {
     for b in blocks_ {
         match b {
             Block::Heading(t) => {
-                p.el("h3", "", t).raw("\n");
+                p.raw("<h3>").inline(t).raw("</h3>\n");
             }
             Block::Para(line) => {
                 p.raw("<p>");
+                spans(p, line);
+                p.raw("</p>\n");
+            }
+            Block::Quote(line) => {
+                p.raw("<p class=\"banner\">");
                 spans(p, line);
                 p.raw("</p>\n");
             }
@@ -32,19 +41,66 @@ pub(super) fn blocks(p: &mut Page, blocks_: &[Block]) {
                 }
                 p.raw("</ul>\n");
             }
+            Block::Outline(items) => {
+                p.raw("<ul>\n");
+                for (item, sub) in items {
+                    p.raw("<li>");
+                    spans(p, item);
+                    if !sub.is_empty() {
+                        p.raw("\n<ul>\n");
+                        for s in sub {
+                            p.raw("<li>");
+                            spans(p, s);
+                            p.raw("</li>\n");
+                        }
+                        p.raw("</ul>\n");
+                    }
+                    p.raw("</li>\n");
+                }
+                p.raw("</ul>\n");
+            }
             Block::Table(t) => {
-                let rows: Vec<Vec<Cell>> =
-                    t.rows.iter().map(|r| r.iter().map(|c| Cell::from(c.as_str())).collect()).collect();
-                p.table(&t.columns, &rows);
+                let rows: Vec<Vec<Cell>> = t.rows.iter().map(|r| r.iter().map(|c| marked(c)).collect()).collect();
+                let columns: Vec<(&str, _)> = t.columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+                p.table(&columns, &rows);
+            }
+            Block::Charts(wanted) => {
+                for c in wanted.iter().filter_map(|w| charts.iter().find(|c| c.stem == w.stem)) {
+                    p.chart(c);
+                }
             }
             Block::Fold { summary, open, blocks: inner } => {
                 p.raw(if *open { "<details open><summary>" } else { "<details><summary>" });
                 p.text(summary).raw("</summary>\n");
-                blocks(p, inner);
+                blocks(p, inner, charts);
                 p.raw("</details>\n");
             }
         }
     }
+}
+
+/// The stems of the charts `blocks` show.
+pub(super) fn charts(blocks: &[Block]) -> Vec<&str> {
+    blocks
+        .iter()
+        .flat_map(|b| match b {
+            Block::Charts(cs) => cs.iter().map(|c| c.stem.as_str()).collect(),
+            Block::Fold { blocks, .. } => charts(blocks),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// A cell coloured by the mark it starts with: ✅ passed, ❌ failed.
+fn marked(text: &str) -> Cell {
+    let class = if text.starts_with('✅') {
+        "pass"
+    } else if text.starts_with('❌') {
+        "fail"
+    } else {
+        ""
+    };
+    Cell::with(text, class)
 }
 
 fn spans(p: &mut Page, line: &[Span]) {
@@ -56,6 +112,7 @@ fn spans(p: &mut Page, line: &[Span]) {
             Span::StrongCode(t) => p.raw("<strong>").el("code", "", t).raw("</strong>"),
             Span::Mark(true) => p.el("span", "pass", "pass"),
             Span::Mark(false) => p.el("span", "fail", "FAIL"),
+            Span::Inline(t) => p.inline(t),
         };
     }
 }
@@ -69,8 +126,8 @@ mod tests {
     #[test]
     fn a_section_is_its_blocks_escaped_with_strong_and_code() {
         let sec = Section {
-            id: "s",
-            title: "Title",
+            id: "s".into(),
+            title: "Title".into(),
             blocks: vec![
                 Block::Para(vec![Span::Text("a <b> ".into()), Span::Code("x&y".into())]),
                 Block::List(vec![vec![Span::Strong("case".into()), Span::Text(" limits".into())]]),
@@ -80,11 +137,14 @@ mod tests {
                     open: false,
                     blocks: vec![Block::List(vec![vec![Span::Mark(false)]])],
                 },
-                Block::Table(Table { columns: vec![("n", Align::Right)], rows: vec![vec!["1".into()]] }),
+                Block::Table(Table {
+                    columns: crate::report::doc::columns(&[("n", Align::Right)]),
+                    rows: vec![vec!["1".into()]],
+                }),
             ],
         };
         let mut p = Page::default();
-        write(&mut p, &sec);
+        write(&mut p, &sec, &[]);
         let html = p.finish();
         assert!(
             html.starts_with("<section id=\"s\">\n<h2>Title</h2>\n<p>a &lt;b&gt; <code>x&amp;y</code></p>\n"),

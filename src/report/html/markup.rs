@@ -90,8 +90,9 @@ impl Page {
     }
 
     /// A section with its heading: `<section id="id"><h2>title</h2>`; the caller closes it.
-    pub(super) fn section(&mut self, id: &'static str, title: &str) -> &mut Page {
-        self.raw("<section id=\"").raw(id).raw("\">\n").el("h2", "", title).raw("\n")
+    /// The title is [`Page::inline`] text.
+    pub(super) fn section(&mut self, id: &str, title: &str) -> &mut Page {
+        self.raw("<section id=\"").text(id).raw("\">\n<h2>").inline(title).raw("</h2>\n")
     }
 
     /// `<a href="href">text</a>`.
@@ -130,7 +131,7 @@ impl Page {
                 if cell.text.trim().is_empty() {
                     self.text("-");
                 } else {
-                    self.inline_code(&cell.text);
+                    self.inline(&cell.text);
                 }
                 self.close("td");
             }
@@ -139,25 +140,40 @@ impl Page {
         self.raw("</tbody>\n</table></div>\n")
     }
 
-    /// Text whose `` `x` `` pieces are code, as Markdown writes them; a lone backtick stays
-    /// text.
-    fn inline_code(&mut self, text: &str) {
+    /// Text written as Markdown's inline syntax, escaped: `` `x` `` is code, `**x**` strong,
+    /// `*x*` emphasis, and the marks ✅ and ❌ a coloured ✓ and ✗ (a font without emoji still
+    /// has them); a marker with no partner stays text.
+    pub(super) fn inline(&mut self, text: &str) -> &mut Page {
         let mut rest = text;
-        while let Some((before, after)) = rest.split_once('`') {
-            let Some((code, tail)) = after.split_once('`').filter(|(c, _)| !c.is_empty()) else { break };
-            self.text(before).el("code", "", code);
-            rest = tail;
+        while let Some((at, c)) = rest.char_indices().find(|(_, c)| matches!(c, '`' | '*' | '✅' | '❌')) {
+            self.text(&rest[..at]);
+            let after = &rest[at + c.len_utf8()..];
+            let mark = match c {
+                '✅' | '❌' => {
+                    let (class, glyph) = if c == '✅' { ("pass", "✓") } else { ("fail", "✗") };
+                    self.el("span", class, glyph);
+                    rest = after;
+                    continue;
+                }
+                '*' if after.starts_with('*') => "**",
+                '*' => "*",
+                _ => "`",
+            };
+            let body = &rest[at + mark.len()..];
+            let end = body.find(mark).filter(|&e| e > 0 && (mark == "`" || body[..e].trim() == &body[..e]));
+            let Some(end) = end else {
+                self.text(mark);
+                rest = body;
+                continue;
+            };
+            match mark {
+                "`" => self.el("code", "", &body[..end]),
+                "**" => self.raw("<strong>").inline(&body[..end]).raw("</strong>"),
+                _ => self.raw("<em>").inline(&body[..end]).raw("</em>"),
+            };
+            rest = &body[end + mark.len()..];
         }
-        self.text(rest);
-    }
-
-    /// A bulleted list of texts.
-    pub(super) fn list(&mut self, items: &[String]) -> &mut Page {
-        self.raw("<ul>\n");
-        for i in items {
-            self.el("li", "", i).raw("\n");
-        }
-        self.raw("</ul>\n")
+        self.text(rest)
     }
 
     pub(super) fn finish(self) -> String {
@@ -181,5 +197,16 @@ mod tests {
         assert!(html.contains("<a href=\"x&quot; onclick=&quot;y\">&lt;b&gt;</a>"), "{html}");
         assert!(html.contains("<td>&lt;i&gt;</td><td class=\"fail\"><code>a&lt;b</code></td>"), "{html}");
         assert!(html.contains("<th class=\"num\">n</th>"), "{html}");
+    }
+
+    #[test]
+    fn inline_markdown_becomes_markup_and_a_lone_marker_stays_text() {
+        let mut p = Page::default();
+        p.inline("a `x<y` **b** *c* ✅ 2 * 3 `lone ❌");
+        assert_eq!(
+            p.finish(),
+            "a <code>x&lt;y</code> <strong>b</strong> <em>c</em> <span class=\"pass\">✓</span> 2 * 3 `lone \
+             <span class=\"fail\">✗</span>"
+        );
     }
 }

@@ -11,11 +11,11 @@
 mod doc;
 mod markup;
 mod sections;
-mod verdict;
 
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};
+use crate::report::export::content;
 use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
 
@@ -112,54 +112,60 @@ const CHECK: &str = r#"
 })();
 "#;
 
+/// A section's name in the page's nav: its anchor in words, or a sweep's case.
+fn nav_label(sec: &crate::report::doc::Section) -> String {
+    match sec.title.strip_prefix("Sweep: ") {
+        Some(rest) => format!("sweep {}", rest.split(" over ").next().unwrap_or(rest)),
+        None => sec.id.replace('-', " "),
+    }
+}
+
 /// The page for `s`, with its charts drawn as `charts` and the optional files `present`
-/// beside it.
+/// beside it: the report summary.md writes ([`content::document`]), its verdict under the
+/// header, the decision chart after it, then the page's own sections.
 pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
+    let d = content::document(s);
+    let (word, passed) = d.outcome;
     let mut p = Page::default();
-    let (word, _) = sections::outcome(s);
     p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     p.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     p.raw("<meta http-equiv=\"Content-Security-Policy\" content=\"").raw(POLICY).raw("\">\n");
     p.raw("<link rel=\"icon\" href=\"data:,\">\n");
-    p.raw("<title>relay-bench: ").text(&s.scenario).raw(" — ").text(word).raw("</title>\n");
+    p.raw("<title>").text(&d.title).raw(" — ").text(word).raw("</title>\n");
     p.raw("<style>").raw(STYLE).raw("</style>\n<script>").raw(CHECK).raw("</script>\n</head>\n<body>\n");
     p.raw("<p id=\"page-check\" data-state=\"loading\" hidden></p>\n<main>\n");
-    sections::header(&mut p, s);
-    let verdict = match &s.verdict {
-        Some(v) => verdict::Verdict::from_typed(s, v),
-        None => verdict::Verdict::from_gates(s),
-    };
-    let (decision, others): (Vec<&Inline>, Vec<&Inline>) = charts.iter().partition(|c| c.stem == "decision");
-    let (swept, others): (Vec<&Inline>, Vec<&Inline>) =
-        others.into_iter().partition(|c| s.sweeps.iter().any(|w| w.figures.iter().any(|m| w.chart_stem(*m) == c.stem)));
-    let mut nav: Vec<(&'static str, &'static str)> = Vec::new();
+    p.raw("<header>\n<h1>").text(&d.title).raw(" — ").el("span", if passed { "pass" } else { "fail" }, word);
+    p.raw("</h1>\n");
+    doc::blocks(&mut p, &d.lead, charts);
+    p.raw("</header>\n");
+    let verdict = d.all().find(|sec| sec.id == "verdict");
+    let decision = charts.iter().find(|c| c.stem == "decision");
+    let mut nav: Vec<(String, String)> = Vec::new();
     if verdict.is_some() {
-        nav.push(("#verdict", "verdict"));
+        nav.push(("verdict".into(), "verdict".into()));
     }
-    if !decision.is_empty() {
-        nav.push(("#decision", "decision chart"));
+    if decision.is_some() {
+        nav.push(("decision".into(), "decision chart".into()));
     }
-    nav.push(("#results", "results"));
-    if !s.sweeps.is_empty() {
-        nav.push(("#sweeps", "sweeps"));
-    }
-    nav.extend([("#departures", "departures"), ("#gates", "gates")]);
-    if s.results.iter().any(|r| crate::report::export::fleet_worth_showing(r).is_some()) {
-        nav.push(("#fleet", "fleet"));
-    }
-    if !others.is_empty() {
-        nav.push(("#charts", "charts"));
-    }
-    nav.extend([("#environment", "environment"), ("#files", "files")]);
+    nav.extend(d.all().filter(|sec| sec.id != "verdict").map(|sec| (sec.id.clone(), nav_label(sec))));
+    nav.extend([("environment", "environment"), ("files", "files")].map(|(a, b)| (a.into(), b.into())));
     p.raw("<nav>");
-    for (href, what) in nav {
-        p.raw("<a href=\"").raw(href).raw("\">").raw(what).raw("</a>");
+    for (id, what) in &nav {
+        p.raw("<a href=\"#").text(id).raw("\">").text(what).raw("</a>");
     }
     p.raw("</nav>\n");
-    if let Some(v) = &verdict {
-        verdict::render(&mut p, v);
+    if let Some(v) = verdict {
+        let held = d.verdict_held == Some(true);
+        p.raw(if held {
+            "<section id=\"verdict\" class=\"banner pass\">\n"
+        } else {
+            "<section id=\"verdict\" class=\"banner fail\">\n"
+        });
+        p.raw("<h2>").inline(&v.title).raw("</h2>\n");
+        doc::blocks(&mut p, &v.blocks, charts);
+        p.raw("</section>\n");
     }
-    if let Some(c) = decision.first() {
+    if let Some(c) = decision {
         p.section("decision", "Pickup against idle discovery");
         p.el(
             "p",
@@ -169,21 +175,22 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
         );
         p.chart(c).raw("</section>\n");
     }
-    sections::results(&mut p, s);
-    sections::sweeps(&mut p, s, &swept);
-    sections::departures(&mut p, s);
-    sections::gates(&mut p, s);
-    sections::fleet(&mut p, s);
-    if !others.is_empty() {
-        p.section("charts", "Charts");
-        for c in others {
+    for sec in d.all().filter(|sec| sec.id != "verdict") {
+        doc::write(&mut p, sec, charts);
+    }
+    // A chart drawn that no section shows still has its place.
+    let shown: Vec<&str> = d.all().flat_map(|sec| doc::charts(&sec.blocks)).collect();
+    let more: Vec<&Inline> =
+        charts.iter().filter(|c| c.stem != "decision" && !shown.contains(&c.stem.as_str())).collect();
+    if !more.is_empty() {
+        p.section("more-charts", "More charts");
+        for c in more {
             p.chart(c);
         }
         p.raw("</section>\n");
     }
     sections::environment(&mut p, s);
     sections::files(&mut p, present);
-    sections::along_the_way(&mut p, s);
     p.raw("</main>\n</body>\n</html>\n");
     p.finish()
 }
@@ -222,7 +229,7 @@ mod tests {
         let us = crate::base::units::human_us;
         let html = render(&s, &[], &[]);
         assert!(html.contains(&format!("{} / {}{THIN}", us(p.p50), us(p.p99))), "the pickup pair's p99");
-        assert_eq!(html.matches(THIN_NOTE).count(), 1, "the rule, once, under the results");
+        assert_eq!(html.matches(THIN_NOTE).count(), 2, "the rule under the results and the distributions");
     }
 
     #[test]
@@ -231,12 +238,13 @@ mod tests {
         for fetch in ["src=", "http://", "https://", "@import", "url("] {
             assert!(!html.contains(fetch), "{fetch} in the page");
         }
-        let verdict = html.find("<section id=\"verdict\">").expect("a verdict");
+        let verdict = html.find("<section id=\"verdict\" class=\"banner fail\">").expect("a verdict");
         assert!(verdict < html.find("<section id=\"results\">").unwrap());
-        assert!(html.contains(
-            "Production as built (<strong>window-exec</strong>, runner <code>window-exec</code>) misses 1 of 2"
-        ));
-        assert!(html.contains("<td class=\"num\">5.33</td>"), "the gated idle figure in the results");
+        assert!(html.contains("<h2>Rollout verdict: production as built misses 1 of 2 rollout gates</h2>"));
+        assert!(
+            html.contains("<td class=\"fail\"><span class=\"fail\">✗</span> <strong>window-exec 5.33</strong></td>"),
+            "production's missed gate, its figure, coloured: {html}"
+        );
         assert!(html.ends_with("</html>\n"));
     }
 
@@ -273,15 +281,18 @@ objective = "min discovery_per_min"
         let chart = |stem: &str| Inline { stem: stem.into(), title: stem.into(), svg: "<svg></svg>".into() };
         let charts = [chart("latency-percentiles"), chart("sweep-w-discovery_per_min")];
         let html = render(&s, &charts, &[]);
-        let section = html.split("<section id=\"sweeps\">").nth(1).expect("a sweeps section");
+        let section = html.split("<section id=\"sweep-0\">").nth(1).expect("a sweep's section");
         let section = section.split("</section>").next().unwrap();
-        assert!(section.contains("<h3>w over runner.window</h3>"), "{section}");
-        assert!(section.contains("best: w@window=25s: min discovery_per_min = 2"), "{section}");
+        assert!(section.contains("<h2>Sweep: w over <code>runner.window</code></h2>"), "{section}");
+        assert!(section.contains("<strong>best: w@window=25s: min discovery_per_min = 2"), "{section}");
         assert_eq!(section.matches("<tr><td>10s</td>").count() + section.matches("<tr><td>25s</td>").count(), 2);
-        assert!(section.contains("pass 0/0 (best)"), "{section}");
+        assert!(
+            section.contains("<td class=\"pass\"><span class=\"pass\">✓</span> 0/0 <strong>best</strong></td>"),
+            "{section}"
+        );
         assert!(section.contains("id=\"chart-sweep-w-discovery_per_min\""), "its chart in its section");
         assert!(!section.contains("chart-latency-percentiles"), "the other charts stay in theirs");
-        assert!(html.contains("<a href=\"#sweeps\">sweeps</a>"));
-        assert!(!render(&realistic(), &[], &[]).contains("id=\"sweeps\""), "no sweep, no section");
+        assert!(html.contains("<a href=\"#sweep-0\">sweep w</a>"));
+        assert!(!render(&realistic(), &[], &[]).contains("id=\"sweep-0\""), "no sweep, no section");
     }
 }
