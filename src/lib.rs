@@ -46,14 +46,16 @@ mod engine;
 // report: what a run directory holds: the outputs, charts, comparison.
 mod report;
 
-// app: running scenarios, serve and call, the command line.
+// runs: a scenario's cases in turn with their reports after each, baselines, re-rendering;
+// daemon-capacity's report directory.
+mod runs;
+
+// app: the command line.
 mod app;
 
 // The public surface: what the binary, the tests and the benches use (see the crate's docs).
 
-pub use app::bench::{run_scenario, RunOptions};
 pub use app::cli::main_with_args;
-pub use app::runs::rerender;
 pub use base::gauge::{Level, Tally};
 pub use base::notice::Say;
 pub use base::protocol::{Outcome, Request, Response};
@@ -79,6 +81,8 @@ pub use results::capacity::CapacityReport;
 pub use results::conform::{ConformReport, Verdict};
 pub use results::summary::{CaseResult, Summary};
 pub use results::verdict::CLOCK_EVIDENCE;
+pub use runs::plan::rerender;
+pub use runs::scenario::{run_scenario, RunOptions};
 pub use sandbox::dir::program::{node_argv, parse_report, Finish};
 pub use sandbox::dir::{publish_now, ExecOutput, Lines, RealDir, RelayDir, SimDir, SimFault, Step};
 pub use sandbox::host::org::{Caps, Limits, Org};

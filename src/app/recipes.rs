@@ -2,9 +2,9 @@
 //! the way docs/architecture.md says (a file and a line, registered in test builds only),
 //! works through a whole run with nothing else touched.
 
-use crate::app::bench::{run_scenario, RunOptions};
 use crate::record::measure::Measure;
 use crate::results::summary::Summary;
+use crate::runs::scenario::{run_scenario, RunOptions};
 
 /// Runs scenario `text`, each case `repeat` times, to a run directory of its own.
 async fn run(text: &str, repeat: u32) -> (Summary, tempfile::TempDir) {
@@ -109,7 +109,7 @@ async fn a_strategy_and_an_output_added_as_a_file_and_a_line_run_and_are_written
     let txt = std::fs::read_to_string(out.path().join("calls.txt")).unwrap();
     assert_eq!(txt, format!("today {}\nsteady {}\n", today.calls.completed, steady.calls.completed));
 
-    let parts = crate::app::runs::list_parts();
+    let parts = crate::runs::plan::list_parts();
     for name in ["steady-poll", "turnaround"] {
         assert!(parts.lines().any(|l| l.trim_start().starts_with(name)), "list names {name}:\n{parts}");
     }

@@ -1,8 +1,9 @@
 //! The base layer: what every other layer speaks — the protocol's bytes and names,
 //! durations and their units, the seeded generator, the wake signal, the strict TOML
-//! reader, what the relay says (notices), the filesystem primitives of publication, and the
-//! "did you mean" of an error.
+//! reader, what the relay says (notices), the filesystem primitives of publication, the
+//! "did you mean" of an error, and the process's two outputs that never panic (`console`).
 
+pub(crate) mod console;
 pub(crate) mod fields;
 pub(crate) mod fsio;
 pub(crate) mod gauge;

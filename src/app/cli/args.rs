@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::app::runs::RunRequest;
 use crate::report::compare::{Format, Threshold};
+use crate::runs::plan::RunRequest;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -410,7 +410,7 @@ impl CapacityArgs {
 }
 
 impl RunArgs {
-    /// The request these flags make of [`crate::app::runs::Plan`].
+    /// The request these flags make of [`crate::runs::plan::Plan`].
     pub(crate) fn request(self) -> RunRequest {
         RunRequest {
             scenarios: self.scenarios,

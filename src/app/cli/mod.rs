@@ -1,5 +1,5 @@
 //! The command line: parses flags into plain values ([`args`]), hands the work to the
-//! library ([`crate::app::runs`], [`crate::app::serve`], [`crate::report::compare`], [`crate::record::eventlog`]),
+//! library ([`crate::runs::plan`], [`crate::app::serve`], [`crate::report::compare`], [`crate::record::eventlog`]),
 //! prints what it reports, and maps the outcome to an exit code.
 
 mod args;
@@ -11,9 +11,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::app::capacity::CapacityRunError;
-use crate::app::console;
-use crate::app::runs::{list_shipped, rerender, Plan, RunsError, Step};
+use crate::base::console;
 use crate::base::protocol::Outcome;
 use crate::base::signal::Signal;
 use crate::base::units::human;
@@ -26,6 +24,8 @@ use crate::relay::handler::HandlerModel;
 use crate::relay::writer::CallEnd;
 use crate::report::compare::{Format, Threshold};
 use crate::report::outdir::utc_stamps;
+use crate::runs::capacity::CapacityRunError;
+use crate::runs::plan::{list_shipped, rerender, Plan, RunsError, Step};
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
@@ -160,7 +160,7 @@ pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item 
 pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
     match cli.command {
         Command::List => {
-            out!("{}{}", list_shipped()?, crate::app::runs::list_parts());
+            out!("{}{}", list_shipped()?, crate::runs::plan::list_parts());
             Ok(Exit::Pass)
         }
         Command::Run(args) => run_cmd(args).await,
@@ -520,7 +520,7 @@ async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
             crate::base::units::human_us(s.probe.p99)
         ));
     };
-    let done = crate::app::capacity::run(plan, interrupt, &mut progress).await?;
+    let done = crate::runs::capacity::run(plan, interrupt, &mut progress).await?;
     out!("{}", String::from_utf8_lossy(&done.console));
     out!(line "report: {}", done.dir.join("capacity.md").display());
     let r = &done.report;

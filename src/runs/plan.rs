@@ -1,13 +1,12 @@
 //! What `relay-bench run`, `report` and `list` do below the command line: scenarios loaded
 //! by name or path and narrowed to the chosen cases, every input checked before anything
-//! runs ([`Plan::new`]); each scenario run and reported ([`crate::app::bench`]), kept as a
+//! runs ([`Plan::new`]); each scenario run and reported ([`crate::runs::scenario`]), kept as a
 //! baseline or compared with one ([`Plan::run`], which says each step to its caller, who
 //! prints it); a run directory's reports drawn again ([`rerender`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::app::bench::{run_scenario, BenchError, RunOptions};
 use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
 use crate::report::compare::{compare, CompareError, Comparison, Threshold};
@@ -16,6 +15,7 @@ use crate::report::outdir::{OutDirError, OutLock};
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
+use crate::runs::scenario::{run_scenario, BenchError, RunOptions};
 use crate::scenario::sweep::SweepArg;
 use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
@@ -130,7 +130,7 @@ pub(crate) struct Plan {
     request: RunRequest,
     relay_root: PathBuf,
     watch_program: PathBuf,
-    /// `--out`, taken for this run ([`crate::app::outdir`]) while the plan lives.
+    /// `--out`, taken for this run ([`crate::report::outdir`]) while the plan lives.
     out: Option<OutLock>,
 }
 
@@ -181,7 +181,7 @@ impl Plan {
                 });
             }
         }
-        scenarios.iter().try_for_each(crate::app::bench::check_available)?;
+        scenarios.iter().try_for_each(crate::runs::scenario::check_available)?;
         if !request.no_event_log {
             let max = request.max_event_log.unwrap_or(crate::engine::logplan::DEFAULT_MAX);
             for s in &scenarios {

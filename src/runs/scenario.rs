@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::app::console;
+use crate::base::console;
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::points::Job;
@@ -93,7 +93,7 @@ pub struct RunOptions {
 }
 
 /// Runs every case of one scenario, rewriting the report after each. Its hosts are checked
-/// first ([`check_available`]) by whoever plans the run (`runs::Plan::new`, once for every
+/// first ([`check_available`]) by whoever plans the run (`crate::runs::plan::Plan::new`, once for every
 /// scenario); a host that turns out to be missing here fails its case when it is built.
 pub async fn run_scenario(
     s: &Scenario,
