@@ -146,3 +146,25 @@ fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() 
         );
     }
 }
+
+/// conform.html is the same page, built from the conform report's document: a committed
+/// one loads with no error, no fetch and no console message, its sections there.
+#[cfg_attr(not(has_chromium), ignore = "needs headless Chromium: apt-get install -y chromium")]
+#[test]
+fn a_committed_conform_page_loads_in_headless_chromium_with_no_error() {
+    let Some(bin) = chromium_or_skip("report_html") else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261201-conform-production/writer");
+    let r: relay_bench::ConformReport =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("conform.json")).unwrap()).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let page = t.path().join("conform.html");
+    std::fs::write(&page, relay_bench::conform_html(&r)).unwrap();
+    let args = ["--enable-logging=stderr".to_owned(), "--v=0".to_owned(), "--dump-dom".to_owned()];
+    let (dom, log) = chromium(&bin, &page, &args);
+    assert!(dom.contains("data-state=\"ok\""), "the page's check:\n{dom}");
+    let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+    for id in ["results", "cases"] {
+        assert!(dom.contains(&format!("<section id=\"{id}\"")), "no {id} section");
+    }
+}

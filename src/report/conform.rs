@@ -2,15 +2,18 @@
 //! the same [`Output`] trait as a run's, rendered from the conform report and published by
 //! the same loop ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
 //! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
-//! evidence), `conform.html` (the same on one self-contained page, no script) and the
+//! evidence), `conform.html` (the same document on one self-contained page) and the
 //! console table. A new format is a type implementing `Output<ConformReport>` and a line in
 //! [`CONFORM_OUTPUTS`].
 
 use std::path::Path;
 
+use super::doc::{columns, inline, plain, Align, Block, Doc, Section, Table};
 use super::output::{Dest, Moment, Output, Staged, WriteError};
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use crate::results::conform::{ConformReport, Verdict};
+
+use Align::Left as L;
 
 /// Every output of a conform run, in the order they are written.
 pub const CONFORM_OUTPUTS: &[&dyn Output<ConformReport>] =
@@ -126,46 +129,62 @@ fn icon(v: Verdict) -> &'static str {
     }
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// The conform report as a document, for conform.md and conform.html alike: the verdict
+/// line and how the battery ran, a row per case, then each case's expectation, outcome and
+/// evidence.
+fn document(r: &ConformReport) -> Doc {
+    let word = if r.failed() {
+        "FAILED"
+    } else if r.inconclusive() {
+        "INCONCLUSIVE"
+    } else {
+        "PASSED"
+    };
+    let mut lead = vec![
+        Block::Para(plain(verdict(r))),
+        Block::Para(inline(format!(
+            "Command: `{}`. Started {} UTC; each case bounded at {} ms in a fresh relay dir.",
+            r.command.join(" "),
+            r.started,
+            r.case_bound_ms
+        ))),
+    ];
+    lead.extend(setting(r).map(|l| Block::Para(plain(l))));
+    let rows = r.cases.iter().map(|c| {
+        vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.label()), c.reason.clone()]
+    });
+    let table = Table { columns: columns(&[("case", L), ("§", L), ("verdict", L), ("why", L)]), rows: rows.collect() };
+    let cases = r.cases.iter().flat_map(|c| {
+        [
+            Block::Heading(format!("{} — {}", c.name, c.verdict.label())),
+            Block::Para(inline(format!("Expected (SPEC {}): {}", c.section, c.expectation))),
+            Block::Para(inline(format!("{} ({} ms)", c.reason, c.duration_ms))),
+            Block::List(c.evidence.iter().map(|e| plain(e.clone())).collect()),
+        ]
+    });
+    Doc {
+        title: format!("relay-bench conform --{}", r.side.name()),
+        outcome: (word, word == "PASSED"),
+        top: Vec::new(),
+        lead,
+        sections: vec![
+            Section::new("results", "Results", vec![Block::Table(table)]),
+            Section::new("cases", "Cases", cases.collect()),
+        ],
+        verdict_held: None,
+    }
 }
 
 /// conform.md, rendered from the report alone.
 pub fn markdown(r: &ConformReport) -> String {
-    let mut s = format!("# relay-bench conform --{}: {}\n\n", r.side.name(), verdict(r));
-    s.push_str(&format!(
-        "Command: `{}`  \nStarted {} UTC; each case bounded at {} ms in a fresh relay dir.\n\n",
-        r.command.join(" "),
-        r.started,
-        r.case_bound_ms
-    ));
-    s.push_str(&setting(r).map(|l| format!("{l}\n\n")).unwrap_or_default());
-    s.push_str("| case | § | verdict | why |\n|---|---|---|---|\n");
-    for c in &r.cases {
-        s.push_str(&format!(
-            "| {} | {} | {} {} | {} |\n",
-            c.name,
-            c.section,
-            icon(c.verdict),
-            c.verdict.label(),
-            cell(&c.reason)
-        ));
-    }
-    s.push_str("\n## Cases\n");
-    for c in &r.cases {
-        s.push_str(&format!(
-            "\n### {} — {}\n\nExpected (SPEC {}): {}\n\n",
-            c.name,
-            c.verdict.label(),
-            c.section,
-            c.expectation
-        ));
-        s.push_str(&format!("{} ({} ms)\n\n", c.reason, c.duration_ms));
-        for e in &c.evidence {
-            s.push_str(&format!("- {}\n", cell(e)));
-        }
-    }
-    s
+    let mut o = String::new();
+    super::doc::document(&mut o, &document(r));
+    o
+}
+
+/// conform.html: the same document on one self-contained page.
+pub fn html(r: &ConformReport) -> String {
+    super::html::document_page(&document(r))
 }
 
 /// Where the relay dir was and the machine's pace, when the report says (one line).
@@ -192,81 +211,5 @@ pub(crate) fn table(r: &ConformReport) -> String {
     }
     s.push_str(&verdict(r));
     s.push('\n');
-    s
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-fn class(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Ok => "ok",
-        Verdict::NonStrict => "ns",
-        Verdict::Failed => "failed",
-        Verdict::Informational => "info",
-        Verdict::Inconclusive => "inc",
-    }
-}
-
-/// conform.html: the verdict, a row per case (its link to the case's evidence below), then each
-/// case. Self-contained: inline style, no script, nothing fetched.
-pub fn html(r: &ConformReport) -> String {
-    let title = format!("relay-bench conform --{}", r.side.name());
-    let mut s = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\n\
-body{{font:15px/1.45 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}}\n\
-table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}}\n\
-.v{{font-weight:600;white-space:nowrap}}.ok{{color:#1a7f37}}.ns{{color:#9a6700}}.failed{{color:#cf222e}}.info{{color:#0969da}}.inc{{color:#6e7781}}\n\
-code{{font-size:90%}}li{{word-break:break-all}}section{{margin-top:1.5rem}}\n</style></head><body>\n",
-        esc(&title)
-    );
-    s.push_str(&format!(
-        "<h1>{}</h1>\n<p class=\"v {}\">{}</p>\n<p>Command: <code>{}</code><br>Started {} UTC; each case bounded at {} ms in a fresh relay dir.</p>\n",
-        esc(&title),
-        if r.failed() {
-            "failed"
-        } else if r.inconclusive() {
-            "inc"
-        } else {
-            "ok"
-        },
-        esc(&verdict(r)),
-        esc(&r.command.join(" ")),
-        esc(&r.started),
-        r.case_bound_ms
-    ));
-    if let Some(l) = setting(r) {
-        s.push_str(&format!("<p>{}</p>\n", esc(&l)));
-    }
-    s.push_str("<table><tr><th>case</th><th>§</th><th>verdict</th><th>why</th></tr>\n");
-    for c in &r.cases {
-        s.push_str(&format!(
-            "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td class=\"v {}\">{}</td><td>{}</td></tr>\n",
-            esc(&c.section),
-            class(c.verdict),
-            c.verdict.label(),
-            esc(&c.reason),
-            n = esc(&c.name)
-        ));
-    }
-    s.push_str("</table>\n");
-    for c in &r.cases {
-        s.push_str(&format!(
-            "<section id=\"{n}\"><h2>{n} — <span class=\"v {}\">{}</span></h2>\n<p>Expected (SPEC {}): {}</p>\n<p>{} ({} ms)</p>\n<ul>",
-            class(c.verdict),
-            c.verdict.label(),
-            esc(&c.section),
-            esc(&c.expectation),
-            esc(&c.reason),
-            c.duration_ms,
-            n = esc(&c.name)
-        ));
-        for e in &c.evidence {
-            s.push_str(&format!("<li>{}</li>", esc(e)));
-        }
-        s.push_str("</ul></section>\n");
-    }
-    s.push_str("</body></html>\n");
     s
 }

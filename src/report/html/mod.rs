@@ -15,6 +15,7 @@ mod sections;
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};
+use crate::report::doc::Doc;
 use crate::report::export::content;
 use crate::report::output::{Input, Moment, Output, Staged, WriteError};
 use crate::results::summary::Summary;
@@ -87,6 +88,7 @@ figure { margin: 16px 0; background: #fff; border: 1px solid #ddd; padding: 8px;
 figure svg { display: block; width: 100%; height: auto; }
 figcaption { color: #555; font-size: 13px; margin-top: 4px; }
 details { margin: 8px 0; }
+li { overflow-wrap: anywhere; }
 #results td:nth-child(1) { min-width: 8em; }
 "#;
 
@@ -121,10 +123,52 @@ fn nav_label(sec: &crate::report::doc::Section) -> String {
 }
 
 /// The page for `s`, with its charts drawn as `charts` and the optional files `present`
-/// beside it: the report summary.md writes ([`content::document`]), its verdict under the
-/// header, the decision chart after it, then the page's own sections.
+/// beside it: the report summary.md writes ([`content::document`]), with the decision chart
+/// after its verdict and the environment and the run's files at its end.
 pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String {
-    let d = content::document(s);
+    let decision = charts.iter().find(|c| c.stem == "decision");
+    let own = Own {
+        early: decision.map(|_| ("decision", "decision chart")).into_iter().collect(),
+        late: vec![("environment", "environment"), ("files", "files")],
+        write: Box::new(|p, late| {
+            if late {
+                sections::environment(p, s);
+                sections::files(p, present);
+            } else if let Some(c) = decision {
+                p.section("decision", "Pickup against idle discovery");
+                p.el(
+                    "p",
+                    "",
+                    "Each case's pickup p50 against its idle discovery requests per minute per relay dir; the shaded \
+                     region is what the cases' gates on those two figures allow. A ring misses one of them.",
+                );
+                p.chart(c).raw("</section>\n");
+            }
+        }),
+    };
+    page(&content::document(s), charts, own)
+}
+
+/// A document alone on its page (a conform run's).
+pub(crate) fn document_page(d: &Doc) -> String {
+    page(d, &[], Own { early: Vec::new(), late: Vec::new(), write: Box::new(|_, _| {}) })
+}
+
+/// A page's own sections beside its document, as anchors and nav names: `early` after the
+/// verdict, `late` after the document's sections; `write` writes them (`true`: the late ones).
+struct Own<'a> {
+    early: Vec<(&'static str, &'static str)>,
+    late: Vec<(&'static str, &'static str)>,
+    write: OwnWriter<'a>,
+}
+
+/// What writes a page's own sections (`true`: the late ones).
+type OwnWriter<'a> = Box<dyn Fn(&mut Page, bool) + 'a>;
+
+/// A document as a page: its head, its title and lead, a nav, the verdict on a banner, the
+/// page's early sections, the document's sections, any chart drawn that no section shows,
+/// the page's late sections.
+fn page(d: &Doc, charts: &[Inline], own: Own<'_>) -> String {
     let (word, passed) = d.outcome;
     let mut p = Page::default();
     p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -139,16 +183,13 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
     doc::blocks(&mut p, &d.lead, charts);
     p.raw("</header>\n");
     let verdict = d.all().find(|sec| sec.id == "verdict");
-    let decision = charts.iter().find(|c| c.stem == "decision");
     let mut nav: Vec<(String, String)> = Vec::new();
     if verdict.is_some() {
         nav.push(("verdict".into(), "verdict".into()));
     }
-    if decision.is_some() {
-        nav.push(("decision".into(), "decision chart".into()));
-    }
+    nav.extend(own.early.iter().map(|(a, b)| ((*a).into(), (*b).into())));
     nav.extend(d.all().filter(|sec| sec.id != "verdict").map(|sec| (sec.id.clone(), nav_label(sec))));
-    nav.extend([("environment", "environment"), ("files", "files")].map(|(a, b)| (a.into(), b.into())));
+    nav.extend(own.late.iter().map(|(a, b)| ((*a).into(), (*b).into())));
     p.raw("<nav>");
     for (id, what) in &nav {
         p.raw("<a href=\"#").text(id).raw("\">").text(what).raw("</a>");
@@ -165,16 +206,7 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
         doc::blocks(&mut p, &v.blocks, charts);
         p.raw("</section>\n");
     }
-    if let Some(c) = decision {
-        p.section("decision", "Pickup against idle discovery");
-        p.el(
-            "p",
-            "",
-            "Each case's pickup p50 against its idle discovery requests per minute per relay dir; the shaded region is \
-             what the cases' gates on those two figures allow. A ring misses one of them.",
-        );
-        p.chart(c).raw("</section>\n");
-    }
+    (own.write)(&mut p, false);
     for sec in d.all().filter(|sec| sec.id != "verdict") {
         doc::write(&mut p, sec, charts);
     }
@@ -189,8 +221,7 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
         }
         p.raw("</section>\n");
     }
-    sections::environment(&mut p, s);
-    sections::files(&mut p, present);
+    (own.write)(&mut p, true);
     p.raw("</main>\n</body>\n</html>\n");
     p.finish()
 }
