@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Grades production's relay runner and writer (Agenta-AI/agenta at 753af38,
-# services/runner/src/tools/relay*.ts) with `relay-bench conform`. The runner's sources are
-# read from a local git checkout of agenta at the pinned commit (nothing is fetched but
-# esbuild, from npm, into tools/esbuild/), bundled with our harnesses
-# (scripts/conform/production-{runner,writer}.ts) into target/conform-production/, and graded;
+# services/runner/src/tools/relay*.ts) with `relay-bench conform`: bundled from a local git
+# checkout of agenta by scripts/conform/build-production.sh, then graded;
 # the reports go to OUT/runner and OUT/writer (default reports/<stamp>-conform-production).
 # Then the runner over a sandbox-agent daemon (sandboxRelayHost: the rollout's path; the daemon
 # installed by scripts/install-sandbox-agent.sh) goes to OUT/runner-sandbox-agent (poll only,
@@ -11,27 +9,10 @@
 # Usage: [RELAY_BENCH_BIN=PATH] scripts/conform-production.sh AGENTA_GIT_DIR [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-commit=753af3838ef61cfc3f06c05951b3599fefbc75ef
-esbuild_version=0.24.2
 src=${1:?usage: scripts/conform-production.sh AGENTA_GIT_DIR [OUT]}
 out=${2:-reports/$(date -u +%Y%m%dT%H%M%SZ)-conform-production}
-command -v node >/dev/null || { echo "conform-production: node is needed" >&2; exit 2; }
-git -C "$src" cat-file -e "$commit^{commit}" 2>/dev/null \
-  || { echo "conform-production: $src has no commit $commit" >&2; exit 2; }
-esbuild=tools/esbuild/node_modules/.bin/esbuild
-if ! [ -x "$esbuild" ] || [ "$("$esbuild" --version)" != "$esbuild_version" ]; then
-  mkdir -p tools/esbuild
-  npm install --prefix tools/esbuild --no-audit --no-fund --no-save "esbuild@$esbuild_version" >/dev/null
-fi
+scripts/conform/build-production.sh "$src"
 build=target/conform-production
-rm -rf "$build" && mkdir -p "$build/agenta"
-git -C "$src" archive "$commit" services/runner/src | tar -x -C "$build/agenta"
-for side in runner writer; do
-  cp "scripts/conform/production-$side.ts" "$build/"
-  # The runner's own modules only (node builtins stay external); a bare npm import would fail here.
-  "$esbuild" "$build/production-$side.ts" --bundle --platform=node --format=cjs --target=node20 \
-    --log-level=warning --outfile="$build/$side.cjs"
-done
 # RELAY_BENCH_BIN: a relay-bench binary already built (default: a release build of this tree).
 bin=${RELAY_BENCH_BIN:-}
 if [ -z "$bin" ]; then

@@ -18,13 +18,14 @@ request (for the tests of the battery).
 """
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import relay_answer
 
 CAP = 16 << 20
 
@@ -65,19 +66,7 @@ def main():
         call("POST", "/v1/fs/move", body=move, ctype="application/json")
 
     def handle(file_id, body):
-        try:
-            req = json.loads(body.decode("utf-8"))
-            if not isinstance(req, dict) or not isinstance(req.get("toolName"), str):
-                raise ValueError("no toolName")
-        except ValueError as e:
-            publish(file_id, {"ok": False, "error": "bad request: %s" % e})
-            return
-        out = subprocess.run([handler], input=body, capture_output=True)
-        try:
-            answer = json.loads(out.stdout)
-        except ValueError:
-            answer = {"ok": False, "error": "handler printed no answer"}
-        publish(file_id, answer)
+        publish(file_id, relay_answer.bad_request(body) or relay_answer.run(handler, body))
 
     def names():
         return run(["ls", "-1", directory]).get("stdout", "").splitlines()

@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+import relay_answer
+
 CAP = 16 << 20
 
 
@@ -57,18 +59,11 @@ def main():
         os.replace(tmp, final)
 
     def handle(file_id, body, name):
-        try:
-            req = json.loads(body.decode("utf-8"))
-            if not isinstance(req, dict) or not isinstance(req.get("toolName"), str):
-                raise ValueError("no toolName")
-        except ValueError as e:
-            publish(file_id, {"ok": False, "error": "bad request: %s" % e})
+        bad = relay_answer.bad_request(body)
+        if bad:
+            publish(file_id, bad)
             return
-        out = subprocess.run([handler], input=body, capture_output=True)
-        try:
-            answer = json.loads(out.stdout)
-        except ValueError:
-            answer = {"ok": False, "error": "handler printed no answer"}
+        answer = relay_answer.run(handler, body)
         if answer.get("paused") is True and fault == "pause-as-ok":
             answer = {"ok": True, "text": ""}
         publish(file_id, answer)

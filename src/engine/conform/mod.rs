@@ -373,7 +373,13 @@ pub(crate) fn left_line(dir: &Path) -> String {
 }
 
 pub(crate) fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    let v = d.as_secs_f64() * 1e3;
+    // Under a millisecond (a local pickup, a rename seen) to the microsecond.
+    if v < 1.0 {
+        format!("{v:.3} ms")
+    } else {
+        format!("{v:.1} ms")
+    }
 }
 
 /// A figure's p50 and max over `v`, or "not measured" when there is no sample.
