@@ -36,9 +36,6 @@ impl Output<CapacityReport> for CapacityJson {
     fn name(&self) -> &'static str {
         "capacity.json"
     }
-    fn path(&self) -> &'static str {
-        "capacity.json"
-    }
     fn written_at(&self, moment: Moment) -> bool {
         after_steps(moment)
     }
@@ -49,9 +46,6 @@ impl Output<CapacityReport> for CapacityJson {
 
 impl Output<CapacityReport> for CapacityMarkdown {
     fn name(&self) -> &'static str {
-        "capacity.md"
-    }
-    fn path(&self) -> &'static str {
         "capacity.md"
     }
     fn written_at(&self, moment: Moment) -> bool {

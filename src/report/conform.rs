@@ -38,9 +38,6 @@ impl Output<ConformReport> for ConformHtml {
     fn name(&self) -> &'static str {
         "conform.html"
     }
-    fn path(&self) -> &'static str {
-        "conform.html"
-    }
     fn written_at(&self, moment: Moment) -> bool {
         at_end(moment)
     }
@@ -53,9 +50,6 @@ impl Output<ConformReport> for ConformJson {
     fn name(&self) -> &'static str {
         "conform.json"
     }
-    fn path(&self) -> &'static str {
-        "conform.json"
-    }
     fn written_at(&self, moment: Moment) -> bool {
         at_end(moment)
     }
@@ -66,9 +60,6 @@ impl Output<ConformReport> for ConformJson {
 
 impl Output<ConformReport> for ConformMarkdown {
     fn name(&self) -> &'static str {
-        "conform.md"
-    }
-    fn path(&self) -> &'static str {
         "conform.md"
     }
     fn written_at(&self, moment: Moment) -> bool {

@@ -59,8 +59,11 @@ impl Input<'_> {
 pub trait Output<R: ?Sized>: Sync {
     /// The output's name (what `list` prints).
     fn name(&self) -> &'static str;
-    /// Where it lands, as a person reads it (`summary.json`, `charts/<chart>.png|.svg`).
-    fn path(&self) -> &'static str;
+    /// Where it lands, as a person reads it (`summary.json`, `charts/<chart>.png|.svg`): its
+    /// name unless it says otherwise.
+    fn path(&self) -> &'static str {
+        self.name()
+    }
     /// Where it goes: the run directory, the console, or a file a flag names.
     fn dest(&self) -> Dest {
         Dest::RunDir

@@ -10,10 +10,6 @@ impl Output<Input<'_>> for CallsTxt {
         "calls.txt"
     }
 
-    fn path(&self) -> &'static str {
-        "calls.txt"
-    }
-
     fn written_at(&self, moment: Moment) -> bool {
         matches!(moment, Moment::Case | Moment::End)
     }

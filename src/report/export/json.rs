@@ -18,10 +18,6 @@ impl Output<Input<'_>> for Json {
         "summary.json"
     }
 
-    fn path(&self) -> &'static str {
-        "summary.json"
-    }
-
     fn written_at(&self, moment: Moment) -> bool {
         moment != Moment::Rerender // it is what a re-render reads
     }

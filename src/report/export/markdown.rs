@@ -11,10 +11,6 @@ impl Output<Input<'_>> for Markdown {
         "summary.md"
     }
 
-    fn path(&self) -> &'static str {
-        "summary.md"
-    }
-
     fn written_at(&self, _: Moment) -> bool {
         true
     }

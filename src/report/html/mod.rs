@@ -31,10 +31,6 @@ impl Output<Input<'_>> for Html {
         "report.html"
     }
 
-    fn path(&self) -> &'static str {
-        "report.html"
-    }
-
     fn written_at(&self, moment: Moment) -> bool {
         matches!(moment, Moment::End | Moment::Rerender)
     }
