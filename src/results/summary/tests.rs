@@ -37,9 +37,11 @@ fn the_archived_runs_still_read() {
     let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
     let mut n = 0;
     // A daemon-capacity run holds capacity.json, a conform run runner/conform.json, a scale
-    // bench run scale-bench.md: no summary.
+    // bench run scale-bench.md, a pickup-floor run pickup-floor.md: no summary.
     let no_summary = |d: &std::fs::DirEntry| {
-        ["capacity.json", "runner/conform.json", "scale-bench.md"].iter().any(|f| d.path().join(f).is_file())
+        ["capacity.json", "runner/conform.json", "scale-bench.md", "pickup-floor.md"]
+            .iter()
+            .any(|f| d.path().join(f).is_file())
     };
     for dir in std::fs::read_dir(runs).unwrap().flatten().filter(|d| !no_summary(d)) {
         let s = Summary::read(&dir.path()).unwrap();
