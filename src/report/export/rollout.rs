@@ -163,7 +163,7 @@ pub(crate) fn boundaries(all: &[Boundary]) -> Vec<Block> {
     }
     let mut out = vec![
         Block::Heading("Where each rollout gate holds".into()),
-        Block::Para(plain(
+        Block::Para(inline(
             "Each swept case's points in order along its axis, each ✅ met or ❌ missed; the boundary lies between \
 the last point that meets the gate and the first that misses it (measured, not extrapolated). A sweep over \
 profiles is placed by its measured round trip (twice the median leg the daemon paid).",

@@ -91,14 +91,13 @@ pub(super) fn charts(blocks: &[Block]) -> Vec<&str> {
         .collect()
 }
 
-/// A cell coloured by the mark it starts with: ✅ passed, ❌ failed.
+/// A cell coloured by its marks when they agree: only ✅ passed, only ❌ failed; a cell with
+/// both (a row of points, some met and some missed) is left plain, each mark coloured alone.
 fn marked(text: &str) -> Cell {
-    let class = if text.starts_with('✅') {
-        "pass"
-    } else if text.starts_with('❌') {
-        "fail"
-    } else {
-        ""
+    let class = match (text.contains('✅'), text.contains('❌')) {
+        (true, false) => "pass",
+        (false, true) => "fail",
+        _ => "",
     };
     Cell::with(text, class)
 }
@@ -153,5 +152,14 @@ mod tests {
         assert!(html.contains("<ul>\n<li><strong>case</strong> limits</li>\n</ul>\n<details>"), "{html}");
         assert!(html.contains("<details><summary>1 &lt;of&gt; 1</summary>\n<ul>\n<li><span class=\"fail\">FAIL</span></li>\n</ul>\n</details>\n"), "{html}");
         assert!(html.ends_with("</table></div>\n</section>\n"), "{html}");
+    }
+
+    #[test]
+    fn a_cell_is_coloured_only_when_its_marks_agree() {
+        let class = |t: &str| marked(t).class;
+        assert_eq!(class("✅ 5/5"), "pass");
+        assert_eq!(class("❌ 3/5"), "fail");
+        assert_eq!(class("✅ 5/5 · rollout ❌ 0/2"), "", "mixed: each mark says its own");
+        assert_eq!(class("production as built"), "");
     }
 }
