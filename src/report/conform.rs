@@ -124,12 +124,12 @@ fn icon(v: Verdict) -> &'static str {
 /// line and how the battery ran, a row per case, then each case's expectation, outcome and
 /// evidence.
 fn document(r: &ConformReport) -> Doc {
-    let word = if r.failed() {
-        "FAILED"
+    let outcome = if r.failed() {
+        ("FAILED", false)
     } else if r.inconclusive() {
-        "INCONCLUSIVE"
+        ("INCONCLUSIVE", false)
     } else {
-        "PASSED"
+        ("PASSED", true)
     };
     let mut lead = vec![
         Block::Para(plain(verdict(r))),
@@ -155,14 +155,13 @@ fn document(r: &ConformReport) -> Doc {
     });
     Doc {
         title: format!("relay-bench conform --{}", r.side.name()),
-        outcome: (word, word == "PASSED"),
-        top: Vec::new(),
+        outcome,
+        verdict: None,
         lead,
         sections: vec![
             Section::new("results", "Results", vec![Block::Table(table)]),
             Section::new("cases", "Cases", cases.collect()),
         ],
-        verdict_held: None,
     }
 }
 

@@ -43,8 +43,7 @@ pub(crate) fn inline(text: impl Into<String>) -> Line {
 }
 
 /// A table: its columns and their alignment, and its rows (a cell per column; a cell is
-/// written as [`Span::Inline`] text, and one that starts with ✅ or ❌ is coloured in the
-/// page).
+/// written as [`Span::Inline`] text, coloured in the page when its ✅ or ❌ marks agree).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Table {
     pub columns: Vec<(String, Align)>,
@@ -89,53 +88,68 @@ pub(crate) enum Block {
     },
 }
 
-/// A section: its anchor in the page, its heading (written as [`Span::Inline`] text) and
-/// its blocks.
+/// A section: its anchor in the page and its name in the page's nav, its heading (written
+/// as [`Span::Inline`] text) and its blocks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Section {
     pub id: String,
+    pub nav: String,
     pub title: String,
     pub blocks: Vec<Block>,
 }
 
 impl Section {
+    /// A section named in the nav by its anchor in words (`along-the-way`: "along the way").
     pub(crate) fn new(id: impl Into<String>, title: impl Into<String>, blocks: Vec<Block>) -> Section {
-        Section { id: id.into(), title: title.into(), blocks }
+        let id = id.into();
+        Section { nav: id.replace('-', " "), id, title: title.into(), blocks }
     }
 }
 
-/// A whole report: its title and what the run came to, the sections summary.md writes
-/// before the lead (the declared rollout verdict), the blocks before the first section (what
-/// the run was, where and how it ran), and the sections. The page puts the rollout verdict
-/// (the section `verdict`, wherever it is) under its header.
+/// A report's rollout verdict: its section, whether production as built met it, and where
+/// summary.md writes it. The page puts it under its header wherever it is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    pub section: Section,
+    pub held: bool,
+    pub at: At,
+}
+
+/// Where summary.md writes a verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum At {
+    /// Under the title, before the lead (a declared verdict).
+    Top,
+    /// Before the section of this index (an older run's inferred verdict, after its results
+    /// and sweeps).
+    Before(usize),
+}
+
+/// A whole report: its title and what the run came to, its rollout verdict, the blocks before
+/// the first section (what the run was, where and how it ran), and the sections.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Doc {
     pub title: String,
     /// `PASS`, `FAIL` or `INTERRUPTED`, and whether it passed.
     pub outcome: (&'static str, bool),
-    pub top: Vec<Section>,
+    pub verdict: Option<Verdict>,
     pub lead: Vec<Block>,
     pub sections: Vec<Section>,
-    /// Whether production as built met the rollout verdict, when there is one.
-    pub verdict_held: Option<bool>,
 }
 
-impl Doc {
-    /// Every section, in summary.md's order.
-    pub(crate) fn all(&self) -> impl Iterator<Item = &Section> {
-        self.top.iter().chain(&self.sections)
-    }
-}
-
-/// The whole report in Markdown: `# title — outcome`, the top sections, the lead, the
-/// sections.
+/// The whole report in Markdown: `# title — outcome`, the lead, the sections, and the verdict
+/// where it says.
 pub(crate) fn document(o: &mut String, d: &Doc) {
     let _ = writeln!(o, "# {} — {}", d.title, d.outcome.0);
-    for sec in &d.top {
-        markdown(o, sec);
+    let at = |place: At| d.verdict.as_ref().filter(|v| v.at == place).map(|v| &v.section);
+    if let Some(v) = at(At::Top) {
+        markdown(o, v);
     }
     blocks(o, &d.lead);
-    for sec in &d.sections {
+    for (i, sec) in d.sections.iter().enumerate() {
+        if let Some(v) = at(At::Before(i)) {
+            markdown(o, v);
+        }
         markdown(o, sec);
     }
 }
@@ -229,6 +243,7 @@ mod tests {
     fn a_section_is_its_heading_then_each_block_after_a_blank_line() {
         let sec = Section {
             id: "s".into(),
+            nav: "s".into(),
             title: "Title".into(),
             blocks: vec![
                 Block::Para(vec![Span::Text("with ".into()), Span::Code("code".into()), Span::Text(":".into())]),

@@ -7,7 +7,7 @@
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, plain, Align, Block, Chart, Doc, Section, Table};
+use crate::report::doc::{inline, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 
 use Align::{Left as L, Right as R};
@@ -24,13 +24,16 @@ pub(crate) fn document(s: &Summary) -> Doc {
     } else {
         ("FAIL", false)
     };
-    let declared = s.verdict.as_ref().and_then(|v| super::rollout::section(v, s));
-    // A run from before rollout gates were declared: its verdict, inferred.
-    let inferred = if s.verdict.is_none() { super::verdict::section(s) } else { None };
-    let verdict_held = declared.as_ref().or(inferred.as_ref()).map(|(_, held)| *held);
     let mut sections = vec![results(s)];
     sections.extend(super::sweep::sections(s));
-    sections.extend(inferred.map(|(sec, _)| sec));
+    let verdict = match &s.verdict {
+        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held, at: At::Top }),
+        // A run from before rollout gates were declared: its verdict, inferred, after its
+        // results and sweeps.
+        None => {
+            super::verdict::section(s).map(|(section, held)| Verdict { section, held, at: At::Before(sections.len()) })
+        }
+    };
     sections.extend(baseline(s));
     sections.push(super::gates::document(s));
     sections.push(latency(s));
@@ -41,14 +44,7 @@ pub(crate) fn document(s: &Summary) -> Doc {
     sections.push(cases(s));
     sections.push(aside::calibration(s));
     sections.extend(aside::along_the_way(s));
-    Doc {
-        title: format!("relay-bench: {}", s.scenario),
-        outcome,
-        top: declared.map(|(sec, _)| sec).into_iter().collect(),
-        lead: lead(s),
-        sections,
-        verdict_held,
-    }
+    Doc { title: format!("relay-bench: {}", s.scenario), outcome, verdict, lead: lead(s), sections }
 }
 
 /// The description, and where and how the run ran.

@@ -54,7 +54,8 @@ fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
     if !drawn.is_empty() {
         blocks.push(Block::Charts(drawn));
     }
-    Section::new(format!("sweep-{k}"), format!("Sweep: {} over {}", w.case, paths.join(" × ")), blocks)
+    let title = format!("Sweep: {} over {}", w.case, paths.join(" × "));
+    Section { nav: format!("sweep {}", w.case), ..Section::new(format!("sweep-{k}"), title, blocks) }
 }
 
 #[cfg(test)]

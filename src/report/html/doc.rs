@@ -126,6 +126,7 @@ mod tests {
     fn a_section_is_its_blocks_escaped_with_strong_and_code() {
         let sec = Section {
             id: "s".into(),
+            nav: "s".into(),
             title: "Title".into(),
             blocks: vec![
                 Block::Para(vec![Span::Text("a <b> ".into()), Span::Code("x&y".into())]),

@@ -110,14 +110,6 @@ const CHECK: &str = r#"
 })();
 "#;
 
-/// A section's name in the page's nav: its anchor in words, or a sweep's case.
-fn nav_label(sec: &crate::report::doc::Section) -> String {
-    match sec.title.strip_prefix("Sweep: ") {
-        Some(rest) => format!("sweep {}", rest.split(" over ").next().unwrap_or(rest)),
-        None => sec.id.replace('-', " "),
-    }
-}
-
 /// The page for `s`, with its charts drawn as `charts` and the optional files `present`
 /// beside it: the report summary.md writes ([`content::document`]), with the decision chart
 /// after its verdict and the environment and the run's files at its end.
@@ -126,7 +118,7 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
     let own = Own {
         early: decision.map(|_| ("decision", "decision chart")).into_iter().collect(),
         late: vec![("environment", "environment"), ("files", "files")],
-        write: Box::new(|p, late| {
+        write: |p: &mut Page, late| {
             if late {
                 sections::environment(p, s);
                 sections::files(p, present);
@@ -140,31 +132,28 @@ pub(crate) fn render(s: &Summary, charts: &[Inline], present: &[&str]) -> String
                 );
                 p.chart(c).raw("</section>\n");
             }
-        }),
+        },
     };
     page(&content::document(s), charts, own)
 }
 
 /// A document alone on its page (a conform run's).
 pub(crate) fn document_page(d: &Doc) -> String {
-    page(d, &[], Own { early: Vec::new(), late: Vec::new(), write: Box::new(|_, _| {}) })
+    page(d, &[], Own { early: Vec::new(), late: Vec::new(), write: |_: &mut Page, _| {} })
 }
 
 /// A page's own sections beside its document, as anchors and nav names: `early` after the
 /// verdict, `late` after the document's sections; `write` writes them (`true`: the late ones).
-struct Own<'a> {
+struct Own<W: Fn(&mut Page, bool)> {
     early: Vec<(&'static str, &'static str)>,
     late: Vec<(&'static str, &'static str)>,
-    write: OwnWriter<'a>,
+    write: W,
 }
-
-/// What writes a page's own sections (`true`: the late ones).
-type OwnWriter<'a> = Box<dyn Fn(&mut Page, bool) + 'a>;
 
 /// A document as a page: its head, its title and lead, a nav, the verdict on a banner, the
 /// page's early sections, the document's sections, any chart drawn that no section shows,
 /// the page's late sections.
-fn page(d: &Doc, charts: &[Inline], own: Own<'_>) -> String {
+fn page(d: &Doc, charts: &[Inline], own: Own<impl Fn(&mut Page, bool)>) -> String {
     let (word, passed) = d.outcome;
     let mut p = Page::default();
     p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -178,36 +167,32 @@ fn page(d: &Doc, charts: &[Inline], own: Own<'_>) -> String {
     p.raw("</h1>\n");
     doc::blocks(&mut p, &d.lead, charts);
     p.raw("</header>\n");
-    let verdict = d.all().find(|sec| sec.id == "verdict");
-    let mut nav: Vec<(String, String)> = Vec::new();
-    if verdict.is_some() {
-        nav.push(("verdict".into(), "verdict".into()));
+    let mut nav: Vec<(&str, &str)> = Vec::new();
+    if let Some(v) = &d.verdict {
+        nav.push((&v.section.id, &v.section.nav));
     }
-    nav.extend(own.early.iter().map(|(a, b)| ((*a).into(), (*b).into())));
-    nav.extend(d.all().filter(|sec| sec.id != "verdict").map(|sec| (sec.id.clone(), nav_label(sec))));
-    nav.extend(own.late.iter().map(|(a, b)| ((*a).into(), (*b).into())));
+    nav.extend(&own.early);
+    nav.extend(d.sections.iter().map(|sec| (sec.id.as_str(), sec.nav.as_str())));
+    nav.extend(&own.late);
     p.raw("<nav>");
-    for (id, what) in &nav {
+    for (id, what) in nav {
         p.raw("<a href=\"#").text(id).raw("\">").text(what).raw("</a>");
     }
     p.raw("</nav>\n");
-    if let Some(v) = verdict {
-        let held = d.verdict_held == Some(true);
-        p.raw(if held {
-            "<section id=\"verdict\" class=\"banner pass\">\n"
-        } else {
-            "<section id=\"verdict\" class=\"banner fail\">\n"
-        });
-        p.raw("<h2>").inline(&v.title).raw("</h2>\n");
-        doc::blocks(&mut p, &v.blocks, charts);
+    if let Some(v) = &d.verdict {
+        p.raw("<section id=\"").text(&v.section.id);
+        p.raw(if v.held { "\" class=\"banner pass\">\n" } else { "\" class=\"banner fail\">\n" });
+        p.raw("<h2>").inline(&v.section.title).raw("</h2>\n");
+        doc::blocks(&mut p, &v.section.blocks, charts);
         p.raw("</section>\n");
     }
     (own.write)(&mut p, false);
-    for sec in d.all().filter(|sec| sec.id != "verdict") {
+    for sec in &d.sections {
         doc::write(&mut p, sec, charts);
     }
     // A chart drawn that no section shows still has its place.
-    let shown: Vec<&str> = d.all().flat_map(|sec| doc::charts(&sec.blocks)).collect();
+    let shown: Vec<&str> =
+        d.verdict.iter().map(|v| &v.section).chain(&d.sections).flat_map(|sec| doc::charts(&sec.blocks)).collect();
     let more: Vec<&Inline> =
         charts.iter().filter(|c| c.stem != "decision" && !shown.contains(&c.stem.as_str())).collect();
     if !more.is_empty() {
