@@ -32,6 +32,16 @@ pub(crate) enum Span {
 /// Running text: its spans in order.
 pub(crate) type Line = Vec<Span>;
 
+/// Whether something held, as a table cell or inline text writes it: ✅ or ❌ (the page
+/// colours both, as it does [`Span::Mark`]).
+pub(crate) fn mark(held: bool) -> &'static str {
+    if held {
+        "✅"
+    } else {
+        "❌"
+    }
+}
+
 /// Plain text as a [`Line`].
 pub(crate) fn plain(text: impl Into<String>) -> Line {
     vec![Span::Text(text.into())]
@@ -230,7 +240,7 @@ fn spans(o: &mut String, line: &[Span]) {
             Span::StrongCode(t) => {
                 let _ = write!(o, "**`{t}`**");
             }
-            Span::Mark(held) => o.push(if *held { '✅' } else { '❌' }),
+            Span::Mark(held) => o.push_str(mark(*held)),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! degraded wakes, notices, the cases an interrupt left unrun).
 
 use super::{any_thin, stat, us, THIN_NOTE};
-use crate::report::doc::{inline, plain, Align, Block, Line, Section, Table};
+use crate::report::doc::{inline, mark, plain, Align, Block, Line, Section, Table};
 use crate::results::summary::{CaseResult, Summary};
 
 use Align::{Left as L, Right as R};
@@ -190,7 +190,7 @@ pub(super) fn faults(s: &Summary) -> Option<Section> {
                 format!("{}{stop}", f.recovery),
                 format!("{}: {} / {}", f.calls, f.answered, f.failed),
                 f.worst_pickup_ms.map_or("-".into(), |ms| us(ms * 1000.0)),
-                (if f.ok { "✅" } else { "❌" }).to_owned(),
+                mark(f.ok).to_owned(),
             ]
         })
     });

@@ -7,7 +7,7 @@
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
+use crate::report::doc::{inline, mark, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 
 use Align::{Left as L, Right as R};
@@ -127,15 +127,13 @@ fn thin_note(thin: bool) -> Option<Block> {
 fn results(s: &Summary) -> Section {
     let rows = s.results.iter().map(|r| {
         let passed = r.gates.iter().filter(|g| g.pass).count();
-        let mark = if r.interrupted {
+        let gates = if r.interrupted {
             "interrupted".to_owned()
-        } else if r.pass {
-            format!("✅ {passed}/{}", r.gates.len())
         } else {
-            format!("❌ {passed}/{}", r.gates.len())
-        } + &r.rollout_met().map_or(String::new(), |(met, of)| {
-            format!(" · rollout {} {met}/{of}", if met == of { "✅" } else { "❌" })
-        });
+            format!("{} {passed}/{}", mark(r.pass), r.gates.len())
+        } + &r
+            .rollout_met()
+            .map_or(String::new(), |(met, of)| format!(" · rollout {} {met}/{of}", mark(met == of)));
         vec![
             format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
             r.strategy.clone(),
@@ -147,7 +145,7 @@ fn results(s: &Summary) -> Section {
             pair_of(r, "pickup", r.latency(Measure::PICKUP)),
             pair_of(r, "completion", r.latency(Measure::COMPLETION)),
             rate(r, "discovery_per_min", r.requests.discovery_per_min, !r.requests.not_measured),
-            mark,
+            gates,
         ]
     });
     let table = Table {

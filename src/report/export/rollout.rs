@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::base::units::readable;
-use crate::report::doc::{inline, plain, Align, Block, Section, Span, Table};
+use crate::report::doc::{inline, mark, plain, Align, Block, Section, Span, Table};
 use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
@@ -68,14 +68,6 @@ a single run could give either verdict",
         }
     }
     lines
-}
-
-fn mark(pass: bool) -> &'static str {
-    if pass {
-        "✅"
-    } else {
-        "❌"
-    }
 }
 
 /// The option sets a gate's cell lists: those that `met` it, or those that did not.

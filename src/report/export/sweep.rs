@@ -3,7 +3,7 @@
 //! the swept value.
 
 use super::design;
-use crate::report::doc::{inline, Align, Block, Chart, Section, Table};
+use crate::report::doc::{inline, mark, Align, Block, Chart, Section, Table};
 use crate::results::summary::Summary;
 use crate::results::sweep::{show, SweepResult};
 
@@ -35,7 +35,7 @@ fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
             Some(r) => {
                 let passed = r.gates.iter().filter(|g| g.pass).count();
                 let best = if w.best.as_deref() == Some(&p.case) { " **best**" } else { "" };
-                format!("{} {passed}/{}{best}", if r.pass { "✅" } else { "❌" }, r.gates.len())
+                format!("{} {passed}/{}{best}", mark(r.pass), r.gates.len())
             }
         });
         row
