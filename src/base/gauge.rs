@@ -48,6 +48,12 @@ impl Level {
         self.set(self.value.saturating_sub(delta), now, tally);
     }
 
+    /// Starts the level's clock again at `at` (a new measuring period): the time before it is
+    /// settled nowhere.
+    pub fn restart(&mut self, at: Instant) {
+        self.since = at.max(self.since);
+    }
+
     /// Settles up to `now` without changing the value (before the tally is read).
     pub fn settle(&mut self, now: Instant, tally: &mut Tally) {
         let v = self.value;

@@ -74,8 +74,8 @@ pub(crate) struct Job<'a> {
     pub logs: bool,
 }
 
-/// Runs the jobs `batch` (virtual points, repeats), up to `workers` at once, each with its
-/// own event log and calls.csv parts (made under `scratch`). `done` gets each result as it
+/// Runs the jobs `batch` (virtual points, repeats), up to `workers` at once, the largest
+/// first, each with its own event log and calls.csv parts (made under `scratch`). `done` gets each result as it
 /// finishes, on this thread. A job that fails stops new ones from starting; the first error is returned
 /// once the running ones are over.
 pub(crate) fn run_parallel<E: From<PartFailed>>(
@@ -85,6 +85,14 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
     scratch: &Path,
     mut done: impl FnMut(usize, Result<CaseResult, EngineError>, Duration) -> Result<(), E>,
 ) -> Result<(), E> {
+    // The largest first (by planned calls, then sandbox-time; ties in the batch's order): a
+    // long point started last would run alone at the end while the other workers sit idle.
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by_key(|&k| {
+        let wl = &batch[k].scenario.cases[batch[k].case].workload;
+        std::cmp::Reverse((wl.planned_calls(), u128::from(wl.sandboxes) * wl.duration().as_millis()))
+    });
+    let order = &order;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::channel();
@@ -94,8 +102,8 @@ pub(crate) fn run_parallel<E: From<PartFailed>>(
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
             let work = move || loop {
-                let k = next.fetch_add(1, Ordering::SeqCst);
-                if k >= batch.len() || stop.load(Ordering::SeqCst) || env.interrupt.is_closed() {
+                let Some(&k) = order.get(next.fetch_add(1, Ordering::SeqCst)) else { return };
+                if stop.load(Ordering::SeqCst) || env.interrupt.is_closed() {
                     return;
                 }
                 let job = &batch[k];
@@ -167,5 +175,49 @@ pub(crate) async fn run_one(s: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Res
                 }
             })
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::signal::Signal;
+    use std::sync::{Arc, Mutex};
+
+    /// The order one worker runs the points of `sweep` in (one worker: they finish in the
+    /// order they start).
+    fn order_of(sweep: &str) -> Vec<usize> {
+        let text = format!(
+            "name = \"order\"\n[workload]\nsandboxes = 1\nturns_per_sec = 4\nduration = \"2s\"\nseed = 1\n\
+             [[case]]\nname = \"w\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\n\
+             runner = \"window-exec\"\nwriter = \"watch\"\nsweep = {{ {sweep} }}\n"
+        );
+        let s = Scenario::parse("order.toml", &text).unwrap();
+        let jobs: Vec<Job<'_>> = (0..s.cases.len()).map(|case| Job { scenario: &s, case, logs: false }).collect();
+        let env = CaseEnv {
+            relay_root: std::env::temp_dir(),
+            watch_program: "relay-bench".into(),
+            interrupt: Arc::new(Signal::new()),
+            progress: None,
+            progress_every: Duration::from_secs(3600),
+            event_log: None,
+            event_log_max: u64::MAX,
+            calls_csv: None,
+        };
+        let order = Mutex::new(Vec::new());
+        run_parallel::<PartFailed>(&jobs, 1, &env, &std::env::temp_dir(), |i, r, _| {
+            r.expect("the point ran");
+            order.lock().unwrap().push(i);
+            Ok(())
+        })
+        .unwrap();
+        order.into_inner().unwrap()
+    }
+
+    #[test]
+    fn the_largest_point_runs_first() {
+        assert_eq!(order_of("\"workload.turns_per_sec\" = [2, 6, 4]"), [1, 2, 0], "by planned calls");
+        // The same calls over more sandboxes: more relays to run.
+        assert_eq!(order_of("\"workload.sandboxes\" = [1, 3, 2]"), [1, 2, 0], "by sandbox-time");
     }
 }

@@ -21,7 +21,7 @@ use crate::record::eventlog::EventLog;
 use crate::record::recorder::{Fleet, Recorder, Recording, Span};
 use crate::relay::writer::Writer;
 use crate::sandbox::host::org::{Limits, Org};
-use crate::sandbox::host::{Busy, DaemonControl, Host, Seat};
+use crate::sandbox::host::{Busy, DaemonControl, DaemonFault, Host, Seat};
 use crate::scenario::fault::AFTERMATH;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 use crate::strategy::pair::{Relay, RelaySpec};
@@ -219,12 +219,16 @@ async fn build_relays(
     let elsewhere = backend.settles_calls();
     let handler = Arc::new(scenario.handler.clone());
     let stderr_dir = env.event_log.as_ref().and_then(|p| p.parent()).map_or_else(|| backend.scratch(), PathBuf::from);
+    let struck = case
+        .faults
+        .iter()
+        .any(|f| matches!(f.kind.daemon_fault(), Some(DaemonFault::Restart | DaemonFault::Disconnect)));
     let mut hosts = Vec::new();
     for sandbox in 0..wl.sandboxes {
         let dir = backend.make_dir(sandbox).map_err(setup)?;
         let busy = Arc::new(Busy::default());
         let seed = wl.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(sandbox));
-        let seat = Seat { dir: dir.clone(), busy: busy.clone(), seed, sandbox, org: org.clone() };
+        let seat = Seat { dir: dir.clone(), busy: busy.clone(), seed, sandbox, org: org.clone(), struck };
         let host = case.host.build(seat).map_err(EngineError::Host)?;
         backend.attach(sandbox, host.sandbox.clone());
         hosts.push((sandbox, dir, busy, seed, host));

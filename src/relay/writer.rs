@@ -6,8 +6,9 @@
 //! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
 //! the first check closes the created-before-armed race.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,9 +51,16 @@ pub trait ResponseWaiter: Send + Sync {
 struct SlotMap {
     /// In name order: a change that wakes every call wakes them in one order, run after run
     /// (the event log's order of the same instant's events follows it).
-    waits: BTreeMap<String, Arc<Signal>>,
-    parked: HashSet<String>,
+    waits: BTreeMap<String, Arc<Wait>>,
     closed: bool,
+}
+
+/// One armed wait: what wakes it, and whether the runner parked its call (read by the
+/// waiting call at every check, so it is a flag of its own, not a lookup under the lock).
+#[derive(Default)]
+struct Wait {
+    signal: Signal,
+    parked: AtomicBool,
 }
 
 /// The armed waits of one writer, by response name: what a [`ResponseWaiter`] arms, wakes,
@@ -63,14 +71,14 @@ pub(crate) struct Slots(Arc<Mutex<SlotMap>>);
 
 impl Slots {
     pub(crate) fn arm(&self, res_name: &str) -> Armed {
-        let signal = Arc::new(Signal::new());
+        let wait = Arc::new(Wait::default());
         let mut g = self.0.lock().expect("slots poisoned");
         if g.closed {
             // Armed after close: resolves as Closed at once.
-            signal.close();
+            wait.signal.close();
         }
-        g.waits.insert(res_name.to_owned(), signal.clone());
-        Armed { signal, slots: self.clone(), name: res_name.to_owned() }
+        g.waits.insert(res_name.to_owned(), wait.clone());
+        Armed { wait, slots: self.clone(), name: res_name.to_owned() }
     }
 
     /// Wakes the calls `seen` concerns: with `wake_on = Responses` the call whose answer
@@ -82,44 +90,44 @@ impl Slots {
         let slots = &self.0.lock().expect("slots poisoned").waits;
         match (wake_on, seen) {
             (EventFilter::Responses, Seen::Name(n, _)) => {
-                if let Some(sig) = slots.get(n) {
-                    sig.raise();
+                if let Some(w) = slots.get(n) {
+                    w.signal.raise();
                 }
             }
-            _ => slots.values().for_each(|sig| sig.raise()),
+            _ => slots.values().for_each(|w| w.signal.raise()),
         }
     }
 
     pub(crate) fn park(&self, res_name: &str) {
-        let mut g = self.0.lock().expect("slots poisoned");
-        if let Some(sig) = g.waits.get(res_name).cloned() {
-            g.parked.insert(res_name.to_owned());
-            sig.raise();
+        let g = self.0.lock().expect("slots poisoned");
+        if let Some(w) = g.waits.get(res_name) {
+            w.parked.store(true, Ordering::Release);
+            w.signal.raise();
         }
     }
 
     pub(crate) fn close(&self) {
         let mut g = self.0.lock().expect("slots poisoned");
         g.closed = true;
-        g.waits.values().for_each(|sig| sig.close());
+        g.waits.values().for_each(|w| w.signal.close());
     }
 }
 
 /// One call's armed wait; unregisters itself when dropped.
 pub struct Armed {
-    signal: Arc<Signal>,
+    wait: Arc<Wait>,
     slots: Slots,
     name: String,
 }
 
 impl Armed {
     pub async fn wait(&self, timeout: Duration) -> Wake {
-        self.signal.wait(timeout).await
+        self.wait.signal.wait(timeout).await
     }
 
     /// The runner said this call's turn ended with no answer.
     pub fn parked(&self) -> bool {
-        self.slots.0.lock().expect("slots poisoned").parked.contains(&self.name)
+        self.wait.parked.load(Ordering::Acquire)
     }
 }
 
@@ -127,7 +135,6 @@ impl Drop for Armed {
     fn drop(&mut self) {
         let mut g = self.slots.0.lock().expect("slots poisoned");
         g.waits.remove(&self.name);
-        g.parked.remove(&self.name);
     }
 }
 

@@ -308,6 +308,8 @@ pub struct Seat {
     pub sandbox: u32,
     /// The organisation every sandbox of the case shares (its limits and gauges).
     pub org: Arc<org::Org>,
+    /// Whether the case's fault schedule restarts or disconnects daemons.
+    pub struck: bool,
 }
 
 /// A host built for one relay dir, and what the fault schedule can act on through it.

@@ -65,6 +65,9 @@ pub struct Daemon {
     /// The organisation its requests are admitted by, and its sandbox's index there.
     org: Arc<Org>,
     sandbox: u32,
+    /// Whether a restart or a disconnect can strike it: only then does each request listen
+    /// for one (a listener costs a registration per request, and most cases strike none).
+    struck: bool,
 }
 
 impl Daemon {
@@ -83,7 +86,15 @@ impl Daemon {
             outage: watch::Sender::new(Outage::default()),
             org,
             sandbox,
+            struck: true,
         }
+    }
+
+    /// Says whether the case's schedule restarts or disconnects this daemon; a daemon never
+    /// struck fails no request for it (its requests do not listen).
+    pub fn struck(mut self, struck: bool) -> Daemon {
+        self.struck = struck;
+        self
     }
 
     fn leg(&self) -> Duration {
@@ -133,8 +144,8 @@ impl Daemon {
         let ticket: Ticket = self.org.admit(self.sandbox, kind).await?;
         // The execs the daemon holds besides this one slow its answer (measured).
         let held_cost = self.profile.held_exec_cost * ticket.held_besides();
-        let mut outage = self.outage.subscribe();
-        let at_start = *outage.borrow_and_update();
+        let mut outage = self.struck.then(|| self.outage.subscribe());
+        let at_start = outage.as_mut().map(|o| *o.borrow_and_update()).unwrap_or_default();
         let cut = async {
             match self.org.idle_timeout().filter(|_| kind == Kind::Exec) {
                 Some(t) => {
@@ -167,7 +178,7 @@ impl Daemon {
         tokio::select! {
             biased;
             out = work => out,
-            why = broken(&mut outage, at_start, kind) => Err(why),
+            why = broken(outage.as_mut(), at_start, kind) => Err(why),
             why = cut => Err(why),
         }
     }
@@ -184,8 +195,10 @@ impl Daemon {
     }
 }
 
-/// Resolves when a fault breaks a request of `kind` that started under `at_start`.
-async fn broken(outage: &mut watch::Receiver<Outage>, at_start: Outage, kind: Kind) -> io::Error {
+/// Resolves when a fault breaks a request of `kind` that started under `at_start` (never,
+/// with no listener: the daemon is never struck).
+async fn broken(outage: Option<&mut watch::Receiver<Outage>>, at_start: Outage, kind: Kind) -> io::Error {
+    let Some(outage) = outage else { return std::future::pending().await };
     loop {
         if outage.changed().await.is_err() {
             return std::future::pending().await;
@@ -350,7 +363,7 @@ impl Host for RemoteHost {
                                 return;
                             }
                         }
-                        _ = broken(&mut outage, at_start, Kind::Exec) => return,
+                        _ = broken(Some(&mut outage), at_start, Kind::Exec) => return,
                         _ = tx.closed() => return,
                     }
                 }
@@ -441,7 +454,8 @@ impl HostSpec for RemoteSpec {
     }
 
     fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
-        let daemon = Arc::new(Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox));
+        let daemon = Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox);
+        let daemon = Arc::new(daemon.struck(seat.struck));
         let host = Arc::new(RemoteHost::over(seat.dir, daemon.clone()));
         Ok(BuiltHost { host, daemon: Some(daemon), sandbox: None })
     }

@@ -118,11 +118,13 @@ pub(crate) enum Refusal {
 }
 
 impl Refusal {
-    pub(super) fn what(self) -> &'static str {
+    /// The proxy's answer to a request refused for this limit (written out, not formatted:
+    /// a fleet under a rate limit is refused millions of times).
+    pub(super) fn answer(self) -> &'static str {
         match self {
-            Refusal::HeldExecs => "held-exec",
-            Refusal::Requests => "concurrent-request",
-            Refusal::Rate => "request-rate",
+            Refusal::HeldExecs => "429 too many requests: the held-exec limit is reached",
+            Refusal::Requests => "429 too many requests: the concurrent-request limit is reached",
+            Refusal::Rate => "429 too many requests: the request-rate limit is reached",
         }
     }
 }

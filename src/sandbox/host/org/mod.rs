@@ -39,7 +39,7 @@ use limits::Side;
 use state::{SandboxState, State, Tallies};
 
 use super::Kind;
-use crate::base::gauge::{GaugeStats, Level, Tally};
+use crate::base::gauge::{GaugeStats, Level};
 use crate::base::units::{new_histogram, record};
 
 /// The organisation of a case: every sandbox's requests pass through it.
@@ -156,12 +156,12 @@ impl Org {
         let mut s = self.lock();
         let s = &mut *s;
         for sb in &mut s.sandboxes {
-            sb.in_flight.settle(at, &mut Tally::default());
-            sb.held.settle(at, &mut Tally::default());
-            sb.conns.settle(at, &mut Tally::default());
+            for l in [&mut sb.in_flight, &mut sb.held, &mut sb.conns] {
+                l.restart(at);
+            }
         }
         for l in [&mut s.in_flight, &mut s.held, &mut s.conns] {
-            l.settle(at, &mut Tally::default());
+            l.restart(at);
         }
         s.tallies = Tallies::default();
         s.per_sec.clear();
@@ -176,11 +176,11 @@ impl Org {
         let held = kind == Kind::Exec;
         let i = sandbox as usize;
         let arrived = Instant::now();
+        let mut now = arrived;
         let mut queued = false;
         loop {
             // Registered before the check, so a release between the two is not missed.
             let freed = self.freed.notified();
-            let now = Instant::now();
             let refused = {
                 let mut s = self.lock();
                 if !queued {
@@ -200,7 +200,7 @@ impl Org {
                 }
             };
             let wait = match self.limits.on_limit {
-                OnLimit::Queue(w) => w.saturating_sub(arrived.elapsed()),
+                OnLimit::Queue(w) => w.saturating_sub(now - arrived),
                 OnLimit::Reject => Duration::ZERO,
             };
             if wait.is_zero() {
@@ -214,6 +214,7 @@ impl Org {
             // A rate frees by time, the others when a request ends.
             let retry = if refused == Refusal::Rate { Duration::from_millis(1).max(wait / 64) } else { wait };
             let _ = tokio::time::timeout(retry, freed).await;
+            now = Instant::now();
         }
     }
 
@@ -370,7 +371,7 @@ async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
 }
 
 fn too_many(r: Refusal) -> std::io::Error {
-    std::io::Error::other(format!("429 too many requests: the {} limit is reached", r.what()))
+    std::io::Error::other(r.answer())
 }
 
 /// One timeline sample of the organisation.
