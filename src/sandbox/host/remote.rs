@@ -120,6 +120,7 @@ impl Daemon {
 
     /// Restarts the daemon: requests in flight fail, new ones are refused for `down`.
     pub fn restart(&self, down: Duration) {
+        debug_assert!(self.struck, "a daemon told it is never struck was restarted: its requests do not listen");
         self.outage.send_modify(|o| {
             o.restarts += 1;
             o.down_until = Some(Instant::now() + down);
@@ -128,6 +129,7 @@ impl Daemon {
 
     /// Drops the proxy connections of every exec in flight (a held window, a stream).
     pub fn disconnect(&self) {
+        debug_assert!(self.struck, "a daemon told it is never struck was disconnected: its requests do not listen");
         self.outage.send_modify(|o| o.disconnects += 1);
     }
 
