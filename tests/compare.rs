@@ -354,7 +354,10 @@ fn compare_says_what_differs_first_and_fails_on_a_case_missing_from_new_or_an_im
 }
 
 /// The main job (the embedded default scenario, real clock) run twice with the code
-/// unchanged is no regression, however the machine's load moved between the runs; against
+/// unchanged is no regression at a 15 % threshold, however the machine's load moved between
+/// the runs (at the default 5 %, a remote case's wake, several timed legs in a row each paying
+/// the load, once moved 11 % in a clean-clone CI run: more than the one timer's overshoot
+/// compare holds it against, docs/reports.md#compare); against
 /// a run whose local-poll listed every 900 ms instead of 300 ms (a third of the discovery
 /// requests; that case alone, since cases NEW adds are no failure), it is one, whatever the
 /// load.
@@ -385,7 +388,7 @@ fn the_default_scenario_rerun_unchanged_passes_and_a_tripled_list_rate_fails() {
     std::fs::write(d.join("slower.toml"), slower).unwrap();
     main_job("slower", &["slower.toml", "--case", "local-poll"]);
 
-    let (code, said) = compare(d, "first", "again", &[]);
+    let (code, said) = compare(d, "first", "again", &["--threshold", "15%"]);
     assert_eq!(code, Some(0), "an unchanged rerun: {said}");
     assert!(said.contains("0 regression(s)"), "{said}");
 
