@@ -75,9 +75,9 @@ pub(crate) struct Job<'a> {
 }
 
 /// Runs the jobs `batch` (virtual points, repeats), up to `workers` at once, the largest
-/// first, each with its own event log and calls.csv parts (made under `scratch`). `done` gets each result as it
-/// finishes, on this thread. A job that fails stops new ones from starting; the first error is returned
-/// once the running ones are over.
+/// first, each with its own event log and calls.csv parts (made under `scratch`). `done`
+/// gets each result as it finishes, on this thread. A job that fails stops new ones from
+/// starting; the first error is returned once the running ones are over.
 pub(crate) fn run_parallel<E: From<PartFailed>>(
     batch: &[Job<'_>],
     workers: usize,

@@ -219,10 +219,7 @@ async fn build_relays(
     let elsewhere = backend.settles_calls();
     let handler = Arc::new(scenario.handler.clone());
     let stderr_dir = env.event_log.as_ref().and_then(|p| p.parent()).map_or_else(|| backend.scratch(), PathBuf::from);
-    let struck = case
-        .faults
-        .iter()
-        .any(|f| matches!(f.kind.daemon_fault(), Some(DaemonFault::Restart | DaemonFault::Disconnect)));
+    let struck = case.faults.iter().any(|f| f.kind.daemon_fault().is_some_and(DaemonFault::breaks_requests));
     let mut hosts = Vec::new();
     for sandbox in 0..wl.sandboxes {
         let dir = backend.make_dir(sandbox).map_err(setup)?;

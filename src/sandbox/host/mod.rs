@@ -297,6 +297,14 @@ pub enum DaemonFault {
     Blackhole,
 }
 
+impl DaemonFault {
+    /// Whether it breaks the requests in flight (a restart resets them, a disconnect drops
+    /// held execs): a daemon that no such fault strikes need not listen for one per request.
+    pub(crate) fn breaks_requests(self) -> bool {
+        matches!(self, DaemonFault::Restart | DaemonFault::Disconnect)
+    }
+}
+
 /// Where a host is built: one relay dir of one sandbox of a case's organisation.
 pub struct Seat {
     pub dir: Arc<dyn RelayDir>,
@@ -308,7 +316,8 @@ pub struct Seat {
     pub sandbox: u32,
     /// The organisation every sandbox of the case shares (its limits and gauges).
     pub org: Arc<org::Org>,
-    /// Whether the case's fault schedule restarts or disconnects daemons.
+    /// Whether the case's fault schedule holds a fault that breaks daemon requests in flight
+    /// ([`DaemonFault::breaks_requests`]).
     pub struck: bool,
 }
 
