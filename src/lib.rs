@@ -93,6 +93,7 @@ pub use sandbox::host::{
 pub use scenario::fault::FaultKind;
 pub use scenario::{Overrides, Scenario};
 pub use strategy::pair::{Relay, RelaySpec};
+pub use strategy::window::arithmetic::{idle_cost, IdleCost};
 pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};
 pub use strategy::{runner_from_toml, writer_from_toml, RUNNERS, WRITERS};
 

@@ -132,6 +132,10 @@ pub struct RunnerStats {
     pub list_errors: u64,
     /// Timer-driven scans that found work the watch had not signalled.
     pub missed_by_source: u64,
+    /// Safety lists: lists after the safety wait ended a wait while the window watch was
+    /// healthy (a window that outlasts the safety wait makes one per window).
+    #[serde(default)]
+    pub safety_lists: u64,
     /// Requests the source carried inline (no list, no read).
     pub inline: u64,
     /// Runners that did not stop within the stop bound (aborted): a hang, which fails the case.
@@ -157,6 +161,7 @@ impl RunnerStats {
             delete_retries: sum(|r| r.delete_retries),
             list_errors: sum(|r| r.list_errors),
             missed_by_source: sum(|r| r.missed_by_source),
+            safety_lists: sum(|r| r.safety_lists),
             inline: sum(|r| r.inline),
             stuck,
             degraded: tally(degraded),

@@ -68,6 +68,10 @@ pub struct RunnerReport {
     pub list_errors: u64,
     /// Lists after a timed-out wait that found work the source had not signalled.
     pub missed_by_source: u64,
+    /// Waits of a healthy source that suspends polling (a window exec) which the safety
+    /// wait ended: each is followed by a safety list. A window that outlasts the safety
+    /// wait makes one per window, idle or not.
+    pub safety_lists: u64,
     /// How long the start-up (the stale sweep) took.
     pub startup: Duration,
     /// Why the source stopped waking the loop, if it did.
@@ -86,6 +90,7 @@ impl RunnerReport {
         self.delete_retries += later.delete_retries;
         self.list_errors += later.list_errors;
         self.missed_by_source += later.missed_by_source;
+        self.safety_lists += later.safety_lists;
         self.degraded = later.degraded;
     }
 }
@@ -364,8 +369,10 @@ impl Runner {
             Some(s) => {
                 let t = if s.suspends_polling() { self.opts.safety_wait } else { self.opts.poll.after(st.idle) };
                 let w = tokio::time::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
-                if w == Wake::Activity {
-                    report.woken_by_activity += 1;
+                match w {
+                    Wake::Activity => report.woken_by_activity += 1,
+                    Wake::Timeout if s.suspends_polling() => report.safety_lists += 1,
+                    _ => {}
                 }
                 Some(w)
             }

@@ -409,5 +409,11 @@ fn case_notes(r: &CaseResult) -> Vec<String> {
             r.runner.inline, r.runner.missed_by_source
         ));
     }
+    if r.runner.safety_lists > 0 {
+        out.push(format!(
+            "safety lists (the safety wait ended a wait while the window watch was healthy): {}",
+            r.runner.safety_lists
+        ));
+    }
     out
 }

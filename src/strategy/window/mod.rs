@@ -22,6 +22,7 @@
 //! - `inline = true` (the `window-exec-inline` strategy) — the program prints the requests it
 //!   found, so the runner skips its list and read.
 
+pub(crate) mod arithmetic;
 pub(crate) mod notice;
 pub(crate) mod source;
 
