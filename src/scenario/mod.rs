@@ -169,9 +169,20 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
         cases.push(case);
         Ok(())
     };
-    for (i, c) in case_tables.into_iter().enumerate() {
+    for (i, mut c) in case_tables.into_iter().enumerate() {
+        // A case may run a workload of its own: a whole `[case.workload]` table, read as the
+        // scenario's is (the scenario's is not merged into it).
+        let own = match c.table("workload")? {
+            Some(mut w) => {
+                let (wl, _) = parse_workload(&mut w, ctx.over)?;
+                w.finish()?;
+                check_schedule_size(&c, &wl)?;
+                Some(wl)
+            }
+            None => None,
+        };
         let Some((mut sweep, points)) = sweep::expand(file, i, c.table_ref(), ctx.table)? else {
-            let case = ctx.read_case(c, ctx.workload)?;
+            let case = ctx.read_case(c, own.as_ref().unwrap_or(ctx.workload))?;
             push(case, &mut cases)?;
             continue;
         };
@@ -185,7 +196,7 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
                     check_schedule_size(&Fields::new(file, "", ctx.table), &wl).map_err(explain)?;
                     wl
                 }
-                None => ctx.workload.clone(),
+                None => own.clone().unwrap_or_else(|| ctx.workload.clone()),
             };
             let f = Fields::new(file, &format!("case[{i}]"), &p.case);
             let case = ctx.read_case(f, &wl).map_err(explain)?;

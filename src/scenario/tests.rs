@@ -406,3 +406,43 @@ fn the_sandbox_agent_binary_a_command_line_names_is_the_scenarios_own() {
     assert!(b.cases[0].host.params().contains("(/bin/ls)"), "{}", b.cases[0].host.params());
     assert!(a.cases[1].host.params().contains("(/bin/cat)"), "{}", a.cases[1].host.params());
 }
+
+/// A case may run a workload of its own (`[case.workload]`, whole): its sweep's points run it
+/// too, and a workload path of the sweep sets it; the other cases run the scenario's.
+#[test]
+fn a_case_runs_its_own_workload_and_its_points_too() {
+    let text = r#"
+name = "own"
+[workload]
+sandboxes = 2
+calls_per_turn = 1
+[[workload.phase]]
+duration = "10s"
+turns_per_sec = 1
+[[case]]
+name = "plain"
+host = "local"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "turns"
+host = "local"
+runner = "poll"
+writer = "poll"
+sweep = { "workload.sandboxes" = [3, 4] }
+[case.workload]
+sandboxes = 5
+duration = "2m"
+[case.workload.agent]
+"#;
+    let s = Scenario::parse("own.toml", text).unwrap();
+    let by = |n: &str| s.cases.iter().find(|c| c.name == n).unwrap();
+    assert_eq!(by("plain").workload.sandboxes, 2);
+    assert!(by("plain").workload.agent.is_none());
+    assert_eq!(by("turns@sandboxes=3").workload.sandboxes, 3);
+    assert_eq!(by("turns@sandboxes=4").workload.sandboxes, 4);
+    assert!(by("turns@sandboxes=4").workload.agent.is_some(), "the case's own workload, with the point's value");
+    let bad = text.replace("sandboxes = 5", "sandboxes = \"five\"");
+    let e = Scenario::parse("own.toml", &bad).unwrap_err();
+    assert!(e.key.starts_with("case[1].workload"), "{e}");
+}

@@ -262,7 +262,8 @@ fn points_of(
             let value = a.values[v].value.clone();
             match a.path.strip_prefix("workload.") {
                 Some(rest) => {
-                    let w = workload.get_or_insert_with(|| match top.get("workload") {
+                    // The case's own workload when it has one, else the scenario's.
+                    let w = workload.get_or_insert_with(|| match base.get("workload").or(top.get("workload")) {
                         Some(Value::Table(w)) => w.clone(),
                         _ => Table::new(),
                     });
@@ -273,6 +274,8 @@ fn points_of(
                 }
             }
         }
+        // A point's workload is read apart: the case's own, or it with the point's value set.
+        t.remove("workload");
         t.insert("name".into(), Value::String(point_name.clone()));
         points.push(Point { case: point_name.clone(), at: at.clone() });
         let values = axes.iter().zip(&at).map(|(a, &v)| (a.path.clone(), a.values[v].text.clone())).collect();
