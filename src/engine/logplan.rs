@@ -84,7 +84,8 @@ fn mb(bytes: u64) -> String {
 /// The log scenario `s` writes in `format`, refused when its estimate passes `max` bytes.
 pub(crate) fn plan(s: &Scenario, format: EventLogFormat, max: u64) -> Result<EventLogPlan, TooLarge> {
     // Only a case's first repeat writes the log.
-    let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
+    let probes: u64 = s.expected_probes().iter().map(|(calls, _)| calls).sum();
+    let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum::<u64>() + probes;
     let ndjson = calls.saturating_mul(NDJSON_PER_CALL);
     let compact = match format {
         EventLogFormat::Auto => ndjson > AUTO_NDJSON_MAX,

@@ -14,6 +14,7 @@ pub(crate) mod env;
 pub(crate) mod fleet;
 pub(crate) mod rates;
 pub(crate) mod repeat;
+pub(crate) mod standing;
 pub(crate) mod summary;
 pub(crate) mod sweep;
 pub(crate) mod verdict;

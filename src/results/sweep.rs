@@ -56,6 +56,77 @@ pub struct SweepResult {
     pub best: Option<String>,
     /// What `best` says, as a person reads it (or why there is none).
     pub best_text: String,
+    /// A searched case's search as it ran: its points are its probes. Absent for a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchResult>,
+}
+
+/// A search, as it ran ([`crate::scenario::search`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// The searched option's path.
+    pub path: String,
+    /// The bracket it started from (seconds for a duration).
+    pub from: f64,
+    pub to: f64,
+    /// How narrow the bracket was to get, as said (`0.25 s`, `5 %`).
+    pub precision: String,
+    /// `above`: larger values meet the gates; `below`: smaller ones.
+    pub meets: String,
+    /// One per line (each point of the case's other axes; one with none).
+    pub lines: Vec<SearchLine>,
+}
+
+/// Where one line of a search ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchLine {
+    /// The index of the value of each other axis.
+    pub at: Vec<usize>,
+    /// `found`, `meets everywhere`, `missed everywhere`, `out of probes`, or `running`.
+    pub outcome: String,
+    /// The value nearest the boundary that misses (a gate, or a gate's margin), and the one
+    /// that meets every gate with margin, as probed.
+    pub miss: Option<f64>,
+    pub meet: Option<f64>,
+    /// Probes run on this line.
+    pub probes: usize,
+    /// Under `--repeat`: where the boundary lies across the repeats (the widest bracket
+    /// any repeat's own probes give), when it differs from the medians'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub across_repeats: Option<[f64; 2]>,
+}
+
+impl SearchResult {
+    /// What one line found, as the reports say it: `meets every gate with margin from 27.5 s
+    /// (missed or on the edge at 27.25 s; searched to 0.25 s in 7 probes)`.
+    pub fn sentence(&self, line: &SearchLine, unit: &str) -> String {
+        let v = |x: f64| format!("{}{}{unit}", readable(x, 3), if unit.is_empty() { "" } else { " " });
+        let probes = format!("{} probe{}", line.probes, if line.probes == 1 { "" } else { "s" });
+        let repeats = line
+            .across_repeats
+            .map(|[a, b]| format!("; across the repeats, between {} and {}", v(a), v(b)))
+            .unwrap_or_default();
+        match (line.outcome.as_str(), line.miss, line.meet) {
+            ("found" | "out of probes", Some(miss), Some(meet)) => {
+                let (from, to) = if self.meets == "above" { ("from", "up to") } else { ("up to", "from") };
+                let short = if line.outcome == "found" {
+                    format!("searched to {} in {probes}", self.precision)
+                } else {
+                    format!("{probes}, short of the {} asked", self.precision)
+                };
+                format!(
+                    "meets every gate with margin {from} {} (missed or on the edge {to} {}; {short}){repeats}",
+                    v(meet),
+                    v(miss)
+                )
+            }
+            ("meets everywhere", ..) => format!("meets every gate with margin everywhere it was probed ({probes})"),
+            ("missed everywhere", ..) => {
+                format!("no probe meets every gate with margin ({probes}, the bracket widened as far as allowed)")
+            }
+            _ => format!("still running ({probes} so far)"),
+        }
+    }
 }
 
 /// Two objective values closer than this (relative) are a tie: the best point is named, and
@@ -111,7 +182,30 @@ impl SweepResult {
             points,
             best: None,
             best_text: String::new(),
+            search: s.search.as_ref().map(|x| SearchResult {
+                path: x.path.clone(),
+                from: x.from,
+                to: x.to,
+                precision: x.precision.text(x.unit()),
+                meets: if x.meets == crate::scenario::search::Side::Above { "above" } else { "below" }.into(),
+                lines: s
+                    .lines
+                    .iter()
+                    .map(|at| SearchLine {
+                        at: at.clone(),
+                        outcome: "running".into(),
+                        miss: None,
+                        meet: None,
+                        probes: 0,
+                        across_repeats: None,
+                    })
+                    .collect(),
+            }),
         };
+        if let (Some(x), Some(axis)) = (&s.search, r.axes.last_mut()) {
+            axis.unit = x.unit().into();
+            axis.numbers = Some(Vec::new());
+        }
         r.settle(|_, _| None);
         r
     }

@@ -84,8 +84,11 @@ impl Scenario {
         let one_virtual = (PER_CALL.mul_f64(wl.planned_calls() as f64) + PER_SANDBOX_MINUTE.mul_f64(sandbox_minutes))
             * build
             + PER_VIRTUAL_CASE;
-        let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count();
-        let virtual_cases = self.cases.len() - real_cases;
+        // A search's probes as many as it should take when its boundary is in its bracket.
+        let probes = self.expected_probes();
+        let real_probes = probes.iter().filter(|(_, real)| *real).count();
+        let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count() + real_probes;
+        let virtual_cases = self.cases.len() + probes.len() - real_cases;
         // Every repeat counted in full (virtual ones run side by side, as a sweep's points
         // do, which this estimate leaves out for both).
         let repeats = self.repeats();

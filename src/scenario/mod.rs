@@ -28,6 +28,7 @@ pub(crate) mod gate;
 pub(crate) mod overrides;
 pub(crate) mod pacer;
 pub(crate) mod rules;
+pub(crate) mod search;
 pub(crate) mod sweep;
 pub(crate) mod turns;
 mod workload;
@@ -142,6 +143,8 @@ pub struct Scenario {
     pub rollout: Vec<Gate>,
     /// What `run` overrode of the file (`--clock`, `--duration`, ...); `None`: nothing.
     pub overrides: Option<Applied>,
+    /// The overrides it was read with, for a search's probes (read from the same text).
+    pub(crate) read_with: Overrides,
 }
 
 /// The scenario's `[[case]]`s, each swept one expanded into its points (a point's own
@@ -201,13 +204,13 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
             let f = Fields::new(file, &format!("case[{i}]"), &p.case);
             let case = ctx.read_case(f, &wl).map_err(explain)?;
             if sweep.figures.is_empty() {
-                sweep.settle_figures(&case.gates);
+                sweep.settle_figures(&[case.gates.as_slice(), case.rollout.as_slice()].concat());
             }
             push(case, &mut cases)?;
         }
         sweeps.push(sweep);
     }
-    if cases.is_empty() {
+    if cases.is_empty() && !sweeps.iter().any(|w| w.search.is_some()) {
         return Err(top.err("case", "at least one [[case]] is required"));
     }
     Ok((cases, sweeps))
@@ -445,7 +448,9 @@ impl Scenario {
             sweeps,
             rollout,
             overrides: None,
+            read_with: Overrides { sweeps: Vec::new(), figures: Vec::new(), cases: Vec::new(), ..over.clone() },
         })
+        .and_then(Scenario::check_searches)
     }
 
     /// Keeps only the cases named in `names` (a swept case's name keeps all its points) and
@@ -469,6 +474,66 @@ impl Scenario {
         }
         self.sweeps.retain(|s| !s.points.is_empty());
         Ok(())
+    }
+
+    /// The probes its searches should run when each boundary is inside its bracket, with
+    /// the calls each plans and whether it runs on the real clock.
+    pub(crate) fn expected_probes(&self) -> Vec<(u64, bool)> {
+        let mut out = Vec::new();
+        for w in &self.sweeps {
+            if let (Some(search), Some(probe)) = (&w.search, w.probe) {
+                out.extend(std::iter::repeat_n(probe, search.expected_probes() * w.lines.len().max(1)));
+            }
+        }
+        out
+    }
+
+    /// A probe of `w`'s search: its case at `x` on `line`, named and read as a sweep's point
+    /// is (from this scenario's text, with its overrides).
+    pub(crate) fn probe(&self, w: &Sweep, line: &[usize], x: f64) -> Result<CaseSpec, ScenarioError> {
+        let search = w.search.as_ref().expect("a searched case's sweep");
+        let err = |msg: String| ScenarioError { file: self.origin.clone(), key: format!("{}.search", w.case), msg };
+        let mut table: toml::Table = self.source.parse().map_err(|e: toml::de::Error| err(e.to_string()))?;
+        let Some(toml::Value::Array(cases)) = table.get("case") else { return Err(err("no [[case]]".into())) };
+        let named = |c: &&toml::Value| c.get("name").and_then(toml::Value::as_str) == Some(w.case.as_str());
+        let Some(toml::Value::Table(case)) = cases.iter().find(named) else {
+            return Err(err(format!("no case named {:?}", w.case)));
+        };
+        let mut case = case.clone();
+        case.remove("search");
+        let mut sweep = toml::Table::new();
+        let fixed = &w.axes[..w.axes.len() - 1];
+        for (a, &v) in fixed.iter().zip(line) {
+            sweep.insert(a.path.clone(), toml::Value::Array(vec![a.values[v].value.clone()]));
+        }
+        sweep.insert(search.path.clone(), toml::Value::Array(vec![search.value(x)]));
+        case.insert("sweep".into(), toml::Value::Table(sweep));
+        table.insert("case".into(), toml::Value::Array(vec![toml::Value::Table(case)]));
+        let text = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
+        let probe = Scenario::parse_with(&self.origin, &text, &self.read_with).map_err(|e| {
+            let at = format!("{}={}", search.label, search.text(x));
+            err(format!("the probe at {at}: {}: {}", e.key, e.msg))
+        })?;
+        probe.cases.into_iter().next().ok_or_else(|| err("the probe made no case".into()))
+    }
+
+    /// Each search probed at both ends of its bracket before anything runs (a value its
+    /// option refuses is an error now, not mid-run), and its figures settled from a probe's
+    /// gates.
+    fn check_searches(mut self) -> Result<Scenario, ScenarioError> {
+        for k in 0..self.sweeps.len() {
+            let Some(search) = self.sweeps[k].search.clone() else { continue };
+            let w = &self.sweeps[k];
+            let first = w.lines.first().cloned().unwrap_or_default();
+            let from = self.probe(w, &first, search.from)?;
+            self.probe(w, &first, search.to)?;
+            let w = &mut self.sweeps[k];
+            if w.figures.is_empty() {
+                w.settle_figures(&[from.gates.as_slice(), from.rollout.as_slice()].concat());
+            }
+            w.probe = Some((from.workload.planned_calls(), from.clock == Clock::Real));
+        }
+        Ok(self)
     }
 
     /// The sweep whose point `case` is, if it is one.

@@ -7,7 +7,7 @@
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, mark, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
+use crate::report::doc::{inline, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 
 use Align::{Left as L, Right as R};
@@ -126,14 +126,7 @@ fn thin_note(thin: bool) -> Option<Block> {
 /// One row per case.
 fn results(s: &Summary) -> Section {
     let rows = s.results.iter().map(|r| {
-        let passed = r.gates.iter().filter(|g| g.pass).count();
-        let gates = if r.interrupted {
-            "interrupted".to_owned()
-        } else {
-            format!("{} {passed}/{}", mark(r.pass), r.gates.len())
-        } + &r
-            .rollout_met()
-            .map_or(String::new(), |(met, of)| format!(" · rollout {} {met}/{of}", mark(met == of)));
+        let gates = super::standing_cell(r);
         vec![
             format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
             r.strategy.clone(),

@@ -29,6 +29,26 @@ use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;
 use crate::scenario::gate::Metric;
 
+/// A case's gates as a table cell, from its [`standing`](CaseResult::standing): its own
+/// gates' mark and count, then the rollout gates' (`✅ 5/5 · rollout ❌ 1/2`), and the gates
+/// it meets only on the edge; `interrupted` for a case cut short.
+pub(crate) fn standing_cell(r: &CaseResult) -> String {
+    let st = r.standing();
+    if st.interrupted {
+        return "interrupted".into();
+    }
+    let own = st.gates_met == st.gates && !st.stuck;
+    let mut cell = format!("{} {}/{}", crate::report::doc::mark(own), st.gates_met, st.gates);
+    if st.rollout > 0 {
+        let met = st.rollout_met == st.rollout;
+        cell += &format!(" · rollout {} {}/{}", crate::report::doc::mark(met), st.rollout_met, st.rollout);
+    }
+    if !st.on_edge.is_empty() {
+        cell += &format!(" · on the edge: {}", st.on_edge.join(", "));
+    }
+    cell
+}
+
 /// The mark of a percentile taken over fewer samples than it needs to mean anything
 /// ([`crate::record::recorder::samples_needed`]); [`THIN_NOTE`] says what it means.
 pub(crate) const THIN: &str = "†";

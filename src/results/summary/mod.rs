@@ -455,13 +455,28 @@ impl Summary {
             Some(v) => return Err(SummaryError::Version { path: at(), found: v.to_string() }),
             None => return Err(parse("it has no schema_version".into())),
         }
-        let summary: Summary = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
+        let mut summary: Summary = serde_json::from_slice(&bytes).map_err(|e| parse(e.to_string()))?;
+        // A sweep's marks and counts are its points' cases' standings, read again here: a run
+        // written when a point's mark was its own gates alone reads as its results say.
+        summary.settle_sweeps();
         // Case names become paths under the run directory (`hdr/<case>/`): one that would
         // leave it is refused here, for every reader at once.
         for (i, r) in summary.results.iter().enumerate() {
             crate::scenario::check_case_name(&r.case).map_err(|why| SummaryError::CaseName { path: at(), i, why })?;
         }
         Ok(summary)
+    }
+
+    /// Each sweep's points from the cases run so far (whether each meets every gate, its
+    /// rollout gates included; its figures), and its best.
+    pub(crate) fn settle_sweeps(&mut self) {
+        let results = &self.results;
+        for w in &mut self.sweeps {
+            w.settle(|case, figures| {
+                let r = results.iter().find(|r| r.case == case)?;
+                Some((r.standing().meets_every_gate(), figures.iter().map(|m| r.metric(*m)).collect()))
+            });
+        }
     }
 
     /// The verdict and `pass` from the results: every case passed, and production as built

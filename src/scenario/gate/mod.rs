@@ -296,6 +296,47 @@ pub struct GateResult {
     pub pass: bool,
 }
 
+/// A figure this close to its gate's threshold (a share of the threshold) meets it only
+/// on the edge: a long idle phase measures an idle rate to within this, and a figure
+/// closer than it to its limit could have fallen on either side. The reports say "on the
+/// edge" with its margin, never a bare pass, and a search looks for values past it.
+pub(crate) const EDGE: f64 = 0.02;
+
+impl GateResult {
+    /// How far the observed value is from the threshold, as a share of the threshold:
+    /// positive on the passing side. `None` for `==` and `!=`, a threshold of 0, or nothing
+    /// measured.
+    pub fn margin(&self) -> Option<f64> {
+        let v = self.observed?;
+        if self.threshold == 0.0 || !v.is_finite() {
+            return None;
+        }
+        let t = self.threshold;
+        match self.op {
+            Op::Lt | Op::Le => Some((t - v) / t.abs()),
+            Op::Gt | Op::Ge => Some((v - t) / t.abs()),
+            Op::Eq | Op::Ne => None,
+        }
+    }
+
+    /// Met, but by less than [`EDGE`].
+    pub fn on_edge(&self) -> bool {
+        self.pass && self.margin().is_some_and(|m| m < EDGE)
+    }
+
+    /// `on the edge: 0.2 % to spare`, or `1.4 % over`, or `12 % to spare`, as the reports say
+    /// a gate's margin; `None` without one.
+    pub fn margin_text(&self) -> Option<String> {
+        let m = self.margin()?;
+        let pct = crate::base::units::readable((m * 100.0).abs(), 1);
+        Some(match (self.pass, self.on_edge()) {
+            (true, true) => format!("on the edge: {pct} % to spare"),
+            (true, false) => format!("{pct} % to spare"),
+            (false, _) => format!("{pct} % over"),
+        })
+    }
+}
+
 /// A gate result as stored: runs written before `metric`, `op` and `threshold` were
 /// recorded still read, from their expression.
 #[derive(Deserialize)]

@@ -121,6 +121,15 @@ pub struct Sweep {
     /// `figures` as given (the gated ones are added once a point is read).
     extra: Vec<Metric>,
     pub points: Vec<Point>,
+    /// A searched case: its search, whose axis is the last of `axes` (its values are the
+    /// probes, made as the search runs; `points` is empty until then).
+    pub search: Option<crate::scenario::search::Search>,
+    /// A searched case's lines: the index of the value of each other axis (one line, with
+    /// none, when only the searched option varies).
+    pub lines: Vec<Vec<usize>>,
+    /// A searched case's probe at the bracket's start: the calls it plans and whether it
+    /// runs on the real clock (what the run's estimate and event log plan count per probe).
+    pub(crate) probe: Option<(u64, bool)>,
 }
 
 impl Sweep {
@@ -149,44 +158,40 @@ pub(crate) struct PointTable {
     values: Vec<(String, String)>,
 }
 
-/// The keys a case may set only beside a sweep.
-const SWEEP_KEYS: [&str; 3] = ["sweep", "objective", "figures"];
-
-/// Reads case `i`'s sweep and makes its points; `None`: the case sweeps nothing.
-pub(crate) fn expand(
-    file: &str,
-    i: usize,
-    case: &Table,
-    top: &Table,
-) -> Result<Option<(Sweep, Vec<PointTable>)>, ScenarioError> {
-    let prefix = format!("case[{i}]");
-    let err = |key: &str, msg: String| ScenarioError { file: file.to_owned(), key: format!("{prefix}.{key}"), msg };
-    let axes_given: Vec<(String, Value)> = match case.get("sweep") {
-        None => {
-            if let Some(k) = SWEEP_KEYS.iter().find(|k| case.contains_key(**k)) {
-                return Err(err(k, "applies only with `sweep` (a case's values to run it over)".into()));
+/// How many paths a sweep (beside a search's) gives: one or two in all, the searched one
+/// not among them.
+fn check_axes_count(
+    axes_given: &[(String, Value)],
+    search: Option<&crate::scenario::search::Search>,
+    err: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<(), ScenarioError> {
+    let searched = usize::from(search.is_some());
+    if (axes_given.is_empty() && searched == 0) || axes_given.len() + searched > MAX_AXES {
+        let why = match searched {
+            0 => format!("{} option paths; allowed: 1 or {MAX_AXES}", axes_given.len()),
+            _ => {
+                format!("{} option paths beside the searched one; allowed: at most {}", axes_given.len(), MAX_AXES - 1)
             }
-            return Ok(None);
-        }
-        Some(Value::Table(t)) => flatten(t, ""),
-        Some(_) => {
-            return Err(err(
-                "sweep",
-                "expected a table of option paths, e.g. { \"runner.window\" = [\"5s\", \"25s\"] }".into(),
-            ))
-        }
-    };
-    if axes_given.is_empty() || axes_given.len() > MAX_AXES {
-        let why = format!("{} option paths; allowed: 1 or {MAX_AXES}", axes_given.len());
+        };
         return Err(err("sweep", why));
     }
-    let name = match case.get("name") {
-        Some(Value::String(s)) => s.clone(),
-        _ => return Err(err("name", "is required".into())),
-    };
-    crate::scenario::check_name(&name).map_err(|m| err("name", m.to_string()))?;
+    if let Some(s) = search {
+        check_path(&s.path).map_err(|m| err("search.path", m.to_string()))?;
+        if axes_given.iter().any(|(p, _)| *p == s.path) {
+            return Err(err("sweep", format!("`{}` is searched: it cannot be swept as well", s.path)));
+        }
+    }
+    Ok(())
+}
+
+/// A sweep's axes: each path checked and its values read.
+fn read_axes(
+    axes_given: &[(String, Value)],
+    (file, prefix): (&str, &str),
+    err: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<Vec<Axis>, ScenarioError> {
     let mut axes: Vec<Axis> = Vec::new();
-    for (path, spec) in &axes_given {
+    for (path, spec) in axes_given {
         check_path(path).map_err(|m| err(&format!("sweep.{path}"), m.to_string()))?;
         if axes.iter().any(|a| a.path == *path) {
             return Err(err("sweep", format!("`{path}` is given twice")));
@@ -200,6 +205,14 @@ pub(crate) fn expand(
             a.label = a.path.clone();
         }
     }
+    Ok(axes)
+}
+
+/// A sweep's (or search's) `objective` and `figures`, read.
+fn objective_and_figures(
+    case: &Table,
+    err: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<(Option<Objective>, Vec<Metric>), ScenarioError> {
     let objective = match case.get("objective") {
         None => None,
         Some(Value::String(s)) => Some(Objective::parse(s).map_err(|m| err("objective", m.to_string()))?),
@@ -214,6 +227,46 @@ pub(crate) fn expand(
             .map_err(|m| err("figures", m.to_string()))?,
         Some(_) => return Err(err("figures", "expected a list of metric names".into())),
     };
+    Ok((objective, extra))
+}
+
+/// The keys a case may set only beside a sweep.
+const SWEEP_KEYS: [&str; 3] = ["sweep", "objective", "figures"];
+
+/// Reads case `i`'s sweep and makes its points; `None`: the case sweeps nothing.
+pub(crate) fn expand(
+    file: &str,
+    i: usize,
+    case: &Table,
+    top: &Table,
+) -> Result<Option<(Sweep, Vec<PointTable>)>, ScenarioError> {
+    let prefix = format!("case[{i}]");
+    let err = |key: &str, msg: String| ScenarioError { file: file.to_owned(), key: format!("{prefix}.{key}"), msg };
+    let search = crate::scenario::search::read(file, i, case)?;
+    let axes_given: Vec<(String, Value)> = match case.get("sweep") {
+        None if search.is_some() => Vec::new(),
+        None => {
+            if let Some(k) = SWEEP_KEYS.iter().find(|k| case.contains_key(**k)) {
+                return Err(err(k, "applies only with `sweep` or `search` (a case's values to run it over)".into()));
+            }
+            return Ok(None);
+        }
+        Some(Value::Table(t)) => flatten(t, ""),
+        Some(_) => {
+            return Err(err(
+                "sweep",
+                "expected a table of option paths, e.g. { \"runner.window\" = [\"5s\", \"25s\"] }".into(),
+            ))
+        }
+    };
+    check_axes_count(&axes_given, search.as_ref(), &err)?;
+    let name = match case.get("name") {
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(err("name", "is required".into())),
+    };
+    crate::scenario::check_name(&name).map_err(|m| err("name", m.to_string()))?;
+    let axes = read_axes(&axes_given, (file, &prefix), &err)?;
+    let (objective, extra) = objective_and_figures(case, &err)?;
     let count: usize = axes.iter().map(|a| a.values.len()).product();
     if count > crate::scenario::MAX_CASES {
         let why = format!("{count} points; allowed: at most {} cases per scenario", crate::scenario::MAX_CASES);
@@ -223,9 +276,57 @@ pub(crate) fn expand(
     SWEEP_KEYS.iter().for_each(|k| {
         base.remove(*k);
     });
+    base.remove("search");
+    if let Some(search) = search {
+        let sweep = searched_sweep(search, name, axes, (objective, extra), &base, top, (file, &prefix))?;
+        return Ok(Some((sweep, Vec::new())));
+    }
     let (points, tables) = points_of(&axes, &base, &name, top, (file, &prefix))?;
-    let sweep = Sweep { case: name, axes, objective, figures: Vec::new(), extra, points };
+    let sweep = Sweep {
+        case: name,
+        axes,
+        objective,
+        figures: Vec::new(),
+        extra,
+        points,
+        search: None,
+        lines: Vec::new(),
+        probe: None,
+    };
     Ok(Some((sweep, tables)))
+}
+
+/// A searched case's sweep: its other axes' points are the lines the search runs along (one,
+/// with none), its searched axis last with no value yet (the probes are made as it runs).
+fn searched_sweep(
+    search: crate::scenario::search::Search,
+    name: String,
+    mut axes: Vec<Axis>,
+    (objective, extra): (Option<Objective>, Vec<Metric>),
+    base: &Table,
+    top: &Table,
+    at: (&str, &str),
+) -> Result<Sweep, ScenarioError> {
+    let fixed = if axes.is_empty() {
+        vec![Point { case: name.clone(), at: Vec::new() }]
+    } else {
+        points_of(&axes, base, &name, top, at)?.0
+    };
+    let lines = fixed.into_iter().map(|p| p.at).collect();
+    let label = if axes.iter().any(|a| a.label == search.label) { search.path.clone() } else { search.label.clone() };
+    axes.push(Axis { path: search.path.clone(), label, values: Vec::new() });
+    let search = Some(search);
+    Ok(Sweep {
+        case: name,
+        axes,
+        objective,
+        figures: Vec::new(),
+        extra,
+        points: Vec::new(),
+        search,
+        lines,
+        probe: None,
+    })
 }
 
 /// Every point of a sweep over `axes` (the last axis varying fastest): its name, the case's

@@ -2,6 +2,8 @@
 //! beside them, and the reports rewritten after each case (so a killed run still leaves
 //! one). The library's entry point; the CLI only parses flags and prints.
 
+mod search;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +40,9 @@ pub enum BenchError {
     Unavailable { case: String, part: String, why: String },
     #[error(transparent)]
     EventLog(#[from] crate::engine::logplan::TooLarge),
+    /// A search's probe would not read (a value its option refuses, past the bracket).
+    #[error("case {case:?}: {why}")]
+    Search { case: String, why: crate::base::fields::ScenarioError },
 }
 
 impl BenchError {
@@ -49,6 +54,7 @@ impl BenchError {
             self,
             BenchError::OutDir { .. }
                 | BenchError::Unavailable { .. }
+                | BenchError::Search { .. }
                 | BenchError::EventLog(_)
                 | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
         )
@@ -144,6 +150,9 @@ pub async fn run_scenario(
         }
         i += run.batch(i, &mut summary).await?;
     }
+    if !interrupt.is_closed() {
+        search::run_searches(&run, &mut summary).await?;
+    }
     // An interrupt during the last batch is one too, whatever its cases' results say.
     summary.interrupted |= interrupt.is_closed();
     summary.recompute_pass();
@@ -155,19 +164,19 @@ pub async fn run_scenario(
 }
 
 /// One scenario's run under way: what every batch of its cases shares.
-struct Run<'a> {
-    s: &'a Scenario,
-    opts: &'a RunOptions,
-    env: CaseEnv,
+pub(super) struct Run<'a> {
+    pub(super) s: &'a Scenario,
+    pub(super) opts: &'a RunOptions,
+    pub(super) env: CaseEnv,
     /// The live bar is on (stderr is a terminal): cleared before a line is said.
-    tty: bool,
-    repeats: usize,
+    pub(super) tty: bool,
+    pub(super) repeats: usize,
     /// Repeat `k`'s scenario (its own seeds) at `k - 1`.
-    variants: Vec<Scenario>,
+    pub(super) variants: Vec<Scenario>,
 }
 
 impl Run<'_> {
-    fn say(&self, msg: &str) {
+    pub(super) fn say(&self, msg: &str) {
         if !self.opts.quiet {
             console::err(msg);
         }
@@ -200,7 +209,7 @@ impl Run<'_> {
 
     /// Runs the batch of cases from `i` on (the virtual cases in a row side by side, or case
     /// `i` alone), each with its repeats; how many cases it held.
-    async fn batch(&self, i: usize, summary: &mut Summary) -> Result<usize, BenchError> {
+    pub(super) async fn batch(&self, i: usize, summary: &mut Summary) -> Result<usize, BenchError> {
         let (s, repeats, workers) = (self.s, self.repeats, self.opts.jobs.max(1));
         let batch = crate::engine::points::batch_at(s, i, workers > 1);
         // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.
@@ -248,8 +257,9 @@ impl Run<'_> {
             }
         }
         b.settle_cut_short(summary)?;
-        // Points finish in any order; the report keeps the scenario's.
-        summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case));
+        // Points finish in any order; the report keeps the scenario's (a search's probes, run
+        // in rounds after the scenario's cases, stay after them, each round in its order).
+        summary.results.sort_by_key(|r| s.cases.iter().position(|c| c.name == r.case).map_or((0, 0), |i| (1, i)));
         Ok(b.cases.len())
     }
 
@@ -515,24 +525,13 @@ fn finished(
         if result.pass { "gates pass" } else { "GATES FAIL" }
     ));
     summary.recompute_pass();
-    settle_sweeps(summary);
+    summary.settle_sweeps();
     publish_as(Moment::Case, summary, out_dir, say)
-}
-
-/// Each sweep's points from the cases run so far, and its best.
-fn settle_sweeps(summary: &mut Summary) {
-    let results = &summary.results;
-    for w in &mut summary.sweeps {
-        w.settle(|case, figures| {
-            let r = results.iter().find(|r| r.case == case)?;
-            Some((r.pass, figures.iter().map(|m| r.metric(*m)).collect()))
-        });
-    }
 }
 
 /// Publishes the outputs due at `moment` for one scenario's run directory; an output that
 /// is not essential and fails is a warning, said.
-fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
+pub(super) fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
     let input = Input { summaries: std::slice::from_ref(summary), dir };
     let done = publish(moment, &input, &FlagPaths::default())?;
     done.warnings.iter().for_each(|w| say(&format!("warning: {w}")));

@@ -1,0 +1,219 @@
+//! A scenario's searches, run after its cases: in rounds, each round the next probes of every
+//! line still open side by side ([`crate::scenario::search`]), each probe a point of its
+//! case's sweep in the summary (its value added to the searched axis as it is probed), each
+//! line's bracket narrowed by what its probes met, until every line has found its boundary
+//! to its precision, or said why not.
+
+use crate::results::summary::Summary;
+use crate::results::sweep::{SearchLine, SweepPoint};
+use crate::scenario::search::{Line, Next, Search};
+use crate::scenario::{CaseSpec, Scenario};
+
+use super::{BenchError, Run};
+
+/// One line of one search under way.
+struct Open {
+    /// The searched case's sweep (its index in the scenario's and the summary's sweeps).
+    sweep: usize,
+    /// The line's index, and its values on the other axes.
+    line: usize,
+    at: Vec<usize>,
+    state: Line,
+    /// The probes of the round under way: value and case name.
+    pending: Vec<(f64, String)>,
+    /// Each probe's value and whether each repeat of it met every gate with margin (under
+    /// `--repeat`).
+    repeats: Vec<(f64, Vec<bool>)>,
+    ended: Option<Next>,
+}
+
+/// Runs every search of `run`'s scenario to its end (or to an interrupt), its probes' results
+/// joining `summary` as they finish.
+pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result<(), BenchError> {
+    let s = run.s;
+    let mut open: Vec<Open> = Vec::new();
+    for (k, w) in s.sweeps.iter().enumerate().filter(|(_, w)| w.search.is_some()) {
+        for (line, at) in w.lines.iter().enumerate() {
+            open.push(Open {
+                sweep: k,
+                line,
+                at: at.clone(),
+                state: Line::default(),
+                pending: Vec::new(),
+                repeats: Vec::new(),
+                ended: None,
+            });
+        }
+    }
+    let workers = run.opts.jobs.max(1);
+    loop {
+        if run.env.interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        let live = open.iter().filter(|o| o.ended.is_none()).count();
+        if live == 0 {
+            break;
+        }
+        // Spare workers probe several points of a bracket at once.
+        let per_line = (workers / live).max(1);
+        let mut probes: Vec<CaseSpec> = Vec::new();
+        for o in open.iter_mut().filter(|o| o.ended.is_none()) {
+            let w = &s.sweeps[o.sweep];
+            let search = w.search.as_ref().expect("a searched sweep");
+            let (next, values) = o.state.next(search, per_line);
+            if values.is_empty() {
+                o.ended = Some(next);
+                continue;
+            }
+            for x in values {
+                let case = s.probe(w, &o.at, x).map_err(|e| BenchError::Search { case: w.case.clone(), why: e })?;
+                add_point(summary, o, search, x, &case.name);
+                o.pending.push((x, case.name.clone()));
+                probes.push(case);
+            }
+        }
+        if probes.is_empty() {
+            continue;
+        }
+        run_round(run, probes, summary).await?;
+        for o in open.iter_mut() {
+            for (x, name) in std::mem::take(&mut o.pending) {
+                let Some(r) = summary.results.iter().find(|r| r.case == name) else { continue };
+                o.state.probes.push((x, r.standing().meets_with_margin()));
+                if let Some(each) = each_repeat(r) {
+                    o.repeats.push((x, each));
+                }
+                if r.interrupted {
+                    o.ended = Some(Next::Probe(0));
+                }
+            }
+            record(summary, o, &s.sweeps[o.sweep].search);
+        }
+        summary.recompute_pass();
+    }
+    if open.is_empty() {
+        return Ok(());
+    }
+    for o in &open {
+        record(summary, o, &s.sweeps[o.sweep].search);
+    }
+    summary.recompute_pass();
+    // The lines' ends said in the reports (the last probe's report was written before them).
+    super::publish_as(crate::report::output::Moment::Case, summary, &run.opts.out_dir, &|m: &str| run.say(m))
+}
+
+/// The probe's value on the searched axis of its sweep (added when new), and the point.
+fn add_point(summary: &mut Summary, o: &Open, search: &Search, x: f64, case: &str) {
+    let w = &mut summary.sweeps[o.sweep];
+    let axis = w.axes.last_mut().expect("a searched sweep has its axis");
+    let text = search.text(x);
+    let i = match axis.values.iter().position(|v| *v == text) {
+        Some(i) => i,
+        None => {
+            axis.values.push(text);
+            axis.numbers.get_or_insert_with(Vec::new).push(x);
+            axis.values.len() - 1
+        }
+    };
+    let mut at = o.at.clone();
+    at.push(i);
+    w.points.push(SweepPoint { case: case.to_owned(), at, pass: None, figures: Vec::new() });
+}
+
+/// Where line `o` stands, into its sweep's search result.
+fn record(summary: &mut Summary, o: &Open, search: &Option<Search>) {
+    let Some(search) = search else { return };
+    let Some(result) = summary.sweeps[o.sweep].search.as_mut() else { return };
+    let bracket = o.state.bracket(search.meets);
+    let outcome = match o.ended {
+        None | Some(Next::Probe(_)) => "running",
+        Some(Next::Found { .. }) => "found",
+        Some(Next::OutOfProbes { .. }) => "out of probes",
+        Some(Next::MeetsEverywhere) => "meets everywhere",
+        Some(Next::MissedEverywhere) => "missed everywhere",
+    };
+    let line = SearchLine {
+        at: o.at.clone(),
+        outcome: outcome.into(),
+        miss: bracket.map(|b| b.0),
+        meet: bracket.map(|b| b.1),
+        probes: o.state.probes.len(),
+        across_repeats: across_repeats(&o.repeats, search)
+            .filter(|a| bracket.is_some_and(|b| *a != [b.0.min(b.1), b.0.max(b.1)])),
+    };
+    if let Some(slot) = result.lines.get_mut(o.line) {
+        *slot = line;
+    }
+}
+
+/// Whether each repeat of a probe met every gate it was judged on with margin, from the
+/// repeats' own figures; `None` when it ran once.
+fn each_repeat(r: &crate::results::summary::CaseResult) -> Option<Vec<bool>> {
+    let rep = r.repeat.as_ref()?;
+    let n = rep.seeds.len();
+    let gates: Vec<&crate::scenario::gate::GateResult> = r.gates.iter().chain(&r.rollout).collect();
+    let each = (0..n)
+        .map(|k| {
+            gates.iter().all(|g| {
+                let v = rep.get(&g.metric.name()).and_then(|f| f.values.get(k).copied().flatten());
+                match v {
+                    // A figure the repeats kept apart: that repeat's own value judged.
+                    Some(v) => {
+                        let gate = crate::scenario::gate::Gate {
+                            expr: g.expr.clone(),
+                            metric: g.metric,
+                            op: g.op,
+                            threshold: g.threshold,
+                        };
+                        let j = gate.evaluate(Some(v));
+                        j.pass && !j.on_edge()
+                    }
+                    // Read whole (an invariant, the worst repeat's): as the case was judged.
+                    None => g.pass && !g.on_edge(),
+                }
+            })
+        })
+        .collect();
+    Some(each)
+}
+
+/// Where the boundary lies across the repeats: the widest bracket any repeat's own probes
+/// give (the lowest value one of them missed at, up to the highest one met at, or the other
+/// way for a search whose values meet below).
+fn across_repeats(probes: &[(f64, Vec<bool>)], search: &Search) -> Option<[f64; 2]> {
+    let n = probes.first()?.1.len();
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for k in 0..n {
+        let line = Line { probes: probes.iter().filter_map(|(x, m)| Some((*x, *m.get(k)?))).collect() };
+        let (miss, meet) = line.bracket(search.meets)?;
+        lo = lo.min(miss.min(meet));
+        hi = hi.max(miss.max(meet));
+    }
+    lo.is_finite().then_some([lo, hi])
+}
+
+/// Runs one round's probes as a scenario of their own (side by side, each with its
+/// repeats), their results joining `summary`.
+async fn run_round(run: &Run<'_>, probes: Vec<CaseSpec>, summary: &mut Summary) -> Result<(), BenchError> {
+    let round = Scenario { cases: probes, ..run.s.clone() };
+    let repeats = run.repeats;
+    let r = Run {
+        s: &round,
+        opts: run.opts,
+        env: run.env.clone(),
+        tty: run.tty,
+        repeats,
+        variants: (1..repeats).map(|k| round.for_repeat(k as u32, repeats as u32)).collect(),
+    };
+    let mut i = 0;
+    while i < round.cases.len() {
+        if run.env.interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        i += r.batch(i, summary).await?;
+    }
+    Ok(())
+}
