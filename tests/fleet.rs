@@ -292,3 +292,97 @@ fn a_turn_demoted_twice_is_one_demoted_turn() {
     let t = &r.fleet.as_ref().unwrap().turns;
     assert!(t.demoted > 0 && t.demoted <= t.started, "{t:?}");
 }
+
+const BURST: &str = r#"
+name = "burst"
+[workload]
+sandboxes = 12
+duration = "10m"
+warmup = "1m"
+seed = 7
+[workload.agent]
+turns_per_session = 1
+steps_per_turn = 2
+think = { min = "5s", max = "10s" }
+session_gap = { mean = "5m" }
+start_spread = "1s"
+[limits.tight]
+org_held_execs = 4
+[[case]]
+name = "free"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+gates = ["fleet.worst.held_execs.max >= 12", "fleet.held_execs.max < 12"]
+[[case]]
+name = "tight"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+limits = "tight"
+gates = ["fleet.worst.turns_demoted_pct >= 0", "fleet.warmup.turns_demoted_pct >= 0"]
+"#;
+
+/// The value a case's gate on `metric` read.
+fn observed(r: &relay_bench::CaseResult, metric: &str) -> Option<f64> {
+    r.gates.iter().find(|g| g.expr.starts_with(metric)).and_then(|g| g.observed)
+}
+
+/// Every turn of the fleet starts within a second (a deploy): the warm-up holds more execs
+/// than the steady state ever does, and under a limit it is when turns are refused and
+/// demoted. Its figures are kept beside the steady state's, and the capacity figures
+/// (`fleet.worst.*`) read the higher of the two unless the workload says otherwise.
+#[test]
+fn a_burst_of_turns_peaks_in_the_warmup_and_the_capacity_is_gated_on_it() {
+    let s = Scenario::parse("burst.toml", BURST).unwrap();
+    let free = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    let f = free.fleet.as_ref().unwrap();
+    let warm = f.ramp.as_ref().and_then(|r| r.org.as_ref()).expect("the warm-up's organisation figures");
+    assert!(warm.held_execs.max >= 12, "every sandbox's turn at once: {:?}", warm.held_execs);
+    assert!(f.held_execs.max < warm.held_execs.max, "steady {:?} vs warm-up {:?}", f.held_execs, warm.held_execs);
+    assert!(warm.requests_per_sec.peak_10s > f.requests_per_sec.peak_10s, "the burst's requests too");
+    assert!(free.pass, "the worst is the warm-up's: {:?}", free.gates);
+    assert_eq!(observed(&free, "fleet.worst.held_execs.max"), Some(warm.held_execs.max as f64));
+
+    let tight = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
+    let t = tight.fleet.as_ref().unwrap();
+    let ramp = t.ramp.as_ref().unwrap();
+    let rejected = ramp.org.as_ref().unwrap().rejected;
+    assert!(rejected >= 8, "12 windows at once against a limit of 4: {rejected} rejected");
+    assert!(ramp.turns_demoted_pct.unwrap() > t.turns.demoted_pct, "{ramp:?} vs {:?}", t.turns);
+    let worst = observed(&tight, "fleet.worst.turns_demoted_pct");
+    assert_eq!(worst, observed(&tight, "fleet.warmup.turns_demoted_pct"));
+    assert_eq!(worst, ramp.turns_demoted_pct);
+
+    // The workload opts out: the capacity figures read the steady state; the warm-up's stay.
+    let steady = BURST.replace("warmup = \"1m\"", "warmup = \"1m\"\nwarmup_gated = false");
+    let s = Scenario::parse("burst.toml", &steady).unwrap();
+    let r = run_case_virtual(&s, &s.cases[0], &env()).unwrap();
+    assert!(!r.pass, "gated on the steady state, whose peak is under 12: {:?}", r.gates);
+    let f = r.fleet.unwrap();
+    assert!(f.warmup_ungated && f.ramp.unwrap().org.unwrap().held_execs.max >= 12);
+}
+
+/// A per-sandbox held-exec limit binds where a sandbox holds more than it: a turn's window
+/// beside the window its previous turn abandoned (held until its own timer ends).
+#[test]
+fn a_per_sandbox_held_exec_limit_rejects_the_second_window() {
+    let text = FLEET
+        .replace("org_held_execs = 3", "sandbox_held_execs = 1")
+        .replace("gates = [\"fleet.held_execs.max <= 3\"]", "gates = [\"fleet.worst.sandbox_held_execs.max <= 1\"]");
+    let s = Scenario::parse("sandbox.toml", &text).unwrap();
+    let r = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
+    assert!(r.pass, "{:?}", r.gates);
+    let f = r.fleet.as_ref().unwrap();
+    assert!(f.limits.contains("per sandbox: 1 held execs"), "{}", f.limits);
+    assert!(f.rejected > 0 && f.turns.window_failures > 0, "the second window is refused: {:?}", f.turns);
+    assert_eq!((r.calls.lost, r.calls.duplicated), (0, 0));
+    let roomy = text.replace("sandbox_held_execs = 1", "sandbox_held_execs = 3");
+    let s = Scenario::parse("sandbox.toml", &roomy).unwrap();
+    let r = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
+    assert_eq!(r.fleet.unwrap().rejected, 0, "a sandbox never holds three");
+}

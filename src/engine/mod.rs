@@ -132,9 +132,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let Stopped { reports, stuck } = teardown::stop_relays(&parts, &calls.per_sandbox).await;
     let whole = sample::total_counts(&parts.hosts);
     teardown::tidy_writers(&parts);
-    if let Some(w) = warmed {
-        w.abort();
-    }
+    let warmup_org = warmup_seen(warmed).await;
     let org_stats = parts.org.finish(end);
     let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
     degraded.extend(parts.writers.iter().filter_map(|w| w.degraded()));
@@ -167,22 +165,42 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         degraded,
         stops: drained.stops,
         org: (case.host.admits()).then_some((org_stats, limits)),
+        warmup_org: warmup_org.filter(|_| case.host.admits()),
         org_handle: &org,
     };
     Ok(ended.result(&recording))
 }
 
 /// Restarts the organisation's clock at `epoch`, and again after the warm-up: its gauges and
-/// rates measure after the warm-up, as the histograms do. Returns the warm-up's task.
-fn start_org_clock(org: &Arc<Org>, epoch: Instant, warmup: Duration) -> Option<tokio::task::JoinHandle<()>> {
+/// rates measure after the warm-up, as the histograms do. Returns the warm-up's task, which
+/// ends with what the organisation saw during the warm-up (reported beside the steady state).
+fn start_org_clock(
+    org: &Arc<Org>,
+    epoch: Instant,
+    warmup: Duration,
+) -> Option<tokio::task::JoinHandle<crate::sandbox::host::org::OrgStats>> {
     org.restart_clock(epoch);
     (!warmup.is_zero()).then(|| {
         let (org, at) = (org.clone(), epoch + warmup);
         tokio::spawn(async move {
             tokio::time::sleep_until(at).await;
-            org.restart_clock(at);
+            org.warmup_over(at)
         })
     })
+}
+
+/// What the organisation saw during the warm-up, if the case got past it (the warm-up's task
+/// ended); a task still waiting for the warm-up's end is stopped.
+async fn warmup_seen(
+    warmed: Option<tokio::task::JoinHandle<crate::sandbox::host::org::OrgStats>>,
+) -> Option<crate::sandbox::host::org::OrgStats> {
+    let w = warmed?;
+    if w.is_finished() {
+        w.await.ok()
+    } else {
+        w.abort();
+        None
+    }
 }
 
 /// A case's calls, started: the pacer that fires them (or the agents' sessions that make

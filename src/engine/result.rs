@@ -49,6 +49,8 @@ pub(super) struct Ended<'a> {
     pub stops: Vec<Option<Duration>>,
     /// The organisation's figures, when the host's requests passed through it.
     pub org: Option<(OrgStats, Limits)>,
+    /// What the organisation saw during the warm-up, when the case had one and got past it.
+    pub warmup_org: Option<OrgStats>,
     pub org_handle: &'a Arc<Org>,
 }
 
@@ -121,7 +123,9 @@ impl Ended<'_> {
         }
         let points = fleet_points(&self.timeline, &fleet.timeline, self.before);
         let org = self.org.as_ref().map(|(o, l)| (o, l.describe(), self.org_handle.org_held_execs()));
-        r.fleet = Some(FleetResult::of(org, &fleet, points, wl.warmup));
+        let mut f = FleetResult::of(org, self.warmup_org.as_ref(), &fleet, points, wl.warmup);
+        f.warmup_ungated = !wl.warmup_gated;
+        r.fleet = Some(f);
         r.hdr = Some(Arc::new(CaseHdr {
             measures: Measure::all().map(|m| (m, recording.histogram(m).clone())).collect(),
             intervals: recording.intervals.clone(),

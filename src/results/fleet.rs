@@ -1,7 +1,9 @@
 //! The fleet's figures of one case: the agent turns (started, demoted, time in fallback
 //! polling, calls per turn) and the remote side as the organisation saw it (held execs,
 //! requests in flight and open connections per sandbox and for the organisation; requests
-//! per second by kind; what its limits queued, rejected or cut), with their timeline.
+//! per second by kind; what its limits queued, rejected or cut), with their timeline; and the
+//! warm-up's own (its ramp: every turn of a fleet starting together, as after a deploy),
+//! beside the steady state, with the higher of the two phases that the capacity is gated on.
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::gauge::GaugeStats;
 use crate::record::recorder::{FleetRecording, LatencyStats};
 use crate::sandbox::host::org::{OrgStats, RateStats};
-use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat};
+use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased};
 
 /// Agent turns over a case (one relay per turn; a case of today's keys is one turn per
 /// sandbox that lasts the whole case).
@@ -80,6 +82,10 @@ pub struct FleetResult {
     /// The warm-up's ramp, which the figures above leave out (`None`: no warm-up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Ramp>,
+    /// The workload said `warmup_gated = false`: the `fleet.worst.*` figures read the steady
+    /// state alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup_ungated: bool,
 }
 
 /// The fleet ramping up during the warm-up: sessions starting over its first cycle (or
@@ -97,13 +103,62 @@ pub struct Ramp {
     /// the organisation).
     pub held_execs_max: Option<u64>,
     pub requests_per_sec_max: Option<f64>,
+    /// `turns_demoted` as a share of `turns_started` (%; `None`: a run from before it was
+    /// kept, whose report shows the ramp alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_demoted_pct: Option<f64>,
+    /// What the organisation saw during the warm-up (`None`: its requests did not pass
+    /// through it, or a run from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org: Option<RampOrg>,
+}
+
+/// The remote side during the warm-up, as the organisation saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RampOrg {
+    pub held_execs: GaugeStats,
+    pub sandbox_held_execs: GaugeStats,
+    pub requests_per_sec: RateStats,
+    pub rejected: u64,
+    pub queued: u64,
+    pub cut: u64,
+}
+
+/// Where a `fleet.worst.*` figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromPhase {
+    Warmup,
+    Steady,
+    /// The two phases gave the same value.
+    Both,
+}
+
+impl FromPhase {
+    /// As the report says it.
+    pub fn label(self) -> &'static str {
+        match self {
+            FromPhase::Warmup => "warm-up",
+            FromPhase::Steady => "steady state",
+            FromPhase::Both => "both",
+        }
+    }
+}
+
+/// A share in %, to two decimals.
+fn pct(part: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        (part as f64 / of as f64 * 1e4).round() / 100.0
+    }
 }
 
 impl FleetResult {
-    /// From the organisation's figures (`None`: the requests did not pass through it) and
-    /// the recorder's turns.
+    /// From the organisation's figures (`None`: the requests did not pass through it; the
+    /// steady state's, and the warm-up's if it had one) and the recorder's turns.
     pub fn of(
         org: Option<(&OrgStats, String, Option<u32>)>,
+        warmup_org: Option<&OrgStats>,
         turns: &FleetRecording,
         timeline: Vec<FleetPoint>,
         warmup: Duration,
@@ -114,11 +169,7 @@ impl FleetResult {
             ended: turns.ended,
             calls: turns.calls,
             demoted: turns.demoted,
-            demoted_pct: if turns.started == 0 {
-                0.0
-            } else {
-                (turns.demoted as f64 / turns.started as f64 * 1e4).round() / 100.0
-            },
+            demoted_pct: pct(turns.demoted, turns.started),
             window_failures: turns.window_failures,
             fallback_secs: (turns.fallback.as_secs_f64() * 100.0).round() / 100.0,
             calls_per_turn_mean: calls.map_or(0.0, |h| (h.mean() * 100.0).round() / 100.0),
@@ -136,6 +187,15 @@ impl FleetResult {
                 window_failures: c.window_failures,
                 held_execs_max: measured.then(|| during.iter().map(|p| p.held_execs_max).max().unwrap_or(0)),
                 requests_per_sec_max: measured.then(|| during.iter().map(|p| p.requests_per_sec).fold(0.0, f64::max)),
+                turns_demoted_pct: Some(pct(c.demoted, c.started)),
+                org: warmup_org.filter(|_| measured).map(|o| RampOrg {
+                    held_execs: o.held_execs,
+                    sandbox_held_execs: o.sandbox_held_execs,
+                    requests_per_sec: o.rates.clone(),
+                    rejected: o.rejected,
+                    queued: o.queued,
+                    cut: o.cut,
+                }),
             }
         });
         let mut r = FleetResult { turns: t, timeline, ramp, ..FleetResult::default() };
@@ -189,6 +249,7 @@ impl FleetResult {
             }
             FleetMetric::PeakRequestsPerSec1s => org.then_some(self.requests_per_sec.peak_1s),
             FleetMetric::PeakRequestsPerSec10s => org.then_some(self.requests_per_sec.peak_10s),
+            FleetMetric::PeakRequestsPerSec60s => self.requests_per_sec.peak_60s.filter(|_| org),
             FleetMetric::MeanRequestsPerSec => org.then_some(self.requests_per_sec.mean_per_sec),
             FleetMetric::Rejected => count(self.rejected),
             FleetMetric::Queued => count(self.queued),
@@ -207,6 +268,42 @@ impl FleetResult {
             FleetMetric::HeldExecSecsPerMin => {
                 org.then_some((self.sandbox_held_execs.mean * 60.0 * 100.0).round() / 100.0)
             }
+            FleetMetric::Phased(Phase::Warmup, f) => self.warmup(f),
+            FleetMetric::Phased(Phase::Worst, f) => self.worst(f).map(|(v, _)| v),
+        }
+    }
+
+    /// A figure of the warm-up; `None` without one, or when it was not measured.
+    pub fn warmup(&self, f: Phased) -> Option<f64> {
+        let ramp = self.ramp.as_ref()?;
+        let org = ramp.org.as_ref();
+        let count = |v: u64| Some(v as f64);
+        match f {
+            Phased::TurnsDemoted => count(ramp.turns_demoted),
+            Phased::TurnsDemotedPct => (ramp.turns_started > 0).then(|| pct(ramp.turns_demoted, ramp.turns_started)),
+            Phased::WindowFailures => count(ramp.window_failures),
+            Phased::HeldExecsMax => org.map(|o| o.held_execs.max).or(ramp.held_execs_max).map(|v| v as f64),
+            Phased::SandboxHeldExecsMax => count(org?.sandbox_held_execs.max),
+            Phased::Rejected => count(org?.rejected),
+            Phased::PeakRequestsPerSec1s => Some(org?.requests_per_sec.peak_1s),
+            Phased::PeakRequestsPerSec10s => Some(org?.requests_per_sec.peak_10s),
+            Phased::PeakRequestsPerSec60s => org?.requests_per_sec.peak_60s,
+            Phased::MeanRequestsPerSec => Some(org?.requests_per_sec.mean_per_sec),
+        }
+    }
+
+    /// The higher of the warm-up's figure and the steady state's, and which it was: what
+    /// the capacity is gated on (`fleet.worst.*`). The steady state's alone when the workload
+    /// said `warmup_gated = false`, or when the warm-up did not measure it.
+    pub fn worst(&self, f: Phased) -> Option<(f64, FromPhase)> {
+        let steady = self.metric(f.steady(), None);
+        let warm = if self.warmup_ungated { None } else { self.warmup(f) };
+        match (warm, steady) {
+            (Some(w), Some(s)) if w > s => Some((w, FromPhase::Warmup)),
+            (Some(w), Some(s)) if w == s => Some((s, FromPhase::Both)),
+            (_, Some(s)) => Some((s, FromPhase::Steady)),
+            (Some(w), None) => Some((w, FromPhase::Warmup)),
+            (None, None) => None,
         }
     }
 }
@@ -234,5 +331,82 @@ mod tests {
         assert_eq!(r.metric(FleetMetric::HeldExecsUtilisation, None), Some(0.7));
         assert_eq!(r.metric(FleetMetric::RecoverySecs, Some(None)), None, "never recovered: the gate fails");
         assert_eq!(r.metric(FleetMetric::RecoverySecs, Some(Some(12.5))), Some(12.5));
+    }
+
+    /// A fleet whose turns all started together: the warm-up held more than the steady
+    /// state and demoted a larger share of its turns.
+    fn burst() -> FleetResult {
+        let mut r = FleetResult { org_measured: true, ..FleetResult::default() };
+        r.turns.started = 6392;
+        r.turns.demoted = 13;
+        r.turns.demoted_pct = 0.2;
+        r.held_execs.max = 200;
+        r.sandbox_held_execs.max = 2;
+        r.requests_per_sec.peak_10s = 236.6;
+        r.rejected = 509;
+        let mut org = RampOrg { rejected: 2057, ..RampOrg::default() };
+        org.held_execs.max = 240;
+        org.sandbox_held_execs.max = 2;
+        org.requests_per_sec.peak_10s = 221.2;
+        r.ramp = Some(Ramp {
+            secs: 1800.0,
+            turns_started: 5450,
+            turns_demoted: 74,
+            turns_demoted_pct: Some(1.36),
+            held_execs_max: Some(240),
+            org: Some(org),
+            ..Ramp::default()
+        });
+        r
+    }
+
+    #[test]
+    fn the_worst_of_the_warmup_and_the_steady_state_and_where_it_came_from() {
+        let r = burst();
+        let read = |p, f| r.metric(FleetMetric::Phased(p, f), None);
+        assert_eq!(read(Phase::Warmup, Phased::HeldExecsMax), Some(240.0));
+        assert_eq!(read(Phase::Warmup, Phased::TurnsDemotedPct), Some(1.36), "74 of 5,450");
+        assert_eq!(read(Phase::Warmup, Phased::Rejected), Some(2057.0));
+        assert_eq!(r.worst(Phased::HeldExecsMax), Some((240.0, FromPhase::Warmup)));
+        assert_eq!(r.worst(Phased::TurnsDemotedPct), Some((1.36, FromPhase::Warmup)));
+        assert_eq!(r.worst(Phased::SandboxHeldExecsMax), Some((2.0, FromPhase::Both)));
+        assert_eq!(r.worst(Phased::PeakRequestsPerSec10s), Some((236.6, FromPhase::Steady)));
+        assert_eq!(read(Phase::Worst, Phased::TurnsDemoted), Some(74.0));
+        // The steady figures keep their names and values: summary.json's fields.
+        assert_eq!(r.metric(Phased::HeldExecsMax.steady(), None), Some(200.0));
+        assert_eq!(r.metric(FleetMetric::TurnsDemotedPct, None), Some(0.2));
+        // A gate on the worst reads the warm-up's 1.36 %; on the steady state, 0.2 %.
+        let gate = crate::scenario::gate::Gate::parse("fleet.worst.turns_demoted_pct <= 1").unwrap();
+        assert_eq!(gate.metric.name(), "fleet.worst.turns_demoted_pct");
+        assert!(!gate.evaluate(read(Phase::Worst, Phased::TurnsDemotedPct)).pass);
+    }
+
+    #[test]
+    fn a_workload_that_does_not_gate_its_warmup_reads_the_steady_state() {
+        let mut r = burst();
+        r.warmup_ungated = true;
+        assert_eq!(r.worst(Phased::HeldExecsMax), Some((200.0, FromPhase::Steady)));
+        assert_eq!(r.worst(Phased::TurnsDemotedPct), Some((0.2, FromPhase::Steady)));
+        assert_eq!(r.warmup(Phased::HeldExecsMax), Some(240.0), "still reported");
+        // A run from before the warm-up's organisation figures were kept: its ramp's own.
+        let mut old = burst();
+        old.ramp.as_mut().unwrap().org = None;
+        assert_eq!(old.warmup(Phased::HeldExecsMax), Some(240.0), "the ramp's timeline maximum");
+        assert_eq!(old.warmup(Phased::SandboxHeldExecsMax), None);
+        assert_eq!(old.worst(Phased::SandboxHeldExecsMax), Some((2.0, FromPhase::Steady)));
+        // No warm-up at all: the worst is the steady state.
+        let mut none = burst();
+        none.ramp = None;
+        assert_eq!(none.worst(Phased::HeldExecsMax), Some((200.0, FromPhase::Steady)));
+    }
+
+    #[test]
+    fn older_summaries_read_without_the_warmups_new_figures() {
+        let old = serde_json::json!({"secs": 1800.0, "turns_started": 5456, "turns_demoted": 0, "window_failures": 0,
+            "held_execs_max": 241, "requests_per_sec_max": 221.9});
+        let r: Ramp = serde_json::from_value(old).unwrap();
+        assert_eq!((r.turns_demoted_pct, r.org), (None, None));
+        let json = serde_json::to_value(FleetResult::default()).unwrap();
+        assert!(json.get("warmup_ungated").is_none(), "written only when a workload says so");
     }
 }

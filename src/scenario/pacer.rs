@@ -42,6 +42,9 @@ pub struct Workload {
     pub calls_per_turn: u32,
     /// Calls whose intended start falls in the first `warmup` run but are not measured.
     pub warmup: Duration,
+    /// Whether the capacity figures (`fleet.worst.*`) take the warm-up in: the higher of
+    /// its figure and the steady state's (the default), or the steady state's alone.
+    pub warmup_gated: bool,
     pub tool_timeout: Option<Duration>,
     pub seed: u64,
     /// Size of each request's args payload.
@@ -228,6 +231,7 @@ mod tests {
             phases: vec![Phase { duration: Duration::from_secs(10), turns_per_sec: 10.0 }],
             calls_per_turn: 3,
             warmup: Duration::from_secs(1),
+            warmup_gated: true,
             tool_timeout: None,
             seed: 42,
             payload_bytes: 64,

@@ -107,6 +107,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
         phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
         warmup,
+        warmup_gated: w.boolean("warmup_gated")?.unwrap_or(true),
         tool_timeout: w.duration("tool_timeout")?,
         seed: ov.seed.unwrap_or(w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64),
         payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,

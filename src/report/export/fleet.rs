@@ -146,7 +146,8 @@ fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
 }
 
 /// The section, in summary.md and report.html alike, when some case is telling: the turns,
-/// the remote side and each case's limits, the fleet-wide faults, the warm-up's ramp.
+/// the remote side and each case's limits, the fleet-wide faults, the warm-up beside the
+/// steady state (or, for a run from before it was kept, the warm-up's ramp).
 pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
     let sec = section(s)?;
     let mut blocks = vec![Block::Para(plain(TURNS_INTRO)), Block::Table(sec.turns)];
@@ -161,7 +162,10 @@ pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
     if let Some(t) = sec.faults {
         blocks.extend([Block::Para(plain(FAULTS_INTRO)), Block::Table(t)]);
     }
-    if let Some(t) = ramp(s) {
+    if let Some(phases) = super::phases::blocks(s) {
+        blocks.extend(phases);
+    } else if let Some(t) = ramp(s) {
+        // A run from before the warm-up's figures were kept beside the steady state's.
         let intro = vec![
             Span::Text(
                 "The warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with "

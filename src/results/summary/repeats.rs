@@ -15,10 +15,15 @@ use crate::scenario::gate::{Counter, FleetMetric, Metric};
 /// The unit a spread of a gate metric read whole is in.
 fn metric_unit(m: Metric) -> &'static str {
     match m {
+        // A phased figure is in its steady figure's unit.
+        Metric::Fleet(FleetMetric::Phased(_, f)) => metric_unit(Metric::Fleet(f.steady())),
         Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
         Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
         Metric::Fleet(
-            FleetMetric::PeakRequestsPerSec1s | FleetMetric::PeakRequestsPerSec10s | FleetMetric::MeanRequestsPerSec,
+            FleetMetric::PeakRequestsPerSec1s
+            | FleetMetric::PeakRequestsPerSec10s
+            | FleetMetric::PeakRequestsPerSec60s
+            | FleetMetric::MeanRequestsPerSec,
         ) => "/s",
         _ => "",
     }
@@ -163,6 +168,9 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
             out.push(("fleet.requests_per_sec.mean".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
             out.push(("fleet.requests_per_sec.peak_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
             out.push(("fleet.requests_per_sec.peak_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
+            if let Some(p) = rps.peak_60s.as_mut() {
+                out.push(("fleet.requests_per_sec.peak_60s".into(), "/s", Rule::Median, Slot::F(p)));
+            }
             out.push(("fleet.rejected".into(), "", Rule::Median, Slot::U(&mut f.rejected)));
             out.push(("fleet.queued".into(), "", Rule::Median, Slot::U(&mut f.queued)));
             out.push(("fleet.cut".into(), "", Rule::Median, Slot::U(&mut f.cut)));

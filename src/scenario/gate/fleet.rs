@@ -1,5 +1,7 @@
 //! The fleet's figures a gate reads (`fleet.<name>`): its gauges and their statistics, the
-//! organisation's rates and limits, the turns.
+//! organisation's rates and limits, the turns. Each is the steady state's (after the
+//! warm-up); the figures a warm-up also has are read for it too (`fleet.warmup.<name>`), and
+//! as the higher of the two phases (`fleet.worst.<name>`: what the capacity is gated on).
 
 use super::{MetricError, Unknown};
 
@@ -34,6 +36,8 @@ pub enum FleetMetric {
     /// The organisation's requests per second: its busiest second, ten seconds, the mean.
     PeakRequestsPerSec1s,
     PeakRequestsPerSec10s,
+    /// The busiest sixty seconds (per second): what a per-minute rate limit meets.
+    PeakRequestsPerSec60s,
     MeanRequestsPerSec,
     Rejected,
     Queued,
@@ -54,6 +58,74 @@ pub enum FleetMetric {
     HeldExecsUtilisation,
     /// Seconds of held exec per sandbox per minute.
     HeldExecSecsPerMin,
+    /// A figure the warm-up has too, read for one phase ([`Phase`]).
+    Phased(Phase, Phased),
+}
+
+/// Which phase a [`FleetMetric::Phased`] figure is read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The warm-up's own (`fleet.warmup.<name>`): the fleet's turns starting together.
+    Warmup,
+    /// The higher of the warm-up's and the steady state's (`fleet.worst.<name>`), unless the
+    /// workload says `warmup_gated = false` (then the steady state's): what the capacity is
+    /// gated on, since every deploy starts a fleet's turns together.
+    Worst,
+}
+
+/// A figure measured in the warm-up as in the steady state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phased {
+    HeldExecsMax,
+    SandboxHeldExecsMax,
+    TurnsDemoted,
+    TurnsDemotedPct,
+    WindowFailures,
+    Rejected,
+    PeakRequestsPerSec1s,
+    PeakRequestsPerSec10s,
+    PeakRequestsPerSec60s,
+    MeanRequestsPerSec,
+}
+
+impl Phased {
+    pub const ALL: [Phased; 10] = [
+        Phased::HeldExecsMax,
+        Phased::SandboxHeldExecsMax,
+        Phased::TurnsDemoted,
+        Phased::TurnsDemotedPct,
+        Phased::WindowFailures,
+        Phased::Rejected,
+        Phased::PeakRequestsPerSec1s,
+        Phased::PeakRequestsPerSec10s,
+        Phased::PeakRequestsPerSec60s,
+        Phased::MeanRequestsPerSec,
+    ];
+
+    /// The steady state's figure of the same name.
+    pub fn steady(self) -> FleetMetric {
+        match self {
+            Phased::HeldExecsMax => FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max),
+            Phased::SandboxHeldExecsMax => FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max),
+            Phased::TurnsDemoted => FleetMetric::TurnsDemoted,
+            Phased::TurnsDemotedPct => FleetMetric::TurnsDemotedPct,
+            Phased::WindowFailures => FleetMetric::WindowFailures,
+            Phased::Rejected => FleetMetric::Rejected,
+            Phased::PeakRequestsPerSec1s => FleetMetric::PeakRequestsPerSec1s,
+            Phased::PeakRequestsPerSec10s => FleetMetric::PeakRequestsPerSec10s,
+            Phased::PeakRequestsPerSec60s => FleetMetric::PeakRequestsPerSec60s,
+            Phased::MeanRequestsPerSec => FleetMetric::MeanRequestsPerSec,
+        }
+    }
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Worst => "worst",
+        }
+    }
 }
 
 impl FleetGauge {
@@ -97,9 +169,10 @@ impl GaugeStat {
 pub(crate) const FLEET: &str = "fleet";
 
 impl FleetMetric {
-    const PLAIN: [FleetMetric; 14] = [
+    const PLAIN: [FleetMetric; 15] = [
         FleetMetric::PeakRequestsPerSec1s,
         FleetMetric::PeakRequestsPerSec10s,
+        FleetMetric::PeakRequestsPerSec60s,
         FleetMetric::MeanRequestsPerSec,
         FleetMetric::Rejected,
         FleetMetric::Queued,
@@ -114,10 +187,13 @@ impl FleetMetric {
         FleetMetric::HeldExecsUtilisation,
     ];
 
-    /// Every fleet figure, gauges first.
+    /// Every fleet figure, gauges first, the phased ones last.
     pub fn all() -> Vec<FleetMetric> {
         let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
-        gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).collect()
+        let phased = [Phase::Warmup, Phase::Worst]
+            .into_iter()
+            .flat_map(|p| Phased::ALL.into_iter().map(move |f| FleetMetric::Phased(p, f)));
+        gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).chain(phased).collect()
     }
 
     /// The name after `fleet.`.
@@ -126,6 +202,7 @@ impl FleetMetric {
             FleetMetric::Gauge(g, s) => format!("{}.{}", g.name(), s.name()),
             FleetMetric::PeakRequestsPerSec1s => "requests_per_sec.peak_1s".into(),
             FleetMetric::PeakRequestsPerSec10s => "requests_per_sec.peak_10s".into(),
+            FleetMetric::PeakRequestsPerSec60s => "requests_per_sec.peak_60s".into(),
             FleetMetric::MeanRequestsPerSec => "requests_per_sec.mean".into(),
             FleetMetric::Rejected => "rejected".into(),
             FleetMetric::Queued => "queued".into(),
@@ -139,6 +216,7 @@ impl FleetMetric {
             FleetMetric::RecoverySecs => "recovery_secs".into(),
             FleetMetric::HeldExecsUtilisation => "held_execs_utilisation".into(),
             FleetMetric::HeldExecSecsPerMin => "held_exec_secs_per_min".into(),
+            FleetMetric::Phased(p, f) => format!("{}.{}", p.name(), f.steady().name()),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
 pub(crate) use error::{GateError, MetricError, Unknown};
-pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, FLEET};
+pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased, FLEET};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).

@@ -149,25 +149,20 @@ impl Org {
         self.state.lock().expect("organisation state poisoned")
     }
 
-    /// Starts the gauges', rates' and counts' clock again (at the case's epoch, and at its
-    /// warm-up's end: neither the runners' start-up nor the fleet's ramp is its steady state).
-    /// The latency legs paid stay counted from the start.
+    /// Starts the gauges', rates' and counts' clock again (at the case's epoch: the runners'
+    /// start-up is not the steady state). The latency legs paid stay counted from the start.
     pub(crate) fn restart_clock(&self, at: Instant) {
+        self.lock().restart(at);
+    }
+
+    /// The warm-up is over at `at`: what the organisation saw during it, and its clock
+    /// started again (the fleet's ramp is not its steady state), in one step, so no request
+    /// falls between the two.
+    pub(crate) fn warmup_over(&self, at: Instant) -> OrgStats {
         let mut s = self.lock();
-        let s = &mut *s;
-        for sb in &mut s.sandboxes {
-            for l in [&mut sb.in_flight, &mut sb.held, &mut sb.conns] {
-                l.restart(at);
-            }
-        }
-        for l in [&mut s.in_flight, &mut s.held, &mut s.conns] {
-            l.restart(at);
-        }
-        s.tallies = Tallies::default();
-        s.per_sec.clear();
-        s.start = at;
-        (s.rejected, s.queued, s.cut) = (0, 0, 0);
-        s.queue_wait.reset();
+        let seen = s.stats(at, self.limits.keepalive);
+        s.restart(at);
+        seen
     }
 
     /// Lets one request of `kind` from `sandbox` through, queues it, or refuses it (an
@@ -313,33 +308,7 @@ impl Org {
 
     /// Everything measured, settled up to now.
     pub fn finish(&self, until: Instant) -> OrgStats {
-        let mut s = self.lock();
-        let s = &mut *s;
-        let keepalive = self.limits.keepalive;
-        for i in 0..s.sandboxes.len() {
-            s.prune(i, until, keepalive);
-            let sb = &mut s.sandboxes[i];
-            sb.in_flight.settle(until, &mut s.tallies.sb_in_flight);
-            sb.held.settle(until, &mut s.tallies.sb_held);
-            sb.conns.settle(until, &mut s.tallies.sb_conns);
-        }
-        s.in_flight.settle(until, &mut s.tallies.in_flight);
-        s.held.settle(until, &mut s.tallies.held);
-        s.conns.settle(until, &mut s.tallies.conns);
-        let secs = until.saturating_duration_since(s.start).as_secs_f64().ceil() as usize;
-        OrgStats {
-            held_execs: s.tallies.held.stats(),
-            sandbox_held_execs: s.tallies.sb_held.stats(),
-            in_flight: s.tallies.in_flight.stats(),
-            sandbox_in_flight: s.tallies.sb_in_flight.stats(),
-            connections: s.tallies.conns.stats(),
-            sandbox_connections: s.tallies.sb_conns.stats(),
-            rates: RateStats::of(&s.per_sec[..secs.min(s.per_sec.len())], secs),
-            rejected: s.rejected,
-            queued: s.queued,
-            cut: s.cut,
-            queue_wait: s.queue_wait.clone(),
-        }
+        self.lock().stats(until, self.limits.keepalive)
     }
 }
 
@@ -469,6 +438,23 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_warmup_is_kept_apart_from_what_follows() {
+        let limits = Limits { sandbox: Caps { held_execs: Some(1), ..Caps::default() }, ..Limits::default() };
+        let org = Arc::new(Org::new(limits, 2));
+        let (a, b) = (org.admit(0, Kind::Exec).await.unwrap(), org.admit(1, Kind::Exec).await.unwrap());
+        assert!(org.admit(0, Kind::Exec).await.is_err(), "one held exec per sandbox");
+        tokio::time::advance(s(5)).await;
+        let warm = org.warmup_over(Instant::now());
+        assert_eq!((warm.held_execs.max, warm.sandbox_held_execs.max, warm.rejected), (2, 1, 1));
+        assert_eq!(warm.rates.peak_1s, 3.0, "the rejected request counted too");
+        drop((a, b));
+        tokio::time::advance(s(5)).await;
+        let steady = org.finish(Instant::now());
+        let got = (steady.held_execs.max, steady.sandbox_held_execs.max, steady.rejected, steady.rates.peak_1s);
+        assert_eq!(got, (2, 1, 0, 0.0), "the execs held across the warm-up's end are the steady state's too");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn connections_are_reused_and_close_after_the_keepalive() {
         let org = Org::unlimited(1);
         let (a, b) = (org.admit(0, Kind::Exec).await.unwrap(), org.admit(0, Kind::List).await.unwrap());
@@ -511,6 +497,7 @@ mod tests {
         tokio::time::advance(s(19)).await;
         let r = org.finish(Instant::now()).rates;
         assert_eq!((r.peak_1s, r.peak_10s, r.mean_per_sec), (30.0, 3.1, 1.55));
+        assert_eq!(r.peak_60s, Some(0.52), "the busiest minute: 31 requests, 0.52 a second");
         assert_eq!(r.peak_1s_by_kind.0[0], ("list".to_owned(), 30));
         assert_eq!(r.peak_10s_by_kind.0[6], ("exec".to_owned(), 1));
     }

@@ -1,5 +1,5 @@
 //! Requests per second at the organisation: counted in one-second buckets by kind, read
-//! as the mean, the busiest second and the busiest ten seconds.
+//! as the mean, the busiest second, the busiest ten seconds and the busiest minute.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,11 @@ pub struct RateStats {
     /// The busiest second, and the busiest ten seconds (their mean per second).
     pub peak_1s: f64,
     pub peak_10s: f64,
+    /// The busiest sixty seconds (their mean per second: times 60, the requests of the
+    /// busiest minute, what a per-minute rate limit meets). `None`: a run from before it was
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_60s: Option<f64>,
     /// Per kind: the requests of the busiest second, and of the busiest ten seconds.
     pub peak_1s_by_kind: ByKind,
     pub peak_10s_by_kind: ByKind,
@@ -44,6 +49,7 @@ impl RateStats {
             mean_per_sec: if secs == 0 { 0.0 } else { (all as f64 / secs as f64 * 100.0).round() / 100.0 },
             peak_1s: most(1, &total) as f64,
             peak_10s: (most(10, &total) as f64).round() / 10.0,
+            peak_60s: Some((most(60, &total) as f64 / 60.0 * 100.0).round() / 100.0),
             peak_1s_by_kind: by_kind(1),
             peak_10s_by_kind: by_kind(10),
         }

@@ -1,6 +1,7 @@
 //! The organisation's state behind its lock: each sandbox's gauges and connection pool, the
 //! organisation's own, the per-second request counts, and what each request's admission,
-//! opening and closing does to them.
+//! opening and closing does to them; what they add up to since the clock's start (started
+//! again at the warm-up's end).
 
 use std::time::Duration;
 
@@ -8,7 +9,8 @@ use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 use super::limits::{Refusal, Side};
-use super::Kind;
+use super::rates::RateStats;
+use super::{Kind, OrgStats};
 use crate::base::gauge::{Level, Tally};
 
 /// One sandbox's gauges and connection pool.
@@ -121,6 +123,64 @@ impl State {
         }
         if !self.real_conns {
             sb.idle.push(now);
+        }
+    }
+}
+
+impl State {
+    /// Starts every gauge's, rate's and count's clock again at `at`. What each level holds
+    /// then is where the new period starts: its maximum at least that (execs held across
+    /// the warm-up's end are held in the steady state too).
+    pub(super) fn restart(&mut self, at: Instant) {
+        self.tallies = Tallies::default();
+        let t = &mut self.tallies;
+        for sb in &mut self.sandboxes {
+            for (l, tally) in [
+                (&mut sb.in_flight, &mut t.sb_in_flight),
+                (&mut sb.held, &mut t.sb_held),
+                (&mut sb.conns, &mut t.sb_conns),
+            ] {
+                l.restart(at);
+                l.settle(at, tally);
+            }
+        }
+        for (l, tally) in
+            [(&mut self.in_flight, &mut t.in_flight), (&mut self.held, &mut t.held), (&mut self.conns, &mut t.conns)]
+        {
+            l.restart(at);
+            l.settle(at, tally);
+        }
+        self.per_sec.clear();
+        self.start = at;
+        (self.rejected, self.queued, self.cut) = (0, 0, 0);
+        self.queue_wait.reset();
+    }
+
+    /// Everything measured since the clock's start, settled up to `until`.
+    pub(super) fn stats(&mut self, until: Instant, keepalive: Duration) -> OrgStats {
+        for i in 0..self.sandboxes.len() {
+            self.prune(i, until, keepalive);
+            let sb = &mut self.sandboxes[i];
+            sb.in_flight.settle(until, &mut self.tallies.sb_in_flight);
+            sb.held.settle(until, &mut self.tallies.sb_held);
+            sb.conns.settle(until, &mut self.tallies.sb_conns);
+        }
+        self.in_flight.settle(until, &mut self.tallies.in_flight);
+        self.held.settle(until, &mut self.tallies.held);
+        self.conns.settle(until, &mut self.tallies.conns);
+        let secs = until.saturating_duration_since(self.start).as_secs_f64().ceil() as usize;
+        OrgStats {
+            held_execs: self.tallies.held.stats(),
+            sandbox_held_execs: self.tallies.sb_held.stats(),
+            in_flight: self.tallies.in_flight.stats(),
+            sandbox_in_flight: self.tallies.sb_in_flight.stats(),
+            connections: self.tallies.conns.stats(),
+            sandbox_connections: self.tallies.sb_conns.stats(),
+            rates: RateStats::of(&self.per_sec[..secs.min(self.per_sec.len())], secs),
+            rejected: self.rejected,
+            queued: self.queued,
+            cut: self.cut,
+            queue_wait: self.queue_wait.clone(),
         }
     }
 }
