@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use relay_bench::{run_case_virtual, CaseEnv, Scenario, Signal};
 
+mod common;
+
 fn env() -> CaseEnv {
     CaseEnv {
         relay_root: std::env::temp_dir(),
@@ -385,4 +387,117 @@ fn a_per_sandbox_held_exec_limit_rejects_the_second_window() {
     let s = Scenario::parse("sandbox.toml", &roomy).unwrap();
     let r = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
     assert_eq!(r.fleet.unwrap().rejected, 0, "a sandbox never holds three");
+}
+
+const NEEDS: &str = r#"
+name = "needs"
+[workload]
+sandboxes = 4
+duration = "6m"
+warmup = "1m"
+seed = 5
+[workload.agent]
+session_gap = { mean = "1m" }
+start_spread = "10s"
+[limits.held]
+org_held_execs = 2
+[[case]]
+name = "cost-window-exec"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+sweep = { "workload.sandboxes" = [12, 4] }
+[[case]]
+name = "cost-poll-only"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "poll"
+writer = "poll"
+[[case]]
+name = "held"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+limits = "held"
+"#;
+
+/// What each fleet size needs, and the tier that covers it: a row per case with no limit,
+/// smallest fleet first, each figure the one summary.json holds (the busiest minute and the
+/// held-exec peak, warm-up included, with the phase each came from), the tier's number beside
+/// its source; the same table again when the report is drawn from summary.json alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_needs_table_renders_from_summary_json() {
+    let (summary, out, _relay) = common::run("needs.toml", NEEDS, false, false).await;
+    assert_eq!(summary.results.len(), 4);
+    let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+
+    let section = md.split("## What each fleet size needs, and the tier that covers it").nth(1).expect("the section");
+    let section = section.split("\n## ").next().unwrap();
+    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| sandboxes")).collect();
+    let cases: Vec<&str> = rows.iter().map(|r| r.split(" | ").nth(1).unwrap()).collect();
+    assert_eq!(cases, ["cost-window-exec@sandboxes=4", "cost-poll-only", "cost-window-exec@sandboxes=12"], "{section}");
+    for (row, r) in rows.iter().zip(["cost-window-exec@sandboxes=4", "cost-poll-only", "cost-window-exec@sandboxes=12"])
+    {
+        let case = json["results"].as_array().unwrap().iter().find(|c| c["case"] == r).unwrap();
+        let f = &case["fleet"];
+        let peak = |v: &serde_json::Value| v["peak_60s"].as_f64().unwrap();
+        let (warm, steady) = (peak(&f["ramp"]["org"]["requests_per_sec"]), peak(&f["requests_per_sec"]));
+        let busiest = format!(
+            "{:.0} ({})",
+            warm.max(steady) * 60.0,
+            if warm > steady {
+                "warm-up"
+            } else if warm < steady {
+                "steady state"
+            } else {
+                "both"
+            }
+        );
+        assert!(row.contains(&busiest), "{busiest}: {row}");
+        let mean = format!("| {:.0} |", f["requests_per_sec"]["mean_per_sec"].as_f64().unwrap() * 60.0);
+        assert!(row.contains(&mean), "{mean}: {row}");
+        let held =
+            f["held_execs"]["max"].as_u64().unwrap().max(f["ramp"]["org"]["held_execs"]["max"].as_u64().unwrap());
+        assert!(row.contains(&format!("| {held} (")), "{held}: {row}");
+        assert!(row.contains("tier 1 (10,000/min)"), "a small fleet fits tier 1: {row}");
+    }
+    assert!(rows[1].ends_with("| none needed: it holds no exec |"), "polling holds none: {}", rows[1]);
+    assert!(rows[0].ends_with("| not documented (assumed) |"), "{}", rows[0]);
+    assert!(section.contains("**tier 4**: 50,000 requests a minute; source: Daytona's published limits"), "{section}");
+    assert!(section.contains("**held execs**: not documented"), "{section}");
+    // The fleet section keeps the warm-up beside the steady state, and the limited case
+    // shows what its warm-up refused.
+    assert!(md.contains("The warm-up beside the steady state"), "{md}");
+    let held = md.lines().find(|l| l.starts_with("| held | 1m / 5m")).expect("the limited case's warm-up row");
+    assert!(held.contains("| 2 / 2 |"), "held at the limit in both phases: {held}");
+    let refused = &json["results"][3]["fleet"]["ramp"]["org"]["rejected"];
+    assert!(refused.as_u64().unwrap() > 0, "four sandboxes' first turns against a limit of 2: {held}");
+
+    // Drawn again from summary.json alone: the same document.
+    let again = tempfile::tempdir().unwrap();
+    std::fs::copy(out.path().join("summary.json"), again.path().join("summary.json")).unwrap();
+    // The charts' interval logs beside it, as a run directory holds them.
+    for case in std::fs::read_dir(out.path().join("hdr")).unwrap().flatten() {
+        let to = again.path().join("hdr").join(case.file_name());
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(case.path()).unwrap().flatten() {
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+    relay_bench::rerender(again.path()).unwrap();
+    assert_eq!(std::fs::read_to_string(again.path().join("summary.md")).unwrap(), md);
 }

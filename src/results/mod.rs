@@ -3,7 +3,8 @@
 //! arithmetic ([`rates`]), this machine's floor and facts ([`calibration`], [`env`]), and a
 //! daemon's own capacity for held execs ([`capacity`]), a sweep's points and its best ([`sweep`]);
 //! a case run several times made one, median and spread ([`repeat`]);
-//! a conformance battery's grades ([`conform`]).
+//! a conformance battery's grades ([`conform`]); the provider's documented tiers, each
+//! number with its source ([`tiers`]).
 
 pub(crate) mod boundary;
 pub(crate) mod calibration;
@@ -17,4 +18,5 @@ pub(crate) mod repeat;
 pub(crate) mod standing;
 pub(crate) mod summary;
 pub(crate) mod sweep;
+pub(crate) mod tiers;
 pub(crate) mod verdict;

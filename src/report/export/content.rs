@@ -2,8 +2,9 @@
 //! ([`super::Markdown`]) and report.html alike. Its title and outcome, the declared
 //! verdict, where and how the run ran, then a section each: the results, each sweep, an
 //! older run's inferred verdict, the baseline, the gates, the latency distributions, calls
-//! and requests (and why calls were lost or doubled), the faults, the fleet, the charts, the
-//! cases, this machine's floor, and what happened along the way.
+//! and requests (and why calls were lost or doubled), the faults, the fleet, what each fleet
+//! size needs of the provider, the charts, the cases, this machine's floor, and what
+//! happened along the way.
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
@@ -40,6 +41,7 @@ pub(crate) fn document(s: &Summary) -> Doc {
     sections.push(calls_and_requests(s));
     sections.extend(aside::faults(s));
     sections.extend(super::fleet::document(s));
+    sections.extend(super::needs::document(s));
     sections.extend(charts(s));
     sections.push(cases(s));
     sections.push(aside::calibration(s));

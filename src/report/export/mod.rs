@@ -15,6 +15,7 @@ pub(crate) mod hdr;
 mod json;
 pub(crate) mod junit;
 mod markdown;
+mod needs;
 mod phases;
 pub(crate) mod rollout;
 mod sweep;
