@@ -349,6 +349,8 @@ fn a_burst_of_turns_peaks_in_the_warmup_and_the_capacity_is_gated_on_it() {
     assert!(warm.requests_per_sec.peak_10s > f.requests_per_sec.peak_10s, "the burst's requests too");
     assert!(free.pass, "the worst is the warm-up's: {:?}", free.gates);
     assert_eq!(observed(&free, "fleet.worst.held_execs.max"), Some(warm.held_execs.max as f64));
+    let said = &free.gates.iter().find(|g| g.expr.starts_with("fleet.worst")).unwrap().observed_text;
+    assert!(said.ends_with(" in the warm-up"), "the gate says which phase: {said}");
 
     let tight = run_case_virtual(&s, &s.cases[1], &env()).unwrap();
     let t = tight.fleet.as_ref().unwrap();

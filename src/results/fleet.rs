@@ -142,6 +142,15 @@ impl FromPhase {
             FromPhase::Both => "both",
         }
     }
+
+    /// After a figure: `in the warm-up`, `in the steady state`, `in both`.
+    pub fn in_words(self) -> &'static str {
+        match self {
+            FromPhase::Warmup => "in the warm-up",
+            FromPhase::Steady => "in the steady state",
+            FromPhase::Both => "in both",
+        }
+    }
 }
 
 /// A share in %, to two decimals.

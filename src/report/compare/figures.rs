@@ -94,13 +94,18 @@ pub(crate) fn better(m: Metric) -> Better {
 
 fn unit(m: Metric) -> &'static str {
     match m {
+        // A phased figure (`fleet.warmup.*`, `fleet.worst.*`) is in its steady figure's unit.
+        Metric::Fleet(FleetMetric::Phased(_, f)) => unit(Metric::Fleet(f.steady())),
         Metric::Latency(..) | Metric::Count(Counter::FaultWorstPickupMs) => "ms",
         Metric::Count(c) if c.is_request_rate() => "/min",
         Metric::Fleet(FleetMetric::QueueWaitP99Ms) => "ms",
         Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
         Metric::Fleet(FleetMetric::HeldExecSecsPerMin) => "s/min",
         Metric::Fleet(
-            FleetMetric::PeakRequestsPerSec1s | FleetMetric::PeakRequestsPerSec10s | FleetMetric::MeanRequestsPerSec,
+            FleetMetric::PeakRequestsPerSec1s
+            | FleetMetric::PeakRequestsPerSec10s
+            | FleetMetric::PeakRequestsPerSec60s
+            | FleetMetric::MeanRequestsPerSec,
         ) => "/s",
         Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
         _ => "",

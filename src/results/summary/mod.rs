@@ -9,7 +9,7 @@ use crate::record::recorder::{LatencyStats, Measure, Recording};
 use crate::results::calibration::Calibration;
 use crate::results::env::Environment;
 use crate::results::verdict::{Case as VerdictCase, Verdict};
-use crate::scenario::gate::{Counter, Gate, GateResult, Metric, Ratio};
+use crate::scenario::gate::{Counter, FleetMetric, Gate, GateResult, Metric, Phase, Ratio};
 use crate::strategy::PickupDefinition;
 
 pub(crate) use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
@@ -355,9 +355,25 @@ impl CaseResult {
         (!self.rollout.is_empty()).then(|| (self.rollout.iter().filter(|g| g.pass).count(), self.rollout.len()))
     }
 
+    /// A gate's verdict on this case; a `fleet.worst.*` figure says which phase it came from
+    /// (`1.36 in the warm-up`), unless it is a median across repeats.
+    fn evaluate(&self, g: &Gate) -> GateResult {
+        let mut r = g.evaluate(self.metric(g.metric));
+        let phase = match (g.metric, &self.fleet) {
+            (Metric::Fleet(FleetMetric::Phased(Phase::Worst, f)), Some(fleet)) if self.repeat.is_none() => {
+                fleet.worst(f).map(|(_, from)| from)
+            }
+            _ => None,
+        };
+        if let (Some(from), Some(_)) = (phase, r.observed) {
+            r.observed_text = format!("{} {}", r.observed_text, from.in_words());
+        }
+        r
+    }
+
     pub(crate) fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
-        self.gates = gates.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
-        self.rollout = rollout.iter().map(|g| g.evaluate(self.metric(g.metric))).collect();
+        self.gates = gates.iter().map(|g| self.evaluate(g)).collect();
+        self.rollout = rollout.iter().map(|g| self.evaluate(g)).collect();
         self.rollout_pass = (!self.rollout.is_empty()).then(|| self.rollout.iter().all(|g| g.pass));
         self.pass = !self.interrupted && self.runner.stuck == 0 && self.gates.iter().all(|g| g.pass);
     }
