@@ -114,6 +114,9 @@ fn the_agent_model_refuses_what_does_not_apply_to_it() {
     let bad = FLEET.replace("org_held_execs = 3", "org_held_execs = 3\norg_burst = 4");
     let e = Scenario::parse("fleet.toml", &bad).unwrap_err();
     assert_eq!(e.key, "limits.tight.org_burst", "{e}");
+    let bad = FLEET.replace("seed = 11", "seed = 11\nwarmup_gated = false");
+    let e = Scenario::parse("fleet.toml", &bad).unwrap_err();
+    assert_eq!(e.key, "workload.warmup_gated", "no warm-up to gate: {e}");
     let bad = FLEET.replace("limits = \"tight\"", "limits = \"loose\"");
     let e = Scenario::parse("fleet.toml", &bad).unwrap_err();
     assert!(e.msg.contains("[limits.loose]") && e.msg.contains("tight"), "{e}");

@@ -26,6 +26,20 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     Ok(Some(phases))
 }
 
+/// The warm-up (`warmup`, shorter than the schedule's `duration`), and whether the capacity
+/// figures take it in (`warmup_gated`, only with a warm-up; true unless said).
+fn parse_warmup(w: &mut Fields<'_>, duration: Duration) -> Result<(Duration, bool), ScenarioError> {
+    let warmup = w.duration("warmup")?.unwrap_or(Duration::ZERO);
+    if warmup >= duration {
+        return Err(w.err("warmup", "must be shorter than `duration`"));
+    }
+    let gated = w.boolean("warmup_gated")?;
+    if gated.is_some() && warmup.is_zero() {
+        return Err(w.err("warmup_gated", "applies only with a `warmup`: it says whether the warm-up's figures gate"));
+    }
+    Ok((warmup, gated.unwrap_or(true)))
+}
+
 /// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.
 pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
     let agent = match w.table("agent")? {
@@ -62,10 +76,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
         }
     };
     let duration: Duration = phases.iter().map(|p| p.duration).sum();
-    let warmup = w.duration("warmup")?.unwrap_or(Duration::ZERO);
-    if warmup >= duration {
-        return Err(w.err("warmup", "must be shorter than `duration`"));
-    }
+    let (warmup, warmup_gated) = parse_warmup(w, duration)?;
     let factor = ov.factor(duration);
     if !(factor > 0.0 && factor <= overrides::MAX_SCALE) {
         let why = format!(
@@ -107,7 +118,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
         phases,
         calls_per_turn: w.int("calls_per_turn", 1, 1000)?.unwrap_or(1) as u32,
         warmup,
-        warmup_gated: w.boolean("warmup_gated")?.unwrap_or(true),
+        warmup_gated,
         tool_timeout: w.duration("tool_timeout")?,
         seed: ov.seed.unwrap_or(w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64),
         payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
