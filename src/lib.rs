@@ -95,7 +95,7 @@ pub use scenario::{Overrides, Scenario};
 pub use strategy::pair::{Relay, RelaySpec};
 pub use strategy::window::arithmetic::{idle_cost, IdleCost};
 pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};
-pub use strategy::{runner_from_toml, writer_from_toml, RUNNERS, WRITERS};
+pub use strategy::{runner_from_toml, writer_from_toml, ChangeKind, Departure, RUNNERS, WRITERS};
 
 use std::future::Future;
 use std::pin::Pin;

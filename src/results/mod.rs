@@ -13,6 +13,7 @@ pub(crate) mod counts;
 pub(crate) mod env;
 pub(crate) mod fleet;
 pub(crate) mod rates;
+pub(crate) mod recommend;
 pub(crate) mod repeat;
 pub(crate) mod standing;
 pub(crate) mod summary;

@@ -163,8 +163,12 @@ fn parse_case(
         add_invariants(&mut gates, &own);
     }
     gates.extend(own);
-    let own_rollout = c.strings("rollout")?;
-    let mut rollout = common_rollout.to_vec();
+    // `rollout = false`: a case that measures a cost beside the verdict (the same option
+    // under another workload), judged on no rollout gate.
+    let judged = !matches!(c.raw_peek("rollout"), Some(toml::Value::Boolean(false)));
+    let own_rollout =
+        if judged { c.strings("rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
+    let mut rollout = if judged { common_rollout.to_vec() } else { Vec::new() };
     for g in parse_gates(c, "rollout", &own_rollout)? {
         if !rollout.iter().any(|r| r.same_test(&g)) {
             rollout.push(g);

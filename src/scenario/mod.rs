@@ -111,7 +111,7 @@ pub struct CaseSpec {
 impl CaseSpec {
     /// Where this case departs from production's relay as built (SPEC §8): the options set
     /// away from production's defaults, runner side then writer side.
-    pub fn departures(&self) -> Vec<String> {
+    pub fn departures(&self) -> Vec<crate::strategy::Departure> {
         let mut d = self.runner.departures();
         d.extend(self.writer.departures());
         d
@@ -508,6 +508,10 @@ impl Scenario {
         }
         sweep.insert(search.path.clone(), toml::Value::Array(vec![search.value(x)]));
         case.insert("sweep".into(), toml::Value::Table(sweep));
+        // Alone in its scenario: a baseline named is another case, compared with in the run's
+        // summary (the scenario's), not read here.
+        case.remove("baseline");
+        table.remove("baseline");
         table.insert("case".into(), toml::Value::Array(vec![toml::Value::Table(case)]));
         let text = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
         let probe = Scenario::parse_with(&self.origin, &text, &self.read_with).map_err(|e| {
