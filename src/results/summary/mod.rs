@@ -507,8 +507,7 @@ impl Summary {
                 r.injected_leg_us.as_ref().filter(|l| l.count > 0).map(|l| (2.0 * l.p50 / 100.0).round() / 10.0);
             Some(crate::results::boundary::PointCase { round_trip_ms, rollout: &r.rollout })
         });
-        verdict.recommendation =
-            crate::results::recommend::recommend(&self.results, &self.sweeps, verdict.pass, &self.scenario);
+        verdict.recommendation = recommend::recommend(&self.results, &self.sweeps, verdict.pass, &self.scenario);
         self.pass = !self.interrupted
             && self.cases_not_run.is_empty()
             && self.results.iter().all(|r| r.pass)
@@ -519,6 +518,7 @@ impl Summary {
 
 mod comparison;
 mod latencies;
+mod recommend;
 pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;
