@@ -5,6 +5,7 @@
 //! a case run several times made one, median and spread ([`repeat`]);
 //! a conformance battery's grades ([`conform`]).
 
+pub(crate) mod assumptions;
 pub(crate) mod boundary;
 pub(crate) mod calibration;
 pub(crate) mod capacity;

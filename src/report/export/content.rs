@@ -44,6 +44,7 @@ pub(crate) fn document(s: &Summary) -> Doc {
     sections.push(cases(s));
     sections.push(aside::calibration(s));
     sections.extend(aside::along_the_way(s));
+    sections.push(assumptions(s));
     Doc { title: format!("relay-bench: {}", s.scenario), outcome, verdict, lead: lead(s), sections }
 }
 
@@ -409,4 +410,25 @@ fn case_notes(r: &CaseResult) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the run assumes and does not measure, each with its source: the report's last word.
+fn assumptions(s: &Summary) -> Section {
+    let blocks = match &s.assumptions {
+        Some(all) => vec![
+            Block::Para(inline(
+                "What this run takes as given rather than measures, and where each value comes from: a figure above \
+                 holds for these, not beyond them.",
+            )),
+            Block::Table(Table {
+                columns: crate::report::doc::columns(&[("what", L), ("value", L), ("source", L)]),
+                rows: all.iter().map(|a| vec![a.what.clone(), a.value.clone(), a.source.clone()]).collect(),
+            }),
+        ],
+        None => vec![Block::Para(plain(
+            "This run did not record what it assumes (a run from before assumptions were recorded): its scenario \
+             file and docs/production.md say what its workload and limits stand for.",
+        ))],
+    };
+    Section::new("assumptions", "Assumptions", blocks)
 }

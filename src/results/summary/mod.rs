@@ -409,6 +409,10 @@ pub struct Summary {
     /// gates were declared (its reports infer one from the cases' own gates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// What the run assumes and does not measure, each with its source. Absent: a run from
+    /// before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumptions: Option<Vec<crate::results::assumptions::Assumption>>,
     /// The run was cut short.
     pub interrupted: bool,
     /// Every gate of every case held.
