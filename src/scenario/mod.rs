@@ -472,7 +472,8 @@ impl Scenario {
         for s in &mut self.sweeps {
             s.points.retain(|p| kept.contains(&p.case));
         }
-        self.sweeps.retain(|s| !s.points.is_empty());
+        // A searched case named keeps its search (its probes are made as it runs).
+        self.sweeps.retain(|s| !s.points.is_empty() || (s.search.is_some() && names.contains(&s.case)));
         Ok(())
     }
 
