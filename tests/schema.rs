@@ -15,9 +15,7 @@ fn validator() -> jsonschema::Validator {
 }
 
 fn check(summary: &Value) {
-    let v = validator();
-    let errors: Vec<String> = v.iter_errors(summary).map(|e| format!("{}: {e}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+    common::check_schema(summary);
 }
 
 async fn run(text: &str, calibrate: bool) -> Value {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::units::{human, readable, wall};
 use crate::scenario::turns::{Count, Span};
-use crate::scenario::{Clock, Scenario};
+use crate::scenario::{CaseSpec, Clock, Scenario};
 
 /// One thing a run takes as given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,68 +108,93 @@ fn tier(per_sec: f64) -> Option<(u32, f64)> {
     RATE_TIERS.iter().find(|(_, per_min)| (per_sec * 60.0 - per_min).abs() <= per_min * 0.005).copied()
 }
 
+/// An emulated daemon's latency profile, added to the one row that lists every profile.
+fn latency(out: &mut Vec<Assumption>, profile: String) {
+    const WHAT: &str = "the emulated daemon's latency";
+    match out.iter_mut().find(|a| a.what == WHAT) {
+        Some(a) if !a.value.split(" · ").any(|p| p == profile) => a.value += &format!(" · {profile}"),
+        Some(_) => {}
+        None => out.push(Assumption {
+            what: WHAT.into(),
+            value: profile,
+            source:
+                "assumed: every request pays the profile's legs (tokio timers, no netem); the real-daemon scenario \
+                     sets the emulation beside the real sandbox-agent daemon behind a delay proxy \
+                     (reports/runs/20261130-real-daemon)"
+                    .into(),
+        }),
+    }
+}
+
+fn put(out: &mut Vec<Assumption>, what: &str, value: String, source: impl Into<String>) {
+    if !out.iter().any(|a| a.what == what && a.value == value) {
+        out.push(Assumption { what: what.into(), value, source: source.into() });
+    }
+}
+
 /// What `s` assumes, each once, in the order a reader meets them.
 pub(crate) fn of(s: &Scenario) -> Vec<Assumption> {
     let mut out: Vec<Assumption> = Vec::new();
-    fn put(out: &mut Vec<Assumption>, what: String, value: String, source: String) {
-        if !out.iter().any(|a| a.what == what && a.value == value) {
-            out.push(Assumption { what, value, source });
-        }
-    }
-
-    for c in &s.cases {
+    // The cases, and each searched case as its first probe runs it.
+    let cases: Vec<(&CaseSpec, Option<&str>)> = s
+        .cases
+        .iter()
+        .map(|c| (c, None))
+        .chain(s.probes.iter().map(|(name, p)| {
+            let path =
+                s.sweeps.iter().find(|w| w.case == *name).and_then(|w| w.search.as_ref()).map(|x| x.path.as_str());
+            (p, path)
+        }))
+        .collect();
+    for (c, _) in &cases {
         let (value, source) = workload(&c.workload);
-        put(&mut out, "workload".into(), value, source);
+        put(&mut out, "workload", value, source);
     }
     let h = &s.handler;
+    let tool = format!(
+        "runs {}-{}; {} % of calls answer an error, {} % pause",
+        human(h.duration),
+        human(h.duration_max),
+        readable(h.error_ratio * 100.0, 1),
+        readable(h.pause_ratio * 100.0, 1)
+    );
+    put(&mut out, "the tool", tool, "assumed: a model of a tool, not production's tools");
+    for (c, searched) in &cases {
+        case_rows(&mut out, c, *searched);
+    }
+    for w in &s.sweeps {
+        let Some(x) = &w.search else { continue };
+        let unit = x.unit();
+        let value = format!("`{}` from {}{unit} to {}{unit}", x.path, readable(x.from, 3), readable(x.to, 3));
+        let source =
+            format!("measured: searched to {} for where every rollout gate holds with margin", x.precision.text(unit));
+        put(&mut out, &format!("{}'s searched value", w.case), value, source);
+    }
     put(
         &mut out,
-        "the tool".into(),
-        format!(
-            "runs {}-{}; {} % of calls answer an error, {} % pause",
-            human(h.duration),
-            human(h.duration_max),
-            readable(h.error_ratio * 100.0, 1),
-            readable(h.pause_ratio * 100.0, 1)
-        ),
-        "assumed: a model of a tool, not production's tools".into(),
+        "production's relay",
+        "modelled as built: its loop, the window source, the watch program, delete-on-pickup, the writer".into(),
+        "read from services/runner/src/tools/ in Agenta-AI/agenta (docs/production.md names each path); \
+         `relay-bench conform` grades production's own runner and writer (reports/runs/20261201-conform-production)",
     );
-    for c in &s.cases {
-        if c.host.name() == "remote" {
-            let params = c.host.params();
-            let profile = params.split(';').next().unwrap_or(&params).to_owned();
-            match out.iter_mut().find(|a| a.what == "the emulated daemon's latency") {
-                Some(a) if !a.value.split(" · ").any(|p| p == profile) => a.value += &format!(" · {profile}"),
-                Some(_) => {}
-                None => put(
-                    &mut out,
-                    "the emulated daemon's latency".into(),
-                    profile,
-                    "assumed: every request pays the profile's legs (tokio timers, no netem); the real-daemon \
-                     scenario sets the emulation beside the real sandbox-agent daemon behind a delay proxy \
-                     (reports/runs/20261130-real-daemon)"
-                        .into(),
-                ),
-            }
-        }
-        let limits = c.host.limits();
-        if let Some(n) = limits.org.held_execs {
-            put(
-                &mut out,
-                "an organisation's held execs".into(),
-                format!("{n} at once"),
-                "assumed: no provider documents a held-exec limit".into(),
-            );
-        }
-        if let Some(n) = limits.sandbox.held_execs {
-            put(
-                &mut out,
-                "a sandbox's held execs".into(),
-                format!("{n} at once"),
-                "assumed: no provider documents a held-exec limit".into(),
-            );
-        }
-        if let Some(r) = limits.org.rate {
+    out
+}
+
+/// A case's host, limits and clock (a searched limit is measured, not assumed: left out).
+fn case_rows(out: &mut Vec<Assumption>, c: &CaseSpec, searched: Option<&str>) {
+    if let Some(profile) = c.host.emulated_latency() {
+        latency(out, profile);
+    }
+    let limits = c.host.limits();
+    let undocumented = "assumed: no provider documents a held-exec limit";
+    if let Some(n) = limits.org.held_execs.filter(|_| searched != Some("limits.org_held_execs")) {
+        put(out, "an organisation's held execs", format!("{n} at once"), undocumented);
+    }
+    if let Some(n) = limits.sandbox.held_execs.filter(|_| searched != Some("limits.sandbox_held_execs")) {
+        put(out, "a sandbox's held execs", format!("{n} at once"), undocumented);
+    }
+    if let Some(r) = limits.org.rate {
+        if searched != Some("limits.org_rate") {
             let (value, source) = match tier(r.per_sec) {
                 Some((t, per_min)) => (
                     format!("{}/s (tier {t}: {}/min)", readable(r.per_sec, 1), thousands(per_min)),
@@ -180,44 +205,37 @@ pub(crate) fn of(s: &Scenario) -> Vec<Assumption> {
                     "assumed: a value around the documented tiers (10,000 to 50,000 a minute)".into(),
                 ),
             };
-            put(&mut out, "an organisation's request rate".into(), value, source);
-            put(
-                &mut out,
-                "the burst a rate allows".into(),
-                format!("{} requests", r.burst),
-                "assumed: the provider documents no burst".into(),
-            );
+            put(out, "an organisation's request rate", value, source);
         }
-        if limits.any() {
-            put(
-                &mut out,
-                "what a request past a limit meets".into(),
-                limits.describe(),
-                "assumed: the proxy answers 429 (production's client, sandbox-agent 0.4.2 `requestRaw`, throws on any \
-                 non-OK status and nothing on the relay's path retries it: docs/production.md)"
-                    .into(),
-            );
-        }
-        if c.clock == Clock::Virtual {
-            put(
-                &mut out,
-                "the clock".into(),
-                "virtual: simulated time over an in-memory sandbox".into(),
-                "the clock-check scenario gates the virtual clock's figures against the real clock's \
-                 (reports/runs/20261201-clock-check)"
-                    .into(),
-            );
-        }
+        put(
+            out,
+            "the burst a rate allows",
+            format!("{} requests", r.burst),
+            "assumed: the provider documents no burst",
+        );
     }
-    put(
-        &mut out,
-        "production's relay".into(),
-        "modelled as built: its loop, the window source, the watch program, delete-on-pickup, the writer".into(),
-        "read from services/runner/src/tools/ in Agenta-AI/agenta (docs/production.md names each path); \
-         `relay-bench conform` grades production's own runner and writer (reports/runs/20261201-conform-production)"
-            .into(),
-    );
-    out
+    if limits.any() {
+        let at_limit = match limits.on_limit {
+            crate::sandbox::host::org::OnLimit::Reject => "rejected at once (429)".to_owned(),
+            crate::sandbox::host::org::OnLimit::Queue(w) => format!("queued up to {}, then rejected (429)", human(w)),
+        };
+        put(
+            out,
+            "what a request past a limit meets",
+            at_limit,
+            "assumed: the proxy answers 429 (production's client, sandbox-agent 0.4.2 `requestRaw`, throws on any \
+             non-OK status and nothing on the relay's path retries it: docs/production.md)",
+        );
+    }
+    if c.clock == Clock::Virtual {
+        put(
+            out,
+            "the clock",
+            "virtual: simulated time over an in-memory sandbox".into(),
+            "the clock-check scenario gates the virtual clock's figures against the real clock's \
+             (reports/runs/20261201-clock-check)",
+        );
+    }
 }
 
 #[cfg(test)]
@@ -237,7 +255,12 @@ mod tests {
             }
         }
         let map = of(&Scenario::load("decision-map").unwrap());
-        let rate = map.iter().find(|a| a.value.contains("tier 1")).unwrap();
+        assert!(!map.iter().any(|a| a.what == "an organisation's request rate"), "searched, not assumed: {map:?}");
+        let searched = map.iter().find(|a| a.what == "rate-1000's searched value").unwrap();
+        assert_eq!(searched.value, "`limits.org_rate` from 190 to 205");
+        assert!(searched.source.starts_with("measured: searched to 5 %"), "{searched:?}");
+        let capacity = of(&Scenario::load("fleet-capacity").unwrap());
+        let rate = capacity.iter().find(|a| a.value.contains("tier 1")).unwrap();
         assert_eq!(rate.value, "166.7/s (tier 1: 10,000/min)");
         assert!(rate.source.starts_with("the provider's documented tiers"), "{rate:?}");
         assert!(map.iter().any(|a| a.what == "the burst a rate allows" && a.source.starts_with(ASSUMED)));

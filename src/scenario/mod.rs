@@ -145,6 +145,10 @@ pub struct Scenario {
     pub overrides: Option<Applied>,
     /// The overrides it was read with, for a search's probes (read from the same text).
     pub(crate) read_with: Overrides,
+    /// Each searched case's probe at the start of its bracket, by the searched case's name:
+    /// what one probe runs (the run's estimate and event log count it; the assumptions
+    /// read its host and limits).
+    pub(crate) probes: Vec<(String, CaseSpec)>,
 }
 
 /// The scenario's `[[case]]`s, each swept one expanded into its points (a point's own
@@ -449,6 +453,7 @@ impl Scenario {
             rollout,
             overrides: None,
             read_with: Overrides { sweeps: Vec::new(), figures: Vec::new(), cases: Vec::new(), ..over.clone() },
+            probes: Vec::new(),
         })
         .and_then(Scenario::check_searches)
     }
@@ -474,6 +479,7 @@ impl Scenario {
         }
         // A searched case named keeps its search (its probes are made as it runs).
         self.sweeps.retain(|s| !s.points.is_empty() || (s.search.is_some() && names.contains(&s.case)));
+        self.probes.retain(|(case, _)| names.contains(case));
         Ok(())
     }
 
@@ -482,8 +488,10 @@ impl Scenario {
     pub(crate) fn expected_probes(&self) -> Vec<(u64, bool)> {
         let mut out = Vec::new();
         for w in &self.sweeps {
-            if let (Some(search), Some(probe)) = (&w.search, w.probe) {
-                out.extend(std::iter::repeat_n(probe, search.expected_probes() * w.lines.len().max(1)));
+            let probe = self.probes.iter().find(|(case, _)| *case == w.case).map(|(_, p)| p);
+            if let (Some(search), Some(p)) = (&w.search, probe) {
+                let one = (p.workload.planned_calls(), p.clock == Clock::Real);
+                out.extend(std::iter::repeat_n(one, search.expected_probes() * w.lines.len().max(1)));
             }
         }
         out
@@ -536,7 +544,7 @@ impl Scenario {
             if w.figures.is_empty() {
                 w.settle_figures(&[from.gates.as_slice(), from.rollout.as_slice()].concat());
             }
-            w.probe = Some((from.workload.planned_calls(), from.clock == Clock::Real));
+            self.probes.push((w.case.clone(), from));
         }
         Ok(self)
     }

@@ -311,7 +311,7 @@ fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gat
 fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none() {
     for (name, text) in SHIPPED {
         let s = Scenario::parse(name, text).unwrap();
-        let declared = s.cases.iter().any(|c| !c.rollout.is_empty());
+        let declared = s.cases.iter().chain(s.probes.iter().map(|(_, p)| p)).any(|c| !c.rollout.is_empty());
         assert_eq!(
             declared,
             ["rollout-gate", "fleet-capacity", "decision-map", "window-sweep"].contains(name),

@@ -397,6 +397,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn missing_here(&self) -> Option<String> {
         None
     }
+    /// The latency it emulates for every request (a profile's legs), as a person reads it;
+    /// `None` for a host whose latency is real (a local dir, a real daemon).
+    fn emulated_latency(&self) -> Option<String> {
+        None
+    }
     /// The limits of the remote side it enforces (none: every request is only counted).
     fn limits(&self) -> org::Limits {
         org::Limits::default()

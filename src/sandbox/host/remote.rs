@@ -455,6 +455,10 @@ impl HostSpec for RemoteSpec {
         format!("{}; latency injected in user space (tokio timers, no netem){limits}", self.profile.describe())
     }
 
+    fn emulated_latency(&self) -> Option<String> {
+        Some(self.profile.describe())
+    }
+
     fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
         let daemon = Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox);
         let daemon = Arc::new(daemon.struck(seat.struck));
