@@ -1,13 +1,13 @@
 //! A run's report as content ([`Doc`]): built once from the summary, written by summary.md
-//! ([`super::Markdown`]) and report.html alike. Its title and outcome, the declared
-//! verdict, where and how the run ran, then a section each: the results, each sweep, an
-//! older run's inferred verdict, the baseline, the gates, the latency distributions, calls
+//! ([`super::Markdown`]) and report.html alike. Its title and outcome, the stored verdict
+//! (or that an older run stores none), where and how the run ran, then a section each: the
+//! results, each sweep, the baseline, the gates, the latency distributions, calls
 //! and requests (and why calls were lost or doubled), the faults, the fleet, the charts, the
 //! cases, this machine's floor, and what happened along the way.
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
+use crate::report::doc::{inline, plain, Align, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 
 use Align::{Left as L, Right as R};
@@ -27,12 +27,19 @@ pub(crate) fn document(s: &Summary) -> Doc {
     let mut sections = vec![results(s)];
     sections.extend(super::sweep::sections(s));
     let verdict = match &s.verdict {
-        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held, at: At::Top }),
-        // A run from before rollout gates were declared: its verdict, inferred, after its
-        // results and sweeps.
-        None => {
-            super::verdict::section(s).map(|(section, held)| Verdict { section, held, at: At::Before(sections.len()) })
-        }
+        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held }),
+        // A run from before verdicts were stored: said, not inferred from its gates.
+        None => Some(Verdict {
+            section: Section::new(
+                "verdict",
+                "Rollout verdict: not stored",
+                vec![Block::Para(plain(
+                    "This run stores no rollout verdict (it was recorded before verdicts were): each case's own \
+                     gates are below, and no verdict is inferred from them.",
+                ))],
+            ),
+            held: false,
+        }),
     };
     sections.extend(baseline(s));
     sections.push(super::gates::document(s));

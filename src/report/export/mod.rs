@@ -18,7 +18,6 @@ mod markdown;
 pub(crate) mod rollout;
 mod sweep;
 mod table;
-pub(crate) mod verdict;
 
 pub(crate) use json::Json;
 pub(crate) use junit::JUnit;
