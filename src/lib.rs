@@ -88,7 +88,7 @@ pub use sandbox::dir::{publish_now, ExecOutput, Lines, RealDir, RelayDir, SimDir
 pub use sandbox::host::org::{Caps, Limits, Org};
 pub use sandbox::host::{
     find_sandbox_agent, sandbox_agent_request_kind, AgentHost, AgentProcess, BenchRequest, Daemon, DelayProxy, Gate,
-    Host, Kind, LatencyProfile, LocalHost, RemoteHost, RequestCounts, HOSTS,
+    Host, Kind, LatencyProfile, LocalHost, Mark, ReadStorm, RemoteHost, RequestCounts, HOSTS,
 };
 pub use scenario::fault::FaultKind;
 pub use scenario::{Overrides, Scenario};

@@ -141,7 +141,8 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let settled = teardown::settle(&mut parts).await;
     degraded.extend(settled.degraded);
     // Every sender of the recorder's channel gone, its thread ends with the recording.
-    let Parts { backend: _backend, sink, runner_sink, relays, writers, org, hosts, limits, elsewhere, .. } = parts;
+    let Parts { backend: _backend, sink, runner_sink, relays, writers, org, hosts, limits, elsewhere, daemons, .. } =
+        parts;
     drop((writers, relays, calls.fire, calls.done_tx, runner_sink));
     drop(sink);
     let recording = recorder.await.map_err(|_| EngineError::Recorder("the recorder thread ended early".into()))?;
@@ -168,6 +169,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         stops: drained.stops,
         org: (case.host.admits()).then_some((org_stats, limits)),
         org_handle: &org,
+        daemons: &daemons,
     };
     Ok(ended.result(&recording))
 }

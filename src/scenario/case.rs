@@ -219,6 +219,16 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSp
     if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
         return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
     }
+    let answer_fails = match f.choice("answer", &["written", "fails"])? {
+        Some(_) if kind != FaultKind::ReadFails => {
+            return Err(f.err("answer", "applies only to kind = \"read-fails\""));
+        }
+        a => a == Some("fails"),
+    };
+    if kind.storms() && fleet {
+        let why = format!("{} strikes one sandbox: its storm is measured against the others'", kind.name());
+        return Err(f.err("sandbox", why));
+    }
     let duration = match f.duration("duration")? {
         Some(_) if !kind.lasts() => {
             return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
@@ -226,7 +236,8 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSp
         d => d.unwrap_or(kind.default_duration()),
     };
     let fleet = fleet || kind == FaultKind::OrgLimit;
-    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
+    let calls = calls.unwrap_or(0) as u32;
+    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls, held_execs, answer_fails })
 }
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.

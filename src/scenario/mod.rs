@@ -29,6 +29,7 @@ pub(crate) mod overrides;
 pub(crate) mod pacer;
 pub(crate) mod rules;
 pub(crate) mod search;
+pub(crate) mod storm;
 pub(crate) mod sweep;
 pub(crate) mod turns;
 mod workload;
@@ -66,6 +67,7 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
     ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
     ("decision-map", include_str!("../../scenarios/decision-map.toml")),
+    ("storm", include_str!("../../scenarios/storm.toml")),
 ];
 
 /// How time passes in a case.

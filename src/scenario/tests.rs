@@ -284,6 +284,29 @@ fn a_blackhole_needs_the_delay_proxy_of_a_real_daemon() {
 }
 
 #[test]
+fn a_read_fails_fault_needs_the_emulated_daemon_and_strikes_one_sandbox() {
+    let with = |host: &str, extra: &str| {
+        GOOD.replace("[[case]]\n", &format!("[[case]]\n{host}"))
+            + &format!("[[case.fault]]\nkind = \"read-fails\"\nat = \"1s\"\n{extra}")
+    };
+    let remote = "host = \"remote\"\nprofile = \"proxy\"\n";
+    let s = Scenario::parse("s.toml", &with(remote, "answer = \"fails\"\n")).unwrap();
+    let f = &s.cases[0].faults[0];
+    assert!(f.answer_fails && f.duration == Duration::from_secs(1), "{f:?}");
+    assert!(!Scenario::parse("s.toml", &with(remote, "")).unwrap().cases[0].faults[0].answer_fails);
+    for host in ["", "host = \"sandbox-agent\"\n"] {
+        let e = err(&with(host, ""));
+        assert_eq!(e.key, "case[0].fault", "{e}");
+        assert!(e.msg.contains("read-fails fails the emulated daemon's file reads: use host = \"remote\""), "{e}");
+    }
+    let e = err(&with(remote, "sandbox = \"all\"\n"));
+    assert!(e.key.ends_with("sandbox") && e.msg.contains("strikes one sandbox"), "{e}");
+    let e = err(&(GOOD.replace("[[case]]\n", &format!("[[case]]\n{remote}"))
+        + "[[case.fault]]\nkind = \"exec-fail\"\nat = \"1s\"\nanswer = \"fails\"\n"));
+    assert!(e.key.ends_with("answer") && e.msg.contains("only to kind = \"read-fails\""), "{e}");
+}
+
+#[test]
 fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gates() {
     let text = GOOD
         .replace("gates = [\"lost == 0\"]\n", "gates = [\"lost == 0\"]\nrollout = [\"pickup.p50 < 150ms\"]\n")

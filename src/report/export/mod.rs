@@ -16,6 +16,7 @@ mod json;
 pub(crate) mod junit;
 mod markdown;
 pub(crate) mod rollout;
+mod storm;
 mod sweep;
 mod table;
 
