@@ -77,7 +77,15 @@ fn under_an_organisation_rate_limit_the_storm_costs_the_other_sandboxes() {
     );
     // The limit throttles the storm itself: fewer windows than unlimited, still many more than before.
     assert!(st.execs_per_sec >= 5.0 * st.before_execs_per_sec, "{st:?}");
-    assert_eq!((stormy.calls.lost, stormy.calls.duplicated), (1, 0), "{:?}", stormy.calls);
+    // Production tries an answer once: the limit the storm fills rejects the other sandboxes'
+    // answers, and their calls are lost (the limit alone loses a few).
+    assert_eq!(stormy.calls.duplicated, 0, "{:?}", stormy.calls);
+    assert!(
+        stormy.calls.lost > 10 * quiet.calls.lost.max(1),
+        "{} lost against {}",
+        stormy.calls.lost,
+        quiet.calls.lost
+    );
     // Answered, the storm is over before it costs anyone anything.
     let r = run(&s, "rate-limit-answered");
     let st = r.faults[0].storm.as_ref().unwrap();

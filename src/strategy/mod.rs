@@ -280,6 +280,7 @@ pub(crate) fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, Scen
     o.await_pickups = t.boolean("await_pickups")?.unwrap_or(o.await_pickups);
     o.stat = t.boolean("stat")?.unwrap_or(o.stat);
     o.sweep = t.boolean("sweep")?.unwrap_or(o.sweep);
+    o.answer_retry = t.boolean("answer_retry")?.unwrap_or(o.answer_retry);
     o.seen = match t.choice("seen", &["turn", "in-flight"])? {
         Some("in-flight") => SeenScope::InFlight,
         _ => SeenScope::Turn,
@@ -340,9 +341,12 @@ pub(crate) fn loop_departures(o: &LoopOptions) -> Vec<Departure> {
     if o.poll.max != p.poll.max {
         d.push(Departure::setting(format!("max_interval = {}", human(o.poll.max)), "POLLING_MAX", ms(o.poll.max)));
     }
-    for (key, on, prod) in
-        [("await_pickups", o.await_pickups, p.await_pickups), ("stat", o.stat, p.stat), ("sweep", o.sweep, p.sweep)]
-    {
+    for (key, on, prod) in [
+        ("await_pickups", o.await_pickups, p.await_pickups),
+        ("stat", o.stat, p.stat),
+        ("sweep", o.sweep, p.sweep),
+        ("answer_retry", o.answer_retry, p.answer_retry),
+    ] {
         if on != prod {
             d.push(Departure::code(format!("{key} = {on}")));
         }
