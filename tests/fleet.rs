@@ -2,21 +2,10 @@
 //! remote side's limits and what they do to a fleet (rejections, demotions, the fallback
 //! storm), fleet-wide faults and the recovery after them. Nothing lost, nothing doubled.
 
-use std::sync::Arc;
-
-use relay_bench::{run_case_virtual, CaseEnv, Scenario, Signal};
+use relay_bench::{run_case_virtual, CaseEnv, Scenario};
 
 fn env() -> CaseEnv {
-    CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: "relay-bench".into(),
-        interrupt: Arc::new(Signal::new()),
-        progress: None,
-        progress_every: std::time::Duration::from_secs(1),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    }
+    CaseEnv::quiet()
 }
 
 const FLEET: &str = r#"

@@ -3,22 +3,10 @@
 //! answer, or the next turn's sweep), and under an organisation's request-rate limit it costs
 //! the other sandboxes. Every figure asserted is a count of the run; the bounds are ratios.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use relay_bench::{run_case_virtual, CaseEnv, CaseResult, Scenario};
 
 fn env() -> CaseEnv {
-    CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: PathBuf::from("relay-bench"),
-        interrupt: Arc::default(),
-        progress: None,
-        progress_every: std::time::Duration::from_secs(5),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    }
+    CaseEnv::quiet()
 }
 
 fn run(s: &Scenario, name: &str) -> CaseResult {

@@ -95,6 +95,24 @@ pub struct CaseEnv {
     pub calls_csv: Option<PathBuf>,
 }
 
+impl CaseEnv {
+    /// A case run alone and quietly: relay dirs under the system's temp dir, the watch
+    /// program `relay-bench` (a virtual case never starts it), no progress, no event log,
+    /// no calls.csv, never interrupted. What a virtual case run in-process needs.
+    pub fn quiet() -> CaseEnv {
+        CaseEnv {
+            relay_root: std::env::temp_dir(),
+            watch_program: "relay-bench".into(),
+            interrupt: Arc::new(Signal::new()),
+            progress: None,
+            progress_every: Duration::from_secs(3600),
+            event_log: None,
+            event_log_max: u64::MAX,
+            calls_csv: None,
+        }
+    }
+}
+
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
 /// paused clock: use [`run_case_virtual`].
 pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
