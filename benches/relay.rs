@@ -250,16 +250,7 @@ runner = "window-exec"
 writer = "watch"
 "#;
     let s = relay_bench::Scenario::parse("virtual-hour.toml", HOUR).unwrap();
-    let env = relay_bench::CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: "relay-bench".into(),
-        interrupt: Arc::default(),
-        progress: None,
-        progress_every: std::time::Duration::from_secs(5),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    };
+    let env = relay_bench::CaseEnv::quiet();
     let mut g = c.benchmark_group("virtual");
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("one_hour_10_sandboxes_window_exec", |b| {

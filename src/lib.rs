@@ -88,14 +88,14 @@ pub use sandbox::dir::{publish_now, ExecOutput, Lines, RealDir, RelayDir, SimDir
 pub use sandbox::host::org::{Caps, Limits, Org};
 pub use sandbox::host::{
     find_sandbox_agent, sandbox_agent_request_kind, AgentHost, AgentProcess, BenchRequest, Daemon, DelayProxy, Gate,
-    Host, Kind, LatencyProfile, LocalHost, RemoteHost, RequestCounts, HOSTS,
+    Host, Kind, LatencyProfile, LocalHost, Mark, ReadStorm, RemoteHost, RequestCounts, HOSTS,
 };
 pub use scenario::fault::FaultKind;
 pub use scenario::{Overrides, Scenario};
 pub use strategy::pair::{Relay, RelaySpec};
 pub use strategy::window::arithmetic::{idle_cost, IdleCost};
 pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};
-pub use strategy::{runner_from_toml, writer_from_toml, RUNNERS, WRITERS};
+pub use strategy::{runner_from_toml, writer_from_toml, ChangeKind, Departure, RUNNERS, WRITERS};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -2,23 +2,12 @@
 //! remote side's limits and what they do to a fleet (rejections, demotions, the fallback
 //! storm), fleet-wide faults and the recovery after them. Nothing lost, nothing doubled.
 
-use std::sync::Arc;
-
-use relay_bench::{run_case_virtual, CaseEnv, Scenario, Signal};
+use relay_bench::{run_case_virtual, CaseEnv, Scenario};
 
 mod common;
 
 fn env() -> CaseEnv {
-    CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: "relay-bench".into(),
-        interrupt: Arc::new(Signal::new()),
-        progress: None,
-        progress_every: std::time::Duration::from_secs(1),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    }
+    CaseEnv::quiet()
 }
 
 const FLEET: &str = r#"
@@ -442,13 +431,7 @@ async fn the_needs_table_renders_from_summary_json() {
     let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json")).unwrap(),
-    )
-    .unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+    common::check_schema(&json);
 
     let section = md.split("## What each fleet size needs, and the tier that covers it").nth(1).expect("the section");
     let section = section.split("\n## ").next().unwrap();

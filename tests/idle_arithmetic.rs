@@ -51,16 +51,7 @@ writer = "watch"
 "#;
 
 fn env() -> CaseEnv {
-    CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: "relay-bench".into(),
-        interrupt: Default::default(),
-        progress: None,
-        progress_every: Duration::from_secs(5),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    }
+    CaseEnv::quiet()
 }
 
 #[test]

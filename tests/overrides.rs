@@ -65,13 +65,7 @@ fn a_real_scenario_runs_on_the_virtual_clock_shortened_and_says_so_in_its_report
 
     let text = std::fs::read_to_string(t.path().join("out/summary.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&json).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{errors:?}");
+    common::check_schema(&json);
 
     let o = &json["overrides"];
     assert_eq!(o["given"], serde_json::json!(["--clock virtual", "--duration 30s", "--seed 7", "--sandboxes 3"]));

@@ -49,18 +49,10 @@ async fn run(text: &str, repeat: u32) -> (Summary, Value) {
     (summary, json)
 }
 
-fn check_schema(summary: &Value) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(summary).map(|e| format!("{}: {e}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_repeats_report_spreads_and_their_gates_judge_the_median() {
     let (first, json) = run(&scenario("completion.mean < 600s"), 5).await;
-    check_schema(&json);
+    common::check_schema(&json);
     let r = &first.results[0];
     let rep = r.repeat.as_ref().expect("repeat data");
     assert_eq!(rep.seeds.len(), 5);
@@ -118,7 +110,7 @@ async fn each_point_of_a_sweep_is_repeated_and_keeps_its_own_results() {
     let text = scenario("lost == 0")
         .replace("writer = \"watch\"\n", "writer = \"watch\"\nsweep = { \"workload.sandboxes\" = [1, 2] }\n");
     let (s, json) = run(&text, 3).await;
-    check_schema(&json);
+    common::check_schema(&json);
     let names: Vec<&str> = s.results.iter().map(|r| r.case.as_str()).collect();
     assert_eq!(names, ["window@sandboxes=1", "window@sandboxes=2"], "the points in the scenario's order");
     for r in &s.results {

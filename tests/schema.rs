@@ -15,9 +15,7 @@ fn validator() -> jsonschema::Validator {
 }
 
 fn check(summary: &Value) {
-    let v = validator();
-    let errors: Vec<String> = v.iter_errors(summary).map(|e| format!("{}: {e}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+    common::check_schema(summary);
 }
 
 async fn run(text: &str, calibrate: bool) -> Value {
@@ -27,7 +25,8 @@ async fn run(text: &str, calibrate: bool) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_output_matches_the_schema() {
-    // Virtual cases with a fault and a baseline: faults[], vs_baseline, injected legs.
+    // Virtual cases with faults and a baseline: faults[] (a storm among them), vs_baseline,
+    // injected legs.
     let virtual_run = run(
         r#"
 name = "schema-virtual"
@@ -54,12 +53,24 @@ writer = "watch"
 [[case.fault]]
 kind = "exec-fail"
 at = "60s"
+[[case]]
+name = "storm"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+[[case.fault]]
+kind = "read-fails"
+at = "60s"
+duration = "2s"
 "#,
         false,
     )
     .await;
     check(&virtual_run);
     assert!(virtual_run["results"][1]["faults"].as_array().unwrap().len() == 1);
+    assert!(virtual_run["results"][2]["faults"][0]["storm"]["from_secs"].is_number(), "a storm was counted");
     // A real case with the calibration, and a gate that fails (observed values, pass false).
     let real_run = run(
         r#"

@@ -61,6 +61,8 @@ async fn a_search_narrows_its_bracket_to_the_boundary() {
         // The idle budget is what binds: 5.0 a minute at 26.7 s by arithmetic, so the
         // margin's 2 % puts the boundary near 27.2 s.
         assert!((26.5..28.0).contains(&meet), "{meet}");
+        let json = serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
+        common::check_schema(&json);
         let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
         assert!(md.contains("## Search: window along `runner.window`"), "{md}");
         assert!(md.contains(&format!("meets every gate with margin from {} s", relay_bench_value(meet))), "{md}");

@@ -49,13 +49,7 @@ async fn a_sweep_reports_a_row_per_point_and_the_best_one_that_meets_every_gate(
     }
 
     let json: Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json")).unwrap(),
-    )
-    .unwrap();
-    let v = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = v.iter_errors(&json).map(|e| format!("{}: {e}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+    common::check_schema(&json);
     let sw = &json["sweeps"][0];
     assert_eq!(sw["axes"][0]["path"], "runner.window");
     assert_eq!(sw["axes"][0]["numbers"], serde_json::json!([5.0, 25.0]));

@@ -1,7 +1,6 @@
 //! Virtual time: the real strategy code on a paused tokio clock over the in-memory sandbox.
 //! Every figure here is exact, because no wall clock is involved.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,16 +120,7 @@ async fn a_request_published_at_each_boundary_of_the_watch_program_is_picked_up(
 }
 
 fn env() -> CaseEnv {
-    CaseEnv {
-        relay_root: std::env::temp_dir(),
-        watch_program: PathBuf::from("relay-bench"),
-        interrupt: Arc::default(),
-        progress: None,
-        progress_every: std::time::Duration::from_secs(5),
-        event_log: None,
-        event_log_max: u64::MAX,
-        calls_csv: None,
-    }
+    CaseEnv::quiet()
 }
 
 const SMALL: &str = r#"

@@ -344,7 +344,8 @@ impl fmt::Display for Say {
             }
             Say::AnswerDropped { call, tries, error } => write!(
                 f,
-                "gave up publishing the answer for {call:?} after {tries} tries: {error}; the call is unanswered"
+                "gave up publishing the answer for {call:?} after {tries} {}: {error}; the call is unanswered",
+                if *tries == 1 { "try" } else { "tries" }
             ),
             Say::Missed { found, counted: true } => {
                 write!(f, "a timed list found {found} request(s) the watch missed (a watch failure)")

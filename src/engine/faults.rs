@@ -77,7 +77,7 @@ impl Striker<'_> {
             Target::Daemon(_) if on => {
                 for k in sandboxes {
                     let applied = match &self.daemons[k as usize] {
-                        Some(d) => f.kind.strike_daemon(&**d, f.duration),
+                        Some(d) => f.kind.strike_daemon(&**d, f.duration, f.answer_fails),
                         None => Err(NotApplied::NoDaemon),
                     };
                     if let Err(e) = applied {

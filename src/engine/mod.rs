@@ -95,6 +95,24 @@ pub struct CaseEnv {
     pub calls_csv: Option<PathBuf>,
 }
 
+impl CaseEnv {
+    /// A case run alone and quietly: relay dirs under the system's temp dir, the watch
+    /// program `relay-bench` (a virtual case never starts it), no progress, no event log,
+    /// no calls.csv, never interrupted. What a virtual case run in-process needs.
+    pub fn quiet() -> CaseEnv {
+        CaseEnv {
+            relay_root: std::env::temp_dir(),
+            watch_program: "relay-bench".into(),
+            interrupt: Arc::new(Signal::new()),
+            progress: None,
+            progress_every: Duration::from_secs(3600),
+            event_log: None,
+            event_log_max: u64::MAX,
+            calls_csv: None,
+        }
+    }
+}
+
 /// Runs `case` of `scenario` on the current runtime. A virtual-clock case must run on a
 /// paused clock: use [`run_case_virtual`].
 pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
@@ -139,7 +157,8 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let settled = teardown::settle(&mut parts).await;
     degraded.extend(settled.degraded);
     // Every sender of the recorder's channel gone, its thread ends with the recording.
-    let Parts { backend: _backend, sink, runner_sink, relays, writers, org, hosts, limits, elsewhere, .. } = parts;
+    let Parts { backend: _backend, sink, runner_sink, relays, writers, org, hosts, limits, elsewhere, daemons, .. } =
+        parts;
     drop((writers, relays, calls.fire, calls.done_tx, runner_sink));
     drop(sink);
     let recording = recorder.await.map_err(|_| EngineError::Recorder("the recorder thread ended early".into()))?;
@@ -167,6 +186,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         org: (case.host.admits()).then_some((org_stats, limits)),
         warmup_org: warmup_org.filter(|_| case.host.admits()),
         org_handle: &org,
+        daemons: &daemons,
     };
     Ok(ended.result(&recording))
 }

@@ -181,8 +181,7 @@ pub(crate) async fn run_one(s: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::signal::Signal;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     /// The order one worker runs the points of `sweep` in (one worker: they finish in the
     /// order they start).
@@ -194,16 +193,7 @@ mod tests {
         );
         let s = Scenario::parse("order.toml", &text).unwrap();
         let jobs: Vec<Job<'_>> = (0..s.cases.len()).map(|case| Job { scenario: &s, case, logs: false }).collect();
-        let env = CaseEnv {
-            relay_root: std::env::temp_dir(),
-            watch_program: "relay-bench".into(),
-            interrupt: Arc::new(Signal::new()),
-            progress: None,
-            progress_every: Duration::from_secs(3600),
-            event_log: None,
-            event_log_max: u64::MAX,
-            calls_csv: None,
-        };
+        let env = CaseEnv::quiet();
         let order = Mutex::new(Vec::new());
         run_parallel::<PartFailed>(&jobs, 1, &env, &std::env::temp_dir(), |i, r, _| {
             r.expect("the point ran");

@@ -15,7 +15,7 @@ use crate::results::fleet::{FleetPoint, FleetResult};
 use crate::results::rates::Snapshots;
 use crate::results::summary::{CaseResult, RunnerStats, SandboxSide};
 use crate::sandbox::host::org::{Limits, Org, OrgStats};
-use crate::sandbox::host::{Host, RequestCounts};
+use crate::sandbox::host::{DaemonControl, Host, RequestCounts};
 use crate::scenario::fault::FleetRecovery;
 use crate::scenario::pacer::Workload;
 use crate::scenario::CaseSpec;
@@ -52,6 +52,8 @@ pub(super) struct Ended<'a> {
     /// What the organisation saw during the warm-up, when the case had one and got past it.
     pub warmup_org: Option<OrgStats>,
     pub org_handle: &'a Arc<Org>,
+    /// Each sandbox's daemon, if its host has one (a storm's marks).
+    pub daemons: &'a [Option<Arc<dyn DaemonControl>>],
 }
 
 impl Ended<'_> {
@@ -108,6 +110,8 @@ impl Ended<'_> {
         );
         r.runner = RunnerStats::of(&self.reports, self.stuck, self.degraded);
         r.faults = crate::scenario::fault::rows(&case.faults, self.epoch, recording, &self.stops);
+        let storm_of = |k: u32| self.daemons.get(k as usize)?.as_ref()?.read_storm();
+        crate::scenario::fault::fill_storms(&mut r.faults, &case.faults, (self.epoch, self.end), recording, storm_of);
         let fleet = recording.fleet.clone().unwrap_or_default();
         // The fleet-wide faults, in order, are the recorder's recoveries.
         let windows = case.faults.iter().zip(r.faults.iter_mut()).filter(|(f, _)| f.fleet);

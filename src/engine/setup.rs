@@ -18,11 +18,10 @@ use crate::events::{EventInbox, EventSink, Listener};
 use crate::record::calls_csv::CallsCsv;
 use crate::record::compact::CompactLog;
 use crate::record::eventlog::EventLog;
-use crate::record::recorder::{Fleet, Recorder, Recording, Span};
+use crate::record::recorder::{Fleet, Recorder, Recording};
 use crate::relay::writer::Writer;
 use crate::sandbox::host::org::{Limits, Org};
 use crate::sandbox::host::{Busy, DaemonControl, DaemonFault, Host, Seat};
-use crate::scenario::fault::AFTERMATH;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 use crate::strategy::pair::{Relay, RelaySpec};
 
@@ -153,16 +152,7 @@ pub(super) fn start_recorder(
     calls: usize,
     live: Arc<AtomicU64>,
 ) -> std::io::Result<tokio::sync::oneshot::Receiver<Recording>> {
-    let spans: Vec<Span> = case
-        .faults
-        .iter()
-        .map(|f| Span {
-            sandbox: f.sandbox,
-            all: f.fleet,
-            from: epoch + f.at,
-            to: epoch + f.at + f.duration + AFTERMATH,
-        })
-        .collect();
+    let spans = crate::scenario::fault::spans(&case.faults, epoch);
     let fleet_faults: Vec<(Instant, Instant)> =
         case.faults.iter().filter(|f| f.fleet).map(|f| (epoch + f.at, epoch + f.at + f.duration)).collect();
     let recorder = Recorder::with_capacity(calls)

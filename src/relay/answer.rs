@@ -1,10 +1,10 @@
-//! Publishing an answer, held until it is out. The request is deleted at pickup, so an
-//! answer whose publish fails (a dir made read-only for a while, a full disk) would be lost
-//! for good: the runner holds its bytes and tries again on a bounded schedule
-//! ([`AnswerRetry`]), saying each failure, and says so when it gives up. Production's loop
-//! drops the answer on the first failure; this is the one place the suite's runner does
-//! more than production's (it never answers sooner, and never twice: a retry follows a
-//! publish that failed, and the rename that publishes is atomic).
+//! Publishing an answer. Production's loop tries once: a failed write or rename is dropped
+//! (`writeResponse` swallows it) and the writer waits out its deadline. The suite's runner
+//! does the same unless `answer_retry` asks it to hold the answer and try again on a bounded
+//! schedule ([`AnswerRetry`]). A failure of this machine (a full disk, a read-only or failing
+//! filesystem) is tried again either way and said as the machine's: the run's failure, not
+//! the relay's (it never answers sooner, and never twice: a retry follows a publish that
+//! failed, and the rename that publishes is atomic).
 
 use std::time::Duration;
 
@@ -29,6 +29,12 @@ impl AnswerRetry {
     pub(crate) const DEFAULT: AnswerRetry =
         AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
 
+    /// The schedule of the loop's options: every failure tried again (`answer_retry`), or
+    /// only this machine's.
+    pub(crate) fn of(answer_retry: bool) -> (AnswerRetry, bool) {
+        (AnswerRetry::DEFAULT, answer_retry)
+    }
+
     /// The delay before retry `n` (1-based).
     pub(crate) fn delay(&self, n: u32) -> Duration {
         self.first.saturating_mul(1 << (n.saturating_sub(1)).min(20)).min(self.max)
@@ -40,7 +46,7 @@ impl AnswerRetry {
 pub(crate) async fn publish_answer(
     host: &dyn Host,
     reporter: &Reporter,
-    retry: AnswerRetry,
+    (retry, every_failure): (AnswerRetry, bool),
     call: &str,
     name: &str,
     body: &[u8],
@@ -67,8 +73,8 @@ pub(crate) async fn publish_answer(
             tokio::time::sleep(wait).await;
             continue;
         }
-        if n == tries {
-            reporter.say(Say::AnswerDropped { call: call.to_owned(), tries, error });
+        if n == tries || !every_failure {
+            reporter.say(Say::AnswerDropped { call: call.to_owned(), tries: n, error });
             return None;
         }
         reporter.say(Say::AnswerFailed { call: call.to_owned(), error, retry_in: wait, n, of: tries });
@@ -117,7 +123,7 @@ mod tests {
                 })
             };
             let t0 = Instant::now();
-            let at = publish_answer(&host, &reporter, AnswerRetry::DEFAULT, "c-1", "c-1.res.json", b"{}").await;
+            let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}").await;
             healer.await.unwrap();
             let at = at.unwrap_or_else(|| panic!("{fault:?}: published once the dir healed"));
             assert!(at - t0 >= Duration::from_secs(3) && at - t0 < Duration::from_secs(5), "{fault:?}");
@@ -143,12 +149,28 @@ mod tests {
         sim.set_fault(SimFault::ReadOnly, true);
         let t0 = Instant::now();
         let reporter = Reporter::new(sink, 0);
-        let at = publish_answer(&host, &reporter, AnswerRetry::DEFAULT, "c-1", "c-1.res.json", b"{}");
+        let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}");
         assert_eq!(at.await, None);
         assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
         let lines = said(&mut inbox);
         assert_eq!(lines.len(), 9, "{lines:?}");
         assert!(lines[8].starts_with("gave up publishing the answer for \"c-1\" after 9 tries: "), "{lines:?}");
         assert!(lines[8].contains("Permission denied"), "{lines:?}");
+    }
+
+    /// Production's loop: one try; a failure drops the answer at once and says so.
+    #[tokio::test(start_paused = true)]
+    async fn production_tries_an_answer_once() {
+        let sim = SimDir::new("/relay");
+        let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
+        let (sink, mut inbox) = EventSink::channel();
+        sim.set_fault(SimFault::ReadOnly, true);
+        let t0 = Instant::now();
+        let reporter = Reporter::new(sink, 0);
+        let at = publish_answer(&host, &reporter, AnswerRetry::of(false), "c-1", "c-1.res.json", b"{}").await;
+        assert_eq!((at, t0.elapsed()), (None, Duration::ZERO));
+        let lines = said(&mut inbox);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("gave up publishing the answer for \"c-1\" after 1 try: "), "{lines:?}");
     }
 }

@@ -75,6 +75,10 @@ pub struct LoopOptions {
     pub pause_answer: PauseAnswer,
     /// Sweep stale relay files before the first list.
     pub sweep: bool,
+    /// Try a failed answer again on a schedule (production: one try; a failure drops it and
+    /// the writer waits out its deadline). This machine's own failures (a full disk) are
+    /// tried again either way: they are the run's, not the relay's.
+    pub answer_retry: bool,
 }
 
 impl Default for LoopOptions {
@@ -89,6 +93,7 @@ impl Default for LoopOptions {
             read_failure: ReadFailure::Answer,
             pause_answer: PauseAnswer::None,
             sweep: true,
+            answer_retry: false,
         }
     }
 }

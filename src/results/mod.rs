@@ -6,6 +6,7 @@
 //! a conformance battery's grades ([`conform`]); the provider's documented tiers, each
 //! number with its source ([`tiers`]).
 
+pub(crate) mod assumptions;
 pub(crate) mod boundary;
 pub(crate) mod calibration;
 pub(crate) mod capacity;
@@ -14,6 +15,7 @@ pub(crate) mod counts;
 pub(crate) mod env;
 pub(crate) mod fleet;
 pub(crate) mod rates;
+pub(crate) mod recommend;
 pub(crate) mod repeat;
 pub(crate) mod standing;
 pub(crate) mod summary;

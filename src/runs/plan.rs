@@ -380,7 +380,9 @@ pub(crate) fn list_shipped() -> Result<String, ScenarioError> {
     for (name, text) in SHIPPED {
         let s = Scenario::parse(&format!("embedded:{name}"), text)?;
         let e = s.estimate();
-        let cases: Vec<&str> = s.cases.iter().map(|c| c.name.as_str()).collect();
+        let mut cases: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
+        // A searched case's probes are made as it runs: it is listed by its own name.
+        cases.extend(s.sweeps.iter().filter_map(|w| Some(format!("{} (search {})", w.case, w.search.as_ref()?.path))));
         let clock = match e.clocks() {
             "real and virtual" => "both",
             c => c,

@@ -163,8 +163,12 @@ fn parse_case(
         add_invariants(&mut gates, &own);
     }
     gates.extend(own);
-    let own_rollout = c.strings("rollout")?;
-    let mut rollout = common_rollout.to_vec();
+    // `rollout = false`: a case that measures a cost beside the verdict (the same option
+    // under another workload), judged on no rollout gate.
+    let judged = !matches!(c.raw_peek("rollout"), Some(toml::Value::Boolean(false)));
+    let own_rollout =
+        if judged { c.strings("rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
+    let mut rollout = if judged { common_rollout.to_vec() } else { Vec::new() };
     for g in parse_gates(c, "rollout", &own_rollout)? {
         if !rollout.iter().any(|r| r.same_test(&g)) {
             rollout.push(g);
@@ -215,6 +219,16 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSp
     if kind == FaultKind::OrgLimit && f.raw_peek("sandbox").is_some() {
         return Err(f.err("sandbox", "org-limit strikes the organisation: every sandbox at once"));
     }
+    let answer_fails = match f.choice("answer", &["written", "fails"])? {
+        Some(_) if kind != FaultKind::ReadFails => {
+            return Err(f.err("answer", "applies only to kind = \"read-fails\""));
+        }
+        a => a == Some("fails"),
+    };
+    if kind.storms() && fleet {
+        let why = format!("{} strikes one sandbox: its storm is measured against the others'", kind.name());
+        return Err(f.err("sandbox", why));
+    }
     let duration = match f.duration("duration")? {
         Some(_) if !kind.lasts() => {
             return Err(f.err("duration", format!("{} happens once: it takes no duration", kind.name())))
@@ -222,7 +236,8 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSp
         d => d.unwrap_or(kind.default_duration()),
     };
     let fleet = fleet || kind == FaultKind::OrgLimit;
-    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls: calls.unwrap_or(0) as u32, held_execs })
+    let calls = calls.unwrap_or(0) as u32;
+    Ok(FaultSpec { kind, at, duration, sandbox, fleet, calls, held_execs, answer_fails })
 }
 
 /// A fault the case's host or clock cannot produce is an error, not a silent no-op.

@@ -12,10 +12,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::storm::StormRow;
 use crate::base::notice::Recovery;
-use crate::record::recorder::Recording;
+use crate::record::recorder::{Recording, Span};
 use crate::sandbox::dir::SimFault;
-use crate::sandbox::host::{DaemonControl, DaemonFault};
+use crate::sandbox::host::{DaemonControl, DaemonFault, ReadStorm};
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +57,15 @@ pub enum FaultKind {
     /// The organisation's held-exec limit lowered to `held_execs` for `duration` (every
     /// sandbox of the case at once).
     OrgLimit,
+    /// The daemon's reads of request files fail for `duration`, and each request struck
+    /// keeps failing while it is on disk: production answers it `{ok:false}` and leaves it,
+    /// and every watch window finishes at once on it (a storm of re-armed windows).
+    ReadFails,
 }
 
 impl FaultKind {
-    /// Every fault, in SPEC §6's order.
-    pub const ALL: [FaultKind; 16] = [
+    /// Every fault, in SPEC §6's order, then the suite's own.
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::DaemonRestart,
         FaultKind::ProxyDisconnect,
         FaultKind::ProxyBlackhole,
@@ -77,6 +82,7 @@ impl FaultKind {
         FaultKind::ChunkedPublish,
         FaultKind::Burst,
         FaultKind::OrgLimit,
+        FaultKind::ReadFails,
     ];
 
     /// The fault's name in scenarios and reports.
@@ -98,6 +104,7 @@ impl FaultKind {
             FaultKind::ChunkedPublish => "chunked-publish",
             FaultKind::Burst => "burst",
             FaultKind::OrgLimit => "org-limit",
+            FaultKind::ReadFails => "read-fails",
         }
     }
 
@@ -121,7 +128,7 @@ impl FaultKind {
             }
             FaultKind::ProgramMissing | FaultKind::WatchEnospc | FaultKind::WatchEmfile => s(60),
             FaultKind::QueueOverflow | FaultKind::ChunkedPublish => s(30),
-            FaultKind::ExecHang | FaultKind::ExecFail => s(1),
+            FaultKind::ExecHang | FaultKind::ExecFail | FaultKind::ReadFails => s(1),
             FaultKind::RepeatedTimeouts => s(90),
             FaultKind::OrgLimit => s(60),
         }
@@ -144,6 +151,12 @@ impl FaultKind {
             Target::Daemon(d) => Some(d),
             _ => None,
         }
+    }
+
+    /// Faults that set off a storm of requests in their sandbox, whose row measures it
+    /// against the sandbox's rate before and the other sandboxes' fate ([`StormRow`]).
+    pub(crate) fn storms(self) -> bool {
+        self == FaultKind::ReadFails
     }
 
     /// Faults of a host's daemon or wire: only a host with one can take them.
@@ -176,6 +189,9 @@ pub struct FaultSpec {
     pub calls: u32,
     /// The held-exec limit an `org-limit` lowers the organisation's to.
     pub held_execs: Option<u32>,
+    /// A `read-fails` whose struck requests' answers cannot be written either
+    /// (`answer = "fails"`).
+    pub answer_fails: bool,
 }
 
 impl FaultSpec {
@@ -220,6 +236,9 @@ pub struct FaultRow {
     /// A fleet-wide fault: how the fleet came back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet_recovery: Option<FleetRecovery>,
+    /// A `read-fails` fault: the storm it set off, counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storm: Option<StormRow>,
     /// Every call answered, none failed.
     pub ok: bool,
 }
@@ -279,6 +298,7 @@ impl FaultKind {
             FaultKind::StopDuringWindow => Target::Runner,
             FaultKind::Burst => Target::Calls,
             FaultKind::OrgLimit => Target::Org,
+            FaultKind::ReadFails => Target::Daemon(DaemonFault::ReadFails),
         }
     }
 
@@ -287,13 +307,48 @@ impl FaultKind {
         self,
         d: &dyn DaemonControl,
         duration: Duration,
+        answer_fails: bool,
     ) -> Result<(), crate::sandbox::host::NotApplied> {
         match self.daemon_fault() {
             Some(DaemonFault::Restart) => d.restart(duration),
             Some(DaemonFault::Disconnect) => d.disconnect(),
             Some(DaemonFault::Blackhole) => d.blackhole(duration),
             Some(DaemonFault::Pause) => d.pause(duration),
+            Some(DaemonFault::ReadFails) => d.fail_reads(duration, answer_fails),
             None => Ok(()),
+        }
+    }
+}
+
+/// The stretches whose calls the recorder follows, from a fault's strike to [`AFTERMATH`]
+/// after its end: each fault's own (its sandbox, or every sandbox), in the schedule's order,
+/// then, for each storming fault, the other sandboxes' ([`fill_storms`] reads them there).
+pub(crate) fn spans(faults: &[FaultSpec], epoch: Instant) -> Vec<Span> {
+    let span = |f: &FaultSpec, all: bool, others: bool| Span {
+        sandbox: f.sandbox,
+        all,
+        others,
+        from: epoch + f.at,
+        to: epoch + f.at + f.duration + AFTERMATH,
+    };
+    let own = faults.iter().map(|f| span(f, f.fleet, false));
+    own.chain(faults.iter().filter(|f| f.kind.storms()).map(|f| span(f, false, true))).collect()
+}
+
+/// Gives each storming fault's row its storm, read from the struck sandbox's daemon; a storm
+/// still on at `end` (the case's end) lasted until then.
+pub(crate) fn fill_storms(
+    rows: &mut [FaultRow],
+    faults: &[FaultSpec],
+    (epoch, end): (Instant, Instant),
+    rec: &Recording,
+    storm_of: impl Fn(u32) -> Option<ReadStorm>,
+) {
+    let mut others = rec.spans.iter().skip(faults.len());
+    for (f, row) in faults.iter().zip(rows).filter(|(f, _)| f.kind.storms()) {
+        let seen = others.next().copied().unwrap_or_default();
+        if let Some(storm) = storm_of(f.sandbox) {
+            row.storm = Some(StormRow::of(f.sandbox, (epoch, end), &storm, rec, seen));
         }
     }
 }
@@ -313,8 +368,9 @@ pub(crate) fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
 }
 
 /// A fault's recovery steps and their line. One sandbox's steps are a sequence (a step
-/// repeated in a row said once); a fleet-wide fault's interleave every sandbox's, so each
-/// step is said once, in the order first seen, with how many times it was taken.
+/// repeated in a row said once, a run of two or three steps taken again and again said once
+/// with its count: [`fold`]); a fleet-wide fault's interleave every sandbox's, so each step is
+/// said once, in the order first seen, with how many times it was taken.
 fn recovery_steps(seen: impl Iterator<Item = Recovery>, fleet: bool) -> (Vec<Recovery>, String) {
     let mut steps: Vec<Recovery> = Vec::new();
     let mut counts: Vec<usize> = Vec::new();
@@ -328,12 +384,34 @@ fn recovery_steps(seen: impl Iterator<Item = Recovery>, fleet: bool) -> (Vec<Rec
             }
         }
     }
-    let line = if fleet {
-        steps.iter().zip(&counts).map(|(s, n)| format!("{} (×{n})", s.text())).collect::<Vec<_>>().join(", ")
-    } else {
-        steps.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ")
-    };
-    (steps, line)
+    if fleet {
+        let line = steps.iter().zip(&counts).map(|(s, n)| format!("{} (×{n})", s.text())).collect::<Vec<_>>();
+        return (steps, line.join(", "));
+    }
+    let units = fold(&steps);
+    let text = |pat: &[Recovery]| pat.iter().map(|s| s.text()).collect::<Vec<_>>().join(" -> ");
+    let line: Vec<String> =
+        units.iter().map(|(pat, n)| if *n > 1 { format!("({}) ×{n}", text(pat)) } else { text(pat) }).collect();
+    let folded = units.iter().flat_map(|(pat, _)| pat.iter().copied()).collect();
+    (folded, line.join(" -> "))
+}
+
+/// One sandbox's steps as runs: a pattern of two or three steps repeated in a row (a watch
+/// that fails and recovers in turn, thousands of times in a storm) is one run with its count.
+fn fold(seq: &[Recovery]) -> Vec<(&[Recovery], usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < seq.len() {
+        let repeats = |p: usize| {
+            let pat = seq.get(i..i + p)?;
+            let n = 1 + (1..).take_while(|r| seq.get(i + r * p..i + (r + 1) * p) == Some(pat)).count();
+            (n > 1).then_some((p, n))
+        };
+        let (p, n) = (2..=3).filter_map(repeats).max_by_key(|(p, n)| p * n).unwrap_or((1, 1));
+        out.push((&seq[i..i + p], n));
+        i += p * n;
+    }
+    out
 }
 
 /// One report row per fault, from what the recorder saw.
@@ -377,6 +455,7 @@ pub(crate) fn rows(faults: &[FaultSpec], epoch: Instant, rec: &Recording, stops:
                 stop_ms: stops.get(i).copied().flatten().map(ms),
                 fleet: f.fleet,
                 fleet_recovery: None,
+                storm: None,
                 ok: st.failed == 0 && st.answered == st.calls,
             }
         })
@@ -392,8 +471,11 @@ mod tests {
         let (d, r) = (Recovery::Demoted, Recovery::RecoveredBeforeDemotion);
         let seen = [d, r, d, r, r, d];
         let (steps, line) = recovery_steps(seen.into_iter(), false);
-        assert_eq!(steps.len(), 5, "one sandbox: the sequence, a repeat in a row said once");
-        assert_eq!(line.matches(" -> ").count(), 4);
+        assert_eq!(steps, [d, r, d], "one sandbox: the sequence, a repeat in a row said once, a run folded");
+        assert_eq!(line, format!("({} -> {}) ×2 -> {}", d.text(), r.text(), d.text()));
+        let (steps, line) = recovery_steps([d, r, Recovery::Promoted].into_iter(), false);
+        assert_eq!(steps.len(), 3, "nothing to fold");
+        assert_eq!(line.matches(" -> ").count(), 2);
         let (steps, line) = recovery_steps(seen.into_iter(), true);
         assert_eq!(steps, [d, r]);
         assert_eq!(line, format!("{} (×3), {} (×3)", d.text(), r.text()));

@@ -29,6 +29,7 @@ pub(crate) mod overrides;
 pub(crate) mod pacer;
 pub(crate) mod rules;
 pub(crate) mod search;
+pub(crate) mod storm;
 pub(crate) mod sweep;
 pub(crate) mod turns;
 mod workload;
@@ -66,6 +67,7 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("fleet-capacity", include_str!("../../scenarios/fleet-capacity.toml")),
     ("window-sweep", include_str!("../../scenarios/window-sweep.toml")),
     ("decision-map", include_str!("../../scenarios/decision-map.toml")),
+    ("storm", include_str!("../../scenarios/storm.toml")),
 ];
 
 /// How time passes in a case.
@@ -111,7 +113,7 @@ pub struct CaseSpec {
 impl CaseSpec {
     /// Where this case departs from production's relay as built (SPEC §8): the options set
     /// away from production's defaults, runner side then writer side.
-    pub fn departures(&self) -> Vec<String> {
+    pub fn departures(&self) -> Vec<crate::strategy::Departure> {
         let mut d = self.runner.departures();
         d.extend(self.writer.departures());
         d
@@ -145,6 +147,10 @@ pub struct Scenario {
     pub overrides: Option<Applied>,
     /// The overrides it was read with, for a search's probes (read from the same text).
     pub(crate) read_with: Overrides,
+    /// Each searched case's probe at the start of its bracket, by the searched case's name:
+    /// what one probe runs (the run's estimate and event log count it; the assumptions
+    /// read its host and limits).
+    pub(crate) probes: Vec<(String, CaseSpec)>,
 }
 
 /// The scenario's `[[case]]`s, each swept one expanded into its points (a point's own
@@ -449,6 +455,7 @@ impl Scenario {
             rollout,
             overrides: None,
             read_with: Overrides { sweeps: Vec::new(), figures: Vec::new(), cases: Vec::new(), ..over.clone() },
+            probes: Vec::new(),
         })
         .and_then(Scenario::check_searches)
     }
@@ -472,7 +479,9 @@ impl Scenario {
         for s in &mut self.sweeps {
             s.points.retain(|p| kept.contains(&p.case));
         }
-        self.sweeps.retain(|s| !s.points.is_empty());
+        // A searched case named keeps its search (its probes are made as it runs).
+        self.sweeps.retain(|s| !s.points.is_empty() || (s.search.is_some() && names.contains(&s.case)));
+        self.probes.retain(|(case, _)| names.contains(case));
         Ok(())
     }
 
@@ -481,8 +490,10 @@ impl Scenario {
     pub(crate) fn expected_probes(&self) -> Vec<(u64, bool)> {
         let mut out = Vec::new();
         for w in &self.sweeps {
-            if let (Some(search), Some(probe)) = (&w.search, w.probe) {
-                out.extend(std::iter::repeat_n(probe, search.expected_probes() * w.lines.len().max(1)));
+            let probe = self.probes.iter().find(|(case, _)| *case == w.case).map(|(_, p)| p);
+            if let (Some(search), Some(p)) = (&w.search, probe) {
+                let one = (p.workload.planned_calls(), p.clock == Clock::Real);
+                out.extend(std::iter::repeat_n(one, search.expected_probes() * w.lines.len().max(1)));
             }
         }
         out
@@ -508,6 +519,10 @@ impl Scenario {
         }
         sweep.insert(search.path.clone(), toml::Value::Array(vec![search.value(x)]));
         case.insert("sweep".into(), toml::Value::Table(sweep));
+        // Alone in its scenario: a baseline named is another case, compared with in the run's
+        // summary (the scenario's), not read here.
+        case.remove("baseline");
+        table.remove("baseline");
         table.insert("case".into(), toml::Value::Array(vec![toml::Value::Table(case)]));
         let text = toml::to_string(&table).map_err(|e| err(e.to_string()))?;
         let probe = Scenario::parse_with(&self.origin, &text, &self.read_with).map_err(|e| {
@@ -531,7 +546,7 @@ impl Scenario {
             if w.figures.is_empty() {
                 w.settle_figures(&[from.gates.as_slice(), from.rollout.as_slice()].concat());
             }
-            w.probe = Some((from.workload.planned_calls(), from.clock == Clock::Real));
+            self.probes.push((w.case.clone(), from));
         }
         Ok(self)
     }

@@ -285,7 +285,9 @@ impl Line {
     /// The values to probe next (at most `k`), or how the line ended.
     pub(crate) fn next(&self, s: &Search, k: usize) -> (Next, Vec<f64>) {
         if self.probes.is_empty() {
-            return (Next::Probe(2), vec![s.snap(s.from), s.snap(s.to)]);
+            // The bracket's ends as the scenario states them (a count's, whole).
+            let end = |x: f64| if s.integer { x.round() } else { x };
+            return (Next::Probe(2), vec![end(s.from), end(s.to)]);
         }
         let probed = |x: f64| self.probes.iter().any(|p| (p.0 - x).abs() < 1e-9);
         if let Some((miss, meet)) = self.bracket(s.meets) {
@@ -310,7 +312,9 @@ impl Line {
         let (lo, hi) = (p[0].0, p[p.len() - 1].0);
         let all_meet = p.iter().all(|x| x.1);
         // Each widening probed one value outside the bracket as stated.
-        let widened = self.probes.iter().filter(|p| p.0 < s.snap(s.from) || p.0 > s.snap(s.to)).count() as u32;
+        let widened =
+            self.probes.iter().filter(|p| p.0 < s.from.round().min(s.from) || p.0 > s.to.round().max(s.to)).count()
+                as u32;
         if widened >= MAX_WIDENINGS || self.probes.len() >= MAX_PROBES {
             return (if all_meet { Next::MeetsEverywhere } else { Next::MissedEverywhere }, Vec::new());
         }

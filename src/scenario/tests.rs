@@ -284,6 +284,29 @@ fn a_blackhole_needs_the_delay_proxy_of_a_real_daemon() {
 }
 
 #[test]
+fn a_read_fails_fault_needs_the_emulated_daemon_and_strikes_one_sandbox() {
+    let with = |host: &str, extra: &str| {
+        GOOD.replace("[[case]]\n", &format!("[[case]]\n{host}"))
+            + &format!("[[case.fault]]\nkind = \"read-fails\"\nat = \"1s\"\n{extra}")
+    };
+    let remote = "host = \"remote\"\nprofile = \"proxy\"\n";
+    let s = Scenario::parse("s.toml", &with(remote, "answer = \"fails\"\n")).unwrap();
+    let f = &s.cases[0].faults[0];
+    assert!(f.answer_fails && f.duration == Duration::from_secs(1), "{f:?}");
+    assert!(!Scenario::parse("s.toml", &with(remote, "")).unwrap().cases[0].faults[0].answer_fails);
+    for host in ["", "host = \"sandbox-agent\"\n"] {
+        let e = err(&with(host, ""));
+        assert_eq!(e.key, "case[0].fault", "{e}");
+        assert!(e.msg.contains("read-fails fails the emulated daemon's file reads: use host = \"remote\""), "{e}");
+    }
+    let e = err(&with(remote, "sandbox = \"all\"\n"));
+    assert!(e.key.ends_with("sandbox") && e.msg.contains("strikes one sandbox"), "{e}");
+    let e = err(&(GOOD.replace("[[case]]\n", &format!("[[case]]\n{remote}"))
+        + "[[case.fault]]\nkind = \"exec-fail\"\nat = \"1s\"\nanswer = \"fails\"\n"));
+    assert!(e.key.ends_with("answer") && e.msg.contains("only to kind = \"read-fails\""), "{e}");
+}
+
+#[test]
 fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gates() {
     let text = GOOD
         .replace("gates = [\"lost == 0\"]\n", "gates = [\"lost == 0\"]\nrollout = [\"pickup.p50 < 150ms\"]\n")
@@ -311,7 +334,7 @@ fn rollout_gates_are_declared_for_every_case_or_per_case_and_kept_apart_from_gat
 fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none() {
     for (name, text) in SHIPPED {
         let s = Scenario::parse(name, text).unwrap();
-        let declared = s.cases.iter().any(|c| !c.rollout.is_empty());
+        let declared = s.cases.iter().chain(s.probes.iter().map(|(_, p)| p)).any(|c| !c.rollout.is_empty());
         assert_eq!(
             declared,
             ["rollout-gate", "fleet-capacity", "decision-map", "window-sweep"].contains(name),
@@ -319,7 +342,11 @@ fn the_shipped_rollout_scenarios_declare_their_rollout_gates_and_the_others_none
         );
     }
     let s = Scenario::load("rollout-gate").unwrap();
-    assert!(s.cases.iter().all(|c| c.rollout.len() == 2), "judged on every case");
+    for c in &s.cases {
+        // The agent-turn points measure a cost beside the verdict (`rollout = false`).
+        let judged = if c.name.starts_with("window-exec-turns@") { 0 } else { 2 };
+        assert_eq!(c.rollout.len(), judged, "{}", c.name);
+    }
 }
 
 fn with(clock: Option<Clock>, length: Option<Length>, seed: Option<u64>, sandboxes: Option<u32>) -> Overrides {
@@ -328,18 +355,20 @@ fn with(clock: Option<Clock>, length: Option<Length>, seed: Option<u64>, sandbox
 
 #[test]
 fn overrides_apply_where_the_file_is_read_and_are_recorded() {
-    let ov = with(Some(Clock::Virtual), Some(Length::To(Duration::from_secs(24))), Some(9), Some(2));
-    let s = Scenario::load_with("rollout-gate", &ov).unwrap();
+    let ov = with(Some(Clock::Virtual), Some(Length::To(Duration::from_secs(360))), Some(9), Some(2));
+    let s = Scenario::load_with("request-budget", &ov).unwrap();
     assert!(s.cases.iter().all(|c| c.clock == Clock::Virtual));
     let wl = &s.workload;
-    assert_eq!(wl.duration(), Duration::from_secs(24));
+    assert_eq!(wl.duration(), Duration::from_secs(360));
     let phases: Vec<Duration> = wl.phases.iter().map(|p| p.duration).collect();
-    assert_eq!(phases, [Duration::from_secs(6), Duration::from_secs(18)], "each phase scaled alike");
-    assert_eq!(wl.warmup, Duration::from_millis(200));
+    let (busy, idle) = (Duration::from_secs(30), Duration::from_secs(150));
+    assert_eq!(phases, [busy, idle, busy, idle], "each phase scaled alike");
     assert_eq!((wl.seed, wl.sandboxes, s.handler.seed), (9, 2, 9));
     let a = s.overrides.as_ref().unwrap();
-    assert_eq!(a.given, ["--clock virtual", "--duration 24s", "--seed 9", "--sandboxes 2"]);
-    assert_eq!((a.scale, a.schedule_secs), (Some(0.1), Some(240.0)));
+    assert_eq!(a.given, ["--clock virtual", "--duration 6m", "--seed 9", "--sandboxes 2"]);
+    assert_eq!((a.scale, a.schedule_secs), (Some(0.1), Some(3600.0)));
+    let warm = Scenario::load_with("rollout-gate", &with(None, Some(Length::Scale(0.5)), None, None)).unwrap();
+    assert_eq!(warm.workload.warmup, Duration::from_secs(1), "a warm-up scaled with its schedule");
     // A fault strikes at the same share of a scaled schedule.
     let s = Scenario::load_with("faults", &with(None, Some(Length::Scale(0.5)), None, None)).unwrap();
     let plain = Scenario::load("faults").unwrap();

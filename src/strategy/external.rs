@@ -133,8 +133,8 @@ impl RunnerSpec for ExternalSpec {
         false
     }
 
-    fn departures(&self) -> Vec<String> {
-        vec!["runner = external program (not the suite's model of production)".into()]
+    fn departures(&self) -> Vec<super::Departure> {
+        vec![super::Departure::design("runner = external program (not the suite's model of production)")]
     }
 
     fn requests_visible(&self) -> bool {

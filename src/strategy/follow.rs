@@ -253,8 +253,8 @@ impl RunnerSpec for FollowSpec {
         false
     }
 
-    fn departures(&self) -> Vec<String> {
-        let mut d = vec!["strategy = follow (a design production rejected)".to_owned()];
+    fn departures(&self) -> Vec<super::Departure> {
+        let mut d = vec![super::Departure::design("strategy = follow (a design production rejected)")];
         d.extend(loop_departures(&self.opts));
         d
     }

@@ -9,6 +9,7 @@
 //! built (SPEC §8); each knowing departure is a named option, and a case lists the options
 //! it sets away from production ([`RunnerSpec::departures`]).
 
+mod departure;
 pub(crate) mod external;
 mod follow;
 pub(crate) mod pair;
@@ -19,6 +20,8 @@ mod watch;
 pub(crate) mod window;
 mod writers;
 
+pub(crate) use departure::kind_of;
+pub use departure::{ChangeKind, Departure};
 pub(crate) use pair::Relay;
 pub(crate) use watch::WatchNotice;
 pub use writers::WRITERS;
@@ -125,7 +128,7 @@ pub trait RunnerSpec: Debug + Send + Sync {
     /// Its settings as a person reads them.
     fn params(&self) -> String;
     /// The options this case sets away from production's relay as built, as `key = value`.
-    fn departures(&self) -> Vec<String>;
+    fn departures(&self) -> Vec<Departure>;
     /// Whether this is production's design, its settings aside (false: another design, such
     /// as a followed stream production rejected, or a program the suite does not model). A
     /// recommendation changes production's defaults only through cases of its design.
@@ -277,6 +280,7 @@ pub(crate) fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, Scen
     o.await_pickups = t.boolean("await_pickups")?.unwrap_or(o.await_pickups);
     o.stat = t.boolean("stat")?.unwrap_or(o.stat);
     o.sweep = t.boolean("sweep")?.unwrap_or(o.sweep);
+    o.answer_retry = t.boolean("answer_retry")?.unwrap_or(o.answer_retry);
     o.seen = match t.choice("seen", &["turn", "in-flight"])? {
         Some("in-flight") => SeenScope::InFlight,
         _ => SeenScope::Turn,
@@ -322,37 +326,43 @@ pub(crate) fn loop_params(o: &LoopOptions) -> String {
     )
 }
 
-/// Where the loop's options depart from production's.
-pub(crate) fn loop_departures(o: &LoopOptions) -> Vec<String> {
+/// Where the loop's options depart from production's: the poll's timings are settings
+/// production reads; the safety wait a constant of its code; the rest, its code.
+pub(crate) fn loop_departures(o: &LoopOptions) -> Vec<Departure> {
     let p = LoopOptions::default();
     let mut d = Vec::new();
+    let ms = |x: std::time::Duration| x.as_millis();
     if o.poll.interval != p.poll.interval {
-        d.push(format!("interval = {}", human(o.poll.interval)));
+        d.push(Departure::setting(format!("interval = {}", human(o.poll.interval)), "POLLING", ms(o.poll.interval)));
     }
     if o.poll.grow_after != p.poll.grow_after {
-        d.push(format!("grow_after = {}", o.poll.grow_after));
+        d.push(Departure::setting(format!("grow_after = {}", o.poll.grow_after), "IDLE_GROW_AFTER", o.poll.grow_after));
     }
     if o.poll.max != p.poll.max {
-        d.push(format!("max_interval = {}", human(o.poll.max)));
+        d.push(Departure::setting(format!("max_interval = {}", human(o.poll.max)), "POLLING_MAX", ms(o.poll.max)));
     }
-    for (key, on, prod) in
-        [("await_pickups", o.await_pickups, p.await_pickups), ("stat", o.stat, p.stat), ("sweep", o.sweep, p.sweep)]
-    {
+    for (key, on, prod) in [
+        ("await_pickups", o.await_pickups, p.await_pickups),
+        ("stat", o.stat, p.stat),
+        ("sweep", o.sweep, p.sweep),
+        ("answer_retry", o.answer_retry, p.answer_retry),
+    ] {
         if on != prod {
-            d.push(format!("{key} = {on}"));
+            d.push(Departure::code(format!("{key} = {on}")));
         }
     }
     if o.seen != p.seen {
-        d.push("seen = in-flight".into());
+        d.push(Departure::code("seen = in-flight"));
     }
     if o.read_failure != p.read_failure {
-        d.push("read_failure = retry".into());
+        d.push(Departure::code("read_failure = retry"));
     }
     if o.pause_answer != p.pause_answer {
-        d.push("pause_answer = paused".into());
+        d.push(Departure::code("pause_answer = paused"));
     }
     if o.safety_wait != p.safety_wait {
-        d.push(format!("safety_wait = {}", human(o.safety_wait)));
+        let text = format!("safety_wait = {}", human(o.safety_wait));
+        d.push(Departure::default_value(text, "RELAY_SAFETY_POLL_MS", "relay-watch.ts"));
     }
     d
 }

@@ -48,7 +48,7 @@ impl RunnerSpec for PollSpec {
         loop_params(&self.opts)
     }
 
-    fn departures(&self) -> Vec<String> {
+    fn departures(&self) -> Vec<super::Departure> {
         loop_departures(&self.opts)
     }
 

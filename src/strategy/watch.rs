@@ -207,13 +207,13 @@ impl RunnerSpec for WatchSpec {
         format!("inotify, wakes on {} events; {}", self.cfg.wake_on.name(), loop_params(&self.opts))
     }
 
-    fn departures(&self) -> Vec<String> {
+    fn departures(&self) -> Vec<super::Departure> {
         let mut d = loop_departures(&self.opts);
         if self.cfg.wake_on != EventFilter::Any {
-            d.push(format!("wake_on = {}", self.cfg.wake_on.name()));
+            d.push(super::Departure::code(format!("wake_on = {}", self.cfg.wake_on.name())));
         }
         if self.cfg.rearm_on_miss {
-            d.push("rearm_on_miss = true".into());
+            d.push(super::Departure::code("rearm_on_miss = true"));
         }
         d
     }

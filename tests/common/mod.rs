@@ -8,6 +8,16 @@ use relay_bench::{run_scenario, RunOptions, Scenario, Signal, Summary};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
+/// Checks a summary.json against reports/schema.json; fails naming every place it does not
+/// match.
+pub fn check_schema(summary: &serde_json::Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).expect("reports/schema.json is a valid JSON Schema");
+    let errors: Vec<String> = v.iter_errors(summary).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "summary.json does not match reports/schema.json:\n{}", errors.join("\n"));
+}
+
 /// Options for a quiet run writing to `out`, with relay dirs under `relay`.
 pub fn options(out: &Path, relay: &Path, calibrate: bool, calls_csv: bool) -> RunOptions {
     RunOptions {

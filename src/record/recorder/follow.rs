@@ -46,13 +46,15 @@ pub(crate) struct Span {
     pub sandbox: u32,
     /// Every sandbox (a fleet-wide fault).
     pub all: bool,
+    /// Every sandbox but `sandbox` (what a fault in one sandbox does to the others).
+    pub others: bool,
     pub from: Instant,
     pub to: Instant,
 }
 
 impl Span {
     pub(super) fn overlaps(&self, sandbox: u32, start: Instant, end: Instant) -> bool {
-        (self.all || sandbox == self.sandbox) && start <= self.to && end >= self.from
+        (self.all || (sandbox == self.sandbox) != self.others) && start <= self.to && end >= self.from
     }
 }
 

@@ -195,7 +195,15 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
 /// writer made one); a writer waiting on that file id reads it and ends its own call.
 async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
     ctx.events.emit(ctx.sandbox, &CallId::from(file_id.as_str()), EventKind::AnsweringUnread);
-    publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &file_id, &res_name(&file_id), &body).await;
+    publish_answer(
+        &*ctx.host,
+        &ctx.reporter,
+        AnswerRetry::of(ctx.opts.answer_retry),
+        &file_id,
+        &res_name(&file_id),
+        &body,
+    )
+    .await;
 }
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
@@ -234,9 +242,10 @@ async fn execute(
     }
     let body = answer.unwrap_or_else(|| ctx.handler.respond(&call, outcome)).encode();
     ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
-    // Held and tried again while its publish fails (the request is gone already).
-    side.answered =
-        publish_answer(&*ctx.host, &ctx.reporter, AnswerRetry::DEFAULT, &call, &res_name(&file_id), &body).await;
+    // One try, as production's (held and tried again with `answer_retry`, or when this
+    // machine failed it).
+    let retry = AnswerRetry::of(ctx.opts.answer_retry);
+    side.answered = publish_answer(&*ctx.host, &ctx.reporter, retry, &call, &res_name(&file_id), &body).await;
     let at = side.answered.unwrap_or(handler_end);
     ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
 }

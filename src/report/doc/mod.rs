@@ -122,17 +122,6 @@ impl Section {
 pub(crate) struct Verdict {
     pub section: Section,
     pub held: bool,
-    pub at: At,
-}
-
-/// Where summary.md writes a verdict.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum At {
-    /// Under the title, before the lead (a declared verdict).
-    Top,
-    /// Before the section of this index (an older run's inferred verdict, after its results
-    /// and sweeps).
-    Before(usize),
 }
 
 /// A whole report: its title and what the run came to, its rollout verdict, the blocks before
@@ -147,19 +136,14 @@ pub(crate) struct Doc {
     pub sections: Vec<Section>,
 }
 
-/// The whole report in Markdown: `# title — outcome`, the lead, the sections, and the verdict
-/// where it says.
+/// The whole report in Markdown: `# title — outcome`, the verdict, the lead, the sections.
 pub(crate) fn document(o: &mut String, d: &Doc) {
     let _ = writeln!(o, "# {} — {}", d.title, d.outcome.0);
-    let at = |place: At| d.verdict.as_ref().filter(|v| v.at == place).map(|v| &v.section);
-    if let Some(v) = at(At::Top) {
-        markdown(o, v);
+    if let Some(v) = &d.verdict {
+        markdown(o, &v.section);
     }
     blocks(o, &d.lead);
-    for (i, sec) in d.sections.iter().enumerate() {
-        if let Some(v) = at(At::Before(i)) {
-            markdown(o, v);
-        }
+    for sec in &d.sections {
         markdown(o, sec);
     }
 }

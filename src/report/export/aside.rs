@@ -208,5 +208,7 @@ pub(super) fn faults(s: &Summary) -> Option<Section> {
         ]),
         rows: rows.collect(),
     };
-    Some(Section::new("faults", "Faults", vec![Block::Para(plain(intro)), Block::Table(table)]))
+    let mut blocks = vec![Block::Para(plain(intro)), Block::Table(table)];
+    blocks.extend(super::storm::blocks(s));
+    Some(Section::new("faults", "Faults", blocks))
 }

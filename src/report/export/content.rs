@@ -1,14 +1,14 @@
 //! A run's report as content ([`Doc`]): built once from the summary, written by summary.md
-//! ([`super::Markdown`]) and report.html alike. Its title and outcome, the declared
-//! verdict, where and how the run ran, then a section each: the results, each sweep, an
-//! older run's inferred verdict, the baseline, the gates, the latency distributions, calls
+//! ([`super::Markdown`]) and report.html alike. Its title and outcome, the stored verdict
+//! (or that an older run stores none), where and how the run ran, then a section each: the
+//! results, each sweep, the baseline, the gates, the latency distributions, calls
 //! and requests (and why calls were lost or doubled), the faults, the fleet, what each fleet
 //! size needs of the provider, the charts, the cases, this machine's floor, and what
 //! happened along the way.
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, plain, Align, At, Block, Chart, Doc, Section, Table, Verdict};
+use crate::report::doc::{inline, plain, Align, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
 
 use Align::{Left as L, Right as R};
@@ -28,12 +28,19 @@ pub(crate) fn document(s: &Summary) -> Doc {
     let mut sections = vec![results(s)];
     sections.extend(super::sweep::sections(s));
     let verdict = match &s.verdict {
-        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held, at: At::Top }),
-        // A run from before rollout gates were declared: its verdict, inferred, after its
-        // results and sweeps.
-        None => {
-            super::verdict::section(s).map(|(section, held)| Verdict { section, held, at: At::Before(sections.len()) })
-        }
+        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held }),
+        // A run from before verdicts were stored: said, not inferred from its gates.
+        None => Some(Verdict {
+            section: Section::new(
+                "verdict",
+                "Rollout verdict: not stored",
+                vec![Block::Para(plain(
+                    "This run stores no rollout verdict (it was recorded before verdicts were): each case's own \
+                     gates are below, and no verdict is inferred from them.",
+                ))],
+            ),
+            held: false,
+        }),
     };
     sections.extend(baseline(s));
     sections.push(super::gates::document(s));
@@ -46,6 +53,7 @@ pub(crate) fn document(s: &Summary) -> Doc {
     sections.push(cases(s));
     sections.push(aside::calibration(s));
     sections.extend(aside::along_the_way(s));
+    sections.push(assumptions(s));
     Doc { title: format!("relay-bench: {}", s.scenario), outcome, verdict, lead: lead(s), sections }
 }
 
@@ -411,4 +419,25 @@ fn case_notes(r: &CaseResult) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the run assumes and does not measure, each with its source: the report's last word.
+fn assumptions(s: &Summary) -> Section {
+    let blocks = match &s.assumptions {
+        Some(all) => vec![
+            Block::Para(inline(
+                "What this run takes as given rather than measures, and where each value comes from: a figure above \
+                 holds for these, not beyond them.",
+            )),
+            Block::Table(Table {
+                columns: crate::report::doc::columns(&[("what", L), ("value", L), ("source", L)]),
+                rows: all.iter().map(|a| vec![a.what.clone(), a.value.clone(), a.source.clone()]).collect(),
+            }),
+        ],
+        None => vec![Block::Para(plain(
+            "This run did not record what it assumes (a run from before assumptions were recorded): its scenario \
+             file and docs/production.md say what its workload and limits stand for.",
+        ))],
+    };
+    Section::new("assumptions", "Assumptions", blocks)
 }

@@ -12,8 +12,8 @@ pub(crate) fn realistic() -> Summary {
     with_rollout(true)
 }
 
-/// [`realistic`] as a run that declared no rollout gates records it: the same gates are
-/// the cases' own, and the reports infer a verdict from them.
+/// [`realistic`] as a run from before verdicts were stored records it: the same gates are
+/// the cases' own, and no verdict is stored.
 pub(crate) fn inferred() -> Summary {
     with_rollout(false)
 }

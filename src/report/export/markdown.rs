@@ -124,6 +124,16 @@ mod tests {
         assert!(md.contains("watch failure \\| exec rejected"));
     }
 
+    /// A run from before verdicts were stored says so; nothing is inferred from its cases'
+    /// own gates.
+    #[test]
+    fn a_run_without_a_stored_verdict_says_so_and_infers_none() {
+        let md = String::from_utf8(Markdown.render(&super::super::fixture::inferred())).unwrap();
+        assert!(md.lines().nth(2).unwrap().starts_with("## Rollout verdict: not stored"), "{md}");
+        assert!(md.contains("no verdict is inferred from them"), "{md}");
+        assert!(!md.contains("Production as built (**"), "nothing inferred:\n{md}");
+    }
+
     #[test]
     fn invariants_that_hold_take_one_line_a_case_and_a_broken_one_its_own() {
         let mut s = realistic();

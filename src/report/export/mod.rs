@@ -18,9 +18,9 @@ mod markdown;
 mod needs;
 mod phases;
 pub(crate) mod rollout;
+mod storm;
 mod sweep;
 mod table;
-pub(crate) mod verdict;
 
 pub(crate) use json::Json;
 pub(crate) use junit::JUnit;

@@ -113,7 +113,7 @@ pub(crate) fn section(v: &Verdict, s: &Summary) -> Option<(Section, bool)> {
     };
     blocks.extend(boundaries(&v.boundaries));
     if let Some(r) = &v.recommendation {
-        blocks.push(Block::Para(inline(r.text.clone())));
+        blocks.extend(recommendation(r));
     }
     if !v.gates.is_empty() && v.decided_on_virtual_clock() {
         blocks.push(Block::Para(inline(virtual_note())));
@@ -189,6 +189,50 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
             ]),
             rows: rows.collect(),
         }));
+    }
+    out
+}
+
+/// The recommendation: its lead, then the other options that meet every rollout gate
+/// inside production's envelope, least invasive first, then those that meet them only
+/// outside it, with what crossing cost.
+pub(crate) fn recommendation(r: &crate::results::recommend::Recommendation) -> Vec<Block> {
+    let mut out = vec![Block::Para(inline(r.text.clone()))];
+    let item = |c: &crate::results::recommend::Choice| {
+        let mut line = format!("{}: {}", c.name(), c.margins_text());
+        if c.on_edge {
+            line += " — on the edge";
+        }
+        if let Some(s) = &c.searched {
+            line += &format!("; {s}");
+        }
+        inline(line)
+    };
+    if !r.others.is_empty() {
+        out.push(Block::Para(inline(
+            "Other options that meet every rollout gate inside production's envelope, least invasive first:",
+        )));
+        out.push(Block::List(r.others.iter().map(item).collect()));
+    }
+    if !r.outside.is_empty() {
+        out.push(Block::Para(inline(
+            "Not recommended: options that meet every rollout gate only by leaving production's envelope, and what \
+             crossing it cost in this run:",
+        )));
+        out.push(Block::List(
+            r.outside
+                .iter()
+                .map(|c| {
+                    let mut line = item(c);
+                    line.extend(inline(format!(
+                        ". Outside the envelope: {}. Cost: {}",
+                        c.outside_envelope.join("; "),
+                        c.costs.join(", ")
+                    )));
+                    line
+                })
+                .collect(),
+        ));
     }
     out
 }

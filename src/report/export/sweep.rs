@@ -118,7 +118,7 @@ objective = "min discovery_per_min"
         let mut w = SweepResult::of(&sc.sweeps[0]);
         s.results = ["w@window=10s", "w@window=25s"]
             .iter()
-            .zip([(vec!["window = 10.00s".to_string()], 4.0), (vec![], 2.0)])
+            .zip([(vec!["window = 10.00s".into()], 4.0), (vec![], 2.0)])
             .map(|(c, (d, rate))| {
                 let mut r = CaseResult { case: c.to_string(), departures: Some(d), pass: true, ..Default::default() };
                 r.requests.discovery_per_min = rate;

@@ -288,7 +288,9 @@ mod tests {
         let unwrapped = verdict.replace("\n    ", " ");
         assert!(unwrapped.contains("\n  FAIL idle_phase_discovery_per_min <= 5.0: window-exec 5.33; option sets that meet it: window-exec-quiet-idle, window-exec-inline\n"), "{verdict}");
         let met = verdict.find("\n  every rollout gate met by: window-exec-quiet-idle").expect("the option sets");
-        let said = verdict.find("\n  Recommendation: change production's defaults by `idle_wake = false`").expect("it");
+        let said = verdict
+            .find("\n  Recommendation: `idle_wake = false` (window-exec-quiet-idle; a change of production's code)")
+            .expect("it");
         assert!(met < said && !verdict[said..].contains("\n\n"), "the recommendation is last: {verdict}");
         for l in verdict.lines() {
             assert!(l.chars().count() <= WIDTH, "{l:?}");

@@ -98,7 +98,7 @@ pub struct CaseResult {
     /// the case is production's design. `None`: a run from before they were recorded,
     /// which is not production's design either ([`DEPARTURES_NOT_RECORDED`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub departures: Option<Vec<String>>,
+    pub departures: Option<Vec<crate::strategy::Departure>>,
     /// Another design than production's (a followed stream, an external program): its
     /// departures are no change of production's defaults.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -340,6 +340,10 @@ impl CaseResult {
                 Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
                 Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
                 Counter::FaultsFailed => self.faults.iter().filter(|f| !f.ok).count() as f64,
+                Counter::SafetyLists if self.requests.not_measured => return None,
+                Counter::SafetyLists => self.runner.safety_lists as f64,
+                Counter::WatchMisses if self.requests.not_measured => return None,
+                Counter::WatchMisses => self.runner.missed_by_source as f64,
                 // No fault, or no call answered while one lasted: not measured.
                 Counter::FaultWorstPickupMs => {
                     return self.faults.iter().filter_map(|f| f.worst_pickup_ms).reduce(f64::max)
@@ -421,6 +425,10 @@ pub struct Summary {
     /// gates were declared (its reports infer one from the cases' own gates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// What the run assumes and does not measure, each with its source. Absent: a run from
+    /// before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assumptions: Option<Vec<crate::results::assumptions::Assumption>>,
     /// The run was cut short.
     pub interrupted: bool,
     /// Every gate of every case held.
@@ -519,18 +527,7 @@ impl Summary {
                 r.injected_leg_us.as_ref().filter(|l| l.count > 0).map(|l| (2.0 * l.p50 / 100.0).round() / 10.0);
             Some(crate::results::boundary::PointCase { round_trip_ms, rollout: &r.rollout })
         });
-        let candidates: Vec<crate::results::verdict::Candidate<'_>> = self
-            .results
-            .iter()
-            .map(|r| crate::results::verdict::Candidate {
-                name: &r.case,
-                departures: r.departures.as_deref(),
-                other_design: r.other_design,
-                interrupted: r.interrupted,
-                rollout: &r.rollout,
-            })
-            .collect();
-        verdict.recommend(&candidates, &self.scenario);
+        verdict.recommendation = recommend::recommend(&self.results, &self.sweeps, verdict.pass, &self.scenario);
         self.pass = !self.interrupted
             && self.cases_not_run.is_empty()
             && self.results.iter().all(|r| r.pass)
@@ -541,6 +538,7 @@ impl Summary {
 
 mod comparison;
 mod latencies;
+mod recommend;
 pub(crate) mod repeats;
 #[cfg(test)]
 mod tests;

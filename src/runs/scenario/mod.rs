@@ -388,6 +388,7 @@ async fn open_summary(s: &Scenario, opts: &RunOptions, started_at: &str, say: &i
         baseline: s.baseline.clone(),
         overrides: s.overrides.clone(),
         verdict: Some(Default::default()),
+        assumptions: Some(crate::results::assumptions::of(s)),
         interrupted: false,
         pass: false,
     }

@@ -13,7 +13,10 @@ mod local;
 mod not_applied;
 pub(crate) mod org;
 mod profile;
+mod read_fault;
 mod remote;
+#[cfg(test)]
+mod remote_tests;
 mod wire;
 
 pub(crate) use access::{ClockReading, ProcessState, SandboxAccess};
@@ -32,6 +35,7 @@ pub use local::LocalHost;
 pub(crate) use not_applied::NotApplied;
 #[cfg(test)]
 pub(crate) use profile::Leg;
+pub use read_fault::{Mark, ReadStorm};
 pub(crate) use remote::{parse_profile, Profiles};
 pub use remote::{Daemon, LatencyProfile, RemoteHost};
 pub use wire::{DelayProxy, Gate};
@@ -286,6 +290,16 @@ pub trait DaemonControl: Send + Sync {
     fn blackhole(&self, _d: Duration) -> Result<(), NotApplied> {
         Err(NotApplied::NoRealPath)
     }
+    /// Reads of request files fail for `d`, and each struck request keeps failing while it
+    /// is on disk; with `answers`, the writes of their answers fail too (the emulated daemon
+    /// only).
+    fn fail_reads(&self, _d: Duration, _answers: bool) -> Result<(), NotApplied> {
+        Err(NotApplied::RealReads)
+    }
+    /// The storm a `read-fails` fault set off, as the daemon counted it (if one struck).
+    fn read_storm(&self) -> Option<ReadStorm> {
+        None
+    }
 }
 
 /// What a daemon fault acts on: the host's daemon, or the wire in front of it.
@@ -295,6 +309,8 @@ pub enum DaemonFault {
     Pause,
     Disconnect,
     Blackhole,
+    /// Its reads of request files fail (`/v1/fs/file` GET).
+    ReadFails,
 }
 
 impl DaemonFault {
@@ -367,6 +383,8 @@ pub enum NotTaken {
         "is not produced with in_sandbox = true: relay-bench acts on the wire, not on the daemon its writers run under"
     )]
     InSandbox,
+    #[error("fails the emulated daemon's file reads: use host = \"remote\" (a real daemon's reads are its own)")]
+    RealReads,
 }
 
 /// A parsed host: what it models, and how to build it over one relay dir.
@@ -381,6 +399,7 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
         Err(match fault {
             DaemonFault::Blackhole => NotTaken::NoRealPath,
+            DaemonFault::ReadFails => NotTaken::RealReads,
             _ => NotTaken::NoDaemon,
         })
     }
@@ -395,6 +414,11 @@ pub trait HostSpec: std::fmt::Debug + Send + Sync {
     }
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
     fn missing_here(&self) -> Option<String> {
+        None
+    }
+    /// The latency it emulates for every request (a profile's legs), as a person reads it;
+    /// `None` for a host whose latency is real (a local dir, a real daemon).
+    fn emulated_latency(&self) -> Option<String> {
         None
     }
     /// The limits of the remote side it enforces (none: every request is only counted).

@@ -18,6 +18,8 @@ pub enum NotApplied {
     NoRealPath,
     #[error("no daemon on this host: use host = \"remote\" or \"sandbox-agent\"")]
     NoDaemon,
+    #[error("a real daemon's file reads are its own: use host = \"remote\" to fail them")]
+    RealReads,
     #[error("no sandbox {0} in this case")]
     NoSuchSandbox(u32),
     #[error("no program switch in this case: the watch program is not switchable here")]

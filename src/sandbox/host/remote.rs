@@ -27,9 +27,8 @@ use tokio::time::Instant;
 
 use super::org::{Limits, Org, Ticket};
 pub use super::profile::LatencyProfile;
-#[cfg(test)]
-use super::profile::Leg;
 pub(crate) use super::profile::{parse_profile, Profiles};
+use super::read_fault::{Mark, ReadFault, ReadStorm};
 use super::{
     BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts,
     Seat,
@@ -68,6 +67,8 @@ pub struct Daemon {
     /// Whether a restart or a disconnect can strike it: only then does each request listen
     /// for one (a listener costs a registration per request, and most cases strike none).
     struck: bool,
+    /// The `read-fails` fault: request reads that fail, and the storm they set off.
+    reads: ReadFault,
 }
 
 impl Daemon {
@@ -87,6 +88,7 @@ impl Daemon {
             org,
             sandbox,
             struck: true,
+            reads: ReadFault::default(),
         }
     }
 
@@ -138,10 +140,30 @@ impl Daemon {
         self.outage.send_modify(|o| o.paused_until = Some(Instant::now() + d));
     }
 
+    /// Fails the reads of request files for `d`; a request whose read failed keeps failing
+    /// while it is on disk, and with `answers` so does every write of its answer
+    /// ([`ReadFault`]).
+    pub fn fail_reads(&self, d: Duration, answers: bool) {
+        self.reads.strike(d, answers, self.mark());
+    }
+
+    /// What the daemon has counted now (a storm's edge).
+    fn mark(&self) -> Mark {
+        let (rejected, others_rejected) = self.org.rejected_ever(self.sandbox);
+        Mark { at: Instant::now(), counts: self.counter.snapshot(), rejected, others_rejected }
+    }
+
+    /// The `read-fails` storm so far, if the fault struck this daemon.
+    pub fn read_storm(&self) -> Option<ReadStorm> {
+        self.reads.storm(self.mark())
+    }
+
     /// One request: admitted by the organisation (or queued, or refused), a slot, the
     /// request leg, `op` on the sandbox side, the response leg. A held exec that outlasts
     /// the proxy's idle timeout is cut.
     pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
+        // A struck request deleted since the last request ends a read-fails storm.
+        self.reads.observe(|| self.mark());
         self.counter.count(purpose, kind);
         let ticket: Ticket = self.org.admit(self.sandbox, kind).await?;
         // The execs the daemon holds besides this one slow its answer (measured).
@@ -177,12 +199,14 @@ impl Daemon {
         };
         // In this order (no random draw per request): the answer, then a fault that broke
         // it, then the proxy's cut.
-        tokio::select! {
+        let out = tokio::select! {
             biased;
             out = work => out,
             why = broken(outage.as_mut(), at_start, kind) => Err(why),
             why = cut => Err(why),
-        }
+        };
+        self.reads.observe(|| self.mark());
+        out
     }
 
     /// The requests counted so far.
@@ -276,6 +300,7 @@ impl RemoteHost {
 
     /// A host over `dir`, its requests made through `daemon`.
     pub fn over(dir: Arc<dyn RelayDir>, daemon: Arc<Daemon>) -> RemoteHost {
+        daemon.reads.bind(dir.clone());
         RemoteHost { dir, daemon }
     }
 }
@@ -291,8 +316,17 @@ impl Host for RemoteHost {
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
-        let (dir, name) = (self.dir.clone(), name.to_owned());
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || dir.read(&name)))
+        let (dir, name, daemon) = (self.dir.clone(), name.to_owned(), &self.daemon);
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || {
+            if daemon.reads.fails(&name, || daemon.mark()) {
+                // The daemon's answer to a GET of a file it cannot read (the fault).
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("GET /v1/fs/file {name}: the daemon cannot read it (read-fails fault)"),
+                ));
+            }
+            dir.read(&name)
+        }))
     }
 
     fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
@@ -307,8 +341,15 @@ impl Host for RemoteHost {
             let mut tries = 0;
             let tmp = loop {
                 let tmp = fsio::temp_name(name);
-                let (dir, tmp2, body) = (self.dir.clone(), tmp.clone(), bytes.to_vec());
-                match self.daemon.request(Purpose::Data, Kind::Write, move || dir.write(&tmp2, &body)).await {
+                let (dir, tmp2, body, daemon) = (self.dir.clone(), tmp.clone(), bytes.to_vec(), &self.daemon);
+                let write = move || {
+                    if daemon.reads.write_fails(&tmp2) {
+                        let why = format!("PUT /v1/fs/file {tmp2}: the daemon cannot write it (read-fails fault)");
+                        return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
+                    }
+                    dir.write(&tmp2, &body)
+                };
+                match self.daemon.request(Purpose::Data, Kind::Write, write).await {
                     Ok(()) => break tmp,
                     Err(e) if fsio::is_taken(&e) && tries + 1 < fsio::TEMP_TRIES => tries += 1,
                     Err(e) if fsio::is_taken(&e) => return Err(fsio::taken_every_time(Some(e))),
@@ -406,6 +447,13 @@ impl super::DaemonControl for Daemon {
         Daemon::pause(self, d);
         Ok(())
     }
+    fn fail_reads(&self, d: Duration, answers: bool) -> Result<(), super::NotApplied> {
+        Daemon::fail_reads(self, d, answers);
+        Ok(())
+    }
+    fn read_storm(&self) -> Option<ReadStorm> {
+        Daemon::read_storm(self)
+    }
 }
 
 impl HostKind for Remote {
@@ -455,6 +503,10 @@ impl HostSpec for RemoteSpec {
         format!("{}; latency injected in user space (tokio timers, no netem){limits}", self.profile.describe())
     }
 
+    fn emulated_latency(&self) -> Option<String> {
+        Some(self.profile.describe())
+    }
+
     fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
         let daemon = Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox);
         let daemon = Arc::new(daemon.struck(seat.struck));
@@ -475,98 +527,5 @@ impl HostSpec for RemoteSpec {
             DaemonFault::Blackhole => Err(super::NotTaken::EmulatedWire),
             _ => Ok(()),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sandbox::host::profile::ms;
-
-    #[test]
-    fn shipped_profiles_and_legs() {
-        let p = LatencyProfile::shipped("proxy").unwrap();
-        let mut rng = Rng::new(3);
-        for _ in 0..1000 {
-            let l = p.leg.draw(&mut rng);
-            assert!(l >= ms(10) && l <= ms(25), "{l:?}");
-        }
-        let far = LatencyProfile::shipped("far").unwrap();
-        let draws: Vec<Duration> = (0..10_000).map(|_| far.leg.draw(&mut rng)).collect();
-        let tail = draws.iter().filter(|d| **d > ms(80)).count();
-        assert!((300..700).contains(&tail), "about 5% of legs in the tail: {tail}");
-        assert!(draws.iter().all(|d| *d <= ms(2080)));
-        assert!(LatencyProfile::shipped("mars").is_none());
-        assert!(p.describe().contains("proxy: round trip 20.0ms–50.0ms"), "{}", p.describe());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn each_request_pays_two_legs_and_is_counted() {
-        let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile {
-            name: "fixed".into(),
-            leg: Leg::uniform(ms(20), ms(20)),
-            concurrency: 2,
-            held_exec_cost: Duration::ZERO,
-        };
-        let daemon = Arc::new(Daemon::new(profile, 1, Arc::default()));
-        let host = RemoteHost::new(dir.path(), daemon.clone());
-        let t0 = Instant::now();
-        host.publish("a.res.json", b"{}").await.unwrap();
-        assert_eq!(t0.elapsed(), ms(80), "write + rename: two round trips");
-        let t0 = Instant::now();
-        assert!(host.list().await.unwrap().contains(&"a.res.json".to_string()));
-        assert_eq!(host.read("a.res.json").await.unwrap(), b"{}");
-        assert_eq!(t0.elapsed(), ms(80));
-        let c = host.counts();
-        assert_eq!((c.discovery_total(), c.data_total()), (1, 3));
-        assert_eq!(daemon.paid_legs().len(), 8);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn every_exec_the_daemon_holds_slows_its_other_answers_by_the_measured_cost() {
-        let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
-        let mut profile = LatencyProfile::shipped("proxy").unwrap();
-        profile.leg = Leg::uniform(ms(10), ms(10));
-        profile.held_exec_cost = ms(3);
-        let host = Arc::new(RemoteHost::over(Arc::new(dir.clone()), Arc::new(Daemon::new(profile, 1, Arc::default()))));
-        let t0 = Instant::now();
-        host.list().await.unwrap();
-        assert_eq!(t0.elapsed(), ms(20), "nothing held: two legs");
-        let argv = crate::sandbox::dir::program::WatchArgs::window(
-            "/sb/relay",
-            Duration::from_secs(5),
-            Duration::from_secs(2),
-        )
-        .argv(std::path::Path::new("relay-bench"));
-        let h = host.clone();
-        let held = tokio::spawn(async move { h.exec(&argv, Duration::from_secs(10)).await });
-        tokio::time::sleep(ms(50)).await;
-        let t0 = Instant::now();
-        host.list().await.unwrap();
-        assert_eq!(t0.elapsed(), ms(23), "one exec held: its cost on the answer");
-        held.await.unwrap().unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_concurrency_limit_queues_requests() {
-        let dir = tempfile::tempdir().unwrap();
-        let profile = LatencyProfile {
-            name: "fixed".into(),
-            leg: Leg::uniform(ms(10), ms(10)),
-            concurrency: 2,
-            held_exec_cost: Duration::ZERO,
-        };
-        let host = Arc::new(RemoteHost::new(dir.path(), Arc::new(Daemon::new(profile, 1, Arc::default()))));
-        let t0 = Instant::now();
-        let mut tasks = Vec::new();
-        for _ in 0..4 {
-            let h = host.clone();
-            tasks.push(tokio::spawn(async move { h.list().await.unwrap() }));
-        }
-        for t in tasks {
-            t.await.unwrap();
-        }
-        assert_eq!(t0.elapsed(), ms(40), "4 requests, 2 at a time, 20 ms each");
     }
 }

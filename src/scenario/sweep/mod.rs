@@ -127,9 +127,6 @@ pub struct Sweep {
     /// A searched case's lines: the index of the value of each other axis (one line, with
     /// none, when only the searched option varies).
     pub lines: Vec<Vec<usize>>,
-    /// A searched case's probe at the bracket's start: the calls it plans and whether it
-    /// runs on the real clock (what the run's estimate and event log plan count per probe).
-    pub(crate) probe: Option<(u64, bool)>,
 }
 
 impl Sweep {
@@ -282,17 +279,8 @@ pub(crate) fn expand(
         return Ok(Some((sweep, Vec::new())));
     }
     let (points, tables) = points_of(&axes, &base, &name, top, (file, &prefix))?;
-    let sweep = Sweep {
-        case: name,
-        axes,
-        objective,
-        figures: Vec::new(),
-        extra,
-        points,
-        search: None,
-        lines: Vec::new(),
-        probe: None,
-    };
+    let sweep =
+        Sweep { case: name, axes, objective, figures: Vec::new(), extra, points, search: None, lines: Vec::new() };
     Ok(Some((sweep, tables)))
 }
 
@@ -316,17 +304,7 @@ fn searched_sweep(
     let label = if axes.iter().any(|a| a.label == search.label) { search.path.clone() } else { search.label.clone() };
     axes.push(Axis { path: search.path.clone(), label, values: Vec::new() });
     let search = Some(search);
-    Ok(Sweep {
-        case: name,
-        axes,
-        objective,
-        figures: Vec::new(),
-        extra,
-        points: Vec::new(),
-        search,
-        lines,
-        probe: None,
-    })
+    Ok(Sweep { case: name, axes, objective, figures: Vec::new(), extra, points: Vec::new(), search, lines })
 }
 
 /// Every point of a sweep over `axes` (the last axis varying fastest): its name, the case's

@@ -38,7 +38,8 @@ fn a_sweep_expands_into_cases_named_after_their_values() {
     assert_eq!(names(&s), ["window-exec@window=5s", "window-exec@window=25s", "window-exec@window=120s"]);
     // Each point is the hand-written case with its value: production's own value departs
     // from nothing, the others say their window.
-    let departures: Vec<Vec<String>> = s.cases.iter().map(|c| c.departures()).collect();
+    let departures: Vec<Vec<String>> =
+        s.cases.iter().map(|c| c.departures().into_iter().map(|d| d.text).collect()).collect();
     assert_eq!(departures, [vec!["window = 5.00s".to_string()], vec![], vec!["window = 120.00s".to_string()]]);
     assert!(s.cases[0].runner.params().starts_with("window 5.00s"), "{}", s.cases[0].runner.params());
     let exprs: Vec<&str> = s.cases[2].gates.iter().map(|g| g.expr.as_str()).collect();

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, positive, Departure, Parts, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::Say;
 use crate::base::units::human;
@@ -155,21 +155,38 @@ impl WindowConfig {
         a
     }
 
-    /// Where these settings depart from production's.
-    pub fn departures(&self) -> Vec<String> {
+    /// Where these settings depart from production's: the window is a setting production
+    /// reads (and leaves its envelope when it reaches `safety_wait`); the program's and the
+    /// backoff's timings are constants of its code; the rest changes what its code does.
+    pub fn departures(&self, safety_wait: Duration) -> Vec<Departure> {
         let p = WindowConfig::default();
         let mut d = Vec::new();
-        let durations = [
-            ("window", self.window, p.window),
-            ("grace", self.grace, p.grace),
-            ("margin", self.margin, p.margin),
-            ("relist", self.relist, p.relist),
-            ("backoff_min", self.backoff_min, p.backoff_min),
-            ("backoff_max", self.backoff_max, p.backoff_max),
+        if self.window != p.window {
+            let text = format!("window = {}", human(self.window));
+            let mut w = Departure::setting(text, "REMOTE_WATCH_WINDOW_MS", self.clamped_window().as_millis());
+            if self.clamped_window() >= safety_wait {
+                w = w.outside(format!(
+                    "a window of {} reaches the {} safety wait: production's notes keep it below (the safety \
+                     list runs while a window is held, and a request it finds is a watch miss)",
+                    human(self.clamped_window()),
+                    human(safety_wait)
+                ));
+            }
+            d.push(w);
+        }
+        let constants = [
+            ("grace", self.grace, p.grace, "RELAY_REMOTE_WATCH_GRACE_MS"),
+            ("margin", self.margin, p.margin, "RELAY_WATCH_OUTER_BOUND_MARGIN_MS"),
+            ("relist", self.relist, p.relist, "RELAY_WATCH_READDIR_POLL_MS"),
+            ("backoff_min", self.backoff_min, p.backoff_min, "RELAY_WATCH_BACKOFF_BASE_MS"),
+            ("backoff_max", self.backoff_max, p.backoff_max, "RELAY_WATCH_BACKOFF_CAP_MS"),
         ];
-        d.extend(durations.iter().filter(|(_, v, p)| v != p).map(|(k, v, _)| format!("{k} = {}", human(*v))));
+        for (k, v, _, name) in constants.iter().filter(|(_, v, p, _)| v != p) {
+            d.push(Departure::default_value(format!("{k} = {}", human(*v)), name, "relay-watch.ts"));
+        }
         if self.max_failures != p.max_failures {
-            d.push(format!("max_failures = {}", self.max_failures));
+            let text = format!("max_failures = {}", self.max_failures);
+            d.push(Departure::default_value(text, "RELAY_WATCH_DEMOTION_THRESHOLD", "relay-watch.ts"));
         }
         for (k, v, p) in [
             ("jitter", self.jitter, p.jitter),
@@ -177,20 +194,20 @@ impl WindowConfig {
             ("backoff_before_demotion", self.backoff_before_demotion, p.backoff_before_demotion),
         ] {
             if v != p {
-                d.push(format!("{k} = {v}"));
+                d.push(Departure::code(format!("{k} = {v}")));
             }
         }
         if self.events != p.events {
-            d.push(format!("window_events = {}", self.events.name()));
+            d.push(Departure::code(format!("window_events = {}", self.events.name())));
         }
         if self.after_demotion != p.after_demotion {
-            d.push("after_demotion = retry".into());
+            d.push(Departure::code("after_demotion = retry"));
         }
         if self.failure_wake != p.failure_wake {
-            d.push("failure_wake = every".into());
+            d.push(Departure::code("failure_wake = every"));
         }
         if self.on_close != p.on_close {
-            d.push("on_close = abort".into());
+            d.push(Departure::code("on_close = abort"));
         }
         d
     }
@@ -340,10 +357,10 @@ impl RunnerSpec for WindowSpec {
         )
     }
 
-    fn departures(&self) -> Vec<String> {
-        let mut d = self.cfg.departures();
+    fn departures(&self) -> Vec<Departure> {
+        let mut d = self.cfg.departures(self.opts.safety_wait);
         if self.cfg.inline {
-            d.insert(0, "inline = true".into());
+            d.insert(0, Departure::code("inline = true"));
         }
         d.extend(loop_departures(&self.opts));
         d

@@ -38,7 +38,7 @@ pub trait WriterKind: Sync {
 pub trait WriterSpec: std::fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     fn params(&self) -> String;
-    fn departures(&self) -> Vec<String>;
+    fn departures(&self) -> Vec<crate::strategy::Departure>;
     fn cleanup(&self) -> Cleanup;
     /// The response waiter of one relay dir's writer.
     fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter>;
@@ -145,19 +145,21 @@ impl WriterSpec for Spec {
         }
     }
 
-    fn departures(&self) -> Vec<String> {
+    fn departures(&self) -> Vec<crate::strategy::Departure> {
+        use crate::strategy::Departure;
         let mut d = Vec::new();
         if !self.watch {
-            d.push("writer = poll (response watch off)".into());
+            d.push(Departure::setting("writer = poll (response watch off)".into(), "RESPONSE_WATCH_ENABLED", false));
         }
         if self.wake_on != EventFilter::Any {
-            d.push(format!("writer wake_on = {}", self.wake_on.name()));
+            d.push(Departure::code(format!("writer wake_on = {}", self.wake_on.name())));
         }
         if self.interval != INTERVAL {
-            d.push(format!("writer interval = {}", human(self.interval)));
+            let text = format!("writer interval = {}", human(self.interval));
+            d.push(Departure::setting(text, "POLLING", self.interval.as_millis()));
         }
         if self.cleanup != Cleanup::OnAnswer {
-            d.push("writer cleanup = always".into());
+            d.push(Departure::code("writer cleanup = always"));
         }
         d
     }

@@ -423,6 +423,9 @@ impl HostSpec for AgentSpec {
     }
 
     fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
+        if fault == DaemonFault::ReadFails {
+            return Err(NotTaken::RealReads);
+        }
         let wire = matches!(fault, DaemonFault::Disconnect | DaemonFault::Blackhole);
         if wire && self.profile.is_none() {
             return Err(NotTaken::NoProxy);

@@ -109,6 +109,7 @@ impl Org {
             held: Level::new(now),
             conns: Level::new(now),
             idle: Vec::new(),
+            rejected_ever: 0,
         };
         Org {
             state: Mutex::new(State {
@@ -199,7 +200,10 @@ impl Org {
                 OnLimit::Reject => Duration::ZERO,
             };
             if wait.is_zero() {
-                self.lock().rejected += 1;
+                let mut s = self.lock();
+                s.rejected += 1;
+                s.sandboxes[i].rejected_ever += 1;
+                drop(s);
                 return Err(too_many(refused));
             }
             if !queued {
@@ -261,6 +265,15 @@ impl Org {
         let s = self.lock();
         let total = |k: Kind| s.per_sec.iter().map(|b| u64::from(b[k as usize])).sum();
         super::ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), total(*k))).collect())
+    }
+
+    /// Requests rejected since the organisation began (the clock's restarts aside): those of
+    /// `sandbox`, and those of every other sandbox.
+    pub(crate) fn rejected_ever(&self, sandbox: u32) -> (u64, u64) {
+        let s = self.lock();
+        let all: u64 = s.sandboxes.iter().map(|sb| sb.rejected_ever).sum();
+        let own = s.sandboxes.get(sandbox as usize).map_or(0, |sb| sb.rejected_ever);
+        (own, all - own)
     }
 
     /// A held request cut by the proxy's idle timeout.

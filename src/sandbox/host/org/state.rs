@@ -22,6 +22,9 @@ pub(super) struct SandboxState {
     pub(super) conns: Level,
     /// When each idle pooled connection went idle (most recent last).
     pub(super) idle: Vec<Instant>,
+    /// Its requests rejected since the organisation began (never reset with the clock: a
+    /// fault's row takes differences of it).
+    pub(super) rejected_ever: u64,
 }
 
 /// The organisation's gauges and counters.
