@@ -127,9 +127,8 @@ impl Ended<'_> {
         }
         let points = fleet_points(&self.timeline, &fleet.timeline, self.before);
         let org = self.org.as_ref().map(|(o, l)| (o, l.describe(), self.org_handle.org_held_execs()));
-        let mut f = FleetResult::of(org, self.warmup_org.as_ref(), &fleet, points, wl.warmup);
-        f.warmup_ungated = !wl.warmup_gated;
-        r.fleet = Some(f);
+        let warmup = (wl.warmup, wl.warmup_gated);
+        r.fleet = Some(FleetResult::of(org, self.warmup_org.as_ref(), &fleet, points, warmup));
         r.hdr = Some(Arc::new(CaseHdr {
             measures: Measure::all().map(|m| (m, recording.histogram(m).clone())).collect(),
             intervals: recording.intervals.clone(),

@@ -164,13 +164,14 @@ fn pct(part: u64, of: u64) -> f64 {
 
 impl FleetResult {
     /// From the organisation's figures (`None`: the requests did not pass through it; the
-    /// steady state's, and the warm-up's if it had one) and the recorder's turns.
+    /// steady state's, and the warm-up's if it had one) and the recorder's turns; `warmup` is
+    /// the workload's, and whether its figures gate (`warmup_gated`).
     pub fn of(
         org: Option<(&OrgStats, String, Option<u32>)>,
         warmup_org: Option<&OrgStats>,
         turns: &FleetRecording,
         timeline: Vec<FleetPoint>,
-        warmup: Duration,
+        (warmup, gated): (Duration, bool),
     ) -> Self {
         let calls = turns.calls_per_turn.as_ref();
         let t = Turns {
@@ -207,7 +208,7 @@ impl FleetResult {
                 }),
             }
         });
-        let mut r = FleetResult { turns: t, timeline, ramp, ..FleetResult::default() };
+        let mut r = FleetResult { turns: t, timeline, ramp, warmup_ungated: !gated, ..FleetResult::default() };
         if let Some((o, limits, cap)) = org {
             r.org_measured = true;
             r.limits = limits;
