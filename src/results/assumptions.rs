@@ -21,14 +21,6 @@ pub struct Assumption {
     pub source: String,
 }
 
-/// The provider's documented organisation request rates, a minute, by tier, and the source.
-pub(crate) const RATE_TIERS: [(u32, f64); 4] = [(1, 10_000.0), (2, 20_000.0), (3, 40_000.0), (4, 50_000.0)];
-
-/// Where [`RATE_TIERS`] come from.
-pub(crate) const RATE_TIERS_SOURCE: &str = "the provider's documented tiers, as the design's archived research notes \
-     record them (docs/design/agent-workflows/archive/research/open-questions.md in Agenta-AI/agenta at 753af38; \
-     docs/production.md)";
-
 fn count(c: &Count) -> String {
     match c {
         Count::Fixed(n) => n.to_string(),
@@ -103,9 +95,11 @@ fn workload(w: &crate::scenario::pacer::Workload) -> (String, String) {
     }
 }
 
-/// The documented tier a rate (a second) matches, if any.
-fn tier(per_sec: f64) -> Option<(u32, f64)> {
-    RATE_TIERS.iter().find(|(_, per_min)| (per_sec * 60.0 - per_min).abs() <= per_min * 0.005).copied()
+/// The documented tier whose rate a rate (a second) is, within half a percent, if any.
+fn tier(per_sec: f64) -> Option<&'static crate::results::tiers::Tier> {
+    crate::results::tiers::TIERS
+        .iter()
+        .find(|t| t.requests_per_min.is_some_and(|m| (per_sec * 60.0 - f64::from(m)).abs() <= f64::from(m) * 0.005))
 }
 
 /// An emulated daemon's latency profile, added to the one row that lists every profile.
@@ -186,7 +180,7 @@ fn case_rows(out: &mut Vec<Assumption>, c: &CaseSpec, searched: Option<&str>) {
         latency(out, profile);
     }
     let limits = c.host.limits();
-    let undocumented = "assumed: no provider documents a held-exec limit";
+    let undocumented = crate::results::tiers::HELD_EXECS_SOURCE;
     if let Some(n) = limits.org.held_execs.filter(|_| searched != Some("limits.org_held_execs")) {
         put(out, "an organisation's held execs", format!("{n} at once"), undocumented);
     }
@@ -196,9 +190,14 @@ fn case_rows(out: &mut Vec<Assumption>, c: &CaseSpec, searched: Option<&str>) {
     if let Some(r) = limits.org.rate {
         if searched != Some("limits.org_rate") {
             let (value, source) = match tier(r.per_sec) {
-                Some((t, per_min)) => (
-                    format!("{}/s (tier {t}: {}/min)", readable(r.per_sec, 1), thousands(per_min)),
-                    RATE_TIERS_SOURCE.to_owned(),
+                Some(t) => (
+                    format!(
+                        "{}/s ({}: {}/min)",
+                        readable(r.per_sec, 1),
+                        t.name,
+                        thousands(f64::from(t.requests_per_min.unwrap_or_default()))
+                    ),
+                    t.source.to_owned(),
                 ),
                 None => (
                     format!("{}/s ({}/min)", readable(r.per_sec, 1), thousands(r.per_sec * 60.0)),
@@ -262,7 +261,7 @@ mod tests {
         let capacity = of(&Scenario::load("fleet-capacity").unwrap());
         let rate = capacity.iter().find(|a| a.value.contains("tier 1")).unwrap();
         assert_eq!(rate.value, "166.7/s (tier 1: 10,000/min)");
-        assert!(rate.source.starts_with("the provider's documented tiers"), "{rate:?}");
+        assert!(rate.source.starts_with("Daytona's published limits"), "{rate:?}");
         assert!(map.iter().any(|a| a.what == "the burst a rate allows" && a.source.starts_with(ASSUMED)));
         assert!(map.iter().any(|a| a.what == "workload" && a.value.contains("agent turns")));
     }
