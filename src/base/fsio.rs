@@ -56,7 +56,7 @@ pub(crate) fn temp_name(final_name: &str) -> String {
 /// quota, a file-size limit, a read-only or failing filesystem.
 pub(crate) fn environment_failure(e: &io::Error) -> Option<&'static str> {
     Some(match e.raw_os_error()? {
-        libc::ENOSPC => "the disk is full",
+        libc::ENOSPC => "no space left on the device (the disk is full)",
         libc::EDQUOT => "the disk quota is used up",
         libc::EFBIG => "a file-size limit was hit",
         libc::EROFS => "the filesystem is read-only",
@@ -128,6 +128,119 @@ pub(crate) fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// What an entry is, as an error names it.
+pub(crate) fn kind_name(kind: std::fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "not a file"
+    }
+}
+
+/// An entry relay-bench does not write to or over: a link, a FIFO, a device, a socket or a
+/// directory where a file is to go. Like `install` and `rsync --safe-links`, relay-bench
+/// writes a regular file or a new path, never through a link and never over anything else.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} is there, and relay-bench writes only a regular file or a new path (never through a link, never over a FIFO, device, socket or directory): remove it or give another path")]
+pub(crate) struct NotReplaced {
+    /// What is there ([`kind_name`]).
+    pub(crate) what: &'static str,
+}
+
+/// Whether `e` is a [`NotReplaced`] refusal (the user's to fix, not relay-bench's).
+pub(crate) fn is_refusal(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<NotReplaced>() || i.is::<AtRefused>())
+}
+
+pub(crate) fn refusal(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, NotReplaced { what })
+}
+
+/// Whether a file may be written at `path` (its entry looked at, not followed): nothing
+/// there, or a regular file; anything else is refused ([`NotReplaced`]).
+pub(crate) fn check_replaceable(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(m) => Err(refusal(kind_name(m.file_type()))),
+    }
+}
+
+/// Opens `path` to write (made if missing; emptied first unless `append`): only a regular
+/// file or a new path, never through a link, never blocking on a FIFO ([`check_replaceable`],
+/// then checked again on the descriptor opened).
+pub(crate) fn open_to_write(path: &Path, append: bool) -> io::Result<std::fs::File> {
+    check_replaceable(path)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .append(append)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { refusal("a symbolic link") } else { e })?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(refusal(kind_name(kind)));
+    }
+    if !append {
+        file.set_len(0)?;
+    }
+    Ok(file)
+}
+
+/// Makes the directories `rel` under `base` (each component of `rel` a real directory:
+/// made if missing, never a link followed) and returns `base/rel`. `base` itself is the
+/// user's to name and may be reached through a link.
+pub(crate) fn dirs_under(base: &Path, rel: &Path) -> io::Result<PathBuf> {
+    let mut at = base.to_path_buf();
+    for c in rel.components() {
+        match c {
+            std::path::Component::Normal(name) => at.push(name),
+            std::path::Component::CurDir => continue,
+            _ => {
+                let why = format!("{}: not a plain relative path", rel.display());
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+            }
+        }
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(m) => {
+                return Err(io::Error::new(io::ErrorKind::AlreadyExists, at_refused(&at, kind_name(m.file_type()))))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        match std::fs::create_dir(&at) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(&at)?.is_dir() => {}
+            r => r?,
+        }
+    }
+    Ok(at)
+}
+
+/// A refusal that names its path (a directory component under a run directory).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {why}")]
+struct AtRefused {
+    path: String,
+    why: NotReplaced,
+}
+
+fn at_refused(path: &Path, what: &'static str) -> AtRefused {
+    AtRefused { path: path.display().to_string(), why: NotReplaced { what } }
 }
 
 /// The first `program` file in a directory of `PATH`, as a shell would find it.
@@ -213,18 +326,7 @@ pub(crate) fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, B
     })?;
     let kind = file.metadata().map_err(|e| fail(Refused::Io(e)))?.file_type();
     if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_dir() {
-            "a directory"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a file"
-        };
-        return Err(fail(Refused::NotRegular(what)));
+        return Err(fail(Refused::NotRegular(kind_name(kind))));
     }
     Ok(file)
 }
@@ -265,6 +367,30 @@ pub(crate) fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, Bou
         path: path.display().to_string(),
         why: Refused::Io(io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}"))),
     })
+}
+
+/// Temp files this process is writing (staged outputs), while it writes them: an abort (a
+/// second Ctrl-C) exits without the drops that would remove them, so it removes these first
+/// ([`remove_staged`]).
+static STAGED: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> = std::sync::Mutex::new(None);
+
+/// Lists a temp file this process is writing (`true`), or no longer (`false`).
+pub(crate) fn staging(tmp: &Path, on: bool) {
+    let mut staged = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let set = staged.get_or_insert_with(Default::default);
+    if on {
+        set.insert(tmp.to_path_buf());
+    } else {
+        set.remove(tmp);
+    }
+}
+
+/// Removes every temp file listed by [`staging`] (an abort's last act before it exits).
+pub(crate) fn remove_staged() {
+    let mut staged = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for tmp in staged.take().unwrap_or_default() {
+        let _ = std::fs::remove_file(tmp);
+    }
 }
 
 /// Process groups of programs relay-bench started in a group of their own (black-box

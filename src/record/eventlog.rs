@@ -62,7 +62,9 @@ pub(crate) const EVENTS: &[&str] = &[
 impl EventLog {
     /// A log appended to `path`, its events for `case`, timed from `epoch`.
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        // Never through a link planted at its name, never a FIFO or a device.
+        crate::base::runfiles::note(path);
+        let file = crate::base::fsio::open_to_write(path, true)?;
         let case = serde_json::to_string(case).map_err(io::Error::other)?;
         let out = BufWriter::with_capacity(1 << 16, file);
         Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None, calls: 0 })

@@ -44,14 +44,31 @@ impl BenchError {
     /// Whether the user can fix it (a path, a runner command), rather than something broken
     /// inside.
     pub(crate) fn is_bad_input(&self) -> bool {
-        // A runner that cannot start is the case's command (a black-box runner), not us.
-        matches!(
-            self,
-            BenchError::OutDir { .. }
-                | BenchError::Unavailable { .. }
-                | BenchError::EventLog(_)
-                | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
-        )
+        use crate::base::fsio::is_refusal;
+        match self {
+            BenchError::Output(e) => e.refused(),
+            BenchError::Write { source, .. } => is_refusal(source),
+            BenchError::Part(p) => is_refusal(&p.source),
+            // A runner that cannot start is the case's command (a black-box runner), not us.
+            _ => matches!(
+                self,
+                BenchError::OutDir { .. }
+                    | BenchError::Unavailable { .. }
+                    | BenchError::EventLog(_)
+                    | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
+            ),
+        }
+    }
+
+    /// This machine's failure while the run wrote its files (a full disk, ...), if it is one.
+    pub(crate) fn environment(&self) -> Option<&'static str> {
+        use crate::base::fsio::environment_failure;
+        match self {
+            BenchError::Output(e) => e.environment(),
+            BenchError::Write { source, .. } | BenchError::OutDir { source, .. } => environment_failure(source),
+            BenchError::Part(p) => environment_failure(&p.source),
+            _ => None,
+        }
     }
 }
 
@@ -414,11 +431,15 @@ fn open_logs(
     }
     let event_log = plan.map(|p| opts.out_dir.join(p.file_name()));
     if let Some(log) = &event_log {
-        std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
+        crate::base::runfiles::note(log);
+        crate::base::fsio::open_to_write(log, false)
+            .map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
     }
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
-        let _ = std::fs::remove_file(p);
+        crate::base::runfiles::note(p);
+        crate::base::fsio::open_to_write(p, false)
+            .map_err(|source| BenchError::Write { path: p.display().to_string(), source })?;
         let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));

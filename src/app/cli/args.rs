@@ -157,10 +157,11 @@ pub(crate) struct RunArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
     /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
-    /// one subdirectory per scenario. It must be new, empty, or a previous run's: that run's
-    /// files are removed first (other files are kept); `/` and a directory of other files
-    /// are refused. One run at a time writes it (a lock): a second is refused, naming the
-    /// first.
+    /// one subdirectory per scenario. It must be new, empty, or a previous run's (marked by
+    /// its .relay-bench-run, which lists the files the run wrote): those files are removed
+    /// first, every other file is kept; `/`, a directory of other files and one with a
+    /// summary.json but no marker are refused. One run at a time writes it (a lock): a second
+    /// is refused, naming the first.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print only the final table.

@@ -370,7 +370,12 @@ impl Output<Input<'_>> for Charts {
     }
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(WriteError::render)
+        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(|e| match e {
+            // The staging area's own error (a file refused, a full disk) stays what it is.
+            ChartError::Staged(w) => w,
+            e @ (ChartError::Log { .. } | ChartError::NoLog { .. }) => WriteError::Damaged(Box::new(e)),
+            e => WriteError::render(e),
+        })
     }
 }
 

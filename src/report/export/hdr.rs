@@ -176,7 +176,11 @@ impl Output<Input<'_>> for Hdr {
             Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
             None => rewrite_hgrm(&input.dir.join("hdr"), out),
         }
-        .map_err(WriteError::render)
+        .map_err(|e| match e {
+            HdrError::Staged(w) => w,
+            e @ (HdrError::Read(_) | HdrError::Log { .. }) => WriteError::Damaged(Box::new(e)),
+            e => WriteError::render(e),
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
-use super::super::{figure, left_in, left_line, ms, Graded};
+use super::super::{figure, left_in, left_line, ms, open_dir, Graded};
 use super::{try_g, Ctx, Told, GOLDEN, TIMEOUT_MS};
 use crate::base::protocol::{req_name, res_name, Response};
 use crate::results::conform::Verdict;
@@ -188,7 +188,7 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
     };
     ctx.pick(id);
     let decoy = format!("{}.tmp.conform-decoy", res_name(id));
-    let _ = std::fs::write(ctx.dir().join(&decoy), Response::Ok("decoy".into()).encode());
+    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&decoy, &Response::Ok("decoy".into()).encode()));
     std::thread::sleep(Duration::from_millis(400));
     ctx.answer(id, &Response::Ok("real".into()).encode(), false);
     let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
@@ -205,7 +205,7 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
 
 pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
     let id = "w-stale-1";
-    let _ = std::fs::write(ctx.dir().join(res_name(id)), Response::Ok("stale".into()).encode());
+    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&res_name(id), &Response::Ok("stale".into()).encode()));
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let seen = ctx.request(id, t0, Duration::from_secs(5));
