@@ -274,7 +274,9 @@ pub(crate) fn mark_interrupted() {
         }
         summary.interrupted = true;
         summary.recompute_pass();
-        let _ = crate::base::fsio::publish_file(&path, &crate::report::export::Json.render(&summary));
+        if let Ok(bytes) = crate::report::export::Json.render(&summary) {
+            let _ = crate::base::fsio::publish_file(&path, &bytes);
+        }
     }
 }
 

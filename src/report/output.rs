@@ -76,6 +76,13 @@ pub trait Output<R: ?Sized>: Sync {
     fn essential(&self) -> bool {
         true
     }
+    /// Whether its files at [`Moment::Case`] are the finished case's own (its histograms),
+    /// not the whole run's: written after every case, where the run's whole report is
+    /// rewritten at most every few seconds (a sweep of hundreds of points would rewrite it
+    /// hundreds of times).
+    fn per_case(&self) -> bool {
+        false
+    }
     /// Whether it only draws what the run directory's other files hold (charts, the page),
     /// so `relay-bench report DIR` can draw it later: an interrupted run leaves it out and
     /// ends at once rather than drawing.

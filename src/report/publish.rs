@@ -88,6 +88,13 @@ pub(crate) fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> R
     publish_until(moment, input, flags, None)
 }
 
+/// The finished case's own files ([`Output::per_case`]), and nothing of the whole run's: a
+/// case's publication between two rewrites of the run's report.
+pub(crate) fn publish_case_only(input: &Input<'_>) -> Result<Published, OutputError> {
+    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| o.per_case()).collect();
+    publish_outputs_until(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
+}
+
 /// [`publish`], stopping (each output left out whole) once `stop` is closed.
 pub(crate) fn publish_until(
     moment: Moment,

@@ -7,6 +7,7 @@
 //! A scenario's run draws its progress on stderr (`crate::base::console`); the rest say
 //! what they do to their caller, who prints it.
 
+mod bench_error;
 pub(crate) mod capacity;
 pub(crate) mod plan;
 pub(crate) mod scenario;

@@ -169,6 +169,10 @@ impl Output<Input<'_>> for Hdr {
         false
     }
 
+    fn per_case(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         // After a case, the case just finished is the last result, its histograms still in
         // memory; a re-render has none in memory and reads the logs.

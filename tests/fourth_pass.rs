@@ -1,0 +1,117 @@
+//! The fourth hostile pass's crashes, growth, wrong results and messages: a summary.json
+//! edited to absurd values, a sweep of hundreds of points, a log cut short, inputs that are
+//! the user's to fix (exit 2, naming them) and what a Markdown report holds of untrusted
+//! text. Each runs the real binary or the library in-process.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+use common::BIN;
+
+fn said(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// A scenario `name` of one virtual-clock case `case` (a second of simulated calls).
+fn virtual_scenario(name: &str, case: &str) -> String {
+    format!(
+        "name = \"{name}\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"{case}\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n"
+    )
+}
+
+/// `relay-bench run -q --no-calibration --relay-root ROOT/relay --out OUT EXTRA...` in `root`.
+fn run(root: &Path, out: &Path, extra: &[&str]) -> Output {
+    std::fs::create_dir_all(root.join("relay")).unwrap();
+    Command::new(BIN)
+        .current_dir(root)
+        .args(["run", "-q", "--no-calibration", "--relay-root", "relay", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_latency_of_1e308_in_summary_json_is_drawn_not_a_panic() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    let out_dir = d.join("out");
+    assert_eq!(run(d, &out_dir, &["v.toml"]).status.code(), Some(0));
+    let path = out_dir.join("summary.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for stats in v["results"][0]["latency_us"].as_object_mut().unwrap().values_mut() {
+        for stat in ["min", "p50", "p90", "p99", "p999", "max", "mean"] {
+            stats[stat] = serde_json::json!(1e308);
+        }
+    }
+    std::fs::write(&path, v.to_string()).unwrap();
+    let report = Command::new(BIN).arg("report").arg(&out_dir).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", said(&report));
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(md.contains("1×10^302s"), "the value as a person reads it, not 309 digits");
+    let compare = Command::new(BIN).arg("compare").arg(&out_dir).arg(&out_dir).output().unwrap();
+    assert_eq!(compare.status.code(), Some(0), "{}", said(&compare));
+}
+
+/// How many times `name` was renamed into place in `dir` while `cmd` ran, and how long it ran.
+fn renames_while(dir: &Path, name: &str, cmd: &mut Command) -> (usize, std::time::Duration, Output) {
+    use inotify::{Inotify, WatchMask};
+    let mut watch = Inotify::init().unwrap();
+    watch.watches().add(dir, WatchMask::MOVED_TO).unwrap();
+    let t0 = std::time::Instant::now();
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut buf = [0u8; 64 << 10];
+    let mut count = 0;
+    let mut tally = |watch: &mut Inotify| {
+        while let Ok(events) = watch.read_events(&mut buf) {
+            let mut any = false;
+            for e in events {
+                any = true;
+                count += usize::from(e.name.is_some_and(|n| n == name));
+            }
+            if !any {
+                break;
+            }
+        }
+    };
+    while child.try_wait().unwrap().is_none() {
+        tally(&mut watch);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let elapsed = t0.elapsed();
+    tally(&mut watch);
+    (count, elapsed, child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_sweep_of_hundreds_of_points_rewrites_its_report_a_few_times_not_once_a_point() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    std::fs::create_dir_all(d.join("relay")).unwrap();
+    let out_dir = d.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let points = 200;
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(d).args(["run", "-q", "--no-calibration", "--relay-root", "relay", "--out"]).arg(&out_dir).args([
+        "v.toml",
+        "--sweep",
+        &format!("runner.interval=100ms..400ms:{points}"),
+    ]);
+    let (rewrites, elapsed, out) = renames_while(&out_dir, "summary.json", &mut cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    // At most one rewrite every 5 s while it runs, the first and the last two (the end of the
+    // scenario, the end of the run) besides: bounded by the run's own length, whatever load
+    // stretches it, and far fewer than the points.
+    let bound = (elapsed.as_secs_f64() / 5.0).ceil() as usize + 4;
+    assert!(rewrites <= bound, "{rewrites} rewrites of summary.json in {elapsed:?} (at most {bound})");
+    assert!(rewrites < points / 4, "{rewrites} rewrites for {points} points");
+    // Each point's own histograms are written as it finishes, and the report holds them all.
+    let hdr = std::fs::read_dir(out_dir.join("hdr")).unwrap().count();
+    assert_eq!(hdr, points);
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["results"].as_array().unwrap().len(), points);
+    assert!(out_dir.join("charts/latency-percentiles.svg").is_file(), "a chart of 200 points is drawn");
+}
