@@ -115,3 +115,112 @@ fn a_sweep_of_hundreds_of_points_rewrites_its_report_a_few_times_not_once_a_poin
     assert_eq!(s["results"].as_array().unwrap().len(), points);
     assert!(out_dir.join("charts/latency-percentiles.svg").is_file(), "a chart of 200 points is drawn");
 }
+
+const LONG: &str = r#"
+name = "long"
+[workload]
+sandboxes = 2
+turns_per_sec = 5
+duration = "60s"
+[[case]]
+name = "window"
+host = "remote"
+profile = "lan"
+runner = "window-exec"
+writer = "watch"
+"#;
+
+/// `relay-bench run LONG` under way (its watch programs started), not quiet.
+fn long_run(d: &Path) -> std::process::Child {
+    std::fs::write(d.join("long.toml"), LONG).unwrap();
+    std::fs::create_dir_all(d.join("relays")).unwrap();
+    let child = Command::new(BIN)
+        .current_dir(d)
+        .args(["run", "long.toml", "--no-calibration", "--out", "out", "--relay-root", "relays"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let root = d.join("relays");
+    common::wait_until("the watch programs", || !common::processes_naming(&root).iter().all(|c| c.contains(" run ")));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    child
+}
+
+fn sigint(child: &std::process::Child) {
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+}
+
+#[test]
+fn a_case_cut_short_is_said_interrupted_not_failed_and_an_abort_leaves_the_summary_saying_so() {
+    let t = tempfile::tempdir().unwrap();
+    let child = long_run(t.path());
+    sigint(&child);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    let line = err.lines().find(|l| l.contains("calls answered")).unwrap_or_default();
+    assert!(line.contains("interrupted: not judged (") && !line.contains("GATES FAIL"), "{err}");
+
+    // Twice: the second aborts at once, and the summary on disk still says it was cut short.
+    let t = tempfile::tempdir().unwrap();
+    let child = long_run(t.path());
+    sigint(&child);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    sigint(&child);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("out/summary.json")).unwrap()).unwrap();
+    // The second came while the first was being honoured (the case's stop takes longer).
+    assert!(err.contains("interrupted again (Ctrl-C): aborting"), "{err}");
+    assert_eq!(s["interrupted"], true, "{s}");
+    assert_eq!(s["pass"], false);
+    let temps: Vec<_> = std::fs::read_dir(t.path().join("out"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(temps.is_empty(), "{temps:?}");
+}
+
+#[test]
+fn inputs_that_are_the_users_to_fix_exit_2_naming_the_input() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    // A latency profile whose worst round trip no runner can start through.
+    let heavy = "name = \"heavy\"\n[workload]\nduration = \"10s\"\n[profile.heavy]\nleg_min = \"10ms\"\n\
+                 leg_max = \"20ms\"\ntail_ratio = 1.0\ntail_mean = \"100s\"\ntail_max = \"600s\"\n[[case]]\n\
+                 name = \"c\"\nclock = \"virtual\"\nhost = \"remote\"\nprofile = \"heavy\"\nrunner = \"window-exec\"\n\
+                 writer = \"watch\"\n";
+    std::fs::write(d.join("heavy.toml"), heavy).unwrap();
+    let out = run(d, &d.join("o1"), &["heavy.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("`profile.heavy.tail_max`: a round trip takes up to"), "{}", said(&out));
+    // A daemon binary that is none.
+    let sh = "name = \"sa\"\n[workload]\nduration = \"2s\"\n[[case]]\nname = \"c\"\nhost = \"sandbox-agent\"\n\
+              binary = \"/bin/sh\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    std::fs::write(d.join("sa.toml"), sh).unwrap();
+    let out = run(d, &d.join("o2"), &["sa.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("/bin/sh is not a working sandbox-agent daemon"), "{}", said(&out));
+    let out = Command::new(BIN)
+        .current_dir(d)
+        .args(["daemon-capacity", "--sandbox-agent", "/bin/true", "--out", "cap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("/bin/true is not a working sandbox-agent daemon"), "{}", said(&out));
+    // An interval log that does not read back: `report` says so as `compare` does.
+    std::fs::write(d.join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    let run_dir = d.join("o3");
+    assert_eq!(run(d, &run_dir, &["v.toml"]).status.code(), Some(0));
+    std::fs::write(run_dir.join("hdr/c/pickup.hlog"), "not an interval log\n").unwrap();
+    let out = Command::new(BIN).arg("report").arg(&run_dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("pickup.hlog"), "{}", said(&out));
+    let out = Command::new(BIN).arg("compare").arg(&run_dir).arg(&run_dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+}

@@ -371,24 +371,34 @@ pub(crate) fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, Bou
 
 /// Temp files this process is writing (staged outputs), while it writes them: an abort (a
 /// second Ctrl-C) exits without the drops that would remove them, so it removes these first
-/// ([`remove_staged`]).
-static STAGED: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> = std::sync::Mutex::new(None);
+/// ([`remove_staged`]). `None` once it has: no temp file is made after.
+static STAGED: std::sync::Mutex<Option<std::collections::BTreeSet<PathBuf>>> =
+    std::sync::Mutex::new(Some(std::collections::BTreeSet::new()));
 
-/// Lists a temp file this process is writing (`true`), or no longer (`false`).
-pub(crate) fn staging(tmp: &Path, on: bool) {
+/// Makes a temp file with `make` (its path and whatever else it returns) and lists it, under
+/// one lock: an abort removes every temp file made, none is made after it.
+pub(crate) fn stage<T>(make: impl FnOnce() -> io::Result<(PathBuf, T)>) -> io::Result<(PathBuf, T)> {
     let mut staged = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let set = staged.get_or_insert_with(Default::default);
-    if on {
-        set.insert(tmp.to_path_buf());
-    } else {
+    let Some(set) = staged.as_mut() else {
+        return Err(io::Error::new(io::ErrorKind::Interrupted, "aborted: no file is written after an abort"));
+    };
+    let (tmp, made) = make()?;
+    set.insert(tmp.clone());
+    Ok((tmp, made))
+}
+
+/// A temp file listed by [`stage`] renamed into place or removed: no longer listed.
+pub(crate) fn staged_done(tmp: &Path) {
+    if let Some(set) = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
         set.remove(tmp);
     }
 }
 
-/// Removes every temp file listed by [`staging`] (an abort's last act before it exits).
+/// Removes every temp file listed by [`stage`], and makes no more (an abort's last act
+/// before it exits).
 pub(crate) fn remove_staged() {
-    let mut staged = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    for tmp in staged.take().unwrap_or_default() {
+    let taken = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    for tmp in taken.unwrap_or_default() {
         let _ = std::fs::remove_file(tmp);
     }
 }

@@ -229,13 +229,14 @@ impl Staged {
         // Listed in its run directory's marker before it is made: a kill leaves nothing unlisted.
         crate::base::runfiles::note(fin);
         // The extension goes after the temp marker: `summary.tmp.<hex>.json`.
-        let (tmp, file) = crate::base::fsio::fresh_temp(&dir.join(&stem), |stemmed| {
-            let named = PathBuf::from(format!("{}{ext}", stemmed.display()));
-            crate::base::fsio::create_new(&named).map(|f| (named, f))
+        let (tmp, file) = crate::base::fsio::stage(|| {
+            crate::base::fsio::fresh_temp(&dir.join(&stem), |stemmed| {
+                let named = PathBuf::from(format!("{}{ext}", stemmed.display()));
+                crate::base::fsio::create_new(&named).map(|f| (named, f))
+            })
+            .map(|(_, made)| made)
         })
-        .map(|(_, made)| made)
         .map_err(WriteError::file(fin))?;
-        crate::base::fsio::staging(&tmp, true);
         self.temps.push((tmp.clone(), fin.to_path_buf()));
         Ok((tmp, file))
     }
@@ -265,7 +266,7 @@ impl Staged {
         let mut done = Vec::new();
         let mut temps = std::mem::take(&mut self.temps).into_iter();
         while let Some((tmp, fin)) = temps.next() {
-            crate::base::fsio::staging(&tmp, false);
+            crate::base::fsio::staged_done(&tmp);
             if let Err(e) = std::fs::rename(&tmp, &fin) {
                 let _ = std::fs::remove_file(&tmp);
                 // The rest are abandoned (removed), not left behind.
@@ -281,7 +282,7 @@ impl Staged {
     pub(crate) fn abandon(&mut self) {
         for (tmp, _) in self.temps.drain(..) {
             let _ = crate::base::fsio::remove_if_present(&tmp);
-            crate::base::fsio::staging(&tmp, false);
+            crate::base::fsio::staged_done(&tmp);
         }
     }
 }

@@ -33,6 +33,8 @@ impl BenchError {
             BenchError::Output(e) => e.refused(),
             BenchError::Write { source, .. } => is_refusal(source),
             BenchError::Part(p) => is_refusal(&p.source),
+            // A daemon binary the case names (or found installed) that is no daemon.
+            BenchError::Case { source: EngineError::Host(e), .. } => crate::sandbox::host::is_not_a_daemon(e),
             // A runner that cannot start is the case's command (a black-box runner), not us.
             _ => matches!(
                 self,

@@ -519,7 +519,15 @@ fn finished(
         result.calls.completed,
         result.calls.lost,
         crate::report::export::pair(result.latency(Measure::PICKUP)),
-        if result.pass { "gates pass" } else { "GATES FAIL" }
+        if result.interrupted {
+            // Not judged: a case cut short neither passes nor fails its gates.
+            let held = result.gates.iter().filter(|g| g.pass).count();
+            format!("interrupted: not judged ({held} of {} gates held over what ran)", result.gates.len())
+        } else if result.pass {
+            "gates pass".to_owned()
+        } else {
+            "GATES FAIL".to_owned()
+        }
     ));
     summary.recompute_pass();
     settle_sweeps(summary);

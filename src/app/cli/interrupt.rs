@@ -28,8 +28,8 @@ pub(super) fn on_interrupt(doing: &'static str) -> Arc<Signal> {
             // temp files of outputs being written are removed, and the reports written so far
             // say they were cut short.
             crate::base::fsio::kill_own_groups();
-            crate::base::fsio::remove_staged();
             crate::report::outdir::mark_interrupted();
+            crate::base::fsio::remove_staged();
             std::process::exit(Exit::Interrupted as i32);
         }
     });
