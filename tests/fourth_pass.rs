@@ -224,3 +224,49 @@ fn inputs_that_are_the_users_to_fix_exit_2_naming_the_input() {
     let out = Command::new(BIN).arg("compare").arg(&run_dir).arg(&run_dir).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
 }
+
+/// The raw HTML GFM would find in `md` (none may come from untrusted text).
+fn raw_html(md: &str) -> Vec<String> {
+    use pulldown_cmark::{Event, Options, Parser};
+    Parser::new_ext(md, Options::ENABLE_TABLES)
+        .filter_map(|e| match e {
+            Event::Html(h) | Event::InlineHtml(h) => Some(h.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn html_in_summary_json_or_a_graded_programs_output_is_escaped_in_every_markdown_report() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("v.toml"), virtual_scenario("v", "c")).unwrap();
+    let out_dir = d.join("out");
+    assert_eq!(run(d, &out_dir, &["v.toml"]).status.code(), Some(0));
+    let bad = "<img src=x onerror=alert(1)> & <script>alert(2)</script>";
+    let path = out_dir.join("summary.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    v["description"] = bad.into();
+    v["environment"]["relay_fs"] = bad.into();
+    v["results"][0]["notices"] = serde_json::json!([format!("skipped {bad}.req.json: a FIFO")]);
+    v["results"][0]["notices_total"] = 1.into();
+    std::fs::write(&path, v.to_string()).unwrap();
+    let report = Command::new(BIN).arg("report").arg(&out_dir).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", said(&report));
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(md.contains("&lt;script&gt;alert(2)&lt;/script&gt;"), "{md}");
+    assert_eq!(raw_html(&md), Vec::<String>::new(), "{md}");
+    // What a graded program leaves in its relay dir lands in conform.md: a file named to be HTML.
+    let planted = "<img src=x onerror=alert(1)>";
+    let script = format!("printf '%s' '{bad}' > \"$RELAY_DIR/{planted}\"; exit 3");
+    let done = Command::new(BIN)
+        .args(["conform", "--writer", "--case", "request-bytes", "--out"])
+        .arg(d.join("conform"))
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(matches!(done.status.code(), Some(1 | 8)), "{}", said(&done));
+    let md = std::fs::read_to_string(d.join("conform/conform.md")).unwrap();
+    assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;"), "the planted name is in the report: {md}");
+    assert_eq!(raw_html(&md), Vec::<String>::new(), "{md}");
+}
