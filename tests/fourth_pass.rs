@@ -270,3 +270,94 @@ fn html_in_summary_json_or_a_graded_programs_output_is_escaped_in_every_markdown
     assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;"), "the planted name is in the report: {md}");
     assert_eq!(raw_html(&md), Vec::<String>::new(), "{md}");
 }
+
+#[test]
+fn messages_say_what_is_wrong_a_missing_path_the_exit_codes_a_huge_number() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let missing = d.join("no-such-dir");
+    let file = d.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["run", "--no-calibration", "--relay-root"], "--relay-root"),
+        (&["serve", "--dir"], "--dir"),
+        (&["call", "--tool", "t", "--dir"], "--dir"),
+        (&["conform", "--runner", "--relay-root"], "--relay-root"),
+    ];
+    for (args, flag) in cases {
+        for (path, why) in [(&missing, "does not exist"), (&file, "not a directory (a regular file)")] {
+            let mut cmd = Command::new(BIN);
+            cmd.current_dir(d).args(args).arg(path);
+            if args[0] == "conform" {
+                cmd.args(["--", "true"]);
+            }
+            let out = cmd.output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", said(&out));
+            assert!(said(&out).contains(&format!("{flag} {}: {why}", path.display())), "{args:?}: {}", said(&out));
+        }
+    }
+    let help = Command::new(BIN).arg("--help").output().unwrap();
+    let help = said(&help);
+    assert!(help.contains("7 this machine failed the run") && help.contains("8 conform: no case FAILED"), "{help}");
+    // A number past what a person reads digit by digit is said short, or not at all.
+    let out = Command::new(BIN).args(["compare", "--threshold", "1e308", "a", "b"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("\"1e308\": a threshold is under 100%") && said(&out).len() < 300, "{}", said(&out));
+    std::fs::write(
+        d.join("big.toml"),
+        virtual_scenario("v", "c").replace("duration", "turns_per_sec = 1e308\nduration"),
+    )
+    .unwrap();
+    let out = run(d, &d.join("o"), &["big.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("1×10^308") && said(&out).len() < 400, "{}", said(&out));
+}
+
+/// Puts something at an answer's name.
+type Plant = fn(&Path);
+
+/// `relay-bench call` in `dir` while something other than a regular answer within the cap
+/// is put at its answer's name by `plant`; what it said and its exit code.
+fn call_answered_with(dir: &Path, plant: Plant) -> Output {
+    let child = Command::new(BIN)
+        .args(["call", "--tool", "t", "--id", "x", "--timeout", "1ms", "--max-file-bytes", "64", "--dir"])
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until("the request", || dir.join("x.req.json").exists());
+    std::fs::remove_file(dir.join("x.req.json")).unwrap();
+    plant(&dir.join("x.res.json"));
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn call_says_why_an_answer_it_found_could_not_be_read() {
+    let kinds: [(Plant, &str); 4] = [
+        (|p| std::os::unix::fs::symlink("/etc/hostname", p).unwrap(), "a symbolic link (not followed)"),
+        (|p| assert!(Command::new("mkfifo").arg(p).status().unwrap().success()), "not a regular file (a FIFO)"),
+        (|p| std::fs::create_dir(p).unwrap(), "not a regular file (a directory)"),
+        (
+            |p| {
+                // Whole when it appears (renamed into place), as a runner publishes.
+                let tmp = p.with_extension("json.tmp.test");
+                std::fs::write(&tmp, format!("{{\"ok\":true,\"text\":\"{}\"}}", "x".repeat(100))).unwrap();
+                std::fs::rename(tmp, p).unwrap();
+            },
+            "larger than the 64-byte cap",
+        ),
+    ];
+    std::thread::scope(|s| {
+        for (plant, why) in kinds {
+            s.spawn(move || {
+                let t = tempfile::tempdir().unwrap();
+                let out = call_answered_with(t.path(), plant);
+                let e = said(&out);
+                assert_eq!(out.status.code(), Some(5), "{why}: {e}");
+                assert!(e.contains(&format!("notice: cannot read answer for \"x\": {why}")), "{e}");
+                assert!(e.contains("no answer read: one appeared at") && !e.contains("did not answer it"), "{e}");
+            });
+        }
+    });
+}

@@ -149,6 +149,17 @@ pub(crate) fn kind_name(kind: std::fs::FileType) -> &'static str {
     }
 }
 
+/// Why `path` is not a directory, as a message ends: it does not exist, or what it is
+/// instead (followed as the user named it).
+pub(crate) fn not_a_dir(path: &Path) -> String {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => "does not exist".to_owned(),
+        Err(e) => format!("cannot be reached: {e}"),
+        Ok(m) if m.is_dir() => "is a directory".to_owned(),
+        Ok(m) => format!("not a directory ({})", kind_name(m.file_type())),
+    }
+}
+
 /// An entry relay-bench does not write to or over: a link, a FIFO, a device, a socket or a
 /// directory where a file is to go. Like `install` and `rsync --safe-links`, relay-bench
 /// writes a regular file or a new path, never through a link and never over anything else.

@@ -371,7 +371,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            format!("{}: not a directory", opts.dir.display()),
+            format!("--dir {}: {}", opts.dir.display(), crate::base::fsio::not_a_dir(&opts.dir)),
         ));
     }
     crate::base::fsio::probe_write(&opts.dir, 4096).map_err(|e| {
@@ -400,7 +400,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         say(Said::Err(&format!("removed a stale answer left from an earlier call: {}", res.display())));
     }
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
-    let (sink, _inbox) = EventSink::channel();
+    let (sink, mut inbox) = EventSink::channel();
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
     let deadline = writer_deadline(opts.timeout);
@@ -411,8 +411,17 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         () = stop.closed() => None,
     };
     writer.close();
+    let unreadable = say_notices(&mut inbox, say);
     match &end {
         None => remove_if_present(&req)?,
+        Some(CallEnd::Failed(FailKind::Timeout)) if unreadable => {
+            remove_if_present(&req)?;
+            say(Said::Err(&format!(
+                "no answer read: one appeared at {} but was never a regular file within the cap (see the notice above); \
+                 it is left where it is",
+                res.display()
+            )));
+        }
         Some(CallEnd::Failed(FailKind::Timeout)) => {
             let unpicked = req.symlink_metadata().is_ok();
             remove_if_present(&req)?;
@@ -432,6 +441,24 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         Some(_) => {}
     }
     Ok(end)
+}
+
+/// Says what the writer said on the way, once each (an answer it could not read: a link, a
+/// FIFO, a directory, a file past the cap); whether it found an answer it could not read.
+fn say_notices(inbox: &mut crate::events::EventInbox, say: SayTo<'_>) -> bool {
+    let mut unreadable = false;
+    let mut said: Vec<String> = Vec::new();
+    for msg in inbox.try_iter() {
+        if let crate::events::Msg::Notice(n) = msg {
+            unreadable |= matches!(n.what, crate::base::notice::Say::AnswerReadFailed { .. });
+            let line = n.what.to_string().trim_end_matches("; retrying").to_owned();
+            if !said.contains(&line) {
+                say(Said::Err(&format!("notice: {line}")));
+                said.push(line);
+            }
+        }
+    }
+    unreadable
 }
 
 /// The answer as `call` prints it: the response's JSON, one line.

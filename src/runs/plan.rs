@@ -28,8 +28,8 @@ pub enum RunsError {
     Scenario(#[from] ScenarioError),
     #[error("--case {case:?}: scenario {scenario:?} has no such case{hint}; its cases: {known}")]
     UnknownCase { case: String, scenario: String, hint: String, known: String },
-    #[error("--relay-root {0}: not a directory")]
-    RelayRoot(String),
+    #[error("--relay-root {path}: {why}; give an existing directory")]
+    RelayRoot { path: String, why: String },
     #[error(
         "--relay-root {path}: cannot write there: {source}; the relay dirs' request and answer files go there \
          (free space there, or give another --relay-root)"
@@ -209,7 +209,8 @@ impl Plan {
         }
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
-            return Err(RunsError::RelayRoot(relay_root.display().to_string()));
+            let why = crate::base::fsio::not_a_dir(&relay_root);
+            return Err(RunsError::RelayRoot { path: relay_root.display().to_string(), why });
         }
         crate::base::fsio::probe_write(&relay_root, crate::report::outdir::PROBE_BYTES)
             .map_err(|source| RunsError::RelayRootUnwritable { path: relay_root.display().to_string(), source })?;
@@ -529,7 +530,10 @@ mod tests {
     fn inputs_are_checked_before_anything_runs() {
         let bad = |r: RunRequest| Plan::new(r).err().unwrap().to_string();
         let e = bad(RunRequest { relay_root: Some("/nonexistent/root".into()), ..Default::default() });
-        assert_eq!(e, "--relay-root /nonexistent/root: not a directory");
+        assert_eq!(e, "--relay-root /nonexistent/root: does not exist; give an existing directory");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let e = bad(RunRequest { relay_root: Some(file.path().into()), ..Default::default() });
+        assert!(e.ends_with(": not a directory (a regular file); give an existing directory"), "{e}");
         let e = bad(RunRequest { baseline: Some("../x".into()), ..Default::default() });
         assert!(e.starts_with("baseline \"../x\": allowed: letters"), "{e}");
         assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());

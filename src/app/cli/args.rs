@@ -23,7 +23,9 @@ directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nE
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
 found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
 written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
-`| head -1` does, is not an error), 130 interrupted. `daemon-capacity` measures one real daemon's capacity \
+`| head -1` does, is not an error), 7 this machine failed the run (a full disk, a quota, a read-only or failing \
+filesystem under the relay dirs or the run directory), 8 conform: no case FAILED but one was INCONCLUSIVE, 130 \
+interrupted. `daemon-capacity` measures one real daemon's capacity \
 for held execs (its own exit codes in its --help)."
 )]
 pub(crate) struct Cli {

@@ -381,6 +381,10 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     if !(crate::engine::conform::MIN_BOUND..=crate::engine::conform::MAX_BOUND).contains(&a.bound) {
         return Err(CliError::BadInput(format!("--bound {}: a case's bound is from 2s to 600s", as_given(a.bound))));
     }
+    if let Some(root) = a.relay_root.as_ref().filter(|r| !r.is_dir()) {
+        let why = crate::base::fsio::not_a_dir(root);
+        return Err(CliError::BadInput(format!("--relay-root {}: {why}; give an existing directory", root.display())));
+    }
     let daemon = conform_daemon(&a)?;
     let (started, stamp) = utc_stamps();
     let (_lock, dir) = conform_dir(&a, side, &started, &stamp)?;

@@ -26,8 +26,8 @@ use crate::BoxFut;
 /// Why a dir cannot be (or stay) this runner's.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClaimError {
-    #[error("{0}: not a directory (give the relay dir to serve)")]
-    NotADir(String),
+    #[error("{dir}: {why} (give the relay dir to serve)")]
+    NotADir { dir: String, why: String },
     #[error("{dir}: not a relay dir this runner can use: cannot list it: {source}")]
     Unlistable { dir: String, source: io::Error },
     #[error("{dir}: not a relay dir this runner can use: cannot lock it: {source}")]
@@ -81,7 +81,7 @@ impl Claim {
     pub(crate) fn take(dir: &Path) -> Result<(Claim, tokio::sync::mpsc::UnboundedReceiver<ClaimNote>), ClaimError> {
         let name = || dir.display().to_string();
         if !dir.is_dir() {
-            return Err(ClaimError::NotADir(name()));
+            return Err(ClaimError::NotADir { dir: name(), why: crate::base::fsio::not_a_dir(dir) });
         }
         std::fs::read_dir(dir).map_err(|source| ClaimError::Unlistable { dir: name(), source })?;
         // The lock first: a refused second runner does not touch the dir it was refused.
@@ -132,7 +132,7 @@ fn lock(dir: &Path) -> Result<Option<Held>, ClaimError> {
     let file = File::open(dir).map_err(|source| ClaimError::Lock { dir: name(), source })?;
     let meta = file.metadata().map_err(|source| ClaimError::Lock { dir: name(), source })?;
     if !meta.is_dir() {
-        return Err(ClaimError::NotADir(name()));
+        return Err(ClaimError::NotADir { dir: name(), why: crate::base::fsio::not_a_dir(dir) });
     }
     // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
