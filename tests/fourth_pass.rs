@@ -361,3 +361,25 @@ fn call_says_why_an_answer_it_found_could_not_be_read() {
         }
     });
 }
+
+#[test]
+fn the_largest_payload_a_scenario_allows_is_answered_on_the_real_clock() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let text = |n: u64| {
+        format!(
+            "name = \"big\"\n[workload]\nsandboxes = 1\nturns_per_sec = 1\nduration = \"1s\"\npayload_bytes = {n}\n\
+             [[case]]\nname = \"c\"\nrunner = \"poll\"\nwriter = \"watch\"\n"
+        )
+    };
+    std::fs::write(d.join("over.toml"), text(16 << 20)).unwrap();
+    let out = run(d, &d.join("over"), &["over.toml"]);
+    assert_eq!(out.status.code(), Some(2), "the runner's own cap, no room for the envelope: {}", said(&out));
+    assert!(said(&out).contains("`workload.payload_bytes`: 16777216 is out of range; allowed: 0 to 16776192"));
+    std::fs::write(d.join("max.toml"), text((16 << 20) - 1024)).unwrap();
+    let out = run(d, &d.join("max"), &["max.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("max/summary.json")).unwrap()).unwrap();
+    let calls = &s["results"][0]["calls"];
+    assert!(calls["completed"].as_u64().unwrap() >= 1 && calls["lost"] == 0, "{calls}");
+}
