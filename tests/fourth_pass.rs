@@ -383,3 +383,21 @@ fn the_largest_payload_a_scenario_allows_is_answered_on_the_real_clock() {
     let calls = &s["results"][0]["calls"];
     assert!(calls["completed"].as_u64().unwrap() >= 1 && calls["lost"] == 0, "{calls}");
 }
+
+#[test]
+fn a_writer_that_exits_without_publishing_is_failed_not_inconclusive() {
+    let t = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["conform", "--writer", "--case", "request-bytes", "--case", "answer-ok", "--out"])
+        .arg(t.path().join("report"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("report/conform.json")).unwrap()).unwrap();
+    for c in r["cases"].as_array().unwrap() {
+        assert_eq!(c["verdict"], "FAILED", "{c}");
+        assert!(c["reason"].as_str().unwrap().contains("the writer exited without publishing it"), "{c}");
+    }
+}

@@ -120,7 +120,8 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut first = try_g!(ctx.call("coll/1", "conform", "{}", TIMEOUT_MS));
     let Some(req) = ctx.request(&fid, t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen(format!("the first call's {} never appeared", req_name(&fid)), vec![left_line(ctx.dir())]);
+        let what = format!("the first call's {} never appeared", req_name(&fid));
+        return ctx.not_published(&mut first, what, vec![left_line(ctx.dir())]);
     };
     let t1 = Instant::now();
     let mut second = try_g!(ctx.call("coll:1", "conform", "{}", TIMEOUT_MS));
@@ -214,7 +215,7 @@ pub(super) fn deadline_no_timeout(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call_with(id, "conform", Some("{}"), None));
     let Some(published) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
     };
     // Held from the request's publication, not from the process's start: the writer's clock
     // has started by then, however long a loaded machine took to start the writer. Past

@@ -129,6 +129,17 @@ impl Ctx {
         self.obs.wait_appeared(&req_name(id), since, self.within(wait))
     }
 
+    /// A request `call` was to publish, not seen: FAILED when the writer ended on its own
+    /// without it (an exit is no slowness of this machine, as a runner that exits is graded
+    /// on the runner side), else [`super::World::unseen`] (INCONCLUSIVE when the machine was
+    /// too slow to tell).
+    fn not_published(&self, call: &mut Call, what: impl Into<String>, evidence: Vec<String>) -> Graded {
+        match call.proc.exited() {
+            Some(code) => exited_unpublished(code, what, evidence),
+            None => self.w.unseen(what, evidence),
+        }
+    }
+
     /// The runner's pickup: the request deleted (it was read, by the observer).
     fn pick(&self, id: &str) {
         rm(&self.dir().join(req_name(id)));
@@ -172,6 +183,13 @@ impl Ctx {
             )
         })
     }
+}
+
+/// A writer that exited (`code`) without publishing its request: FAILED.
+fn exited_unpublished(code: Option<i32>, what: impl Into<String>, mut evidence: Vec<String>) -> Graded {
+    let how = code.map_or_else(|| "by a signal".to_owned(), |c| format!("with code {c}"));
+    evidence.push(format!("the writer exited {how} without publishing its request"));
+    Graded::new(Verdict::Failed, format!("{}: the writer exited without publishing it", what.into()), evidence)
 }
 
 macro_rules! try_g {
