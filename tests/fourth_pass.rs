@@ -401,3 +401,65 @@ fn a_writer_that_exits_without_publishing_is_failed_not_inconclusive() {
         assert!(c["reason"].as_str().unwrap().contains("the writer exited without publishing it"), "{c}");
     }
 }
+
+#[test]
+fn check_fails_a_log_cut_short_or_missing_its_case_end() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let scenario = "name = \"logged\"\n[workload]\nsandboxes = 2\nturns_per_sec = 4\nduration = \"5s\"\n\
+                    [[case]]\nname = \"a\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n\
+                    [[case]]\nname = \"b\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n";
+    std::fs::write(d.join("s.toml"), scenario).unwrap();
+    assert_eq!(run(d, &d.join("nd"), &["s.toml"]).status.code(), Some(0));
+    assert_eq!(run(d, &d.join("bin"), &["s.toml", "--event-log", "compact"]).status.code(), Some(0));
+    let check = |log: &Path| Command::new(BIN).arg("check").arg(log).output().unwrap();
+    let nd = d.join("nd/events.ndjson");
+    let bin = d.join("bin/events.bin");
+    for whole in [&nd, &bin] {
+        assert_eq!(check(whole).status.code(), Some(0), "{}", said(&check(whole)));
+    }
+    // Cut inside a case: an ndjson log mid-line, a compact one mid-record.
+    for (log, name) in [(&nd, "cut.ndjson"), (&bin, "cut.bin")] {
+        let bytes = std::fs::read(log).unwrap();
+        let cut = d.join(name);
+        std::fs::write(&cut, &bytes[..bytes.len() / 3]).unwrap();
+        let out = check(&cut);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", said(&out));
+        assert!(said(&out).contains("incomplete: no case_end line"), "{name}: {}", said(&out));
+    }
+    // Cut between the two cases (the first whole): the run's summary.json beside it names both.
+    let whole_a: String = std::fs::read_to_string(&nd)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"case\":\"a\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let between = d.join("nd/between.ndjson");
+    std::fs::write(&between, whole_a).unwrap();
+    let out = check(&between);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("b: in the summary.json beside the log, and no line of it in the log"));
+    // A call deleted whole, with its case's case_end line: nothing counts it missing.
+    let text = std::fs::read_to_string(&nd).unwrap();
+    let victim = text
+        .lines()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["event"] == "request" && v["case"] == "a").then(|| v["call"].as_str().unwrap().to_owned())
+        })
+        .unwrap();
+    let call = format!("\"call\":{}", serde_json::to_string(&victim).unwrap());
+    let edited: String = text
+        .lines()
+        .filter(|l| {
+            let its_case_end = l.contains("\"case\":\"a\"") && l.contains("\"case_end\"");
+            !l.contains(&call) && !its_case_end
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let edited_log = d.join("edited.ndjson");
+    std::fs::write(&edited_log, edited).unwrap();
+    let out = check(&edited_log);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("a: ") && said(&out).contains("incomplete: no case_end line"), "{}", said(&out));
+}

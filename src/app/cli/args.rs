@@ -21,7 +21,7 @@ then checks the scenario's gates. `serve` and `call` are the suite's reference r
 real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
 directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
-found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
+found, or a log cut short), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
 written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
 `| head -1` does, is not an error), 7 this machine failed the run (a full disk, a quota, a read-only or failing \
 filesystem under the relay dirs or the run directory), 8 conform: no case FAILED but one was INCONCLUSIVE, 130 \
@@ -71,7 +71,7 @@ pub(crate) enum Command {
         /// A run directory (where summary.json is).
         dir: PathBuf,
     },
-    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
+    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach or a log cut short.
     Check {
         /// The event log (a run directory's events.ndjson or events.bin).
         log: PathBuf,

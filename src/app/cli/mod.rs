@@ -552,5 +552,18 @@ fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
     out!("{}", render_checks(&check));
-    Ok(if check.cases.iter().any(|c| c.faults() > 0) { Exit::GateFailed } else { Exit::Pass })
+    let absent = cases_absent(log, &check);
+    for case in &absent {
+        out!(line "{case}: in the summary.json beside the log, and no line of it in the log (cut short?)");
+    }
+    Ok(if absent.is_empty() && !check.cases.iter().any(|c| c.fails()) { Exit::Pass } else { Exit::GateFailed })
+}
+
+/// The cases a run's summary.json beside `log` reports that the log holds no line of: a log
+/// cut exactly between two cases looks whole on its own.
+fn cases_absent(log: &Path, check: &crate::record::eventlog::LogCheck) -> Vec<String> {
+    let Some(summary) = log.parent().and_then(|d| crate::results::summary::Summary::read(d).ok()) else {
+        return Vec::new();
+    };
+    summary.results.into_iter().map(|r| r.case).filter(|case| !check.cases.iter().any(|c| c.case == *case)).collect()
 }
