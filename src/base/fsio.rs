@@ -2,8 +2,9 @@
 //! new temp file under an unpredictable name, created exclusively and never through a link,
 //! then renamed onto its final name; [`crate::sandbox::dir::publish_now`] is the same over a
 //! relay dir) and removal that tolerates a file already gone; the one bounded reader every
-//! input goes through ([`read_bounded`]); and the process groups relay-bench leads
-//! ([`OwnGroup`]).
+//! input goes through ([`read_bounded`]); what a file may be written over (re-exported from
+//! [`crate::base::writable`]); and what an abort must undo: the process groups relay-bench
+//! leads ([`OwnGroup`]) and the temp files of the outputs it is writing ([`stage`]).
 //!
 //! Whoever else can write a relay dir (the sandbox, another writer) can plant entries in it:
 //! a symbolic link, a FIFO or a file at a name relay-bench is about to use. No primitive here
@@ -17,11 +18,15 @@
 //! every measured latency.
 
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::protocol::TMP_MARKER;
+
+pub(crate) use super::writable::{
+    check_replaceable, dirs_under, is_refusal, kind_name, not_a_dir, open_to_write, refusal,
+};
 
 static NONCE: AtomicU64 = AtomicU64::new(0);
 
@@ -47,9 +52,36 @@ fn unpredictable() -> u64 {
 }
 
 /// A fresh temp name for `final_name`: `<final>.tmp.<16 hex digits>`, unpredictable (a name
-/// another party could guess is a name it could plant a link or a FIFO at first).
+/// another party could guess is a name it could plant a link or a FIFO at first). A final
+/// name too long for that to fit a file name (255 bytes: a request named with 234 or more)
+/// is cut first, at a character: the temp name is still one, and the rename still lands
+/// on the whole final name.
 pub(crate) fn temp_name(final_name: &str) -> String {
-    format!("{final_name}{TMP_MARKER}{:016x}", unpredictable())
+    let room = NAME_MAX - TMP_MARKER.len() - 16;
+    let mut cut = final_name.len().min(room);
+    while !final_name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{TMP_MARKER}{:016x}", &final_name[..cut], unpredictable())
+}
+
+/// The longest file name, in bytes (Linux's `NAME_MAX`).
+pub(crate) const NAME_MAX: usize = 255;
+
+/// Whether `e` will fail the same way however often it is tried (a name too long, a
+/// [`permanent`] refusal): a retry only delays saying so.
+pub(crate) fn is_permanent(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENAMETOOLONG) || e.get_ref().is_some_and(|i| i.is::<Permanent>())
+}
+
+/// A refusal no retry changes, saying why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Permanent(String);
+
+/// An error [`is_permanent`] knows, saying `why`.
+pub(crate) fn permanent(why: String) -> io::Error {
+    io::Error::other(Permanent(why))
 }
 
 /// Why `e` is this machine's failure rather than the relay's, when it is: a full disk, a
@@ -128,130 +160,6 @@ pub(crate) fn publish_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
-}
-
-/// What an entry is, as an error names it.
-pub(crate) fn kind_name(kind: std::fs::FileType) -> &'static str {
-    if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_file() {
-        "a regular file"
-    } else {
-        "not a file"
-    }
-}
-
-/// Why `path` is not a directory, as a message ends: it does not exist, or what it is
-/// instead (followed as the user named it).
-pub(crate) fn not_a_dir(path: &Path) -> String {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => "does not exist".to_owned(),
-        Err(e) => format!("cannot be reached: {e}"),
-        Ok(m) if m.is_dir() => "is a directory".to_owned(),
-        Ok(m) => format!("not a directory ({})", kind_name(m.file_type())),
-    }
-}
-
-/// An entry relay-bench does not write to or over: a link, a FIFO, a device, a socket or a
-/// directory where a file is to go. Like `install` and `rsync --safe-links`, relay-bench
-/// writes a regular file or a new path, never through a link and never over anything else.
-#[derive(Debug, thiserror::Error)]
-#[error("{what} is there, and relay-bench writes only a regular file or a new path (never through a link, never over a FIFO, device, socket or directory): remove it or give another path")]
-pub(crate) struct NotReplaced {
-    /// What is there ([`kind_name`]).
-    pub(crate) what: &'static str,
-}
-
-/// Whether `e` is a [`NotReplaced`] refusal (the user's to fix, not relay-bench's).
-pub(crate) fn is_refusal(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|i| i.is::<NotReplaced>() || i.is::<AtRefused>())
-}
-
-pub(crate) fn refusal(what: &'static str) -> io::Error {
-    io::Error::new(io::ErrorKind::AlreadyExists, NotReplaced { what })
-}
-
-/// Whether a file may be written at `path` (its entry looked at, not followed): nothing
-/// there, or a regular file; anything else is refused ([`NotReplaced`]).
-pub(crate) fn check_replaceable(path: &Path) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
-        Ok(m) if m.file_type().is_file() => Ok(()),
-        Ok(m) => Err(refusal(kind_name(m.file_type()))),
-    }
-}
-
-/// Opens `path` to write (made if missing; emptied first unless `append`): only a regular
-/// file or a new path, never through a link, never blocking on a FIFO ([`check_replaceable`],
-/// then checked again on the descriptor opened).
-pub(crate) fn open_to_write(path: &Path, append: bool) -> io::Result<std::fs::File> {
-    check_replaceable(path)?;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .append(append)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { refusal("a symbolic link") } else { e })?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        return Err(refusal(kind_name(kind)));
-    }
-    if !append {
-        file.set_len(0)?;
-    }
-    Ok(file)
-}
-
-/// Makes the directories `rel` under `base` (each component of `rel` a real directory:
-/// made if missing, never a link followed) and returns `base/rel`. `base` itself is the
-/// user's to name and may be reached through a link.
-pub(crate) fn dirs_under(base: &Path, rel: &Path) -> io::Result<PathBuf> {
-    let mut at = base.to_path_buf();
-    for c in rel.components() {
-        match c {
-            std::path::Component::Normal(name) => at.push(name),
-            std::path::Component::CurDir => continue,
-            _ => {
-                let why = format!("{}: not a plain relative path", rel.display());
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
-            }
-        }
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.is_dir() => continue,
-            Ok(m) => {
-                return Err(io::Error::new(io::ErrorKind::AlreadyExists, at_refused(&at, kind_name(m.file_type()))))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        match std::fs::create_dir(&at) {
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(&at)?.is_dir() => {}
-            r => r?,
-        }
-    }
-    Ok(at)
-}
-
-/// A refusal that names its path (a directory component under a run directory).
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {why}")]
-struct AtRefused {
-    path: String,
-    why: NotReplaced,
-}
-
-fn at_refused(path: &Path, what: &'static str) -> AtRefused {
-    AtRefused { path: path.display().to_string(), why: NotReplaced { what } }
 }
 
 /// The first `program` file in a directory of `PATH`, as a shell would find it.
@@ -545,6 +453,19 @@ mod tests {
         publish_file(&t.path().join("y.res.json"), b"final").unwrap();
         assert!(!t.path().join("y.res.json").symlink_metadata().unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn a_temp_name_fits_a_file_name_however_long_its_final_name() {
+        let t = tempfile::tempdir().unwrap();
+        for len in [200, 233, 234, 246, 255] {
+            let fin = format!("{}.res.json", "é".repeat((len - 9) / 2) + &"a".repeat((len - 9) % 2));
+            assert!(fin.len() <= NAME_MAX);
+            let tmp = temp_name(&fin);
+            assert!(tmp.len() <= NAME_MAX && tmp.contains(TMP_MARKER), "{len}: {} bytes", tmp.len());
+            publish_file(&t.path().join(&fin), b"{}").unwrap_or_else(|e| panic!("{len}: {e}"));
+            assert_eq!(std::fs::read(t.path().join(&fin)).unwrap(), b"{}");
+        }
     }
 
     #[test]

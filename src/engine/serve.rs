@@ -233,33 +233,53 @@ struct Tally<'s> {
     /// Answered since the last stat line.
     since_stat: u64,
     every: Duration,
+    /// Error answers under a file id (a request not read or not parsed) counted as published
+    /// but whose publication may still be given up.
+    unread: std::collections::HashSet<String>,
 }
 
 impl<'s> Tally<'s> {
     fn new(inbox: EventInbox, say: SayTo<'s>, every: Duration) -> Self {
         let t0 = Instant::now();
-        Tally { inbox, report: ServeReport::default(), say, t0, next_stat: t0 + every, since_stat: 0, every }
+        let (report, unread) = (ServeReport::default(), Default::default());
+        Tally { inbox, report, say, t0, next_stat: t0 + every, since_stat: 0, every, unread }
     }
 
     /// Counts what the runner sent, saying each notice; the answers counted, and whether any
     /// call was handled.
     fn drain(&mut self) -> (u64, bool) {
-        let (report, say) = (&mut self.report, self.say);
+        let (report, say, unread) = (&mut self.report, self.say, &mut self.unread);
         let (before, mut active) = (report.answered, false);
         self.inbox.take(|m| match m {
-            // Counted once the answer is out (a failed publish is a notice, not an answer).
+            // Counted once the answer is out (a failed publish is a notice, not an answer);
+            // an error answer to a request it could not read or parse is one too, counted
+            // as it goes out and taken back if its publication is given up.
             Msg::Call(ev) => {
                 active = true;
                 report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
+                if ev.kind == EventKind::AnsweringUnread {
+                    report.answered += 1;
+                    // Its publication ends within its retries (~20 s): a long serve keeps no
+                    // more than the last few thousand.
+                    if unread.len() >= 4096 {
+                        unread.clear();
+                    }
+                    unread.insert(ev.call.to_string());
+                }
             }
             Msg::Turn(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
+                if let Say::AnswerDropped { call, .. } = &n.what {
+                    if unread.remove(call) {
+                        report.answered -= 1;
+                    }
+                }
                 say(Said::Err(&format!("  {}", n.what)));
             }
         });
-        (report.answered - before, active)
+        (report.answered.saturating_sub(before), active)
     }
 
     /// A pump: drains, and says the stat line when it is due; whether a call was handled.

@@ -47,9 +47,9 @@ pub(crate) async fn publish_answer(
 ) -> Option<Instant> {
     let tries = retry.retries + 1;
     for n in 1..=tries {
-        let (error, environment) = match host.publish(name, body).await {
+        let (error, environment, permanent) = match host.publish(name, body).await {
             Ok(()) => return Some(Instant::now()),
-            Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e)),
+            Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e), crate::base::fsio::is_permanent(&e)),
         };
         let wait = retry.delay(n);
         // The machine's failure is said as such (one notice a failure either way).
@@ -67,8 +67,8 @@ pub(crate) async fn publish_answer(
             tokio::time::sleep(wait).await;
             continue;
         }
-        if n == tries {
-            reporter.say(Say::AnswerDropped { call: call.to_owned(), tries, error });
+        if n == tries || permanent {
+            reporter.say(Say::AnswerDropped { call: call.to_owned(), tries: n, error });
             return None;
         }
         reporter.say(Say::AnswerFailed { call: call.to_owned(), error, retry_in: wait, n, of: tries });
