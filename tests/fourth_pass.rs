@@ -463,3 +463,35 @@ fn check_fails_a_log_cut_short_or_missing_its_case_end() {
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     assert!(said(&out).contains("a: ") && said(&out).contains("incomplete: no case_end line"), "{}", said(&out));
 }
+
+#[test]
+fn relay_dirs_deleted_under_a_run_are_the_machines_failure_not_lost_calls() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let text = "name = \"rd\"\n[workload]\nsandboxes = 2\nturns_per_sec = 10\nduration = \"6s\"\n[[case]]\n\
+                name = \"local\"\nrunner = \"watch\"\nwriter = \"watch\"\n";
+    std::fs::write(d.join("rd.toml"), text).unwrap();
+    let root = d.join("relays");
+    std::fs::create_dir(&root).unwrap();
+    let child = Command::new(BIN)
+        .current_dir(d)
+        .args(["run", "rd.toml", "-q", "--no-calibration", "--relay-root", "relays", "--out", "out"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until("the relay dirs", || std::fs::read_dir(&root).unwrap().count() >= 1);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(7), "{err}");
+    assert!(err.contains("a relay dir deleted under the run"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(d.join("out/summary.json")).unwrap()).unwrap();
+    let r = &s["results"][0];
+    assert!(r["calls"]["environment"].as_u64().unwrap() > 0, "{}", r["calls"]);
+    assert_eq!(r["calls"]["lost"], 0, "{}", r["calls"]);
+    assert_eq!(r["pairing_violations"]["total"], 0, "{}", r["pairing_violations"]);
+}

@@ -84,9 +84,24 @@ pub(crate) fn permanent(why: String) -> io::Error {
     io::Error::other(Permanent(why))
 }
 
+/// The directory a file was to be made in is gone: deleted or moved away under the run by
+/// something outside it ([`dir_gone`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: the directory is gone (deleted or moved away under the run)")]
+struct DirGone(String);
+
+/// The error of a file that could not be made because `dir` is gone.
+pub(crate) fn dir_gone(dir: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, DirGone(dir.display().to_string()))
+}
+
 /// Why `e` is this machine's failure rather than the relay's, when it is: a full disk, a
-/// quota, a file-size limit, a read-only or failing filesystem.
+/// quota, a file-size limit, a read-only or failing filesystem, a directory deleted under the
+/// run ([`dir_gone`]).
 pub(crate) fn environment_failure(e: &io::Error) -> Option<&'static str> {
+    if e.get_ref().is_some_and(|i| i.is::<DirGone>()) {
+        return Some("its directory is gone (deleted or moved away under the run by something outside it)");
+    }
     Some(match e.raw_os_error()? {
         libc::ENOSPC => "no space left on the device (the disk is full)",
         libc::EDQUOT => "the disk quota is used up",

@@ -236,8 +236,8 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     if outcome.environment_failures > 0 {
         console::err(&format!(
             "error: this machine failed {} write(s) of the relay (a full disk, a quota, a read-only or failing \
-             filesystem: see the notices); the calls it kept from being published are not counted as lost, and \
-             the verdict is not the relay's. Free the space and run again.",
+             filesystem, a relay dir deleted under the run: see the notices); the calls it kept from being \
+             published are not counted as lost, and the verdict is not the relay's. Fix it and run again.",
             outcome.environment_failures
         ));
     }
