@@ -495,3 +495,30 @@ fn relay_dirs_deleted_under_a_run_are_the_machines_failure_not_lost_calls() {
     assert_eq!(r["calls"]["lost"], 0, "{}", r["calls"]);
     assert_eq!(r["pairing_violations"]["total"], 0, "{}", r["pairing_violations"]);
 }
+
+/// A correct writer (relay-bench's own `call`) that this machine starts 6 s late, as a
+/// machine whose every core is busy may, after the battery measured its pace: slower than
+/// any wait the battery scaled, never wrong. Graded OK or INCONCLUSIVE, never FAILED.
+#[test]
+fn a_correct_writer_slowed_after_the_pace_was_measured_is_never_failed() {
+    let t = tempfile::tempdir().unwrap();
+    // The call's values from the environment the battery sets (args and timeout unset when absent).
+    let script = r#"bin="$0"; sleep 6
+set -- call --dir "$RELAY_DIR" --tool "$RELAY_CALL_TOOL" --id "$RELAY_CALL_ID"
+[ -n "${RELAY_CALL_ARGS+x}" ] && set -- "$@" --args "$RELAY_CALL_ARGS"
+[ -n "$RELAY_CALL_TIMEOUT_MS" ] && set -- "$@" --timeout "${RELAY_CALL_TIMEOUT_MS}ms"
+exec "$bin" "$@""#;
+    let out = Command::new(BIN)
+        .args(["conform", "--writer", "--out"])
+        .arg(t.path().join("report"))
+        .args(["--case", "request-args-default", "--case", "id-collision", "--case", "deadline-no-timeout"])
+        .args(["--", "sh", "-c", script, BIN])
+        .output()
+        .unwrap();
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("report/conform.json")).unwrap()).unwrap();
+    for c in r["cases"].as_array().unwrap() {
+        assert_ne!(c["verdict"], "FAILED", "{c}");
+    }
+    assert!(matches!(out.status.code(), Some(0 | 8)), "{}", said(&out));
+}
