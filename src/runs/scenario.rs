@@ -1,6 +1,6 @@
 //! Running scenarios: every case of a scenario on its clock, the machine's calibration
-//! beside them, and the reports rewritten after each case (so a killed run still leaves
-//! one). The library's entry point; the CLI only parses flags and prints.
+//! beside them, and the reports rewritten as it goes (each case's histograms as it finishes,
+//! the whole report at most every [`REWRITE_EVERY`]: a killed run still leaves one). The library's entry point; the CLI only parses flags and prints.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
