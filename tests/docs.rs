@@ -85,3 +85,29 @@ fn relative_links_in_the_readme_and_docs_name_files_that_exist() {
         }
     }
 }
+
+/// docs/reliability.md names the test holding each promise: every one it names exists.
+#[test]
+fn every_test_the_reliability_page_names_exists() {
+    let page = std::fs::read_to_string(root().join("docs/reliability.md")).unwrap();
+    let mut sources = Vec::new();
+    for d in ["src", "tests"] {
+        walk(&root().join(d), &mut sources);
+    }
+    let code: String = sources
+        .iter()
+        .filter(|f| f.extension().is_some_and(|x| x == "rs"))
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    let mut named = 0;
+    for name in page.split('`').skip(1).step_by(2) {
+        // A test's name: snake case of several words (not a path, a flag or a file).
+        let is_test = name.matches('_').count() >= 4
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if is_test {
+            assert!(code.contains(&format!("fn {name}(")), "docs/reliability.md names {name}, which no test is");
+            named += 1;
+        }
+    }
+    assert!(named >= 20, "the page names the tests that hold it ({named})");
+}

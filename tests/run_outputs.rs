@@ -44,7 +44,7 @@ fn a_second_run_into_an_out_dir_in_use_is_refused_naming_the_first() {
     let pid = first.id();
     let marker = out.join(".relay-bench-run");
     wait_until("the first run's lock", || {
-        std::fs::read_to_string(&marker).is_ok_and(|s| s.starts_with(&format!("pid {pid} ")))
+        std::fs::read_to_string(&marker).is_ok_and(|s| s.contains(&format!("\nholder: pid {pid} ")))
     });
     let second = run(t.path(), &out, &["long.toml"]).output().unwrap();
     assert_eq!(second.status.code(), Some(2), "{}", said(&second));

@@ -145,6 +145,8 @@ impl<'a> Fields<'a> {
             Some(v) => return Err(self.err(key, format!("expected a number, found {}", type_name(v)))),
         };
         if !(min..=max).contains(&v) {
+            use crate::base::units::readable;
+            let (v, min, max) = (readable(v, 6), readable(min, 6), readable(max, 6));
             return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
         }
         Ok(Some(v))

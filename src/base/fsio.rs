@@ -2,8 +2,9 @@
 //! new temp file under an unpredictable name, created exclusively and never through a link,
 //! then renamed onto its final name; [`crate::sandbox::dir::publish_now`] is the same over a
 //! relay dir) and removal that tolerates a file already gone; the one bounded reader every
-//! input goes through ([`read_bounded`]); and the process groups relay-bench leads
-//! ([`OwnGroup`]).
+//! input goes through ([`read_bounded`]); what a file may be written over (re-exported from
+//! [`crate::base::writable`]); and what an abort must undo: the process groups relay-bench
+//! leads ([`OwnGroup`]) and the temp files of the outputs it is writing ([`stage`]).
 //!
 //! Whoever else can write a relay dir (the sandbox, another writer) can plant entries in it:
 //! a symbolic link, a FIFO or a file at a name relay-bench is about to use. No primitive here
@@ -17,11 +18,15 @@
 //! every measured latency.
 
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::protocol::TMP_MARKER;
+
+pub(crate) use super::writable::{
+    check_replaceable, dirs_under, is_refusal, kind_name, not_a_dir, open_to_write, refusal,
+};
 
 static NONCE: AtomicU64 = AtomicU64::new(0);
 
@@ -47,16 +52,58 @@ fn unpredictable() -> u64 {
 }
 
 /// A fresh temp name for `final_name`: `<final>.tmp.<16 hex digits>`, unpredictable (a name
-/// another party could guess is a name it could plant a link or a FIFO at first).
+/// another party could guess is a name it could plant a link or a FIFO at first). A final
+/// name too long for that to fit a file name (255 bytes: a request named with 234 or more)
+/// is cut first, at a character: the temp name is still one, and the rename still lands
+/// on the whole final name.
 pub(crate) fn temp_name(final_name: &str) -> String {
-    format!("{final_name}{TMP_MARKER}{:016x}", unpredictable())
+    let room = NAME_MAX - TMP_MARKER.len() - 16;
+    let mut cut = final_name.len().min(room);
+    while !final_name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{TMP_MARKER}{:016x}", &final_name[..cut], unpredictable())
+}
+
+/// The longest file name, in bytes (Linux's `NAME_MAX`).
+pub(crate) const NAME_MAX: usize = 255;
+
+/// Whether `e` will fail the same way however often it is tried (a name too long, a
+/// [`permanent`] refusal): a retry only delays saying so.
+pub(crate) fn is_permanent(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENAMETOOLONG) || e.get_ref().is_some_and(|i| i.is::<Permanent>())
+}
+
+/// A refusal no retry changes, saying why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Permanent(String);
+
+/// An error [`is_permanent`] knows, saying `why`.
+pub(crate) fn permanent(why: String) -> io::Error {
+    io::Error::other(Permanent(why))
+}
+
+/// The directory a file was to be made in is gone: deleted or moved away under the run by
+/// something outside it ([`dir_gone`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}: the directory is gone (deleted or moved away under the run)")]
+struct DirGone(String);
+
+/// The error of a file that could not be made because `dir` is gone.
+pub(crate) fn dir_gone(dir: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, DirGone(dir.display().to_string()))
 }
 
 /// Why `e` is this machine's failure rather than the relay's, when it is: a full disk, a
-/// quota, a file-size limit, a read-only or failing filesystem.
+/// quota, a file-size limit, a read-only or failing filesystem, a directory deleted under the
+/// run ([`dir_gone`]).
 pub(crate) fn environment_failure(e: &io::Error) -> Option<&'static str> {
+    if e.get_ref().is_some_and(|i| i.is::<DirGone>()) {
+        return Some("its directory is gone (deleted or moved away under the run by something outside it)");
+    }
     Some(match e.raw_os_error()? {
-        libc::ENOSPC => "the disk is full",
+        libc::ENOSPC => "no space left on the device (the disk is full)",
         libc::EDQUOT => "the disk quota is used up",
         libc::EFBIG => "a file-size limit was hit",
         libc::EROFS => "the filesystem is read-only",
@@ -213,18 +260,7 @@ pub(crate) fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, B
     })?;
     let kind = file.metadata().map_err(|e| fail(Refused::Io(e)))?.file_type();
     if !kind.is_file() {
-        let what = if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_dir() {
-            "a directory"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a file"
-        };
-        return Err(fail(Refused::NotRegular(what)));
+        return Err(fail(Refused::NotRegular(kind_name(kind))));
     }
     Ok(file)
 }
@@ -265,6 +301,40 @@ pub(crate) fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, Bou
         path: path.display().to_string(),
         why: Refused::Io(io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}"))),
     })
+}
+
+/// Temp files this process is writing (staged outputs), while it writes them: an abort (a
+/// second Ctrl-C) exits without the drops that would remove them, so it removes these first
+/// ([`remove_staged`]). `None` once it has: no temp file is made after.
+static STAGED: std::sync::Mutex<Option<std::collections::BTreeSet<PathBuf>>> =
+    std::sync::Mutex::new(Some(std::collections::BTreeSet::new()));
+
+/// Makes a temp file with `make` (its path and whatever else it returns) and lists it, under
+/// one lock: an abort removes every temp file made, none is made after it.
+pub(crate) fn stage<T>(make: impl FnOnce() -> io::Result<(PathBuf, T)>) -> io::Result<(PathBuf, T)> {
+    let mut staged = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some(set) = staged.as_mut() else {
+        return Err(io::Error::new(io::ErrorKind::Interrupted, "aborted: no file is written after an abort"));
+    };
+    let (tmp, made) = make()?;
+    set.insert(tmp.clone());
+    Ok((tmp, made))
+}
+
+/// A temp file listed by [`stage`] renamed into place or removed: no longer listed.
+pub(crate) fn staged_done(tmp: &Path) {
+    if let Some(set) = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+        set.remove(tmp);
+    }
+}
+
+/// Removes every temp file listed by [`stage`], and makes no more (an abort's last act
+/// before it exits).
+pub(crate) fn remove_staged() {
+    let taken = STAGED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    for tmp in taken.unwrap_or_default() {
+        let _ = std::fs::remove_file(tmp);
+    }
 }
 
 /// Process groups of programs relay-bench started in a group of their own (black-box
@@ -398,6 +468,19 @@ mod tests {
         publish_file(&t.path().join("y.res.json"), b"final").unwrap();
         assert!(!t.path().join("y.res.json").symlink_metadata().unwrap().file_type().is_symlink());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[test]
+    fn a_temp_name_fits_a_file_name_however_long_its_final_name() {
+        let t = tempfile::tempdir().unwrap();
+        for len in [200, 233, 234, 246, 255] {
+            let fin = format!("{}.res.json", "é".repeat((len - 9) / 2) + &"a".repeat((len - 9) % 2));
+            assert!(fin.len() <= NAME_MAX);
+            let tmp = temp_name(&fin);
+            assert!(tmp.len() <= NAME_MAX && tmp.contains(TMP_MARKER), "{len}: {} bytes", tmp.len());
+            publish_file(&t.path().join(&fin), b"{}").unwrap_or_else(|e| panic!("{len}: {e}"));
+            assert_eq!(std::fs::read(t.path().join(&fin)).unwrap(), b"{}");
+        }
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! The base layer: what every other layer speaks — the protocol's bytes and names,
 //! durations and their units, the seeded generator, the wake signal, the strict TOML
-//! reader, what the relay says (notices), the filesystem primitives of publication, the
-//! "did you mean" of an error, and the process's two outputs that never panic (`console`).
+//! reader, what the relay says (notices), the filesystem primitives of publication (and of
+//! a dir opened once, `indir`), what a file may be written over (`writable`), a run
+//! directory's own files (`runfiles`), the "did you mean" of an error, and the process's two
+//! outputs that never panic (`console`).
 
 pub(crate) mod console;
 pub(crate) mod fields;
 pub(crate) mod fsio;
 pub(crate) mod gauge;
+pub(crate) mod indir;
 pub(crate) mod notice;
 pub(crate) mod protocol;
 pub(crate) mod rng;
+pub(crate) mod runfiles;
 pub(crate) mod signal;
 pub(crate) mod suggest;
 pub(crate) mod units;
+pub(crate) mod writable;

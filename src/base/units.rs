@@ -113,9 +113,17 @@ pub(crate) fn wall(d: Duration) -> String {
 /// A plain number for a person, never in scientific notation: at most `decimals` decimals
 /// (trailing zeros dropped); a value too small for them gets the decimals that show its
 /// first two digits, up to [`FINEST`] of them, and below that reads `<0.000000000001`
-/// (smaller than the finest decimal, not a zero it is not); a large one every digit.
+/// (smaller than the finest decimal, not a zero it is not); a large one every digit up to
+/// [`LARGEST_PLAIN`], and past it its first digits times a power of ten (`1.8×10^308`, not
+/// 309 digits).
 pub(crate) fn readable(v: f64, decimals: usize) -> String {
     let a = v.abs();
+    if a.is_finite() && a >= LARGEST_PLAIN {
+        let exp = a.log10().floor() as i32;
+        let mantissa = format!("{:.3}", v / 10f64.powi(exp));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}×10^{exp}");
+    }
     let plain = |d: usize| {
         let s = format!("{v:.d$}");
         let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
@@ -143,9 +151,25 @@ pub(crate) fn readable(v: f64, decimals: usize) -> String {
 /// The most decimals [`readable`] writes.
 const FINEST: usize = 12;
 
-/// Microseconds (a report's unit) for a person, negative values as 0.
+/// The largest magnitude [`readable`] writes digit by digit.
+const LARGEST_PLAIN: f64 = 1e15;
+
+/// Seconds as a `Duration`, at most [`Duration::MAX`] (a value read from a file may be any
+/// size: never a panic), negative values and NaN as 0.
+pub(crate) fn secs(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
+/// Microseconds (a report's unit) for a person, negative values as 0; past what a duration
+/// holds (a summary.json edited to 1e308), the number itself.
 pub(crate) fn human_us(us: f64) -> String {
-    human(Duration::from_secs_f64(us.max(0.0) / 1e6))
+    match Duration::try_from_secs_f64(us.max(0.0) / 1e6) {
+        Ok(d) => human(d),
+        Err(_) => format!("{}s", readable(us / 1e6, 2)),
+    }
 }
 
 /// Milliseconds rounded to two decimals, as reports store them.
@@ -198,8 +222,14 @@ mod tests {
         assert_eq!(readable(-1e-300, 2), ">-0.000000000001");
         assert_eq!(readable(0.004, 2), "0.004");
         assert_eq!(readable(0.000123, 2), "0.00012");
-        assert_eq!(readable(1e300, 2), format!("1{}", &format!("{:.0}", 1e300)[1..]));
+        assert_eq!(readable(1e300, 2), "1×10^300");
+        assert_eq!(readable(f64::MAX, 2), "1.798×10^308");
+        assert_eq!(readable(-7.7e20, 0), "-7.7×10^20");
+        assert_eq!(readable(999_999_999_999_999.0, 0), "999999999999999");
         assert_eq!(readable(-2.5e12, 2), "-2500000000000");
+        assert_eq!(human_us(1e308), "1×10^302s", "no panic past what a duration holds");
+        assert_eq!(secs(1e308), Duration::MAX);
+        assert_eq!(secs(-1.0), Duration::ZERO);
         assert_eq!(readable(1.2345, 3), "1.234");
         for v in [1e-300, 1e300, f64::MAX, f64::MIN_POSITIVE, -3.3e-7, 7.7e20] {
             assert!(!readable(v, 2).contains('e'), "{v}: {}", readable(v, 2));

@@ -61,7 +61,8 @@ impl Part {
             (true, Some(nl)) => &bytes[nl + 1..],
             _ => &bytes[..],
         };
-        let mut out = std::fs::OpenOptions::new().create(true).append(true).open(&self.into).map_err(fail)?;
+        crate::base::runfiles::note(&self.into);
+        let mut out = crate::base::fsio::open_to_write(&self.into, true).map_err(fail)?;
         std::io::Write::write_all(&mut out, body).map_err(fail)
     }
 }

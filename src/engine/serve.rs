@@ -233,33 +233,53 @@ struct Tally<'s> {
     /// Answered since the last stat line.
     since_stat: u64,
     every: Duration,
+    /// Error answers under a file id (a request not read or not parsed) counted as published
+    /// but whose publication may still be given up.
+    unread: std::collections::HashSet<String>,
 }
 
 impl<'s> Tally<'s> {
     fn new(inbox: EventInbox, say: SayTo<'s>, every: Duration) -> Self {
         let t0 = Instant::now();
-        Tally { inbox, report: ServeReport::default(), say, t0, next_stat: t0 + every, since_stat: 0, every }
+        let (report, unread) = (ServeReport::default(), Default::default());
+        Tally { inbox, report, say, t0, next_stat: t0 + every, since_stat: 0, every, unread }
     }
 
     /// Counts what the runner sent, saying each notice; the answers counted, and whether any
     /// call was handled.
     fn drain(&mut self) -> (u64, bool) {
-        let (report, say) = (&mut self.report, self.say);
+        let (report, say, unread) = (&mut self.report, self.say, &mut self.unread);
         let (before, mut active) = (report.answered, false);
         self.inbox.take(|m| match m {
-            // Counted once the answer is out (a failed publish is a notice, not an answer).
+            // Counted once the answer is out (a failed publish is a notice, not an answer);
+            // an error answer to a request it could not read or parse is one too, counted
+            // as it goes out and taken back if its publication is given up.
             Msg::Call(ev) => {
                 active = true;
                 report.answered += u64::from(matches!(&ev.kind, EventKind::Runner(side) if side.answered.is_some()));
+                if ev.kind == EventKind::AnsweringUnread {
+                    report.answered += 1;
+                    // Its publication ends within its retries (~20 s): a long serve keeps no
+                    // more than the last few thousand.
+                    if unread.len() >= 4096 {
+                        unread.clear();
+                    }
+                    unread.insert(ev.call.to_string());
+                }
             }
             Msg::Turn(_) => {}
             Msg::Notice(n) => {
                 report.notices += 1;
                 report.malformed += u64::from(matches!(n.what, Say::Malformed { .. }));
+                if let Say::AnswerDropped { call, .. } = &n.what {
+                    if unread.remove(call) {
+                        report.answered -= 1;
+                    }
+                }
                 say(Said::Err(&format!("  {}", n.what)));
             }
         });
-        (report.answered - before, active)
+        (report.answered.saturating_sub(before), active)
     }
 
     /// A pump: drains, and says the stat line when it is due; whether a call was handled.
@@ -371,7 +391,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            format!("{}: not a directory", opts.dir.display()),
+            format!("--dir {}: {}", opts.dir.display(), crate::base::fsio::not_a_dir(&opts.dir)),
         ));
     }
     crate::base::fsio::probe_write(&opts.dir, 4096).map_err(|e| {
@@ -400,7 +420,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         say(Said::Err(&format!("removed a stale answer left from an earlier call: {}", res.display())));
     }
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(&opts.dir).with_max_bytes(opts.max_file_bytes));
-    let (sink, _inbox) = EventSink::channel();
+    let (sink, mut inbox) = EventSink::channel();
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
     let deadline = writer_deadline(opts.timeout);
@@ -411,8 +431,17 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         () = stop.closed() => None,
     };
     writer.close();
+    let unreadable = say_notices(&mut inbox, say);
     match &end {
         None => remove_if_present(&req)?,
+        Some(CallEnd::Failed(FailKind::Timeout)) if unreadable => {
+            remove_if_present(&req)?;
+            say(Said::Err(&format!(
+                "no answer read: one appeared at {} but was never a regular file within the cap (see the notice above); \
+                 it is left where it is",
+                res.display()
+            )));
+        }
         Some(CallEnd::Failed(FailKind::Timeout)) => {
             let unpicked = req.symlink_metadata().is_ok();
             remove_if_present(&req)?;
@@ -432,6 +461,24 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         Some(_) => {}
     }
     Ok(end)
+}
+
+/// Says what the writer said on the way, once each (an answer it could not read: a link, a
+/// FIFO, a directory, a file past the cap); whether it found an answer it could not read.
+fn say_notices(inbox: &mut crate::events::EventInbox, say: SayTo<'_>) -> bool {
+    let mut unreadable = false;
+    let mut said: Vec<String> = Vec::new();
+    for msg in inbox.try_iter() {
+        if let crate::events::Msg::Notice(n) = msg {
+            unreadable |= matches!(n.what, crate::base::notice::Say::AnswerReadFailed { .. });
+            let line = n.what.to_string().trim_end_matches("; retrying").to_owned();
+            if !said.contains(&line) {
+                say(Said::Err(&format!("notice: {line}")));
+                said.push(line);
+            }
+        }
+    }
+    unreadable
 }
 
 /// The answer as `call` prints it: the response's JSON, one line.

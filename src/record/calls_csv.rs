@@ -29,7 +29,9 @@ pub(crate) struct CallsCsv {
 impl CallsCsv {
     /// Appends to `path`, writing the header first if the file is new or empty.
     pub(crate) fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<CallsCsv> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        // Never through a link planted at its name, never a FIFO or a device.
+        crate::base::runfiles::note(path);
+        let file = crate::base::fsio::open_to_write(path, true)?;
         let empty = file.metadata()?.len() == 0;
         let mut out = BufWriter::new(file);
         if empty {

@@ -122,7 +122,9 @@ impl CompactLog {
     /// Appends the section of case `case` to `path`; once `max` bytes are written, the rest
     /// of the case is left out and its close says so.
     pub(crate) fn append(path: &Path, case: &str, epoch: Instant, max: u64) -> io::Result<CompactLog> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        // Never through a link planted at its name, never a FIFO or a device.
+        crate::base::runfiles::note(path);
+        let file = crate::base::fsio::open_to_write(path, true)?;
         let mut log = CompactLog {
             out: BufWriter::with_capacity(1 << 16, file),
             rec: Vec::with_capacity(64),

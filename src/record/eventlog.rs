@@ -62,7 +62,9 @@ pub(crate) const EVENTS: &[&str] = &[
 impl EventLog {
     /// A log appended to `path`, its events for `case`, timed from `epoch`.
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        // Never through a link planted at its name, never a FIFO or a device.
+        crate::base::runfiles::note(path);
+        let file = crate::base::fsio::open_to_write(path, true)?;
         let case = serde_json::to_string(case).map_err(io::Error::other)?;
         let out = BufWriter::with_capacity(1 << 16, file);
         Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None, calls: 0 })
@@ -218,9 +220,15 @@ pub(crate) struct CaseCheck {
 }
 
 impl CaseCheck {
-    /// Breaches and missing calls: what fails the check.
+    /// Breaches and missing calls.
     pub(crate) fn faults(&self) -> u64 {
         self.report.total() + self.missing
+    }
+
+    /// Whether the check fails on this case: a breach, a call missing, or no `case_end` line
+    /// (the log was cut short or edited: what it lacks cannot be told, so it cannot pass).
+    pub(crate) fn fails(&self) -> bool {
+        self.faults() > 0 || self.calls.is_none()
     }
 }
 
@@ -256,6 +264,10 @@ pub(crate) fn render_checks(check: &LogCheck) -> String {
                 "  missing: {} of the {n} calls its case_end counts have no call_end (deleted from the log?)\n",
                 c.missing
             );
+        }
+        if c.calls.is_none() {
+            out += "  incomplete: no case_end line (the log was cut short: a killed run, a truncated file, or lines \
+                    deleted): what it lacks cannot be told, so the check fails\n";
         }
     }
     out
@@ -447,6 +459,8 @@ mod tests {
         assert!(render_checks(&c).contains("missing: 1 of the 2 calls"), "{}", render_checks(&c));
         let c = check_log("e.ndjson", format!("{}\n", call("a")).as_bytes()).unwrap();
         assert!(render_checks(&c).contains("case k has no case_end line"), "{}", render_checks(&c));
+        assert!(render_checks(&c).contains("  incomplete: no case_end line"), "{}", render_checks(&c));
+        assert!(c.cases[0].fails() && c.cases[0].faults() == 0, "a log cut short cannot pass");
         let odd = format!("{}\n{}\n", call("a"), line("k", "a", "teleported"));
         let e = check_log("e.ndjson", odd.as_bytes()).unwrap_err();
         assert!(e.to_string().starts_with("e.ndjson:4: unknown event \"teleported\""), "{e}");
@@ -480,14 +494,16 @@ mod tests {
         assert_eq!((c.requests, c.responses, c.report.total()), (1, 1, 0));
         assert_eq!(
             render_checks(&checks),
-            "warning: clean.ndjson: case ok has no case_end line (the run was killed?): a call missing whole cannot be told\nok: 1 requests, 1 responses, 0 breaches\n"
+            "warning: clean.ndjson: case ok has no case_end line (the run was killed?): a call missing whole cannot be told\nok: 1 requests, 1 responses, 0 breaches\n  incomplete: no case_end line (the log was cut short: a killed run, a truncated file, or lines deleted): what it lacks cannot be told, so the check fails\n"
         );
         let dup = [line("d", "a", "request"), line("d", "a", "response"), line("d", "a", "response")].join("\n");
         let mut checks = check_log("dup.ndjson", dup.as_bytes()).unwrap();
         checks.warnings.clear();
         assert_eq!(
             render_checks(&checks),
-            "d: 1 requests, 2 responses, 1 breaches\n  duplicate_response: 1\n    duplicate_response sandbox 0 call \"a\"\n"
+            "d: 1 requests, 2 responses, 1 breaches\n  duplicate_response: 1\n    duplicate_response sandbox 0 call \"a\"\n  \
+             incomplete: no case_end line (the log was cut short: a killed run, a truncated file, or lines deleted): \
+             what it lacks cannot be told, so the check fails\n"
         );
     }
 

@@ -53,9 +53,9 @@ pub(crate) async fn publish_answer(
 ) -> Option<Instant> {
     let tries = retry.retries + 1;
     for n in 1..=tries {
-        let (error, environment) = match host.publish(name, body).await {
+        let (error, environment, permanent) = match host.publish(name, body).await {
             Ok(()) => return Some(Instant::now()),
-            Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e)),
+            Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e), crate::base::fsio::is_permanent(&e)),
         };
         let wait = retry.delay(n);
         // The machine's failure is said as such (one notice a failure either way).
@@ -73,7 +73,7 @@ pub(crate) async fn publish_answer(
             tokio::time::sleep(wait).await;
             continue;
         }
-        if n == tries || !every_failure {
+        if n == tries || permanent || !every_failure {
             reporter.say(Say::AnswerDropped { call: call.to_owned(), tries: n, error });
             return None;
         }

@@ -1,37 +1,42 @@
-//! The directory `run --out DIR` writes: taken by one run at a time, and holding one run.
+//! The directory a run writes (`run --out DIR`, or a new one under `reports/`): taken by one
+//! run at a time, holding one run, and holding only what relay-bench wrote there and the
+//! user's own files, which it never touches.
 //!
-//! - **Refused** unless it is new, empty, or a previous relay-bench run (it holds
-//!   [`MARKER`], or a `summary.json` from before the marker); and never `/`. A directory of
-//!   other files is not written into.
+//! - **Refused** unless it is new, empty, or a run directory of relay-bench's: it holds the
+//!   marker ([`MARKER`]) that lists the files relay-bench wrote there
+//!   ([`crate::base::runfiles`]). A directory with a `summary.json` and no such marker is
+//!   refused (its files cannot be told from the user's), as is one of other files; and
+//!   never `/`. A marker that is a link, a FIFO or a device is refused, never written through.
 //! - **Locked** for the whole run: an exclusive `flock` on [`MARKER`], which names the run
-//!   holding it (pid, start, command). A second run into it is refused, naming that one.
+//!   holding it (pid, start, command). A second run into it, or `report` on it, is refused,
+//!   naming that one.
 //! - **Probed**: a file is written there and removed before the run, so a full disk is an
 //!   error up front, not a report cut short; a refused directory is left as it was found.
-//! - **Cleared** of the previous run's files before the new run writes: everything a run
-//!   writes in a run directory ([`RUN_FILES`] and the registry's outputs), at the top and in
-//!   each subdirectory that is a run directory (one per scenario of a run of several), and
-//!   their temp names. Files that are not a run's are left as they are.
+//! - **Cleared** of the files the marker lists before the new run writes (and of their temp
+//!   names, and of the folders that leaves empty): a file not listed — the user's notes, a
+//!   picture in `charts/`, a folder holding a `summary.json` — stays as it is.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::fsio::{read_bounded, Bound};
-use crate::base::protocol::TMP_MARKER;
+use crate::base::fsio::{kind_name, read_bounded, Bound};
+use crate::base::runfiles::{Holding, Manifest};
 use crate::report::export::hdr::HLOG;
-use crate::report::output::Dest;
-use crate::report::publish::OUTPUTS;
 use crate::results::summary::MAX_SUMMARY_BYTES;
 
-/// The file that marks a run directory and holds its lock.
-pub(crate) const MARKER: &str = ".relay-bench-run";
+pub(crate) use crate::base::runfiles::MARKER;
 
 /// What a probe writes where a run will write (the relay root, `--out`) before it starts.
 pub(crate) const PROBE_BYTES: usize = 64 << 10;
 
 /// Files of a run directory written outside the output registry (by the run's recorders).
 pub(crate) const RUN_FILES: &[&str] = &["events.ndjson", "events.bin", "calls.csv"];
+
+/// The largest marker read (a line per file a run wrote: a 900-point sweep's is ~1 MB).
+const MAX_MARKER_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutDirError {
@@ -44,23 +49,95 @@ pub enum OutDirError {
          give a new or empty directory, or one a previous run wrote"
     )]
     Foreign { dir: String, first: String, count: usize },
-    #[error("--out {dir}: another run writes there ({holder}); wait for it or give another --out")]
+    #[error(
+        "--out {dir}: it holds a summary.json but no relay-bench marker ({MARKER}) listing the files a run wrote \
+         there, so relay-bench cannot tell them from yours and clears nothing: give a new or empty directory, or \
+         move its files away first (`relay-bench report {dir}` still redraws it)"
+    )]
+    Unmarked { dir: String },
+    #[error("{dir}: its marker {MARKER} is {what}, not a file relay-bench wrote; it is not opened, written through or replaced: remove it, or give another directory")]
+    BadMarker { dir: String, what: &'static str },
+    #[error("{dir}: another run writes there ({holder}); wait for it, or give another directory")]
     Busy { dir: String, holder: String },
     #[error("--out {dir}: {what}: {source}")]
     Io { dir: String, what: &'static str, source: io::Error },
 }
 
-/// A run directory taken by this run: the lock is held while this lives.
+/// A run directory taken by this process: the lock is held while this lives, and the files
+/// made below it are listed in its marker.
 #[derive(Debug)]
 pub(crate) struct OutLock {
     dir: PathBuf,
-    _marker: File,
+    marker: File,
+    holder: String,
+    /// What the marker listed when it was taken (a previous run's files).
+    previous: Vec<String>,
+    /// `None`: an older relay-bench's marker, locked but not rewritten.
+    holding: Option<Holding>,
 }
 
 impl OutLock {
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Opens the marker of `dir` to read and write (made when `create`), refusing anything but a
+/// regular file there, and locks it; `None` when there is none and `create` is off.
+fn open_marker(dir: &Path, create: bool) -> Result<Option<File>, OutDirError> {
+    let path = dir.join(MARKER);
+    let bad = |what| OutDirError::BadMarker { dir: dir.display().to_string(), what };
+    let io = |what: &'static str| move |source| OutDirError::Io { dir: dir.display().to_string(), what, source };
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if !m.is_file() => return Err(bad(kind_name(m.file_type()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+        _ => {}
+    }
+    let marker = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                bad("a symbolic link")
+            } else {
+                io("cannot open its lock file")(e)
+            }
+        })?;
+    let kind = marker.metadata().map_err(io("cannot open its lock file"))?.file_type();
+    if !kind.is_file() {
+        return Err(bad(kind_name(kind)));
+    }
+    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
+    if unsafe { libc::flock(marker.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let said = read_marker(&marker);
+            let holder = Manifest::parse(&said).map_or_else(|| said.trim().to_owned(), |m| m.holder);
+            return Err(OutDirError::Busy {
+                dir: dir.display().to_string(),
+                holder: if holder.is_empty() { "unknown".into() } else { holder },
+            });
+        }
+        return Err(io("cannot lock it")(e));
+    }
+    Ok(Some(marker))
+}
+
+fn read_marker(mut marker: &File) -> String {
+    let mut said = String::new();
+    let _ = marker.rewind().and_then(|()| marker.take(MAX_MARKER_BYTES).read_to_string(&mut said));
+    said
+}
+
+fn write_marker(mut marker: &File, m: &Manifest) -> io::Result<()> {
+    marker.set_len(0)?;
+    marker.rewind()?;
+    marker.write_all(m.render().as_bytes())?;
+    marker.sync_all()
 }
 
 /// Checks `dir` (made if missing), locks it for this run, and says who holds it in its
@@ -76,7 +153,7 @@ pub(crate) fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
     if dir.canonicalize().map_err(io("cannot resolve it"))? == Path::new("/") {
         return Err(OutDirError::Root(name()));
     }
-    let had_marker = dir.join(MARKER).exists();
+    let had_marker = std::fs::symlink_metadata(dir.join(MARKER)).is_ok();
     // A refusal after this point takes back what it made (a full disk leaves nothing).
     let undo = |e: OutDirError| {
         if !had_marker {
@@ -87,43 +164,81 @@ pub(crate) fn take(dir: &Path, holder: &str) -> Result<OutLock, OutDirError> {
         }
         e
     };
-    if !dir.join(MARKER).is_file() && !dir.join("summary.json").is_file() {
-        let mut entries = std::fs::read_dir(dir).map_err(io("cannot list it"))?.flatten();
-        if let Some(first) = entries.next() {
-            let first = first.file_name().to_string_lossy().into_owned();
-            return Err(OutDirError::Foreign { dir: name(), first, count: entries.count() });
+    let marker = open_marker(dir, true).map_err(undo)?.expect("made when missing");
+    let previous = Manifest::parse(&read_marker(&marker));
+    if previous.is_none() {
+        // No run of this relay-bench listed its files here: only an empty directory is taken.
+        let mut others = std::fs::read_dir(dir)
+            .map_err(io("cannot list it"))
+            .map_err(undo)?
+            .flatten()
+            .filter(|e| e.file_name() != MARKER);
+        if let Some(first) = others.next() {
+            let e = if std::fs::symlink_metadata(dir.join("summary.json")).is_ok() {
+                OutDirError::Unmarked { dir: name() }
+            } else {
+                OutDirError::Foreign {
+                    dir: name(),
+                    first: first.file_name().to_string_lossy().into_owned(),
+                    count: others.count(),
+                }
+            };
+            return Err(undo(e));
         }
     }
-    let mut marker = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(MARKER))
-        .map_err(io("cannot open its lock file"))?;
-    // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
-    if unsafe { libc::flock(marker.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            let mut said = String::new();
-            let _ = (&marker).take(4096).read_to_string(&mut said);
-            let holder = said.trim().to_owned();
-            return Err(OutDirError::Busy {
-                dir: name(),
-                holder: if holder.is_empty() { "unknown".into() } else { holder },
-            });
-        }
-        return Err(io("cannot lock it")(e));
-    }
-    marker
-        .set_len(0)
-        .and_then(|()| marker.rewind())
-        .and_then(|()| writeln!(marker, "{holder}"))
-        .and_then(|()| marker.sync_all())
-        .map_err(io("cannot write its lock file"))
-        .map_err(undo)?;
+    let previous = previous.map(|m| m.files).unwrap_or_default();
+    // The previous run's files stay listed until they are cleared.
+    let manifest = Manifest { holder: holder.to_owned(), files: previous.clone() };
+    write_marker(&marker, &manifest).map_err(io("cannot write its lock file")).map_err(undo)?;
     crate::base::fsio::probe_write(dir, PROBE_BYTES).map_err(io("cannot write in it")).map_err(undo)?;
-    Ok(OutLock { dir: dir.to_path_buf(), _marker: marker })
+    let holding = crate::base::runfiles::hold(dir, &marker, &previous).map_err(io("cannot hold its lock file"))?;
+    Ok(OutLock { dir: dir.to_path_buf(), marker, holder: holder.to_owned(), previous, holding: Some(holding) })
+}
+
+/// A new run directory `parent/stem` (or `stem-2`, ...: [`create_unique_dir`]), taken.
+pub(crate) fn take_new(parent: &Path, stem: &str, holder: &str) -> io::Result<OutLock> {
+    let dir = create_unique_dir(parent, stem)?;
+    take(&dir, holder).map_err(|e| match e {
+        OutDirError::Io { source, .. } => source,
+        e => io::Error::other(e.to_string()),
+    })
+}
+
+/// Locks the run directory `relay-bench report` redraws, when a run marked it (its own
+/// marker, or for one scenario of a run of several, the run's): `None` when none did. A run
+/// writing there makes it [`OutDirError::Busy`]. The files it draws are listed as the run's.
+pub(crate) fn lock_for_rerender(dir: &Path, holder: &str) -> Result<Option<OutLock>, OutDirError> {
+    let mut at = (dir.to_path_buf(), None::<String>);
+    if std::fs::symlink_metadata(dir.join(MARKER)).is_err() {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else {
+            return Ok(None);
+        };
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        if std::fs::symlink_metadata(parent.join(MARKER)).is_err() {
+            return Ok(None);
+        }
+        at = (parent.to_path_buf(), Some(format!("{name}/summary.json")));
+    }
+    let (top, must_list) = at;
+    let Some(marker) = open_marker(&top, false)? else { return Ok(None) };
+    let Some(mut m) = Manifest::parse(&read_marker(&marker)) else {
+        // An older relay-bench's marker: locked, left as it is.
+        return Ok((must_list.is_none()).then(|| OutLock {
+            dir: top,
+            marker,
+            holder: holder.into(),
+            previous: Vec::new(),
+            holding: None,
+        }));
+    };
+    if must_list.is_some_and(|f| !m.files.contains(&f)) {
+        return Ok(None);
+    }
+    m.holder = holder.to_owned();
+    let io = |source| OutDirError::Io { dir: top.display().to_string(), what: "cannot write its lock file", source };
+    write_marker(&marker, &m).map_err(io)?;
+    let holding = crate::base::runfiles::hold(&top, &marker, &m.files).map_err(io)?;
+    Ok(Some(OutLock { dir: top, marker, holder: holder.to_owned(), previous: m.files, holding: Some(holding) }))
 }
 
 /// What this process is, for a marker: `pid N since TIME: relay-bench run ARGS`.
@@ -132,65 +247,37 @@ pub(crate) fn this_run(started: &str) -> String {
     format!("pid {} since {started}: relay-bench {}", std::process::id(), args.join(" "))
 }
 
-/// The names a run writes at the top of a run directory (files or folders).
-fn run_names() -> Vec<String> {
-    let registered = OUTPUTS
-        .iter()
-        .filter(|o| o.dest() == Dest::RunDir)
-        .filter_map(|o| o.path().split('/').next().map(|first| first.split('|').next().unwrap_or(first).to_owned()));
-    registered.chain(RUN_FILES.iter().map(|s| (*s).to_owned())).collect()
-}
-
-/// Removes the previous run's files from the locked directory: every name a run writes,
-/// their temp names, and the subdirectories that are run directories; returns what was
+/// Removes the previous run's files from the locked directory (those its marker lists, their
+/// temp names, the folders that leaves empty), and lists none from now on; returns what was
 /// removed.
 pub(crate) fn clear(lock: &OutLock) -> Result<Vec<PathBuf>, OutDirError> {
-    let mut removed = Vec::new();
-    clear_run_dir(lock.dir(), &mut removed)?;
-    let entries = std::fs::read_dir(lock.dir()).map_err(|source| OutDirError::Io {
-        dir: lock.dir().display().to_string(),
-        what: "cannot list it",
-        source,
-    })?;
-    for e in entries.flatten() {
-        let p = e.path();
-        if e.file_type().is_ok_and(|t| t.is_dir()) && (p.join("summary.json").is_file() || p.join(MARKER).is_file()) {
-            clear_run_dir(&p, &mut removed)?;
-            let _ = std::fs::remove_file(p.join(MARKER));
-            // Emptied: removed too (a run of several scenarios makes it again if it has it).
-            if std::fs::remove_dir(&p).is_ok() {
-                removed.push(p);
-            }
-        }
+    let fail = |what, source| OutDirError::Io { dir: lock.dir.display().to_string(), what, source };
+    let removed = crate::base::runfiles::clear(&lock.dir, &lock.previous)
+        .map_err(|e| fail("cannot remove the previous run's files", e))?;
+    if let Some(holding) = &lock.holding {
+        let m = Manifest { holder: lock.holder.clone(), files: Vec::new() };
+        write_marker(&lock.marker, &m).map_err(|e| fail("cannot write its lock file", e))?;
+        holding.relist(&[]);
     }
     Ok(removed)
 }
 
-fn clear_run_dir(dir: &Path, removed: &mut Vec<PathBuf>) -> Result<(), OutDirError> {
-    let names = run_names();
-    let fail = |what, source| OutDirError::Io { dir: dir.display().to_string(), what, source };
-    for e in std::fs::read_dir(dir).map_err(|e| fail("cannot list it", e))?.flatten() {
-        let file = e.file_name().to_string_lossy().into_owned();
-        // A staged file's temp name keeps its extension: `summary.tmp.<nonce>.json`.
-        let stem = |n: &str| n.split('.').next().unwrap_or(n).to_owned();
-        let ours = names.iter().any(|n| {
-            file == *n
-                || file.starts_with(&format!("{n}{TMP_MARKER}"))
-                || file.starts_with(&format!("{}{TMP_MARKER}", stem(n)))
-        });
-        if !ours {
+/// Marks every summary.json this process wrote and still holds as interrupted (an abort, a
+/// second Ctrl-C, exits without the report a first one writes: what is on disk must not
+/// claim the run finished). Best effort: a summary that does not read back is left.
+pub(crate) fn mark_interrupted() {
+    for path in crate::base::runfiles::listed_named("summary.json") {
+        let Some(dir) = path.parent() else { continue };
+        let Ok(mut summary) = crate::results::summary::Summary::read(dir) else { continue };
+        if summary.interrupted {
             continue;
         }
-        let p = e.path();
-        let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
-            std::fs::remove_dir_all(&p)
-        } else {
-            std::fs::remove_file(&p)
-        };
-        gone.map_err(|e| fail("cannot remove the previous run's files", e))?;
-        removed.push(p);
+        summary.interrupted = true;
+        summary.recompute_pass();
+        if let Ok(bytes) = crate::report::export::Json.render(&summary) {
+            let _ = crate::base::fsio::publish_file(&path, &bytes);
+        }
     }
-    Ok(())
 }
 
 /// Copies a run directory's summary.json and hdr/ tree to `to` (replacing it). Every file is
@@ -279,7 +366,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "--out {}: another run writes there (pid 1 since then: relay-bench run a.toml); wait for it or give another --out",
+                "{}: another run writes there (pid 1 since then: relay-bench run a.toml); wait for it, or give another directory",
                 d.display()
             )
         );
@@ -294,31 +381,64 @@ mod tests {
     }
 
     #[test]
-    fn the_previous_runs_files_are_cleared_and_others_kept() {
+    fn only_the_files_a_run_listed_are_cleared_and_an_unmarked_run_is_refused() {
         let t = tempfile::tempdir().unwrap();
-        let d = t.path();
-        for f in [
-            "summary.json",
-            "summary.md",
-            "events.ndjson",
-            "calls.csv",
-            "notes.txt",
-            "summary.json.tmp.1-2",
-            "summary.tmp.1-3.json",
-        ] {
-            std::fs::write(d.join(f), "").unwrap();
+        let d = t.path().join("out");
+        let lock = take(&d, "first").unwrap();
+        for f in ["summary.json", "hdr/c/pickup.hlog", "charts/a.svg", "sub/summary.json"] {
+            let p = d.join(f);
+            crate::base::runfiles::note(&p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
         }
-        std::fs::create_dir_all(d.join("hdr/old-case")).unwrap();
-        std::fs::create_dir_all(d.join("charts")).unwrap();
-        std::fs::create_dir_all(d.join("other-scenario/hdr")).unwrap();
-        std::fs::write(d.join("other-scenario/summary.json"), "").unwrap();
-        std::fs::create_dir_all(d.join("photos")).unwrap();
-        let lock = take(d, "x").unwrap();
-        clear(&lock).unwrap();
-        let mut left: Vec<String> =
-            std::fs::read_dir(d).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-        left.sort();
-        assert_eq!(left, [MARKER, "notes.txt", "photos"]);
+        drop(lock);
+        // The user's own files, beside the run's and in its folders.
+        for f in [
+            "notes.txt",
+            "charts/mine.png",
+            "hdr/c/mine.txt",
+            "photos/summary.json",
+            "hdr/c/pickup.tmp.0123456789abcdef.hgrm",
+        ] {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let lock = take(&d, "second").unwrap();
+        let mut removed: Vec<String> =
+            clear(&lock).unwrap().iter().map(|p| p.strip_prefix(&d).unwrap().display().to_string()).collect();
+        removed.sort();
+        assert_eq!(removed, ["charts/a.svg", "hdr/c/pickup.hlog", "sub", "sub/summary.json", "summary.json"]);
+        for kept in [
+            "notes.txt",
+            "charts/mine.png",
+            "hdr/c/mine.txt",
+            "photos/summary.json",
+            "hdr/c/pickup.tmp.0123456789abcdef.hgrm",
+        ] {
+            assert!(d.join(kept).is_file(), "{kept} kept");
+        }
+        let marker = std::fs::read_to_string(d.join(MARKER)).unwrap();
+        assert_eq!(Manifest::parse(&marker).unwrap(), Manifest { holder: "second".into(), files: vec![] });
+        drop(lock);
+        // A summary.json without the marker: refused, nothing touched.
+        let unmarked = t.path().join("unmarked");
+        std::fs::create_dir_all(unmarked.join("charts")).unwrap();
+        std::fs::write(unmarked.join("summary.json"), "{}").unwrap();
+        std::fs::write(unmarked.join("charts/mine.png"), "").unwrap();
+        let e = take(&unmarked, "x").unwrap_err();
+        assert!(matches!(e, OutDirError::Unmarked { .. }), "{e}");
+        assert!(e.to_string().contains("no relay-bench marker (.relay-bench-run)"), "{e}");
+        assert!(!unmarked.join(MARKER).exists() && unmarked.join("charts/mine.png").is_file());
+        // A marker that is a link is not written through.
+        let victim = t.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let linked = t.path().join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(&victim, linked.join(MARKER)).unwrap();
+        let e = take(&linked, "x").unwrap_err();
+        assert!(matches!(e, OutDirError::BadMarker { what: "a symbolic link", .. }), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use crate::base::signal::Signal;
 use crate::results::summary::Summary;
 
 /// When outputs are written. A run publishes at each of them; `conform` publishes at
@@ -75,6 +76,13 @@ pub trait Output<R: ?Sized>: Sync {
     fn essential(&self) -> bool {
         true
     }
+    /// Whether its files at [`Moment::Case`] are the finished case's own (its histograms),
+    /// not the whole run's: written after every case, where the run's whole report is
+    /// rewritten at most every few seconds (a sweep of hundreds of points would rewrite it
+    /// hundreds of times).
+    fn per_case(&self) -> bool {
+        false
+    }
     /// Whether it only draws what the run directory's other files hold (charts, the page),
     /// so `relay-bench report DIR` can draw it later: an interrupted run leaves it out and
     /// ends at once rather than drawing.
@@ -98,6 +106,13 @@ pub enum WriteError {
     /// A renderer's own error: its inputs unreadable, a chart that would not draw.
     #[error(transparent)]
     Render(Box<dyn std::error::Error + Send + Sync>),
+    /// A run directory's own file it draws from does not read back (damaged, or not one):
+    /// the user's to fix, or to draw again with `relay-bench run`.
+    #[error(transparent)]
+    Damaged(Box<dyn std::error::Error + Send + Sync>),
+    /// Stopped (Ctrl-C) before it was whole: nothing of it was renamed into place.
+    #[error("interrupted before it was written whole (nothing of it was kept)")]
+    Interrupted,
 }
 
 impl WriteError {
@@ -108,6 +123,23 @@ impl WriteError {
 
     fn file(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
         move |source| WriteError::File { path: path.display().to_string(), source }
+    }
+
+    /// The file error underneath, if it is one (a renderer's error searched through its
+    /// sources).
+    pub(crate) fn io(&self) -> Option<&std::io::Error> {
+        let mut at: Option<&(dyn std::error::Error + 'static)> = match self {
+            WriteError::File { source, .. } => return Some(source),
+            WriteError::Render(e) => Some(e.as_ref()),
+            _ => None,
+        };
+        while let Some(e) = at {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                return Some(io);
+            }
+            at = e.source();
+        }
+        None
     }
 }
 
@@ -124,12 +156,27 @@ pub struct Staged {
     /// (temp, final).
     temps: Vec<(PathBuf, PathBuf)>,
     console: Vec<u8>,
+    /// Closed: stop staging (`report` told to stop); what was staged is removed.
+    stop: Option<std::sync::Arc<Signal>>,
 }
 
 impl Staged {
     /// An output's files under `base` (a flag output's under `rename`).
     pub(crate) fn new(base: PathBuf, rename: Option<OsString>) -> Staged {
-        Staged { base, rename, temps: Vec::new(), console: Vec::new() }
+        Staged { base, rename, temps: Vec::new(), console: Vec::new(), stop: None }
+    }
+
+    /// ... that stops staging once `stop` is closed.
+    pub(crate) fn stopping(mut self, stop: Option<std::sync::Arc<Signal>>) -> Staged {
+        self.stop = stop;
+        self
+    }
+
+    fn stopped(&self) -> Result<(), WriteError> {
+        match &self.stop {
+            Some(s) if s.is_closed() => Err(WriteError::Interrupted),
+            _ => Ok(()),
+        }
     }
 
     /// The console text rendered.
@@ -144,13 +191,31 @@ impl Staged {
         }
     }
 
+    /// The directory `fin` goes in, made: the output's directory, then each folder of `rel`
+    /// below it a real directory (made if missing, never a link followed: a `charts/` that
+    /// links elsewhere is refused, not written through).
+    fn folder(&self, rel: &Path) -> Result<PathBuf, WriteError> {
+        self.stopped()?;
+        if self.rename.is_some() {
+            return Ok(self.base.clone());
+        }
+        let sub = rel.parent().unwrap_or(Path::new(""));
+        if !self.base.as_os_str().is_empty() {
+            std::fs::create_dir_all(&self.base).map_err(WriteError::file(&self.base))?;
+        }
+        // A refusal names the folder refused itself.
+        crate::base::fsio::dirs_under(&self.base, sub).map_err(|e| {
+            let at = if crate::base::fsio::is_refusal(&e) { self.base.clone() } else { self.base.join(sub) };
+            WriteError::file(&at)(e)
+        })
+    }
+
     /// A temp path for the file `rel` (relative to the output's directory), its extension
     /// kept (a chart backend picks its format by it), its directory made; the caller writes
     /// it whole.
     pub(crate) fn draw(&mut self, rel: impl AsRef<Path>) -> Result<PathBuf, WriteError> {
         let fin = self.final_path(rel.as_ref());
-        let dir = parent_of(&fin);
-        std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;
+        let dir = self.folder(rel.as_ref())?;
         let (tmp, file) = self.fresh(&fin, &dir)?;
         drop(file);
         Ok(tmp)
@@ -161,12 +226,16 @@ impl Staged {
     fn fresh(&mut self, fin: &Path, dir: &Path) -> Result<(PathBuf, std::fs::File), WriteError> {
         let stem = fin.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let ext = fin.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+        // Listed in its run directory's marker before it is made: a kill leaves nothing unlisted.
+        crate::base::runfiles::note(fin);
         // The extension goes after the temp marker: `summary.tmp.<hex>.json`.
-        let (tmp, file) = crate::base::fsio::fresh_temp(&dir.join(&stem), |stemmed| {
-            let named = PathBuf::from(format!("{}{ext}", stemmed.display()));
-            crate::base::fsio::create_new(&named).map(|f| (named, f))
+        let (tmp, file) = crate::base::fsio::stage(|| {
+            crate::base::fsio::fresh_temp(&dir.join(&stem), |stemmed| {
+                let named = PathBuf::from(format!("{}{ext}", stemmed.display()));
+                crate::base::fsio::create_new(&named).map(|f| (named, f))
+            })
+            .map(|(_, made)| made)
         })
-        .map(|(_, made)| made)
         .map_err(WriteError::file(fin))?;
         self.temps.push((tmp.clone(), fin.to_path_buf()));
         Ok((tmp, file))
@@ -176,8 +245,7 @@ impl Staged {
     pub fn put(&mut self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
         use std::io::Write;
         let fin = self.final_path(rel.as_ref());
-        let dir = parent_of(&fin);
-        std::fs::create_dir_all(&dir).map_err(WriteError::file(&dir))?;
+        let dir = self.folder(rel.as_ref())?;
         let (tmp, mut file) = self.fresh(&fin, &dir)?;
         file.write_all(bytes).map_err(WriteError::file(&tmp))
     }
@@ -187,12 +255,22 @@ impl Staged {
         self.console.extend_from_slice(bytes);
     }
 
-    /// Renames every staged file onto its final name; returns the final names.
+    /// Renames every staged file onto its final name; returns the final names. A final name
+    /// held by anything but a regular file (a link, a FIFO, a device, a directory) is refused,
+    /// not replaced, and nothing of the output is renamed.
     pub(crate) fn commit(&mut self) -> Result<Vec<PathBuf>, WriteError> {
+        self.stopped()?;
+        for (_, fin) in &self.temps {
+            crate::base::fsio::check_replaceable(fin).map_err(WriteError::file(fin))?;
+        }
         let mut done = Vec::new();
-        for (tmp, fin) in std::mem::take(&mut self.temps) {
+        let mut temps = std::mem::take(&mut self.temps).into_iter();
+        while let Some((tmp, fin)) = temps.next() {
+            crate::base::fsio::staged_done(&tmp);
             if let Err(e) = std::fs::rename(&tmp, &fin) {
                 let _ = std::fs::remove_file(&tmp);
+                // The rest are abandoned (removed), not left behind.
+                self.temps.extend(temps);
                 return Err(WriteError::file(&fin)(e));
             }
             done.push(fin);
@@ -204,6 +282,7 @@ impl Staged {
     pub(crate) fn abandon(&mut self) {
         for (tmp, _) in self.temps.drain(..) {
             let _ = crate::base::fsio::remove_if_present(&tmp);
+            crate::base::fsio::staged_done(&tmp);
         }
     }
 }
@@ -227,8 +306,7 @@ mod tests {
         assert!(tmp.is_file() && tmp.extension().is_some_and(|e| e == "txt"), "{tmp:?}");
         out.abandon();
         assert!(!tmp.exists() && !t.path().join("a/b.txt").exists());
-        let mut out =
-            Staged { base: t.path().into(), rename: Some("gates.xml".into()), temps: Vec::new(), console: Vec::new() };
+        let mut out = Staged::new(t.path().into(), Some("gates.xml".into()));
         out.put("junit.xml", b"<x/>").unwrap();
         assert_eq!(out.commit().unwrap(), vec![t.path().join("gates.xml")]);
         assert_eq!(std::fs::read(t.path().join("gates.xml")).unwrap(), b"<x/>");

@@ -7,12 +7,15 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::chart::Charts;
 use super::export::hdr::Hdr;
 use super::export::{JUnit, Json, Markdown, Table};
 use super::html::Html;
 use super::output::{parent_of, Dest, Input, Moment, Output, Staged, WriteError};
+use crate::base::fsio::environment_failure;
+use crate::base::signal::Signal;
 
 /// Every output of a run: a new one is a file of its own plus one line here. They are
 /// written in this order (charts and the page read the summary.json and interval logs
@@ -48,6 +51,20 @@ pub struct OutputError {
     pub why: WriteError,
 }
 
+impl OutputError {
+    /// This machine's failure, when it is one (a full disk, a quota, a read-only or failing
+    /// filesystem): why.
+    pub(crate) fn environment(&self) -> Option<&'static str> {
+        self.why.io().and_then(environment_failure)
+    }
+
+    /// The user's to fix: an entry at an output's name that relay-bench does not write over
+    /// (a link, a FIFO), or a run directory's file that does not read back.
+    pub(crate) fn refused(&self) -> bool {
+        matches!(self.why, WriteError::Damaged(_)) || self.why.io().is_some_and(crate::base::fsio::is_refusal)
+    }
+}
+
 /// What a publication wrote.
 #[derive(Debug, Default)]
 pub struct Published {
@@ -68,13 +85,30 @@ impl Published {
 
 /// Writes every output of a run due at `moment`.
 pub(crate) fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
+    publish_until(moment, input, flags, None)
+}
+
+/// The finished case's own files ([`Output::per_case`]), and nothing of the whole run's: a
+/// case's publication between two rewrites of the run's report.
+pub(crate) fn publish_case_only(input: &Input<'_>) -> Result<Published, OutputError> {
+    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| o.per_case()).collect();
+    publish_outputs_until(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
+}
+
+/// [`publish`], stopping (each output left out whole) once `stop` is closed.
+pub(crate) fn publish_until(
+    moment: Moment,
+    input: &Input<'_>,
+    flags: &FlagPaths,
+    stop: Option<Arc<Signal>>,
+) -> Result<Published, OutputError> {
     let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
     if !cut_short {
-        return publish_outputs(OUTPUTS, moment, input, input.dir, flags);
+        return publish_outputs_until(OUTPUTS, moment, input, input.dir, flags, stop);
     }
     // Interrupted: what the run measured is written now; the drawings wait for `report`.
     let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| !o.drawing()).collect();
-    let mut done = publish_outputs(&outputs, moment, input, input.dir, flags)?;
+    let mut done = publish_outputs_until(&outputs, moment, input, input.dir, flags, stop)?;
     if moment == Moment::End {
         let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
         done.warnings.push(format!(
@@ -98,6 +132,20 @@ pub(crate) fn publish_outputs<R: ?Sized>(
     dir: &Path,
     flags: &FlagPaths,
 ) -> Result<Published, OutputError> {
+    publish_outputs_until(outputs, moment, input, dir, flags, None)
+}
+
+/// [`publish_outputs`], stopping once `stop` is closed. An output that fails for want of
+/// space or of a working filesystem ends the publication, essential or not: what follows
+/// would fail too, and a report missing its files is no report.
+fn publish_outputs_until<R: ?Sized>(
+    outputs: &[&dyn Output<R>],
+    moment: Moment,
+    input: &R,
+    dir: &Path,
+    flags: &FlagPaths,
+    stop: Option<Arc<Signal>>,
+) -> Result<Published, OutputError> {
     let mut done = Published::default();
     for o in outputs.iter().filter(|o| o.written_at(moment)) {
         let (base, rename) = match o.dest() {
@@ -108,7 +156,7 @@ pub(crate) fn publish_outputs<R: ?Sized>(
                 None => continue,
             },
         };
-        let mut out = Staged::new(base, rename);
+        let mut out = Staged::new(base, rename).stopping(stop.clone());
         match o.write(input, &mut out).and_then(|()| out.commit()) {
             Ok(files) => {
                 done.files.extend(files.into_iter().map(|f| (o.name(), f)));
@@ -116,8 +164,10 @@ pub(crate) fn publish_outputs<R: ?Sized>(
             }
             Err(why) => {
                 out.abandon();
+                let why = machine_failure(why, o.dest(), dir);
                 let e = OutputError { output: o.name(), path: dir.join(o.path()).display().to_string(), why };
-                if o.essential() || moment == Moment::Rerender {
+                let fatal = e.why.io().is_some_and(|io| environment_failure(io).is_some());
+                if o.essential() || moment == Moment::Rerender || fatal || matches!(e.why, WriteError::Interrupted) {
                     return Err(e);
                 }
                 done.warnings.push(e.to_string());
@@ -125,6 +175,21 @@ pub(crate) fn publish_outputs<R: ?Sized>(
         }
     }
     Ok(done)
+}
+
+/// `why`, or this machine's failure underneath it: a renderer's error (a chart that would not
+/// draw) may hide a full disk, so a run-directory output that failed for another reason than
+/// a file's is checked with a probe write, and a disk that takes none is the cause said.
+fn machine_failure(why: WriteError, dest: Dest, dir: &Path) -> WriteError {
+    if dest != Dest::RunDir || why.io().is_some() || matches!(why, WriteError::Interrupted | WriteError::Damaged(_)) {
+        return why;
+    }
+    match crate::base::fsio::probe_write(dir, 4096) {
+        Err(source) if environment_failure(&source).is_some() => {
+            WriteError::File { path: dir.display().to_string(), source }
+        }
+        _ => why,
+    }
 }
 
 /// A registry as a person reads it: name, path, when, and where.

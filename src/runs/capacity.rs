@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::base::signal::Signal;
 use crate::engine::capacity::{CapacityError, CapacityPlan, Session};
 use crate::report::capacity::publish_capacity;
-use crate::report::outdir::{create_unique_dir, utc_stamps, OutDirError, OutLock};
+use crate::report::outdir::{take_new, utc_stamps, OutDirError, OutLock};
 use crate::report::output::Moment;
 use crate::report::publish::OutputError;
 use crate::results::capacity::{CapacityReport, Step};
@@ -60,10 +60,11 @@ pub(crate) async fn run(
         Some(d) => Some(crate::report::outdir::take(d, &crate::report::outdir::this_run(&started_iso))?),
         None => None,
     };
+    let holder = crate::report::outdir::this_run(&started_iso);
     let session = Session::start(plan, interrupt, started_iso).await?;
-    let dir = match &lock {
-        Some(l) => match crate::report::outdir::clear(l) {
-            Ok(_) => l.dir().to_path_buf(),
+    let lock = match lock {
+        Some(l) => match crate::report::outdir::clear(&l) {
+            Ok(_) => l,
             Err(e) => {
                 session.abandon();
                 return Err(e.into());
@@ -71,8 +72,8 @@ pub(crate) async fn run(
         },
         None => {
             let stem = format!("{stamp}-daemon-capacity");
-            match create_unique_dir(Path::new(DEFAULT_REPORTS), &stem) {
-                Ok(d) => d,
+            match take_new(Path::new(DEFAULT_REPORTS), &stem, &holder) {
+                Ok(l) => l,
                 Err(source) => {
                     session.abandon();
                     let path = Path::new(DEFAULT_REPORTS).join(stem).display().to_string();
@@ -81,6 +82,7 @@ pub(crate) async fn run(
             }
         }
     };
+    let dir = lock.dir().to_path_buf();
     let mut write_error: Option<OutputError> = None;
     let report = session
         .ramp(&mut |report| {

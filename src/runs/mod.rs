@@ -1,5 +1,5 @@
 //! A run end to end, below the command line: a scenario's cases in turn on their clocks
-//! with the machine's calibration beside them and the reports rewritten after each
+//! with the machine's calibration beside them and the reports rewritten as it goes
 //! ([`scenario`]); what `run`, `report` and `list` ask: scenarios loaded and narrowed, every
 //! input checked before anything runs, a baseline kept or compared with, a run directory
 //! drawn again ([`plan`]); and `daemon-capacity`'s report directory, rewritten after every
@@ -7,6 +7,7 @@
 //! A scenario's run draws its progress on stderr (`crate::base::console`); the rest say
 //! what they do to their caller, who prints it.
 
+mod bench_error;
 pub(crate) mod capacity;
 pub(crate) mod plan;
 pub(crate) mod scenario;

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use crate::base::fsio::BoundedReadError;
 use crate::base::signal::Signal;
 use crate::report::compare::{compare, CompareError, Comparison, Threshold};
-use crate::report::outdir::{create_unique_dir, save_baseline, utc_stamps};
+use crate::report::outdir::{save_baseline, take_new, this_run, utc_stamps};
 use crate::report::outdir::{OutDirError, OutLock};
 use crate::report::output::{Input, Moment};
-use crate::report::publish::{publish, FlagPaths, OutputError};
+use crate::report::publish::{publish, publish_until, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
 use crate::runs::scenario::{run_scenario, BenchError, RunOptions};
 use crate::scenario::sweep::SweepArg;
@@ -28,8 +28,8 @@ pub enum RunsError {
     Scenario(#[from] ScenarioError),
     #[error("--case {case:?}: scenario {scenario:?} has no such case{hint}; its cases: {known}")]
     UnknownCase { case: String, scenario: String, hint: String, known: String },
-    #[error("--relay-root {0}: not a directory")]
-    RelayRoot(String),
+    #[error("--relay-root {path}: {why}; give an existing directory")]
+    RelayRoot { path: String, why: String },
     #[error(
         "--relay-root {path}: cannot write there: {source}; the relay dirs' request and answer files go there \
          (free space there, or give another --relay-root)"
@@ -70,6 +70,10 @@ pub enum RunsError {
     /// A run directory's file that is not read (a FIFO, a link, a device, too large).
     #[error(transparent)]
     Input(#[from] BoundedReadError),
+    #[error("interrupted: the outputs drawn so far are whole, the rest were left as they were")]
+    Interrupted,
+    #[error("{dir}: cannot remove the temp files a killed report left: {source}")]
+    Stale { dir: String, source: std::io::Error },
     #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
     DuplicateScenario { name: String, first: String, second: String },
 }
@@ -79,10 +83,25 @@ impl RunsError {
     /// inside relay-bench.
     pub(crate) fn is_bad_input(&self) -> bool {
         match self {
-            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Output(_) => false,
+            RunsError::Output(e) => e.refused(),
+            RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Interrupted => false,
+            RunsError::Stale { .. } => false,
             RunsError::Bench(e) => e.is_bad_input(),
             RunsError::EventLog(_) => true,
             _ => true,
+        }
+    }
+
+    /// This machine's failure while the run wrote its reports (a full disk, a quota, a
+    /// read-only or failing filesystem under `--out`), if it is one: why.
+    pub(crate) fn environment(&self) -> Option<&'static str> {
+        match self {
+            RunsError::Output(e) => e.environment(),
+            RunsError::Bench(e) => e.environment(),
+            RunsError::SaveBaseline { source, .. } | RunsError::Stale { source, .. } => {
+                crate::base::fsio::environment_failure(source)
+            }
+            _ => None,
         }
     }
 }
@@ -190,7 +209,8 @@ impl Plan {
         }
         let relay_root = request.relay_root.clone().unwrap_or_else(std::env::temp_dir);
         if !relay_root.is_dir() {
-            return Err(RunsError::RelayRoot(relay_root.display().to_string()));
+            let why = crate::base::fsio::not_a_dir(&relay_root);
+            return Err(RunsError::RelayRoot { path: relay_root.display().to_string(), why });
         }
         crate::base::fsio::probe_write(&relay_root, crate::report::outdir::PROBE_BYTES)
             .map_err(|source| RunsError::RelayRootUnwritable { path: relay_root.display().to_string(), source })?;
@@ -209,8 +229,10 @@ impl Plan {
         }
         if let Some(j) = &request.junit {
             let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let why = if j.is_dir() {
-                Some("a directory")
+            let there = std::fs::symlink_metadata(j).ok().map(|m| m.file_type());
+            let why = if let Some(kind) = there.filter(|k| !k.is_file()) {
+                // A link, a FIFO, a device (`/dev/null`), a socket: never written over.
+                Some(crate::base::fsio::kind_name(kind))
             } else if !parent.is_dir() {
                 Some("its directory does not exist")
             } else {
@@ -232,6 +254,39 @@ impl Plan {
         Ok(Plan { scenarios, request, relay_root, watch_program, out })
     }
 
+    /// Where scenario `s` writes: `--out` (its own folder there when there are `several`), or
+    /// a new directory under `reports/`, taken and kept in `made` while the run writes it.
+    fn out_dir(&self, s: &Scenario, several: bool, stamp: &str, made: &mut Vec<OutLock>) -> Result<PathBuf, RunsError> {
+        Ok(match &self.request.out {
+            // A scenario's folder is a real one: a link planted at its name is refused.
+            Some(d) if several => crate::base::fsio::dirs_under(d, Path::new(&s.name)).map_err(|source| {
+                RunsError::Bench(BenchError::OutDir { path: d.join(&s.name).display().to_string(), source })
+            })?,
+            Some(d) => d.clone(),
+            None => {
+                made.push(new_report_dir(Path::new(DEFAULT_REPORTS), stamp, &s.name)?);
+                made.last().expect("just made").dir().to_path_buf()
+            }
+        })
+    }
+
+    /// A scenario's run options, writing to `out_dir`.
+    fn options(&self, out_dir: PathBuf) -> RunOptions {
+        let req = &self.request;
+        RunOptions {
+            out_dir,
+            relay_root: self.relay_root.clone(),
+            quiet: req.quiet,
+            calibrate: req.calibrate,
+            watch_program: self.watch_program.clone(),
+            calls_csv: req.calls_csv,
+            no_event_log: req.no_event_log,
+            event_log: req.event_log,
+            max_event_log: req.max_event_log.unwrap_or(crate::engine::logplan::DEFAULT_MAX),
+            jobs: req.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn scenarios(&self) -> &[Scenario] {
         &self.scenarios
@@ -249,28 +304,14 @@ impl Plan {
         let several = self.scenarios.len() > 1;
         let mut outcome = Outcome::default();
         let mut done: Vec<Summary> = Vec::new();
+        // The run directories made here (no --out), locked while the run writes them.
+        let mut made: Vec<OutLock> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
         if let Some(lock) = &self.out {
             crate::report::outdir::clear(lock)?;
         }
         for s in &self.scenarios {
-            let out_dir = match &req.out {
-                Some(d) if several => d.join(&s.name),
-                Some(d) => d.clone(),
-                None => new_report_dir(Path::new(DEFAULT_REPORTS), &stamp_compact, &s.name)?,
-            };
-            let opts = RunOptions {
-                out_dir,
-                relay_root: self.relay_root.clone(),
-                quiet: req.quiet,
-                calibrate: req.calibrate,
-                watch_program: self.watch_program.clone(),
-                calls_csv: req.calls_csv,
-                no_event_log: req.no_event_log,
-                event_log: req.event_log,
-                max_event_log: req.max_event_log.unwrap_or(crate::engine::logplan::DEFAULT_MAX),
-                jobs: req.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-            };
+            let opts = self.options(self.out_dir(s, several, &stamp_compact, &mut made)?);
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {
                 Ok(summary) => done.push(summary),
                 Err(e) => {
@@ -320,11 +361,11 @@ impl Plan {
 pub(crate) const DEFAULT_REPORTS: &str = "reports";
 
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
-/// the same second has it), created here so no other run can take it. `--out DIR` is not
-/// made here: a directory the user names is taken by [`crate::report::outdir::take`].
-fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<PathBuf, RunsError> {
+/// the same second has it), created and taken here so no other run can take it. `--out DIR`
+/// is not made here: a directory the user names is taken by [`crate::report::outdir::take`].
+fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<OutLock, RunsError> {
     let stem = format!("{stamp}-{scenario}");
-    create_unique_dir(reports, &stem)
+    take_new(reports, &stem, &this_run(&utc_stamps().0))
         .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })
 }
 
@@ -422,10 +463,30 @@ pub(crate) fn list_parts() -> String {
 /// Draws a run directory's outputs again from its summary.json and .hlog files (summary.md,
 /// the .hgrm files, the charts); returns what was written.
 pub fn rerender(dir: &Path) -> Result<crate::report::publish::Published, RunsError> {
+    rerender_until(dir, None)
+}
+
+/// [`rerender`], stopped once `stop` is closed (each output lands whole or not at all). The
+/// directory is locked while it is drawn when a run marked it (a run writing there is
+/// refused, not raced), and the temp files a killed `report` left beside the files it draws
+/// are removed.
+pub(crate) fn rerender_until(
+    dir: &Path,
+    stop: Option<Arc<Signal>>,
+) -> Result<crate::report::publish::Published, RunsError> {
     let summary = Summary::read(dir)?;
     let cases: Vec<&str> = summary.results.iter().map(|r| r.case.as_str()).collect();
     crate::report::export::hdr::check_logs(dir, &cases)?;
-    Ok(publish(Moment::Rerender, &Input { summaries: std::slice::from_ref(&summary), dir }, &FlagPaths::default())?)
+    let _lock = crate::report::outdir::lock_for_rerender(dir, &this_run(&utc_stamps().0))?;
+    let input = Input { summaries: std::slice::from_ref(&summary), dir };
+    let done = match publish_until(Moment::Rerender, &input, &FlagPaths::default(), stop.clone()) {
+        Err(_) if stop.as_ref().is_some_and(|s| s.is_closed()) => return Err(RunsError::Interrupted),
+        r => r?,
+    };
+    let written: Vec<PathBuf> = done.files.iter().map(|(_, f)| f.clone()).collect();
+    crate::base::runfiles::remove_stale_temps(&written)
+        .map_err(|source| RunsError::Stale { dir: dir.display().to_string(), source })?;
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -471,7 +532,10 @@ mod tests {
     fn inputs_are_checked_before_anything_runs() {
         let bad = |r: RunRequest| Plan::new(r).err().unwrap().to_string();
         let e = bad(RunRequest { relay_root: Some("/nonexistent/root".into()), ..Default::default() });
-        assert_eq!(e, "--relay-root /nonexistent/root: not a directory");
+        assert_eq!(e, "--relay-root /nonexistent/root: does not exist; give an existing directory");
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let e = bad(RunRequest { relay_root: Some(file.path().into()), ..Default::default() });
+        assert!(e.ends_with(": not a directory (a regular file); give an existing directory"), "{e}");
         let e = bad(RunRequest { baseline: Some("../x".into()), ..Default::default() });
         assert!(e.starts_with("baseline \"../x\": allowed: letters"), "{e}");
         assert!(baseline_dir(".hidden").is_err() && baseline_dir("").is_err());
@@ -483,8 +547,8 @@ mod tests {
     fn two_runs_of_one_scenario_in_one_second_get_a_report_directory_each() {
         let t = tempfile::tempdir().unwrap();
         let reports = t.path().join("reports");
-        let first = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
-        let second = new_report_dir(&reports, "20261129T183000Z", "default").unwrap();
+        let first = new_report_dir(&reports, "20261129T183000Z", "default").unwrap().dir().to_path_buf();
+        let second = new_report_dir(&reports, "20261129T183000Z", "default").unwrap().dir().to_path_buf();
         assert_eq!(first, reports.join("20261129T183000Z-default"));
         assert_eq!(second, reports.join("20261129T183000Z-default-2"));
         assert!(first.is_dir() && second.is_dir());

@@ -216,7 +216,7 @@ impl Applied {
             .map(|g| match (g.starts_with("--duration") || g.starts_with("--scale"), self.schedule_secs, self.scale) {
                 (true, Some(from), Some(f)) => format!(
                     "`{g}` (the {} schedule scaled by {})",
-                    wall(Duration::from_secs_f64(from)),
+                    wall(crate::base::units::secs(from)),
                     crate::base::units::readable(f, 3)
                 ),
                 _ => format!("`{g}`"),

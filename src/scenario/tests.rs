@@ -475,3 +475,24 @@ duration = "2m"
     let e = Scenario::parse("own.toml", &bad).unwrap_err();
     assert!(e.key.starts_with("case[1].workload"), "{e}");
 }
+
+#[test]
+fn the_largest_payload_fits_a_real_runners_cap_in_a_request_and_an_answer() {
+    use crate::scenario::workload::MAX_PAYLOAD_BYTES;
+    let cap = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES as usize;
+    let max = MAX_PAYLOAD_BYTES as usize;
+    let filler = crate::relay::handler::filler(max);
+    // The longest id the suite makes: its largest sandbox, turn, call in a turn and retry.
+    let id = format!("s{}-t{}-k{}-c{}", crate::scenario::workload::MAX_SANDBOXES, u64::MAX, u32::MAX, u32::MAX);
+    let args = format!("{{\"payload\":\"{filler}\"}}");
+    let request = crate::base::protocol::Request::new("bench", &id, Some(&args)).unwrap().encode();
+    assert!(request.len() <= cap, "a request of {} bytes past the {cap}-byte cap", request.len());
+    let answer = crate::base::protocol::Response::Ok(filler).encode();
+    assert!(answer.len() <= cap, "an answer of {} bytes past the cap", answer.len());
+    let at = |n: usize| GOOD.replace("[workload]", &format!("[workload]\npayload_bytes = {n}"));
+    assert!(Scenario::parse("s.toml", &at(max)).is_ok());
+    let e = err(&at(max + 1));
+    assert!(e.key == "workload.payload_bytes" && e.msg.contains(&format!("allowed: 0 to {max}")), "{e}");
+    let e = err(&at(16 << 20));
+    assert!(e.msg.contains("out of range"), "the cap itself leaves no room for the envelope: {e}");
+}

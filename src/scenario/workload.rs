@@ -121,11 +121,22 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
         warmup_gated,
         tool_timeout: w.duration("tool_timeout")?,
         seed: ov.seed.unwrap_or(w.int("seed", 0, i64::MAX)?.unwrap_or(1) as u64),
-        payload_bytes: w.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
+        payload_bytes: w.int("payload_bytes", 0, MAX_PAYLOAD_BYTES)?.unwrap_or(128) as usize,
         agent,
     };
     Ok((workload, factor))
 }
+
+/// The largest payload a call's request (`workload.payload_bytes`) or answer
+/// (`handler.payload_bytes`) may carry: what fits a runner's 16 MiB cap on a relay file with
+/// its JSON envelope around it ([`ENVELOPE_BYTES`]). One limit on both clocks: the virtual
+/// clock's in-memory dir has no cap, and a larger payload there would measure a call no real
+/// runner can read.
+pub(crate) const MAX_PAYLOAD_BYTES: i64 = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES as i64 - ENVELOPE_BYTES;
+
+/// What a request or an answer of the suite holds besides its payload, at most: the JSON keys,
+/// the tool name (`bench`) and the longest call id (`s<sandbox>-t<turn>-k<k>-c<c>`).
+pub(crate) const ENVELOPE_BYTES: i64 = 1024;
 
 /// The most sandboxes one case may have (every sandbox has a relay dir, a host and a runner:
 /// on the virtual clock some 35 KB each, so 100,000 take a few GB; see docs/fleet.md).
@@ -147,7 +158,7 @@ pub(super) fn parse_handler(h: &mut Fields<'_>, seed: u64) -> Result<HandlerMode
         duration_max,
         error_ratio,
         pause_ratio,
-        payload_bytes: h.int("payload_bytes", 0, 16 << 20)?.unwrap_or(128) as usize,
+        payload_bytes: h.int("payload_bytes", 0, MAX_PAYLOAD_BYTES)?.unwrap_or(128) as usize,
         seed,
         ..HandlerModel::default()
     })

@@ -303,19 +303,83 @@ async fn probe(
     end
 }
 
+/// What is kept of a black-box runner's stderr: its first and its last 32 KiB (as `conform`
+/// keeps 64 KiB of an implementation's), whatever it prints.
+pub(crate) const STDERR_KEPT: usize = 64 << 10;
+
 /// Starts the program in a process group of its own, so that whatever it starts in turn
-/// ends with it ([`kill_group`]).
+/// ends with it ([`kill_group`]). Its stderr goes through a pipe into `stderr_to` (a regular
+/// file or a new one, never through a link), capped at [`STDERR_KEPT`]: a program that
+/// prints without end cannot fill the disk the run's reports are written to.
 fn spawn(argv: &[String], stderr_to: &Path) -> std::io::Result<tokio::process::Child> {
     let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
-    let stderr = std::fs::File::create(stderr_to)?;
-    tokio::process::Command::new(prog)
+    crate::base::runfiles::note(stderr_to);
+    // Appended to: a runner the case restarts adds to what it printed before.
+    let file = crate::base::fsio::open_to_write(stderr_to, true)?;
+    let (read, write) = pipe()?;
+    let child = tokio::process::Command::new(prog)
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(stderr)
+        .stderr(std::process::Stdio::from(write))
         .process_group(0)
         .kill_on_drop(true)
-        .spawn()
+        .spawn()?;
+    keep_stderr(std::fs::File::from(read), file);
+    Ok(child)
+}
+
+/// A pipe (read end, write end), both closed on exec.
+fn pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors this function then owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made and are owned by nobody else.
+    Ok(unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Copies what arrives on `from` into `to` on a thread of its own until the pipe closes:
+/// the first half of [`STDERR_KEPT`] as it comes, the last half when it ends, and a line
+/// saying how much was left out between them. A write that fails ends the copy, not the
+/// program (the pipe is still read, so it never blocks on a full one).
+fn keep_stderr(mut from: std::fs::File, mut to: std::fs::File) {
+    use std::io::{Read, Write};
+    let half = STDERR_KEPT / 2;
+    let _ = std::thread::Builder::new().name("runner-stderr".into()).spawn(move || {
+        let (mut head, mut tail, mut left_out) = (half, Vec::<u8>::new(), 0u64);
+        let mut ok = true;
+        let mut buf = vec![0u8; 16 << 10];
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            let now = n.min(head);
+            ok = ok && to.write_all(&buf[..now]).is_ok();
+            head -= now;
+            tail.extend_from_slice(&buf[now..n]);
+            if tail.len() > half {
+                let cut = tail.len() - half;
+                tail.drain(..cut);
+                left_out += cut as u64;
+            }
+        }
+        if ok && left_out > 0 {
+            let note = format!(
+                "\n[relay-bench: {left_out} bytes of stderr left out here; the first and last {} KiB are kept]\n",
+                half >> 10
+            );
+            ok = to.write_all(note.as_bytes()).is_ok();
+        }
+        if ok {
+            let _ = to.write_all(&tail);
+        }
+    });
 }
 
 /// Kills the program's whole process group (what it started too) and reaps the program.

@@ -21,9 +21,11 @@ then checks the scenario's gates. `serve` and `call` are the suite's reference r
 real relay dir; `check` replays the pairing invariant over a run's events.ndjson; `report` re-renders a run \
 directory; `compare` puts two runs side by side with a noise-aware verdict.\n\nExit codes: 0 all \
 gates passed (call: ok answer; check: no breach), 1 a gate failed (call: error answer; check: breaches \
-found), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
+found, or a log cut short), 2 bad input, 3 internal error, 4 call: paused answer, 5 call: timed out, 6 stdout could not be \
 written (a full disk, an I/O error; the report files are still written; a reader that closes the pipe, as \
-`| head -1` does, is not an error), 130 interrupted. `daemon-capacity` measures one real daemon's capacity \
+`| head -1` does, is not an error), 7 this machine failed the run (a full disk, a quota, a read-only or failing \
+filesystem under the relay dirs or the run directory), 8 conform: no case FAILED but one was INCONCLUSIVE, 130 \
+interrupted. `daemon-capacity` measures one real daemon's capacity \
 for held execs (its own exit codes in its --help)."
 )]
 pub(crate) struct Cli {
@@ -69,7 +71,7 @@ pub(crate) enum Command {
         /// A run directory (where summary.json is).
         dir: PathBuf,
     },
-    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach.
+    /// Replay the pairing invariant (SPEC §7) over an events.ndjson; exit 1 on any breach or a log cut short.
     Check {
         /// The event log (a run directory's events.ndjson or events.bin).
         log: PathBuf,
@@ -157,10 +159,11 @@ pub(crate) struct RunArgs {
     #[arg(value_name = "SCENARIO")]
     pub scenarios: Vec<String>,
     /// Report directory (default: reports/<timestamp>-<scenario>/); with several scenarios,
-    /// one subdirectory per scenario. It must be new, empty, or a previous run's: that run's
-    /// files are removed first (other files are kept); `/` and a directory of other files
-    /// are refused. One run at a time writes it (a lock): a second is refused, naming the
-    /// first.
+    /// one subdirectory per scenario. It must be new, empty, or a previous run's (marked by
+    /// its .relay-bench-run, which lists the files the run wrote): those files are removed
+    /// first, every other file is kept; `/`, a directory of other files and one with a
+    /// summary.json but no marker are refused. One run at a time writes it (a lock): a second
+    /// is refused, naming the first.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print only the final table.

@@ -3,17 +3,17 @@
 //! prints what it reports, and maps the outcome to an exit code.
 
 mod args;
+mod interrupt;
 
 pub(crate) use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, RunArgs, ServeArgs};
+use interrupt::on_interrupt;
 
 use std::path::Path;
-use std::sync::Arc;
 
 use clap::Parser;
 
 use crate::base::console;
 use crate::base::protocol::Outcome;
-use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::capacity::{CapacityError, CapacityPlan};
 use crate::engine::serve::{answer_line, serve_runner, CallOptions, Said, ServeError, ServeOptions, Turns};
@@ -25,7 +25,7 @@ use crate::relay::writer::CallEnd;
 use crate::report::compare::{Format, Threshold};
 use crate::report::outdir::utc_stamps;
 use crate::runs::capacity::CapacityRunError;
-use crate::runs::plan::{list_shipped, rerender, Plan, RunsError, Step};
+use crate::runs::plan::{list_shipped, rerender_until, Plan, RunsError, Step};
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
 
@@ -77,12 +77,20 @@ pub(crate) enum CliError {
     Capacity(#[from] CapacityRunError),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+    /// This machine failed the run's own writes (its reports): said with what to do.
+    #[error(
+        "{source}\nthis machine failed the run, not the relay: {why}; summary.json is whole as last written, and \
+         what could not be written is missing: free the space (or fix the filesystem) and run again"
+    )]
+    Environment { why: &'static str, source: RunsError },
 }
 
 impl CliError {
     pub(crate) fn exit(&self) -> Exit {
         match self {
             CliError::Scenario(_) | CliError::BadInput(_) => Exit::BadInput,
+            CliError::Environment { .. } => Exit::Environment,
+            CliError::Runs(RunsError::Interrupted) => Exit::Interrupted,
             CliError::Runs(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Serve(e) if e.is_bad_input() => Exit::BadInput,
             CliError::Capacity(e) if e.is_bad_input() => Exit::BadInput,
@@ -171,7 +179,13 @@ pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Conform(args) => conform_cmd(args).await,
         Command::Compare { old, new, threshold, strict, format } => compare_cmd(&old, &new, threshold, strict, format),
         Command::Report { dir } => {
-            let r = rerender(&dir)?;
+            let stop = on_interrupt("stopping: the outputs drawn so far are kept whole");
+            let r = tokio::task::block_in_place(|| rerender_until(&dir, Some(stop))).map_err(|e| {
+                match e.environment() {
+                    Some(why) => CliError::Environment { why, source: e },
+                    None => CliError::Runs(e),
+                }
+            })?;
             out!(line
                 "{} and {} .hgrm files rewritten; {} chart files written under {}; the page: {}",
                 dir.join("summary.md").display(),
@@ -214,12 +228,16 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
                 out!("{}", crate::report::compare::render(comparison, Format::Table));
             }
         })
-        .await?;
+        .await
+        .map_err(|e| match e.environment() {
+            Some(why) => CliError::Environment { why, source: e },
+            None => CliError::Runs(e),
+        })?;
     if outcome.environment_failures > 0 {
         console::err(&format!(
             "error: this machine failed {} write(s) of the relay (a full disk, a quota, a read-only or failing \
-             filesystem: see the notices); the calls it kept from being published are not counted as lost, and \
-             the verdict is not the relay's. Free the space and run again.",
+             filesystem, a relay dir deleted under the run: see the notices); the calls it kept from being \
+             published are not counted as lost, and the verdict is not the relay's. Fix it and run again.",
             outcome.environment_failures
         ));
     }
@@ -232,57 +250,6 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
     } else {
         Exit::Pass
     })
-}
-
-/// A signal closed by the first Ctrl-C, SIGTERM or SIGHUP (a terminal closed, a CI job
-/// cancelled, `kill`): the command finishes as it would on Ctrl-C. A second one exits at once.
-fn on_interrupt(doing: &'static str) -> Arc<Signal> {
-    let interrupt = Arc::new(Signal::new());
-    // Registered here, before the work starts: a signal that arrives before the task first
-    // runs is still caught (and not the default action, which kills without a report).
-    let Ok(mut signals) = Interrupts::new() else { return interrupt };
-    tokio::spawn({
-        let interrupt = interrupt.clone();
-        async move {
-            let first = signals.next().await;
-            console::err(&format!("\ninterrupted ({first}): {doing} (again to abort)"));
-            interrupt.close();
-            let again = signals.next().await;
-            console::err(&format!("interrupted again ({again}): aborting"));
-            // The stops that would end what relay-bench started do not run on an exit: the
-            // black-box runners' process groups are killed here (daemons die with it).
-            crate::base::fsio::kill_own_groups();
-            std::process::exit(Exit::Interrupted as i32);
-        }
-    });
-    interrupt
-}
-
-/// The signals that stop a command.
-struct Interrupts {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Interrupts {
-    fn new() -> std::io::Result<Interrupts> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Interrupts {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-        })
-    }
-
-    /// The next one's name.
-    async fn next(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.int.recv() => "Ctrl-C",
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.hup.recv() => "SIGHUP",
-        }
-    }
 }
 
 /// A duration flag's value as a person gave it, however small (`1ns`, not `0µs`).
@@ -414,6 +381,10 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     if !(crate::engine::conform::MIN_BOUND..=crate::engine::conform::MAX_BOUND).contains(&a.bound) {
         return Err(CliError::BadInput(format!("--bound {}: a case's bound is from 2s to 600s", as_given(a.bound))));
     }
+    if let Some(root) = a.relay_root.as_ref().filter(|r| !r.is_dir()) {
+        let why = crate::base::fsio::not_a_dir(root);
+        return Err(CliError::BadInput(format!("--relay-root {}: {why}; give an existing directory", root.display())));
+    }
     let daemon = conform_daemon(&a)?;
     let (started, stamp) = utc_stamps();
     let (_lock, dir) = conform_dir(&a, side, &started, &stamp)?;
@@ -488,22 +459,18 @@ fn conform_dir(
     started: &str,
     stamp: &str,
 ) -> Result<(Option<crate::report::outdir::OutLock>, std::path::PathBuf), CliError> {
+    let holder = crate::report::outdir::this_run(started);
     let lock = match &a.out {
-        Some(d) => Some(
-            crate::report::outdir::take(d, &crate::report::outdir::this_run(started))
-                .map_err(|e| CliError::BadInput(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let dir = match &lock {
-        Some(l) => l.dir().to_path_buf(),
-        None => crate::report::outdir::create_unique_dir(
+        Some(d) => crate::report::outdir::take(d, &holder).map_err(|e| CliError::BadInput(e.to_string()))?,
+        None => crate::report::outdir::take_new(
             std::path::Path::new("reports"),
             &format!("{stamp}-conform-{}", side.name()),
+            &holder,
         )
         .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}")))?,
     };
-    Ok((lock, dir))
+    let dir = lock.dir().to_path_buf();
+    Ok((Some(lock), dir))
 }
 
 async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
@@ -585,5 +552,18 @@ fn check_cmd(log: &Path, ndjson: bool) -> Result<Exit, CliError> {
         return Err(CliError::BadInput(format!("{}: no request or response lines", log.display())));
     }
     out!("{}", render_checks(&check));
-    Ok(if check.cases.iter().any(|c| c.faults() > 0) { Exit::GateFailed } else { Exit::Pass })
+    let absent = cases_absent(log, &check);
+    for case in &absent {
+        out!(line "{case}: in the summary.json beside the log, and no line of it in the log (cut short?)");
+    }
+    Ok(if absent.is_empty() && !check.cases.iter().any(|c| c.fails()) { Exit::Pass } else { Exit::GateFailed })
+}
+
+/// The cases a run's summary.json beside `log` reports that the log holds no line of: a log
+/// cut exactly between two cases looks whole on its own.
+fn cases_absent(log: &Path, check: &crate::record::eventlog::LogCheck) -> Vec<String> {
+    let Some(summary) = log.parent().and_then(|d| crate::results::summary::Summary::read(d).ok()) else {
+        return Vec::new();
+    };
+    summary.results.into_iter().map(|r| r.case).filter(|case| !check.cases.iter().any(|c| c.case == *case)).collect()
 }

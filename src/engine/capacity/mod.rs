@@ -70,7 +70,8 @@ impl CapacityError {
     /// Whether the flags (or what they name) were wrong, not relay-bench.
     pub(crate) fn is_bad_input(&self) -> bool {
         match self {
-            CapacityError::Start { .. } | CapacityError::Interrupted(_) => false,
+            CapacityError::Start { source, .. } => crate::sandbox::host::is_not_a_daemon(source),
+            CapacityError::Interrupted(_) => false,
             CapacityError::Unusable { ours, .. } => !ours,
             _ => true,
         }

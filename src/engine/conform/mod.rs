@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use self::pace::Pace;
 use crate::base::fsio::{remove_if_present, temp_name};
+use crate::base::indir::InDir;
 use crate::base::signal::Signal;
 use crate::results::conform::{CaseResult, ConformReport, Side, Verdict, SCHEMA_VERSION};
 
@@ -325,19 +326,40 @@ fn play_apart(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: &S
 /// Publishes `bytes` as `dir/name` the way the contract says: a `.tmp.` name in the same dir,
 /// then a rename. Returns the moment just before the rename: whatever follows from it (the
 /// other side's events) comes after that, however this thread is scheduled. A rename whose
-/// temp name is gone says so ([`Consumed`]).
+/// temp name is gone says so ([`Consumed`]). The dir is opened once, never through a link:
+/// an implementation that put a link in its place gets nothing written through it
+/// ([`Replaced`]).
 pub(crate) fn publish(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Instant> {
     let tmp_name = temp_name(name);
-    let tmp = dir.join(&tmp_name);
-    crate::base::fsio::write_new(&tmp, bytes)?;
+    let d = open_dir(dir)?;
+    d.write_new(&tmp_name, bytes)?;
     let at = Instant::now();
-    match std::fs::rename(&tmp, dir.join(name)) {
+    match d.rename(&tmp_name, name) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.is_dir() => {
             Err(std::io::Error::new(e.kind(), Consumed(tmp_name)))
         }
         r => r.map(|()| at),
     }
 }
+
+/// The case's relay dir, opened to make files in: a link in its place is the
+/// implementation's doing ([`Replaced`]), never followed.
+pub(crate) fn open_dir(dir: &Path) -> std::io::Result<InDir> {
+    InDir::open(dir).map_err(|e| {
+        if crate::base::fsio::is_refusal(&e) {
+            std::io::Error::new(e.kind(), Replaced(dir.display().to_string()))
+        } else {
+            e
+        }
+    })
+}
+
+/// The relay dir was replaced by a symbolic link: the battery writes nothing through it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the relay dir {0} was replaced by a symbolic link (the implementation's doing): the battery writes nothing through it, and a runner must never move its relay dir elsewhere"
+)]
+pub(crate) struct Replaced(pub String);
 
 /// The battery's temp name was gone before its rename: the implementation took it.
 #[derive(Debug, thiserror::Error)]
@@ -348,10 +370,14 @@ pub(crate) struct Consumed(pub String);
 
 /// Why a case could not be set up: what the implementation did, when it was its doing.
 pub(crate) fn setup_failed(e: &std::io::Error) -> Graded {
-    match e.get_ref().and_then(|i| i.downcast_ref::<Consumed>()) {
-        Some(c) => Graded::new(Verdict::Failed, c.to_string(), vec![]),
-        None => Graded::new(Verdict::Inconclusive, format!("the battery could not set the case up: {e}"), vec![]),
+    let inner = e.get_ref();
+    if let Some(c) = inner.and_then(|i| i.downcast_ref::<Consumed>()) {
+        return Graded::new(Verdict::Failed, c.to_string(), vec![]);
     }
+    if let Some(r) = inner.and_then(|i| i.downcast_ref::<Replaced>()) {
+        return Graded::new(Verdict::Failed, r.to_string(), vec![]);
+    }
+    Graded::new(Verdict::Inconclusive, format!("the battery could not set the case up: {e}"), vec![])
 }
 
 /// The relay files (and anything else) left in `dir`, sorted, for evidence.

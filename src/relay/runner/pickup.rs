@@ -169,6 +169,11 @@ pub(super) async fn pickup(
 }
 
 fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        // Gone between the list and the read (its writer withdrew it, another runner took
+        // it): nobody waits for an answer to it, so none is published.
+        return Picked { name, how: Settled::Forget };
+    }
     if let Some(why) = UnsafeEntry::of(&e) {
         // Not a relay file whatever its name (a FIFO, a link, a huge file): said once (the
         // name stays seen), never answered, never read again.
@@ -182,9 +187,7 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
             Picked { name, how: Settled::Unread }
         }
         ReadFailure::Retry => {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: false });
-            }
+            ctx.reporter.say(Say::ReadFailed { name: name.clone(), error: e.to_string(), answered: false });
             Picked { name, how: Settled::Forget }
         }
     }

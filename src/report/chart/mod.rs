@@ -313,8 +313,12 @@ pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
         }
         x += w;
     }
-    10 + 26 * rows
+    10 + 26 * rows.min(LEGEND_ROWS)
 }
+
+/// The most rows a legend takes: a sweep of hundreds of points names the first, then how
+/// many more (summary.md lists them all), and the chart keeps its height.
+const LEGEND_ROWS: u32 = 8;
 
 /// Draws a legend as rows of entries in its own strip, so it never covers a line; an entry
 /// given twice is drawn once.
@@ -324,12 +328,19 @@ pub(crate) fn legend<DB: DrawingBackend>(
 ) -> Result<(), DrawError> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| DrawError(e.to_string());
     let width = area.dim_in_pixel().0;
-    let (mut x, mut y) = (10i32, 18i32);
-    for en in distinct(entries) {
+    let (mut x, mut y, mut row) = (10i32, 18i32, 1u32);
+    let all = distinct(entries);
+    for (k, en) in all.iter().enumerate() {
         let w = 40 + 9 * en.label.chars().count() as i32;
         if x + w > width as i32 && x > 10 {
             x = 10;
             y += 26;
+            row += 1;
+            if row == LEGEND_ROWS && all.len() - k > 1 {
+                let more = format!("... and {} more (summary.md names them all)", all.len() - k);
+                area.draw(&Text::new(more, (x, y - 8), ("sans-serif", 15))).map_err(e)?;
+                break;
+            }
         }
         let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
         if en.dashed {
@@ -370,7 +381,12 @@ impl Output<Input<'_>> for Charts {
     }
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(WriteError::render)
+        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(|e| match e {
+            // The staging area's own error (a file refused, a full disk) stays what it is.
+            ChartError::Staged(w) => w,
+            e @ (ChartError::Log { .. } | ChartError::NoLog { .. }) => WriteError::Damaged(Box::new(e)),
+            e => WriteError::render(e),
+        })
     }
 }
 

@@ -36,7 +36,8 @@ pub(super) fn interval(c: &Change) -> String {
 /// What a figure marked within floor means, said once under the figures.
 pub(super) const WITHIN_FLOOR: &str = "within floor: a real-clock latency that moved past the threshold and its \
      noise, but by no more than the machine's own floor (how late it ran what was due while the case ran) or \
-     its ratio: the load explains it, not the code";
+     its slowdown (that floor's ratio, or how much slower it ran its calibration probes): the load explains it, \
+     not the code";
 
 /// Each run's verdict and what differs between the runs, as the first lines say them.
 pub(super) fn heading(c: &Comparison) -> Vec<String> {

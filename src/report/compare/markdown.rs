@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::console::{heading, interval, ratio, tally, value, TOO_FEW, WITHIN_FLOOR};
 use super::{Change, Comparison, Verdict};
+use crate::report::doc::{code, escape, escape_inline};
 use crate::report::export::{Align, MdTable};
 
 use Align::{Left as L, Right as R};
@@ -23,7 +24,7 @@ fn table(o: &mut String, rows: &[&Change]) {
         };
         t.row(&[
             ch.case.clone(),
-            format!("`{}`", ch.figure),
+            code(&ch.figure),
             value(ch.old, ch.unit),
             value(ch.new, ch.unit),
             ratio(ch),
@@ -47,22 +48,24 @@ pub(super) fn render(c: &Comparison) -> String {
     let _ = writeln!(o, "### relay-bench compare: {head}\n");
     let _ = writeln!(
         o,
-        "`{}` (OLD) against `{}` (NEW); a figure counts past ±{}: {reg} regression(s), {imp} improvement(s) over {} \
+        "{} (OLD) against {} (NEW); a figure counts past ±{}: {reg} regression(s), {imp} improvement(s) over {} \
          figures.\n",
-        c.old.replace('`', "'"),
-        c.new.replace('`', "'"),
+        code(&c.old),
+        code(&c.new),
         c.threshold,
         c.changes.len()
     );
+    // What the two runs' summary.json files say is anyone's text: no HTML of it passes.
     for line in heading(c) {
-        let _ = writeln!(o, "- {}", line.replace('`', "'"));
+        let _ = writeln!(o, "- {}", escape(&line.replace('`', "'")));
     }
     o.push('\n');
     for w in &c.warnings {
-        let _ = writeln!(o, "> **warning**: {w}\n");
+        let _ = writeln!(o, "> **warning**: {}\n", escape_inline(w));
     }
     for d in &c.env_diff {
-        let _ = writeln!(o, "> **warning**: environments differ: {} `{}` -> `{}`\n", d.field, d.old, d.new);
+        let (field, old, new) = (escape(&d.field), code(&d.old), code(&d.new));
+        let _ = writeln!(o, "> **warning**: environments differ: {field} {old} -&gt; {new}\n");
     }
     let moved: Vec<&Change> =
         c.changes.iter().filter(|ch| matches!(ch.verdict, Verdict::Regression | Verdict::Improvement)).collect();
@@ -88,15 +91,15 @@ pub(super) fn render(c: &Comparison) -> String {
     if !c.skipped.is_empty() || !c.unmatched.is_empty() {
         let _ = writeln!(o, "Not compared:\n");
         for sk in &c.skipped {
-            let _ = writeln!(o, "- {} `{}`: {}", sk.case, sk.figure, sk.why);
+            let _ = writeln!(o, "- {} {}: {}", escape(&sk.case), code(&sk.figure), escape_inline(&sk.why));
         }
         for u in &c.unmatched {
-            let _ = writeln!(o, "- {u}");
+            let _ = writeln!(o, "- {}", escape_inline(u));
         }
         o.push('\n');
     }
     for m in &c.missing_from_new {
-        let _ = writeln!(o, "**FAIL**: case `{m}` of OLD is missing from NEW: nothing measured for it.\n");
+        let _ = writeln!(o, "**FAIL**: case {} of OLD is missing from NEW: nothing measured for it.\n", code(m));
     }
     let _ = writeln!(o, "{}.", tally(c));
     o

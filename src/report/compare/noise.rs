@@ -207,6 +207,36 @@ pub(crate) fn judge_exact(better: Better, old: f64, new: f64) -> Verdict {
 pub(crate) struct Floor {
     pub old: f64,
     pub new: f64,
+    /// How much slower this machine ran its own probes in NEW than in OLD: the highest ratio
+    /// of the calibrations' medians (an inotify event's delivery, a pickup's floor, a listing,
+    /// a timer's overshoot), 1 when NEW's were no slower or a run has none. A busy machine
+    /// slows what the relay does (a process started, a file parsed) more than one timer.
+    #[serde(skip_serializing_if = "is_one")]
+    pub slowdown: f64,
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+/// How much slower `new`'s machine ran the calibration probes than `old`'s (their medians'
+/// highest ratio, at least 1): the run's own measure of the load it ran under.
+fn slowdown(old: &Summary, new: &Summary) -> f64 {
+    let (Some(o), Some(n)) = (old.calibration.as_ref(), new.calibration.as_ref()) else { return 1.0 };
+    let pairs = [
+        (Some(&o.inotify_rename_us), Some(&n.inotify_rename_us)),
+        (o.inotify_pickup_us.as_ref(), n.inotify_pickup_us.as_ref()),
+        (Some(&o.list_16_files_us), Some(&n.list_16_files_us)),
+        (Some(&o.timer_overshoot_1ms_us), Some(&n.timer_overshoot_1ms_us)),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(a, b)| {
+            let (a, b) = (a?, b?);
+            // A median over enough samples to mean something, of a probe that took time.
+            (a.count >= 20 && b.count >= 20 && a.p50 > 0.0).then(|| b.p50 / a.p50)
+        })
+        .fold(1.0, f64::max)
 }
 
 impl Floor {
@@ -227,19 +257,23 @@ impl Floor {
             };
             Some(us / 1000.0)
         };
-        Some(Floor { old: one(so, o)?, new: one(sn, n)? })
+        Some(Floor { old: one(so, o)?, new: one(sn, n)?, slowdown: slowdown(so, sn) })
     }
 
     /// `verdict` (of a latency `old` → `new` ms, interval `[low, high]`) held against the
     /// floors: a regression must rise by more than the higher floor and by a ratio past the
-    /// floor's own (the threshold's band times NEW's floor over OLD's); an improvement the
-    /// same the other way. Otherwise the move is within what the machine's own load explains.
+    /// machine's own slowdown (the threshold's band times the larger of NEW's floor over
+    /// OLD's and the calibrations' [`Floor::slowdown`]); an improvement the same the other
+    /// way. Otherwise the move is within what the machine's own load explains.
     pub(crate) fn hold(self, verdict: Verdict, (old, new): (f64, f64), [low, high]: [f64; 2], t: f64) -> Verdict {
         let level = self.old.max(self.new);
-        let moved = if self.old > 0.0 { self.new / self.old } else { 1.0 };
+        let floor_moved = if self.old > 0.0 { self.new / self.old } else { 1.0 };
+        let moved = floor_moved.max(self.slowdown);
         match verdict {
             Verdict::Regression if new - old <= level || low <= (1.0 + t) * moved.max(1.0) => Verdict::WithinFloor,
-            Verdict::Improvement if old - new <= level || high >= (1.0 - t) * moved.min(1.0) => Verdict::WithinFloor,
+            Verdict::Improvement if old - new <= level || high >= (1.0 - t) * floor_moved.min(1.0) => {
+                Verdict::WithinFloor
+            }
             v => v,
         }
     }
@@ -284,16 +318,24 @@ mod tests {
     fn a_busier_machine_is_not_a_regression_of_the_code_and_a_real_one_still_is() {
         let t = 0.05;
         // A sub-millisecond wake that moved by less than the floor (10 ms of schedule lag).
-        let f = Floor { old: 9.9, new: 10.4 };
+        let f = Floor { old: 9.9, new: 10.4, slowdown: 1.0 };
         assert_eq!(f.hold(Verdict::Regression, (0.22, 0.62), [2.0, 7.0], t), Verdict::WithinFloor);
         // A pickup 1.3x slower on a machine whose floor rose 3.7x.
-        let f = Floor { old: 1.4, new: 5.1 };
+        let f = Floor { old: 1.4, new: 5.1, slowdown: 1.0 };
         assert_eq!(f.hold(Verdict::Regression, (123.0, 163.0), [1.23, 1.44], t), Verdict::WithinFloor);
         // A pickup 2x slower on a machine whose floor did not move.
-        let f = Floor { old: 1.4, new: 1.5 };
+        let f = Floor { old: 1.4, new: 1.5, slowdown: 1.0 };
         assert_eq!(f.hold(Verdict::Regression, (150.0, 300.0), [1.9, 2.1], t), Verdict::Regression);
         assert_eq!(f.hold(Verdict::Improvement, (300.0, 150.0), [0.45, 0.55], t), Verdict::Improvement);
         assert_eq!(f.hold(Verdict::Noise, (150.0, 151.0), [0.9, 1.1], t), Verdict::Noise);
+        // An unchanged relay rerun on a busy machine: completion 1.19x [1.14, 1.26] while the
+        // timer's floor barely moved, but the machine ran its own probes 1.4x slower.
+        let calm = Floor { old: 1.1, new: 1.1, slowdown: 1.0 };
+        assert_eq!(calm.hold(Verdict::Regression, (49.0, 58.3), [1.14, 1.26], t), Verdict::Regression);
+        let busy = Floor { slowdown: 1.4, ..calm };
+        assert_eq!(busy.hold(Verdict::Regression, (49.0, 58.3), [1.14, 1.26], t), Verdict::WithinFloor);
+        // ... and a relay twice as slow is one still, on that busy machine.
+        assert_eq!(busy.hold(Verdict::Regression, (49.0, 98.0), [1.9, 2.1], t), Verdict::Regression);
     }
 
     #[test]

@@ -26,6 +26,11 @@ fn latencies(n: u64, max_ms: f64, tail: Option<(f64, f64)>, seed: u64) -> Histog
 
 /// A run of one case, `local`, whose wake, pickup and completion all hold `h`, edited by `f`.
 fn run(dir: &Path, h: &Histogram<u64>, f: impl FnOnce(&mut CaseResult)) {
+    run_with(dir, h, f, |_| {});
+}
+
+/// [`run`], its summary edited by `g` too.
+fn run_with(dir: &Path, h: &Histogram<u64>, f: impl FnOnce(&mut CaseResult), g: impl FnOnce(&mut Summary)) {
     let mut s = crate::report::export::fixture::archived();
     s.results.truncate(1);
     let r = &mut s.results[0];
@@ -43,6 +48,7 @@ fn run(dir: &Path, h: &Histogram<u64>, f: impl FnOnce(&mut CaseResult)) {
         std::fs::write(folder.join(format!("{}.hlog", m.name())), bytes).unwrap();
     }
     f(r);
+    g(&mut s);
     std::fs::write(dir.join("summary.json"), serde_json::to_vec(&s).unwrap()).unwrap();
 }
 
@@ -198,4 +204,35 @@ fn a_repeated_run_is_judged_on_its_medians_not_its_first_repeats_histograms() {
     // Run once, the quantile is read from the histograms, which did not move.
     let c = compared(&h, &h, |r| r.measures.get_mut(Measure::PICKUP).p50 *= 2.0);
     assert_eq!(change(&c, "pickup.p50").verdict, Verdict::Noise, "{}", console::render(&c));
+}
+
+/// The relay unchanged, rerun on a machine every core of which was busy: its latencies 1.19x
+/// (a tight interval) while one timer's floor barely moved, but the machine ran its own
+/// calibration probes 1.4x slower. Not a regression; a relay twice as slow still is.
+#[test]
+fn an_unchanged_relay_on_a_busier_machine_is_within_its_floor_and_a_slower_one_still_a_regression() {
+    let h = latencies(3000, 100.0, None, 1);
+    let slower = |k: f64| latencies(3000, 100.0 * k, None, 1);
+    let busier = |s: &mut Summary| {
+        let c = s.calibration.as_mut().expect("the archived run was calibrated");
+        c.list_16_files_us.p50 *= 1.4;
+        c.inotify_rename_us.p50 *= 1.3;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let dir = |n: &str| t.path().join(n);
+    run(&dir("old"), &h, |_| {});
+    run_with(&dir("busy"), &slower(1.19), |_| {}, busier);
+    run(&dir("calm"), &slower(1.19), |_| {});
+    run_with(&dir("slow"), &slower(2.0), |_| {}, busier);
+    let verdict = |new: &str| {
+        let c = compare(&dir("old"), &dir(new), Threshold::DEFAULT).unwrap();
+        (change(&c, "completion.p50").verdict, console::render(&c))
+    };
+    let (v, said) = verdict("busy");
+    assert_eq!(v, Verdict::WithinFloor, "{said}");
+    assert!(!said.contains("REGRESSION"), "{said}");
+    let (v, said) = verdict("calm");
+    assert_eq!(v, Verdict::Regression, "the same move on a machine no slower: {said}");
+    let (v, said) = verdict("slow");
+    assert_eq!(v, Verdict::Regression, "{said}");
 }

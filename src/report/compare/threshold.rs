@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::base::units::readable;
+
 /// How a threshold is written, as its errors say it.
 const HOW: &str = "write a percentage (5%) or a fraction of 1 (0.05 = 5%)";
 
@@ -19,9 +21,10 @@ pub(crate) enum ThresholdError {
     #[error("{0:?}: a threshold is under 100%")]
     Percent100(String),
     #[error(
-        "{text:?} is ambiguous: a bare number is a fraction of 1 (0.05 = 5%), so {value} would be {}%; write {value}% \
-         for {value} percent",
-        value * 100.0
+        "{text:?} is ambiguous: a bare number is a fraction of 1 (0.05 = 5%), so {v} would be {}%; write {v}% for {v} \
+         percent",
+        readable(value * 100.0, 6),
+        v = readable(*value, 6)
     )]
     Ambiguous { text: String, value: f64 },
 }
@@ -88,6 +91,10 @@ impl std::str::FromStr for Threshold {
             return Ok(Threshold(v / 100.0));
         }
         let v = number(t)?;
+        // 100 or more is no threshold as a percentage either: nothing to guess between.
+        if v >= 100.0 {
+            return Err(ThresholdError::Percent100(s.to_owned()));
+        }
         if v >= 1.0 {
             return Err(ThresholdError::Ambiguous { text: s.to_owned(), value: v });
         }

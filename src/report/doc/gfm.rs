@@ -46,14 +46,15 @@ impl<'a> MdTable<'a> {
     }
 }
 
-/// A value made safe for a table cell: pipes escaped (GFM reads `\|` as `|`, in code spans
-/// too), line breaks flattened, and an empty value shown as `-`.
+/// A value made safe for a table cell: HTML escaped outside code spans
+/// ([`super::escape_inline`]), pipes escaped (GFM reads `\|` as `|`, in code spans too), line
+/// breaks flattened, and an empty value shown as `-`.
 fn cell(text: &str) -> String {
     let t = text.trim();
     if t.is_empty() {
         return "-".into();
     }
-    t.replace('|', "\\|").replace(['\n', '\r'], " ")
+    super::escape_inline(&t.replace(['\n', '\r'], " ")).replace('|', "\\|")
 }
 
 #[cfg(test)]

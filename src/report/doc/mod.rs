@@ -138,7 +138,7 @@ pub(crate) struct Doc {
 
 /// The whole report in Markdown: `# title — outcome`, the verdict, the lead, the sections.
 pub(crate) fn document(o: &mut String, d: &Doc) {
-    let _ = writeln!(o, "# {} — {}", d.title, d.outcome.0);
+    let _ = writeln!(o, "# {} — {}", escape_inline(&d.title), d.outcome.0);
     if let Some(v) = &d.verdict {
         markdown(o, &v.section);
     }
@@ -150,7 +150,7 @@ pub(crate) fn document(o: &mut String, d: &Doc) {
 
 /// The section in Markdown: a blank line, its heading, then each block after a blank line.
 pub(crate) fn markdown(o: &mut String, sec: &Section) {
-    let _ = writeln!(o, "\n## {}", sec.title);
+    let _ = writeln!(o, "\n## {}", escape_inline(&sec.title));
     blocks(o, &sec.blocks);
 }
 
@@ -163,7 +163,7 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
         }
         match b {
             Block::Heading(t) => {
-                let _ = writeln!(o, "### {t}");
+                let _ = writeln!(o, "### {}", escape_inline(t));
             }
             Block::Para(line) => {
                 spans(o, line);
@@ -203,7 +203,8 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
             Block::Charts(charts) => {
                 for (k, c) in charts.iter().enumerate() {
                     let gap = if k == 0 { "" } else { "\n" };
-                    let _ = writeln!(o, "{gap}![{}](charts/{}.png) ([SVG](charts/{}.svg))", c.title, c.stem, c.stem);
+                    let (title, stem) = (escape(&c.title), &c.stem);
+                    let _ = writeln!(o, "{gap}![{title}](charts/{stem}.png) ([SVG](charts/{stem}.svg))");
                 }
             }
             Block::Fold { blocks: inner, .. } => blocks(o, inner),
@@ -214,24 +215,133 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
 fn spans(o: &mut String, line: &[Span]) {
     for s in line {
         match s {
-            Span::Text(t) | Span::Inline(t) => o.push_str(t),
+            Span::Text(t) => o.push_str(&escape(t)),
+            Span::Inline(t) => o.push_str(&escape_inline(t)),
             Span::Strong(t) => {
-                let _ = write!(o, "**{t}**");
+                let _ = write!(o, "**{}**", escape(t));
             }
-            Span::Code(t) => {
-                let _ = write!(o, "`{t}`");
-            }
+            Span::Code(t) => o.push_str(&code(t)),
             Span::StrongCode(t) => {
-                let _ = write!(o, "**`{t}`**");
+                let _ = write!(o, "**{}**", code(t));
             }
             Span::Mark(held) => o.push_str(mark(*held)),
         }
     }
 }
 
+/// Text made safe for Markdown: `&`, `<` and `>` as entities. A report's text comes from
+/// untrusted places (a relay file name a sandbox planted, a graded program's stderr and
+/// answers, a summary.json anyone can edit): none of it may pass as raw HTML into a page
+/// that renders the Markdown (a CI job summary, a pull request).
+pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['&', '<', '>']) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// [`escape`] for text with `` `code` `` pieces ([`Span::Inline`], a table cell): outside
+/// the code spans only, which show their text as it is (an entity there would be shown as
+/// one, not as its character).
+pub(crate) fn escape_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('`') {
+        out.push_str(&escape(&rest[..start]));
+        let ticks = rest[start..].len() - rest[start..].trim_start_matches('`').len();
+        let body = &rest[start + ticks..];
+        // Closed by the next run of exactly as many backticks; else the backticks are text.
+        match closing(body, ticks) {
+            Some(end) => {
+                out.push_str(&rest[start..start + ticks + end + ticks]);
+                rest = &body[end + ticks..];
+            }
+            None => {
+                out.push_str(&rest[start..start + ticks]);
+                rest = body;
+            }
+        }
+    }
+    out.push_str(&escape(rest));
+    out
+}
+
+/// Where in `body` a run of exactly `ticks` backticks starts, if one does.
+fn closing(body: &str, ticks: usize) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = body[at..].find('`') {
+        let start = at + i;
+        let run = body[start..].len() - body[start..].trim_start_matches('`').len();
+        if run == ticks {
+            return Some(start);
+        }
+        at = start + run;
+    }
+    None
+}
+
+/// A code span holding `text` as it is: fenced by more backticks than any run inside it,
+/// so a backtick in the text cannot end the span and let what follows pass as Markdown.
+pub(crate) fn code(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest == 0 {
+        return format!("`{text}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_from_untrusted_text_is_escaped_outside_code_and_a_code_span_holds_its_backticks() {
+        let bad = "<img src=x onerror=alert(1)> & <script>";
+        let sec = Section::new(
+            "s",
+            format!("case `{bad}` {bad}"),
+            vec![
+                Block::Para(vec![Span::Text(bad.into()), Span::Strong(bad.into()), Span::Code(bad.into())]),
+                Block::Table(Table {
+                    columns: crate::report::doc::columns(&[("a", Align::Left)]),
+                    rows: vec![vec![format!("`{bad}` {bad}")]],
+                }),
+                Block::Heading(bad.into()),
+                Block::Para(vec![Span::Code("a` <b> `c".into())]),
+            ],
+        );
+        let mut o = String::new();
+        markdown(&mut o, &sec);
+        let safe = "&lt;img src=x onerror=alert(1)&gt; &amp; &lt;script&gt;";
+        assert_eq!(
+            o,
+            format!(
+                "\n## case `{bad}` {safe}\n\n{safe}**{safe}**`{bad}`\n\n| a |\n|---|\n| `{bad}` {safe} |\n\n### {safe}\n\n`` a` <b> `c ``\n"
+            )
+        );
+        // Every `<` GFM would read as HTML is inside a code span.
+        let html = pulldown_cmark::Parser::new_ext(&o, pulldown_cmark::Options::ENABLE_TABLES)
+            .filter(|e| matches!(e, pulldown_cmark::Event::Html(_) | pulldown_cmark::Event::InlineHtml(_)))
+            .count();
+        assert_eq!(html, 0, "{o}");
+        assert_eq!(escape_inline("a `x` `b"), "a `x` `b", "an unclosed backtick is text");
+        assert_eq!(escape_inline("``a`<b>``c<"), "``a`<b>``c&lt;");
+    }
 
     #[test]
     fn a_section_is_its_heading_then_each_block_after_a_blank_line() {

@@ -201,7 +201,7 @@ fn ramp(s: &Summary) -> Option<Table> {
         .map(|(case, r)| {
             vec![
                 case.to_owned(),
-                crate::base::units::human(std::time::Duration::from_secs_f64(r.secs)),
+                crate::base::units::human(crate::base::units::secs(r.secs)),
                 r.turns_started.to_string(),
                 r.turns_demoted.to_string(),
                 r.window_failures.to_string(),

@@ -169,6 +169,10 @@ impl Output<Input<'_>> for Hdr {
         false
     }
 
+    fn per_case(&self) -> bool {
+        true
+    }
+
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         // After a case, the case just finished is the last result, its histograms still in
         // memory; a re-render has none in memory and reads the logs.
@@ -176,7 +180,11 @@ impl Output<Input<'_>> for Hdr {
             Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
             None => rewrite_hgrm(&input.dir.join("hdr"), out),
         }
-        .map_err(WriteError::render)
+        .map_err(|e| match e {
+            HdrError::Staged(w) => w,
+            e @ (HdrError::Read(_) | HdrError::Log { .. }) => WriteError::Damaged(Box::new(e)),
+            e => WriteError::render(e),
+        })
     }
 }
 

@@ -19,8 +19,15 @@ pub(crate) use latencies::Latencies;
 
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
-/// The largest summary.json read (a run of the most cases a scenario may hold is far less).
-pub(crate) const MAX_SUMMARY_BYTES: u64 = 64 << 20;
+/// The largest summary.json read, and written: a run of the most cases a scenario may hold
+/// ([`crate::scenario::MAX_CASES`]), each repeated the most times `--repeat` allows, is
+/// written within it (compact JSON past [`PRETTY_SUMMARY_BYTES`]); the writer refuses
+/// anything larger rather than write a summary the reader would refuse.
+pub(crate) const MAX_SUMMARY_BYTES: u64 = 256 << 20;
+
+/// The largest summary.json written indented for people; a larger one is written compact
+/// (a third of the size: a run of many cases repeated many times).
+pub(crate) const PRETTY_SUMMARY_BYTES: usize = 32 << 20;
 
 /// Why a summary.json could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! Running scenarios: every case of a scenario on its clock, the machine's calibration
-//! beside them, and the reports rewritten after each case (so a killed run still leaves
-//! one). The library's entry point; the CLI only parses flags and prints.
+//! beside them, and the reports rewritten as it goes (each case's histograms as it finishes,
+//! the whole report at most every [`REWRITE_EVERY`]: a killed run still leaves one). The library's entry point; the CLI only parses flags and prints.
 
 mod search;
 
@@ -15,7 +15,7 @@ use crate::engine::points::Job;
 use crate::engine::{CaseEnv, EngineError, Progress};
 use crate::record::recorder::Measure;
 use crate::report::output::{Input, Moment};
-use crate::report::publish::{publish, FlagPaths, OutputError};
+use crate::report::publish::{publish, publish_case_only, FlagPaths};
 use crate::results::calibration::calibrate;
 use crate::results::env::Environment;
 use crate::results::summary::repeats::combine;
@@ -23,43 +23,7 @@ use crate::results::summary::{CaseResult, Summary, SCHEMA_VERSION};
 use crate::results::sweep::SweepResult;
 use crate::scenario::{CaseSpec, Clock, Scenario};
 
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error("--out {path}: cannot create: {source}")]
-    OutDir { path: String, source: std::io::Error },
-    #[error("cannot write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
-    #[error(transparent)]
-    Output(#[from] OutputError),
-    #[error("case {case:?}: {source}")]
-    Case { case: String, source: EngineError },
-    /// A sweep's point's own event log or calls.csv.
-    #[error(transparent)]
-    Part(#[from] crate::engine::points::PartFailed),
-    #[error("case {case:?}: {part}: {why}")]
-    Unavailable { case: String, part: String, why: String },
-    #[error(transparent)]
-    EventLog(#[from] crate::engine::logplan::TooLarge),
-    /// A search's probe would not read (a value its option refuses, past the bracket).
-    #[error("case {case:?}: {why}")]
-    Search { case: String, why: crate::base::fields::ScenarioError },
-}
-
-impl BenchError {
-    /// Whether the user can fix it (a path, a runner command), rather than something broken
-    /// inside.
-    pub(crate) fn is_bad_input(&self) -> bool {
-        // A runner that cannot start is the case's command (a black-box runner), not us.
-        matches!(
-            self,
-            BenchError::OutDir { .. }
-                | BenchError::Unavailable { .. }
-                | BenchError::Search { .. }
-                | BenchError::EventLog(_)
-                | BenchError::Case { source: EngineError::NotReady { said_why: true, .. }, .. }
-        )
-    }
-}
+pub(crate) use super::bench_error::BenchError;
 
 /// Refuses a scenario with a case whose host or runner this machine lacks (a daemon not
 /// installed, no node): said before anything runs, not after the cases before it.
@@ -139,6 +103,7 @@ pub async fn run_scenario(
         tty,
         repeats,
         variants: (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect(),
+        written: std::cell::Cell::new((std::time::Instant::now(), false)),
     };
     // Virtual cases in a row (a sweep's points among them), and a virtual case's repeats,
     // run side by side, `jobs` at once; real-clock cases one at a time.
@@ -156,12 +121,22 @@ pub async fn run_scenario(
     // An interrupt during the last batch is one too, whatever its cases' results say.
     summary.interrupted |= interrupt.is_closed();
     summary.recompute_pass();
+    // Always at the end: the cases finished since the report was last written are in it.
+    if run.written.get().1 {
+        run.rewrite_whole(&summary)?;
+    }
     if summary.interrupted && summary.results.last().is_none_or(|r| !r.interrupted) {
         // Cut short between two cases: the last report does not say so yet.
         publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     }
     Ok(summary)
 }
+
+/// The run's whole report (summary.json, summary.md, the charts) is rewritten after a case
+/// at most this often; a case's own histograms after every case. A killed run's report is
+/// at most this old; a sweep of hundreds of quick points writes it a few times, not once a
+/// point (its size grows with the points: that was quadratic).
+pub(crate) const REWRITE_EVERY: Duration = Duration::from_secs(5);
 
 /// One scenario's run under way: what every batch of its cases shares.
 pub(super) struct Run<'a> {
@@ -173,9 +148,39 @@ pub(super) struct Run<'a> {
     pub(super) repeats: usize,
     /// Repeat `k`'s scenario (its own seeds) at `k - 1`.
     pub(super) variants: Vec<Scenario>,
+    /// When the whole report was last written, and whether a case finished since.
+    pub(super) written: std::cell::Cell<(std::time::Instant, bool)>,
 }
 
 impl Run<'_> {
+    /// After a case: its histograms, and the whole report when [`REWRITE_EVERY`] has passed
+    /// since it was last written, or the run is interrupted (its report says so at once).
+    fn rewrite(&self, summary: &Summary) -> Result<(), BenchError> {
+        let (last, _) = self.written.get();
+        if last.elapsed() >= REWRITE_EVERY || self.env.interrupt.is_closed() {
+            return self.rewrite_whole(summary);
+        }
+        let input = Input { summaries: std::slice::from_ref(summary), dir: &self.opts.out_dir };
+        let done = publish_case_only(&input)?;
+        done.warnings.iter().for_each(|w| self.say(&format!("warning: {w}")));
+        self.written.set((last, true));
+        Ok(())
+    }
+
+    /// The summary changed outside a case (a search's lines settled): the whole report is
+    /// rewritten at the next rewrite or at the end.
+    pub(super) fn changed(&self) {
+        let (last, _) = self.written.get();
+        self.written.set((last, true));
+    }
+
+    /// The whole report, now.
+    pub(super) fn rewrite_whole(&self, summary: &Summary) -> Result<(), BenchError> {
+        publish_as(Moment::Case, summary, &self.opts.out_dir, &|m: &str| self.say(m))?;
+        self.written.set((std::time::Instant::now(), false));
+        Ok(())
+    }
+
     pub(super) fn say(&self, msg: &str) {
         if !self.opts.quiet {
             console::err(msg);
@@ -333,7 +338,8 @@ impl Batch<'_, '_> {
             if self.parallel {
                 run.announce(self.cases[self.said]);
             }
-            finished(summary, run.s, result, self.walls[self.said], &|m: &str| run.say(m), &run.opts.out_dir)?;
+            finished(summary, run.s, result, self.walls[self.said], &|m: &str| run.say(m))?;
+            run.rewrite(summary)?;
             self.said += 1;
         }
         Ok(())
@@ -345,7 +351,8 @@ impl Batch<'_, '_> {
         for (b, runs) in self.got.iter_mut().enumerate() {
             if let Some(result) = settle_repeats(&run.s.cases[self.cases[b]], runs) {
                 summary.interrupted |= run.env.interrupt.is_closed();
-                finished(summary, run.s, result, self.walls[b], &|m: &str| run.say(m), &run.opts.out_dir)?;
+                finished(summary, run.s, result, self.walls[b], &|m: &str| run.say(m))?;
+                run.rewrite(summary)?;
             }
         }
         Ok(())
@@ -425,11 +432,15 @@ fn open_logs(
     }
     let event_log = plan.map(|p| opts.out_dir.join(p.file_name()));
     if let Some(log) = &event_log {
-        std::fs::File::create(log).map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
+        crate::base::runfiles::note(log);
+        crate::base::fsio::open_to_write(log, false)
+            .map_err(|source| BenchError::Write { path: log.display().to_string(), source })?;
     }
     let calls_csv = opts.calls_csv.then(|| opts.out_dir.join("calls.csv"));
     if let Some(p) = &calls_csv {
-        let _ = std::fs::remove_file(p);
+        crate::base::runfiles::note(p);
+        crate::base::fsio::open_to_write(p, false)
+            .map_err(|source| BenchError::Write { path: p.display().to_string(), source })?;
         let calls: u64 = s.cases.iter().map(|c| c.workload.planned_calls()).sum();
         if calls > 100_000 {
             say(&format!("note: calls.csv will hold {calls} rows; it is meant for small runs"));
@@ -491,15 +502,14 @@ fn heading(s: &Scenario, i: usize) -> String {
     )
 }
 
-/// A case has finished: its result joins the summary (compared, judged, its sweep settled)
-/// and the reports are rewritten.
+/// A case has finished: its result joins the summary (compared, judged, its sweep settled);
+/// the caller rewrites the reports ([`Run::rewrite`]).
 fn finished(
     summary: &mut Summary,
     s: &Scenario,
     result: CaseResult,
     wall: Duration,
     say: &impl Fn(&str),
-    out_dir: &Path,
 ) -> Result<(), BenchError> {
     if result.clock == Clock::Virtual.name() {
         let simulated = Duration::from_secs_f64(result.window_secs);
@@ -523,16 +533,24 @@ fn finished(
         result.calls.completed,
         result.calls.lost,
         crate::report::export::pair(result.latency(Measure::PICKUP)),
-        if result.pass { "gates pass" } else { "GATES FAIL" }
+        if result.interrupted {
+            // Not judged: a case cut short neither passes nor fails its gates.
+            let held = result.gates.iter().filter(|g| g.pass).count();
+            format!("interrupted: not judged ({held} of {} gates held over what ran)", result.gates.len())
+        } else if result.pass {
+            "gates pass".to_owned()
+        } else {
+            "GATES FAIL".to_owned()
+        }
     ));
     summary.recompute_pass();
     summary.settle_sweeps();
-    publish_as(Moment::Case, summary, out_dir, say)
+    Ok(())
 }
 
 /// Publishes the outputs due at `moment` for one scenario's run directory; an output that
 /// is not essential and fails is a warning, said.
-pub(super) fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
+fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
     let input = Input { summaries: std::slice::from_ref(summary), dir };
     let done = publish(moment, &input, &FlagPaths::default())?;
     done.warnings.iter().for_each(|w| say(&format!("warning: {w}")));

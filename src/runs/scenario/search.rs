@@ -99,8 +99,10 @@ pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result
         record(summary, o, &s.sweeps[o.sweep].search);
     }
     summary.recompute_pass();
-    // The lines' ends said in the reports (the last probe's report was written before them).
-    super::publish_as(crate::report::output::Moment::Case, summary, &run.opts.out_dir, &|m: &str| run.say(m))
+    // The lines' ends are said in the reports when they are next rewritten (at the end at
+    // the latest).
+    run.changed();
+    Ok(())
 }
 
 /// The probe's value on the searched axis of its sweep (added when new), and the point.
@@ -206,6 +208,8 @@ async fn run_round(run: &Run<'_>, probes: Vec<CaseSpec>, summary: &mut Summary) 
         tty: run.tty,
         repeats,
         variants: (1..repeats).map(|k| round.for_repeat(k as u32, repeats as u32)).collect(),
+        // The run's own clock of rewrites: a round's probes are rewritten as the run's cases.
+        written: run.written.clone(),
     };
     let mut i = 0;
     while i < round.cases.len() {
@@ -215,5 +219,6 @@ async fn run_round(run: &Run<'_>, probes: Vec<CaseSpec>, summary: &mut Summary) 
         }
         i += r.batch(i, summary).await?;
     }
+    run.written.set(r.written.get());
     Ok(())
 }

@@ -26,8 +26,8 @@ use crate::BoxFut;
 /// Why a dir cannot be (or stay) this runner's.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClaimError {
-    #[error("{0}: not a directory (give the relay dir to serve)")]
-    NotADir(String),
+    #[error("{dir}: {why} (give the relay dir to serve)")]
+    NotADir { dir: String, why: String },
     #[error("{dir}: not a relay dir this runner can use: cannot list it: {source}")]
     Unlistable { dir: String, source: io::Error },
     #[error("{dir}: not a relay dir this runner can use: cannot lock it: {source}")]
@@ -73,6 +73,8 @@ pub(crate) struct Claim {
     path: PathBuf,
     held: Mutex<Option<Held>>,
     notes: tokio::sync::mpsc::UnboundedSender<ClaimNote>,
+    /// How many times the dir was replaced (and the lock taken again on the new one).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Claim {
@@ -81,14 +83,14 @@ impl Claim {
     pub(crate) fn take(dir: &Path) -> Result<(Claim, tokio::sync::mpsc::UnboundedReceiver<ClaimNote>), ClaimError> {
         let name = || dir.display().to_string();
         if !dir.is_dir() {
-            return Err(ClaimError::NotADir(name()));
+            return Err(ClaimError::NotADir { dir: name(), why: crate::base::fsio::not_a_dir(dir) });
         }
         std::fs::read_dir(dir).map_err(|source| ClaimError::Unlistable { dir: name(), source })?;
         // The lock first: a refused second runner does not touch the dir it was refused.
         let held = lock(dir)?.ok_or_else(|| ClaimError::Taken(name()))?;
         probe_write(dir)?;
         let (notes, rx) = tokio::sync::mpsc::unbounded_channel();
-        Ok((Claim { path: dir.to_path_buf(), held: Mutex::new(Some(held)), notes }, rx))
+        Ok((Claim { path: dir.to_path_buf(), held: Mutex::new(Some(held)), notes, generation: Default::default() }, rx))
     }
 
     /// Checks that the path still names the locked directory; takes the lock on a new one.
@@ -111,6 +113,7 @@ impl Claim {
             Ok(Some(new)) => {
                 let ino = new.ino;
                 *held = Some(new);
+                self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 let _ = self.notes.send(ClaimNote::Retaken { old, new: ino });
                 Ok(())
             }
@@ -132,7 +135,7 @@ fn lock(dir: &Path) -> Result<Option<Held>, ClaimError> {
     let file = File::open(dir).map_err(|source| ClaimError::Lock { dir: name(), source })?;
     let meta = file.metadata().map_err(|source| ClaimError::Lock { dir: name(), source })?;
     if !meta.is_dir() {
-        return Err(ClaimError::NotADir(name()));
+        return Err(ClaimError::NotADir { dir: name(), why: crate::base::fsio::not_a_dir(dir) });
     }
     // SAFETY: flock on a descriptor this function owns; the lock goes with the descriptor.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
@@ -152,15 +155,43 @@ pub(crate) fn probe_write(dir: &Path) -> Result<(), ClaimError> {
         .map_err(|source| ClaimError::Unwritable { dir: dir.display().to_string(), source })
 }
 
-/// A [`RealDir`] whose every list first checks the [`Claim`] on it.
+/// A [`RealDir`] whose every list first checks the [`Claim`] on it, and whose answers go
+/// only into the directory their requests were read from: a request read before the dir was
+/// replaced (moved away, deleted and made again) is not answered into the new one, where no
+/// writer of it waits.
 pub(crate) struct ClaimedDir {
     dir: RealDir,
     claim: Arc<Claim>,
+    /// The claim's generation when each request (by file id) was read.
+    read_in: Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl ClaimedDir {
     pub(crate) fn new(dir: RealDir, claim: Arc<Claim>) -> ClaimedDir {
-        ClaimedDir { dir, claim }
+        ClaimedDir { dir, claim, read_in: Mutex::default() }
+    }
+
+    fn generation(&self) -> u64 {
+        self.claim.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Whether the answer `name` may be published here now: not when its request was read
+    /// from a directory since replaced (checked against the path now).
+    fn answer_belongs(&self, name: &str) -> io::Result<()> {
+        let Some(id) = crate::base::protocol::file_id_of(name).filter(|_| name.ends_with(".res.json")) else {
+            return Ok(());
+        };
+        let read_in = self.read_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id);
+        let Some(read_in) = read_in else { return Ok(()) };
+        self.claim.check()?;
+        if read_in == self.generation() {
+            return Ok(());
+        }
+        Err(crate::base::fsio::permanent(format!(
+            "{}: the relay dir was replaced after its request was read; the answer is not published into the new \
+             one (no writer of it waits there)",
+            self.dir.path().join(name).display()
+        )))
     }
 }
 
@@ -171,11 +202,20 @@ impl RelayDir for ClaimedDir {
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        self.dir.read(name)
+        let generation = self.generation();
+        let bytes = self.dir.read(name)?;
+        if let Some(id) = crate::base::protocol::file_id_of(name).filter(|_| name.ends_with(".req.json")) {
+            self.read_in.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.to_owned(), generation);
+        }
+        Ok(bytes)
     }
 
     fn stat(&self, name: &str) -> io::Result<u64> {
         self.dir.stat(name)
+    }
+
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> crate::BoxFut<'a, io::Result<()>> {
+        Box::pin(std::future::ready(self.answer_belongs(name).and_then(|()| super::publish_now(self, name, bytes))))
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {

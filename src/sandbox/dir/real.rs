@@ -94,7 +94,14 @@ impl RelayDir for RealDir {
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        fsio::write_new(&self.dir.join(name), bytes)
+        fsio::write_new(&self.dir.join(name), bytes).map_err(|e| {
+            // The dir itself gone (deleted under the run): the machine's doing, not the relay's.
+            if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(&self.dir).is_err() {
+                fsio::dir_gone(&self.dir)
+            } else {
+                e
+            }
+        })
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {

@@ -89,15 +89,47 @@ impl DirWatch {
     }
 
     fn start(dir: &Path, mask: WatchMask, on_raw: OnRaw) -> std::io::Result<DirWatch> {
-        let inotify = Inotify::init()?;
+        let inotify = Inotify::init().map_err(instance_limit)?;
         let mut watches = inotify.watches();
         let wd = watches.add(dir, mask).map_err(|e| match e.raw_os_error() {
-            Some(28) => std::io::Error::other("inotify watch limit reached (ENOSPC)"),
+            Some(libc::ENOSPC) => std::io::Error::other(
+                "inotify watch limit reached (ENOSPC: fs.inotify.max_user_watches; raise it with sysctl)",
+            ),
             _ => e,
         })?;
         std::thread::Builder::new().name("relay-bench-watch".into()).spawn(move || read_loop(inotify, on_raw))?;
         Ok(DirWatch { live: Mutex::new(Some((watches, wd))) })
     }
+}
+
+/// An inotify instance that could not be made, said as what it is: EMFILE from
+/// `inotify_init` is this user's instance limit (`fs.inotify.max_user_instances`), not the
+/// process's open files ("Too many open files" misleads).
+fn instance_limit(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error() != Some(libc::EMFILE) || open_files_full() {
+        return e;
+    }
+    let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_instances")
+        .map(|l| format!(" = {}", l.trim()))
+        .unwrap_or_default();
+    std::io::Error::new(
+        e.kind(),
+        format!(
+            "inotify instance limit reached (EMFILE: fs.inotify.max_user_instances{limit}, this user's inotify \
+             instances; other programs' watches count too): raise it with sysctl, or end what holds them"
+        ),
+    )
+}
+
+/// Whether this process's open files are at its limit (the other EMFILE of `inotify_init`).
+fn open_files_full() -> bool {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return false;
+    }
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    open + 1 >= lim.rlim_cur
 }
 
 /// A raw event as libuv's watch tells it.
@@ -170,6 +202,15 @@ impl Drop for DirWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inotify_inits_emfile_is_said_as_the_instance_limit_it_is() {
+        let e = instance_limit(std::io::Error::from_raw_os_error(libc::EMFILE)).to_string();
+        assert!(e.starts_with("inotify instance limit reached (EMFILE: fs.inotify.max_user_instances"), "{e}");
+        assert!(!e.contains("Too many open files"), "{e}");
+        let other = instance_limit(std::io::Error::from_raw_os_error(libc::ENOMEM));
+        assert_eq!(other.raw_os_error(), Some(libc::ENOMEM));
+    }
     use std::sync::mpsc;
     use std::time::Duration;
 

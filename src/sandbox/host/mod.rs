@@ -25,7 +25,7 @@ pub(crate) use agent::{
     check_binary as check_sandbox_agent, BinaryError as SandboxAgentBinaryError, Url, AGENT_BINARY,
     TOKEN_ENV as AGENT_TOKEN_ENV,
 };
-pub(crate) use agent::{errno_label, Endpoint, ExecError, RunAnswer};
+pub(crate) use agent::{errno_label, is_not_a_daemon, Endpoint, ExecError, RunAnswer};
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, AgentHost, BenchRequest,
 };

@@ -97,6 +97,11 @@ impl LatencyProfile {
     }
 }
 
+/// The longest round trip a profile may take at its worst: a runner's start takes a few
+/// round trips and must end within the engine's 60 s ready bound (a profile past it would
+/// validate, then fail every case as a runner that "did not start").
+pub(crate) const MAX_ROUND_TRIP: Duration = Duration::from_secs(20);
+
 /// Latency profiles a scenario defines (`[profile.NAME]`), by name.
 pub(crate) type Profiles = BTreeMap<String, LatencyProfile>;
 
@@ -116,6 +121,17 @@ pub(crate) fn parse_profile(f: &mut Fields<'_>, name: &str) -> Result<LatencyPro
         tail_mean: f.duration("tail_mean")?.unwrap_or(Duration::ZERO),
         tail_max: f.duration("tail_max")?.unwrap_or(Duration::from_secs(2)),
     };
+    let worst = (leg.max + leg.tail_max) * 2;
+    if leg.tail_ratio > 0.0 && worst > MAX_ROUND_TRIP || leg.max * 2 > MAX_ROUND_TRIP {
+        let why = format!(
+            "a round trip takes up to {} (twice `leg_max`{}); allowed: at most {}, or a runner that needs a few \
+             round trips to start does not start within its 60 s bound",
+            human(if leg.tail_ratio > 0.0 { worst } else { leg.max * 2 }),
+            if leg.tail_ratio > 0.0 { " plus `tail_max`" } else { "" },
+            human(MAX_ROUND_TRIP)
+        );
+        return Err(f.err(if leg.tail_ratio > 0.0 { "tail_max" } else { "leg_max" }, why));
+    }
     let concurrency = f.int("concurrency", 1, 1024)?.unwrap_or(8) as usize;
     let held_exec_cost = f.duration("held_exec_cost")?.unwrap_or(base.held_exec_cost);
     Ok(LatencyProfile { name: name.to_owned(), leg, concurrency, held_exec_cost })

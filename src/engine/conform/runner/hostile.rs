@@ -8,6 +8,7 @@ use super::super::handler::execs;
 use super::super::observe::shown;
 use super::super::{left_in, left_line, ms, setup_failed, Graded};
 use super::{bytes_of, request, Ctx, OK_REPLY, PROBE};
+use crate::base::indir::InDir;
 use crate::base::protocol::{req_name, res_name, Response};
 use crate::results::conform::Verdict;
 
@@ -105,7 +106,7 @@ pub(super) fn symlinked(ctx: &Ctx) -> Graded {
     let g = bad(
         ctx,
         "sym-1",
-        move |c| std::os::unix::fs::symlink(&t, c.dir().join("sym-1.req.json")),
+        move |c| InDir::open(c.dir())?.symlink(&t, "sym-1.req.json"),
         Some("sym-1"),
         Verdict::NonStrict,
     );
@@ -127,21 +128,7 @@ pub(super) fn symlinked(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn fifo(ctx: &Ctx) -> Graded {
-    bad(
-        ctx,
-        "fifo-1",
-        |c| {
-            let path = std::ffi::CString::new(c.dir().join("fifo-1.req.json").into_os_string().into_encoded_bytes())
-                .map_err(std::io::Error::other)?;
-            // SAFETY: mkfifo on a NUL-terminated path this case owns.
-            match unsafe { libc::mkfifo(path.as_ptr(), 0o644) } {
-                0 => Ok(()),
-                _ => Err(std::io::Error::last_os_error()),
-            }
-        },
-        None,
-        Verdict::Failed,
-    )
+    bad(ctx, "fifo-1", |c| InDir::open(c.dir())?.mkfifo("fifo-1.req.json"), None, Verdict::Failed)
 }
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
@@ -227,17 +214,19 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
 pub(super) fn slow_publication(ctx: &Ctx) -> Graded {
     early!(ctx.ready());
     let body = request(Some("slow-1"), "slow-1", OK_REPLY, 0);
-    let tmp = ctx.dir().join("slow-1.req.json.tmp.conform-slow");
+    let tmp = "slow-1.req.json.tmp.conform-slow";
     let written = (|| -> std::io::Result<Instant> {
         use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
+        // Never through a link the runner put in the dir's place.
+        let dir = InDir::open(ctx.dir())?;
+        let mut f = dir.create_new(tmp)?;
         for chunk in body.chunks(body.len().div_ceil(4)) {
             f.write_all(chunk)?;
             f.sync_data()?;
             std::thread::sleep(Duration::from_millis(200));
         }
         let at = Instant::now();
-        std::fs::rename(&tmp, ctx.dir().join("slow-1.req.json"))?;
+        dir.rename(tmp, "slow-1.req.json")?;
         Ok(at)
     })();
     let renamed = match written {

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
-use super::super::{figure, left_in, left_line, ms, Graded};
-use super::{try_g, Ctx, Told, GOLDEN, TIMEOUT_MS};
+use super::super::{figure, left_in, left_line, ms, open_dir, Graded};
+use super::{exited_unpublished, try_g, Ctx, Told, GOLDEN, TIMEOUT_MS};
 use crate::base::protocol::{req_name, res_name, Response};
 use crate::results::conform::Verdict;
 
@@ -20,7 +20,7 @@ pub(super) fn answered(
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
     };
     ctx.answer(id, reply, true);
     let (told, _) = call.end(ctx.within(Duration::from_secs(6)));
@@ -80,10 +80,13 @@ pub(super) fn request_bytes(ctx: &Ctx) -> Graded {
     if seen.is_some() {
         ctx.answer("call-1", &Response::Ok("x".into()).encode(), true);
     }
-    let _ = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
     ctx.clear();
     let Some(bytes) = bytes else {
-        return ctx.w.unseen("no readable call-1.req.json appeared", evidence);
+        return match told {
+            Told::Nothing(code) if seen.is_none() => exited_unpublished(code, "no call-1.req.json appeared", evidence),
+            _ => ctx.w.unseen("no readable call-1.req.json appeared", evidence),
+        };
     };
     evidence.push(format!("call-1.req.json: {}", shown(&bytes, 200)));
     evidence.push(format!("golden:          {}", shown(GOLDEN, 200)));
@@ -127,7 +130,7 @@ pub(super) fn late_answer(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call("w-late-1", "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request("w-late-1", t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
     };
     ctx.pick("w-late-1");
     std::thread::sleep(Duration::from_millis(1500));
@@ -152,7 +155,7 @@ pub(super) fn cleanup(ctx: &Ctx, id: &str, reply: Response) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
     };
     // The runner's delete failed: the request is still there when the answer comes.
     ctx.answer(id, &reply.encode(), false);
@@ -184,11 +187,11 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
     let id = "w-temp-1";
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
     };
     ctx.pick(id);
     let decoy = format!("{}.tmp.conform-decoy", res_name(id));
-    let _ = std::fs::write(ctx.dir().join(&decoy), Response::Ok("decoy".into()).encode());
+    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&decoy, &Response::Ok("decoy".into()).encode()));
     std::thread::sleep(Duration::from_millis(400));
     ctx.answer(id, &Response::Ok("real".into()).encode(), false);
     let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
@@ -205,7 +208,7 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
 
 pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
     let id = "w-stale-1";
-    let _ = std::fs::write(ctx.dir().join(res_name(id)), Response::Ok("stale".into()).encode());
+    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&res_name(id), &Response::Ok("stale".into()).encode()));
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let seen = ctx.request(id, t0, Duration::from_secs(5));

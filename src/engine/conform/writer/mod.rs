@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::observe::{Ev, Observer, What};
 use super::pace::Pace;
 use super::proc::{Place, Proc};
-use super::{left_in, ms, publish, rm, Case, ConformOptions, Graded, Halt, World};
+use super::{left_in, ms, publish, rm, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
 use crate::base::protocol::{req_name, res_name, FileKind, Response};
 use crate::results::conform::Verdict;
 
@@ -129,6 +129,45 @@ impl Ctx {
         self.obs.wait_appeared(&req_name(id), since, self.within(wait))
     }
 
+    /// A request `call` was to publish, not seen: FAILED when the writer ended on its own
+    /// without it (an exit is no slowness of this machine, as a runner that exits is graded
+    /// on the runner side), else [`super::World::unseen`] (INCONCLUSIVE when the machine was
+    /// too slow to tell).
+    fn not_published(&self, call: &mut Call, what: impl Into<String>, evidence: Vec<String>) -> Graded {
+        // Still running: given what is left of the case's bound to publish (a machine loaded
+        // after its pace was measured runs it slower than any wait scaled by that pace).
+        let name = req_name(&crate::base::protocol::sanitize_id(&call.id));
+        let end = Instant::now() + self.within(MAX_BOUND);
+        while Instant::now() < end && call.proc.exited().is_none() {
+            if self.obs.wait_appeared(&name, call.proc.started, Duration::from_millis(50)).is_some() {
+                break;
+            }
+        }
+        if let Some(late) = self.late(&call.id, call.proc.started) {
+            return late;
+        }
+        match call.proc.exited() {
+            Some(code) => exited_unpublished(code, what, evidence),
+            None => self.w.unseen(what, evidence),
+        }
+    }
+
+    /// When the request of `id` appeared after the wait for it had ended (the record holds
+    /// it): the writer published, more slowly than this machine's pace allowed for: a loaded
+    /// machine's doing, not the writer's fault. INCONCLUSIVE, saying how late.
+    fn late(&self, id: &str, since: Instant) -> Option<Graded> {
+        let name = req_name(&crate::base::protocol::sanitize_id(id));
+        let seen = self.obs.events().into_iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some())?;
+        Some(Graded::new(
+            Verdict::Inconclusive,
+            format!(
+                "{name} appeared only {} after the writer started, after the wait for it",
+                super::ms(seen.at - since)
+            ),
+            vec!["the writer published, more slowly than this machine's measured pace allowed for".into()],
+        ))
+    }
+
     /// The runner's pickup: the request deleted (it was read, by the observer).
     fn pick(&self, id: &str) {
         rm(&self.dir().join(req_name(id)));
@@ -172,6 +211,13 @@ impl Ctx {
             )
         })
     }
+}
+
+/// A writer that exited (`code`) without publishing its request: FAILED.
+fn exited_unpublished(code: Option<i32>, what: impl Into<String>, mut evidence: Vec<String>) -> Graded {
+    let how = code.map_or_else(|| "by a signal".to_owned(), |c| format!("with code {c}"));
+    evidence.push(format!("the writer exited {how} without publishing its request"));
+    Graded::new(Verdict::Failed, format!("{}: the writer exited without publishing it", what.into()), evidence)
 }
 
 macro_rules! try_g {

@@ -50,8 +50,8 @@ pub(crate) use api::{errno_label, Api, Endpoint, ExecError, RunAnswer};
 pub use control::BenchRequest;
 pub(crate) use control::{BenchRequests, SandboxControl};
 
-pub(crate) use process::AgentControl;
 pub use process::AgentProcess;
+pub(crate) use process::{is_not_a_daemon, AgentControl};
 pub use routes::request_kind;
 use running::RunningDaemon;
 pub(crate) use running::Url;

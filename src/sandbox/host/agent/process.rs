@@ -86,18 +86,36 @@ impl AgentProcess {
     }
 }
 
+/// A binary started as the daemon that did not serve as one (it exited, or never listened):
+/// the binary the user named, or installed, is not a sandbox-agent daemon.
+#[derive(Debug, thiserror::Error)]
+#[error("{bin} is not a working sandbox-agent daemon: {why}; give the sandbox-agent binary (scripts/install-sandbox-agent.sh installs it)")]
+pub(super) struct NotADaemon {
+    bin: String,
+    why: String,
+}
+
+/// Whether `e` says a binary is not a daemon ([`NotADaemon`]): the user's to fix.
+pub(crate) fn is_not_a_daemon(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<NotADaemon>())
+}
+
 /// Starts the daemon on `port` and waits (10 s at most) until it listens.
 fn spawn_daemon(bin: &Path, port: u16) -> io::Result<std::process::Child> {
     let mut child = spawner_thread_spawn(bin, port)?;
     let deadline = std::time::Instant::now() + START_BOUND;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(io::Error::other(format!("{} exited at start ({status})", bin.display())));
+            return Err(io::Error::other(NotADaemon {
+                bin: bin.display().to_string(),
+                why: format!("it exited at start ({status})"),
+            }));
         }
         if std::time::Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(io::Error::other(format!("{} did not listen on port {port} within 10 s", bin.display())));
+            let why = format!("it did not listen on port {port} within 10 s");
+            return Err(io::Error::other(NotADaemon { bin: bin.display().to_string(), why }));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
