@@ -256,7 +256,7 @@ mod tests {
         let map = of(&Scenario::load("decision-map").unwrap());
         assert!(!map.iter().any(|a| a.what == "an organisation's request rate"), "searched, not assumed: {map:?}");
         let searched = map.iter().find(|a| a.what == "rate-1000's searched value").unwrap();
-        assert_eq!(searched.value, "`limits.org_rate` from 190 to 205");
+        assert_eq!(searched.value, "`limits.org_rate` from 212 to 222");
         assert!(searched.source.starts_with("measured: searched to 5 %"), "{searched:?}");
         let capacity = of(&Scenario::load("fleet-capacity").unwrap());
         let rate = capacity.iter().find(|a| a.value.contains("tier 1")).unwrap();
