@@ -140,10 +140,14 @@ pub(crate) fn us(v: f64) -> String {
 }
 
 /// What a case is against production's relay as built: `production as built`, or the
-/// options it departs with.
+/// options it departs with, marked when one leaves production's operating envelope (a
+/// window that reaches the safety wait).
 pub(crate) fn design(r: &CaseResult) -> String {
     match r.departures.as_deref() {
         Some([]) => "production as built".into(),
+        Some(d) if d.iter().any(|d| d.outside_envelope.is_some()) => {
+            format!("{} (outside production's envelope)", d.join(", "))
+        }
         Some(d) => d.join(", "),
         None => crate::results::summary::DEPARTURES_NOT_RECORDED.into(),
     }

@@ -1,6 +1,7 @@
 //! The recommendation made from a run's results ([`crate::results::recommend`] says what it
-//! ranks and why): each case that departs from production and meets every rollout gate is
-//! an option; the least invasive with margin inside production's envelope is recommended.
+//! ranks and why): each case that departs from production and meets every rollout gate that
+//! production as built missed under the same conditions is an option; the least invasive
+//! with margin inside production's envelope is recommended.
 
 use crate::results::recommend::{Choice, Recommendation};
 use crate::results::summary::CaseResult;
@@ -9,6 +10,25 @@ use crate::strategy::{kind_of, ChangeKind, Departure};
 
 /// At most this many other options are named beside the one recommended.
 const OTHERS_NAMED: usize = 6;
+
+/// The conditions a case ran under that are not the relay's to choose: the host and its
+/// profile and limits, the fleet's size, the clock. An option is weighed only against
+/// production as built under the same ones (a higher organisation rate is no option).
+fn conditions(r: &CaseResult) -> (&str, &str, u32, &str) {
+    (&r.host, &r.host_params, r.sandboxes, &r.clock)
+}
+
+/// Whether `r`, a case that departs from production, answers a miss: production as built
+/// under the same conditions missed a rollout gate, and `r` was judged on every rollout
+/// gate that case was.
+fn answers_a_miss(r: &CaseResult, results: &[CaseResult]) -> bool {
+    results.iter().any(|p| {
+        p.departures.as_ref().is_some_and(|d| d.is_empty())
+            && conditions(p) == conditions(r)
+            && p.rollout.iter().any(|g| !g.pass)
+            && p.rollout.iter().all(|g| r.rollout.iter().any(|o| o.expr == g.expr))
+    })
+}
 
 /// The options a case is a candidate for: it departs from production's design by some
 /// option, and was judged on every rollout gate production was.
@@ -114,7 +134,8 @@ pub(crate) fn recommend(
             })
         })
     };
-    let mut all: Vec<Choice> = results.iter().filter_map(|r| choice(r, searched(&r.case))).collect();
+    let mut all: Vec<Choice> =
+        results.iter().filter(|r| answers_a_miss(r, results)).filter_map(|r| choice(r, searched(&r.case))).collect();
     // Least invasive first: inside the envelope, with margin, by kind, by how many options,
     // a search's boundary first among the values of one option, then the run's order.
     all.sort_by_key(|c| (!c.outside_envelope.is_empty(), c.on_edge, c.kind, c.departures.len(), c.searched.is_none()));
@@ -213,6 +234,11 @@ mod tests {
             recommend(&results[..1].iter().chain(&results[5..]).cloned().collect::<Vec<_>>(), &[], Some(false), "s")
                 .unwrap();
         assert!(r.chosen.is_none() && r.text.starts_with("Recommendation: none."), "{}", r.text);
+        // An option under other conditions (a higher limit) is no answer to production's miss.
+        let mut higher = case("poll@rate", vec![Departure::code("writer = poll")], 4.0);
+        higher.host_params = "limits: 333.3/s".into();
+        let r = recommend(&[results[0].clone(), higher], &[], Some(false), "s").unwrap();
+        assert!(r.chosen.is_none() && r.others.is_empty(), "{r:?}");
         // Production meets them: keep it.
         let r = recommend(&[case("window-exec", vec![], 4.0)], &[], Some(true), "s").unwrap();
         assert!(r.text.starts_with("Recommendation: keep production's defaults"), "{}", r.text);
