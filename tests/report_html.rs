@@ -109,7 +109,7 @@ fn a_committed_runs_page_loads_in_headless_chromium_with_no_error_and_renders() 
     // The rollout gate's verdict and decision chart; the fleet's section and charts.
     for (run, sections) in [
         ("20261130-vm", &["verdict", "decision", "results", "cases", "charts", "environment", "files"][..]),
-        ("20261202-fleet-capacity", &["verdict", "decision", "results", "fleet", "charts", "environment"][..]),
+        ("20261204-fleet-capacity", &["verdict", "decision", "results", "fleet", "charts", "environment"][..]),
     ] {
         let t = tempfile::tempdir().unwrap();
         std::fs::copy(runs.join(run).join("summary.json"), t.path().join("summary.json")).unwrap();

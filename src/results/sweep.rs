@@ -130,8 +130,9 @@ impl SearchResult {
 }
 
 /// Two objective values closer than this (relative) are a tie: the best point is named, and
-/// so is every point it does not beat by more. A rate measured over a few idle minutes moves
-/// by a request's worth between seeds (reports/runs/20261201-repeat: 4.92–5.33 across five).
+/// so is every point it does not beat by more. A rate counted over a few minutes moves by a
+/// request's worth with the seed, so a point that beats another by less has not been shown
+/// to be better.
 pub(crate) const TIE: f64 = 0.05;
 
 /// What a point costs, said beside the best when the sweep shows it.
