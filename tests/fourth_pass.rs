@@ -7,29 +7,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
+use common::serve::{run_in, said, virtual_scenario};
 use common::BIN;
-
-fn said(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// A scenario `name` of one virtual-clock case `case` (a second of simulated calls).
-fn virtual_scenario(name: &str, case: &str) -> String {
-    format!(
-        "name = \"{name}\"\n[workload]\nduration = \"1s\"\n[[case]]\nname = \"{case}\"\nclock = \"virtual\"\nrunner = \"poll\"\nwriter = \"poll\"\n"
-    )
-}
 
 /// `relay-bench run -q --no-calibration --relay-root ROOT/relay --out OUT EXTRA...` in `root`.
 fn run(root: &Path, out: &Path, extra: &[&str]) -> Output {
-    std::fs::create_dir_all(root.join("relay")).unwrap();
-    Command::new(BIN)
-        .current_dir(root)
-        .args(["run", "-q", "--no-calibration", "--relay-root", "relay", "--out"])
-        .arg(out)
-        .args(extra)
-        .output()
-        .unwrap()
+    run_in(root, out, extra)
 }
 
 #[test]

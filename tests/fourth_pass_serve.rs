@@ -3,64 +3,13 @@
 //! count of answers is the count of answer files, and answers to requests read from a dir
 //! since moved away are not published into the new one.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{wait_until, BIN};
-
-fn said(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// A `serve` running on a dir until [`Serve::stop`].
-struct Serve {
-    child: Option<Child>,
-    rest: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Serve {
-    fn start(dir: &Path, extra: &[&str]) -> Serve {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--every", "100ms", "--dir"])
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut banner = String::new();
-        out.read_line(&mut banner).unwrap();
-        assert!(banner.starts_with("serving "), "{banner}");
-        let rest = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut out, &mut s);
-            s
-        });
-        Serve { child: Some(child), rest: Some(rest) }
-    }
-
-    /// One SIGTERM; everything it said.
-    fn stop(mut self) -> Output {
-        let child = self.child.take().unwrap();
-        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-        let mut out = child.wait_with_output().unwrap();
-        out.stdout = self.rest.take().unwrap().join().unwrap().into_bytes();
-        out
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use common::serve::{said, Serve};
+use common::wait_until;
 
 /// Publishes `body` as `dir/name` the way a writer does (a temp name, then a rename).
 fn publish(dir: &Path, name: &str, body: &[u8]) {

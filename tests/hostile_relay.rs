@@ -2,77 +2,15 @@
 //! (links to files outside the dir, FIFOs) are never written through, opened or waited on,
 //! and a failed write leaves no temp file behind.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
+use common::serve::{said, Serve};
 use common::BIN;
-
-fn said(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-/// `relay-bench serve --dir DIR EXTRA...`, returned once it printed its banner; its stdout
-/// is read on (and handed back by `stop`), so a full pipe never stalls it.
-struct Serve {
-    child: Option<Child>,
-    rest: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Serve {
-    fn start(dir: &Path, extra: &[&str]) -> Serve {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--every", "100ms", "--dir"])
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut banner = String::new();
-        out.read_line(&mut banner).unwrap();
-        assert!(banner.starts_with("serving "), "{banner}");
-        let rest = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut out, &mut s);
-            s
-        });
-        Serve { child: Some(child), rest: Some(rest) }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
-
-    /// One SIGTERM; its output and how long it took to end (killed after 60 s).
-    fn terminate(mut self) -> (Output, Duration) {
-        let mut child = self.child.take().unwrap();
-        let t0 = Instant::now();
-        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-        while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let took = t0.elapsed();
-        let _ = child.kill();
-        let mut out = child.wait_with_output().unwrap();
-        out.stdout = self.rest.take().unwrap().join().unwrap().into_bytes();
-        (out, took)
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 /// The temp names a process numbering them `<final>.tmp.<pid>-<n>` would use first: what a
 /// hostile writer of the dir could predict.

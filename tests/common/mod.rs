@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use relay_bench::{run_scenario, RunOptions, Scenario, Signal, Summary};
 
+pub mod serve;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
 
 /// Checks a summary.json against reports/schema.json; fails naming every place it does not
