@@ -60,6 +60,16 @@ impl RealDir {
         self.max_bytes = max_bytes;
         self
     }
+
+    /// `e`, or, when it is a missing entry because the dir itself is gone (deleted under the
+    /// run), that: the machine's doing, not the relay's.
+    fn gone_or(&self, e: io::Error) -> io::Error {
+        if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(&self.dir).is_err() {
+            fsio::dir_gone(&self.dir)
+        } else {
+            e
+        }
+    }
 }
 
 /// Reads a regular file without following a link or blocking on a FIFO, at most `cap` bytes
@@ -94,18 +104,12 @@ impl RelayDir for RealDir {
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        fsio::write_new(&self.dir.join(name), bytes).map_err(|e| {
-            // The dir itself gone (deleted under the run): the machine's doing, not the relay's.
-            if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(&self.dir).is_err() {
-                fsio::dir_gone(&self.dir)
-            } else {
-                e
-            }
-        })
+        fsio::write_new(&self.dir.join(name), bytes).map_err(|e| self.gone_or(e))
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        std::fs::rename(self.dir.join(from), self.dir.join(to))
+        // A publication's temp file written, then its dir deleted before the rename: the same.
+        std::fs::rename(self.dir.join(from), self.dir.join(to)).map_err(|e| self.gone_or(e))
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {

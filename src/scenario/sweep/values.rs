@@ -31,7 +31,8 @@ impl AxisValue {
         let (text, number) = match v {
             Value::String(s) => (s.clone(), parse_duration(s).ok().map(|d| d.as_secs_f64())),
             Value::Integer(i) => (i.to_string(), Some(*i as f64)),
-            Value::Float(f) if f.is_finite() => (v.to_string(), Some(*f)),
+            // The shortest text of the number (`212`, `83.3`): as the reports write it.
+            Value::Float(f) if f.is_finite() => (format!("{f}"), Some(*f)),
             Value::Boolean(b) => (b.to_string(), None),
             _ => return Err(SweepError::ValueType),
         };
