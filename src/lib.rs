@@ -97,8 +97,4 @@ pub use strategy::window::arithmetic::{idle_cost, IdleCost};
 pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};
 pub use strategy::{runner_from_toml, writer_from_toml, ChangeKind, Departure, RUNNERS, WRITERS};
 
-use std::future::Future;
-use std::pin::Pin;
-
-/// A boxed future, for the object-safe async traits (host, activity source).
-pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use base::BoxFut;

@@ -18,3 +18,10 @@ pub(crate) mod signal;
 pub(crate) mod suggest;
 pub(crate) mod units;
 pub(crate) mod writable;
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future, for the object-safe async traits (host, activity source): the lowest
+/// layer's, so every layer above names it without reaching back up to the crate's root.
+pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -12,10 +12,10 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::base::signal::Signal;
+use crate::base::BoxFut;
 use crate::sandbox::dir::{RealDir, RelayDir, SimDir, SimFault};
 use crate::sandbox::host::{NotApplied, SandboxAccess};
 use crate::scenario::pacer::Slot;
-use crate::BoxFut;
 
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
 pub(crate) type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;

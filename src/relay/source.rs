@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
+use crate::base::BoxFut;
 use crate::events::EventSink;
-use crate::BoxFut;
 
 pub(crate) use crate::base::signal::Signal;
 pub use crate::base::signal::Wake;

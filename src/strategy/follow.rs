@@ -17,11 +17,11 @@ use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::base::units::human;
+use crate::base::BoxFut;
 use crate::relay::runner::{LoopOptions, Started};
 use crate::relay::source::{backoff, jitter, ActivitySource, Reporter, Signal, Wake};
 use crate::sandbox::dir::program::WatchArgs;
 use crate::sandbox::host::Host;
-use crate::BoxFut;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FollowConfig {

@@ -17,10 +17,10 @@ use std::time::Duration;
 use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::{Recovery, Say, StrategyNotice};
+use crate::base::BoxFut;
 use crate::relay::runner::{LoopOptions, Started};
 use crate::relay::source::{ActivitySource, Reporter, Signal, Wake};
 use crate::sandbox::dir::{EventFilter, RelayDir, Seen, WatchHandle};
-use crate::BoxFut;
 
 /// The local watch's own options (production: any event, never re-armed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

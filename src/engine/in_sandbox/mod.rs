@@ -27,13 +27,13 @@ use super::backend::{Backend, Finished, Fire, PrepareError};
 use crate::base::protocol::{classify, FileKind};
 use crate::base::signal::Signal;
 use crate::base::units::{monotonic_ns, Mono};
+use crate::base::BoxFut;
 use crate::events::Msg;
 use crate::relay::writer::writer_deadline;
 use crate::results::summary::SandboxSide;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RelayDir, SimFault, WatchHandle};
 use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxAccess};
 use crate::scenario::pacer::{Slot, Workload};
-use crate::BoxFut;
 
 /// Clock readings taken before the case and again after it (the best of each is used).
 const READINGS: usize = 5;

@@ -30,13 +30,13 @@ use tokio::time::Instant;
 
 use crate::base::notice::Say;
 use crate::base::protocol::{classify, FileKind};
+use crate::base::BoxFut;
 use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
 pub use crate::relay::options::{LoopOptions, PauseAnswer, SeenScope};
 pub(crate) use crate::relay::options::{PollDelay, ReadFailure};
 use crate::relay::source::{ActivitySource, Inbox, Reporter, Signal, Wake};
 use crate::sandbox::host::Host;
-use crate::BoxFut;
 
 mod pickup;
 

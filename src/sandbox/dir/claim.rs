@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RealDir, RelayDir, WatchHandle};
-use crate::BoxFut;
 
 /// Why a dir cannot be (or stay) this runner's.
 #[derive(Debug, thiserror::Error)]
@@ -214,7 +214,7 @@ impl RelayDir for ClaimedDir {
         self.dir.stat(name)
     }
 
-    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> crate::BoxFut<'a, io::Result<()>> {
+    fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> crate::base::BoxFut<'a, io::Result<()>> {
         Box::pin(std::future::ready(self.answer_belongs(name).and_then(|()| super::publish_now(self, name, bytes))))
     }
 

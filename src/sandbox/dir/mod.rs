@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::protocol::{classify, FileKind};
-use crate::BoxFut;
+use crate::base::BoxFut;
 
 /// What changed in a watched directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
 use crate::base::fsio;
-use crate::BoxFut;
+use crate::base::BoxFut;
 
 /// A relay dir on this machine's filesystem.
 #[derive(Debug, Clone)]

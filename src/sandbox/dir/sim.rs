@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use super::program::{self, Step, WatchArgs};
 use super::{Change, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, Seen, WatchHandle};
-use crate::BoxFut;
+use crate::base::BoxFut;
 
 /// A sandbox-side fault, switched on and off by the fault schedule or a test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

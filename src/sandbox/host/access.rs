@@ -6,7 +6,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::BoxFut;
+use crate::base::BoxFut;
 
 /// One reading of the sandbox's clock: this machine's monotonic clock before the request
 /// went and after its answer came, and the sandbox's in between.

@@ -11,8 +11,8 @@ use super::{
     BuiltHost, Busy, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, Lines, RealDir, RelayDir};
-use crate::BoxFut;
 
 /// A relay directory reached directly. Every call is counted like a remote request would
 /// be, so local and remote cases share one request budget.

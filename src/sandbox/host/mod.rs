@@ -49,8 +49,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, Lines, RelayDir};
-use crate::BoxFut;
 
 /// Why a request was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -37,8 +37,8 @@ use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio;
 use crate::base::rng::Rng;
 use crate::base::units::human;
+use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
-use crate::BoxFut;
 
 /// What is wrong with a daemon right now (faults of SPEC §6), broadcast to its requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

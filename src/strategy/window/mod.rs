@@ -39,12 +39,12 @@ use super::{loop_departures, loop_params, positive, Departure, Parts, RunnerKind
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::Say;
 use crate::base::units::human;
+use crate::base::BoxFut;
 use crate::relay::runner::{LoopOptions, Started};
 use crate::relay::source::{ActivitySource, Inbox};
 use crate::sandbox::dir::program::WatchArgs;
 use crate::sandbox::dir::{EventFilter, ExecOutput};
 use crate::sandbox::host::Host;
-use crate::BoxFut;
 
 pub(crate) const WINDOW_MIN: Duration = Duration::from_secs(5);
 pub(crate) const WINDOW_MAX: Duration = Duration::from_secs(120);

@@ -31,10 +31,10 @@ use super::notice::{WindowFailure, WindowNotice};
 use super::{AfterDemotion, FailureWake, OnClose, WindowConfig};
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
+use crate::base::BoxFut;
 use crate::relay::source::{backoff, jitter, ActivitySource, Inbox, Reporter, Wake};
 use crate::sandbox::dir::program::{parse_report, Finish};
 use crate::sandbox::dir::ExecOutput;
-use crate::BoxFut;
 
 /// One held exec of the watch program. The real one goes through the host; tests script it.
 pub trait WindowExec: Send + Sync {

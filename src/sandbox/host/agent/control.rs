@@ -15,9 +15,9 @@ use serde::Deserialize;
 
 use super::api::{decode, Api};
 use crate::base::units::monotonic_ns;
+use crate::base::BoxFut;
 use crate::sandbox::dir::ExecOutput;
 use crate::sandbox::host::access::{ClockReading, ProcessState, SandboxAccess};
-use crate::BoxFut;
 
 /// The daemon buffers at most 2 MiB of a request's body (axum's default limit): larger files
 /// go up in parts of this size and are joined in the sandbox.

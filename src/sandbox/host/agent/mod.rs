@@ -37,8 +37,8 @@ use super::{
     NotTaken, Purpose, RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
+use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, Lines};
-use crate::BoxFut;
 
 mod api;
 mod control;
