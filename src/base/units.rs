@@ -148,6 +148,20 @@ pub(crate) fn readable(v: f64, decimals: usize) -> String {
     }
 }
 
+/// A whole number with a comma every three digits, as the reports write counts (`134,160`);
+/// a negative or NaN value reads 0.
+pub(crate) fn thousands(v: f64) -> String {
+    let digits = format!("{:.0}", v.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The most decimals [`readable`] writes.
 const FINEST: usize = 12;
 
@@ -234,6 +248,14 @@ mod tests {
         for v in [1e-300, 1e300, f64::MAX, f64::MIN_POSITIVE, -3.3e-7, 7.7e20] {
             assert!(!readable(v, 2).contains('e'), "{v}: {}", readable(v, 2));
         }
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(1234567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(-5.0), "0");
     }
 
     #[test]

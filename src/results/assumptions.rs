@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::units::{human, readable, wall};
+use crate::base::units::{human, readable, thousands, wall};
 use crate::scenario::turns::{Count, Span};
 use crate::scenario::{CaseSpec, Clock, Scenario};
 
@@ -36,19 +36,6 @@ fn span(s: &Span) -> String {
         Span::Exp(m) => format!("about {}", wall(*m)),
         Span::LogNormal { median, p90 } => format!("median {}, p90 {}", wall(*median), wall(*p90)),
     }
-}
-
-/// A whole number with thousands separated: `10,000`.
-fn thousands(x: f64) -> String {
-    let digits = format!("{:.0}", x.round());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The workload as a line.

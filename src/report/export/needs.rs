@@ -5,7 +5,7 @@
 //! included), and the smallest documented tier whose request rate covers the busiest minute,
 //! each number of the provider's printed with its source.
 
-use crate::base::units::readable;
+use crate::base::units::{readable, thousands};
 use crate::report::doc::{self, Align, Block, Section, Span, Table};
 use crate::results::fleet::{FleetResult, FromPhase};
 use crate::results::summary::{CaseResult, Summary};
@@ -95,19 +95,6 @@ fn with_phase(v: String, from: FromPhase) -> String {
     format!("{v} ({})", from.label())
 }
 
-/// A whole number with a comma every three digits: `113,520`.
-fn thousands(v: f64) -> String {
-    let digits = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Each documented number with its source, then what is not documented.
 fn sources() -> Vec<Vec<Span>> {
     let mut items: Vec<Vec<Span>> = TIERS
@@ -192,7 +179,5 @@ mod tests {
         f.ramp = None;
         s.results = vec![old];
         assert!(document(&s).is_none());
-        assert_eq!(thousands(1234567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
     }
 }
