@@ -266,6 +266,19 @@ impl Writer {
         end
     }
 
+    /// No answer by the deadline: a lost call, unless the relay dir itself is gone (deleted
+    /// under the run, its answer never publishable): then the machine's failure, said as such.
+    fn timed_out(&self, id: &CallId) -> CallEnd {
+        match self.dir.list().err().and_then(|e| crate::base::fsio::environment_failure(&e).map(|why| (why, e))) {
+            Some((why, e)) => {
+                let what = format!("the answer to {id:?} could not be published");
+                self.reporter.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
+                CallEnd::Failed(FailKind::Environment)
+            }
+            None => CallEnd::Failed(FailKind::Timeout),
+        }
+    }
+
     async fn exchange(&self, spec: &CallSpec, id: &CallId, file_id: &str, times: &mut WriterSide) -> CallEnd {
         let (sb, ev, say) = (self.sandbox, &self.events, &self.reporter);
         let (req, res) = (req_name(file_id), res_name(file_id));
@@ -326,7 +339,7 @@ impl Writer {
                 if self.cleanup == Cleanup::Always {
                     let _ = self.dir.remove(&req);
                 }
-                return CallEnd::Failed(FailKind::Timeout);
+                return self.timed_out(id);
             }
             let wait = self.waiter.interval().min(deadline - now);
             let w = armed.wait(wait).await;

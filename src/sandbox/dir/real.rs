@@ -87,7 +87,10 @@ impl RelayDir for RealDir {
     fn list(&self) -> io::Result<Vec<String>> {
         // A name that is not UTF-8 is listed lossily (U+FFFD for each bad byte): no file has
         // that name, so its read fails and says why (see `read`).
-        std::fs::read_dir(&self.dir)?.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned())).collect()
+        std::fs::read_dir(&self.dir)
+            .map_err(|e| self.gone_or(e))?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
@@ -109,19 +112,7 @@ impl RelayDir for RealDir {
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         // A publication's temp file written, then its dir deleted before the rename: the same.
-        // A dir being deleted loses its files before itself: a temp file gone from a dir still
-        // there is given a moment to show whether the dir goes too (a rare error path only).
-        std::fs::rename(self.dir.join(from), self.dir.join(to)).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(self.dir.join(from)).is_err() {
-                for _ in 0..10 {
-                    if std::fs::symlink_metadata(&self.dir).is_err() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-            self.gone_or(e)
-        })
+        std::fs::rename(self.dir.join(from), self.dir.join(to)).map_err(|e| self.gone_or(e))
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
