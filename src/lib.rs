@@ -91,7 +91,7 @@ pub use sandbox::host::{
     Host, Kind, LatencyProfile, LocalHost, Mark, ReadStorm, RemoteHost, RequestCounts, HOSTS,
 };
 pub use scenario::fault::FaultKind;
-pub use scenario::{Overrides, Scenario};
+pub use scenario::{Clock, Overrides, Scenario};
 pub use strategy::pair::{Relay, RelaySpec};
 pub use strategy::window::arithmetic::{idle_cost, IdleCost};
 pub use strategy::window::{WindowConfig, WindowExec, WindowFailure, WindowNotice, WindowSource};

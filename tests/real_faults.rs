@@ -63,7 +63,7 @@ async fn faults_this_machine_can_produce_are_survived_for_real() {
     let (summary, _out, _relay) = common::run("real-faults.toml", SCENARIO, false, false).await;
     let find = |name: &str| summary.results.iter().find(|r| r.case == name).unwrap();
     for r in &summary.results {
-        assert_eq!(r.clock, "real");
+        assert_eq!(r.clock, relay_bench::Clock::Real);
         let failed: Vec<_> = r.gates.iter().filter(|g| !g.pass).collect();
         assert!(r.pass, "{}: {failed:?} {:?} {:?}", r.case, r.faults, r.notices);
         assert_eq!(r.faults.len(), 1);
@@ -146,7 +146,7 @@ async fn a_request_the_daemon_cannot_read_storms_for_real() {
     let (summary, _out, _relay) = common::run("real-storm.toml", STORM, false, false).await;
     let find = |name: &str| summary.results.iter().find(|r| r.case == name).unwrap();
     let answered = find("answered");
-    assert_eq!(answered.clock, "real");
+    assert_eq!(answered.clock, relay_bench::Clock::Real);
     let st = answered.faults[0].storm.as_ref().expect("a storm row");
     assert_eq!(st.requests, 1, "{st:?}");
     let (from, until) = (st.from_secs.unwrap(), st.until_secs.expect("the writer deleted it"));

@@ -78,7 +78,7 @@ impl Ended<'_> {
             other_design: !case.runner.production_design(),
             writer: case.writer.name().into(),
             writer_params: case.writer.params(),
-            clock: case.clock.name().into(),
+            clock: case.clock,
             sandboxes: wl.sandboxes,
             seed: Some(wl.seed),
             window_secs: (window.as_secs_f64() * 1000.0).round() / 1000.0,

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::gate::{GateResult, Metric, Op};
+use crate::scenario::Clock;
 use crate::strategy::Departure;
 
 /// The committed run that shows the virtual clock's figures stand for the real clock's: the
@@ -21,7 +22,7 @@ pub struct Case<'a> {
     pub name: &'a str,
     /// `None`: a run that did not record them (not production as built).
     pub departures: Option<&'a [Departure]>,
-    pub clock: &'a str,
+    pub clock: Clock,
     pub interrupted: bool,
     /// The rollout gates it was judged on.
     pub rollout: &'a [GateResult],
@@ -75,8 +76,7 @@ pub struct Judged {
     pub case: String,
     /// The options the case sets away from production's relay as built (empty: none).
     pub departures: Vec<Departure>,
-    /// `real` or `virtual`.
-    pub clock: String,
+    pub clock: Clock,
     /// The observed value (microseconds for latency metrics); null when nothing was measured.
     pub observed: Option<f64>,
     pub observed_text: String,
@@ -92,7 +92,7 @@ impl Judged {
         Judged {
             case: r.name.to_owned(),
             departures: r.departures.map(<[Departure]>::to_vec).unwrap_or_default(),
-            clock: r.clock.to_owned(),
+            clock: r.clock,
             observed: g.observed,
             observed_text: g.observed_text.clone(),
             pass: g.pass && !r.interrupted,
@@ -157,18 +157,8 @@ impl Verdict {
     /// Whether every case of production as built it judged ran on the virtual clock: the
     /// verdict then rests on [`CLOCK_EVIDENCE`].
     pub(crate) fn decided_on_virtual_clock(&self) -> bool {
-        self.production_clocks() == ["virtual"]
-    }
-
-    /// The clocks production's cases ran on, in order of first appearance.
-    pub(crate) fn production_clocks(&self) -> Vec<&str> {
-        let mut clocks: Vec<&str> = Vec::new();
-        for j in self.gates.iter().flat_map(|g| &g.production) {
-            if !clocks.contains(&j.clock.as_str()) {
-                clocks.push(&j.clock);
-            }
-        }
-        clocks
+        let mut production = self.gates.iter().flat_map(|g| &g.production).peekable();
+        production.peek().is_some() && production.all(|j| j.clock == Clock::Virtual)
     }
 }
 
@@ -187,7 +177,13 @@ mod tests {
     fn verdict(cases: &[Owned]) -> Verdict {
         let cases: Vec<Case<'_>> = cases
             .iter()
-            .map(|o| Case { name: &o.0, departures: Some(&o.1), clock: "virtual", interrupted: o.3, rollout: &o.2 })
+            .map(|o| Case {
+                name: &o.0,
+                departures: Some(&o.1),
+                clock: Clock::Virtual,
+                interrupted: o.3,
+                rollout: &o.2,
+            })
             .collect();
         Verdict::of(&cases)
     }

@@ -125,11 +125,7 @@ fn parse_case(
     let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
     let kind = crate::sandbox::host::kind(host_name).expect("validated");
     let host = kind.parse(c, tables)?;
-    let clock = match c.choice("clock", Clock::NAMES)? {
-        Some("real") | None => Clock::Real,
-        Some("virtual") => Clock::Virtual,
-        Some(other) => unreachable!("validated clock {other}"),
-    };
+    let clock = c.choice("clock", Clock::NAMES)?.and_then(Clock::named).unwrap_or_default();
     // `run --clock` sets every case's; then a case that cannot take it says why, not how to
     // edit the file.
     let clock = forced_clock.unwrap_or(clock);

@@ -70,10 +70,12 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("storm", include_str!("../../scenarios/storm.toml")),
 ];
 
-/// How time passes in a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How time passes in a case (named `real` / `virtual` in scenarios and summary.json).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Clock {
     /// The machine's own clock: real files, real watches, real sleeps.
+    #[default]
     Real,
     /// A paused tokio clock that jumps to the next timer: the same strategy code over an
     /// in-memory sandbox, hours of relay behaviour in seconds, deterministic per seed.
@@ -83,6 +85,12 @@ pub enum Clock {
 impl Clock {
     pub(crate) const NAMES: &'static [&'static str] = &["real", "virtual"];
 
+    /// The clock of this name.
+    pub(crate) fn named(name: &str) -> Option<Clock> {
+        [Clock::Real, Clock::Virtual].into_iter().find(|c| c.name() == name)
+    }
+
+    /// Its name in scenarios and summary.json.
     pub fn name(self) -> &'static str {
         match self {
             Clock::Real => "real",

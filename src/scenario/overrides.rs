@@ -60,7 +60,7 @@ pub struct Applied {
     /// The flags as given: `--clock virtual`, `--duration 30s`.
     pub given: Vec<String>,
     /// The clock every case ran on (`real` or `virtual`).
-    pub clock: Option<String>,
+    pub clock: Option<Clock>,
     /// The factor every phase, the warm-up and each fault's start were multiplied by.
     pub scale: Option<f64>,
     /// The schedule's length in the scenario file, and as run (seconds).
@@ -181,7 +181,7 @@ impl Overrides {
         let f = self.length.map(|_| self.factor(total));
         Some(Applied {
             given: self.flags(),
-            clock: self.clock.map(|c| c.name().to_owned()),
+            clock: self.clock,
             scale: f,
             schedule_secs: f.map(|_| total.as_secs_f64()),
             scaled_schedule_secs: f.map(|f| Overrides::scaled(total, f).as_secs_f64()),

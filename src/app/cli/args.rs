@@ -227,8 +227,8 @@ pub(crate) struct RunArgs {
     /// Run every case on this clock: `virtual` decides in seconds, `real` confirms. A case
     /// that cannot (a real daemon, a black-box runner; a fault only the in-memory sandbox
     /// produces) is refused, naming it and why.
-    #[arg(long, value_name = "real|virtual", value_parser = ["real", "virtual"])]
-    pub clock: Option<String>,
+    #[arg(long, value_name = "real|virtual", value_parser = clock)]
+    pub clock: Option<crate::scenario::Clock>,
     /// Make the whole schedule (warm-up included) last this long: every phase, the warm-up
     /// and each fault's start scaled alike.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, conflicts_with = "scale")]
@@ -433,13 +433,7 @@ impl RunArgs {
             junit: self.junit,
             sandbox_agent: self.sandbox_agent,
             overrides: crate::scenario::Overrides {
-                clock: self.clock.as_deref().map(|c| {
-                    if c == "virtual" {
-                        crate::scenario::Clock::Virtual
-                    } else {
-                        crate::scenario::Clock::Real
-                    }
-                }),
+                clock: self.clock,
                 length: match (self.duration, self.scale) {
                     (Some(d), _) => Some(crate::scenario::Length::To(d)),
                     (None, Some(f)) => Some(crate::scenario::Length::Scale(f)),
@@ -453,6 +447,11 @@ impl RunArgs {
             },
         }
     }
+}
+
+/// `--clock`'s value: one of the clocks by its name.
+fn clock(s: &str) -> Result<crate::scenario::Clock, String> {
+    crate::scenario::Clock::named(s).ok_or_else(|| format!("`{s}` is no clock: `real` or `virtual`"))
 }
 
 #[cfg(test)]

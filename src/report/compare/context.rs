@@ -70,7 +70,7 @@ fn settings(r: &CaseResult) -> Vec<(&'static str, String)> {
         }
     };
     vec![
-        ("clock", r.clock.clone()),
+        ("clock", r.clock.name().to_owned()),
         ("seed", r.seed.map_or_else(|| "not recorded".to_owned(), |s| s.to_string())),
         ("sandboxes", r.sandboxes.to_string()),
         ("host", part(&r.host, &r.host_params)),

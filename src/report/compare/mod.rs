@@ -378,7 +378,7 @@ fn compare_case(
         out.skip(
             name,
             "latencies",
-            format!("OLD ran on the {} clock, NEW on the {}: not one measure", o.clock, n.clock),
+            format!("OLD ran on the {} clock, NEW on the {}: not one measure", o.clock.name(), n.clock.name()),
         );
     }
     // Each measure's histograms, read once for all its quantiles.

@@ -244,7 +244,7 @@ impl Floor {
     /// when both ran on the real clock and measured one.
     pub(crate) fn of((so, o): (&Summary, &CaseResult), (sn, n): (&Summary, &CaseResult), stat: &str) -> Option<Floor> {
         let one = |s: &Summary, r: &CaseResult| -> Option<f64> {
-            if r.clock != "real" {
+            if r.clock != crate::scenario::Clock::Real {
                 return None;
             }
             let lag = r.latency(Measure::SCHEDULE_LAG);

@@ -64,7 +64,7 @@ fn lead(s: &Summary) -> Vec<Block> {
         out.push(Block::Para(plain(s.description.clone())));
     }
     let e = &s.environment;
-    let virtuals = s.results.iter().filter(|r| r.clock == "virtual").count();
+    let virtuals = s.results.iter().filter(|r| r.clock == crate::scenario::Clock::Virtual).count();
     let clock = match virtuals {
         // Before a case has finished there is no result to tell a clock by.
         _ if s.results.is_empty() => "clock: each case's own (no case has finished yet)",
@@ -138,7 +138,7 @@ fn results(s: &Summary) -> Section {
     let rows = s.results.iter().map(|r| {
         let gates = super::standing_cell(r);
         vec![
-            format!("{}{}", r.case, if r.clock == "virtual" { " *virtual*" } else { "" }),
+            format!("{}{}", r.case, if r.clock == crate::scenario::Clock::Virtual { " *virtual*" } else { "" }),
             r.strategy.clone(),
             r.writer.clone(),
             design(r),

@@ -55,7 +55,7 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
         let suite = format!("{}.{}", s.scenario, r.case);
         // `time` is what CI systems add up as the job's: this machine's seconds. A virtual
         // case's simulated seconds are a property beside it, never its time.
-        let virtual_clock = r.clock == crate::scenario::Clock::Virtual.name();
+        let virtual_clock = r.clock == crate::scenario::Clock::Virtual;
         let wall = r.wall_secs.or((!virtual_clock).then_some(r.window_secs));
         let time = wall.map_or_else(String::new, |w| format!(r#" time="{w:.3}""#));
         let _ = writeln!(
@@ -81,7 +81,7 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
             r#"    <properties><property name="strategy" value="{}"/><property name="design" value="{}"/><property name="clock" value="{}"/>{extra}</properties>"#,
             esc(&r.strategy),
             esc(&design),
-            esc(&r.clock)
+            esc(r.clock.name())
         );
         let _ = write!(o, r#"    <testcase classname="{}" name="finished""#, esc(&suite));
         match unfinished(r) {
@@ -196,10 +196,10 @@ mod tests {
     fn a_suites_time_is_wall_time_and_simulated_time_is_a_property() {
         let mut s = super::super::fixture::realistic();
         s.results.truncate(2);
-        s.results[0].clock = "virtual".into();
+        s.results[0].clock = crate::scenario::Clock::Virtual;
         s.results[0].window_secs = 3600.0;
         s.results[0].wall_secs = Some(1.25);
-        s.results[1].clock = "real".into();
+        s.results[1].clock = crate::scenario::Clock::Real;
         s.results[1].window_secs = 10.5;
         s.results[1].wall_secs = None;
         let xml = String::from_utf8(render_all(std::slice::from_ref(&s))).unwrap();

@@ -199,7 +199,8 @@ fn notes(o: &mut String, s: &Summary) {
     if any_thin(shown, &["p99"]) {
         note(o, THIN_NOTE);
     }
-    let virtuals: Vec<&str> = s.results.iter().filter(|r| r.clock == "virtual").map(|r| r.case.as_str()).collect();
+    let virtuals: Vec<&str> =
+        s.results.iter().filter(|r| r.clock == crate::scenario::Clock::Virtual).map(|r| r.case.as_str()).collect();
     if !virtuals.is_empty() {
         note(o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
     }

@@ -10,6 +10,7 @@ use crate::results::calibration::Calibration;
 use crate::results::env::Environment;
 use crate::results::verdict::{Case as VerdictCase, Verdict};
 use crate::scenario::gate::{Counter, FleetMetric, Gate, GateResult, Metric, Phase, Ratio};
+use crate::scenario::Clock;
 use crate::strategy::PickupDefinition;
 
 pub(crate) use crate::results::counts::{PhaseRates, RatePoint, Requests, RunnerStats, Stretch, Violations};
@@ -116,7 +117,7 @@ pub struct CaseResult {
     pub writer_params: String,
     /// `real`: timings come from the machine's clock; `virtual`: from a simulated clock
     /// over an in-memory sandbox (deterministic per seed; not this machine's speed).
-    pub clock: String,
+    pub clock: Clock,
     /// Sandboxes (relay dirs) in the case.
     pub sandboxes: u32,
     /// The workload's seed (under `--repeat`, the first repeat's; `repeat.seeds` has all).
@@ -295,7 +296,8 @@ impl CaseResult {
                 // On the virtual clock a local dir's steps take no simulated time (no daemon
                 // legs are injected): a 0 there is a step the simulation does not time, not a
                 // measured instant.
-                let untimed = self.clock == "virtual" && self.injected_leg_us.is_none() && s.get(stat) == Some(0.0);
+                let untimed =
+                    self.clock == Clock::Virtual && self.injected_leg_us.is_none() && s.get(stat) == Some(0.0);
                 if s.count == 0 || untimed {
                     None
                 } else {
@@ -522,7 +524,7 @@ impl Summary {
             .map(|r| VerdictCase {
                 name: &r.case,
                 departures: r.departures.as_deref(),
-                clock: &r.clock,
+                clock: r.clock,
                 interrupted: r.interrupted,
                 rollout: &r.rollout,
             })

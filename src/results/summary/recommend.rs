@@ -15,7 +15,7 @@ const OTHERS_NAMED: usize = 6;
 /// profile and limits, the fleet's size, the clock. An option is weighed only against
 /// production as built under the same ones (a higher organisation rate is no option).
 fn conditions(r: &CaseResult) -> (&str, &str, u32, &str) {
-    (&r.host, &r.host_params, r.sandboxes, &r.clock)
+    (&r.host, &r.host_params, r.sandboxes, r.clock.name())
 }
 
 /// Whether `r`, a case that departs from production, answers a miss: production as built

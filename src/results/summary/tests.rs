@@ -58,7 +58,7 @@ fn the_archived_runs_still_read() {
 fn a_virtual_local_step_of_no_time_is_not_measured_not_zero() {
     use crate::record::recorder::Measure;
     use crate::scenario::gate::{Gate, Metric};
-    let mut r = CaseResult { clock: "virtual".into(), host: "local".into(), ..CaseResult::default() };
+    let mut r = CaseResult { clock: crate::scenario::Clock::Virtual, host: "local".into(), ..CaseResult::default() };
     r.measures.get_mut(Measure::PICKUP).count = 100;
     r.measures.get_mut(Measure::PICKUP).p99 = 150_000.0;
     let p50 = Metric::Latency(Measure::PICKUP, "p50");
@@ -69,6 +69,6 @@ fn a_virtual_local_step_of_no_time_is_not_measured_not_zero() {
     r.injected_leg_us = Some(crate::record::recorder::LatencyStats { count: 10, ..Default::default() });
     assert_eq!(r.metric(p50), Some(0.0), "a remote host's emulated legs are simulated time");
     r.injected_leg_us = None;
-    r.clock = "real".into();
+    r.clock = crate::scenario::Clock::Real;
     assert_eq!(r.metric(p50), Some(0.0), "on the real clock a 0 is what was measured");
 }

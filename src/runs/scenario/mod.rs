@@ -511,7 +511,7 @@ fn finished(
     wall: Duration,
     say: &impl Fn(&str),
 ) -> Result<(), BenchError> {
-    if result.clock == Clock::Virtual.name() {
+    if result.clock == Clock::Virtual {
         let simulated = Duration::from_secs_f64(result.window_secs);
         say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
     }
