@@ -30,6 +30,14 @@ pub enum PrepareError {
     Step { what: &'static str, why: std::io::Error },
 }
 
+/// An open-loop schedule to fire: its slots from `epoch`, over `length`, until `stop`.
+pub(crate) struct Schedule {
+    pub slots: Vec<Slot>,
+    pub epoch: Instant,
+    pub length: Duration,
+    pub stop: Arc<Signal>,
+}
+
 pub(crate) trait Backend: Send + Sync {
     /// Makes the relay dir of one sandbox.
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>>;
@@ -42,14 +50,7 @@ pub(crate) trait Backend: Send + Sync {
     /// Deletes the relay dir (`delete`) and/or creates it again (`recreate`).
     fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), NotApplied>;
     /// Fires every slot at its intended start; ends with (fired, stopped early).
-    fn pace(
-        &self,
-        slots: Vec<Slot>,
-        epoch: Instant,
-        length: Duration,
-        stop: Arc<Signal>,
-        fire: Fire,
-    ) -> JoinHandle<(usize, bool)>;
+    fn pace(&self, schedule: Schedule, fire: Fire) -> JoinHandle<(usize, bool)>;
     /// How often progress is reported, given the real-clock period asked for.
     fn progress_every(&self, real: Duration) -> Duration;
 
@@ -142,14 +143,7 @@ impl Backend for Virtual {
         Ok(())
     }
 
-    fn pace(
-        &self,
-        slots: Vec<Slot>,
-        epoch: Instant,
-        length: Duration,
-        stop: Arc<Signal>,
-        fire: Fire,
-    ) -> JoinHandle<(usize, bool)> {
+    fn pace(&self, Schedule { slots, epoch, length, stop }: Schedule, fire: Fire) -> JoinHandle<(usize, bool)> {
         tokio::spawn(async move {
             let fire = |slot: &Slot, at: Instant| fire(slot.sandbox, slot.call_id(), at, slot.warmup);
             crate::scenario::pacer::pace_async(&slots, epoch, length, || stop.is_closed(), fire).await
@@ -215,15 +209,8 @@ impl Backend for Real {
         res.map_err(|source| NotApplied::Io { what: format!("replace {}", path.display()), source })
     }
 
-    fn pace(
-        &self,
-        slots: Vec<Slot>,
-        epoch: Instant,
-        length: Duration,
-        stop: Arc<Signal>,
-        fire: Fire,
-    ) -> JoinHandle<(usize, bool)> {
-        pace_on_a_thread(slots, epoch, length, stop, fire)
+    fn pace(&self, schedule: Schedule, fire: Fire) -> JoinHandle<(usize, bool)> {
+        pace_on_a_thread(schedule, fire)
     }
 
     fn progress_every(&self, real: Duration) -> Duration {
@@ -236,10 +223,7 @@ impl Backend for Real {
 /// ticks in whole milliseconds, a thread sleep is precise to tens of microseconds, and the
 /// pacer must not add lag.
 pub(crate) fn pace_on_a_thread(
-    slots: Vec<Slot>,
-    epoch: Instant,
-    length: Duration,
-    stop: Arc<Signal>,
+    Schedule { slots, epoch, length, stop }: Schedule,
     fire: Fire,
 ) -> JoinHandle<(usize, bool)> {
     let epoch_std = epoch.into_std();

@@ -246,7 +246,10 @@ impl Calls {
         let fire = drive::firing(parts.writers.clone(), wl, done_tx.clone(), per_sandbox.clone());
         let pacer = match drive::Sessions::of(wl, epoch, parts.sink.clone(), env.interrupt.clone(), done_tx.clone()) {
             Some(s) => drive::sessions(parts.relays.clone(), wl, s),
-            None => parts.backend.pace(slots, epoch, wl.duration(), env.interrupt.clone(), fire.clone()),
+            None => {
+                let schedule = backend::Schedule { slots, epoch, length: wl.duration(), stop: env.interrupt.clone() };
+                parts.backend.pace(schedule, fire.clone())
+            }
         };
         Calls { pacer, fire, done_tx, done_rx, per_sandbox, total }
     }

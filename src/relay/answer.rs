@@ -91,6 +91,15 @@ mod tests {
     use crate::sandbox::host::LocalHost;
     use std::sync::Arc;
 
+    /// A local host over a read-only in-memory dir, with a reporter and its inbox.
+    fn read_only() -> (LocalHost, Reporter, crate::events::EventInbox) {
+        let sim = SimDir::new("/relay");
+        let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
+        let (sink, inbox) = EventSink::channel();
+        sim.set_fault(SimFault::ReadOnly, true);
+        (host, Reporter::new(sink, 0), inbox)
+    }
+
     fn said(inbox: &mut crate::events::EventInbox) -> Vec<String> {
         let mut out = Vec::new();
         inbox.take(|m| {
@@ -143,12 +152,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_answer_that_cannot_be_published_is_given_up_after_the_last_retry_and_said() {
-        let sim = SimDir::new("/relay");
-        let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
-        let (sink, mut inbox) = EventSink::channel();
-        sim.set_fault(SimFault::ReadOnly, true);
+        let (host, reporter, mut inbox) = read_only();
         let t0 = Instant::now();
-        let reporter = Reporter::new(sink, 0);
         let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}");
         assert_eq!(at.await, None);
         assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
@@ -161,12 +166,8 @@ mod tests {
     /// Production's loop: one try; a failure drops the answer at once and says so.
     #[tokio::test(start_paused = true)]
     async fn production_tries_an_answer_once() {
-        let sim = SimDir::new("/relay");
-        let host = LocalHost::over(Arc::new(sim.clone()), Arc::default());
-        let (sink, mut inbox) = EventSink::channel();
-        sim.set_fault(SimFault::ReadOnly, true);
+        let (host, reporter, mut inbox) = read_only();
         let t0 = Instant::now();
-        let reporter = Reporter::new(sink, 0);
         let at = publish_answer(&host, &reporter, AnswerRetry::of(false), "c-1", "c-1.res.json", b"{}").await;
         assert_eq!((at, t0.elapsed()), (None, Duration::ZERO));
         let lines = said(&mut inbox);

@@ -119,6 +119,23 @@ mod tests {
         c
     }
 
+    /// `sandboxes` dirs over `window`, ending at `end`, no phases, seen, busy known.
+    fn plain(sandboxes: u32, window: u64, end: RequestCounts, step: u64) -> Snapshots<'static> {
+        Snapshots {
+            sandboxes,
+            window: Duration::from_secs(window),
+            before: RequestCounts::default(),
+            after: end,
+            whole: end,
+            phases: &[],
+            at_phase_ends: &[],
+            timeline: &[],
+            step: Duration::from_secs(step),
+            visible: true,
+            busy_known: true,
+        }
+    }
+
     #[test]
     fn rates_are_per_dir_per_minute_and_split_by_stretch() {
         let phases = [
@@ -168,19 +185,7 @@ mod tests {
         let ten_minutes = |alive_secs: u64| {
             let mut end = counts(40, 10, 16, Duration::from_secs(60));
             end.alive_time = Duration::from_secs(alive_secs);
-            requests(&Snapshots {
-                sandboxes: 2,
-                window: Duration::from_secs(600),
-                before: RequestCounts::default(),
-                after: end,
-                whole: end,
-                phases: &[],
-                at_phase_ends: &[],
-                timeline: &[],
-                step: Duration::from_secs(60),
-                visible: true,
-                busy_known: true,
-            })
+            requests(&plain(2, 600, end, 60))
         };
         // Relays alive 3 of the 20 dir-minutes.
         let r = ten_minutes(180);
@@ -194,19 +199,7 @@ mod tests {
 
     #[test]
     fn nothing_over_no_time_is_zero_not_nan() {
-        let r = requests(&Snapshots {
-            sandboxes: 1,
-            window: Duration::ZERO,
-            before: RequestCounts::default(),
-            after: RequestCounts::default(),
-            whole: RequestCounts::default(),
-            phases: &[],
-            at_phase_ends: &[],
-            timeline: &[],
-            step: Duration::from_secs(1),
-            visible: false,
-            busy_known: true,
-        });
+        let r = requests(&Snapshots { visible: false, ..plain(1, 0, RequestCounts::default(), 1) });
         assert_eq!(r.discovery_per_min, 0.0);
         assert!(r.not_measured);
         assert_eq!(r.idle.rate(), None);
@@ -215,19 +208,7 @@ mod tests {
     #[test]
     fn busy_and_idle_are_not_measured_when_the_calls_ran_elsewhere() {
         let end = counts(60, 30, 20, Duration::from_secs(30));
-        let r = requests(&Snapshots {
-            sandboxes: 1,
-            window: Duration::from_secs(60),
-            before: RequestCounts::default(),
-            after: end,
-            whole: end,
-            phases: &[],
-            at_phase_ends: &[],
-            timeline: &[],
-            step: Duration::from_secs(60),
-            visible: true,
-            busy_known: false,
-        });
+        let r = requests(&Snapshots { busy_known: false, ..plain(1, 60, end, 60) });
         assert_eq!(r.discovery_per_min, 60.0, "the totals stand");
         assert_eq!((r.busy.rate(), r.idle.rate()), (None, None));
         assert_eq!(r.idle_relay, None, "no call's flight is seen: not measured");

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use self::log::{read_log, ClockFit, WriterLog};
 use self::program::WriterArgs;
-use super::backend::{Backend, Finished, Fire, PrepareError};
+use super::backend::{Backend, Finished, Fire, PrepareError, Schedule};
 use crate::base::protocol::{classify, FileKind};
 use crate::base::signal::Signal;
 use crate::base::units::{monotonic_ns, Mono};
@@ -33,7 +33,7 @@ use crate::relay::writer::writer_deadline;
 use crate::results::summary::SandboxSide;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RelayDir, SimFault, WatchHandle};
 use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxAccess};
-use crate::scenario::pacer::{Slot, Workload};
+use crate::scenario::pacer::Workload;
 
 /// Clock readings taken before the case and again after it (the best of each is used).
 const READINGS: usize = 5;
@@ -246,14 +246,7 @@ impl Backend for InSandbox {
         Err(NotApplied::DaemonOnly("its dirs are not replaced"))
     }
 
-    fn pace(
-        &self,
-        slots: Vec<Slot>,
-        epoch: Instant,
-        length: Duration,
-        stop: Arc<Signal>,
-        _: Fire,
-    ) -> JoinHandle<(usize, bool)> {
+    fn pace(&self, Schedule { slots, epoch, length, stop }: Schedule, _: Fire) -> JoinHandle<(usize, bool)> {
         let run = Writers {
             controls: self.controls.clone(),
             at: self.at.clone(),

@@ -206,7 +206,10 @@ async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     let counted = Arc::new(vec![std::sync::atomic::AtomicU32::new(0)]);
     let on_writer = super::super::drive::firing(vec![writer.clone()], wl, done_tx, counted);
     let fire: super::super::backend::Fire = Arc::new(move |_sandbox, id, at, warmup| on_writer(0, id, at, warmup));
-    let pacer = super::super::backend::pace_on_a_thread(slots, epoch, wl.duration(), stop.clone(), fire);
+    let pacer = super::super::backend::pace_on_a_thread(
+        super::super::backend::Schedule { slots, epoch, length: wl.duration(), stop: stop.clone() },
+        fire,
+    );
     let mut pacer = std::pin::pin!(pacer);
     let (mut fired, mut finished, mut closed) = (None::<usize>, 0usize, false);
     while fired.is_none_or(|n| finished < n) {

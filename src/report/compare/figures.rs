@@ -5,22 +5,11 @@
 //! run names. A ratio to a case's own baseline (`vs_baseline.*`) is judged inside its run,
 //! not here.
 
-use serde::Serialize;
-
 use crate::record::recorder::Measure;
 use crate::report::export::fleet::telling;
 use crate::results::summary::CaseResult;
+pub(crate) use crate::scenario::gate::Better;
 use crate::scenario::gate::{Counter, FleetGauge, FleetMetric, GaugeStat, Metric};
-
-/// Which way a figure moves for the better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Better {
-    Lower,
-    Higher,
-    /// Neither: set by the workload (turns started), shown but never a regression.
-    Either,
-}
 
 /// How a figure is read and judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -82,38 +71,8 @@ fn fleet_figures() -> Vec<FleetMetric> {
     ]
 }
 
-/// Which way a gate metric moves for the better.
-pub(crate) fn better(m: Metric) -> Better {
-    match m {
-        Metric::Count(Counter::Completed) => Better::Higher,
-        Metric::Fleet(FleetMetric::TurnsStarted | FleetMetric::Gauge(FleetGauge::ActiveTurns, _)) => Better::Either,
-        Metric::VsBaseline(_) => Better::Either,
-        _ => Better::Lower,
-    }
-}
-
-fn unit(m: Metric) -> &'static str {
-    match m {
-        // A phased figure (`fleet.warmup.*`, `fleet.worst.*`) is in its steady figure's unit.
-        Metric::Fleet(FleetMetric::Phased(_, f)) => unit(Metric::Fleet(f.steady())),
-        Metric::Latency(..) | Metric::Count(Counter::FaultWorstPickupMs) => "ms",
-        Metric::Count(c) if c.is_request_rate() => "/min",
-        Metric::Fleet(FleetMetric::QueueWaitP99Ms) => "ms",
-        Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
-        Metric::Fleet(FleetMetric::HeldExecSecsPerMin) => "s/min",
-        Metric::Fleet(
-            FleetMetric::PeakRequestsPerSec1s
-            | FleetMetric::PeakRequestsPerSec10s
-            | FleetMetric::PeakRequestsPerSec60s
-            | FleetMetric::MeanRequestsPerSec,
-        ) => "/s",
-        Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
-        _ => "",
-    }
-}
-
 fn plain(m: Metric, core: bool) -> Figure {
-    Figure { name: m.name(), kind: Kind::Plain(Source::Metric(m)), better: better(m), unit: unit(m), core }
+    Figure { name: m.name(), kind: Kind::Plain(Source::Metric(m)), better: m.better(), unit: m.unit(), core }
 }
 
 fn quantile(m: Measure, stat: &'static str, core: bool) -> Figure {

@@ -170,22 +170,8 @@ fn failed(r: &CaseResult) -> usize {
 }
 
 /// XML attribute text: the five entities escaped, characters XML 1.0 forbids dropped.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
+fn esc(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::report::html::escape_xml_attr(s)
 }
 
 #[cfg(test)]

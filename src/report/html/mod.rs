@@ -12,6 +12,7 @@ mod doc;
 mod markup;
 mod sections;
 
+pub(crate) use markup::escape_xml_attr;
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};
@@ -264,20 +265,10 @@ mod tests {
     fn a_sweep_has_its_section_a_row_per_point_the_best_marked_and_its_charts() {
         use crate::results::summary::CaseResult;
         use crate::results::sweep::SweepResult;
-        let text = r#"
-name = "s"
-[workload]
-duration = "1m"
-[[case]]
-name = "w"
-host = "remote"
-profile = "proxy"
-runner = "window-exec"
-writer = "watch"
-sweep = { "runner.window" = ["10s", "25s"] }
-objective = "min discovery_per_min"
-"#;
-        let sc = crate::scenario::Scenario::parse("s.toml", text).unwrap();
+        let text = crate::scenario::sweep::swept_scenario(
+            "sweep = { \"runner.window\" = [\"10s\", \"25s\"] }\nobjective = \"min discovery_per_min\"\n",
+        );
+        let sc = crate::scenario::Scenario::parse("s.toml", &text).unwrap();
         let mut s = realistic();
         let mut w = SweepResult::of(&sc.sweeps[0]);
         for (case, rate) in [("w@window=10s", 4.0), ("w@window=25s", 2.0)] {

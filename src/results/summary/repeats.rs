@@ -12,23 +12,6 @@ use crate::record::recorder::LatencyStats;
 use crate::results::repeat::{bootstrap_ci, median, Repeats, Rule, Spread};
 use crate::scenario::gate::{Counter, FleetMetric, Metric};
 
-/// The unit a spread of a gate metric read whole is in.
-fn metric_unit(m: Metric) -> &'static str {
-    match m {
-        // A phased figure is in its steady figure's unit.
-        Metric::Fleet(FleetMetric::Phased(_, f)) => metric_unit(Metric::Fleet(f.steady())),
-        Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
-        Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
-        Metric::Fleet(
-            FleetMetric::PeakRequestsPerSec1s
-            | FleetMetric::PeakRequestsPerSec10s
-            | FleetMetric::PeakRequestsPerSec60s
-            | FleetMetric::MeanRequestsPerSec,
-        ) => "/s",
-        _ => "",
-    }
-}
-
 /// A place in a [`CaseResult`] that holds a figure.
 enum Slot<'a> {
     F(&'a mut f64),
@@ -215,7 +198,7 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
             let at = match table.iter().position(|e| e.0 == name) {
                 Some(at) => at,
                 None => {
-                    table.push((name, metric_unit(m), rule, vec![None; n]));
+                    table.push((name, m.unit(), rule, vec![None; n]));
                     table.len() - 1
                 }
             };

@@ -157,6 +157,24 @@ impl Inner {
         self.state.lock().expect("sim dir poisoned")
     }
 
+    /// The state, if the dir is there (else its ENOENT).
+    fn present(&self) -> io::Result<std::sync::MutexGuard<'_, State>> {
+        let s = self.state();
+        if !s.exists {
+            return Err(not_found(&self.path));
+        }
+        Ok(s)
+    }
+
+    /// The state, if the dir is there and takes a change (`write`: one that adds bytes).
+    fn changeable(&self, write: bool) -> io::Result<std::sync::MutexGuard<'_, State>> {
+        let s = self.present()?;
+        match refused(&s, write) {
+            Some(e) => Err(e),
+            None => Ok(s),
+        }
+    }
+
     fn log_exec(&self) {
         self.state().execs.push(tokio::time::Instant::now());
     }
@@ -166,18 +184,12 @@ impl Inner {
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
-        let s = self.state();
-        if !s.exists {
-            return Err(not_found(&self.path));
-        }
+        let s = self.present()?;
         Ok(s.files.keys().cloned().collect())
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        let s = self.state();
-        if !s.exists {
-            return Err(not_found(&self.path));
-        }
+        let s = self.present()?;
         s.files.get(name).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not found")))
     }
 
@@ -188,13 +200,7 @@ impl Inner {
     /// Stores `bytes` under `name` and tells the watches.
     fn put(&self, name: &str, bytes: Vec<u8>, append: bool) -> io::Result<()> {
         let seen = {
-            let mut s = self.state();
-            if !s.exists {
-                return Err(not_found(&self.path));
-            }
-            if let Some(e) = refused(&s, true) {
-                return Err(e);
-            }
+            let mut s = self.changeable(true)?;
             let existed = s.files.contains_key(name);
             let slot = s.files.entry(name.to_owned()).or_default();
             if append {
@@ -219,13 +225,7 @@ impl Inner {
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let seen = {
-            let mut s = self.state();
-            if !s.exists {
-                return Err(not_found(&self.path));
-            }
-            if let Some(e) = refused(&s, false) {
-                return Err(e);
-            }
+            let mut s = self.changeable(false)?;
             let bytes = s
                 .files
                 .remove(from)
@@ -239,13 +239,7 @@ impl Inner {
 
     fn remove(&self, name: &str) -> io::Result<()> {
         let seen = {
-            let mut s = self.state();
-            if !s.exists {
-                return Err(not_found(&self.path));
-            }
-            if let Some(e) = refused(&s, false) {
-                return Err(e);
-            }
+            let mut s = self.changeable(false)?;
             if s.files.remove(name).is_none() {
                 return Ok(());
             }
@@ -265,10 +259,7 @@ impl Inner {
     }
 
     fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        let mut s = self.state();
-        if !s.exists {
-            return Err(not_found(&self.path));
-        }
+        let mut s = self.present()?;
         if s.faults.contains(&SimFault::WatchLimit) {
             return Err(io::Error::new(io::ErrorKind::StorageFull, "inotify watch limit reached (ENOSPC)"));
         }
@@ -344,10 +335,7 @@ impl RelayDir for SimDir {
     }
 
     fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let s = self.inner.state();
-        if !s.exists {
-            return Err(not_found(&self.inner.path));
-        }
+        let s = self.inner.present()?;
         Ok(s.files.get(name).cloned())
     }
 

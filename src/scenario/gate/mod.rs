@@ -75,7 +75,50 @@ impl Ratio {
 /// The prefix of a baseline ratio's name.
 pub(crate) const VS_BASELINE: &str = "vs_baseline";
 
+/// Which way a figure moves for the better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Better {
+    Lower,
+    Higher,
+    /// Neither: set by the workload (turns started), shown but never a regression.
+    Either,
+}
+
 impl Metric {
+    /// The unit its value is shown in beside a figure (a latency statistic: in ms); `""`: a
+    /// count or a share.
+    pub(crate) fn unit(self) -> &'static str {
+        match self {
+            // A phased figure (`fleet.warmup.*`, `fleet.worst.*`) is in its steady figure's unit.
+            Metric::Fleet(FleetMetric::Phased(_, f)) => Metric::Fleet(f.steady()).unit(),
+            Metric::Latency(..) | Metric::Count(Counter::FaultWorstPickupMs) => "ms",
+            Metric::Count(c) if c.is_request_rate() => "/min",
+            Metric::Fleet(FleetMetric::QueueWaitP99Ms) => "ms",
+            Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
+            Metric::Fleet(FleetMetric::HeldExecSecsPerMin) => "s/min",
+            Metric::Fleet(
+                FleetMetric::PeakRequestsPerSec1s
+                | FleetMetric::PeakRequestsPerSec10s
+                | FleetMetric::PeakRequestsPerSec60s
+                | FleetMetric::MeanRequestsPerSec,
+            ) => "/s",
+            Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
+            _ => "",
+        }
+    }
+
+    /// Which way it moves for the better: more of a latency, a request rate or a rejection
+    /// is worse; more calls completed is better; what the workload sets is neither.
+    pub(crate) fn better(self) -> Better {
+        match self {
+            Metric::Count(Counter::Completed) => Better::Higher,
+            Metric::Fleet(FleetMetric::TurnsStarted | FleetMetric::Gauge(FleetGauge::ActiveTurns, _)) => Better::Either,
+            Metric::VsBaseline(_) => Better::Either,
+            _ => Better::Lower,
+        }
+    }
+
     /// A value of this metric as a gate's observed value reads (`93.1ms`, `5.25`,
     /// `0.968x the baseline`).
     pub(crate) fn show(self, v: f64) -> String {
