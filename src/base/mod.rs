@@ -3,9 +3,10 @@
 //! reader, what the relay says (notices), the filesystem primitives of publication (and of
 //! a dir opened once, `indir`), what a file may be written over (`writable`), a run
 //! directory's own files (`runfiles`), the "did you mean" of an error, and the process's two
-//! outputs that never panic (`console`).
+//! outputs that never panic (`console`), and text made safe in markup (`escape`).
 
 pub(crate) mod console;
+pub(crate) mod escape;
 pub(crate) mod fields;
 pub(crate) mod fsio;
 pub(crate) mod gauge;

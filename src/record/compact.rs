@@ -34,6 +34,10 @@ use crate::events::pairing::{BreachKind, PairingReport};
 use crate::events::{CallOutcome, Event, EventKind, FailKind, Incomplete, Listener, Msg};
 use serde::{Deserialize, Serialize};
 
+/// Where a decoded record's lines go: (event, time in ns, its outcome `(true, _)` or kind
+/// `(false, _)`).
+type LineOut<'a> = dyn FnMut(&str, i64, Option<(bool, String)>) + 'a;
+
 /// One line of the event log (an ndjson line; a compact record reads back as one or more).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Line {
@@ -419,55 +423,63 @@ impl<R: BufRead> CompactReader<R> {
                     calls: None,
                 });
             };
-            match tag {
-                REQUEST | RESPONSE | RESPONSE_UNREAD | PARKED => {
-                    let event = ["request", "response", "response_unread", "parked"][usize::from(tag - 1)];
-                    line(event, self.time()?, None);
-                }
-                WRITER => {
-                    let flags = self.need()?;
-                    let outcome = OUTCOMES
-                        .get(usize::from(flags >> 2))
-                        .ok_or(ReadError::Bad(self.offset, "an outcome of no known kind"))?;
-                    if flags & 1 != 0 {
-                        line("published", self.time()?, None);
-                    }
-                    if flags & 2 != 0 {
-                        line("answer_read", self.time()?, None);
-                    }
-                    line("call_end", self.time()?, Some((true, (*outcome).to_owned())));
-                }
-                RUNNER => {
-                    let flags = self.need()?;
-                    if flags & 1 == 0 {
-                        line("woke", self.time()?, None);
-                    }
-                    line("picked_up", self.time()?, None);
-                    if flags & 2 != 0 {
-                        line("handler_start", self.time()?, None);
-                        line("handler_end", self.time()?, None);
-                    }
-                    if flags & 4 != 0 {
-                        line("answered", self.time()?, None);
-                    }
-                }
-                BREACH => {
-                    let kind = BreachKind::ALL
-                        .get(usize::from(self.need()?))
-                        .ok_or(ReadError::Bad(self.offset, "a breach of no known kind"))?;
-                    line("breach", self.time()?, Some((false, kind.name().to_owned())));
-                }
-                CASE_END => {
-                    let calls = self.varint()?;
-                    line("case_end", self.time()?, None);
-                    if let Some(l) = lines.last_mut() {
-                        l.calls = Some(calls);
-                    }
-                }
-                _ => return Err(ReadError::Bad(self.offset - 1, "a record of no known kind")),
+            let calls = self.record(tag, &mut line)?;
+            if let (Some(calls), Some(l)) = (calls, lines.last_mut()) {
+                l.calls = Some(calls);
             }
             self.pending.extend(lines);
         }
+    }
+
+    /// Decodes one record of kind `tag` into its lines, each given to `line` (event, time,
+    /// its outcome `(true, _)` or kind `(false, _)`); a case's end gives its call count.
+    fn record(&mut self, tag: u8, line: &mut LineOut<'_>) -> Result<Option<u64>, ReadError> {
+        match tag {
+            REQUEST | RESPONSE | RESPONSE_UNREAD | PARKED => {
+                let event = ["request", "response", "response_unread", "parked"][usize::from(tag - 1)];
+                line(event, self.time()?, None);
+            }
+            WRITER => {
+                let flags = self.need()?;
+                let outcome = OUTCOMES
+                    .get(usize::from(flags >> 2))
+                    .ok_or(ReadError::Bad(self.offset, "an outcome of no known kind"))?;
+                if flags & 1 != 0 {
+                    line("published", self.time()?, None);
+                }
+                if flags & 2 != 0 {
+                    line("answer_read", self.time()?, None);
+                }
+                line("call_end", self.time()?, Some((true, (*outcome).to_owned())));
+            }
+            RUNNER => {
+                let flags = self.need()?;
+                if flags & 1 == 0 {
+                    line("woke", self.time()?, None);
+                }
+                line("picked_up", self.time()?, None);
+                if flags & 2 != 0 {
+                    line("handler_start", self.time()?, None);
+                    line("handler_end", self.time()?, None);
+                }
+                if flags & 4 != 0 {
+                    line("answered", self.time()?, None);
+                }
+            }
+            BREACH => {
+                let kind = BreachKind::ALL
+                    .get(usize::from(self.need()?))
+                    .ok_or(ReadError::Bad(self.offset, "a breach of no known kind"))?;
+                line("breach", self.time()?, Some((false, kind.name().to_owned())));
+            }
+            CASE_END => {
+                let calls = self.varint()?;
+                line("case_end", self.time()?, None);
+                return Ok(Some(calls));
+            }
+            _ => return Err(ReadError::Bad(self.offset - 1, "a record of no known kind")),
+        }
+        Ok(None)
     }
 }
 

@@ -266,6 +266,38 @@ impl Writer {
         end
     }
 
+    /// The request could not be published: announced but never visible, its pairing closed
+    /// as the runner cannot answer it (the machine's failure, or the relay's).
+    fn unpublished(&self, id: &CallId, e: io::Error) -> CallEnd {
+        if let Some(why) = crate::base::fsio::environment_failure(&e) {
+            let what = format!("the request of {id:?} was not published");
+            self.reporter.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
+            return CallEnd::Failed(FailKind::Environment);
+        }
+        self.reporter.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
+        CallEnd::Failed(FailKind::PublishError)
+    }
+
+    /// The answer read: both files removed, its bytes decoded (a malformed answer is an
+    /// error answer, said). `last`: how the wait before the read ended; an answer a timer
+    /// wake found was not announced, and is said so.
+    fn answered(&self, id: &CallId, (req, res): (&str, &str), bytes: &[u8], last: Option<Wake>) -> CallEnd {
+        if last == Some(Wake::Timeout) {
+            if let Some(rearmed) = self.waiter.missed() {
+                self.reporter.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
+            }
+        }
+        let _ = self.dir.remove(req);
+        let _ = self.dir.remove(res);
+        match Response::decode(bytes) {
+            Ok(r) => CallEnd::Answered(r),
+            Err(e) => {
+                self.reporter.say(Say::MalformedAnswer { call: id.to_string(), error: e.to_string() });
+                CallEnd::Answered(Response::Error(e.to_string()))
+            }
+        }
+    }
+
     /// No answer by the deadline: a lost call, unless the relay dir itself is gone (deleted
     /// under the run, its answer never publishable): then the machine's failure, said as such.
     fn timed_out(&self, id: &CallId) -> CallEnd {
@@ -293,14 +325,7 @@ impl Writer {
         let deadline = Instant::now() + spec.deadline;
         ev.emit(sb, id, EventKind::Requesting);
         if let Err(e) = self.dir.publish(&req, &body).await {
-            // Announced but never visible: close the pairing as the runner cannot answer.
-            if let Some(why) = crate::base::fsio::environment_failure(&e) {
-                let what = format!("the request of {id:?} was not published");
-                say.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
-                return CallEnd::Failed(FailKind::Environment);
-            }
-            say.say(Say::PublishFailed { call: id.to_string(), error: e.to_string() });
-            return CallEnd::Failed(FailKind::PublishError);
+            return self.unpublished(id, e);
         }
         times.published = Some(Instant::now());
         // How the last wait ended: an answer found after a timer wake was not announced.
@@ -309,20 +334,7 @@ impl Writer {
             match self.dir.read_present(&res) {
                 Ok(Some(bytes)) => {
                     times.read = Some(Instant::now());
-                    if last == Some(Wake::Timeout) {
-                        if let Some(rearmed) = self.waiter.missed() {
-                            say.say(Say::AnswerByTimer { call: id.to_string(), rearmed });
-                        }
-                    }
-                    let _ = self.dir.remove(&req);
-                    let _ = self.dir.remove(&res);
-                    return match Response::decode(&bytes) {
-                        Ok(r) => CallEnd::Answered(r),
-                        Err(e) => {
-                            say.say(Say::MalformedAnswer { call: id.to_string(), error: e.to_string() });
-                            CallEnd::Answered(Response::Error(e.to_string()))
-                        }
-                    };
+                    return self.answered(id, (&req, &res), &bytes, last);
                 }
                 Ok(None) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}

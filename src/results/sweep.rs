@@ -251,89 +251,94 @@ impl SweepResult {
         let total = self.points.len();
         let passing: Vec<&SweepPoint> = self.points.iter().filter(|p| p.pass == Some(true)).collect();
         let of = if ran == total { format!("{total}") } else { format!("{ran} run of {total}") };
-        self.best = None;
-        self.best_text = match goal {
-            _ if ran == 0 => "no point has run yet".into(),
-            _ if passing.is_empty() => format!("no point meets every gate ({of} points)"),
-            None => format!("no objective stated; {} of {of} points meet every gate", passing.len()),
-            Some((goal, metric)) => {
-                let k = self.figures.iter().position(|m| *m == metric).expect("the objective is a figure");
-                let mut best: Option<(&SweepPoint, f64)> = None;
-                for p in &passing {
-                    let Some(v) = p.figures.get(k).copied().flatten() else { continue };
-                    let better = best.is_none_or(|(_, b)| if goal == Goal::Min { v < b } else { v > b });
-                    if better {
-                        best = Some((p, v));
-                    }
-                }
-                match best {
-                    Some((least, v)) => {
-                        // Points within the tie margin of the least are no worse, as measured;
-                        // of those, the best is the one that costs least (the first cost figure
-                        // the sweep shows), so a tie is not won by holding more.
-                        let tied: Vec<&SweepPoint> = passing
-                            .iter()
-                            .copied()
-                            .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
-                            .collect();
-                        let cost = self
-                            .figures
-                            .iter()
-                            .enumerate()
-                            .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-                            .map(|(j, _)| j);
-                        let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
-                        let p = match cost {
-                            Some(c) => tied
-                                .iter()
-                                .copied()
-                                .min_by(|a, b| {
-                                    let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
-                                    x.total_cmp(&y)
-                                })
-                                .unwrap_or(least),
-                            None => least,
-                        };
-                        self.best = Some(p.case.clone());
-                        let objective = self.objective.as_deref().unwrap_or_default();
-                        let mut text = format!(
-                            "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
-                            p.case,
-                            show(metric, value(p, k)),
-                            passing.len()
-                        );
-                        let others: Vec<&str> =
-                            tied.iter().filter(|q| q.case != p.case).map(|q| q.case.as_str()).collect();
-                        if p.case != least.case {
-                            text += &format!(
-                                "; within {:.0} % of the least ({}: {}), and the cheapest of the {} points that close",
-                                TIE * 100.0,
-                                least.case,
-                                show(metric, Some(v)),
-                                tied.len()
-                            );
-                        } else if !others.is_empty() {
-                            text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
-                        }
-                        let costs: Vec<String> = self
-                            .figures
-                            .iter()
-                            .enumerate()
-                            .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-                            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
-                            .collect();
-                        if !costs.is_empty() {
-                            text += &format!("; its cost: {}", costs.join(", "));
-                        }
-                        text
-                    }
-                    None => format!(
-                        "no point that meets every gate measured {} ({of} points)",
-                        self.objective.as_deref().unwrap_or_default()
-                    ),
-                }
-            }
+        let (best, text) = match goal {
+            _ if ran == 0 => (None, "no point has run yet".into()),
+            _ if passing.is_empty() => (None, format!("no point meets every gate ({of} points)")),
+            None => (None, format!("no objective stated; {} of {of} points meet every gate", passing.len())),
+            Some((goal, metric)) => self.best_of(&passing, goal, metric, &of),
         };
+        (self.best, self.best_text) = (best, text);
+    }
+
+    /// The best of the points that meet every gate by the objective (`metric` as `goal`
+    /// says), ties broken by cost; with the sentence that says so.
+    fn best_of(&self, passing: &[&SweepPoint], goal: Goal, metric: Metric, of: &str) -> (Option<String>, String) {
+        let k = self.figures.iter().position(|m| *m == metric).expect("the objective is a figure");
+        let mut best: Option<(&SweepPoint, f64)> = None;
+        for p in passing {
+            let Some(v) = p.figures.get(k).copied().flatten() else { continue };
+            let better = best.is_none_or(|(_, b)| if goal == Goal::Min { v < b } else { v > b });
+            if better {
+                best = Some((p, v));
+            }
+        }
+        match best {
+            Some((least, v)) => {
+                // Points within the tie margin of the least are no worse, as measured;
+                // of those, the best is the one that costs least (the first cost figure
+                // the sweep shows), so a tie is not won by holding more.
+                let tied: Vec<&SweepPoint> = passing
+                    .iter()
+                    .copied()
+                    .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
+                    .collect();
+                let cost = self
+                    .figures
+                    .iter()
+                    .enumerate()
+                    .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+                    .map(|(j, _)| j);
+                let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
+                let p = match cost {
+                    Some(c) => tied
+                        .iter()
+                        .copied()
+                        .min_by(|a, b| {
+                            let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
+                            x.total_cmp(&y)
+                        })
+                        .unwrap_or(least),
+                    None => least,
+                };
+                let objective = self.objective.as_deref().unwrap_or_default();
+                let mut text = format!(
+                    "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
+                    p.case,
+                    show(metric, value(p, k)),
+                    passing.len()
+                );
+                let others: Vec<&str> = tied.iter().filter(|q| q.case != p.case).map(|q| q.case.as_str()).collect();
+                if p.case != least.case {
+                    text += &format!(
+                        "; within {:.0} % of the least ({}: {}), and the cheapest of the {} points that close",
+                        TIE * 100.0,
+                        least.case,
+                        show(metric, Some(v)),
+                        tied.len()
+                    );
+                } else if !others.is_empty() {
+                    text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
+                }
+                let costs: Vec<String> = self
+                    .figures
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+                    .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
+                    .collect();
+                if !costs.is_empty() {
+                    text += &format!("; its cost: {}", costs.join(", "));
+                }
+                (Some(p.case.clone()), text)
+            }
+            None => (
+                None,
+                format!(
+                    "no point that meets every gate measured {} ({of} points)",
+                    self.objective.as_deref().unwrap_or_default()
+                ),
+            ),
+        }
     }
 }
 

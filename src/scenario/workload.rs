@@ -40,9 +40,9 @@ fn parse_warmup(w: &mut Fields<'_>, duration: Duration) -> Result<(Duration, boo
     Ok((warmup, gated.unwrap_or(true)))
 }
 
-/// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.
-pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
-    let agent = match w.table("agent")? {
+/// `[workload.agent]`: agent turns, which exclude an open-loop schedule's keys.
+fn parse_agent(w: &mut Fields<'_>) -> Result<Option<crate::scenario::turns::AgentTurns>, ScenarioError> {
+    Ok(match w.table("agent")? {
         Some(mut a) => {
             for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
                 if w.raw_unread(key) {
@@ -56,8 +56,12 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
             Some(turns)
         }
         None => None,
-    };
-    let phases = match parse_phases(w)? {
+    })
+}
+
+/// The phases: `[[workload.phase]]`, or one phase of `duration` at `turns_per_sec`.
+fn parse_schedule(w: &mut Fields<'_>) -> Result<Vec<Phase>, ScenarioError> {
+    Ok(match parse_phases(w)? {
         Some(p) => {
             for key in ["duration", "turns_per_sec"] {
                 if w.raw_unread(key) {
@@ -74,7 +78,13 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
             let turns_per_sec = w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0);
             vec![Phase { duration, turns_per_sec }]
         }
-    };
+    })
+}
+
+/// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.
+pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Workload, f64), ScenarioError> {
+    let agent = parse_agent(w)?;
+    let phases = parse_schedule(w)?;
     let duration: Duration = phases.iter().map(|p| p.duration).sum();
     let (warmup, warmup_gated) = parse_warmup(w, duration)?;
     let factor = ov.factor(duration);

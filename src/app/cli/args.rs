@@ -449,9 +449,14 @@ impl RunArgs {
     }
 }
 
+/// A `--clock` that names no clock.
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is no clock: give `real` or `virtual`")]
+pub(crate) struct NoClock(String);
+
 /// `--clock`'s value: one of the clocks by its name.
-fn clock(s: &str) -> Result<crate::scenario::Clock, String> {
-    crate::scenario::Clock::named(s).ok_or_else(|| format!("`{s}` is no clock: `real` or `virtual`"))
+fn clock(s: &str) -> Result<crate::scenario::Clock, NoClock> {
+    crate::scenario::Clock::named(s).ok_or_else(|| NoClock(s.to_owned()))
 }
 
 #[cfg(test)]

@@ -145,6 +145,44 @@ fn fatal(args: &WriterArgs, msg: &str) -> i32 {
     3
 }
 
+/// The writer's events, as lines of `file`, written on a thread of their own.
+fn log_on_a_thread(
+    file: std::fs::File,
+    mono: Mono,
+    mut inbox: crate::events::EventInbox,
+) -> Result<std::thread::JoinHandle<std::io::Result<()>>, WriterError> {
+    std::thread::Builder::new()
+        .name("sandbox-writer-log".into())
+        .spawn(move || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(file);
+            let mut batch = Vec::new();
+            while inbox.recv(&mut batch) {
+                for line in batch.drain(..).filter_map(|m| Line::of(&m, &mono)) {
+                    serde_json::to_writer(&mut out, &line)?;
+                    out.write_all(b"\n")?;
+                }
+            }
+            out.flush()
+        })
+        .map_err(WriterError::LogThread)
+}
+
+/// Closes `stop` when the stop file `path` appears or the process that started this one
+/// is gone.
+fn watch_stop(stop: Arc<Signal>, path: std::path::PathBuf) -> tokio::task::JoinHandle<()> {
+    // SAFETY: getppid cannot fail.
+    let parent = unsafe { libc::getppid() };
+    tokio::spawn(async move {
+        while !stop.is_closed() {
+            // SAFETY: as above.
+            if path.exists() || unsafe { libc::getppid() } != parent {
+                stop.close();
+            }
+            tokio::time::sleep(STOP_EVERY).await;
+        }
+    })
+}
+
 async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     let at = |path: &std::path::Path| {
         let path = path.display().to_string();
@@ -160,21 +198,8 @@ async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     }
     let file = std::fs::File::create(&args.events).map_err(at(&args.events))?;
     let mono = Mono::now();
-    let (sink, mut inbox) = EventSink::channel();
-    let logger = std::thread::Builder::new()
-        .name("sandbox-writer-log".into())
-        .spawn(move || -> std::io::Result<()> {
-            let mut out = std::io::BufWriter::new(file);
-            let mut batch = Vec::new();
-            while inbox.recv(&mut batch) {
-                for line in batch.drain(..).filter_map(|m| Line::of(&m, &mono)) {
-                    serde_json::to_writer(&mut out, &line)?;
-                    out.write_all(b"\n")?;
-                }
-            }
-            out.flush()
-        })
-        .map_err(WriterError::LogThread)?;
+    let (sink, inbox) = EventSink::channel();
+    let logger = log_on_a_thread(file, mono, inbox)?;
 
     let k = args.sandbox;
     let dir: Arc<dyn RelayDir> = Arc::new(RealDir::new(args.dir.clone()));
@@ -187,20 +212,7 @@ async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     // gone (relay-bench killed outright takes the daemons it started with it): no writer
     // paces on for nobody.
     let stop = Arc::new(Signal::new());
-    let watcher = {
-        let (stop, path) = (stop.clone(), args.stop.clone());
-        // SAFETY: getppid cannot fail.
-        let parent = unsafe { libc::getppid() };
-        tokio::spawn(async move {
-            while !stop.is_closed() {
-                // SAFETY: as above.
-                if path.exists() || unsafe { libc::getppid() } != parent {
-                    stop.close();
-                }
-                tokio::time::sleep(STOP_EVERY).await;
-            }
-        })
-    };
+    let watcher = watch_stop(stop.clone(), args.stop.clone());
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     // Its one writer stands at index 0 of the writers the calls are fired on.
     let counted = Arc::new(vec![std::sync::atomic::AtomicU32::new(0)]);

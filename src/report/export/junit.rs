@@ -171,7 +171,7 @@ fn failed(r: &CaseResult) -> usize {
 
 /// XML attribute text: the five entities escaped, characters XML 1.0 forbids dropped.
 fn esc(s: &str) -> std::borrow::Cow<'_, str> {
-    crate::report::html::escape_xml_attr(s)
+    crate::base::escape::xml_attr(s)
 }
 
 #[cfg(test)]

@@ -10,36 +10,7 @@ use crate::report::export::Align;
 
 /// `s` made safe as HTML text and as a quoted attribute value.
 pub(super) fn escape(s: &str) -> Cow<'_, str> {
-    escape_as(s, false)
-}
-
-/// `s` made safe as an XML 1.0 attribute value (JUnit): the five entities escaped, a line
-/// break and a tab kept as character references, the other characters XML forbids dropped.
-pub(crate) fn escape_xml_attr(s: &str) -> Cow<'_, str> {
-    escape_as(s, true)
-}
-
-fn escape_as(s: &str, xml_attr: bool) -> Cow<'_, str> {
-    let special = |c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || (xml_attr && (c as u32) < 0x20);
-    if !s.contains(special) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' if xml_attr => out.push_str("&apos;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' if xml_attr => out.push_str("&#10;"),
-            '\t' if xml_attr => out.push_str("&#9;"),
-            c if xml_attr && (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
+    crate::base::escape::html(s)
 }
 
 /// A table cell: its text and a class for it (`""`: none).

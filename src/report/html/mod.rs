@@ -12,7 +12,6 @@ mod doc;
 mod markup;
 mod sections;
 
-pub(crate) use markup::escape_xml_attr;
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};

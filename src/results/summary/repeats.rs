@@ -9,6 +9,8 @@
 
 use super::CaseResult;
 use crate::record::recorder::LatencyStats;
+use crate::results::counts::Requests;
+use crate::results::fleet::FleetResult;
 use crate::results::repeat::{bootstrap_ci, median, Repeats, Rule, Spread};
 use crate::scenario::gate::{Counter, FleetMetric, Metric};
 
@@ -66,31 +68,8 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     if let Some(leg) = r.injected_leg_us.as_mut() {
         latency(&mut out, "injected_leg", leg, "us");
     }
-    let q = &mut r.requests;
-    if !q.not_measured {
-        out.push(("discovery_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.discovery_per_min)));
-        out.push(("data_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.data_per_min)));
-        out.push(("discovery_total".into(), "", Rule::Median, Slot::U(&mut q.discovery_total)));
-        out.push(("data_total".into(), "", Rule::Median, Slot::U(&mut q.data_total)));
-        let stretches = [
-            Some(("busy", &mut q.busy)),
-            Some(("idle_dir", &mut q.idle)),
-            q.idle_relay.as_mut().map(|s| ("idle", s)),
-            Some(("active_phase", &mut q.active_phases)),
-            Some(("idle_phase", &mut q.idle_phases)),
-        ];
-        for (name, s) in stretches.into_iter().flatten() {
-            if s.minutes > 0.0 {
-                out.push((
-                    format!("{name}_discovery_per_min"),
-                    "/min",
-                    Rule::Median,
-                    Slot::F(&mut s.discovery_per_min),
-                ));
-                out.push((format!("{name}_data_per_min"), "/min", Rule::Median, Slot::F(&mut s.data_per_min)));
-                out.push((format!("{name}_minutes"), "", Rule::Median, Slot::F(&mut s.minutes)));
-            }
-        }
+    if !r.requests.not_measured {
+        request_slots(&mut out, &mut r.requests);
     }
     if let Some(v) = per_call {
         out.push(("requests_per_call".into(), "", Rule::Median, Slot::Derived(v)));
@@ -125,42 +104,71 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     }
     out.push(("window_secs".into(), "s", Rule::Median, Slot::F(&mut r.window_secs)));
     if let Some(f) = r.fleet.as_mut() {
-        let t = &mut f.turns;
-        out.push(("fleet.turns_started".into(), "", Rule::Median, Slot::U(&mut t.started)));
-        out.push(("fleet.turns_demoted".into(), "", Rule::Median, Slot::U(&mut t.demoted)));
-        out.push(("fleet.turns_demoted_pct".into(), "%", Rule::Median, Slot::F(&mut t.demoted_pct)));
-        out.push(("fleet.window_failures".into(), "", Rule::Median, Slot::U(&mut t.window_failures)));
-        out.push(("fleet.fallback_secs".into(), "s", Rule::Median, Slot::F(&mut t.fallback_secs)));
-        out.push(("fleet.calls_per_turn_mean".into(), "", Rule::Median, Slot::F(&mut t.calls_per_turn_mean)));
-        if f.org_measured {
-            let gauges = [
-                ("held_execs", &mut f.held_execs),
-                ("sandbox_held_execs", &mut f.sandbox_held_execs),
-                ("in_flight", &mut f.in_flight),
-                ("sandbox_in_flight", &mut f.sandbox_in_flight),
-                ("connections", &mut f.connections),
-                ("sandbox_connections", &mut f.sandbox_connections),
-            ];
-            for (name, g) in gauges {
-                out.push((format!("fleet.{name}.max"), "", Rule::Median, Slot::U(&mut g.max)));
-                out.push((format!("fleet.{name}.p99"), "", Rule::Median, Slot::U(&mut g.p99)));
-                out.push((format!("fleet.{name}.p50"), "", Rule::Median, Slot::U(&mut g.p50)));
-                out.push((format!("fleet.{name}.mean"), "", Rule::Median, Slot::F(&mut g.mean)));
-            }
-            let rps = &mut f.requests_per_sec;
-            out.push(("fleet.requests_per_sec.mean".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
-            out.push(("fleet.requests_per_sec.peak_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
-            out.push(("fleet.requests_per_sec.peak_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
-            if let Some(p) = rps.peak_60s.as_mut() {
-                out.push(("fleet.requests_per_sec.peak_60s".into(), "/s", Rule::Median, Slot::F(p)));
-            }
-            out.push(("fleet.rejected".into(), "", Rule::Median, Slot::U(&mut f.rejected)));
-            out.push(("fleet.queued".into(), "", Rule::Median, Slot::U(&mut f.queued)));
-            out.push(("fleet.cut".into(), "", Rule::Median, Slot::U(&mut f.cut)));
-            latency(&mut out, "fleet.queue_wait", &mut f.queue_wait_us, "us");
-        }
+        fleet_slots(&mut out, f);
     }
     out
+}
+
+/// The request rates and totals, over the window and each stretch that happened.
+fn request_slots<'a>(out: &mut Vec<Named<'a>>, q: &'a mut Requests) {
+    out.push(("discovery_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.discovery_per_min)));
+    out.push(("data_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.data_per_min)));
+    out.push(("discovery_total".into(), "", Rule::Median, Slot::U(&mut q.discovery_total)));
+    out.push(("data_total".into(), "", Rule::Median, Slot::U(&mut q.data_total)));
+    let stretches = [
+        Some(("busy", &mut q.busy)),
+        Some(("idle_dir", &mut q.idle)),
+        q.idle_relay.as_mut().map(|s| ("idle", s)),
+        Some(("active_phase", &mut q.active_phases)),
+        Some(("idle_phase", &mut q.idle_phases)),
+    ];
+    for (name, s) in stretches.into_iter().flatten() {
+        if s.minutes > 0.0 {
+            out.push((format!("{name}_discovery_per_min"), "/min", Rule::Median, Slot::F(&mut s.discovery_per_min)));
+            out.push((format!("{name}_data_per_min"), "/min", Rule::Median, Slot::F(&mut s.data_per_min)));
+            out.push((format!("{name}_minutes"), "", Rule::Median, Slot::F(&mut s.minutes)));
+        }
+    }
+}
+
+/// The fleet's turns and, where its requests passed through the organisation, its gauges,
+/// rates, rejections and queue waits.
+fn fleet_slots<'a>(out: &mut Vec<Named<'a>>, f: &'a mut FleetResult) {
+    let t = &mut f.turns;
+    out.push(("fleet.turns_started".into(), "", Rule::Median, Slot::U(&mut t.started)));
+    out.push(("fleet.turns_demoted".into(), "", Rule::Median, Slot::U(&mut t.demoted)));
+    out.push(("fleet.turns_demoted_pct".into(), "%", Rule::Median, Slot::F(&mut t.demoted_pct)));
+    out.push(("fleet.window_failures".into(), "", Rule::Median, Slot::U(&mut t.window_failures)));
+    out.push(("fleet.fallback_secs".into(), "s", Rule::Median, Slot::F(&mut t.fallback_secs)));
+    out.push(("fleet.calls_per_turn_mean".into(), "", Rule::Median, Slot::F(&mut t.calls_per_turn_mean)));
+    if !f.org_measured {
+        return;
+    }
+    let gauges = [
+        ("held_execs", &mut f.held_execs),
+        ("sandbox_held_execs", &mut f.sandbox_held_execs),
+        ("in_flight", &mut f.in_flight),
+        ("sandbox_in_flight", &mut f.sandbox_in_flight),
+        ("connections", &mut f.connections),
+        ("sandbox_connections", &mut f.sandbox_connections),
+    ];
+    for (name, g) in gauges {
+        out.push((format!("fleet.{name}.max"), "", Rule::Median, Slot::U(&mut g.max)));
+        out.push((format!("fleet.{name}.p99"), "", Rule::Median, Slot::U(&mut g.p99)));
+        out.push((format!("fleet.{name}.p50"), "", Rule::Median, Slot::U(&mut g.p50)));
+        out.push((format!("fleet.{name}.mean"), "", Rule::Median, Slot::F(&mut g.mean)));
+    }
+    let rps = &mut f.requests_per_sec;
+    out.push(("fleet.requests_per_sec.mean".into(), "/s", Rule::Median, Slot::F(&mut rps.mean_per_sec)));
+    out.push(("fleet.requests_per_sec.peak_1s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_1s)));
+    out.push(("fleet.requests_per_sec.peak_10s".into(), "/s", Rule::Median, Slot::F(&mut rps.peak_10s)));
+    if let Some(p) = rps.peak_60s.as_mut() {
+        out.push(("fleet.requests_per_sec.peak_60s".into(), "/s", Rule::Median, Slot::F(p)));
+    }
+    out.push(("fleet.rejected".into(), "", Rule::Median, Slot::U(&mut f.rejected)));
+    out.push(("fleet.queued".into(), "", Rule::Median, Slot::U(&mut f.queued)));
+    out.push(("fleet.cut".into(), "", Rule::Median, Slot::U(&mut f.cut)));
+    latency(out, "fleet.queue_wait", &mut f.queue_wait_us, "us");
 }
 
 /// The gate metrics read from more than one field (or from the fault rows, which are the

@@ -187,10 +187,23 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
         ));
         return Graded::new(Verdict::Failed, "the colliding call published over the one in flight", evidence);
     }
+    grade_collision(ctx, (told1, told2), gave_up, first_gave_up, evidence)
+}
+
+/// The collision graded, once no second request was published over the first: by what
+/// each call told, whether the colliding one exited (`gave_up`: its code and when), and
+/// whether the call in flight ended before its answer.
+fn grade_collision(
+    ctx: &Ctx,
+    (told1, told2): (Told, Told),
+    gave_up: Option<(Option<i32>, Instant)>,
+    first_gave_up: bool,
+    evidence: Vec<String>,
+) -> Graded {
     if matches!(&told2, Told::Answer(Response::Ok(t)) if t == "answer-coll/1") {
         return Graded::new(Verdict::Failed, "the colliding call told the other call's answer", evidence);
     }
-    if first_gave_up && again.is_none() {
+    if first_gave_up {
         // Its deadline is the deadline case's to grade; here the collision went untested.
         return Graded::new(
             Verdict::Inconclusive,

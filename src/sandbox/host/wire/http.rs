@@ -169,41 +169,48 @@ impl Framer {
                 State::ChunkSize | State::ChunkEnd | State::Trailer => {
                     let b = buf[i];
                     i += 1;
-                    self.line.push(b);
-                    if b != b'\n' {
-                        if self.line.len() > MAX_HEAD {
-                            self.state = State::Broken;
-                            return Err(broken("a chunk line too long"));
-                        }
-                        continue;
-                    }
-                    let line = std::mem::take(&mut self.line);
-                    let text = line.strip_suffix(b"\n").unwrap_or(&line);
-                    let text = text.strip_suffix(b"\r").unwrap_or(text);
-                    self.state = match self.state {
-                        State::ChunkEnd if text.is_empty() => State::ChunkSize,
-                        State::ChunkEnd => {
-                            self.state = State::Broken;
-                            return Err(broken("a chunk longer than its size"));
-                        }
-                        State::ChunkSize => match chunk_size(text) {
-                            Some(0) => State::Trailer,
-                            Some(n) => State::ChunkData(n),
-                            None => {
-                                self.state = State::Broken;
-                                return Err(broken("a bad chunk size"));
-                            }
-                        },
-                        // A trailer field, or the empty line that ends the message.
-                        _ if text.is_empty() => {
-                            out.push(Event::End(i));
-                            State::Head
-                        }
-                        _ => State::Trailer,
-                    };
+                    self.chunk_line(b, i, out)?;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// One byte of a chunk-size line, a chunk's closing line break or a trailer line (ending
+    /// at `i`): a whole line moves the state on.
+    fn chunk_line(&mut self, b: u8, i: usize, out: &mut Vec<Event>) -> Result<(), FrameError> {
+        self.line.push(b);
+        if b != b'\n' {
+            if self.line.len() > MAX_HEAD {
+                self.state = State::Broken;
+                return Err(broken("a chunk line too long"));
+            }
+            return Ok(());
+        }
+        let line = std::mem::take(&mut self.line);
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        self.state = match self.state {
+            State::ChunkEnd if text.is_empty() => State::ChunkSize,
+            State::ChunkEnd => {
+                self.state = State::Broken;
+                return Err(broken("a chunk longer than its size"));
+            }
+            State::ChunkSize => match chunk_size(text) {
+                Some(0) => State::Trailer,
+                Some(n) => State::ChunkData(n),
+                None => {
+                    self.state = State::Broken;
+                    return Err(broken("a bad chunk size"));
+                }
+            },
+            // A trailer field, or the empty line that ends the message.
+            _ if text.is_empty() => {
+                out.push(Event::End(i));
+                State::Head
+            }
+            _ => State::Trailer,
+        };
         Ok(())
     }
 
