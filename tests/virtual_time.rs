@@ -162,6 +162,26 @@ fn two_runs_with_one_seed_agree_to_the_byte() {
     assert_ne!(a, c, "another seed, another run");
 }
 
+/// Progress is told every 10 simulated seconds with a wall-time ETA, and listening to it
+/// changes nothing the run measures.
+#[test]
+fn progress_is_told_in_simulated_time_and_changes_no_result() {
+    let s = Scenario::parse("small.toml", SMALL).unwrap();
+    let quiet = serde_json::to_string(&run_case_virtual(&s, &s.cases[0], &env()).unwrap()).unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let heard = lines.clone();
+    let mut told = env();
+    told.progress = Some(std::sync::Arc::new(move |l: &str| heard.lock().unwrap().push(l.to_owned())));
+    let loud = serde_json::to_string(&run_case_virtual(&s, &s.cases[0], &told).unwrap()).unwrap();
+    assert_eq!(quiet, loud, "a run told its progress measures what a quiet one does");
+    let lines = lines.lock().unwrap();
+    // 5 simulated minutes: a line every 10 s.
+    assert!((25..=31).contains(&lines.len()), "{} lines: {lines:?}", lines.len());
+    let last = lines.last().unwrap();
+    assert!(last.contains(" / 300.00s simulated (ETA "), "{last}");
+    assert!(last.contains("calls answered, pickup p50 "), "{last}");
+}
+
 #[test]
 fn every_fault_of_spec_6_strikes_and_is_survived() {
     let s = Scenario::load("faults").unwrap();

@@ -15,7 +15,7 @@ use super::backend::Fire;
 use super::faults::Striker;
 use super::setup::Parts;
 use super::{CaseEnv, EngineError};
-use crate::base::units::human;
+use crate::base::units::{human, thousands};
 use crate::relay::writer::Writer;
 use crate::scenario::{CaseSpec, Clock};
 
@@ -35,6 +35,8 @@ pub(super) struct Drain<'a> {
     pub turns: bool,
     /// The live pickup p50 (ns) the recorder keeps, for progress.
     pub live_p50: &'a AtomicU64,
+    /// When the drain began on this machine's clock: a simulated case's ETA is in wall time.
+    pub wall_start: std::time::Instant,
 }
 
 /// What a drain ended with.
@@ -90,6 +92,7 @@ impl<'a> Drain<'a> {
             elsewhere: parts.elsewhere,
             turns: parts.turns,
             live_p50,
+            wall_start: std::time::Instant::now(),
         }
     }
 
@@ -166,37 +169,38 @@ impl<'a> Drain<'a> {
             let done = (!self.elsewhere).then_some(t.finished);
             let total = (!self.turns).then_some(t.total);
             let p50 = self.live_p50.load(Ordering::Relaxed);
-            p(&progress_line(self.case, self.epoch, self.length, done, total, p50));
+            let at = At { elapsed: self.epoch.elapsed(), length: self.length, wall: self.wall_start.elapsed() };
+            p(&progress_line(self.case, at, done, total, p50));
         }
     }
 }
 
+/// Where a case is: time on its clock since the start, its schedule's length, and the wall
+/// time it has taken.
+struct At {
+    elapsed: Duration,
+    length: Duration,
+    wall: Duration,
+}
+
 /// `done`: calls answered so far, `None` when they are counted only at the end (in the
 /// sandbox); `total`: the calls scheduled, `None` for agent turns (their count is known
-/// when they end).
-fn progress_line(
-    case: &CaseSpec,
-    epoch: Instant,
-    length: Duration,
-    done: Option<usize>,
-    total: Option<usize>,
-    p50_ns: u64,
-) -> String {
-    let elapsed = epoch.elapsed();
+/// when they end). On the virtual clock the ETA is wall time, at the pace so far.
+fn progress_line(case: &CaseSpec, at: At, done: Option<usize>, total: Option<usize>, p50_ns: u64) -> String {
     let p50 = if p50_ns == 0 { "-".to_owned() } else { human(Duration::from_nanos(p50_ns)) };
     let calls = match (done, total) {
-        (Some(done), Some(total)) => format!("{done}/{total} calls answered, pickup p50 {p50}"),
-        (Some(done), None) => format!("{done} calls answered, pickup p50 {p50}"),
-        (None, total) => {
-            format!("{} calls running in the sandbox (counted when their log comes back)", total.unwrap_or(0))
-        }
+        (Some(done), Some(total)) => format!("{}/{} calls answered, pickup p50 {p50}", thousands(done as f64), thousands(total as f64)),
+        (Some(done), None) => format!("{} calls answered, pickup p50 {p50}", thousands(done as f64)),
+        (None, total) => format!(
+            "{} calls running in the sandbox (counted when their log comes back)",
+            thousands(total.unwrap_or(0) as f64)
+        ),
     };
-    format!(
-        "  {}: {} / {}{} (ETA {}), {calls}",
-        case.name,
-        human(elapsed),
-        human(length),
-        if case.clock == Clock::Virtual { " simulated" } else { "" },
-        human(length.saturating_sub(elapsed))
-    )
+    let left = at.length.saturating_sub(at.elapsed);
+    let (clock, eta) = match case.clock {
+        Clock::Virtual if at.elapsed.is_zero() => (" simulated", "-".to_owned()),
+        Clock::Virtual => (" simulated", human(at.wall.mul_f64(left.as_secs_f64() / at.elapsed.as_secs_f64()))),
+        Clock::Real => ("", human(left)),
+    };
+    format!("  {}: {} / {}{clock} (ETA {eta}), {calls}", case.name, human(at.elapsed), human(at.length))
 }
