@@ -73,7 +73,7 @@ pub use relay::handler::HandlerModel;
 pub use relay::runner::{LoopOptions, PauseAnswer, Runner, RunnerReport, SeenScope, Started};
 pub use relay::source::{ActivitySource, Reporter, Wake};
 pub use relay::writer::CallEnd;
-pub use report::capacity::{markdown as capacity_markdown, CAPACITY_OUTPUTS};
+pub use report::capacity::{html as capacity_html, markdown as capacity_markdown, CAPACITY_OUTPUTS};
 pub use report::conform::{html as conform_html, markdown as conform_markdown, CONFORM_OUTPUTS};
 pub use report::output::{Dest, Moment, Output};
 pub use report::publish::OUTPUTS;

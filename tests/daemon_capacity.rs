@@ -146,13 +146,15 @@ fn bad_input_exits_2_before_anything_starts() {
 }
 
 #[test]
-fn committed_capacity_runs_read_and_re_render_to_their_own_capacity_md() {
+fn committed_capacity_runs_read_and_re_render_to_their_own_capacity_md_and_html() {
     let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
     for run in std::fs::read_dir(runs).unwrap().flatten().map(|e| e.path()) {
         let Ok(json) = std::fs::read_to_string(run.join("capacity.json")) else { continue };
         let r = CapacityReport::from_json(&json).unwrap_or_else(|e| panic!("{}: {e}", run.display()));
         let md = std::fs::read_to_string(run.join("capacity.md")).unwrap();
         assert!(md == relay_bench::capacity_markdown(&r), "{}: capacity.md re-renders differently", run.display());
+        let page = std::fs::read_to_string(run.join("capacity.html")).unwrap();
+        assert!(page == relay_bench::capacity_html(&r), "{}: capacity.html re-renders differently", run.display());
         assert!(r.cleanup.as_ref().is_some_and(|c| c.clean()), "{}: its cleanup left something", run.display());
     }
 }

@@ -189,7 +189,9 @@ struct At {
 fn progress_line(case: &CaseSpec, at: At, done: Option<usize>, total: Option<usize>, p50_ns: u64) -> String {
     let p50 = if p50_ns == 0 { "-".to_owned() } else { human(Duration::from_nanos(p50_ns)) };
     let calls = match (done, total) {
-        (Some(done), Some(total)) => format!("{}/{} calls answered, pickup p50 {p50}", thousands(done as f64), thousands(total as f64)),
+        (Some(done), Some(total)) => {
+            format!("{}/{} calls answered, pickup p50 {p50}", thousands(done as f64), thousands(total as f64))
+        }
         (Some(done), None) => format!("{} calls answered, pickup p50 {p50}", thousands(done as f64)),
         (None, total) => format!(
             "{} calls running in the sandbox (counted when their log comes back)",

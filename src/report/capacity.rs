@@ -3,18 +3,23 @@
 //! report and published by the same loop ([`publish_outputs`]: each file under a temp name,
 //! renamed into place once it rendered whole): `capacity.json` (the typed report),
 //! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
-//! facts) and the console table. A new format is a type implementing
-//! `Output<CapacityReport>` and a line in [`CAPACITY_OUTPUTS`].
+//! facts), `capacity.html` (the same document on one page) and the console table, the two
+//! documents from one [`Doc`]. A new format is a type implementing `Output<CapacityReport>`
+//! and a line in [`CAPACITY_OUTPUTS`].
 
 use std::path::Path;
 
+use super::doc::{code, columns, inline, plain, Align, Block, Doc, Section, Span, Table};
 use super::output::{Dest, Moment, Output, Staged, WriteError};
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use crate::base::units::human_us;
 use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
 
+use Align::{Left as L, Right as R};
+
 /// Every output of a capacity run, in the order they are written.
-pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] = &[&CapacityJson, &CapacityMarkdown, &CapacityTable];
+pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] =
+    &[&CapacityJson, &CapacityMarkdown, &CapacityHtml, &CapacityTable];
 
 /// Writes every output of `report` into `dir` at `moment`: after each step
 /// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
@@ -31,6 +36,19 @@ fn after_steps(moment: Moment) -> bool {
 pub(crate) struct CapacityJson;
 pub(crate) struct CapacityMarkdown;
 pub(crate) struct CapacityTable;
+pub(crate) struct CapacityHtml;
+
+impl Output<CapacityReport> for CapacityHtml {
+    fn name(&self) -> &'static str {
+        "capacity.html"
+    }
+    fn written_at(&self, moment: Moment) -> bool {
+        after_steps(moment)
+    }
+    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
+        out.put("capacity.html", html(report).as_bytes())
+    }
+}
 
 impl Output<CapacityReport> for CapacityJson {
     fn name(&self) -> &'static str {
@@ -121,30 +139,49 @@ pub(crate) fn verdict(r: &CapacityReport) -> String {
     }
 }
 
+/// The capacity report as a document: what the command measures and how the ramp ended,
+/// then the machine and daemon, a row per step, the failure point, the cost per held exec
+/// and the cleanup.
+fn document(r: &CapacityReport) -> Doc {
+    let outcome = match r.outcome {
+        Outcome::Running => ("RUNNING", true),
+        Outcome::Completed => ("COMPLETED", true),
+        Outcome::FailurePoint => ("FAILURE POINT FOUND", true),
+        Outcome::Stopped => ("STOPPED", false),
+        Outcome::Interrupted => ("INTERRUPTED", false),
+    };
+    Doc {
+        title: "Daemon capacity: held execs on one sandbox-agent daemon".into(),
+        outcome,
+        verdict: None,
+        lead: vec![
+            Block::Para(inline(ABOUT)),
+            Block::Para(vec![Span::Strong("Outcome:".into()), Span::Text(format!(" {}", verdict(r)))]),
+        ],
+        sections: vec![
+            Section::new("machine", "Machine and daemon", machine(r)),
+            Section::new("steps", "Steps", steps(r)),
+            Section::new("failure-point", "Failure point", failure(r)),
+            Section::new("costs", "Cost per held exec", costs(r)),
+            Section::new("cleanup", "Cleanup", cleanup(r)),
+        ],
+    }
+}
+
 /// capacity.md, rendered from the report alone (a committed run's must re-render to itself).
 pub fn markdown(r: &CapacityReport) -> String {
     let mut md = String::new();
-    line(&mut md, "# Daemon capacity: held execs on one sandbox-agent daemon\n");
-    line(&mut md, &format!("{ABOUT}\n"));
-    line(&mut md, &format!("**Outcome:** {}\n", verdict(r)));
-    machine(&mut md, r);
-    steps(&mut md, r);
-    failure(&mut md, r);
-    costs(&mut md, r);
-    cleanup(&mut md, r);
+    super::doc::document(&mut md, &document(r));
     md
 }
 
-/// One line of the document.
-fn line(md: &mut String, s: &str) {
-    md.push_str(s);
-    md.push('\n');
+/// capacity.html: the same document on one self-contained page.
+pub fn html(r: &CapacityReport) -> String {
+    super::html::document_page(&document(r))
 }
 
 /// The machine, the daemon and its limits, and the ramp's plan.
-fn machine(md: &mut String, r: &CapacityReport) {
-    line(md, "## Machine and daemon\n");
-    line(md, "| | |\n|---|---|");
+fn machine(r: &CapacityReport) -> Vec<Block> {
     let m = &r.machine;
     let d = &r.daemon;
     let mem = m.mem_total_kib.map_or_else(|| "unknown".into(), |k| format!("{:.1} GiB", k as f64 / 1048576.0));
@@ -155,7 +192,7 @@ fn machine(md: &mut String, r: &CapacityReport) {
     if let Some(before) = &d.open_files_as_started {
         nofile.push_str(&format!(" (as started: {}; set by --nofile)", before.describe()));
     }
-    for (k, v) in [
+    let rows = [
         ("kernel", format!("{} {} ({})", m.os, m.kernel, m.arch)),
         ("cpus", m.cpus.to_string()),
         ("memory", mem),
@@ -174,90 +211,88 @@ fn machine(md: &mut String, r: &CapacityReport) {
             ),
         ),
         ("started", format!("{} (took {:.1} s)", r.started, r.duration_ms as f64 / 1000.0)),
-        ("command", format!("`{}`", r.command)),
-    ] {
-        line(md, &format!("| {k} | {v} |"));
-    }
+        ("command", code(&r.command)),
+    ];
     let p = &r.ramp;
-    line(
-        md,
-        &format!(
-            "\nSteps {} (max {}); {} probes per step; each held exec runs `{}` with timeoutMs {}; each probe \
-             runs `{}` with timeoutMs {}.\n",
+    vec![
+        Block::Table(Table {
+            columns: columns(&[("fact", L), ("value", L)]),
+            rows: rows.into_iter().map(|(k, v)| vec![k.to_owned(), v]).collect(),
+        }),
+        Block::Para(inline(format!(
+            "Steps {} (max {}); {} probes per step; each held exec runs {} with timeoutMs {}; each probe runs {} \
+             with timeoutMs {}.",
             p.steps.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
             p.max,
             p.samples,
-            p.held_argv.join(" "),
+            code(&p.held_argv.join(" ")),
             p.hold_timeout_ms,
-            p.probe_argv.join(" "),
+            code(&p.probe_argv.join(" ")),
             p.probe_timeout_ms,
-        ),
-    );
+        ))),
+    ]
 }
 
 /// A row per step: held execs, the next exec's round trip, the daemon's readings.
-fn steps(md: &mut String, r: &CapacityReport) {
-    line(md, "## Steps\n");
-    line(md, "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. *next exec*: the probe's round trip (connect included).\n");
-    line(md, "| held | running | open | next exec p50 | p99 | max | probes | RSS | fds | threads | children |");
-    line(md, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for s in &r.steps {
+fn steps(r: &CapacityReport) -> Vec<Block> {
+    let rows = r.steps.iter().map(|s| {
         let open = if s.held == 0 { "–".into() } else { format!("{:.1} ms", s.open_ms) };
-        line(
-            md,
-            &format!(
-                "| {} | {} | {open} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                s.held,
-                num(s.running.map(u64::from)),
-                latency(s, s.probe.p50),
-                latency(s, s.probe.p99),
-                latency(s, s.probe.max),
-                s.probe.count,
-                mib(s.readings.rss_kib),
-                num(s.readings.fds),
-                num(s.readings.threads),
-                num(s.readings.children),
-            ),
-        );
-    }
+        vec![
+            s.held.to_string(),
+            num(s.running.map(u64::from)),
+            open,
+            latency(s, s.probe.p50),
+            latency(s, s.probe.p99),
+            latency(s, s.probe.max),
+            s.probe.count.to_string(),
+            mib(s.readings.rss_kib),
+            num(s.readings.fds),
+            num(s.readings.threads),
+            num(s.readings.children),
+        ]
+    });
+    let names =
+        ["held", "running", "open", "next exec p50", "p99", "max", "probes", "RSS", "fds", "threads", "children"];
+    vec![
+        Block::Para(inline(
+            "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. \
+             *next exec*: the probe's round trip (connect included).",
+        )),
+        Block::Table(Table { columns: names.iter().map(|n| ((*n).to_owned(), R)).collect(), rows: rows.collect() }),
+    ]
 }
 
 /// Where and how the ramp failed, with the limit it met when one is known.
-fn failure(md: &mut String, r: &CapacityReport) {
-    line(md, "\n## Failure point\n");
-    match &r.failure {
-        None => line(md, &format!("None: {}.\n", verdict(r))),
-        Some(f) => {
-            line(md, &format!("{}\n", f.said));
-            line(md, &format!("- step: {} (held execs running: {})", f.step, f.held));
-            line(md, &format!("- during: {}", f.during));
-            line(md, &format!("- how: {}", how(&f.how)));
-            if let How::HttpStatus { body, .. } = &f.how {
-                line(md, &format!("- the body, as the daemon sent it: `{}`", body.replace('`', "'")));
-            }
-            if let Some(l) = &f.limit {
-                let used = l.used.map_or_else(String::new, |u| format!("{u} of "));
-                let of = l.limit.map_or_else(|| "its limit".into(), |n| n.to_string());
-                line(md, &format!("- limit: {}'s {} ({used}{of}; {})", l.whose, l.what, l.evidence));
-            }
-            let rd = &f.readings;
-            line(
-                md,
-                &format!(
-                    "- the daemon just after: RSS {}, {} fds, {} threads, {} children\n",
-                    mib(rd.rss_kib),
-                    num(rd.fds),
-                    num(rd.threads),
-                    num(rd.children)
-                ),
-            );
-        }
+fn failure(r: &CapacityReport) -> Vec<Block> {
+    let Some(f) = &r.failure else {
+        return vec![Block::Para(plain(format!("None: {}.", verdict(r))))];
+    };
+    let mut items = vec![
+        plain(format!("step: {} (held execs running: {})", f.step, f.held)),
+        plain(format!("during: {}", f.during)),
+        plain(format!("how: {}", how(&f.how))),
+    ];
+    if let How::HttpStatus { body, .. } = &f.how {
+        items.push(vec![Span::Text("the body, as the daemon sent it: ".into()), Span::Code(body.clone())]);
     }
+    if let Some(l) = &f.limit {
+        let used = l.used.map_or_else(String::new, |u| format!("{u} of "));
+        let of = l.limit.map_or_else(|| "its limit".into(), |n| n.to_string());
+        items.push(plain(format!("limit: {}'s {} ({used}{of}; {})", l.whose, l.what, l.evidence)));
+    }
+    let rd = &f.readings;
+    items.push(plain(format!(
+        "the daemon just after: RSS {}, {} fds, {} threads, {} children",
+        mib(rd.rss_kib),
+        num(rd.fds),
+        num(rd.threads),
+        num(rd.children)
+    )));
+    vec![Block::Para(plain(f.said.clone())), Block::List(items)]
 }
 
 /// What a held exec costs the daemon: the fitted lines and the slope between steps.
-fn costs(md: &mut String, r: &CapacityReport) {
-    line(md, "## Cost per held exec\n");
+fn costs(r: &CapacityReport) -> Vec<Block> {
     let c = &r.costs;
     let fit = |l: &Option<crate::results::capacity::Line>, unit: &str| {
         l.map_or_else(
@@ -265,39 +300,35 @@ fn costs(md: &mut String, r: &CapacityReport) {
             |l| format!("{:+.3}{unit} per held exec (at 0: {:.1}{unit})", l.per_exec, l.at_zero),
         )
     };
-    line(md, &format!("Least-squares over {} steps (the baseline included):\n", r.steps.len()));
-    line(md, &format!("- RSS: {}", fit(&c.fit.rss_kib, " KiB")));
-    line(md, &format!("- fds: {}", fit(&c.fit.fds, "")));
-    line(md, &format!("- threads: {}", fit(&c.fit.threads, "")));
+    let mut fits = vec![
+        plain(format!("RSS: {}", fit(&c.fit.rss_kib, " KiB"))),
+        plain(format!("fds: {}", fit(&c.fit.fds, ""))),
+        plain(format!("threads: {}", fit(&c.fit.threads, ""))),
+    ];
     if let (Some(at), Some(soft)) = (c.fd_limit_at, r.daemon.open_files.and_then(|l| l.soft)) {
-        line(
-            md,
-            &format!("- the fd line meets the daemon's soft limit ({soft}) at about {at:.0} held execs (a projection)"),
-        );
+        fits.push(plain(format!(
+            "the fd line meets the daemon's soft limit ({soft}) at about {at:.0} held execs (a projection)"
+        )));
     }
-    line(md, "\nBetween steps (the slope: change / change in held execs):\n");
-    line(md, "| from | to | RSS KiB/exec | fds/exec | threads/exec |");
-    line(md, "|---:|---:|---:|---:|---:|");
-    for i in &c.intervals {
-        line(
-            md,
-            &format!(
-                "| {} | {} | {} | {} | {} |",
-                i.from,
-                i.to,
-                per(i.rss_kib, ""),
-                per(i.fds, ""),
-                per(i.threads, "")
-            ),
-        );
-    }
+    let rows = c
+        .intervals
+        .iter()
+        .map(|i| vec![i.from.to_string(), i.to.to_string(), per(i.rss_kib, ""), per(i.fds, ""), per(i.threads, "")]);
+    vec![
+        Block::Para(plain(format!("Least-squares over {} steps (the baseline included):", r.steps.len()))),
+        Block::List(fits),
+        Block::Para(plain("Between steps (the slope: change / change in held execs):")),
+        Block::Table(Table {
+            columns: columns(&[("from", R), ("to", R), ("RSS KiB/exec", R), ("fds/exec", R), ("threads/exec", R)]),
+            rows: rows.collect(),
+        }),
+    ]
 }
 
 /// What the cleanup did: requests cancelled, programs killed, the daemon stopped.
-fn cleanup(md: &mut String, r: &CapacityReport) {
-    line(md, "\n## Cleanup\n");
-    match &r.cleanup {
-        None => line(md, "Not yet (the ramp is running)."),
+fn cleanup(r: &CapacityReport) -> Vec<Block> {
+    let text = match &r.cleanup {
+        None => "Not yet (the ramp is running).".to_owned(),
         Some(k) => {
             let left =
                 if k.left.is_empty() { "none left".to_owned() } else { format!("LEFT RUNNING: pids {:?}", k.left) };
@@ -306,12 +337,10 @@ fn cleanup(md: &mut String, r: &CapacityReport) {
                 Some(false) => "; THE DAEMON IS STILL RUNNING",
                 None => "; the daemon (not started here) left running",
             };
-            line(
-                md,
-                &format!("{} held requests cancelled, {} held programs killed, {left}{daemon}.", k.cancelled, k.killed),
-            );
+            format!("{} held requests cancelled, {} held programs killed, {left}{daemon}.", k.cancelled, k.killed)
         }
-    }
+    };
+    vec![Block::Para(plain(text))]
 }
 
 /// The short table printed on the console.

@@ -349,8 +349,8 @@ are read from /proc, with the per-held-exec cost (the slope between steps and a 
 stops at --max or where the daemon fails: an error status (its body kept), a refused or reset connection \
 (its errno), a probe with no answer, held execs it never starts, its process gone; the limit hit is named \
 (its Max open files from /proc/PID/limits, ...). Then every held request is cancelled, every held program \
-killed by its pid (a closed connection does not end it) and the daemon stopped. Writes capacity.json and \
-capacity.md to --out (default reports/<stamp>-daemon-capacity/) and prints a short table.\n\nExit codes: 0 \
+killed by its pid (a closed connection does not end it) and the daemon stopped. Writes capacity.json, \
+capacity.md and capacity.html to --out (default reports/<stamp>-daemon-capacity/) and prints a short table.\n\nExit codes: 0 \
 the ramp completed or found the daemon's failure point, 2 bad input, 3 internal error (the ramp stopped \
 for a reason of its own, such as relay-bench's own open-files limit, or something it started was left \
 running), 130 interrupted (the cleanup still ran).")]

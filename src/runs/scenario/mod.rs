@@ -2,6 +2,7 @@
 //! beside them, and the reports rewritten as it goes (each case's histograms as it finishes,
 //! the whole report at most every [`REWRITE_EVERY`]: a killed run still leaves one). The library's entry point; the CLI only parses flags and prints.
 
+mod progress;
 mod search;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use crate::base::console;
 use crate::base::signal::Signal;
 use crate::base::units::human;
 use crate::engine::points::Job;
-use crate::engine::{CaseEnv, EngineError, Progress};
+use crate::engine::{CaseEnv, EngineError};
 use crate::record::recorder::Measure;
 use crate::report::output::{Input, Moment};
 use crate::report::publish::{publish, publish_case_only, FlagPaths};
@@ -83,7 +84,7 @@ pub async fn run_scenario(
     }
     let mut summary = open_summary(s, opts, started_at, &say).await;
     publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
-    let (progress, tty) = progress_bar(opts.quiet);
+    let (progress, tty) = progress::progress_bar(opts.quiet);
     let (event_log, calls_csv) = open_logs(s, opts, &say)?;
     let env = CaseEnv {
         calls_csv,
@@ -399,34 +400,6 @@ async fn open_summary(s: &Scenario, opts: &RunOptions, started_at: &str, say: &i
         interrupted: false,
         pass: false,
     }
-}
-
-/// The live progress line, and whether stderr is a terminal: there it is redrawn in place
-/// (at most 5 times a second); in a log it is a line a minute, so a long run shows it is
-/// alive without filling the log; `--quiet` turns it off.
-fn progress_bar(quiet: bool) -> (Progress, bool) {
-    if quiet {
-        return (None, false);
-    }
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let every = if tty { Duration::from_millis(200) } else { Duration::from_secs(60) };
-    // A log's first line comes a minute in: a short run stays quiet.
-    let now = std::time::Instant::now();
-    let last = std::sync::Mutex::new(if tty { now.checked_sub(every).unwrap_or(now) } else { now });
-    let progress: Progress = Some(Arc::new(move |line: &str| {
-        let mut last = last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.elapsed() < every {
-            return;
-        }
-        *last = std::time::Instant::now();
-        if tty {
-            let line: String = line.chars().take(99).collect();
-            console::err_raw(&format!("\r\x1b[2K{line}"));
-        } else {
-            console::err(line.trim_start());
-        }
-    }) as Arc<dyn Fn(&str) + Send + Sync>);
-    (progress, tty)
 }
 
 /// The event log (one per run directory: every case appends its lines, or its section) and
