@@ -114,7 +114,7 @@ impl Backend for Virtual {
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>> {
         // A hostile name (SPEC §6): quotes, spaces, a newline, shell metacharacters. It
         // travels to the watch program in argv and must come back intact.
-        let sim = SimDir::new(format!("/sandbox-{sandbox}/relay 'q' \"dq\" $(x) ;&\n|"));
+        let sim = SimDir::unlogged(format!("/sandbox-{sandbox}/relay 'q' \"dq\" $(x) ;&\n|"));
         self.sims.push(sim.clone());
         Ok(Arc::new(sim))
     }

@@ -67,8 +67,9 @@ struct State {
     next_watch: u64,
     faults: Vec<SimFault>,
     hook: Option<Hook>,
-    /// When each exec of the watch program started.
-    execs: Vec<tokio::time::Instant>,
+    /// When each exec of the watch program started (`None`: not kept, a case's dir: a
+    /// fleet's day of execs would grow without end).
+    execs: Option<Vec<tokio::time::Instant>>,
 }
 
 struct Inner {
@@ -89,8 +90,16 @@ fn not_found(path: &Path) -> io::Error {
 impl SimDir {
     /// An empty, existing directory named `path` (the name the sandbox knows it by).
     pub fn new(path: impl Into<PathBuf>) -> SimDir {
-        let state = State { exists: true, ..State::default() };
+        let state = State { exists: true, execs: Some(Vec::new()), ..State::default() };
         SimDir { inner: Arc::new(Inner { path: path.into(), state: Mutex::new(state) }) }
+    }
+
+    /// A dir that keeps no log of its execs ([`SimDir::exec_times`] is empty): a case's,
+    /// whose memory must not grow with simulated time.
+    pub(crate) fn unlogged(path: impl Into<PathBuf>) -> SimDir {
+        let sim = SimDir::new(path);
+        sim.state().execs = None;
+        sim
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -138,9 +147,10 @@ impl SimDir {
         self.state().hook = Some(Arc::new(hook));
     }
 
-    /// When each exec of the watch program started (window or follow), in order.
+    /// When each exec of the watch program started (window or follow), in order (none for
+    /// a dir built [`SimDir::unlogged`]).
     pub fn exec_times(&self) -> Vec<tokio::time::Instant> {
-        self.state().execs.clone()
+        self.state().execs.clone().unwrap_or_default()
     }
 }
 
@@ -176,7 +186,9 @@ impl Inner {
     }
 
     fn log_exec(&self) {
-        self.state().execs.push(tokio::time::Instant::now());
+        if let Some(execs) = self.state().execs.as_mut() {
+            execs.push(tokio::time::Instant::now());
+        }
     }
 
     fn has_fault(&self, fault: SimFault) -> bool {
