@@ -155,11 +155,14 @@ pub(super) fn start_recorder(
     let spans = crate::scenario::fault::spans(&case.faults, epoch);
     let fleet_faults: Vec<(Instant, Instant)> =
         case.faults.iter().filter(|f| f.fleet).map(|f| (epoch + f.at, epoch + f.at + f.duration)).collect();
-    let recorder = Recorder::with_capacity(calls)
-        .with_spans(&spans)
-        .with_intervals(epoch, step, 60)
-        .with_live(live)
-        .with_fleet(Fleet::new(epoch, step, &fleet_faults, epoch + warmup));
+    let recorder = Recorder::with_capacity(if case.workload.agent.is_some() { 0 } else { calls });
+    let recorder = if case.workload.agent.is_some() { recorder.scoped_by_turns() } else { recorder };
+    let recorder = recorder.with_spans(&spans).with_intervals(epoch, step, 60).with_live(live).with_fleet(Fleet::new(
+        epoch,
+        step,
+        &fleet_faults,
+        epoch + warmup,
+    ));
     let mut listeners: Vec<Box<dyn Listener>> = Vec::new();
     if let Some(path) = &env.calls_csv {
         match CallsCsv::append(path, &case.name, epoch) {

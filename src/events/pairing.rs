@@ -91,6 +91,10 @@ pub(crate) struct Pairing {
     cut_off: u64,
     counts: [u64; 5],
     breaches: Vec<Breach>,
+    /// Scoped by agent turns (SPEC §7: an id is unique within one agent run): the keys each
+    /// sandbox's current turn answered, forgotten when the turn ends, so memory stays flat
+    /// over a fleet's day. `None`: the whole case is one scope.
+    turns: Option<HashMap<u32, Vec<CallKey>>>,
 }
 
 /// At most this many breaches are listed; all of them are counted.
@@ -100,6 +104,23 @@ impl Pairing {
     /// A state machine sized for about `calls` calls.
     pub(crate) fn with_capacity(calls: usize) -> Pairing {
         Pairing { answered: HashSet::with_capacity(calls), open: HashMap::with_capacity(64), ..Pairing::default() }
+    }
+
+    /// Scopes the answered calls by agent turns: [`Pairing::turn_ended`] forgets a turn's.
+    pub(crate) fn scoped_by_turns(mut self) -> Pairing {
+        self.answered = HashSet::default();
+        self.turns = Some(HashMap::default());
+        self
+    }
+
+    /// A sandbox's agent turn ended: its answered calls leave the scope (a later request
+    /// under one of their ids starts a new run's call, not a reused id).
+    pub(crate) fn turn_ended(&mut self, sandbox: u32) {
+        if let Some(keys) = self.turns.as_mut().and_then(|t| t.remove(&sandbox)) {
+            for k in keys {
+                self.answered.remove(&k);
+            }
+        }
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
@@ -120,6 +141,9 @@ impl Pairing {
             PairEvent::Response => {
                 if self.open.remove(&key).is_some() || self.cut.remove(&key) {
                     self.answered.insert(key);
+                    if let Some(t) = self.turns.as_mut() {
+                        t.entry(sandbox).or_default().push(key);
+                    }
                     None
                 } else if self.answered.contains(&key) {
                     Some(BreachKind::DuplicateResponse)
@@ -201,6 +225,26 @@ pub(crate) fn check_pairing<'a>(events: impl IntoIterator<Item = (u32, &'a str, 
 mod tests {
     use super::PairEvent::{Request as Q, Response as R};
     use super::*;
+
+    /// Scoped by turns: an id answered in a turn is a reused id within it, and a new call's
+    /// once the sandbox's turn has ended (the answered keys are let go: flat memory).
+    #[test]
+    fn a_turn_scoped_check_forgets_a_turn_at_its_end() {
+        let mut p = Pairing::default().scoped_by_turns();
+        let id = |s: &str| CallId::from(s);
+        let mut see = |p: &mut Pairing, sb: u32, c: &str, ev| p.observe(call_key(sb, c), sb, &id(c), ev);
+        assert_eq!(see(&mut p, 0, "t1-c1", Q), None);
+        assert_eq!(see(&mut p, 0, "t1-c1", R), None);
+        assert_eq!(see(&mut p, 1, "t1-c1", Q), None);
+        assert_eq!(see(&mut p, 1, "t1-c1", R), None);
+        assert_eq!(see(&mut p, 0, "t1-c1", Q), Some(BreachKind::ReusedId), "within the turn");
+        assert_eq!(see(&mut p, 0, "t1-c1", R), None);
+        p.turn_ended(0);
+        assert_eq!(p.answered.len(), 1, "sandbox 1's turn is still under way");
+        assert_eq!(see(&mut p, 0, "t1-c1", Q), None, "a new turn's call");
+        assert_eq!(see(&mut p, 0, "t1-c1", R), None);
+        assert_eq!(p.finish().total(), 1);
+    }
 
     #[test]
     fn balanced_stream_has_no_breach() {

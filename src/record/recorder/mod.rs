@@ -6,7 +6,8 @@
 //! batch to the recorder and then to the case's other [`Listener`]s (the event log,
 //! `calls.csv`), which it closes with the pairing verdict at the end. A call's timeline is
 //! folded into the histograms as soon as both halves are in and then dropped; what stays
-//! per call is its 16-byte pairing key.
+//! per call is its 16-byte pairing key, and under agent turns only until its turn ends (the
+//! pairing scope of SPEC §7 is one agent run), so a fleet's memory does not grow with its day.
 
 mod causes;
 mod fleet;
@@ -154,6 +155,12 @@ impl Recorder {
     }
 
     /// Follows the fleet's turns and health (see [`Fleet::new`]).
+    /// Scopes the pairing check by agent turns ([`Pairing::scoped_by_turns`]).
+    pub(crate) fn scoped_by_turns(mut self) -> Self {
+        self.pairing = std::mem::take(&mut self.pairing).scoped_by_turns();
+        self
+    }
+
     pub(crate) fn with_fleet(mut self, fleet: Fleet) -> Self {
         self.fleet = Some(fleet);
         self
@@ -220,6 +227,9 @@ impl Recorder {
             Msg::Notice(n) => return self.notice(n),
             Msg::Turn(m) => {
                 self.last_at = self.last_at.max(Some(m.at));
+                if matches!(m.what, crate::events::TurnEvent::Ended { .. }) {
+                    self.pairing.turn_ended(m.sandbox);
+                }
                 if let Some(f) = &mut self.fleet {
                     f.mark(m);
                 }
