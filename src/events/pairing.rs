@@ -232,7 +232,7 @@ mod tests {
     fn a_turn_scoped_check_forgets_a_turn_at_its_end() {
         let mut p = Pairing::default().scoped_by_turns();
         let id = |s: &str| CallId::from(s);
-        let mut see = |p: &mut Pairing, sb: u32, c: &str, ev| p.observe(call_key(sb, c), sb, &id(c), ev);
+        let see = |p: &mut Pairing, sb: u32, c: &str, ev| p.observe(call_key(sb, c), sb, &id(c), ev);
         assert_eq!(see(&mut p, 0, "t1-c1", Q), None);
         assert_eq!(see(&mut p, 0, "t1-c1", R), None);
         assert_eq!(see(&mut p, 1, "t1-c1", Q), None);
