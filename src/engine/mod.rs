@@ -152,7 +152,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     teardown::tidy_writers(&parts);
     let warmup_org = warmup_seen(warmed).await;
     let org_stats = parts.org.finish(end);
-    let mut degraded: Vec<String> = reports.iter().filter_map(|r| r.degraded.clone()).collect();
+    let mut degraded: Vec<String> = reports.iter().flat_map(|r| r.degraded.iter().cloned()).collect();
     degraded.extend(parts.writers.iter().filter_map(|w| w.degraded()));
     let settled = teardown::settle(&mut parts).await;
     degraded.extend(settled.degraded);

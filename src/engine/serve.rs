@@ -219,7 +219,7 @@ fn stopped_line(t0: Instant, report: &ServeReport, totals: &RunnerReport) -> Str
         totals.scans,
         totals.delete_retries,
         report.turns,
-        totals.degraded.as_ref().map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
+        totals.degraded.last().map(|d| format!("; wakes degraded: {d}")).unwrap_or_default()
     )
 }
 

@@ -155,8 +155,11 @@ pub(super) fn start_recorder(
     let spans = crate::scenario::fault::spans(&case.faults, epoch);
     let fleet_faults: Vec<(Instant, Instant)> =
         case.faults.iter().filter(|f| f.fleet).map(|f| (epoch + f.at, epoch + f.at + f.duration)).collect();
-    let recorder = Recorder::with_capacity(if case.workload.agent.is_some() { 0 } else { calls });
-    let recorder = if case.workload.agent.is_some() { recorder.scoped_by_turns() } else { recorder };
+    // Agent turns scope the pairing check by turn: nothing is sized by the planned calls.
+    let recorder = match case.workload.agent {
+        Some(_) => Recorder::with_capacity(0).scoped_by_turns(),
+        None => Recorder::with_capacity(calls),
+    };
     let recorder = recorder.with_spans(&spans).with_intervals(epoch, step, 60).with_live(live).with_fleet(Fleet::new(
         epoch,
         step,

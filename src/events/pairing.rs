@@ -93,8 +93,8 @@ pub(crate) struct Pairing {
     breaches: Vec<Breach>,
     /// Scoped by agent turns (SPEC §7: an id is unique within one agent run): the keys each
     /// sandbox's current turn answered, forgotten when the turn ends, so memory stays flat
-    /// over a fleet's day. `None`: the whole case is one scope.
-    turns: Option<HashMap<u32, Vec<CallKey>>>,
+    /// over a fleet's day (indexed by sandbox). `None`: the whole case is one scope.
+    turns: Option<Vec<Vec<CallKey>>>,
 }
 
 /// At most this many breaches are listed; all of them are counted.
@@ -108,17 +108,17 @@ impl Pairing {
 
     /// Scopes the answered calls by agent turns: [`Pairing::turn_ended`] forgets a turn's.
     pub(crate) fn scoped_by_turns(mut self) -> Pairing {
-        self.answered = HashSet::default();
-        self.turns = Some(HashMap::default());
+        self.turns = Some(Vec::new());
         self
     }
 
     /// A sandbox's agent turn ended: its answered calls leave the scope (a later request
     /// under one of their ids starts a new run's call, not a reused id).
     pub(crate) fn turn_ended(&mut self, sandbox: u32) {
-        if let Some(keys) = self.turns.as_mut().and_then(|t| t.remove(&sandbox)) {
-            for k in keys {
-                self.answered.remove(&k);
+        let Pairing { turns, answered, .. } = self;
+        if let Some(keys) = turns.as_mut().and_then(|t| t.get_mut(sandbox as usize)) {
+            for k in keys.drain(..) {
+                answered.remove(&k);
             }
         }
     }
@@ -142,7 +142,11 @@ impl Pairing {
                 if self.open.remove(&key).is_some() || self.cut.remove(&key) {
                     self.answered.insert(key);
                     if let Some(t) = self.turns.as_mut() {
-                        t.entry(sandbox).or_default().push(key);
+                        let i = sandbox as usize;
+                        if t.len() <= i {
+                            t.resize_with(i + 1, Vec::new);
+                        }
+                        t[i].push(key);
                     }
                     None
                 } else if self.answered.contains(&key) {

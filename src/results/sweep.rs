@@ -272,73 +272,66 @@ impl SweepResult {
                 best = Some((p, v));
             }
         }
-        match best {
-            Some((least, v)) => {
-                // Points within the tie margin of the least are no worse, as measured;
-                // of those, the best is the one that costs least (the first cost figure
-                // the sweep shows), so a tie is not won by holding more.
-                let tied: Vec<&SweepPoint> = passing
-                    .iter()
-                    .copied()
-                    .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
-                    .collect();
-                let cost = self
-                    .figures
-                    .iter()
-                    .enumerate()
-                    .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-                    .map(|(j, _)| j);
-                let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
-                let p = match cost {
-                    Some(c) => tied
-                        .iter()
-                        .copied()
-                        .min_by(|a, b| {
-                            let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
-                            x.total_cmp(&y)
-                        })
-                        .unwrap_or(least),
-                    None => least,
-                };
-                let objective = self.objective.as_deref().unwrap_or_default();
-                let mut text = format!(
-                    "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
-                    p.case,
-                    show(metric, value(p, k)),
-                    passing.len()
-                );
-                let others: Vec<&str> = tied.iter().filter(|q| q.case != p.case).map(|q| q.case.as_str()).collect();
-                if p.case != least.case {
-                    text += &format!(
-                        "; within {:.0} % of the least ({}: {}), and the cheapest of the {} points that close",
-                        TIE * 100.0,
-                        least.case,
-                        show(metric, Some(v)),
-                        tied.len()
-                    );
-                } else if !others.is_empty() {
-                    text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
-                }
-                let costs: Vec<String> = self
-                    .figures
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-                    .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
-                    .collect();
-                if !costs.is_empty() {
-                    text += &format!("; its cost: {}", costs.join(", "));
-                }
-                (Some(p.case.clone()), text)
-            }
-            None => (
-                None,
-                format!(
-                    "no point that meets every gate measured {} ({of} points)",
-                    self.objective.as_deref().unwrap_or_default()
-                ),
-            ),
+        let Some((least, v)) = best else {
+            let objective = self.objective.as_deref().unwrap_or_default();
+            return (None, format!("no point that meets every gate measured {objective} ({of} points)"));
+        };
+        // Points within the tie margin of the least are no worse, as measured;
+        // of those, the best is the one that costs least (the first cost figure
+        // the sweep shows), so a tie is not won by holding more.
+        let tied: Vec<&SweepPoint> = passing
+            .iter()
+            .copied()
+            .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
+            .collect();
+        let cost = self
+            .figures
+            .iter()
+            .enumerate()
+            .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+            .map(|(j, _)| j);
+        let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
+        let p = match cost {
+            Some(c) => tied
+                .iter()
+                .copied()
+                .min_by(|a, b| {
+                    let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
+                    x.total_cmp(&y)
+                })
+                .unwrap_or(least),
+            None => least,
+        };
+        let objective = self.objective.as_deref().unwrap_or_default();
+        let mut text = format!(
+            "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
+            p.case,
+            show(metric, value(p, k)),
+            passing.len()
+        );
+        let others: Vec<&str> = tied.iter().filter(|q| q.case != p.case).map(|q| q.case.as_str()).collect();
+        if p.case != least.case {
+            text += &format!(
+                "; within {:.0} % of the least ({}: {}), and the cheapest of the {} points that close",
+                TIE * 100.0,
+                least.case,
+                show(metric, Some(v)),
+                tied.len()
+            );
+        } else if !others.is_empty() {
+            text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
         }
+        let costs: Vec<String> = self
+            .figures
+            .iter()
+            .enumerate()
+            .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
+            .collect();
+        if !costs.is_empty() {
+            text += &format!("; its cost: {}", costs.join(", "));
+        }
+        (Some(p.case.clone()), text)
     }
 }
 

@@ -82,31 +82,20 @@ pub struct Relay {
 #[derive(Default)]
 struct Runners {
     live: Option<(Arc<Control>, JoinHandle<RunnerReport>)>,
-    /// The runners stopped (a turn's end, a restart), their counts summed (the longest
-    /// start-up kept), so a fleet's day of turns keeps one report a relay.
+    /// The runners stopped (a turn's end, a restart), their reports summed
+    /// ([`RunnerReport::add`]), so a fleet's day of turns keeps one report a relay.
     earlier: Option<RunnerReport>,
-    /// The degradations of those runners, each a report of its own (no counts): each is
-    /// told as a runner's.
-    degraded: Vec<RunnerReport>,
     /// Their controls, kept while a closed source's abandoned exec runs on (until it ends,
     /// at the latest the case's end): a fleet's day of turns keeps only the few still running.
     lingering: Vec<Arc<Control>>,
 }
 
 impl Runners {
-    fn stopped(&mut self, mut report: RunnerReport, control: Arc<Control>) {
-        if let Some(why) = report.degraded.take() {
-            self.degraded.push(RunnerReport { degraded: Some(why), ..RunnerReport::default() });
+    fn stopped(&mut self, report: RunnerReport, control: Arc<Control>) {
+        match &mut self.earlier {
+            Some(sum) => sum.add(report),
+            None => self.earlier = Some(report),
         }
-        self.earlier = Some(match self.earlier.take() {
-            Some(mut sum) => {
-                let startup = sum.startup.max(report.startup);
-                sum.add(report);
-                sum.startup = startup;
-                sum
-            }
-            None => report,
-        });
         self.lingering.retain(|c| !c.settled());
         self.lingering.push(control);
     }
@@ -248,7 +237,6 @@ impl Relay {
         let last = if self.runners().live.is_some() { Some(self.stop_runner(deadline).await?) } else { None };
         let mut r = self.runners();
         let mut all: Vec<RunnerReport> = r.earlier.take().into_iter().collect();
-        all.append(&mut r.degraded);
         // The relay's end: what still lingers is stopped now.
         r.lingering.clear();
         all.extend(last.map(|(_, rep)| rep));

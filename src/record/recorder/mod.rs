@@ -154,13 +154,13 @@ impl Recorder {
         }
     }
 
-    /// Follows the fleet's turns and health (see [`Fleet::new`]).
     /// Scopes the pairing check by agent turns ([`Pairing::scoped_by_turns`]).
     pub(crate) fn scoped_by_turns(mut self) -> Self {
         self.pairing = std::mem::take(&mut self.pairing).scoped_by_turns();
         self
     }
 
+    /// Follows the fleet's turns and health (see [`Fleet::new`]).
     pub(crate) fn with_fleet(mut self, fleet: Fleet) -> Self {
         self.fleet = Some(fleet);
         self

@@ -72,16 +72,17 @@ pub struct RunnerReport {
     /// wait ended: each is followed by a safety list. A window that outlasts the safety
     /// wait makes one per window, idle or not.
     pub safety_lists: u64,
-    /// How long the start-up (the stale sweep) took.
+    /// How long the start-up (the stale sweep) took (summed reports: the longest).
     pub startup: Duration,
-    /// Why the source stopped waking the loop, if it did.
-    pub degraded: Option<String>,
+    /// Why the source stopped waking the loop, if it did (summed reports: each runner's, in
+    /// order).
+    pub degraded: Vec<String>,
 }
 
 impl RunnerReport {
-    /// Adds a later runner's counts to this one's (a relay that ran several turns); the
-    /// start-up is the first's, the degradation the last's.
-    pub(crate) fn add(&mut self, later: RunnerReport) {
+    /// Adds a later runner's counts to this one's (a relay that ran several turns): the
+    /// longest start-up, every degradation.
+    pub(crate) fn add(&mut self, mut later: RunnerReport) {
         self.scans += later.scans;
         self.woken_by_activity += later.woken_by_activity;
         self.requests += later.requests;
@@ -91,7 +92,8 @@ impl RunnerReport {
         self.list_errors += later.list_errors;
         self.missed_by_source += later.missed_by_source;
         self.safety_lists += later.safety_lists;
-        self.degraded = later.degraded;
+        self.startup = self.startup.max(later.startup);
+        self.degraded.append(&mut later.degraded);
     }
 }
 
@@ -250,7 +252,7 @@ impl Runner {
         collector.finish().await;
         report.requests = ctx.counters.requests.load(Ordering::Relaxed);
         report.malformed = ctx.counters.malformed.load(Ordering::Relaxed);
-        report.degraded = self.reporter.degraded();
+        report.degraded = self.reporter.degraded().into_iter().collect();
         report
     }
 
