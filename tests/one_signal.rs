@@ -61,13 +61,14 @@ fn summary(dir: &std::path::Path) -> serde_json::Value {
 #[test]
 fn one_sigterm_ends_a_virtual_sweep_as_interrupted_and_leaves_the_drawing_for_later() {
     let t = tempfile::tempdir().unwrap();
-    // Points long enough that the sweep is still under way when the report is first
-    // rewritten (at most every 5 s), on a release build too.
-    std::fs::write(t.path().join("short.toml"), LONG.replace("\"24h\"", "\"6h\"")).unwrap();
+    // Points short enough that the first is done well within the wait on a busy machine
+    // (debug build), and enough of them that the sweep is still under way when the report is
+    // first rewritten (at most every 5 s) on a release build too.
+    std::fs::write(t.path().join("short.toml"), LONG.replace("\"24h\"", "\"3h\"")).unwrap();
     let child = Command::new(BIN)
         .arg("run")
         .arg(t.path().join("short.toml"))
-        .args(["--quiet", "--no-calibration", "--sweep", "runner.interval=100ms..1s:16", "--out"])
+        .args(["--quiet", "--no-calibration", "--sweep", "runner.interval=100ms..1s:64", "--out"])
         .arg(t.path().join("out"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
