@@ -353,16 +353,14 @@ fn compare_says_what_differs_first_and_fails_on_a_case_missing_from_new_or_an_im
     assert!(said.contains("case \"local-poll\": discovery_per_min is -5; no run measures that"), "{said}");
 }
 
-/// The main job (the embedded default scenario, real clock) run twice with the code
-/// unchanged is no regression at a 15 % threshold, however the machine's load moved between
-/// the runs (at the default 5 %, a remote case's wake, several timed legs in a row each paying
-/// the load, once moved 11 % in a clean-clone CI run: more than the one timer's overshoot
-/// compare holds it against, docs/reports.md#compare); against
-/// a run whose local-poll listed every 900 ms instead of 300 ms (a third of the discovery
-/// requests; that case alone, since cases NEW adds are no failure), it is one, whatever the
-/// load.
+/// The main job's production poll case (real clock) against the same case listing every
+/// 900 ms instead of 300 ms (a third of the discovery requests) is a regression, whatever the
+/// machine's load: the option that differs comes first, the request rate is the regression.
+/// (That the whole main job run twice with the code unchanged is no regression at 15 % is
+/// checked by `.ci/run`, where the two runs have the machine to themselves: a noise floor on
+/// the real clock is a property of the machine, not of a test binary's neighbours.)
 #[test]
-fn the_default_scenario_rerun_unchanged_passes_and_a_tripled_list_rate_fails() {
+fn a_tripled_list_rate_of_the_default_scenario_is_a_regression() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
     let main_job = |out: &str, extra: &[&str]| {
@@ -375,8 +373,7 @@ fn the_default_scenario_rerun_unchanged_passes_and_a_tripled_list_rate_fails() {
             .unwrap();
         assert!(o.status.code().is_some_and(|c| c <= 1), "{out}: {}", String::from_utf8_lossy(&o.stderr));
     };
-    main_job("first", &[]);
-    main_job("again", &[]);
+    main_job("first", &["--case", "local-poll"]);
     let default = include_str!("../scenarios/default.toml");
     let production_poll = "runner = \"poll\"         # production";
     assert!(default.contains(production_poll), "local-poll's runner line moved");
@@ -387,10 +384,6 @@ fn the_default_scenario_rerun_unchanged_passes_and_a_tripled_list_rate_fails() {
     );
     std::fs::write(d.join("slower.toml"), slower).unwrap();
     main_job("slower", &["slower.toml", "--case", "local-poll"]);
-
-    let (code, said) = compare(d, "first", "again", &["--threshold", "15%"]);
-    assert_eq!(code, Some(0), "an unchanged rerun: {said}");
-    assert!(said.contains("0 regression(s)"), "{said}");
 
     let (code, said) = compare(d, "slower", "first", &[]);
     assert_eq!(code, Some(1), "{said}");
