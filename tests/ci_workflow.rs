@@ -1,5 +1,5 @@
-//! The CI workflow (`.github/workflows/bench.yml`) parses and stays in step with what it
-//! calls: the README's test command, `scripts/ci-bench.sh` (which `.ci/run` runs too, so a
+//! The CI workflows (`.github/workflows/bench.yml` and `decision-map.yml`) parse and stay in
+//! step with what they call: the README's test command, `scripts/ci-bench.sh` (which `.ci/run` runs too, so a
 //! broken script fails our own CI), its baseline flags, its JUnit and report paths.
 
 use std::path::Path;
@@ -81,4 +81,45 @@ fn gates_and_reports_are_published() {
     for want in ["summary.md", "charts/", ".hgrm", "junit.xml"] {
         assert!(paths.contains(want), "uploads {want}: {paths}");
     }
+}
+
+/// The decision map's workflow: a part per matrix entry, every part from 1 to N, each
+/// uploaded under the name the merge job downloads, merged, posted and uploaded.
+#[test]
+fn the_decision_map_runs_as_a_matrix_of_parts_and_one_merge() {
+    let text = std::fs::read_to_string(root().join(".github/workflows/decision-map.yml")).unwrap();
+    let w = YamlLoader::load_from_str(&text).unwrap().remove(0);
+    let part = &w["jobs"]["part"];
+    let shards: Vec<i64> =
+        part["strategy"]["matrix"]["shard"].as_vec().unwrap().iter().filter_map(Yaml::as_i64).collect();
+    let n = shards.len() as i64;
+    assert_eq!(shards, (1..=n).collect::<Vec<_>>(), "every part from 1 to N once");
+    let (runs, _) = steps(part);
+    let run = runs.iter().find(|r| r.contains("relay-bench run")).expect("the part's run");
+    assert!(run.contains(&format!("run decision-map --shard ${{{{ matrix.shard }}}}/{n} ")), "{run}");
+    assert!(run.contains("|| [ $? -eq 1 ]"), "a gate failed is the map's own, not the job's: {run}");
+    let upload = part["steps"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact")))
+        .unwrap();
+    assert_eq!(upload["with"]["name"].as_str(), Some("decision-map-part-${{ matrix.shard }}"));
+    let merge = &w["jobs"]["merge"];
+    assert_eq!(merge["needs"].as_str(), Some("part"));
+    let (runs, _) = steps(merge);
+    let script = runs.iter().find(|r| r.contains("relay-bench merge")).expect("the merge");
+    assert!(script.contains("merge parts/decision-map-part-* --out decision-map"), "{script}");
+    assert!(script.contains("decision-map/summary.md >> \"$GITHUB_STEP_SUMMARY\""), "{script}");
+    let download = merge["steps"].as_vec().unwrap().iter().find(|s| s["with"]["pattern"].as_str().is_some()).unwrap();
+    assert_eq!(download["with"]["pattern"].as_str(), Some("decision-map-part-*"));
+    assert!(text.contains("decision-map/report.html"), "the report is uploaded");
+    // The scenario it names is shipped, and `--shard` and `merge` are what the binary takes.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_relay-bench")).args(["run", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--shard <K/N>"));
+    let help =
+        std::process::Command::new(env!("CARGO_BIN_EXE_relay-bench")).args(["merge", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    let list = std::process::Command::new(env!("CARGO_BIN_EXE_relay-bench")).arg("list").output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).lines().any(|l| l.starts_with("decision-map ")));
 }

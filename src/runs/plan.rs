@@ -74,6 +74,21 @@ pub enum RunsError {
     Interrupted,
     #[error("{dir}: cannot remove the temp files a killed report left: {source}")]
     Stale { dir: String, source: std::io::Error },
+    #[error("{dir}: not a part of a split run (its summary.json has no `shard`); give the run directories `run --shard K/N` wrote")]
+    NotAPart { dir: String },
+    #[error(
+        "{dir}: its {what} is a part of another run than {first}'s (the scenario's text, its overrides, the \
+         number of parts or relay-bench's version differ): give the parts of one run"
+    )]
+    OtherRun { dir: String, first: String, what: String },
+    #[error("part {index} of {count} is given twice: {first} and {second}")]
+    Twice { index: u32, count: u32, first: String, second: String },
+    #[error("part(s) {missing} of {count} not given: give every part's run directory")]
+    Missing { missing: String, count: u32 },
+    #[error("--out {0} is one of the parts: give a directory of its own for the merged run")]
+    OutIsAPart(String),
+    #[error("{path}: cannot copy a part's file into the merged run: {source}")]
+    MergeCopy { path: String, source: std::io::Error },
     #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
     DuplicateScenario { name: String, first: String, second: String },
 }
@@ -85,7 +100,7 @@ impl RunsError {
         match self {
             RunsError::Output(e) => e.refused(),
             RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Interrupted => false,
-            RunsError::Stale { .. } => false,
+            RunsError::Stale { .. } | RunsError::MergeCopy { .. } => false,
             RunsError::Bench(e) => e.is_bad_input(),
             RunsError::EventLog(_) => true,
             _ => true,
@@ -98,9 +113,9 @@ impl RunsError {
         match self {
             RunsError::Output(e) => e.environment(),
             RunsError::Bench(e) => e.environment(),
-            RunsError::SaveBaseline { source, .. } | RunsError::Stale { source, .. } => {
-                crate::base::fsio::environment_failure(source)
-            }
+            RunsError::SaveBaseline { source, .. }
+            | RunsError::Stale { source, .. }
+            | RunsError::MergeCopy { source, .. } => crate::base::fsio::environment_failure(source),
             _ => None,
         }
     }
@@ -141,6 +156,8 @@ pub(crate) struct RunRequest {
     /// `--clock`, `--duration` / `--scale`, `--seed`, `--sandboxes`: applied to every
     /// scenario, recorded in its report.
     pub overrides: Overrides,
+    /// `--shard K/N`: run part K of N of every scenario ([`crate::scenario::shard`]).
+    pub shard: Option<crate::scenario::shard::ShardArg>,
 }
 
 /// A request checked and its scenarios loaded: ready to run.
@@ -189,8 +206,13 @@ impl Plan {
         let names =
             if request.scenarios.is_empty() { vec![DEFAULT_NAME.to_owned()] } else { request.scenarios.clone() };
         let sweeps = request.sweeps.iter().map(|a| SweepArg::parse(a)).collect::<Result<Vec<_>, _>>()?;
-        let scenarios =
+        let mut scenarios =
             names.iter().map(|n| load(n, &request.cases, &sweeps, &overrides)).collect::<Result<Vec<_>, _>>()?;
+        if let Some(part) = request.shard {
+            for s in &mut scenarios {
+                s.shard(part);
+            }
+        }
         for (i, s) in scenarios.iter().enumerate() {
             if let Some(first) = scenarios[..i].iter().find(|f| f.name == s.name) {
                 return Err(RunsError::DuplicateScenario {
@@ -363,7 +385,7 @@ pub(crate) const DEFAULT_REPORTS: &str = "reports";
 /// A new report directory `<reports>/<stamp>-<scenario>` (with `-2`, `-3`, ... when a run of
 /// the same second has it), created and taken here so no other run can take it. `--out DIR`
 /// is not made here: a directory the user names is taken by [`crate::report::outdir::take`].
-fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<OutLock, RunsError> {
+pub(super) fn new_report_dir(reports: &Path, stamp: &str, scenario: &str) -> Result<OutLock, RunsError> {
     let stem = format!("{stamp}-{scenario}");
     take_new(reports, &stem, &this_run(&utc_stamps().0))
         .map_err(|source| RunsError::ReportDir { path: reports.join(stem).display().to_string(), source })

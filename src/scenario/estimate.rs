@@ -75,30 +75,69 @@ impl Estimate {
 }
 
 impl Scenario {
-    /// How long this scenario should take here, from its workload.
+    /// How long this scenario should take here, from each case's own workload (a sweep's
+    /// point's sandboxes and length are its own).
     pub fn estimate(&self) -> Estimate {
-        let wl = &self.workload;
-        let schedule = wl.duration();
-        let sandbox_minutes = f64::from(wl.sandboxes) * schedule.as_secs_f64() / 60.0;
-        let build = if cfg!(debug_assertions) { DEBUG_FACTOR } else { 1 };
-        let one_virtual = (PER_CALL.mul_f64(wl.planned_calls() as f64) + PER_SANDBOX_MINUTE.mul_f64(sandbox_minutes))
-            * build
-            + PER_VIRTUAL_CASE;
+        let schedule = self.workload.duration();
         // A search's probes as many as it should take when its boundary is in its bracket.
         let probes = self.expected_probes();
         let real_probes = probes.iter().filter(|(_, real)| *real).count();
         let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count() + real_probes;
         let virtual_cases = self.cases.len() + probes.len() - real_cases;
+        let (mut real, mut virtual_wall) = (Duration::ZERO, Duration::ZERO);
+        for (clock, wall) in self.cases.iter().map(|c| (c.clock, c.wall_estimate())).chain(self.probe_walls()) {
+            match clock {
+                Clock::Real => real += wall,
+                Clock::Virtual => virtual_wall += wall,
+            }
+        }
         // Every repeat counted in full (virtual ones run side by side, as a sweep's points
         // do, which this estimate leaves out for both).
         let repeats = self.repeats();
         Estimate {
             real_cases,
             virtual_cases,
-            real: (schedule + PER_REAL_CASE) * real_cases as u32 * repeats,
-            virtual_wall: one_virtual * virtual_cases as u32 * repeats,
+            real: real * repeats,
+            virtual_wall: virtual_wall * repeats,
             schedule,
             repeats,
+        }
+    }
+
+    /// Each searched case's expected probes, as (clock, wall time) of one probe each.
+    fn probe_walls(&self) -> Vec<(Clock, Duration)> {
+        let mut out = Vec::new();
+        for w in &self.sweeps {
+            if let Some(wall) = self.search_estimate(w) {
+                let probe = self.probes.iter().find(|(case, _)| *case == w.case).map(|(_, p)| p.clock);
+                out.push((probe.unwrap_or(Clock::Virtual), wall));
+            }
+        }
+        out
+    }
+
+    /// A searched case's expected wall time: its probe's, times the probes its lines should
+    /// take when each boundary is inside its bracket; `None` for a sweep with no search.
+    pub(crate) fn search_estimate(&self, w: &super::sweep::Sweep) -> Option<Duration> {
+        let search = w.search.as_ref()?;
+        let (_, probe) = self.probes.iter().find(|(case, _)| *case == w.case)?;
+        Some(probe.wall_estimate() * (search.expected_probes() * w.lines.len().max(1)) as u32)
+    }
+}
+
+impl super::CaseSpec {
+    /// How long this case should take here, run once: a real-clock case its schedule and a
+    /// little more, a virtual one this suite's rough rate for its calls and sandbox-minutes.
+    pub(crate) fn wall_estimate(&self) -> Duration {
+        let wl = &self.workload;
+        match self.clock {
+            Clock::Real => wl.duration() + PER_REAL_CASE,
+            Clock::Virtual => {
+                let sandbox_minutes = f64::from(wl.sandboxes) * wl.duration().as_secs_f64() / 60.0;
+                let build = if cfg!(debug_assertions) { DEBUG_FACTOR } else { 1 };
+                (PER_CALL.mul_f64(wl.planned_calls() as f64) + PER_SANDBOX_MINUTE.mul_f64(sandbox_minutes)) * build
+                    + PER_VIRTUAL_CASE
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ pub(crate) mod overrides;
 pub(crate) mod pacer;
 pub(crate) mod rules;
 pub(crate) mod search;
+pub(crate) mod shard;
 pub(crate) mod storm;
 pub(crate) mod sweep;
 pub(crate) mod turns;
@@ -159,6 +160,10 @@ pub struct Scenario {
     /// what one probe runs (the run's estimate and event log count it; the assumptions
     /// read its host and limits).
     pub(crate) probes: Vec<(String, CaseSpec)>,
+    /// A part of a split run (`run --shard`): what it records of the whole; `None`: the whole.
+    pub(crate) shard: Option<shard::ShardRecord>,
+    /// ... and the whole scenario it is a part of (what the part reports of the whole).
+    pub(crate) whole: Option<Arc<Scenario>>,
 }
 
 /// The scenario's `[[case]]`s, each swept one expanded into its points (a point's own
@@ -464,6 +469,8 @@ impl Scenario {
             overrides: None,
             read_with: Overrides { sweeps: Vec::new(), figures: Vec::new(), cases: Vec::new(), ..over.clone() },
             probes: Vec::new(),
+            shard: None,
+            whole: None,
         })
         .and_then(Scenario::check_searches)
     }

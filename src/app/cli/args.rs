@@ -65,6 +65,21 @@ pub(crate) enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// Join the parts of a run split with `run --shard K/N` (each part's run directory, in
+    /// any order) into the run one machine would have written: its summary.json, reports and
+    /// verdict, and parts.json (each part's machine). Exit 1 when a gate fails, as `run`.
+    Merge {
+        /// Every part's run directory.
+        #[arg(value_name = "DIR", required = true)]
+        parts: Vec<PathBuf>,
+        /// The merged run's directory (default: reports/<timestamp>-<scenario>/). It must be
+        /// new, empty or an earlier run's, and none of the parts.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print only the final table.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Re-render a run directory's summary.md, .hgrm files, charts and report.html from its
     /// summary.json and .hlog files.
     Report {
@@ -246,6 +261,12 @@ pub(crate) struct RunArgs {
     /// every figure is then the median across repeats, with its spread, and gates judge it.
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// Run part K of N of the run (2/3: the second of three), for one machine of several:
+    /// the cases, sweep points and searches are dealt to N parts by their estimated time,
+    /// each machine runs its part, and `relay-bench merge` joins the parts' directories into
+    /// the run one machine would have written. A part's report has no verdict of its own.
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["baseline", "save_baseline"])]
+    pub shard: Option<crate::scenario::shard::ShardArg>,
 }
 
 // clap's value parsers take any error type; these return the library's own, whose text
@@ -445,6 +466,7 @@ impl RunArgs {
                 repeat: self.repeat,
                 ..Default::default()
             },
+            shard: self.shard,
         }
     }
 }

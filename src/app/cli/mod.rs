@@ -178,6 +178,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::DaemonCapacity(args) => capacity_cmd(args).await,
         Command::Conform(args) => conform_cmd(args).await,
         Command::Compare { old, new, threshold, strict, format } => compare_cmd(&old, &new, threshold, strict, format),
+        Command::Merge { parts, out, quiet } => merge_cmd(&parts, out.as_deref(), quiet),
         Command::Report { dir } => {
             let stop = on_interrupt("stopping: the outputs drawn so far are kept whole");
             let r = tokio::task::block_in_place(|| rerender_until(&dir, Some(stop))).map_err(|e| {
@@ -249,6 +250,26 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
         Exit::GateFailed
     } else {
         Exit::Pass
+    })
+}
+
+/// `merge`: the parts joined, the run's table and verdict printed as `run` prints them.
+fn merge_cmd(parts: &[std::path::PathBuf], out: Option<&std::path::Path>, quiet: bool) -> Result<Exit, CliError> {
+    let (merged, dir, published) = crate::runs::merge::merge(parts, out).map_err(|e| match e.environment() {
+        Some(why) => CliError::Environment { why, source: e },
+        None => CliError::Runs(e),
+    })?;
+    published.warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
+    out!("{}", String::from_utf8_lossy(&published.console));
+    if !quiet {
+        out!(line "merged {} parts: {}", parts.len(), dir.join("summary.md").display());
+    }
+    Ok(if merged.interrupted {
+        Exit::Interrupted
+    } else if merged.pass {
+        Exit::Pass
+    } else {
+        Exit::GateFailed
     })
 }
 

@@ -20,6 +20,9 @@ const STARTUP_SHOWN_MS: f64 = 1.0;
 pub(crate) fn document(s: &Summary) -> Doc {
     let outcome = if s.interrupted {
         ("INTERRUPTED", false)
+    } else if s.shard.is_some() {
+        // A part's gates are its cases' only: the run's outcome is the merged run's.
+        ("PART OF A RUN", s.pass)
     } else if s.pass {
         ("PASS", true)
     } else {
@@ -27,10 +30,11 @@ pub(crate) fn document(s: &Summary) -> Doc {
     };
     let mut sections = vec![results(s)];
     sections.extend(super::sweep::sections(s));
-    let verdict = match &s.verdict {
-        Some(v) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held }),
+    let verdict = match (&s.verdict, &s.shard) {
+        (_, Some(part)) => Some(Verdict { section: part_of_a_run(part), held: false }),
+        (Some(v), None) => super::rollout::section(v, s).map(|(section, held)| Verdict { section, held }),
         // A run from before verdicts were stored: said, not inferred from its gates.
-        None => Some(Verdict {
+        (None, None) => Some(Verdict {
             section: Section::new(
                 "verdict",
                 "Rollout verdict: not stored",
@@ -55,6 +59,22 @@ pub(crate) fn document(s: &Summary) -> Doc {
     sections.extend(aside::along_the_way(s));
     sections.push(assumptions(s));
     Doc { title: format!("relay-bench: {}", s.scenario), outcome, verdict, lead: lead(s), sections }
+}
+
+/// A part of a split run has no verdict of its own: which part it is, what it ran, and
+/// how the parts become the run.
+fn part_of_a_run(part: &crate::scenario::shard::ShardRecord) -> Section {
+    let ran = match part.runs.len() {
+        0 => "none of the run's cases (the run has fewer units than parts)".to_owned(),
+        n => format!("{n} of the run's cases and searched cases: {}", part.runs.join(", ")),
+    };
+    let text = format!(
+        "This is part {} of {} of a run split with `--shard`: it ran {ran} (estimated {} s of wall time; a \
+         part's mean {} s). Its gates are its own cases'; the rollout verdict is the whole run's: \
+         `relay-bench merge` joins the {} parts' run directories into it.",
+        part.index, part.count, part.estimate_secs, part.mean_secs, part.count
+    );
+    Section::new("verdict", "Rollout verdict: in the merged run", vec![Block::Para(plain(text))])
 }
 
 /// The description, and where and how the run ran.

@@ -442,6 +442,10 @@ pub struct Summary {
     pub interrupted: bool,
     /// Every gate of every case held.
     pub pass: bool,
+    /// A part of a run split over machines (`run --shard K/N`), which `merge` joins with the
+    /// other parts. Absent: a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::scenario::shard::ShardRecord>,
 }
 
 impl Summary {
@@ -510,6 +514,24 @@ impl Summary {
                 Some((r.standing().meets_every_gate(), figures.iter().map(|m| r.metric(*m)).collect()))
             });
         }
+    }
+
+    /// Puts the results in the run's order: the scenario's cases (`cases`, a sweep's points
+    /// among them) in order, then each searched case's probes, sweep by sweep, in the order
+    /// they were probed. A run split over machines (`merge`) and a whole one end alike.
+    pub(crate) fn order_results(&mut self, cases: &[String]) {
+        let sweeps = &self.sweeps;
+        let key = |case: &str| {
+            if let Some(i) = cases.iter().position(|c| c == case) {
+                return (0, i, 0);
+            }
+            sweeps
+                .iter()
+                .enumerate()
+                .find_map(|(k, w)| Some((1, k, w.points.iter().position(|p| p.case == case)?)))
+                .unwrap_or((2, 0, 0))
+        };
+        self.results.sort_by_cached_key(|r| key(&r.case));
     }
 
     /// The verdict and `pass` from the results: every case passed, and production as built

@@ -82,6 +82,18 @@ pub async fn run_scenario(
     if let Some(o) = &s.overrides {
         say(&format!("{}: overridden: {}", s.name, o.given.join(" ")));
     }
+    if let Some(p) = &s.shard {
+        say(&format!(
+            "{}: part {} of {}: {} of its cases and searched cases, estimated {} s (a part's mean: {} s); \
+             `relay-bench merge` joins the parts",
+            s.name,
+            p.index,
+            p.count,
+            p.runs.len(),
+            p.estimate_secs,
+            p.mean_secs
+        ));
+    }
     let mut summary = open_summary(s, opts, started_at, &say).await;
     publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
     let (progress, tty) = progress::progress_bar(opts.quiet);
@@ -119,6 +131,7 @@ pub async fn run_scenario(
     if !interrupt.is_closed() {
         search::run_searches(&run, &mut summary).await?;
     }
+    summary.order_results(&s.cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
     // An interrupt during the last batch is one too, whatever its cases' results say.
     summary.interrupted |= interrupt.is_closed();
     summary.recompute_pass();
@@ -396,9 +409,11 @@ async fn open_summary(s: &Scenario, opts: &RunOptions, started_at: &str, say: &i
         baseline: s.baseline.clone(),
         overrides: s.overrides.clone(),
         verdict: Some(Default::default()),
-        assumptions: Some(crate::results::assumptions::of(s)),
+        // A part of a split run says what the whole assumes: every part alike.
+        assumptions: Some(crate::results::assumptions::of(s.whole.as_deref().unwrap_or(s))),
         interrupted: false,
         pass: false,
+        shard: s.shard.clone(),
     }
 }
 

@@ -11,6 +11,12 @@ use crate::scenario::{CaseSpec, Scenario};
 
 use super::{BenchError, Run};
 
+/// The probes a round takes across every line of a scenario's searches (a single line
+/// probes two points of its bracket at once, on a 2-core machine side by side; many lines
+/// one each). A constant, not the machine's cores: the probes a search makes are part of
+/// its result, which `--jobs` and `--shard` must not change.
+const PROBES_PER_ROUND: usize = 2;
+
 /// One line of one search under way.
 struct Open {
     /// The searched case's sweep (its index in the scenario's and the summary's sweeps).
@@ -45,18 +51,19 @@ pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result
             });
         }
     }
-    let workers = run.opts.jobs.max(1);
+    // How many probes a line takes at once: the same on every machine and in every part of
+    // a split run (a search's probes are a result: never the cores' or the parts' doing).
+    let lines: usize =
+        s.whole.as_deref().unwrap_or(s).sweeps.iter().filter(|w| w.search.is_some()).map(|w| w.lines.len()).sum();
+    let per_line = (PROBES_PER_ROUND / lines.max(1)).max(1);
     loop {
         if run.env.interrupt.is_closed() {
             summary.interrupted = true;
             break;
         }
-        let live = open.iter().filter(|o| o.ended.is_none()).count();
-        if live == 0 {
+        if open.iter().all(|o| o.ended.is_some()) {
             break;
         }
-        // Spare workers probe several points of a bracket at once.
-        let per_line = (workers / live).max(1);
         let mut probes: Vec<CaseSpec> = Vec::new();
         for o in open.iter_mut().filter(|o| o.ended.is_none()) {
             let w = &s.sweeps[o.sweep];
