@@ -489,3 +489,30 @@ async fn the_needs_table_renders_from_summary_json() {
     relay_bench::rerender(again.path()).unwrap();
     assert_eq!(std::fs::read_to_string(again.path().join("summary.md")).unwrap(), md);
 }
+
+/// Under a request rate too low for the fleet, reads fail and a runner sets out an error
+/// answer, its request left on disk: a later turn picks it up and answers it again. That
+/// second answer is a duplicate of the call (counted, with its cause), however many turns
+/// later it comes, never an unpaired stranger: the pairing check lets a turn's calls go when
+/// the turn ends, but not one whose request is still on disk.
+#[test]
+fn a_request_left_on_disk_answered_turns_later_is_a_duplicate_not_a_stranger() {
+    let t = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(["run", "decision-map", "--case", "rate-100", "--no-event-log", "--quiet", "--out"])
+        .arg(t.path().join("r"))
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("r/summary.json")).unwrap()).unwrap();
+    let below =
+        json["results"].as_array().unwrap().iter().find(|r| r["case"].as_str().unwrap().ends_with("=20.5")).unwrap();
+    let by_kind = &below["pairing_violations"]["by_kind"];
+    let duplicated = below["calls"]["duplicated"].as_u64().unwrap();
+    assert!(duplicated > 0, "the limit below the boundary makes duplicates: {by_kind}");
+    assert_eq!(by_kind["unpaired_response"], 0, "{by_kind}");
+    assert_eq!(by_kind["duplicate_response"].as_u64(), Some(duplicated), "{by_kind}");
+    let again = "read failed → error answer set out, request left on disk → picked up again → answered again";
+    assert_eq!(below["calls"]["duplicated_by_cause"][again].as_u64(), Some(duplicated), "{below}");
+}

@@ -92,9 +92,22 @@ pub(crate) struct Pairing {
     counts: [u64; 5],
     breaches: Vec<Breach>,
     /// Scoped by agent turns (SPEC §7: an id is unique within one agent run): the keys each
-    /// sandbox's current turn answered, forgotten when the turn ends, so memory stays flat
-    /// over a fleet's day (indexed by sandbox). `None`: the whole case is one scope.
-    turns: Option<Vec<Vec<CallKey>>>,
+    /// sandbox's turns answered (indexed by sandbox), forgotten a turn after the turn that
+    /// answered them ended, so memory stays flat over a fleet's day. `None`: the whole case
+    /// is one scope.
+    turns: Option<Vec<TurnKeys>>,
+    /// Answered calls whose request was left on disk ([`Pairing::keep`]): in scope until the
+    /// case ends.
+    kept: HashSet<CallKey>,
+}
+
+/// The calls a sandbox's turns answered: the turn under way's, and the last ended one's. A
+/// request left on disk is picked up again by the next turn's first list, and its second
+/// answer is a duplicate, not a stranger: a turn's keys are kept through the next turn.
+#[derive(Debug, Default)]
+struct TurnKeys {
+    current: Vec<CallKey>,
+    previous: Vec<CallKey>,
 }
 
 /// At most this many breaches are listed; all of them are counted.
@@ -113,14 +126,38 @@ impl Pairing {
     }
 
     /// A sandbox's agent turn ended: its answered calls leave the scope (a later request
-    /// under one of their ids starts a new run's call, not a reused id).
+    /// under one of their ids starts a new run's call, not a reused id), and are still told
+    /// apart from strangers until the next turn ends (a second answer to one is a duplicate).
     pub(crate) fn turn_ended(&mut self, sandbox: u32) {
-        let Pairing { turns, answered, .. } = self;
+        let Pairing { turns, answered, kept, .. } = self;
         if let Some(keys) = turns.as_mut().and_then(|t| t.get_mut(sandbox as usize)) {
-            for k in keys.drain(..) {
+            for k in keys.previous.drain(..).filter(|k| !kept.contains(k)) {
                 answered.remove(&k);
             }
+            std::mem::swap(&mut keys.current, &mut keys.previous);
         }
+    }
+
+    /// An answered call's request was left on disk (its read failed, an error answer set
+    /// out): a later turn may pick it up and answer it again, so its key is kept until the
+    /// case ends, whichever turn answers it (such calls are the failures: few).
+    pub(crate) fn keep(&mut self, key: CallKey) {
+        if self.turns.is_some() {
+            self.kept.insert(key);
+        }
+    }
+
+    /// Whether an answered `key` that a new request names was answered in `sandbox`'s turn
+    /// under way (a reused id; answered in an ended turn, it is a new run's call, which now
+    /// owns the key: it leaves the ended turn's keys).
+    fn in_this_turn(&mut self, sandbox: u32, key: CallKey) -> bool {
+        let Some(turns) = self.turns.as_mut() else { return true };
+        self.kept.remove(&key);
+        let Some(keys) = turns.get_mut(sandbox as usize) else { return false };
+        if let Some(i) = keys.previous.iter().position(|k| *k == key) {
+            keys.previous.swap_remove(i);
+        }
+        keys.current.contains(&key)
     }
 
     /// Applies one event of the call `call` whose key is `key` (see [`call_key`]).
@@ -135,7 +172,8 @@ impl Pairing {
                 Entry::Occupied(_) => Some(BreachKind::DuplicateRequest),
                 Entry::Vacant(v) => {
                     v.insert((sandbox, call.clone()));
-                    self.answered.remove(&key).then_some(BreachKind::ReusedId)
+                    let reused = self.answered.remove(&key) && self.in_this_turn(sandbox, key);
+                    reused.then_some(BreachKind::ReusedId)
                 }
             },
             PairEvent::Response => {
@@ -144,9 +182,9 @@ impl Pairing {
                     if let Some(t) = self.turns.as_mut() {
                         let i = sandbox as usize;
                         if t.len() <= i {
-                            t.resize_with(i + 1, Vec::new);
+                            t.resize_with(i + 1, TurnKeys::default);
                         }
-                        t[i].push(key);
+                        t[i].current.push(key);
                     }
                     None
                 } else if self.answered.contains(&key) {
@@ -244,10 +282,39 @@ mod tests {
         assert_eq!(see(&mut p, 0, "t1-c1", Q), Some(BreachKind::ReusedId), "within the turn");
         assert_eq!(see(&mut p, 0, "t1-c1", R), None);
         p.turn_ended(0);
-        assert_eq!(p.answered.len(), 1, "sandbox 1's turn is still under way");
         assert_eq!(see(&mut p, 0, "t1-c1", Q), None, "a new turn's call");
         assert_eq!(see(&mut p, 0, "t1-c1", R), None);
+        p.turn_ended(0);
+        p.turn_ended(0);
+        assert_eq!(p.answered.len(), 1, "two turns on, sandbox 0's keys are let go; sandbox 1's turn is under way");
         assert_eq!(p.finish().total(), 1);
+    }
+
+    /// A request left on disk is picked up again by the next turn: its second answer is a
+    /// duplicate (not an unpaired stranger), until that next turn ends too.
+    #[test]
+    fn an_answer_repeated_in_the_next_turn_is_a_duplicate() {
+        let mut p = Pairing::default().scoped_by_turns();
+        let id = |s: &str| CallId::from(s);
+        let see = |p: &mut Pairing, c: &str, ev| p.observe(call_key(0, c), 0, &id(c), ev);
+        assert_eq!(see(&mut p, "a", Q), None);
+        assert_eq!(see(&mut p, "a", R), None);
+        p.turn_ended(0);
+        assert_eq!(see(&mut p, "a", R), Some(BreachKind::DuplicateResponse), "the next turn answers it again");
+        p.turn_ended(0);
+        assert_eq!(see(&mut p, "a", R), Some(BreachKind::UnpairedResponse), "two turns on: a stranger");
+        assert!(p.answered.is_empty(), "nothing kept past the next turn");
+        // A call whose request was left on disk (its read failed) is known whenever it is
+        // answered again, and a new turn's call under its id is no reuse.
+        assert_eq!(see(&mut p, "b", Q), None);
+        assert_eq!(see(&mut p, "b", R), None);
+        p.keep(call_key(0, "b"));
+        for _ in 0..5 {
+            p.turn_ended(0);
+        }
+        assert_eq!(see(&mut p, "b", R), Some(BreachKind::DuplicateResponse), "five turns on");
+        assert_eq!(see(&mut p, "b", Q), None, "a new run's call");
+        assert_eq!(see(&mut p, "b", Q), Some(BreachKind::DuplicateRequest));
     }
 
     #[test]

@@ -248,6 +248,8 @@ impl Recorder {
                 // this answer closes (a file no writer requested pairs with nothing).
                 let Some((k, call)) = self.pairing.resolve_file(ev.sandbox, &ev.call) else { return };
                 self.causes.read_failed(k, ev.sandbox, &call);
+                // Its request stays on disk: a later turn may answer it again.
+                self.pairing.keep(k);
                 self.pairing.observe(k, ev.sandbox, &call, PairEvent::Response)
             }
             EventKind::Writer(w) => {
