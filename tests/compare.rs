@@ -6,10 +6,12 @@
 //! `0.05` alike and refuses what it cannot read; `--format md` and `--format json` (the
 //! latter checked against reports/compare.schema.json) carry the same verdict.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+use common::BIN;
 
 fn scenario(seed: u64, interval_ms: u64) -> String {
     format!(

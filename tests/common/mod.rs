@@ -8,7 +8,14 @@ use relay_bench::{run_scenario, RunOptions, Scenario, Signal, Summary};
 
 pub mod serve;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_relay-bench");
+/// The relay-bench binary the tests run: this build's, or the one `RELAY_BENCH_TEST_BIN`
+/// named when the tests were built (`.ci/run` names the release binary it has just built:
+/// the black-box tests that run whole scenarios then take seconds, not minutes; the tests
+/// in-process stay this build's, debug assertions on).
+pub const BIN: &str = match option_env!("RELAY_BENCH_TEST_BIN") {
+    Some(bin) => bin,
+    None => env!("CARGO_BIN_EXE_relay-bench"),
+};
 
 /// Checks a summary.json against reports/schema.json; fails naming every place it does not
 /// match.
