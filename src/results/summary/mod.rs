@@ -430,8 +430,9 @@ pub struct Summary {
     /// `--seed`, `--sandboxes`). Absent: nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overrides: Option<crate::scenario::Applied>,
-    /// The rollout verdict ([`Verdict::of`] the results). Absent: a run from before rollout
-    /// gates were declared (its reports infer one from the cases' own gates).
+    /// The rollout verdict ([`Verdict::of`] the results), computed once when the results
+    /// change. Absent: a run from before verdicts were stored (its reports say none is
+    /// stored and infer none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
     /// What the run assumes and does not measure, each with its source. Absent: a run from
