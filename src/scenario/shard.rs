@@ -163,11 +163,26 @@ impl Scenario {
         record
     }
 
-    /// The run this scenario makes, as a digest: its text, the overrides it was read with
-    /// and relay-bench's version (FNV-1a, 64 bits: the same on every machine).
+    /// The run this scenario makes, as a digest: relay-bench's version, its text, the
+    /// overrides it was read with, its cases (`--case`, `--sweep` narrow and add them) and
+    /// each sweep's figures (`--figure`) (FNV-1a, 64 bits: the same on every machine).
     fn digest(&self) -> String {
         let overrides = self.overrides.as_ref().map(|o| o.given.join(" ")).unwrap_or_default();
-        let text = format!("{}\n{}\n{}\n{}", env!("CARGO_PKG_VERSION"), self.name, overrides, self.source);
+        let cases: Vec<&str> = self.cases.iter().map(|c| c.name.as_str()).collect();
+        let figures: Vec<String> = self
+            .sweeps
+            .iter()
+            .map(|w| format!("{}: {}", w.case, w.figures.iter().map(|m| m.name()).collect::<Vec<_>>().join(",")))
+            .collect();
+        let text = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}",
+            env!("CARGO_PKG_VERSION"),
+            self.name,
+            overrides,
+            cases.join("\n"),
+            figures.join("\n"),
+            self.source
+        );
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in text.bytes() {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -222,6 +237,10 @@ mod tests {
         let parts: Vec<Vec<String>> =
             (1..=3).map(|k| whole.clone().shard(ShardArg { index: k, count: 3 }).runs).collect();
         assert!(!parts.iter().any(|p| p.contains(&"held-10000".into()) && p.contains(&"rate-10000".into())));
+        // A run narrowed by `--case` is another run.
+        let mut narrowed = whole.clone();
+        narrowed.retain_cases(&["held-100".to_owned()]).unwrap();
+        assert_ne!(narrowed.digest(), whole.digest());
         let mean = estimates.iter().sum::<f64>() / 3.0;
         assert!(estimates.iter().all(|e| *e > 0.0 && *e < 2.0 * mean), "{estimates:?}");
     }
