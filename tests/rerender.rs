@@ -1,5 +1,8 @@
 //! Every committed run re-renders to the summary.md it was committed with, byte for byte:
 //! the report is a function of the run's own files (summary.json and the interval logs).
+//! Through `relay-bench report DIR`, as a user draws a run again.
+
+mod common;
 
 use std::path::Path;
 
@@ -26,8 +29,10 @@ fn committed_runs_re_render_to_their_own_summary_md() {
         let t = tempfile::tempdir().unwrap();
         std::fs::copy(run.join("summary.json"), t.path().join("summary.json")).unwrap();
         copy_tree(&run.join("hdr"), &t.path().join("hdr"));
-        let done = relay_bench::rerender(t.path()).unwrap();
-        assert!(done.count("charts") > 0, "{}: charts drawn", run.display());
+        let o = std::process::Command::new(common::BIN).arg("report").arg(t.path()).output().unwrap();
+        assert!(o.status.success(), "{}: {}", run.display(), String::from_utf8_lossy(&o.stderr));
+        let charts = std::fs::read_dir(t.path().join("charts")).map_or(0, |d| d.count());
+        assert!(charts > 0, "{}: charts drawn", run.display());
         let want = std::fs::read_to_string(run.join("summary.md")).unwrap();
         let got = std::fs::read_to_string(t.path().join("summary.md")).unwrap();
         assert!(got == want, "{}: summary.md re-renders differently", run.display());

@@ -37,12 +37,12 @@ fn the_archived_runs_still_read() {
     let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");
     let mut n = 0;
     // A daemon-capacity run holds capacity.json, a conform run runner/conform.json, a scale
-    // bench run scale-bench.md, a pickup-floor run pickup-floor.md, a record of what runs
-    // cost only its SETUP.md: no summary.
+    // bench run scale-bench.md, a pickup-floor run pickup-floor.md, a split run's record its
+    // parts.json, a record of what runs cost only its SETUP.md: no summary.
     let no_summary = |d: &std::fs::DirEntry| {
         let only_setup = std::fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).eq(["SETUP.md"]);
         only_setup
-            || ["capacity.json", "runner/conform.json", "scale-bench.md", "pickup-floor.md"]
+            || ["capacity.json", "runner/conform.json", "scale-bench.md", "pickup-floor.md", "parts.json"]
                 .iter()
                 .any(|f| d.path().join(f).is_file())
     };
