@@ -102,10 +102,13 @@ fn a_run_split_two_or_three_ways_merges_into_the_one_machine_run() {
         // In any order.
         parts.reverse();
         let merged = format!("merged{n}");
-        let mut args = vec!["merge", "--quiet", "--out", merged.as_str()];
+        let junit = format!("{merged}.xml");
+        let mut args = vec!["merge", "--quiet", "--out", merged.as_str(), "--junit", junit.as_str()];
         args.extend(parts.iter().map(String::as_str));
         let (code, said) = relay_bench(d, &args);
         assert_eq!(code, 0, "{said}");
+        let xml = std::fs::read_to_string(d.join(&junit)).unwrap();
+        assert!(xml.contains("<testsuites") && xml.contains("split.window"), "the merged gates as JUnit: {xml}");
         let got = comparable(&d.join(&merged));
         assert!(got == whole, "{n} parts merged differ from the whole run:\n{got}\n---\n{whole}");
         common::check_schema(
@@ -145,6 +148,8 @@ fn a_run_split_two_or_three_ways_merges_into_the_one_machine_run() {
     assert!(code == 2 && said.contains("part 1 of 3 is given twice"), "{said}");
     let (code, said) = relay_bench(d, &["merge", "part1of3", "part2of2"]);
     assert!(code == 2 && said.contains("of another run than"), "{said}");
+    let (code, said) = relay_bench(d, &["merge", "--junit", "/dev/null", "part1of2", "part2of2"]);
+    assert!(code == 2 && said.contains("--junit /dev/null"), "a device is never written over: {said}");
     let (code, said) = relay_bench(d, &["merge", "whole"]);
     assert!(code == 2 && said.contains("not a part of a split run"), "{said}");
     let (code, said) = relay_bench(d, &["merge", "--out", "part1of2", "part1of2", "part2of2"]);

@@ -2,7 +2,8 @@
 //! machine of its own, say a CI matrix's jobs) joined into the run one machine would have
 //! written: every part's results in the scenario's order, each sweep whole again, the
 //! verdict, the boundaries and the recommendation computed once over all of them, the parts'
-//! histogram logs and event logs beside them, and the reports drawn as `run` draws them.
+//! histogram logs and event logs beside them, and the reports drawn as `run` draws them
+//! (its gates as JUnit with `--junit`).
 //! Its summary.json is a one-machine run's of the same scenario and seed, apart from the
 //! wall times, `started_at` (the earliest part's) and the machine (the first part's
 //! `environment` and `calibration`; `parts.json` keeps each part's).
@@ -41,8 +42,15 @@ struct PartNote<'a> {
 
 /// Merges the parts in `dirs` into `out` (default: a new `reports/<stamp>-<scenario>/`);
 /// the merged summary, where it was written and what the console shows.
-pub(crate) fn merge(dirs: &[PathBuf], out: Option<&Path>) -> Result<(Summary, PathBuf, Published), RunsError> {
+pub(crate) fn merge(
+    dirs: &[PathBuf],
+    out: Option<&Path>,
+    junit: Option<&Path>,
+) -> Result<(Summary, PathBuf, Published), RunsError> {
     let parts = read_parts(dirs)?;
+    if let Some(j) = junit {
+        super::plan::check_junit(j)?;
+    }
     let first = &parts[0];
     let holder = this_run(&utc_stamps().0);
     let lock: OutLock = match out {
@@ -61,8 +69,8 @@ pub(crate) fn merge(dirs: &[PathBuf], out: Option<&Path>) -> Result<(Summary, Pa
     let merged = joined(&parts);
     copy_files(&parts, &dir)?;
     write_parts_note(&parts, &dir)?;
-    let published =
-        publish(Moment::End, &Input { summaries: std::slice::from_ref(&merged), dir: &dir }, &FlagPaths::default())?;
+    let flags = FlagPaths(junit.iter().map(|p| ("--junit", p.to_path_buf())).collect());
+    let published = publish(Moment::End, &Input { summaries: std::slice::from_ref(&merged), dir: &dir }, &flags)?;
     Ok((merged, dir, published))
 }
 

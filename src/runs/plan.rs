@@ -250,22 +250,7 @@ impl Plan {
             }
         }
         if let Some(j) = &request.junit {
-            let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let there = std::fs::symlink_metadata(j).ok().map(|m| m.file_type());
-            let why = if let Some(kind) = there.filter(|k| !k.is_file()) {
-                // A link, a FIFO, a device (`/dev/null`), a socket: never written over.
-                Some(crate::base::fsio::kind_name(kind))
-            } else if !parent.is_dir() {
-                Some("its directory does not exist")
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
-            }
-            // Written at the end: a directory that takes no file is refused now, not after the run.
-            crate::base::fsio::probe_write(parent, 1)
-                .map_err(|source| RunsError::JUnitUnwritable { path: j.display().to_string(), source })?;
+            check_junit(j)?;
         }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.
@@ -377,6 +362,26 @@ impl Plan {
         }
         Ok(outcome)
     }
+}
+
+/// Refuses a `--junit` path that is not a file this user can write (a link, a FIFO, a
+/// device such as `/dev/null`, a socket are never written over; a missing or unwritable
+/// directory), before anything runs: the file is written at the end.
+pub(crate) fn check_junit(j: &Path) -> Result<(), RunsError> {
+    let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let there = std::fs::symlink_metadata(j).ok().map(|m| m.file_type());
+    let why = if let Some(kind) = there.filter(|k| !k.is_file()) {
+        Some(crate::base::fsio::kind_name(kind))
+    } else if !parent.is_dir() {
+        Some("its directory does not exist")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
+    }
+    crate::base::fsio::probe_write(parent, 1)
+        .map_err(|source| RunsError::JUnitUnwritable { path: j.display().to_string(), source })
 }
 
 /// Where a run's reports go unless `--out` says.

@@ -76,6 +76,9 @@ pub(crate) enum Command {
         /// new, empty or an earlier run's, and none of the parts.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Also write the merged run's gates as JUnit XML to FILE, as `run --junit` does.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
         /// Print only the final table.
         #[arg(long, short)]
         quiet: bool,

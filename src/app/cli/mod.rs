@@ -178,7 +178,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::DaemonCapacity(args) => capacity_cmd(args).await,
         Command::Conform(args) => conform_cmd(args).await,
         Command::Compare { old, new, threshold, strict, format } => compare_cmd(&old, &new, threshold, strict, format),
-        Command::Merge { parts, out, quiet } => merge_cmd(&parts, out.as_deref(), quiet),
+        Command::Merge { parts, out, junit, quiet } => merge_cmd(&parts, out.as_deref(), junit.as_deref(), quiet),
         Command::Report { dir } => {
             let stop = on_interrupt("stopping: the outputs drawn so far are kept whole");
             let r = tokio::task::block_in_place(|| rerender_until(&dir, Some(stop))).map_err(|e| {
@@ -254,8 +254,13 @@ async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
 }
 
 /// `merge`: the parts joined, the run's table and verdict printed as `run` prints them.
-fn merge_cmd(parts: &[std::path::PathBuf], out: Option<&std::path::Path>, quiet: bool) -> Result<Exit, CliError> {
-    let (merged, dir, published) = crate::runs::merge::merge(parts, out).map_err(|e| match e.environment() {
+fn merge_cmd(
+    parts: &[std::path::PathBuf],
+    out: Option<&std::path::Path>,
+    junit: Option<&std::path::Path>,
+    quiet: bool,
+) -> Result<Exit, CliError> {
+    let (merged, dir, published) = crate::runs::merge::merge(parts, out, junit).map_err(|e| match e.environment() {
         Some(why) => CliError::Environment { why, source: e },
         None => CliError::Runs(e),
     })?;
