@@ -18,6 +18,7 @@ use crate::report::publish::{publish, FlagPaths, Published};
 use crate::results::summary::Summary;
 use crate::scenario::shard::ShardRecord;
 
+use super::merge_error::MergeError;
 use super::plan::{new_report_dir, RunsError, DEFAULT_REPORTS};
 
 /// One part, read.
@@ -57,7 +58,7 @@ pub(crate) fn merge(
         Some(d) => {
             let same = |p: &Part| d.canonicalize().ok().is_some_and(|o| p.dir.canonicalize().ok() == Some(o));
             if parts.iter().any(same) {
-                return Err(RunsError::OutIsAPart(d.display().to_string()));
+                return Err(MergeError::OutIsAPart(d.display().to_string()).into());
             }
             let lock = take(d, &holder)?;
             crate::report::outdir::clear(&lock)?;
@@ -80,27 +81,29 @@ fn read_parts(dirs: &[PathBuf]) -> Result<Vec<Part>, RunsError> {
     for dir in dirs {
         let summary = Summary::read(dir)?;
         let Some(record) = summary.shard.clone() else {
-            return Err(RunsError::NotAPart { dir: dir.display().to_string() });
+            return Err(MergeError::NotAPart { dir: dir.display().to_string() }.into());
         };
         let cases: Vec<&str> = summary.results.iter().map(|r| r.case.as_str()).collect();
         crate::report::export::hdr::check_logs(dir, &cases)?;
         if let Some(f) = parts.first() {
             if record.digest != f.record.digest || record.count != f.record.count {
                 let what = format!("part {} of {} of {:?}", record.index, record.count, summary.scenario);
-                return Err(RunsError::OtherRun {
+                return Err(MergeError::OtherRun {
                     dir: dir.display().to_string(),
                     first: f.dir.display().to_string(),
                     what,
-                });
+                }
+                .into());
             }
         }
         if let Some(twin) = parts.iter().find(|p| p.record.index == record.index) {
-            return Err(RunsError::Twice {
+            return Err(MergeError::Twice {
                 index: record.index,
                 count: record.count,
                 first: twin.dir.display().to_string(),
                 second: dir.display().to_string(),
-            });
+            }
+            .into());
         }
         parts.push(Part { dir: dir.clone(), summary, record });
     }
@@ -108,7 +111,7 @@ fn read_parts(dirs: &[PathBuf]) -> Result<Vec<Part>, RunsError> {
     let missing: Vec<String> =
         (1..=count).filter(|k| !parts.iter().any(|p| p.record.index == *k)).map(|k| k.to_string()).collect();
     if !missing.is_empty() {
-        return Err(RunsError::Missing { missing: missing.join(", "), count });
+        return Err(MergeError::Missing { missing: missing.join(", "), count }.into());
     }
     parts.sort_by_key(|p| p.record.index);
     Ok(parts)
@@ -152,7 +155,7 @@ fn joined(parts: &[Part]) -> Summary {
 fn copy_files(parts: &[Part], dir: &Path) -> Result<(), RunsError> {
     let fail = |path: &Path| {
         let path = path.display().to_string();
-        move |source| RunsError::MergeCopy { path, source }
+        move |source| RunsError::from(MergeError::Copy { path, source })
     };
     for p in parts {
         for r in &p.summary.results {
@@ -213,5 +216,5 @@ fn write_parts_note(parts: &[Part], dir: &Path) -> Result<(), RunsError> {
     crate::base::runfiles::note(&target);
     let text = serde_json::to_string_pretty(&notes).expect("plain data serializes");
     crate::base::fsio::publish_file(&target, text.as_bytes())
-        .map_err(|source| RunsError::MergeCopy { path: target.display().to_string(), source })
+        .map_err(|source| MergeError::Copy { path: target.display().to_string(), source }.into())
 }

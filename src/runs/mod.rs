@@ -10,5 +10,6 @@
 mod bench_error;
 pub(crate) mod capacity;
 pub(crate) mod merge;
+mod merge_error;
 pub(crate) mod plan;
 pub(crate) mod scenario;

@@ -17,6 +17,8 @@ use crate::report::publish::{publish, publish_until, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
 use crate::runs::scenario::{run_scenario, BenchError, RunOptions};
 use crate::scenario::sweep::SweepArg;
+
+use super::merge_error::MergeError;
 use crate::scenario::{Overrides, Scenario, ScenarioError, DEFAULT_NAME, SHIPPED};
 
 /// A run compared with a baseline counts a change only past this (5%).
@@ -74,21 +76,9 @@ pub enum RunsError {
     Interrupted,
     #[error("{dir}: cannot remove the temp files a killed report left: {source}")]
     Stale { dir: String, source: std::io::Error },
-    #[error("{dir}: not a part of a split run (its summary.json has no `shard`); give the run directories `run --shard K/N` wrote")]
-    NotAPart { dir: String },
-    #[error(
-        "{dir}: its {what} is a part of another run than {first}'s (the scenario's text, its overrides, the \
-         number of parts or relay-bench's version differ): give the parts of one run"
-    )]
-    OtherRun { dir: String, first: String, what: String },
-    #[error("part {index} of {count} is given twice: {first} and {second}")]
-    Twice { index: u32, count: u32, first: String, second: String },
-    #[error("part(s) {missing} of {count} not given: give every part's run directory")]
-    Missing { missing: String, count: u32 },
-    #[error("--out {0} is one of the parts: give a directory of its own for the merged run")]
-    OutIsAPart(String),
-    #[error("{path}: cannot copy a part's file into the merged run: {source}")]
-    MergeCopy { path: String, source: std::io::Error },
+    /// Parts that do not make one run, or a merged run that could not be written.
+    #[error(transparent)]
+    Merge(#[from] super::merge_error::MergeError),
     #[error("two scenarios are named {name:?} ({first} and {second}); their reports would overwrite each other: run them apart or rename one")]
     DuplicateScenario { name: String, first: String, second: String },
 }
@@ -100,7 +90,7 @@ impl RunsError {
         match self {
             RunsError::Output(e) => e.refused(),
             RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Interrupted => false,
-            RunsError::Stale { .. } | RunsError::MergeCopy { .. } => false,
+            RunsError::Stale { .. } | RunsError::Merge(MergeError::Copy { .. }) => false,
             RunsError::Bench(e) => e.is_bad_input(),
             RunsError::EventLog(_) => true,
             _ => true,
@@ -115,7 +105,7 @@ impl RunsError {
             RunsError::Bench(e) => e.environment(),
             RunsError::SaveBaseline { source, .. }
             | RunsError::Stale { source, .. }
-            | RunsError::MergeCopy { source, .. } => crate::base::fsio::environment_failure(source),
+            | RunsError::Merge(MergeError::Copy { source, .. }) => crate::base::fsio::environment_failure(source),
             _ => None,
         }
     }
