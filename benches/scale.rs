@@ -4,8 +4,8 @@
 //! size) and measures its wall time, its CPU time, its peak RSS and the calls it simulated
 //! per second of wall time. A table on stdout and `target/scale.json`.
 //!
-//! `cargo bench --bench scale` runs every point but the week (about 100 minutes; run it by
-//! name); `-- --quick` the small ones only (CI); `-- NAME...` the points named.
+//! `cargo bench --bench scale` runs every point but the week (seven times the day's 882 s of
+//! CPU, by the day's run: run it by name); `-- --quick` the small ones only (CI); `-- NAME...` the points named.
 
 use std::process::Command;
 use std::time::Instant;
@@ -49,8 +49,8 @@ const POINTS: &[Point] = &[
     point("10000x1h-turns", 10_000, 1, AGENT_TURNS),
     point("10000x1h-held", 10_000, 1, "turns_per_sec = 10\n"),
     point("10000x24h-turns", 10_000, 24, AGENT_TURNS),
-    // The same fleet for a week: its peak memory is the day's (memory follows the sandboxes,
-    // not simulated time). Long: about seven times the day.
+    // The same fleet for a week: whether its peak memory stays the day's (memory follows the
+    // sandboxes, not simulated time). Long: about seven times the day.
     Point { by_name: true, ..point("10000x7d-turns", 10_000, 168, AGENT_TURNS) },
     point("100000x1h-turns", 100_000, 1, AGENT_TURNS),
     // The same fleet for a tenth of the hour: what 100,000 sandboxes cost to hold, quickly.

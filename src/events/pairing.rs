@@ -131,7 +131,8 @@ impl Pairing {
     pub(crate) fn turn_ended(&mut self, sandbox: u32) {
         let Pairing { turns, answered, kept, .. } = self;
         if let Some(keys) = turns.as_mut().and_then(|t| t.get_mut(sandbox as usize)) {
-            for k in keys.previous.drain(..).filter(|k| !kept.contains(k)) {
+            // (Kept keys are failures, few: most turns' ends look nothing up.)
+            for k in keys.previous.drain(..).filter(|k| kept.is_empty() || !kept.contains(k)) {
                 answered.remove(&k);
             }
             std::mem::swap(&mut keys.current, &mut keys.previous);

@@ -151,24 +151,17 @@ fn joined(parts: &[Part]) -> Summary {
 }
 
 /// Each part's histogram logs (`hdr/<case>/`), event logs and calls.csv into the merged run:
-/// the logs' sections appended part after part, calls.csv's header once.
+/// the logs' sections appended part after part, calls.csv's header once. Only regular files
+/// are read (a link planted in a part is not followed) and every file is written through
+/// [`crate::base::fsio::open_to_write`] (never through a link at its name).
 fn copy_files(parts: &[Part], dir: &Path) -> Result<(), RunsError> {
-    let fail = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| RunsError::from(MergeError::Copy { path, source })
-    };
     for p in parts {
         for r in &p.summary.results {
             let from = p.dir.join("hdr").join(&r.case);
             let Ok(files) = std::fs::read_dir(&from) else { continue };
-            let to = crate::base::fsio::dirs_under(dir, &Path::new("hdr").join(&r.case)).map_err(fail(&from))?;
-            for f in files.flatten() {
-                // Regular files only: a link planted in a part is not followed.
-                if f.file_type().is_ok_and(|t| t.is_file()) {
-                    let target = to.join(f.file_name());
-                    crate::base::runfiles::note(&target);
-                    std::fs::copy(f.path(), &target).map_err(fail(&f.path()))?;
-                }
+            let to = crate::base::fsio::dirs_under(dir, &Path::new("hdr").join(&r.case)).map_err(copy_failed(&from))?;
+            for f in files.flatten().filter(|f| f.file_type().is_ok_and(|t| t.is_file())) {
+                concatenate(&[f.path()], &to.join(f.file_name()), false)?;
             }
         }
     }
@@ -178,23 +171,33 @@ fn copy_files(parts: &[Part], dir: &Path) -> Result<(), RunsError> {
             .map(|p| p.dir.join(name))
             .filter(|f| std::fs::symlink_metadata(f).is_ok_and(|m| m.is_file()))
             .collect();
-        if have.is_empty() {
-            continue;
+        if !have.is_empty() {
+            concatenate(&have, &dir.join(name), *name == "calls.csv")?;
         }
-        let target = dir.join(name);
-        crate::base::runfiles::note(&target);
-        let mut out = std::io::BufWriter::new(crate::base::fsio::open_to_write(&target, false).map_err(fail(&target))?);
-        for (i, f) in have.iter().enumerate() {
-            let mut input = std::io::BufReader::new(std::fs::File::open(f).map_err(fail(f))?);
-            if *name == "calls.csv" && i > 0 {
-                let mut header = String::new();
-                std::io::BufRead::read_line(&mut input, &mut header).map_err(fail(f))?;
-            }
-            std::io::copy(&mut input, &mut out).map_err(fail(f))?;
-        }
-        std::io::Write::flush(&mut out).map_err(fail(&target))?;
     }
     Ok(())
+}
+
+/// `target`, noted as the run's, made of `sources` one after another (`skip_headers`: the
+/// first line of every source after the first left out).
+fn concatenate(sources: &[PathBuf], target: &Path, skip_headers: bool) -> Result<(), RunsError> {
+    crate::base::runfiles::note(target);
+    let file = crate::base::fsio::open_to_write(target, false).map_err(copy_failed(target))?;
+    let mut out = std::io::BufWriter::new(file);
+    for (i, f) in sources.iter().enumerate() {
+        let mut input = std::io::BufReader::new(std::fs::File::open(f).map_err(copy_failed(f))?);
+        if skip_headers && i > 0 {
+            std::io::BufRead::read_line(&mut input, &mut String::new()).map_err(copy_failed(f))?;
+        }
+        std::io::copy(&mut input, &mut out).map_err(copy_failed(f))?;
+    }
+    std::io::Write::flush(&mut out).map_err(copy_failed(target))
+}
+
+/// A file of a part that could not be copied into the merged run.
+fn copy_failed(path: &Path) -> impl FnOnce(std::io::Error) -> RunsError {
+    let path = path.display().to_string();
+    move |source| MergeError::Copy { path, source }.into()
 }
 
 /// `parts.json`: each part's directory, start, machine, estimate and wall time.
@@ -215,6 +218,5 @@ fn write_parts_note(parts: &[Part], dir: &Path) -> Result<(), RunsError> {
     let target = dir.join("parts.json");
     crate::base::runfiles::note(&target);
     let text = serde_json::to_string_pretty(&notes).expect("plain data serializes");
-    crate::base::fsio::publish_file(&target, text.as_bytes())
-        .map_err(|source| MergeError::Copy { path: target.display().to_string(), source }.into())
+    crate::base::fsio::publish_file(&target, text.as_bytes()).map_err(copy_failed(&target))
 }

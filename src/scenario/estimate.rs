@@ -80,12 +80,15 @@ impl Scenario {
     pub fn estimate(&self) -> Estimate {
         let schedule = self.workload.duration();
         // A search's probes as many as it should take when its boundary is in its bracket.
-        let probes = self.expected_probes();
-        let real_probes = probes.iter().filter(|(_, real)| *real).count();
+        let probes: Vec<(Clock, Duration, usize)> =
+            self.searches().map(|(_, p, n)| (p.clock, p.wall_estimate(), n)).collect();
+        let real_probes: usize = probes.iter().filter(|(clock, _, _)| *clock == Clock::Real).map(|(_, _, n)| n).sum();
+        let all_probes: usize = probes.iter().map(|(_, _, n)| n).sum();
         let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count() + real_probes;
-        let virtual_cases = self.cases.len() + probes.len() - real_cases;
+        let virtual_cases = self.cases.len() + all_probes - real_cases;
         let (mut real, mut virtual_wall) = (Duration::ZERO, Duration::ZERO);
-        for (clock, wall) in self.cases.iter().map(|c| (c.clock, c.wall_estimate())).chain(self.probe_walls()) {
+        let cases = self.cases.iter().map(|c| (c.clock, c.wall_estimate()));
+        for (clock, wall) in cases.chain(probes.iter().map(|(clock, wall, n)| (*clock, *wall * *n as u32))) {
             match clock {
                 Clock::Real => real += wall,
                 Clock::Virtual => virtual_wall += wall,
@@ -102,26 +105,6 @@ impl Scenario {
             schedule,
             repeats,
         }
-    }
-
-    /// Each searched case's expected probes, as (clock, wall time) of one probe each.
-    fn probe_walls(&self) -> Vec<(Clock, Duration)> {
-        let mut out = Vec::new();
-        for w in &self.sweeps {
-            if let Some(wall) = self.search_estimate(w) {
-                let probe = self.probes.iter().find(|(case, _)| *case == w.case).map(|(_, p)| p.clock);
-                out.push((probe.unwrap_or(Clock::Virtual), wall));
-            }
-        }
-        out
-    }
-
-    /// A searched case's expected wall time: its probe's, times the probes its lines should
-    /// take when each boundary is inside its bracket; `None` for a sweep with no search.
-    pub(crate) fn search_estimate(&self, w: &super::sweep::Sweep) -> Option<Duration> {
-        let search = w.search.as_ref()?;
-        let (_, probe) = self.probes.iter().find(|(case, _)| *case == w.case)?;
-        Some(probe.wall_estimate() * (search.expected_probes() * w.lines.len().max(1)) as u32)
     }
 }
 

@@ -503,15 +503,19 @@ impl Scenario {
     /// The probes its searches should run when each boundary is inside its bracket, with
     /// the calls each plans and whether it runs on the real clock.
     pub(crate) fn expected_probes(&self) -> Vec<(u64, bool)> {
-        let mut out = Vec::new();
-        for w in &self.sweeps {
-            let probe = self.probes.iter().find(|(case, _)| *case == w.case).map(|(_, p)| p);
-            if let (Some(search), Some(p)) = (&w.search, probe) {
-                let one = (p.workload.planned_calls(), p.clock == Clock::Real);
-                out.extend(std::iter::repeat_n(one, search.expected_probes() * w.lines.len().max(1)));
-            }
-        }
-        out
+        self.searches()
+            .flat_map(|(_, p, n)| std::iter::repeat_n((p.workload.planned_calls(), p.clock == Clock::Real), n))
+            .collect()
+    }
+
+    /// Each searched case's sweep, the probe its search runs (at the start of its bracket),
+    /// and how many probes its lines should take when each boundary is inside its bracket.
+    pub(crate) fn searches(&self) -> impl Iterator<Item = (&Sweep, &CaseSpec, usize)> {
+        self.sweeps.iter().filter_map(|w| {
+            let search = w.search.as_ref()?;
+            let (_, probe) = self.probes.iter().find(|(case, _)| *case == w.case)?;
+            Some((w, probe, search.expected_probes() * w.lines.len().max(1)))
+        })
     }
 
     /// A probe of `w`'s search: its case at `x` on `line`, named and read as a sweep's point

@@ -59,8 +59,9 @@ pub struct Workload {
 /// scenario is refused when it is read rather than becoming gigabytes of allocation.
 pub(crate) const MAX_CALLS_PER_CASE: u64 = 10_000_000;
 /// The most calls a case of agent turns may make: no schedule is laid out for them, and
-/// what the recorder keeps of a call is let go when its turn ends, so memory follows the
-/// sandboxes, not the calls (10,000 sandboxes: about 200 MB for a day or a week). The cap
+/// what the recorder keeps of a call is let go after its turn, so memory follows the
+/// sandboxes, not the calls (1,000 sandboxes peak 9 % higher over a week than over a day:
+/// reports/runs/20261204-scale-1k-week). The cap
 /// is a week of the busiest fleet this suite measures (10,000 sandboxes of the default mix:
 /// 111 million calls), with room: a rate mistyped in a scenario is still refused.
 pub(crate) const MAX_AGENT_CALLS_PER_CASE: u64 = 250_000_000;

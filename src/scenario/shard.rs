@@ -89,10 +89,8 @@ impl Scenario {
             .iter()
             .map(|c| Unit { names: vec![c.name.clone()], cost: c.wall_estimate() * repeats })
             .collect();
-        for w in &self.sweeps {
-            if let Some(cost) = self.search_estimate(w) {
-                units.push(Unit { names: vec![w.case.clone()], cost: cost * repeats });
-            }
+        for (w, probe, n) in self.searches() {
+            units.push(Unit { names: vec![w.case.clone()], cost: probe.wall_estimate() * n as u32 * repeats });
         }
         // Every case compared with the scenario's baseline: one unit.
         if self.baseline.is_some() {
