@@ -73,6 +73,21 @@ pub struct ShardRecord {
     pub mean_secs: f64,
 }
 
+impl ShardRecord {
+    /// `part 2 of 3: 4 of the run's cases and searched cases, estimated 134.382 s of wall
+    /// time (a part's mean: 134.382 s)`: what the console and the part's report say of it.
+    pub(crate) fn describe(&self) -> String {
+        let ran = match self.runs.len() {
+            0 => "none of the run's cases (the run has fewer units than parts)".to_owned(),
+            n => format!("{n} of the run's cases and searched cases"),
+        };
+        format!(
+            "part {} of {}: {ran}, estimated {} s of wall time (a part's mean: {} s)",
+            self.index, self.count, self.estimate_secs, self.mean_secs
+        )
+    }
+}
+
 /// One unit of a split: the names [`Scenario::retain_cases`] keeps, and its estimated cost.
 #[derive(Debug, Clone)]
 struct Unit {

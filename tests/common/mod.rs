@@ -13,8 +13,8 @@ pub mod serve;
 /// the black-box tests that run whole scenarios then take seconds, not minutes; the tests
 /// in-process stay this build's, debug assertions on).
 pub const BIN: &str = match option_env!("RELAY_BENCH_TEST_BIN") {
-    Some(bin) => bin,
-    None => env!("CARGO_BIN_EXE_relay-bench"),
+    Some(bin) if !bin.is_empty() => bin,
+    _ => env!("CARGO_BIN_EXE_relay-bench"),
 };
 
 /// Checks a summary.json against reports/schema.json; fails naming every place it does not

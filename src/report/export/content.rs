@@ -64,15 +64,12 @@ pub(crate) fn document(s: &Summary) -> Doc {
 /// A part of a split run has no verdict of its own: which part it is, what it ran, and
 /// how the parts become the run.
 fn part_of_a_run(part: &crate::scenario::shard::ShardRecord) -> Section {
-    let ran = match part.runs.len() {
-        0 => "none of the run's cases (the run has fewer units than parts)".to_owned(),
-        n => format!("{n} of the run's cases and searched cases: {}", part.runs.join(", ")),
-    };
     let text = format!(
-        "This is part {} of {} of a run split with `--shard`: it ran {ran} (estimated {} s of wall time; a \
-         part's mean {} s). Its gates are its own cases'; the rollout verdict is the whole run's: \
-         `relay-bench merge` joins the {} parts' run directories into it.",
-        part.index, part.count, part.estimate_secs, part.mean_secs, part.count
+        "A run split with `--shard`, {}{}. Its gates are its own cases'; the rollout verdict is the whole \
+         run's: `relay-bench merge` joins the {} parts' run directories into it.",
+        part.describe(),
+        if part.runs.is_empty() { String::new() } else { format!(" ({})", part.runs.join(", ")) },
+        part.count
     );
     Section::new("verdict", "Rollout verdict: in the merged run", vec![Block::Para(plain(text))])
 }

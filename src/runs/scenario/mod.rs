@@ -83,16 +83,7 @@ pub async fn run_scenario(
         say(&format!("{}: overridden: {}", s.name, o.given.join(" ")));
     }
     if let Some(p) = &s.shard {
-        say(&format!(
-            "{}: part {} of {}: {} of its cases and searched cases, estimated {} s (a part's mean: {} s); \
-             `relay-bench merge` joins the parts",
-            s.name,
-            p.index,
-            p.count,
-            p.runs.len(),
-            p.estimate_secs,
-            p.mean_secs
-        ));
+        say(&format!("{}: {}; `relay-bench merge` joins the parts", s.name, p.describe()));
     }
     let mut summary = open_summary(s, opts, started_at, &say).await;
     publish_as(Moment::Progress, &summary, &opts.out_dir, &say)?;
