@@ -66,13 +66,13 @@ seed = 3"#,
     assert_eq!(r.calls.lost, 0, "{:?}", r.notices);
     assert_eq!(r.calls.completed, r.calls.started);
     assert_eq!(r.pairing_violations.total, 0, "{:?}", r.pairing_violations.listed);
-    let p = &r.latency(Measure::PICKUP);
+    let p = &r.latency(Measure::Pickup);
     // Its figures are this machine's (a Python poller on a shared 2-core box): they are
     // for the report, not for a test to bound.
     assert!(p.count > 10 && p.p50 > 0.0, "{p:?}");
     // What cannot be seen from outside is said, not invented.
-    assert_eq!(r.latency(Measure::WAKE).count, 0);
-    assert_eq!(r.latency(Measure::RELAY_OVERHEAD).count, 0);
+    assert_eq!(r.latency(Measure::Wake).count, 0);
+    assert_eq!(r.latency(Measure::RelayOverhead).count, 0);
     assert!(r.unavailable.iter().any(|u| u.starts_with("wake:")), "{:?}", r.unavailable);
     assert!(r.unavailable.iter().any(|u| u.starts_with("relay_overhead:")));
     let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();

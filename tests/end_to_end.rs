@@ -52,9 +52,9 @@ async fn a_small_scenario_answers_every_call_and_leaves_nothing_behind() {
         assert_eq!(r.leftover_files, 0);
         // Warm-up calls run but are not measured.
         assert_eq!(r.calls.warmup, 6);
-        assert_eq!(r.latency(Measure::PICKUP).count, 30);
-        assert!(r.latency(Measure::WAKE).p50 <= r.latency(Measure::PICKUP).p50);
-        assert!(r.latency(Measure::PICKUP).p50 <= r.latency(Measure::COMPLETION).p50);
+        assert_eq!(r.latency(Measure::Pickup).count, 30);
+        assert!(r.latency(Measure::Wake).p50 <= r.latency(Measure::Pickup).p50);
+        assert!(r.latency(Measure::Pickup).p50 <= r.latency(Measure::Completion).p50);
         assert_eq!(r.requests.by_kind.0.iter().find(|(k, _)| *k == "read").unwrap().1, 36);
         assert!(r.requests.by_kind.0.iter().find(|(k, _)| *k == "list").unwrap().1 > 0);
         if r.strategy == "poll" {

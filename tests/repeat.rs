@@ -60,7 +60,7 @@ async fn five_repeats_report_spreads_and_their_gates_judge_the_median() {
     assert_eq!(json["overrides"]["repeat"], 5);
     let mean = rep.get("completion.mean").unwrap().clone();
     assert_eq!(mean.values.len(), 5);
-    assert_eq!(r.latency(Measure::COMPLETION).mean, mean.median, "the case reports the median");
+    assert_eq!(r.latency(Measure::Completion).mean, mean.median, "the case reports the median");
     let [lo, hi] = mean.ci95.expect("five repeats: an interval");
     assert!(lo <= mean.median && mean.median <= hi, "{mean:?}");
     assert!(mean.min < mean.max, "seeds of their own give different runs: {mean:?}");
@@ -121,7 +121,7 @@ async fn each_point_of_a_sweep_is_repeated_and_keeps_its_own_results() {
     for (r, plain) in s.results.iter().zip(&once.results) {
         assert_eq!(r.case, plain.case);
         let first = |figure: &str| r.repeat.as_ref().unwrap().get(figure).unwrap().values[0];
-        assert_eq!(first("pickup.mean"), Some(plain.latency(Measure::PICKUP).mean), "{}", r.case);
+        assert_eq!(first("pickup.mean"), Some(plain.latency(Measure::Pickup).mean), "{}", r.case);
         assert_eq!(first("discovery_total"), Some(plain.requests.discovery_total as f64), "{}", r.case);
     }
     assert_ne!(once.results[0].requests.discovery_total, once.results[1].requests.discovery_total, "two points");

@@ -119,7 +119,7 @@ fn in_sandbox_side_checks(r: &relay_bench::CaseResult) {
         side.clock_uncertainty_ms
     );
     assert_eq!((r.pairing_violations.total, r.leftover_files, r.calls.unmeasured), (0, 0, 0), "{:?}", r.notices);
-    assert!(r.calls.completed > 0 && r.latency(Measure::PICKUP).count > 0);
+    assert!(r.calls.completed > 0 && r.latency(Measure::Pickup).count > 0);
     assert!(r.requests.idle.rate().is_none(), "busy and idle are not known here when the writer ran elsewhere");
     let root = std::path::Path::new(&side.root);
     assert!(!root.exists(), "{} removed after the case", root.display());

@@ -1,6 +1,7 @@
-//! The registries' recipes tried: a throwaway measure, runner strategy and output, each added
-//! the way docs/architecture.md says (a file and a line, registered in test builds only),
-//! works through a whole run with nothing else touched.
+//! The registries' recipes tried: a throwaway runner strategy and output, each added the way
+//! docs/architecture.md says (a file and a line, registered in test builds only), works
+//! through a whole run with nothing else touched; and every measure goes everywhere a
+//! measure goes.
 
 use crate::record::measure::Measure;
 use crate::results::summary::Summary;
@@ -27,14 +28,16 @@ async fn run(text: &str, repeat: u32) -> (Summary, tempfile::TempDir) {
     (run_scenario(&s, &opts, "2026-01-01T00:00:00Z", sig).await.unwrap(), out)
 }
 
-/// The throwaway measure `turnaround` (src/record/measure/tests.rs, registered in test
-/// builds) is recorded, kept in summary.json and read back, gated, carried by repeats, and
-/// shown in summary.md and hdr/.
+/// Every measure of [`Measure::ALL`] is recorded, kept in summary.json and read back, gated,
+/// carried by repeats, and shown in summary.md (those with a row) and hdr/: a new variant
+/// is held to all of it here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_measure_added_as_a_file_and_a_line_is_recorded_kept_gated_and_shown() {
-    let text = r#"
+async fn every_measure_is_recorded_kept_gated_repeated_and_shown() {
+    let gates: Vec<String> = Measure::ALL.iter().map(|m| format!("\"{}.max >= 0ms\"", m.name())).collect();
+    let text = format!(
+        r#"
 name = "recipe"
-gates = ["turnaround.p50 < 1s", "turnaround.max > 0ms"]
+gates = [{}]
 [workload]
 sandboxes = 2
 duration = "20s"
@@ -50,35 +53,39 @@ profile = "proxy"
 clock = "virtual"
 runner = "window-exec"
 writer = "watch"
-"#;
-    let (summary, out) = run(text, 2).await;
-    let turnaround = Measure::from_name("turnaround").expect("registered");
+"#,
+        gates.join(", ")
+    );
+    let (summary, out) = run(&text, 2).await;
     let r = &summary.results[0];
-
-    // Recorded, for every measured call, and no shorter than the call's pickup (the runner's
-    // instants: its answer's rename returns a daemon leg after the writer may have read it).
-    let t = r.latency(turnaround);
-    assert!(t.count > 0 && t.count == r.latency(Measure::PICKUP).count, "{t:?}");
-    assert!(t.p50 > 0.0 && t.p50 >= r.latency(Measure::PICKUP).p50, "{t:?} {:?}", r.latency(Measure::PICKUP));
-
-    // Kept in summary.json under its name, and read back from it.
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
-    assert_eq!(json["results"][0]["latency_us"]["turnaround"]["count"], t.count);
     let back = crate::results::summary::Summary::read(out.path()).unwrap();
-    assert_eq!(back.results[0].latency(turnaround), t);
-
-    // Gated: both gates name it and pass; a repeat's median and spread carry it.
-    let ours: Vec<_> = r.gates.iter().filter(|g| g.metric.name().starts_with("turnaround.")).collect();
-    assert!(ours.len() == 2 && ours.iter().all(|g| g.pass), "{:?}", r.gates);
-    assert_eq!(ours[0].observed, Some(t.p50), "the gate reads the measure");
-    let rep = r.repeat.as_ref().expect("repeated");
-    assert!(rep.get("turnaround.p50").is_some(), "a repeat's spread of it");
-
-    // Shown: a row in summary.md's latency table, an HDR histogram of its own.
     let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
-    assert!(md.lines().any(|l| l.starts_with("| remote | turnaround (test) |")), "{md}");
-    assert!(out.path().join("hdr/remote/turnaround.hgrm").is_file());
+    let rep = r.repeat.as_ref().expect("repeated");
+    for m in Measure::ALL {
+        let name = m.name();
+        // Recorded, for every measured call.
+        let t = r.latency(m);
+        assert!(t.count > 0 && t.count <= r.latency(Measure::Completion).count, "{name}: {t:?}");
+        // Kept in summary.json under its name, and read back from it.
+        let kept = if m.in_latency_us() {
+            &json["results"][0]["latency_us"][name]
+        } else {
+            &json["results"][0][format!("{name}_us")]
+        };
+        assert_eq!(kept["count"], t.count, "{name} in summary.json");
+        assert_eq!(back.results[0].latency(m), t, "{name} read back");
+        // Gated, and carried by the repeats.
+        let g = r.gates.iter().find(|g| g.metric.name() == format!("{name}.max")).expect("gated");
+        assert!(g.pass && g.observed == Some(t.max), "{name}: {g:?}");
+        assert!(rep.get(&format!("{name}.p50")).is_some(), "a repeat's spread of {name}");
+        // Shown: a row in summary.md's latency table when it has one, an HDR histogram.
+        if let Some(row) = m.row() {
+            assert!(md.lines().any(|l| l.starts_with(&format!("| remote | {row} |"))), "{row}:\n{md}");
+        }
+        assert!(out.path().join(format!("hdr/remote/{name}.hgrm")).is_file(), "{name}.hgrm");
+    }
 }
 
 /// The throwaway runner strategy `steady-poll` (src/strategy/recipe.rs) is named by a
@@ -102,7 +109,7 @@ async fn a_strategy_and_an_output_added_as_a_file_and_a_line_run_and_are_written
     let [today, steady] = &summary.results[..] else { panic!("two cases: {:?}", summary.results.len()) };
     assert_eq!(steady.strategy, "steady-poll");
     assert!(steady.calls.completed > 0 && steady.calls.lost == 0, "{:?}", steady.calls);
-    let p50 = |r: &crate::results::summary::CaseResult| r.latency(Measure::PICKUP).p50;
+    let p50 = |r: &crate::results::summary::CaseResult| r.latency(Measure::Pickup).p50;
     assert!(p50(steady) < p50(today), "25 ms lists pick up sooner than 300 ms ones: {} vs {}", p50(steady), p50(today));
     assert!(steady.requests.discovery_per_min > today.requests.discovery_per_min, "and list more often");
 
@@ -110,7 +117,7 @@ async fn a_strategy_and_an_output_added_as_a_file_and_a_line_run_and_are_written
     assert_eq!(txt, format!("today {}\nsteady {}\n", today.calls.completed, steady.calls.completed));
 
     let parts = crate::runs::plan::list_parts();
-    for name in ["steady-poll", "turnaround"] {
+    for name in ["steady-poll", Measure::Hop1.name()] {
         assert!(parts.lines().any(|l| l.trim_start().starts_with(name)), "list names {name}:\n{parts}");
     }
 }

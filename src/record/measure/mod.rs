@@ -1,121 +1,134 @@
-//! What the recorder measures of every call: the [`CallMeasure`]s of [`MEASURES`] (SPEC
-//! §4's measures and the parts a call's time splits into), a [`Measure`] naming one of them,
+//! What the recorder measures of every call: the [`Measure`]s (SPEC §4's measures and the
+//! parts a call's time splits into), each computed from a call's instants ([`CallTimes`]),
 //! and the summary statistics read from a measure's HDR histogram ([`LatencyStats`]).
 //!
-//! A measure is one registered implementation: the recorder records it from each call's
-//! instants ([`CallTimes`]), summary.json keeps its statistics under its name, a gate reads
-//! `<name>.<stat>`, repeats take its medians, `hdr/` writes its histogram, and summary.md
-//! gives it a row when it has one ([`CallMeasure::row`]). Nothing else names it.
-
-mod builtin;
+//! A measure is one variant of [`Measure`] and its arm in each `match` below: the recorder
+//! records it from each call's instants, summary.json keeps its statistics under its name, a
+//! gate reads `<name>.<stat>`, repeats take its medians, `hdr/` writes its histogram, and
+//! summary.md gives it a row when it has one ([`Measure::row`]). Nothing else names it.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// A measure taken of every call: a duration between two of its instants.
-pub(crate) trait CallMeasure: Sync {
+/// A measure taken of every call: a duration between two of its instants. The order of
+/// [`Measure::ALL`] is the order summary.json and summary.md list them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Measure {
+    /// Request published -> the runner's wait returned (not seen for a black-box runner).
+    Wake,
+    /// Request published -> the handler started (SPEC's pickup).
+    Pickup,
+    /// The call's intended start -> its answer read (open loop: the pacer's lag counts).
+    Completion,
+    /// The writer's actual start -> its answer read.
+    CompletionUncorrected,
+    /// Uncorrected completion minus the handler's own time: what the relay adds.
+    RelayOverhead,
+    /// The call's intended start -> the writer's actual start: the pacer's lag, not the
+    /// relay's.
+    ScheduleLag,
+    /// The handler's own time (its start -> its end).
+    Handler,
+    /// The handler's end -> the answer's rename completed.
+    AnswerPublish,
+    /// The answer's rename -> the writer has read it (hop 1).
+    Hop1,
+}
+
+/// How many measures there are.
+pub(crate) const COUNT: usize = Measure::ALL.len();
+
+impl Measure {
+    /// Every measure, in the order summary.json and summary.md list them.
+    pub const ALL: [Measure; 9] = [
+        Measure::Wake,
+        Measure::Pickup,
+        Measure::Completion,
+        Measure::CompletionUncorrected,
+        Measure::RelayOverhead,
+        Measure::ScheduleLag,
+        Measure::Handler,
+        Measure::AnswerPublish,
+        Measure::Hop1,
+    ];
+
+    /// SPEC §4's three measures, the ones every table shows.
+    pub const SPEC: [Measure; 3] = [Measure::Wake, Measure::Pickup, Measure::Completion];
+
+    /// Every measure, in [`Measure::ALL`]'s order.
+    pub(crate) fn all() -> impl Iterator<Item = Measure> + Clone {
+        Measure::ALL.into_iter()
+    }
+
+    /// Its place in [`Measure::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     /// Its name: its key in summary.json's `latency_us`, the `<name>` of a gate's
     /// `<name>.<stat>`, its `hdr/<case>/<name>.hgrm`. Lower case, `_` between words.
-    fn name(&self) -> &'static str;
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Wake => "wake",
+            Measure::Pickup => "pickup",
+            Measure::Completion => "completion",
+            Measure::CompletionUncorrected => "completion_uncorrected",
+            Measure::RelayOverhead => "relay_overhead",
+            Measure::ScheduleLag => "schedule_lag",
+            Measure::Handler => "handler",
+            Measure::AnswerPublish => "answer_publish",
+            Measure::Hop1 => "hop1",
+        }
+    }
 
     /// What it times, in a line (`relay-bench list`).
-    fn about(&self) -> &'static str;
+    pub(crate) fn about(self) -> &'static str {
+        match self {
+            Measure::Wake => "request published -> the runner's wait returned (not seen for a black-box runner)",
+            Measure::Pickup => "request published -> the handler started (SPEC §4)",
+            Measure::Completion => "the call's intended start -> its answer read (open loop)",
+            Measure::CompletionUncorrected => "the writer's actual start -> its answer read",
+            Measure::RelayOverhead => "uncorrected completion minus the handler's time: what the relay adds",
+            Measure::ScheduleLag => "the call's intended start -> the writer's actual start (the pacer's lag)",
+            Measure::Handler => "the handler's start -> its end",
+            Measure::AnswerPublish => "the handler's end -> the answer's rename completed",
+            Measure::Hop1 => "the answer's rename -> the writer read it (hop 1)",
+        }
+    }
 
     /// Its label in summary.md's latency table; `None`: recorded, kept and gated, not a row.
-    fn row(&self) -> Option<&'static str> {
-        None
+    pub(crate) fn row(self) -> Option<&'static str> {
+        Some(match self {
+            Measure::Wake => "wake",
+            Measure::Pickup => "pickup",
+            Measure::Completion => "completion",
+            Measure::CompletionUncorrected => "completion (uncorrected)",
+            Measure::RelayOverhead => "relay overhead",
+            Measure::ScheduleLag => "schedule lag",
+            Measure::Handler | Measure::AnswerPublish | Measure::Hop1 => return None,
+        })
     }
 
     /// Whether summary.json keeps it in `latency_us` (else beside it, as `<name>_us`).
-    fn in_latency_us(&self) -> bool {
-        true
+    pub(crate) fn in_latency_us(self) -> bool {
+        self != Measure::ScheduleLag
     }
 
     /// Its value for one call in nanoseconds, or `None` when the call does not show it (a
     /// black-box runner's wake, an answer never read). Recorded as at least 1 ns.
-    fn of(&self, call: &CallTimes) -> Option<u64>;
-}
-
-/// Every measure, in the order summary.json and summary.md list them. A new measure is a
-/// unit struct implementing [`CallMeasure`] and a line here.
-pub(crate) const MEASURES: &[&dyn CallMeasure] = &[
-    &builtin::Wake,
-    &builtin::Pickup,
-    &builtin::Completion,
-    &builtin::CompletionUncorrected,
-    &builtin::RelayOverhead,
-    &builtin::ScheduleLag,
-    &builtin::Handler,
-    &builtin::AnswerPublish,
-    &builtin::Hop1,
-    #[cfg(test)]
-    &tests::Turnaround,
-];
-
-/// How many measures there are.
-pub(crate) const COUNT: usize = MEASURES.len();
-
-/// One of [`MEASURES`], by its place there.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Measure(u8);
-
-impl Measure {
-    /// The measures the rest of the suite names, by their place in [`MEASURES`]
-    /// (`the_named_measures_are_in_place` holds them to it).
-    /// Request published -> the runner's wait returned.
-    pub const WAKE: Measure = Measure(0);
-    /// Request published -> the handler started.
-    pub const PICKUP: Measure = Measure(1);
-    /// Intended start -> answer read.
-    pub const COMPLETION: Measure = Measure(2);
-    /// Actual start -> answer read.
-    pub const COMPLETION_UNCORRECTED: Measure = Measure(3);
-    /// Uncorrected completion minus the handler's time.
-    pub const RELAY_OVERHEAD: Measure = Measure(4);
-    /// Intended start -> actual start.
-    pub const SCHEDULE_LAG: Measure = Measure(5);
-    /// Handler start -> end.
-    pub const HANDLER: Measure = Measure(6);
-    /// Handler end -> the answer's rename.
-    pub const ANSWER_PUBLISH: Measure = Measure(7);
-    /// The answer's rename -> read by the writer.
-    pub const HOP1: Measure = Measure(8);
-
-    /// SPEC §4's three measures, the ones every table shows.
-    pub const SPEC: [Measure; 3] = [Measure::WAKE, Measure::PICKUP, Measure::COMPLETION];
-
-    /// Every measure, in registry order.
-    pub(crate) fn all() -> impl Iterator<Item = Measure> + Clone {
-        (0..COUNT as u8).map(Measure)
-    }
-
-    fn def(self) -> &'static dyn CallMeasure {
-        MEASURES[self.0 as usize]
-    }
-
-    /// Its place in [`MEASURES`].
-    pub(crate) fn index(self) -> usize {
-        self.0 as usize
-    }
-
-    /// Its name (summary.json's key, a gate's `<name>.<stat>`).
-    pub fn name(self) -> &'static str {
-        self.def().name()
-    }
-
-    /// What it times, in a line.
-    pub(crate) fn about(self) -> &'static str {
-        self.def().about()
-    }
-
-    /// Its label in summary.md's latency table, if it has a row.
-    pub(crate) fn row(self) -> Option<&'static str> {
-        self.def().row()
-    }
-
-    /// Whether summary.json keeps it in `latency_us`.
-    pub(crate) fn in_latency_us(self) -> bool {
-        self.def().in_latency_us()
+    pub(crate) fn of(self, c: &CallTimes) -> Option<u64> {
+        let known = |v: Option<u64>| v.filter(|_| c.handler_known);
+        match self {
+            Measure::Wake => CallTimes::between(c.published, Some(c.woke)).filter(|_| !c.observed),
+            Measure::Pickup => CallTimes::between(c.published, Some(c.handler_start)),
+            Measure::Completion => CallTimes::between(Some(0), c.read),
+            Measure::CompletionUncorrected => c.uncorrected(),
+            Measure::RelayOverhead => known(c.uncorrected().zip(c.handler()).map(|(u, h)| u.saturating_sub(h))),
+            Measure::ScheduleLag => CallTimes::between(Some(0), Some(c.started)),
+            Measure::Handler => known(c.handler()),
+            Measure::AnswerPublish => known(CallTimes::between(Some(c.handler_end), c.answered)),
+            Measure::Hop1 => CallTimes::between(c.answered, c.read),
+        }
     }
 
     pub(crate) fn from_name(s: &str) -> Option<Measure> {

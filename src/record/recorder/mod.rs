@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 pub(crate) use crate::record::measure::samples_needed;
 pub(crate) use crate::record::measure::{new_histogram, LatencyStats, Measure};
-use crate::record::measure::{CallTimes, COUNT, MEASURES};
+use crate::record::measure::{CallTimes, COUNT};
 pub(crate) use fleet::{Fleet, FleetRecording, HealthPoint};
 pub(crate) use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
 
@@ -205,7 +205,7 @@ impl Recorder {
             // The live median for a progress bar, at most five times a second.
             if let Some(live) = &self.live {
                 if published.elapsed() >= LIVE_EVERY {
-                    let h = &self.hist[Measure::PICKUP.index()];
+                    let h = &self.hist[Measure::Pickup.index()];
                     live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
                     published = std::time::Instant::now();
                 }
@@ -389,8 +389,7 @@ fn span(from: Option<Instant>, to: Option<Instant>) -> Option<Duration> {
 }
 
 /// Records one call's measures. Every instant is read once, as nanoseconds from the
-/// intended start; each measure is its [`CallMeasure`](crate::record::measure::CallMeasure)
-/// of those.
+/// intended start; each measure is [`Measure::of`] those.
 fn fold(hist: &mut [Histogram<u64>; COUNT], w: &WriterSide, r: &RunnerSide) {
     let base = w.intended;
     let at = |t: Instant| crate::base::units::offset_ns(t, base);
@@ -405,7 +404,7 @@ fn fold(hist: &mut [Histogram<u64>; COUNT], w: &WriterSide, r: &RunnerSide) {
         answered: r.answered.map(at),
         read: w.read.map(at),
     };
-    for (h, m) in hist.iter_mut().zip(MEASURES) {
+    for (h, m) in hist.iter_mut().zip(Measure::ALL) {
         if let Some(v) = m.of(&call) {
             h.saturating_record(v.max(1));
         }
@@ -491,12 +490,12 @@ mod tests {
             let got = rec.stats(m).p50;
             assert!((got - want).abs() <= want * 0.001, "{m:?}: {got} µs, want {want}");
         };
-        check(Measure::WAKE, 3000.0);
-        check(Measure::PICKUP, 5000.0);
-        check(Measure::COMPLETION, 20000.0);
-        check(Measure::COMPLETION_UNCORRECTED, 19000.0);
-        check(Measure::RELAY_OVERHEAD, 9000.0);
-        check(Measure::SCHEDULE_LAG, 1000.0);
+        check(Measure::Wake, 3000.0);
+        check(Measure::Pickup, 5000.0);
+        check(Measure::Completion, 20000.0);
+        check(Measure::CompletionUncorrected, 19000.0);
+        check(Measure::RelayOverhead, 9000.0);
+        check(Measure::ScheduleLag, 1000.0);
         assert_eq!(rec.calls.ok, 1);
         assert_eq!(rec.pairing.total(), 0);
     }
@@ -514,7 +513,7 @@ mod tests {
             r.ingest(&m);
         }
         let rec = r.finish();
-        assert_eq!(rec.stats(Measure::PICKUP).count, 1);
+        assert_eq!(rec.stats(Measure::Pickup).count, 1);
         assert_eq!(rec.calls.warmup, 1);
         assert_eq!(rec.calls.completed, 2);
     }
@@ -528,7 +527,7 @@ mod tests {
             r.ingest(&m);
         }
         let rec = r.finish();
-        assert_eq!((rec.calls.completed, rec.stats(Measure::COMPLETION).count, rec.unmeasured), (1, 0, 1));
+        assert_eq!((rec.calls.completed, rec.stats(Measure::Completion).count, rec.unmeasured), (1, 0, 1));
     }
 
     #[test]
@@ -590,7 +589,7 @@ mod tests {
         drop(sink);
         let rec = recorder.join().unwrap();
         assert_eq!(seen.load(Ordering::Relaxed), 2 * 5);
-        assert_eq!(rec.stats(Measure::PICKUP).count, 1);
+        assert_eq!(rec.stats(Measure::Pickup).count, 1);
         assert_eq!(
             rec.log_error.as_deref(),
             Some("cannot write the count: closed with 1 breaches; cannot write the count: closed with 1 breaches")

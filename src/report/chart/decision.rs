@@ -55,7 +55,7 @@ fn points(run: &RunData) -> Vec<Point<'_>> {
 /// Which of the two figures a gate reads, for a case whose idle figure `counter` reads.
 fn reads(g: &GateResult, counter: Counter) -> Option<bool> {
     match g.metric {
-        Metric::Latency(m, "p50") if m == Measure::PICKUP => Some(false),
+        Metric::Latency(Measure::Pickup, "p50") => Some(false),
         Metric::Count(c) if c == counter => Some(true),
         _ => None,
     }

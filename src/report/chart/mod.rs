@@ -154,7 +154,7 @@ impl CaseData {
             if let Some(h) = total(&ivs) {
                 hists.push((m.name().to_owned(), h));
             }
-            if m == Measure::PICKUP {
+            if m == Measure::Pickup {
                 pickup_intervals = ivs;
             }
         }
@@ -189,8 +189,8 @@ impl CaseData {
             fleet: crate::report::export::fleet_worth_showing(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
-            pickup_p50_ms: (c.latency(Measure::PICKUP).count > 0)
-                .then(|| spread("pickup.p50", c.latency(Measure::PICKUP).p50 / 1000.0, 1000.0)),
+            pickup_p50_ms: (c.latency(Measure::Pickup).count > 0)
+                .then(|| spread("pickup.p50", c.latency(Measure::Pickup).p50 / 1000.0, 1000.0)),
             idle_discovery: idle.rate().filter(|_| !q.not_measured).map(|v| (spread(idle_figure, v, 1.0), counter)),
             gates: c.gates.iter().chain(&c.rollout).cloned().collect(),
             swept: false,

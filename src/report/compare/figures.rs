@@ -189,7 +189,7 @@ mod tests {
         }
         assert_eq!(names.iter().filter(|n| **n == "pickup.p50").count(), 1, "a gated headline is listed once");
         let lag = f.iter().find(|f| f.name == "schedule_lag.p99").expect("a gated latency");
-        assert_eq!(lag.kind, Kind::Quantile(Measure::SCHEDULE_LAG, "p99"));
+        assert_eq!(lag.kind, Kind::Quantile(Measure::ScheduleLag, "p99"));
         assert_eq!(f.iter().find(|f| f.name == "completed").unwrap().better, Better::Higher);
         assert!(!names.iter().any(|n| n.starts_with("vs_baseline")), "{names:?}");
     }

@@ -334,7 +334,7 @@ fn latency_not_comparable(o: &CaseResult, n: &CaseResult, m: Measure) -> Option<
         return Some(why.into());
     }
     let (po, pn) = (o.pickup_defined_as(), n.pickup_defined_as());
-    (m == Measure::PICKUP && po != pn)
+    (m == Measure::Pickup && po != pn)
         .then(|| format!("timed differently: OLD {}; NEW {}", po.describe(), pn.describe()))
 }
 

@@ -247,7 +247,7 @@ impl Floor {
             if r.clock != crate::scenario::Clock::Real {
                 return None;
             }
-            let lag = r.latency(Measure::SCHEDULE_LAG);
+            let lag = r.latency(Measure::ScheduleLag);
             let lag = (lag.count > 0).then(|| lag.get(stat)).flatten();
             let timer = s.calibration.as_ref().map(|c| &c.timer_overshoot_1ms_us);
             let timer = timer.filter(|t| t.count > 0).and_then(|t| t.get(stat));

@@ -197,12 +197,12 @@ fn a_repeated_run_is_judged_on_its_medians_not_its_first_repeats_histograms() {
     };
     let c = compared(&h, &h, |r| {
         repeated(r);
-        r.measures.get_mut(Measure::PICKUP).p50 *= 2.0;
+        r.measures.get_mut(Measure::Pickup).p50 *= 2.0;
     });
     let p50 = change(&c, "pickup.p50");
     assert_eq!((p50.verdict, p50.ratio), (Verdict::Regression, Some(2.0)), "{}", console::render(&c));
     // Run once, the quantile is read from the histograms, which did not move.
-    let c = compared(&h, &h, |r| r.measures.get_mut(Measure::PICKUP).p50 *= 2.0);
+    let c = compared(&h, &h, |r| r.measures.get_mut(Measure::Pickup).p50 *= 2.0);
     assert_eq!(change(&c, "pickup.p50").verdict, Verdict::Noise, "{}", console::render(&c));
 }
 

@@ -161,9 +161,9 @@ fn results(s: &Summary) -> Section {
             design(r),
             r.calls.completed.to_string(),
             r.calls.lost.to_string(),
-            pair_of(r, "wake", r.latency(Measure::WAKE)),
-            pair_of(r, "pickup", r.latency(Measure::PICKUP)),
-            pair_of(r, "completion", r.latency(Measure::COMPLETION)),
+            pair_of(r, "wake", r.latency(Measure::Wake)),
+            pair_of(r, "pickup", r.latency(Measure::Pickup)),
+            pair_of(r, "completion", r.latency(Measure::Completion)),
             rate(r, "discovery_per_min", r.requests.discovery_per_min, !r.requests.not_measured),
             gates,
         ]
@@ -347,7 +347,7 @@ fn calls_and_requests(s: &Summary) -> Section {
 
 /// The charts drawn beside the report, when some will exist.
 fn charts(s: &Summary) -> Option<Section> {
-    let any_latency = s.results.iter().any(|r| r.latency(Measure::PICKUP).count > 0);
+    let any_latency = s.results.iter().any(|r| r.latency(Measure::Pickup).count > 0);
     let charts = [
         ("latency-percentiles", "latency by percentile", any_latency),
         ("time-breakdown", "where a call's time goes", s.results.iter().any(|r| r.breakdown_ms().is_some())),

@@ -69,7 +69,7 @@ fn with_rollout(declared: bool) -> Summary {
     black_box.strategy = "external".into();
     black_box.departures = Some(vec!["runner = external program (not the suite's model of production)".into()]);
     black_box.requests = crate::results::summary::Requests { not_measured: true, ..Default::default() };
-    *black_box.measures.get_mut(Measure::WAKE) = LatencyStats::default();
+    *black_box.measures.get_mut(Measure::Wake) = LatencyStats::default();
     black_box.unavailable = vec!["wake: the runner is a black box".into()];
     black_box.runner.startup_ms = 1020.0;
     judge(&mut black_box, &rollout[1..]);

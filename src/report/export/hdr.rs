@@ -196,7 +196,7 @@ fn write_case(dir: PathBuf, hdr: &CaseHdr, out: &mut Staged) -> Result<(), HdrEr
         }
         out.put(dir.join(format!("{}.hgrm", m.name())), hgrm(h).as_bytes()).map_err(HdrError::Staged)?;
         let intervals: Vec<Interval> = match (&hdr.intervals, m) {
-            (Some(iv), &Measure::PICKUP) => iv
+            (Some(iv), &Measure::Pickup) => iv
                 .hists
                 .iter()
                 .enumerate()

@@ -48,12 +48,12 @@ mod tests {
             .iter()
             .map(|f| {
                 let mut x = r.clone();
-                x.measures.get_mut(Measure::PICKUP).p50 *= f;
+                x.measures.get_mut(Measure::Pickup).p50 *= f;
                 x
             })
             .collect();
         *r = crate::results::summary::repeats::combine(three, vec![1, 2, 3]);
-        let (p50, r) = (r.latency(Measure::PICKUP).p50, r.clone());
+        let (p50, r) = (r.latency(Measure::Pickup).p50, r.clone());
         let md = String::from_utf8(Markdown.render(&s)).unwrap();
         assert!(md.contains("Each case ran 3 times"), "{md}");
         let shown = format!("{} ({}–{})", us(p50), us(p50 * 0.9), us(p50 * 1.2));

@@ -197,7 +197,7 @@ pub(crate) mod tests {
         s.calibration = None;
         for r in s.results.iter_mut() {
             for (m, st) in r.measures.iter_mut() {
-                if [Measure::RELAY_OVERHEAD, Measure::SCHEDULE_LAG].contains(&m) {
+                if [Measure::RelayOverhead, Measure::ScheduleLag].contains(&m) {
                     *st = LatencyStats::default();
                 } else {
                     st.count = if st.count == 0 { 0 } else { 20_000 };
@@ -220,11 +220,11 @@ pub(crate) mod tests {
         let note = "a p-quantile needs at least 10/(1-p) samples";
         assert!(!md.contains(THIN) && !table.contains(THIN), "20,000 samples: nothing marked");
         // p99.9 over 162 samples, as one archived run had it.
-        s.results[0].measures.get_mut(Measure::PICKUP).count = 162;
+        s.results[0].measures.get_mut(Measure::Pickup).count = 162;
         let (md, table) = render(&s);
         let row = md.lines().find(|l| l.starts_with(&format!("| {} | pickup | 162 |", s.results[0].case))).unwrap();
         let cells: Vec<&str> = row.split(" | ").collect();
-        let p = &s.results[0].latency(Measure::PICKUP);
+        let p = &s.results[0].latency(Measure::Pickup);
         assert_eq!(cells[3], us(p.p50), "162 samples are enough for a median: {row}");
         assert_eq!(cells[4], us(p.p90), "and for a p90 (100): {row}");
         assert_eq!(cells[5], format!("{}{THIN}", us(p.p99)), "{row}");

@@ -133,9 +133,9 @@ impl Table {
                     format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
                     r.calls.completed.to_string(),
                     r.calls.lost.to_string(),
-                    pair(r.latency(Measure::WAKE)),
-                    pair(r.latency(Measure::PICKUP)),
-                    pair(r.latency(Measure::COMPLETION)),
+                    pair(r.latency(Measure::Wake)),
+                    pair(r.latency(Measure::Pickup)),
+                    pair(r.latency(Measure::Completion)),
                     if r.requests.not_measured { "-".into() } else { format!("{:.1}", r.requests.discovery_per_min) },
                     verdict(r),
                 ]

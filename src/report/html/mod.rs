@@ -236,8 +236,8 @@ mod tests {
         let mut s = crate::report::export::tests::well_sampled();
         let html = render(&s, &[], &[]);
         assert!(!html.contains(THIN), "20,000 samples: nothing marked");
-        s.results[0].measures.get_mut(Measure::PICKUP).count = 162;
-        let p = s.results[0].latency(Measure::PICKUP);
+        s.results[0].measures.get_mut(Measure::Pickup).count = 162;
+        let p = s.results[0].latency(Measure::Pickup);
         let us = crate::base::units::human_us;
         let html = render(&s, &[], &[]);
         assert!(html.contains(&format!("{} / {}{THIN}", us(p.p50), us(p.p99))), "the pickup pair's p99");

@@ -49,8 +49,8 @@ impl Comparison {
         let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
             baseline: base.case.clone(),
-            pickup_p50_ratio: lat(Measure::PICKUP).filter(|_| same_pickup),
-            completion_p50_ratio: lat(Measure::COMPLETION),
+            pickup_p50_ratio: lat(Measure::Pickup).filter(|_| same_pickup),
+            completion_p50_ratio: lat(Measure::Completion),
             discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
             // The idle phases (a steady state) when the workload has any, else a live relay's
             // idle stretches (the dir's, in a summary that lacks them).
@@ -61,11 +61,11 @@ impl Comparison {
                     |r: &CaseResult| r.requests.idle_relay.as_ref().unwrap_or(&r.requests.idle).discovery_per_min;
                 ratio(live(base), live(this))
             },
-            wake_p50_ratio: lat(Measure::WAKE),
-            wake_p90_ratio: p90(Measure::WAKE),
-            pickup_p90_ratio: p90(Measure::PICKUP).filter(|_| same_pickup),
-            completion_p90_ratio: p90(Measure::COMPLETION),
-            completion_mean_ratio: of(base.latency(Measure::COMPLETION), this.latency(Measure::COMPLETION), |s| s.mean),
+            wake_p50_ratio: lat(Measure::Wake),
+            wake_p90_ratio: p90(Measure::Wake),
+            pickup_p90_ratio: p90(Measure::Pickup).filter(|_| same_pickup),
+            completion_p90_ratio: p90(Measure::Completion),
+            completion_mean_ratio: of(base.latency(Measure::Completion), this.latency(Measure::Completion), |s| s.mean),
             text: String::new(),
         };
         let mut parts: Vec<String> = [

@@ -227,13 +227,13 @@ impl CaseResult {
     pub(crate) fn breakdown_ms(&self) -> Option<[f64; 5]> {
         let mean_ms = |s: &LatencyStats| (s.count > 0).then(|| s.mean / 1000.0);
         let mean = |m: Measure| mean_ms(self.latency(m));
-        let (wake, pickup) = (mean(Measure::WAKE)?, mean(Measure::PICKUP)?);
+        let (wake, pickup) = (mean(Measure::Wake)?, mean(Measure::Pickup)?);
         Some([
             wake,
             (pickup - wake).max(0.0),
-            mean(Measure::HANDLER)?,
-            mean(Measure::ANSWER_PUBLISH)?,
-            mean(Measure::HOP1)?,
+            mean(Measure::Handler)?,
+            mean(Measure::AnswerPublish)?,
+            mean(Measure::Hop1)?,
         ])
     }
 

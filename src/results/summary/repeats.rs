@@ -265,7 +265,7 @@ mod tests {
 
     fn case(pickup_p50: f64, count: u64, lost: u64, idle: f64) -> CaseResult {
         let mut r = CaseResult { case: "c".into(), ..Default::default() };
-        *r.measures.get_mut(Measure::PICKUP) =
+        *r.measures.get_mut(Measure::Pickup) =
             LatencyStats { count, p50: pickup_p50, p99: pickup_p50 * 3.0, ..Default::default() };
         r.calls.lost = lost;
         r.calls.completed = count;
@@ -297,9 +297,9 @@ mod tests {
     fn repeats_give_medians_the_worst_invariant_and_the_fewest_samples() {
         let runs = vec![case(100.0, 50, 0, 4.0), case(300.0, 40, 2, 6.0), case(200.0, 60, 0, 5.0)];
         let r = combine(runs, vec![1, 2, 3]);
-        assert_eq!(r.latency(Measure::PICKUP).p50, 200.0);
-        assert_eq!(r.latency(Measure::PICKUP).p99, 600.0);
-        assert_eq!(r.latency(Measure::PICKUP).count, 40, "the thinnest repeat's count");
+        assert_eq!(r.latency(Measure::Pickup).p50, 200.0);
+        assert_eq!(r.latency(Measure::Pickup).p99, 600.0);
+        assert_eq!(r.latency(Measure::Pickup).count, 40, "the thinnest repeat's count");
         assert_eq!(r.calls.lost, 2, "a lost call in any repeat");
         assert_eq!(r.requests.idle_phases.discovery_per_min, 5.0);
         let rep = r.repeat.as_ref().unwrap();

@@ -17,10 +17,10 @@ fn a_gate_on_a_stretch_that_never_happened_fails_as_not_measured() {
 #[test]
 fn comparisons_read_as_ratios() {
     let mut base = CaseResult { case: "poll".into(), ..Default::default() };
-    *base.measures.get_mut(Measure::PICKUP) = LatencyStats { count: 10, p50: 200_000.0, ..Default::default() };
+    *base.measures.get_mut(Measure::Pickup) = LatencyStats { count: 10, p50: 200_000.0, ..Default::default() };
     base.requests.discovery_per_min = 180.0;
     let mut fast = CaseResult { case: "window".into(), ..Default::default() };
-    *fast.measures.get_mut(Measure::PICKUP) = LatencyStats { count: 10, p50: 20_000.0, ..Default::default() };
+    *fast.measures.get_mut(Measure::Pickup) = LatencyStats { count: 10, p50: 20_000.0, ..Default::default() };
     fast.requests.discovery_per_min = 360.0;
     let c = Comparison::of(&base, &fast);
     assert_eq!(c.pickup_p50_ratio, Some(10.0));
@@ -59,11 +59,11 @@ fn a_virtual_local_step_of_no_time_is_not_measured_not_zero() {
     use crate::record::recorder::Measure;
     use crate::scenario::gate::{Gate, Metric};
     let mut r = CaseResult { clock: crate::scenario::Clock::Virtual, host: "local".into(), ..CaseResult::default() };
-    r.measures.get_mut(Measure::PICKUP).count = 100;
-    r.measures.get_mut(Measure::PICKUP).p99 = 150_000.0;
-    let p50 = Metric::Latency(Measure::PICKUP, "p50");
+    r.measures.get_mut(Measure::Pickup).count = 100;
+    r.measures.get_mut(Measure::Pickup).p99 = 150_000.0;
+    let p50 = Metric::Latency(Measure::Pickup, "p50");
     assert_eq!(r.metric(p50), None, "0 µs on a simulated local dir");
-    assert_eq!(r.metric(Metric::Latency(Measure::PICKUP, "p99")), Some(150_000.0), "a simulated poll wait is timed");
+    assert_eq!(r.metric(Metric::Latency(Measure::Pickup, "p99")), Some(150_000.0), "a simulated poll wait is timed");
     let gate = Gate::parse("pickup.p50 < 10ms").unwrap();
     assert!(!gate.evaluate(r.metric(p50)).pass, "not measured does not pass a gate");
     r.injected_leg_us = Some(crate::record::recorder::LatencyStats { count: 10, ..Default::default() });

@@ -526,7 +526,7 @@ fn finished(
         "      {} calls answered, {} lost, pickup p50 {}, {}",
         result.calls.completed,
         result.calls.lost,
-        crate::report::export::pair(result.latency(Measure::PICKUP)),
+        crate::report::export::pair(result.latency(Measure::Pickup)),
         if result.interrupted {
             // Not judged: a case cut short neither passes nor fails its gates.
             let held = result.gates.iter().filter(|g| g.pass).count();

@@ -500,7 +500,7 @@ mod tests {
     #[test]
     fn parses_the_issue_examples() {
         let g = Gate::parse("pickup.p50 < 10ms").unwrap();
-        assert_eq!(g.metric, Metric::Latency(Measure::PICKUP, "p50"));
+        assert_eq!(g.metric, Metric::Latency(Measure::Pickup, "p50"));
         assert_eq!(g.op, Op::Lt);
         assert_eq!(g.threshold, 10_000.0);
         assert_eq!(Gate::parse("completion.p99 < 2s").unwrap().threshold, 2e6);
@@ -534,7 +534,7 @@ mod tests {
         let old =
             serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
         let r: GateResult = serde_json::from_value(old).unwrap();
-        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::PICKUP, "p50"), Op::Lt, 10_000.0));
+        assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
     }
 
     #[test]
