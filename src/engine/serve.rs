@@ -370,7 +370,7 @@ pub(crate) struct CallOptions {
     pub id: String,
     /// The tool timeout; the writer waits it plus 10 s (60 s without one), SPEC §2.
     pub timeout: Option<Duration>,
-    pub wait: Arc<dyn WriterSpec>,
+    pub wait: WriterSpec,
     /// Answers past this size are not read.
     pub max_file_bytes: u64,
 }

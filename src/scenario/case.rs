@@ -316,7 +316,7 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError
     Ok(spec)
 }
 
-fn parse_writer(c: &mut Fields<'_>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+fn parse_writer(c: &mut Fields<'_>) -> Result<WriterSpec, ScenarioError> {
     let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
     let kind = writer_kind(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut())?;

@@ -106,7 +106,7 @@ pub struct CaseSpec {
     pub host: Arc<dyn HostSpec>,
     pub clock: Clock,
     pub runner: Arc<dyn RunnerSpec>,
-    pub writer: Arc<dyn WriterSpec>,
+    pub writer: WriterSpec,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,
     /// The rollout gates it is judged on: the scenario's `rollout`, then the case's own.

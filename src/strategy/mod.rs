@@ -1,7 +1,7 @@
 //! Strategies: how the runner discovers requests (hop 2) and how the writer learns its
 //! answer arrived (hop 1). Each runner strategy is one file here owning its settings, their
 //! parsing, its one-line description and its construction, registered by one line in
-//! [`RUNNERS`]; writer strategies likewise in [`WRITERS`]. Nothing outside this module
+//! [`RUNNERS`]; the writer strategies are one enum ([`WRITERS`] lists them). Nothing outside this module
 //! branches on a strategy's kind.
 //!
 //! Every suite runner shares production's loop ([`crate::relay::runner`]); its options are read
@@ -214,7 +214,7 @@ pub fn runner_from_toml(text: &str) -> Result<Arc<dyn RunnerSpec>, ScenarioError
 }
 
 /// A writer strategy from its scenario form (see [`runner_from_toml`]).
-pub fn writer_from_toml(text: &str) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+pub fn writer_from_toml(text: &str) -> Result<WriterSpec, ScenarioError> {
     let (name, table) = inline(text)?;
     let kind = writer_kind(&name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
     parse_with(table, |t| kind.parse(t))

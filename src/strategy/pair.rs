@@ -41,7 +41,7 @@ pub struct RelaySpec<'a> {
     /// The runner strategy.
     pub runner: &'a Arc<dyn RunnerSpec>,
     /// The writer here; `None` when the calls are made elsewhere (a writer in the sandbox).
-    pub writer: Option<&'a Arc<dyn WriterSpec>>,
+    pub writer: Option<&'a WriterSpec>,
     /// The tool the runner calls.
     pub handler: Arc<HandlerModel>,
     /// The relay-bench binary, run in the sandbox by window-exec strategies.

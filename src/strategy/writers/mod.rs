@@ -23,33 +23,21 @@ use crate::relay::source::Reporter;
 use crate::relay::writer::{Cleanup, ResponseWaiter};
 use crate::sandbox::dir::{EventFilter, RelayDir};
 
-/// A kind of writer strategy, as a scenario names it.
-pub trait WriterKind: Sync {
-    fn name(&self) -> &'static str;
-    fn about(&self) -> &'static str;
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError>;
-    /// One of each notice of its own it says (see [`super::RunnerKind::notices`]).
-    fn notices(&self) -> Vec<Say> {
-        Vec::new()
-    }
+/// A writer strategy, as a scenario names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterKind {
+    /// Production's default: a watch on the relay dir, a safety check racing it.
+    Watch,
+    /// Production with its response watch switched off: a check every 300 ms.
+    Poll,
 }
 
-/// A parsed writer strategy.
-pub trait WriterSpec: std::fmt::Debug + Send + Sync {
-    fn name(&self) -> &'static str;
-    fn params(&self) -> String;
-    fn departures(&self) -> Vec<crate::strategy::Departure>;
-    fn cleanup(&self) -> Cleanup;
-    /// The response waiter of one relay dir's writer.
-    fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter>;
-}
-
-/// Every writer strategy: a new one is a file or a struct here plus one line.
-pub const WRITERS: &[&dyn WriterKind] = &[&POLL, &WATCH];
+/// Every writer strategy, in the order `list` shows them.
+pub const WRITERS: [WriterKind; 2] = [WriterKind::Poll, WriterKind::Watch];
 
 /// The writer strategy named `name`.
-pub(crate) fn writer_kind(name: &str) -> Option<&'static dyn WriterKind> {
-    WRITERS.iter().copied().find(|k| k.name() == name)
+pub(crate) fn writer_kind(name: &str) -> Option<WriterKind> {
+    WRITERS.into_iter().find(|k| k.name() == name)
 }
 
 /// Names of every writer strategy.
@@ -58,97 +46,89 @@ pub(crate) fn writer_names() -> Vec<&'static str> {
 }
 
 /// The writer strategy named `name`, with every default.
-pub(crate) fn writer_by_name(name: &str) -> Option<Arc<dyn WriterSpec>> {
+pub(crate) fn writer_by_name(name: &str) -> Option<WriterSpec> {
     writer_kind(name)?.parse(None).ok()
 }
 
 const INTERVAL: Duration = Duration::from_millis(300);
 
-#[derive(Debug)]
-struct Spec {
-    watch: bool,
+/// A parsed writer strategy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterSpec {
+    kind: WriterKind,
     interval: Duration,
     /// What wakes a waiting call (the watch writer only).
     wake_on: EventFilter,
     cleanup: Cleanup,
 }
 
-pub(super) struct Kind {
-    watch: bool,
-}
-
-pub(crate) const WATCH: Kind = Kind { watch: true };
-pub(crate) const POLL: Kind = Kind { watch: false };
-
 /// The writer `call` waits with unless told otherwise: production's, a watch on the dir.
-pub(crate) const WRITER_DEFAULT: &str = WATCH.name_of();
+pub(crate) const WRITER_DEFAULT: &str = WriterKind::Watch.name();
 
-impl Kind {
-    const fn name_of(&self) -> &'static str {
-        if self.watch {
-            "watch"
-        } else {
-            "poll"
-        }
-    }
-}
-
-impl WriterKind for Kind {
-    fn name(&self) -> &'static str {
-        self.name_of()
-    }
-
-    fn about(&self) -> &'static str {
-        if self.watch {
-            "any change in the relay dir wakes the waiting calls; a check every 300 ms races it"
-        } else {
-            "check for the answer every 300 ms"
+impl WriterKind {
+    pub const fn name(self) -> &'static str {
+        match self {
+            WriterKind::Watch => "watch",
+            WriterKind::Poll => "poll",
         }
     }
 
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn WriterSpec>, ScenarioError> {
+    /// One line for `list`.
+    pub fn about(self) -> &'static str {
+        match self {
+            WriterKind::Watch => "any change in the relay dir wakes the waiting calls; a check every 300 ms races it",
+            WriterKind::Poll => "check for the answer every 300 ms",
+        }
+    }
+
+    /// Reads the strategy's table (`None`: the name alone, every default).
+    pub(crate) fn parse(self, table: Option<&mut Fields<'_>>) -> Result<WriterSpec, ScenarioError> {
+        let watch = self == WriterKind::Watch;
         let mut spec =
-            Spec { watch: self.watch, interval: INTERVAL, wake_on: EventFilter::Any, cleanup: Cleanup::OnAnswer };
+            WriterSpec { kind: self, interval: INTERVAL, wake_on: EventFilter::Any, cleanup: Cleanup::OnAnswer };
         if let Some(t) = table {
-            let key = if self.watch { "safety_interval" } else { "interval" };
+            let key = if watch { "safety_interval" } else { "interval" };
             spec.interval = t.duration(key)?.unwrap_or(spec.interval);
             positive(t, key, spec.interval)?;
-            if self.watch && t.choice("wake_on", &["any", "responses"])? == Some("responses") {
+            if watch && t.choice("wake_on", &["any", "responses"])? == Some("responses") {
                 spec.wake_on = EventFilter::Responses;
             }
             if t.choice("cleanup", &["answer", "always"])? == Some("always") {
                 spec.cleanup = Cleanup::Always;
             }
         }
-        Ok(Arc::new(spec))
+        Ok(spec)
     }
 
-    fn notices(&self) -> Vec<Say> {
-        if self.watch {
-            vec![Say::strategy(WatchNotice::WatchUnavailable("response watch: ENOSPC".into()))]
-        } else {
-            Vec::new()
+    /// One of each notice of its own it says (see [`super::RunnerKind::notices`]).
+    pub fn notices(self) -> Vec<Say> {
+        match self {
+            WriterKind::Watch => vec![Say::strategy(WatchNotice::WatchUnavailable("response watch: ENOSPC".into()))],
+            WriterKind::Poll => Vec::new(),
         }
     }
 }
 
-impl WriterSpec for Spec {
-    fn name(&self) -> &'static str {
-        Kind { watch: self.watch }.name_of()
+impl WriterSpec {
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
     }
 
-    fn params(&self) -> String {
-        if self.watch {
-            format!("inotify ({} events) + safety check {}", self.wake_on.name(), human(self.interval))
-        } else {
-            format!("check every {}", human(self.interval))
+    /// Its settings as a person reads them.
+    pub fn params(&self) -> String {
+        match self.kind {
+            WriterKind::Watch => {
+                format!("inotify ({} events) + safety check {}", self.wake_on.name(), human(self.interval))
+            }
+            WriterKind::Poll => format!("check every {}", human(self.interval)),
         }
     }
 
-    fn departures(&self) -> Vec<crate::strategy::Departure> {
+    /// The options this writer sets away from production's relay as built.
+    pub fn departures(&self) -> Vec<crate::strategy::Departure> {
         use crate::strategy::Departure;
         let mut d = Vec::new();
-        if !self.watch {
+        if self.kind == WriterKind::Poll {
             d.push(Departure::setting("writer = poll (response watch off)".into(), "RESPONSE_WATCH_ENABLED", false));
         }
         if self.wake_on != EventFilter::Any {
@@ -164,15 +144,15 @@ impl WriterSpec for Spec {
         d
     }
 
-    fn cleanup(&self) -> Cleanup {
+    pub fn cleanup(&self) -> Cleanup {
         self.cleanup
     }
 
-    fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter> {
-        if self.watch {
-            Box::new(WatchWaiter::new(dir.clone(), self.interval, self.wake_on, reporter))
-        } else {
-            Box::new(PollWaiter::new(self.interval))
+    /// The response waiter of one relay dir's writer.
+    pub fn build(&self, dir: &Arc<dyn RelayDir>, reporter: Reporter) -> Box<dyn ResponseWaiter> {
+        match self.kind {
+            WriterKind::Watch => Box::new(WatchWaiter::new(dir.clone(), self.interval, self.wake_on, reporter)),
+            WriterKind::Poll => Box::new(PollWaiter::new(self.interval)),
         }
     }
 }
