@@ -103,7 +103,7 @@ impl Clock {
 #[derive(Debug, Clone)]
 pub struct CaseSpec {
     pub name: String,
-    pub host: Arc<dyn HostSpec>,
+    pub host: Arc<HostSpec>,
     pub clock: Clock,
     pub runner: Arc<dyn RunnerSpec>,
     pub writer: WriterSpec,

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{
-    BuiltHost, Busy, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts, Seat,
-};
+use super::{BuiltHost, Busy, Host, Kind, Purpose, RequestCounter, RequestCounts, Seat};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::BoxFut;
 use crate::sandbox::dir::{ExecOutput, Lines, RealDir, RelayDir};
@@ -80,46 +78,17 @@ impl Host for LocalHost {
     }
 }
 
-/// `host = "local"` (the default).
-pub(super) struct Local;
-pub(crate) const LOCAL: Local = Local;
-
-#[derive(Debug)]
-struct LocalSpec;
-
-impl HostKind for Local {
-    fn name(&self) -> &'static str {
-        "local"
-    }
-
-    fn about(&self) -> &'static str {
-        "the relay dir on this machine, touched directly (every operation still counted)"
-    }
-
-    fn parse(&self, case: &mut Fields<'_>, _: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        for key in ["profile", "limits"] {
-            if case.raw_peek(key).is_some() {
-                return Err(case.err(key, "applies only to a host with a daemon (host = \"remote\")"));
-            }
+/// Reads `host = "local"`'s keys (it has none: a daemon's are refused).
+pub(super) fn parse(case: &mut Fields<'_>) -> Result<(), ScenarioError> {
+    for key in ["profile", "limits"] {
+        if case.raw_peek(key).is_some() {
+            return Err(case.err(key, "applies only to a host with a daemon (host = \"remote\")"));
         }
-        Ok(Arc::new(LocalSpec))
     }
+    Ok(())
 }
 
-impl HostSpec for LocalSpec {
-    fn name(&self) -> &'static str {
-        "local"
-    }
-
-    fn params(&self) -> String {
-        "local directory, no injected latency".into()
-    }
-
-    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
-        Ok(BuiltHost { host: Arc::new(LocalHost::over(seat.dir, seat.busy)), daemon: None, sandbox: None })
-    }
-
-    fn dir_is_local(&self) -> bool {
-        true
-    }
+/// The local host of one relay dir.
+pub(super) fn build(seat: Seat) -> io::Result<BuiltHost> {
+    Ok(BuiltHost { host: Arc::new(LocalHost::over(seat.dir, seat.busy)), daemon: None, sandbox: None })
 }

@@ -3,8 +3,8 @@
 //! Every operation the runner performs on a relay dir goes through [`Host`] and is counted
 //! by kind (list, read, write, rename, delete, stat, exec) and purpose (discovery = looking
 //! for work, data = moving a call's bytes), even on a local directory, so that every case
-//! reports the same request budget (SPEC §5). A new host is a new file here plus one line
-//! in [`HOSTS`].
+//! reports the same request budget (SPEC §5). The hosts are a closed set ([`HostKind`],
+//! parsed into a [`HostSpec`]): a new one is a file here and a variant of each.
 
 pub(crate) mod access;
 mod agent;
@@ -349,20 +349,51 @@ pub struct BuiltHost {
 /// What a scenario defines for its hosts to name — latency profiles (`[profile.NAME]`) and
 /// limits (`[limits.NAME]`) — and what the command line chose for them.
 #[derive(Debug, Clone, Default)]
-pub struct HostTables {
+pub(crate) struct HostTables {
     pub profiles: Profiles,
     pub limits: org::NamedLimits,
     /// The sandbox-agent binary `run --sandbox-agent PATH` named (a case's `binary` wins).
     pub sandbox_agent: Option<std::path::PathBuf>,
 }
 
-/// A kind of host, as a scenario names it (`host = "..."`): one file each, registered in
-/// [`HOSTS`]. It reads its own keys from the case table.
-pub trait HostKind: Sync {
-    fn name(&self) -> &'static str;
+/// A kind of host, as a scenario names it (`host = "..."`): a file each. It reads its own
+/// keys from the case table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    Local,
+    Remote,
+    SandboxAgent,
+}
+
+impl HostKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            HostKind::Local => "local",
+            HostKind::Remote => "remote",
+            HostKind::SandboxAgent => agent::AGENT_BINARY,
+        }
+    }
+
     /// One line for `--help` and the README.
-    fn about(&self) -> &'static str;
-    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError>;
+    pub fn about(self) -> &'static str {
+        match self {
+            HostKind::Local => "the relay dir on this machine, touched directly (every operation still counted)",
+            HostKind::Remote => {
+                "a sandbox behind an emulated daemon: every request pays two latency legs from a profile"
+            }
+            HostKind::SandboxAgent => {
+                "the real sandbox-agent daemon over HTTP, one per sandbox on loopback (or yours: url), optionally behind a delay proxy; in_sandbox = true runs the writer there (real clock)"
+            }
+        }
+    }
+
+    pub(crate) fn parse(self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<HostSpec>, ScenarioError> {
+        Ok(Arc::new(match self {
+            HostKind::Local => local::parse(case).map(|()| HostSpec::Local)?,
+            HostKind::Remote => HostSpec::Remote(remote::parse(case, tables)?),
+            HostKind::SandboxAgent => HostSpec::SandboxAgent(agent::parse(case, tables)?),
+        }))
+    }
 }
 
 /// Why a host cannot take a daemon or wire fault, said after the fault's name when the
@@ -388,72 +419,134 @@ pub enum NotTaken {
 }
 
 /// A parsed host: what it models, and how to build it over one relay dir.
-pub trait HostSpec: std::fmt::Debug + Send + Sync {
-    fn name(&self) -> &'static str;
+#[derive(Debug)]
+pub enum HostSpec {
+    Local,
+    Remote(remote::RemoteSpec),
+    SandboxAgent(agent::AgentSpec),
+}
+
+impl HostSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            HostSpec::Local => HostKind::Local,
+            HostSpec::Remote(_) => HostKind::Remote,
+            HostSpec::SandboxAgent(_) => HostKind::SandboxAgent,
+        }
+        .name()
+    }
+
     /// What the host models, as a person reads it.
-    fn params(&self) -> String;
+    pub fn params(&self) -> String {
+        match self {
+            HostSpec::Local => "local directory, no injected latency".into(),
+            HostSpec::Remote(r) => r.params(),
+            HostSpec::SandboxAgent(a) => a.params(),
+        }
+    }
+
     /// The host of one relay dir (see [`Seat`]).
-    fn build(&self, seat: Seat) -> io::Result<BuiltHost>;
+    pub fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+        match self {
+            HostSpec::Local => local::build(seat),
+            HostSpec::Remote(r) => r.build(seat),
+            HostSpec::SandboxAgent(a) => a.build(seat),
+        }
+    }
+
     /// Whether it can take `fault` on its daemon or wire; `Err` says why not (checked when
     /// the scenario is read).
-    fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
-        Err(match fault {
-            DaemonFault::Blackhole => NotTaken::NoRealPath,
-            DaemonFault::ReadFails => NotTaken::RealReads,
-            _ => NotTaken::NoDaemon,
-        })
+    pub fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
+        match (self, fault) {
+            (HostSpec::SandboxAgent(a), _) => a.takes(fault),
+            (HostSpec::Remote(_), DaemonFault::Blackhole) => Err(NotTaken::EmulatedWire),
+            (HostSpec::Remote(_), _) => Ok(()),
+            (HostSpec::Local, DaemonFault::Blackhole) => Err(NotTaken::NoRealPath),
+            (HostSpec::Local, DaemonFault::ReadFails) => Err(NotTaken::RealReads),
+            (HostSpec::Local, _) => Err(NotTaken::NoDaemon),
+        }
     }
+
     /// Whether the relay dir is on the runner's side, readable without the host (a runner
     /// that watches the dir itself needs it).
-    fn dir_is_local(&self) -> bool {
-        false
+    pub fn dir_is_local(&self) -> bool {
+        matches!(self, HostSpec::Local)
     }
-    /// Whether it can start a process and follow its output (a persistent watcher's stream).
-    fn can_follow(&self) -> bool {
-        true
+
+    /// Whether it can start a process and follow its output (a persistent watcher's stream):
+    /// the real daemon's process API is not followed.
+    pub fn can_follow(&self) -> bool {
+        !matches!(self, HostSpec::SandboxAgent(_))
     }
+
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
-    fn missing_here(&self) -> Option<String> {
-        None
+    pub fn missing_here(&self) -> Option<String> {
+        match self {
+            HostSpec::SandboxAgent(a) => a.missing_here(),
+            _ => None,
+        }
     }
+
     /// The latency it emulates for every request (a profile's legs), as a person reads it;
     /// `None` for a host whose latency is real (a local dir, a real daemon).
-    fn emulated_latency(&self) -> Option<String> {
-        None
+    pub fn emulated_latency(&self) -> Option<String> {
+        match self {
+            HostSpec::Remote(r) => Some(r.profile.describe()),
+            _ => None,
+        }
     }
+
     /// The limits of the remote side it enforces (none: every request is only counted).
-    fn limits(&self) -> org::Limits {
-        org::Limits::default()
+    pub fn limits(&self) -> org::Limits {
+        match self {
+            HostSpec::Local => org::Limits::default(),
+            HostSpec::Remote(r) => r.limits.clone(),
+            HostSpec::SandboxAgent(a) => a.limits.clone().unwrap_or_default(),
+        }
     }
+
     /// Whether its requests pass through the case's organisation ([`org::Org::admit`]): its
-    /// gauges and limits (and an `org-limit` fault) mean something for this host.
-    fn admits(&self) -> bool {
-        false
+    /// gauges and limits (and an `org-limit` fault) mean something for this host. A real
+    /// daemon's do only behind the delay proxy that enforces its limits.
+    pub fn admits(&self) -> bool {
+        match self {
+            HostSpec::Local => false,
+            HostSpec::Remote(_) => true,
+            HostSpec::SandboxAgent(a) => a.limits.is_some(),
+        }
     }
+
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).
-    fn needs_real_clock(&self) -> bool {
-        false
+    pub fn needs_real_clock(&self) -> bool {
+        matches!(self, HostSpec::SandboxAgent(_))
     }
+
     /// Where in the sandbox the case's files go when the in-sandbox side (writer, watch
     /// program) runs in the sandbox itself, reached through the host's daemon; `None`: it
     /// runs on this machine.
-    fn in_sandbox(&self) -> Option<&str> {
-        None
+    pub fn in_sandbox(&self) -> Option<&str> {
+        match self {
+            HostSpec::SandboxAgent(a) => a.in_sandbox.as_deref(),
+            _ => None,
+        }
     }
+
     /// relay-bench's own requests to the host's daemons so far (its checks before the run,
     /// the in-sandbox side's uploads and readings), by name: none of them is in the rates.
-    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
-        Vec::new()
+    pub fn bench_requests(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            HostSpec::SandboxAgent(a) => a.bench.by_name(),
+            _ => Vec::new(),
+        }
     }
 }
 
-/// Every host kind: a new host is a file in this folder plus one line here. The first is a
-/// case's host when it names none.
-pub const HOSTS: &[&dyn HostKind] = &[&local::LOCAL, &remote::REMOTE, &agent::SANDBOX_AGENT];
+/// Every host kind. The first is a case's host when it names none.
+pub const HOSTS: [HostKind; 3] = [HostKind::Local, HostKind::Remote, HostKind::SandboxAgent];
 
 /// The host kind named `name`.
-pub(crate) fn kind(name: &str) -> Option<&'static dyn HostKind> {
-    HOSTS.iter().copied().find(|k| k.name() == name)
+pub(crate) fn kind(name: &str) -> Option<HostKind> {
+    HOSTS.into_iter().find(|k| k.name() == name)
 }
 
 #[cfg(test)]

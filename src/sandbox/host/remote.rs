@@ -29,10 +29,7 @@ use super::org::{Limits, Org, Ticket};
 pub use super::profile::LatencyProfile;
 pub(crate) use super::profile::{parse_profile, Profiles};
 use super::read_fault::{Mark, ReadFault, ReadStorm};
-use super::{
-    BuiltHost, Busy, DaemonFault, Host, HostKind, HostSpec, HostTables, Kind, Purpose, RequestCounter, RequestCounts,
-    Seat,
-};
+use super::{BuiltHost, Busy, Host, HostTables, Kind, Purpose, RequestCounter, RequestCounts, Seat};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio;
 use crate::base::rng::Rng;
@@ -424,14 +421,12 @@ impl Host for RemoteHost {
     }
 }
 
-/// `host = "remote"`, with `profile = "<name>"`.
-pub(crate) struct Remote;
-pub(super) const REMOTE: Remote = Remote;
-
+/// A parsed `host = "remote"`: the latency profile its emulated daemon pays, and the
+/// limits its organisation enforces.
 #[derive(Debug)]
-struct RemoteSpec {
-    profile: LatencyProfile,
-    limits: Limits,
+pub struct RemoteSpec {
+    pub(super) profile: LatencyProfile,
+    pub(super) limits: Limits,
 }
 
 impl super::DaemonControl for Daemon {
@@ -456,23 +451,14 @@ impl super::DaemonControl for Daemon {
     }
 }
 
-impl HostKind for Remote {
-    fn name(&self) -> &'static str {
-        "remote"
-    }
-
-    fn about(&self) -> &'static str {
-        "a sandbox behind an emulated daemon: every request pays two latency legs from a profile"
-    }
-
-    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        let profile = case_profile(case, &tables.profiles)?.ok_or_else(|| {
-            let allowed = profile_names(&tables.profiles);
-            case.err("profile", format!("is required with host = \"remote\"; allowed: {allowed}"))
-        })?;
-        let limits = super::org::case_limits(case, &tables.limits)?.unwrap_or_default();
-        Ok(Arc::new(RemoteSpec { profile, limits }))
-    }
+/// Reads `host = "remote"`'s keys: a profile (required) and limits.
+pub(super) fn parse(case: &mut Fields<'_>, tables: &HostTables) -> Result<RemoteSpec, ScenarioError> {
+    let profile = case_profile(case, &tables.profiles)?.ok_or_else(|| {
+        let allowed = profile_names(&tables.profiles);
+        case.err("profile", format!("is required with host = \"remote\"; allowed: {allowed}"))
+    })?;
+    let limits = super::org::case_limits(case, &tables.limits)?.unwrap_or_default();
+    Ok(RemoteSpec { profile, limits })
 }
 
 /// The profile a case names (`profile = "..."`: shipped, or a `[profile.NAME]` of the
@@ -493,39 +479,16 @@ fn profile_names(profiles: &Profiles) -> String {
     allowed.join(", ")
 }
 
-impl HostSpec for RemoteSpec {
-    fn name(&self) -> &'static str {
-        "remote"
-    }
-
-    fn params(&self) -> String {
+impl RemoteSpec {
+    pub(super) fn params(&self) -> String {
         let limits = if self.limits.any() { format!("; limits: {}", self.limits.describe()) } else { String::new() };
         format!("{}; latency injected in user space (tokio timers, no netem){limits}", self.profile.describe())
     }
 
-    fn emulated_latency(&self) -> Option<String> {
-        Some(self.profile.describe())
-    }
-
-    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+    pub(super) fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
         let daemon = Daemon::in_org(self.profile.clone(), seat.seed, seat.busy, seat.org, seat.sandbox);
         let daemon = Arc::new(daemon.struck(seat.struck));
         let host = Arc::new(RemoteHost::over(seat.dir, daemon.clone()));
         Ok(BuiltHost { host, daemon: Some(daemon), sandbox: None })
-    }
-
-    fn limits(&self) -> Limits {
-        self.limits.clone()
-    }
-
-    fn admits(&self) -> bool {
-        true
-    }
-
-    fn takes(&self, fault: DaemonFault) -> Result<(), super::NotTaken> {
-        match fault {
-            DaemonFault::Blackhole => Err(super::NotTaken::EmulatedWire),
-            _ => Ok(()),
-        }
     }
 }

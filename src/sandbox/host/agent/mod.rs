@@ -33,8 +33,8 @@ use serde::Deserialize;
 
 use super::org::{Limits, Org};
 use super::{
-    BuiltHost, Busy, DaemonFault, DelayProxy, Gate, Host, HostKind, HostSpec, HostTables, Kind, LatencyProfile,
-    NotTaken, Purpose, RequestCounter, RequestCounts, Seat,
+    BuiltHost, Busy, DaemonFault, DelayProxy, Gate, Host, HostTables, Kind, LatencyProfile, NotTaken, Purpose,
+    RequestCounter, RequestCounts, Seat,
 };
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::BoxFut;
@@ -267,13 +267,10 @@ impl Host for AgentHost {
     }
 }
 
-pub(crate) struct SandboxAgent;
-pub(crate) static SANDBOX_AGENT: SandboxAgent = SandboxAgent;
-
 /// A parsed `host = "sandbox-agent"`: the binary to start (one daemon per sandbox, as each
 /// sandbox runs its own), and the latency profile of the delay proxy in front of it, if any.
 #[derive(Debug)]
-pub(crate) struct AgentSpec {
+pub struct AgentSpec {
     /// A daemon already running (`url`): relay-bench starts none.
     url: Option<Url>,
     /// The environment variable holding its token, if any.
@@ -286,63 +283,49 @@ pub(crate) struct AgentSpec {
     version: std::sync::OnceLock<String>,
     profile: Option<LatencyProfile>,
     /// The limits the delay proxy enforces (only with a profile: the proxy is on the path).
-    limits: Option<Limits>,
+    pub(super) limits: Option<Limits>,
     /// `in_sandbox = true`: where in the sandbox the case's files go (`sandbox_root`).
-    in_sandbox: Option<String>,
+    pub(super) in_sandbox: Option<String>,
     /// relay-bench's own requests to the case's daemons, its checks before the run included.
-    bench: Arc<BenchRequests>,
+    pub(super) bench: Arc<BenchRequests>,
 }
 
-impl HostKind for SandboxAgent {
-    fn name(&self) -> &'static str {
-        AGENT_BINARY
+/// Reads `host = "sandbox-agent"`'s keys: a daemon's url and token, or its binary; a
+/// profile and limits for the delay proxy; where the in-sandbox side goes.
+pub(super) fn parse(case: &mut Fields<'_>, tables: &HostTables) -> Result<AgentSpec, ScenarioError> {
+    let url = match case.string("url")? {
+        Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
+        None => None,
+    };
+    let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
+    let bin = match case.string("binary")? {
+        Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
+        Some(b) => Err(BinaryError::CaseBinary(b.to_owned())),
+        None => tables.sandbox_agent.clone().map_or_else(find_binary, Ok),
+    };
+    let profile = super::remote::case_profile(case, &tables.profiles)?;
+    let limits = super::org::case_limits(case, &tables.limits)?;
+    if limits.is_some() && profile.is_none() {
+        let why = "needs a latency profile (e.g. profile = \"lan\"): the limits are enforced by relay-bench's delay proxy in front of the daemon, and only a profile puts that proxy on the path";
+        return Err(case.err("limits", why));
     }
-
-    fn about(&self) -> &'static str {
-        "the real sandbox-agent daemon over HTTP, one per sandbox on loopback (or yours: url), optionally behind a delay proxy; in_sandbox = true runs the writer there (real clock)"
-    }
-
-    fn parse(&self, case: &mut Fields<'_>, tables: &HostTables) -> Result<Arc<dyn HostSpec>, ScenarioError> {
-        let url = match case.string("url")? {
-            Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
-            None => None,
-        };
-        let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
-        let bin = match case.string("binary")? {
-            Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
-            Some(b) => Err(BinaryError::CaseBinary(b.to_owned())),
-            None => tables.sandbox_agent.clone().map_or_else(find_binary, Ok),
-        };
-        let profile = super::remote::case_profile(case, &tables.profiles)?;
-        let limits = super::org::case_limits(case, &tables.limits)?;
-        if limits.is_some() && profile.is_none() {
-            let why = "needs a latency profile (e.g. profile = \"lan\"): the limits are enforced by relay-bench's delay proxy in front of the daemon, and only a profile puts that proxy on the path";
-            return Err(case.err("limits", why));
-        }
-        let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
-            (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
-            (false, None) => None,
-            (true, root) => {
-                let root = root.unwrap_or(DEFAULT_SANDBOX_ROOT);
-                if !root.starts_with('/') || root.chars().any(char::is_control) {
-                    return Err(
-                        case.err("sandbox_root", "must be an absolute path in the sandbox (no control characters)")
-                    );
-                }
-                Some(root.to_owned())
+    let in_sandbox = match (case.boolean("in_sandbox")?.unwrap_or(false), case.string("sandbox_root")?) {
+        (false, Some(_)) => return Err(case.err("sandbox_root", "is read only with in_sandbox = true")),
+        (false, None) => None,
+        (true, root) => {
+            let root = root.unwrap_or(DEFAULT_SANDBOX_ROOT);
+            if !root.starts_with('/') || root.chars().any(char::is_control) {
+                return Err(case.err("sandbox_root", "must be an absolute path in the sandbox (no control characters)"));
             }
-        };
-        let version = std::sync::OnceLock::new();
-        Ok(Arc::new(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox, bench: Arc::default() }))
-    }
+            Some(root.to_owned())
+        }
+    };
+    let version = std::sync::OnceLock::new();
+    Ok(AgentSpec { url, token_env, bin, version, profile, limits, in_sandbox, bench: Arc::default() })
 }
 
-impl HostSpec for AgentSpec {
-    fn name(&self) -> &'static str {
-        AGENT_BINARY
-    }
-
-    fn params(&self) -> String {
+impl AgentSpec {
+    pub(super) fn params(&self) -> String {
         let wire = match (&self.profile, &self.limits) {
             (Some(p), Some(l)) => format!(
                 "behind a delay proxy: {} on a real TCP path; limits enforced by the proxy: {}",
@@ -369,7 +352,7 @@ impl HostSpec for AgentSpec {
         format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
     }
 
-    fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
+    pub(super) fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
         if let Some(u) = &self.url {
             return self.build_on(u, seat);
         }
@@ -388,7 +371,7 @@ impl HostSpec for AgentSpec {
         Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 
-    fn missing_here(&self) -> Option<String> {
+    pub(super) fn missing_here(&self) -> Option<String> {
         match &self.url {
             Some(u) => u
                 .health(std::env::var(&self.token_env).ok().as_deref(), &self.token_env, &self.bench)
@@ -398,31 +381,7 @@ impl HostSpec for AgentSpec {
         }
     }
 
-    fn needs_real_clock(&self) -> bool {
-        true
-    }
-
-    fn bench_requests(&self) -> Vec<(&'static str, u64)> {
-        self.bench.by_name()
-    }
-
-    fn limits(&self) -> Limits {
-        self.limits.clone().unwrap_or_default()
-    }
-
-    fn admits(&self) -> bool {
-        self.limits.is_some()
-    }
-
-    fn can_follow(&self) -> bool {
-        false
-    }
-
-    fn in_sandbox(&self) -> Option<&str> {
-        self.in_sandbox.as_deref()
-    }
-
-    fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
+    pub(super) fn takes(&self, fault: DaemonFault) -> Result<(), NotTaken> {
         if fault == DaemonFault::ReadFails {
             return Err(NotTaken::RealReads);
         }
