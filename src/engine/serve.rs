@@ -39,7 +39,7 @@ pub(crate) type SayTo<'a> = &'a (dyn Fn(Said<'_>) + Sync);
 pub(crate) struct ServeOptions {
     pub dir: PathBuf,
     /// The runner strategy; `serve` sweeps only with `--sweep` (the dir may be shared with other writers).
-    pub strategy: Arc<dyn RunnerSpec>,
+    pub strategy: Arc<RunnerSpec>,
     pub handler: HandlerModel,
     /// How often a stat line is printed.
     pub every: Duration,
@@ -55,11 +55,7 @@ pub(crate) struct ServeOptions {
 /// (production's), polling every `interval` (growing to 5x when idle, as production's
 /// does), and a stale sweep only when asked (the dir may be shared with other writers). Read through the
 /// scenario parser's registry, as a case's table would be.
-pub(crate) fn serve_runner(
-    strategy: &str,
-    interval: Duration,
-    sweep: bool,
-) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+pub(crate) fn serve_runner(strategy: &str, interval: Duration, sweep: bool) -> Result<Arc<RunnerSpec>, ScenarioError> {
     let mut table = toml::Table::new();
     let ms = |d: Duration| toml::Value::String(format!("{}ms", d.as_millis()));
     table.insert("interval".into(), ms(interval));

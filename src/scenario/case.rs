@@ -306,7 +306,7 @@ fn strategy_table<'a>(
 
 /// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
 /// for a black-box runner), through the strategy registry.
-fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<RunnerSpec>, ScenarioError> {
     let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
     let kind = runner_kind(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;

@@ -105,7 +105,7 @@ pub struct CaseSpec {
     pub name: String,
     pub host: Arc<HostSpec>,
     pub clock: Clock,
-    pub runner: Arc<dyn RunnerSpec>,
+    pub runner: Arc<RunnerSpec>,
     pub writer: WriterSpec,
     /// Scenario-wide gates first, then the case's own.
     pub gates: Vec<Gate>,

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Parts, PickupDefinition, RunnerKind, RunnerSpec};
+use super::Parts;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::{Say, StrategyNotice};
 use crate::base::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};
@@ -35,7 +35,7 @@ pub(crate) const READY_BOUND: Duration = Duration::from_secs(30);
 
 /// An external runner, as a case gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExternalSpec {
+pub struct ExternalSpec {
     /// argv; `{dir}` and `{sandbox}` are substituted in every element.
     pub command: Vec<String>,
     /// The handler's time, if the program states one (for relay overhead).
@@ -62,44 +62,32 @@ struct Observed {
     probe_answered: bool,
 }
 
-/// `runner = { command = [...], handler = "5ms", ready = "probe" }`.
-pub(crate) struct External;
-pub(crate) const EXTERNAL: External = External;
+pub(crate) const NAME: &str = "external";
+pub(super) const ABOUT: &str = "someone else's runner program (`runner = { command = [...] }`), measured from outside";
 
-impl RunnerKind for External {
-    fn serves(&self) -> bool {
-        false
+/// Reads `runner = { command = [...], handler = "5ms", ready = "probe" }`.
+pub(super) fn parse(table: Option<&mut Fields<'_>>) -> Result<ExternalSpec, ScenarioError> {
+    let Some(t) = table else {
+        return Err(ScenarioError {
+            file: String::new(),
+            key: "runner".into(),
+            msg: "an external runner needs `command`".into(),
+        });
+    };
+    let command: Vec<String> = t.strings("command")?.into_iter().map(str::to_owned).collect();
+    if command.is_empty() || command[0].is_empty() {
+        return Err(
+            t.err("command", "must be a non-empty array: the program and its arguments ({dir} is the relay dir)")
+        );
     }
+    let handler = t.duration("handler")?;
+    let probe = t.choice("ready", &["probe", "none"])? != Some("none");
+    Ok(ExternalSpec { command, handler, probe })
+}
 
-    fn name(&self) -> &'static str {
-        "external"
-    }
-
-    fn about(&self) -> &'static str {
-        "someone else's runner program (`runner = { command = [...] }`), measured from outside"
-    }
-
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        let Some(t) = table else {
-            return Err(ScenarioError {
-                file: String::new(),
-                key: "runner".into(),
-                msg: "an external runner needs `command`".into(),
-            });
-        };
-        let command: Vec<String> = t.strings("command")?.into_iter().map(str::to_owned).collect();
-        if command.is_empty() || command[0].is_empty() {
-            return Err(
-                t.err("command", "must be a non-empty array: the program and its arguments ({dir} is the relay dir)")
-            );
-        }
-        let handler = t.duration("handler")?;
-        let probe = t.choice("ready", &["probe", "none"])? != Some("none");
-        Ok(Arc::new(ExternalSpec { command, handler, probe }))
-    }
-    fn notices(&self) -> Vec<Say> {
-        vec![Say::strategy(BlackBoxSaid("the external runner exited early (exit status: 1)".into()))]
-    }
+/// One of each notice of its own it says.
+pub(super) fn notices() -> Vec<Say> {
+    vec![Say::strategy(BlackBoxSaid("the external runner exited early (exit status: 1)".into()))]
 }
 
 /// What is said of a black-box runner (it exited, could not be watched): a line of its own,
@@ -115,12 +103,8 @@ impl fmt::Display for BlackBoxSaid {
 
 impl StrategyNotice for BlackBoxSaid {}
 
-impl RunnerSpec for ExternalSpec {
-    fn name(&self) -> &'static str {
-        "external"
-    }
-
-    fn params(&self) -> String {
+impl ExternalSpec {
+    pub(super) fn params(&self) -> String {
         format!(
             "command {:?}{}{}",
             self.command,
@@ -129,27 +113,11 @@ impl RunnerSpec for ExternalSpec {
         )
     }
 
-    fn production_design(&self) -> bool {
-        false
-    }
-
-    fn departures(&self) -> Vec<super::Departure> {
+    pub(super) fn departures(&self) -> Vec<super::Departure> {
         vec![super::Departure::design("runner = external program (not the suite's model of production)")]
     }
 
-    fn requests_visible(&self) -> bool {
-        false
-    }
-
-    fn reads_the_dir_itself(&self) -> bool {
-        true
-    }
-
-    fn needs_real_clock(&self) -> bool {
-        true
-    }
-
-    fn unavailable(&self) -> Vec<String> {
+    pub(super) fn unavailable(&self) -> Vec<String> {
         let mut v = vec![
             "wake: happens inside the external runner, not visible from outside".to_owned(),
             "request counts: the external runner's own list/read/delete calls are not seen".to_owned(),
@@ -160,11 +128,7 @@ impl RunnerSpec for ExternalSpec {
         v
     }
 
-    fn pickup_definition(&self) -> PickupDefinition {
-        PickupDefinition::RequestGone
-    }
-
-    fn start(&self, parts: &Parts<'_>) -> Started {
+    pub(super) fn start(&self, parts: &Parts<'_>) -> Started {
         let stop = Arc::new(crate::base::signal::Signal::new());
         let stop2 = stop.clone();
         let control = Arc::new(Control::new(None).on_stop(move || stop2.close()));

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::window::{WindowFailure, WindowNotice};
-use super::{loop_departures, loop_params, positive, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, positive, Parts};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
@@ -177,65 +177,40 @@ impl Drop for FollowSource {
     }
 }
 
-pub(crate) struct Follow;
-pub(crate) const FOLLOW: Follow = Follow;
+pub(crate) const NAME: &str = "follow";
+pub(super) const ABOUT: &str = "a persistent watcher streaming a line per event (the design production rejected)";
 
+/// A parsed `follow`: production's loop woken by a persistent watcher's stream.
 #[derive(Debug)]
-struct FollowSpec {
+pub struct FollowSpec {
     cfg: FollowConfig,
     opts: LoopOptions,
 }
 
-impl RunnerKind for Follow {
-    fn serves(&self) -> bool {
-        false
+pub(super) fn parse(table: Option<&mut Fields<'_>>) -> Result<FollowSpec, ScenarioError> {
+    let mut cfg = FollowConfig::default();
+    let Some(t) = table else {
+        return Ok(FollowSpec { cfg, opts: LoopOptions::default() });
+    };
+    for (key, slot) in [
+        ("lifetime", &mut cfg.lifetime),
+        ("relist", &mut cfg.relist),
+        ("backoff_min", &mut cfg.backoff_min),
+        ("backoff_max", &mut cfg.backoff_max),
+    ] {
+        *slot = t.duration(key)?.unwrap_or(*slot);
+        positive(t, key, *slot)?;
     }
-
-    fn name(&self) -> &'static str {
-        "follow"
+    if cfg.backoff_max < cfg.backoff_min {
+        return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
     }
-
-    fn about(&self) -> &'static str {
-        "a persistent watcher streaming a line per event (the design production rejected)"
-    }
-
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        let mut cfg = FollowConfig::default();
-        let Some(t) = table else {
-            return Ok(Arc::new(FollowSpec { cfg, opts: LoopOptions::default() }));
-        };
-        for (key, slot) in [
-            ("lifetime", &mut cfg.lifetime),
-            ("relist", &mut cfg.relist),
-            ("backoff_min", &mut cfg.backoff_min),
-            ("backoff_max", &mut cfg.backoff_max),
-        ] {
-            *slot = t.duration(key)?.unwrap_or(*slot);
-            positive(t, key, *slot)?;
-        }
-        if cfg.backoff_max < cfg.backoff_min {
-            return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
-        }
-        cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
-        let opts = super::parse_suspending_loop(t)?;
-        Ok(Arc::new(FollowSpec { cfg, opts }))
-    }
-    /// A stream fails, demotes and recovers as a window does, and says so alike.
-    fn notices(&self) -> Vec<Say> {
-        WindowNotice::samples()
-    }
+    cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
+    let opts = super::parse_suspending_loop(t)?;
+    Ok(FollowSpec { cfg, opts })
 }
 
-impl RunnerSpec for FollowSpec {
-    fn follows_a_process(&self) -> bool {
-        true
-    }
-
-    fn name(&self) -> &'static str {
-        "follow"
-    }
-
-    fn params(&self) -> String {
+impl FollowSpec {
+    pub(super) fn params(&self) -> String {
         let f = &self.cfg;
         format!(
             "streamed watch reopened every {}, relist {}, safety wait {}, demote after {} drops, backoff {}-{}; {}",
@@ -249,17 +224,13 @@ impl RunnerSpec for FollowSpec {
         )
     }
 
-    fn production_design(&self) -> bool {
-        false
-    }
-
-    fn departures(&self) -> Vec<super::Departure> {
+    pub(super) fn departures(&self) -> Vec<super::Departure> {
         let mut d = vec![super::Departure::design("strategy = follow (a design production rejected)")];
         d.extend(loop_departures(&self.opts));
         d
     }
 
-    fn start(&self, parts: &Parts<'_>) -> Started {
+    pub(super) fn start(&self, parts: &Parts<'_>) -> Started {
         let mut args = WatchArgs::window(parts.dir.path(), self.cfg.lifetime, self.cfg.relist);
         args.follow = true;
         let argv = args.argv(parts.watch_program);

@@ -14,8 +14,6 @@ pub(crate) mod external;
 mod follow;
 pub(crate) mod pair;
 mod poll;
-#[cfg(test)]
-mod recipe;
 mod watch;
 pub(crate) mod window;
 mod writers;
@@ -102,91 +100,217 @@ impl PickupDefinition {
     }
 }
 
-/// A kind of runner strategy, as a scenario names it.
-pub trait RunnerKind: Sync {
-    fn name(&self) -> &'static str;
+/// A kind of runner strategy, as a scenario names it: a file each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunnerKind {
+    Poll,
+    Watch,
+    WindowExec,
+    WindowExecInline,
+    Follow,
+    External,
+}
+
+/// Every runner strategy, in the order `list` shows them.
+pub const RUNNERS: [RunnerKind; 6] = [
+    RunnerKind::Poll,
+    RunnerKind::Watch,
+    RunnerKind::WindowExec,
+    RunnerKind::WindowExecInline,
+    RunnerKind::Follow,
+    RunnerKind::External,
+];
+
+impl RunnerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunnerKind::Poll => poll::NAME,
+            RunnerKind::Watch => watch::WATCH_NAME,
+            RunnerKind::WindowExec => window::NAME,
+            RunnerKind::WindowExecInline => window::NAME_INLINE,
+            RunnerKind::Follow => follow::NAME,
+            RunnerKind::External => external::NAME,
+        }
+    }
+
     /// One line for `--help`, `list` and the README.
-    fn about(&self) -> &'static str;
+    pub fn about(self) -> &'static str {
+        match self {
+            RunnerKind::Poll => poll::ABOUT,
+            RunnerKind::Watch => watch::ABOUT,
+            RunnerKind::WindowExec => window::ABOUT,
+            RunnerKind::WindowExecInline => window::ABOUT_INLINE,
+            RunnerKind::Follow => follow::ABOUT,
+            RunnerKind::External => external::ABOUT,
+        }
+    }
+
     /// Reads the strategy's table (`None`: the name alone, every default).
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError>;
+    pub(crate) fn parse(self, table: Option<&mut Fields<'_>>) -> Result<Arc<RunnerSpec>, ScenarioError> {
+        Ok(Arc::new(match self {
+            RunnerKind::Poll => RunnerSpec::Poll(poll::parse(table)?),
+            RunnerKind::Watch => RunnerSpec::Watch(watch::parse(table)?),
+            RunnerKind::WindowExec => RunnerSpec::Window(window::parse(self.name(), false, table)?),
+            RunnerKind::WindowExecInline => RunnerSpec::Window(window::parse(self.name(), true, table)?),
+            RunnerKind::Follow => RunnerSpec::Follow(follow::parse(table)?),
+            RunnerKind::External => RunnerSpec::External(external::parse(table)?),
+        }))
+    }
+
     /// Whether `relay-bench serve` can run it on a relay dir of this machine (a black box or
     /// a followed stream cannot).
-    fn serves(&self) -> bool {
-        true
+    pub(crate) fn serves(self) -> bool {
+        match self {
+            RunnerKind::Poll | RunnerKind::Watch | RunnerKind::WindowExec | RunnerKind::WindowExecInline => true,
+            RunnerKind::Follow | RunnerKind::External => false,
+        }
     }
+
     /// One of each notice of its own the strategy says ([`Say::Strategy`]): a strategy
     /// brings its notices (their lines, recovery steps, degraded flags) in its own module,
-    /// and the layers below name none of them.
-    fn notices(&self) -> Vec<Say> {
-        Vec::new()
+    /// and the layers below name none of them. A stream fails, demotes and recovers as a
+    /// window does, and says so alike.
+    pub fn notices(self) -> Vec<Say> {
+        match self {
+            RunnerKind::Poll => Vec::new(),
+            RunnerKind::Watch => WatchNotice::samples(),
+            RunnerKind::WindowExec | RunnerKind::WindowExecInline | RunnerKind::Follow => {
+                window::WindowNotice::samples()
+            }
+            RunnerKind::External => external::notices(),
+        }
     }
 }
 
-/// A parsed runner strategy.
-pub trait RunnerSpec: Debug + Send + Sync {
-    fn name(&self) -> &'static str;
+/// A parsed runner strategy: each fact of a strategy is one `match` here, its settings and
+/// its construction in its own file.
+#[derive(Debug)]
+pub enum RunnerSpec {
+    Poll(poll::PollSpec),
+    Watch(watch::WatchSpec),
+    /// `window-exec` and `window-exec-inline`.
+    Window(window::WindowSpec),
+    Follow(follow::FollowSpec),
+    External(external::ExternalSpec),
+}
+
+impl RunnerSpec {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunnerSpec::Poll(_) => RunnerKind::Poll.name(),
+            RunnerSpec::Watch(_) => RunnerKind::Watch.name(),
+            RunnerSpec::Window(w) => w.name,
+            RunnerSpec::Follow(_) => RunnerKind::Follow.name(),
+            RunnerSpec::External(_) => RunnerKind::External.name(),
+        }
+    }
+
     /// Its settings as a person reads them.
-    fn params(&self) -> String;
+    pub fn params(&self) -> String {
+        match self {
+            RunnerSpec::Poll(s) => s.params(),
+            RunnerSpec::Watch(s) => s.params(),
+            RunnerSpec::Window(s) => s.params(),
+            RunnerSpec::Follow(s) => s.params(),
+            RunnerSpec::External(s) => s.params(),
+        }
+    }
+
     /// The options this case sets away from production's relay as built, as `key = value`.
-    fn departures(&self) -> Vec<Departure>;
+    pub fn departures(&self) -> Vec<Departure> {
+        match self {
+            RunnerSpec::Poll(s) => s.departures(),
+            RunnerSpec::Watch(s) => s.departures(),
+            RunnerSpec::Window(s) => s.departures(),
+            RunnerSpec::Follow(s) => s.departures(),
+            RunnerSpec::External(s) => s.departures(),
+        }
+    }
+
+    /// Starts the runner of one relay dir.
+    pub fn start(&self, parts: &Parts<'_>) -> Started {
+        match self {
+            RunnerSpec::Poll(s) => s.start(parts),
+            RunnerSpec::Watch(s) => s.start(parts),
+            RunnerSpec::Window(s) => s.start(parts),
+            RunnerSpec::Follow(s) => s.start(parts),
+            RunnerSpec::External(s) => s.start(parts),
+        }
+    }
+
     /// Whether this is production's design, its settings aside (false: another design, such
     /// as a followed stream production rejected, or a program the suite does not model). A
     /// recommendation changes production's defaults only through cases of its design.
-    fn production_design(&self) -> bool {
-        true
+    pub fn production_design(&self) -> bool {
+        match self {
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Window(_) => true,
+            RunnerSpec::Follow(_) | RunnerSpec::External(_) => false,
+        }
     }
-    /// Starts the runner of one relay dir.
-    fn start(&self, parts: &Parts<'_>) -> Started;
+
     /// Whether the runner's requests go through a counted host (not a black box's).
-    fn requests_visible(&self) -> bool {
-        true
+    pub fn requests_visible(&self) -> bool {
+        !matches!(self, RunnerSpec::External(_))
     }
+
     /// What cannot be measured with this runner, and why.
-    fn unavailable(&self) -> Vec<String> {
-        Vec::new()
+    pub fn unavailable(&self) -> Vec<String> {
+        match self {
+            RunnerSpec::External(s) => s.unavailable(),
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Window(_) | RunnerSpec::Follow(_) => Vec::new(),
+        }
     }
+
     /// What this runner's pickup is timed to.
-    fn pickup_definition(&self) -> PickupDefinition {
-        PickupDefinition::HandlerStart
+    pub fn pickup_definition(&self) -> PickupDefinition {
+        match self {
+            RunnerSpec::External(_) => PickupDefinition::RequestGone,
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Window(_) | RunnerSpec::Follow(_) => {
+                PickupDefinition::HandlerStart
+            }
+        }
     }
+
     /// Whether the runner reads the relay dir itself (a directory watch, a black box) rather
     /// than through the host's counted requests: only a host whose dir is local can serve it.
-    fn reads_the_dir_itself(&self) -> bool {
-        false
+    pub fn reads_the_dir_itself(&self) -> bool {
+        match self {
+            RunnerSpec::Watch(_) | RunnerSpec::External(_) => true,
+            RunnerSpec::Poll(_) | RunnerSpec::Window(_) | RunnerSpec::Follow(_) => false,
+        }
     }
-    /// Whether the runner runs on the real clock only (a child process of its own).
-    fn needs_real_clock(&self) -> bool {
-        false
+
+    /// Whether the runner runs on the real clock only (a child process of its own: a black
+    /// box, or Node running production's watch script, which the in-memory sandbox cannot).
+    pub fn needs_real_clock(&self) -> bool {
+        match self {
+            RunnerSpec::External(_) => true,
+            RunnerSpec::Window(s) => s.cfg.node,
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Follow(_) => false,
+        }
     }
+
     /// Why it cannot run on this machine, if it cannot (checked before a run starts, not when
     /// a scenario is read: `relay-bench list` reads them all).
-    fn missing_here(&self) -> Option<String> {
-        None
+    pub fn missing_here(&self) -> Option<String> {
+        match self {
+            RunnerSpec::Window(s) => s.missing_here(),
+            _ => None,
+        }
     }
+
     /// Whether the runner follows a process's output through the host (a persistent watcher).
-    fn follows_a_process(&self) -> bool {
-        false
+    pub fn follows_a_process(&self) -> bool {
+        matches!(self, RunnerSpec::Follow(_))
     }
 }
 
 /// The strategy `serve` runs unless told otherwise: the local watch (its dir is local).
 pub(crate) const SERVE_DEFAULT: &str = watch::WATCH_NAME;
 
-/// Every runner strategy: a new one is a file in this folder plus one line here.
-pub const RUNNERS: &[&dyn RunnerKind] = &[
-    &poll::POLL,
-    &watch::WATCH,
-    &window::WINDOW_EXEC,
-    &window::WINDOW_EXEC_INLINE,
-    &follow::FOLLOW,
-    &external::EXTERNAL,
-    #[cfg(test)]
-    &recipe::SteadyPoll,
-];
-
 /// The runner strategy named `name`.
-pub(crate) fn runner_kind(name: &str) -> Option<&'static dyn RunnerKind> {
-    RUNNERS.iter().copied().find(|k| k.name() == name)
+pub(crate) fn runner_kind(name: &str) -> Option<RunnerKind> {
+    RUNNERS.into_iter().find(|k| k.name() == name)
 }
 
 /// Names of every runner strategy.
@@ -201,13 +325,13 @@ pub(crate) fn serve_names() -> Vec<&'static str> {
 
 /// A runner strategy by name, with every default.
 #[cfg(test)]
-pub(crate) fn runner_by_name(name: &str) -> Option<Arc<dyn RunnerSpec>> {
+pub(crate) fn runner_by_name(name: &str) -> Option<Arc<RunnerSpec>> {
     runner_kind(name)?.parse(None).ok()
 }
 
 /// A runner strategy from its scenario form, for tests, benches and tools: a name
 /// (`"poll"`) or an inline table (`{ strategy = "window-exec", jitter = false }`).
-pub fn runner_from_toml(text: &str) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
+pub fn runner_from_toml(text: &str) -> Result<Arc<RunnerSpec>, ScenarioError> {
     let (name, table) = inline(text)?;
     let kind = runner_kind(&name).ok_or_else(|| bad(format!("unknown runner strategy {name:?}")))?;
     parse_with(table, |t| kind.parse(t))
@@ -223,7 +347,7 @@ pub fn writer_from_toml(text: &str) -> Result<WriterSpec, ScenarioError> {
 /// The runner strategy a table names without `strategy`: one with a `command` is the
 /// black-box runner.
 pub(crate) fn implied_runner(table: &toml::Table) -> Option<&'static str> {
-    table.contains_key("command").then_some(external::EXTERNAL.name())
+    table.contains_key("command").then_some(RunnerKind::External.name())
 }
 
 fn bad(msg: String) -> ScenarioError {

@@ -39,7 +39,7 @@ pub struct RelaySpec<'a> {
     /// The dir's in-flight gauge, shared by the writer and the host.
     pub busy: Arc<Busy>,
     /// The runner strategy.
-    pub runner: &'a Arc<dyn RunnerSpec>,
+    pub runner: &'a Arc<RunnerSpec>,
     /// The writer here; `None` when the calls are made elsewhere (a writer in the sandbox).
     pub writer: Option<&'a WriterSpec>,
     /// The tool the runner calls.
@@ -55,7 +55,7 @@ pub struct RelaySpec<'a> {
 /// What it takes to start the runner again (after a stop during a held window).
 struct RunnerParts {
     dir: Arc<dyn RelayDir>,
-    strategy: Arc<dyn RunnerSpec>,
+    strategy: Arc<RunnerSpec>,
     handler: Arc<HandlerModel>,
     watch_program: PathBuf,
     seed: u64,

@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{loop_departures, loop_params, parse_loop, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, parse_loop, Parts};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::{Recovery, Say, StrategyNotice};
 use crate::base::BoxFut;
@@ -158,56 +158,39 @@ impl ActivitySource for LocalWatch {
     }
 }
 
-pub(super) struct Watch;
-pub(crate) const WATCH: Watch = Watch;
 pub(crate) const WATCH_NAME: &str = "watch";
+pub(super) const ABOUT: &str =
+    "an inotify watch on the relay dir wakes the loop; the poll delay races it (local hosts)";
 
+/// A parsed `watch`: production's loop woken by an inotify watch on the relay dir.
 #[derive(Debug)]
-struct WatchSpec {
+pub struct WatchSpec {
     opts: LoopOptions,
     cfg: WatchConfig,
 }
 
-impl RunnerKind for Watch {
-    fn name(&self) -> &'static str {
-        WATCH_NAME
-    }
-
-    fn about(&self) -> &'static str {
-        "an inotify watch on the relay dir wakes the loop; the poll delay races it (local hosts)"
-    }
-
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        let mut cfg = WatchConfig::default();
-        let opts = match table {
-            None => LoopOptions::default(),
-            Some(t) => {
-                cfg.wake_on = match t.choice("wake_on", &["any", "requests"])? {
-                    Some("requests") => EventFilter::Requests,
-                    _ => EventFilter::Any,
-                };
-                cfg.rearm_on_miss = t.boolean("rearm_on_miss")?.unwrap_or(false);
-                parse_loop(Some(t))?
-            }
-        };
-        Ok(Arc::new(WatchSpec { opts, cfg }))
-    }
-
-    fn notices(&self) -> Vec<Say> {
-        WatchNotice::samples()
-    }
+pub(super) fn parse(table: Option<&mut Fields<'_>>) -> Result<WatchSpec, ScenarioError> {
+    let mut cfg = WatchConfig::default();
+    let opts = match table {
+        None => LoopOptions::default(),
+        Some(t) => {
+            cfg.wake_on = match t.choice("wake_on", &["any", "requests"])? {
+                Some("requests") => EventFilter::Requests,
+                _ => EventFilter::Any,
+            };
+            cfg.rearm_on_miss = t.boolean("rearm_on_miss")?.unwrap_or(false);
+            parse_loop(Some(t))?
+        }
+    };
+    Ok(WatchSpec { opts, cfg })
 }
 
-impl RunnerSpec for WatchSpec {
-    fn name(&self) -> &'static str {
-        WATCH_NAME
-    }
-
-    fn params(&self) -> String {
+impl WatchSpec {
+    pub(super) fn params(&self) -> String {
         format!("inotify, wakes on {} events; {}", self.cfg.wake_on.name(), loop_params(&self.opts))
     }
 
-    fn departures(&self) -> Vec<super::Departure> {
+    pub(super) fn departures(&self) -> Vec<super::Departure> {
         let mut d = loop_departures(&self.opts);
         if self.cfg.wake_on != EventFilter::Any {
             d.push(super::Departure::code(format!("wake_on = {}", self.cfg.wake_on.name())));
@@ -218,14 +201,10 @@ impl RunnerSpec for WatchSpec {
         d
     }
 
-    fn start(&self, parts: &Parts<'_>) -> Started {
+    pub(super) fn start(&self, parts: &Parts<'_>) -> Started {
         let source = LocalWatch::arm(parts.dir.clone(), self.cfg, parts.reporter.clone())
             .map(|w| Arc::new(w) as Arc<dyn ActivitySource>);
         parts.runner(source, None, &self.opts).start()
-    }
-
-    fn reads_the_dir_itself(&self) -> bool {
-        true
     }
 }
 

@@ -35,9 +35,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{loop_departures, loop_params, positive, Departure, Parts, RunnerKind, RunnerSpec};
+use super::{loop_departures, loop_params, positive, Departure, Parts};
 use crate::base::fields::{Fields, ScenarioError};
-use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::base::BoxFut;
 use crate::relay::runner::{LoopOptions, Started};
@@ -237,108 +236,89 @@ impl WindowExec for ProgramExec {
     }
 }
 
-pub(crate) struct WindowExecKind {
-    name: &'static str,
-    inline: bool,
-}
+pub(crate) const NAME: &str = "window-exec";
+pub(crate) const NAME_INLINE: &str = "window-exec-inline";
+pub(super) const ABOUT: &str = "bounded-window execs of an in-sandbox watch program wake the loop (remote hosts)";
+pub(super) const ABOUT_INLINE: &str =
+    "window-exec whose watch program prints the requests it found (no list, no read after a wake)";
 
-pub(crate) const WINDOW_EXEC: WindowExecKind = WindowExecKind { name: "window-exec", inline: false };
-pub(crate) const WINDOW_EXEC_INLINE: WindowExecKind = WindowExecKind { name: "window-exec-inline", inline: true };
-
+/// A parsed `window-exec` (or `window-exec-inline`): production's loop woken by bounded
+/// windows of the watch program.
 #[derive(Debug)]
-struct WindowSpec {
-    name: &'static str,
-    cfg: WindowConfig,
+pub struct WindowSpec {
+    pub(super) name: &'static str,
+    pub(super) cfg: WindowConfig,
     opts: LoopOptions,
 }
 
-impl RunnerKind for WindowExecKind {
-    fn name(&self) -> &'static str {
-        self.name
+/// Reads a window strategy's table: `name` is the strategy's, `inline` whether its program
+/// prints the requests it found.
+pub(super) fn parse(
+    name: &'static str,
+    inline: bool,
+    table: Option<&mut Fields<'_>>,
+) -> Result<WindowSpec, ScenarioError> {
+    let mut cfg = WindowConfig { inline, ..WindowConfig::default() };
+    let Some(t) = table else {
+        return Ok(WindowSpec { name, cfg, opts: LoopOptions::default() });
+    };
+    if let Some(w) = t.duration("window")? {
+        if !(WINDOW_MIN..=WINDOW_MAX).contains(&w) {
+            return Err(t.err("window", "must be between 5s and 120s (production clamps it there)"));
+        }
+        cfg.window = w;
     }
-
-    fn about(&self) -> &'static str {
-        if self.inline {
-            "window-exec whose watch program prints the requests it found (no list, no read after a wake)"
-        } else {
-            "bounded-window execs of an in-sandbox watch program wake the loop (remote hosts)"
-        }
+    for (key, slot) in [
+        ("grace", &mut cfg.grace),
+        ("margin", &mut cfg.margin),
+        ("relist", &mut cfg.relist),
+        ("backoff_min", &mut cfg.backoff_min),
+        ("backoff_max", &mut cfg.backoff_max),
+    ] {
+        *slot = t.duration(key)?.unwrap_or(*slot);
     }
-
-    fn parse(&self, table: Option<&mut Fields<'_>>) -> Result<Arc<dyn RunnerSpec>, ScenarioError> {
-        let mut cfg = WindowConfig { inline: self.inline, ..WindowConfig::default() };
-        let Some(t) = table else {
-            return Ok(Arc::new(WindowSpec { name: self.name, cfg, opts: LoopOptions::default() }));
-        };
-        if let Some(w) = t.duration("window")? {
-            if !(WINDOW_MIN..=WINDOW_MAX).contains(&w) {
-                return Err(t.err("window", "must be between 5s and 120s (production clamps it there)"));
-            }
-            cfg.window = w;
-        }
-        for (key, slot) in [
-            ("grace", &mut cfg.grace),
-            ("margin", &mut cfg.margin),
-            ("relist", &mut cfg.relist),
-            ("backoff_min", &mut cfg.backoff_min),
-            ("backoff_max", &mut cfg.backoff_max),
-        ] {
-            *slot = t.duration(key)?.unwrap_or(*slot);
-        }
-        positive(t, "relist", cfg.relist)?;
-        if cfg.backoff_max < cfg.backoff_min {
-            return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
-        }
-        cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
-        cfg.jitter = t.boolean("jitter")?.unwrap_or(cfg.jitter);
-        cfg.idle_wake = t.boolean("idle_wake")?.unwrap_or(cfg.idle_wake);
-        cfg.backoff_before_demotion = t.boolean("backoff_before_demotion")?.unwrap_or(cfg.backoff_before_demotion);
-        if let Some(e) = t.choice("window_events", &["any", "requests"])? {
-            cfg.events = if e == "requests" { EventFilter::Requests } else { EventFilter::Any };
-        }
-        // not a kind: "poll" is the option's value, the classic polling production falls back to
-        if t.choice("after_demotion", &["poll", "retry"])? == Some("retry") {
-            cfg.after_demotion = AfterDemotion::Retry;
-        }
-        if t.choice("failure_wake", &["non-zero-exit", "every"])? == Some("every") {
-            cfg.failure_wake = FailureWake::Every;
-        }
-        if t.choice("on_close", &["abandon", "abort"])? == Some("abort") {
-            cfg.on_close = OnClose::Abort;
-        }
-        if t.choice("program", &["relay-bench", "node"])? == Some("node") {
-            if cfg.reports() || cfg.events != EventFilter::Any {
-                let why = "the node script is production's window only: idle_wake, window_events and inline keep their defaults";
-                return Err(t.err("program", why));
-            }
-            cfg.node = true;
-        }
-        let opts = super::parse_suspending_loop(t)?;
-        Ok(Arc::new(WindowSpec { name: self.name, cfg, opts }))
+    positive(t, "relist", cfg.relist)?;
+    if cfg.backoff_max < cfg.backoff_min {
+        return Err(t.err("backoff_max", "must not be shorter than `backoff_min`"));
     }
-    fn notices(&self) -> Vec<Say> {
-        WindowNotice::samples()
+    cfg.max_failures = t.int("max_failures", 1, 1000)?.map_or(cfg.max_failures, |v| v as u32);
+    cfg.jitter = t.boolean("jitter")?.unwrap_or(cfg.jitter);
+    cfg.idle_wake = t.boolean("idle_wake")?.unwrap_or(cfg.idle_wake);
+    cfg.backoff_before_demotion = t.boolean("backoff_before_demotion")?.unwrap_or(cfg.backoff_before_demotion);
+    if let Some(e) = t.choice("window_events", &["any", "requests"])? {
+        cfg.events = if e == "requests" { EventFilter::Requests } else { EventFilter::Any };
     }
+    // not a kind: "poll" is the option's value, the classic polling production falls back to
+    if t.choice("after_demotion", &["poll", "retry"])? == Some("retry") {
+        cfg.after_demotion = AfterDemotion::Retry;
+    }
+    if t.choice("failure_wake", &["non-zero-exit", "every"])? == Some("every") {
+        cfg.failure_wake = FailureWake::Every;
+    }
+    if t.choice("on_close", &["abandon", "abort"])? == Some("abort") {
+        cfg.on_close = OnClose::Abort;
+    }
+    if t.choice("program", &["relay-bench", "node"])? == Some("node") {
+        if cfg.reports() || cfg.events != EventFilter::Any {
+            let why =
+                "the node script is production's window only: idle_wake, window_events and inline keep their defaults";
+            return Err(t.err("program", why));
+        }
+        cfg.node = true;
+    }
+    let opts = super::parse_suspending_loop(t)?;
+    Ok(WindowSpec { name, cfg, opts })
 }
 
-impl RunnerSpec for WindowSpec {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn needs_real_clock(&self) -> bool {
-        // Node runs on this machine's clock; the in-memory sandbox runs only our program.
-        self.cfg.node
-    }
-
-    fn missing_here(&self) -> Option<String> {
+impl WindowSpec {
+    pub(super) fn missing_here(&self) -> Option<String> {
         let missing = self.cfg.node && crate::base::fsio::on_path("node").is_none();
         missing.then(|| {
             "program = \"node\": node is not on PATH here (install Node.js, or use program = \"relay-bench\")".into()
         })
     }
 
-    fn params(&self) -> String {
+    pub(super) fn params(&self) -> String {
         let c = &self.cfg;
         format!(
             "{}window {}{} + grace {} (+ {} outer bound), relist {}, safety wait {}, demote at {} failures ({}), backoff {}-{}; {}",
@@ -357,7 +337,7 @@ impl RunnerSpec for WindowSpec {
         )
     }
 
-    fn departures(&self) -> Vec<Departure> {
+    pub(super) fn departures(&self) -> Vec<Departure> {
         let mut d = self.cfg.departures(self.opts.safety_wait);
         if self.cfg.inline {
             d.insert(0, Departure::code("inline = true"));
@@ -366,7 +346,7 @@ impl RunnerSpec for WindowSpec {
         d
     }
 
-    fn start(&self, parts: &Parts<'_>) -> Started {
+    pub(super) fn start(&self, parts: &Parts<'_>) -> Started {
         let exec = ProgramExec {
             host: parts.host.clone(),
             program: parts.watch_program.to_path_buf(),
