@@ -419,40 +419,37 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), ChartError> {
     font();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };
-        let png = out.draw(format!("charts/{}.png", c.stem())).map_err(ChartError::Staged)?;
-        let svg = out.draw(format!("charts/{}.svg", c.stem())).map_err(ChartError::Staged)?;
-        {
-            let root = BitMapBackend::new(&png, size).into_drawing_area();
-            c.png(&root, run).map_err(|why| ChartError::Draw { at: png.display().to_string(), why })?;
-            root.present()
-                .map_err(|e| ChartError::Draw { at: png.display().to_string(), why: DrawError(e.to_string()) })?;
-        }
-        {
-            let root = SVGBackend::new(&svg, size).into_drawing_area();
-            c.svg(&root, run).map_err(|why| ChartError::Draw { at: svg.display().to_string(), why })?;
-            root.present()
-                .map_err(|e| ChartError::Draw { at: svg.display().to_string(), why: DrawError(e.to_string()) })?;
-        }
+        stage_pair(out, c.stem(), size, |root| c.png(root, run), |root| c.svg(root, run))?;
     }
     for c in sweep_charts(run) {
-        let png = out.draw(format!("charts/{}.png", c.stem)).map_err(ChartError::Staged)?;
-        let svg = out.draw(format!("charts/{}.svg", c.stem)).map_err(ChartError::Staged)?;
-        {
-            let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-            sweep::draw(&root, run, c.sweep, c.figure)
-                .map_err(|why| ChartError::Draw { at: png.display().to_string(), why })?;
-            root.present()
-                .map_err(|e| ChartError::Draw { at: png.display().to_string(), why: DrawError(e.to_string()) })?;
-        }
-        {
-            let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-            sweep::draw(&root, run, c.sweep, c.figure)
-                .map_err(|why| ChartError::Draw { at: svg.display().to_string(), why })?;
-            root.present()
-                .map_err(|e| ChartError::Draw { at: svg.display().to_string(), why: DrawError(e.to_string()) })?;
-        }
+        let draw_png = |root: &DrawingArea<BitMapBackend<'_>, Shift>| sweep::draw(root, run, c.sweep, c.figure);
+        let draw_svg = |root: &DrawingArea<SVGBackend<'_>, Shift>| sweep::draw(root, run, c.sweep, c.figure);
+        stage_pair(out, &c.stem, SIZE, draw_png, draw_svg)?;
     }
     Ok(())
+}
+
+/// Stages `charts/<stem>.png` and `.svg` at `size`, each drawn on its backend and presented;
+/// an error names the file it was drawing.
+fn stage_pair(
+    out: &mut Staged,
+    stem: &str,
+    size: (u32, u32),
+    png: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), DrawError>,
+    svg: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), DrawError>,
+) -> Result<(), ChartError> {
+    let png_at = out.draw(format!("charts/{stem}.png")).map_err(ChartError::Staged)?;
+    let svg_at = out.draw(format!("charts/{stem}.svg")).map_err(ChartError::Staged)?;
+    let failed = |at: &std::path::Path| {
+        let at = at.display().to_string();
+        move |why: DrawError| ChartError::Draw { at, why }
+    };
+    {
+        let root = BitMapBackend::new(&png_at, size).into_drawing_area();
+        png(&root).and_then(|()| root.present().map_err(|e| DrawError(e.to_string()))).map_err(failed(&png_at))?;
+    }
+    let root = SVGBackend::new(&svg_at, size).into_drawing_area();
+    svg(&root).and_then(|()| root.present().map_err(|e| DrawError(e.to_string()))).map_err(failed(&svg_at))
 }
 
 /// One chart of a sweep: a figure against the swept value.
