@@ -4,14 +4,14 @@
 //! renamed into place once it rendered whole): `capacity.json` (the typed report),
 //! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
 //! facts), `capacity.html` (the same document on one page) and the console table, the two
-//! documents from one [`Doc`]. A new format is a type implementing `Output<CapacityReport>`
-//! and a line in [`CAPACITY_OUTPUTS`].
+//! documents from one [`Doc`]: the formats of [`super::side`], which `conform` shares.
 
 use std::path::Path;
 
 use super::doc::{code, columns, inline, plain, Align, Block, Doc, Section, Span, Table};
-use super::output::{Dest, Moment, Output, Staged, WriteError};
+use super::output::{Moment, Output};
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
+use super::side::{Format, SideReport};
 use crate::base::units::human_us;
 use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
 
@@ -19,7 +19,7 @@ use Align::{Left as L, Right as R};
 
 /// Every output of a capacity run, in the order they are written.
 pub const CAPACITY_OUTPUTS: &[&dyn Output<CapacityReport>] =
-    &[&CapacityJson, &CapacityMarkdown, &CapacityHtml, &CapacityTable];
+    &[&Format::Json, &Format::Markdown, &Format::Html, &Format::Console];
 
 /// Writes every output of `report` into `dir` at `moment`: after each step
 /// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
@@ -28,68 +28,29 @@ pub(crate) fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Pa
     publish_outputs(CAPACITY_OUTPUTS, moment, report, dir, &FlagPaths::default())
 }
 
-/// A capacity report is rewritten after each step and at the end.
-fn after_steps(moment: Moment) -> bool {
-    matches!(moment, Moment::Case | Moment::End)
-}
+impl SideReport for CapacityReport {
+    const FILES: [&'static str; 3] = ["capacity.json", "capacity.md", "capacity.html"];
+    const CONSOLE: (&'static str, &'static str) = ("console table", "(the console)");
 
-pub(crate) struct CapacityJson;
-pub(crate) struct CapacityMarkdown;
-pub(crate) struct CapacityTable;
-pub(crate) struct CapacityHtml;
+    /// A capacity report is rewritten after each step and at the end.
+    fn written_at(moment: Moment) -> bool {
+        matches!(moment, Moment::Case | Moment::End)
+    }
 
-impl Output<CapacityReport> for CapacityHtml {
-    fn name(&self) -> &'static str {
-        "capacity.html"
+    fn json(&self) -> Result<String, serde_json::Error> {
+        self.to_json()
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        after_steps(moment)
-    }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("capacity.html", html(report).as_bytes())
-    }
-}
 
-impl Output<CapacityReport> for CapacityJson {
-    fn name(&self) -> &'static str {
-        "capacity.json"
+    fn markdown(&self) -> String {
+        markdown(self)
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        after_steps(moment)
-    }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("capacity.json", report.to_json()?.as_bytes())
-    }
-}
 
-impl Output<CapacityReport> for CapacityMarkdown {
-    fn name(&self) -> &'static str {
-        "capacity.md"
+    fn html(&self) -> String {
+        html(self)
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        after_steps(moment)
-    }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("capacity.md", markdown(report).as_bytes())
-    }
-}
 
-impl Output<CapacityReport> for CapacityTable {
-    fn name(&self) -> &'static str {
-        "console table"
-    }
-    fn path(&self) -> &'static str {
-        "(the console)"
-    }
-    fn dest(&self) -> Dest {
-        Dest::Console
-    }
-    fn written_at(&self, moment: Moment) -> bool {
-        after_steps(moment)
-    }
-    fn write(&self, report: &CapacityReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.console(table(report).as_bytes());
-        Ok(())
+    fn table(&self) -> String {
+        table(self)
     }
 }
 

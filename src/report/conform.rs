@@ -3,89 +3,50 @@
 //! the same loop ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
 //! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
 //! evidence), `conform.html` (the same document on one self-contained page) and the
-//! console table. A new format is a type implementing `Output<ConformReport>` and a line in
-//! [`CONFORM_OUTPUTS`].
+//! console table: the formats of [`super::side`], which `daemon-capacity` shares.
 
 use std::path::Path;
 
 use super::doc::{columns, inline, plain, Align, Block, Doc, Section, Table};
-use super::output::{Dest, Moment, Output, Staged, WriteError};
+use super::output::{Moment, Output};
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
+use super::side::{Format, SideReport};
 use crate::results::conform::{ConformReport, Verdict};
 
 use Align::Left as L;
 
 /// Every output of a conform run, in the order they are written.
 pub const CONFORM_OUTPUTS: &[&dyn Output<ConformReport>] =
-    &[&ConformJson, &ConformMarkdown, &ConformHtml, &ConformTable];
+    &[&Format::Json, &Format::Markdown, &Format::Html, &Format::Console];
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
     publish_outputs(CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
 }
 
-/// A conform report is written once, when the battery ends (or is interrupted).
-fn at_end(moment: Moment) -> bool {
-    moment == Moment::End
-}
+impl SideReport for ConformReport {
+    const FILES: [&'static str; 3] = ["conform.json", "conform.md", "conform.html"];
+    const CONSOLE: (&'static str, &'static str) = ("console", "(stdout)");
 
-pub(crate) struct ConformJson;
-pub(crate) struct ConformMarkdown;
-pub(crate) struct ConformTable;
-pub(crate) struct ConformHtml;
+    /// A conform report is written once, when the battery ends (or is interrupted).
+    fn written_at(moment: Moment) -> bool {
+        moment == Moment::End
+    }
 
-impl Output<ConformReport> for ConformHtml {
-    fn name(&self) -> &'static str {
-        "conform.html"
+    fn json(&self) -> Result<String, serde_json::Error> {
+        self.to_json()
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        at_end(moment)
-    }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("conform.html", html(report).as_bytes())
-    }
-}
 
-impl Output<ConformReport> for ConformJson {
-    fn name(&self) -> &'static str {
-        "conform.json"
+    fn markdown(&self) -> String {
+        markdown(self)
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        at_end(moment)
-    }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("conform.json", report.to_json()?.as_bytes())
-    }
-}
 
-impl Output<ConformReport> for ConformMarkdown {
-    fn name(&self) -> &'static str {
-        "conform.md"
+    fn html(&self) -> String {
+        html(self)
     }
-    fn written_at(&self, moment: Moment) -> bool {
-        at_end(moment)
-    }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("conform.md", markdown(report).as_bytes())
-    }
-}
 
-impl Output<ConformReport> for ConformTable {
-    fn name(&self) -> &'static str {
-        "console"
-    }
-    fn path(&self) -> &'static str {
-        "(stdout)"
-    }
-    fn dest(&self) -> Dest {
-        Dest::Console
-    }
-    fn written_at(&self, moment: Moment) -> bool {
-        at_end(moment)
-    }
-    fn write(&self, report: &ConformReport, out: &mut Staged) -> Result<(), WriteError> {
-        out.console(table(report).as_bytes());
-        Ok(())
+    fn table(&self) -> String {
+        table(self)
     }
 }
 

@@ -18,3 +18,4 @@ pub(crate) mod output;
 pub(crate) mod publish;
 #[cfg(test)]
 mod recipe;
+pub(crate) mod side;

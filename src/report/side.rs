@@ -1,0 +1,72 @@
+//! The outputs of a command whose result is one typed report (`conform`, `daemon-capacity`):
+//! the report as JSON, its document as Markdown and as a page, and its console table. One
+//! [`Output`] implementation serves both commands; the format is an enum ([`Format`]) and
+//! what differs between the commands — their file names, when they write, how each format
+//! renders — is the report's ([`SideReport`]).
+
+use super::output::{Dest, Moment, Output, Staged, WriteError};
+
+/// A command's report as its outputs read it.
+pub(crate) trait SideReport: Sync {
+    /// Its files: the JSON, the Markdown and the page, in that order (`conform.json`, ...).
+    const FILES: [&'static str; 3];
+    /// The console table's name and where it shows (what `list` and errors say of it).
+    const CONSOLE: (&'static str, &'static str);
+    /// Whether it is written at `moment`.
+    fn written_at(moment: Moment) -> bool;
+    fn json(&self) -> Result<String, serde_json::Error>;
+    fn markdown(&self) -> String;
+    fn html(&self) -> String;
+    fn table(&self) -> String;
+}
+
+/// One format of a command's report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Json,
+    Markdown,
+    Html,
+    Console,
+}
+
+impl<R: SideReport> Output<R> for Format {
+    fn name(&self) -> &'static str {
+        match self {
+            Format::Json => R::FILES[0],
+            Format::Markdown => R::FILES[1],
+            Format::Html => R::FILES[2],
+            Format::Console => R::CONSOLE.0,
+        }
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            Format::Console => R::CONSOLE.1,
+            _ => <Format as Output<R>>::name(self),
+        }
+    }
+
+    fn dest(&self) -> Dest {
+        match self {
+            Format::Console => Dest::Console,
+            Format::Json | Format::Markdown | Format::Html => Dest::RunDir,
+        }
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        R::written_at(moment)
+    }
+
+    fn write(&self, report: &R, out: &mut Staged) -> Result<(), WriteError> {
+        let name = <Format as Output<R>>::name(self);
+        match self {
+            Format::Json => out.put(name, report.json()?.as_bytes()),
+            Format::Markdown => out.put(name, report.markdown().as_bytes()),
+            Format::Html => out.put(name, report.html().as_bytes()),
+            Format::Console => {
+                out.console(report.table().as_bytes());
+                Ok(())
+            }
+        }
+    }
+}
