@@ -89,11 +89,13 @@ pub(crate) enum Block {
     /// Charts, each on its own line.
     Charts(Vec<Chart>),
     /// Blocks a reader opens when they want them: folded under `summary` in the page
-    /// (`<details>`, unfolded when `open`); Markdown has no fold, so summary.md writes the
-    /// blocks as they are.
+    /// (`<details>`, unfolded when `open`). Markdown has no fold of its own: the blocks are
+    /// written as they are, or in GitHub's `<details>` when `in_markdown` (a comment a
+    /// pull request shows, where a long table is better folded).
     Fold {
         summary: String,
         open: bool,
+        in_markdown: bool,
         blocks: Vec<Block>,
     },
 }
@@ -158,7 +160,7 @@ pub(crate) fn markdown(o: &mut String, sec: &Section) {
 /// a section another writer heads).
 pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
     for b in blocks_ {
-        if !matches!(b, Block::Fold { .. }) {
+        if !matches!(b, Block::Fold { in_markdown: false, .. }) {
             o.push('\n');
         }
         match b {
@@ -206,6 +208,11 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
                     let (title, stem) = (escape(&c.title), &c.stem);
                     let _ = writeln!(o, "{gap}![{title}](charts/{stem}.png) ([SVG](charts/{stem}.svg))");
                 }
+            }
+            Block::Fold { summary, in_markdown: true, blocks: inner, .. } => {
+                let _ = writeln!(o, "<details><summary>{}</summary>", escape(summary));
+                blocks(o, inner);
+                o.push_str("\n</details>\n");
             }
             Block::Fold { blocks: inner, .. } => blocks(o, inner),
         }
@@ -360,6 +367,7 @@ mod tests {
                 Block::Fold {
                     summary: "folded".into(),
                     open: false,
+                    in_markdown: false,
                     blocks: vec![Block::List(vec![vec![Span::Mark(false), Span::Text(" x".into())]])],
                 },
             ],

@@ -44,5 +44,9 @@ pub(crate) fn document(s: &Summary) -> Section {
         0 => format!("All {} gates pass", all.len()),
         n => format!("{n} of {} gates fail", all.len()),
     };
-    Section::new("gates", "Gates", vec![Block::Fold { summary, open: failed > 0, blocks: vec![Block::List(items)] }])
+    Section::new(
+        "gates",
+        "Gates",
+        vec![Block::Fold { summary, open: failed > 0, in_markdown: false, blocks: vec![Block::List(items)] }],
+    )
 }

@@ -7,7 +7,7 @@ pub(crate) mod fixture;
 pub(crate) mod fleet;
 pub(crate) mod gates;
 
-pub(crate) use crate::report::doc::{Align, MdTable};
+pub(crate) use crate::report::doc::Align;
 pub(crate) use fleet::telling as fleet_worth_showing;
 mod aside;
 pub(crate) mod content;

@@ -69,7 +69,7 @@ pub(super) fn blocks(p: &mut Page, blocks_: &[Block], charts: &[Inline]) {
                     p.chart(c);
                 }
             }
-            Block::Fold { summary, open, blocks: inner } => {
+            Block::Fold { summary, open, blocks: inner, .. } => {
                 p.raw(if *open { "<details open><summary>" } else { "<details><summary>" });
                 p.text(summary).raw("</summary>\n");
                 blocks(p, inner, charts);
@@ -135,6 +135,7 @@ mod tests {
                 Block::Fold {
                     summary: "1 <of> 1".into(),
                     open: false,
+                    in_markdown: false,
                     blocks: vec![Block::List(vec![vec![Span::Mark(false)]])],
                 },
                 Block::Table(Table {
