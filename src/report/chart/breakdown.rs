@@ -5,26 +5,15 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Chart, RunData};
+use super::RunData;
 
-/// `time-breakdown`.
-pub(crate) struct Breakdown;
+pub(super) const STEM: &str = "time-breakdown";
+pub(super) const TITLE: &str = "where a call's time goes";
 
-impl Chart for Breakdown {
-    fn stem(&self) -> &'static str {
-        "time-breakdown"
-    }
-
-    fn title(&self) -> &'static str {
-        "where a call's time goes"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        let h = 160 + 60 * run.cases.len() as u32;
-        run.cases.iter().any(|c| c.breakdown.is_some()).then_some((super::SIZE.0, h.max(360)))
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    let h = 160 + 60 * run.cases.len() as u32;
+    run.cases.iter().any(|c| c.breakdown.is_some()).then_some((super::SIZE.0, h.max(360)))
 }
 
 const PARTS: [(&str, RGBColor); 5] = [

@@ -8,27 +8,16 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Axis, CaseData, Chart, Plot, RunData, Spread};
+use super::{color, Axis, CaseData, Plot, RunData, Spread};
 use crate::record::recorder::Measure;
 use crate::scenario::gate::{Counter, GateResult, Metric, Op};
 
-/// `decision`.
-pub(crate) struct Decision;
+pub(super) const STEM: &str = "decision";
+pub(super) const TITLE: &str = "the decision: pickup p50 against idle discovery per case, the gate region shaded";
 
-impl Chart for Decision {
-    fn stem(&self) -> &'static str {
-        "decision"
-    }
-
-    fn title(&self) -> &'static str {
-        "the decision: pickup p50 against idle discovery per case, the gate region shaded"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        (points(run).len() >= 2).then_some(super::SIZE)
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    (points(run).len() >= 2).then_some(super::SIZE)
 }
 
 /// One case's point: its colour index, name, idle discovery (x) and pickup p50 (y, ms).
@@ -412,9 +401,9 @@ mod tests {
         assert!(!meets(&pts[0]), "5.17 misses the idle budget");
         assert_eq!(region(&pts[1]), None, "a band is an arithmetic check, not a budget");
         assert!(meets(&pts[1]) && meets(&pts[2]));
-        assert!(Decision.size(&run).is_some());
+        assert!(size(&run).is_some());
         let one = RunData { scenario: "s".into(), cases: run.cases.into_iter().take(1).collect(), sweeps: Vec::new() };
-        assert!(Decision.size(&one).is_none(), "one case is no comparison");
+        assert!(size(&one).is_none(), "one case is no comparison");
     }
 
     #[test]

@@ -4,29 +4,18 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{Chart, RunData};
+use super::RunData;
 
-/// `faults-pickup-over-time`.
-pub(crate) struct Faults;
+pub(super) const STEM: &str = "faults-pickup-over-time";
+pub(super) const TITLE: &str = "pickup over time, faults shaded";
 
-impl Chart for Faults {
-    fn stem(&self) -> &'static str {
-        "faults-pickup-over-time"
-    }
-
-    fn title(&self) -> &'static str {
-        "pickup over time, faults shaded"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
-        run.cases
-            .iter()
-            .any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty())
-            .then_some((super::SIZE.0, 220 * n.div_ceil(2) + 80))
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;
+    run.cases
+        .iter()
+        .any(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty())
+        .then_some((super::SIZE.0, 220 * n.div_ceil(2) + 80))
 }
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {

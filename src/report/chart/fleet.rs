@@ -5,25 +5,14 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Chart, Entry, RunData};
+use super::{color, Entry, RunData};
 
-/// `fleet-over-time`.
-pub(super) struct Fleet;
+pub(super) const STEM: &str = "fleet-over-time";
+pub(super) const TITLE: &str = "the fleet over time: held execs, demoted turns, requests per second";
 
-impl Chart for Fleet {
-    fn stem(&self) -> &'static str {
-        "fleet-over-time"
-    }
-
-    fn title(&self) -> &'static str {
-        "the fleet over time: held execs, demoted turns, requests per second"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        run.cases.iter().any(|c| c.fleet.is_some()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    run.cases.iter().any(|c| c.fleet.is_some()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
 }
 use crate::results::fleet::FleetPoint;
 

@@ -3,33 +3,12 @@
 //! call's time goes ([`breakdown`]), discovery requests over time ([`requests`]), the fleet
 //! over time ([`fleet`]), pickup over time with fault windows shaded ([`faults`]), and the
 //! decision chart: pickup against idle discovery per case, the gate region shaded
-//! ([`decision`]). Every chart is one file implementing [`Chart`] and a line in [`CHARTS`];
+//! ([`decision`]). Every chart is one file and a variant of [`Chart`] ([`CHARTS`] lists them);
 //! besides them, each figure of a sweep against the swept value ([`sweep`]), a chart per
 //! figure of the run's sweeps.
 //! They are drawn from the run directory's files alone (`summary.json` and the `.hlog`
 //! interval logs), so `relay-bench report DIR` re-renders them; text uses the embedded
 //! DejaVu Sans, so no system font library is needed.
-
-/// The two backends' methods of a [`Chart`], both calling one generic `draw`.
-macro_rules! backends {
-    ($draw:path) => {
-        fn png(
-            &self,
-            root: &plotters::drawing::DrawingArea<plotters::prelude::BitMapBackend<'_>, plotters::coord::Shift>,
-            run: &super::RunData,
-        ) -> Result<(), super::DrawError> {
-            $draw(root, run)
-        }
-
-        fn svg(
-            &self,
-            root: &plotters::drawing::DrawingArea<plotters::prelude::SVGBackend<'_>, plotters::coord::Shift>,
-            run: &super::RunData,
-        ) -> Result<(), super::DrawError> {
-            $draw(root, run)
-        }
-    };
-}
 
 mod breakdown;
 mod decision;
@@ -391,35 +370,77 @@ impl Output<Input<'_>> for Charts {
 }
 
 /// One chart: its file name, what it shows, whether it is drawn for a run and how big, and
-/// its drawing on either backend (one generic `draw` in its file: [`backends!`]).
-pub(crate) trait Chart: Sync {
-    /// Its files are `charts/<stem>.png` and `.svg`.
-    fn stem(&self) -> &'static str;
-    /// What it shows, as a caption.
-    fn title(&self) -> &'static str;
-    /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
-    fn size(&self, run: &RunData) -> Option<(u32, u32)>;
-    fn png(&self, root: &DrawingArea<BitMapBackend<'_>, Shift>, run: &RunData) -> Result<(), DrawError>;
-    fn svg(&self, root: &DrawingArea<SVGBackend<'_>, Shift>, run: &RunData) -> Result<(), DrawError>;
+/// its drawing on either backend (one generic `draw` in its file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Chart {
+    Decision,
+    Percentiles,
+    Breakdown,
+    Requests,
+    Fleet,
+    Faults,
 }
 
-/// Every chart, in the order a reader meets them: a new one is a file of its own and a
-/// line here.
-pub(crate) const CHARTS: &[&dyn Chart] = &[
-    &decision::Decision,
-    &percentiles::Percentiles,
-    &breakdown::Breakdown,
-    &requests::Requests,
-    &fleet::Fleet,
-    &faults::Faults,
-];
+/// Every chart, in the order a reader meets them.
+pub(crate) const CHARTS: [Chart; 6] =
+    [Chart::Decision, Chart::Percentiles, Chart::Breakdown, Chart::Requests, Chart::Fleet, Chart::Faults];
+
+impl Chart {
+    /// Its files are `charts/<stem>.png` and `.svg`.
+    fn stem(self) -> &'static str {
+        match self {
+            Chart::Decision => decision::STEM,
+            Chart::Percentiles => percentiles::STEM,
+            Chart::Breakdown => breakdown::STEM,
+            Chart::Requests => requests::STEM,
+            Chart::Fleet => fleet::STEM,
+            Chart::Faults => faults::STEM,
+        }
+    }
+
+    /// What it shows, as a caption.
+    fn title(self) -> &'static str {
+        match self {
+            Chart::Decision => decision::TITLE,
+            Chart::Percentiles => percentiles::TITLE,
+            Chart::Breakdown => breakdown::TITLE,
+            Chart::Requests => requests::TITLE,
+            Chart::Fleet => fleet::TITLE,
+            Chart::Faults => faults::TITLE,
+        }
+    }
+
+    /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+    fn size(self, run: &RunData) -> Option<(u32, u32)> {
+        match self {
+            Chart::Decision => decision::size(run),
+            Chart::Percentiles => percentiles::size(run),
+            Chart::Breakdown => breakdown::size(run),
+            Chart::Requests => requests::size(run),
+            Chart::Fleet => fleet::size(run),
+            Chart::Faults => faults::size(run),
+        }
+    }
+
+    /// Draws it on `root`, whichever the backend.
+    fn draw<DB: DrawingBackend>(self, root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), DrawError> {
+        match self {
+            Chart::Decision => decision::draw(root, run),
+            Chart::Percentiles => percentiles::draw(root, run),
+            Chart::Breakdown => breakdown::draw(root, run),
+            Chart::Requests => requests::draw(root, run),
+            Chart::Fleet => fleet::draw(root, run),
+            Chart::Faults => faults::draw(root, run),
+        }
+    }
+}
 
 /// Stages every chart of `run` under `charts/`.
 fn render(run: &RunData, out: &mut Staged) -> Result<(), ChartError> {
     font();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };
-        stage_pair(out, c.stem(), size, |root| c.png(root, run), |root| c.svg(root, run))?;
+        stage_pair(out, c.stem(), size, |root| c.draw(root, run), |root| c.draw(root, run))?;
     }
     for c in sweep_charts(run) {
         let draw_png = |root: &DrawingArea<BitMapBackend<'_>, Shift>| sweep::draw(root, run, c.sweep, c.figure);
@@ -491,7 +512,7 @@ pub(crate) fn inline(run: &RunData) -> Result<Vec<Inline>, ChartError> {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-            c.svg(&root, run).map_err(|why| ChartError::Draw { at: c.stem().to_owned(), why })?;
+            c.draw(&root, run).map_err(|why| ChartError::Draw { at: c.stem().to_owned(), why })?;
             root.present().map_err(|e| ChartError::Draw { at: c.stem().to_owned(), why: DrawError(e.to_string()) })?;
         }
         out.push(Inline { stem: c.stem().to_owned(), title: c.title().to_owned(), svg });

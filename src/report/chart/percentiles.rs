@@ -4,25 +4,14 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Chart, RunData};
+use super::{color, RunData};
 
-/// `latency-percentiles`.
-pub(crate) struct Percentiles;
+pub(super) const STEM: &str = "latency-percentiles";
+pub(super) const TITLE: &str = "latency by percentile";
 
-impl Chart for Percentiles {
-    fn stem(&self) -> &'static str {
-        "latency-percentiles"
-    }
-
-    fn title(&self) -> &'static str {
-        "latency by percentile"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        run.cases.iter().any(|c| !c.hists.is_empty()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    run.cases.iter().any(|c| !c.hists.is_empty()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))
 }
 
 /// One case's line: its color index and (x, ms) points.

@@ -7,31 +7,20 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, Axis, CaseData, Chart, Entry, RunData};
-
-/// `discovery-over-time`.
-pub(super) struct Requests;
+use super::{color, Axis, CaseData, Entry, RunData};
 
 /// The height of a band's panel.
 const BAND_PANEL: u32 = 300;
 /// At most this many band panels (the lowest bands: an idle budget first).
 const MAX_BANDS: usize = 3;
 
-impl Chart for Requests {
-    fn stem(&self) -> &'static str {
-        "discovery-over-time"
-    }
+pub(super) const STEM: &str = "discovery-over-time";
+pub(super) const TITLE: &str = "discovery requests over time";
 
-    fn title(&self) -> &'static str {
-        "discovery requests over time"
-    }
-
-    fn size(&self, run: &RunData) -> Option<(u32, u32)> {
-        let cases = measured(run);
-        (!cases.is_empty()).then(|| (super::SIZE.0, super::SIZE.1 + BAND_PANEL * bands(&cases).len() as u32))
-    }
-
-    backends!(draw);
+/// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
+pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
+    let cases = measured(run);
+    (!cases.is_empty()).then(|| (super::SIZE.0, super::SIZE.1 + BAND_PANEL * bands(&cases).len() as u32))
 }
 
 fn measured(run: &RunData) -> Vec<(usize, &CaseData)> {
