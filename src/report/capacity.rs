@@ -41,12 +41,8 @@ impl SideReport for CapacityReport {
         self.to_json()
     }
 
-    fn markdown(&self) -> String {
-        markdown(self)
-    }
-
-    fn html(&self) -> String {
-        html(self)
+    fn document(&self) -> Doc {
+        document(self)
     }
 
     fn table(&self) -> String {
@@ -131,14 +127,12 @@ fn document(r: &CapacityReport) -> Doc {
 
 /// capacity.md, rendered from the report alone (a committed run's must re-render to itself).
 pub fn markdown(r: &CapacityReport) -> String {
-    let mut md = String::new();
-    super::doc::document(&mut md, &document(r));
-    md
+    super::side::markdown(r)
 }
 
 /// capacity.html: the same document on one self-contained page.
 pub fn html(r: &CapacityReport) -> String {
-    super::html::document_page(&document(r))
+    super::side::html(r)
 }
 
 /// The machine, the daemon and its limits, and the ramp's plan.

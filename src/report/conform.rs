@@ -37,12 +37,8 @@ impl SideReport for ConformReport {
         self.to_json()
     }
 
-    fn markdown(&self) -> String {
-        markdown(self)
-    }
-
-    fn html(&self) -> String {
-        html(self)
+    fn document(&self) -> Doc {
+        document(self)
     }
 
     fn table(&self) -> String {
@@ -128,14 +124,12 @@ fn document(r: &ConformReport) -> Doc {
 
 /// conform.md, rendered from the report alone.
 pub fn markdown(r: &ConformReport) -> String {
-    let mut o = String::new();
-    super::doc::document(&mut o, &document(r));
-    o
+    super::side::markdown(r)
 }
 
 /// conform.html: the same document on one self-contained page.
 pub fn html(r: &ConformReport) -> String {
-    super::html::document_page(&document(r))
+    super::side::html(r)
 }
 
 /// Where the relay dir was and the machine's pace, when the report says (one line).

@@ -4,6 +4,7 @@
 //! what differs between the commands — their file names, when they write, how each format
 //! renders — is the report's ([`SideReport`]).
 
+use super::doc::Doc;
 use super::output::{Dest, Moment, Output, Staged, WriteError};
 
 /// A command's report as its outputs read it.
@@ -15,9 +16,21 @@ pub(crate) trait SideReport: Sync {
     /// Whether it is written at `moment`.
     fn written_at(moment: Moment) -> bool;
     fn json(&self) -> Result<String, serde_json::Error>;
-    fn markdown(&self) -> String;
-    fn html(&self) -> String;
+    /// The report as a document: its Markdown and its page are both written from it.
+    fn document(&self) -> Doc;
     fn table(&self) -> String;
+}
+
+/// A report's document as Markdown.
+pub(crate) fn markdown(r: &impl SideReport) -> String {
+    let mut o = String::new();
+    super::doc::document(&mut o, &r.document());
+    o
+}
+
+/// A report's document on one self-contained page.
+pub(crate) fn html(r: &impl SideReport) -> String {
+    super::html::document_page(&r.document())
 }
 
 /// One format of a command's report.
@@ -61,8 +74,8 @@ impl<R: SideReport> Output<R> for Format {
         let name = <Format as Output<R>>::name(self);
         match self {
             Format::Json => out.put(name, report.json()?.as_bytes()),
-            Format::Markdown => out.put(name, report.markdown().as_bytes()),
-            Format::Html => out.put(name, report.html().as_bytes()),
+            Format::Markdown => out.put(name, markdown(report).as_bytes()),
+            Format::Html => out.put(name, html(report).as_bytes()),
             Format::Console => {
                 out.console(report.table().as_bytes());
                 Ok(())
