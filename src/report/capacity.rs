@@ -37,10 +37,6 @@ impl SideReport for CapacityReport {
         matches!(moment, Moment::Case | Moment::End)
     }
 
-    fn json(&self) -> Result<String, serde_json::Error> {
-        self.to_json()
-    }
-
     fn document(&self) -> Doc {
         document(self)
     }

@@ -33,10 +33,6 @@ impl SideReport for ConformReport {
         moment == Moment::End
     }
 
-    fn json(&self) -> Result<String, serde_json::Error> {
-        self.to_json()
-    }
-
     fn document(&self) -> Doc {
         document(self)
     }

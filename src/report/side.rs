@@ -8,14 +8,17 @@ use super::doc::Doc;
 use super::output::{Dest, Moment, Output, Staged, WriteError};
 
 /// A command's report as its outputs read it.
-pub(crate) trait SideReport: Sync {
+pub(crate) trait SideReport: serde::Serialize + Sync {
     /// Its files: the JSON, the Markdown and the page, in that order (`conform.json`, ...).
     const FILES: [&'static str; 3];
     /// The console table's name and where it shows (what `list` and errors say of it).
     const CONSOLE: (&'static str, &'static str);
     /// Whether it is written at `moment`.
     fn written_at(moment: Moment) -> bool;
-    fn json(&self) -> Result<String, serde_json::Error>;
+    /// The typed report as JSON (pretty, ending in a newline), its schema the report's own.
+    fn json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self).map(|s| s + "\n")
+    }
     /// The report as a document: its Markdown and its page are both written from it.
     fn document(&self) -> Doc;
     fn table(&self) -> String;

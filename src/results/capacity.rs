@@ -391,10 +391,6 @@ impl CapacityReport {
         self.steps.last().map_or(0, |s| s.held)
     }
 
-    pub(crate) fn to_json(&self) -> Result<String, serde_json::Error> {
-        serde_json::to_string_pretty(self).map(|s| s + "\n")
-    }
-
     /// Reads a `capacity.json`; a schema this build does not know is refused, naming it.
     pub fn from_json(text: &str) -> Result<CapacityReport, ReadError> {
         #[derive(Deserialize)]

@@ -158,8 +158,4 @@ impl ConformReport {
     pub fn inconclusive(&self) -> bool {
         !self.failed() && self.cases.iter().any(|c| c.verdict == Verdict::Inconclusive)
     }
-
-    pub(crate) fn to_json(&self) -> serde_json::Result<String> {
-        serde_json::to_string_pretty(self).map(|s| s + "\n")
-    }
 }

@@ -250,7 +250,10 @@ impl RunnerSpec {
 
     /// Whether the runner's requests go through a counted host (not a black box's).
     pub fn requests_visible(&self) -> bool {
-        !matches!(self, RunnerSpec::External(_))
+        match self {
+            RunnerSpec::External(_) => false,
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Window(_) | RunnerSpec::Follow(_) => true,
+        }
     }
 
     /// What cannot be measured with this runner, and why.
@@ -295,13 +298,16 @@ impl RunnerSpec {
     pub fn missing_here(&self) -> Option<String> {
         match self {
             RunnerSpec::Window(s) => s.missing_here(),
-            _ => None,
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Follow(_) | RunnerSpec::External(_) => None,
         }
     }
 
     /// Whether the runner follows a process's output through the host (a persistent watcher).
     pub fn follows_a_process(&self) -> bool {
-        matches!(self, RunnerSpec::Follow(_))
+        match self {
+            RunnerSpec::Follow(_) => true,
+            RunnerSpec::Poll(_) | RunnerSpec::Watch(_) | RunnerSpec::Window(_) | RunnerSpec::External(_) => false,
+        }
     }
 }
 

@@ -111,7 +111,17 @@ impl Measure {
 
     /// Whether summary.json keeps it in `latency_us` (else beside it, as `<name>_us`).
     pub(crate) fn in_latency_us(self) -> bool {
-        self != Measure::ScheduleLag
+        match self {
+            Measure::ScheduleLag => false,
+            Measure::Wake
+            | Measure::Pickup
+            | Measure::Completion
+            | Measure::CompletionUncorrected
+            | Measure::RelayOverhead
+            | Measure::Handler
+            | Measure::AnswerPublish
+            | Measure::Hop1 => true,
+        }
     }
 
     /// Its value for one call in nanoseconds, or `None` when the call does not show it (a

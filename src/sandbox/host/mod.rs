@@ -470,20 +470,26 @@ impl HostSpec {
     /// Whether the relay dir is on the runner's side, readable without the host (a runner
     /// that watches the dir itself needs it).
     pub fn dir_is_local(&self) -> bool {
-        matches!(self, HostSpec::Local)
+        match self {
+            HostSpec::Local => true,
+            HostSpec::Remote(_) | HostSpec::SandboxAgent(_) => false,
+        }
     }
 
     /// Whether it can start a process and follow its output (a persistent watcher's stream):
     /// the real daemon's process API is not followed.
     pub fn can_follow(&self) -> bool {
-        !matches!(self, HostSpec::SandboxAgent(_))
+        match self {
+            HostSpec::Local | HostSpec::Remote(_) => true,
+            HostSpec::SandboxAgent(_) => false,
+        }
     }
 
     /// Why it cannot run on this machine, if it cannot (checked before a run starts).
     pub fn missing_here(&self) -> Option<String> {
         match self {
             HostSpec::SandboxAgent(a) => a.missing_here(),
-            _ => None,
+            HostSpec::Local | HostSpec::Remote(_) => None,
         }
     }
 
@@ -492,7 +498,7 @@ impl HostSpec {
     pub fn emulated_latency(&self) -> Option<String> {
         match self {
             HostSpec::Remote(r) => Some(r.profile.describe()),
-            _ => None,
+            HostSpec::Local | HostSpec::SandboxAgent(_) => None,
         }
     }
 
@@ -518,7 +524,10 @@ impl HostSpec {
 
     /// Whether it needs the real clock (a real daemon cannot run in simulated time).
     pub fn needs_real_clock(&self) -> bool {
-        matches!(self, HostSpec::SandboxAgent(_))
+        match self {
+            HostSpec::SandboxAgent(_) => true,
+            HostSpec::Local | HostSpec::Remote(_) => false,
+        }
     }
 
     /// Where in the sandbox the case's files go when the in-sandbox side (writer, watch
@@ -527,7 +536,7 @@ impl HostSpec {
     pub fn in_sandbox(&self) -> Option<&str> {
         match self {
             HostSpec::SandboxAgent(a) => a.in_sandbox.as_deref(),
-            _ => None,
+            HostSpec::Local | HostSpec::Remote(_) => None,
         }
     }
 
@@ -536,7 +545,7 @@ impl HostSpec {
     pub fn bench_requests(&self) -> Vec<(&'static str, u64)> {
         match self {
             HostSpec::SandboxAgent(a) => a.bench.by_name(),
-            _ => Vec::new(),
+            HostSpec::Local | HostSpec::Remote(_) => Vec::new(),
         }
     }
 }
