@@ -2,8 +2,9 @@
 //! registry ([`publish_outputs`]), a run's or another command's (`conform`'s and
 //! `daemon-capacity`'s registries are in [`super::conform`] and [`super::capacity`]). `run`
 //! publishes [`Moment::Progress`] before a scenario, [`Moment::Case`] after each of its cases
-//! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new format is
-//! a file of its own implementing [`Output`] and a line in its registry.
+//! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new format of a
+//! run is a file of its own implementing [`Output`] and a line in [`OUTPUTS`]; the two other
+//! commands share their formats ([`super::side`]).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
