@@ -58,6 +58,7 @@ fn latency<'a>(out: &mut Vec<Named<'a>>, name: &str, s: &'a mut LatencyStats, un
 /// Every figure of `r`, named, with how repeats make it one.
 fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     let mut out: Vec<Named<'_>> = Vec::new();
+    let measured = !r.requests.not_measured;
     let per_call = (!r.requests.not_measured && r.calls.completed > 0)
         .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64);
     // summary.json's order: the measures in `latency_us`, then those beside it.
@@ -101,6 +102,10 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
         ("runner.stuck", &mut r.runner.stuck),
     ] {
         out.push((name.into(), "", Rule::Worst, Slot::U(x)));
+    }
+    if measured {
+        out.push(("safety_lists".into(), "", Rule::Median, Slot::U(&mut r.runner.safety_lists)));
+        out.push(("watch_misses".into(), "", Rule::Median, Slot::U(&mut r.runner.missed_by_source)));
     }
     out.push(("window_secs".into(), "s", Rule::Median, Slot::F(&mut r.window_secs)));
     if let Some(f) = r.fleet.as_mut() {
@@ -272,6 +277,26 @@ mod tests {
         r.requests.idle_phases.minutes = 3.0;
         r.requests.idle_phases.discovery_per_min = idle;
         r
+    }
+
+    /// Every figure a gate reads is combined across repeats (a figure left out would be
+    /// judged on the first repeat alone while the report calls it the median); the ratios to
+    /// a baseline case are computed after, from the combined figures.
+    #[test]
+    fn every_gate_metric_is_combined_across_repeats() {
+        let mut r = case(100.0, 50, 0, 4.0);
+        for m in Measure::all() {
+            *r.measures.get_mut(m) = LatencyStats { count: 5, p50: 1.0, ..Default::default() };
+        }
+        for s in [&mut r.requests.busy, &mut r.requests.idle, &mut r.requests.active_phases] {
+            s.minutes = 1.0;
+        }
+        r.requests.idle_relay = Some(r.requests.idle.clone());
+        let mut named: Vec<String> = slots(&mut r).into_iter().map(|(name, ..)| name).collect();
+        named.extend(judged_whole().into_iter().map(|(m, _)| m.name()));
+        for m in Metric::all().filter(|m| !matches!(m, Metric::VsBaseline(_))) {
+            assert!(named.contains(&m.name()), "{} is not combined across repeats", m.name());
+        }
     }
 
     #[test]

@@ -130,6 +130,16 @@ impl Metric {
         }
     }
 
+    /// Every metric a gate may read: each statistic of each measure, the counters, the
+    /// baseline ratios, the fleet's figures.
+    pub(crate) fn all() -> impl Iterator<Item = Metric> {
+        let latency = Measure::all().flat_map(|m| LatencyStats::STATS.into_iter().map(move |s| Metric::Latency(m, s)));
+        latency
+            .chain(Counter::ALL.map(Metric::Count))
+            .chain(Ratio::ALL.map(Metric::VsBaseline))
+            .chain(FleetMetric::all().into_iter().map(Metric::Fleet))
+    }
+
     /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
     pub fn name(self) -> String {
         match self {
@@ -424,15 +434,10 @@ impl TryFrom<StoredGateResult> for GateResult {
     }
 }
 
-/// Every metric name a gate may use, for error messages and help.
-/// Every metric's full name, each statistic of each measure spelled out.
+/// Every metric's full name, each statistic of each measure spelled out: for error
+/// messages and help.
 fn every_metric_name() -> Vec<String> {
-    let mut all: Vec<String> =
-        Measure::all().flat_map(|m| LatencyStats::STATS.iter().map(move |s| format!("{}.{s}", m.name()))).collect();
-    all.extend(Counter::ALL.iter().map(|c| c.name().to_owned()));
-    all.extend(Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())));
-    all.extend(FleetMetric::all().iter().map(|f| format!("{FLEET}.{}", f.name())));
-    all
+    Metric::all().map(Metric::name).collect()
 }
 
 pub(crate) fn metric_names() -> String {
