@@ -82,6 +82,10 @@ pub(crate) fn bootstrap_ci(v: &[f64], seed: u64) -> Option<[f64; 2]> {
     if v.len() < MIN_CI_REPEATS {
         return None;
     }
+    // Every repeat the same (a count that stayed 0): each resample's median is that value.
+    if v.iter().all(|x| *x == v[0]) {
+        return Some([v[0], v[0]]);
+    }
     let mut rng = Rng::new(seed);
     let mut sample = vec![0.0; v.len()];
     let mut medians: Vec<f64> = (0..RESAMPLES)
