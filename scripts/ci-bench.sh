@@ -8,17 +8,22 @@
 #      micro-benchmarks and relay-bench's baseline of the scenarios are saved / compared
 #      (a relay-bench regression exits 1; criterion, leniently, only reports its changes);
 #   4. with $GITHUB_STEP_SUMMARY set, each scenario's summary.md goes to the job summary.
-# Usage: scripts/ci-bench.sh [--quick] [--save-baseline NAME | --baseline NAME] [OUT_DIR]
-#   --quick   criterion's quick mode (seconds, not minutes: what .ci/run uses)
+# Usage: scripts/ci-bench.sh [--quick | --smoke] [--save-baseline NAME | --baseline NAME] [OUT_DIR]
+#   --quick   criterion's quick mode (seconds, not minutes)
+#   --smoke   each criterion benchmark run once as a test, in the tests' build (no bench
+#             build, no timings; the scale bench not run): what .ci/run uses, where the bench
+#             profile's build of the dev-dependencies would cost more than the benches
 #   OUT_DIR   default target/ci-bench
 set -euo pipefail
 cd "$(dirname "$0")/.."
 criterion=(--noplot)
 relay=()
+smoke=
 out=target/ci-bench
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) criterion+=(--quick) ;;
+    --smoke) smoke=1 ;;
     --save-baseline|--baseline)
       [ $# -ge 2 ] || { echo "$1 needs a NAME" >&2; exit 2; }
       # criterion's --baseline panics at the first benchmark the baseline lacks (a new one,
@@ -38,6 +43,11 @@ set +e
 cargo run --release --locked -- run request-budget faults --quiet --out "$out" --junit "$out/junit.xml" "${relay[@]}"
 code=$?
 set -e
+if [ -n "$smoke" ]; then
+  echo "== the criterion benchmarks, each run once as a test (no timings)"
+  cargo test --locked --bench relay 2>&1 | tee "$out/criterion.txt" || { echo "the benchmarks failed as tests" >&2; exit 1; }
+  exit $code
+fi
 echo "== cargo bench (timings only)"
 cargo bench --locked --bench relay -- "${criterion[@]}" 2>&1 | tee "$out/criterion.txt" \
   || echo "warning: cargo bench failed; timings missing"
