@@ -1,7 +1,5 @@
-//! The output registry's recipe tried: a throwaway output, added the way
-//! docs/architecture.md says (a file and a line, registered in test builds only), is written
-//! by a whole run with nothing else touched; and every measure goes everywhere a measure
-//! goes.
+//! Every measure goes everywhere a measure goes: recorded, kept in summary.json, gated,
+//! repeated and shown, by a whole run.
 
 use crate::record::measure::Measure;
 use crate::results::summary::Summary;
@@ -86,17 +84,4 @@ writer = "watch"
         }
         assert!(out.path().join(format!("hdr/remote/{name}.hgrm")).is_file(), "{name}.hgrm");
     }
-}
-
-/// The throwaway output `calls.txt` (src/report/recipe.rs) lands in the run directory.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_output_added_as_a_file_and_a_line_is_written() {
-    let text = "name = \"recipe\"\n[workload]\nsandboxes = 2\nduration = \"30s\"\nturns_per_sec = 1\n\
-                calls_per_turn = 1\nseed = 5\n[[case]]\nname = \"today\"\nhost = \"remote\"\nprofile = \"proxy\"\n\
-                clock = \"virtual\"\nrunner = \"poll\"\nwriter = \"watch\"\n";
-    let (summary, out) = run(text, 1).await;
-    let today = &summary.results[0];
-    assert!(today.calls.completed > 0 && today.calls.lost == 0, "{:?}", today.calls);
-    let txt = std::fs::read_to_string(out.path().join("calls.txt")).unwrap();
-    assert_eq!(txt, format!("today {}\n", today.calls.completed));
 }

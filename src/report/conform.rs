@@ -1,5 +1,5 @@
-//! What a `conform` run directory holds, in a registry of its own ([`CONFORM_OUTPUTS`]) of
-//! the same [`Output`] trait as a run's, rendered from the conform report and published by
+//! What a `conform` run directory holds, in a list of its own ([`CONFORM_OUTPUTS`]) of
+//! the same [`super::output::Output`] trait as a run's, rendered from the conform report and published by
 //! the same loop ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
 //! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
 //! evidence), `conform.html` (the same document on one self-contained page) and the
@@ -8,20 +8,19 @@
 use std::path::Path;
 
 use super::doc::{columns, inline, plain, Align, Block, Doc, Section, Table};
-use super::output::{Moment, Output};
+use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
-use super::side::{Format, SideReport};
+use super::side::{Format, SideReport, FORMATS};
 use crate::results::conform::{ConformReport, Verdict};
 
 use Align::Left as L;
 
 /// Every output of a conform run, in the order they are written.
-pub const CONFORM_OUTPUTS: &[&dyn Output<ConformReport>] =
-    &[&Format::Json, &Format::Markdown, &Format::Html, &Format::Console];
+pub const CONFORM_OUTPUTS: [Format; 4] = FORMATS;
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
-    publish_outputs(CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
+    publish_outputs(&CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
 }
 
 impl SideReport for ConformReport {

@@ -16,6 +16,4 @@ pub(crate) mod html;
 pub(crate) mod outdir;
 pub(crate) mod output;
 pub(crate) mod publish;
-#[cfg(test)]
-mod recipe;
 pub(crate) mod side;

@@ -3,8 +3,9 @@
 //! temp name in its final directory, renamed onto its final name once the output has rendered
 //! whole, so a reader never sees half a report. One trait for every command's outputs, generic
 //! over what they render from: a run's summaries ([`Input`]), a conform report, a capacity
-//! report. The registries are in [`crate::report::publish`] (a run's),
-//! [`crate::report::conform`] and [`crate::report::capacity`]; one loop publishes them all
+//! report. It has two implementations, each an enum: a run's outputs
+//! ([`crate::report::publish::RunOutput`]) and the formats `conform` and `daemon-capacity`
+//! share ([`crate::report::side::Format`]); one loop publishes them all
 //! ([`crate::report::publish::publish_outputs`]).
 
 use std::ffi::OsString;
@@ -55,8 +56,8 @@ impl Input<'_> {
     }
 }
 
-/// One output of a command whose outputs render from `R`. A new format is a file of its own
-/// implementing this and one line in its command's registry.
+/// One output of a command whose outputs render from `R`: a variant of the command's enum of
+/// outputs, each fact below a `match` of it.
 pub trait Output<R: ?Sized>: Sync {
     /// The output's name (what `list` prints).
     fn name(&self) -> &'static str;

@@ -1,10 +1,9 @@
-//! Every output of a run, in one registry ([`OUTPUTS`]), and the one loop that publishes a
-//! registry ([`publish_outputs`]), a run's or another command's (`conform`'s and
-//! `daemon-capacity`'s registries are in [`super::conform`] and [`super::capacity`]). `run`
+//! Every output of a run ([`RunOutput`], listed in write order in [`OUTPUTS`]), and the one
+//! loop that publishes a command's outputs ([`publish_outputs`]), a run's or another
+//! command's (`conform`'s and `daemon-capacity`'s formats are [`super::side::Format`]). `run`
 //! publishes [`Moment::Progress`] before a scenario, [`Moment::Case`] after each of its cases
-//! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new format of a
-//! run is a file of its own implementing [`Output`] and a line in [`OUTPUTS`]; the two other
-//! commands share their formats ([`super::side`]).
+//! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new output of
+//! a run is a variant of [`RunOutput`] and its renderer's file.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,20 +17,123 @@ use super::output::{parent_of, Dest, Input, Moment, Output, Staged, WriteError};
 use crate::base::fsio::environment_failure;
 use crate::base::signal::Signal;
 
-/// Every output of a run: a new one is a file of its own plus one line here. They are
-/// written in this order (charts and the page read the summary.json and interval logs
-/// written before them).
-pub const OUTPUTS: &[&dyn for<'a> Output<Input<'a>>] = &[
-    &Json,
-    &Markdown,
-    &Hdr,
-    &Charts,
-    &Html,
-    &Table,
-    &JUnit,
-    #[cfg(test)]
-    &super::recipe::CallsTxt,
+/// An output of a run. A new one is a variant: the compiler then asks for its place in each
+/// `match` below (its name, where it lands, when, and how it writes) and in [`OUTPUTS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutput {
+    /// `summary.json`: the typed results every other output reads.
+    Json,
+    /// `summary.md`: the report a person reads, fit for a CI job summary.
+    Markdown,
+    /// `hdr/<case>/<measure>.hgrm|.hlog`: each case's histograms.
+    Hdr,
+    /// `charts/<chart>.png|.svg`.
+    Charts,
+    /// `report.html`: one self-contained page.
+    Html,
+    /// The console table.
+    Table,
+    /// `--junit FILE`: the gates as JUnit XML.
+    JUnit,
+}
+
+/// Every output of a run, in the order written (charts and the page read the summary.json
+/// and interval logs written before them).
+pub const OUTPUTS: [RunOutput; 7] = [
+    RunOutput::Json,
+    RunOutput::Markdown,
+    RunOutput::Hdr,
+    RunOutput::Charts,
+    RunOutput::Html,
+    RunOutput::Table,
+    RunOutput::JUnit,
 ];
+
+impl Output<Input<'_>> for RunOutput {
+    fn name(&self) -> &'static str {
+        match self {
+            RunOutput::Json => "summary.json",
+            RunOutput::Markdown => "summary.md",
+            RunOutput::Hdr => "hdr",
+            RunOutput::Charts => "charts",
+            RunOutput::Html => "report.html",
+            RunOutput::Table => "console table",
+            RunOutput::JUnit => "junit.xml",
+        }
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            RunOutput::Hdr => "hdr/<case>/<measure>.hgrm|.hlog",
+            RunOutput::Charts => "charts/<chart>.png|.svg",
+            RunOutput::Table => "stdout",
+            RunOutput::JUnit => "FILE of --junit",
+            RunOutput::Json | RunOutput::Markdown | RunOutput::Html => self.name(),
+        }
+    }
+
+    fn dest(&self) -> Dest {
+        match self {
+            RunOutput::Table => Dest::Console,
+            RunOutput::JUnit => Dest::Flag("--junit"),
+            RunOutput::Json | RunOutput::Markdown | RunOutput::Hdr | RunOutput::Charts | RunOutput::Html => {
+                Dest::RunDir
+            }
+        }
+    }
+
+    fn written_at(&self, moment: Moment) -> bool {
+        match self {
+            // It is what a re-render reads.
+            RunOutput::Json => moment != Moment::Rerender,
+            RunOutput::Markdown => true,
+            RunOutput::Hdr => matches!(moment, Moment::Case | Moment::Rerender),
+            RunOutput::Charts => moment != Moment::Progress,
+            RunOutput::Html => matches!(moment, Moment::End | Moment::Rerender),
+            RunOutput::Table | RunOutput::JUnit => moment == Moment::End,
+        }
+    }
+
+    /// The histograms and the drawings are not: a run's results are safe in summary.json
+    /// without them.
+    fn essential(&self) -> bool {
+        match self {
+            RunOutput::Hdr | RunOutput::Charts | RunOutput::Html => false,
+            RunOutput::Json | RunOutput::Markdown | RunOutput::Table | RunOutput::JUnit => true,
+        }
+    }
+
+    fn per_case(&self) -> bool {
+        match self {
+            RunOutput::Hdr => true,
+            RunOutput::Json
+            | RunOutput::Markdown
+            | RunOutput::Charts
+            | RunOutput::Html
+            | RunOutput::Table
+            | RunOutput::JUnit => false,
+        }
+    }
+
+    fn drawing(&self) -> bool {
+        match self {
+            RunOutput::Charts | RunOutput::Html => true,
+            RunOutput::Json | RunOutput::Markdown | RunOutput::Hdr | RunOutput::Table | RunOutput::JUnit => false,
+        }
+    }
+
+    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+        match self {
+            RunOutput::Json => Json.write(input, out),
+            RunOutput::Markdown => Markdown.write(input, out),
+            RunOutput::Hdr => Hdr.write(input, out),
+            RunOutput::Charts => Charts.write(input, out),
+            RunOutput::Html => Html.write(input, out),
+            RunOutput::Table => Table.write(input, out),
+            RunOutput::JUnit => JUnit.write(input, out),
+        }
+    }
+}
 
 /// The paths the command line gave for [`Dest::Flag`] outputs, by flag.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +194,7 @@ pub(crate) fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> R
 /// The finished case's own files ([`Output::per_case`]), and nothing of the whole run's: a
 /// case's publication between two rewrites of the run's report.
 pub(crate) fn publish_case_only(input: &Input<'_>) -> Result<Published, OutputError> {
-    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| o.per_case()).collect();
+    let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| o.per_case()).collect();
     publish_outputs_until(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
 }
 
@@ -105,10 +207,10 @@ pub(crate) fn publish_until(
 ) -> Result<Published, OutputError> {
     let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
     if !cut_short {
-        return publish_outputs_until(OUTPUTS, moment, input, input.dir, flags, stop);
+        return publish_outputs_until(&OUTPUTS, moment, input, input.dir, flags, stop);
     }
     // Interrupted: what the run measured is written now; the drawings wait for `report`.
-    let outputs: Vec<_> = OUTPUTS.iter().copied().filter(|o| !o.drawing()).collect();
+    let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| !o.drawing()).collect();
     let mut done = publish_outputs_until(&outputs, moment, input, input.dir, flags, stop)?;
     if moment == Moment::End {
         let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
@@ -126,8 +228,8 @@ pub(crate) fn publish_until(
 /// outputs into [`Published::console`]. Each output's files land together or not at all; a
 /// failure of an essential output (of any, at a re-render) ends the publication, another's
 /// is a warning.
-pub(crate) fn publish_outputs<R: ?Sized>(
-    outputs: &[&dyn Output<R>],
+pub(crate) fn publish_outputs<R: ?Sized, O: Output<R>>(
+    outputs: &[O],
     moment: Moment,
     input: &R,
     dir: &Path,
@@ -139,8 +241,8 @@ pub(crate) fn publish_outputs<R: ?Sized>(
 /// [`publish_outputs`], stopping once `stop` is closed. An output that fails for want of
 /// space or of a working filesystem ends the publication, essential or not: what follows
 /// would fail too, and a report missing its files is no report.
-fn publish_outputs_until<R: ?Sized>(
-    outputs: &[&dyn Output<R>],
+fn publish_outputs_until<R: ?Sized, O: Output<R>>(
+    outputs: &[O],
     moment: Moment,
     input: &R,
     dir: &Path,
@@ -195,7 +297,7 @@ fn machine_failure(why: WriteError, dest: Dest, dir: &Path) -> WriteError {
 
 /// A registry as a person reads it: name, path, when, and where.
 #[cfg(test)]
-pub(crate) fn describe<R: ?Sized>(outputs: &[&dyn Output<R>]) -> Vec<String> {
+pub(crate) fn describe<R: ?Sized, O: Output<R>>(outputs: &[O]) -> Vec<String> {
     outputs
         .iter()
         .map(|o| {
@@ -233,7 +335,7 @@ mod tests {
                 o.name()
             );
         }
-        let lines = describe(OUTPUTS);
+        let lines = describe(&OUTPUTS);
         assert!(lines.iter().any(|l| l.starts_with("summary.json: summary.json")), "{lines:?}");
     }
 }

@@ -36,14 +36,21 @@ pub(crate) fn html(r: &impl SideReport) -> String {
     super::html::document_page(&r.document())
 }
 
-/// One format of a command's report.
+/// One format of a command's report (`conform`, `daemon-capacity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
+    /// The typed report (`conform.json`).
     Json,
+    /// Its document as Markdown (`conform.md`).
     Markdown,
+    /// Its document on one self-contained page (`conform.html`).
     Html,
+    /// Its table on the console.
     Console,
 }
+
+/// Every format, in the order written: a command's outputs.
+pub(crate) const FORMATS: [Format; 4] = [Format::Json, Format::Markdown, Format::Html, Format::Console];
 
 impl<R: SideReport> Output<R> for Format {
     fn name(&self) -> &'static str {

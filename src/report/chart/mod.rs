@@ -28,7 +28,7 @@ use plotters::prelude::*;
 
 use crate::record::recorder::Measure;
 use crate::report::export::hdr::{read_hlog, total, Interval, HLOG};
-use crate::report::output::{Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::{Counter, GateResult, Metric};
 
@@ -338,28 +338,9 @@ pub(crate) fn legend<DB: DrawingBackend>(
 /// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
 pub(crate) struct Charts;
 
-impl Output<Input<'_>> for Charts {
-    fn name(&self) -> &'static str {
-        "charts"
-    }
-
-    fn path(&self) -> &'static str {
-        "charts/<chart>.png|.svg"
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        moment != Moment::Progress
-    }
-
-    fn essential(&self) -> bool {
-        false
-    }
-
-    fn drawing(&self) -> bool {
-        true
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Charts {
+    /// Writes it: what [`crate::report::publish::RunOutput::Charts`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(|e| match e {
             // The staging area's own error (a file refused, a full disk) stays what it is.
             ChartError::Staged(w) => w,

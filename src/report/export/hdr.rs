@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 
 use crate::base::fsio::{check_bounded, read_bounded, Bound, BoundedReadError, Refused};
 use crate::record::recorder::{CaseHdr, Measure};
-use crate::report::output::{Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 
 /// Nanoseconds per millisecond: `.hgrm` values are in ms.
 const MS: f64 = 1e6;
@@ -152,28 +152,9 @@ pub(crate) const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
 pub(crate) struct Hdr;
 
-impl Output<Input<'_>> for Hdr {
-    fn name(&self) -> &'static str {
-        "hdr"
-    }
-
-    fn path(&self) -> &'static str {
-        "hdr/<case>/<measure>.hgrm|.hlog"
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        matches!(moment, Moment::Case | Moment::Rerender)
-    }
-
-    fn essential(&self) -> bool {
-        false
-    }
-
-    fn per_case(&self) -> bool {
-        true
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Hdr {
+    /// Writes it: what [`crate::report::publish::RunOutput::Hdr`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         // After a case, the case just finished is the last result, its histograms still in
         // memory; a re-render has none in memory and reads the logs.
         match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {

@@ -1,6 +1,6 @@
 //! `summary.json`: the machine-readable result (see `Summary` for the fields).
 
-use crate::report::output::{Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{Summary, MAX_SUMMARY_BYTES, PRETTY_SUMMARY_BYTES};
 
 pub(crate) struct Json;
@@ -36,16 +36,9 @@ fn render_within(summary: &Summary, cap: u64) -> Result<Vec<u8>, TooLarge> {
     Ok(v)
 }
 
-impl Output<Input<'_>> for Json {
-    fn name(&self) -> &'static str {
-        "summary.json"
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        moment != Moment::Rerender // it is what a re-render reads
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Json {
+    /// Writes it: what [`crate::report::publish::RunOutput::Json`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("summary.json", &self.render(input.summary()).map_err(WriteError::render)?)
     }
 }

@@ -7,31 +7,16 @@
 
 use std::fmt::Write;
 
-use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::verdict::Verdict;
 
 /// `--junit FILE`: every scenario of the run so far, rewritten after each.
 pub(crate) struct JUnit;
 
-impl Output<Input<'_>> for JUnit {
-    fn name(&self) -> &'static str {
-        "junit.xml"
-    }
-
-    fn path(&self) -> &'static str {
-        "FILE of --junit"
-    }
-
-    fn dest(&self) -> Dest {
-        Dest::Flag("--junit")
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        moment == Moment::End
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl JUnit {
+    /// Writes it: what [`crate::report::publish::RunOutput::JUnit`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("junit.xml", &render_all(input.summaries))
     }
 }

@@ -1,21 +1,14 @@
 //! `summary.md`: a report a person reads, fit for a CI job summary: the report's content
 //! ([`super::content`]) in Markdown.
 
-use crate::report::output::{Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::Summary;
 
 pub(crate) struct Markdown;
 
-impl Output<Input<'_>> for Markdown {
-    fn name(&self) -> &'static str {
-        "summary.md"
-    }
-
-    fn written_at(&self, _: Moment) -> bool {
-        true
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Markdown {
+    /// Writes it: what [`crate::report::publish::RunOutput::Markdown`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.put("summary.md", &self.render(input.summary()))
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::{any_thin, THIN, THIN_NOTE};
 use crate::record::recorder::LatencyStats;
 use crate::record::recorder::Measure;
-use crate::report::output::{Dest, Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
 pub(crate) struct Table;
@@ -98,24 +98,9 @@ fn note(o: &mut String, text: &str) {
     let _ = writeln!(o, "{}", line.trim_end());
 }
 
-impl Output<Input<'_>> for Table {
-    fn name(&self) -> &'static str {
-        "console table"
-    }
-
-    fn path(&self) -> &'static str {
-        "stdout"
-    }
-
-    fn dest(&self) -> Dest {
-        Dest::Console
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        moment == Moment::End
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Table {
+    /// Writes it: what [`crate::report::publish::RunOutput::Table`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         out.console(&self.render(input.summary()));
         Ok(())
     }

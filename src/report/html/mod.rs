@@ -17,7 +17,7 @@ use markup::Page;
 use crate::report::chart::{self, Inline, RunData};
 use crate::report::doc::Doc;
 use crate::report::export::content;
-use crate::report::output::{Input, Moment, Output, Staged, WriteError};
+use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::Summary;
 
 /// `report.html`.
@@ -26,25 +26,9 @@ pub(crate) struct Html;
 /// The files a run directory may hold beside its reports, linked when present.
 const OPTIONAL_FILES: [&str; 3] = ["events.ndjson", "events.bin", "calls.csv"];
 
-impl Output<Input<'_>> for Html {
-    fn name(&self) -> &'static str {
-        "report.html"
-    }
-
-    fn written_at(&self, moment: Moment) -> bool {
-        matches!(moment, Moment::End | Moment::Rerender)
-    }
-
-    /// Like the charts it holds: a run's results are safe in summary.json without it.
-    fn essential(&self) -> bool {
-        false
-    }
-
-    fn drawing(&self) -> bool {
-        true
-    }
-
-    fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+impl Html {
+    /// Writes it: what [`crate::report::publish::RunOutput::Html`] renders.
+    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
         let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
         out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
