@@ -499,6 +499,8 @@ impl Gate {
 }
 
 #[cfg(test)]
+mod docs_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,46 @@
+//! The docs' lists of gate metrics held to the metrics themselves.
+
+use super::*;
+
+/// The docs' lists of gate metrics are this module's: every measure, statistic, counter
+/// and baseline ratio named in docs/scenarios.md's gate grammar, every fleet figure in
+/// docs/fleet.md (a gauge as `fleet.<gauge>.*`, a phased figure as `fleet.<phase>.<figure>`).
+#[test]
+fn the_docs_name_every_gate_metric() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |page: &str| std::fs::read_to_string(root.join("docs").join(page)).unwrap();
+    let scenarios = read("scenarios.md");
+    let grammar = &scenarios[scenarios.find("## Gates").unwrap()..scenarios.find("## Rollout gates").unwrap()];
+    let fleet = read("fleet.md");
+    let mut missing = Vec::new();
+    let mut expect = |page: &str, text: &str, name: String| {
+        if !text.contains(&format!("`{name}`")) && !text.contains(&format!("`{name} ")) {
+            missing.push(format!("{page}: {name}"));
+        }
+    };
+    for m in Measure::all() {
+        expect("scenarios.md", grammar, m.name().to_owned());
+    }
+    for s in LatencyStats::STATS {
+        expect("scenarios.md", grammar, s.to_owned());
+    }
+    for c in Counter::ALL {
+        expect("scenarios.md", grammar, c.name().to_owned());
+    }
+    for r in Ratio::ALL {
+        expect("scenarios.md", grammar, format!("{VS_BASELINE}.{}", r.name()));
+    }
+    for f in FleetMetric::all() {
+        let name = match f {
+            FleetMetric::Gauge(g, _) => format!("{FLEET}.{}.*", g.name()),
+            FleetMetric::Phased(p, _) => format!("{FLEET}.{}.<figure>", p.name()),
+            _ => format!("{FLEET}.{}", f.name()),
+        };
+        let whole = format!("{FLEET}.{}", f.name());
+        if !fleet.contains(&format!("`{whole}`")) {
+            expect("fleet.md", &fleet, name);
+        }
+    }
+    missing.dedup();
+    assert!(missing.is_empty(), "gate metrics the docs do not name:\n{}", missing.join("\n"));
+}
