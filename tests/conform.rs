@@ -15,23 +15,56 @@ use relay_bench::{ConformReport, Verdict};
 
 mod common;
 
-/// A busy loop per core, for as long as this lives.
-struct Hog(Vec<std::process::Child>);
+/// Every core kept busy (a busy loop per core) for as long as this lives. One set of busy
+/// loops across the test processes, passed on by a lock: while two batteries overlap, one set
+/// keeps every core busy for both (two sets would be two loops a core, and every other test
+/// beside them slowed twice over); when the battery holding it ends, a battery still running
+/// takes the lock and starts its own within milliseconds.
+struct Hog {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    keeper: Option<std::thread::JoinHandle<()>>,
+}
 
 impl Hog {
     fn every_core() -> Hog {
-        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Hog((0..n)
-            .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("a busy loop starts"))
-            .collect())
+        use std::os::fd::AsRawFd;
+        use std::sync::atomic::Ordering::Relaxed;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let keeper = std::thread::spawn(move || {
+            let path = std::env::temp_dir().join("relay-bench-tests-busy-loops.lock");
+            let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).unwrap();
+            let nap = std::time::Duration::from_millis(10);
+            while !stopped.load(Relaxed) {
+                // SAFETY: flock on a file this thread holds open; the lock goes with it.
+                if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                    std::thread::sleep(nap);
+                    continue;
+                }
+                let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let mut loops: Vec<std::process::Child> = (0..n)
+                    .map(|_| {
+                        Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("a busy loop starts")
+                    })
+                    .collect();
+                while !stopped.load(Relaxed) {
+                    std::thread::sleep(nap);
+                }
+                for c in &mut loops {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+        });
+        Hog { stop, keeper: Some(keeper) }
     }
 }
 
 impl Drop for Hog {
     fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
         }
     }
 }
