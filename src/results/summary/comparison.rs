@@ -25,6 +25,8 @@ pub struct Comparison {
     pub completion_p90_ratio: Option<f64>,
     #[serde(default)]
     pub completion_mean_ratio: Option<f64>,
+    #[serde(default)]
+    pub pickup_mean_ratio: Option<f64>,
     /// The same, as a person reads it.
     pub text: String,
 }
@@ -66,6 +68,8 @@ impl Comparison {
             pickup_p90_ratio: p90(Measure::Pickup).filter(|_| same_pickup),
             completion_p90_ratio: p90(Measure::Completion),
             completion_mean_ratio: of(base.latency(Measure::Completion), this.latency(Measure::Completion), |s| s.mean),
+            pickup_mean_ratio: of(base.latency(Measure::Pickup), this.latency(Measure::Pickup), |s| s.mean)
+                .filter(|_| same_pickup),
             text: String::new(),
         };
         let mut parts: Vec<String> = [

@@ -317,6 +317,7 @@ impl CaseResult {
                     Ratio::PickupP90 => c.pickup_p90_ratio,
                     Ratio::CompletionP90 => c.completion_p90_ratio,
                     Ratio::CompletionMean => c.completion_mean_ratio,
+                    Ratio::PickupMean => c.pickup_mean_ratio,
                 }?;
                 Some(1.0 / stored)
             }

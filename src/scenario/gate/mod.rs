@@ -42,10 +42,13 @@ pub enum Ratio {
     /// The mean: the figure of a distribution a quantile cannot summarise (a polling
     /// writer's completions split between its first and second check).
     CompletionMean,
+    /// The mean: a poll runner's pickups are spread over its list cycle, and their p50 moves
+    /// with where the cycle's phase falls against the arrivals; the mean averages it out.
+    PickupMean,
 }
 
 impl Ratio {
-    pub const ALL: [Ratio; 9] = [
+    pub const ALL: [Ratio; 10] = [
         Ratio::PickupP50,
         Ratio::CompletionP50,
         Ratio::DiscoveryPerMin,
@@ -55,6 +58,7 @@ impl Ratio {
         Ratio::PickupP90,
         Ratio::CompletionP90,
         Ratio::CompletionMean,
+        Ratio::PickupMean,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +72,7 @@ impl Ratio {
             Ratio::PickupP90 => "pickup_p90",
             Ratio::CompletionP90 => "completion_p90",
             Ratio::CompletionMean => "completion_mean",
+            Ratio::PickupMean => "pickup_mean",
         }
     }
 }
