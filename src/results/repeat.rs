@@ -83,7 +83,7 @@ pub(crate) fn bootstrap_ci(v: &[f64], seed: u64) -> Option<[f64; 2]> {
         return None;
     }
     // Every repeat the same (a count that stayed 0): each resample's median is that value.
-    if v.iter().all(|x| *x == v[0]) {
+    if v[0].is_finite() && v.iter().all(|x| *x == v[0]) {
         return Some([v[0], v[0]]);
     }
     let mut rng = Rng::new(seed);

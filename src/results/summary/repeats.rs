@@ -59,7 +59,7 @@ fn latency<'a>(out: &mut Vec<Named<'a>>, name: &str, s: &'a mut LatencyStats, un
 fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     let mut out: Vec<Named<'_>> = Vec::new();
     let measured = !r.requests.not_measured;
-    let per_call = (!r.requests.not_measured && r.calls.completed > 0)
+    let per_call = (measured && r.calls.completed > 0)
         .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64);
     // summary.json's order: the measures in `latency_us`, then those beside it.
     let (inside, apart): (Vec<_>, Vec<_>) = r.measures.iter_mut().partition(|(m, _)| m.in_latency_us());
@@ -69,7 +69,7 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     if let Some(leg) = r.injected_leg_us.as_mut() {
         latency(&mut out, "injected_leg", leg, "us");
     }
-    if !r.requests.not_measured {
+    if measured {
         request_slots(&mut out, &mut r.requests);
     }
     if let Some(v) = per_call {
@@ -79,7 +79,7 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
     for (name, x) in [
         ("calls.scheduled", &mut c.scheduled),
         ("calls.started", &mut c.started),
-        ("completed", &mut c.completed),
+        (Counter::Completed.name(), &mut c.completed),
         ("calls.ok", &mut c.ok),
         ("calls.error", &mut c.error),
         ("calls.paused", &mut c.paused),
@@ -88,24 +88,24 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
         out.push((name.into(), "", Rule::Median, Slot::U(x)));
     }
     for (name, x) in [
-        ("lost", &mut c.lost),
-        ("duplicated", &mut c.duplicated),
+        (Counter::Lost.name(), &mut c.lost),
+        (Counter::Duplicated.name(), &mut c.duplicated),
         ("calls.timeout", &mut c.timeout),
         ("calls.id_collision", &mut c.id_collision),
         ("calls.publish_error", &mut c.publish_error),
         ("calls.environment", &mut c.environment),
         ("calls.interrupted", &mut c.interrupted),
         ("calls.unmeasured", &mut c.unmeasured),
-        ("pairing_violations", &mut r.pairing_violations.total),
-        ("leftover_files", &mut r.leftover_files),
-        ("malformed", &mut r.runner.malformed),
+        (Counter::PairingViolations.name(), &mut r.pairing_violations.total),
+        (Counter::LeftoverFiles.name(), &mut r.leftover_files),
+        (Counter::Malformed.name(), &mut r.runner.malformed),
         ("runner.stuck", &mut r.runner.stuck),
     ] {
         out.push((name.into(), "", Rule::Worst, Slot::U(x)));
     }
     if measured {
-        out.push(("safety_lists".into(), "", Rule::Median, Slot::U(&mut r.runner.safety_lists)));
-        out.push(("watch_misses".into(), "", Rule::Median, Slot::U(&mut r.runner.missed_by_source)));
+        out.push((Counter::SafetyLists.name().into(), "", Rule::Median, Slot::U(&mut r.runner.safety_lists)));
+        out.push((Counter::WatchMisses.name().into(), "", Rule::Median, Slot::U(&mut r.runner.missed_by_source)));
     }
     out.push(("window_secs".into(), "s", Rule::Median, Slot::F(&mut r.window_secs)));
     if let Some(f) = r.fleet.as_mut() {
@@ -116,8 +116,8 @@ fn slots(r: &mut CaseResult) -> Vec<Named<'_>> {
 
 /// The request rates and totals, over the window and each stretch that happened.
 fn request_slots<'a>(out: &mut Vec<Named<'a>>, q: &'a mut Requests) {
-    out.push(("discovery_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.discovery_per_min)));
-    out.push(("data_per_min".into(), "/min", Rule::Median, Slot::F(&mut q.data_per_min)));
+    out.push((Counter::DiscoveryPerMin.name().into(), "/min", Rule::Median, Slot::F(&mut q.discovery_per_min)));
+    out.push((Counter::DataPerMin.name().into(), "/min", Rule::Median, Slot::F(&mut q.data_per_min)));
     out.push(("discovery_total".into(), "", Rule::Median, Slot::U(&mut q.discovery_total)));
     out.push(("data_total".into(), "", Rule::Median, Slot::U(&mut q.data_total)));
     let stretches = [
