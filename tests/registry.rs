@@ -186,10 +186,10 @@ fn check_registry<R: ?Sized, O: Output<R>>(what: &str, outputs: &[O]) -> Vec<Str
 
 #[test]
 fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it_writes() {
-    use relay_bench::{Format, RunOutput, CAPACITY_OUTPUTS, CONFORM_OUTPUTS, OUTPUTS};
+    use relay_bench::{Format, RunOutput, FORMATS, OUTPUTS};
     let run = check_registry("run", &OUTPUTS);
-    let conform = check_registry::<relay_bench::ConformReport, _>("conform", &CONFORM_OUTPUTS);
-    let capacity = check_registry::<relay_bench::CapacityReport, _>("daemon-capacity", &CAPACITY_OUTPUTS);
+    let conform = check_registry::<relay_bench::ConformReport, _>("conform", &FORMATS);
+    let capacity = check_registry::<relay_bench::CapacityReport, _>("daemon-capacity", &FORMATS);
     // Every variant in OUTPUTS: a new one does not compile here until it is named, and is
     // then one more than OUTPUTS holds until it is listed there (check_registry: each once).
     let seven = |o: RunOutput| match o {
@@ -203,8 +203,7 @@ fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it
     };
     assert!(OUTPUTS.iter().all(|o| seven(*o) == OUTPUTS.len()), "every RunOutput is in OUTPUTS");
     let formats = [Format::Json, Format::Markdown, Format::Html, Format::Console];
-    assert_eq!(CONFORM_OUTPUTS, formats, "every format of conform's report, in order");
-    assert_eq!(CAPACITY_OUTPUTS, formats, "every format of daemon-capacity's report, in order");
+    assert_eq!(FORMATS, formats, "every format of conform's and daemon-capacity's reports, in order");
 
     // In the archive: each committed run directory holds every file its registry writes there.
     let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs");

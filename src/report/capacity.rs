@@ -1,6 +1,6 @@
-//! What a `daemon-capacity` run directory holds, in a list of its own
-//! ([`CAPACITY_OUTPUTS`]) of the same [`super::output::Output`] trait as a run's, rendered from the capacity
-//! report and published by the same loop ([`publish_outputs`]: each file under a temp name,
+//! What a `daemon-capacity` run directory holds: the formats every side command writes
+//! ([`FORMATS`]), rendered from the capacity report and published by the same loop as a run's
+//! outputs ([`publish_outputs`]: each file under a temp name,
 //! renamed into place once it rendered whole): `capacity.json` (the typed report),
 //! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
 //! facts), `capacity.html` (the same document on one page) and the console table, the two
@@ -11,20 +11,17 @@ use std::path::Path;
 use super::doc::{code, columns, inline, plain, Align, Block, Doc, Section, Span, Table};
 use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
-use super::side::{Format, SideReport, FORMATS};
+use super::side::{SideReport, FORMATS};
 use crate::base::units::human_us;
 use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
 
 use Align::{Left as L, Right as R};
 
-/// Every output of a capacity run, in the order they are written.
-pub const CAPACITY_OUTPUTS: [Format; 4] = FORMATS;
-
 /// Writes every output of `report` into `dir` at `moment`: after each step
 /// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
 /// ([`Moment::End`]); the console table is returned, not printed.
 pub(crate) fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
-    publish_outputs(&CAPACITY_OUTPUTS, moment, report, dir, &FlagPaths::default())
+    publish_outputs(&FORMATS, moment, report, dir, &FlagPaths::default())
 }
 
 impl SideReport for CapacityReport {

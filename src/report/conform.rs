@@ -1,6 +1,6 @@
-//! What a `conform` run directory holds, in a list of its own ([`CONFORM_OUTPUTS`]) of
-//! the same [`super::output::Output`] trait as a run's, rendered from the conform report and published by
-//! the same loop ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
+//! What a `conform` run directory holds: the formats every side command writes
+//! ([`FORMATS`]), rendered from the conform report and published by the same loop as a run's
+//! outputs ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
 //! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
 //! evidence), `conform.html` (the same document on one self-contained page) and the
 //! console table: the formats of [`super::side`], which `daemon-capacity` shares.
@@ -10,17 +10,14 @@ use std::path::Path;
 use super::doc::{columns, inline, plain, Align, Block, Doc, Section, Table};
 use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
-use super::side::{Format, SideReport, FORMATS};
+use super::side::{SideReport, FORMATS};
 use crate::results::conform::{ConformReport, Verdict};
 
 use Align::Left as L;
 
-/// Every output of a conform run, in the order they are written.
-pub const CONFORM_OUTPUTS: [Format; 4] = FORMATS;
-
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
-    publish_outputs(&CONFORM_OUTPUTS, Moment::End, report, dir, &FlagPaths::default())
+    publish_outputs(&FORMATS, Moment::End, report, dir, &FlagPaths::default())
 }
 
 impl SideReport for ConformReport {

@@ -49,8 +49,8 @@ pub enum Format {
     Console,
 }
 
-/// Every format, in the order written: a command's outputs.
-pub(crate) const FORMATS: [Format; 4] = [Format::Json, Format::Markdown, Format::Html, Format::Console];
+/// Every format, in the order written: the outputs of `conform` and of `daemon-capacity`.
+pub const FORMATS: [Format; 4] = [Format::Json, Format::Markdown, Format::Html, Format::Console];
 
 impl<R: SideReport> Output<R> for Format {
     fn name(&self) -> &'static str {
