@@ -33,7 +33,13 @@ impl Hog {
         let stopped = stop.clone();
         let keeper = std::thread::spawn(move || {
             let path = std::env::temp_dir().join("relay-bench-tests-busy-loops.lock");
-            let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).unwrap();
+            // Never through a link another user left at that name in the shared temp dir.
+            let lock = std::os::unix::fs::OpenOptionsExt::custom_flags(
+                std::fs::OpenOptions::new().create(true).truncate(false).write(true),
+                libc::O_NOFOLLOW,
+            )
+            .open(path)
+            .unwrap();
             let nap = std::time::Duration::from_millis(10);
             while !stopped.load(Relaxed) {
                 // SAFETY: flock on a file this thread holds open; the lock goes with it.
