@@ -498,8 +498,23 @@ async fn the_needs_table_renders_from_summary_json() {
 #[test]
 fn a_request_left_on_disk_answered_turns_later_is_a_duplicate_not_a_stranger() {
     let t = tempfile::tempdir().unwrap();
+    // The decision map's probe below the boundary, run whole: a sweep's point, not a search's
+    // probe (which stops at its first lost call).
+    let map = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/decision-map.toml")).unwrap();
+    let (search, sweep) = (
+        r#"search = { path = "limits.org_rate", from = 20.5, to = 21.5, precision = "5%" }"#,
+        r#"sweep = { "workload.sandboxes" = [100] }"#,
+    );
+    let at = map.find(search).expect("rate-100's search");
+    let from = map[..at].rfind(sweep).expect("rate-100's sweep");
+    let point = r#"sweep = { "workload.sandboxes" = [100], "limits.org_rate" = [20.5] }"#;
+    let whole = [&map[..from], point, &map[from + sweep.len()..at], &map[at + search.len()..]].concat();
+    let file = t.path().join("decision-map.toml");
+    std::fs::write(&file, whole).unwrap();
     let out = std::process::Command::new(common::BIN)
-        .args(["run", "decision-map", "--case", "rate-100", "--no-event-log", "--quiet", "--out"])
+        .arg("run")
+        .arg(&file)
+        .args(["--case", "rate-100", "--no-event-log", "--quiet", "--out"])
         .arg(t.path().join("r"))
         .output()
         .unwrap();

@@ -15,6 +15,7 @@ use super::backend::Fire;
 use super::faults::Striker;
 use super::setup::Parts;
 use super::{CaseEnv, EngineError};
+use crate::base::signal::Signal;
 use crate::base::units::{human, thousands};
 use crate::relay::writer::Writer;
 use crate::scenario::{CaseSpec, Clock};
@@ -97,12 +98,14 @@ impl<'a> Drain<'a> {
     }
 
     /// Drains the calls of `pacer` (which ends with (fired, stopped early)); `done` gets a
-    /// message per call that ended; `total` calls are scheduled.
+    /// message per call that ended; `total` calls are scheduled; `stop` ends the calls now
+    /// (the user's interrupt, or a search probe's cutoff).
     pub(super) async fn run(
         &self,
         mut pacer: JoinHandle<(usize, bool)>,
         done: &mut UnboundedReceiver<()>,
         total: usize,
+        stop: &Signal,
     ) -> Result<Drained, EngineError> {
         // The pacer's task ends when its calls have (they follow each other's answers, or
         // run in the sandbox): then every call it fired has finished.
@@ -139,7 +142,7 @@ impl<'a> Drain<'a> {
                     }
                 }
                 Some(()) = done.recv() => t.finished += 1,
-                () = self.env.interrupt.closed(), if !t.interrupted => self.interrupt(&mut t),
+                () = stop.closed(), if !t.interrupted => self.interrupt(&mut t),
             }
         }
         // Conditions still on at the end are undone, so the stop after is clean.

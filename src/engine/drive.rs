@@ -5,10 +5,11 @@
 //! one after another as their answers come back, and stopping its relay — production's
 //! lifecycle. A step's calls are timed from the step's start: the model asks for them then.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -17,8 +18,8 @@ use super::{READY_BOUND, STOP_BOUND};
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::base::signal::Signal;
-use crate::events::{EventSink, TurnEvent};
-use crate::relay::writer::{writer_deadline, CallSpec, Writer};
+use crate::events::{EventSink, FailKind, TurnEvent};
+use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 use crate::scenario::pacer::Workload;
 use crate::scenario::turns::AgentTurns;
 use crate::strategy::Relay;
@@ -28,14 +29,85 @@ fn args_of(wl: &Workload) -> Option<String> {
     Some(format!("{{\"payload\":\"{}\"}}", crate::relay::handler::filler(wl.payload_bytes)))
 }
 
+/// Where each call's end is told: the drain, which counts the calls that have ended, and a
+/// search probe's [`Cutoff`].
+#[derive(Clone)]
+pub(crate) struct Told {
+    pub done: UnboundedSender<()>,
+    pub cutoff: Option<Arc<Cutoff>>,
+}
+
+impl Told {
+    /// Makes the call on `writer`, then tells its end.
+    async fn call(&self, writer: &Writer, spec: CallSpec) {
+        let end = writer.call(spec).await;
+        if let Some(c) = &self.cutoff {
+            c.count(&end);
+        }
+        let _ = self.done.send(());
+    }
+}
+
+/// A search's probe decided before its end ([`crate::scenario::CaseSpec::stop_past_lost`]):
+/// the first call lost past what its gates allow closes `stop`, which ends the case as an
+/// interrupt does (the calls in flight cut off, the relays stopped); the user's interrupt
+/// closes it too. Counted as each call ends, on the case's own clock, so a virtual case
+/// stops at the same simulated instant on every run.
+pub(crate) struct Cutoff {
+    allowed: u64,
+    lost: AtomicU64,
+    pub stop: Arc<Signal>,
+    decided: Mutex<Option<Instant>>,
+    forward: JoinHandle<()>,
+}
+
+impl Cutoff {
+    /// A cutoff after `allowed` lost calls; on the case's runtime.
+    pub(crate) fn new(allowed: u64, interrupt: Arc<Signal>) -> Arc<Cutoff> {
+        let stop = Arc::new(Signal::new());
+        let to = stop.clone();
+        let forward = tokio::spawn(async move {
+            interrupt.closed().await;
+            to.close();
+        });
+        Arc::new(Cutoff { allowed, lost: AtomicU64::new(0), stop, decided: Mutex::new(None), forward })
+    }
+
+    /// A call ended: a lost one (timed out, or never published: what `lost` counts) past
+    /// the allowance stops the case, the first time.
+    fn count(&self, end: &CallEnd) {
+        if !matches!(end, CallEnd::Failed(FailKind::Timeout | FailKind::PublishError)) {
+            return;
+        }
+        if self.lost.fetch_add(1, Ordering::Relaxed) >= self.allowed {
+            let mut decided = self.decided.lock().expect("cutoff poisoned");
+            if decided.is_none() {
+                *decided = Some(Instant::now());
+                self.stop.close();
+            }
+        }
+    }
+
+    /// When the probe was decided, if it was.
+    pub(crate) fn decided(&self) -> Option<Instant> {
+        *self.decided.lock().expect("cutoff poisoned")
+    }
+
+    /// The lost calls its gates allow.
+    pub(crate) fn allowed(&self) -> u64 {
+        self.allowed
+    }
+}
+
+impl Drop for Cutoff {
+    fn drop(&mut self) {
+        self.forward.abort();
+    }
+}
+
 /// Starts one call of the workload `wl` on `writers[sandbox]` (on the current runtime), counts
-/// it in `per_sandbox`, and says on `done` when it has ended.
-pub(crate) fn firing(
-    writers: Vec<Arc<Writer>>,
-    wl: &Workload,
-    done: tokio::sync::mpsc::UnboundedSender<()>,
-    per_sandbox: Arc<Vec<AtomicU32>>,
-) -> Fire {
+/// it in `per_sandbox`, and tells its end.
+pub(crate) fn firing(writers: Vec<Arc<Writer>>, wl: &Workload, told: Told, per_sandbox: Arc<Vec<AtomicU32>>) -> Fire {
     let deadline = writer_deadline(wl.tool_timeout);
     let args = args_of(wl);
     let handle = tokio::runtime::Handle::current();
@@ -45,11 +117,8 @@ pub(crate) fn firing(
             n.fetch_add(1, Ordering::Relaxed);
         }
         let spec = CallSpec { id, tool: "bench".into(), args: args.clone(), intended: at, warmup, deadline };
-        let done = done.clone();
-        handle.spawn(async move {
-            writer.call(spec).await;
-            let _ = done.send(());
-        });
+        let told = told.clone();
+        handle.spawn(async move { told.call(&writer, spec).await });
     })
 }
 
@@ -64,7 +133,7 @@ pub(crate) struct Sessions {
     pub args: Option<String>,
     pub sink: EventSink,
     pub stop: Arc<Signal>,
-    pub done: tokio::sync::mpsc::UnboundedSender<()>,
+    pub told: Told,
 }
 
 /// Runs agent turns on every relay until the schedule's end; resolves to (calls made,
@@ -133,11 +202,8 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
                             warmup: at < s.epoch + s.warmup,
                             deadline: s.deadline,
                         };
-                        let (writer, done) = (writer.clone(), s.done.clone());
-                        tokio::spawn(async move {
-                            writer.call(spec).await;
-                            let _ = done.send(());
-                        })
+                        let (writer, told) = (writer.clone(), s.told.clone());
+                        tokio::spawn(async move { told.call(&writer, spec).await })
                     })
                     .collect();
                 for h in step {
@@ -171,7 +237,7 @@ impl Sessions {
         epoch: Instant,
         sink: EventSink,
         stop: Arc<Signal>,
-        done: tokio::sync::mpsc::UnboundedSender<()>,
+        told: Told,
     ) -> Option<Sessions> {
         Some(Sessions {
             agent: wl.agent.clone()?,
@@ -183,7 +249,7 @@ impl Sessions {
             args: args_of(wl),
             sink,
             stop,
-            done,
+            told,
         })
     }
 }

@@ -139,10 +139,22 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     }
     let phases = wl.phases.iter().map(|p| p.duration).collect();
     let samplers = sample::Samplers::start(&parts.hosts, parts.org.clone(), epoch, step, (phases, wl.duration()));
-    let mut calls = Calls::start(&parts, wl, slots, epoch, env);
+    // A search's probe stops once its `lost` gates have failed for good.
+    let cutoff = case.stop_past_lost.map(|allowed| drive::Cutoff::new(allowed, env.interrupt.clone()));
+    let stop = cutoff.as_ref().map_or_else(|| env.interrupt.clone(), |c| c.stop.clone());
+    let mut calls = Calls::start(&parts, wl, slots, epoch, (stop.clone(), cutoff.clone()));
     let drained = Drain::of(case, env, &parts, &calls.fire, epoch, &live_p50)
-        .run(calls.pacer, &mut calls.done_rx, calls.total)
+        .run(calls.pacer, &mut calls.done_rx, calls.total, &stop)
         .await?;
+    let secs = |d: Duration| (d.as_secs_f64() * 1000.0).round() / 1000.0;
+    let stopped_early = cutoff.as_ref().filter(|_| !env.interrupt.is_closed()).and_then(|c| {
+        Some(crate::results::summary::StoppedEarly {
+            at_secs: secs(c.decided()?.saturating_duration_since(epoch)),
+            of_secs: secs(wl.duration()),
+            lost_allowed: c.allowed(),
+        })
+    });
+    drop(cutoff);
     let end = Instant::now();
     let after = sample::total_counts(&parts.hosts);
     let (at_phase_ends, timeline) = samplers.finish(drained.interrupted).await;
@@ -170,7 +182,8 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         end,
         step,
         total: drained.total,
-        interrupted: drained.interrupted,
+        interrupted: drained.interrupted && stopped_early.is_none(),
+        stopped_early,
         leftover: settled.leftover,
         sandbox_side: settled.sandbox_side,
         before,
@@ -238,16 +251,24 @@ struct Calls {
 }
 
 impl Calls {
-    /// Starts the pacer of the open-loop schedule `slots`, or the agents' sessions.
-    fn start(parts: &Parts, wl: &Workload, slots: Vec<Slot>, epoch: Instant, env: &CaseEnv) -> Calls {
+    /// Starts the pacer of the open-loop schedule `slots`, or the agents' sessions, until
+    /// `stop` (the user's interrupt, or a probe's cutoff, which hears each call's end).
+    fn start(
+        parts: &Parts,
+        wl: &Workload,
+        slots: Vec<Slot>,
+        epoch: Instant,
+        (stop, cutoff): (Arc<Signal>, Option<Arc<drive::Cutoff>>),
+    ) -> Calls {
         let total = slots.len();
         let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         let per_sandbox: Arc<Vec<AtomicU32>> = Arc::new((0..wl.sandboxes).map(|_| AtomicU32::new(0)).collect());
-        let fire = drive::firing(parts.writers.clone(), wl, done_tx.clone(), per_sandbox.clone());
-        let pacer = match drive::Sessions::of(wl, epoch, parts.sink.clone(), env.interrupt.clone(), done_tx.clone()) {
+        let told = drive::Told { done: done_tx.clone(), cutoff };
+        let fire = drive::firing(parts.writers.clone(), wl, told.clone(), per_sandbox.clone());
+        let pacer = match drive::Sessions::of(wl, epoch, parts.sink.clone(), stop.clone(), told) {
             Some(s) => drive::sessions(parts.relays.clone(), wl, s),
             None => {
-                let schedule = backend::Schedule { slots, epoch, length: wl.duration(), stop: env.interrupt.clone() };
+                let schedule = backend::Schedule { slots, epoch, length: wl.duration(), stop };
                 parts.backend.pace(schedule, fire.clone())
             }
         };

@@ -34,6 +34,8 @@ pub(super) struct Ended<'a> {
     /// Calls scheduled (bursts included).
     pub total: usize,
     pub interrupted: bool,
+    /// A search's probe stopped once its `lost` gates had failed for good.
+    pub stopped_early: Option<crate::results::summary::StoppedEarly>,
     pub leftover: u64,
     pub sandbox_side: Option<SandboxSide>,
     pub before: RequestCounts,
@@ -84,6 +86,7 @@ impl Ended<'_> {
             window_secs: (window.as_secs_f64() * 1000.0).round() / 1000.0,
             leftover_files: self.leftover,
             interrupted: self.interrupted,
+            stopped_early: self.stopped_early,
             unavailable: case.runner.unavailable(),
             pickup_definition: Some(case.runner.pickup_definition()),
             sandbox_side: self.sandbox_side,

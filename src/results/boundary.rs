@@ -22,6 +22,8 @@ use crate::scenario::gate::GateResult;
 pub(crate) struct PointCase<'a> {
     pub round_trip_ms: Option<f64>,
     pub rollout: &'a [GateResult],
+    /// A search's probe stopped at a lost call: only its `lost` gates are judged there.
+    pub stopped_early: bool,
 }
 
 /// Which side of the boundary meets the gate.
@@ -168,6 +170,9 @@ pub(crate) fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Opti
                     .iter()
                     .filter_map(|(name, r, v)| {
                         let j = r.rollout.iter().find(|x| x.expr == g.expr)?;
+                        if r.stopped_early && !j.holds_when_stopped_early() {
+                            return None;
+                        }
                         Some(AxisPoint {
                             case: (*name).to_owned(),
                             value: *v,

@@ -181,6 +181,7 @@ fn parse_case(
         baseline,
         faults: Vec::new(),
         workload: workload.clone(),
+        stop_past_lost: None,
     })
 }
 

@@ -117,6 +117,10 @@ pub struct CaseSpec {
     pub faults: Vec<FaultSpec>,
     /// What it runs: the scenario's workload, or a sweep's point's own (`workload.*` swept).
     pub workload: Workload,
+    /// A search's probe stops at the first call lost past this many: its `lost` gates can
+    /// no longer pass, so neither can the probe ([`Gate::lost_allowed`]). `None`: it runs
+    /// to its end.
+    pub(crate) stop_past_lost: Option<u64>,
 }
 
 impl CaseSpec {
@@ -548,7 +552,11 @@ impl Scenario {
             let at = format!("{}={}", search.label, search.text(x));
             err(format!("the probe at {at}: {}: {}", e.key, e.msg))
         })?;
-        probe.cases.into_iter().next().ok_or_else(|| err("the probe made no case".into()))
+        let mut case = probe.cases.into_iter().next().ok_or_else(|| err("the probe made no case".into()))?;
+        // A probe only has to say whether it meets its gates: once a `lost` gate has failed
+        // for good, what follows cannot change that (k6's `abortOnFail`).
+        case.stop_past_lost = case.gates.iter().chain(&case.rollout).filter_map(Gate::lost_allowed).min();
+        Ok(case)
     }
 
     /// Each search probed at both ends of its bracket before anything runs (a value its

@@ -216,7 +216,8 @@ async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     // Its one writer stands at index 0 of the writers the calls are fired on.
     let counted = Arc::new(vec![std::sync::atomic::AtomicU32::new(0)]);
-    let on_writer = super::super::drive::firing(vec![writer.clone()], wl, done_tx, counted);
+    let told = super::super::drive::Told { done: done_tx, cutoff: None };
+    let on_writer = super::super::drive::firing(vec![writer.clone()], wl, told, counted);
     let fire: super::super::backend::Fire = Arc::new(move |_sandbox, id, at, warmup| on_writer(0, id, at, warmup));
     let pacer = super::super::backend::pace_on_a_thread(
         super::super::backend::Schedule { slots, epoch, length: wl.duration(), stop: stop.clone() },

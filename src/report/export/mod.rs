@@ -48,6 +48,9 @@ pub(crate) fn standing_cell(r: &CaseResult) -> String {
     if !st.on_edge.is_empty() {
         cell += &format!(" · on the edge: {}", st.on_edge.join(", "));
     }
+    if let Some(e) = &r.stopped_early {
+        cell += &format!(" · {}", e.text());
+    }
     cell
 }
 

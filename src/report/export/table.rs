@@ -68,6 +68,8 @@ fn verdict(r: &CaseResult) -> String {
         "INTERRUPTED".to_owned()
     } else if r.pass {
         format!("pass {passed}/{}", r.gates.len())
+    } else if r.stopped_early.is_some() {
+        format!("FAIL {passed}/{}, stopped", r.gates.len())
     } else {
         format!("FAIL {passed}/{}", r.gates.len())
     }

@@ -383,6 +383,13 @@ impl GateResult {
         }
     }
 
+    /// A gate on `lost`, whose verdict a search's probe stopped at its first lost call past
+    /// the allowance still holds ([`Gate::lost_allowed`]); any other gate judged such a probe
+    /// on the part that ran.
+    pub(crate) fn holds_when_stopped_early(&self) -> bool {
+        lost_allowed(self.metric, self.op, self.threshold).is_some()
+    }
+
     /// Met, but by less than [`EDGE`].
     pub fn on_edge(&self) -> bool {
         // A figure exactly the edge's width from its threshold (4.9 against 5.0) is past it:
@@ -458,7 +465,28 @@ pub(crate) fn metric_names() -> String {
     )
 }
 
+/// The most lost calls a gate on `lost` allows ([`Gate::lost_allowed`]).
+fn lost_allowed(metric: Metric, op: Op, threshold: f64) -> Option<u64> {
+    if metric != Metric::Count(Counter::Lost) {
+        return None;
+    }
+    let most = match op {
+        Op::Eq | Op::Le => threshold.floor(),
+        Op::Lt => threshold.ceil() - 1.0,
+        Op::Gt | Op::Ge | Op::Ne => return None,
+    };
+    // A float past u64's range saturates; below 0, the first lost call decides it.
+    Some(most.max(0.0) as u64)
+}
+
 impl Gate {
+    /// For a gate on `lost` (`lost == 0`, `lost <= 5`, `lost < 3`), the most lost calls it
+    /// allows: lost calls only add up, so one more and it has failed whatever follows.
+    /// `None` for any other gate.
+    pub(crate) fn lost_allowed(&self) -> Option<u64> {
+        lost_allowed(self.metric, self.op, self.threshold)
+    }
+
     pub fn parse(expr: &str) -> Result<Gate, GateError> {
         let (pos, sym, op) = Op::ALL
             .iter()
@@ -508,6 +536,20 @@ mod docs_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_gate_says_how_many_lost_calls_it_allows() {
+        let allowed = |e: &str| Gate::parse(e).unwrap().lost_allowed();
+        assert_eq!(allowed("lost == 0"), Some(0));
+        assert_eq!(allowed("lost <= 5"), Some(5));
+        assert_eq!(allowed("lost < 3"), Some(2));
+        assert_eq!(allowed("lost < 2.5"), Some(2));
+        assert_eq!(allowed("lost <= 0.5"), Some(0));
+        assert_eq!(allowed("lost < 0"), Some(0), "fails anyway: the first lost call decides nothing new");
+        for e in ["lost >= 1", "lost != 0", "duplicated == 0", "completed >= 10", "pickup.p50 < 150ms"] {
+            assert_eq!(allowed(e), None, "{e}");
+        }
+    }
 
     #[test]
     fn parses_the_issue_examples() {

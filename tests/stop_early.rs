@@ -1,0 +1,85 @@
+//! A search's probe stops at its first lost call past what its `lost` gates allow: no later
+//! call could make it pass. The stop falls at the same simulated instant on every run, the
+//! probe says where it stopped, its other gates are left out of the boundaries (they judged
+//! only the part that ran), and a case that is not a probe runs to its end at the same value.
+
+mod common;
+
+const SCENARIO: &str = r#"
+name = "stop-early"
+gates = ["lost == 0"]
+rollout = ["pickup.p50 < 5s"]
+
+[workload]
+sandboxes = 4
+arrival = "constant"
+calls_per_turn = 1
+seed = 11
+
+[[workload.phase]]
+duration = "8m"
+turns_per_sec = 2
+
+[handler]
+duration = "5ms"
+
+[limits.low]
+org_rate = 1.0
+org_burst = 5
+
+[[case]]
+name = "probe"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "poll"
+writer = "poll"
+limits = "low"
+search = { path = "limits.org_rate", from = 1, to = 200, precision = "50%" }
+
+[[case]]
+name = "whole"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "poll"
+writer = "poll"
+limits = "low"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
+    let (s, out, _relay) = common::run("stop-early.toml", SCENARIO, false, false).await;
+    let probe = |x: &str| {
+        let name = format!("probe@org_rate={x}");
+        s.results.iter().find(|r| r.case == name).unwrap_or_else(|| panic!("{name} ran"))
+    };
+    let low = probe("1");
+    let stop = low.stopped_early.as_ref().expect("the starved probe stops at its first lost call");
+    assert_eq!(stop.lost_allowed, 0);
+    assert!(stop.at_secs > 0.0 && stop.at_secs < stop.of_secs, "{stop:?}");
+    assert!(low.calls.lost >= 1 && !low.interrupted, "{:?}", low.calls);
+    assert!(!low.standing().meets_every_gate());
+    let high = probe("200");
+    assert!(high.stopped_early.is_none() && high.calls.lost == 0, "{:?}", high.calls);
+    // Not a probe: the same limit, run to its end.
+    let whole = s.results.iter().find(|r| r.case == "whole").unwrap();
+    assert!(whole.stopped_early.is_none());
+    assert!(whole.calls.lost > low.calls.lost, "{} vs {}", whole.calls.lost, low.calls.lost);
+    assert!(whole.window_secs > stop.at_secs);
+    // The probe's pickup gate judged only the part that ran: not a point of its boundary.
+    let verdict = s.verdict.as_ref().unwrap();
+    let b = |gate: &str| verdict.boundaries.iter().find(|b| b.gate == gate).unwrap_or_else(|| panic!("{gate}"));
+    let stopped: Vec<String> = s.results.iter().filter(|r| r.stopped_early.is_some()).map(|r| r.case.clone()).collect();
+    assert!(b("pickup.p50 < 5s").points.iter().all(|p| !stopped.contains(&p.case)), "{stopped:?}");
+    let json = serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
+    common::check_schema(&json);
+    let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();
+    assert!(md.contains("stopped at "), "{md}");
+
+    // The same run again: the probe stops at the same simulated instant.
+    let (again, _out, _relay) = common::run("stop-early.toml", SCENARIO, false, false).await;
+    let low2 = again.results.iter().find(|r| r.case == "probe@org_rate=1").unwrap();
+    assert_eq!(low2.stopped_early, low.stopped_early);
+    assert_eq!(low2.calls, low.calls);
+}
