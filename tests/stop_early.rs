@@ -83,3 +83,27 @@ async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
     assert_eq!(low2.stopped_early, low.stopped_early);
     assert_eq!(low2.calls, low.calls);
 }
+
+/// A search's first probes run beside the scenario's cases, its later rounds after them:
+/// which worker takes what moves no result, a stopped probe's included, nor the event log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_searches_probes_beside_the_cases_move_nothing_under_jobs() {
+    let s = relay_bench::Scenario::parse("stop-early.toml", SCENARIO).unwrap();
+    let mut seen = Vec::new();
+    for jobs in [1, 3] {
+        let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let opts = relay_bench::RunOptions { jobs, ..common::options(out.path(), relay.path(), false, false) };
+        let interrupt = std::sync::Arc::new(relay_bench::Signal::new());
+        let summary = relay_bench::run_scenario(&s, &opts, "2026-01-01T00:00:00Z", interrupt).await.unwrap();
+        assert!(summary.results.iter().any(|r| r.stopped_early.is_some()));
+        let mut json = serde_json::to_value(&summary).unwrap();
+        json.as_object_mut().unwrap().remove("environment");
+        for r in json["results"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("wall_secs");
+        }
+        let log = std::fs::read(out.path().join("events.ndjson")).unwrap();
+        seen.push((jobs, json, log));
+    }
+    assert!(seen[1].1 == seen[0].1, "--jobs 3 moved a result");
+    assert!(seen[1].2 == seen[0].2, "--jobs 3 changed the event log");
+}

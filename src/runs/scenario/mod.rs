@@ -100,19 +100,24 @@ pub async fn run_scenario(
         progress_every: Duration::from_millis(250),
     };
     let repeats = s.repeats() as usize;
+    // The searches' first probes are known before anything runs: they join the cases, so
+    // the workers share one queue instead of waiting for the cases' last before a search.
+    let (searches, first) = search::start(s, &mut summary)?;
+    let with_first = Scenario { cases: [s.cases.clone(), first].concat(), ..s.clone() };
+    let s_all = &with_first;
     let run = Run {
-        s,
+        s: s_all,
         opts,
         env,
         tty,
         repeats,
-        variants: (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect(),
+        variants: (1..repeats).map(|k| s_all.for_repeat(k as u32, repeats as u32)).collect(),
         written: std::cell::Cell::new((std::time::Instant::now(), false)),
     };
     // Virtual cases in a row (a sweep's points among them), and a virtual case's repeats,
     // run side by side, `jobs` at once; real-clock cases one at a time.
     let mut i = 0;
-    while i < s.cases.len() {
+    while i < s_all.cases.len() {
         if interrupt.is_closed() {
             summary.interrupted = true;
             break;
@@ -120,7 +125,7 @@ pub async fn run_scenario(
         i += run.batch(i, &mut summary).await?;
     }
     if !interrupt.is_closed() {
-        search::run_searches(&run, &mut summary).await?;
+        search::run_searches(&run, &mut summary, searches).await?;
     }
     summary.order_results(&s.cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
     // An interrupt during the last batch is one too, whatever its cases' results say.

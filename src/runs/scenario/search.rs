@@ -1,5 +1,5 @@
-//! A scenario's searches, run after its cases: in rounds, each round the next probes of every
-//! line still open side by side ([`crate::scenario::search`]), each probe a point of its
+//! A scenario's searches: in rounds (the first beside the scenario's cases, the others after
+//! them), each round the next probes of every line still open side by side ([`crate::scenario::search`]), each probe a point of its
 //! case's sweep in the summary (its value added to the searched axis as it is probed), each
 //! line's bracket narrowed by what its probes met, until every line has found its boundary
 //! to its precision, or said why not.
@@ -33,10 +33,16 @@ struct Open {
     ended: Option<Next>,
 }
 
-/// Runs every search of `run`'s scenario to its end (or to an interrupt), its probes' results
-/// joining `summary` as they finish.
-pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result<(), BenchError> {
-    let s = run.s;
+/// Every line of a scenario's searches under way, and how many probes a line takes at once.
+pub(super) struct Searches {
+    open: Vec<Open>,
+    per_line: usize,
+}
+
+/// The searches of `s`, their first round's probes made (each a point of its case's sweep in
+/// `summary`): probes known before anything runs, so the run deals them to its workers with
+/// its cases ([`run_searches`] takes their results from there).
+pub(super) fn start(s: &Scenario, summary: &mut Summary) -> Result<(Searches, Vec<CaseSpec>), BenchError> {
     let mut open: Vec<Open> = Vec::new();
     for (k, w) in s.sweeps.iter().enumerate().filter(|(_, w)| w.search.is_some()) {
         for (line, at) in w.lines.iter().enumerate() {
@@ -55,20 +61,20 @@ pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result
     // a split run (a search's probes are a result: never the cores' or the parts' doing).
     let lines: usize =
         s.whole.as_deref().unwrap_or(s).sweeps.iter().filter(|w| w.search.is_some()).map(|w| w.lines.len()).sum();
-    let per_line = (PROBES_PER_ROUND / lines.max(1)).max(1);
-    loop {
-        if run.env.interrupt.is_closed() {
-            summary.interrupted = true;
-            break;
-        }
-        if open.iter().all(|o| o.ended.is_some()) {
-            break;
-        }
+    let mut searches = Searches { open, per_line: (PROBES_PER_ROUND / lines.max(1)).max(1) };
+    let first = searches.next_round(s, summary)?;
+    Ok((searches, first))
+}
+
+impl Searches {
+    /// The next round's probes of every line still open, each made a point of its case's
+    /// sweep in `summary`; a line with none to make has ended.
+    fn next_round(&mut self, s: &Scenario, summary: &mut Summary) -> Result<Vec<CaseSpec>, BenchError> {
         let mut probes: Vec<CaseSpec> = Vec::new();
-        for o in open.iter_mut().filter(|o| o.ended.is_none()) {
+        for o in self.open.iter_mut().filter(|o| o.ended.is_none()) {
             let w = &s.sweeps[o.sweep];
             let search = w.search.as_ref().expect("a searched sweep");
-            let (next, values) = o.state.next(search, per_line);
+            let (next, values) = o.state.next(search, self.per_line);
             if values.is_empty() {
                 o.ended = Some(next);
                 continue;
@@ -80,11 +86,12 @@ pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result
                 probes.push(case);
             }
         }
-        if probes.is_empty() {
-            continue;
-        }
-        run_round(run, probes, summary).await?;
-        for o in open.iter_mut() {
+        Ok(probes)
+    }
+
+    /// The round's probes' results, read from `summary`, narrow each line's bracket.
+    fn settle_round(&mut self, s: &Scenario, summary: &mut Summary) {
+        for o in self.open.iter_mut() {
             for (x, name) in std::mem::take(&mut o.pending) {
                 let Some(r) = summary.results.iter().find(|r| r.case == name) else { continue };
                 o.state.probes.push((x, r.standing().meets_with_margin()));
@@ -99,10 +106,37 @@ pub(super) async fn run_searches(run: &Run<'_>, summary: &mut Summary) -> Result
         }
         summary.recompute_pass();
     }
-    if open.is_empty() {
+}
+
+/// Runs every search of `run`'s scenario to its end (or to an interrupt), from the round
+/// [`start`] made (already run, with the run's cases), each round's results joining
+/// `summary` as they finish.
+pub(super) async fn run_searches(
+    run: &Run<'_>,
+    summary: &mut Summary,
+    mut searches: Searches,
+) -> Result<(), BenchError> {
+    let s = run.s;
+    searches.settle_round(s, summary);
+    loop {
+        if run.env.interrupt.is_closed() {
+            summary.interrupted = true;
+            break;
+        }
+        if searches.open.iter().all(|o| o.ended.is_some()) {
+            break;
+        }
+        let probes = searches.next_round(s, summary)?;
+        if probes.is_empty() {
+            continue;
+        }
+        run_round(run, probes, summary).await?;
+        searches.settle_round(s, summary);
+    }
+    if searches.open.is_empty() {
         return Ok(());
     }
-    for o in &open {
+    for o in &searches.open {
         record(summary, o, &s.sweeps[o.sweep].search);
     }
     summary.recompute_pass();
