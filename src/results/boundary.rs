@@ -63,6 +63,10 @@ pub struct AxisPoint {
     /// The gate's observed value at this point, as a person reads it.
     pub observed_text: String,
     pub pass: bool,
+    /// A search's probe stopped at a lost call: this gate judged only the part that ran, so
+    /// the point is shown but places no boundary. Absent: judged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_judged: bool,
 }
 
 /// Where one rollout gate holds along one swept axis.
@@ -92,9 +96,11 @@ impl Boundary {
     /// `meets below 50 ms (missed at 60 ms)`, as the reports say it.
     pub fn sentence(&self) -> String {
         let v = |x: f64| format!("{}{}", readable(x, 2), if self.unit.is_empty() { "" } else { " " }) + &self.unit;
-        let (lo, hi) = (self.points.first().map(|p| p.value), self.points.last().map(|p| p.value));
+        let mut judged = self.points.iter().filter(|p| !p.not_judged);
+        let (lo, hi) = (judged.next().map(|p| p.value), judged.next_back().map(|p| p.value));
         let range = match (lo, hi) {
             (Some(a), Some(b)) => format!("{}–{}", v(a), v(b)),
+            (Some(a), None) => v(a),
             _ => "no point".into(),
         };
         match (self.meets, self.boundary, self.beyond) {
@@ -113,7 +119,8 @@ impl Boundary {
 }
 
 /// The side and the boundary of a pass/fail sequence ordered by value.
-fn classify(points: &[AxisPoint]) -> (Meets, Option<f64>, Option<f64>) {
+fn classify(all: &[AxisPoint]) -> (Meets, Option<f64>, Option<f64>) {
+    let points: Vec<&AxisPoint> = all.iter().filter(|p| !p.not_judged).collect();
     let passes: Vec<bool> = points.iter().map(|p| p.pass).collect();
     let changes = passes.windows(2).filter(|w| w[0] != w[1]).count();
     match (changes, passes.first()) {
@@ -170,14 +177,12 @@ pub(crate) fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Opti
                     .iter()
                     .filter_map(|(name, r, v)| {
                         let j = r.rollout.iter().find(|x| x.expr == g.expr)?;
-                        if r.stopped_early && !j.holds_when_stopped_early() {
-                            return None;
-                        }
                         Some(AxisPoint {
                             case: (*name).to_owned(),
                             value: *v,
                             observed_text: j.observed_text.clone(),
                             pass: j.pass,
+                            not_judged: r.stopped_early && !j.holds_when_stopped_early(),
                         })
                     })
                     .collect();
@@ -205,7 +210,13 @@ mod tests {
 
     fn pts(v: &[(f64, bool)]) -> Vec<AxisPoint> {
         v.iter()
-            .map(|(x, p)| AxisPoint { case: format!("c{x}"), value: *x, observed_text: String::new(), pass: *p })
+            .map(|(x, p)| AxisPoint {
+                case: format!("c{x}"),
+                value: *x,
+                observed_text: String::new(),
+                pass: *p,
+                not_judged: false,
+            })
             .collect()
     }
 

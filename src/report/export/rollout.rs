@@ -161,6 +161,12 @@ the last point that meets the gate and the first that misses it (measured, not e
 profiles is placed by its measured round trip (twice the median leg the daemon paid).",
         )),
     ];
+    if all.iter().flat_map(|b| &b.points).any(|p| p.not_judged) {
+        out.push(Block::Para(inline(
+            "⏹: a search's probe stopped at its first lost call past what its gates allow: judged on its `lost` \
+gates only, the others having seen only the part that ran.",
+        )));
+    }
     let mut gates: Vec<&str> = Vec::new();
     for b in all {
         if !gates.contains(&b.gate.as_str()) {
@@ -177,7 +183,10 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
             let map: Vec<String> = b
                 .points
                 .iter()
-                .map(|p| format!("{} {} ({})", mark(p.pass), axis_value(b, p.value), p.observed_text))
+                .map(|p| match p.not_judged {
+                    true => format!("⏹ {} (stopped early: not judged)", axis_value(b, p.value)),
+                    false => format!("{} {} ({})", mark(p.pass), axis_value(b, p.value), p.observed_text),
+                })
                 .collect();
             vec![along, map.join(" · "), b.sentence()]
         });
