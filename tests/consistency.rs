@@ -213,15 +213,25 @@ fn check_row(
             let Some(b) = v.boundaries.iter().find(|b| b.gate == gate && b.case == case && b.at == at) else {
                 return bad(&line, format!("no boundary of `{gate}` along {case}"));
             };
-            let marks: Vec<bool> = row[1].chars().filter(|c| *c == PASS || *c == FAIL).map(|c| c == PASS).collect();
-            let want: Vec<bool> = b
+            // ⏹: a search's probe stopped early, shown but not judged on this gate.
+            let marks: Vec<Option<bool>> = row[1]
+                .chars()
+                .filter_map(|c| match c {
+                    PASS | FAIL => Some(Some(c == PASS)),
+                    '⏹' => Some(None),
+                    _ => None,
+                })
+                .collect();
+            let want: Vec<Option<bool>> = b
                 .points
                 .iter()
                 .map(|p| {
-                    by_name
-                        .get(p.case.as_str())
-                        .and_then(|r| r.rollout.iter().find(|g| g.expr == gate))
-                        .is_some_and(|g| g.pass)
+                    let r = by_name.get(p.case.as_str());
+                    if p.not_judged {
+                        // Only a probe that stopped early goes unjudged.
+                        return r.filter(|r| r.stopped_early.is_none()).map(|_| false);
+                    }
+                    Some(r.and_then(|r| r.rollout.iter().find(|g| g.expr == gate)).is_some_and(|g| g.pass))
                 })
                 .collect();
             if marks != want {

@@ -67,11 +67,15 @@ async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
     assert!(whole.stopped_early.is_none());
     assert!(whole.calls.lost > low.calls.lost, "{} vs {}", whole.calls.lost, low.calls.lost);
     assert!(whole.window_secs > stop.at_secs);
-    // The probe's pickup gate judged only the part that ran: not a point of its boundary.
+    // The probes' pickup gate judged only the part that ran: each stopped probe is a point
+    // of its boundary not judged, the others judged.
     let verdict = s.verdict.as_ref().unwrap();
-    let b = |gate: &str| verdict.boundaries.iter().find(|b| b.gate == gate).unwrap_or_else(|| panic!("{gate}"));
+    let b = verdict.boundaries.iter().find(|b| b.gate == "pickup.p50 < 5s").expect("the pickup gate's boundary");
     let stopped: Vec<String> = s.results.iter().filter(|r| r.stopped_early.is_some()).map(|r| r.case.clone()).collect();
-    assert!(b("pickup.p50 < 5s").points.iter().all(|p| !stopped.contains(&p.case)), "{stopped:?}");
+    for p in &b.points {
+        assert_eq!(p.not_judged, stopped.contains(&p.case), "{p:?}");
+    }
+    assert!(b.points.iter().any(|p| !p.not_judged), "{:?}", b.points);
     let json = serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap()).unwrap();
     common::check_schema(&json);
     let md = std::fs::read_to_string(out.path().join("summary.md")).unwrap();

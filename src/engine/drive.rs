@@ -20,6 +20,7 @@ use crate::base::rng::Rng;
 use crate::base::signal::Signal;
 use crate::events::{EventSink, FailKind, TurnEvent};
 use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
+use crate::results::stopped::StoppedEarly;
 use crate::scenario::pacer::Workload;
 use crate::scenario::turns::AgentTurns;
 use crate::strategy::Relay;
@@ -88,14 +89,13 @@ impl Cutoff {
         }
     }
 
-    /// When the probe was decided, if it was.
-    pub(crate) fn decided(&self) -> Option<Instant> {
-        *self.decided.lock().expect("cutoff poisoned")
-    }
-
-    /// The lost calls its gates allow.
-    pub(crate) fn allowed(&self) -> u64 {
-        self.allowed
+    /// Where the case stopped, from `epoch`, if the cutoff stopped it (not the user's
+    /// `interrupt`) before the schedule's `length`.
+    pub(crate) fn stopped_early(&self, epoch: Instant, length: Duration, interrupt: &Signal) -> Option<StoppedEarly> {
+        let decided = (*self.decided.lock().expect("cutoff poisoned")).filter(|_| !interrupt.is_closed())?;
+        let secs = |d: Duration| (d.as_secs_f64() * 1000.0).round() / 1000.0;
+        let at_secs = secs(decided.saturating_duration_since(epoch));
+        Some(StoppedEarly { at_secs, of_secs: secs(length), lost_allowed: self.allowed })
     }
 }
 

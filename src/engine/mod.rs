@@ -146,15 +146,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let drained = Drain::of(case, env, &parts, &calls.fire, epoch, &live_p50)
         .run(calls.pacer, &mut calls.done_rx, calls.total, &stop)
         .await?;
-    let secs = |d: Duration| (d.as_secs_f64() * 1000.0).round() / 1000.0;
-    let stopped_early = cutoff.as_ref().filter(|_| !env.interrupt.is_closed()).and_then(|c| {
-        Some(crate::results::summary::StoppedEarly {
-            at_secs: secs(c.decided()?.saturating_duration_since(epoch)),
-            of_secs: secs(wl.duration()),
-            lost_allowed: c.allowed(),
-        })
-    });
-    drop(cutoff);
+    let stopped_early = cutoff.and_then(|c| c.stopped_early(epoch, wl.duration(), &env.interrupt));
     let end = Instant::now();
     let after = sample::total_counts(&parts.hosts);
     let (at_phase_ends, timeline) = samplers.finish(drained.interrupted).await;

@@ -35,7 +35,7 @@ pub(super) struct Ended<'a> {
     pub total: usize,
     pub interrupted: bool,
     /// A search's probe stopped once its `lost` gates had failed for good.
-    pub stopped_early: Option<crate::results::summary::StoppedEarly>,
+    pub stopped_early: Option<crate::results::stopped::StoppedEarly>,
     pub leftover: u64,
     pub sandbox_side: Option<SandboxSide>,
     pub before: RequestCounts,
@@ -64,10 +64,8 @@ impl Ended<'_> {
         let window = self.end.saturating_duration_since(self.epoch).max(Duration::from_millis(1));
         // The emulated daemons' legs are their organisation's; a real daemon's proxy keeps its own.
         let mut injected = self.org_handle.legs();
-        for h in self.hosts {
-            if let Some(legs) = h.injected_legs() {
-                let _ = injected.add(&legs);
-            }
+        for legs in self.hosts.iter().filter_map(|h| h.injected_legs()) {
+            let _ = injected.add(&legs);
         }
         let mut r = CaseResult {
             case: case.name.clone(),

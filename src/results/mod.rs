@@ -18,6 +18,7 @@ pub(crate) mod rates;
 pub(crate) mod recommend;
 pub(crate) mod repeat;
 pub(crate) mod standing;
+pub(crate) mod stopped;
 pub(crate) mod summary;
 pub(crate) mod sweep;
 pub(crate) mod tiers;
