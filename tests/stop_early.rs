@@ -1,11 +1,12 @@
 //! A search's probe stops at its first lost call past what its `lost` gates allow: no later
 //! call could make it pass. The stop falls at the same simulated instant on every run, the
-//! probe says where it stopped, its other gates are left out of the boundaries (they judged
-//! only the part that ran), and a case that is not a probe runs to its end at the same value.
+//! probe says where it stopped, its other gates place no boundary (they judged only the part
+//! that ran: a point not judged), and a case that is not a probe runs to its end at the same
+//! value.
 
 mod common;
 
-const SCENARIO: &str = r#"
+const HEAD: &str = r#"
 name = "stop-early"
 gates = ["lost == 0"]
 rollout = ["pickup.p50 < 5s"]
@@ -26,30 +27,24 @@ duration = "5ms"
 [limits.low]
 org_rate = 1.0
 org_burst = 5
-
-[[case]]
-name = "probe"
-host = "remote"
-profile = "proxy"
-clock = "virtual"
-runner = "poll"
-writer = "poll"
-limits = "low"
-search = { path = "limits.org_rate", from = 1, to = 200, precision = "50%" }
-
-[[case]]
-name = "whole"
-host = "remote"
-profile = "proxy"
-clock = "virtual"
-runner = "poll"
-writer = "poll"
-limits = "low"
 "#;
+
+/// Four sandboxes polling under a request rate they starve at: searched over the rate, and
+/// run whole at it.
+fn scenario() -> String {
+    let case = |name: &str, extra: &str| {
+        format!(
+            "\n[[case]]\nname = \"{name}\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\n\
+             runner = \"poll\"\nwriter = \"poll\"\nlimits = \"low\"\n{extra}\n"
+        )
+    };
+    let search = r#"search = { path = "limits.org_rate", from = 1, to = 200, precision = "50%" }"#;
+    [HEAD, &case("probe", search), &case("whole", "")].concat()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
-    let (s, out, _relay) = common::run("stop-early.toml", SCENARIO, false, false).await;
+    let (s, out, _relay) = common::run("stop-early.toml", &scenario(), false, false).await;
     let probe = |x: &str| {
         let name = format!("probe@org_rate={x}");
         s.results.iter().find(|r| r.case == name).unwrap_or_else(|| panic!("{name} ran"))
@@ -82,7 +77,7 @@ async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
     assert!(md.contains("stopped at "), "{md}");
 
     // The same run again: the probe stops at the same simulated instant.
-    let (again, _out, _relay) = common::run("stop-early.toml", SCENARIO, false, false).await;
+    let (again, _out, _relay) = common::run("stop-early.toml", &scenario(), false, false).await;
     let low2 = again.results.iter().find(|r| r.case == "probe@org_rate=1").unwrap();
     assert_eq!(low2.stopped_early, low.stopped_early);
     assert_eq!(low2.calls, low.calls);
@@ -92,7 +87,7 @@ async fn a_probe_stops_at_its_first_lost_call_and_a_case_runs_whole() {
 /// which worker takes what moves no result, a stopped probe's included, nor the event log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_searches_probes_beside_the_cases_move_nothing_under_jobs() {
-    let s = relay_bench::Scenario::parse("stop-early.toml", SCENARIO).unwrap();
+    let s = relay_bench::Scenario::parse("stop-early.toml", &scenario()).unwrap();
     let mut seen = Vec::new();
     for jobs in [1, 3] {
         let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
