@@ -162,6 +162,33 @@ fn a_run_split_two_or_three_ways_merges_into_the_one_machine_run() {
     assert!(code == 2 && said.contains("of another run than"), "{said}");
 }
 
+/// A `--repeat` run splits as a plain one: each unit takes its repeats with it, and the
+/// merged run's medians, spreads and searched boundaries are the one machine's.
+#[test]
+fn a_repeated_run_split_two_ways_merges_into_the_one_machine_run() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    std::fs::write(d.join("split.toml"), SCENARIO).unwrap();
+    let repeated = ["--repeat", "3", "--duration", "1m", "--no-event-log", "--quiet"];
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec!["run", "split.toml", "--out", out];
+        args.extend(repeated);
+        args.extend(extra);
+        let (code, said) = relay_bench(d, &args);
+        assert_eq!(code, 0, "{out}: {said}");
+    };
+    run(&[], "whole");
+    let whole = comparable(&d.join("whole"));
+    let first = &whole["results"][0];
+    assert_eq!(first["repeat"]["seeds"].as_array().map(Vec::len), Some(3), "{first}");
+    run(&["--shard", "1/2"], "part1");
+    run(&["--shard", "2/2", "--jobs", "1"], "part2");
+    let (code, said) = relay_bench(d, &["merge", "--quiet", "--out", "merged", "part2", "part1"]);
+    assert_eq!(code, 0, "{said}");
+    let got = comparable(&d.join("merged"));
+    assert!(got == whole, "the repeated parts merged differ from the whole run:\n{got}\n---\n{whole}");
+}
+
 #[test]
 fn a_bad_part_is_refused_before_anything_runs() {
     let t = tempfile::tempdir().unwrap();
