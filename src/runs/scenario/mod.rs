@@ -124,9 +124,9 @@ pub async fn run_scenario(
         }
         i += run.batch(i, &mut summary).await?;
     }
-    if !interrupt.is_closed() {
-        search::run_searches(&run, &mut summary, searches).await?;
-    }
+    // Interrupted, the searches only say where their lines stand (their first probes are
+    // points already).
+    search::run_searches(&run, &mut summary, searches).await?;
     summary.order_results(&s.cases.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
     // An interrupt during the last batch is one too, whatever its cases' results say.
     summary.interrupted |= interrupt.is_closed();

@@ -1,8 +1,9 @@
 //! A scenario's searches: in rounds (the first beside the scenario's cases, the others after
-//! them), each round the next probes of every line still open side by side ([`crate::scenario::search`]), each probe a point of its
-//! case's sweep in the summary (its value added to the searched axis as it is probed), each
-//! line's bracket narrowed by what its probes met, until every line has found its boundary
-//! to its precision, or said why not.
+//! them), each round the next probes of every line still open side by side
+//! ([`crate::scenario::search`]), each probe a point of its case's sweep in the summary (its
+//! value added to the searched axis as it is probed), each line's bracket narrowed by what
+//! its probes met, until every line has found its boundary to its precision, or said why
+//! not.
 
 use crate::results::summary::Summary;
 use crate::results::sweep::{SearchLine, SweepPoint};
