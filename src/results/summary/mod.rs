@@ -190,7 +190,8 @@ pub struct CaseResult {
     /// The case was cut short.
     pub interrupted: bool,
     /// A search's probe stopped once a `lost` gate had failed for good: its figures are of
-    /// the part that ran. Absent: it ran to its end.
+    /// the part that ran (under `--repeat`, the first repeat that stopped). Absent: it ran to
+    /// its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_early: Option<crate::results::stopped::StoppedEarly>,
     /// Every gate of the case held.

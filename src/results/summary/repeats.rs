@@ -219,6 +219,8 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
         }
     }
     let interrupted = runs.iter().any(|r| r.interrupted);
+    // A probe's repeat that stopped at a lost call: its figures are of the part that ran.
+    let stopped_early = runs.iter().find_map(|r| r.stopped_early.clone());
     let notices: Vec<String> = runs[1..].iter().flat_map(|r| r.notices.iter().cloned()).collect();
     let notices_total: u64 = runs.iter().map(|r| r.notices_total).sum();
     let base = seeds.first().copied().unwrap_or(0);
@@ -256,6 +258,7 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
         }
     }
     out.interrupted = interrupted;
+    out.stopped_early = stopped_early;
     out.notices.extend(notices);
     out.notices_total = notices_total;
     out.repeat = Some(Repeats { seeds, figures });
@@ -277,6 +280,18 @@ mod tests {
         r.requests.idle_phases.minutes = 3.0;
         r.requests.idle_phases.discovery_per_min = idle;
         r
+    }
+
+    /// A probe whose later repeat stopped at a lost call says so, though its first ran whole.
+    #[test]
+    fn a_repeat_that_stopped_early_marks_the_combined_result() {
+        let stop = crate::results::stopped::StoppedEarly { at_secs: 90.0, of_secs: 600.0, lost_allowed: 0 };
+        let second = CaseResult { stopped_early: Some(stop.clone()), ..case(100.0, 50, 1, 4.0) };
+        let r = combine(vec![case(100.0, 50, 0, 4.0), second, case(100.0, 50, 0, 4.0)], vec![1, 2, 3]);
+        assert_eq!(r.stopped_early, Some(stop));
+        assert_eq!(r.calls.lost, 1, "the worst repeat's");
+        let whole = combine(vec![case(100.0, 50, 0, 4.0), case(100.0, 50, 0, 4.0)], vec![1, 2]);
+        assert_eq!(whole.stopped_early, None);
     }
 
     /// Every figure a gate reads is combined across repeats (a figure left out would be
