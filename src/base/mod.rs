@@ -5,6 +5,7 @@
 //! directory's own files (`runfiles`), the "did you mean" of an error, and the process's two
 //! outputs that never panic (`console`), and text made safe in markup (`escape`).
 
+pub(crate) mod clock;
 pub(crate) mod console;
 pub(crate) mod escape;
 pub(crate) mod fields;

@@ -6,11 +6,11 @@
 //! [`Wake::Activity`]; a raise between two waits stays observable; `close()` resolves every
 //! waiter as [`Wake::Closed`]; a timer win leaves no listener behind.
 
+use super::clock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl Signal {
 
     /// Waits for a raise (consuming it), a close, or the timeout.
     pub async fn wait(&self, timeout: Duration) -> Wake {
-        let deadline = Instant::now() + timeout;
+        let deadline = clock::now() + timeout;
         self.listeners.fetch_add(1, Ordering::AcqRel);
         let _guard = ListenerGuard(&self.listeners);
         loop {
@@ -129,9 +129,9 @@ mod tests {
         let s = Signal::new();
         // The scan happened; the event lands before the next wait() is called.
         s.raise();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         assert_eq!(s.wait(Duration::from_secs(30)).await, Wake::Activity);
-        assert_eq!(Instant::now(), t0, "resolved without waiting");
+        assert_eq!(clock::now(), t0, "resolved without waiting");
     }
 
     #[tokio::test(start_paused = true)]
@@ -155,7 +155,7 @@ mod tests {
             waiters.push(tokio::spawn(async move { s.wait(Duration::from_secs(3600)).await }));
         }
         tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        clock::sleep(Duration::from_millis(1)).await;
         s.close();
         for w in waiters {
             assert_eq!(w.await.unwrap(), Wake::Closed);
@@ -171,7 +171,7 @@ mod tests {
             let s = s.clone();
             tokio::spawn(async move { s.wait(Duration::from_secs(3600)).await })
         };
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        clock::sleep(Duration::from_millis(5)).await;
         s.raise();
         assert_eq!(w.await.unwrap(), Wake::Activity);
     }

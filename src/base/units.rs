@@ -1,6 +1,7 @@
 //! Durations at the edges: parsing `"300ms"`, `"2s"`, `"1.5m"` from scenarios and gates,
 //! and printing them for people.
 
+use super::clock;
 use std::time::Duration;
 
 /// A duration [`parse_duration`] would not read; each names the text and the units it takes.
@@ -59,7 +60,7 @@ pub(crate) struct Mono {
 
 impl Mono {
     pub(crate) fn now() -> Mono {
-        let at = tokio::time::Instant::now();
+        let at = clock::now();
         Mono { at, ns: monotonic_ns() }
     }
 

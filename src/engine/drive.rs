@@ -5,6 +5,7 @@
 //! one after another as their answers come back, and stopping its relay — production's
 //! lifecycle. A step's calls are timed from the step's start: the model asks for them then.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,7 +84,7 @@ impl Cutoff {
         if self.lost.fetch_add(1, Ordering::Relaxed) >= self.allowed {
             let mut decided = self.decided.lock().expect("cutoff poisoned");
             if decided.is_none() {
-                *decided = Some(Instant::now());
+                *decided = Some(clock::now());
                 self.stop.close();
             }
         }
@@ -154,10 +155,10 @@ pub(crate) fn sessions(relays: Vec<Arc<Relay>>, wl: &Workload, s: Sessions) -> J
 
 /// Sleeps `d`, but not past `end` nor past a stop; false when the sessions must end.
 async fn pause(d: Duration, end: Instant, stop: &Signal) -> bool {
-    let until = (Instant::now() + d).min(end);
+    let until = (clock::now() + d).min(end);
     tokio::select! {
         biased;
-        () = tokio::time::sleep_until(until) => Instant::now() < end,
+        () = tokio::time::sleep_until(until) => clock::now() < end,
         () = stop.closed() => false,
     }
 }
@@ -169,20 +170,20 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
     let end = s.epoch + s.length;
     let mut rng = Rng::new(s.seed ^ 0xA6E7_7000_0000_0000 ^ u64::from(sandbox).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let first = s.agent.spread().mul_f64(rng.unit());
-    if !pause(s.epoch.saturating_duration_since(Instant::now()) + first, end, &s.stop).await {
+    if !pause(s.epoch.saturating_duration_since(clock::now()) + first, end, &s.stop).await {
         return 0;
     }
     let (mut made, mut turn_no) = (0usize, 0u64);
     'sessions: loop {
         for turn in s.agent.session(&mut rng) {
-            if Instant::now() >= end || s.stop.is_closed() {
+            if clock::now() >= end || s.stop.is_closed() {
                 break 'sessions;
             }
             relay.begin_turn();
             if !relay.ready(READY_BOUND).await {
                 let why = relay.start_failure().unwrap_or_else(|| "not ready in time".into());
                 s.sink.notice(sandbox, Say::Other(format!("turn {turn_no}: its relay did not start: {why}")));
-                let _ = relay.end_turn(Instant::now() + STOP_BOUND).await;
+                let _ = relay.end_turn(clock::now() + STOP_BOUND).await;
                 break 'sessions;
             }
             s.sink.turn(sandbox, TurnEvent::Started);
@@ -191,7 +192,7 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
                 if !pause(*think, end, &s.stop).await {
                     break;
                 }
-                let at = Instant::now();
+                let at = clock::now();
                 let step: Vec<JoinHandle<()>> = (0..*n)
                     .map(|c| {
                         let spec = CallSpec {
@@ -213,7 +214,7 @@ async fn sandbox_sessions(relay: Arc<Relay>, s: Arc<Sessions>) -> usize {
             }
             // The model's final step runs with the relay live; the prompt resolves, then stop().
             pause(turn.last, end, &s.stop).await;
-            if let Err(e) = relay.end_turn(Instant::now() + STOP_BOUND).await {
+            if let Err(e) = relay.end_turn(clock::now() + STOP_BOUND).await {
                 s.sink.notice(sandbox, Say::RunnerStuck(e.to_string()));
             }
             s.sink.turn(sandbox, TurnEvent::Ended { calls });

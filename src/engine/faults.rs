@@ -3,10 +3,9 @@
 //! workload, or the organisation every sandbox shares — in one sandbox, or in every sandbox
 //! at once for a fleet-wide fault (`sandbox = "all"`, and every `org-limit`).
 
+use crate::base::clock;
 use std::sync::Arc;
 use std::time::Duration;
-
-use tokio::time::Instant;
 
 use super::backend::{Backend, Fire};
 use super::STOP_BOUND;
@@ -52,7 +51,7 @@ impl Striker<'_> {
                     .clone()
                     .map(|k| {
                         let relay = self.relays[k as usize].clone();
-                        tokio::spawn(async move { relay.restart_runner(Instant::now() + STOP_BOUND).await })
+                        tokio::spawn(async move { relay.restart_runner(clock::now() + STOP_BOUND).await })
                     })
                     .collect();
                 for (k, stop) in sandboxes.zip(stops) {
@@ -69,7 +68,7 @@ impl Striker<'_> {
             Target::Calls => {
                 for k in sandboxes {
                     for c in 0..f.calls {
-                        (self.fire)(k, format!("burst{i}-s{k}-c{c}"), Instant::now(), false);
+                        (self.fire)(k, format!("burst{i}-s{k}-c{c}"), clock::now(), false);
                     }
                     struck.burst_calls += f.calls as usize;
                 }

@@ -27,6 +27,7 @@ pub(crate) mod serve;
 mod setup;
 mod teardown;
 
+use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
@@ -120,7 +121,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let (mut parts, rx) = Parts::build(scenario, case, env).await?;
     // Laid out before the clock starts: the first intended start is not kept waiting.
     let slots = wl.schedule();
-    let epoch = Instant::now() + parts.backend.lead();
+    let epoch = clock::now() + parts.backend.lead();
     // Pickup per interval and the request timeline share one step: 1/60 of the schedule.
     let step = Duration::from_secs(wl.duration().as_secs().div_ceil(60).max(1));
     let live_p50 = Arc::new(AtomicU64::new(0));
@@ -147,7 +148,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         .run(calls.pacer, &mut calls.done_rx, calls.total, &stop)
         .await?;
     let stopped_early = cutoff.and_then(|c| c.stopped_early(epoch, wl.duration(), &env.interrupt));
-    let end = Instant::now();
+    let end = clock::now();
     let after = sample::total_counts(&parts.hosts);
     let (at_phase_ends, timeline) = samplers.finish(drained.interrupted).await;
 
@@ -273,10 +274,10 @@ impl Calls {
 /// takes as long as its work, and one seed gives one result. Call it from a thread that is
 /// not inside a runtime.
 pub fn run_case_virtual(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<CaseResult, EngineError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|source| EngineError::Setup { root: "(virtual runtime)".into(), source })?;
-    rt.block_on(run_case(scenario, case, env))
+    let rt =
+        clock::paused_runtime().map_err(|source| EngineError::Setup { root: "(virtual runtime)".into(), source })?;
+    rt.block_on(async {
+        let _hold = clock::Holding::start();
+        run_case(scenario, case, env).await
+    })
 }

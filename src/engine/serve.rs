@@ -2,6 +2,7 @@
 //! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
 //! for one call). Both are the same runner and writer the benchmark measures.
 
+use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,7 +126,7 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
     let t0 = tally.t0;
     // Notices and turn ends are seen at every pump; a stat line is said every `every`.
     let mut pump = tokio::time::interval(PUMP);
-    let (mut turn, mut turn_start, mut last_call) = (1u32, Instant::now(), None);
+    let (mut turn, mut turn_start, mut last_call) = (1u32, clock::now(), None);
     let mut totals = RunnerReport::default();
     let mut lost = None;
     loop {
@@ -139,7 +140,7 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
         tokio::select! {
             _ = pump.tick() => {
                 if tally.pump() {
-                    last_call = Some(Instant::now());
+                    last_call = Some(clock::now());
                 }
             }
             Some(note) = claim_notes.recv() => {
@@ -159,7 +160,7 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
                     tally.report.answered - before,
                 )));
                 started = opts.strategy.start(&parts);
-                (turn, turn_start, last_call) = (turn + 1, Instant::now(), None);
+                (turn, turn_start, last_call) = (turn + 1, clock::now(), None);
             }
             () = stop.closed() => break,
         }
@@ -236,7 +237,7 @@ struct Tally<'s> {
 
 impl<'s> Tally<'s> {
     fn new(inbox: EventInbox, say: SayTo<'s>, every: Duration) -> Self {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let (report, unread) = (ServeReport::default(), Default::default());
         Tally { inbox, report, say, t0, next_stat: t0 + every, since_stat: 0, every, unread }
     }
@@ -282,7 +283,7 @@ impl<'s> Tally<'s> {
     fn pump(&mut self) -> bool {
         let (new, active) = self.drain();
         self.since_stat += new;
-        if Instant::now() >= self.next_stat {
+        if clock::now() >= self.next_stat {
             let line = format!(
                 "[{:>8}] answered {:>5} (total {}), malformed {}",
                 human(self.t0.elapsed()),
@@ -292,7 +293,7 @@ impl<'s> Tally<'s> {
             );
             (self.say)(Said::Out(&line));
             self.since_stat = 0;
-            while self.next_stat <= Instant::now() {
+            while self.next_stat <= clock::now() {
                 self.next_stat += self.every;
             }
         }
@@ -312,7 +313,7 @@ const STOP_BOUND: Duration = Duration::from_millis(700);
 /// handler still running) is aborted, said, and reported as what was counted so far (none).
 async fn stop_runner(mut started: crate::relay::runner::Started, say: SayTo<'_>) -> Result<RunnerReport, ServeError> {
     started.control.stop();
-    match tokio::time::timeout(STOP_BOUND, &mut started.task).await {
+    match clock::timeout(STOP_BOUND, &mut started.task).await {
         Ok(done) => done.map_err(|e| ServeError::Runner(e.to_string())),
         Err(_) => {
             started.task.abort();
@@ -421,7 +422,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
     let deadline = writer_deadline(opts.timeout);
     let spec =
-        CallSpec { id: opts.id, tool: opts.tool, args: opts.args, intended: Instant::now(), warmup: false, deadline };
+        CallSpec { id: opts.id, tool: opts.tool, args: opts.args, intended: clock::now(), warmup: false, deadline };
     let end = tokio::select! {
         end = writer.call(spec) => Some(end),
         () = stop.closed() => None,

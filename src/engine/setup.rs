@@ -3,6 +3,7 @@
 //! channels, every runner ready ([`Parts::build`]); and the recorder thread its events go to
 //! ([`start_recorder`]).
 
+use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -111,7 +112,7 @@ async fn ready_all(relays: &[Arc<Relay>], backend: &mut dyn Backend) -> Result<(
             let said_why = said.is_some();
             let detail = said.unwrap_or_else(|| format!("not ready within {}", human(READY_BOUND)));
             for r in relays {
-                let _ = r.stop(Instant::now() + STOP_BOUND).await;
+                let _ = r.stop(clock::now() + STOP_BOUND).await;
             }
             backend.abandon().await;
             return Err(EngineError::NotReady { sandbox: k as u32, detail, said_why });

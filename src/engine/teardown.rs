@@ -3,9 +3,8 @@
 //! the calls run elsewhere brought back and put in one order with the runners' events
 //! ([`settle`]).
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-use tokio::time::Instant;
 
 use super::setup::Parts;
 use super::STOP_BOUND;
@@ -27,7 +26,7 @@ pub(super) struct Stopped {
 /// the calls it fired (`per_sandbox`).
 pub(super) async fn stop_relays(parts: &Parts, per_sandbox: &[AtomicU32]) -> Stopped {
     let mut stopped = Stopped { reports: Vec::new(), stuck: 0 };
-    let stops = parts.relays.iter().map(|relay| relay.stop(Instant::now() + STOP_BOUND)).collect();
+    let stops = parts.relays.iter().map(|relay| relay.stop(clock::now() + STOP_BOUND)).collect();
     let ends = crate::relay::runner::join_all(stops).await;
     for (relay, end) in parts.relays.iter().zip(ends) {
         match end {

@@ -10,6 +10,7 @@
 //! The recorder thread blocks on the channel (it never polls) and hands each batch to every
 //! [`Listener`]: the recorder itself, the event log, `calls.csv`.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -293,7 +294,7 @@ impl EventSink {
     /// Sends `kind` for `call` of `sandbox`, stamped now.
     #[inline]
     pub fn emit(&self, sandbox: u32, call: &CallId, kind: EventKind) {
-        self.emit_at(Instant::now(), sandbox, call, kind);
+        self.emit_at(clock::now(), sandbox, call, kind);
     }
 
     /// Sends `kind` for `call` of `sandbox`, stamped `at`.
@@ -309,12 +310,12 @@ impl EventSink {
 
     /// Sends a notice from `sandbox`.
     pub fn notice(&self, sandbox: u32, what: impl Into<crate::base::notice::Say>) {
-        self.send(Msg::Notice(Notice { at: Instant::now(), sandbox, what: what.into() }));
+        self.send(Msg::Notice(Notice { at: clock::now(), sandbox, what: what.into() }));
     }
 
     /// A turn of `sandbox` began or ended, now.
     pub fn turn(&self, sandbox: u32, what: TurnEvent) {
-        self.send(Msg::Turn(TurnMark { at: Instant::now(), sandbox, what }));
+        self.send(Msg::Turn(TurnMark { at: clock::now(), sandbox, what }));
     }
 }
 
@@ -369,7 +370,7 @@ mod tests {
     use super::*;
 
     fn writer_half() -> EventKind {
-        let t = Instant::now();
+        let t = clock::now();
         EventKind::Writer(WriterSide {
             intended: t,
             started: t,

@@ -6,6 +6,7 @@
 //! the relay's (it never answers sooner, and never twice: a retry follows a publish that
 //! failed, and the rename that publishes is atomic).
 
+use crate::base::clock;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -54,7 +55,7 @@ pub(crate) async fn publish_answer(
     let tries = retry.retries + 1;
     for n in 1..=tries {
         let (error, environment, permanent) = match host.publish(name, body).await {
-            Ok(()) => return Some(Instant::now()),
+            Ok(()) => return Some(clock::now()),
             Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e), crate::base::fsio::is_permanent(&e)),
         };
         let wait = retry.delay(n);
@@ -70,7 +71,7 @@ pub(crate) async fn publish_answer(
             if n == tries {
                 return None;
             }
-            tokio::time::sleep(wait).await;
+            clock::sleep(wait).await;
             continue;
         }
         if n == tries || permanent || !every_failure {
@@ -78,7 +79,7 @@ pub(crate) async fn publish_answer(
             return None;
         }
         reporter.say(Say::AnswerFailed { call: call.to_owned(), error, retry_in: wait, n, of: tries });
-        tokio::time::sleep(wait).await;
+        clock::sleep(wait).await;
     }
     None
 }
@@ -127,11 +128,11 @@ mod tests {
             let healer = {
                 let sim = sim.clone();
                 tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(3)).await;
+                    clock::sleep(Duration::from_secs(3)).await;
                     sim.set_fault(fault, false);
                 })
             };
-            let t0 = Instant::now();
+            let t0 = clock::now();
             let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}").await;
             healer.await.unwrap();
             let at = at.unwrap_or_else(|| panic!("{fault:?}: published once the dir healed"));
@@ -153,7 +154,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_answer_that_cannot_be_published_is_given_up_after_the_last_retry_and_said() {
         let (host, reporter, mut inbox) = read_only();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}");
         assert_eq!(at.await, None);
         assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
@@ -167,7 +168,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn production_tries_an_answer_once() {
         let (host, reporter, mut inbox) = read_only();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let at = publish_answer(&host, &reporter, AnswerRetry::of(false), "c-1", "c-1.res.json", b"{}").await;
         assert_eq!((at, t0.elapsed()), (None, Duration::ZERO));
         let lines = said(&mut inbox);

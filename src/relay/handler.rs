@@ -3,6 +3,7 @@
 //! A call's duration and outcome are drawn from a seeded generator keyed by the call id,
 //! so the same scenario gives every call the same plan whatever order the calls run in.
 
+use crate::base::clock;
 use std::time::Duration;
 
 use crate::base::protocol::{Outcome, Response};
@@ -134,7 +135,7 @@ pub(crate) async fn run_command(program: &std::path::Path, request: &[u8], timeo
         }
         child.wait().await.map(|status| Ok((status, out)))
     };
-    match tokio::time::timeout(timeout, run).await {
+    match clock::timeout(timeout, run).await {
         Err(_) => Response::Error(format!(
             "the handler command {} did not finish in {}: killed",
             program.display(),

@@ -6,6 +6,7 @@
 //! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
 //! the first check closes the created-before-armed race.
 
+use crate::base::clock;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -238,7 +239,7 @@ impl Writer {
         let id: CallId = Arc::from(spec.id.as_str());
         let mut times = WriterSide {
             intended: spec.intended,
-            started: Instant::now(),
+            started: clock::now(),
             warmup: spec.warmup,
             published: None,
             read: None,
@@ -322,18 +323,18 @@ impl Writer {
             }
         };
         let armed = self.waiter.arm(&res);
-        let deadline = Instant::now() + spec.deadline;
+        let deadline = clock::now() + spec.deadline;
         ev.emit(sb, id, EventKind::Requesting);
         if let Err(e) = self.dir.publish(&req, &body).await {
             return self.unpublished(id, e);
         }
-        times.published = Some(Instant::now());
+        times.published = Some(clock::now());
         // How the last wait ended: an answer found after a timer wake was not announced.
         let mut last = None;
         loop {
             match self.dir.read_present(&res) {
                 Ok(Some(bytes)) => {
-                    times.read = Some(Instant::now());
+                    times.read = Some(clock::now());
                     return self.answered(id, (&req, &res), &bytes, last);
                 }
                 Ok(None) => {}
@@ -342,11 +343,11 @@ impl Writer {
             }
             if armed.parked() {
                 // The turn ended with no answer: the request was already deleted on pickup.
-                times.read = Some(Instant::now());
+                times.read = Some(clock::now());
                 let _ = self.dir.remove(&req);
                 return CallEnd::Parked;
             }
-            let now = Instant::now();
+            let now = clock::now();
             if now >= deadline {
                 if self.cleanup == Cleanup::Always {
                     let _ = self.dir.remove(&req);
@@ -442,7 +443,7 @@ mod tests {
             id: "lonely".into(),
             tool: "t".into(),
             args: None,
-            intended: Instant::now(),
+            intended: clock::now(),
             warmup: false,
             deadline: Duration::from_secs(2),
         };
@@ -463,7 +464,7 @@ mod tests {
             id: "left".into(),
             tool: "t".into(),
             args: None,
-            intended: Instant::now(),
+            intended: clock::now(),
             warmup: false,
             deadline: Duration::from_secs(2),
         };
@@ -492,7 +493,7 @@ mod tests {
             id: id.into(),
             tool: "t".into(),
             args: None,
-            intended: Instant::now(),
+            intended: clock::now(),
             warmup: false,
             deadline: Duration::from_millis(500),
         };
@@ -502,7 +503,7 @@ mod tests {
             tokio::spawn(async move { w.call(s).await })
         };
         while w.in_flight() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            clock::sleep(Duration::from_millis(1)).await;
         }
         assert_eq!(w.call(spec("a:b")).await, CallEnd::Failed(FailKind::IdCollision));
         assert_eq!(first.await.unwrap(), CallEnd::Failed(FailKind::Timeout));
@@ -513,7 +514,7 @@ mod tests {
             id: id.into(),
             tool: "t".into(),
             args: None,
-            intended: Instant::now(),
+            intended: clock::now(),
             warmup: false,
             deadline: Duration::from_secs(5),
         }
@@ -523,7 +524,7 @@ mod tests {
     fn answer_later(dir: &crate::sandbox::dir::SimDir, id: &str, after: Duration) {
         let (dir, name) = (dir.clone(), res_name(id));
         tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+            clock::sleep(after).await;
             crate::sandbox::dir::publish_now(&dir, &name, br#"{"ok":true,"text":"x"}"#).unwrap();
         });
     }
@@ -536,7 +537,7 @@ mod tests {
             let dir = crate::sandbox::dir::SimDir::new("/sb/relay");
             let (sink, _rx) = EventSink::channel();
             let w = Writer::new(0, Arc::new(dir.clone()), Box::new(Timed::new(Duration::from_millis(300))), sink);
-            let t0 = Instant::now();
+            let t0 = clock::now();
             answer_later(&dir, "p1", Duration::from_micros(due_us));
             assert!(matches!(w.call(one_call("p1")).await, CallEnd::Answered(_)));
             assert_eq!(t0.elapsed(), Duration::from_millis(read_ms), "an answer due at {due_us} µs");

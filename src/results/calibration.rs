@@ -5,6 +5,7 @@
 //! the overshoot of a short timer (the floor of any poll), and the cost of listing a small
 //! relay dir (paid on every scan).
 
+use crate::base::clock;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -71,7 +72,7 @@ pub(crate) async fn calibrate(root: &Path, samples: u32) -> std::io::Result<Cali
     let mut timer = new_histogram();
     for _ in 0..samples {
         let t0 = Instant::now();
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        clock::sleep(Duration::from_millis(1)).await;
         record(&mut timer, t0.elapsed().saturating_sub(Duration::from_millis(1)));
     }
 

@@ -5,6 +5,7 @@
 //! schedule never waits for answers, a stalled relay is charged for every call queued
 //! behind it (latency from the intended start, as wrk2 does).
 
+use crate::base::clock;
 use std::time::Duration;
 
 use crate::base::rng::Rng;
@@ -214,11 +215,11 @@ pub(crate) async fn pace_async(
         fire(slot, at);
     }
     let end = epoch + length;
-    while tokio::time::Instant::now() < end {
+    while clock::now() < end {
         if stop() {
             return (slots.len(), true);
         }
-        tokio::time::sleep_until(end.min(tokio::time::Instant::now() + Duration::from_secs(60))).await;
+        tokio::time::sleep_until(end.min(clock::now() + Duration::from_secs(60))).await;
     }
     (slots.len(), false)
 }

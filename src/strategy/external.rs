@@ -11,6 +11,7 @@
 //! inside the program and are not measured; relay overhead only when the scenario states
 //! the handler's time. At the end the program is killed and reaped.
 
+use crate::base::clock;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
@@ -155,7 +156,7 @@ impl ExternalSpec {
             // The group outlives an early exit of its leader: what it started is killed too.
             let group = child.as_ref().and_then(|ch| ch.id()).and_then(|p| i32::try_from(p).ok());
             let listed = group.map(crate::base::fsio::OwnGroup::register);
-            let t0 = Instant::now();
+            let t0 = clock::now();
             if let (Some(ch), true) = (&mut child, spec.probe) {
                 match probe(&*dir, &observed, &stop, ch).await {
                     Probe::Answered => c.mark_ready(),
@@ -228,9 +229,9 @@ async fn probe(
     stop: &crate::base::signal::Signal,
     child: &mut tokio::process::Child,
 ) -> Probe {
-    let deadline = Instant::now() + READY_BOUND;
+    let deadline = clock::now() + READY_BOUND;
     let mut ids = Vec::new();
-    let mut next = Instant::now();
+    let mut next = clock::now();
     let end = loop {
         if observed.lock().expect("observer poisoned").probe_answered
             || ids.iter().any(|id: &String| dir.read(&res_name(id)).is_ok())
@@ -240,7 +241,7 @@ async fn probe(
         if let Ok(Some(status)) = child.try_wait() {
             break Probe::Exited(status.to_string());
         }
-        let now = Instant::now();
+        let now = clock::now();
         if stop.is_closed() {
             break Probe::Stopped;
         }
@@ -256,10 +257,10 @@ async fn probe(
             ids.push(id);
             next = now + Duration::from_secs(1);
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        clock::sleep(Duration::from_millis(5)).await;
     };
     // Give a late answer to the other probes a moment, then leave nothing behind.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    clock::sleep(Duration::from_millis(50)).await;
     for id in &ids {
         let _ = dir.remove(&res_name(id));
         let _ = dir.remove(&req_name(id));
@@ -368,7 +369,7 @@ fn observe(
 ) -> std::io::Result<Box<dyn WatchHandle>> {
     dir.watch(Box::new(move |seen| {
         let Seen::Name(name, change) = seen else { return };
-        let now = Instant::now();
+        let now = clock::now();
         let mut s = observed.lock().expect("observer poisoned");
         if name.starts_with(PROBE_ID) {
             s.probe_answered |= classify(name) == FileKind::Response && change == Change::Appeared;

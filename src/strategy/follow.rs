@@ -5,6 +5,7 @@
 //! in a row the dir is demoted to polling until a stream holds again. While a stream is up,
 //! the runner's polling is suspended behind the safety wait.
 
+use crate::base::clock;
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -137,7 +138,7 @@ async fn supervise(
             // Wake the runner: it may be waiting on a suspended poll.
             signal.raise();
             let n = health.lock().expect("health poisoned").failures.max(1);
-            tokio::time::sleep(jitter(backoff(n, cfg.backoff_min, cfg.backoff_max), &mut rng)).await;
+            clock::sleep(jitter(backoff(n, cfg.backoff_min, cfg.backoff_max), &mut rng)).await;
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One relay dir's pair: a running runner and its writer, over one host. The engine runs
 //! one per sandbox; tests and benchmarks use it to drive a single relay directly.
 
+use crate::base::clock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -188,7 +189,7 @@ impl Relay {
             id: id.into(),
             tool: "bench".into(),
             args: args.map(str::to_owned),
-            intended: Instant::now(),
+            intended: clock::now(),
             warmup: false,
             deadline,
         };
@@ -199,7 +200,7 @@ impl Relay {
     /// fresh one, as a runner restarted between turns would be. The writer is untouched:
     /// requests published meanwhile wait in the dir. Returns how long the stop took.
     pub(crate) async fn restart_runner(&self, deadline: Instant) -> Result<Duration, StopError> {
-        let t0 = Instant::now();
+        let t0 = clock::now();
         let (control, report) = self.stop_runner(deadline).await?;
         let took = t0.elapsed();
         let mut r = self.runners();

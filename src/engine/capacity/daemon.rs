@@ -5,6 +5,7 @@
 //! the ramp's own, marked with a nonce), and the cleanup: every held program killed by its
 //! pid, the daemon stopped, and a last look that nothing is left.
 
+use crate::base::clock;
 use std::path::Path;
 use std::time::Duration;
 
@@ -182,7 +183,7 @@ impl Target {
             let found = marked(argv);
             if found.is_empty() {
                 // Twice empty, a moment apart: a spawn under way is not missed.
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                clock::sleep(Duration::from_millis(100)).await;
                 if marked(argv).is_empty() {
                     return (killed, Vec::new());
                 }
@@ -197,7 +198,7 @@ impl Target {
                     killed += 1;
                 }
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            clock::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -210,7 +211,7 @@ impl Target {
             Ok(a) => a.stdout.trim().parse().unwrap_or(0),
             Err(_) => 0,
         };
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        clock::sleep(Duration::from_millis(200)).await;
         let left = match self.endpoint.run_alone(&sh(left_script, &args), SHORT_MS, None).await {
             Ok(a) => a.stdout.split_whitespace().filter_map(|p| p.parse().ok()).collect(),
             // Unknown: said as nothing known left would be a lie; the daemon is unreachable.

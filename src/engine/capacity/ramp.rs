@@ -4,6 +4,7 @@
 //! exec answered or cut early, an error status, a refused or reset connection, a probe with
 //! no answer in its bound, held execs the daemon never starts, the daemon's process gone.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -156,7 +157,7 @@ impl<'a> Ramp<'a> {
                 // A daemon elsewhere: its children unseen, the connections made and a moment
                 // to start them is all there is.
                 None if connected >= n => {
-                    tokio::time::sleep(Duration::from_millis(100) + Duration::from_millis(u64::from(n - from))).await;
+                    clock::sleep(Duration::from_millis(100) + Duration::from_millis(u64::from(n - from))).await;
                     self.check(n, &during).await?;
                     return Ok(t0.elapsed());
                 }
@@ -168,7 +169,7 @@ impl<'a> Ramp<'a> {
                 return Err(self.fail(n, &during, how, false));
             }
             tokio::select! {
-                _ = tokio::time::sleep(look) => {}
+                _ = clock::sleep(look) => {}
                 _ = self.interrupt.closed() => return Err(Stop::Interrupted),
             }
             look = (look * 2).min(LOOK_EVERY);
@@ -185,7 +186,7 @@ impl<'a> Ramp<'a> {
             self.check(n, &during).await?;
             let t0 = Instant::now();
             let answer = tokio::select! {
-                r = tokio::time::timeout(bound, self.target.endpoint.run_alone(&self.plan.probe_argv, timeout_ms, None)) => r,
+                r = clock::timeout(bound, self.target.endpoint.run_alone(&self.plan.probe_argv, timeout_ms, None)) => r,
                 _ = self.interrupt.closed() => return Err(Stop::Interrupted),
             };
             let took = t0.elapsed();
@@ -252,7 +253,7 @@ impl<'a> Ramp<'a> {
             return self.fail(n, during, how(e), true);
         }
         // A daemon that died resets its connections a moment before it reads as gone.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        clock::sleep(Duration::from_millis(100)).await;
         if let Err(status) = self.target.alive() {
             let during = format!("{during} ({e})");
             return self.fail(n, &during, How::DaemonDied { status: status.to_string() }, false);

@@ -13,6 +13,7 @@
 pub(crate) mod log;
 pub(crate) mod program;
 
+use crate::base::clock;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -164,7 +165,7 @@ impl InSandbox {
         for k in 0..self.controls.len() as u32 {
             c.mkdir(&self.at.dir(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
         }
-        let t0 = Instant::now();
+        let t0 = clock::now();
         self.program_bytes = c
             .upload_program(&self.program_local, &self.at.program())
             .await
@@ -376,7 +377,7 @@ impl Writers {
         let (deadline, mut stop_sent) = (epoch + self.bound, false);
         loop {
             tokio::select! {
-                () = tokio::time::sleep(POLL) => {}
+                () = clock::sleep(POLL) => {}
                 () = stop.closed(), if !stop_sent => {}
             }
             if stop.is_closed() && !stop_sent {
@@ -404,7 +405,7 @@ impl Writers {
             if running == 0 {
                 break;
             }
-            if Instant::now() > deadline {
+            if clock::now() > deadline {
                 problems.push(format!(
                     "the writers were still running {} after the first intended start: killed",
                     crate::base::units::human(self.bound)

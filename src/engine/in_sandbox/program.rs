@@ -4,6 +4,7 @@
 //! relay dir, and logs its side of every call ([`super::log::Line`]) for relay-bench to
 //! bring back. `relay-bench sandbox-clock` prints the sandbox's clock.
 
+use crate::base::clock;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -178,7 +179,7 @@ fn watch_stop(stop: Arc<Signal>, path: std::path::PathBuf) -> tokio::task::JoinH
             if path.exists() || unsafe { libc::getppid() } != parent {
                 stop.close();
             }
-            tokio::time::sleep(STOP_EVERY).await;
+            clock::sleep(STOP_EVERY).await;
         }
     })
 }

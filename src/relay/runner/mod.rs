@@ -18,6 +18,7 @@
 //! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
 //! it runs on.
 
+use crate::base::clock;
 use std::collections::BTreeSet;
 
 use foldhash::{HashSet, HashSetExt};
@@ -220,7 +221,7 @@ impl Runner {
             counters: Arc::default(),
         };
         let mut report = RunnerReport::default();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         if self.opts.sweep {
             report.scans += sweep(&*self.host, &self.reporter).await;
         }
@@ -234,7 +235,7 @@ impl Runner {
             said_reused: HashSet::new(),
             idle: 0,
             last: None,
-            woke_at: Instant::now(),
+            woke_at: clock::now(),
             list_error: None,
         };
         let (handlers, collector) = HandlerSpawner::new();
@@ -370,7 +371,7 @@ impl Runner {
         st.last = match self.source.as_ref().filter(|s| s.is_healthy()) {
             Some(s) => {
                 let t = if s.suspends_polling() { self.opts.safety_wait } else { self.opts.poll.after(st.idle) };
-                let w = tokio::time::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
+                let w = clock::timeout(t + self.opts.wait_margin, s.wait(t)).await.unwrap_or(Wake::Timeout);
                 match w {
                     Wake::Activity => report.woken_by_activity += 1,
                     Wake::Timeout if s.suspends_polling() => report.safety_lists += 1,
@@ -379,11 +380,11 @@ impl Runner {
                 Some(w)
             }
             None => {
-                tokio::time::sleep(self.opts.poll.after(st.idle)).await;
+                clock::sleep(self.opts.poll.after(st.idle)).await;
                 None
             }
         };
-        st.woke_at = Instant::now();
+        st.woke_at = clock::now();
     }
 }
 
@@ -449,13 +450,13 @@ pub(crate) async fn sweep(host: &dyn Host, reporter: &Reporter) -> u64 {
             Ok(names) => {
                 let stale: Vec<String> = names.into_iter().filter(|n| classify(n) != FileKind::Other).collect();
                 if !stale.is_empty() {
-                    let removals = stale.iter().map(|n| tokio::time::timeout(DELETE_BOUND, host.delete(n)));
+                    let removals = stale.iter().map(|n| clock::timeout(DELETE_BOUND, host.delete(n)));
                     join_all(removals.collect()).await;
                     reporter.say(Say::Swept { removed: stale.len() });
                 }
                 return attempt;
             }
-            Err(_) if attempt < 3 => tokio::time::sleep(Duration::from_millis(150)).await,
+            Err(_) if attempt < 3 => clock::sleep(Duration::from_millis(150)).await,
             Err(_) => reporter.say(Say::SweepSkipped),
         }
     }
@@ -486,7 +487,7 @@ pub(crate) async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::
 
 /// Deletes a picked-up request within [`DELETE_BOUND`]; false if it must be retried.
 pub(super) async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
-    let error = match tokio::time::timeout(DELETE_BOUND, host.delete(name)).await {
+    let error = match clock::timeout(DELETE_BOUND, host.delete(name)).await {
         Ok(Ok(())) => return true,
         Ok(Err(e)) => e.to_string(),
         Err(_) => "exceeded 10 s".to_owned(),

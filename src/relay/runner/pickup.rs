@@ -3,6 +3,7 @@
 //! handler's answer published under the call's file id. The loop awaits the pickups; the
 //! handlers run on ([`Handlers`]), each answer announced before it is published.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -142,7 +143,7 @@ pub(super) async fn pickup(
             Err(e) => return read_failed(&ctx, name, file_id, e, &handlers),
         },
     };
-    let picked = Instant::now();
+    let picked = clock::now();
     ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
     match Request::decode(&bytes) {
         Ok(req) => {
@@ -150,7 +151,7 @@ pub(super) async fn pickup(
             // The handler is invoked here, as production's loop invokes it (its task then
             // runs on the runtime: that scheduling is the handler's time, not the relay's).
             let input = ctx.handler.command.is_some().then(|| bytes.clone());
-            handlers.spawn(execute(ctx.clone(), call, file_id, input, woke, picked, Instant::now()));
+            handlers.spawn(execute(ctx.clone(), call, file_id, input, woke, picked, clock::now()));
         }
         Err(e) => {
             ctx.counters.malformed.fetch_add(1, Ordering::Relaxed);
@@ -228,11 +229,11 @@ async fn execute(
         }
         _ => {
             let plan = ctx.handler.plan(&call);
-            tokio::time::sleep(plan.duration).await;
+            clock::sleep(plan.duration).await;
             (plan.outcome, None)
         }
     };
-    let handler_end = Instant::now();
+    let handler_end = clock::now();
     let mut side =
         RunnerSide { woke, picked, handler_start, handler_end, answered: None, observed: false, handler_known: true };
     if outcome == Outcome::Paused && ctx.opts.pause_answer == PauseAnswer::None {

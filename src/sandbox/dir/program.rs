@@ -18,6 +18,7 @@
 //! `--follow` streams a line per event (`event`), per re-list that finds requests (`found`),
 //! and `end` when the window (the stream's lifetime) is over: the persistent watcher.
 
+use crate::base::clock;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use super::{EventFilter, ExecOutput, RelayDir};
 use crate::base::protocol::{classify, FileKind};
@@ -253,7 +253,7 @@ fn arm(dir: &dyn RelayDir, filter: EventFilter, signal: &Arc<Signal>) -> Option<
 /// same 2 s grid it would have kept all along. (A real event that coincides with that notice
 /// is taken at the next re-list.)
 pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Step) + Sync)) -> ExecOutput {
-    let deadline = Instant::now() + args.window;
+    let deadline = clock::now() + args.window;
     step(Step::BeforeArm);
     let signal = Arc::new(Signal::new());
     let watch = arm(dir, args.events, &signal);
@@ -267,7 +267,7 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
     });
     step(Step::ArmedBeforeList);
     let mut first = true;
-    let t0 = Instant::now();
+    let t0 = clock::now();
     let how = loop {
         if !requests(dir).is_empty() {
             break Finish::Found;
@@ -275,7 +275,7 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
         if std::mem::take(&mut first) {
             step(Step::ListedBeforeWait);
         }
-        let now = Instant::now();
+        let now = clock::now();
         if now >= deadline {
             break Finish::Idle;
         }
@@ -286,19 +286,19 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
             }
             // The watch went stale: back to re-listing, from the grid's next point.
             certain = false;
-            let since = Instant::now().saturating_duration_since(t0).as_nanos();
+            let since = clock::now().saturating_duration_since(t0).as_nanos();
             let step_ns = args.relist.as_nanos().max(1);
             let next = t0 + args.relist * u32::try_from(since / step_ns + 1).unwrap_or(u32::MAX);
             if next >= deadline {
                 tokio::time::sleep_until(deadline).await;
                 break Finish::Idle;
             }
-            if signal.wait(next.saturating_duration_since(Instant::now())).await == Wake::Activity {
+            if signal.wait(next.saturating_duration_since(clock::now())).await == Wake::Activity {
                 break Finish::Event;
             }
             continue;
         }
-        if Instant::now() >= deadline {
+        if clock::now() >= deadline {
             break Finish::Idle;
         }
     };
@@ -323,12 +323,12 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
 /// Follow mode: `event` per watch event, `found` per re-list that finds requests, `end` when
 /// the lifetime is over. Stops when the receiver of `out` is gone.
 pub(crate) async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::sync::mpsc::Sender<String>) {
-    let deadline = Instant::now() + args.window;
+    let deadline = clock::now() + args.window;
     let signal = Arc::new(Signal::new());
     let _watch = arm(dir, args.events, &signal);
-    let mut next_list = Instant::now();
+    let mut next_list = clock::now();
     loop {
-        let now = Instant::now();
+        let now = clock::now();
         if now >= deadline {
             let _ = out.send("end".into()).await;
             return;

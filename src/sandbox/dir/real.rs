@@ -6,6 +6,7 @@
 //! regular file and reads at most [`RealDir::DEFAULT_MAX_BYTES`] (or the dir's own cap); a
 //! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
 
+use crate::base::clock;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -148,7 +149,7 @@ pub(crate) async fn run_child(argv: &[OsString], timeout: Duration) -> io::Resul
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+    match clock::timeout(timeout, child.wait_with_output()).await {
         Ok(out) => {
             let out = out?;
             Ok(ExecOutput { code: out.status.code(), stdout: out.stdout, stderr: out.stderr, timed_out: false })

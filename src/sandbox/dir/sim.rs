@@ -13,6 +13,7 @@
 //! overflowing, watch execs that hang or fail at once, publication in slow chunks, the
 //! directory replaced, made read-only or on a full disk. [`Step`] hooks let a test act at each boundary of the watch program.
 
+use crate::base::clock;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
@@ -187,7 +188,7 @@ impl Inner {
 
     fn log_exec(&self) {
         if let Some(execs) = self.state().execs.as_mut() {
-            execs.push(tokio::time::Instant::now());
+            execs.push(clock::now());
         }
     }
 
@@ -376,7 +377,7 @@ impl RelayDir for SimDir {
         // copied into the exec.
         let (dir, asked) = (self.clone(), (argv.first().cloned(), WatchArgs::parse_argv(argv)));
         Box::pin(async move {
-            match tokio::time::timeout(timeout, dir.run_program(asked)).await {
+            match clock::timeout(timeout, dir.run_program(asked)).await {
                 Ok(out) => Ok(out),
                 Err(_) => Ok(ExecOutput::timed_out()),
             }
@@ -431,7 +432,7 @@ impl RelayDir for SimDir {
             let tmp = crate::base::fsio::temp_name(name);
             for (i, chunk) in bytes.chunks(bytes.len().div_ceil(4).max(1)).enumerate() {
                 if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    clock::sleep(Duration::from_millis(50)).await;
                 }
                 self.inner.append(&tmp, chunk)?;
             }

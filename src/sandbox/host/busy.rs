@@ -4,6 +4,7 @@
 //! runner) was alive on the dir: between agent turns no relay exists, so an idle budget,
 //! which is the cost of a live relay with no call in flight, is over the alive time alone.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -33,7 +34,7 @@ impl Busy {
         let mut s = self.state.lock().expect("busy gauge poisoned");
         s.in_flight += 1;
         if s.in_flight == 1 {
-            s.since = Some(Instant::now());
+            s.since = Some(clock::now());
             self.flag.store(true, Ordering::Release);
         }
     }
@@ -44,7 +45,7 @@ impl Busy {
         s.in_flight = s.in_flight.saturating_sub(1);
         if s.in_flight == 0 {
             if let Some(t) = s.since.take() {
-                s.busy += t.elapsed();
+                s.busy += clock::since(t);
             }
             self.flag.store(false, Ordering::Release);
         }
@@ -59,7 +60,7 @@ impl Busy {
     pub(crate) fn relay_up(&self) {
         let mut s = self.state.lock().expect("busy gauge poisoned");
         if s.alive_since.is_none() {
-            s.alive_since = Some(Instant::now());
+            s.alive_since = Some(clock::now());
         }
     }
 
@@ -67,20 +68,20 @@ impl Busy {
     pub(crate) fn relay_down(&self) {
         let mut s = self.state.lock().expect("busy gauge poisoned");
         if let Some(t) = s.alive_since.take() {
-            s.alive += t.elapsed();
+            s.alive += clock::since(t);
         }
     }
 
     /// Time a relay was alive on the dir so far, the current stretch included.
     pub(crate) fn alive_time(&self) -> Duration {
         let s = self.state.lock().expect("busy gauge poisoned");
-        s.alive + s.alive_since.map_or(Duration::ZERO, |t| t.elapsed())
+        s.alive + s.alive_since.map_or(Duration::ZERO, clock::since)
     }
 
     /// Time spent with calls in flight so far, the current stretch included.
     pub(crate) fn busy_time(&self) -> Duration {
         let s = self.state.lock().expect("busy gauge poisoned");
-        s.busy + s.since.map_or(Duration::ZERO, |t| t.elapsed())
+        s.busy + s.since.map_or(Duration::ZERO, clock::since)
     }
 }
 

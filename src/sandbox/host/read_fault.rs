@@ -14,6 +14,7 @@
 //! was left on disk (a request's start and end both look, so the edge is within one round
 //! trip of the delete). A fault's row turns the marks into rates.
 
+use crate::base::clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -107,7 +108,7 @@ impl ReadFault {
         }
         let mut s = self.state();
         let known = s.struck.iter().any(|n| n == name);
-        let on = s.until.is_some_and(|t| Instant::now() < t);
+        let on = s.until.is_some_and(|t| clock::now() < t);
         let strikes = on && name.ends_with(REQ_SUFFIX);
         if !(known || strikes) {
             return false;
@@ -181,7 +182,7 @@ mod tests {
     use crate::sandbox::dir::SimDir;
 
     fn mark() -> Mark {
-        Mark { at: Instant::now(), counts: RequestCounts::default(), rejected: 0, others_rejected: 0 }
+        Mark { at: clock::now(), counts: RequestCounts::default(), rejected: 0, others_rejected: 0 }
     }
 
     #[tokio::test(start_paused = true)]

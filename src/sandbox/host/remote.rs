@@ -15,6 +15,7 @@
 //! leg is rounded up to tokio's 1 ms timer resolution; the daemon records every leg it
 //! actually paid, and the report shows those, not the profile's nominal figures.
 
+use crate::base::clock;
 use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
@@ -101,9 +102,9 @@ impl Daemon {
     }
 
     async fn pay(&self, leg: Duration) {
-        let t0 = Instant::now();
-        tokio::time::sleep(leg).await;
-        self.org.paid(t0.elapsed());
+        let t0 = clock::now();
+        clock::sleep(leg).await;
+        self.org.paid(clock::since(t0));
     }
 
     /// Waits out a sandbox pause, if one is on.
@@ -111,7 +112,7 @@ impl Daemon {
         loop {
             let until = self.outage.borrow().paused_until;
             match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                Some(t) if t > clock::now() => tokio::time::sleep_until(t).await,
                 _ => return,
             }
         }
@@ -122,7 +123,7 @@ impl Daemon {
         debug_assert!(self.struck, "a daemon told it is never struck was restarted: its requests do not listen");
         self.outage.send_modify(|o| {
             o.restarts += 1;
-            o.down_until = Some(Instant::now() + down);
+            o.down_until = Some(clock::now() + down);
         });
     }
 
@@ -134,7 +135,7 @@ impl Daemon {
 
     /// Pauses the sandbox for `d`: requests stall until it resumes.
     pub fn pause(&self, d: Duration) {
-        self.outage.send_modify(|o| o.paused_until = Some(Instant::now() + d));
+        self.outage.send_modify(|o| o.paused_until = Some(clock::now() + d));
     }
 
     /// Fails the reads of request files for `d`; a request whose read failed keeps failing
@@ -147,7 +148,7 @@ impl Daemon {
     /// What the daemon has counted now (a storm's edge).
     fn mark(&self) -> Mark {
         let (rejected, others_rejected) = self.org.rejected_ever(self.sandbox);
-        Mark { at: Instant::now(), counts: self.counter.snapshot(), rejected, others_rejected }
+        Mark { at: clock::now(), counts: self.counter.snapshot(), rejected, others_rejected }
     }
 
     /// The `read-fails` storm so far, if the fault struck this daemon.
@@ -170,7 +171,7 @@ impl Daemon {
         let cut = async {
             match self.org.idle_timeout().filter(|_| kind == Kind::Exec) {
                 Some(t) => {
-                    tokio::time::sleep(t).await;
+                    clock::sleep(t).await;
                     self.org.note_cut();
                     io::Error::new(
                         io::ErrorKind::ConnectionReset,
@@ -184,7 +185,7 @@ impl Daemon {
             let _slot = self.slots.acquire().await.map_err(|_| io::Error::other("daemon closed"))?;
             self.unpaused().await;
             self.pay(self.leg()).await;
-            let down = self.outage.borrow().down_until.is_some_and(|t| t > Instant::now());
+            let down = self.outage.borrow().down_until.is_some_and(|t| t > clock::now());
             let out = if down {
                 Err(io::Error::new(io::ErrorKind::ConnectionRefused, "daemon restarting: connection refused"))
             } else {

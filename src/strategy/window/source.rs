@@ -18,6 +18,7 @@
 //! parked is sticky: the next wait returns at once, without arming. `close()` resolves a
 //! held wait as `Closed` and abandons the live exec (its result is ignored).
 
+use crate::base::clock;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -150,7 +151,7 @@ impl Inner {
         if s.closed || s.live_gen != 0 || (s.demoted && !retrying) {
             return;
         }
-        let now = Instant::now();
+        let now = clock::now();
         let slot = |s: &mut State| if retrying { s.retry.take() } else { s.deferred.take() };
         if let Some(d) = slot(s) {
             d.abort();
@@ -194,7 +195,7 @@ impl Inner {
             tokio::select! {
                 biased;
                 out = &mut run => return me.complete(gen, out),
-                () = tokio::time::sleep(bound) => me.outer_bound(gen),
+                () = clock::sleep(bound) => me.outer_bound(gen),
             }
             let _ = run.await;
         }));
@@ -278,7 +279,7 @@ impl Inner {
         // Production backs off from the first failure; the option starts with the demotion.
         let k = if self.cfg.backoff_before_demotion { n } else { (n + 1).saturating_sub(self.cfg.max_failures) };
         s.next_arm_at =
-            (k > 0).then(|| Instant::now() + self.jitter(backoff(k, self.cfg.backoff_min, self.cfg.backoff_max)));
+            (k > 0).then(|| clock::now() + self.jitter(backoff(k, self.cfg.backoff_min, self.cfg.backoff_max)));
         if !s.demoted && n >= self.cfg.max_failures {
             s.demoted = true;
             self.demotions.fetch_add(1, Ordering::Relaxed);
@@ -336,7 +337,7 @@ impl ActivitySource for WindowSource {
             let woke = tokio::select! {
                 biased;
                 w = &mut rx => Some(w.unwrap_or(Wake::Closed)),
-                _ = tokio::time::sleep(timeout) => None,
+                _ = clock::sleep(timeout) => None,
             };
             let mut s = inner.lock();
             // Settling clears the deferred arm and the waiter.

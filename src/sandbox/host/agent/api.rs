@@ -11,6 +11,7 @@
 //! a body of at most [`BODY_CAP`] bytes. A daemon that accepts and never answers, or answers
 //! without end, is an error that says which bound it hit.
 
+use crate::base::clock;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -94,7 +95,7 @@ impl Api {
         uri: String,
         body: Option<(&str, Vec<u8>)>,
     ) -> io::Result<Vec<u8>> {
-        let answer = tokio::time::timeout(bound, self.send_unbounded(method, uri, body)).await;
+        let answer = clock::timeout(bound, self.send_unbounded(method, uri, body)).await;
         answer.unwrap_or_else(|_| Err(no_answer_in(bound)))
     }
 
@@ -335,7 +336,7 @@ impl Endpoint {
         connected: Option<&AtomicU32>,
     ) -> Result<RunAnswer, ExecError> {
         let body = run_body(argv, timeout_ms).map_err(|e| ExecError::Answer(e.into()))?.to_string();
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(self.addr)).await {
+        let stream = match clock::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(self.addr)).await {
             Ok(s) => s.map_err(ExecError::Connect)?,
             Err(_) => {
                 return Err(ExecError::TimedOut {
@@ -372,7 +373,7 @@ impl Endpoint {
             drop(conn);
             Ok::<_, ExecError>((status, bytes))
         };
-        let (status, bytes) = match tokio::time::timeout(bound, answer).await {
+        let (status, bytes) = match clock::timeout(bound, answer).await {
             Ok(a) => a?,
             Err(_) => return Err(ExecError::TimedOut { what: "no answer", bound, why: "accepted and never answered" }),
         };

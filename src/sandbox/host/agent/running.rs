@@ -2,6 +2,7 @@
 //! environment): relay-bench starts none, checks before the run that it answers and takes
 //! the token, and can strike only the wire in front of it.
 
+use crate::base::clock;
 use std::io;
 use std::time::Duration;
 
@@ -156,7 +157,7 @@ fn before_the_run<T: Send>(request: impl std::future::Future<Output = T> + Send)
     std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CheckError::Runtime)?;
-            rt.block_on(async { tokio::time::timeout(CHECK_BOUND, request).await }).map_err(|_| CheckError::NoAnswer)
+            rt.block_on(async { clock::timeout(CHECK_BOUND, request).await }).map_err(|_| CheckError::NoAnswer)
         })
         .join()
         .map_err(|_| CheckError::Panicked)?

@@ -18,6 +18,7 @@
 //! In front of a real daemon the delay proxy counts its real client connections instead
 //! ([`Org::count_real_connections`], [`Org::connect`]), and closes them itself.
 
+use crate::base::clock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -63,7 +64,7 @@ impl Drop for Connection {
     fn drop(&mut self) {
         let mut s = self.org.lock();
         let s = &mut *s;
-        let now = Instant::now();
+        let now = clock::now();
         s.sandboxes[self.sandbox].conns.sub(1, now, &mut s.tallies.sb_conns);
         s.conns.sub(1, now, &mut s.tallies.conns);
     }
@@ -102,7 +103,7 @@ impl Drop for Ticket {
 impl Org {
     /// An organisation of `sandboxes` sandboxes under `limits`, its clock starting now.
     pub fn new(limits: Limits, sandboxes: u32) -> Org {
-        let now = Instant::now();
+        let now = clock::now();
         let sandbox = |_| SandboxState {
             side: Side::new(limits.sandbox),
             in_flight: Level::new(now),
@@ -171,7 +172,7 @@ impl Org {
     pub async fn admit(self: &Arc<Self>, sandbox: u32, kind: Kind) -> std::io::Result<Ticket> {
         let held = kind == Kind::Exec;
         let i = sandbox as usize;
-        let arrived = Instant::now();
+        let arrived = clock::now();
         let mut now = arrived;
         let mut queued = false;
         loop {
@@ -212,15 +213,15 @@ impl Org {
             }
             // A rate frees by time, the others when a request ends.
             let retry = if refused == Refusal::Rate { Duration::from_millis(1).max(wait / 64) } else { wait };
-            let _ = tokio::time::timeout(retry, freed).await;
-            now = Instant::now();
+            let _ = clock::timeout(retry, freed).await;
+            now = clock::now();
         }
     }
 
     fn release(self: &Arc<Self>, sandbox: usize, held: bool) {
         let start_sweep = {
             let mut s = self.lock();
-            s.closed(sandbox, held, Instant::now(), self.limits.keepalive);
+            s.closed(sandbox, held, clock::now(), self.limits.keepalive);
             !std::mem::replace(&mut s.sweeping, true)
         };
         self.freed.notify_waiters();
@@ -254,7 +255,7 @@ impl Org {
         let i = sandbox as usize;
         let mut s = self.lock();
         let s = &mut *s;
-        let now = Instant::now();
+        let now = clock::now();
         s.sandboxes[i].conns.add(1, now, &mut s.tallies.sb_conns);
         s.conns.add(1, now, &mut s.tallies.conns);
         Connection { org: self.clone(), sandbox: i }
@@ -328,7 +329,7 @@ impl Org {
 /// Closes idle connections as their keep-alive runs out, at most once a second, for as long
 /// as the organisation lives.
 async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
-    let mut last = Instant::now();
+    let mut last = clock::now();
     loop {
         let next = {
             let Some(org) = org.upgrade() else { return };
@@ -339,7 +340,7 @@ async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
             None => idle.notified().await,
             Some(due) => {
                 tokio::time::sleep_until(due.max(last + Duration::from_secs(1))).await;
-                last = Instant::now();
+                last = clock::now();
                 let Some(org) = org.upgrade() else { return };
                 let keepalive = org.limits.keepalive;
                 let mut s = org.lock();
@@ -403,7 +404,7 @@ mod tests {
         drop(a);
         let _c = org.admit(2, Kind::Exec).await.expect("a place was given back");
         tokio::time::advance(s(10)).await;
-        let st = org.finish(Instant::now());
+        let st = org.finish(clock::now());
         assert_eq!((st.rejected, st.queued, st.held_execs.max), (1, 0, 2));
         assert_eq!(st.sandbox_held_execs.max, 1);
     }
@@ -418,17 +419,17 @@ mod tests {
         let org = Arc::new(Org::new(limits, 1));
         let first = org.admit(0, Kind::Read).await.unwrap();
         let o = org.clone();
-        let waiter = tokio::spawn(async move { o.admit(0, Kind::Read).await.map(|_| Instant::now()) });
-        tokio::time::sleep(s(2)).await;
-        let t = Instant::now();
+        let waiter = tokio::spawn(async move { o.admit(0, Kind::Read).await.map(|_| clock::now()) });
+        clock::sleep(s(2)).await;
+        let t = clock::now();
         drop(first);
         let got = waiter.await.unwrap().unwrap();
         assert_eq!(got, t, "let through when the place was freed");
         let _held = org.admit(0, Kind::Read).await.unwrap();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         assert!(org.admit(0, Kind::Read).await.is_err());
         assert_eq!(t0.elapsed(), s(5), "rejected once the stated wait ran out");
-        let st = org.finish(Instant::now());
+        let st = org.finish(clock::now());
         assert_eq!((st.queued, st.rejected), (2, 1));
         assert_eq!(st.queue_wait.len(), 1, "only what got through has a wait");
     }
@@ -457,12 +458,12 @@ mod tests {
         let (a, b) = (org.admit(0, Kind::Exec).await.unwrap(), org.admit(1, Kind::Exec).await.unwrap());
         assert!(org.admit(0, Kind::Exec).await.is_err(), "one held exec per sandbox");
         tokio::time::advance(s(5)).await;
-        let warm = org.warmup_over(Instant::now());
+        let warm = org.warmup_over(clock::now());
         assert_eq!((warm.held_execs.max, warm.sandbox_held_execs.max, warm.rejected), (2, 1, 1));
         assert_eq!(warm.rates.peak_1s, 3.0, "the rejected request counted too");
         drop((a, b));
         tokio::time::advance(s(5)).await;
-        let steady = org.finish(Instant::now());
+        let steady = org.finish(clock::now());
         let got = (steady.held_execs.max, steady.sandbox_held_execs.max, steady.rejected, steady.rates.peak_1s);
         assert_eq!(got, (2, 1, 0, 0.0), "the execs held across the warm-up's end are the steady state's too");
     }
@@ -476,7 +477,7 @@ mod tests {
         assert_eq!(org.sample().conns, 2, "the list's connection was reused");
         drop((a, c));
         tokio::time::advance(s(100)).await;
-        let st = org.finish(Instant::now());
+        let st = org.finish(clock::now());
         assert_eq!(st.connections.max, 2);
         assert!(st.connections.mean < 2.0 && st.connections.mean > 1.0, "{:?}", st.connections);
     }
@@ -492,7 +493,7 @@ mod tests {
         tokio::time::advance(s(10)).await;
         drop(c);
         tokio::time::advance(s(10)).await;
-        let st = org.finish(Instant::now());
+        let st = org.finish(clock::now());
         assert_eq!((st.connections.max, st.sandbox_connections.max), (1, 1));
         assert!((st.connections.mean - 0.5).abs() < 0.01, "closed when the connection was: {:?}", st.connections);
         let by = org.counts_by_kind().0;
@@ -508,7 +509,7 @@ mod tests {
         tokio::time::advance(s(1)).await;
         drop(org.admit(0, Kind::Exec).await.unwrap());
         tokio::time::advance(s(19)).await;
-        let r = org.finish(Instant::now()).rates;
+        let r = org.finish(clock::now()).rates;
         assert_eq!((r.peak_1s, r.peak_10s, r.mean_per_sec), (30.0, 3.1, 1.55));
         assert_eq!(r.peak_60s, Some(0.52), "the busiest minute: 31 requests, 0.52 a second");
         assert_eq!(r.peak_1s_by_kind.0[0], ("list".to_owned(), 30));

@@ -19,6 +19,7 @@
 //! queued takes it away (it is counted, never admitted); a stream that is not HTTP as
 //! expected passes through as bytes from there on.
 
+use crate::base::clock;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
@@ -94,7 +95,7 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
     let client_fd = client.as_raw_fd();
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
-    let conn = Mutex::new(Conn { waiting: None, cut_at: None, idle_since: Some(Instant::now()) });
+    let conn = Mutex::new(Conn { waiting: None, cut_at: None, idle_since: Some(clock::now()) });
     let lock = || conn.lock().expect("connection state poisoned");
     let changed = Notify::new();
     let (up_tx, mut up_rx) = mpsc::unbounded_channel::<(Instant, Instant, Vec<u8>)>();
@@ -196,7 +197,7 @@ async fn down_read(
         c.cut_at = None;
         c.waiting.take().and_then(|w| w.ticket)
     };
-    let now = Instant::now();
+    let now = clock::now();
     let _ = tx.send(Down { sent: now, due: now, bytes: Vec::new(), ends: Some(ticket), last: true });
 }
 
@@ -251,7 +252,7 @@ async fn up_write(
                         Verdict::Forward(w) => {
                             {
                                 let mut c = p.conn.lock().expect("connection state poisoned");
-                                c.cut_at = p.gate.org.idle_timeout().filter(|_| w.held).map(|t| Instant::now() + t);
+                                c.cut_at = p.gate.org.idle_timeout().filter(|_| w.held).map(|t| clock::now() + t);
                                 c.waiting = Some(w);
                             }
                             p.changed.notify_one();
@@ -260,7 +261,7 @@ async fn up_write(
                             }
                         }
                         Verdict::Refuse(answer) => {
-                            let now = Instant::now();
+                            let now = clock::now();
                             let due = now + p.shared.leg(answer_rng);
                             let answer = Down { sent: now, due, bytes: answer, ends: Some(None), last: false };
                             let _ = answers.send(answer);
@@ -294,7 +295,7 @@ async fn down_write(
             drop(ticket);
             let mut c = conn.lock().expect("connection state poisoned");
             if c.waiting.is_none() {
-                c.idle_since = Some(Instant::now());
+                c.idle_since = Some(clock::now());
             }
             drop(c);
             changed.notify_one();
@@ -311,7 +312,7 @@ async fn down_write(
 async fn timers(conn: &Mutex<Conn>, changed: &Notify, keepalive: std::time::Duration) -> Close {
     loop {
         let woken = changed.notified();
-        let now = Instant::now();
+        let now = clock::now();
         let next = {
             let c = conn.lock().expect("connection state poisoned");
             let idle_ends = c.idle_since.filter(|_| c.waiting.is_none()).map(|t| t + keepalive);

@@ -11,6 +11,7 @@
 //! daemon: it reads each HTTP request ([`http`]) and admits it through the case's
 //! organisation as the emulated daemon does ([`gate`]).
 
+use crate::base::clock;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,7 +124,7 @@ impl DelayProxy {
 
     /// The wire goes dark for `d` from now.
     pub fn blackhole(&self, d: std::time::Duration) {
-        let now = Instant::now();
+        let now = clock::now();
         *self.shared.dark.lock().expect("dark lock") = Some((now, now + d));
     }
 
@@ -199,7 +200,7 @@ impl Shared {
         mut each: impl FnMut(Instant, Instant, Vec<u8>) -> bool,
     ) {
         let mut buf = vec![0u8; 64 * 1024];
-        let mut last = Instant::now();
+        let mut last = clock::now();
         loop {
             let n = match from.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
@@ -207,7 +208,7 @@ impl Shared {
             };
             // A chunk that arrives while the one before it is still on the way is the same
             // message (a response in two reads): it goes with it, not one more leg later.
-            let now = Instant::now();
+            let now = clock::now();
             if last <= now {
                 last = now + self.leg(rng);
             }
@@ -240,7 +241,7 @@ mod tests {
 
     #[test]
     fn bytes_due_in_the_dark_cross_at_the_first_retransmission_after_it() {
-        let t = Instant::now();
+        let t = clock::now();
         let ms = |n: u64| t + std::time::Duration::from_millis(n);
         let dark = Some((ms(100), ms(1_100)));
         assert_eq!(crossing(ms(0), ms(50), dark), ms(50), "before the spell: on time");
@@ -277,7 +278,7 @@ mod tests {
         });
         let proxy = DelayProxy::start(upstream, fixed(40), 1).unwrap();
         let mut c = TcpStream::connect(proxy.addr).await.unwrap();
-        let t0 = Instant::now();
+        let t0 = clock::now();
         for chunk in [&b"one "[..], b"two ", b"three"] {
             c.write_all(chunk).await.unwrap();
         }
@@ -293,7 +294,7 @@ mod tests {
         assert!(proxy.legs().len() >= 2 && proxy.legs().min() >= 39_000_000, "legs recorded (3 significant digits)");
         proxy.disconnect();
         let mut buf = [0u8; 8];
-        let cut = tokio::time::timeout(std::time::Duration::from_secs(10), c.read(&mut buf)).await.unwrap();
+        let cut = clock::timeout(std::time::Duration::from_secs(10), c.read(&mut buf)).await.unwrap();
         assert!(matches!(cut, Ok(0) | Err(_)), "the connection is cut: {cut:?}");
     }
 
@@ -313,7 +314,7 @@ mod tests {
         let mut c = TcpStream::connect(proxy.addr).await.unwrap();
         c.write_all(b"hello").await.unwrap();
         let mut buf = [0u8; 8];
-        let closed = tokio::time::timeout(std::time::Duration::from_secs(5), c.read(&mut buf)).await;
+        let closed = clock::timeout(std::time::Duration::from_secs(5), c.read(&mut buf)).await;
         assert!(matches!(closed, Ok(Ok(0) | Err(_))), "the close crossed: {closed:?}");
     }
 }
