@@ -6,11 +6,12 @@
 //! [`Wake::Activity`]; a raise between two waits stays observable; `close()` resolves every
 //! waiter as [`Wake::Closed`]; a timer win leaves no listener behind.
 
-use super::clock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+
+use super::clock;
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

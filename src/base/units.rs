@@ -1,8 +1,9 @@
 //! Durations at the edges: parsing `"300ms"`, `"2s"`, `"1.5m"` from scenarios and gates,
 //! and printing them for people.
 
-use super::clock;
 use std::time::Duration;
+
+use super::clock;
 
 /// A duration [`parse_duration`] would not read; each names the text and the units it takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,7 +5,6 @@
 //! one after another as their answers come back, and stopping its relay — production's
 //! lifecycle. A step's calls are timed from the step's start: the model asks for them then.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +15,7 @@ use tokio::time::Instant;
 
 use super::backend::Fire;
 use super::{READY_BOUND, STOP_BOUND};
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::base::signal::Signal;

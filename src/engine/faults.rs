@@ -3,12 +3,12 @@
 //! workload, or the organisation every sandbox shares — in one sandbox, or in every sandbox
 //! at once for a fleet-wide fault (`sandbox = "all"`, and every `org-limit`).
 
-use crate::base::clock;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::backend::{Backend, Fire};
 use super::STOP_BOUND;
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::events::EventSink;
 use crate::sandbox::host::org::Org;

@@ -27,7 +27,6 @@ pub(crate) mod serve;
 mod setup;
 mod teardown;
 
-use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
@@ -38,6 +37,7 @@ use tokio::time::Instant;
 use self::drain::Drain;
 use self::setup::{start_recorder, Parts};
 use self::teardown::Stopped;
+use crate::base::clock;
 use crate::base::signal::Signal;
 use crate::events::TurnEvent;
 use crate::results::summary::CaseResult;

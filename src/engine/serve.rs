@@ -2,13 +2,13 @@
 //! `relay-bench serve` (the reference runner) and `relay-bench call` (the reference writer
 //! for one call). Both are the same runner and writer the benchmark measures.
 
-use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio::remove_if_present;
 use crate::base::notice::Say;

@@ -3,7 +3,6 @@
 //! channels, every runner ready ([`Parts::build`]); and the recorder thread its events go to
 //! ([`start_recorder`]).
 
-use crate::base::clock;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use tokio::time::Instant;
 
 use super::backend::{self, Backend};
 use super::{in_sandbox, CaseEnv, EngineError, READY_BOUND, STOP_BOUND};
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::units::human;
 use crate::events::{EventInbox, EventSink, Listener};

@@ -3,11 +3,11 @@
 //! the calls run elsewhere brought back and put in one order with the runners' events
 //! ([`settle`]).
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::setup::Parts;
 use super::STOP_BOUND;
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::events::{EventKind, Msg, TurnEvent};
 use crate::relay::runner::RunnerReport;

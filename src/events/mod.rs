@@ -10,12 +10,12 @@
 //! The recorder thread blocks on the channel (it never polls) and hands each batch to every
 //! [`Listener`]: the recorder itself, the event log, `calls.csv`.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::base::protocol::Outcome;
 use crate::events::pairing::PairingReport;
 

@@ -6,11 +6,11 @@
 //! the relay's (it never answers sooner, and never twice: a retry follows a publish that
 //! failed, and the rename that publishes is atomic).
 
-use crate::base::clock;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::relay::source::Reporter;
 use crate::sandbox::host::Host;

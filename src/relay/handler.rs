@@ -3,9 +3,9 @@
 //! A call's duration and outcome are drawn from a seeded generator keyed by the call id,
 //! so the same scenario gives every call the same plan whatever order the calls run in.
 
-use crate::base::clock;
 use std::time::Duration;
 
+use crate::base::clock;
 use crate::base::protocol::{Outcome, Response};
 use crate::base::rng::Rng;
 

@@ -6,7 +6,6 @@
 //! (tool timeout + 10 s, or 60 s without one), read it, and delete both files. Arming before
 //! the first check closes the created-before-armed race.
 
-use crate::base::clock;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::protocol::{req_name, res_name, IdRegistry, Outcome, Request, Response};
 use crate::base::signal::{Signal, Wake};

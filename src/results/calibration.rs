@@ -5,12 +5,12 @@
 //! the overshoot of a short timer (the floor of any poll), and the cost of listing a small
 //! relay dir (paid on every scan).
 
-use crate::base::clock;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::clock;
 use crate::base::fsio::{temp_name, write_new};
 use crate::record::recorder::{new_histogram, LatencyStats};
 use crate::sandbox::dir::{DirWatch, EventFilter, WatchHandle};

@@ -5,9 +5,9 @@
 //! schedule never waits for answers, a stalled relay is charged for every call queued
 //! behind it (latency from the intended start, as wrk2 does).
 
-use crate::base::clock;
 use std::time::Duration;
 
+use crate::base::clock;
 use crate::base::rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,6 @@
 //! inside the program and are not measured; relay overhead only when the scenario states
 //! the handler's time. At the end the program is killed and reaped.
 
-use crate::base::clock;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
@@ -21,6 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Parts;
+use crate::base::clock;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::{Say, StrategyNotice};
 use crate::base::protocol::{classify, file_id_of, req_name, res_name, FileKind, Request};

@@ -5,7 +5,6 @@
 //! in a row the dir is demoted to polling until a stream holds again. While a stream is up,
 //! the runner's polling is suspended behind the safety wait.
 
-use crate::base::clock;
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::window::{WindowFailure, WindowNotice};
 use super::{loop_departures, loop_params, positive, Parts};
+use crate::base::clock;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::notice::Say;
 use crate::base::rng::Rng;

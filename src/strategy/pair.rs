@@ -1,7 +1,6 @@
 //! One relay dir's pair: a running runner and its writer, over one host. The engine runs
 //! one per sandbox; tests and benchmarks use it to drive a single relay directly.
 
-use crate::base::clock;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,6 +8,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::events::EventSink;
 use crate::relay::handler::HandlerModel;
 use crate::relay::runner::{Control, ParkFn, RunnerReport};

@@ -5,10 +5,10 @@
 //! the ramp's own, marked with a nonce), and the cleanup: every held program killed by its
 //! pid, the daemon stopped, and a last look that nothing is left.
 
-use crate::base::clock;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::base::clock;
 use crate::results::capacity::{Limit, Readings};
 use crate::sandbox::host::{AgentProcess, Url};
 

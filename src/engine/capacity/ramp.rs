@@ -4,7 +4,6 @@
 //! exec answered or cut early, an error status, a refused or reset connection, a probe with
 //! no answer in its bound, held execs the daemon never starts, the daemon's process gone.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::daemon::Target;
+use crate::base::clock;
 use crate::base::signal::Signal;
 use crate::base::units::record;
 use crate::record::recorder::{new_histogram, LatencyStats};

@@ -13,7 +13,6 @@
 pub(crate) mod log;
 pub(crate) mod program;
 
-use crate::base::clock;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -25,6 +24,7 @@ use tokio::time::Instant;
 use self::log::{read_log, ClockFit, WriterLog};
 use self::program::WriterArgs;
 use super::backend::{Backend, Finished, Fire, PrepareError, Schedule};
+use crate::base::clock;
 use crate::base::protocol::{classify, FileKind};
 use crate::base::signal::Signal;
 use crate::base::units::{monotonic_ns, Mono};

@@ -4,12 +4,12 @@
 //! relay dir, and logs its side of every call ([`super::log::Line`]) for relay-bench to
 //! bring back. `relay-bench sandbox-clock` prints the sandbox's clock.
 
-use crate::base::clock;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::base::clock;
 use crate::base::signal::Signal;
 use crate::base::units::Mono;
 use crate::events::EventSink;

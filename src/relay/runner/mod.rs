@@ -18,7 +18,6 @@
 //! [`LoopOptions`] whose default is production's. Nothing here knows which strategy or host
 //! it runs on.
 
-use crate::base::clock;
 use std::collections::BTreeSet;
 
 use foldhash::{HashSet, HashSetExt};
@@ -29,6 +28,7 @@ use std::time::Duration;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::protocol::{classify, FileKind};
 use crate::base::BoxFut;

@@ -3,7 +3,6 @@
 //! handler's answer published under the call's file id. The loop awaits the pickups; the
 //! handlers run on ([`Handlers`]), each answer announced before it is published.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -11,6 +10,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::{delete, LoopOptions, ParkFn, PauseAnswer, ReadFailure};
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::protocol::{file_id_of, res_name, Outcome, Request, Response};
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};

@@ -18,7 +18,6 @@
 //! `--follow` streams a line per event (`event`), per re-list that finds requests (`found`),
 //! and `end` when the window (the stream's lifetime) is over: the persistent watcher.
 
-use crate::base::clock;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,6 +27,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{EventFilter, ExecOutput, RelayDir};
+use crate::base::clock;
 use crate::base::protocol::{classify, FileKind};
 use crate::base::signal::{Signal, Wake};
 

@@ -6,13 +6,13 @@
 //! regular file and reads at most [`RealDir::DEFAULT_MAX_BYTES`] (or the dir's own cap); a
 //! refusal is an [`UnsafeEntry`] error, which the runner reports once and skips.
 
-use crate::base::clock;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{DirWatch, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, WatchHandle};
+use crate::base::clock;
 use crate::base::fsio;
 use crate::base::BoxFut;
 

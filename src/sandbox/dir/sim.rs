@@ -13,7 +13,6 @@
 //! overflowing, watch execs that hang or fail at once, publication in slow chunks, the
 //! directory replaced, made read-only or on a full disk. [`Step`] hooks let a test act at each boundary of the watch program.
 
-use crate::base::clock;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
@@ -23,6 +22,7 @@ use std::time::Duration;
 
 use super::program::{self, Step, WatchArgs};
 use super::{Change, ExecOutput, LineDelay, Lines, OnSeen, RelayDir, Seen, WatchHandle};
+use crate::base::clock;
 use crate::base::BoxFut;
 
 /// A sandbox-side fault, switched on and off by the fault schedule or a test.

@@ -4,12 +4,13 @@
 //! runner) was alive on the dir: between agent turns no relay exists, so an idle budget,
 //! which is the cost of a live relay with no call in flight, is over the alive time alone.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::base::clock;
 
 #[derive(Debug, Default)]
 struct State {

@@ -14,7 +14,6 @@
 //! was left on disk (a request's start and end both look, so the edge is within one round
 //! trip of the delete). A fault's row turns the marks into rates.
 
-use crate::base::clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -22,6 +21,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::RequestCounts;
+use crate::base::clock;
 use crate::base::protocol::{REQ_SUFFIX, RES_SUFFIX};
 use crate::sandbox::dir::RelayDir;
 

@@ -15,7 +15,6 @@
 //! leg is rounded up to tokio's 1 ms timer resolution; the daemon records every leg it
 //! actually paid, and the report shows those, not the profile's nominal figures.
 
-use crate::base::clock;
 use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
@@ -31,6 +30,7 @@ pub use super::profile::LatencyProfile;
 pub(crate) use super::profile::{parse_profile, Profiles};
 use super::read_fault::{Mark, ReadFault, ReadStorm};
 use super::{BuiltHost, Busy, Host, HostTables, Kind, Purpose, RequestCounter, RequestCounts, Seat};
+use crate::base::clock;
 use crate::base::fields::{Fields, ScenarioError};
 use crate::base::fsio;
 use crate::base::rng::Rng;

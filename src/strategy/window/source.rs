@@ -18,7 +18,6 @@
 //! parked is sticky: the next wait returns at once, without arming. `close()` resolves a
 //! held wait as `Closed` and abandons the live exec (its result is ignored).
 
-use crate::base::clock;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +29,7 @@ use tokio::time::Instant;
 
 use super::notice::{WindowFailure, WindowNotice};
 use super::{AfterDemotion, FailureWake, OnClose, WindowConfig};
+use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::rng::Rng;
 use crate::base::BoxFut;

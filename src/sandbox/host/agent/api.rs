@@ -11,7 +11,6 @@
 //! a body of at most [`BODY_CAP`] bytes. A daemon that accepts and never answers, or answers
 //! without end, is an error that says which bound it hit.
 
-use crate::base::clock;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,6 +24,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde::Deserialize;
 
+use crate::base::clock;
 use crate::sandbox::dir::ExecOutput;
 
 /// How long a connection to a daemon may take to open.

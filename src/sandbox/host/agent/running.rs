@@ -2,7 +2,6 @@
 //! environment): relay-bench starts none, checks before the run that it answers and takes
 //! the token, and can strike only the wire in front of it.
 
-use crate::base::clock;
 use std::io;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use std::sync::Arc;
 
 use super::api::Api;
 use super::control::{BenchRequest, BenchRequests, SandboxControl};
+use crate::base::clock;
 use crate::sandbox::host::{DaemonControl, DelayProxy, NotApplied};
 
 /// A daemon relay-bench did not start: only the wire in front of it can be struck.

@@ -18,13 +18,14 @@
 //! In front of a real daemon the delay proxy counts its real client connections instead
 //! ([`Org::count_real_connections`], [`Org::connect`]), and closes them itself.
 
-use crate::base::clock;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::base::clock;
 
 mod limits;
 mod rates;

@@ -19,7 +19,6 @@
 //! queued takes it away (it is counted, never admitted); a stream that is not HTTP as
 //! expected passes through as bytes from there on.
 
-use crate::base::clock;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
@@ -31,6 +30,7 @@ use tokio::time::Instant;
 
 use super::http::{Event, Framer, Head};
 use super::Shared;
+use crate::base::clock;
 use crate::base::rng::Rng;
 use crate::sandbox::host::org::{OnLimit, Org, Ticket};
 use crate::sandbox::host::Kind;

@@ -11,7 +11,6 @@
 //! daemon: it reads each HTTP request ([`http`]) and admits it through the case's
 //! organisation as the emulated daemon does ([`gate`]).
 
-use crate::base::clock;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +23,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::LatencyProfile;
+use crate::base::clock;
 use crate::base::rng::Rng;
 
 mod gate;
