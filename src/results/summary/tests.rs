@@ -38,10 +38,13 @@ fn the_archived_runs_still_read() {
     let mut n = 0;
     // A daemon-capacity run holds capacity.json, a conform run runner/conform.json, a scale
     // bench run scale-bench.md, a pickup-floor run pickup-floor.md, a split run's record its
-    // parts.json, a record of what runs cost only its SETUP.md: no summary.
+    // parts.json, a record of what runs cost its SETUP.md and the scenarios it ran, no JSON:
+    // no summary.
     let no_summary = |d: &std::fs::DirEntry| {
-        let only_setup = std::fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).eq(["SETUP.md"]);
-        only_setup
+        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        let cost_record = names.iter().any(|n| n == "SETUP.md")
+            && names.iter().all(|n| n.to_str().is_some_and(|n| n.ends_with(".md") || n.ends_with(".toml")));
+        cost_record
             || ["capacity.json", "runner/conform.json", "scale-bench.md", "pickup-floor.md", "parts.json"]
                 .iter()
                 .any(|f| d.path().join(f).is_file())
