@@ -149,6 +149,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         .await?;
     let stopped_early = cutoff.and_then(|c| c.stopped_early(epoch, wl.duration(), &env.interrupt));
     let end = clock::now();
+    parts.org.close_rates(end);
     let after = sample::total_counts(&parts.hosts);
     let (at_phase_ends, timeline) = samplers.finish(drained.interrupted).await;
 

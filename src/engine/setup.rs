@@ -74,6 +74,9 @@ impl Parts {
         };
         let limits = case.host.limits();
         let org = Arc::new(Org::new(limits.clone(), case.workload.sandboxes));
+        if case.faults.iter().any(|f| f.fleet) {
+            org.keep_seconds();
+        }
         let Built { relays, daemons, dirs } =
             build_relays(scenario, case, env, &mut *backend, &org, &runner_sink).await?;
         let turns = case.workload.agent.is_some();

@@ -38,6 +38,7 @@ pub use limits::{Caps, Limits};
 pub(crate) use rates::RateStats;
 
 use limits::Side;
+use rates::Rates;
 use state::{SandboxState, State, Tallies};
 
 use super::Kind;
@@ -121,7 +122,7 @@ impl Org {
                 held: Level::new(now),
                 conns: Level::new(now),
                 tallies: Tallies::default(),
-                per_sec: Vec::new(),
+                rates: Rates::new(false),
                 start: now,
                 rejected: 0,
                 queued: 0,
@@ -264,9 +265,23 @@ impl Org {
 
     /// Every request counted since the clock's start (rejected ones too), by kind.
     pub fn counts_by_kind(&self) -> super::ByKind {
-        let s = self.lock();
-        let total = |k: Kind| s.per_sec.iter().map(|b| u64::from(b[k as usize])).sum();
-        super::ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), total(*k))).collect())
+        let all = self.lock().rates.by_kind();
+        super::ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), all[*k as usize])).collect())
+    }
+
+    /// Keeps each second's total of requests from now on (four bytes a second), for
+    /// [`Org::peak_10s_between`]: a case with fleet-wide faults reads its storms from them.
+    pub(crate) fn keep_seconds(&self) {
+        let mut s = self.lock();
+        s.rates = Rates::new(true);
+    }
+
+    /// The case is over at `end`: the requests of the seconds after it (its teardown's) are
+    /// counted, not rated.
+    pub(crate) fn close_rates(&self, end: Instant) {
+        let mut s = self.lock();
+        let secs = end.saturating_duration_since(s.start).as_secs_f64().ceil() as usize;
+        s.rates.close(secs);
     }
 
     /// Requests rejected since the organisation began (the clock's restarts aside): those of
@@ -310,15 +325,12 @@ impl Org {
     }
 
     /// The busiest ten seconds between `from` and `to`, in requests per second (the seconds
-    /// before the clock's last start are not counted).
+    /// before the clock's last start are not counted). Read from the seconds kept since
+    /// [`Org::keep_seconds`].
     pub(crate) fn peak_10s_between(&self, from: Instant, to: Instant) -> f64 {
         let s = self.lock();
-        let secs = |t: Instant| t.saturating_duration_since(s.start).as_secs() as usize;
-        let (a, b) = (secs(from), (secs(to) + 1).min(s.per_sec.len()));
-        if a >= b {
-            return 0.0;
-        }
-        (RateStats::of(&s.per_sec[a..b], b - a).peak_10s * 10.0).round() / 10.0
+        let peak = s.rates.peak_10s_between(s.second(from), s.second(to) + 1);
+        (peak.expect("a case with fleet-wide faults keeps its seconds") * 10.0).round() / 10.0
     }
 
     /// Everything measured, settled up to now.

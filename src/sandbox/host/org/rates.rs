@@ -1,5 +1,9 @@
 //! Requests per second at the organisation: counted in one-second buckets by kind, read
-//! as the mean, the busiest second, the busiest ten seconds and the busiest minute.
+//! as the mean, the busiest second, the busiest ten seconds and the busiest minute. The
+//! buckets are folded into those peaks as the seconds pass, so a week costs the memory of a
+//! minute.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,36 +26,211 @@ pub struct RateStats {
     pub peak_10s_by_kind: ByKind,
 }
 
-impl RateStats {
-    pub(super) fn of(per_sec: &[[u32; 7]], secs: usize) -> RateStats {
-        let total = |k: &[u32; 7]| k.iter().map(|v| u64::from(*v)).sum::<u64>();
-        let all: u64 = per_sec.iter().map(total).sum();
-        // The most requests in any `width` consecutive seconds.
-        let most = |width: usize, pick: &dyn Fn(&[u32; 7]) -> u64| -> u64 {
-            let w = width.min(per_sec.len());
-            let mut sum: u64 = per_sec[..w].iter().map(pick).sum();
-            let mut best = sum;
-            for i in w..per_sec.len() {
-                sum = sum + pick(&per_sec[i]) - pick(&per_sec[i - w]);
-                best = best.max(sum);
+/// One second's requests, by kind.
+type Bucket = [u32; 7];
+
+/// The widest window a peak is read over, in seconds.
+const WIDEST: usize = 60;
+
+/// How many of the latest seconds stay open to a late count (a clock read just before
+/// another request took the lock) before they are folded.
+const OPEN: usize = 4;
+
+/// The busiest windows of the seconds folded so far: a ring of the last [`WIDEST`] and the
+/// running sums over the last 1, 10 and 60.
+#[derive(Debug, Clone)]
+struct Peaks {
+    /// Seconds folded: the next one to fold is this index.
+    folded: usize,
+    ring: [Bucket; WIDEST],
+    sum: [u64; 3],
+    best: [u64; 3],
+    sum_by_kind: [[u64; 7]; 2],
+    best_by_kind: [[u64; 7]; 2],
+    total: u64,
+    total_by_kind: [u64; 7],
+    /// Seconds of zero folded in a row (past [`WIDEST`] of them, the rest only move the index).
+    zeros: usize,
+}
+
+const WIDTHS: [usize; 3] = [1, 10, 60];
+
+impl Peaks {
+    fn new() -> Peaks {
+        Peaks {
+            folded: 0,
+            ring: [[0; 7]; WIDEST],
+            sum: [0; 3],
+            best: [0; 3],
+            sum_by_kind: [[0; 7]; 2],
+            best_by_kind: [[0; 7]; 2],
+            total: 0,
+            total_by_kind: [0; 7],
+            zeros: 0,
+        }
+    }
+
+    /// Folds the next second.
+    fn fold(&mut self, b: &Bucket) {
+        let e = self.folded;
+        self.folded += 1;
+        let zero = b.iter().all(|v| *v == 0);
+        self.zeros = if zero { self.zeros + 1 } else { 0 };
+        if self.zeros > WIDEST {
+            // Every window already holds only zeros, and the ring too.
+            return;
+        }
+        let slot = e % WIDEST;
+        for (w, width) in WIDTHS.iter().enumerate() {
+            let gone = if e >= *width { Some(&self.ring[(e - width) % WIDEST]) } else { None };
+            let sum = |x: &Bucket| x.iter().map(|v| u64::from(*v)).sum::<u64>();
+            self.sum[w] = self.sum[w] + sum(b) - gone.map_or(0, sum);
+            if w < 2 {
+                for k in 0..7 {
+                    let out = gone.map_or(0, |g| u64::from(g[k]));
+                    self.sum_by_kind[w][k] = self.sum_by_kind[w][k] + u64::from(b[k]) - out;
+                }
             }
-            best
-        };
-        let by_kind = |width: usize| {
-            ByKind(
-                Kind::ALL
-                    .iter()
-                    .map(|k| (k.name().to_owned(), most(width, &|b: &[u32; 7]| u64::from(b[*k as usize]))))
-                    .collect(),
-            )
+            if e + 1 >= *width {
+                self.best[w] = self.best[w].max(self.sum[w]);
+                if w < 2 {
+                    for k in 0..7 {
+                        self.best_by_kind[w][k] = self.best_by_kind[w][k].max(self.sum_by_kind[w][k]);
+                    }
+                }
+            }
+        }
+        self.ring[slot] = *b;
+        self.total += b.iter().map(|v| u64::from(*v)).sum::<u64>();
+        for k in 0..7 {
+            self.total_by_kind[k] += u64::from(b[k]);
+        }
+    }
+
+    /// The busiest `w`-th width's requests (all of them while fewer seconds than it passed).
+    fn most(&self, w: usize) -> u64 {
+        if self.folded < WIDTHS[w] {
+            self.total
+        } else {
+            self.best[w]
+        }
+    }
+
+    fn most_by_kind(&self, w: usize) -> [u64; 7] {
+        if self.folded < WIDTHS[w] {
+            self.total_by_kind
+        } else {
+            self.best_by_kind[w]
+        }
+    }
+
+    /// What these peaks read as rates over `secs` seconds.
+    fn stats(&self, secs: usize) -> RateStats {
+        let by_kind = |w: usize| {
+            let most = self.most_by_kind(w);
+            ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), most[*k as usize])).collect())
         };
         RateStats {
-            mean_per_sec: if secs == 0 { 0.0 } else { (all as f64 / secs as f64 * 100.0).round() / 100.0 },
-            peak_1s: most(1, &total) as f64,
-            peak_10s: (most(10, &total) as f64).round() / 10.0,
-            peak_60s: Some((most(60, &total) as f64 / 60.0 * 100.0).round() / 100.0),
-            peak_1s_by_kind: by_kind(1),
-            peak_10s_by_kind: by_kind(10),
+            mean_per_sec: if secs == 0 { 0.0 } else { (self.total as f64 / secs as f64 * 100.0).round() / 100.0 },
+            peak_1s: self.most(0) as f64,
+            peak_10s: (self.most(1) as f64).round() / 10.0,
+            peak_60s: Some((self.most(2) as f64 / 60.0 * 100.0).round() / 100.0),
+            peak_1s_by_kind: by_kind(0),
+            peak_10s_by_kind: by_kind(1),
         }
+    }
+}
+
+/// The organisation's requests per second since its clock's start.
+#[derive(Debug, Clone)]
+pub(super) struct Rates {
+    peaks: Peaks,
+    /// The seconds not folded yet, from `peaks.folded` on.
+    open: VecDeque<Bucket>,
+    /// Seconds from here on are not rated (the case is over; its teardown's requests are not
+    /// its rate): counted in the totals only.
+    until: usize,
+    /// Every request counted, by kind, rated or not.
+    all: [u64; 7],
+    /// Each second's total, kept when a fleet-wide fault's storm is read afterwards
+    /// ([`Rates::peak_10s_between`]): four bytes a second.
+    kept: Option<Vec<u32>>,
+}
+
+impl Rates {
+    pub(super) fn new(keep_seconds: bool) -> Rates {
+        Rates {
+            peaks: Peaks::new(),
+            open: VecDeque::new(),
+            until: usize::MAX,
+            all: [0; 7],
+            kept: keep_seconds.then(Vec::new),
+        }
+    }
+
+    /// Starts again from nothing (the clock restarted).
+    pub(super) fn clear(&mut self) {
+        *self = Rates::new(self.kept.is_some());
+    }
+
+    /// A request of `kind` in second `sec` of the clock.
+    pub(super) fn count(&mut self, sec: usize, kind: Kind) {
+        self.all[kind as usize] += 1;
+        if let Some(kept) = self.kept.as_mut() {
+            if kept.len() <= sec {
+                kept.resize(sec + 1, 0);
+            }
+            kept[sec] += 1;
+        }
+        if sec >= self.until {
+            return;
+        }
+        // A second already folded (later than OPEN seconds: not seen) counts in the oldest open one.
+        let at = sec.max(self.peaks.folded);
+        while self.peaks.folded + self.open.len() <= at {
+            self.open.push_back([0; 7]);
+        }
+        while self.open.len() > OPEN {
+            let b = self.open.pop_front().expect("more than OPEN seconds open");
+            self.peaks.fold(&b);
+        }
+        let i = at.max(self.peaks.folded) - self.peaks.folded;
+        self.open[i][kind as usize] += 1;
+    }
+
+    /// No second from `secs` on is rated.
+    pub(super) fn close(&mut self, secs: usize) {
+        self.until = self.until.min(secs);
+    }
+
+    /// The rates over the first `secs` seconds: the seconds from the first to the last
+    /// request in them, the mean over all `secs`.
+    pub(super) fn stats(&self, secs: usize) -> RateStats {
+        let mut p = self.peaks.clone();
+        let seen = p.folded + self.open.iter().rposition(|b| b.iter().any(|v| *v > 0)).map_or(0, |i| i + 1);
+        for b in self.open.iter().take(seen.min(secs).saturating_sub(p.folded)) {
+            p.fold(b);
+        }
+        p.stats(secs)
+    }
+
+    /// Every request counted, by kind.
+    pub(super) fn by_kind(&self) -> [u64; 7] {
+        self.all
+    }
+
+    /// The busiest ten seconds from second `a` up to second `b` (not included), in requests
+    /// per second; `None` when the seconds were not kept.
+    pub(super) fn peak_10s_between(&self, a: usize, b: usize) -> Option<f64> {
+        let kept = self.kept.as_ref()?;
+        let b = b.min(kept.len());
+        if a >= b {
+            return Some(0.0);
+        }
+        let mut p = Peaks::new();
+        for v in &kept[a..b] {
+            p.fold(&[*v, 0, 0, 0, 0, 0, 0]);
+        }
+        Some(p.stats(b - a).peak_10s)
     }
 }

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 use super::limits::{Refusal, Side};
-use super::rates::RateStats;
+use super::rates::Rates;
 use super::{Kind, OrgStats};
 use crate::base::gauge::{Level, Tally};
 
@@ -37,8 +37,8 @@ pub(super) struct State {
     pub(super) conns: Level,
     /// Pooled over sandboxes (the per-sandbox distributions), and the organisation's own.
     pub(super) tallies: Tallies,
-    /// Requests per second since `start`, by kind.
-    pub(super) per_sec: Vec<[u32; 7]>,
+    /// Requests per second since `start`, by kind, folded into their peaks as they pass.
+    pub(super) rates: Rates,
     pub(super) start: Instant,
     pub(super) rejected: u64,
     pub(super) queued: u64,
@@ -65,11 +65,12 @@ pub(super) struct Tallies {
 
 impl State {
     pub(super) fn count(&mut self, kind: Kind, at: Instant) {
-        let sec = at.saturating_duration_since(self.start).as_secs() as usize;
-        if self.per_sec.len() <= sec {
-            self.per_sec.resize(sec + 1, [0; 7]);
-        }
-        self.per_sec[sec][kind as usize] += 1;
+        self.rates.count(self.second(at), kind);
+    }
+
+    /// The second of the clock `at` falls in.
+    pub(super) fn second(&self, at: Instant) -> usize {
+        at.saturating_duration_since(self.start).as_secs() as usize
     }
 
     /// Takes a place under the sandbox's caps and the organisation's, or neither.
@@ -153,7 +154,7 @@ impl State {
             l.restart(at);
             l.settle(at, tally);
         }
-        self.per_sec.clear();
+        self.rates.clear();
         self.start = at;
         (self.rejected, self.queued, self.cut) = (0, 0, 0);
         self.queue_wait.reset();
@@ -179,7 +180,7 @@ impl State {
             sandbox_in_flight: self.tallies.sb_in_flight.stats(),
             connections: self.tallies.conns.stats(),
             sandbox_connections: self.tallies.sb_conns.stats(),
-            rates: RateStats::of(&self.per_sec[..secs.min(self.per_sec.len())], secs),
+            rates: self.rates.stats(secs),
             rejected: self.rejected,
             queued: self.queued,
             cut: self.cut,
