@@ -148,8 +148,7 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
         .run(calls.pacer, &mut calls.done_rx, calls.total, &stop)
         .await?;
     let stopped_early = cutoff.and_then(|c| c.stopped_early(epoch, wl.duration(), &env.interrupt));
-    let end = clock::now();
-    parts.org.close_rates(end);
+    let end = parts.org.close_rates();
     let after = sample::total_counts(&parts.hosts);
     let (at_phase_ends, timeline) = samplers.finish(drained.interrupted).await;
 

@@ -276,12 +276,14 @@ impl Org {
         s.rates = Rates::new(true);
     }
 
-    /// The case is over at `end`: the requests of the seconds after it (its teardown's) are
-    /// counted, not rated.
-    pub(crate) fn close_rates(&self, end: Instant) {
+    /// The case is over now: the requests of the seconds after this one (its teardown's)
+    /// are counted, not rated. Returns the case's end.
+    pub(crate) fn close_rates(&self) -> Instant {
+        let end = clock::now();
         let mut s = self.lock();
         let secs = end.saturating_duration_since(s.start).as_secs_f64().ceil() as usize;
         s.rates.close(secs);
+        end
     }
 
     /// Requests rejected since the organisation began (the clock's restarts aside): those of

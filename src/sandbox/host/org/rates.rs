@@ -102,8 +102,8 @@ impl Peaks {
         }
         self.ring[slot] = *b;
         self.total += b.iter().map(|v| u64::from(*v)).sum::<u64>();
-        for k in 0..7 {
-            self.total_by_kind[k] += u64::from(b[k]);
+        for (t, v) in self.total_by_kind.iter_mut().zip(b) {
+            *t += u64::from(*v);
         }
     }
 
@@ -232,5 +232,87 @@ impl Rates {
             p.fold(&[*v, 0, 0, 0, 0, 0, 0]);
         }
         Some(p.stats(b - a).peak_10s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::rng::Rng;
+
+    /// The peaks read from every second kept, the way they are defined: the most requests
+    /// in any `width` consecutive seconds of the first `len` (all of them when fewer).
+    fn reference(per_sec: &[Bucket], secs: usize) -> RateStats {
+        let total = |b: &Bucket| b.iter().map(|v| u64::from(*v)).sum::<u64>();
+        let most = |width: usize, pick: &dyn Fn(&Bucket) -> u64| -> u64 {
+            let w = width.min(per_sec.len());
+            (w..=per_sec.len()).map(|end| per_sec[end - w..end].iter().map(pick).sum::<u64>()).max().unwrap_or(0)
+        };
+        let by_kind = |width: usize| {
+            ByKind(
+                Kind::ALL
+                    .iter()
+                    .map(|k| (k.name().to_owned(), most(width, &|b: &Bucket| u64::from(b[*k as usize]))))
+                    .collect(),
+            )
+        };
+        let all: u64 = per_sec.iter().map(total).sum();
+        RateStats {
+            mean_per_sec: if secs == 0 { 0.0 } else { (all as f64 / secs as f64 * 100.0).round() / 100.0 },
+            peak_1s: most(1, &total) as f64,
+            peak_10s: (most(10, &total) as f64).round() / 10.0,
+            peak_60s: Some((most(60, &total) as f64 / 60.0 * 100.0).round() / 100.0),
+            peak_1s_by_kind: by_kind(1),
+            peak_10s_by_kind: by_kind(10),
+        }
+    }
+
+    /// Folded as they pass, the peaks are the ones every second kept gives: over bursts, long
+    /// silences, a few seconds counted late, fewer seconds than a window, and a close.
+    #[test]
+    fn folded_peaks_are_the_kept_seconds_peaks() {
+        for seed in 0..40 {
+            let mut rng = Rng::new(seed);
+            let (mut rates, mut kept) = (Rates::new(true), Vec::<Bucket>::new());
+            let mut sec = 0usize;
+            let n = (rng.next_u64() % 400) as usize;
+            let close = (seed % 3 == 0).then(|| (rng.next_u64() % 300) as usize);
+            for _ in 0..n {
+                sec += match rng.next_u64() % 10 {
+                    0 => (rng.next_u64() % 200) as usize,
+                    1..=4 => 1,
+                    _ => 0,
+                };
+                // Now and then counted a little late (a clock read before the lock).
+                let at = sec.saturating_sub(if rng.next_u64() % 7 == 0 { (rng.next_u64() % 3) as usize } else { 0 });
+                let kind = Kind::ALL[(rng.next_u64() % 7) as usize];
+                if let Some(c) = close.filter(|c| at >= *c && rates.until == usize::MAX) {
+                    rates.close(c);
+                }
+                rates.count(at, kind);
+                if close.is_none_or(|c| at < c) {
+                    if kept.len() <= at {
+                        kept.resize(at + 1, [0; 7]);
+                    }
+                    kept[at][kind as usize] += 1;
+                }
+            }
+            let secs = close.unwrap_or(sec + 1 + (rng.next_u64() % 5) as usize);
+            kept.truncate(secs);
+            assert_eq!(rates.stats(secs), reference(&kept, secs), "seed {seed}");
+        }
+    }
+
+    /// The kept seconds give a stretch's busiest ten seconds; not kept, none is made up.
+    #[test]
+    fn a_stretch_is_read_from_the_kept_seconds() {
+        let mut rates = Rates::new(true);
+        for (sec, n) in [(0, 5), (3, 40), (12, 20), (30, 7)] {
+            (0..n).for_each(|_| rates.count(sec, Kind::List));
+        }
+        assert_eq!(rates.peak_10s_between(0, 31), Some(6.0), "seconds 3 to 12: 60 requests");
+        assert_eq!(rates.peak_10s_between(10, 31), Some(2.0), "seconds 12 and 30 are 18 apart: 20 or 7");
+        assert_eq!(rates.peak_10s_between(31, 40), Some(0.0));
+        assert_eq!(Rates::new(false).peak_10s_between(0, 10), None);
     }
 }
