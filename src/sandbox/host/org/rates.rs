@@ -36,36 +36,33 @@ const WIDEST: usize = 60;
 /// another request took the lock) before they are folded.
 const OPEN: usize = 4;
 
-/// The busiest windows of the seconds folded so far: a ring of the last [`WIDEST`] and the
-/// running sums over the last 1, 10 and 60.
+/// The widths the peaks are read over, in seconds.
+const WIDTHS: [usize; 3] = [1, 10, WIDEST];
+
+/// The busiest windows of the seconds folded so far: a ring of the last [`WIDEST`], and for
+/// each of [`WIDTHS`] the requests of its last window by kind and the most it held.
 #[derive(Debug, Clone)]
 struct Peaks {
     /// Seconds folded: the next one to fold is this index.
     folded: usize,
     ring: [Bucket; WIDEST],
-    sum: [u64; 3],
+    sum: [[u64; 7]; 3],
     best: [u64; 3],
-    sum_by_kind: [[u64; 7]; 2],
-    best_by_kind: [[u64; 7]; 2],
-    total: u64,
-    total_by_kind: [u64; 7],
+    best_by_kind: [[u64; 7]; 3],
+    total: [u64; 7],
     /// Seconds of zero folded in a row (past [`WIDEST`] of them, the rest only move the index).
     zeros: usize,
 }
-
-const WIDTHS: [usize; 3] = [1, 10, 60];
 
 impl Peaks {
     fn new() -> Peaks {
         Peaks {
             folded: 0,
             ring: [[0; 7]; WIDEST],
-            sum: [0; 3],
+            sum: [[0; 7]; 3],
             best: [0; 3],
-            sum_by_kind: [[0; 7]; 2],
-            best_by_kind: [[0; 7]; 2],
-            total: 0,
-            total_by_kind: [0; 7],
+            best_by_kind: [[0; 7]; 3],
+            total: [0; 7],
             zeros: 0,
         }
     }
@@ -74,43 +71,39 @@ impl Peaks {
     fn fold(&mut self, b: &Bucket) {
         let e = self.folded;
         self.folded += 1;
-        let zero = b.iter().all(|v| *v == 0);
-        self.zeros = if zero { self.zeros + 1 } else { 0 };
+        self.zeros = if b.iter().all(|v| *v == 0) { self.zeros + 1 } else { 0 };
         if self.zeros > WIDEST {
             // Every window already holds only zeros, and the ring too.
             return;
         }
-        let slot = e % WIDEST;
         for (w, width) in WIDTHS.iter().enumerate() {
-            let gone = if e >= *width { Some(&self.ring[(e - width) % WIDEST]) } else { None };
-            let sum = |x: &Bucket| x.iter().map(|v| u64::from(*v)).sum::<u64>();
-            self.sum[w] = self.sum[w] + sum(b) - gone.map_or(0, sum);
-            if w < 2 {
-                for k in 0..7 {
-                    let out = gone.map_or(0, |g| u64::from(g[k]));
-                    self.sum_by_kind[w][k] = self.sum_by_kind[w][k] + u64::from(b[k]) - out;
-                }
+            let gone = if e >= *width { self.ring[(e - width) % WIDEST] } else { [0; 7] };
+            for ((sum, new), old) in self.sum[w].iter_mut().zip(b).zip(gone) {
+                *sum = *sum + u64::from(*new) - u64::from(old);
             }
             if e + 1 >= *width {
-                self.best[w] = self.best[w].max(self.sum[w]);
-                if w < 2 {
-                    for k in 0..7 {
-                        self.best_by_kind[w][k] = self.best_by_kind[w][k].max(self.sum_by_kind[w][k]);
-                    }
+                self.best[w] = self.best[w].max(self.sum[w].iter().sum());
+                for (best, sum) in self.best_by_kind[w].iter_mut().zip(self.sum[w]) {
+                    *best = (*best).max(sum);
                 }
             }
         }
-        self.ring[slot] = *b;
-        self.total += b.iter().map(|v| u64::from(*v)).sum::<u64>();
-        for (t, v) in self.total_by_kind.iter_mut().zip(b) {
+        self.ring[e % WIDEST] = *b;
+        for (t, v) in self.total.iter_mut().zip(b) {
             *t += u64::from(*v);
         }
     }
 
-    /// The busiest `w`-th width's requests (all of them while fewer seconds than it passed).
+    /// Folds `n` seconds no request came in, at the cost of [`WIDEST`] at most.
+    fn skip(&mut self, n: usize) {
+        (0..n.min(WIDEST + 1)).for_each(|_| self.fold(&[0; 7]));
+        self.folded += n.saturating_sub(WIDEST + 1);
+    }
+
+    /// The most requests of the `w`-th width (all of them while fewer seconds than it passed).
     fn most(&self, w: usize) -> u64 {
         if self.folded < WIDTHS[w] {
-            self.total
+            self.total.iter().sum()
         } else {
             self.best[w]
         }
@@ -118,7 +111,7 @@ impl Peaks {
 
     fn most_by_kind(&self, w: usize) -> [u64; 7] {
         if self.folded < WIDTHS[w] {
-            self.total_by_kind
+            self.total
         } else {
             self.best_by_kind[w]
         }
@@ -130,8 +123,9 @@ impl Peaks {
             let most = self.most_by_kind(w);
             ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), most[*k as usize])).collect())
         };
+        let total: u64 = self.total.iter().sum();
         RateStats {
-            mean_per_sec: if secs == 0 { 0.0 } else { (self.total as f64 / secs as f64 * 100.0).round() / 100.0 },
+            mean_per_sec: if secs == 0 { 0.0 } else { (total as f64 / secs as f64 * 100.0).round() / 100.0 },
             peak_1s: self.most(0) as f64,
             peak_10s: (self.most(1) as f64).round() / 10.0,
             peak_60s: Some((self.most(2) as f64 / 60.0 * 100.0).round() / 100.0),
@@ -185,17 +179,19 @@ impl Rates {
         if sec >= self.until {
             return;
         }
-        // A second already folded (later than OPEN seconds: not seen) counts in the oldest open one.
+        // A second already folded (counted OPEN or more seconds late) counts in the oldest open one.
         let at = sec.max(self.peaks.folded);
+        // The seconds `at` moves out of the open ones are folded; those no request came in, at once.
+        while at >= self.peaks.folded + OPEN {
+            match self.open.pop_front() {
+                Some(b) => self.peaks.fold(&b),
+                None => self.peaks.skip(at + 1 - OPEN - self.peaks.folded),
+            }
+        }
         while self.peaks.folded + self.open.len() <= at {
             self.open.push_back([0; 7]);
         }
-        while self.open.len() > OPEN {
-            let b = self.open.pop_front().expect("more than OPEN seconds open");
-            self.peaks.fold(&b);
-        }
-        let i = at.max(self.peaks.folded) - self.peaks.folded;
-        self.open[i][kind as usize] += 1;
+        self.open[at - self.peaks.folded][kind as usize] += 1;
     }
 
     /// No second from `secs` on is rated.
@@ -290,6 +286,7 @@ mod tests {
                     rates.close(c);
                 }
                 rates.count(at, kind);
+                assert!(rates.open.len() <= OPEN, "a silence is skipped, not held open");
                 if close.is_none_or(|c| at < c) {
                     if kept.len() <= at {
                         kept.resize(at + 1, [0; 7]);
