@@ -26,6 +26,8 @@ RUNS=(
   "request-budget|request-budget"
   "scale-100x1h-turns|target/golden-scenarios/scale-100x1h-turns.toml"
   "scale-100x1h-held|target/golden-scenarios/scale-100x1h-held.toml"
+  "fleet-repeat|fleet-capacity --case window-exec --case limit-75 --case proxy-blip --duration 10m --sandboxes 100 --repeat 3"
+  "rollout-repeat|rollout-gate --case poll-only --case window-exec --case window-exec-quiet-idle --repeat 4"
 )
 
 scale_scenario() { # name sandboxes workload-keys

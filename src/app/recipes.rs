@@ -85,3 +85,46 @@ writer = "watch"
         assert!(out.path().join(format!("hdr/remote/{name}.hgrm")).is_file(), "{name}.hgrm");
     }
 }
+
+/// A figure added to the figure table (the test-only `Counter::Probe`: one row in
+/// `src/scenario/gate/counter.rs`, one read in `src/results/summary/figures.rs`) is read by
+/// a gate, carried by the repeats, shown as a sweep's column and judged by `compare`, with
+/// no other change anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_figure_added_to_the_table_is_gated_repeated_swept_and_compared() {
+    use crate::scenario::gate::{Counter, Metric};
+    let text = r#"
+name = "figure"
+gates = ["probe >= 1"]
+[workload]
+sandboxes = 2
+duration = "20s"
+turns_per_sec = 1
+calls_per_turn = 2
+seed = 3
+[[case]]
+name = "w"
+host = "remote"
+profile = "proxy"
+clock = "virtual"
+runner = "window-exec"
+writer = "watch"
+sweep = { "runner.window" = ["5s", "10s"] }
+figures = ["probe"]
+"#;
+    let probe = Metric::Count(Counter::Probe);
+    let (summary, out) = run(text, 2).await;
+    for r in &summary.results {
+        let started = r.calls.started as f64;
+        let g = r.gates.iter().find(|g| g.metric == probe).expect("gated");
+        assert!(g.pass && g.observed == Some(started), "{g:?}");
+        let spread = r.repeat.as_ref().and_then(|rep| rep.get("probe")).expect("a repeat's spread of probe");
+        assert_eq!(spread.values.len(), 2, "{spread:?}");
+    }
+    let sweep = &summary.sweeps[0];
+    let col = sweep.figures.iter().position(|m| *m == probe).expect("a sweep column");
+    assert!(sweep.points.iter().all(|p| p.figures[col].is_some_and(|v| v >= 1.0)), "{:?}", sweep.points);
+    let c =
+        crate::report::compare::compare(out.path(), out.path(), crate::report::compare::Threshold::DEFAULT).unwrap();
+    assert!(c.changes.iter().any(|ch| ch.figure == "probe"), "compare judges it: {:?}", c.changes);
+}

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::gauge::GaugeStats;
 use crate::record::recorder::{FleetRecording, LatencyStats};
+use crate::results::repeat::{stat_place, Place};
 use crate::sandbox::host::org::{OrgStats, RateStats};
 use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased};
 
@@ -265,6 +266,8 @@ impl FleetResult {
             FleetMetric::Queued => count(self.queued),
             FleetMetric::Cut => count(self.cut),
             FleetMetric::QueueWaitP99Ms => org.then_some(self.queue_wait_us.p99 / 1000.0),
+            FleetMetric::QueueWait(s) => crate::results::repeat::stat(&self.queue_wait_us, s).filter(|_| org),
+            FleetMetric::CallsPerTurnMean => Some(self.turns.calls_per_turn_mean),
             FleetMetric::TurnsStarted => Some(self.turns.started as f64),
             FleetMetric::TurnsDemoted => Some(self.turns.demoted as f64),
             FleetMetric::TurnsDemotedPct => (self.turns.started > 0).then_some(self.turns.demoted_pct),
@@ -281,6 +284,47 @@ impl FleetResult {
             FleetMetric::Phased(Phase::Warmup, f) => self.warmup(f),
             FleetMetric::Phased(Phase::Worst, f) => self.worst(f).map(|(v, _)| v),
         }
+    }
+
+    /// The field a fleet figure is stored in, to write a combined value back; `None` for
+    /// one computed from several fields (the phased ones, the utilisation, the recovery).
+    pub(crate) fn place(&mut self, m: FleetMetric) -> Option<Place<'_>> {
+        let t = &mut self.turns;
+        let rps = &mut self.requests_per_sec;
+        Some(match m {
+            FleetMetric::TurnsStarted => Place::U(&mut t.started),
+            FleetMetric::TurnsDemoted => Place::U(&mut t.demoted),
+            FleetMetric::TurnsDemotedPct => Place::F(&mut t.demoted_pct),
+            FleetMetric::WindowFailures => Place::U(&mut t.window_failures),
+            FleetMetric::FallbackSecs => Place::F(&mut t.fallback_secs),
+            FleetMetric::CallsPerTurnMean => Place::F(&mut t.calls_per_turn_mean),
+            FleetMetric::Gauge(g, s) => {
+                let st = match g {
+                    FleetGauge::HeldExecs => &mut self.held_execs,
+                    FleetGauge::SandboxHeldExecs => &mut self.sandbox_held_execs,
+                    FleetGauge::InFlight => &mut self.in_flight,
+                    FleetGauge::SandboxInFlight => &mut self.sandbox_in_flight,
+                    FleetGauge::Connections => &mut self.connections,
+                    FleetGauge::SandboxConnections => &mut self.sandbox_connections,
+                    FleetGauge::ActiveTurns => return None,
+                };
+                match s {
+                    GaugeStat::Max => Place::U(&mut st.max),
+                    GaugeStat::P99 => Place::U(&mut st.p99),
+                    GaugeStat::P50 => Place::U(&mut st.p50),
+                    GaugeStat::Mean => Place::F(&mut st.mean),
+                }
+            }
+            FleetMetric::MeanRequestsPerSec => Place::F(&mut rps.mean_per_sec),
+            FleetMetric::PeakRequestsPerSec1s => Place::F(&mut rps.peak_1s),
+            FleetMetric::PeakRequestsPerSec10s => Place::F(&mut rps.peak_10s),
+            FleetMetric::PeakRequestsPerSec60s => Place::F(rps.peak_60s.as_mut()?),
+            FleetMetric::Rejected => Place::U(&mut self.rejected),
+            FleetMetric::Queued => Place::U(&mut self.queued),
+            FleetMetric::Cut => Place::U(&mut self.cut),
+            FleetMetric::QueueWait(s) => return stat_place(&mut self.queue_wait_us, s),
+            _ => return None,
+        })
     }
 
     /// A figure of the warm-up; `None` without one, or when it was not measured.

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::rng::Rng;
+use crate::record::recorder::LatencyStats;
+pub(crate) use crate::scenario::gate::Rule;
 
 /// The fewest repeats a bootstrap interval is drawn from.
 pub(crate) const MIN_CI_REPEATS: usize = 5;
@@ -23,16 +25,56 @@ pub struct Repeats {
     pub figures: Vec<Spread>,
 }
 
-/// How a figure of the repeats is made into the case's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Rule {
-    /// The median across repeats (gates judge it).
-    Median,
-    /// The worst (highest) repeat's: an invariant holds only if it held in every repeat.
-    Worst,
-    /// The fewest (a sample count: thinness is judged per repeat).
-    Fewest,
+/// A field that holds a figure.
+pub(crate) enum Place<'a> {
+    F(&'a mut f64),
+    U(&'a mut u64),
+}
+
+impl<'a> From<&'a mut f64> for Place<'a> {
+    fn from(x: &'a mut f64) -> Self {
+        Place::F(x)
+    }
+}
+
+impl<'a> From<&'a mut u64> for Place<'a> {
+    fn from(x: &'a mut u64) -> Self {
+        Place::U(x)
+    }
+}
+
+impl Place<'_> {
+    /// Sets the field, a count rounded to a whole one, a figure to 1e-4.
+    pub(crate) fn set(self, v: f64) {
+        match self {
+            Place::F(x) => *x = (v * 1e4).round() / 1e4,
+            Place::U(x) => *x = v.round().max(0.0) as u64,
+        }
+    }
+}
+
+/// A latency statistic by its figure name (`count` too), to write back.
+pub(crate) fn stat_place<'a>(s: &'a mut LatencyStats, stat: &str) -> Option<Place<'a>> {
+    Some(match stat {
+        "count" => Place::U(&mut s.count),
+        "min" => Place::F(&mut s.min),
+        "p50" => Place::F(&mut s.p50),
+        "p90" => Place::F(&mut s.p90),
+        "p99" => Place::F(&mut s.p99),
+        "p999" => Place::F(&mut s.p999),
+        "max" => Place::F(&mut s.max),
+        "mean" => Place::F(&mut s.mean),
+        _ => return None,
+    })
+}
+
+/// A latency statistic as a figure: `None` without samples.
+pub(crate) fn stat(s: &LatencyStats, stat: &str) -> Option<f64> {
+    match stat {
+        _ if s.count == 0 => None,
+        "count" => Some(s.count as f64),
+        _ => s.get(stat),
+    }
 }
 
 /// One figure across the repeats.

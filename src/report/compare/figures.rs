@@ -18,23 +18,14 @@ pub(crate) enum Kind {
     /// both runs' `.hlog` files.
     Quantile(Measure, &'static str),
     /// A figure of summary.json: its plain ratio.
-    Plain(Source),
-}
-
-/// Where a plain figure comes from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Source {
-    /// What a gate of this metric reads (latency statistics in ms).
-    Metric(Metric),
-    /// Discovery and data requests over the window, per answered call.
-    RequestsPerCall,
+    Plain(Metric),
 }
 
 /// One figure of a case to compare.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Figure {
-    /// Its name: a gate metric's (`pickup.p99`, `idle_phase_discovery_per_min`,
-    /// `fleet.rejected`) or `requests_per_call`.
+    /// Its name in the figure table (`pickup.p99`, `idle_phase_discovery_per_min`,
+    /// `fleet.rejected`, `requests_per_call`).
     pub name: String,
     pub kind: Kind,
     pub better: Better,
@@ -43,9 +34,6 @@ pub(crate) struct Figure {
     /// The others (fleet figures, gated extras) are left out where neither run has them.
     pub core: bool,
 }
-
-/// The name of the requests-per-call figure.
-pub(crate) const REQUESTS_PER_CALL: &str = "requests_per_call";
 
 /// The fleet's figures judged whether gated or not: its capacity and its turns' health.
 fn fleet_figures() -> Vec<FleetMetric> {
@@ -72,7 +60,7 @@ fn fleet_figures() -> Vec<FleetMetric> {
 }
 
 fn plain(m: Metric, core: bool) -> Figure {
-    Figure { name: m.name(), kind: Kind::Plain(Source::Metric(m)), better: m.better(), unit: m.unit(), core }
+    Figure { name: m.name(), kind: Kind::Plain(m), better: m.better(), unit: m.unit(), core }
 }
 
 fn quantile(m: Measure, stat: &'static str, core: bool) -> Figure {
@@ -115,16 +103,9 @@ pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
     } else {
         Counter::BusyDiscoveryPerMin
     };
-    for c in [Counter::DiscoveryPerMin, idle, active, Counter::DataPerMin] {
+    for c in [Counter::DiscoveryPerMin, idle, active, Counter::DataPerMin, Counter::RequestsPerCall] {
         out.push(plain(Metric::Count(c), true));
     }
-    out.push(Figure {
-        name: REQUESTS_PER_CALL.into(),
-        kind: Kind::Plain(Source::RequestsPerCall),
-        better: Better::Lower,
-        unit: "",
-        core: true,
-    });
     // A fleet's figures where either run's case has one to tell of (agent turns, limits, a
     // fleet-wide fault); a gate that names one brings it in below all the same.
     if telling(o).is_some() || telling(n).is_some() {
@@ -145,13 +126,12 @@ pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
     out
 }
 
-/// A plain figure's value in a case; `None` where the case did not measure it.
-pub(crate) fn read(r: &CaseResult, s: Source) -> Option<f64> {
-    match s {
-        Source::Metric(m @ Metric::Latency(..)) => r.metric(m).map(|us| us / 1000.0),
-        Source::Metric(m) => r.metric(m),
-        Source::RequestsPerCall => (!r.requests.not_measured && r.calls.completed > 0)
-            .then(|| (r.requests.discovery_total + r.requests.data_total) as f64 / r.calls.completed as f64),
+/// A plain figure's value in a case (a latency in ms); `None` where the case did not
+/// measure it.
+pub(crate) fn read(r: &CaseResult, m: Metric) -> Option<f64> {
+    match m {
+        Metric::Latency(..) => r.metric(m).map(|us| us / 1000.0),
+        m => r.metric(m),
     }
 }
 
@@ -184,7 +164,7 @@ mod tests {
         for want in ["wake.p50", "pickup.p99", "completion.p99", "idle_discovery_per_min", "busy_discovery_per_min"] {
             assert!(names.contains(&want), "{want}: {names:?}");
         }
-        for want in [REQUESTS_PER_CALL, "fleet.held_execs.max", "fleet.rejected", "fleet.recovery_secs"] {
+        for want in ["requests_per_call", "fleet.held_execs.max", "fleet.rejected", "fleet.recovery_secs"] {
             assert!(names.contains(&want), "{want}: {names:?}");
         }
         assert_eq!(names.iter().filter(|n| **n == "pickup.p50").count(), 1, "a gated headline is listed once");
@@ -210,10 +190,14 @@ mod tests {
         let mut r = CaseResult::default();
         r.requests.discovery_total = 30;
         r.requests.data_total = 70;
-        assert_eq!(read(&r, Source::RequestsPerCall), None, "no call answered");
+        assert_eq!(read(&r, Metric::Count(Counter::RequestsPerCall)), None, "no call answered");
         r.calls.completed = 50;
-        assert_eq!(read(&r, Source::RequestsPerCall), Some(2.0));
+        assert_eq!(read(&r, Metric::Count(Counter::RequestsPerCall)), Some(2.0));
         r.requests.not_measured = true;
-        assert_eq!(read(&r, Source::RequestsPerCall), None, "a black-box runner's requests are not seen");
+        assert_eq!(
+            read(&r, Metric::Count(Counter::RequestsPerCall)),
+            None,
+            "a black-box runner's requests are not seen"
+        );
     }
 }

@@ -52,8 +52,9 @@ pub(crate) use threshold::{Threshold, ThresholdError};
 
 use crate::record::recorder::{samples_needed, LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary, SummaryError};
+use crate::scenario::gate::Metric;
 use context::{Difference, RunVerdict};
-use figures::{Better, Figure, Kind, Source};
+use figures::{Better, Figure, Kind};
 use noise::{Floor, Model};
 
 /// Why two runs cannot be compared.
@@ -340,7 +341,7 @@ fn latency_not_comparable(o: &CaseResult, n: &CaseResult, m: Measure) -> Option<
 
 /// A plain figure's value in a case, refused when no run could have measured it (a negative
 /// rate, count or time; not a number): a summary.json from elsewhere is untrusted input.
-fn plain_value(dir: &Path, r: &CaseResult, f: &Figure, source: Source) -> Result<Option<f64>, CompareError> {
+fn plain_value(dir: &Path, r: &CaseResult, f: &Figure, source: Metric) -> Result<Option<f64>, CompareError> {
     let v = figures::read(r, source);
     match v {
         Some(x) if !x.is_finite() || x < 0.0 => Err(CompareError::Impossible {
@@ -404,7 +405,7 @@ fn compare_case(
             }
             Kind::Plain(source) => {
                 let latency = match source {
-                    Source::Metric(crate::scenario::gate::Metric::Latency(_, stat)) => Some(stat),
+                    Metric::Latency(_, stat) => Some(stat),
                     _ => None,
                 };
                 if latency.is_some() && clocks_differ {
@@ -503,7 +504,7 @@ fn quantile_change(
 /// the verdict and the floors it was held against.
 fn judge_plain(
     f: &Figure,
-    source: Source,
+    source: Metric,
     latency: Option<&'static str>,
     (so, o): (&Summary, &CaseResult),
     (sn, n): (&Summary, &CaseResult),

@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use super::figures::{Better, Source};
+use super::figures::Better;
 use super::Verdict;
 use crate::record::recorder::Measure;
 use crate::results::repeat::Spread;
@@ -64,12 +64,11 @@ impl Model {
 }
 
 /// The model a plain figure of summary.json is judged with, when the runs have no repeats.
-pub(crate) fn model_of(source: Source) -> Model {
+pub(crate) fn model_of(m: Metric) -> Model {
     use Counter as C;
     use FleetMetric as F;
-    let Source::Metric(m) = source else { return Model::Poisson };
     match m {
-        Metric::Latency(..) => Model::Margin,
+        Metric::Latency(..) | Metric::InjectedLeg(_) => Model::Margin,
         Metric::Count(
             C::Lost | C::Duplicated | C::PairingViolations | C::LeftoverFiles | C::Malformed | C::FaultsFailed,
         ) => Model::Exact,
@@ -93,16 +92,16 @@ pub(crate) fn model_of(source: Source) -> Model {
 /// A figure's events and their exposure, `(count, exposure)`, whose quotient is the figure:
 /// a rate per relay-dir minute is its requests over the relay-dir minutes, a count is
 /// itself over 1. `None`: the case does not say.
-pub(crate) fn counts(r: &CaseResult, source: Source) -> Option<(f64, f64)> {
+pub(crate) fn counts(r: &CaseResult, m: Metric) -> Option<(f64, f64)> {
     use Counter as C;
     let q = &r.requests;
     let rate = |per_min: f64, minutes: f64| (minutes > 0.0).then(|| ((per_min * minutes).round(), minutes));
     let dir_minutes = r.window_secs * f64::from(r.sandboxes) / 60.0;
-    match source {
-        Source::RequestsPerCall => {
-            (r.calls.completed > 0).then(|| ((q.discovery_total + q.data_total) as f64, r.calls.completed as f64))
-        }
-        Source::Metric(Metric::Count(c)) => match c {
+    match m {
+        Metric::Count(c) => match c {
+            C::RequestsPerCall => {
+                (r.calls.completed > 0).then(|| ((q.discovery_total + q.data_total) as f64, r.calls.completed as f64))
+            }
             C::DiscoveryPerMin => Some((q.discovery_total as f64, dir_minutes)),
             C::DataPerMin => Some((q.data_total as f64, dir_minutes)),
             C::BusyDiscoveryPerMin => rate(q.busy.discovery_per_min, q.busy.minutes),
@@ -112,7 +111,7 @@ pub(crate) fn counts(r: &CaseResult, source: Source) -> Option<(f64, f64)> {
             C::IdlePhaseDiscoveryPerMin => rate(q.idle_phases.discovery_per_min, q.idle_phases.minutes),
             c => r.metric(Metric::Count(c)).map(|v| (v, 1.0)),
         },
-        Source::Metric(m @ Metric::Fleet(f)) => {
+        Metric::Fleet(f) => {
             let fleet = r.fleet.as_ref()?;
             match f {
                 FleetMetric::MeanRequestsPerSec => {
@@ -125,7 +124,7 @@ pub(crate) fn counts(r: &CaseResult, source: Source) -> Option<(f64, f64)> {
                 _ => r.metric(m).map(|v| (v, 1.0)),
             }
         }
-        Source::Metric(_) => None,
+        _ => None,
     }
 }
 
@@ -166,8 +165,8 @@ pub(crate) fn judge(better: Better, low: f64, high: f64, t: f64) -> Verdict {
 
 /// Whether a figure is counted in whole units (a gauge of execs or requests in flight):
 /// its margin is at least one unit.
-pub(crate) fn whole_units(source: Source) -> bool {
-    matches!(source, Source::Metric(Metric::Fleet(FleetMetric::Gauge(..))))
+pub(crate) fn whole_units(m: Metric) -> bool {
+    matches!(m, Metric::Fleet(FleetMetric::Gauge(..)))
 }
 
 /// The verdict on a maximum or a level: past the threshold and [`MARGIN`], and past one

@@ -36,6 +36,7 @@ impl Latencies {
     }
 
     /// Every measure with its statistics, to change, in registry order.
+    #[cfg(test)]
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (Measure, &mut LatencyStats)> {
         Measure::all().zip(self.0.iter_mut())
     }

@@ -9,7 +9,7 @@ use crate::record::recorder::{LatencyStats, Measure, Recording};
 use crate::results::calibration::Calibration;
 use crate::results::env::Environment;
 use crate::results::verdict::{Case as VerdictCase, Verdict};
-use crate::scenario::gate::{Counter, FleetMetric, Gate, GateResult, Metric, Phase, Ratio};
+use crate::scenario::gate::{FleetMetric, Gate, GateResult, Metric, Phase};
 use crate::scenario::Clock;
 use crate::strategy::PickupDefinition;
 
@@ -286,87 +286,6 @@ impl CaseResult {
         self.measures.get(m)
     }
 
-    /// The value a gate reads; `None` when there is nothing to read (no samples). A repeated
-    /// case's figures are its medians; the metrics read whole are read from their spreads
-    /// ([`repeats::judged_whole`]).
-    pub(crate) fn metric(&self, m: Metric) -> Option<f64> {
-        if let Some(rep) = &self.repeat {
-            if matches!(m, Metric::Fleet(_) | Metric::Count(Counter::FaultWorstPickupMs | Counter::FaultsFailed)) {
-                return rep.get(&m.name()).map(|s| s.value);
-            }
-        }
-        match m {
-            Metric::Latency(measure, stat) => {
-                let s = self.latency(measure);
-                // On the virtual clock a local dir's steps take no simulated time (no daemon
-                // legs are injected): a 0 there is a step the simulation does not time, not a
-                // measured instant.
-                let untimed =
-                    self.clock == Clock::Virtual && self.injected_leg_us.is_none() && s.get(stat) == Some(0.0);
-                if s.count == 0 || untimed {
-                    None
-                } else {
-                    s.get(stat)
-                }
-            }
-            // This case's figure over its baseline's: stored the other way round.
-            Metric::VsBaseline(r) => {
-                let c = self.vs_baseline.as_ref()?;
-                let stored = match r {
-                    Ratio::PickupP50 => c.pickup_p50_ratio,
-                    Ratio::CompletionP50 => c.completion_p50_ratio,
-                    Ratio::DiscoveryPerMin => c.discovery_per_min_ratio,
-                    Ratio::IdleDiscoveryPerMin => c.idle_discovery_per_min_ratio,
-                    Ratio::WakeP50 => c.wake_p50_ratio,
-                    Ratio::WakeP90 => c.wake_p90_ratio,
-                    Ratio::PickupP90 => c.pickup_p90_ratio,
-                    Ratio::CompletionP90 => c.completion_p90_ratio,
-                    Ratio::CompletionMean => c.completion_mean_ratio,
-                    Ratio::PickupMean => c.pickup_mean_ratio,
-                }?;
-                Some(1.0 / stored)
-            }
-            Metric::Fleet(f) => {
-                let recoveries: Vec<Option<f64>> = self
-                    .faults
-                    .iter()
-                    .filter_map(|r| r.fleet_recovery.as_ref().map(|fr| fr.secs_to_95pct_healthy))
-                    .collect();
-                // The slowest recovery; one that never came is no value (the gate fails).
-                let recovery = (!recoveries.is_empty())
-                    .then(|| recoveries.iter().try_fold(0.0f64, |worst, r| r.map(|v| worst.max(v))));
-                self.fleet.as_ref()?.metric(f, recovery)
-            }
-            Metric::Count(c) if c.is_request_rate() && self.requests.not_measured => None,
-            Metric::Count(c) => Some(match c {
-                Counter::Lost => self.calls.lost as f64,
-                Counter::Duplicated => self.calls.duplicated as f64,
-                Counter::PairingViolations => self.pairing_violations.total as f64,
-                Counter::LeftoverFiles => self.leftover_files as f64,
-                Counter::Malformed => self.runner.malformed as f64,
-                Counter::Completed => self.calls.completed as f64,
-                Counter::DiscoveryPerMin => self.requests.discovery_per_min,
-                Counter::DataPerMin => self.requests.data_per_min,
-                // A stretch that never happened is not measured: its gate fails and says so.
-                Counter::BusyDiscoveryPerMin => return self.requests.busy.rate(),
-                // A live relay with no call in flight: the idle budget's figure.
-                Counter::IdleDiscoveryPerMin => return self.requests.idle_relay.as_ref().and_then(Stretch::rate),
-                Counter::IdleDirDiscoveryPerMin => return self.requests.idle.rate(),
-                Counter::ActivePhaseDiscoveryPerMin => return self.requests.active_phases.rate(),
-                Counter::IdlePhaseDiscoveryPerMin => return self.requests.idle_phases.rate(),
-                Counter::FaultsFailed => self.faults.iter().filter(|f| !f.ok).count() as f64,
-                Counter::SafetyLists if self.requests.not_measured => return None,
-                Counter::SafetyLists => self.runner.safety_lists as f64,
-                Counter::WatchMisses if self.requests.not_measured => return None,
-                Counter::WatchMisses => self.runner.missed_by_source as f64,
-                // No fault, or no call answered while one lasted: not measured.
-                Counter::FaultWorstPickupMs => {
-                    return self.faults.iter().filter_map(|f| f.worst_pickup_ms).reduce(f64::max)
-                }
-            }),
-        }
-    }
-
     /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
     /// rollout gates, which make the run's verdict instead.
     /// The rollout gates this case met, of how many (`None`: the scenario declares none).
@@ -576,6 +495,7 @@ impl Summary {
 }
 
 mod comparison;
+mod figures;
 mod latencies;
 mod recommend;
 pub(crate) mod repeats;

@@ -3,7 +3,7 @@
 //! warm-up); the figures a warm-up also has are read for it too (`fleet.warmup.<name>`), and
 //! as the higher of the two phases (`fleet.worst.<name>`: what the capacity is gated on).
 
-use super::{MetricError, Unknown};
+use super::{Better, MetricError, Unknown, LATENCY_FIGURES};
 
 /// A gauge of the fleet, over a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,12 @@ pub enum FleetMetric {
     Queued,
     Cut,
     QueueWaitP99Ms,
+    /// A statistic of the organisation's queue waits in microseconds (reported, not gated:
+    /// `queue_wait_p99_ms` is the gated one): `fleet.queue_wait.p50`.
+    QueueWait(&'static str),
     TurnsStarted,
+    /// Calls per agent turn, the mean: set by the workload.
+    CallsPerTurnMean,
     TurnsDemoted,
     /// Demoted turns as a share of turns started (%).
     TurnsDemotedPct,
@@ -169,7 +174,7 @@ impl GaugeStat {
 pub(crate) const FLEET: &str = "fleet";
 
 impl FleetMetric {
-    const PLAIN: [FleetMetric; 15] = [
+    const PLAIN: [FleetMetric; 16] = [
         FleetMetric::PeakRequestsPerSec1s,
         FleetMetric::PeakRequestsPerSec10s,
         FleetMetric::PeakRequestsPerSec60s,
@@ -185,7 +190,60 @@ impl FleetMetric {
         FleetMetric::WindowFailures,
         FleetMetric::RecoverySecs,
         FleetMetric::HeldExecsUtilisation,
+        FleetMetric::CallsPerTurnMean,
     ];
+
+    /// The unit its value is shown in (`""`: a count or a share).
+    pub(super) fn unit(self) -> &'static str {
+        match self {
+            // A phased figure is in its steady figure's unit.
+            FleetMetric::Phased(_, f) => f.steady().unit(),
+            FleetMetric::QueueWaitP99Ms | FleetMetric::QueueWait(_) => "ms",
+            FleetMetric::FallbackSecs | FleetMetric::RecoverySecs => "s",
+            FleetMetric::HeldExecSecsPerMin => "s/min",
+            FleetMetric::PeakRequestsPerSec1s
+            | FleetMetric::PeakRequestsPerSec10s
+            | FleetMetric::PeakRequestsPerSec60s
+            | FleetMetric::MeanRequestsPerSec => "/s",
+            FleetMetric::TurnsDemotedPct => "%",
+            _ => "",
+        }
+    }
+
+    /// What the workload sets (turns started, calls per turn, turns under way) is neither
+    /// better nor worse; more of any other fleet figure is worse.
+    pub(super) fn better(self) -> Better {
+        match self {
+            FleetMetric::TurnsStarted | FleetMetric::CallsPerTurnMean => Better::Either,
+            FleetMetric::Gauge(FleetGauge::ActiveTurns, _) => Better::Either,
+            _ => Better::Lower,
+        }
+    }
+
+    /// Every fleet figure of the figure table, in the order repeats show them: the turns',
+    /// the organisation's gauges, rates, rejections and queue waits, then the figures read
+    /// from several fields.
+    pub(super) fn table() -> Vec<FleetMetric> {
+        use FleetMetric as F;
+        let turns = [F::TurnsStarted, F::TurnsDemoted, F::TurnsDemotedPct, F::WindowFailures, F::FallbackSecs];
+        let org_gauges = FleetGauge::ALL.into_iter().filter(|g| *g != FleetGauge::ActiveTurns);
+        let rates =
+            [F::MeanRequestsPerSec, F::PeakRequestsPerSec1s, F::PeakRequestsPerSec10s, F::PeakRequestsPerSec60s];
+        let mut out: Vec<FleetMetric> = turns
+            .into_iter()
+            .chain([F::CallsPerTurnMean])
+            .chain(org_gauges.flat_map(|g| GaugeStat::ALL.map(|s| F::Gauge(g, s))))
+            .chain(rates)
+            .chain([F::Rejected, F::Queued, F::Cut])
+            .chain(LATENCY_FIGURES.map(F::QueueWait))
+            .collect();
+        for f in FleetMetric::all() {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        out
+    }
 
     /// Every fleet figure, gauges first, the phased ones last.
     pub fn all() -> Vec<FleetMetric> {
@@ -208,7 +266,9 @@ impl FleetMetric {
             FleetMetric::Queued => "queued".into(),
             FleetMetric::Cut => "cut".into(),
             FleetMetric::QueueWaitP99Ms => "queue_wait_p99_ms".into(),
+            FleetMetric::QueueWait(stat) => format!("queue_wait.{stat}"),
             FleetMetric::TurnsStarted => "turns_started".into(),
+            FleetMetric::CallsPerTurnMean => "calls_per_turn_mean".into(),
             FleetMetric::TurnsDemoted => "turns_demoted".into(),
             FleetMetric::TurnsDemotedPct => "turns_demoted_pct".into(),
             FleetMetric::FallbackSecs => "fallback_secs".into(),

@@ -2,6 +2,7 @@
 //! `discovery_per_min <= 5`. Parsed and checked when the scenario loads; evaluated against
 //! each case's result. A gate whose metric has no samples fails and says so.
 
+mod counter;
 mod error;
 mod fleet;
 
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::suggest::did_you_mean;
 use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
+pub(crate) use counter::{Counter, Rule};
 pub(crate) use error::{GateError, MetricError, Unknown};
 pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased, FLEET};
 
@@ -17,8 +19,11 @@ pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased, FLEET}
 /// `vs_baseline.pickup_p50`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
-    /// A latency statistic, in microseconds.
+    /// A latency statistic, in microseconds (`count`: its samples, reported, not gated).
     Latency(Measure, &'static str),
+    /// A statistic of the daemon legs injected into a remote-emulated case (reported, not
+    /// gated): `injected_leg.p50`.
+    InjectedLeg(&'static str),
     Count(Counter),
     /// This case's figure over its baseline case's (1.0: the same).
     VsBaseline(Ratio),
@@ -90,26 +95,28 @@ pub(crate) enum Better {
     Either,
 }
 
+/// A latency's statistics in the order repeats show them: its samples first.
+const LATENCY_FIGURES: [&str; 8] = ["count", "p50", "p90", "p99", "p999", "mean", "min", "max"];
+
 impl Metric {
     /// The unit its value is shown in beside a figure (a latency statistic: in ms); `""`: a
     /// count or a share.
     pub(crate) fn unit(self) -> &'static str {
         match self {
-            // A phased figure (`fleet.warmup.*`, `fleet.worst.*`) is in its steady figure's unit.
-            Metric::Fleet(FleetMetric::Phased(_, f)) => Metric::Fleet(f.steady()).unit(),
-            Metric::Latency(..) | Metric::Count(Counter::FaultWorstPickupMs) => "ms",
-            Metric::Count(c) if c.is_request_rate() => "/min",
-            Metric::Fleet(FleetMetric::QueueWaitP99Ms) => "ms",
-            Metric::Fleet(FleetMetric::FallbackSecs | FleetMetric::RecoverySecs) => "s",
-            Metric::Fleet(FleetMetric::HeldExecSecsPerMin) => "s/min",
-            Metric::Fleet(
-                FleetMetric::PeakRequestsPerSec1s
-                | FleetMetric::PeakRequestsPerSec10s
-                | FleetMetric::PeakRequestsPerSec60s
-                | FleetMetric::MeanRequestsPerSec,
-            ) => "/s",
-            Metric::Fleet(FleetMetric::TurnsDemotedPct) => "%",
-            _ => "",
+            Metric::Latency(_, "count") | Metric::InjectedLeg("count") => "",
+            Metric::Fleet(FleetMetric::QueueWait("count")) => "",
+            Metric::Latency(..) | Metric::InjectedLeg(_) => "ms",
+            Metric::Count(c) => c.row().unit,
+            Metric::Fleet(f) => f.unit(),
+            Metric::VsBaseline(_) => "",
+        }
+    }
+
+    /// The unit of its value as summary.json stores it: latencies in microseconds.
+    pub(crate) fn stored_unit(self) -> &'static str {
+        match (self.unit(), self) {
+            ("ms", Metric::Latency(..) | Metric::InjectedLeg(_) | Metric::Fleet(FleetMetric::QueueWait(_))) => "us",
+            (unit, _) => unit,
         }
     }
 
@@ -117,10 +124,30 @@ impl Metric {
     /// is worse; more calls completed is better; what the workload sets is neither.
     pub(crate) fn better(self) -> Better {
         match self {
-            Metric::Count(Counter::Completed) => Better::Higher,
-            Metric::Fleet(FleetMetric::TurnsStarted | FleetMetric::Gauge(FleetGauge::ActiveTurns, _)) => Better::Either,
+            Metric::Count(c) => c.row().better,
+            Metric::Fleet(f) => f.better(),
             Metric::VsBaseline(_) => Better::Either,
-            _ => Better::Lower,
+            Metric::Latency(..) | Metric::InjectedLeg(_) => Better::Lower,
+        }
+    }
+
+    /// How a case's repeats make it one.
+    pub(crate) fn rule(self) -> Rule {
+        match self {
+            Metric::Count(c) => c.row().rule,
+            Metric::Latency(_, "count") | Metric::InjectedLeg("count") => Rule::Fewest,
+            Metric::Fleet(FleetMetric::QueueWait("count")) => Rule::Fewest,
+            _ => Rule::Median,
+        }
+    }
+
+    /// Whether a gate (and so a sweep's column or an objective) may read it.
+    pub(crate) fn gateable(self) -> bool {
+        match self {
+            Metric::Count(c) => c.row().gate,
+            Metric::Latency(_, stat) => stat != "count",
+            Metric::InjectedLeg(_) | Metric::Fleet(FleetMetric::QueueWait(_)) => false,
+            Metric::VsBaseline(_) | Metric::Fleet(_) => true,
         }
     }
 
@@ -128,27 +155,43 @@ impl Metric {
     /// `0.968x the baseline`).
     pub(crate) fn show(self, v: f64) -> String {
         match self {
-            Metric::Latency(..) => crate::base::units::human_us(v),
+            Metric::Latency(..) | Metric::InjectedLeg(_) => crate::base::units::human_us(v),
             Metric::Count(_) | Metric::Fleet(_) => crate::base::units::readable(v, 2),
             Metric::VsBaseline(_) if (1e-3..1e9).contains(&v.abs()) => format!("{v:.3}x the baseline"),
             Metric::VsBaseline(_) => format!("{}x the baseline", crate::base::units::readable(v, 3)),
         }
     }
 
+    /// The figure table: every figure a case's result holds, in the order repeats and
+    /// summary.json's spreads show them (the baseline ratios, computed after, aside).
+    pub(crate) fn table() -> &'static [Metric] {
+        static TABLE: std::sync::OnceLock<Vec<Metric>> = std::sync::OnceLock::new();
+        TABLE.get_or_init(|| {
+            let (inside, apart): (Vec<Measure>, Vec<Measure>) = Measure::all().partition(|m| m.in_latency_us());
+            let latency = inside.into_iter().chain(apart).flat_map(|m| LATENCY_FIGURES.map(|s| Metric::Latency(m, s)));
+            let fault = |c: &Counter| matches!(c, Counter::FaultWorstPickupMs | Counter::FaultsFailed);
+            latency
+                .chain(LATENCY_FIGURES.map(Metric::InjectedLeg))
+                .chain(Counter::ALL.iter().filter(|c| !fault(c)).map(|c| Metric::Count(*c)))
+                .chain(FleetMetric::table().into_iter().map(Metric::Fleet))
+                .chain(Counter::ALL.iter().filter(|c| fault(c)).map(|c| Metric::Count(*c)))
+                .collect()
+        })
+    }
+
     /// Every metric a gate may read: each statistic of each measure, the counters, the
     /// baseline ratios, the fleet's figures.
     pub(crate) fn all() -> impl Iterator<Item = Metric> {
         let latency = Measure::all().flat_map(|m| LatencyStats::STATS.into_iter().map(move |s| Metric::Latency(m, s)));
-        latency
-            .chain(Counter::ALL.map(Metric::Count))
-            .chain(Ratio::ALL.map(Metric::VsBaseline))
-            .chain(FleetMetric::all().into_iter().map(Metric::Fleet))
+        let others = Metric::table().iter().copied().filter(|m| m.gateable() && !matches!(m, Metric::Latency(..)));
+        latency.chain(others).chain(Ratio::ALL.map(Metric::VsBaseline))
     }
 
     /// The name a gate uses: `pickup.p50`, `discovery_per_min`.
     pub fn name(self) -> String {
         match self {
             Metric::Latency(m, stat) => format!("{}.{stat}", m.name()),
+            Metric::InjectedLeg(stat) => format!("injected_leg.{stat}"),
             Metric::Count(c) => c.name().to_owned(),
             Metric::VsBaseline(r) => format!("{VS_BASELINE}.{}", r.name()),
             Metric::Fleet(f) => format!("{FLEET}.{}", f.name()),
@@ -182,9 +225,9 @@ impl Metric {
                 Ok(Metric::Latency(measure, stat))
             }
             None => Counter::ALL
-                .into_iter()
-                .find(|c| c.name() == name)
-                .map(Metric::Count)
+                .iter()
+                .find(|c| c.name() == name && c.row().gate)
+                .map(|c| Metric::Count(*c))
                 .ok_or_else(|| MetricError::new(Unknown::Metric(name.to_owned()), metric_names())),
         }
     }
@@ -199,90 +242,6 @@ impl Serialize for Metric {
 impl<'de> Deserialize<'de> for Metric {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Metric::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Counter {
-    Lost,
-    Duplicated,
-    PairingViolations,
-    LeftoverFiles,
-    Malformed,
-    Completed,
-    DiscoveryPerMin,
-    DataPerMin,
-    BusyDiscoveryPerMin,
-    IdleDiscoveryPerMin,
-    IdleDirDiscoveryPerMin,
-    ActivePhaseDiscoveryPerMin,
-    IdlePhaseDiscoveryPerMin,
-    FaultsFailed,
-    FaultWorstPickupMs,
-    SafetyLists,
-    WatchMisses,
-}
-
-impl Counter {
-    /// A rate of the runner's requests (not measurable for a black-box runner).
-    pub(crate) fn is_request_rate(self) -> bool {
-        matches!(
-            self,
-            Counter::DiscoveryPerMin
-                | Counter::DataPerMin
-                | Counter::BusyDiscoveryPerMin
-                | Counter::IdleDiscoveryPerMin
-                | Counter::IdleDirDiscoveryPerMin
-                | Counter::ActivePhaseDiscoveryPerMin
-                | Counter::IdlePhaseDiscoveryPerMin
-        )
-    }
-
-    /// A rate of discovery requests (the request charts draw these gates).
-    pub(crate) fn is_discovery_rate(self) -> bool {
-        self.is_request_rate() && self != Counter::DataPerMin
-    }
-
-    pub const ALL: [Counter; 17] = [
-        Counter::Lost,
-        Counter::Duplicated,
-        Counter::PairingViolations,
-        Counter::LeftoverFiles,
-        Counter::Malformed,
-        Counter::Completed,
-        Counter::DiscoveryPerMin,
-        Counter::DataPerMin,
-        Counter::BusyDiscoveryPerMin,
-        Counter::IdleDiscoveryPerMin,
-        Counter::IdleDirDiscoveryPerMin,
-        Counter::ActivePhaseDiscoveryPerMin,
-        Counter::IdlePhaseDiscoveryPerMin,
-        Counter::FaultsFailed,
-        Counter::FaultWorstPickupMs,
-        Counter::SafetyLists,
-        Counter::WatchMisses,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Counter::Lost => "lost",
-            Counter::Duplicated => "duplicated",
-            Counter::PairingViolations => "pairing_violations",
-            Counter::LeftoverFiles => "leftover_files",
-            Counter::Malformed => "malformed",
-            Counter::Completed => "completed",
-            Counter::DiscoveryPerMin => "discovery_per_min",
-            Counter::DataPerMin => "data_per_min",
-            Counter::BusyDiscoveryPerMin => "busy_discovery_per_min",
-            Counter::IdleDiscoveryPerMin => "idle_discovery_per_min",
-            Counter::IdleDirDiscoveryPerMin => "idle_dir_discovery_per_min",
-            Counter::ActivePhaseDiscoveryPerMin => "active_phase_discovery_per_min",
-            Counter::IdlePhaseDiscoveryPerMin => "idle_phase_discovery_per_min",
-            Counter::FaultsFailed => "faults_failed",
-            Counter::FaultWorstPickupMs => "fault_worst_pickup_ms",
-            Counter::SafetyLists => "safety_lists",
-            Counter::WatchMisses => "watch_misses",
-        }
     }
 }
 
@@ -454,7 +413,7 @@ fn every_metric_name() -> Vec<String> {
 
 pub(crate) fn metric_names() -> String {
     let lat: Vec<String> = Measure::all().map(|m| format!("{}.<stat>", m.name())).collect();
-    let cnt: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
+    let cnt: Vec<&str> = Counter::ALL.iter().filter(|c| c.row().gate).map(|c| c.name()).collect();
     let ratios: Vec<String> = Ratio::ALL.iter().map(|r| format!("{VS_BASELINE}.{}", r.name())).collect();
     format!(
         "{}, {}, {}, {FLEET}.<figure> (stat: {}; fleet figures: see the docs)",
@@ -497,7 +456,7 @@ impl Gate {
         let rhs = expr[pos + sym.len()..].trim();
         let metric = Metric::parse(lhs)?;
         let threshold = match metric {
-            Metric::Latency(..) => {
+            Metric::Latency(..) | Metric::InjectedLeg(_) => {
                 parse_duration(rhs).map_err(|why| GateError::Duration { expr: expr.to_owned(), why })?.as_secs_f64()
                     * 1e6
             }
