@@ -15,8 +15,6 @@ use super::side::{SideReport, FORMATS};
 use crate::base::units::human_us;
 use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
 
-use Align::{Left as L, Right as R};
-
 /// Writes every output of `report` into `dir` at `moment`: after each step
 /// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
 /// ([`Moment::End`]); the console table is returned, not printed.
@@ -163,7 +161,7 @@ fn machine(r: &CapacityReport) -> Vec<Block> {
     let p = &r.ramp;
     vec![
         Block::Table(Table {
-            columns: columns(&[("fact", L), ("value", L)]),
+            columns: columns("fact|value"),
             rows: rows.into_iter().map(|(k, v)| vec![k.to_owned(), v]).collect(),
         }),
         Block::Para(inline(format!(
@@ -205,7 +203,10 @@ fn steps(r: &CapacityReport) -> Vec<Block> {
             "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. \
              *next exec*: the probe's round trip (connect included).",
         )),
-        Block::Table(Table { columns: names.iter().map(|n| ((*n).to_owned(), R)).collect(), rows: rows.collect() }),
+        Block::Table(Table {
+            columns: names.iter().map(|n| ((*n).to_owned(), Align::Right)).collect(),
+            rows: rows.collect(),
+        }),
     ]
 }
 
@@ -266,7 +267,7 @@ fn costs(r: &CapacityReport) -> Vec<Block> {
         Block::List(fits),
         Block::Para(plain("Between steps (the slope: change / change in held execs):")),
         Block::Table(Table {
-            columns: columns(&[("from", R), ("to", R), ("RSS KiB/exec", R), ("fds/exec", R), ("threads/exec", R)]),
+            columns: columns(">from|>to|>RSS KiB/exec|>fds/exec|>threads/exec"),
             rows: rows.collect(),
         }),
     ]

@@ -7,13 +7,11 @@
 
 use std::path::Path;
 
-use super::doc::{columns, inline, plain, Align, Block, Doc, Section, Table};
+use super::doc::{columns, inline, plain, Block, Doc, Section, Table};
 use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use super::side::{SideReport, FORMATS};
 use crate::results::conform::{ConformReport, Verdict};
-
-use Align::Left as L;
 
 /// Writes every output of `report` into `dir`; the console table is returned, not printed.
 pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
@@ -93,7 +91,7 @@ fn document(r: &ConformReport) -> Doc {
     let rows = r.cases.iter().map(|c| {
         vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.label()), c.reason.clone()]
     });
-    let table = Table { columns: columns(&[("case", L), ("§", L), ("verdict", L), ("why", L)]), rows: rows.collect() };
+    let table = Table { columns: columns("case|§|verdict|why"), rows: rows.collect() };
     let cases = r.cases.iter().flat_map(|c| {
         [
             Block::Heading(format!("{} — {}", c.name, c.verdict.label())),

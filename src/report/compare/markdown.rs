@@ -5,13 +5,10 @@
 
 use super::console::{heading, interval, ratio, tally, value, TOO_FEW, WITHIN_FLOOR};
 use super::{Change, Comparison, Verdict};
-use crate::report::doc::{self, code, columns, inline, plain, Align, Block, Span, Table};
-
-use Align::{Left as L, Right as R};
+use crate::report::doc::{self, code, columns, inline, plain, Block, Span, Table};
 
 fn table(rows: &[&Change]) -> Block {
-    let columns =
-        columns(&[("case", L), ("figure", L), ("old", R), ("new", R), ("ratio", R), ("95% noise", L), ("verdict", L)]);
+    let columns = columns("case|figure|>old|>new|>ratio|95% noise|verdict");
     let rows = rows
         .iter()
         .map(|ch| {

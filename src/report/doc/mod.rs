@@ -60,9 +60,15 @@ pub(crate) struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
-/// A table's columns from their names and alignments.
-pub(crate) fn columns(names: &[(&str, Align)]) -> Vec<(String, Align)> {
-    names.iter().map(|(n, a)| ((*n).to_owned(), *a)).collect()
+/// A table's columns from their names, `|` between them, a right-aligned one marked `>`
+/// (`"case|>calls|>lost"`).
+pub(crate) fn columns(spec: &str) -> Vec<(String, Align)> {
+    spec.split('|')
+        .map(|n| match n.strip_prefix('>') {
+            Some(n) => (n.to_owned(), Align::Right),
+            None => (n.to_owned(), Align::Left),
+        })
+        .collect()
 }
 
 /// A chart drawn beside the report (`charts/<stem>.png` and `.svg`): summary.md links it,
@@ -325,7 +331,7 @@ mod tests {
             vec![
                 Block::Para(vec![Span::Text(bad.into()), Span::Strong(bad.into()), Span::Code(bad.into())]),
                 Block::Table(Table {
-                    columns: crate::report::doc::columns(&[("a", Align::Left)]),
+                    columns: crate::report::doc::columns("a"),
                     rows: vec![vec![format!("`{bad}` {bad}")]],
                 }),
                 Block::Heading(bad.into()),
@@ -359,7 +365,7 @@ mod tests {
             blocks: vec![
                 Block::Para(vec![Span::Text("with ".into()), Span::Code("code".into()), Span::Text(":".into())]),
                 Block::Table(Table {
-                    columns: crate::report::doc::columns(&[("a", Align::Left), ("n", Align::Right)]),
+                    columns: crate::report::doc::columns("a|>n"),
                     rows: vec![vec!["x|y".into(), "1".into()]],
                 }),
                 Block::List(vec![vec![Span::Strong("case".into()), Span::Text(" limits".into())], plain("two")]),

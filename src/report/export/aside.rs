@@ -3,10 +3,8 @@
 //! degraded wakes, notices, the cases an interrupt left unrun).
 
 use super::{any_thin, stat, us, THIN_NOTE};
-use crate::report::doc::{inline, mark, plain, Align, Block, Line, Section, Table};
+use crate::report::doc::{inline, mark, plain, Block, Line, Section, Table};
 use crate::results::summary::{CaseResult, Summary};
-
-use Align::{Left as L, Right as R};
 
 /// This machine's floor, when measured.
 pub(super) fn calibration(s: &Summary) -> Section {
@@ -25,7 +23,7 @@ pub(super) fn calibration(s: &Summary) -> Section {
         _ => vec![(*name).to_owned(), st.count.to_string(), stat(st, "p50"), stat(st, "p99"), us(st.max)],
     });
     let mut blocks = vec![Block::Table(Table {
-        columns: crate::report::doc::columns(&[("probe", L), ("samples", R), ("p50", R), ("p99", R), ("max", R)]),
+        columns: crate::report::doc::columns("probe|>samples|>p50|>p99|>max"),
         rows: rows.collect(),
     })];
     if any_thin(probes.iter().flatten().map(|(_, st)| *st), &["p50", "p99"]) {
@@ -119,13 +117,7 @@ pub(super) fn causes(s: &Summary) -> Vec<Block> {
              and duplicated columns above.",
         )),
         Block::Table(Table {
-            columns: crate::report::doc::columns(&[
-                ("case", L),
-                ("outcome", L),
-                ("what happened", L),
-                ("calls", R),
-                ("for example", L),
-            ]),
+            columns: crate::report::doc::columns("case|outcome|what happened|>calls|for example"),
             rows,
         }),
     ]
@@ -158,11 +150,7 @@ pub(super) fn daemon_log(s: &Summary) -> Vec<Block> {
              the run and its in-sandbox side: in no rate; docs/measures.md names each one's route).",
         )),
         Block::Table(Table {
-            columns: crate::report::doc::columns(&[
-                ("case", L),
-                ("runners' requests, whole case", L),
-                ("relay-bench's own", L),
-            ]),
+            columns: crate::report::doc::columns("case|runners' requests, whole case|relay-bench's own"),
             rows,
         }),
     ]
@@ -195,17 +183,7 @@ pub(super) fn faults(s: &Summary) -> Option<Section> {
         })
     });
     let table = Table {
-        columns: crate::report::doc::columns(&[
-            ("case", L),
-            ("fault", L),
-            ("sandbox", R),
-            ("struck / ended", L),
-            ("detected (after)", L),
-            ("recovery", L),
-            ("calls touched: answered / failed", L),
-            ("worst pickup", R),
-            ("ok", L),
-        ]),
+        columns: crate::report::doc::columns("case|fault|>sandbox|struck / ended|detected (after)|recovery|calls touched: answered / failed|>worst pickup|ok"),
         rows: rows.collect(),
     };
     let mut blocks = vec![Block::Para(plain(intro)), Block::Table(table)];

@@ -8,10 +8,8 @@
 
 use super::{any_thin, aside, design, pair_of, spread, stat, stat_of, us, THIN_NOTE};
 use crate::record::recorder::Measure;
-use crate::report::doc::{inline, plain, Align, Block, Chart, Doc, Section, Table, Verdict};
+use crate::report::doc::{inline, plain, Block, Chart, Doc, Section, Table, Verdict};
 use crate::results::summary::{CaseResult, Stretch, Summary};
-
-use Align::{Left as L, Right as R};
 
 /// Start-up shorter than this is not worth a line: a local stale sweep.
 const STARTUP_SHOWN_MS: f64 = 1.0;
@@ -169,19 +167,7 @@ fn results(s: &Summary) -> Section {
         ]
     });
     let table = Table {
-        columns: crate::report::doc::columns(&[
-            ("case", L),
-            ("strategy", L),
-            ("writer", L),
-            ("departs from production", L),
-            ("calls", R),
-            ("lost", R),
-            ("wake p50 / p99", L),
-            ("pickup p50 / p99", L),
-            ("completion p50 / p99", L),
-            ("discovery/min/dir", R),
-            ("gates", L),
-        ]),
+        columns: crate::report::doc::columns("case|strategy|writer|departs from production|>calls|>lost|wake p50 / p99|pickup p50 / p99|completion p50 / p99|>discovery/min/dir|gates"),
         rows: rows.collect(),
     };
     let thin = any_thin(s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m))), &["p50", "p99"]);
@@ -235,16 +221,7 @@ fn latency(s: &Summary) -> Section {
     let rows =
         s.results.iter().flat_map(|r| Measure::all().filter_map(move |m| Some(latency_row(r, m.row()?, m)))).collect();
     blocks.push(Block::Table(Table {
-        columns: crate::report::doc::columns(&[
-            ("case", L),
-            ("measure", L),
-            ("samples", R),
-            ("p50", R),
-            ("p90", R),
-            ("p99", R),
-            ("p99.9", R),
-            ("max", R),
-        ]),
+        columns: crate::report::doc::columns("case|measure|>samples|>p50|>p90|>p99|>p99.9|>max"),
         rows,
     }));
     let shown = s.results.iter().flat_map(|r| Measure::all().filter(|m| m.row().is_some()).map(|m| r.latency(m)));
@@ -312,31 +289,12 @@ fn calls_and_requests(s: &Summary) -> Section {
     });
     let mut blocks = vec![
         Block::Table(Table {
-            columns: crate::report::doc::columns(&[
-                ("case", L),
-                ("scheduled", R),
-                ("ok", R),
-                ("error", R),
-                ("paused", R),
-                ("lost", R),
-                ("duplicated", R),
-                ("leftover files", R),
-            ]),
+            columns: crate::report::doc::columns("case|>scheduled|>ok|>error|>paused|>lost|>duplicated|>leftover files"),
             rows: calls.collect(),
         }),
         Block::Para(inline(RATES)),
         Block::Table(Table {
-            columns: crate::report::doc::columns(&[
-                ("case", L),
-                ("discovery/min/dir", R),
-                ("busy", R),
-                ("idle, live relay", R),
-                ("idle, dir", R),
-                ("active phases", R),
-                ("idle phases", R),
-                ("data/min/dir", R),
-                ("requests by kind", L),
-            ]),
+            columns: crate::report::doc::columns("case|>discovery/min/dir|>busy|>idle, live relay|>idle, dir|>active phases|>idle phases|>data/min/dir|requests by kind"),
             rows: rates.collect(),
         }),
     ];
@@ -447,7 +405,7 @@ fn assumptions(s: &Summary) -> Section {
                  holds for these, not beyond them.",
             )),
             Block::Table(Table {
-                columns: crate::report::doc::columns(&[("what", L), ("value", L), ("source", L)]),
+                columns: crate::report::doc::columns("what|value|source"),
                 rows: all.iter().map(|a| vec![a.what.clone(), a.value.clone(), a.source.clone()]).collect(),
             }),
         ],

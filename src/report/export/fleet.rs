@@ -5,13 +5,10 @@
 
 use super::us;
 use crate::base::gauge::GaugeStats;
-use crate::report::doc::Align;
 use crate::report::doc::{self, plain, Block, Span, Table};
 use crate::results::fleet::FleetResult;
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::fault::FaultRow;
-
-use Align::{Left as L, Right as R};
 
 /// Whether a case's fleet is worth a section (and a chart): agent turns (more turns than
 /// sandboxes), limits in force, or a fleet-wide fault.
@@ -52,16 +49,9 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
     let remote = (!measured.is_empty()).then(|| {
         let mut t = Table {
-            columns: doc::columns(&[
-                ("case", L),
-                ("held execs", L),
-                ("per sandbox", L),
-                ("in flight", L),
-                ("connections", L),
-                ("requests/s", L),
-                ("rejected / queued / cut", R),
-                ("queue wait p99", R),
-            ]),
+            columns: doc::columns(
+                "case|held execs|per sandbox|in flight|connections|requests/s|>rejected / queued / cut|>queue wait p99",
+            ),
             rows: Vec::new(),
         };
         for (r, f) in &measured {
@@ -89,15 +79,9 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
 /// calls per turn, and the turns (and healthy ones) at once.
 fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
     let mut turns = Table {
-        columns: doc::columns(&[
-            ("case", L),
-            ("turns", R),
-            ("demoted", R),
-            ("fallback polling", R),
-            ("calls per turn (max)", R),
-            ("turns at once", L),
-            ("healthy at once", L),
-        ]),
+        columns: doc::columns(
+            "case|>turns|>demoted|>fallback polling|>calls per turn (max)|turns at once|healthy at once",
+        ),
         rows: Vec::new(),
     };
     for (r, f) in cases {
@@ -119,15 +103,9 @@ fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
 /// turns, the worst it got, the turns it demoted and the busiest ten seconds after it.
 fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
     let mut t = Table {
-        columns: doc::columns(&[
-            ("case", L),
-            ("fault", L),
-            ("struck / ended", L),
-            ("back to 95% healthy", R),
-            ("worst healthy", R),
-            ("turns demoted", R),
-            ("busiest 10 s after (req/s)", R),
-        ]),
+        columns: doc::columns(
+            "case|fault|struck / ended|>back to 95% healthy|>worst healthy|>turns demoted|>busiest 10 s after (req/s)",
+        ),
         rows: Vec::new(),
     };
     for (r, x) in rows {
@@ -186,15 +164,8 @@ fn ramp(s: &Summary) -> Option<Table> {
     if ramps.is_empty() {
         return None;
     }
-    let columns = vec![
-        ("case", Align::Left),
-        ("warm-up", Align::Right),
-        ("turns started", Align::Right),
-        ("of them demoted", Align::Right),
-        ("window failures", Align::Right),
-        ("held execs max", Align::Right),
-        ("requests/s, busiest step", Align::Right),
-    ];
+    let columns =
+        "case|>warm-up|>turns started|>of them demoted|>window failures|>held execs max|>requests/s, busiest step";
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let rows = ramps
         .into_iter()
@@ -210,5 +181,5 @@ fn ramp(s: &Summary) -> Option<Table> {
             ]
         })
         .collect();
-    Some(Table { columns: doc::columns(&columns), rows })
+    Some(Table { columns: doc::columns(columns), rows })
 }

@@ -6,13 +6,11 @@
 //! each number of the provider's printed with its source.
 
 use crate::base::units::{readable, thousands};
-use crate::report::doc::{self, Align, Block, Section, Span, Table};
+use crate::report::doc::{self, Block, Section, Span, Table};
 use crate::results::fleet::{FleetResult, FromPhase};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::tiers::{covering, Cover, HELD_EXECS_SOURCE, HOW_COUNTED, TIERS};
 use crate::scenario::gate::Phased;
-
-use Align::{Left as L, Right as R};
 
 /// What the section says first.
 pub(crate) const INTRO: &str = "What each fleet size needs of the sandbox provider, measured with no limit and no fault: requests a minute (the steady state's mean, and the busiest minute of the warm-up or the steady state, whichever is higher), execs held at once at the peak (the warm-up included: a deploy starts every turn together), and the smallest documented organisation tier whose request rate covers the busiest minute. The provider documents no held-exec limit.";
@@ -33,17 +31,7 @@ pub(crate) fn document(s: &Summary) -> Option<Section> {
         return None;
     }
     cases.sort_by_key(|(r, _)| r.sandboxes);
-    let columns = doc::columns(&[
-        ("sandboxes", R),
-        ("case", L),
-        ("runner", L),
-        ("requests/min, mean", R),
-        ("requests/min, busiest minute", R),
-        ("held execs, peak", R),
-        ("per sandbox, peak", R),
-        ("request-rate tier that covers it", L),
-        ("held-exec limit", L),
-    ]);
+    let columns = doc::columns(">sandboxes|case|runner|>requests/min, mean|>requests/min, busiest minute|>held execs, peak|>per sandbox, peak|request-rate tier that covers it|held-exec limit");
     let rows = cases.iter().map(|(r, f)| row(r, f)).collect();
     let blocks = vec![
         Block::Para(doc::plain(INTRO)),

@@ -4,12 +4,10 @@
 //! in bold. The warm-up is when a fleet's turns start together, as after every deploy.
 
 use crate::base::units::{readable, wall};
-use crate::report::doc::{self, Align, Block, Span, Table};
+use crate::report::doc::{self, Block, Span, Table};
 use crate::results::fleet::{FleetResult, FromPhase};
 use crate::results::summary::{CaseResult, Summary};
 use crate::scenario::gate::Phased;
-
-use Align::{Left as L, Right as R};
 
 /// What the table says first.
 pub(crate) const INTRO: &str = "The warm-up beside the steady state: the fleet's figures above are the steady state's (after the warm-up); here each figure the warm-up has too is written warm-up / steady state. The capacity gates (`fleet.worst.*`) read the higher of the two: it is in **bold**, and neither is when they are equal. Turns demoted in the warm-up are those it started, demoted then or after.";
@@ -28,19 +26,7 @@ pub(crate) fn blocks(s: &Summary) -> Option<Vec<Block>> {
     if cases.is_empty() {
         return None;
     }
-    let columns = doc::columns(&[
-        ("case", L),
-        ("span", R),
-        ("turns started", R),
-        ("turns demoted", R),
-        ("window failures", R),
-        ("held execs max", R),
-        ("per sandbox max", R),
-        ("rejected", R),
-        ("requests/s, busiest 10 s", R),
-        ("requests/s, busiest 60 s", R),
-        ("requests/s, mean", R),
-    ]);
+    let columns = doc::columns("case|>span|>turns started|>turns demoted|>window failures|>held execs max|>per sandbox max|>rejected|>requests/s, busiest 10 s|>requests/s, busiest 60 s|>requests/s, mean");
     let rows = cases.iter().map(|(r, f)| row(r, f)).collect();
     let mut out = vec![Block::Para(doc::inline(INTRO)), Block::Table(Table { columns, rows })];
     let ungated: Vec<Vec<Span>> = cases

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::base::units::readable;
-use crate::report::doc::{inline, mark, plain, Align, Block, Section, Span, Table};
+use crate::report::doc::{inline, mark, plain, Block, Section, Span, Table};
 use crate::results::boundary::Boundary;
 use crate::results::summary::Summary;
 use crate::results::verdict::{Judged, RolloutGate, Verdict, CLOCK_EVIDENCE};
@@ -131,12 +131,9 @@ fn gates_table(v: &Verdict, s: &Summary) -> Table {
         vec![format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]
     });
     Table {
-        columns: crate::report::doc::columns(&[
-            ("rollout gate", Align::Left),
-            ("production as built", Align::Left),
-            ("option sets that meet it", Align::Left),
-            ("option sets that miss it", Align::Left),
-        ]),
+        columns: crate::report::doc::columns(
+            "rollout gate|production as built|option sets that meet it|option sets that miss it",
+        ),
         rows: rows.collect(),
     }
 }
@@ -191,11 +188,7 @@ gates only, the others having seen only the part that ran.",
             vec![along, map.join(" · "), b.sentence()]
         });
         out.push(Block::Table(Table {
-            columns: crate::report::doc::columns(&[
-                ("along", Align::Left),
-                ("points", Align::Left),
-                ("boundary", Align::Left),
-            ]),
+            columns: crate::report::doc::columns("along|points|boundary"),
             rows: rows.collect(),
         }));
     }

@@ -3,11 +3,9 @@
 //! and while it stormed, and what the organisation's other sandboxes met meanwhile.
 
 use super::us;
-use crate::report::doc::{plain, Align, Block, Table};
+use crate::report::doc::{plain, Block, Table};
 use crate::results::summary::Summary;
 use crate::scenario::storm::StormRow;
-
-use Align::{Left as L, Right as R};
 
 const INTRO: &str = "A storm runs from the first failed read until the struck request is gone (the first \
      daemon request after its delete). Rates are per second of relay life: the struck dir's before is from its \
@@ -74,18 +72,7 @@ pub(super) fn blocks(s: &Summary) -> Vec<Block> {
         return Vec::new();
     }
     let table = Table {
-        columns: crate::report::doc::columns(&[
-            ("case", L),
-            ("struck sandbox", L),
-            ("stormed", L),
-            ("requests/s: before → during", R),
-            ("windows/s: before → during", R),
-            ("its requests while it stormed", L),
-            ("rejected: its / the others'", R),
-            ("others' rejections/s: before → during", R),
-            ("others' turns demoted", R),
-            ("others' worst pickup", R),
-        ]),
+        columns: crate::report::doc::columns("case|struck sandbox|stormed|>requests/s: before → during|>windows/s: before → during|its requests while it stormed|>rejected: its / the others'|>others' rejections/s: before → during|>others' turns demoted|>others' worst pickup"),
         rows,
     };
     vec![Block::Para(plain(INTRO)), Block::Table(table)]

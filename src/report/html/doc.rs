@@ -138,10 +138,7 @@ mod tests {
                     in_markdown: false,
                     blocks: vec![Block::List(vec![vec![Span::Mark(false)]])],
                 },
-                Block::Table(Table {
-                    columns: crate::report::doc::columns(&[("n", Align::Right)]),
-                    rows: vec![vec!["1".into()]],
-                }),
+                Block::Table(Table { columns: crate::report::doc::columns(">n"), rows: vec![vec!["1".into()]] }),
             ],
         };
         let mut p = Page::default();
