@@ -25,8 +25,7 @@ const PARTS: [(&str, RGBColor); 5] = [
 ];
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
+    root.fill(&WHITE)?;
     let rows: Vec<(&str, [f64; 5])> = run.cases.iter().filter_map(|c| Some((c.name.as_str(), c.breakdown?))).collect();
     let total = rows.iter().map(|r| r.1.iter().sum::<f64>()).fold(0.0, f64::max).max(1e-3);
     let n = rows.len();
@@ -40,8 +39,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         .margin(16)
         .x_label_area_size(50)
         .y_label_area_size(230)
-        .build_cartesian_2d(0.0..total * 1.05, 0.0..n as f64)
-        .map_err(e)?;
+        .build_cartesian_2d(0.0..total * 1.05, 0.0..n as f64)?;
     let names: Vec<String> = rows.iter().map(|r| r.0.to_owned()).collect();
     chart
         .configure_mesh()
@@ -59,8 +57,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         })
         .label_style(("sans-serif", 16))
         .axis_desc_style(("sans-serif", 18))
-        .draw()
-        .map_err(e)?;
+        .draw()?;
     for (k, (_, c)) in PARTS.iter().enumerate() {
         let bars: Vec<Rectangle<(f64, f64)>> = rows
             .iter()
@@ -71,7 +68,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
                 Rectangle::new([(x0, y + 0.2), (x0 + parts[k], y + 0.8)], c.filled())
             })
             .collect();
-        chart.draw_series(bars).map_err(e)?;
+        chart.draw_series(bars)?;
     }
     Ok(())
 }

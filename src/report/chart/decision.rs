@@ -139,8 +139,7 @@ fn place(at: &[(i32, i32)], names: &[&str], area: Boxed) -> Vec<(i32, i32)> {
 }
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
+    root.fill(&WHITE)?;
     let pts = points(run);
     let mut regions: Vec<(Region, usize)> = Vec::new();
     for r in pts.iter().filter_map(region) {
@@ -185,8 +184,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         .margin_right(30)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(e)?;
+        .build_cartesian_2d(x0..x1, y0..y1)?;
     let log = |a: &Axis| if a.log { ", log scale" } else { "" };
     let mut mesh = chart.configure_mesh();
     mesh.max_light_lines(2);
@@ -204,8 +202,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         .y_label_formatter(&|u| ay.label(*u))
         .label_style(("sans-serif", 16))
         .axis_desc_style(("sans-serif", 18))
-        .draw()
-        .map_err(e)?;
+        .draw()?;
     super::grid(&mut chart, Some(&ax), Some(&ay))?;
     shade_regions(&mut chart, &regions, (&ax, &ay), shade)?;
     let at: Vec<(f64, f64)> = pts.iter().map(|p| (ax.to(p.x.mid), ay.to(p.y.mid))).collect();
@@ -221,7 +218,6 @@ fn marks<DB: DrawingBackend>(
     pts: &[Point<'_>],
     at: &[(f64, f64)],
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let pixels: Vec<(i32, i32)> = at.iter().map(|c| chart.backend_coord(c)).collect();
     let names: Vec<&str> = pts.iter().map(|p| p.case.name.as_str()).collect();
     let (px, py) = chart.plotting_area().get_pixel_range();
@@ -246,7 +242,7 @@ fn marks<DB: DrawingBackend>(
             + PathElement::new(leader, ink.stroke_width(1))
             + Circle::new((0, 0), r, mark)
             + Text::new(p.case.name.clone(), (dx, dy), ("sans-serif", LABEL).into_font().color(&ink));
-        chart.draw_series(std::iter::once(el)).map_err(e)?;
+        chart.draw_series(std::iter::once(el))?;
     }
     Ok(())
 }
@@ -258,7 +254,6 @@ fn legend<DB: DrawingBackend>(
     rows: &[Vec<(i32, usize)>],
     shade: RGBColor,
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     for (r, row) in rows.iter().enumerate() {
         let y = 16 + 26 * r as i32;
         for &(x, k) in row {
@@ -267,9 +262,8 @@ fn legend<DB: DrawingBackend>(
                 0 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.filled())),
                 1 => strip.draw(&Circle::new((x + 8, y), 6, BLACK.stroke_width(2))),
                 _ => strip.draw(&Rectangle::new([(x, y - 8), (x + 16, y + 8)], shade.mix(0.25).filled())),
-            }
-            .map_err(e)?;
-            strip.draw(&Text::new(label.clone(), (x + 24, y - 8), ("sans-serif", 15))).map_err(e)?;
+            }?;
+            strip.draw(&Text::new(label.clone(), (x + 24, y - 8), ("sans-serif", 15)))?;
         }
     }
     Ok(())
@@ -282,23 +276,22 @@ fn shade_regions<DB: DrawingBackend>(
     (ax, ay): (&Axis, &Axis),
     shade: RGBColor,
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let ((x0, x1), (y0, y1)) = (ax.span(), ay.span());
     for ((xr, yr, _), _) in regions {
         let xa = [xr[0].map_or(x0, |v| ax.to(v)), xr[1].map_or(x1, |v| ax.to(v))];
         let ya = [yr[0].map_or(y0, |v| ay.to(v)), yr[1].map_or(y1, |v| ay.to(v))];
         let rect = [(xa[0].max(x0), ya[0].max(y0)), (xa[1].min(x1), ya[1].min(y1))];
-        chart.draw_series(std::iter::once(Rectangle::new(rect, shade.mix(0.14).filled()))).map_err(e)?;
+        chart.draw_series(std::iter::once(Rectangle::new(rect, shade.mix(0.14).filled())))?;
         let edge = shade.mix(0.8).stroke_width(2);
         for v in xr.iter().flatten() {
             let u = ax.to(*v);
             let line = vec![(u, rect[0].1), (u, rect[1].1)];
-            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
+            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge))?;
         }
         for v in yr.iter().flatten() {
             let u = ay.to(*v);
             let line = vec![(rect[0].0, u), (rect[1].0, u)];
-            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge)).map_err(e)?;
+            chart.draw_series(DashedLineSeries::new(line, 8, 6, edge))?;
         }
     }
     Ok(())
@@ -311,19 +304,14 @@ fn spread_bars<DB: DrawingBackend>(
     at: &[(f64, f64)],
     (ax, ay): (&Axis, &Axis),
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     for (p, &(x, y)) in pts.iter().zip(at) {
         let col = color(p.i);
         let bar = col.stroke_width(2);
         if let Some((lo, hi)) = p.x.range {
-            chart
-                .draw_series(std::iter::once(PathElement::new(vec![(ax.to(lo), y), (ax.to(hi), y)], bar)))
-                .map_err(e)?;
+            chart.draw_series(std::iter::once(PathElement::new(vec![(ax.to(lo), y), (ax.to(hi), y)], bar)))?;
         }
         if let Some((lo, hi)) = p.y.range {
-            chart
-                .draw_series(std::iter::once(PathElement::new(vec![(x, ay.to(lo)), (x, ay.to(hi))], bar)))
-                .map_err(e)?;
+            chart.draw_series(std::iter::once(PathElement::new(vec![(x, ay.to(lo)), (x, ay.to(hi))], bar)))?;
         }
     }
     Ok(())

@@ -19,10 +19,8 @@ pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
 }
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
-    let root =
-        root.titled(&format!("{}: pickup over time, faults shaded", run.scenario), ("sans-serif", 28)).map_err(e)?;
+    root.fill(&WHITE)?;
+    let root = root.titled(&format!("{}: pickup over time, faults shaded", run.scenario), ("sans-serif", 28))?;
     let cases: Vec<_> = run.cases.iter().filter(|c| !c.faults.is_empty() && !c.pickup_intervals.is_empty()).collect();
     let rows = cases.len().div_ceil(2);
     let panels = root.split_evenly((rows.max(1), 2));
@@ -47,8 +45,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(0.0..tmax, (ymin * 0.5..ymax * 2.0).log_scale())
-            .map_err(e)?;
+            .build_cartesian_2d(0.0..tmax, (ymin * 0.5..ymax * 2.0).log_scale())?;
         chart
             .configure_mesh()
             .x_desc("time (s)")
@@ -57,26 +54,22 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .y_label_formatter(&super::log_label)
             .label_style(("sans-serif", 13))
             .axis_desc_style(("sans-serif", 14))
-            .draw()
-            .map_err(e)?;
+            .draw()?;
         let shade = RGBColor(214, 39, 40).mix(0.2);
         for (kind, from, to) in &c.faults {
             let to = to.max(from + step);
             chart
-                .draw_series(std::iter::once(Rectangle::new([(*from, ymin * 0.5), (to, ymax * 2.0)], shade.filled())))
-                .map_err(e)?
+                .draw_series(std::iter::once(Rectangle::new([(*from, ymin * 0.5), (to, ymax * 2.0)], shade.filled())))?
                 .label(format!("fault: {kind}"))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], shade.filled()));
         }
         let (blue, orange) = (RGBColor(31, 119, 180), RGBColor(255, 127, 14));
         chart
-            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), blue.stroke_width(2)))
-            .map_err(e)?
+            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), blue.stroke_width(2)))?
             .label("median")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(3)));
         chart
-            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), orange.stroke_width(2)))
-            .map_err(e)?
+            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.2)), orange.stroke_width(2)))?
             .label("worst")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], orange.stroke_width(3)));
         chart
@@ -85,8 +78,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(e)?;
+            .draw()?;
     }
     Ok(())
 }

@@ -19,8 +19,7 @@ use crate::results::fleet::FleetPoint;
 type Pick = fn(&FleetPoint) -> f64;
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
+    root.fill(&WHITE)?;
     let cases: Vec<(usize, &str, &Vec<FleetPoint>, Option<u32>)> = run
         .cases
         .iter()
@@ -55,23 +54,20 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .margin(12)
             .x_label_area_size(if k == 2 { 44 } else { 24 })
             .y_label_area_size(70)
-            .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)
-            .map_err(e)?;
+            .build_cartesian_2d(0.0..tmax, 0.0..ymax * 1.1)?;
         let mut mesh = chart.configure_mesh();
         mesh.label_style(("sans-serif", 15)).axis_desc_style(("sans-serif", 16)).y_labels(6);
         if k == 2 {
             mesh.x_desc("time since the schedule's start (s)");
         }
-        mesh.draw().map_err(e)?;
+        mesh.draw()?;
         for (i, _, points, limit) in &cases {
             let col = color(*i);
             let pts: Vec<(f64, f64)> = points.iter().map(|p| (p.t_secs, pick(p))).collect();
-            chart.draw_series(LineSeries::new(pts, col.stroke_width(2))).map_err(e)?;
+            chart.draw_series(LineSeries::new(pts, col.stroke_width(2)))?;
             if let (0, Some(l)) = (k, limit) {
                 let l = f64::from(*l);
-                chart
-                    .draw_series(DashedLineSeries::new(vec![(0.0, l), (tmax, l)], 8, 6, col.stroke_width(1)))
-                    .map_err(e)?;
+                chart.draw_series(DashedLineSeries::new(vec![(0.0, l), (tmax, l)], 8, 6, col.stroke_width(1)))?;
             }
         }
     }

@@ -91,6 +91,12 @@ pub(crate) struct CaseData {
 #[error("{0}")]
 pub(crate) struct DrawError(pub String);
 
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        DrawError(e.to_string())
+    }
+}
+
 /// Why a run's charts could not be drawn: the file at fault, and why.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ChartError {
@@ -305,7 +311,6 @@ pub(crate) fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[Entry],
 ) -> Result<(), DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| DrawError(e.to_string());
     let width = area.dim_in_pixel().0;
     let (mut x, mut y, mut row) = (10i32, 18i32, 1u32);
     let all = distinct(entries);
@@ -317,19 +322,19 @@ pub(crate) fn legend<DB: DrawingBackend>(
             row += 1;
             if row == LEGEND_ROWS && all.len() - k > 1 {
                 let more = format!("... and {} more (summary.md names them all)", all.len() - k);
-                area.draw(&Text::new(more, (x, y - 8), ("sans-serif", 15))).map_err(e)?;
+                area.draw(&Text::new(more, (x, y - 8), ("sans-serif", 15)))?;
                 break;
             }
         }
         let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
         if en.dashed {
             for k in 0..3 {
-                area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style)).map_err(e)?;
+                area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style))?;
             }
         } else {
-            area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style)).map_err(e)?;
+            area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style))?;
         }
-        area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15))).map_err(e)?;
+        area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15)))?;
         x += w;
     }
     Ok(())

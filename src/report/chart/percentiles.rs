@@ -29,10 +29,8 @@ fn label(x: &f64) -> String {
 }
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
-    let root =
-        root.titled(&format!("{}: latency by percentile (all cases)", run.scenario), ("sans-serif", 30)).map_err(e)?;
+    root.fill(&WHITE)?;
+    let root = root.titled(&format!("{}: latency by percentile (all cases)", run.scenario), ("sans-serif", 30))?;
     let entries: Vec<super::Entry> = run
         .cases
         .iter()
@@ -74,8 +72,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .margin_right(48)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d(0.0..xmax, (ymin * 0.8..ymax * 1.25).log_scale())
-            .map_err(e)?;
+            .build_cartesian_2d(0.0..xmax, (ymin * 0.8..ymax * 1.25).log_scale())?;
         chart
             .configure_mesh()
             .x_desc("percentile")
@@ -86,10 +83,9 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .y_label_formatter(&super::log_label)
             .label_style(("sans-serif", 16))
             .axis_desc_style(("sans-serif", 18))
-            .draw()
-            .map_err(e)?;
+            .draw()?;
         for (i, pts) in series {
-            chart.draw_series(LineSeries::new(pts, color(i).stroke_width(2))).map_err(e)?;
+            chart.draw_series(LineSeries::new(pts, color(i).stroke_width(2)))?;
         }
     }
     Ok(())

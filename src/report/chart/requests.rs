@@ -75,8 +75,7 @@ fn gate_lines(cases: &[(usize, &CaseData)]) -> Vec<(f64, Vec<usize>)> {
 }
 
 pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunData) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
+    root.fill(&WHITE)?;
     let cases = measured(run);
     let gates = gate_lines(&cases);
     let grey = RGBColor(90, 90, 90);
@@ -122,15 +121,13 @@ fn panel<DB: DrawingBackend>(
     axis: Axis,
     last: bool,
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let (lo, hi) = axis.span();
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", size))
         .margin(16)
         .x_label_area_size(if last { 50 } else { 30 })
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..tmax, lo..hi)
-        .map_err(e)?;
+        .build_cartesian_2d(0.0..tmax, lo..hi)?;
     let label = |u: &f64| axis.label(*u);
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(if axis.log { "discovery / min (log scale)" } else { "discovery / min" })
@@ -145,12 +142,12 @@ fn panel<DB: DrawingBackend>(
     if axis.log {
         mesh.disable_y_mesh();
     }
-    mesh.draw().map_err(e)?;
+    mesh.draw()?;
     super::grid(&mut chart, None, Some(&axis))?;
     for (i, c) in cases {
         let pts: Vec<(f64, f64)> = c.timeline.iter().map(|(t, r)| (*t, axis.to(*r))).collect();
         for run in super::clip(&pts, lo, hi) {
-            chart.draw_series(LineSeries::new(run, color(*i).stroke_width(2))).map_err(e)?;
+            chart.draw_series(LineSeries::new(run, color(*i).stroke_width(2)))?;
         }
     }
     for (v, who) in gates {
@@ -159,7 +156,7 @@ fn panel<DB: DrawingBackend>(
             continue;
         }
         let col = if who.len() == 1 { color(who[0]) } else { RGBColor(90, 90, 90) };
-        chart.draw_series(DashedLineSeries::new(vec![(0.0, u), (tmax, u)], 8, 6, col.stroke_width(2))).map_err(e)?;
+        chart.draw_series(DashedLineSeries::new(vec![(0.0, u), (tmax, u)], 8, 6, col.stroke_width(2)))?;
     }
     Ok(())
 }

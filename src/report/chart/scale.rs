@@ -120,18 +120,13 @@ pub(crate) fn grid<DB: DrawingBackend>(
     x: Option<&Axis>,
     y: Option<&Axis>,
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
     let (xr, yr) = (chart.x_range(), chart.y_range());
     let style = |bold: bool| if bold { BLACK.mix(0.2).stroke_width(1) } else { BLACK.mix(0.07).stroke_width(1) };
     for (u, bold) in x.map(Axis::grid).unwrap_or_default() {
-        chart
-            .draw_series(std::iter::once(PathElement::new(vec![(u, yr.start), (u, yr.end)], style(bold))))
-            .map_err(e)?;
+        chart.draw_series(std::iter::once(PathElement::new(vec![(u, yr.start), (u, yr.end)], style(bold))))?;
     }
     for (u, bold) in y.map(Axis::grid).unwrap_or_default() {
-        chart
-            .draw_series(std::iter::once(PathElement::new(vec![(xr.start, u), (xr.end, u)], style(bold))))
-            .map_err(e)?;
+        chart.draw_series(std::iter::once(PathElement::new(vec![(xr.start, u), (xr.end, u)], style(bold))))?;
     }
     Ok(())
 }

@@ -63,8 +63,7 @@ pub(crate) fn draw<DB: DrawingBackend>(
     which: usize,
     k: usize,
 ) -> Result<(), super::DrawError> {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
-    root.fill(&WHITE).map_err(e)?;
+    root.fill(&WHITE)?;
     let data = &run.sweeps[which];
     let s = &data.sweep;
     let m = s.figures[k];
@@ -165,15 +164,13 @@ impl Plot<'_> {
         X::CoordDescType: ValueFormatter<f64>,
         Y::CoordDescType: ValueFormatter<f64>,
     {
-        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| super::DrawError(e.to_string());
         let mut chart = ChartBuilder::on(area)
             .caption(&self.title, ("sans-serif", 24))
             .margin(14)
             .margin_right(40)
             .x_label_area_size(50)
             .y_label_area_size(80)
-            .build_cartesian_2d(x, y)
-            .map_err(e)?;
+            .build_cartesian_2d(x, y)?;
         let (x0, x1) = {
             let r = chart.x_range();
             (r.start, r.end)
@@ -193,29 +190,27 @@ impl Plot<'_> {
         } else {
             mesh.y_labels(8).y_label_formatter(&plain);
         }
-        mesh.draw().map_err(e)?;
+        mesh.draw()?;
         let (bx, by) = area.get_base_pixel();
         let y_axis = chart.y_range().start;
         for (x, text) in &self.ticks {
             let (px, py) = chart.backend_coord(&(*x, y_axis));
             let at = (px - bx - 4 * text.chars().count() as i32, py - by + 8);
-            area.draw(&Text::new(text.clone(), at, ("sans-serif", 16))).map_err(e)?;
+            area.draw(&Text::new(text.clone(), at, ("sans-serif", 16)))?;
         }
         for (i, l) in self.lines.iter().enumerate() {
             let col = color(i);
             // Earlier lines wider and their points larger: where lines have equal values, each
             // still shows as a band around the ones drawn over it.
             let (width, radius) = widths(i, self.lines.len());
-            chart.draw_series(LineSeries::new(l.pts.clone(), col.stroke_width(width))).map_err(e)?;
-            chart.draw_series(l.pts.iter().map(|p| Circle::new(*p, radius, col.filled()))).map_err(e)?;
+            chart.draw_series(LineSeries::new(l.pts.clone(), col.stroke_width(width)))?;
+            chart.draw_series(l.pts.iter().map(|p| Circle::new(*p, radius, col.filled())))?;
             if let Some(b) = &l.best {
-                chart.draw_series([Circle::new(*b, 11, BLACK.stroke_width(2))]).map_err(e)?;
+                chart.draw_series([Circle::new(*b, 11, BLACK.stroke_width(2))])?;
             }
         }
         for (_, v) in self.gates {
-            chart
-                .draw_series(DashedLineSeries::new(vec![(x0, *v), (x1, *v)], 10, 6, RED.stroke_width(1)))
-                .map_err(e)?;
+            chart.draw_series(DashedLineSeries::new(vec![(x0, *v), (x1, *v)], 10, 6, RED.stroke_width(1)))?;
         }
         Ok(())
     }

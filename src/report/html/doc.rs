@@ -120,7 +120,6 @@ fn spans(p: &mut Page, line: &[Span]) {
 mod tests {
     use super::*;
     use crate::report::doc::Table;
-    use crate::report::export::Align;
 
     #[test]
     fn a_section_is_its_blocks_escaped_with_strong_and_code() {
