@@ -274,7 +274,7 @@ pub(crate) fn mark_interrupted() {
         }
         summary.interrupted = true;
         summary.recompute_pass();
-        if let Ok(bytes) = crate::report::export::Json.render(&summary) {
+        if let Ok(bytes) = crate::report::export::json::render(&summary) {
             let _ = crate::base::fsio::publish_file(&path, &bytes);
         }
     }

@@ -9,11 +9,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::chart::Charts;
-use super::export::hdr::Hdr;
-use super::export::{JUnit, Json, Markdown, Table};
-use super::html::Html;
 use super::output::{parent_of, Dest, Input, Moment, Output, Staged, WriteError};
+use super::{chart, export, html};
 use crate::base::fsio::environment_failure;
 use crate::base::signal::Signal;
 
@@ -124,13 +121,13 @@ impl Output<Input<'_>> for RunOutput {
 
     fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
         match self {
-            RunOutput::Json => Json.write(input, out),
-            RunOutput::Markdown => Markdown.write(input, out),
-            RunOutput::Hdr => Hdr.write(input, out),
-            RunOutput::Charts => Charts.write(input, out),
-            RunOutput::Html => Html.write(input, out),
-            RunOutput::Table => Table.write(input, out),
-            RunOutput::JUnit => JUnit.write(input, out),
+            RunOutput::Json => export::json::write(input, out),
+            RunOutput::Markdown => export::markdown::write(input, out),
+            RunOutput::Hdr => export::hdr::write(input, out),
+            RunOutput::Charts => chart::write(input, out),
+            RunOutput::Html => html::write(input, out),
+            RunOutput::Table => export::table::write(input, out),
+            RunOutput::JUnit => export::junit::write(input, out),
         }
     }
 }

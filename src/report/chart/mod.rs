@@ -340,19 +340,15 @@ pub(crate) fn legend<DB: DrawingBackend>(
     Ok(())
 }
 
-/// `charts/<chart>.png` and `.svg`, drawn from the run directory's own files.
-pub(crate) struct Charts;
-
-impl Charts {
-    /// Writes it: what [`crate::report::publish::RunOutput::Charts`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(|e| match e {
-            // The staging area's own error (a file refused, a full disk) stays what it is.
-            ChartError::Staged(w) => w,
-            e @ (ChartError::Log { .. } | ChartError::NoLog { .. }) => WriteError::Damaged(Box::new(e)),
-            e => WriteError::render(e),
-        })
-    }
+/// Writes `charts/<chart>.png` and `.svg`, drawn from the run directory's own files: what
+/// [`crate::report::publish::RunOutput::Charts`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    RunData::load(input.dir).and_then(|run| render(&run, out)).map_err(|e| match e {
+        // The staging area's own error (a file refused, a full disk) stays what it is.
+        ChartError::Staged(w) => w,
+        e @ (ChartError::Log { .. } | ChartError::NoLog { .. }) => WriteError::Damaged(Box::new(e)),
+        e => WriteError::render(e),
+    })
 }
 
 /// One chart: its file name, what it shows, whether it is drawn for a run and how big, and

@@ -150,23 +150,19 @@ pub(crate) fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
 /// run directory, no link followed, at most 256 MiB.
 pub(crate) const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
-pub(crate) struct Hdr;
-
-impl Hdr {
-    /// Writes it: what [`crate::report::publish::RunOutput::Hdr`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        // After a case, the case just finished is the last result, its histograms still in
-        // memory; a re-render has none in memory and reads the logs.
-        match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {
-            Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
-            None => rewrite_hgrm(&input.dir.join("hdr"), out),
-        }
-        .map_err(|e| match e {
-            HdrError::Staged(w) => w,
-            e @ (HdrError::Read(_) | HdrError::Log { .. }) => WriteError::Damaged(Box::new(e)),
-            e => WriteError::render(e),
-        })
+/// Writes it: what [`crate::report::publish::RunOutput::Hdr`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    // After a case, the case just finished is the last result, its histograms still in
+    // memory; a re-render has none in memory and reads the logs.
+    match input.summary().results.last().and_then(|r| r.hdr.as_ref().map(|h| (r, h))) {
+        Some((r, hdr)) => write_case(Path::new("hdr").join(&r.case), hdr, out),
+        None => rewrite_hgrm(&input.dir.join("hdr"), out),
     }
+    .map_err(|e| match e {
+        HdrError::Staged(w) => w,
+        e @ (HdrError::Read(_) | HdrError::Log { .. }) => WriteError::Damaged(Box::new(e)),
+        e => WriteError::render(e),
+    })
 }
 
 /// Stages `<dir>/<measure>.hgrm` and `<dir>/<measure>.hlog` for every measure with samples.

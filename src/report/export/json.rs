@@ -3,8 +3,6 @@
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{Summary, MAX_SUMMARY_BYTES, PRETTY_SUMMARY_BYTES};
 
-pub(crate) struct Json;
-
 /// A summary.json the reader would refuse: not written.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -15,13 +13,11 @@ pub(crate) struct TooLarge {
     cap: u64,
 }
 
-impl Json {
-    /// summary.json's bytes: indented, or compact when that would pass
-    /// [`PRETTY_SUMMARY_BYTES`]; never more than [`MAX_SUMMARY_BYTES`], what every reader
-    /// of a run directory takes.
-    pub(crate) fn render(&self, summary: &Summary) -> Result<Vec<u8>, TooLarge> {
-        render_within(summary, MAX_SUMMARY_BYTES)
-    }
+/// summary.json's bytes: indented, or compact when that would pass
+/// [`PRETTY_SUMMARY_BYTES`]; never more than [`MAX_SUMMARY_BYTES`], what every reader
+/// of a run directory takes.
+pub(crate) fn render(summary: &Summary) -> Result<Vec<u8>, TooLarge> {
+    render_within(summary, MAX_SUMMARY_BYTES)
 }
 
 fn render_within(summary: &Summary, cap: u64) -> Result<Vec<u8>, TooLarge> {
@@ -36,11 +32,9 @@ fn render_within(summary: &Summary, cap: u64) -> Result<Vec<u8>, TooLarge> {
     Ok(v)
 }
 
-impl Json {
-    /// Writes it: what [`crate::report::publish::RunOutput::Json`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("summary.json", &self.render(input.summary()).map_err(WriteError::render)?)
-    }
+/// Writes it: what [`crate::report::publish::RunOutput::Json`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    out.put("summary.json", &render(input.summary()).map_err(WriteError::render)?)
 }
 
 #[cfg(test)]
@@ -70,7 +64,7 @@ mod tests {
                 r
             })
             .collect();
-        let bytes = Json.render(&summary).expect("within the cap");
+        let bytes = render(&summary).expect("within the cap");
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("summary.json"), &bytes).unwrap();
         let back = Summary::read(t.path()).expect("read back");

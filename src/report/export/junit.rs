@@ -11,14 +11,9 @@ use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::verdict::Verdict;
 
-/// `--junit FILE`: every scenario of the run so far, rewritten after each.
-pub(crate) struct JUnit;
-
-impl JUnit {
-    /// Writes it: what [`crate::report::publish::RunOutput::JUnit`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        out.put("junit.xml", &render_all(input.summaries))
-    }
+/// Writes it: what [`crate::report::publish::RunOutput::JUnit`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    out.put("junit.xml", &render_all(input.summaries))
 }
 
 /// One JUnit document for every scenario of a run.

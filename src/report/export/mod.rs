@@ -12,20 +12,15 @@ pub(crate) use fleet::telling as fleet_worth_showing;
 mod aside;
 pub(crate) mod content;
 pub(crate) mod hdr;
-mod json;
+pub(crate) mod json;
 pub(crate) mod junit;
-mod markdown;
+pub(crate) mod markdown;
 mod needs;
 mod phases;
 pub(crate) mod rollout;
 mod storm;
 mod sweep;
-mod table;
-
-pub(crate) use json::Json;
-pub(crate) use junit::JUnit;
-pub(crate) use markdown::Markdown;
-pub(crate) use table::Table;
+pub(crate) mod table;
 
 use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;
@@ -178,13 +173,13 @@ pub(crate) mod tests {
         for r in s.results.iter_mut().skip(1) {
             r.vs_baseline = Some(crate::results::summary::Comparison::of(&base, r));
         }
-        let md = String::from_utf8(super::markdown::Markdown.render(&s)).unwrap();
+        let md = String::from_utf8(super::markdown::render(&s)).unwrap();
         assert!(md.contains(&format!("## Against the baseline ({})", base.case)), "{md}");
         // One case set beside another baseline of its own.
         let other = s.results[1].clone();
         let last = s.results.len() - 1;
         s.results[last].vs_baseline = Some(crate::results::summary::Comparison::of(&other, &s.results[last]));
-        let md = String::from_utf8(super::markdown::Markdown.render(&s)).unwrap();
+        let md = String::from_utf8(super::markdown::render(&s)).unwrap();
         assert!(!md.contains("## Against the baseline ("), "{md}");
         let line = format!("- **{}** against {}: ", s.results[last].case, other.case);
         assert!(md.contains("## Against the baselines") && md.contains(&line), "{md}");
@@ -214,8 +209,8 @@ pub(crate) mod tests {
     fn a_percentile_over_too_few_samples_is_marked_and_said_in_every_table() {
         let mut s = well_sampled();
         let render = |s: &crate::results::summary::Summary| {
-            let md = String::from_utf8(Markdown.render(s)).unwrap();
-            (md, String::from_utf8(Table.render(s)).unwrap())
+            let md = String::from_utf8(crate::report::export::markdown::render(s)).unwrap();
+            (md, String::from_utf8(crate::report::export::table::render(s)).unwrap())
         };
         let (md, table) = render(&s);
         let latency = &md[md.find("## Latency distributions").unwrap()..];

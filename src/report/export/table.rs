@@ -10,8 +10,6 @@ use crate::record::recorder::Measure;
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
-pub(crate) struct Table;
-
 /// The console's width the table keeps within.
 const WIDTH: usize = 100;
 /// A case name is never cut shorter than this.
@@ -100,82 +98,78 @@ fn note(o: &mut String, text: &str) {
     let _ = writeln!(o, "{}", line.trim_end());
 }
 
-impl Table {
-    /// Writes it: what [`crate::report::publish::RunOutput::Table`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        out.console(&self.render(input.summary()));
-        Ok(())
-    }
+/// Writes it: what [`crate::report::publish::RunOutput::Table`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    out.console(&render(input.summary()));
+    Ok(())
 }
 
-impl Table {
-    pub(crate) fn render(&self, s: &Summary) -> Vec<u8> {
-        let header = ["case", "calls", "lost", "wake p50/p99", "pickup p50/p99", "compl. p50/p99", "disc/min", "gates"];
-        let right = [false, true, true, false, false, false, true, false];
-        let rows: Vec<[String; 8]> = s
-            .results
-            .iter()
-            .map(|r| {
-                [
-                    format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
-                    r.calls.completed.to_string(),
-                    r.calls.lost.to_string(),
-                    pair(r.latency(Measure::Wake)),
-                    pair(r.latency(Measure::Pickup)),
-                    pair(r.latency(Measure::Completion)),
-                    if r.requests.not_measured { "-".into() } else { format!("{:.1}", r.requests.discovery_per_min) },
-                    verdict(r),
-                ]
-            })
-            .collect();
-        let mut widths = header.map(|h| h.chars().count());
-        for row in &rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
-            }
+pub(crate) fn render(s: &Summary) -> Vec<u8> {
+    let header = ["case", "calls", "lost", "wake p50/p99", "pickup p50/p99", "compl. p50/p99", "disc/min", "gates"];
+    let right = [false, true, true, false, false, false, true, false];
+    let rows: Vec<[String; 8]> = s
+        .results
+        .iter()
+        .map(|r| {
+            [
+                format!("{}{}", r.case, if departs(r) { "*" } else { "" }),
+                r.calls.completed.to_string(),
+                r.calls.lost.to_string(),
+                pair(r.latency(Measure::Wake)),
+                pair(r.latency(Measure::Pickup)),
+                pair(r.latency(Measure::Completion)),
+                if r.requests.not_measured { "-".into() } else { format!("{:.1}", r.requests.discovery_per_min) },
+                verdict(r),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
         }
-        // The name takes what the other columns (one space apart) leave of the width.
-        let rest: usize = widths[1..].iter().sum::<usize>() + widths.len() - 1;
-        widths[0] = widths[0].min(WIDTH.saturating_sub(rest).max(MIN_NAME));
-        let mut o = String::new();
-        let mut line = |cells: &[String]| {
-            let mut l = String::new();
-            for (i, cell) in cells.iter().enumerate() {
-                let w = widths[i];
-                let cell = if i == 0 { fit_name(cell, w) } else { cell.clone() };
-                let _ = match (i, right[i]) {
-                    (0, _) => write!(l, "{cell:<w$}"),
-                    (_, true) => write!(l, " {cell:>w$}"),
-                    (_, false) => write!(l, " {cell:<w$}"),
-                };
-            }
-            let _ = writeln!(o, "{}", l.trim_end());
-        };
-        line(&header.map(String::from));
-        for row in &rows {
-            line(row);
-        }
-
-        let departing: Vec<&CaseResult> = s.results.iter().filter(|r| departs(r)).collect();
-        let footnote = !departing.is_empty();
-        if footnote {
-            let _ = writeln!(o, "* departs from production's relay as built:");
-            for r in departing {
-                note(&mut o, &format!("{}: {}", r.case, super::design(r)));
-            }
-        }
-        let notes_start = o.len();
-        notes(&mut o, s);
-        // The other notes stand apart from the departures' footnote.
-        if footnote && o.len() > notes_start {
-            o.insert(notes_start, '\n');
-        }
-        // Last, the verdict.
-        if let Some(v) = &s.verdict {
-            super::rollout::console(&mut o, v, s, note);
-        }
-        o.into_bytes()
     }
+    // The name takes what the other columns (one space apart) leave of the width.
+    let rest: usize = widths[1..].iter().sum::<usize>() + widths.len() - 1;
+    widths[0] = widths[0].min(WIDTH.saturating_sub(rest).max(MIN_NAME));
+    let mut o = String::new();
+    let mut line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let w = widths[i];
+            let cell = if i == 0 { fit_name(cell, w) } else { cell.clone() };
+            let _ = match (i, right[i]) {
+                (0, _) => write!(l, "{cell:<w$}"),
+                (_, true) => write!(l, " {cell:>w$}"),
+                (_, false) => write!(l, " {cell:<w$}"),
+            };
+        }
+        let _ = writeln!(o, "{}", l.trim_end());
+    };
+    line(&header.map(String::from));
+    for row in &rows {
+        line(row);
+    }
+
+    let departing: Vec<&CaseResult> = s.results.iter().filter(|r| departs(r)).collect();
+    let footnote = !departing.is_empty();
+    if footnote {
+        let _ = writeln!(o, "* departs from production's relay as built:");
+        for r in departing {
+            note(&mut o, &format!("{}: {}", r.case, super::design(r)));
+        }
+    }
+    let notes_start = o.len();
+    notes(&mut o, s);
+    // The other notes stand apart from the departures' footnote.
+    if footnote && o.len() > notes_start {
+        o.insert(notes_start, '\n');
+    }
+    // Last, the verdict.
+    if let Some(v) = &s.verdict {
+        super::rollout::console(&mut o, v, s, note);
+    }
+    o.into_bytes()
 }
 
 /// The notes under the table: thin percentiles, virtual cases, repeats, hung runners, each
@@ -255,7 +249,7 @@ mod tests {
     fn the_table_keeps_within_100_columns_and_marks_departures() {
         let mut s = realistic();
         s.results[0].case = "window-exec-requests-only".into();
-        let text = String::from_utf8(Table.render(&s)).unwrap();
+        let text = String::from_utf8(render(&s)).unwrap();
         for l in text.lines() {
             assert!(l.chars().count() <= WIDTH, "{} columns: {l:?}\n{text}", l.chars().count());
         }

@@ -20,19 +20,14 @@ use crate::report::export::content;
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::Summary;
 
-/// `report.html`.
-pub(crate) struct Html;
-
 /// The files a run directory may hold beside its reports, linked when present.
 const OPTIONAL_FILES: [&str; 3] = ["events.ndjson", "events.bin", "calls.csv"];
 
-impl Html {
-    /// Writes it: what [`crate::report::publish::RunOutput::Html`] renders.
-    pub(crate) fn write(&self, input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
-        let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
-        let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
-        out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
-    }
+/// Writes it: what [`crate::report::publish::RunOutput::Html`] renders.
+pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
+    let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
+    let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
+    out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
 }
 
 /// Every fetch refused: the page holds everything it shows.
