@@ -27,3 +27,23 @@ use std::pin::Pin;
 /// A boxed future, for the object-safe async traits (host, activity source): the lowest
 /// layer's, so every layer above names it without reaching back up to the crate's root.
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A closed set named once: the enum, its `ALL` (in declaration order) and its `name`, each
+/// variant written beside its name (`Lost = "lost",`).
+macro_rules! named {
+    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident = $n:literal,)* }) => {
+        $(#[$m])*
+        $vis enum $E { $($(#[$vm])* $V,)* }
+
+        impl $E {
+            /// Every variant, in declaration order.
+            $vis const ALL: [$E; [$(stringify!($V)),*].len()] = [$($E::$V,)*];
+
+            /// Its name in scenarios, reports and summary.json.
+            $vis const fn name(self) -> &'static str {
+                match self { $($E::$V => $n,)* }
+            }
+        }
+    };
+}
+pub(crate) use named;

@@ -27,39 +27,21 @@ pub(crate) enum PairEvent {
     CutOff,
 }
 
+crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreachKind {
     /// A response for a call with no open request.
-    UnpairedResponse,
+    UnpairedResponse = "unpaired_response",
     /// A second response for one request.
-    DuplicateResponse,
+    DuplicateResponse = "duplicate_response",
     /// A second request while the first is still open.
-    DuplicateRequest,
+    DuplicateRequest = "duplicate_request",
     /// A request reusing the id of a call already answered in this run.
-    ReusedId,
+    ReusedId = "reused_id",
     /// A request still unanswered when the run ended: closed as abandoned.
-    UnansweredAtEnd,
+    UnansweredAtEnd = "unanswered_at_end",
 }
-
-impl BreachKind {
-    pub const ALL: [BreachKind; 5] = [
-        BreachKind::UnpairedResponse,
-        BreachKind::DuplicateResponse,
-        BreachKind::DuplicateRequest,
-        BreachKind::ReusedId,
-        BreachKind::UnansweredAtEnd,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            BreachKind::UnpairedResponse => "unpaired_response",
-            BreachKind::DuplicateResponse => "duplicate_response",
-            BreachKind::DuplicateRequest => "duplicate_request",
-            BreachKind::ReusedId => "reused_id",
-            BreachKind::UnansweredAtEnd => "unanswered_at_end",
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,96 +18,54 @@ use crate::record::recorder::{Recording, Span};
 use crate::sandbox::dir::SimFault;
 use crate::sandbox::host::{DaemonControl, DaemonFault, ReadStorm};
 
+crate::base::named! {
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
     /// The sandbox's daemon restarts: requests in flight fail, new ones are refused for
     /// `duration`.
-    DaemonRestart,
+    DaemonRestart = "daemon-restart",
     /// The proxy drops every exec connection in flight (a held window, a stream).
-    ProxyDisconnect,
+    ProxyDisconnect = "proxy-disconnect",
     /// The wire goes dark for `duration`: nothing crosses, connections stay up; what was
     /// sent crosses at TCP's first retransmission after it heals.
-    ProxyBlackhole,
+    ProxyBlackhole = "proxy-blackhole",
     /// The sandbox is paused for `duration`: daemon requests stall until it resumes.
-    SandboxPause,
+    SandboxPause = "sandbox-pause",
     /// The relay dir is deleted and recreated `duration` later (0: at once); watches
     /// armed on the old directory go silent.
-    DirReplaced,
+    DirReplaced = "dir-replaced",
     /// The watch program is missing from the sandbox for `duration`.
-    ProgramMissing,
+    ProgramMissing = "watch-program-missing",
     /// Arming a watch fails with ENOSPC for `duration`.
-    WatchEnospc,
+    WatchEnospc = "watch-enospc",
     /// Arming a watch fails with EMFILE for `duration`.
-    WatchEmfile,
+    WatchEmfile = "watch-emfile",
     /// The watch queue overflows for `duration`: events arrive as rescans with no path.
-    QueueOverflow,
+    QueueOverflow = "queue-overflow",
     /// Watch execs started within `duration` never settle (one or two, at the default).
-    ExecHang,
+    ExecHang = "exec-hang",
     /// The same for longer: timeouts in a row, enough to demote.
-    RepeatedTimeouts,
+    RepeatedTimeouts = "repeated-timeouts",
     /// Watch execs started within `duration` fail at once.
-    ExecFail,
+    ExecFail = "exec-fail",
     /// The runner is stopped while a window is held, then started again.
-    StopDuringWindow,
+    StopDuringWindow = "stop-during-window",
     /// The writer publishes in slow chunks (temp file growing before the rename).
-    ChunkedPublish,
+    ChunkedPublish = "chunked-publish",
     /// `calls` parallel calls at once in one sandbox, beyond the daemon's concurrency.
-    Burst,
+    Burst = "burst",
     /// The organisation's held-exec limit lowered to `held_execs` for `duration` (every
     /// sandbox of the case at once).
-    OrgLimit,
+    OrgLimit = "org-limit",
     /// The daemon's reads of request files fail for `duration`, and each request struck
     /// keeps failing while it is on disk: production answers it `{ok:false}` and leaves it,
     /// and every watch window finishes at once on it (a storm of re-armed windows).
-    ReadFails,
+    ReadFails = "read-fails",
+}
 }
 
 impl FaultKind {
-    /// Every fault, in SPEC §6's order, then the suite's own.
-    pub const ALL: [FaultKind; 17] = [
-        FaultKind::DaemonRestart,
-        FaultKind::ProxyDisconnect,
-        FaultKind::ProxyBlackhole,
-        FaultKind::SandboxPause,
-        FaultKind::DirReplaced,
-        FaultKind::ProgramMissing,
-        FaultKind::WatchEnospc,
-        FaultKind::WatchEmfile,
-        FaultKind::QueueOverflow,
-        FaultKind::ExecHang,
-        FaultKind::RepeatedTimeouts,
-        FaultKind::ExecFail,
-        FaultKind::StopDuringWindow,
-        FaultKind::ChunkedPublish,
-        FaultKind::Burst,
-        FaultKind::OrgLimit,
-        FaultKind::ReadFails,
-    ];
-
-    /// The fault's name in scenarios and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::DaemonRestart => "daemon-restart",
-            FaultKind::ProxyDisconnect => "proxy-disconnect",
-            FaultKind::ProxyBlackhole => "proxy-blackhole",
-            FaultKind::SandboxPause => "sandbox-pause",
-            FaultKind::DirReplaced => "dir-replaced",
-            FaultKind::ProgramMissing => "watch-program-missing",
-            FaultKind::WatchEnospc => "watch-enospc",
-            FaultKind::WatchEmfile => "watch-emfile",
-            FaultKind::QueueOverflow => "queue-overflow",
-            FaultKind::ExecHang => "exec-hang",
-            FaultKind::RepeatedTimeouts => "repeated-timeouts",
-            FaultKind::ExecFail => "exec-fail",
-            FaultKind::StopDuringWindow => "stop-during-window",
-            FaultKind::ChunkedPublish => "chunked-publish",
-            FaultKind::Burst => "burst",
-            FaultKind::OrgLimit => "org-limit",
-            FaultKind::ReadFails => "read-fails",
-        }
-    }
-
     /// Every fault's name.
     pub fn names() -> Vec<&'static str> {
         Self::ALL.iter().map(|k| k.name()).collect()

@@ -61,42 +61,25 @@ pub enum Purpose {
     Data,
 }
 
+crate::base::named! {
 /// What a request did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Lists the relay dir.
-    List,
+    List = "list",
     /// Reads a file.
-    Read,
+    Read = "read",
     /// Writes a file.
-    Write,
+    Write = "write",
     /// Renames a file.
-    Rename,
+    Rename = "rename",
     /// Deletes a file.
-    Delete,
+    Delete = "delete",
     /// Reads a file's metadata.
-    Stat,
+    Stat = "stat",
     /// Runs a process in the sandbox.
-    Exec,
+    Exec = "exec",
 }
-
-impl Kind {
-    /// Every kind, in report order.
-    pub const ALL: [Kind; 7] =
-        [Kind::List, Kind::Read, Kind::Write, Kind::Rename, Kind::Delete, Kind::Stat, Kind::Exec];
-
-    /// The kind's name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::List => "list",
-            Kind::Read => "read",
-            Kind::Write => "write",
-            Kind::Rename => "rename",
-            Kind::Delete => "delete",
-            Kind::Stat => "stat",
-            Kind::Exec => "exec",
-        }
-    }
 }
 
 /// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as

@@ -5,28 +5,32 @@
 
 use super::{Better, MetricError, Unknown, LATENCY_FIGURES};
 
+crate::base::named! {
 /// A gauge of the fleet, over a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetGauge {
     /// Execs held at once by the organisation (all sandboxes).
-    HeldExecs,
+    HeldExecs = "held_execs",
     /// ... by one sandbox (pooled over sandboxes).
-    SandboxHeldExecs,
-    InFlight,
-    SandboxInFlight,
-    Connections,
-    SandboxConnections,
+    SandboxHeldExecs = "sandbox_held_execs",
+    InFlight = "in_flight",
+    SandboxInFlight = "sandbox_in_flight",
+    Connections = "connections",
+    SandboxConnections = "sandbox_connections",
     /// Agent turns under way at once.
-    ActiveTurns,
+    ActiveTurns = "active_turns",
+}
 }
 
+crate::base::named! {
 /// A statistic of a gauge (time-weighted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GaugeStat {
-    Max,
-    P99,
-    P50,
-    Mean,
+    Max = "max",
+    P99 = "p99",
+    P50 = "p50",
+    Mean = "mean",
+}
 }
 
 /// A figure of the fleet a gate can read: `fleet.<name>`.
@@ -129,43 +133,6 @@ impl Phase {
         match self {
             Phase::Warmup => "warmup",
             Phase::Worst => "worst",
-        }
-    }
-}
-
-impl FleetGauge {
-    const ALL: [FleetGauge; 7] = [
-        FleetGauge::HeldExecs,
-        FleetGauge::SandboxHeldExecs,
-        FleetGauge::InFlight,
-        FleetGauge::SandboxInFlight,
-        FleetGauge::Connections,
-        FleetGauge::SandboxConnections,
-        FleetGauge::ActiveTurns,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FleetGauge::HeldExecs => "held_execs",
-            FleetGauge::SandboxHeldExecs => "sandbox_held_execs",
-            FleetGauge::InFlight => "in_flight",
-            FleetGauge::SandboxInFlight => "sandbox_in_flight",
-            FleetGauge::Connections => "connections",
-            FleetGauge::SandboxConnections => "sandbox_connections",
-            FleetGauge::ActiveTurns => "active_turns",
-        }
-    }
-}
-
-impl GaugeStat {
-    const ALL: [GaugeStat; 4] = [GaugeStat::Max, GaugeStat::P99, GaugeStat::P50, GaugeStat::Mean];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            GaugeStat::Max => "max",
-            GaugeStat::P99 => "p99",
-            GaugeStat::P50 => "p50",
-            GaugeStat::Mean => "mean",
         }
     }
 }

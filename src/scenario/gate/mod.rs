@@ -31,55 +31,27 @@ pub enum Metric {
     Fleet(FleetMetric),
 }
 
+crate::base::named! {
 /// A figure compared with the baseline case's: `vs_baseline.<name>` is this case's value
 /// divided by the baseline's, so `vs_baseline.pickup_p50 <= 1.15` reads "at most 15 % more".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ratio {
-    PickupP50,
-    CompletionP50,
-    DiscoveryPerMin,
+    PickupP50 = "pickup_p50",
+    CompletionP50 = "completion_p50",
+    DiscoveryPerMin = "discovery_per_min",
     /// Over the idle phases when the workload has any, else the idle stretches.
-    IdleDiscoveryPerMin,
-    WakeP50,
-    WakeP90,
-    PickupP90,
-    CompletionP90,
+    IdleDiscoveryPerMin = "idle_discovery_per_min",
+    WakeP50 = "wake_p50",
+    WakeP90 = "wake_p90",
+    PickupP90 = "pickup_p90",
+    CompletionP90 = "completion_p90",
     /// The mean: the figure of a distribution a quantile cannot summarise (a polling
     /// writer's completions split between its first and second check).
-    CompletionMean,
+    CompletionMean = "completion_mean",
     /// The mean: a poll runner's pickups are spread over its list cycle, and their p50 moves
     /// with where the cycle's phase falls against the arrivals; the mean averages it out.
-    PickupMean,
+    PickupMean = "pickup_mean",
 }
-
-impl Ratio {
-    pub const ALL: [Ratio; 10] = [
-        Ratio::PickupP50,
-        Ratio::CompletionP50,
-        Ratio::DiscoveryPerMin,
-        Ratio::IdleDiscoveryPerMin,
-        Ratio::WakeP50,
-        Ratio::WakeP90,
-        Ratio::PickupP90,
-        Ratio::CompletionP90,
-        Ratio::CompletionMean,
-        Ratio::PickupMean,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Ratio::PickupP50 => "pickup_p50",
-            Ratio::CompletionP50 => "completion_p50",
-            Ratio::DiscoveryPerMin => "discovery_per_min",
-            Ratio::IdleDiscoveryPerMin => "idle_discovery_per_min",
-            Ratio::WakeP50 => "wake_p50",
-            Ratio::WakeP90 => "wake_p90",
-            Ratio::PickupP90 => "pickup_p90",
-            Ratio::CompletionP90 => "completion_p90",
-            Ratio::CompletionMean => "completion_mean",
-            Ratio::PickupMean => "pickup_mean",
-        }
-    }
 }
 
 /// The prefix of a baseline ratio's name.

@@ -34,66 +34,36 @@ struct ProcessRecord {
     exit_code: Option<i32>,
 }
 
+crate::base::named! {
 /// What one of relay-bench's own requests to a daemon is for, and its route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchRequest {
     /// `GET /v1/health`: the daemon answers and takes the token (before the run).
-    Health,
+    Health = "health",
     /// `POST /v1/processes/run` of the daemon's binary `--version` (before the run).
-    Version,
+    Version = "version",
     /// `POST /v1/fs/mkdir`.
-    Mkdir,
+    Mkdir = "mkdir",
     /// `PUT /v1/fs/file`: a file (or a part of the program) uploaded.
-    Upload,
+    Upload = "upload",
     /// `POST /v1/processes/run`: a short command (joining the program's parts, a clock reading).
-    Command,
+    Command = "command",
     /// `GET /v1/fs/file`: a file brought back (a writer's log).
-    Fetch,
+    Fetch = "fetch",
     /// `GET /v1/fs/entries`: a dir's names (the files left at the end).
-    Names,
+    Names = "names",
     /// `DELETE /v1/fs/entry?recursive=true`.
-    Remove,
+    Remove = "remove",
     /// `POST /v1/processes`: a background process started.
-    Spawn,
+    Spawn = "spawn",
     /// `GET /v1/processes/{id}`.
-    State,
+    State = "state",
     /// `POST /v1/processes/{id}/kill`.
-    Kill,
+    Kill = "kill",
+}
 }
 
 impl BenchRequest {
-    /// Every request a runner makes of the daemon, in report order.
-    pub const ALL: [BenchRequest; 11] = [
-        BenchRequest::Health,
-        BenchRequest::Version,
-        BenchRequest::Mkdir,
-        BenchRequest::Upload,
-        BenchRequest::Command,
-        BenchRequest::Fetch,
-        BenchRequest::Names,
-        BenchRequest::Remove,
-        BenchRequest::Spawn,
-        BenchRequest::State,
-        BenchRequest::Kill,
-    ];
-
-    /// Its name in a report.
-    pub fn name(self) -> &'static str {
-        match self {
-            BenchRequest::Health => "health",
-            BenchRequest::Version => "version",
-            BenchRequest::Mkdir => "mkdir",
-            BenchRequest::Upload => "upload",
-            BenchRequest::Command => "command",
-            BenchRequest::Fetch => "fetch",
-            BenchRequest::Names => "names",
-            BenchRequest::Remove => "remove",
-            BenchRequest::Spawn => "spawn",
-            BenchRequest::State => "state",
-            BenchRequest::Kill => "kill",
-        }
-    }
-
     /// Its method and route, as a daemon's log shows it.
     pub fn route(self) -> &'static str {
         match self {
