@@ -10,48 +10,37 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+crate::base::named! {
 /// A measure taken of every call: a duration between two of its instants. The order of
 /// [`Measure::ALL`] is the order summary.json and summary.md list them.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Measure {
     /// Request published -> the runner's wait returned (not seen for a black-box runner).
-    Wake,
+    Wake = "wake",
     /// Request published -> the handler started (SPEC's pickup).
-    Pickup,
+    Pickup = "pickup",
     /// The call's intended start -> its answer read (open loop: the pacer's lag counts).
-    Completion,
+    Completion = "completion",
     /// The writer's actual start -> its answer read.
-    CompletionUncorrected,
+    CompletionUncorrected = "completion_uncorrected",
     /// Uncorrected completion minus the handler's own time: what the relay adds.
-    RelayOverhead,
+    RelayOverhead = "relay_overhead",
     /// The call's intended start -> the writer's actual start: the pacer's lag, not the
     /// relay's.
-    ScheduleLag,
+    ScheduleLag = "schedule_lag",
     /// The handler's own time (its start -> its end).
-    Handler,
+    Handler = "handler",
     /// The handler's end -> the answer's rename completed.
-    AnswerPublish,
+    AnswerPublish = "answer_publish",
     /// The answer's rename -> the writer has read it (hop 1).
-    Hop1,
+    Hop1 = "hop1",
+}
 }
 
 /// How many measures there are.
 pub(crate) const COUNT: usize = Measure::ALL.len();
 
 impl Measure {
-    /// Every measure, in the order summary.json and summary.md list them.
-    pub const ALL: [Measure; 9] = [
-        Measure::Wake,
-        Measure::Pickup,
-        Measure::Completion,
-        Measure::CompletionUncorrected,
-        Measure::RelayOverhead,
-        Measure::ScheduleLag,
-        Measure::Handler,
-        Measure::AnswerPublish,
-        Measure::Hop1,
-    ];
-
     /// SPEC §4's three measures, the ones every table shows.
     pub const SPEC: [Measure; 3] = [Measure::Wake, Measure::Pickup, Measure::Completion];
 
@@ -63,22 +52,6 @@ impl Measure {
     /// Its place in [`Measure::ALL`].
     pub(crate) fn index(self) -> usize {
         self as usize
-    }
-
-    /// Its name: its key in summary.json's `latency_us`, the `<name>` of a gate's
-    /// `<name>.<stat>`, its `hdr/<case>/<name>.hgrm`. Lower case, `_` between words.
-    pub fn name(self) -> &'static str {
-        match self {
-            Measure::Wake => "wake",
-            Measure::Pickup => "pickup",
-            Measure::Completion => "completion",
-            Measure::CompletionUncorrected => "completion_uncorrected",
-            Measure::RelayOverhead => "relay_overhead",
-            Measure::ScheduleLag => "schedule_lag",
-            Measure::Handler => "handler",
-            Measure::AnswerPublish => "answer_publish",
-            Measure::Hop1 => "hop1",
-        }
     }
 
     /// What it times, in a line (`relay-bench list`).
