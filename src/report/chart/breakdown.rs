@@ -7,9 +7,6 @@ use plotters::prelude::*;
 
 use super::RunData;
 
-pub(super) const STEM: &str = "time-breakdown";
-pub(super) const TITLE: &str = "where a call's time goes";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     let h = 160 + 60 * run.cases.len() as u32;

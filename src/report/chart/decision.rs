@@ -12,9 +12,6 @@ use super::{color, Axis, CaseData, Plot, RunData, Spread};
 use crate::record::recorder::Measure;
 use crate::scenario::gate::{Counter, GateResult, Metric, Op};
 
-pub(super) const STEM: &str = "decision";
-pub(super) const TITLE: &str = "the decision: pickup p50 against idle discovery per case, the gate region shaded";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     (points(run).len() >= 2).then_some(super::SIZE)

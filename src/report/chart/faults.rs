@@ -6,9 +6,6 @@ use plotters::prelude::*;
 
 use super::RunData;
 
-pub(super) const STEM: &str = "faults-pickup-over-time";
-pub(super) const TITLE: &str = "pickup over time, faults shaded";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     let n = run.cases.iter().filter(|c| !c.faults.is_empty()).count() as u32;

@@ -7,9 +7,6 @@ use plotters::prelude::*;
 
 use super::{color, Entry, RunData};
 
-pub(super) const STEM: &str = "fleet-over-time";
-pub(super) const TITLE: &str = "the fleet over time: held execs, demoted turns, requests per second";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     run.cases.iter().any(|c| c.fleet.is_some()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))

@@ -368,28 +368,26 @@ pub(crate) const CHARTS: [Chart; 6] =
     [Chart::Decision, Chart::Percentiles, Chart::Breakdown, Chart::Requests, Chart::Fleet, Chart::Faults];
 
 impl Chart {
-    /// Its files are `charts/<stem>.png` and `.svg`.
-    fn stem(self) -> &'static str {
+    /// Its stem (its files are `charts/<stem>.png` and `.svg`) and what it shows, as a caption.
+    fn names(self) -> (&'static str, &'static str) {
         match self {
-            Chart::Decision => decision::STEM,
-            Chart::Percentiles => percentiles::STEM,
-            Chart::Breakdown => breakdown::STEM,
-            Chart::Requests => requests::STEM,
-            Chart::Fleet => fleet::STEM,
-            Chart::Faults => faults::STEM,
+            Chart::Decision => {
+                ("decision", "the decision: pickup p50 against idle discovery per case, the gate region shaded")
+            }
+            Chart::Percentiles => ("latency-percentiles", "latency by percentile"),
+            Chart::Breakdown => ("time-breakdown", "where a call's time goes"),
+            Chart::Requests => ("discovery-over-time", "discovery requests over time"),
+            Chart::Fleet => ("fleet-over-time", "the fleet over time: held execs, demoted turns, requests per second"),
+            Chart::Faults => ("faults-pickup-over-time", "pickup over time, faults shaded"),
         }
     }
 
-    /// What it shows, as a caption.
+    fn stem(self) -> &'static str {
+        self.names().0
+    }
+
     fn title(self) -> &'static str {
-        match self {
-            Chart::Decision => decision::TITLE,
-            Chart::Percentiles => percentiles::TITLE,
-            Chart::Breakdown => breakdown::TITLE,
-            Chart::Requests => requests::TITLE,
-            Chart::Fleet => fleet::TITLE,
-            Chart::Faults => faults::TITLE,
-        }
+        self.names().1
     }
 
     /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.

@@ -6,9 +6,6 @@ use plotters::prelude::*;
 
 use super::{color, RunData};
 
-pub(super) const STEM: &str = "latency-percentiles";
-pub(super) const TITLE: &str = "latency by percentile";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     run.cases.iter().any(|c| !c.hists.is_empty()).then_some((super::SIZE.0, super::SIZE.1 * 3 / 2))

@@ -14,9 +14,6 @@ const BAND_PANEL: u32 = 300;
 /// At most this many band panels (the lowest bands: an idle budget first).
 const MAX_BANDS: usize = 3;
 
-pub(super) const STEM: &str = "discovery-over-time";
-pub(super) const TITLE: &str = "discovery requests over time";
-
 /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
 pub(super) fn size(run: &RunData) -> Option<(u32, u32)> {
     let cases = measured(run);
