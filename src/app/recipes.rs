@@ -5,6 +5,13 @@ use crate::record::measure::Measure;
 use crate::results::summary::Summary;
 use crate::runs::scenario::{run_scenario, RunOptions};
 
+/// A small virtual workload: agent turns on two sandboxes for 20 s.
+const WORKLOAD: &str =
+    "[workload]\nsandboxes = 2\nduration = \"20s\"\nturns_per_sec = 1\ncalls_per_turn = 2\nseed = 3\n";
+
+/// One case on an emulated remote daemon, a watch window and a watching writer.
+const CASE: &str = "[[case]]\nname = \"remote\"\nhost = \"remote\"\nprofile = \"proxy\"\nclock = \"virtual\"\nrunner = \"window-exec\"\nwriter = \"watch\"\n";
+
 /// Runs scenario `text`, each case `repeat` times, to a run directory of its own.
 async fn run(text: &str, repeat: u32) -> (Summary, tempfile::TempDir) {
     let (out, relay) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -32,28 +39,8 @@ async fn run(text: &str, repeat: u32) -> (Summary, tempfile::TempDir) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_measure_is_recorded_kept_gated_repeated_and_shown() {
     let gates: Vec<String> = Measure::ALL.iter().map(|m| format!("\"{}.max >= 0ms\"", m.name())).collect();
-    let text = format!(
-        r#"
-name = "recipe"
-gates = [{}]
-[workload]
-sandboxes = 2
-duration = "20s"
-turns_per_sec = 1
-calls_per_turn = 2
-seed = 3
-[handler]
-duration = "5ms"
-[[case]]
-name = "remote"
-host = "remote"
-profile = "proxy"
-clock = "virtual"
-runner = "window-exec"
-writer = "watch"
-"#,
-        gates.join(", ")
-    );
+    let text =
+        format!("name = \"recipe\"\ngates = [{}]\n{WORKLOAD}[handler]\nduration = \"5ms\"\n{CASE}", gates.join(", "));
     let (summary, out) = run(&text, 2).await;
     let r = &summary.results[0];
     let json: serde_json::Value =
@@ -93,27 +80,12 @@ writer = "watch"
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_figure_added_to_the_table_is_gated_repeated_swept_and_compared() {
     use crate::scenario::gate::{Counter, Metric};
-    let text = r#"
-name = "figure"
-gates = ["probe >= 1"]
-[workload]
-sandboxes = 2
-duration = "20s"
-turns_per_sec = 1
-calls_per_turn = 2
-seed = 3
-[[case]]
-name = "w"
-host = "remote"
-profile = "proxy"
-clock = "virtual"
-runner = "window-exec"
-writer = "watch"
-sweep = { "runner.window" = ["5s", "10s"] }
-figures = ["probe"]
-"#;
+    let text = format!(
+        "name = \"figure\"\ngates = [\"probe >= 1\"]\n{WORKLOAD}{CASE}{}",
+        "sweep = { \"runner.window\" = [\"5s\", \"10s\"] }\nfigures = [\"probe\"]\n"
+    );
     let probe = Metric::Count(Counter::Probe);
-    let (summary, out) = run(text, 2).await;
+    let (summary, out) = run(&text, 2).await;
     for r in &summary.results {
         let started = r.calls.started as f64;
         let g = r.gates.iter().find(|g| g.metric == probe).expect("gated");

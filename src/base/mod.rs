@@ -28,10 +28,11 @@ use std::pin::Pin;
 /// layer's, so every layer above names it without reaching back up to the crate's root.
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A closed set named once: the enum, its `ALL` (in declaration order) and its `name`, each
-/// variant written beside its name (`Lost = "lost",`).
+/// A closed set named once: the enum, its `ALL` (in declaration order) and its `name`, the
+/// names listed after the enum in the variants' order (a list of another length does not
+/// compile).
 macro_rules! named {
-    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident = $n:literal,)* }) => {
+    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident,)* } names [$($n:literal),* $(,)?]) => {
         $(#[$m])*
         $vis enum $E { $($(#[$vm])* $V,)* }
 

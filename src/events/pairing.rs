@@ -32,16 +32,17 @@ crate::base::named! {
 #[serde(rename_all = "snake_case")]
 pub enum BreachKind {
     /// A response for a call with no open request.
-    UnpairedResponse = "unpaired_response",
+    UnpairedResponse,
     /// A second response for one request.
-    DuplicateResponse = "duplicate_response",
+    DuplicateResponse,
     /// A second request while the first is still open.
-    DuplicateRequest = "duplicate_request",
+    DuplicateRequest,
     /// A request reusing the id of a call already answered in this run.
-    ReusedId = "reused_id",
+    ReusedId,
     /// A request still unanswered when the run ended: closed as abandoned.
-    UnansweredAtEnd = "unanswered_at_end",
+    UnansweredAtEnd,
 }
+names ["unpaired_response", "duplicate_response", "duplicate_request", "reused_id", "unanswered_at_end"]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,45 +24,46 @@ crate::base::named! {
 pub enum FaultKind {
     /// The sandbox's daemon restarts: requests in flight fail, new ones are refused for
     /// `duration`.
-    DaemonRestart = "daemon-restart",
+    DaemonRestart,
     /// The proxy drops every exec connection in flight (a held window, a stream).
-    ProxyDisconnect = "proxy-disconnect",
+    ProxyDisconnect,
     /// The wire goes dark for `duration`: nothing crosses, connections stay up; what was
     /// sent crosses at TCP's first retransmission after it heals.
-    ProxyBlackhole = "proxy-blackhole",
+    ProxyBlackhole,
     /// The sandbox is paused for `duration`: daemon requests stall until it resumes.
-    SandboxPause = "sandbox-pause",
+    SandboxPause,
     /// The relay dir is deleted and recreated `duration` later (0: at once); watches
     /// armed on the old directory go silent.
-    DirReplaced = "dir-replaced",
+    DirReplaced,
     /// The watch program is missing from the sandbox for `duration`.
-    ProgramMissing = "watch-program-missing",
+    ProgramMissing,
     /// Arming a watch fails with ENOSPC for `duration`.
-    WatchEnospc = "watch-enospc",
+    WatchEnospc,
     /// Arming a watch fails with EMFILE for `duration`.
-    WatchEmfile = "watch-emfile",
+    WatchEmfile,
     /// The watch queue overflows for `duration`: events arrive as rescans with no path.
-    QueueOverflow = "queue-overflow",
+    QueueOverflow,
     /// Watch execs started within `duration` never settle (one or two, at the default).
-    ExecHang = "exec-hang",
+    ExecHang,
     /// The same for longer: timeouts in a row, enough to demote.
-    RepeatedTimeouts = "repeated-timeouts",
+    RepeatedTimeouts,
     /// Watch execs started within `duration` fail at once.
-    ExecFail = "exec-fail",
+    ExecFail,
     /// The runner is stopped while a window is held, then started again.
-    StopDuringWindow = "stop-during-window",
+    StopDuringWindow,
     /// The writer publishes in slow chunks (temp file growing before the rename).
-    ChunkedPublish = "chunked-publish",
+    ChunkedPublish,
     /// `calls` parallel calls at once in one sandbox, beyond the daemon's concurrency.
-    Burst = "burst",
+    Burst,
     /// The organisation's held-exec limit lowered to `held_execs` for `duration` (every
     /// sandbox of the case at once).
-    OrgLimit = "org-limit",
+    OrgLimit,
     /// The daemon's reads of request files fail for `duration`, and each request struck
     /// keeps failing while it is on disk: production answers it `{ok:false}` and leaves it,
     /// and every watch window finishes at once on it (a storm of re-armed windows).
-    ReadFails = "read-fails",
+    ReadFails,
 }
+names ["daemon-restart", "proxy-disconnect", "proxy-blackhole", "sandbox-pause", "dir-replaced", "watch-program-missing", "watch-enospc", "watch-emfile", "queue-overflow", "exec-hang", "repeated-timeouts", "exec-fail", "stop-during-window", "chunked-publish", "burst", "org-limit", "read-fails"]
 }
 
 impl FaultKind {

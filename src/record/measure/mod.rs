@@ -16,25 +16,26 @@ crate::base::named! {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Measure {
     /// Request published -> the runner's wait returned (not seen for a black-box runner).
-    Wake = "wake",
+    Wake,
     /// Request published -> the handler started (SPEC's pickup).
-    Pickup = "pickup",
+    Pickup,
     /// The call's intended start -> its answer read (open loop: the pacer's lag counts).
-    Completion = "completion",
+    Completion,
     /// The writer's actual start -> its answer read.
-    CompletionUncorrected = "completion_uncorrected",
+    CompletionUncorrected,
     /// Uncorrected completion minus the handler's own time: what the relay adds.
-    RelayOverhead = "relay_overhead",
+    RelayOverhead,
     /// The call's intended start -> the writer's actual start: the pacer's lag, not the
     /// relay's.
-    ScheduleLag = "schedule_lag",
+    ScheduleLag,
     /// The handler's own time (its start -> its end).
-    Handler = "handler",
+    Handler,
     /// The handler's end -> the answer's rename completed.
-    AnswerPublish = "answer_publish",
+    AnswerPublish,
     /// The answer's rename -> the writer has read it (hop 1).
-    Hop1 = "hop1",
+    Hop1,
 }
+names ["wake", "pickup", "completion", "completion_uncorrected", "relay_overhead", "schedule_lag", "handler", "answer_publish", "hop1"]
 }
 
 /// How many measures there are.

@@ -66,20 +66,21 @@ crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Lists the relay dir.
-    List = "list",
+    List,
     /// Reads a file.
-    Read = "read",
+    Read,
     /// Writes a file.
-    Write = "write",
+    Write,
     /// Renames a file.
-    Rename = "rename",
+    Rename,
     /// Deletes a file.
-    Delete = "delete",
+    Delete,
     /// Reads a file's metadata.
-    Stat = "stat",
+    Stat,
     /// Runs a process in the sandbox.
-    Exec = "exec",
+    Exec,
 }
+names ["list", "read", "write", "rename", "delete", "stat", "exec"]
 }
 
 /// Lock-free request counters, one per (busy or idle, purpose, kind). A request counts as

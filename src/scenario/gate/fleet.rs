@@ -10,27 +10,29 @@ crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetGauge {
     /// Execs held at once by the organisation (all sandboxes).
-    HeldExecs = "held_execs",
+    HeldExecs,
     /// ... by one sandbox (pooled over sandboxes).
-    SandboxHeldExecs = "sandbox_held_execs",
-    InFlight = "in_flight",
-    SandboxInFlight = "sandbox_in_flight",
-    Connections = "connections",
-    SandboxConnections = "sandbox_connections",
+    SandboxHeldExecs,
+    InFlight,
+    SandboxInFlight,
+    Connections,
+    SandboxConnections,
     /// Agent turns under way at once.
-    ActiveTurns = "active_turns",
+    ActiveTurns,
 }
+names ["held_execs", "sandbox_held_execs", "in_flight", "sandbox_in_flight", "connections", "sandbox_connections", "active_turns"]
 }
 
 crate::base::named! {
 /// A statistic of a gauge (time-weighted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GaugeStat {
-    Max = "max",
-    P99 = "p99",
-    P50 = "p50",
-    Mean = "mean",
+    Max,
+    P99,
+    P50,
+    Mean,
 }
+names ["max", "p99", "p50", "mean"]
 }
 
 /// A figure of the fleet a gate can read: `fleet.<name>`.

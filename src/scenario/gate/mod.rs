@@ -36,22 +36,23 @@ crate::base::named! {
 /// divided by the baseline's, so `vs_baseline.pickup_p50 <= 1.15` reads "at most 15 % more".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ratio {
-    PickupP50 = "pickup_p50",
-    CompletionP50 = "completion_p50",
-    DiscoveryPerMin = "discovery_per_min",
+    PickupP50,
+    CompletionP50,
+    DiscoveryPerMin,
     /// Over the idle phases when the workload has any, else the idle stretches.
-    IdleDiscoveryPerMin = "idle_discovery_per_min",
-    WakeP50 = "wake_p50",
-    WakeP90 = "wake_p90",
-    PickupP90 = "pickup_p90",
-    CompletionP90 = "completion_p90",
+    IdleDiscoveryPerMin,
+    WakeP50,
+    WakeP90,
+    PickupP90,
+    CompletionP90,
     /// The mean: the figure of a distribution a quantile cannot summarise (a polling
     /// writer's completions split between its first and second check).
-    CompletionMean = "completion_mean",
+    CompletionMean,
     /// The mean: a poll runner's pickups are spread over its list cycle, and their p50 moves
     /// with where the cycle's phase falls against the arrivals; the mean averages it out.
-    PickupMean = "pickup_mean",
+    PickupMean,
 }
+names ["pickup_p50", "completion_p50", "discovery_per_min", "idle_discovery_per_min", "wake_p50", "wake_p90", "pickup_p90", "completion_p90", "completion_mean", "pickup_mean"]
 }
 
 /// The prefix of a baseline ratio's name.

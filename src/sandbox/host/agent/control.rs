@@ -39,28 +39,29 @@ crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchRequest {
     /// `GET /v1/health`: the daemon answers and takes the token (before the run).
-    Health = "health",
+    Health,
     /// `POST /v1/processes/run` of the daemon's binary `--version` (before the run).
-    Version = "version",
+    Version,
     /// `POST /v1/fs/mkdir`.
-    Mkdir = "mkdir",
+    Mkdir,
     /// `PUT /v1/fs/file`: a file (or a part of the program) uploaded.
-    Upload = "upload",
+    Upload,
     /// `POST /v1/processes/run`: a short command (joining the program's parts, a clock reading).
-    Command = "command",
+    Command,
     /// `GET /v1/fs/file`: a file brought back (a writer's log).
-    Fetch = "fetch",
+    Fetch,
     /// `GET /v1/fs/entries`: a dir's names (the files left at the end).
-    Names = "names",
+    Names,
     /// `DELETE /v1/fs/entry?recursive=true`.
-    Remove = "remove",
+    Remove,
     /// `POST /v1/processes`: a background process started.
-    Spawn = "spawn",
+    Spawn,
     /// `GET /v1/processes/{id}`.
-    State = "state",
+    State,
     /// `POST /v1/processes/{id}/kill`.
-    Kill = "kill",
+    Kill,
 }
+names ["health", "version", "mkdir", "upload", "command", "fetch", "names", "remove", "spawn", "state", "kill"]
 }
 
 impl BenchRequest {
