@@ -55,17 +55,10 @@ impl Place<'_> {
 
 /// A latency statistic by its figure name (`count` too), to write back.
 pub(crate) fn stat_place<'a>(s: &'a mut LatencyStats, stat: &str) -> Option<Place<'a>> {
-    Some(match stat {
-        "count" => Place::U(&mut s.count),
-        "min" => Place::F(&mut s.min),
-        "p50" => Place::F(&mut s.p50),
-        "p90" => Place::F(&mut s.p90),
-        "p99" => Place::F(&mut s.p99),
-        "p999" => Place::F(&mut s.p999),
-        "max" => Place::F(&mut s.max),
-        "mean" => Place::F(&mut s.mean),
-        _ => return None,
-    })
+    match stat {
+        "count" => Some(Place::U(&mut s.count)),
+        _ => s.get_mut(stat).map(Place::F),
+    }
 }
 
 /// A latency statistic as a figure: `None` without samples.

@@ -200,14 +200,20 @@ impl LatencyStats {
 
     /// A statistic by its gate name (`p50`, `p99`, `max`, ...), in microseconds.
     pub fn get(&self, stat: &str) -> Option<f64> {
+        let mut s = *self;
+        s.get_mut(stat).copied()
+    }
+
+    /// A statistic by its gate name, to change (a repeated case's median written back).
+    pub(crate) fn get_mut(&mut self, stat: &str) -> Option<&mut f64> {
         Some(match stat {
-            "min" => self.min,
-            "p50" | "median" => self.p50,
-            "p90" => self.p90,
-            "p99" => self.p99,
-            "p999" => self.p999,
-            "max" => self.max,
-            "mean" => self.mean,
+            "min" => &mut self.min,
+            "p50" | "median" => &mut self.p50,
+            "p90" => &mut self.p90,
+            "p99" => &mut self.p99,
+            "p999" => &mut self.p999,
+            "max" => &mut self.max,
+            "mean" => &mut self.mean,
             _ => return None,
         })
     }

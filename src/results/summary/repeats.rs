@@ -45,11 +45,11 @@ fn spread(m: Metric, values: Vec<Option<f64>>, seed: u64) -> Option<Spread> {
 pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult {
     assert!(!runs.is_empty(), "a case ran at least once");
     let base = seeds.first().copied().unwrap_or(0);
-    let mut figures: Vec<Spread> = Vec::new();
+    let mut combined: Vec<(Metric, Spread)> = Vec::new();
     for m in Metric::table() {
         let values: Vec<Option<f64>> = runs.iter().map(|r| r.figure(*m).map(|v| (v * 1e4).round() / 1e4)).collect();
         if values.iter().any(Option::is_some) {
-            figures.extend(spread(*m, values, base ^ (figures.len() as u64 + 1)));
+            combined.extend(spread(*m, values, base ^ (combined.len() as u64 + 1)).map(|s| (*m, s)));
         }
     }
     let interrupted = runs.iter().any(|r| r.interrupted);
@@ -58,12 +58,12 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
     let notices: Vec<String> = runs[1..].iter().flat_map(|r| r.notices.iter().cloned()).collect();
     let notices_total: u64 = runs.iter().map(|r| r.notices_total).sum();
     let mut out = runs.swap_remove(0);
-    for (m, s) in Metric::table().iter().filter_map(|m| figures.iter().find(|s| s.figure == m.name()).map(|s| (*m, s)))
-    {
-        if let Some(place) = out.place(m) {
+    for (m, s) in &combined {
+        if let Some(place) = out.place(*m) {
             place.set(s.value);
         }
     }
+    let figures = combined.into_iter().map(|(_, s)| s).collect();
     out.interrupted = interrupted;
     out.stopped_early = stopped_early;
     out.notices.extend(notices);

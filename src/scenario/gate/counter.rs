@@ -49,6 +49,11 @@ const fn count(name: &'static str, rule: Rule) -> Row {
     row(name, "", rule, false, false)
 }
 
+/// A figure of the runner's requests no gate reads: a total, a stretch's minutes.
+const fn of_requests(name: &'static str) -> Row {
+    row(name, "", Rule::Median, false, true)
+}
+
 /// A rate of the runner's requests per minute per relay dir.
 const fn rate(name: &'static str, gate: bool) -> Row {
     row(name, "/min", Rule::Median, gate, true)
@@ -75,28 +80,28 @@ macro_rules! counters {
 counters! {
     DiscoveryPerMin = rate("discovery_per_min", true);
     DataPerMin = rate("data_per_min", true);
-    DiscoveryTotal = row("discovery_total", "", Rule::Median, false, true);
-    DataTotal = row("data_total", "", Rule::Median, false, true);
+    DiscoveryTotal = of_requests("discovery_total");
+    DataTotal = of_requests("data_total");
     /// While the relay dir had calls in flight.
     BusyDiscoveryPerMin = rate("busy_discovery_per_min", true);
     BusyDataPerMin = rate("busy_data_per_min", false);
-    BusyMinutes = row("busy_minutes", "", Rule::Median, false, true);
+    BusyMinutes = of_requests("busy_minutes");
     /// Over dir-minutes with no call in flight, between agent turns too.
     IdleDirDiscoveryPerMin = rate("idle_dir_discovery_per_min", true);
     IdleDirDataPerMin = rate("idle_dir_data_per_min", false);
-    IdleDirMinutes = row("idle_dir_minutes", "", Rule::Median, false, true);
+    IdleDirMinutes = of_requests("idle_dir_minutes");
     /// A live relay with no call in flight: the idle budget's figure.
     IdleDiscoveryPerMin = rate("idle_discovery_per_min", true);
     IdleDataPerMin = rate("idle_data_per_min", false);
-    IdleMinutes = row("idle_minutes", "", Rule::Median, false, true);
+    IdleMinutes = of_requests("idle_minutes");
     ActivePhaseDiscoveryPerMin = rate("active_phase_discovery_per_min", true);
     ActivePhaseDataPerMin = rate("active_phase_data_per_min", false);
-    ActivePhaseMinutes = row("active_phase_minutes", "", Rule::Median, false, true);
+    ActivePhaseMinutes = of_requests("active_phase_minutes");
     IdlePhaseDiscoveryPerMin = rate("idle_phase_discovery_per_min", true);
     IdlePhaseDataPerMin = rate("idle_phase_data_per_min", false);
-    IdlePhaseMinutes = row("idle_phase_minutes", "", Rule::Median, false, true);
+    IdlePhaseMinutes = of_requests("idle_phase_minutes");
     /// Discovery and data requests over the window, per answered call.
-    RequestsPerCall = row("requests_per_call", "", Rule::Median, false, true);
+    RequestsPerCall = of_requests("requests_per_call");
     Scheduled = count("calls.scheduled", Rule::Median);
     Started = count("calls.started", Rule::Median);
     Completed = Row { better: Better::Higher, ..row("completed", "", Rule::Median, true, false) };

@@ -142,6 +142,8 @@ impl Metric {
         TABLE.get_or_init(|| {
             let (inside, apart): (Vec<Measure>, Vec<Measure>) = Measure::all().partition(|m| m.in_latency_us());
             let latency = inside.into_iter().chain(apart).flat_map(|m| LATENCY_FIGURES.map(|s| Metric::Latency(m, s)));
+            // The faults' figures (read from the fault rows) come last, after the fleet's, as
+            // summary.json's spreads have always listed them.
             let fault = |c: &Counter| matches!(c, Counter::FaultWorstPickupMs | Counter::FaultsFailed);
             latency
                 .chain(LATENCY_FIGURES.map(Metric::InjectedLeg))
