@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::base::signal::Signal;
 use crate::base::BoxFut;
 use crate::sandbox::dir::{RealDir, RelayDir, SimDir, SimFault};
-use crate::sandbox::host::{NotApplied, SandboxAccess};
+use crate::sandbox::host::{NotApplied, SandboxControl};
 use crate::scenario::pacer::Slot;
 
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
@@ -64,7 +64,7 @@ pub(crate) trait Backend: Send + Sync {
         Duration::from_millis(100)
     }
     /// Hands over relay-bench's own way into sandbox `sandbox`, if its host has one.
-    fn attach(&mut self, _sandbox: u32, _control: Option<Arc<dyn SandboxAccess>>) {}
+    fn attach(&mut self, _sandbox: u32, _control: Option<Arc<SandboxControl>>) {}
     /// Readies the sandbox side once every host is built, before any runner starts.
     fn prepare(&mut self) -> BoxFut<'_, Result<(), PrepareError>> {
         Box::pin(std::future::ready(Ok(())))

@@ -33,7 +33,7 @@ use crate::events::Msg;
 use crate::relay::writer::writer_deadline;
 use crate::results::summary::SandboxSide;
 use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RelayDir, SimFault, WatchHandle};
-use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxAccess};
+use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxControl};
 use crate::scenario::pacer::Workload;
 
 /// Clock readings taken before the case and again after it (the best of each is used).
@@ -76,7 +76,7 @@ pub(crate) struct InSandbox {
     scenario_text: Arc<str>,
     case: String,
     workload: Workload,
-    controls: Vec<Arc<dyn SandboxAccess>>,
+    controls: Vec<Arc<SandboxControl>>,
     before: Vec<ClockReading>,
     version: Option<String>,
     program_bytes: u64,
@@ -86,7 +86,7 @@ pub(crate) struct InSandbox {
 }
 
 /// A relay dir in the sandbox: only its path is known here; every operation on it is the
-/// daemon's (the runner's through its host, relay-bench's through [`SandboxAccess`]).
+/// daemon's (the runner's through its host, relay-bench's through [`SandboxControl`]).
 struct SandboxDir(PathBuf);
 
 fn elsewhere<T>() -> io::Result<T> {
@@ -154,7 +154,7 @@ impl InSandbox {
         })
     }
 
-    fn first(&self) -> Result<&Arc<dyn SandboxAccess>, PrepareError> {
+    fn first(&self) -> Result<&Arc<SandboxControl>, PrepareError> {
         self.controls.first().ok_or(PrepareError::NoDaemon)
     }
 
@@ -272,7 +272,7 @@ impl Backend for InSandbox {
         LEAD
     }
 
-    fn attach(&mut self, _sandbox: u32, control: Option<Arc<dyn SandboxAccess>>) {
+    fn attach(&mut self, _sandbox: u32, control: Option<Arc<SandboxControl>>) {
         if let Some(c) = control {
             self.controls.push(c);
         }
@@ -334,7 +334,7 @@ impl Backend for InSandbox {
 
 /// The pacer's task: the writers started and watched to their end.
 struct Writers {
-    controls: Vec<Arc<dyn SandboxAccess>>,
+    controls: Vec<Arc<SandboxControl>>,
     at: Layout,
     case: String,
     before: Vec<ClockReading>,

@@ -6,7 +6,6 @@
 //! reports the same request budget (SPEC §5). The hosts are a closed set ([`HostKind`],
 //! parsed into a [`HostSpec`]): a new one is a file here and a variant of each.
 
-pub(crate) mod access;
 mod agent;
 mod busy;
 mod local;
@@ -19,7 +18,6 @@ mod remote;
 mod remote_tests;
 mod wire;
 
-pub(crate) use access::{ClockReading, ProcessState, SandboxAccess};
 pub use agent::AgentProcess;
 pub(crate) use agent::{
     check_binary as check_sandbox_agent, BinaryError as SandboxAgentBinaryError, Url, AGENT_BINARY,
@@ -29,7 +27,9 @@ pub(crate) use agent::{errno_label, is_not_a_daemon, Endpoint, ExecError, RunAns
 pub use agent::{
     find_binary as find_sandbox_agent, request_kind as sandbox_agent_request_kind, AgentHost, BenchRequest,
 };
-pub(crate) use agent::{version_of as sandbox_agent_version, BenchRequests};
+pub(crate) use agent::{
+    version_of as sandbox_agent_version, BenchRequests, ClockReading, ProcessState, SandboxControl,
+};
 pub(crate) use busy::Busy;
 pub use local::LocalHost;
 pub(crate) use not_applied::NotApplied;
@@ -327,7 +327,7 @@ pub struct BuiltHost {
     /// The daemon, if the host has one (restart, disconnect, pause).
     pub daemon: Option<Arc<dyn DaemonControl>>,
     /// relay-bench's own way into the sandbox (its in-sandbox side), if the host has one.
-    pub sandbox: Option<Arc<dyn SandboxAccess>>,
+    pub(crate) sandbox: Option<Arc<SandboxControl>>,
 }
 
 /// What a scenario defines for its hosts to name — latency profiles (`[profile.NAME]`) and

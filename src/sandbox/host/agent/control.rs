@@ -15,15 +15,30 @@ use serde::Deserialize;
 
 use super::api::{decode, Api};
 use crate::base::units::monotonic_ns;
-use crate::base::BoxFut;
 use crate::sandbox::dir::ExecOutput;
-use crate::sandbox::host::access::{ClockReading, ProcessState, SandboxAccess};
 
 /// The daemon buffers at most 2 MiB of a request's body (axum's default limit): larger files
 /// go up in parts of this size and are joined in the sandbox.
 pub(crate) const UPLOAD_PART: usize = 2 << 20;
 /// How long a short command in the sandbox may take.
 const SHORT_MS: u64 = 30_000;
+
+/// One reading of the sandbox's clock: this machine's monotonic clock before the request
+/// went and after its answer came, and the sandbox's in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClockReading {
+    pub sent_ns: u64,
+    pub back_ns: u64,
+    pub sandbox_ns: u64,
+}
+
+/// A background process in the sandbox, as the daemon reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcessState {
+    Running,
+    /// Exited (`None`: by a signal, or the daemon does not know its code).
+    Exited(Option<i32>),
+}
 
 /// The daemon's process record (`GET /v1/processes/{id}`).
 #[derive(Debug, Deserialize)]
@@ -250,42 +265,6 @@ impl SandboxControl {
         self.counts.count(BenchRequest::Kill);
         let uri = format!("{}/v1/processes/{id}/kill", self.api.base);
         self.api.send(Method::POST, uri, None).await.map(drop)
-    }
-}
-
-impl SandboxAccess for SandboxControl {
-    fn mkdir<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<()>> {
-        Box::pin(SandboxControl::mkdir(self, path))
-    }
-    fn put<'a>(&'a self, path: &'a str, bytes: Vec<u8>) -> BoxFut<'a, io::Result<()>> {
-        Box::pin(SandboxControl::put(self, path, bytes))
-    }
-    fn get<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
-        Box::pin(SandboxControl::get(self, path))
-    }
-    fn remove_tree<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<()>> {
-        Box::pin(SandboxControl::remove_tree(self, path))
-    }
-    fn names<'a>(&'a self, path: &'a str) -> BoxFut<'a, io::Result<Vec<String>>> {
-        Box::pin(SandboxControl::names(self, path))
-    }
-    fn upload_program<'a>(&'a self, local: &'a Path, remote: &'a str) -> BoxFut<'a, io::Result<u64>> {
-        Box::pin(SandboxControl::upload_program(self, local, remote))
-    }
-    fn version(&self) -> BoxFut<'_, io::Result<String>> {
-        Box::pin(SandboxControl::version(self))
-    }
-    fn read_clock<'a>(&'a self, program: &'a str) -> BoxFut<'a, io::Result<ClockReading>> {
-        Box::pin(SandboxControl::read_clock(self, program))
-    }
-    fn spawn<'a>(&'a self, argv: &'a [String]) -> BoxFut<'a, io::Result<String>> {
-        Box::pin(SandboxControl::spawn(self, argv))
-    }
-    fn state<'a>(&'a self, id: &'a str) -> BoxFut<'a, io::Result<ProcessState>> {
-        Box::pin(SandboxControl::state(self, id))
-    }
-    fn kill<'a>(&'a self, id: &'a str) -> BoxFut<'a, io::Result<()>> {
-        Box::pin(SandboxControl::kill(self, id))
     }
 }
 

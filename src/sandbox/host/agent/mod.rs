@@ -48,7 +48,7 @@ mod running;
 
 pub(crate) use api::{errno_label, Api, Endpoint, ExecError, RunAnswer};
 pub use control::BenchRequest;
-pub(crate) use control::{BenchRequests, SandboxControl};
+pub(crate) use control::{BenchRequests, ClockReading, ProcessState, SandboxControl};
 
 pub use process::AgentProcess;
 pub(crate) use process::{is_not_a_daemon, AgentControl};
