@@ -118,48 +118,21 @@ impl Daemon {
         }
     }
 
-    /// Restarts the daemon: requests in flight fail, new ones are refused for `down`.
-    pub fn restart(&self, down: Duration) {
-        debug_assert!(self.struck, "a daemon told it is never struck was restarted: its requests do not listen");
-        self.outage.send_modify(|o| {
-            o.restarts += 1;
-            o.down_until = Some(clock::now() + down);
-        });
-    }
-
-    /// Drops the proxy connections of every exec in flight (a held window, a stream).
-    pub fn disconnect(&self) {
-        debug_assert!(self.struck, "a daemon told it is never struck was disconnected: its requests do not listen");
-        self.outage.send_modify(|o| o.disconnects += 1);
-    }
-
-    /// Pauses the sandbox for `d`: requests stall until it resumes.
-    pub fn pause(&self, d: Duration) {
-        self.outage.send_modify(|o| o.paused_until = Some(clock::now() + d));
-    }
-
-    /// Fails the reads of request files for `d`; a request whose read failed keeps failing
-    /// while it is on disk, and with `answers` so does every write of its answer
-    /// ([`ReadFault`]).
-    pub fn fail_reads(&self, d: Duration, answers: bool) {
-        self.reads.strike(d, answers, self.mark());
-    }
-
     /// What the daemon has counted now (a storm's edge).
     fn mark(&self) -> Mark {
         let (rejected, others_rejected) = self.org.rejected_ever(self.sandbox);
         Mark { at: clock::now(), counts: self.counter.snapshot(), rejected, others_rejected }
     }
 
-    /// The `read-fails` storm so far, if the fault struck this daemon.
-    pub fn read_storm(&self) -> Option<ReadStorm> {
-        self.reads.storm(self.mark())
-    }
-
     /// One request: admitted by the organisation (or queued, or refused), a slot, the
     /// request leg, `op` on the sandbox side, the response leg. A held exec that outlasts
     /// the proxy's idle timeout is cut.
-    pub async fn request<T>(&self, purpose: Purpose, kind: Kind, op: impl AsyncOp<T>) -> io::Result<T> {
+    pub async fn request<T>(
+        &self,
+        purpose: Purpose,
+        kind: Kind,
+        op: impl std::future::Future<Output = io::Result<T>>,
+    ) -> io::Result<T> {
         // A struck request deleted since the last request ends a read-fails storm.
         self.reads.observe(|| self.mark());
         self.counter.count(purpose, kind);
@@ -189,7 +162,7 @@ impl Daemon {
             let out = if down {
                 Err(io::Error::new(io::ErrorKind::ConnectionRefused, "daemon restarting: connection refused"))
             } else {
-                op.run().await
+                op.await
             };
             self.pay(self.leg() + held_cost).await;
             self.unpaused().await;
@@ -237,53 +210,6 @@ async fn broken(outage: Option<&mut watch::Receiver<Outage>>, at_start: Outage, 
     }
 }
 
-/// The sandbox-side work of one daemon request.
-pub trait AsyncOp<T>: Send {
-    fn run(self) -> OpFuture<T>;
-}
-
-/// An operation's answer: there at once (a file operation on the sandbox side), or a
-/// future (an exec). The first needs no allocation; both are ready at the same poll as a
-/// boxed ready future would be.
-pub enum OpFuture<T> {
-    Ready(Option<io::Result<T>>),
-    Pending(BoxFut<'static, io::Result<T>>),
-}
-
-// Neither variant is structurally pinned (the answer is moved out, the boxed future is
-// pinned in its box), so the enum may move.
-impl<T> Unpin for OpFuture<T> {}
-
-impl<T> std::future::Future for OpFuture<T> {
-    type Output = io::Result<T>;
-
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<T>> {
-        match self.get_mut() {
-            OpFuture::Ready(v) => std::task::Poll::Ready(v.take().expect("an op's answer is taken once")),
-            OpFuture::Pending(f) => f.as_mut().poll(cx),
-        }
-    }
-}
-
-impl<T, F> AsyncOp<T> for F
-where
-    F: FnOnce() -> io::Result<T> + Send,
-    T: Send + 'static,
-{
-    fn run(self) -> OpFuture<T> {
-        OpFuture::Ready(Some(self()))
-    }
-}
-
-/// A sandbox-side operation that is already a future (an exec).
-struct Deferred<T>(BoxFut<'static, io::Result<T>>);
-
-impl<T> AsyncOp<T> for Deferred<T> {
-    fn run(self) -> OpFuture<T> {
-        OpFuture::Pending(self.0)
-    }
-}
-
 /// The runner's view of a remote sandbox's relay dir.
 pub struct RemoteHost {
     dir: Arc<dyn RelayDir>,
@@ -305,31 +231,31 @@ impl RemoteHost {
 
 impl Host for RemoteHost {
     fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
-        let dir = self.dir.clone();
-        Box::pin(self.daemon.request(Purpose::Discovery, Kind::List, move || match dir.list() {
-            // `ls -1 DIR` of a missing dir prints nothing; production ignores its exit code.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-            other => other,
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::List, async {
+            match self.dir.list() {
+                // `ls -1 DIR` of a missing dir prints nothing; production ignores its exit code.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+                other => other,
+            }
         }))
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
-        let (dir, name, daemon) = (self.dir.clone(), name.to_owned(), &self.daemon);
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Read, move || {
-            if daemon.reads.fails(&name, || daemon.mark()) {
+        let daemon = &self.daemon;
+        Box::pin(daemon.request(Purpose::Data, Kind::Read, async move {
+            if daemon.reads.fails(name, || daemon.mark()) {
                 // The daemon's answer to a GET of a file it cannot read (the fault).
                 return Err(io::Error::new(
                     io::ErrorKind::PermissionDenied,
                     format!("GET /v1/fs/file {name}: the daemon cannot read it (read-fails fault)"),
                 ));
             }
-            dir.read(&name)
+            self.dir.read(name)
         }))
     }
 
     fn stat<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<u64>> {
-        let (dir, name) = (self.dir.clone(), name.to_owned());
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Stat, move || dir.stat(&name)))
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Stat, async { self.dir.stat(name) }))
     }
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
@@ -339,13 +265,12 @@ impl Host for RemoteHost {
             let mut tries = 0;
             let tmp = loop {
                 let tmp = fsio::temp_name(name);
-                let (dir, tmp2, body, daemon) = (self.dir.clone(), tmp.clone(), bytes.to_vec(), &self.daemon);
-                let write = move || {
-                    if daemon.reads.write_fails(&tmp2) {
-                        let why = format!("PUT /v1/fs/file {tmp2}: the daemon cannot write it (read-fails fault)");
+                let write = async {
+                    if self.daemon.reads.write_fails(&tmp) {
+                        let why = format!("PUT /v1/fs/file {tmp}: the daemon cannot write it (read-fails fault)");
                         return Err(io::Error::new(io::ErrorKind::PermissionDenied, why));
                     }
-                    dir.write(&tmp2, &body)
+                    self.dir.write(&tmp, bytes)
                 };
                 match self.daemon.request(Purpose::Data, Kind::Write, write).await {
                     Ok(()) => break tmp,
@@ -357,8 +282,7 @@ impl Host for RemoteHost {
                     }
                 }
             };
-            let (dir, tmp2, fin) = (self.dir.clone(), tmp.clone(), name.to_owned());
-            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, move || dir.rename(&tmp2, &fin));
+            let renamed = self.daemon.request(Purpose::Data, Kind::Rename, async { self.dir.rename(&tmp, name) });
             if let Err(e) = renamed.await {
                 let _ = self.dir.remove(&tmp);
                 return Err(e);
@@ -368,12 +292,11 @@ impl Host for RemoteHost {
     }
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
-        let (dir, name) = (self.dir.clone(), name.to_owned());
-        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, move || dir.remove(&name)))
+        Box::pin(self.daemon.request(Purpose::Data, Kind::Delete, async { self.dir.remove(name) }))
     }
 
     fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
-        Box::pin(self.daemon.request(Purpose::Discovery, Kind::Exec, Deferred(self.dir.exec(argv, timeout))))
+        Box::pin(self.daemon.request(Purpose::Discovery, Kind::Exec, self.dir.exec(argv, timeout)))
     }
 
     fn exec_follow<'a>(&'a self, argv: &'a [OsString]) -> BoxFut<'a, io::Result<Lines>> {
@@ -391,7 +314,7 @@ impl Host for RemoteHost {
         let mut outage = daemon.outage.subscribe();
         let at_start = *outage.borrow_and_update();
         Box::pin(async move {
-            let op = move || dir.exec_follow(&argv, Some(delay));
+            let op = async { dir.exec_follow(&argv, Some(delay)) };
             let mut inner = daemon.request(Purpose::Discovery, Kind::Exec, op).await?;
             // The stream rides the daemon's connection: a restart or disconnect drops it.
             let (tx, rx) = tokio::sync::mpsc::channel(64);
@@ -430,25 +353,38 @@ pub struct RemoteSpec {
     pub(super) limits: Limits,
 }
 
+// The faults a scenario strikes an emulated daemon with.
 impl super::DaemonControl for Daemon {
+    /// Restarts the daemon: requests in flight fail, new ones are refused for `down`.
     fn restart(&self, down: Duration) -> Result<(), super::NotApplied> {
-        Daemon::restart(self, down);
+        debug_assert!(self.struck, "a daemon told it is never struck was restarted: its requests do not listen");
+        self.outage.send_modify(|o| {
+            o.restarts += 1;
+            o.down_until = Some(clock::now() + down);
+        });
         Ok(())
     }
+    /// Drops the proxy connections of every exec in flight (a held window, a stream).
     fn disconnect(&self) -> Result<(), super::NotApplied> {
-        Daemon::disconnect(self);
+        debug_assert!(self.struck, "a daemon told it is never struck was disconnected: its requests do not listen");
+        self.outage.send_modify(|o| o.disconnects += 1);
         Ok(())
     }
+    /// Pauses the sandbox for `d`: requests stall until it resumes.
     fn pause(&self, d: Duration) -> Result<(), super::NotApplied> {
-        Daemon::pause(self, d);
+        self.outage.send_modify(|o| o.paused_until = Some(clock::now() + d));
         Ok(())
     }
+    /// Fails the reads of request files for `d`; a request whose read failed keeps failing
+    /// while it is on disk, and with `answers` so does every write of its answer
+    /// ([`ReadFault`]).
     fn fail_reads(&self, d: Duration, answers: bool) -> Result<(), super::NotApplied> {
-        Daemon::fail_reads(self, d, answers);
+        self.reads.strike(d, answers, self.mark());
         Ok(())
     }
+    /// The `read-fails` storm so far, if the fault struck this daemon.
     fn read_storm(&self) -> Option<ReadStorm> {
-        Daemon::read_storm(self)
+        self.reads.storm(self.mark())
     }
 }
 
