@@ -127,7 +127,7 @@ fn schema_check(out: &Path) {
 fn details(r: &ConformReport) -> String {
     r.cases
         .iter()
-        .map(|c| format!("{} {}: {} {:?}", c.name, c.verdict.label(), c.reason, c.evidence))
+        .map(|c| format!("{} {}: {} {:?}", c.name, c.verdict.name(), c.reason, c.evidence))
         .collect::<Vec<_>>()
         .join("\n")
 }

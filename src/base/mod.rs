@@ -28,11 +28,11 @@ use std::pin::Pin;
 /// layer's, so every layer above names it without reaching back up to the crate's root.
 pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A closed set named once: the enum, its `ALL` (in declaration order) and its `name`, the
-/// names listed after the enum in the variants' order (a list of another length does not
-/// compile).
+/// A closed set named once: the enum, its `ALL` and `NAMES` (in declaration order), its
+/// `name` and `from_name`, the names listed after the enum in the variants' order (a list of
+/// another length does not compile).
 macro_rules! named {
-    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident,)* } names [$($n:literal),* $(,)?]) => {
+    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident,)* } names [$($n:expr),* $(,)?]) => {
         $(#[$m])*
         $vis enum $E { $($(#[$vm])* $V,)* }
 
@@ -40,10 +40,30 @@ macro_rules! named {
             /// Every variant, in declaration order.
             $vis const ALL: [$E; [$(stringify!($V)),*].len()] = [$($E::$V,)*];
 
+            /// Every variant's name, in declaration order.
+            #[allow(dead_code)]
+            $vis const NAMES: [&'static str; [$(stringify!($V)),*].len()] = [$($n,)*];
+
             /// Its name in scenarios, reports and summary.json.
             $vis const fn name(self) -> &'static str {
                 match self { $($E::$V => $n,)* }
             }
+
+            /// The variant of this name.
+            #[allow(dead_code)]
+            $vis fn from_name(name: &str) -> Option<$E> {
+                Self::ALL.into_iter().find(|v| v.name() == name)
+            }
+        }
+    };
+    // A closed set whose names come from elsewhere: the enum and its `ALL` alone.
+    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident,)* }) => {
+        $(#[$m])*
+        $vis enum $E { $($(#[$vm])* $V,)* }
+
+        impl $E {
+            /// Every variant, in declaration order.
+            $vis const ALL: [$E; [$(stringify!($V)),*].len()] = [$($E::$V,)*];
         }
     };
 }

@@ -94,6 +94,7 @@ pub enum Response {
     Paused,
 }
 
+crate::base::named! {
 /// What kind of answer a call got, without its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,16 +106,7 @@ pub enum Outcome {
     /// `{"ok":true,"paused":true}`: the turn paused on this call.
     Paused,
 }
-
-impl Outcome {
-    /// The outcome's name in reports (`ok`, `error`, `paused`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Paused => "paused",
-        }
-    }
+names ["ok", "error", "paused"]
 }
 
 #[derive(Serialize)]

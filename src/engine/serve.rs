@@ -23,7 +23,7 @@ use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 use crate::sandbox::dir::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::sandbox::dir::{RealDir, RelayDir};
 use crate::sandbox::host::{Host, LocalHost};
-use crate::strategy::{runner_kind, Parts, RunnerSpec, WriterSpec};
+use crate::strategy::{Parts, RunnerKind, RunnerSpec, WriterSpec};
 
 /// A line `serve` or `call` says as it goes: for stdout (stat lines) or stderr (notices).
 /// The caller prints it (the CLI: a closed pipe is not a panic).
@@ -63,7 +63,8 @@ pub(crate) fn serve_runner(strategy: &str, interval: Duration, sweep: bool) -> R
     table.insert("max_interval".into(), ms(interval * 5));
     table.insert("sweep".into(), toml::Value::Boolean(sweep));
     let mut fields = Fields::new("--strategy", "", &table);
-    let kind = runner_kind(strategy).ok_or_else(|| fields.err("strategy", format!("unknown strategy {strategy:?}")))?;
+    let kind = RunnerKind::from_name(strategy)
+        .ok_or_else(|| fields.err("strategy", format!("unknown strategy {strategy:?}")))?;
     kind.parse(Some(&mut fields))
 }
 

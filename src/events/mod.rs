@@ -101,6 +101,7 @@ pub struct RunnerSide {
     pub handler_known: bool,
 }
 
+crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailKind {
     /// No answer before the writer deadline.
@@ -116,17 +117,7 @@ pub enum FailKind {
     /// The run was interrupted before the answer arrived.
     Interrupted,
 }
-
-impl FailKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            FailKind::Timeout => "timeout",
-            FailKind::IdCollision => "id_collision",
-            FailKind::PublishError => "publish_error",
-            FailKind::Environment => "environment",
-            FailKind::Interrupted => "interrupted",
-        }
-    }
+names ["timeout", "id_collision", "publish_error", "environment", "interrupted"]
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -89,12 +89,12 @@ fn document(r: &ConformReport) -> Doc {
     ];
     lead.extend(setting(r).map(|l| Block::Para(plain(l))));
     let rows = r.cases.iter().map(|c| {
-        vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.label()), c.reason.clone()]
+        vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.name()), c.reason.clone()]
     });
     let table = Table { columns: columns("case|§|verdict|why"), rows: rows.collect() };
     let cases = r.cases.iter().flat_map(|c| {
         [
-            Block::Heading(format!("{} — {}", c.name, c.verdict.label())),
+            Block::Heading(format!("{} — {}", c.name, c.verdict.name())),
             Block::Para(inline(format!("Expected (SPEC {}): {}", c.section, c.expectation))),
             Block::Para(inline(format!("{} ({} ms)", c.reason, c.duration_ms))),
             Block::List(c.evidence.iter().map(|e| plain(e.clone())).collect()),
@@ -142,7 +142,7 @@ pub(crate) fn table(r: &ConformReport) -> String {
     let w = r.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
     let mut s = format!("{:<w$}  {:<13}  {:<7}  why\n", "case", "verdict", "§");
     for c in &r.cases {
-        s.push_str(&format!("{:<w$}  {:<13}  {:<7}  {}\n", c.name, c.verdict.label(), c.section, c.reason));
+        s.push_str(&format!("{:<w$}  {:<13}  {:<7}  {}\n", c.name, c.verdict.name(), c.section, c.reason));
     }
     s.push_str(&verdict(r));
     s.push('\n');

@@ -26,6 +26,7 @@ pub(crate) struct PointCase<'a> {
     pub stopped_early: bool,
 }
 
+crate::base::named! {
 /// Which side of the boundary meets the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -41,17 +42,7 @@ pub enum Meets {
     /// Met and missed in turn along the axis: no single boundary (said, not smoothed).
     Mixed,
 }
-
-impl Meets {
-    fn word(self) -> &'static str {
-        match self {
-            Meets::Below => "below",
-            Meets::Above => "above",
-            Meets::Everywhere => "everywhere",
-            Meets::Nowhere => "nowhere",
-            Meets::Mixed => "mixed",
-        }
-    }
+names ["below", "above", "everywhere", "nowhere", "mixed"]
 }
 
 /// One point of a boundary's axis.
@@ -110,11 +101,6 @@ impl Boundary {
             (Meets::Nowhere, ..) => format!("missed across all tested ({range})"),
             _ => format!("met and missed in turn across {range}: no single boundary"),
         }
-    }
-
-    /// The meeting side's word (`below`, `above`, ...).
-    pub fn meets_word(&self) -> &'static str {
-        self.meets.word()
     }
 }
 

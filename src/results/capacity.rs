@@ -43,6 +43,7 @@ pub struct CapacityReport {
     pub cleanup: Option<Cleanup>,
 }
 
+crate::base::named! {
 /// How a ramp ended.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -59,17 +60,7 @@ pub enum Outcome {
     /// Ctrl-C (or SIGTERM, SIGHUP).
     Interrupted,
 }
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Running => "running",
-            Outcome::Completed => "completed",
-            Outcome::FailurePoint => "failure point",
-            Outcome::Stopped => "stopped",
-            Outcome::Interrupted => "interrupted",
-        }
-    }
+names ["running", "completed", "failure point", "stopped", "interrupted"]
 }
 
 /// This machine, as a reader needs it to trust the figures.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Bumped when a field changes meaning or goes away.
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
+crate::base::named! {
 /// Which side of the relay was graded.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -18,16 +19,10 @@ pub enum Side {
     Runner,
     Writer,
 }
-
-impl Side {
-    pub fn name(self) -> &'static str {
-        match self {
-            Side::Runner => "runner",
-            Side::Writer => "writer",
-        }
-    }
+names ["runner", "writer"]
 }
 
+crate::base::named! {
 /// One case's grade.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Verdict {
@@ -47,18 +42,7 @@ pub enum Verdict {
     #[serde(rename = "INCONCLUSIVE")]
     Inconclusive,
 }
-
-impl Verdict {
-    /// The verdict as reports print it (`OK`, `NON-STRICT`, ...).
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Ok => "OK",
-            Verdict::NonStrict => "NON-STRICT",
-            Verdict::Failed => "FAILED",
-            Verdict::Informational => "INFORMATIONAL",
-            Verdict::Inconclusive => "INCONCLUSIVE",
-        }
-    }
+names ["OK", "NON-STRICT", "FAILED", "INFORMATIONAL", "INCONCLUSIVE"]
 }
 
 /// One case, graded.

@@ -125,6 +125,7 @@ pub struct RampOrg {
     pub cut: u64,
 }
 
+crate::base::named! {
 /// Where a `fleet.worst.*` figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FromPhase {
@@ -133,17 +134,10 @@ pub enum FromPhase {
     /// The two phases gave the same value.
     Both,
 }
+names ["warm-up", "steady state", "both"]
+}
 
 impl FromPhase {
-    /// As the report says it.
-    pub fn label(self) -> &'static str {
-        match self {
-            FromPhase::Warmup => "warm-up",
-            FromPhase::Steady => "steady state",
-            FromPhase::Both => "both",
-        }
-    }
-
     /// After a figure: `in the warm-up`, `in the steady state`, `in both`.
     pub fn in_words(self) -> &'static str {
         match self {

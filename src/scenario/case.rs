@@ -8,11 +8,11 @@ use super::rules::{add_invariants, check_burst_calls};
 use super::{check_case_name, parse_gates, CaseSpec, Clock, Overrides};
 use crate::base::fields::{Fields, ScenarioError};
 use crate::relay::handler::HandlerModel;
-use crate::sandbox::host::{HostTables, HOSTS};
+use crate::sandbox::host::{HostKind, HostTables};
 use crate::scenario::fault::{FaultKind, FaultSpec, Target};
 use crate::scenario::gate::Gate;
 use crate::scenario::pacer::Workload;
-use crate::strategy::{runner_kind, runner_names, writer_kind, writer_names, RunnerSpec, WriterSpec};
+use crate::strategy::{RunnerKind, RunnerSpec, WriterKind, WriterSpec};
 
 /// What every case of a scenario is read with.
 pub(super) struct CaseContext<'a> {
@@ -121,11 +121,10 @@ fn parse_case(
 ) -> Result<CaseSpec, ScenarioError> {
     let name = c.required_string("name")?.to_owned();
     check_case_name(&name).map_err(|msg| c.err("name", msg))?;
-    let host_names: Vec<&str> = HOSTS.iter().map(|k| k.name()).collect();
-    let host_name = c.choice("host", &host_names)?.unwrap_or(host_names[0]);
-    let kind = crate::sandbox::host::kind(host_name).expect("validated");
+    let host_name = c.choice("host", &HostKind::NAMES)?.unwrap_or(HostKind::NAMES[0]);
+    let kind = HostKind::from_name(host_name).expect("validated");
     let host = kind.parse(c, tables)?;
-    let clock = c.choice("clock", Clock::NAMES)?.and_then(Clock::named).unwrap_or_default();
+    let clock = c.choice("clock", &Clock::NAMES)?.and_then(Clock::from_name).unwrap_or_default();
     // `run --clock` sets every case's; then a case that cannot take it says why, not how to
     // edit the file.
     let clock = forced_clock.unwrap_or(clock);
@@ -186,7 +185,7 @@ fn parse_case(
 }
 
 fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
-    let names = FaultKind::names();
+    let names = FaultKind::NAMES;
     let kind = match f.choice("kind", &names)? {
         Some(k) => FaultKind::from_name(k).expect("validated"),
         None => return Err(f.err("kind", format!("is required; allowed: {}", names.join(", ")))),
@@ -308,8 +307,8 @@ fn strategy_table<'a>(
 /// `runner = "<name>"` or `runner = { strategy = "<name>", ... }` (or `{ command = [...] }`
 /// for a black-box runner), through the strategy registry.
 fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<RunnerSpec>, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "runner", &runner_names())?;
-    let kind = runner_kind(&name).expect("validated against the registry");
+    let (name, mut table) = strategy_table(c, "runner", &RunnerKind::NAMES)?;
+    let kind = RunnerKind::from_name(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
     if let Some(t) = table {
         t.finish()?;
@@ -318,8 +317,8 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<RunnerSpec>, ScenarioError> {
 }
 
 fn parse_writer(c: &mut Fields<'_>) -> Result<WriterSpec, ScenarioError> {
-    let (name, mut table) = strategy_table(c, "writer", &writer_names())?;
-    let kind = writer_kind(&name).expect("validated against the registry");
+    let (name, mut table) = strategy_table(c, "writer", &WriterKind::NAMES)?;
+    let kind = WriterKind::from_name(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut())?;
     if let Some(t) = table {
         t.finish()?;

@@ -67,15 +67,6 @@ names ["daemon-restart", "proxy-disconnect", "proxy-blackhole", "sandbox-pause",
 }
 
 impl FaultKind {
-    /// Every fault's name.
-    pub fn names() -> Vec<&'static str> {
-        Self::ALL.iter().map(|k| k.name()).collect()
-    }
-
-    pub(crate) fn from_name(name: &str) -> Option<FaultKind> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-
     /// How long the condition lasts when the scenario does not say.
     pub(crate) fn default_duration(self) -> Duration {
         let s = Duration::from_secs;
@@ -442,12 +433,12 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_are_unique() {
-        let names = FaultKind::names();
+        let names = FaultKind::NAMES;
         assert_eq!(names.len(), FaultKind::ALL.len());
         for k in FaultKind::ALL {
             assert_eq!(FaultKind::from_name(k.name()), Some(k));
         }
-        let mut sorted = names.clone();
+        let mut sorted = names.to_vec();
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len());

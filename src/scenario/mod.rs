@@ -71,6 +71,7 @@ pub(crate) const SHIPPED: &[(&str, &str)] = &[
     ("storm", include_str!("../../scenarios/storm.toml")),
 ];
 
+crate::base::named! {
 /// How time passes in a case (named `real` / `virtual` in scenarios and summary.json).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -82,22 +83,7 @@ pub enum Clock {
     /// in-memory sandbox, hours of relay behaviour in seconds, deterministic per seed.
     Virtual,
 }
-
-impl Clock {
-    pub(crate) const NAMES: &'static [&'static str] = &["real", "virtual"];
-
-    /// The clock of this name.
-    pub(crate) fn named(name: &str) -> Option<Clock> {
-        [Clock::Real, Clock::Virtual].into_iter().find(|c| c.name() == name)
-    }
-
-    /// Its name in scenarios and summary.json.
-    pub fn name(self) -> &'static str {
-        match self {
-            Clock::Real => "real",
-            Clock::Virtual => "virtual",
-        }
-    }
+names ["real", "virtual"]
 }
 
 #[derive(Debug, Clone)]

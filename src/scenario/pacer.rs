@@ -10,21 +10,13 @@ use std::time::Duration;
 use crate::base::clock;
 use crate::base::rng::Rng;
 
+crate::base::named! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arrival {
     Constant,
     Poisson,
 }
-
-impl Arrival {
-    pub(crate) const NAMES: &'static [&'static str] = &["constant", "poisson"];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrival::Constant => "constant",
-            Arrival::Poisson => "poisson",
-        }
-    }
+names ["constant", "poisson"]
 }
 
 /// A stretch of the schedule at one turn rate; a rate of 0 is an idle phase.

@@ -102,10 +102,7 @@ pub(super) fn parse_workload(w: &mut Fields<'_>, ov: &Overrides) -> Result<(Work
         return Err(w.err("phase", "a phase scaled to 0s: scale the schedule less"));
     }
     let warmup = Overrides::scaled(warmup, factor);
-    let arrival = match w.choice("arrival", Arrival::NAMES)? {
-        Some("poisson") => Arrival::Poisson,
-        _ => Arrival::Constant,
-    };
+    let arrival = w.choice("arrival", &Arrival::NAMES)?.and_then(Arrival::from_name).unwrap_or(Arrival::Constant);
     let sandboxes = w.int("sandboxes", 1, MAX_SANDBOXES)?.unwrap_or(1) as u32;
     let sandboxes = match ov.sandboxes {
         Some(n) if !(1..=MAX_SANDBOXES).contains(&i64::from(n)) => {

@@ -23,7 +23,7 @@ pub use departure::{ChangeKind, Departure};
 pub(crate) use pair::Relay;
 pub(crate) use watch::WatchNotice;
 pub use writers::WRITERS;
-pub(crate) use writers::{writer_by_name, writer_kind, writer_names, WriterSpec, WRITER_DEFAULT};
+pub(crate) use writers::{writer_by_name, WriterKind, WriterSpec, WRITER_DEFAULT};
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -100,7 +100,9 @@ impl PickupDefinition {
     }
 }
 
-/// A kind of runner strategy, as a scenario names it: a file each.
+crate::base::named! {
+/// A kind of runner strategy, as a scenario names it: a file each, in the order `list`
+/// shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunnerKind {
     Poll,
@@ -110,29 +112,13 @@ pub enum RunnerKind {
     Follow,
     External,
 }
+names [poll::NAME, watch::WATCH_NAME, window::NAME, window::NAME_INLINE, follow::NAME, external::NAME]
+}
 
 /// Every runner strategy, in the order `list` shows them.
-pub const RUNNERS: [RunnerKind; 6] = [
-    RunnerKind::Poll,
-    RunnerKind::Watch,
-    RunnerKind::WindowExec,
-    RunnerKind::WindowExecInline,
-    RunnerKind::Follow,
-    RunnerKind::External,
-];
+pub const RUNNERS: &[RunnerKind] = &RunnerKind::ALL;
 
 impl RunnerKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            RunnerKind::Poll => poll::NAME,
-            RunnerKind::Watch => watch::WATCH_NAME,
-            RunnerKind::WindowExec => window::NAME,
-            RunnerKind::WindowExecInline => window::NAME_INLINE,
-            RunnerKind::Follow => follow::NAME,
-            RunnerKind::External => external::NAME,
-        }
-    }
-
     /// One line for `--help`, `list` and the README.
     pub fn about(self) -> &'static str {
         match self {
@@ -314,16 +300,6 @@ impl RunnerSpec {
 /// The strategy `serve` runs unless told otherwise: the local watch (its dir is local).
 pub(crate) const SERVE_DEFAULT: &str = watch::WATCH_NAME;
 
-/// The runner strategy named `name`.
-pub(crate) fn runner_kind(name: &str) -> Option<RunnerKind> {
-    RUNNERS.into_iter().find(|k| k.name() == name)
-}
-
-/// Names of every runner strategy.
-pub(crate) fn runner_names() -> Vec<&'static str> {
-    RUNNERS.iter().map(|k| k.name()).collect()
-}
-
 /// Names of the runner strategies `serve` runs.
 pub(crate) fn serve_names() -> Vec<&'static str> {
     RUNNERS.iter().filter(|k| k.serves()).map(|k| k.name()).collect()
@@ -332,21 +308,21 @@ pub(crate) fn serve_names() -> Vec<&'static str> {
 /// A runner strategy by name, with every default.
 #[cfg(test)]
 pub(crate) fn runner_by_name(name: &str) -> Option<Arc<RunnerSpec>> {
-    runner_kind(name)?.parse(None).ok()
+    RunnerKind::from_name(name)?.parse(None).ok()
 }
 
 /// A runner strategy from its scenario form, for tests, benches and tools: a name
 /// (`"poll"`) or an inline table (`{ strategy = "window-exec", jitter = false }`).
 pub fn runner_from_toml(text: &str) -> Result<Arc<RunnerSpec>, ScenarioError> {
     let (name, table) = inline(text)?;
-    let kind = runner_kind(&name).ok_or_else(|| bad(format!("unknown runner strategy {name:?}")))?;
+    let kind = RunnerKind::from_name(&name).ok_or_else(|| bad(format!("unknown runner strategy {name:?}")))?;
     parse_with(table, |t| kind.parse(t))
 }
 
 /// A writer strategy from its scenario form (see [`runner_from_toml`]).
 pub fn writer_from_toml(text: &str) -> Result<WriterSpec, ScenarioError> {
     let (name, table) = inline(text)?;
-    let kind = writer_kind(&name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
+    let kind = WriterKind::from_name(&name).ok_or_else(|| bad(format!("unknown writer {name:?}")))?;
     parse_with(table, |t| kind.parse(t))
 }
 
@@ -503,7 +479,7 @@ mod tests {
 
     #[test]
     fn every_kind_is_registered_once_and_parses_its_defaults() {
-        let mut names = runner_names();
+        let mut names = RunnerKind::NAMES.to_vec();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), RUNNERS.len());

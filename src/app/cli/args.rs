@@ -355,7 +355,7 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub timeout: Option<Duration>,
     /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
-    #[arg(long, default_value = crate::strategy::WRITER_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::writer_names()))]
+    #[arg(long, default_value = crate::strategy::WRITER_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::WriterKind::NAMES))]
     pub wait: String,
     /// An answer larger than this is not read.
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
@@ -481,7 +481,7 @@ pub(crate) struct NoClock(String);
 
 /// `--clock`'s value: one of the clocks by its name.
 fn clock(s: &str) -> Result<crate::scenario::Clock, NoClock> {
-    crate::scenario::Clock::named(s).ok_or_else(|| NoClock(s.to_owned()))
+    crate::scenario::Clock::from_name(s).ok_or_else(|| NoClock(s.to_owned()))
 }
 
 #[cfg(test)]

@@ -428,7 +428,7 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     let stop = on_interrupt("ending the battery: the cases so far are reported");
     let report = tokio::task::spawn_blocking(move || {
         crate::engine::conform::run(&opts, &stop, started, |c| {
-            console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.label(), c.reason))
+            console::err(&format!("conform: {:<20} {:<13} {}", c.name, c.verdict.name(), c.reason))
         })
     })
     .await

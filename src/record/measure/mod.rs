@@ -114,10 +114,6 @@ impl Measure {
             Measure::Hop1 => CallTimes::between(c.answered, c.read),
         }
     }
-
-    pub(crate) fn from_name(s: &str) -> Option<Measure> {
-        Measure::all().find(|m| m.name() == s)
-    }
 }
 
 impl std::fmt::Debug for Measure {

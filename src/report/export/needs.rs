@@ -80,7 +80,7 @@ fn row(r: &CaseResult, f: &FleetResult) -> Vec<String> {
 
 /// A figure and the phase it came from: `2405 (warm-up)`.
 fn with_phase(v: String, from: FromPhase) -> String {
-    format!("{v} ({})", from.label())
+    format!("{v} ({})", from.name())
 }
 
 /// Each documented number with its source, then what is not documented.

@@ -340,6 +340,7 @@ pub(crate) struct HostTables {
     pub sandbox_agent: Option<std::path::PathBuf>,
 }
 
+crate::base::named! {
 /// A kind of host, as a scenario names it (`host = "..."`): a file each. It reads its own
 /// keys from the case table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -348,16 +349,10 @@ pub enum HostKind {
     Remote,
     SandboxAgent,
 }
+names ["local", "remote", agent::AGENT_BINARY]
+}
 
 impl HostKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            HostKind::Local => "local",
-            HostKind::Remote => "remote",
-            HostKind::SandboxAgent => agent::AGENT_BINARY,
-        }
-    }
-
     /// One line for `--help` and the README.
     pub fn about(self) -> &'static str {
         match self {
@@ -535,12 +530,7 @@ impl HostSpec {
 }
 
 /// Every host kind. The first is a case's host when it names none.
-pub const HOSTS: [HostKind; 3] = [HostKind::Local, HostKind::Remote, HostKind::SandboxAgent];
-
-/// The host kind named `name`.
-pub(crate) fn kind(name: &str) -> Option<HostKind> {
-    HOSTS.into_iter().find(|k| k.name() == name)
-}
+pub const HOSTS: &[HostKind] = &HostKind::ALL;
 
 #[cfg(test)]
 mod tests {

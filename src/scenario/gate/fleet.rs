@@ -84,6 +84,7 @@ pub enum Phase {
     Worst,
 }
 
+crate::base::named! {
 /// A figure measured in the warm-up as in the steady state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phased {
@@ -98,21 +99,9 @@ pub enum Phased {
     PeakRequestsPerSec60s,
     MeanRequestsPerSec,
 }
+}
 
 impl Phased {
-    pub const ALL: [Phased; 10] = [
-        Phased::HeldExecsMax,
-        Phased::SandboxHeldExecsMax,
-        Phased::TurnsDemoted,
-        Phased::TurnsDemotedPct,
-        Phased::WindowFailures,
-        Phased::Rejected,
-        Phased::PeakRequestsPerSec1s,
-        Phased::PeakRequestsPerSec10s,
-        Phased::PeakRequestsPerSec60s,
-        Phased::MeanRequestsPerSec,
-    ];
-
     /// The steady state's figure of the same name.
     pub fn steady(self) -> FleetMetric {
         match self {

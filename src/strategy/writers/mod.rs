@@ -23,31 +23,24 @@ use crate::relay::source::Reporter;
 use crate::relay::writer::{Cleanup, ResponseWaiter};
 use crate::sandbox::dir::{EventFilter, RelayDir};
 
-/// A writer strategy, as a scenario names it.
+crate::base::named! {
+/// A writer strategy, as a scenario names it, in the order `list` shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriterKind {
-    /// Production's default: a watch on the relay dir, a safety check racing it.
-    Watch,
     /// Production with its response watch switched off: a check every 300 ms.
     Poll,
+    /// Production's default: a watch on the relay dir, a safety check racing it.
+    Watch,
+}
+names ["poll", "watch"]
 }
 
 /// Every writer strategy, in the order `list` shows them.
-pub const WRITERS: [WriterKind; 2] = [WriterKind::Poll, WriterKind::Watch];
-
-/// The writer strategy named `name`.
-pub(crate) fn writer_kind(name: &str) -> Option<WriterKind> {
-    WRITERS.into_iter().find(|k| k.name() == name)
-}
-
-/// Names of every writer strategy.
-pub(crate) fn writer_names() -> Vec<&'static str> {
-    WRITERS.iter().map(|k| k.name()).collect()
-}
+pub const WRITERS: &[WriterKind] = &WriterKind::ALL;
 
 /// The writer strategy named `name`, with every default.
 pub(crate) fn writer_by_name(name: &str) -> Option<WriterSpec> {
-    writer_kind(name)?.parse(None).ok()
+    WriterKind::from_name(name)?.parse(None).ok()
 }
 
 const INTERVAL: Duration = Duration::from_millis(300);
@@ -66,13 +59,6 @@ pub struct WriterSpec {
 pub(crate) const WRITER_DEFAULT: &str = WriterKind::Watch.name();
 
 impl WriterKind {
-    pub const fn name(self) -> &'static str {
-        match self {
-            WriterKind::Watch => "watch",
-            WriterKind::Poll => "poll",
-        }
-    }
-
     /// One line for `list`.
     pub fn about(self) -> &'static str {
         match self {
