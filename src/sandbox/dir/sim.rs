@@ -73,15 +73,11 @@ struct State {
     execs: Option<Vec<tokio::time::Instant>>,
 }
 
-struct Inner {
-    path: PathBuf,
-    state: Mutex<State>,
-}
-
 /// An in-memory relay dir; clones share it.
 #[derive(Clone)]
 pub struct SimDir {
-    inner: Arc<Inner>,
+    path: Arc<Path>,
+    state: Arc<Mutex<State>>,
 }
 
 fn not_found(path: &Path) -> io::Error {
@@ -92,7 +88,7 @@ impl SimDir {
     /// An empty, existing directory named `path` (the name the sandbox knows it by).
     pub fn new(path: impl Into<PathBuf>) -> SimDir {
         let state = State { exists: true, execs: Some(Vec::new()), ..State::default() };
-        SimDir { inner: Arc::new(Inner { path: path.into(), state: Mutex::new(state) }) }
+        SimDir { path: path.into().into(), state: Arc::new(Mutex::new(state)) }
     }
 
     /// A dir that keeps no log of its execs ([`SimDir::exec_times`] is empty): a case's,
@@ -104,7 +100,7 @@ impl SimDir {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.state()
+        self.state.lock().expect("sim dir poisoned")
     }
 
     /// Turns `fault` on or off for every later operation.
@@ -163,11 +159,7 @@ fn refused(s: &State, write: bool) -> Option<io::Error> {
     (write && s.faults.contains(&SimFault::DiskFull)).then(|| io::Error::from_raw_os_error(libc::ENOSPC))
 }
 
-impl Inner {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("sim dir poisoned")
-    }
-
+impl SimDir {
     /// The state, if the dir is there (else its ENOENT).
     fn present(&self) -> io::Result<std::sync::MutexGuard<'_, State>> {
         let s = self.state();
@@ -192,24 +184,6 @@ impl Inner {
         }
     }
 
-    fn has_fault(&self, fault: SimFault) -> bool {
-        self.state().faults.contains(&fault)
-    }
-
-    fn list(&self) -> io::Result<Vec<String>> {
-        let s = self.present()?;
-        Ok(s.files.keys().cloned().collect())
-    }
-
-    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        let s = self.present()?;
-        s.files.get(name).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not found")))
-    }
-
-    fn stat(&self, name: &str) -> io::Result<u64> {
-        self.read(name).map(|b| b.len() as u64)
-    }
-
     /// Stores `bytes` under `name` and tells the watches.
     fn put(&self, name: &str, bytes: Vec<u8>, append: bool) -> io::Result<()> {
         let seen = {
@@ -228,40 +202,6 @@ impl Inner {
         Ok(())
     }
 
-    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.put(name, bytes.to_vec(), false)
-    }
-
-    fn append(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.put(name, bytes.to_vec(), true)
-    }
-
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        let seen = {
-            let mut s = self.changeable(false)?;
-            let bytes = s
-                .files
-                .remove(from)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
-            s.files.insert(to.to_owned(), bytes);
-            self.to_tell(&s, [(from, Change::Removed), (to, Change::Appeared)], 2)
-        };
-        tell(seen);
-        Ok(())
-    }
-
-    fn remove(&self, name: &str) -> io::Result<()> {
-        let seen = {
-            let mut s = self.changeable(false)?;
-            if s.files.remove(name).is_none() {
-                return Ok(());
-            }
-            self.to_tell(&s, [(name, Change::Removed), ("", Change::Removed)], 1)
-        };
-        tell(seen);
-        Ok(())
-    }
-
     /// The callbacks to run and what to tell them (called under the lock; the callbacks run
     /// after it is released). Under a queue overflow every change is a rescan.
     /// (The first `n` of `changes` are the changes; names are the caller's, told after it
@@ -269,21 +209,6 @@ impl Inner {
     fn to_tell<'a>(&self, s: &State, changes: [(&'a str, Change); 2], n: usize) -> Tell<'a> {
         let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
         Tell { cbs, changes, n, overflow: s.faults.contains(&SimFault::QueueOverflow) }
-    }
-
-    fn watch(self: &Arc<Self>, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        let mut s = self.present()?;
-        if s.faults.contains(&SimFault::WatchLimit) {
-            return Err(io::Error::new(io::ErrorKind::StorageFull, "inotify watch limit reached (ENOSPC)"));
-        }
-        if s.faults.contains(&SimFault::WatchInstances) {
-            return Err(io::Error::other("too many inotify instances (EMFILE)"));
-        }
-        let id = s.next_watch;
-        s.next_watch += 1;
-        let generation = s.generation;
-        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen), on_stale: None });
-        Ok(Box::new(SimWatch { dir: self.clone(), id, armed: std::sync::atomic::AtomicBool::new(true) }))
     }
 }
 
@@ -304,7 +229,7 @@ fn tell(t: Tell<'_>) {
 }
 
 struct SimWatch {
-    dir: Arc<Inner>,
+    dir: SimDir,
     id: u64,
     armed: std::sync::atomic::AtomicBool,
 }
@@ -340,36 +265,67 @@ impl Drop for SimWatch {
 
 impl RelayDir for SimDir {
     fn list(&self) -> io::Result<Vec<String>> {
-        self.inner.list()
+        let s = self.present()?;
+        Ok(s.files.keys().cloned().collect())
     }
 
     fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        self.inner.read(name)
+        let s = self.present()?;
+        s.files.get(name).cloned().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{name}: not found")))
     }
 
     fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let s = self.inner.present()?;
+        let s = self.present()?;
         Ok(s.files.get(name).cloned())
     }
 
     fn stat(&self, name: &str) -> io::Result<u64> {
-        self.inner.stat(name)
+        self.read(name).map(|b| b.len() as u64)
     }
 
     fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.inner.write(name, bytes)
+        self.put(name, bytes.to_vec(), false)
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)
+        let seen = {
+            let mut s = self.changeable(false)?;
+            let bytes = s
+                .files
+                .remove(from)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
+            s.files.insert(to.to_owned(), bytes);
+            self.to_tell(&s, [(from, Change::Removed), (to, Change::Appeared)], 2)
+        };
+        tell(seen);
+        Ok(())
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
-        self.inner.remove(name)
+        let seen = {
+            let mut s = self.changeable(false)?;
+            if s.files.remove(name).is_none() {
+                return Ok(());
+            }
+            self.to_tell(&s, [(name, Change::Removed), ("", Change::Removed)], 1)
+        };
+        tell(seen);
+        Ok(())
     }
 
     fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        self.inner.watch(on_seen)
+        let mut s = self.present()?;
+        if s.faults.contains(&SimFault::WatchLimit) {
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "inotify watch limit reached (ENOSPC)"));
+        }
+        if s.faults.contains(&SimFault::WatchInstances) {
+            return Err(io::Error::other("too many inotify instances (EMFILE)"));
+        }
+        let id = s.next_watch;
+        s.next_watch += 1;
+        let generation = s.generation;
+        s.watches.push(Watch { id, generation, on_seen: Arc::new(on_seen), on_stale: None });
+        Ok(Box::new(SimWatch { dir: self.clone(), id, armed: std::sync::atomic::AtomicBool::new(true) }))
     }
 
     fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
@@ -385,7 +341,7 @@ impl RelayDir for SimDir {
     }
 
     fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
-        self.inner.log_exec();
+        self.log_exec();
         if self.has_fault(SimFault::ProgramMissing) {
             return Err(io::Error::new(io::ErrorKind::NotFound, "the watch program is not installed"));
         }
@@ -420,12 +376,12 @@ impl RelayDir for SimDir {
     }
 
     fn path(&self) -> &Path {
-        &self.inner.path
+        &self.path
     }
 
     fn publish<'a>(&'a self, name: &'a str, bytes: &'a [u8]) -> BoxFut<'a, io::Result<()>> {
         Box::pin(async move {
-            if !self.inner.has_fault(SimFault::ChunkedPublish) {
+            if !self.has_fault(SimFault::ChunkedPublish) {
                 return super::publish_now(self, name, bytes);
             }
             // Four chunks 50 ms apart: the temp name holds partial bytes meanwhile.
@@ -434,7 +390,7 @@ impl RelayDir for SimDir {
                 if i > 0 {
                     clock::sleep(Duration::from_millis(50)).await;
                 }
-                self.inner.append(&tmp, chunk)?;
+                self.put(&tmp, chunk.to_vec(), true)?;
             }
             self.rename(&tmp, name)
         })
@@ -448,7 +404,7 @@ impl SimDir {
         &self,
         (prog, asked): (Option<OsString>, Result<WatchArgs, program::WatchArgsError>),
     ) -> ExecOutput {
-        self.inner.log_exec();
+        self.log_exec();
         // Starting a program gives the CPU away: the runner's other work runs before it
         // lists, as it would while a real process starts (here it costs no simulated time).
         tokio::task::yield_now().await;
@@ -479,7 +435,7 @@ impl SimDir {
 
     /// What a program sees at `path`: this directory, or nothing (a path that is not it).
     fn view_at(&self, path: &Path) -> Box<dyn RelayDir> {
-        if path == self.inner.path {
+        if path == &*self.path {
             Box::new(self.clone())
         } else {
             Box::new(SimDir::absent(path))
@@ -488,6 +444,6 @@ impl SimDir {
 
     /// A directory that does not exist.
     fn absent(path: &Path) -> SimDir {
-        SimDir { inner: Arc::new(Inner { path: path.to_path_buf(), state: Mutex::new(State::default()) }) }
+        SimDir { path: path.into(), state: Arc::default() }
     }
 }
