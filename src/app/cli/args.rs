@@ -379,61 +379,8 @@ the ramp completed or found the daemon's failure point, 2 bad input, 3 internal 
 for a reason of its own, such as relay-bench's own open-files limit, or something it started was left \
 running), 130 interrupted (the cleanup still ran).")]
 pub(crate) struct CapacityArgs {
-    /// The sandbox-agent binary to start (before $SANDBOX_AGENT_BIN, the project-local
-    /// install and PATH). It runs on loopback, `server --no-token`, with relay-bench's own
-    /// limits (see --nofile).
-    #[arg(long, value_name = "PATH", conflicts_with = "url")]
-    pub sandbox_agent: Option<PathBuf>,
-    /// A daemon already running, http://HOST:PORT (its token from $SANDBOX_AGENT_TOKEN).
-    /// Its resources are read only with --pid; its held programs are killed through it.
-    #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
-    /// The process of the daemon at --url, when it runs on this machine: its /proc readings.
-    #[arg(long, value_name = "PID", requires = "url")]
-    pub pid: Option<u32>,
-    /// The most held execs: the last step.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
-    pub max: u32,
-    /// Held execs at each step, increasing (those above --max dropped, --max the last).
-    #[arg(long, value_name = "LIST", default_value = crate::engine::capacity::DEFAULT_STEPS)]
-    pub steps: String,
-    /// Probe execs timed at each step (and at the baseline, no exec held).
-    #[arg(long, value_name = "K", default_value_t = 50)]
-    pub samples: u32,
-    /// How long each held exec holds (its `sleep`); its timeoutMs is this plus 5s. The daemon
-    /// caps a timeoutMs at 300s silently, so at most 295s: the ramp must end within it.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "280s")]
-    pub hold: Duration,
-    /// A probe's timeoutMs; no answer within it (and a second) is a failure.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "10s")]
-    pub probe_timeout: Duration,
-    /// Set the started daemon's soft open-files limit (prlimit): `hard` raises it to its
-    /// hard limit, a number sets it (at most the hard one; lower emulates a smaller
-    /// sandbox). Without it the daemon keeps the limit relay-bench was started with.
-    #[arg(long, value_name = "hard|N")]
-    pub nofile: Option<String>,
-    /// Report directory (default: reports/<timestamp>-daemon-capacity/). It must be new,
-    /// empty, or a previous run's; one run at a time writes it (a lock).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-}
-
-impl CapacityArgs {
-    /// The request these flags make of [`crate::engine::capacity::CapacityPlan`].
-    pub(crate) fn request(self) -> crate::engine::capacity::CapacityRequest {
-        crate::engine::capacity::CapacityRequest {
-            sandbox_agent: self.sandbox_agent,
-            url: self.url,
-            pid: self.pid,
-            max: self.max,
-            steps: self.steps,
-            samples: self.samples,
-            hold: self.hold,
-            probe_timeout: self.probe_timeout,
-            nofile: self.nofile,
-            out: self.out,
-        }
-    }
+    #[command(flatten)]
+    pub request: crate::engine::capacity::CapacityRequest,
 }
 
 impl RunArgs {

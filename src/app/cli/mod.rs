@@ -501,7 +501,7 @@ fn conform_dir(
 
 async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
     use crate::results::capacity::Outcome;
-    let plan = CapacityPlan::new(args.request()).map_err(CapacityRunError::from)?;
+    let plan = CapacityPlan::new(args.request).map_err(CapacityRunError::from)?;
     let interrupt = on_interrupt("cancelling the held execs and stopping the daemon");
     let mut progress = |s: &crate::results::capacity::Step| {
         let rss = s.readings.rss_kib.map_or_else(String::new, |k| format!(", RSS {:.1} MiB", k as f64 / 1024.0));
