@@ -6,6 +6,7 @@
 
 use crate::scenario::Scenario;
 
+crate::base::named! {
 /// The forms of the event log `--event-log` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EventLogFormat {
@@ -17,20 +18,7 @@ pub enum EventLogFormat {
     /// `events.bin`: the compact binary log.
     Compact,
 }
-
-impl EventLogFormat {
-    /// The formats' names, as `--event-log` takes them.
-    pub const NAMES: [&'static str; 3] = ["auto", "ndjson", "compact"];
-
-    /// The format named `s`.
-    pub fn parse(s: &str) -> Option<EventLogFormat> {
-        match s {
-            "auto" => Some(EventLogFormat::Auto),
-            "ndjson" => Some(EventLogFormat::Ndjson),
-            "compact" => Some(EventLogFormat::Compact),
-            _ => None,
-        }
-    }
+names ["auto", "ndjson", "compact"]
 }
 
 /// What an ndjson log takes per call (ten lines of about 95 bytes).

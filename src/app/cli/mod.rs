@@ -5,7 +5,7 @@
 mod args;
 mod interrupt;
 
-pub(crate) use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, RunArgs, ServeArgs};
+pub(crate) use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, ServeArgs};
 use interrupt::on_interrupt;
 
 use std::path::Path;
@@ -25,6 +25,7 @@ use crate::relay::writer::CallEnd;
 use crate::report::compare::{Format, Threshold};
 use crate::report::outdir::utc_stamps;
 use crate::runs::capacity::CapacityRunError;
+use crate::runs::plan::RunRequest;
 use crate::runs::plan::{list_shipped, rerender_until, Plan, RunsError, Step};
 use crate::scenario::ScenarioError;
 use crate::strategy::writer_by_name;
@@ -209,9 +210,9 @@ fn say(line: Said<'_>) {
     }
 }
 
-async fn run_cmd(args: RunArgs) -> Result<Exit, CliError> {
+async fn run_cmd(args: RunRequest) -> Result<Exit, CliError> {
     let quiet = args.quiet;
-    let plan = Plan::new(args.request())?;
+    let plan = Plan::new(args)?;
     let interrupt = on_interrupt("finishing the current case's report");
     let outcome = plan
         .run(interrupt, |step| match step {
