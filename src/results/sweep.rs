@@ -233,7 +233,7 @@ impl SweepResult {
     /// The objective: least or most, and of what.
     pub(crate) fn goal(&self) -> Option<(Goal, Metric)> {
         let (goal, metric) = self.objective.as_deref()?.split_once(' ')?;
-        let goal = if goal == "max" { Goal::Max } else { Goal::Min };
+        let goal = Goal::from_name(goal).unwrap_or(Goal::Min);
         Some((goal, Metric::parse(metric).ok()?))
     }
 

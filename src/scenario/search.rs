@@ -74,6 +74,7 @@ impl Precision {
     }
 }
 
+crate::base::named! {
 /// Which side of the boundary meets the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -81,6 +82,8 @@ pub enum Side {
     Above,
     /// Values up to the boundary meet them (a round trip).
     Below,
+}
+names ["above", "below"]
 }
 
 /// A case's search, as the scenario states it.
@@ -226,9 +229,10 @@ pub(crate) fn read(file: &str, i: usize, case: &Table) -> Result<Option<Search>,
     };
     let meets = match t.get("meets") {
         None => Side::Above,
-        Some(Value::String(s)) if s == "above" => Side::Above,
-        Some(Value::String(s)) if s == "below" => Side::Below,
-        Some(_) => return Err(err(".meets", "expected \"above\" (larger values meet the gates) or \"below\"".into())),
+        Some(v) => v
+            .as_str()
+            .and_then(Side::from_name)
+            .ok_or_else(|| err(".meets", "expected \"above\" (larger values meet the gates) or \"below\"".into()))?,
     };
     let integer = fi && to_i && !matches!(precision, Precision::Absolute(w) if w.fract() != 0.0);
     let label = path.rsplit('.').next().unwrap_or(&path).to_owned();

@@ -73,6 +73,7 @@ pub enum FleetMetric {
     Phased(Phase, Phased),
 }
 
+crate::base::named! {
 /// Which phase a [`FleetMetric::Phased`] figure is read for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -82,6 +83,8 @@ pub enum Phase {
     /// workload says `warmup_gated = false` (then the steady state's): what the capacity is
     /// gated on, since every deploy starts a fleet's turns together.
     Worst,
+}
+names ["warmup", "worst"]
 }
 
 crate::base::named! {
@@ -115,15 +118,6 @@ impl Phased {
             Phased::PeakRequestsPerSec10s => FleetMetric::PeakRequestsPerSec10s,
             Phased::PeakRequestsPerSec60s => FleetMetric::PeakRequestsPerSec60s,
             Phased::MeanRequestsPerSec => FleetMetric::MeanRequestsPerSec,
-        }
-    }
-}
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Warmup => "warmup",
-            Phase::Worst => "worst",
         }
     }
 }
@@ -206,9 +200,8 @@ impl FleetMetric {
     /// Every fleet figure, gauges first, the phased ones last.
     pub fn all() -> Vec<FleetMetric> {
         let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
-        let phased = [Phase::Warmup, Phase::Worst]
-            .into_iter()
-            .flat_map(|p| Phased::ALL.into_iter().map(move |f| FleetMetric::Phased(p, f)));
+        let phased =
+            Phase::ALL.into_iter().flat_map(|p| Phased::ALL.into_iter().map(move |f| FleetMetric::Phased(p, f)));
         gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).chain(phased).collect()
     }
 

@@ -35,11 +35,14 @@ pub struct Axis {
     pub values: Vec<AxisValue>,
 }
 
+crate::base::named! {
 /// Whether the objective is a least or a most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Goal {
     Min,
     Max,
+}
+names ["min", "max"]
 }
 
 /// What the best point has: the least (or most) of one measure, among the points that meet
@@ -86,17 +89,13 @@ impl Objective {
     fn parse(s: &str) -> Result<Objective, SweepError> {
         let usage = || SweepError::Objective(s.to_owned());
         let (goal, metric) = s.trim().split_once(char::is_whitespace).ok_or_else(usage)?;
-        let goal = match goal {
-            "min" => Goal::Min,
-            "max" => Goal::Max,
-            _ => return Err(usage()),
-        };
+        let goal = Goal::from_name(goal).ok_or_else(usage)?;
         Ok(Objective { goal, metric: Metric::parse(metric.trim())? })
     }
 
     /// `min fleet.held_exec_secs_per_min`.
     pub fn text(&self) -> String {
-        format!("{} {}", if self.goal == Goal::Min { "min" } else { "max" }, self.metric.name())
+        format!("{} {}", self.goal.name(), self.metric.name())
     }
 }
 
