@@ -94,20 +94,9 @@ pub(crate) struct Finished {
 }
 
 /// The in-memory sandbox on a paused clock.
+#[derive(Default)]
 pub(crate) struct Virtual {
     sims: Vec<SimDir>,
-}
-
-impl Virtual {
-    pub(crate) fn new() -> Virtual {
-        Virtual { sims: Vec::new() }
-    }
-}
-
-impl Default for Virtual {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl Backend for Virtual {

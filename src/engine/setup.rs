@@ -134,7 +134,7 @@ fn backend_for(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv) -> Result<Bo
         return Ok(Box::new(b));
     }
     Ok(match case.clock {
-        Clock::Virtual => Box::new(backend::Virtual::new()),
+        Clock::Virtual => Box::new(backend::Virtual::default()),
         Clock::Real => {
             let program_faults = case.faults.iter().any(|f| f.kind.acts_on_program());
             Box::new(
