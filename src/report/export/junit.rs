@@ -79,9 +79,9 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
             let message = format!(
                 "observed {}; threshold {} {}",
                 g.observed_text,
-                g.op.symbol(),
+                g.op.name(),
                 g.expr
-                    .split(g.op.symbol())
+                    .split(g.op.name())
                     .nth(1)
                     .map_or_else(|| crate::base::units::readable(g.threshold, 3), |t| t.trim().to_owned())
             );

@@ -220,7 +220,8 @@ impl<'de> Deserialize<'de> for Metric {
     }
 }
 
-/// A gate's comparison; written as its symbol (`<=`).
+crate::base::named! {
+/// A gate's comparison; written as its symbol (`<=`), its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Lt,
@@ -230,15 +231,10 @@ pub enum Op {
     Eq,
     Ne,
 }
+names ["<", "<=", ">", ">=", "==", "!="]
+}
 
 impl Op {
-    const ALL: [(&'static str, Op); 6] =
-        [("<=", Op::Le), (">=", Op::Ge), ("==", Op::Eq), ("!=", Op::Ne), ("<", Op::Lt), (">", Op::Gt)];
-
-    pub(crate) fn symbol(self) -> &'static str {
-        Op::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(sym, _)| sym)
-    }
-
     pub(crate) fn holds(self, a: f64, b: f64) -> bool {
         match self {
             Op::Lt => a < b,
@@ -262,17 +258,14 @@ pub struct Gate {
 
 impl Serialize for Op {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.symbol())
+        s.serialize_str(self.name())
     }
 }
 
 impl<'de> Deserialize<'de> for Op {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let sym = String::deserialize(d)?;
-        Op::ALL
-            .iter()
-            .find(|(s, _)| *s == sym)
-            .map(|(_, op)| *op)
+        Op::from_name(&sym)
             .ok_or_else(|| serde::de::Error::custom(format!("unknown comparison {sym:?} (use <, <=, >, >=, == or !=)")))
     }
 }
@@ -423,8 +416,8 @@ impl Gate {
 
     pub fn parse(expr: &str) -> Result<Gate, GateError> {
         let (pos, sym, op) = Op::ALL
-            .iter()
-            .filter_map(|(sym, op)| expr.find(sym).map(|p| (p, *sym, *op)))
+            .into_iter()
+            .filter_map(|op| expr.find(op.name()).map(|p| (p, op.name(), op)))
             .min_by_key(|(p, sym, _)| (*p, std::cmp::Reverse(sym.len())))
             .ok_or_else(|| GateError::NoComparison(expr.to_owned()))?;
         let lhs = expr[..pos].trim();
