@@ -12,4 +12,5 @@ pub(crate) mod capacity;
 pub(crate) mod merge;
 mod merge_error;
 pub(crate) mod plan;
+mod request;
 pub(crate) mod scenario;
