@@ -90,10 +90,6 @@ pub(crate) fn load_average() -> Option<String> {
     Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
-fn read_trim(p: &str) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
-}
-
 impl Machine {
     pub fn probe(client_open_files: Option<Limit>) -> Machine {
         let mem_total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
@@ -104,7 +100,7 @@ impl Machine {
         Machine {
             os: std::env::consts::OS.into(),
             arch: std::env::consts::ARCH.into(),
-            kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+            kernel: super::env::read_trim("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             mem_total_kib,
             build: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),

@@ -27,7 +27,8 @@ pub struct Environment {
     pub build: String,
 }
 
-fn read_trim(p: &str) -> Option<String> {
+/// A /proc or /sys file's text, trimmed.
+pub(crate) fn read_trim(p: &str) -> Option<String> {
     std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
 }
 
