@@ -97,12 +97,20 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// The value under `key` as `as_kind` reads it, or an error saying it is not
+    /// `expected` (`a string`, ...) but what it is.
+    fn typed<T>(
+        &mut self,
+        key: &'static str,
+        expected: &str,
+        as_kind: impl FnOnce(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>, ScenarioError> {
+        let Some(v) = self.get(key) else { return Ok(None) };
+        as_kind(v).map(Some).ok_or_else(|| self.err(key, format!("expected {expected}, found {}", type_name(v))))
+    }
+
     pub fn string(&mut self, key: &'static str) -> Result<Option<&'a str>, ScenarioError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.err(key, format!("expected a string, found {}", type_name(v)))),
-        }
+        self.typed(key, "a string", Value::as_str)
     }
 
     pub(crate) fn required_string(&mut self, key: &'static str) -> Result<&'a str, ScenarioError> {
@@ -122,28 +130,17 @@ impl<'a> Fields<'a> {
     }
 
     pub fn duration(&mut self, key: &'static str) -> Result<Option<Duration>, ScenarioError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => parse_duration(s).map(Some).map_err(|e| self.err(key, e)),
-            Some(v) => Err(self.err(key, format!("expected a duration string like \"300ms\", found {}", type_name(v)))),
-        }
+        let Some(s) = self.typed(key, "a duration string like \"300ms\"", Value::as_str)? else { return Ok(None) };
+        parse_duration(s).map(Some).map_err(|e| self.err(key, e))
     }
 
     pub(crate) fn boolean(&mut self, key: &'static str) -> Result<Option<bool>, ScenarioError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Boolean(b)) => Ok(Some(*b)),
-            Some(v) => Err(self.err(key, format!("expected true or false, found {}", type_name(v)))),
-        }
+        self.typed(key, "true or false", Value::as_bool)
     }
 
     pub(crate) fn float(&mut self, key: &'static str, min: f64, max: f64) -> Result<Option<f64>, ScenarioError> {
-        let v = match self.get(key) {
-            None => return Ok(None),
-            Some(Value::Float(f)) => *f,
-            Some(Value::Integer(i)) => *i as f64,
-            Some(v) => return Err(self.err(key, format!("expected a number, found {}", type_name(v)))),
-        };
+        let number = |v: &Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        let Some(v) = self.typed(key, "a number", number)? else { return Ok(None) };
         if !(min..=max).contains(&v) {
             use crate::base::units::readable;
             let (v, min, max) = (readable(v, 6), readable(min, 6), readable(max, 6));
@@ -153,11 +150,7 @@ impl<'a> Fields<'a> {
     }
 
     pub(crate) fn int(&mut self, key: &'static str, min: i64, max: i64) -> Result<Option<i64>, ScenarioError> {
-        let v = match self.get(key) {
-            None => return Ok(None),
-            Some(Value::Integer(i)) => *i,
-            Some(v) => return Err(self.err(key, format!("expected an integer, found {}", type_name(v)))),
-        };
+        let Some(v) = self.typed(key, "an integer", Value::as_integer)? else { return Ok(None) };
         if !(min..=max).contains(&v) {
             return Err(self.err(key, format!("{v} is out of range; allowed: {min} to {max}")));
         }
@@ -179,11 +172,8 @@ impl<'a> Fields<'a> {
     }
 
     pub fn table(&mut self, key: &'static str) -> Result<Option<Fields<'a>>, ScenarioError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Table(t)) => Ok(Some(Fields::new(self.file, &self.path(key), t))),
-            Some(v) => Err(self.err(key, format!("expected a table, found {}", type_name(v)))),
-        }
+        let t = self.typed(key, "a table", Value::as_table)?;
+        Ok(t.map(|t| Fields::new(self.file, &self.path(key), t)))
     }
 
     pub fn tables(&mut self, key: &'static str) -> Result<Vec<Fields<'a>>, ScenarioError> {
