@@ -137,13 +137,17 @@ pub struct RequestCounts {
 }
 
 impl RequestCounts {
-    pub(crate) fn add(&mut self, other: &RequestCounts) {
-        for i in 0..7 {
-            self.discovery[i] += other.discovery[i];
-            self.data[i] += other.data[i];
-            self.discovery_idle[i] += other.discovery_idle[i];
-            self.data_idle[i] += other.data_idle[i];
+    /// Applies `f` to each count (every kind of the four arrays) and the same count of `other`.
+    fn each_count(&mut self, other: &RequestCounts, f: impl Fn(&mut u64, u64)) {
+        let mine = [&mut self.discovery, &mut self.data, &mut self.discovery_idle, &mut self.data_idle];
+        let theirs = [&other.discovery, &other.data, &other.discovery_idle, &other.data_idle];
+        for (mine, theirs) in mine.into_iter().zip(theirs) {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| f(a, *b));
         }
+    }
+
+    pub(crate) fn add(&mut self, other: &RequestCounts) {
+        self.each_count(other, |a, b| *a += b);
         self.busy_time += other.busy_time;
         self.alive_time += other.alive_time;
     }
@@ -151,12 +155,7 @@ impl RequestCounts {
     /// What was counted since `earlier`.
     pub fn minus(&self, earlier: &RequestCounts) -> RequestCounts {
         let mut out = *self;
-        for i in 0..7 {
-            out.discovery[i] -= earlier.discovery[i];
-            out.data[i] -= earlier.data[i];
-            out.discovery_idle[i] -= earlier.discovery_idle[i];
-            out.data_idle[i] -= earlier.data_idle[i];
-        }
+        out.each_count(earlier, |a, b| *a -= b);
         out.busy_time = out.busy_time.saturating_sub(earlier.busy_time);
         out.alive_time = out.alive_time.saturating_sub(earlier.alive_time);
         out
@@ -181,11 +180,7 @@ impl RequestCounts {
 
     /// Per kind, both purposes: `{"list": 12, ...}` in a fixed order.
     pub fn by_kind(&self) -> ByKind {
-        let mut m = ByKind::default();
-        for k in Kind::ALL {
-            m.0.push((k.name().to_owned(), self.discovery[k as usize] + self.data[k as usize]));
-        }
-        m
+        ByKind::of(|k| self.discovery[k as usize] + self.data[k as usize])
     }
 }
 
@@ -195,6 +190,11 @@ impl RequestCounts {
 pub struct ByKind(pub Vec<(String, u64)>);
 
 impl ByKind {
+    /// Each request kind's count, in [`Kind::ALL`]'s order.
+    pub(crate) fn of(count: impl Fn(Kind) -> u64) -> ByKind {
+        ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), count(*k))).collect())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -222,12 +222,7 @@ impl<'de> serde::Deserialize<'de> for ByKind {
 
 impl Serialize for ByKind {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
     }
 }
 

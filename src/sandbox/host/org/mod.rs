@@ -266,7 +266,7 @@ impl Org {
     /// Every request counted since the clock's start (rejected ones too), by kind.
     pub fn counts_by_kind(&self) -> super::ByKind {
         let all = self.lock().rates.by_kind();
-        super::ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), all[*k as usize])).collect())
+        super::ByKind::of(|k| all[k as usize])
     }
 
     /// Keeps each second's total of requests from now on (four bytes a second), for

@@ -121,7 +121,7 @@ impl Peaks {
     fn stats(&self, secs: usize) -> RateStats {
         let by_kind = |w: usize| {
             let most = self.most_by_kind(w);
-            ByKind(Kind::ALL.iter().map(|k| (k.name().to_owned(), most[*k as usize])).collect())
+            ByKind::of(|k| most[k as usize])
         };
         let total: u64 = self.total.iter().sum();
         RateStats {
@@ -244,14 +244,7 @@ mod tests {
             let w = width.min(per_sec.len());
             (w..=per_sec.len()).map(|end| per_sec[end - w..end].iter().map(pick).sum::<u64>()).max().unwrap_or(0)
         };
-        let by_kind = |width: usize| {
-            ByKind(
-                Kind::ALL
-                    .iter()
-                    .map(|k| (k.name().to_owned(), most(width, &|b: &Bucket| u64::from(b[*k as usize]))))
-                    .collect(),
-            )
-        };
+        let by_kind = |width: usize| ByKind::of(|k| most(width, &|b: &Bucket| u64::from(b[k as usize])));
         let all: u64 = per_sec.iter().map(total).sum();
         RateStats {
             mean_per_sec: if secs == 0 { 0.0 } else { (all as f64 / secs as f64 * 100.0).round() / 100.0 },
