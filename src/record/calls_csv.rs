@@ -6,11 +6,12 @@
 //! It is a [`Listener`] on the event channel: it joins each call's halves itself and
 //! writes the row when the call is whole (or the writer gave up), in that order.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use tokio::time::Instant;
 
+use super::appended::Appended;
 use crate::events::pairing::PairingReport;
 use crate::events::timeline::Halves;
 use crate::events::{CallId, CallOutcome, EventKind, Incomplete, Listener, Msg, RunnerSide, WriterSide};
@@ -19,28 +20,23 @@ use crate::events::{CallId, CallOutcome, EventKind, Incomplete, Listener, Msg, R
 pub const HEADER: &str = "case,sandbox,call,outcome,intended_us,published_us,woke_us,picked_us,handler_start_us,handler_end_us,answered_us,read_us,pickup_us,completion_us";
 
 pub(crate) struct CallsCsv {
-    out: BufWriter<std::fs::File>,
+    out: Appended,
     case: String,
     epoch: Instant,
-    failed: Option<io::Error>,
     waiting: Halves<(u32, CallId)>,
 }
 
 impl CallsCsv {
     /// Appends to `path`, writing the header first if the file is new or empty.
     pub(crate) fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<CallsCsv> {
-        // Never through a link planted at its name, never a FIFO or a device.
-        crate::base::runfiles::note(path);
-        let file = crate::base::fsio::open_to_write(path, true)?;
-        let empty = file.metadata()?.len() == 0;
-        let mut out = BufWriter::new(file);
-        if empty {
-            writeln!(out, "{HEADER}")?;
+        let mut out = Appended::open(path, 8 << 10)?;
+        if out.is_empty()? {
+            out.write(|o| writeln!(o, "{HEADER}"));
         }
         // A case name is A-Z a-z 0-9 - _ . and, a sweep's point, @ = , (validated): only the
         // comma of a point of two options needs quoting (it holds no quote).
         let case = if case.contains(',') { format!("\"{case}\"") } else { case.to_owned() };
-        Ok(CallsCsv { out, case, epoch, failed: None, waiting: Halves::default() })
+        Ok(CallsCsv { out, case, epoch, waiting: Halves::default() })
     }
 
     fn us(&self, t: Option<Instant>) -> String {
@@ -49,9 +45,6 @@ impl CallsCsv {
 
     /// One call's row; `r` is `None` for a call the runner never answered.
     pub(crate) fn row(&mut self, sandbox: u32, call: &str, w: &WriterSide, r: Option<&RunnerSide>) {
-        if self.failed.is_some() {
-            return;
-        }
         let outcome = w.outcome.name();
         let span = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
             (Some(a), Some(b)) => b.saturating_duration_since(a).as_micros().to_string(),
@@ -78,17 +71,7 @@ impl CallsCsv {
             span(Some(w.intended), w.read),
         ]
         .join(",");
-        if let Err(e) = writeln!(self.out, "{line}") {
-            self.failed = Some(e);
-        }
-    }
-
-    /// Flushes; the first write error, if any, is returned.
-    pub(crate) fn flush(&mut self) -> io::Result<()> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        self.out.flush()
+        self.out.write(|o| writeln!(o, "{line}"));
     }
 }
 
@@ -116,7 +99,7 @@ impl Listener for CallsCsv {
     }
 
     fn close(&mut self, _pairing: &PairingReport) -> Result<(), Incomplete> {
-        self.flush().map_err(|why| Incomplete { output: "calls.csv", why })
+        self.out.flush().map_err(|why| Incomplete { output: "calls.csv", why })
     }
 }
 

@@ -25,11 +25,12 @@
 //!   times are one or two bytes.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead};
 use std::path::Path;
 
 use tokio::time::Instant;
 
+use super::appended::Appended;
 use crate::events::pairing::{BreachKind, PairingReport};
 use crate::events::{CallOutcome, Event, EventKind, FailKind, Incomplete, Listener, Msg};
 use serde::{Deserialize, Serialize};
@@ -107,7 +108,7 @@ fn unzigzag(v: u64) -> i64 {
 
 /// Writes one case's section (appending to the run's file), at most `max` bytes of it.
 pub(crate) struct CompactLog {
-    out: BufWriter<std::fs::File>,
+    out: Appended,
     rec: Vec<u8>,
     epoch: Instant,
     /// The time written last (ns from the epoch).
@@ -116,7 +117,6 @@ pub(crate) struct CompactLog {
     last_id: HashMap<u32, Box<str>>,
     written: u64,
     max: u64,
-    failed: Option<io::Error>,
     last_at: Option<Instant>,
     /// Calls ended (writer halves): what the case's end record counts.
     calls: u64,
@@ -126,18 +126,14 @@ impl CompactLog {
     /// Appends the section of case `case` to `path`; once `max` bytes are written, the rest
     /// of the case is left out and its close says so.
     pub(crate) fn append(path: &Path, case: &str, epoch: Instant, max: u64) -> io::Result<CompactLog> {
-        // Never through a link planted at its name, never a FIFO or a device.
-        crate::base::runfiles::note(path);
-        let file = crate::base::fsio::open_to_write(path, true)?;
         let mut log = CompactLog {
-            out: BufWriter::with_capacity(1 << 16, file),
+            out: Appended::open(path, 1 << 16)?,
             rec: Vec::with_capacity(64),
             epoch,
             last_t: 0,
             last_id: HashMap::new(),
             written: 0,
             max,
-            failed: None,
             last_at: None,
             calls: 0,
         };
@@ -177,11 +173,10 @@ impl CompactLog {
     }
 
     fn flush_record(&mut self) {
-        if self.failed.is_none() && self.written < self.max {
+        if self.written < self.max {
             self.written += self.rec.len() as u64;
-            if let Err(e) = self.out.write_all(&self.rec) {
-                self.failed = Some(e);
-            }
+            let rec = &self.rec;
+            self.out.write(|out| io::Write::write_all(out, rec));
         }
         self.rec.clear();
     }
@@ -262,9 +257,6 @@ impl Listener for CompactLog {
             self.flush_record();
         }
         let fail = |why| Incomplete { output: "the event log", why };
-        if let Some(e) = self.failed.take() {
-            return Err(fail(e));
-        }
         self.out.flush().map_err(fail)?;
         if self.written >= self.max {
             let why = format!("it reached --max-event-log ({} bytes): the rest of the case is left out", self.max);

@@ -15,24 +15,24 @@
 //! The log is a [`Listener`] on the event channel: the recorder thread feeds it every event
 //! and closes it with the case's pairing verdict.
 
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::path::Path;
 
 use tokio::time::Instant;
 
+use super::appended::Appended;
 use super::logread::{read_log, LogError, Refused};
 use crate::events::pairing::{check_pairing, BreachKind, PairEvent, PairingReport};
 use crate::events::{Event, EventKind, Listener, Msg};
 
 /// Writes one case's lines (appending to the run's file).
 pub struct EventLog {
-    out: BufWriter<std::fs::File>,
+    out: Appended,
     /// The case name as a JSON string (quoted and escaped once).
     case: String,
     /// What the lines of the current event start with: `{"case":…,"call":…,"event":"`.
     head: Vec<u8>,
     epoch: Instant,
-    failed: Option<io::Error>,
     /// The latest event time seen (the breaches are stamped with it).
     last_at: Option<Instant>,
     /// Calls ended (each one `call_end` line): what the `case_end` line counts.
@@ -62,12 +62,9 @@ pub(crate) const EVENTS: &[&str] = &[
 impl EventLog {
     /// A log appended to `path`, its events for `case`, timed from `epoch`.
     pub fn append(path: &Path, case: &str, epoch: Instant) -> io::Result<EventLog> {
-        // Never through a link planted at its name, never a FIFO or a device.
-        crate::base::runfiles::note(path);
-        let file = crate::base::fsio::open_to_write(path, true)?;
+        let out = Appended::open(path, 1 << 16)?;
         let case = serde_json::to_string(case).map_err(io::Error::other)?;
-        let out = BufWriter::with_capacity(1 << 16, file);
-        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, failed: None, last_at: None, calls: 0 })
+        Ok(EventLog { out, case, head: Vec::with_capacity(256), epoch, last_at: None, calls: 0 })
     }
 
     fn t(&self, at: Instant) -> i64 {
@@ -91,14 +88,11 @@ impl EventLog {
     /// One line of the call whose [`head`](Self::head) is current. Lines are put together
     /// from bytes: `write!` would cost several times as much on the recorder thread.
     fn line(&mut self, event: &str, at: Instant, extra: Option<(&str, &str)>) {
-        if self.failed.is_some() {
-            return;
-        }
         let mut t = itoa::Buffer::new();
         let t = t.format(self.t(at));
-        let out = &mut self.out;
-        let r = (|| {
-            out.write_all(&self.head)?;
+        let head = &self.head;
+        self.out.write(|out| {
+            out.write_all(head)?;
             out.write_all(event.as_bytes())?;
             out.write_all(b"\",\"t_ns\":")?;
             out.write_all(t.as_bytes())?;
@@ -108,10 +102,7 @@ impl EventLog {
                 }
             }
             out.write_all(b"}\n")
-        })();
-        if let Err(e) = r {
-            self.failed = Some(e);
-        }
+        });
     }
 
     /// The lines of one event.
@@ -161,30 +152,15 @@ impl EventLog {
 
     /// The case's last line: how many calls it made.
     fn case_end(&mut self, at: Instant) {
-        if self.failed.is_some() {
-            return;
-        }
         self.head(0, "");
         let head = std::mem::take(&mut self.head);
         let mut t = itoa::Buffer::new();
         let t = t.format(self.t(at));
         let mut n = itoa::Buffer::new();
         let n = n.format(self.calls);
-        let r = [&head[..], b"case_end\",\"t_ns\":", t.as_bytes(), b",\"calls\":", n.as_bytes(), b"}\n"]
-            .into_iter()
-            .try_for_each(|part| self.out.write_all(part));
+        let parts = [&head[..], b"case_end\",\"t_ns\":", t.as_bytes(), b",\"calls\":", n.as_bytes(), b"}\n"];
+        self.out.write(|out| parts.into_iter().try_for_each(|part| out.write_all(part)));
         self.head = head;
-        if let (Err(e), None) = (r, &self.failed) {
-            self.failed = Some(e);
-        }
-    }
-
-    /// Flushes; the first write error, if any, is returned.
-    pub(crate) fn flush(&mut self) -> io::Result<()> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        self.out.flush()
     }
 }
 
@@ -201,7 +177,7 @@ impl Listener for EventLog {
             self.breaches(pairing, at);
         }
         self.case_end(self.last_at.unwrap_or(self.epoch));
-        self.flush().map_err(|why| crate::events::Incomplete { output: "the event log", why })
+        self.out.flush().map_err(|why| crate::events::Incomplete { output: "the event log", why })
     }
 }
 

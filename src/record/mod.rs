@@ -3,6 +3,7 @@
 //! form `events.bin` ([`compact`]), read back by [`logread`], and
 //! `calls.csv` ([`calls_csv`]).
 
+mod appended;
 pub(crate) mod calls_csv;
 pub(crate) mod compact;
 pub(crate) mod eventlog;
