@@ -39,7 +39,7 @@ pub(crate) use rates::RateStats;
 
 use limits::Side;
 use rates::Rates;
-use state::{SandboxState, State, Tallies};
+use state::{SandboxState, State, Tallies, CONNS, HELD, IN_FLIGHT};
 
 use super::Kind;
 use crate::base::gauge::{GaugeStats, Level};
@@ -64,11 +64,7 @@ pub struct Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        let mut s = self.org.lock();
-        let s = &mut *s;
-        let now = clock::now();
-        s.sandboxes[self.sandbox].conns.sub(1, now, &mut s.tallies.sb_conns);
-        s.conns.sub(1, now, &mut s.tallies.conns);
+        self.org.lock().step(self.sandbox, CONNS, false, clock::now());
     }
 }
 
@@ -108,9 +104,7 @@ impl Org {
         let now = clock::now();
         let sandbox = |_| SandboxState {
             side: Side::new(limits.sandbox),
-            in_flight: Level::new(now),
-            held: Level::new(now),
-            conns: Level::new(now),
+            levels: std::array::from_fn(|_| Level::new(now)),
             idle: Vec::new(),
             rejected_ever: 0,
         };
@@ -118,9 +112,7 @@ impl Org {
             state: Mutex::new(State {
                 side: Side::new(limits.org),
                 sandboxes: (0..sandboxes).map(sandbox).collect(),
-                in_flight: Level::new(now),
-                held: Level::new(now),
-                conns: Level::new(now),
+                levels: std::array::from_fn(|_| Level::new(now)),
                 tallies: Tallies::default(),
                 rates: Rates::new(false),
                 start: now,
@@ -191,7 +183,7 @@ impl Org {
                             record(&mut s.queue_wait, now - arrived);
                         }
                         s.opened(i, held, now, self.limits.keepalive);
-                        let held_now = s.sandboxes[i].held.value() as u32;
+                        let held_now = s.sandboxes[i].levels[HELD].value() as u32;
                         let held_besides = held_now.saturating_sub(u32::from(held));
                         return Ok(Ticket { org: self.clone(), sandbox: i, held, held_besides });
                     }
@@ -255,11 +247,7 @@ impl Org {
     /// A real connection to `sandbox` opened: counted until the guard drops.
     pub fn connect(self: &Arc<Self>, sandbox: u32) -> Connection {
         let i = sandbox as usize;
-        let mut s = self.lock();
-        let s = &mut *s;
-        let now = clock::now();
-        s.sandboxes[i].conns.add(1, now, &mut s.tallies.sb_conns);
-        s.conns.add(1, now, &mut s.tallies.conns);
+        self.lock().step(i, CONNS, true, clock::now());
         Connection { org: self.clone(), sandbox: i }
     }
 
@@ -320,9 +308,9 @@ impl Org {
     /// last sample.
     pub(crate) fn sample(&self) -> OrgSample {
         let mut s = self.lock();
-        let (held, in_flight, conns) = (s.held.value(), s.in_flight.value(), s.conns.value());
-        let held_max = s.tallies.held.take_window_max(held);
-        let in_flight_max = s.tallies.in_flight.take_window_max(in_flight);
+        let [in_flight, held, conns] = s.levels.each_ref().map(Level::value);
+        let held_max = s.tallies.org[HELD].take_window_max(held);
+        let in_flight_max = s.tallies.org[IN_FLIGHT].take_window_max(in_flight);
         OrgSample { held, held_max, in_flight, in_flight_max, conns }
     }
 

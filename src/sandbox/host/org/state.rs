@@ -13,13 +13,22 @@ use super::rates::Rates;
 use super::{Kind, OrgStats};
 use crate::base::gauge::{Level, Tally};
 
+/// Requests in flight: the first of the gauges kept per sandbox and for the organisation,
+/// by their index in [`Gauges`].
+pub(super) const IN_FLIGHT: usize = 0;
+/// Execs held.
+pub(super) const HELD: usize = 1;
+/// Connections open.
+pub(super) const CONNS: usize = 2;
+
+/// A level or a tally of each gauge, by [`IN_FLIGHT`], [`HELD`] and [`CONNS`].
+pub(super) type Gauges<T> = [T; 3];
+
 /// One sandbox's gauges and connection pool.
 #[derive(Debug)]
 pub(super) struct SandboxState {
     pub(super) side: Side,
-    pub(super) in_flight: Level,
-    pub(super) held: Level,
-    pub(super) conns: Level,
+    pub(super) levels: Gauges<Level>,
     /// When each idle pooled connection went idle (most recent last).
     pub(super) idle: Vec<Instant>,
     /// Its requests rejected since the organisation began (never reset with the clock: a
@@ -32,9 +41,7 @@ pub(super) struct SandboxState {
 pub(super) struct State {
     pub(super) side: Side,
     pub(super) sandboxes: Vec<SandboxState>,
-    pub(super) in_flight: Level,
-    pub(super) held: Level,
-    pub(super) conns: Level,
+    pub(super) levels: Gauges<Level>,
     /// Pooled over sandboxes (the per-sandbox distributions), and the organisation's own.
     pub(super) tallies: Tallies,
     /// Requests per second since `start`, by kind, folded into their peaks as they pass.
@@ -55,17 +62,32 @@ pub(super) struct State {
 
 #[derive(Debug, Default, Clone)]
 pub(super) struct Tallies {
-    pub(super) sb_in_flight: Tally,
-    pub(super) sb_held: Tally,
-    pub(super) sb_conns: Tally,
-    pub(super) in_flight: Tally,
-    pub(super) held: Tally,
-    pub(super) conns: Tally,
+    pub(super) sandbox: Gauges<Tally>,
+    pub(super) org: Gauges<Tally>,
+}
+
+/// Settles each of `levels` into its tally at `at`.
+fn settle(levels: &mut Gauges<Level>, tallies: &mut Gauges<Tally>, at: Instant) {
+    levels.iter_mut().zip(tallies).for_each(|(l, t)| l.settle(at, t));
 }
 
 impl State {
     pub(super) fn count(&mut self, kind: Kind, at: Instant) {
         self.rates.count(self.second(at), kind);
+    }
+
+    /// Moves gauge `g` of sandbox `i`, then the organisation's, up (`up`) or down by one at `at`.
+    pub(super) fn step(&mut self, i: usize, g: usize, up: bool, at: Instant) {
+        let t = &mut self.tallies;
+        for (level, tally) in
+            [(&mut self.sandboxes[i].levels[g], &mut t.sandbox[g]), (&mut self.levels[g], &mut t.org[g])]
+        {
+            if up {
+                level.add(1, at, tally);
+            } else {
+                level.sub(1, at, tally);
+            }
+        }
     }
 
     /// The second of the clock `at` falls in.
@@ -86,28 +108,20 @@ impl State {
     /// Closes the sandbox's idle connections that outlived the keep-alive, at the moment
     /// they did (at the latest, `now`).
     pub(super) fn prune(&mut self, i: usize, now: Instant, keepalive: Duration) {
-        let sb = &mut self.sandboxes[i];
-        while sb.idle.first().is_some_and(|t| *t + keepalive <= now) {
-            let at = sb.idle.remove(0) + keepalive;
-            sb.conns.sub(1, at.min(now), &mut self.tallies.sb_conns);
-            self.conns.sub(1, at.min(now), &mut self.tallies.conns);
+        while self.sandboxes[i].idle.first().is_some_and(|t| *t + keepalive <= now) {
+            let at = self.sandboxes[i].idle.remove(0) + keepalive;
+            self.step(i, CONNS, false, at.min(now));
         }
     }
 
     pub(super) fn opened(&mut self, i: usize, held: bool, now: Instant, keepalive: Duration) {
         self.prune(i, now, keepalive);
-        let modelled = !self.real_conns;
-        let t = &mut self.tallies;
-        let sb = &mut self.sandboxes[i];
-        sb.in_flight.add(1, now, &mut t.sb_in_flight);
-        self.in_flight.add(1, now, &mut t.in_flight);
+        self.step(i, IN_FLIGHT, true, now);
         if held {
-            sb.held.add(1, now, &mut t.sb_held);
-            self.held.add(1, now, &mut t.held);
+            self.step(i, HELD, true, now);
         }
-        if modelled && sb.idle.pop().is_none() {
-            sb.conns.add(1, now, &mut t.sb_conns);
-            self.conns.add(1, now, &mut t.conns);
+        if !self.real_conns && self.sandboxes[i].idle.pop().is_none() {
+            self.step(i, CONNS, true, now);
         }
     }
 
@@ -116,17 +130,13 @@ impl State {
             self.expiries.push_back((now + keepalive, i));
         }
         self.side.give_back(held);
-        let t = &mut self.tallies;
-        let sb = &mut self.sandboxes[i];
-        sb.side.give_back(held);
-        sb.in_flight.sub(1, now, &mut t.sb_in_flight);
-        self.in_flight.sub(1, now, &mut t.in_flight);
+        self.sandboxes[i].side.give_back(held);
+        self.step(i, IN_FLIGHT, false, now);
         if held {
-            sb.held.sub(1, now, &mut t.sb_held);
-            self.held.sub(1, now, &mut t.held);
+            self.step(i, HELD, false, now);
         }
         if !self.real_conns {
-            sb.idle.push(now);
+            self.sandboxes[i].idle.push(now);
         }
     }
 }
@@ -137,23 +147,12 @@ impl State {
     /// the warm-up's end are held in the steady state too).
     pub(super) fn restart(&mut self, at: Instant) {
         self.tallies = Tallies::default();
-        let t = &mut self.tallies;
         for sb in &mut self.sandboxes {
-            for (l, tally) in [
-                (&mut sb.in_flight, &mut t.sb_in_flight),
-                (&mut sb.held, &mut t.sb_held),
-                (&mut sb.conns, &mut t.sb_conns),
-            ] {
-                l.restart(at);
-                l.settle(at, tally);
-            }
+            sb.levels.iter_mut().for_each(|l| l.restart(at));
+            settle(&mut sb.levels, &mut self.tallies.sandbox, at);
         }
-        for (l, tally) in
-            [(&mut self.in_flight, &mut t.in_flight), (&mut self.held, &mut t.held), (&mut self.conns, &mut t.conns)]
-        {
-            l.restart(at);
-            l.settle(at, tally);
-        }
+        self.levels.iter_mut().for_each(|l| l.restart(at));
+        settle(&mut self.levels, &mut self.tallies.org, at);
         self.rates.clear();
         self.start = at;
         (self.rejected, self.queued, self.cut) = (0, 0, 0);
@@ -164,22 +163,18 @@ impl State {
     pub(super) fn stats(&mut self, until: Instant, keepalive: Duration) -> OrgStats {
         for i in 0..self.sandboxes.len() {
             self.prune(i, until, keepalive);
-            let sb = &mut self.sandboxes[i];
-            sb.in_flight.settle(until, &mut self.tallies.sb_in_flight);
-            sb.held.settle(until, &mut self.tallies.sb_held);
-            sb.conns.settle(until, &mut self.tallies.sb_conns);
+            settle(&mut self.sandboxes[i].levels, &mut self.tallies.sandbox, until);
         }
-        self.in_flight.settle(until, &mut self.tallies.in_flight);
-        self.held.settle(until, &mut self.tallies.held);
-        self.conns.settle(until, &mut self.tallies.conns);
+        settle(&mut self.levels, &mut self.tallies.org, until);
         let secs = until.saturating_duration_since(self.start).as_secs_f64().ceil() as usize;
+        let (sb, org) = (&self.tallies.sandbox, &self.tallies.org);
         OrgStats {
-            held_execs: self.tallies.held.stats(),
-            sandbox_held_execs: self.tallies.sb_held.stats(),
-            in_flight: self.tallies.in_flight.stats(),
-            sandbox_in_flight: self.tallies.sb_in_flight.stats(),
-            connections: self.tallies.conns.stats(),
-            sandbox_connections: self.tallies.sb_conns.stats(),
+            held_execs: org[HELD].stats(),
+            sandbox_held_execs: sb[HELD].stats(),
+            in_flight: org[IN_FLIGHT].stats(),
+            sandbox_in_flight: sb[IN_FLIGHT].stats(),
+            connections: org[CONNS].stats(),
+            sandbox_connections: sb[CONNS].stats(),
             rates: self.rates.stats(secs),
             rejected: self.rejected,
             queued: self.queued,
