@@ -138,17 +138,23 @@ impl RelayDir for RealDir {
     }
 }
 
-/// Runs `argv` as a child process on this machine, killed (and reaped) after `timeout` or
-/// when the future is dropped.
-pub(crate) async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
+/// Starts `argv` on this machine, no stdin, its stdout piped and its stderr to `stderr`,
+/// killed when the child is dropped.
+fn spawn(argv: &[OsString], stderr: std::process::Stdio) -> io::Result<tokio::process::Child> {
     let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
-    let child = tokio::process::Command::new(prog)
+    tokio::process::Command::new(prog)
         .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stderr(stderr)
         .kill_on_drop(true)
-        .spawn()?;
+        .spawn()
+}
+
+/// Runs `argv` as a child process on this machine, killed (and reaped) after `timeout` or
+/// when the future is dropped.
+pub(crate) async fn run_child(argv: &[OsString], timeout: Duration) -> io::Result<ExecOutput> {
+    let child = spawn(argv, std::process::Stdio::piped())?;
     match clock::timeout(timeout, child.wait_with_output()).await {
         Ok(out) => {
             let out = out?;
@@ -163,14 +169,7 @@ pub(crate) async fn run_child(argv: &[OsString], timeout: Duration) -> io::Resul
 /// is handed on (a remote stream's response leg); dropping the receiver kills the program.
 pub(crate) fn follow_child(argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines> {
     use tokio::io::AsyncBufReadExt;
-    let (prog, args) = argv.split_first().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
-    let mut child = tokio::process::Command::new(prog)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
+    let mut child = spawn(argv, std::process::Stdio::null())?;
     let stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout"))?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
