@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::base::clock;
 use crate::base::notice::Say;
-use crate::relay::source::Reporter;
+use crate::relay::source::{backoff, Reporter};
 use crate::sandbox::host::Host;
 
 /// When a failed answer publish is tried again: after each delay in turn.
@@ -38,7 +38,7 @@ impl AnswerRetry {
 
     /// The delay before retry `n` (1-based).
     pub(crate) fn delay(&self, n: u32) -> Duration {
-        self.first.saturating_mul(1 << (n.saturating_sub(1)).min(20)).min(self.max)
+        backoff(n, self.first, self.max)
     }
 }
 
