@@ -155,6 +155,16 @@ impl Api {
         })
     }
 
+    /// `DELETE /v1/fs/entry?path=` (with `recursive`, and all under it); an entry gone
+    /// already is fine.
+    pub(crate) async fn delete_entry(&self, path: &str, recursive: bool) -> io::Result<()> {
+        let uri = self.at("/v1/fs/entry", path) + if recursive { "&recursive=true" } else { "" };
+        match self.send(Method::DELETE, uri, None).await {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
     /// `PUT /v1/fs/file?path=` of `bytes` (octet-stream).
     pub(crate) async fn put_file(&self, path: &str, bytes: Vec<u8>) -> io::Result<()> {
         self.send(Method::PUT, self.at("/v1/fs/file", path), Some(("application/octet-stream", bytes))).await.map(drop)

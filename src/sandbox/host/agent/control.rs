@@ -170,11 +170,7 @@ impl SandboxControl {
     /// `DELETE /v1/fs/entry?recursive=true`: `path` and all under it (gone already is fine).
     pub(crate) async fn remove_tree(&self, path: &str) -> io::Result<()> {
         self.counts.count(BenchRequest::Remove);
-        let uri = format!("{}&recursive=true", self.api.at("/v1/fs/entry", path));
-        match self.api.send(Method::DELETE, uri, None).await {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other.map(drop),
-        }
+        self.api.delete_entry(path, true).await
     }
 
     /// The names in `path` (`GET /v1/fs/entries`).

@@ -170,40 +170,22 @@ impl AgentHost {
     async fn get(&self, route: &str, name: &str) -> io::Result<Vec<u8>> {
         self.api.send(Method::GET, self.api.at(route, &self.path(name)), None).await
     }
-
-    async fn list_now(&self) -> io::Result<Vec<String>> {
-        let dir = self.dir.to_string_lossy().into_owned();
-        let out = self.api.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
-        // Production reads stdout whatever the exit code: a missing dir lists as empty.
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect())
-    }
-
-    async fn write_now(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.api.put_file(&self.path(name), bytes.to_vec()).await
-    }
-
-    async fn rename_now(&self, from: &str, to: &str) -> io::Result<()> {
-        let body = serde_json::json!({ "from": self.path(from), "to": self.path(to), "overwrite": true });
-        self.api.post_json("/v1/fs/move", body).await.map(drop)
-    }
-
-    async fn delete_now(&self, name: &str) -> io::Result<()> {
-        match self.api.send(Method::DELETE, self.api.at("/v1/fs/entry", &self.path(name)), None).await {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other.map(drop),
-        }
-    }
 }
 
 impl Host for AgentHost {
     fn list(&self) -> BoxFut<'_, io::Result<Vec<String>>> {
         self.counter.count(Purpose::Discovery, Kind::List);
-        Box::pin(self.list_now())
+        Box::pin(async move {
+            let dir = self.dir.to_string_lossy().into_owned();
+            let out = self.api.run(&["ls".into(), "-1".into(), dir], LIST_TIMEOUT_MS).await?;
+            // Production reads stdout whatever the exit code: a missing dir lists as empty.
+            Ok(String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect())
+        })
     }
 
     fn read<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<Vec<u8>>> {
@@ -224,12 +206,13 @@ impl Host for AgentHost {
             // Upload to a temp name, then move onto the final name: two requests.
             let tmp = crate::base::fsio::temp_name(name);
             self.counter.count(Purpose::Data, Kind::Write);
-            self.write_now(&tmp, bytes).await?;
+            self.api.put_file(&self.path(&tmp), bytes.to_vec()).await?;
             self.counter.count(Purpose::Data, Kind::Rename);
-            if let Err(e) = self.rename_now(&tmp, name).await {
+            let body = serde_json::json!({ "from": self.path(&tmp), "to": self.path(name), "overwrite": true });
+            if let Err(e) = self.api.post_json("/v1/fs/move", body).await {
                 // Counted: a real request (production leaves the temp name to the next sweep).
                 self.counter.count(Purpose::Data, Kind::Delete);
-                let _ = self.delete_now(&tmp).await;
+                let _ = self.api.delete_entry(&self.path(&tmp), false).await;
                 return Err(e);
             }
             Ok(())
@@ -238,7 +221,7 @@ impl Host for AgentHost {
 
     fn delete<'a>(&'a self, name: &'a str) -> BoxFut<'a, io::Result<()>> {
         self.counter.count(Purpose::Data, Kind::Delete);
-        Box::pin(self.delete_now(name))
+        Box::pin(async move { self.api.delete_entry(&self.path(name), false).await })
     }
 
     fn exec<'a>(&'a self, argv: &'a [OsString], timeout: Duration) -> BoxFut<'a, io::Result<ExecOutput>> {
