@@ -30,10 +30,6 @@ pub struct Caps {
 }
 
 impl Caps {
-    fn is_empty(&self) -> bool {
-        self.held_execs.is_none() && self.requests.is_none() && self.rate.is_none()
-    }
-
     fn describe(&self, whose: &str) -> Option<String> {
         let mut parts = Vec::new();
         if let Some(n) = self.held_execs {
@@ -88,7 +84,7 @@ impl Default for Limits {
 impl Limits {
     /// Whether anything is limited (else admission only counts).
     pub fn any(&self) -> bool {
-        !self.sandbox.is_empty() || !self.org.is_empty() || self.idle_timeout.is_some()
+        self.sandbox != Caps::default() || self.org != Caps::default() || self.idle_timeout.is_some()
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -141,11 +137,12 @@ pub(super) struct Side {
 }
 
 impl Side {
-    /// Admits one request now, or says which limit is full.
+    /// A side under `caps`, holding nothing.
     pub(super) fn new(caps: Caps) -> Side {
         Side { caps, ..Side::default() }
     }
 
+    /// Admits one request now, or says which limit is full.
     pub(super) fn try_take(&mut self, held: bool, now: Instant) -> Result<(), Refusal> {
         if held && self.caps.held_execs.is_some_and(|c| self.held >= c) {
             return Err(Refusal::HeldExecs);
