@@ -53,7 +53,6 @@ pub(crate) use control::{BenchRequests, ClockReading, ProcessState, SandboxContr
 pub use process::AgentProcess;
 pub(crate) use process::{is_not_a_daemon, AgentControl};
 pub use routes::request_kind;
-use running::RunningDaemon;
 pub(crate) use running::Url;
 
 /// The npm package that carries the daemon's Linux binary.
@@ -335,18 +334,22 @@ impl AgentSpec {
         format!("{} ({at}), one per sandbox, {wire}{}", self.version(), self.side())
     }
 
+    /// A host on a daemon started for the seat, or on the one already running at `url`
+    /// (relay-bench's writer runs here, so that daemon must see this machine's relay dirs).
     pub(super) fn build(&self, seat: Seat) -> io::Result<BuiltHost> {
-        if let Some(u) = &self.url {
-            return self.build_on(u, seat);
-        }
-        let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.to_string()))?;
-        let process = Arc::new(AgentProcess::start(bin)?);
-        let proxy = self.proxy(process.addr(), &seat)?;
+        let (process, api, upstream) = match &self.url {
+            Some(u) => (None, Api::new(u.base(), std::env::var(&self.token_env).ok()), u.addr()?),
+            None => {
+                let bin = self.bin.as_ref().map_err(|why| io::Error::new(io::ErrorKind::NotFound, why.to_string()))?;
+                let process = Arc::new(AgentProcess::start(bin)?);
+                (Some(process.clone()), Api::new(process.base.clone(), None), process.addr())
+            }
+        };
+        let proxy = self.proxy(upstream, &seat)?;
         let Seat { dir, busy, .. } = seat;
-        let label = format!("{} @ {}", self.version(), process.base.trim_start_matches("http://"));
-        let api = Api::new(process.base.clone(), None);
+        let label = format!("{} @ {}", self.version(), api.base.trim_start_matches("http://"));
         let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
-        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, Some(process.clone()));
+        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, process.clone());
         if let Some(p) = &proxy {
             host = host.through(p.clone());
         }
@@ -410,23 +413,6 @@ impl AgentSpec {
         let Some(p) = &self.profile else { return Ok(None) };
         let gate = self.limits.as_ref().map(|_| gate(&seat.org, seat.sandbox));
         Ok(Some(Arc::new(DelayProxy::start_gated(upstream, p.clone(), seat.seed, gate)?)))
-    }
-
-    /// A host on a daemon already running at `url` (relay-bench's writer runs here, so the
-    /// daemon must see this machine's relay dirs).
-    fn build_on(&self, url: &Url, seat: Seat) -> io::Result<BuiltHost> {
-        let proxy = self.proxy(url.addr()?, &seat)?;
-        let Seat { dir, busy, .. } = seat;
-        let token = std::env::var(&self.token_env).ok();
-        let api = Api::new(url.base(), token);
-        let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
-        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, None);
-        if let Some(p) = &proxy {
-            host = host.through(p.clone());
-        }
-        let label = format!("{} @ {}", self.version(), url.host_port());
-        let control = RunningDaemon { proxy };
-        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 }
 

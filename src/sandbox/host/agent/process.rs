@@ -180,16 +180,17 @@ impl Drop for Running {
     }
 }
 
-/// What the fault schedule acts on: the sandbox's daemon and, with a profile, the proxy in
-/// front of it.
+/// What the fault schedule acts on: the sandbox's daemon (`None`: one already running,
+/// which relay-bench did not start and strikes only on the wire) and, with a profile, the
+/// proxy in front of it.
 pub(crate) struct AgentControl {
-    pub process: Arc<AgentProcess>,
+    pub process: Option<Arc<AgentProcess>>,
     pub proxy: Option<Arc<DelayProxy>>,
 }
 
 impl DaemonControl for AgentControl {
     fn restart(&self, down: Duration) -> Result<(), NotApplied> {
-        self.process.restart(down)
+        self.process.as_ref().ok_or(NotApplied::NotStarted { action: "restarted" })?.restart(down)
     }
 
     fn disconnect(&self) -> Result<(), NotApplied> {
@@ -197,7 +198,7 @@ impl DaemonControl for AgentControl {
     }
 
     fn pause(&self, d: Duration) -> Result<(), NotApplied> {
-        self.process.pause(d)
+        self.process.as_ref().ok_or(NotApplied::NotStarted { action: "paused" })?.pause(d)
     }
 
     fn blackhole(&self, d: Duration) -> Result<(), NotApplied> {

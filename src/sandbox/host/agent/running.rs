@@ -10,30 +10,6 @@ use std::sync::Arc;
 use super::api::Api;
 use super::control::{BenchRequest, BenchRequests, SandboxControl};
 use crate::base::clock;
-use crate::sandbox::host::{DaemonControl, DelayProxy, NotApplied};
-
-/// A daemon relay-bench did not start: only the wire in front of it can be struck.
-pub(super) struct RunningDaemon {
-    pub proxy: Option<Arc<DelayProxy>>,
-}
-
-impl DaemonControl for RunningDaemon {
-    fn restart(&self, _down: Duration) -> Result<(), NotApplied> {
-        Err(NotApplied::NotStarted { action: "restarted" })
-    }
-
-    fn disconnect(&self) -> Result<(), NotApplied> {
-        DelayProxy::disconnect_any(self.proxy.as_deref())
-    }
-
-    fn pause(&self, _d: Duration) -> Result<(), NotApplied> {
-        Err(NotApplied::NotStarted { action: "paused" })
-    }
-
-    fn blackhole(&self, d: Duration) -> Result<(), NotApplied> {
-        DelayProxy::blackhole_any(self.proxy.as_deref(), d)
-    }
-}
 
 /// `http://HOST:PORT` of a running daemon (no TLS in this build, no path).
 #[derive(Debug, Clone, PartialEq, Eq)]
