@@ -112,9 +112,7 @@ impl Url {
         let control = SandboxControl::new(Api::new(self.base(), token.map(str::to_owned)), counts.clone());
         Ok(before_the_run(control.version())??)
     }
-}
 
-impl Url {
     /// Writes `bytes` at `path` through the daemon (`PUT /v1/fs/file`), before a run: how a
     /// caller tells whether the daemon's filesystem is the one it can read.
     pub(crate) fn put_before_the_run(&self, path: &str, bytes: Vec<u8>, counts: &Arc<BenchRequests>) -> io::Result<()> {
