@@ -174,10 +174,8 @@ pub(super) fn parse(table: Option<&mut Fields<'_>>) -> Result<WatchSpec, Scenari
     let opts = match table {
         None => LoopOptions::default(),
         Some(t) => {
-            cfg.wake_on = match t.choice("wake_on", &["any", "requests"])? {
-                Some("requests") => EventFilter::Requests,
-                _ => EventFilter::Any,
-            };
+            cfg.wake_on =
+                t.choice("wake_on", &["any", "requests"])?.and_then(EventFilter::from_name).unwrap_or(cfg.wake_on);
             cfg.rearm_on_miss = t.boolean("rearm_on_miss")?.unwrap_or(false);
             parse_loop(Some(t))?
         }

@@ -54,6 +54,7 @@ pub enum Seen<'a> {
     Failed,
 }
 
+crate::base::named! {
 /// Which events a consumer of a watch acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventFilter {
@@ -64,6 +65,8 @@ pub enum EventFilter {
     /// A response name appearing (or a rescan, or a failure).
     Responses,
 }
+names ["any", "requests", "responses"]
+}
 
 impl EventFilter {
     pub(crate) fn wants(self, seen: Seen<'_>) -> bool {
@@ -72,14 +75,6 @@ impl EventFilter {
             (EventFilter::Requests, Seen::Name(n, Change::Appeared)) => classify(n) == FileKind::Request,
             (EventFilter::Responses, Seen::Name(n, Change::Appeared)) => classify(n) == FileKind::Response,
             _ => false,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EventFilter::Any => "any",
-            EventFilter::Requests => "requests",
-            EventFilter::Responses => "responses",
         }
     }
 }

@@ -285,9 +285,8 @@ pub(super) fn parse(
     cfg.jitter = t.boolean("jitter")?.unwrap_or(cfg.jitter);
     cfg.idle_wake = t.boolean("idle_wake")?.unwrap_or(cfg.idle_wake);
     cfg.backoff_before_demotion = t.boolean("backoff_before_demotion")?.unwrap_or(cfg.backoff_before_demotion);
-    if let Some(e) = t.choice("window_events", &["any", "requests"])? {
-        cfg.events = if e == "requests" { EventFilter::Requests } else { EventFilter::Any };
-    }
+    cfg.events =
+        t.choice("window_events", &["any", "requests"])?.and_then(EventFilter::from_name).unwrap_or(cfg.events);
     // not a kind: "poll" is the option's value, the classic polling production falls back to
     if t.choice("after_demotion", &["poll", "retry"])? == Some("retry") {
         cfg.after_demotion = AfterDemotion::Retry;
