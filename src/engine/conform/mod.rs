@@ -85,6 +85,17 @@ pub(crate) enum ConformError {
     Io(#[from] std::io::Error),
 }
 
+/// The value of a step of a case, or the case's grade returned at once when the step gave one.
+macro_rules! try_g {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(g) => return g,
+        }
+    };
+}
+pub(crate) use try_g;
+
 /// One case of either table.
 pub struct Case<C> {
     pub name: &'static str,

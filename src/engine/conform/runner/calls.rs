@@ -5,13 +5,13 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
-use super::super::{left_in, left_line, ms, setup_failed, Graded};
+use super::super::{left_in, left_line, ms, setup_failed, try_g, Graded};
 use super::{bytes_of, ok_reply, request, Ctx, OK_REPLY};
 use crate::base::protocol::{req_name, res_name, Response, TMP_MARKER};
 use crate::results::conform::Verdict;
 
 pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (fid, tag, at) = ctx.call(id, reply, 0);
     let Some(ev) = ctx.answer(&fid, at, Duration::from_secs(5)) else {
         return ctx.w.unseen("no answer", vec![left_line(ctx.dir()), format!("tool runs: {}", ctx.runs(&tag).len())]);
@@ -52,7 +52,7 @@ pub(super) fn answer_error(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (fid, tag, at) = ctx.call("shape-pause-1", r#"{"ok":true,"paused":true}"#, 0);
     let Some(ran) = ctx.wait_run(&tag, Duration::from_secs(5)) else {
         return ctx.w.unseen("the tool never ran", vec![left_line(ctx.dir())]);
@@ -86,7 +86,7 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let text = format!("\"{}\"", crate::relay::handler::filler(256 << 10));
     let reply = ok_reply(&text);
     let calls: Vec<_> = (0..8).map(|i| ctx.call(&format!("atomic-{i}"), &reply, 0)).collect();
@@ -147,7 +147,7 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn delete_on_pickup(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let tool = ctx.w.pace.wait(Duration::from_millis(1500));
     let (fid, tag, at) = ctx.call("delete-1", OK_REPLY, tool.as_millis() as u64);
     let ran = ctx.wait_run(&tag, Duration::from_secs(5));
@@ -194,10 +194,7 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
             return setup_failed(&e);
         }
     }
-    let startup = match ctx.start() {
-        Ok(s) => s,
-        Err(g) => return g,
-    };
+    let startup = try_g!(ctx.start());
     // A runner that runs stale requests late has time to.
     let _ = ctx.follow_up();
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
@@ -231,7 +228,7 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn reused_id(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (fid, tag1, at) = ctx.call("reused-1", OK_REPLY, 0);
     if ctx.answer(&fid, at, Duration::from_secs(5)).is_none() {
         return ctx.w.unseen("the first call was not answered", vec![left_line(ctx.dir())]);
@@ -258,7 +255,7 @@ pub(super) fn reused_id(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let t0 = Instant::now();
     let calls: Vec<_> = (0..n)
         .map(|i| {
@@ -324,7 +321,7 @@ pub(super) fn parallel_64(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (fid, _, at) = ctx.call("before-1", OK_REPLY, 0);
     if ctx.answer(&fid, at, Duration::from_secs(5)).is_none() {
         return ctx.w.unseen("the first call was not answered", vec![]);

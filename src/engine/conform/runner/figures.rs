@@ -4,13 +4,13 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::What;
-use super::super::{figure, ms, Graded};
+use super::super::{figure, ms, try_g, Graded};
 use super::{Ctx, OK_REPLY};
 use crate::base::protocol::req_name;
 use crate::results::conform::Verdict;
 
 pub(super) fn wake_latency(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (mut pickup, mut answer) = (Vec::new(), Vec::new());
     for i in 0..10 {
         if !ctx.alive() {
@@ -40,7 +40,7 @@ pub(super) fn wake_latency(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn idle_rate(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     std::thread::sleep(Duration::from_millis(200));
     let from = Instant::now();
     let window = Duration::from_secs(5);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::super::handler::execs;
 use super::super::observe::shown;
-use super::super::{left_in, left_line, ms, setup_failed, Graded};
+use super::super::{left_in, left_line, ms, setup_failed, try_g, Graded};
 use super::{bytes_of, request, Ctx, OK_REPLY, PROBE};
 use crate::base::indir::InDir;
 use crate::base::protocol::{req_name, res_name, Response};
@@ -22,7 +22,7 @@ pub(super) fn bad(
     tag: Option<&str>,
     run_once: Verdict,
 ) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let at = Instant::now();
     if let Err(e) = make(ctx) {
         return setup_failed(&e);
@@ -132,7 +132,7 @@ pub(super) fn fifo(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let cut = format!("{}🦀z", "y".repeat(119));
     let ids: Vec<String> =
         vec!["astral-🦀-id".into(), cut, "../../etc/passwd".into(), "sp ace;$(rm -rf x)\n\"q\"".into(), String::new()];
@@ -191,7 +191,7 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn id_collision(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let (fid, tag1, at) = ctx.call("coll/1", OK_REPLY, 0);
     let first = ctx.answer(&fid, at, Duration::from_secs(5)).is_some();
     ctx.done_with(&fid);
@@ -212,7 +212,7 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn slow_publication(ctx: &Ctx) -> Graded {
-    early!(ctx.ready());
+    try_g!(ctx.start());
     let body = request(Some("slow-1"), "slow-1", OK_REPLY, 0);
     let tmp = "slow-1.req.json.tmp.conform-slow";
     let written = (|| -> std::io::Result<Instant> {

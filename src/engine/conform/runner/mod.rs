@@ -97,9 +97,6 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
     Ok(g)
 }
 
-/// What went wrong before a case could play.
-type Early = Result<(), Graded>;
-
 impl Ctx {
     fn dir(&self) -> &Path {
         &self.w.dir
@@ -184,10 +181,6 @@ impl Ctx {
         }
         self.begun.set(Instant::now());
         Ok(startup)
-    }
-
-    fn ready(&self) -> Early {
-        self.start().map(|_| ())
     }
 
     /// `d` at this machine's pace, at most what is left of the case's bound.
@@ -381,14 +374,6 @@ fn bytes_of(e: &Ev) -> Vec<u8> {
         Some(Ok(b)) => b.clone(),
         _ => Vec::new(),
     }
-}
-
-macro_rules! early {
-    ($e:expr) => {
-        if let Err(g) = $e {
-            return g;
-        }
-    };
 }
 
 mod calls;

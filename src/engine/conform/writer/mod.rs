@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::observe::{Ev, Observer, What};
 use super::pace::Pace;
 use super::proc::{Place, Proc};
-use super::{left_in, ms, publish, rm, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
+use super::{left_in, ms, publish, rm, try_g, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
 use crate::base::protocol::{req_name, res_name, FileKind, Response};
 use crate::results::conform::Verdict;
 
@@ -219,16 +219,6 @@ fn exited_unpublished(code: Option<i32>, what: impl Into<String>, mut evidence: 
     evidence.push(format!("the writer exited {how} without publishing its request"));
     Graded::new(Verdict::Failed, format!("{}: the writer exited without publishing it", what.into()), evidence)
 }
-
-macro_rules! try_g {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(g) => return g,
-        }
-    };
-}
-use try_g;
 
 /// Every writer case, in the order they run.
 pub const CASES: &[Case<Ctx>] = &[
