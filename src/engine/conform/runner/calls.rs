@@ -41,15 +41,7 @@ pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded 
 }
 
 /// A text with an astral-free non-ASCII character, quotes and a newline (canonical JSON).
-const OK_TEXT: &str = r#"{"conform":"✓ \"quoted\"\nline 2"}"#;
-
-pub(super) fn answer_ok(ctx: &Ctx) -> Graded {
-    shape(ctx, "shape-ok-1", &ok_reply(OK_TEXT), Response::Ok(OK_TEXT.into()))
-}
-
-pub(super) fn answer_error(ctx: &Ctx) -> Graded {
-    shape(ctx, "shape-error-1", r#"{"ok":false,"error":"tool failed: ✗"}"#, Response::Error("tool failed: ✗".into()))
-}
+pub(super) const OK_TEXT: &str = r#"{"conform":"✓ \"quoted\"\nline 2"}"#;
 
 pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
     try_g!(ctx.start());
@@ -308,16 +300,6 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
     } else {
         Graded::new(Verdict::Ok, format!("{n} in, {n} answers out, each run once"), evidence)
     }
-}
-
-pub(super) fn parallel_1(ctx: &Ctx) -> Graded {
-    parallel(ctx, 1)
-}
-pub(super) fn parallel_8(ctx: &Ctx) -> Graded {
-    parallel(ctx, 8)
-}
-pub(super) fn parallel_64(ctx: &Ctx) -> Graded {
-    parallel(ctx, 64)
 }
 
 pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {

@@ -15,10 +15,10 @@ use crate::results::conform::Verdict;
 /// A request file that is no call: published (or linked) as `name`; graded as the
 /// contract says for it. `tag`: the tag a runner that runs it anyway would log; `run_once`:
 /// the verdict for a runner that does.
-pub(super) fn bad(
+pub(super) fn bad<T>(
     ctx: &Ctx,
     fid: &str,
-    make: impl FnOnce(&Ctx) -> std::io::Result<()>,
+    make: impl FnOnce(&Ctx) -> std::io::Result<T>,
     tag: Option<&str>,
     run_once: Verdict,
 ) -> Graded {
@@ -64,21 +64,17 @@ pub(super) fn bad(
     }
 }
 
-pub(super) fn malformed(ctx: &Ctx) -> Graded {
-    bad(ctx, "bad-json", |c| c.raw("bad-json", b"this is not { json"), None, Verdict::Failed)
-}
-
 pub(super) fn truncated(ctx: &Ctx) -> Graded {
     let full = request(Some("truncated-1"), "truncated-1", OK_REPLY, 0);
     let cut = full[..full.len() - 12].to_vec();
-    bad(ctx, "truncated-1", move |c| c.raw("truncated-1", &cut), Some("truncated-1"), Verdict::Failed)
+    bad(ctx, "truncated-1", move |c| c.put("truncated-1", None, &cut), Some("truncated-1"), Verdict::Failed)
 }
 
 pub(super) fn non_utf8(ctx: &Ctx) -> Graded {
     let mut body = br#"{"toolName":"conform","toolCallId":"non-utf8-1","args":{"tag":"non-utf8-1","note":""#.to_vec();
     body.extend_from_slice(b"\xff\xfe\xc3");
     body.extend_from_slice(br#"","reply":{"ok":true,"text":"\"ran\""}}}"#);
-    bad(ctx, "non-utf8-1", move |c| c.raw("non-utf8-1", &body), Some("non-utf8-1"), Verdict::NonStrict)
+    bad(ctx, "non-utf8-1", move |c| c.put("non-utf8-1", None, &body), Some("non-utf8-1"), Verdict::NonStrict)
 }
 
 pub(super) fn oversized(ctx: &Ctx) -> Graded {
@@ -86,7 +82,7 @@ pub(super) fn oversized(ctx: &Ctx) -> Graded {
     let body = format!(
         r#"{{"toolName":"conform","toolCallId":"big-1","args":{{"tag":"big-1","reply":{OK_REPLY},"pad":"{pad}"}}}}"#
     );
-    bad(ctx, "big-1", move |c| c.raw("big-1", body.as_bytes()), Some("big-1"), Verdict::Ok)
+    bad(ctx, "big-1", move |c| c.put("big-1", None, body.as_bytes()), Some("big-1"), Verdict::Ok)
 }
 
 /// A file's bytes and modification time, to tell it unchanged.
@@ -125,10 +121,6 @@ pub(super) fn symlinked(ctx: &Ctx) -> Graded {
         }
         Some(_) => g,
     }
-}
-
-pub(super) fn fifo(ctx: &Ctx) -> Graded {
-    bad(ctx, "fifo-1", |c| InDir::open(c.dir())?.mkfifo("fifo-1.req.json"), None, Verdict::Failed)
 }
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {

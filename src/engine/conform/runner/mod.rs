@@ -18,7 +18,8 @@ use super::observe::{Ev, Observer};
 use super::pace::Pace;
 use super::proc::{Place, Proc};
 use super::{left_line, ms, publish, rm, setup_failed, Case, ConformOptions, Graded, Halt, World};
-use crate::base::protocol::{req_name, res_name, sanitize_id};
+use crate::base::indir::InDir;
+use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
 use crate::results::conform::Verdict;
 
 /// How long a case is watched after its grade for a second answer or a second run (at an
@@ -208,11 +209,6 @@ impl Ctx {
         Ok(at)
     }
 
-    /// Publishes `bytes` (no call: a malformed request) as the request of `fid`.
-    fn raw(&self, fid: &str, bytes: &[u8]) -> std::io::Result<()> {
-        self.put(fid, None, bytes).map(drop)
-    }
-
     /// Keeps a request the case made itself (a link, a FIFO, a slow publication) for the
     /// check at the case's end.
     fn note(&self, fid: &str, tag: Option<&str>, at: Instant) {
@@ -387,22 +383,22 @@ use hostile::*;
 
 /// Every runner case, in the order they run.
 pub const CASES: &[Case<Ctx>] = &[
-    Case { name: "answer-ok", section: "§2", expectation: "a call whose tool succeeds is answered {\"ok\":true,\"text\":…} with the tool's text, under the call's file id, once", play: answer_ok },
-    Case { name: "answer-error", section: "§2", expectation: "a call whose tool fails is answered {\"ok\":false,\"error\":…} with the tool's error, once", play: answer_error },
+    Case { name: "answer-ok", section: "§2", expectation: "a call whose tool succeeds is answered {\"ok\":true,\"text\":…} with the tool's text, under the call's file id, once", play: |c| shape(c, "shape-ok-1", &ok_reply(OK_TEXT), Response::Ok(OK_TEXT.into())) },
+    Case { name: "answer-error", section: "§2", expectation: "a call whose tool fails is answered {\"ok\":false,\"error\":…} with the tool's error, once", play: |c| shape(c, "shape-error-1", r#"{"ok":false,"error":"tool failed: ✗"}"#, Response::Error("tool failed: ✗".into())) },
     Case { name: "answer-pause", section: "§2, §8", expectation: "a tool that parks is answered {\"ok\":true,\"paused\":true} (one integration) or not at all (production's default); never an ok answer", play: answer_pause },
     Case { name: "atomic-answers", section: "§2", expectation: "every answer is written under a `.tmp.` name in the relay dir and renamed onto its final name: no final name ever holds partial bytes", play: atomic_answers },
     Case { name: "delete-on-pickup", section: "§2, §8", expectation: "a request is deleted right after it is read, while its tool still runs", play: delete_on_pickup },
     Case { name: "stale-sweep", section: "§2, §8", expectation: "before its first pickup the runner removes stale requests, answers and their temp names, never running them; other files are untouched", play: stale_sweep },
     Case { name: "reused-id", section: "§8, §9", expectation: "a request under a file id already handled this turn is never run again", play: reused_id },
-    Case { name: "parallel-1", section: "§7", expectation: "1 call in, 1 answer out, each its own, each run once", play: parallel_1 },
-    Case { name: "parallel-8", section: "§7", expectation: "8 parallel calls in, 8 answers out, each its own, each run once", play: parallel_8 },
-    Case { name: "parallel-64", section: "§7", expectation: "64 parallel calls in, 64 answers out, each its own, each run once", play: parallel_64 },
-    Case { name: "malformed-request", section: "§8", expectation: "a request that is not JSON is answered {\"ok\":false} or left; never run, never answered twice, no crash", play: malformed },
+    Case { name: "parallel-1", section: "§7", expectation: "1 call in, 1 answer out, each its own, each run once", play: |c| parallel(c, 1) },
+    Case { name: "parallel-8", section: "§7", expectation: "8 parallel calls in, 8 answers out, each its own, each run once", play: |c| parallel(c, 8) },
+    Case { name: "parallel-64", section: "§7", expectation: "64 parallel calls in, 64 answers out, each its own, each run once", play: |c| parallel(c, 64) },
+    Case { name: "malformed-request", section: "§8", expectation: "a request that is not JSON is answered {\"ok\":false} or left; never run, never answered twice, no crash", play: |c| bad(c, "bad-json", |c| c.put("bad-json", None, b"this is not { json"), None, Verdict::Failed) },
     Case { name: "truncated-request", section: "§8", expectation: "a request cut short is answered {\"ok\":false} or left; never run, never answered twice, no crash", play: truncated },
     Case { name: "non-utf8-request", section: "§2, §8", expectation: "a request whose bytes are not UTF-8 is answered {\"ok\":false} or left (NON-STRICT: run once, its bytes replaced); never twice, no crash", play: non_utf8 },
     Case { name: "oversized-request", section: "§8", expectation: "a 17 MiB request is run once, answered {\"ok\":false} or left; never twice, no crash", play: oversized },
     Case { name: "symlinked-request", section: "§8", expectation: "a request name that is a symbolic link to a file outside the dir is answered {\"ok\":false} or left (NON-STRICT: followed and run once); never twice, no crash", play: symlinked },
-    Case { name: "fifo-request", section: "§8", expectation: "a FIFO under a request name is answered {\"ok\":false} or left; the runner does not block on it and still answers", play: fifo },
+    Case { name: "fifo-request", section: "§8", expectation: "a FIFO under a request name is answered {\"ok\":false} or left; the runner does not block on it and still answers", play: |c| bad(c, "fifo-1", |c| InDir::open(c.dir())?.mkfifo("fifo-1.req.json"), None, Verdict::Failed) },
     Case { name: "hostile-ids", section: "§2, §8", expectation: "calls whose ids hold astral characters, path parts, shell metacharacters, a 120-unit cut inside a surrogate pair, an empty id and no id are each answered under their file id; the tool gets the id unchanged", play: hostile_ids },
     Case { name: "id-collision", section: "§2", expectation: "two call ids that sanitize alike (`coll/1`, `coll:1`) share one file id: the writer must refuse the second; how often the runner runs them is reported", play: id_collision },
     Case { name: "slow-publication", section: "§2, §6", expectation: "a request whose temp name is written in chunks over 800 ms is run once, only after its rename", play: slow_publication },

@@ -44,16 +44,6 @@ pub(super) fn shape(ctx: &Ctx, id: &str, want: Response) -> Graded {
     })
 }
 
-pub(super) fn answer_ok(ctx: &Ctx) -> Graded {
-    shape(ctx, "w-ok-1", Response::Ok("conform ✓ \"quoted\"\nline 2".into()))
-}
-pub(super) fn answer_error(ctx: &Ctx) -> Graded {
-    shape(ctx, "w-error-1", Response::Error("tool failed: ✗".into()))
-}
-pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
-    shape(ctx, "w-pause-1", Response::Paused)
-}
-
 pub(super) fn must_error(t: &Told) -> (Verdict, &'static str) {
     match t {
         Told::Answer(Response::Error(_)) => (Verdict::Ok, "an error"),
@@ -62,13 +52,6 @@ pub(super) fn must_error(t: &Told) -> (Verdict, &'static str) {
         Told::Waiting => (Verdict::NonStrict, "still waiting at the bound (it would wait out its deadline)"),
         Told::Answer(_) => (Verdict::Failed, "read as a success or a pause"),
     }
-}
-
-pub(super) fn answer_malformed(ctx: &Ctx) -> Graded {
-    answered(ctx, "w-malformed-1", br#"{"ok":tru"#, must_error)
-}
-pub(super) fn answer_without_ok(ctx: &Ctx) -> Graded {
-    answered(ctx, "w-no-ok-1", br#"{"text":"no ok field"}"#, must_error)
 }
 
 pub(super) fn request_bytes(ctx: &Ctx) -> Graded {
@@ -173,13 +156,6 @@ pub(super) fn cleanup(ctx: &Ctx, id: &str, reply: Response) -> Graded {
     } else {
         Graded::new(Verdict::Failed, format!("left behind: {}", left.join(", ")), evidence)
     }
-}
-
-pub(super) fn cleanup_answer(ctx: &Ctx) -> Graded {
-    cleanup(ctx, "w-clean-1", Response::Ok("x".into()))
-}
-pub(super) fn cleanup_pause(ctx: &Ctx) -> Graded {
-    cleanup(ctx, "w-clean-pause-1", Response::Paused)
 }
 
 pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
