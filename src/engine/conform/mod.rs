@@ -429,6 +429,18 @@ pub(crate) fn figure(v: &mut [Duration]) -> String {
     format!("p50 {} max {}", ms(p50), ms(v[v.len() - 1]))
 }
 
+/// The hostile ids both sides are given, one call each: an astral character, a 120-unit
+/// cut inside a surrogate pair, path parts, shell metacharacters and a newline, an empty id.
+pub(crate) fn hostile() -> Vec<String> {
+    vec![
+        "astral-🦀-id".into(),
+        format!("{}🦀z", "y".repeat(119)),
+        "../../etc/passwd".into(),
+        "sp ace;$(rm -rf x)\n\"q\"".into(),
+        String::new(),
+    ]
+}
+
 /// Removes a file, ignoring errors (a case's own cleanup).
 pub(crate) fn rm(path: &Path) {
     let _ = remove_if_present(path);

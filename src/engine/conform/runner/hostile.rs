@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::super::handler::execs;
 use super::super::observe::shown;
-use super::super::{left_in, left_line, ms, setup_failed, try_g, Graded};
+use super::super::{hostile, left_in, left_line, ms, setup_failed, try_g, Graded};
 use super::{bytes_of, request, Ctx, OK_REPLY, PROBE};
 use crate::base::indir::InDir;
 use crate::base::protocol::{req_name, res_name, Response};
@@ -125,14 +125,11 @@ pub(super) fn symlinked(ctx: &Ctx) -> Graded {
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
     try_g!(ctx.start());
-    let cut = format!("{}🦀z", "y".repeat(119));
-    let ids: Vec<String> =
-        vec!["astral-🦀-id".into(), cut, "../../etc/passwd".into(), "sp ace;$(rm -rf x)\n\"q\"".into(), String::new()];
-    let mut calls: Vec<(String, String, String, Instant)> = ids
-        .iter()
+    let mut calls: Vec<(String, String, String, Instant)> = hostile()
+        .into_iter()
         .map(|id| {
-            let (fid, tag, at) = ctx.call(id, OK_REPLY, 0);
-            (id.clone(), fid, tag, at)
+            let (fid, tag, at) = ctx.call(&id, OK_REPLY, 0);
+            (id, fid, tag, at)
         })
         .collect();
     let no_id =

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::observe::{shown, What};
-use super::super::{left_line, ms, Graded};
+use super::super::{hostile, left_line, ms, Graded};
 use super::{try_g, Ctx, Told, TIMEOUT_MS};
 use crate::base::protocol::{classify, req_name, sanitize_id, FileKind, Response};
 use crate::results::conform::Verdict;
@@ -43,17 +43,6 @@ pub(super) fn args_default(ctx: &Ctx) -> Graded {
     } else {
         Graded::new(Verdict::Failed, format!("the request's args are {}, not {{}}", v["args"]), evidence)
     }
-}
-
-/// The hostile ids a writer is given, one call each.
-fn hostile() -> Vec<String> {
-    vec![
-        "astral-🦀-id".into(),
-        format!("{}🦀z", "y".repeat(119)),
-        "../../etc/passwd".into(),
-        "sp ace;$(rm -rf x)\n\"q\"".into(),
-        String::new(),
-    ]
 }
 
 pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
