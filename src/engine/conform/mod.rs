@@ -24,14 +24,18 @@ pub(crate) mod proc;
 pub(crate) mod runner;
 pub(crate) mod writer;
 
+use std::cell::Cell;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use self::observe::Observer;
 use self::pace::Pace;
 use crate::base::fsio::{remove_if_present, temp_name};
 use crate::base::indir::InDir;
+use crate::base::protocol::FileKind;
 use crate::base::signal::Signal;
 use crate::results::conform::{CaseResult, ConformReport, Side, Verdict, SCHEMA_VERSION};
 
@@ -117,26 +121,39 @@ impl Graded {
     }
 }
 
-/// What every case's world shares: its dirs, its bound and pace, the stop.
+/// What every case's world shares: its dirs and their record, its bound and pace, the stop.
 pub(crate) struct World {
     pub dir: PathBuf,
     pub scratch: PathBuf,
+    /// The record of the relay dir.
+    pub obs: Observer,
+    /// When the case's bound started: its waits end by then plus the bound.
+    pub begun: Cell<Instant>,
     pub command: Vec<String>,
     pub pace: Pace,
     /// The case's bound at this machine's pace.
     pub bound: Duration,
     pub stop: Halt,
     /// A wait was cut short by the case's bound.
-    cut: std::cell::Cell<bool>,
+    cut: Cell<bool>,
 }
 
 /// Set when the battery abandons a case (a stop): its waits end, it publishes nothing more.
 pub(crate) type Halt = Arc<AtomicBool>;
 
 impl World {
-    pub(crate) fn new(dir: PathBuf, scratch: PathBuf, opts: &ConformOptions, pace: Pace, stop: Halt) -> World {
+    /// Makes the case's relay and scratch dirs under `base` and starts recording the relay
+    /// dir, reading the files of kind `read` as they appear.
+    pub(crate) fn new(opts: &ConformOptions, pace: Pace, base: &Path, stop: Halt, read: FileKind) -> io::Result<World> {
+        let dir = base.join("relay");
+        let scratch = base.join("scratch");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&scratch)?;
+        let obs = Observer::watch(&dir, read)?;
         let bound = pace.wait(opts.bound).min(MAX_BOUND);
-        World { dir, scratch, command: opts.command.clone(), pace, bound, stop, cut: Default::default() }
+        let begun = Cell::new(Instant::now());
+        let command = opts.command.clone();
+        Ok(World { dir, scratch, obs, begun, command, pace, bound, stop, cut: Cell::default() })
     }
 
     /// The battery abandoned the case.
@@ -145,12 +162,12 @@ impl World {
     }
 
     /// `d` at this machine's pace, and at most what is left of the bound since `begun`.
-    pub(crate) fn within(&self, begun: Instant, d: Duration) -> Duration {
+    pub(crate) fn within(&self, d: Duration) -> Duration {
         if self.halted() {
             return Duration::ZERO;
         }
         let want = self.pace.wait(d);
-        let left = (begun + self.bound).saturating_duration_since(Instant::now());
+        let left = (self.begun.get() + self.bound).saturating_duration_since(Instant::now());
         if want > left {
             self.cut.set(true);
         }

@@ -14,7 +14,7 @@ pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded 
     try_g!(ctx.start());
     let (fid, tag, at) = ctx.call(id, reply, 0);
     let Some(ev) = ctx.answer(&fid, at, Duration::from_secs(5)) else {
-        return ctx.w.unseen("no answer", vec![left_line(ctx.dir()), format!("tool runs: {}", ctx.runs(&tag).len())]);
+        return ctx.w.unseen("no answer", vec![left_line(&ctx.w.dir), format!("tool runs: {}", ctx.runs(&tag).len())]);
     };
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(150)));
     let bytes = bytes_of(&ev);
@@ -47,7 +47,7 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
     try_g!(ctx.start());
     let (fid, tag, at) = ctx.call("shape-pause-1", r#"{"ok":true,"paused":true}"#, 0);
     let Some(ran) = ctx.wait_run(&tag, Duration::from_secs(5)) else {
-        return ctx.w.unseen("the tool never ran", vec![left_line(ctx.dir())]);
+        return ctx.w.unseen("the tool never ran", vec![left_line(&ctx.w.dir)]);
     };
     let got = ctx.answer(&fid, at, Duration::from_millis(1500));
     let runs = ctx.runs(&tag).len();
@@ -95,7 +95,7 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
         }
     }
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
-    let evs = ctx.obs.events();
+    let evs = ctx.w.obs.events();
     for (fid, _, _) in &calls {
         if let Err((hard, why)) = publication(&evs, &res_name(fid)) {
             if hard {
@@ -118,7 +118,7 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
         ctx.done_with(fid);
     }
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
-    let temps: Vec<String> = left_in(ctx.dir()).into_iter().filter(|n| n.contains(TMP_MARKER)).collect();
+    let temps: Vec<String> = left_in(&ctx.w.dir).into_iter().filter(|n| n.contains(TMP_MARKER)).collect();
     evidence.extend(breach.iter().chain(&departure).chain(&missing).take(6).cloned());
     if !breach.is_empty() {
         let bad = calls.iter().filter(|(fid, _, _)| breach.iter().any(|b| b.contains(&res_name(fid)))).count();
@@ -143,10 +143,10 @@ pub(super) fn delete_on_pickup(ctx: &Ctx) -> Graded {
     let tool = ctx.w.pace.wait(Duration::from_millis(1500));
     let (fid, tag, at) = ctx.call("delete-1", OK_REPLY, tool.as_millis() as u64);
     let ran = ctx.wait_run(&tag, Duration::from_secs(5));
-    let gone = ctx.obs.wait_gone(&req_name(&fid), at, ctx.within(Duration::from_millis(2500)));
+    let gone = ctx.w.obs.wait_gone(&req_name(&fid), at, ctx.w.within(Duration::from_millis(2500)));
     let answered = ctx.answer(&fid, at, Duration::from_secs(4));
-    let gone = gone.or_else(|| ctx.obs.wait_gone(&req_name(&fid), at, ctx.within(Duration::from_millis(500))));
-    let mut evidence = vec![left_line(ctx.dir())];
+    let gone = gone.or_else(|| ctx.w.obs.wait_gone(&req_name(&fid), at, ctx.w.within(Duration::from_millis(500))));
+    let mut evidence = vec![left_line(&ctx.w.dir)];
     ctx.done_with(&fid);
     let Some(ran) = ran else {
         return ctx.w.unseen("the tool never ran", evidence);
@@ -182,7 +182,7 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     let mut put = vec![("stale-1.req.json".to_owned(), stale_req.clone())];
     put.extend(STALE.iter().chain(KEEP).map(|(n, b)| ((*n).to_owned(), b.as_bytes().to_vec())));
     for (n, b) in &put {
-        if let Err(e) = std::fs::write(ctx.dir().join(n), b) {
+        if let Err(e) = std::fs::write(ctx.w.dir.join(n), b) {
             return setup_failed(&e);
         }
     }
@@ -190,15 +190,15 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     // A runner that runs stale requests late has time to.
     let _ = ctx.follow_up();
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
-    let mut evidence = vec![format!("ready {} after start", ms(startup)), left_line(ctx.dir())];
+    let mut evidence = vec![format!("ready {} after start", ms(startup)), left_line(&ctx.w.dir)];
     let mut wrong = Vec::new();
     for (n, _) in put.iter().take(1 + STALE.len()) {
-        if ctx.dir().join(n).symlink_metadata().is_ok() {
+        if ctx.w.dir.join(n).symlink_metadata().is_ok() {
             wrong.push(format!("{n} left"));
         }
     }
     for (n, b) in KEEP {
-        match std::fs::read(ctx.dir().join(n)) {
+        match std::fs::read(ctx.w.dir.join(n)) {
             Ok(got) if got == b.as_bytes() => {}
             Ok(_) => wrong.push(format!("{n} changed")),
             Err(_) => wrong.push(format!("{n} removed (not a relay file)")),
@@ -208,7 +208,7 @@ pub(super) fn stale_sweep(ctx: &Ctx) -> Graded {
     if runs > 0 {
         wrong.push(format!("the stale request stale-1 was run {runs} time(s)"));
     }
-    if !ctx.answers("stale-1", ctx.begun.get() - Duration::from_secs(3600)).is_empty() {
+    if !ctx.answers("stale-1", ctx.w.begun.get() - Duration::from_secs(3600)).is_empty() {
         wrong.push("the stale request was answered".into());
     }
     evidence.extend(wrong.iter().cloned());
@@ -223,7 +223,7 @@ pub(super) fn reused_id(ctx: &Ctx) -> Graded {
     try_g!(ctx.start());
     let (fid, tag1, at) = ctx.call("reused-1", OK_REPLY, 0);
     if ctx.answer(&fid, at, Duration::from_secs(5)).is_none() {
-        return ctx.w.unseen("the first call was not answered", vec![left_line(ctx.dir())]);
+        return ctx.w.unseen("the first call was not answered", vec![left_line(&ctx.w.dir)]);
     }
     ctx.done_with(&fid);
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(50)));
@@ -234,7 +234,7 @@ pub(super) fn reused_id(ctx: &Ctx) -> Graded {
     let evidence = vec![
         format!("first call run {r1} time(s); the same id published again after its answer: run {r2} time(s)"),
         format!("answers to the second: {}", ctx.answers(&fid, at2).len()),
-        left_line(ctx.dir()),
+        left_line(&ctx.w.dir),
     ];
     ctx.done_with(&fid);
     if r2 > 0 {
@@ -309,16 +309,16 @@ pub(super) fn dir_recreated(ctx: &Ctx) -> Graded {
         return ctx.w.unseen("the first call was not answered", vec![]);
     }
     ctx.done_with(&fid);
-    let _ = std::fs::remove_dir_all(ctx.dir());
-    if let Err(e) = std::fs::create_dir(ctx.dir()) {
+    let _ = std::fs::remove_dir_all(&ctx.w.dir);
+    if let Err(e) = std::fs::create_dir(&ctx.w.dir) {
         return Graded::new(Verdict::Failed, format!("cannot make the dir again: {e}"), vec![]);
     }
-    if let Err(e) = ctx.obs.rearm(ctx.dir()) {
+    if let Err(e) = ctx.w.obs.rearm(&ctx.w.dir) {
         return Graded::new(Verdict::Failed, format!("cannot watch the new dir: {e}"), vec![]);
     }
     let (fid, _, at) = ctx.call("after-1", OK_REPLY, 0);
     let got = ctx.answer(&fid, at, Duration::from_secs(8));
-    let mut evidence = vec![left_line(ctx.dir())];
+    let mut evidence = vec![left_line(&ctx.w.dir)];
     ctx.done_with(&fid);
     match got {
         Some(e) if e.at - at <= ctx.w.pace.wait(Duration::from_secs(3)) => {

@@ -22,7 +22,7 @@ pub(super) fn wake_latency(ctx: &Ctx) -> Graded {
             answer.push(a.at - at);
         }
         let req = req_name(&fid);
-        if let Some(o) = ctx.obs.events().iter().find(|e| e.at >= at && e.name == req && e.what == What::Opened) {
+        if let Some(o) = ctx.w.obs.events().iter().find(|e| e.at >= at && e.name == req && e.what == What::Opened) {
             pickup.push(o.at - at);
         }
         ctx.done_with(&fid);
@@ -56,7 +56,7 @@ pub(super) fn idle_rate(ctx: &Ctx) -> Graded {
         );
     }
     let lists =
-        ctx.obs.events().iter().filter(|e| e.at >= from && e.at < from + window && e.what == What::Listed).count();
+        ctx.w.obs.events().iter().filter(|e| e.at >= from && e.at < from + window && e.what == What::Listed).count();
     let per_min = lists as f64 * 60.0 / window.as_secs_f64();
     Graded::new(
         Verdict::Informational,

@@ -32,19 +32,19 @@ pub(super) fn bad<T>(
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
     // Taken (deleted) but not answered yet: a runner that handles calls side by side may
     // answer the follow-up first; its answer to this one is waited for before "unanswered".
-    let gone = ctx.dir().join(req_name(fid)).symlink_metadata().is_err();
+    let gone = ctx.w.dir.join(req_name(fid)).symlink_metadata().is_err();
     if gone && ctx.answers(fid, at).is_empty() {
         let _ = ctx.answer(fid, at, Duration::from_secs(5));
         std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(300)));
     }
     let answers = ctx.answers(fid, at);
     let runs = tag.map_or(0, |t| ctx.runs(t).len());
-    let left = ctx.dir().join(req_name(fid)).symlink_metadata().is_ok();
+    let left = ctx.w.dir.join(req_name(fid)).symlink_metadata().is_ok();
     let mut evidence = vec![format!("answers: {}, tool runs: {runs}, request left: {left}", answers.len())];
     if let Some(a) = answers.first() {
         evidence.push(format!("answer: {}", shown(&bytes_of(a), 120)));
     }
-    evidence.push(left_line(ctx.dir()));
+    evidence.push(left_line(&ctx.w.dir));
     if runs > 1 || answers.len() > 1 {
         evidence
             .extend(answers.iter().map(|e| format!("{:?} at +{}: {}", e.what, ms(e.at - at), shown(&bytes_of(e), 60))));
@@ -102,7 +102,7 @@ pub(super) fn symlinked(ctx: &Ctx) -> Graded {
     let g = bad(
         ctx,
         "sym-1",
-        move |c| InDir::open(c.dir())?.symlink(&t, "sym-1.req.json"),
+        move |c| InDir::open(&c.w.dir)?.symlink(&t, "sym-1.req.json"),
         Some("sym-1"),
         Verdict::NonStrict,
     );
@@ -152,7 +152,7 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
             mangled.push(format!("{id:?}: the tool got {:?}", got[0].id));
         }
     }
-    let stray: Vec<String> = left_in(ctx.dir())
+    let stray: Vec<String> = left_in(&ctx.w.dir)
         .into_iter()
         .filter(|n| n.ends_with(".res.json") && !n.starts_with(PROBE) && !calls.iter().any(|c| res_name(&c.1) == *n))
         .collect();
@@ -190,7 +190,7 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     let evidence = vec![
         format!("file id {fid:?}; `coll/1` answered: {first}, run {} time(s)", ctx.runs(&tag1).len()),
         format!("`coll:1` published under the same name after it: run {} time(s)", ctx.runs(&tag2).len()),
-        left_line(ctx.dir()),
+        left_line(&ctx.w.dir),
     ];
     ctx.done_with(&fid);
     Graded::new(
@@ -207,7 +207,7 @@ pub(super) fn slow_publication(ctx: &Ctx) -> Graded {
     let written = (|| -> std::io::Result<Instant> {
         use std::io::Write;
         // Never through a link the runner put in the dir's place.
-        let dir = InDir::open(ctx.dir())?;
+        let dir = InDir::open(&ctx.w.dir)?;
         let mut f = dir.create_new(tmp)?;
         for chunk in body.chunks(body.len().div_ceil(4)) {
             f.write_all(chunk)?;
@@ -224,7 +224,7 @@ pub(super) fn slow_publication(ctx: &Ctx) -> Graded {
             return Graded::new(
                 Verdict::Failed,
                 "the runner deleted or renamed the battery's temp name slow-1.req.json.tmp.conform-slow while it was being written (a `.tmp.` name is no request)",
-                vec![left_line(ctx.dir())],
+                vec![left_line(&ctx.w.dir)],
             )
         }
         Err(e) => return setup_failed(&e),
@@ -233,13 +233,13 @@ pub(super) fn slow_publication(ctx: &Ctx) -> Graded {
     let got = ctx.answer("slow-1", renamed, Duration::from_secs(5));
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(150)));
     let runs = ctx.runs("slow-1");
-    let stray: Vec<String> = left_in(ctx.dir())
+    let stray: Vec<String> = left_in(&ctx.w.dir)
         .into_iter()
         .filter(|n| n.ends_with(".res.json") && n != "slow-1.res.json" && !n.starts_with(PROBE))
         .collect();
     let mut evidence = vec![
         format!("tool runs: {}; answers: {}", runs.len(), ctx.answers("slow-1", renamed).len()),
-        left_line(ctx.dir()),
+        left_line(&ctx.w.dir),
     ];
     ctx.done_with("slow-1");
     if let Some(a) = &got {

@@ -8,18 +8,18 @@
 //! is decided by a follow-up call: once a call published after a file is answered, the
 //! runner has listed past that file.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::handler::{execs, handler_script, instant_of};
-use super::observe::{Ev, Observer};
+use super::observe::Ev;
 use super::pace::Pace;
 use super::proc::{Place, Proc};
 use super::{left_line, ms, publish, rm, setup_failed, Case, ConformOptions, Graded, Halt, World};
 use crate::base::indir::InDir;
-use crate::base::protocol::{req_name, res_name, sanitize_id, Response};
+use crate::base::protocol::{req_name, res_name, sanitize_id, FileKind, Response};
 use crate::results::conform::Verdict;
 
 /// How long a case is watched after its grade for a second answer or a second run (at an
@@ -37,12 +37,10 @@ struct Published {
 /// A runner case's world.
 pub struct Ctx {
     w: World,
-    obs: Observer,
     log: PathBuf,
     handler: PathBuf,
     pair: (Instant, SystemTime),
     proc: RefCell<Option<Proc>>,
-    begun: Cell<Instant>,
     seq: AtomicU32,
     published: RefCell<Vec<Published>>,
     /// The daemon the runner reaches its dir through, and its URL.
@@ -50,25 +48,20 @@ pub struct Ctx {
 }
 
 pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: Halt) -> std::io::Result<Graded> {
-    let dir = base.join("relay");
-    let scratch = base.join("scratch");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::create_dir_all(&scratch)?;
-    let log = scratch.join("handler.log");
-    let handler = scratch.join("handler");
+    let w = World::new(opts, pace, base, stop, FileKind::Response)?;
+    let log = w.scratch.join("handler.log");
+    let handler = w.scratch.join("handler");
     handler_script(&opts.handler_program, &log, &handler)?;
     let daemon = match &opts.daemon {
         Some(d) => Some(remote::CaseDaemon::up(d)?),
         None => None,
     };
     let ctx = Ctx {
-        obs: Observer::watch(&dir, crate::base::protocol::FileKind::Response)?,
-        w: World::new(dir, scratch, opts, pace, stop),
+        w,
         log,
         handler,
         pair: (Instant::now(), SystemTime::now()),
         proc: RefCell::new(None),
-        begun: Cell::new(Instant::now()),
         seq: AtomicU32::new(0),
         published: RefCell::new(Vec::new()),
         daemon,
@@ -99,10 +92,6 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
 }
 
 impl Ctx {
-    fn dir(&self) -> &Path {
-        &self.w.dir
-    }
-
     fn started(&self) -> bool {
         self.proc.borrow().is_some()
     }
@@ -118,7 +107,7 @@ impl Ctx {
 
     /// Starts the runner and waits until it answers a probe; the start-up time.
     fn start(&self) -> Result<Duration, Graded> {
-        let (dir, handler) = (self.dir().to_string_lossy(), self.handler.to_string_lossy());
+        let (dir, handler) = (self.w.dir.to_string_lossy(), self.handler.to_string_lossy());
         let places = [
             Place { name: "dir", var: "RELAY_DIR", value: Some(&dir) },
             Place { name: "handler", var: "RELAY_CONFORM_HANDLER", value: Some(&handler) },
@@ -134,13 +123,13 @@ impl Ctx {
             k += 1;
             let id = format!("{PROBE}{k}");
             let body = request(Some(&id), &format!("probe-{k}"), OK_REPLY, 0);
-            let at = publish(self.dir(), &req_name(&id), &body).map_err(|e| setup_failed(&e))?;
+            let at = publish(&self.w.dir, &req_name(&id), &body).map_err(|e| setup_failed(&e))?;
             self.published.borrow_mut().push(Published { fid: id.clone(), tag: None, at });
             // Re-sent soon at first (a start-up sweep eats the probes before it), then every 500 ms.
             let until = at + self.w.pace.wait(Duration::from_millis((100u64 << (k - 1).min(3)).min(500)));
             while Instant::now() < until && ready.is_none() {
                 ready = (1..=k).find(|j| {
-                    self.obs.events().iter().any(|e| e.name == res_name(&format!("{PROBE}{j}")) && e.bytes.is_some())
+                    self.w.obs.events().iter().any(|e| e.name == res_name(&format!("{PROBE}{j}")) && e.bytes.is_some())
                 });
                 if ready.is_some() {
                     break;
@@ -156,7 +145,7 @@ impl Ctx {
             }
         }
         let Some(answered) = ready else {
-            let mut ev = vec![left_line(self.dir())];
+            let mut ev = vec![left_line(&self.w.dir)];
             ev.extend(self.stderr_tail());
             return Err(self
                 .w
@@ -170,23 +159,18 @@ impl Ctx {
         let answered_at = self.published.borrow().iter().find(|p| p.fid == format!("{PROBE}{answered}")).map(|p| p.at);
         for j in 1..=k {
             let id = format!("{PROBE}{j}");
-            let (req, res) = (self.dir().join(req_name(&id)), self.dir().join(res_name(&id)));
-            let gone = self.obs.wait_gone(&req_name(&id), t0, Duration::ZERO);
+            let (req, res) = (self.w.dir.join(req_name(&id)), self.w.dir.join(res_name(&id)));
+            let gone = self.w.obs.wait_gone(&req_name(&id), t0, Duration::ZERO);
             let swept =
                 gone.zip(answered_at).is_some_and(|(g, a)| g < a) && self.runs(&format!("probe-{j}")).is_empty();
             rm(&req);
             if gone.is_some() && !swept && !res.exists() {
-                let _ = self.obs.wait_appeared(&res_name(&id), t0, self.w.pace.wait(Duration::from_secs(1)));
+                let _ = self.w.obs.wait_appeared(&res_name(&id), t0, self.w.pace.wait(Duration::from_secs(1)));
             }
             rm(&res);
         }
-        self.begun.set(Instant::now());
+        self.w.begun.set(Instant::now());
         Ok(startup)
-    }
-
-    /// `d` at this machine's pace, at most what is left of the case's bound.
-    fn within(&self, d: Duration) -> Duration {
-        self.w.within(self.begun.get(), d)
     }
 
     /// Publishes a call; its file id, tag and the moment of the rename.
@@ -204,7 +188,7 @@ impl Ctx {
         if self.w.halted() {
             return Err(std::io::Error::other("the battery stopped"));
         }
-        let at = publish(self.dir(), &req_name(fid), bytes)?;
+        let at = publish(&self.w.dir, &req_name(fid), bytes)?;
         self.published.borrow_mut().push(Published { fid: fid.to_owned(), tag: tag.map(str::to_owned), at });
         Ok(at)
     }
@@ -220,19 +204,19 @@ impl Ctx {
     }
 
     fn answer(&self, file_id: &str, since: Instant, wait: Duration) -> Option<Ev> {
-        self.obs.wait_appeared(&res_name(file_id), since, self.within(wait))
+        self.w.obs.wait_appeared(&res_name(file_id), since, self.w.within(wait))
     }
 
     /// Every appearance of an answer under `file_id` since `since`.
     fn answers(&self, file_id: &str, since: Instant) -> Vec<Ev> {
         let name = res_name(file_id);
-        self.obs.events().into_iter().filter(|e| e.at >= since && e.name == name && e.bytes.is_some()).collect()
+        self.w.obs.events().into_iter().filter(|e| e.at >= since && e.name == name && e.bytes.is_some()).collect()
     }
 
     /// The writer's part after an answer: both files removed.
     fn done_with(&self, file_id: &str) {
-        rm(&self.dir().join(req_name(file_id)));
-        rm(&self.dir().join(res_name(file_id)));
+        rm(&self.w.dir.join(req_name(file_id)));
+        rm(&self.w.dir.join(res_name(file_id)));
     }
 
     /// The handler's runs of a tag, with their start.
@@ -245,7 +229,7 @@ impl Ctx {
     }
 
     fn wait_run(&self, tag: &str, wait: Duration) -> Option<Instant> {
-        let end = Instant::now() + self.within(wait);
+        let end = Instant::now() + self.w.within(wait);
         loop {
             if let Some(t) = self.runs(tag).first() {
                 return Some(*t);
@@ -398,7 +382,7 @@ pub const CASES: &[Case<Ctx>] = &[
     Case { name: "non-utf8-request", section: "§2, §8", expectation: "a request whose bytes are not UTF-8 is answered {\"ok\":false} or left (NON-STRICT: run once, its bytes replaced); never twice, no crash", play: non_utf8 },
     Case { name: "oversized-request", section: "§8", expectation: "a 17 MiB request is run once, answered {\"ok\":false} or left; never twice, no crash", play: oversized },
     Case { name: "symlinked-request", section: "§8", expectation: "a request name that is a symbolic link to a file outside the dir is answered {\"ok\":false} or left (NON-STRICT: followed and run once); never twice, no crash", play: symlinked },
-    Case { name: "fifo-request", section: "§8", expectation: "a FIFO under a request name is answered {\"ok\":false} or left; the runner does not block on it and still answers", play: |c| bad(c, "fifo-1", |c| InDir::open(c.dir())?.mkfifo("fifo-1.req.json"), None, Verdict::Failed) },
+    Case { name: "fifo-request", section: "§8", expectation: "a FIFO under a request name is answered {\"ok\":false} or left; the runner does not block on it and still answers", play: |c| bad(c, "fifo-1", |c| InDir::open(&c.w.dir)?.mkfifo("fifo-1.req.json"), None, Verdict::Failed) },
     Case { name: "hostile-ids", section: "§2, §8", expectation: "calls whose ids hold astral characters, path parts, shell metacharacters, a 120-unit cut inside a surrogate pair, an empty id and no id are each answered under their file id; the tool gets the id unchanged", play: hostile_ids },
     Case { name: "id-collision", section: "§2", expectation: "two call ids that sanitize alike (`coll/1`, `coll:1`) share one file id: the writer must refuse the second; how often the runner runs them is reported", play: id_collision },
     Case { name: "slow-publication", section: "§2, §6", expectation: "a request whose temp name is written in chunks over 800 ms is run once, only after its rename", play: slow_publication },

@@ -20,16 +20,16 @@ pub(super) fn answered(
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     ctx.answer(id, reply, true);
-    let (told, _) = call.end(ctx.within(Duration::from_secs(6)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(6)));
     let (v, why) = grade(&told);
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(50)));
     let mut evidence = vec![
         format!("answer published: {}", shown(reply, 100)),
         format!("the writer told: {told:?}"),
-        left_line(ctx.dir()),
+        left_line(&ctx.w.dir),
     ];
     evidence.extend(call.proc.stderr_tail().filter(|_| v == Verdict::Failed));
     ctx.clear();
@@ -58,12 +58,12 @@ pub(super) fn request_bytes(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call("call-1", "x", r#"{"b":2,"a":"1"}"#, TIMEOUT_MS));
     let seen = ctx.request("call-1", t0, Duration::from_secs(5));
-    let mut evidence = vec![left_line(ctx.dir())];
+    let mut evidence = vec![left_line(&ctx.w.dir)];
     let bytes = seen.as_ref().and_then(|e| e.bytes.clone()).and_then(Result::ok);
     if seen.is_some() {
         ctx.answer("call-1", &Response::Ok("x".into()).encode(), true);
     }
-    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
     ctx.clear();
     let Some(bytes) = bytes else {
         return match told {
@@ -91,8 +91,8 @@ pub(super) fn request_atomic(ctx: &Ctx) -> Graded {
     if seen.is_some() {
         ctx.answer("w-atomic-1", &Response::Ok("x".into()).encode(), true);
     }
-    let _ = call.end(ctx.within(Duration::from_secs(5)));
-    let evs = ctx.obs.events();
+    let _ = call.end(ctx.w.within(Duration::from_secs(5)));
+    let evs = ctx.w.obs.events();
     let from: Vec<String> = evs
         .iter()
         .filter_map(|e| match &e.what {
@@ -113,12 +113,12 @@ pub(super) fn late_answer(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call("w-late-1", "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request("w-late-1", t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     ctx.pick("w-late-1");
     std::thread::sleep(Duration::from_millis(1500));
     let at = ctx.answer("w-late-1", &Response::Ok("late".into()).encode(), false);
-    let (told, end) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, end) = call.end(ctx.w.within(Duration::from_secs(5)));
     let mut evidence = vec![format!("the writer told: {told:?}")];
     if let Some(e) = end {
         evidence.push(format!("it ended {} after the answer", ms(e.saturating_duration_since(at))));
@@ -138,15 +138,15 @@ pub(super) fn cleanup(ctx: &Ctx, id: &str, reply: Response) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     // The runner's delete failed: the request is still there when the answer comes.
     ctx.answer(id, &reply.encode(), false);
-    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
     let left: Vec<String> =
-        left_in(ctx.dir()).into_iter().filter(|n| n == &req_name(id) || n == &res_name(id)).collect();
-    let evidence = vec![format!("the writer told: {told:?}"), left_line(ctx.dir())];
+        left_in(&ctx.w.dir).into_iter().filter(|n| n == &req_name(id) || n == &res_name(id)).collect();
+    let evidence = vec![format!("the writer told: {told:?}"), left_line(&ctx.w.dir)];
     ctx.clear();
     if told == Told::Waiting {
         return ctx.w.unseen("the writer never ended", evidence);
@@ -163,14 +163,14 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
     let id = "w-temp-1";
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     ctx.pick(id);
     let decoy = format!("{}.tmp.conform-decoy", res_name(id));
-    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&decoy, &Response::Ok("decoy".into()).encode()));
+    let _ = open_dir(&ctx.w.dir).and_then(|d| d.write_new(&decoy, &Response::Ok("decoy".into()).encode()));
     std::thread::sleep(Duration::from_millis(400));
     ctx.answer(id, &Response::Ok("real".into()).encode(), false);
-    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
     let evidence = vec![
         format!("{decoy} held a complete answer \"decoy\" for 400 ms before the real one"),
         format!("the writer told: {told:?}"),
@@ -184,7 +184,7 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
 
 pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
     let id = "w-stale-1";
-    let _ = open_dir(ctx.dir()).and_then(|d| d.write_new(&res_name(id), &Response::Ok("stale".into()).encode()));
+    let _ = open_dir(&ctx.w.dir).and_then(|d| d.write_new(&res_name(id), &Response::Ok("stale".into()).encode()));
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
     let seen = ctx.request(id, t0, Duration::from_secs(5));
@@ -192,7 +192,7 @@ pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
         std::thread::sleep(Duration::from_millis(300));
         ctx.answer(id, &Response::Ok("fresh".into()).encode(), true);
     }
-    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
     let evidence = vec![
         format!("{} held {{\"ok\":true,\"text\":\"stale\"}} before the call", res_name(id)),
         format!("the writer told: {told:?}"),
@@ -220,8 +220,8 @@ pub(super) fn deadline(ctx: &Ctx) -> Graded {
     let late = ctx.w.pace.wait(Duration::from_millis(2500));
     let (told, end) = call.end(deadline + late + ctx.w.pace.wait(Duration::from_millis(1500)));
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(100)));
-    let left = ctx.dir().join(req_name(id)).exists();
-    let mut evidence = vec![format!("request published: {seen}; the writer told: {told:?}"), left_line(ctx.dir())];
+    let left = ctx.w.dir.join(req_name(id)).exists();
+    let mut evidence = vec![format!("request published: {seen}; the writer told: {told:?}"), left_line(&ctx.w.dir)];
     ctx.clear();
     let Some(end) = end else {
         let past = late + ctx.w.pace.wait(Duration::from_millis(1500));
@@ -256,21 +256,21 @@ const DECOY: &str = "w-par-decoy";
 pub(super) fn parallel_8(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let decoy = Response::Ok("decoy: no call's answer".into()).encode();
-    if let Err(e) = super::super::publish(ctx.dir(), &res_name(DECOY), &decoy) {
+    if let Err(e) = super::super::publish(&ctx.w.dir, &res_name(DECOY), &decoy) {
         return super::super::setup_failed(&e);
     }
     let mut calls = Vec::new();
     for i in 0..8 {
         calls.push(try_g!(ctx.call(&format!("w-par-{i}"), "conform", &format!(r#"{{"i":{i}}}"#), TIMEOUT_MS)));
     }
-    let all = ctx.obs.wait_for(ctx.within(Duration::from_secs(6)), |evs| {
+    let all = ctx.w.obs.wait_for(ctx.w.within(Duration::from_secs(6)), |evs| {
         calls.iter().all(|c| evs.iter().any(|e| e.at >= t0 && e.name == req_name(&c.id) && e.bytes.is_some()))
     });
     if all.is_none() {
-        let seen = calls.iter().filter(|c| ctx.obs.events().iter().any(|e| e.name == req_name(&c.id))).count();
+        let seen = calls.iter().filter(|c| ctx.w.obs.events().iter().any(|e| e.name == req_name(&c.id))).count();
         let exited = calls.iter_mut().filter_map(|c| c.proc.exited()).count();
         let evidence =
-            vec![format!("{seen} of 8 requests appeared; {exited} writers had exited"), left_line(ctx.dir())];
+            vec![format!("{seen} of 8 requests appeared; {exited} writers had exited"), left_line(&ctx.w.dir)];
         ctx.clear();
         return if exited > 0 && seen < 8 {
             Graded::new(Verdict::Failed, "a writer exited without publishing its request", evidence)
@@ -288,14 +288,14 @@ pub(super) fn parallel_8(ctx: &Ctx) -> Graded {
     let mut wrong = Vec::new();
     let mut waiting = 0;
     for c in &mut calls {
-        let (told, _) = c.end(ctx.within(Duration::from_secs(5)));
+        let (told, _) = c.end(ctx.w.within(Duration::from_secs(5)));
         match told {
             Told::Answer(Response::Ok(t)) if t == format!("answer-{}", c.id) => {}
             Told::Waiting => waiting += 1,
             told => wrong.push(format!("{}: told {told:?}", c.id)),
         }
     }
-    let decoy_now = std::fs::read(ctx.dir().join(res_name(DECOY))).ok();
+    let decoy_now = std::fs::read(ctx.w.dir.join(res_name(DECOY))).ok();
     if decoy_now.as_deref() != Some(&decoy[..]) {
         wrong.push(format!(
             "the decoy {} was {}",
@@ -328,16 +328,16 @@ pub(super) fn answer_latency(ctx: &Ctx) -> Graded {
     for i in 0..5 {
         let id = format!("w-lat-{i}");
         let t0 = Instant::now();
-        ctx.begun.set(t0);
+        ctx.w.begun.set(t0);
         let Ok(mut call) = ctx.call(&id, "conform", "{}", TIMEOUT_MS) else { break };
         if ctx.request(&id, t0, Duration::from_secs(5)).is_none() {
             break;
         }
         let at = ctx.answer(&id, &Response::Ok("x".into()).encode(), true);
-        if let Some(gone) = ctx.obs.wait_gone(&res_name(&id), at, ctx.within(Duration::from_secs(3))) {
+        if let Some(gone) = ctx.w.obs.wait_gone(&res_name(&id), at, ctx.w.within(Duration::from_secs(3))) {
             lat.push(gone - at);
         }
-        let _ = call.end(ctx.within(Duration::from_secs(3)));
+        let _ = call.end(ctx.w.within(Duration::from_secs(3)));
         ctx.clear();
     }
     let n = lat.len();

@@ -19,7 +19,7 @@ pub(super) fn args_default(ctx: &Ctx) -> Graded {
     if seen.is_some() {
         ctx.answer(id, &Response::Ok("x".into()).encode(), true);
     }
-    let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+    let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
     let mut evidence = vec![format!("argv: {:?}", call.proc.argv), format!("the writer told: {told:?}")];
     ctx.clear();
     let Some(bytes) = bytes else {
@@ -52,15 +52,16 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
     for (k, id) in hostile().into_iter().enumerate() {
         let fid = sanitize_id(&id);
         let t0 = Instant::now();
-        ctx.begun.set(t0);
+        ctx.w.begun.set(t0);
         let mut call = try_g!(ctx.call(&id, "conform", "{}", TIMEOUT_MS));
         let seen = ctx.request(&fid, t0, Duration::from_secs(5));
         let want = format!("answer-{k}");
         if seen.is_some() {
             ctx.answer(&fid, &Response::Ok(want.clone()).encode(), true);
         }
-        let (told, _) = call.end(ctx.within(Duration::from_secs(5)));
+        let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
         let others: Vec<String> = ctx
+            .w
             .obs
             .events()
             .into_iter()
@@ -115,7 +116,7 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     let mut first = try_g!(ctx.call("coll/1", "conform", "{}", TIMEOUT_MS));
     let Some(req) = ctx.request(&fid, t0, Duration::from_secs(5)) else {
         let what = format!("the first call's {} never appeared", req_name(&fid));
-        return ctx.not_published(&mut first, what, vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut first, what, vec![left_line(&ctx.w.dir)]);
     };
     let t1 = Instant::now();
     let mut second = try_g!(ctx.call("coll:1", "conform", "{}", TIMEOUT_MS));
@@ -139,18 +140,18 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     // As long as the first took to publish, three times over, and at least 3 s (scaled): a
     // writer that starts slowly here is given the time it showed it needs.
     let took = req.at.saturating_duration_since(t0);
-    let until = Instant::now() + ctx.within(Duration::from_secs(3)).max(ctx.within(took * 3));
+    let until = Instant::now() + ctx.w.within(Duration::from_secs(3)).max(ctx.w.within(took * 3));
     let mut gave_up = None;
-    while Instant::now() < until && gave_up.is_none() && published(&ctx.obs.events()).is_none() {
+    while Instant::now() < until && gave_up.is_none() && published(&ctx.w.obs.events()).is_none() {
         gave_up = second.proc.wait(Duration::from_millis(20));
     }
-    let again = published(&ctx.obs.events());
+    let again = published(&ctx.w.obs.events());
     let first_gave_up = first.proc.exited().is_some();
     ctx.answer(&fid, &Response::Ok("answer-coll/1".into()).encode(), true);
     // As long as it took to publish, three times over, to read its answer: a writer this
     // machine runs slowly now is given the time it showed it needs.
-    let (told1, _) = first.end(ctx.within(Duration::from_secs(5)).max(ctx.within(took * 3)));
-    let (told2, _) = second.end(ctx.w.pace.wait(Duration::from_millis(500)).min(ctx.within(Duration::from_secs(1))));
+    let (told1, _) = first.end(ctx.w.within(Duration::from_secs(5)).max(ctx.w.within(took * 3)));
+    let (told2, _) = second.end(ctx.w.pace.wait(Duration::from_millis(500)).min(ctx.w.within(Duration::from_secs(1))));
     let mut evidence = vec![
         format!(
             "`coll/1` published {}: {}",
@@ -227,7 +228,7 @@ pub(super) fn deadline_no_timeout(ctx: &Ctx) -> Graded {
     let t0 = Instant::now();
     let mut call = try_g!(ctx.call_with(id, "conform", Some("{}"), None));
     let Some(published) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(ctx.dir())]);
+        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     // Held from the request's publication, not from the process's start: the writer's clock
     // has started by then, however long a loaded machine took to start the writer. Past

@@ -8,12 +8,11 @@
 //! bytes, what the writer printed, its timing and what it left in the dir. At every case's
 //! end the record is checked for a request published again after the battery picked it up.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use super::observe::{Ev, Observer, What};
+use super::observe::{Ev, What};
 use super::pace::Pace;
 use super::proc::{Place, Proc};
 use super::{left_in, ms, publish, rm, try_g, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
@@ -35,25 +34,12 @@ const TIMEOUT_MS: u64 = 8000;
 
 pub struct Ctx {
     w: World,
-    obs: Observer,
-    begun: Cell<Instant>,
-    seq: AtomicU32,
     /// The requests the battery took (deleted, as a runner's pickup does), and when.
     picked: RefCell<Vec<(String, Instant)>>,
 }
 
 pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, stop: Halt) -> std::io::Result<Graded> {
-    let dir = base.join("relay");
-    let scratch = base.join("scratch");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::create_dir_all(&scratch)?;
-    let ctx = Ctx {
-        obs: Observer::watch(&dir, FileKind::Request)?,
-        w: World::new(dir, scratch, opts, pace, stop),
-        begun: Cell::new(Instant::now()),
-        seq: AtomicU32::new(0),
-        picked: RefCell::new(Vec::new()),
-    };
+    let ctx = Ctx { w: World::new(opts, pace, base, stop, FileKind::Request)?, picked: RefCell::new(Vec::new()) };
     let g = (CASES[i].play)(&ctx);
     Ok(match ctx.republished() {
         Some(again) if g.verdict != Verdict::Failed => again,
@@ -95,19 +81,9 @@ impl Call {
 }
 
 impl Ctx {
-    fn dir(&self) -> &Path {
-        &self.w.dir
-    }
-
-    /// `d` at this machine's pace, at most what is left of the case's bound.
-    fn within(&self, d: Duration) -> Duration {
-        self.w.within(self.begun.get(), d)
-    }
-
     /// Starts one writer call; `args` and `timeout_ms` absent leave their placeholders out.
     fn call_with(&self, id: &str, tool: &str, args: Option<&str>, timeout_ms: Option<u64>) -> Result<Call, Graded> {
-        let _ = self.seq.fetch_add(1, Ordering::Relaxed);
-        let (dir, timeout) = (self.dir().to_string_lossy(), timeout_ms.map(|t| t.to_string()));
+        let (dir, timeout) = (self.w.dir.to_string_lossy(), timeout_ms.map(|t| t.to_string()));
         let places = [
             Place { name: "dir", var: "RELAY_DIR", value: Some(&dir) },
             Place { name: "tool", var: "RELAY_CALL_TOOL", value: Some(tool) },
@@ -126,7 +102,7 @@ impl Ctx {
 
     /// The request of `id` as it appeared.
     fn request(&self, id: &str, since: Instant, wait: Duration) -> Option<Ev> {
-        self.obs.wait_appeared(&req_name(id), since, self.within(wait))
+        self.w.obs.wait_appeared(&req_name(id), since, self.w.within(wait))
     }
 
     /// A request `call` was to publish, not seen: FAILED when the writer ended on its own
@@ -137,9 +113,9 @@ impl Ctx {
         // Still running: given what is left of the case's bound to publish (a machine loaded
         // after its pace was measured runs it slower than any wait scaled by that pace).
         let name = req_name(&crate::base::protocol::sanitize_id(&call.id));
-        let end = Instant::now() + self.within(MAX_BOUND);
+        let end = Instant::now() + self.w.within(MAX_BOUND);
         while Instant::now() < end && call.proc.exited().is_none() {
-            if self.obs.wait_appeared(&name, call.proc.started, Duration::from_millis(50)).is_some() {
+            if self.w.obs.wait_appeared(&name, call.proc.started, Duration::from_millis(50)).is_some() {
                 break;
             }
         }
@@ -157,7 +133,7 @@ impl Ctx {
     /// machine's doing, not the writer's fault. INCONCLUSIVE, saying how late.
     fn late(&self, id: &str, since: Instant) -> Option<Graded> {
         let name = req_name(&crate::base::protocol::sanitize_id(id));
-        let seen = self.obs.events().into_iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some())?;
+        let seen = self.w.obs.events().into_iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some())?;
         Some(Graded::new(
             Verdict::Inconclusive,
             format!(
@@ -170,7 +146,7 @@ impl Ctx {
 
     /// The runner's pickup: the request deleted (it was read, by the observer).
     fn pick(&self, id: &str) {
-        rm(&self.dir().join(req_name(id)));
+        rm(&self.w.dir.join(req_name(id)));
         self.picked.borrow_mut().push((id.to_owned(), Instant::now()));
     }
 
@@ -180,18 +156,18 @@ impl Ctx {
         if delete {
             self.pick(id);
         }
-        publish(self.dir(), &res_name(id), answer).unwrap_or_else(|_| Instant::now())
+        publish(&self.w.dir, &res_name(id), answer).unwrap_or_else(|_| Instant::now())
     }
 
     fn clear(&self) {
-        for n in left_in(self.dir()) {
-            rm(&self.dir().join(n));
+        for n in left_in(&self.w.dir) {
+            rm(&self.w.dir.join(n));
         }
     }
 
     /// A request the battery picked up that came back: the writer published it again.
     fn republished(&self) -> Option<Graded> {
-        let evs = self.obs.events();
+        let evs = self.w.obs.events();
         let again: Vec<String> = self
             .picked
             .borrow()
