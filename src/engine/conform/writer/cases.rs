@@ -17,11 +17,7 @@ pub(super) fn answered(
     reply: &[u8],
     grade: impl FnOnce(&Told) -> (Verdict, &'static str),
 ) -> Graded {
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
-    let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
-    };
+    let (mut call, _) = try_g!(ctx.published(id, "no request appeared"));
     ctx.answer(id, reply, true);
     let (told, _) = call.end(ctx.w.within(Duration::from_secs(6)));
     let (v, why) = grade(&told);
@@ -55,9 +51,7 @@ pub(super) fn must_error(t: &Told) -> (Verdict, &'static str) {
 }
 
 pub(super) fn request_bytes(ctx: &Ctx) -> Graded {
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call("call-1", "x", r#"{"b":2,"a":"1"}"#, TIMEOUT_MS));
-    let seen = ctx.request("call-1", t0, Duration::from_secs(5));
+    let (mut call, seen) = try_g!(ctx.begin("call-1", "x", Some(r#"{"b":2,"a":"1"}"#), Some(TIMEOUT_MS)));
     let mut evidence = vec![left_line(&ctx.w.dir)];
     let bytes = seen.as_ref().and_then(|e| e.bytes.clone()).and_then(Result::ok);
     if seen.is_some() {
@@ -85,9 +79,8 @@ pub(super) fn request_bytes(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn request_atomic(ctx: &Ctx) -> Graded {
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call("w-atomic-1", "conform", r#"{"pad":"0123456789"}"#, TIMEOUT_MS));
-    let seen = ctx.request("w-atomic-1", t0, Duration::from_secs(5));
+    let (mut call, seen) =
+        try_g!(ctx.begin("w-atomic-1", "conform", Some(r#"{"pad":"0123456789"}"#), Some(TIMEOUT_MS)));
     if seen.is_some() {
         ctx.answer("w-atomic-1", &Response::Ok("x".into()).encode(), true);
     }
@@ -110,11 +103,7 @@ pub(super) fn request_atomic(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn late_answer(ctx: &Ctx) -> Graded {
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call("w-late-1", "conform", "{}", TIMEOUT_MS));
-    let Some(_) = ctx.request("w-late-1", t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
-    };
+    let (mut call, _) = try_g!(ctx.published("w-late-1", "no request appeared"));
     ctx.pick("w-late-1");
     std::thread::sleep(Duration::from_millis(1500));
     let at = ctx.answer("w-late-1", &Response::Ok("late".into()).encode(), false);
@@ -135,11 +124,7 @@ pub(super) fn late_answer(ctx: &Ctx) -> Graded {
 }
 
 pub(super) fn cleanup(ctx: &Ctx, id: &str, reply: Response) -> Graded {
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
-    let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
-    };
+    let (mut call, _) = try_g!(ctx.published(id, "no request appeared"));
     // The runner's delete failed: the request is still there when the answer comes.
     ctx.answer(id, &reply.encode(), false);
     let (told, _) = call.end(ctx.w.within(Duration::from_secs(5)));
@@ -159,12 +144,8 @@ pub(super) fn cleanup(ctx: &Ctx, id: &str, reply: Response) -> Graded {
 }
 
 pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
-    let t0 = Instant::now();
     let id = "w-temp-1";
-    let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
-    let Some(_) = ctx.request(id, t0, Duration::from_secs(5)) else {
-        return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
-    };
+    let (mut call, _) = try_g!(ctx.published(id, "no request appeared"));
     ctx.pick(id);
     let decoy = format!("{}.tmp.conform-decoy", res_name(id));
     let _ = open_dir(&ctx.w.dir).and_then(|d| d.write_new(&decoy, &Response::Ok("decoy".into()).encode()));
@@ -185,9 +166,7 @@ pub(super) fn temp_ignored(ctx: &Ctx) -> Graded {
 pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
     let id = "w-stale-1";
     let _ = open_dir(&ctx.w.dir).and_then(|d| d.write_new(&res_name(id), &Response::Ok("stale".into()).encode()));
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call(id, "conform", "{}", TIMEOUT_MS));
-    let seen = ctx.request(id, t0, Duration::from_secs(5));
+    let (mut call, seen) = try_g!(ctx.begin(id, "conform", Some("{}"), Some(TIMEOUT_MS)));
     if seen.is_some() {
         std::thread::sleep(Duration::from_millis(300));
         ctx.answer(id, &Response::Ok("fresh".into()).encode(), true);
@@ -213,9 +192,8 @@ pub(super) fn stale_answer(ctx: &Ctx) -> Graded {
 pub(super) fn deadline(ctx: &Ctx) -> Graded {
     let id = "w-deadline-1";
     let deadline = Duration::from_millis(100) + Duration::from_secs(10);
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call(id, "conform", "{}", 100));
-    let published = ctx.request(id, t0, Duration::from_secs(5)).map(|e| e.at);
+    let (mut call, req) = try_g!(ctx.begin(id, "conform", Some("{}"), Some(100)));
+    let published = req.map(|e| e.at);
     let seen = published.is_some();
     let late = ctx.w.pace.wait(Duration::from_millis(2500));
     let (told, end) = call.end(deadline + late + ctx.w.pace.wait(Duration::from_millis(1500)));
@@ -261,7 +239,8 @@ pub(super) fn parallel_8(ctx: &Ctx) -> Graded {
     }
     let mut calls = Vec::new();
     for i in 0..8 {
-        calls.push(try_g!(ctx.call(&format!("w-par-{i}"), "conform", &format!(r#"{{"i":{i}}}"#), TIMEOUT_MS)));
+        let args = format!(r#"{{"i":{i}}}"#);
+        calls.push(try_g!(ctx.call(&format!("w-par-{i}"), "conform", Some(&args), Some(TIMEOUT_MS))));
     }
     let all = ctx.w.obs.wait_for(ctx.w.within(Duration::from_secs(6)), |evs| {
         calls.iter().all(|c| evs.iter().any(|e| e.at >= t0 && e.name == req_name(&c.id) && e.bytes.is_some()))
@@ -327,12 +306,8 @@ pub(super) fn answer_latency(ctx: &Ctx) -> Graded {
     let mut lat = Vec::new();
     for i in 0..5 {
         let id = format!("w-lat-{i}");
-        let t0 = Instant::now();
-        ctx.w.begun.set(t0);
-        let Ok(mut call) = ctx.call(&id, "conform", "{}", TIMEOUT_MS) else { break };
-        if ctx.request(&id, t0, Duration::from_secs(5)).is_none() {
-            break;
-        }
+        ctx.w.begun.set(Instant::now());
+        let Ok((mut call, Some(_))) = ctx.begin(&id, "conform", Some("{}"), Some(TIMEOUT_MS)) else { break };
         let at = ctx.answer(&id, &Response::Ok("x".into()).encode(), true);
         if let Some(gone) = ctx.w.obs.wait_gone(&res_name(&id), at, ctx.w.within(Duration::from_secs(3))) {
             lat.push(gone - at);

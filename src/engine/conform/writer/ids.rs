@@ -12,9 +12,7 @@ use crate::results::conform::Verdict;
 pub(super) fn args_default(ctx: &Ctx) -> Graded {
     let id = "w-noargs-1";
     let want = format!(r#"{{"toolName":"conform","toolCallId":"{id}","args":{{}}}}"#);
-    let t0 = Instant::now();
-    let mut call = try_g!(ctx.call_with(id, "conform", None, Some(TIMEOUT_MS)));
-    let seen = ctx.request(id, t0, Duration::from_secs(5));
+    let (mut call, seen) = try_g!(ctx.begin(id, "conform", None, Some(TIMEOUT_MS)));
     let bytes = seen.as_ref().and_then(|e| e.bytes.clone()).and_then(Result::ok);
     if seen.is_some() {
         ctx.answer(id, &Response::Ok("x".into()).encode(), true);
@@ -53,8 +51,7 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
         let fid = sanitize_id(&id);
         let t0 = Instant::now();
         ctx.w.begun.set(t0);
-        let mut call = try_g!(ctx.call(&id, "conform", "{}", TIMEOUT_MS));
-        let seen = ctx.request(&fid, t0, Duration::from_secs(5));
+        let (mut call, seen) = try_g!(ctx.begin(&id, "conform", Some("{}"), Some(TIMEOUT_MS)));
         let want = format!("answer-{k}");
         if seen.is_some() {
             ctx.answer(&fid, &Response::Ok(want.clone()).encode(), true);
@@ -113,13 +110,10 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
 pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     let fid = sanitize_id("coll/1");
     let t0 = Instant::now();
-    let mut first = try_g!(ctx.call("coll/1", "conform", "{}", TIMEOUT_MS));
-    let Some(req) = ctx.request(&fid, t0, Duration::from_secs(5)) else {
-        let what = format!("the first call's {} never appeared", req_name(&fid));
-        return ctx.not_published(&mut first, what, vec![left_line(&ctx.w.dir)]);
-    };
+    let what = format!("the first call's {} never appeared", req_name(&fid));
+    let (mut first, req) = try_g!(ctx.published("coll/1", what));
     let t1 = Instant::now();
-    let mut second = try_g!(ctx.call("coll:1", "conform", "{}", TIMEOUT_MS));
+    let mut second = try_g!(ctx.call("coll:1", "conform", Some("{}"), Some(TIMEOUT_MS)));
     // The first stays in flight until the second has done something: exited, or published.
     // A request published while the first's was in place (the first writer that gives up
     // removes it; no collision after that).
@@ -226,8 +220,8 @@ fn grade_collision(
 pub(super) fn deadline_no_timeout(ctx: &Ctx) -> Graded {
     let id = "w-no-timeout-1";
     let t0 = Instant::now();
-    let mut call = try_g!(ctx.call_with(id, "conform", Some("{}"), None));
-    let Some(published) = ctx.request(id, t0, Duration::from_secs(5)) else {
+    let (mut call, seen) = try_g!(ctx.begin(id, "conform", Some("{}"), None));
+    let Some(published) = seen else {
         return ctx.not_published(&mut call, "no request appeared", vec![left_line(&ctx.w.dir)]);
     };
     // Held from the request's publication, not from the process's start: the writer's clock

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use super::observe::{Ev, What};
 use super::pace::Pace;
 use super::proc::{Place, Proc};
-use super::{left_in, ms, publish, rm, try_g, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
-use crate::base::protocol::{req_name, res_name, FileKind, Response};
+use super::{left_in, left_line, ms, publish, rm, try_g, Case, ConformOptions, Graded, Halt, World, MAX_BOUND};
+use crate::base::protocol::{req_name, res_name, sanitize_id, FileKind, Response};
 use crate::results::conform::Verdict;
 
 mod cases;
@@ -82,7 +82,7 @@ impl Call {
 
 impl Ctx {
     /// Starts one writer call; `args` and `timeout_ms` absent leave their placeholders out.
-    fn call_with(&self, id: &str, tool: &str, args: Option<&str>, timeout_ms: Option<u64>) -> Result<Call, Graded> {
+    fn call(&self, id: &str, tool: &str, args: Option<&str>, timeout_ms: Option<u64>) -> Result<Call, Graded> {
         let (dir, timeout) = (self.w.dir.to_string_lossy(), timeout_ms.map(|t| t.to_string()));
         let places = [
             Place { name: "dir", var: "RELAY_DIR", value: Some(&dir) },
@@ -96,13 +96,28 @@ impl Ctx {
         Ok(Call { id: id.to_owned(), proc })
     }
 
-    fn call(&self, id: &str, tool: &str, args: &str, timeout_ms: u64) -> Result<Call, Graded> {
-        self.call_with(id, tool, Some(args), Some(timeout_ms))
+    /// Starts one writer call (as [`Ctx::call`]) and waits for its request, 5 s at this
+    /// machine's pace: the call, and the request as it appeared if it did.
+    fn begin(
+        &self,
+        id: &str,
+        tool: &str,
+        args: Option<&str>,
+        timeout_ms: Option<u64>,
+    ) -> Result<(Call, Option<Ev>), Graded> {
+        let t0 = Instant::now();
+        let call = self.call(id, tool, args, timeout_ms)?;
+        let name = req_name(&sanitize_id(id));
+        Ok((call, self.w.obs.wait_appeared(&name, t0, self.w.within(Duration::from_secs(5)))))
     }
 
-    /// The request of `id` as it appeared.
-    fn request(&self, id: &str, since: Instant, wait: Duration) -> Option<Ev> {
-        self.w.obs.wait_appeared(&req_name(id), since, self.w.within(wait))
+    /// A plain call (args `{}`, the usual timeout) whose request must appear: the call and
+    /// its request, or the grade for a request not published ([`Ctx::not_published`]).
+    fn published(&self, id: &str, what: impl Into<String>) -> Result<(Call, Ev), Graded> {
+        match self.begin(id, "conform", Some("{}"), Some(TIMEOUT_MS))? {
+            (call, Some(req)) => Ok((call, req)),
+            (mut call, None) => Err(self.not_published(&mut call, what, vec![left_line(&self.w.dir)])),
+        }
     }
 
     /// A request `call` was to publish, not seen: FAILED when the writer ended on its own
@@ -112,7 +127,7 @@ impl Ctx {
     fn not_published(&self, call: &mut Call, what: impl Into<String>, evidence: Vec<String>) -> Graded {
         // Still running: given what is left of the case's bound to publish (a machine loaded
         // after its pace was measured runs it slower than any wait scaled by that pace).
-        let name = req_name(&crate::base::protocol::sanitize_id(&call.id));
+        let name = req_name(&sanitize_id(&call.id));
         let end = Instant::now() + self.w.within(MAX_BOUND);
         while Instant::now() < end && call.proc.exited().is_none() {
             if self.w.obs.wait_appeared(&name, call.proc.started, Duration::from_millis(50)).is_some() {
@@ -132,7 +147,7 @@ impl Ctx {
     /// it): the writer published, more slowly than this machine's pace allowed for: a loaded
     /// machine's doing, not the writer's fault. INCONCLUSIVE, saying how late.
     fn late(&self, id: &str, since: Instant) -> Option<Graded> {
-        let name = req_name(&crate::base::protocol::sanitize_id(id));
+        let name = req_name(&sanitize_id(id));
         let seen = self.w.obs.events().into_iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some())?;
         Some(Graded::new(
             Verdict::Inconclusive,
