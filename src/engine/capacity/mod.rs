@@ -150,11 +150,9 @@ enum Which {
 #[derive(Debug)]
 pub(crate) struct CapacityPlan {
     which: Which,
-    steps: Vec<u32>,
+    /// What the ramp does (its held execs' argv marked for this run).
+    ramp: RampPlan,
     max: u32,
-    samples: u32,
-    hold: Duration,
-    probe_timeout: Duration,
     nofile: Option<NoFile>,
     out: Option<PathBuf>,
 }
@@ -247,23 +245,27 @@ impl CapacityPlan {
                 });
             }
         }
-        Ok(CapacityPlan {
-            which,
+        let ramp = RampPlan {
             steps,
-            max: r.max,
             samples: r.samples,
             hold: r.hold,
+            hold_timeout_ms: (r.hold + HOLD_GRACE).as_millis() as u64,
             probe_timeout: r.probe_timeout,
-            nofile,
-            out: r.out,
-        })
+            held_argv: held_argv(r.hold),
+            probe_argv: vec!["true".into()],
+        };
+        Ok(CapacityPlan { which, ramp, max: r.max, nofile, out: r.out })
+    }
+
+    /// Where the report goes (`--out`), when the flags said.
+    pub(crate) fn out(&self) -> Option<&Path> {
+        self.out.as_deref()
     }
 }
 
 /// The report before the first step: the machine, the daemon as found, the ramp's plan.
 fn first_report(
     plan: &CapacityPlan,
-    rplan: &RampPlan,
     target: &Target,
     (version, ours): (String, bool),
     (client_nofile, open_files_as_started): (Option<Limit>, Option<Limit>),
@@ -287,27 +289,20 @@ fn first_report(
         machine: Machine::probe(client_nofile),
         daemon,
         ramp: RampFacts {
-            steps: plan.steps.clone(),
+            steps: plan.ramp.steps.clone(),
             max: plan.max,
-            samples: plan.samples,
-            hold_ms: plan.hold.as_millis() as u64,
-            hold_timeout_ms: rplan.hold_timeout_ms,
-            probe_timeout_ms: plan.probe_timeout.as_millis() as u64,
-            held_argv: rplan.held_argv.clone(),
-            probe_argv: rplan.probe_argv.clone(),
+            samples: plan.ramp.samples,
+            hold_ms: plan.ramp.hold.as_millis() as u64,
+            hold_timeout_ms: plan.ramp.hold_timeout_ms,
+            probe_timeout_ms: plan.ramp.probe_timeout.as_millis() as u64,
+            held_argv: plan.ramp.held_argv.clone(),
+            probe_argv: plan.ramp.probe_argv.clone(),
         },
         steps: Vec::new(),
         outcome: Outcome::Running,
         failure: None,
         costs: Costs::default(),
         cleanup: None,
-    }
-}
-
-impl CapacityPlan {
-    /// Where the report goes (`--out`), when the flags said.
-    pub(crate) fn out(&self) -> Option<&Path> {
-        self.out.as_deref()
     }
 }
 
@@ -392,19 +387,9 @@ impl Session {
             target.stop();
             CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours }
         })?;
-        let rplan = RampPlan {
-            steps: plan.steps.clone(),
-            samples: plan.samples,
-            hold: plan.hold,
-            hold_timeout_ms: (plan.hold + HOLD_GRACE).as_millis() as u64,
-            probe_timeout: plan.probe_timeout,
-            held_argv: held_argv(plan.hold),
-            probe_argv: vec!["true".into()],
-        };
         let daemon_nofile = target.limit("Max open files");
-        let report =
-            first_report(&plan, &rplan, &target, (version, ours), (client_nofile, open_files_as_started), started);
-        Ok(Session { target, interrupt, rplan, report, client_nofile, daemon_nofile, t0 })
+        let report = first_report(&plan, &target, (version, ours), (client_nofile, open_files_as_started), started);
+        Ok(Session { target, interrupt, rplan: plan.ramp, report, client_nofile, daemon_nofile, t0 })
     }
 
     /// Stops a daemon this session started, never ramped (its caller had nowhere to write).
