@@ -61,6 +61,13 @@ impl CallOutcome {
             CallOutcome::Failed(f) => f.name(),
         }
     }
+
+    /// The outcome of this [`CallOutcome::name`].
+    pub fn from_name(name: &str) -> Option<CallOutcome> {
+        Outcome::from_name(name)
+            .map(CallOutcome::Answered)
+            .or_else(|| FailKind::from_name(name).map(CallOutcome::Failed))
+    }
 }
 
 /// The writer's half of a call's timeline.

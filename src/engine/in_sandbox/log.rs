@@ -15,9 +15,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::base::notice::Say;
-use crate::base::protocol::Outcome;
 use crate::base::units::Mono;
-use crate::events::{CallOutcome, Event, EventKind, FailKind, Msg, Notice, WriterSide};
+use crate::events::{CallOutcome, Event, EventKind, Msg, Notice, WriterSide};
 use crate::sandbox::host::ClockReading;
 
 /// One line of the sandbox writer's log.
@@ -78,21 +77,6 @@ impl Line {
             Msg::Call(_) | Msg::Turn(_) => return None,
         })
     }
-}
-
-/// `CallOutcome::name` read back.
-pub(crate) fn outcome_named(name: &str) -> Option<CallOutcome> {
-    Some(match name {
-        "ok" => CallOutcome::Answered(Outcome::Ok),
-        "error" => CallOutcome::Answered(Outcome::Error),
-        "paused" => CallOutcome::Answered(Outcome::Paused),
-        "timeout" => CallOutcome::Failed(FailKind::Timeout),
-        "id_collision" => CallOutcome::Failed(FailKind::IdCollision),
-        "publish_error" => CallOutcome::Failed(FailKind::PublishError),
-        "environment" => CallOutcome::Failed(FailKind::Environment),
-        "interrupted" => CallOutcome::Failed(FailKind::Interrupted),
-        _ => return None,
-    })
 }
 
 /// The sandbox's clock against this machine's: `sandbox = local + offset`, the offset
@@ -181,7 +165,7 @@ pub(crate) fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) ->
                 kind: EventKind::Requesting,
             })),
             Line::Writer { t, call, intended, started, warmup, published, read, outcome } => {
-                let Some(outcome) = outcome_named(&outcome) else {
+                let Some(outcome) = CallOutcome::from_name(&outcome) else {
                     log.bad_lines += 1;
                     continue;
                 };
@@ -270,6 +254,7 @@ pub(crate) fn merge(runner: Vec<Msg>, writers: Vec<Vec<Msg>>) -> Vec<Msg> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::protocol::Outcome;
     use crate::events::RunnerSide;
 
     /// A reading of a sandbox clock `offset` ns ahead, stamped `skew` ns after the request
@@ -426,7 +411,7 @@ mod tests {
         assert!(log.degraded.as_deref().is_some_and(|d| d.starts_with("sandbox writer: ")), "{:?}", log.degraded);
         for name in ["ok", "error", "paused", "timeout", "id_collision", "publish_error", "environment", "interrupted"]
         {
-            assert_eq!(outcome_named(name).map(|o| o.name()), Some(name));
+            assert_eq!(CallOutcome::from_name(name).map(|o| o.name()), Some(name));
         }
     }
 }
