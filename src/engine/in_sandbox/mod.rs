@@ -70,19 +70,15 @@ impl Layout {
 }
 
 pub(crate) struct InSandbox {
-    at: Layout,
+    /// The sandboxes, the layout and the clock before the case: what the pacer task is given.
+    w: Writers,
     scratch: tempfile::TempDir,
     program_local: PathBuf,
     scenario_text: Arc<str>,
-    case: String,
     workload: Workload,
-    controls: Vec<Arc<SandboxControl>>,
-    before: Vec<ClockReading>,
     version: Option<String>,
     program_bytes: u64,
     upload: Duration,
-    /// What the pacer task met, for the end.
-    problems: Arc<Mutex<Vec<String>>>,
 }
 
 /// A relay dir in the sandbox: only its path is known here; every operation on it is the
@@ -138,58 +134,59 @@ impl InSandbox {
     ) -> io::Result<InSandbox> {
         let nonce = monotonic_ns() % 1_000_000_000;
         let root = format!("{}/relay-bench-{case}-{}-{nonce}", sandbox_root.trim_end_matches('/'), std::process::id());
-        Ok(InSandbox {
+        let w = Writers {
+            controls: Vec::new(),
             at: Layout { root },
+            case: case.to_owned(),
+            before: Vec::new(),
+            problems: Arc::default(),
+        };
+        Ok(InSandbox {
+            w,
             scratch: tempfile::Builder::new().prefix("relay-bench-").tempdir()?,
             program_local: program.to_path_buf(),
             scenario_text,
-            case: case.to_owned(),
             workload,
-            controls: Vec::new(),
-            before: Vec::new(),
             version: None,
             program_bytes: 0,
             upload: Duration::ZERO,
-            problems: Arc::default(),
         })
     }
 
     fn first(&self) -> Result<&Arc<SandboxControl>, PrepareError> {
-        self.controls.first().ok_or(PrepareError::NoDaemon)
+        self.w.controls.first().ok_or(PrepareError::NoDaemon)
     }
 
     async fn lay_out(&mut self) -> Result<(), PrepareError> {
         let c = self.first()?.clone();
         let ctx = |what: &'static str| move |why: io::Error| PrepareError::Step { what, why };
-        c.mkdir(&format!("{}/bin", self.at.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
-        for k in 0..self.controls.len() as u32 {
-            c.mkdir(&self.at.dir(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
+        c.mkdir(&format!("{}/bin", self.w.at.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
+        for k in 0..self.w.controls.len() as u32 {
+            c.mkdir(&self.w.at.dir(k)).await.map_err(ctx("making a relay dir in the sandbox"))?;
         }
         let t0 = clock::now();
         self.program_bytes = c
-            .upload_program(&self.program_local, &self.at.program())
+            .upload_program(&self.program_local, &self.w.at.program())
             .await
             .map_err(ctx("uploading relay-bench to the sandbox"))?;
         self.upload = t0.elapsed();
-        c.put(&self.at.scenario(), self.scenario_text.as_bytes().to_vec())
+        c.put(&self.w.at.scenario(), self.scenario_text.as_bytes().to_vec())
             .await
             .map_err(ctx("uploading the scenario"))?;
         self.version = c.version().await.ok();
         for _ in 0..READINGS {
-            let r = c.read_clock(&self.at.program()).await.map_err(ctx("reading the sandbox's clock"))?;
-            self.before.push(r);
+            let r = c.read_clock(&self.w.at.program()).await.map_err(ctx("reading the sandbox's clock"))?;
+            self.w.before.push(r);
         }
         Ok(())
     }
-}
 
-impl InSandbox {
     /// The clock read again, and the writers' logs brought back and put on this clock.
     async fn bring_back(&self, problems: &mut Vec<String>) -> (Vec<WriterLog>, ClockFit) {
         let mono = Mono::now();
-        let program = self.at.program();
+        let program = self.w.at.program();
         let mut after = Vec::new();
-        if let Some(c) = self.controls.first() {
+        if let Some(c) = self.w.controls.first() {
             for _ in 0..READINGS {
                 match c.read_clock(&program).await {
                     Ok(r) => after.push(r),
@@ -200,10 +197,10 @@ impl InSandbox {
                 }
             }
         }
-        let fit = ClockFit::of(&self.before, &after).expect("prepare took the readings before");
+        let fit = ClockFit::of(&self.w.before, &after).expect("prepare took the readings before");
         let mut logs = Vec::new();
-        for (k, ctl) in self.controls.iter().enumerate() {
-            let text = match ctl.get(&self.at.log(k as u32)).await {
+        for (k, ctl) in self.w.controls.iter().enumerate() {
+            let text = match ctl.get(&self.w.at.log(k as u32)).await {
                 Ok(b) => String::from_utf8_lossy(&b).into_owned(),
                 Err(e) => {
                     problems.push(format!("sandbox {k}: cannot bring its writer's log back: {e}"));
@@ -228,11 +225,11 @@ impl InSandbox {
 
 impl Backend for InSandbox {
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>> {
-        Ok(Arc::new(SandboxDir(PathBuf::from(self.at.dir(sandbox)))))
+        Ok(Arc::new(SandboxDir(PathBuf::from(self.w.at.dir(sandbox)))))
     }
 
     fn watch_program(&self) -> PathBuf {
-        PathBuf::from(self.at.program())
+        PathBuf::from(self.w.at.program())
     }
 
     fn scratch(&self) -> PathBuf {
@@ -248,16 +245,10 @@ impl Backend for InSandbox {
     }
 
     fn pace(&self, Schedule { slots, epoch, length, stop }: Schedule, _: Fire) -> JoinHandle<(usize, bool)> {
-        let run = Writers {
-            controls: self.controls.clone(),
-            at: self.at.clone(),
-            case: self.case.clone(),
-            before: self.before.clone(),
-            bound: length + writer_deadline(self.workload.tool_timeout) + END_MARGIN,
-            problems: self.problems.clone(),
-        };
+        let run = self.w.clone();
         let fired = slots.len();
-        tokio::spawn(async move { run.run(epoch, stop, fired).await })
+        let bound = length + writer_deadline(self.workload.tool_timeout) + END_MARGIN;
+        tokio::spawn(async move { run.run(epoch, stop, fired, bound).await })
     }
 
     fn progress_every(&self, real: Duration) -> Duration {
@@ -274,7 +265,7 @@ impl Backend for InSandbox {
 
     fn attach(&mut self, _sandbox: u32, control: Option<Arc<SandboxControl>>) {
         if let Some(c) = control {
-            self.controls.push(c);
+            self.w.controls.push(c);
         }
     }
 
@@ -283,8 +274,8 @@ impl Backend for InSandbox {
             let laid = self.lay_out().await;
             if laid.is_err() {
                 // Nothing is left half laid out in the sandbox.
-                if let Some(c) = self.controls.first() {
-                    let _ = c.remove_tree(&self.at.root).await;
+                if let Some(c) = self.w.controls.first() {
+                    let _ = c.remove_tree(&self.w.at.root).await;
                 }
             }
             laid
@@ -293,32 +284,32 @@ impl Backend for InSandbox {
 
     fn abandon(&mut self) -> BoxFut<'_, ()> {
         Box::pin(async move {
-            if let Some(c) = self.controls.first() {
-                let _ = c.remove_tree(&self.at.root).await;
+            if let Some(c) = self.w.controls.first() {
+                let _ = c.remove_tree(&self.w.at.root).await;
             }
         })
     }
 
     fn finish(&mut self, runner: Vec<Msg>) -> BoxFut<'_, Option<Finished>> {
         Box::pin(async move {
-            let mut problems = std::mem::take(&mut *self.problems.lock().expect("problems poisoned"));
+            let mut problems = std::mem::take(&mut *self.w.problems.lock().expect("problems poisoned"));
             let (logs, fit) = self.bring_back(&mut problems).await;
             let degraded = logs.iter().filter_map(|l| l.degraded.clone()).collect();
             let msgs = log::merge(runner, logs.into_iter().map(|l| l.msgs).collect());
             let mut leftover = 0u64;
-            for (k, ctl) in self.controls.iter().enumerate() {
-                match ctl.names(&self.at.dir(k as u32)).await {
+            for (k, ctl) in self.w.controls.iter().enumerate() {
+                match ctl.names(&self.w.at.dir(k as u32)).await {
                     Ok(names) => leftover += names.iter().filter(|n| classify(n) != FileKind::Other).count() as u64,
                     Err(e) => problems.push(format!("sandbox {k}: cannot list its relay dir at the end: {e}")),
                 }
             }
-            if let Some(ctl) = self.controls.first() {
-                if let Err(e) = ctl.remove_tree(&self.at.root).await {
-                    problems.push(format!("cannot remove {} in the sandbox: {e}", self.at.root));
+            if let Some(ctl) = self.w.controls.first() {
+                if let Err(e) = ctl.remove_tree(&self.w.at.root).await {
+                    problems.push(format!("cannot remove {} in the sandbox: {e}", self.w.at.root));
                 }
             }
             let side = SandboxSide {
-                root: self.at.root.clone(),
+                root: self.w.at.root.clone(),
                 daemon_version: self.version.clone(),
                 program_bytes: self.program_bytes,
                 upload_ms: crate::base::units::ms_2dp(self.upload),
@@ -333,19 +324,20 @@ impl Backend for InSandbox {
 }
 
 /// The pacer's task: the writers started and watched to their end.
+#[derive(Clone)]
 struct Writers {
     controls: Vec<Arc<SandboxControl>>,
     at: Layout,
     case: String,
     before: Vec<ClockReading>,
-    bound: Duration,
     /// What the pacer task met, for the end.
     problems: Arc<Mutex<Vec<String>>>,
 }
 
 impl Writers {
-    /// Returns the calls scheduled (all fired unless stopped) and whether it was stopped.
-    async fn run(self, epoch: Instant, stop: Arc<Signal>, fired: usize) -> (usize, bool) {
+    /// Returns the calls scheduled (all fired unless stopped) and whether it was stopped;
+    /// writers still running `bound` after `epoch` are killed.
+    async fn run(self, epoch: Instant, stop: Arc<Signal>, fired: usize, bound: Duration) -> (usize, bool) {
         let mono = Mono::now();
         let mut problems = Vec::new();
         let Some(fit0) = ClockFit::of(&self.before, &[]) else {
@@ -374,7 +366,7 @@ impl Writers {
             }
         }
         // Watch them to their end; an interrupt is a stop file they look for.
-        let (deadline, mut stop_sent) = (epoch + self.bound, false);
+        let (deadline, mut stop_sent) = (epoch + bound, false);
         loop {
             tokio::select! {
                 () = clock::sleep(POLL) => {}
@@ -408,7 +400,7 @@ impl Writers {
             if clock::now() > deadline {
                 problems.push(format!(
                     "the writers were still running {} after the first intended start: killed",
-                    crate::base::units::human(self.bound)
+                    crate::base::units::human(bound)
                 ));
                 for (k, id) in ids.iter().enumerate() {
                     if let Some(id) = id {
