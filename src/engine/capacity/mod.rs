@@ -87,15 +87,6 @@ pub(crate) enum NoFile {
     To(u64),
 }
 
-impl std::fmt::Display for NoFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoFile::Hard => f.write_str("hard"),
-            NoFile::To(n) => write!(f, "{n}"),
-        }
-    }
-}
-
 /// What `daemon-capacity` was asked: its flags, declared here once (clap reads their docs
 /// as the `--help` text).
 #[derive(Debug, Clone, clap::Args)]
