@@ -251,29 +251,27 @@ fn rlim(v: libc::rlim_t) -> Option<u64> {
     (v != libc::RLIM_INFINITY).then_some(v as u64)
 }
 
+/// This process's open-files limit, as the kernel has it.
+fn own_nofile() -> Option<libc::rlimit> {
+    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit with a valid struct.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0).then_some(l)
+}
+
 /// relay-bench's own open-files limit, its soft limit first raised to the hard one (one
 /// connection per held exec: the client must not be the limit). Called after the daemon is
 /// started, which keeps the limit it was given.
 pub(super) fn raise_own_nofile() -> Option<Limit> {
-    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit on this process with a valid struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
-            return None;
-        }
-        let raised = libc::rlimit { rlim_cur: l.rlim_max, rlim_max: l.rlim_max };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-            l = raised;
-        }
-    }
+    let l = own_nofile()?;
+    let raised = libc::rlimit { rlim_cur: l.rlim_max, rlim_max: l.rlim_max };
+    // SAFETY: setrlimit on this process with a valid struct.
+    let l = if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 { raised } else { l };
     Some(Limit { soft: rlim(l.rlim_cur), hard: rlim(l.rlim_max) })
 }
 
 /// This process's hard open-files limit (a started daemon inherits it).
 pub(super) fn own_nofile_hard() -> Option<u64> {
-    let mut l = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit with a valid struct.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0).then(|| rlim(l.rlim_max)).flatten()
+    rlim(own_nofile()?.rlim_max)
 }
 
 /// Whether `pid` is gone (no such process, or a zombie).
