@@ -145,14 +145,14 @@ impl Observer {
         lock(&self.shared.0).clone()
     }
 
-    /// Waits until `pred` holds over the record, at most `bound`; the record when it did.
-    pub(crate) fn wait_for(&self, bound: Duration, mut pred: impl FnMut(&[Ev]) -> bool) -> Option<Vec<Ev>> {
+    /// Waits until `find` finds something in the record, at most `bound`; what it found.
+    pub(crate) fn wait_for<T>(&self, bound: Duration, mut find: impl FnMut(&[Ev]) -> Option<T>) -> Option<T> {
         let (log, cv) = &*self.shared;
         let end = Instant::now() + bound;
         let mut log = lock(log);
         loop {
-            if pred(&log) {
-                return Some(log.clone());
+            if let Some(found) = find(&log) {
+                return Some(found);
             }
             let now = Instant::now();
             if now >= end {
@@ -164,18 +164,13 @@ impl Observer {
 
     /// The first appearance of final name `name` at or after `since`.
     pub(crate) fn wait_appeared(&self, name: &str, since: Instant, bound: Duration) -> Option<Ev> {
-        let found = |evs: &[Ev]| evs.iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some()).cloned();
-        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+        self.wait_for(bound, |evs| evs.iter().find(|e| e.at >= since && e.name == name && e.bytes.is_some()).cloned())
     }
 
     /// When `name` was deleted (or moved out) at or after `since`, waiting at most `bound`.
     pub(crate) fn wait_gone(&self, name: &str, since: Instant, bound: Duration) -> Option<Instant> {
-        let found = |evs: &[Ev]| {
-            evs.iter()
-                .find(|e| e.at >= since && e.name == name && matches!(e.what, What::Deleted | What::MovedOut))
-                .map(|e| e.at)
-        };
-        self.wait_for(bound, |evs| found(evs).is_some()).and_then(|evs| found(&evs))
+        let gone = |e: &&Ev| e.at >= since && e.name == name && matches!(e.what, What::Deleted | What::MovedOut);
+        self.wait_for(bound, |evs| evs.iter().find(gone).map(|e| e.at))
     }
 }
 

@@ -44,6 +44,20 @@ pub(crate) fn substitute(command: &[String], places: &[Place<'_>]) -> Vec<String
     argv
 }
 
+/// Looks every 5 ms until `look` finds something, at most `bound`: what it found.
+pub(crate) fn poll<T>(bound: Duration, mut look: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + bound;
+    loop {
+        if let Some(found) = look() {
+            return Some(found);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A pipe's bytes as read: the part kept and how many there were.
 #[derive(Default)]
 struct Kept {
@@ -121,16 +135,7 @@ impl Proc {
 
     /// Waits for it to exit, at most `bound`; its exit code and when, or `None` (still running).
     pub(crate) fn wait(&mut self, bound: Duration) -> Option<(Option<i32>, Instant)> {
-        let end = Instant::now() + bound;
-        loop {
-            if let Some(code) = self.exited() {
-                return Some((code, Instant::now()));
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll(bound, || self.exited().map(|code| (code, Instant::now())))
     }
 
     /// What it printed on stdout (its first [`STDOUT_CAP`] bytes), once the pipe is drained

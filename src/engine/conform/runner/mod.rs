@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::handler::{execs, handler_script, instant_of};
 use super::observe::Ev;
 use super::pace::Pace;
-use super::proc::{Place, Proc};
+use super::proc::{poll, Place, Proc};
 use super::{left_line, ms, publish, rm, setup_failed, Case, ConformOptions, Graded, Halt, World};
 use crate::base::indir::InDir;
 use crate::base::protocol::{req_name, res_name, sanitize_id, FileKind, Response};
@@ -229,16 +229,7 @@ impl Ctx {
     }
 
     fn wait_run(&self, tag: &str, wait: Duration) -> Option<Instant> {
-        let end = Instant::now() + self.w.within(wait);
-        loop {
-            if let Some(t) = self.runs(tag).first() {
-                return Some(*t);
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        poll(self.w.within(wait), || self.runs(tag).first().copied())
     }
 
     fn alive(&self) -> bool {

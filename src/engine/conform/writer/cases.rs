@@ -243,7 +243,10 @@ pub(super) fn parallel_8(ctx: &Ctx) -> Graded {
         calls.push(try_g!(ctx.call(&format!("w-par-{i}"), "conform", Some(&args), Some(TIMEOUT_MS))));
     }
     let all = ctx.w.obs.wait_for(ctx.w.within(Duration::from_secs(6)), |evs| {
-        calls.iter().all(|c| evs.iter().any(|e| e.at >= t0 && e.name == req_name(&c.id) && e.bytes.is_some()))
+        calls
+            .iter()
+            .all(|c| evs.iter().any(|e| e.at >= t0 && e.name == req_name(&c.id) && e.bytes.is_some()))
+            .then_some(())
     });
     if all.is_none() {
         let seen = calls.iter().filter(|c| ctx.w.obs.events().iter().any(|e| e.name == req_name(&c.id))).count();
