@@ -265,15 +265,10 @@ impl Ctx {
         std::thread::sleep(self.w.pace.wait(QUIET).min(self.w.bound));
         let published = self.published.borrow();
         let first = published.iter().map(|p| p.at).min()?;
-        let log = execs(&self.log);
         let mut wrong = Vec::new();
         for p in published.iter() {
             if let Some(tag) = &p.tag {
-                let runs: Vec<Instant> = log
-                    .iter()
-                    .filter(|e| e.tag.as_deref() == Some(tag))
-                    .map(|e| instant_of(e.t_ns, self.pair))
-                    .collect();
+                let runs = self.runs(tag);
                 if runs.len() > 1 {
                     let gap = runs[1].saturating_duration_since(runs[0]);
                     wrong.push(format!(
