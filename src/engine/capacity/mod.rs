@@ -26,7 +26,7 @@ use crate::results::capacity::{
 use crate::sandbox::host::Url;
 
 use daemon::Target;
-use ramp::{Ramp, RampPlan, Stop};
+use ramp::{Ramp, RampPlan, Setup, Stop};
 
 /// The steps when `--steps` is not given.
 pub(crate) const DEFAULT_STEPS: &str = "1,2,5,10,20,50,100,200,500,1000";
@@ -321,12 +321,8 @@ fn held_argv(hold: Duration) -> Vec<String> {
 /// asked, its version known. A daemon it started stops when it is dropped unramped, as
 /// [`Session::abandon`] says outright.
 pub(crate) struct Session {
-    target: Target,
-    interrupt: Arc<Signal>,
-    rplan: RampPlan,
+    s: Setup,
     report: CapacityReport,
-    client_nofile: Option<Limit>,
-    daemon_nofile: Option<Limit>,
     t0: Instant,
 }
 
@@ -380,19 +376,20 @@ impl Session {
         })?;
         let daemon_nofile = target.limit("Max open files");
         let report = first_report(&plan, &target, (version, ours), (client_nofile, open_files_as_started), started);
-        Ok(Session { target, interrupt, rplan: plan.ramp, report, client_nofile, daemon_nofile, t0 })
+        let s = Setup { target, plan: plan.ramp, interrupt, daemon_nofile, client_nofile };
+        Ok(Session { s, report, t0 })
     }
 
     /// Stops a daemon this session started, never ramped (its caller had nowhere to write).
     pub(crate) fn abandon(mut self) {
-        self.target.stop();
+        self.s.target.stop();
     }
 
     /// Runs the ramp and the cleanup: `after` hears the report after every step (the steps
     /// so far, their costs), and the finished report is returned.
     pub(crate) async fn ramp(mut self, after: &mut dyn FnMut(&CapacityReport)) -> CapacityReport {
-        let fd_soft = self.daemon_nofile.and_then(|l| l.soft);
-        let mut ramp = Ramp::new(&self.target, &self.rplan, self.interrupt, self.daemon_nofile, self.client_nofile);
+        let fd_soft = self.s.daemon_nofile.and_then(|l| l.soft);
+        let mut ramp = Ramp::new(&self.s);
         let mut steps = Vec::new();
         let stop = {
             let (report, t0) = (&mut self.report, self.t0);
@@ -406,10 +403,10 @@ impl Session {
         };
         let cancelled = ramp.cancel().await;
         drop(ramp);
-        let (killed, mut left) = self.target.kill_held(&self.rplan.held_argv).await;
-        let daemon_stopped = self.target.stop();
+        let (killed, mut left) = self.s.target.kill_held(&self.s.plan.held_argv).await;
+        let daemon_stopped = self.s.target.stop();
         // A last look, the daemon gone: no held program of this ramp anywhere.
-        for p in self.target.left(&self.rplan.held_argv) {
+        for p in self.s.target.left(&self.s.plan.held_argv) {
             if !left.contains(&p) {
                 left.push(p);
             }

@@ -55,13 +55,18 @@ const LOOK_EVERY: Duration = Duration::from_millis(20);
 /// A probe's bound beyond its own timeoutMs (the daemon's answer to a timeout goes first).
 const PROBE_GRACE: Duration = Duration::from_secs(1);
 
-pub(super) struct Ramp<'a> {
-    target: &'a Target,
-    plan: &'a RampPlan,
-    interrupt: Arc<Signal>,
+/// What a ramp runs against: the daemon, the plan, the interrupt, both sides' limits.
+pub(super) struct Setup {
+    pub target: Target,
+    pub plan: RampPlan,
+    pub interrupt: Arc<Signal>,
     /// The daemon's and relay-bench's open-files limits, for the failure's limit.
-    daemon_nofile: Option<Limit>,
-    client_nofile: Option<Limit>,
+    pub daemon_nofile: Option<Limit>,
+    pub client_nofile: Option<Limit>,
+}
+
+pub(super) struct Ramp<'a> {
+    s: &'a Setup,
     held: Vec<tokio::task::JoinHandle<()>>,
     ends_tx: mpsc::UnboundedSender<HeldEnd>,
     ends: mpsc::UnboundedReceiver<HeldEnd>,
@@ -72,26 +77,9 @@ pub(super) struct Ramp<'a> {
 }
 
 impl<'a> Ramp<'a> {
-    pub(super) fn new(
-        target: &'a Target,
-        plan: &'a RampPlan,
-        interrupt: Arc<Signal>,
-        daemon_nofile: Option<Limit>,
-        client_nofile: Option<Limit>,
-    ) -> Ramp<'a> {
+    pub(super) fn new(s: &'a Setup) -> Ramp<'a> {
         let (ends_tx, ends) = mpsc::unbounded_channel();
-        Ramp {
-            target,
-            plan,
-            interrupt,
-            daemon_nofile,
-            client_nofile,
-            held: Vec::new(),
-            ends_tx,
-            ends,
-            connected: Arc::default(),
-            running: 0,
-        }
+        Ramp { s, held: Vec::new(), ends_tx, ends, connected: Arc::default(), running: 0 }
     }
 
     /// Runs the baseline and every step, pushing each into `steps` and telling `after`.
@@ -105,7 +93,7 @@ impl<'a> Ramp<'a> {
     async fn ramp(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Result<(), Stop> {
         steps.push(self.measure(0, Duration::ZERO).await?);
         after(steps);
-        for &n in &self.plan.steps {
+        for &n in &self.s.plan.steps {
             let open = self.open(n).await?;
             steps.push(self.measure(n, open).await?);
             after(steps);
@@ -128,7 +116,7 @@ impl<'a> Ramp<'a> {
 
     fn spawn_held(&mut self, index: u32) {
         let (ep, argv, timeout_ms) =
-            (self.target.endpoint.clone(), self.plan.held_argv.clone(), self.plan.hold_timeout_ms);
+            (self.s.target.endpoint.clone(), self.s.plan.held_argv.clone(), self.s.plan.hold_timeout_ms);
         let (tx, connected) = (self.ends_tx.clone(), self.connected.clone());
         self.held.push(tokio::spawn(async move {
             let t0 = Instant::now();
@@ -149,7 +137,7 @@ impl<'a> Ramp<'a> {
         let mut look = Duration::from_millis(1);
         loop {
             self.check(n, &during).await?;
-            let running = self.target.held_running(&self.plan.held_argv);
+            let running = self.s.target.held_running(&self.s.plan.held_argv);
             let connected = self.connected.load(Ordering::Acquire);
             self.running = running.unwrap_or(self.running).max(self.running);
             match running {
@@ -170,7 +158,7 @@ impl<'a> Ramp<'a> {
             }
             tokio::select! {
                 _ = clock::sleep(look) => {}
-                _ = self.interrupt.closed() => return Err(Stop::Interrupted),
+                _ = self.s.interrupt.closed() => return Err(Stop::Interrupted),
             }
             look = (look * 2).min(LOOK_EVERY);
         }
@@ -179,15 +167,15 @@ impl<'a> Ramp<'a> {
     /// The probes and the readings at `n` held execs.
     async fn measure(&mut self, n: u32, open: Duration) -> Result<Step, Stop> {
         let mut h = new_histogram();
-        let bound = self.plan.probe_timeout + PROBE_GRACE;
-        let timeout_ms = self.plan.probe_timeout.as_millis() as u64;
-        for i in 1..=self.plan.samples {
-            let during = format!("probe {i} of {} at {n} held", self.plan.samples);
+        let bound = self.s.plan.probe_timeout + PROBE_GRACE;
+        let timeout_ms = self.s.plan.probe_timeout.as_millis() as u64;
+        for i in 1..=self.s.plan.samples {
+            let during = format!("probe {i} of {} at {n} held", self.s.plan.samples);
             self.check(n, &during).await?;
             let t0 = Instant::now();
             let answer = tokio::select! {
-                r = clock::timeout(bound, self.target.endpoint.run_alone(&self.plan.probe_argv, timeout_ms, None)) => r,
-                _ = self.interrupt.closed() => return Err(Stop::Interrupted),
+                r = clock::timeout(bound, self.s.target.endpoint.run_alone(&self.s.plan.probe_argv, timeout_ms, None)) => r,
+                _ = self.s.interrupt.closed() => return Err(Stop::Interrupted),
             };
             let took = t0.elapsed();
             let how = match answer {
@@ -205,19 +193,19 @@ impl<'a> Ramp<'a> {
         self.check(n, &format!("reading the daemon at {n} held")).await?;
         Ok(Step {
             held: n,
-            running: self.target.held_running(&self.plan.held_argv),
+            running: self.s.target.held_running(&self.s.plan.held_argv),
             open_ms: (open.as_secs_f64() * 1e4).round() / 10.0,
             probe: LatencyStats::of(&h),
-            readings: self.target.readings(),
+            readings: self.s.target.readings(),
         })
     }
 
     /// Interrupted, a held exec that ended, the daemon gone: each ends the ramp.
     async fn check(&mut self, n: u32, during: &str) -> Result<(), Stop> {
-        if self.interrupt.is_closed() {
+        if self.s.interrupt.is_closed() {
             return Err(Stop::Interrupted);
         }
-        if let Err(status) = self.target.alive() {
+        if let Err(status) = self.s.target.alive() {
             return Err(self.fail(n, during, How::DaemonDied { status: status.to_string() }, false));
         }
         if let Ok(end) = self.ends.try_recv() {
@@ -232,8 +220,8 @@ impl<'a> Ramp<'a> {
             Err(e) => self.exec_failed(n, &during, &e).await,
             Ok(a) => {
                 let after_ms = end.after.as_millis() as u64;
-                if a.exit_code == Some(0) && !a.timed_out && end.after + Duration::from_secs(1) >= self.plan.hold {
-                    let how = How::HoldExpired { hold_ms: self.plan.hold.as_millis() as u64 };
+                if a.exit_code == Some(0) && !a.timed_out && end.after + Duration::from_secs(1) >= self.s.plan.hold {
+                    let how = How::HoldExpired { hold_ms: self.s.plan.hold.as_millis() as u64 };
                     return self.fail(n, &during, how, true);
                 }
                 self.fail(
@@ -254,7 +242,7 @@ impl<'a> Ramp<'a> {
         }
         // A daemon that died resets its connections a moment before it reads as gone.
         clock::sleep(Duration::from_millis(100)).await;
-        if let Err(status) = self.target.alive() {
+        if let Err(status) = self.s.target.alive() {
             let during = format!("{during} ({e})");
             return self.fail(n, &during, How::DaemonDied { status: status.to_string() }, false);
         }
@@ -264,8 +252,8 @@ impl<'a> Ramp<'a> {
     /// The ramp's end at step `n`, with the daemon read just after; `ours`: the ramp's own
     /// stop, not the daemon's failure.
     fn fail(&self, n: u32, during: &str, how: How, ours: bool) -> Stop {
-        let readings = self.target.readings();
-        let held = match (&how, self.target.held_running(&self.plan.held_argv)) {
+        let readings = self.s.target.readings();
+        let held = match (&how, self.s.target.held_running(&self.s.plan.held_argv)) {
             (How::DaemonDied { .. }, _) => self.running,
             (_, Some(r)) => r,
             (_, None) => self.held.iter().filter(|h| !h.is_finished()).count() as u32,
@@ -277,11 +265,11 @@ impl<'a> Ramp<'a> {
                 what: "open files".into(),
                 whose: "relay-bench".into(),
                 used: own_fds(),
-                limit: self.client_nofile.and_then(|l| l.soft),
+                limit: self.s.client_nofile.and_then(|l| l.soft),
                 evidence: "its own socket() failed; raise `ulimit -n` (the hard limit) to go further".into(),
             })
         } else {
-            attribute(&how, &readings, self.daemon_nofile, self.target.pid)
+            attribute(&how, &readings, self.s.daemon_nofile, self.s.target.pid)
         };
         let limit_said = limit.as_ref().map_or_else(String::new, |l| {
             let of = match (l.used, l.limit) {
