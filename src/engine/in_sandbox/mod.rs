@@ -274,9 +274,7 @@ impl Backend for InSandbox {
             let laid = self.lay_out().await;
             if laid.is_err() {
                 // Nothing is left half laid out in the sandbox.
-                if let Some(c) = self.w.controls.first() {
-                    let _ = c.remove_tree(&self.w.at.root).await;
-                }
+                self.abandon().await;
             }
             laid
         })
