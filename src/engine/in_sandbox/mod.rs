@@ -153,12 +153,8 @@ impl InSandbox {
         })
     }
 
-    fn first(&self) -> Result<&Arc<SandboxControl>, PrepareError> {
-        self.w.controls.first().ok_or(PrepareError::NoDaemon)
-    }
-
     async fn lay_out(&mut self) -> Result<(), PrepareError> {
-        let c = self.first()?.clone();
+        let c = self.w.controls.first().ok_or(PrepareError::NoDaemon)?.clone();
         let ctx = |what: &'static str| move |why: io::Error| PrepareError::Step { what, why };
         c.mkdir(&format!("{}/bin", self.w.at.root)).await.map_err(ctx("making the case's root in the sandbox"))?;
         for k in 0..self.w.controls.len() as u32 {
