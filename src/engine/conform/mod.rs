@@ -176,24 +176,14 @@ impl World {
 
     /// A grade for something the implementation was expected to do and was not seen doing:
     /// FAILED, unless it could not be observed in time ([`World::too_slow`]: INCONCLUSIVE).
-    pub(crate) fn unseen(&self, reason: impl Into<String>, evidence: Vec<String>) -> Graded {
-        self.unseen_else(reason, evidence, Verdict::Failed)
-    }
-
-    /// As [`World::unseen`], with `otherwise` when the machine kept its pace.
-    pub(crate) fn unseen_else(
-        &self,
-        reason: impl Into<String>,
-        mut evidence: Vec<String>,
-        otherwise: Verdict,
-    ) -> Graded {
+    pub(crate) fn unseen(&self, reason: impl Into<String>, mut evidence: Vec<String>) -> Graded {
         let reason = reason.into();
         match self.too_slow() {
             Some((why, more)) => {
                 evidence.extend(more);
                 Graded::new(Verdict::Inconclusive, format!("{reason}, {why}"), evidence)
             }
-            None => Graded::new(otherwise, reason, evidence),
+            None => Graded::new(Verdict::Failed, reason, evidence),
         }
     }
 
