@@ -270,11 +270,11 @@ pub(crate) fn run(
         let t0 = Instant::now();
         let base = root.path().join(format!("{i:02}-{name}"));
         let Some(mut graded) = play_apart(opts, pace, &base, i, stop) else {
-            proc::end_descendants(&[], Duration::from_secs(1));
+            proc::end_descendants(Duration::from_secs(1));
             report.interrupted = true;
             break;
         };
-        let left = proc::end_descendants(&[], Duration::from_secs(2));
+        let left = proc::end_descendants(Duration::from_secs(2));
         if left > 0 {
             graded.evidence.push(format!(
                 "{left} process(es) the implementation started were still running at the case's end: killed{}",

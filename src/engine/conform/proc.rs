@@ -219,28 +219,14 @@ pub(crate) fn descendants() -> Vec<(i32, i32)> {
     found
 }
 
-/// SIGKILLs every process below this one but those in `keep` (and theirs), reaps the ones
-/// that were re-parented here, and waits (at most `bound`) until none is left. How many
-/// were killed.
-pub(crate) fn end_descendants(keep: &[i32], bound: Duration) -> usize {
+/// SIGKILLs every process below this one, reaps the ones that were re-parented here, and
+/// waits (at most `bound`) until none is left. How many were killed.
+pub(crate) fn end_descendants(bound: Duration) -> usize {
     let end = Instant::now() + bound;
     let me = std::process::id() as i32;
     let mut killed = std::collections::HashSet::new();
     loop {
-        let kept_below = |pid: i32, all: &[(i32, i32)]| {
-            let mut p = pid;
-            loop {
-                if keep.contains(&p) {
-                    return true;
-                }
-                match all.iter().find(|(q, _)| *q == p) {
-                    Some((_, parent)) if *parent != me => p = *parent,
-                    _ => return false,
-                }
-            }
-        };
-        let all = descendants();
-        let doomed: Vec<(i32, i32)> = all.iter().copied().filter(|(pid, _)| !kept_below(*pid, &all)).collect();
+        let doomed = descendants();
         for (pid, ppid) in &doomed {
             // SAFETY: kill only sends a signal, to a process below this one.
             unsafe { libc::kill(*pid, libc::SIGKILL) };
