@@ -85,9 +85,6 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
             ));
         }
     }
-    if let Some(mut p) = ctx.proc.borrow_mut().take() {
-        p.kill();
-    }
     Ok(g)
 }
 
