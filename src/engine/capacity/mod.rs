@@ -87,6 +87,16 @@ pub(crate) enum NoFile {
     To(u64),
 }
 
+impl NoFile {
+    /// As `--nofile` takes it: `hard`, or the number.
+    fn given(self) -> String {
+        match self {
+            NoFile::Hard => "hard".into(),
+            NoFile::To(n) => n.to_string(),
+        }
+    }
+}
+
 /// What `daemon-capacity` was asked: its flags, declared here once (clap reads their docs
 /// as the `--help` text).
 #[derive(Debug, Clone, clap::Args)]
@@ -358,7 +368,7 @@ impl Session {
                 }) {
                     target.stop();
                     let why = format!("prlimit on the daemon: {e}");
-                    return Err(CapacityError::NoFile { given: format!("{n:?}"), why });
+                    return Err(CapacityError::NoFile { given: n.given(), why });
                 }
                 as_started
             }
@@ -468,6 +478,8 @@ mod tests {
     fn nofile_is_hard_or_a_number() {
         assert_eq!(parse_nofile("hard").unwrap(), NoFile::Hard);
         assert_eq!(parse_nofile("1024").unwrap(), NoFile::To(1024));
+        // An error names it as it was given, not as the type is spelled.
+        assert_eq!((NoFile::Hard.given(), NoFile::To(1024).given()), ("hard".into(), "1024".into()));
         assert!(parse_nofile("8").unwrap_err().to_string().contains("below 16"));
         assert!(parse_nofile("max").unwrap_err().to_string().contains("`hard` or a number"));
     }
