@@ -24,30 +24,24 @@ fn gauge(g: &GaugeStats) -> String {
 }
 
 /// What the section says first.
-pub(crate) const TURNS_INTRO: &str = "Agent turns: one relay each (started at the turn's start, stopped at its end, as production does); a demoted turn polls for the rest of the turn. Gauges are max / p99 / time-weighted mean.";
+const TURNS_INTRO: &str = "Agent turns: one relay each (started at the turn's start, stopped at its end, as production does); a demoted turn polls for the rest of the turn. Gauges are max / p99 / time-weighted mean.";
 /// What it says of the remote side.
-pub(crate) const REMOTE_INTRO: &str = "The remote side, as the organisation every sandbox shares saw it (held execs: watch windows in flight; requests per second over the busiest second / ten seconds / the mean).";
+const REMOTE_INTRO: &str = "The remote side, as the organisation every sandbox shares saw it (held execs: watch windows in flight; requests per second over the busiest second / ten seconds / the mean).";
 /// What it says of fleet-wide faults.
-pub(crate) const FAULTS_INTRO: &str =
-    "Fleet-wide faults: from the fault's end until 95% of the active turns were healthy again.";
+const FAULTS_INTRO: &str = "Fleet-wide faults: from the fault's end until 95% of the active turns were healthy again.";
 
-/// The fleet section's figures: the turns; the remote side, with each case's limits, when
-/// the organisation measured it; the fleet-wide faults, when there were any.
-pub(crate) struct Section<'a> {
-    pub turns: Table,
-    pub remote: Option<(Table, Vec<(&'a str, &'a str)>)>,
-    pub faults: Option<Table>,
-}
-
-/// The section, when some case is telling.
-pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
+/// The section, in summary.md and report.html alike, when some case is telling: the turns,
+/// the remote side and each case's limits when the organisation measured it, the fleet-wide
+/// faults when there were any, the warm-up beside the steady state (or, for a run from
+/// before it was kept, the warm-up's ramp).
+pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
     let cases: Vec<(&CaseResult, &FleetResult)> = s.results.iter().filter_map(|r| Some((r, telling(r)?))).collect();
     if cases.is_empty() {
         return None;
     }
-    let turns = turns_table(&cases);
+    let mut blocks = vec![Block::Para(plain(TURNS_INTRO)), Block::Table(turns_table(&cases))];
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
-    let remote = (!measured.is_empty()).then(|| {
+    if !measured.is_empty() {
         let mut t = Table {
             columns: doc::columns(
                 "case|held execs|per sandbox|in flight|connections|requests/s|>rejected / queued / cut|>queue wait p99",
@@ -67,12 +61,33 @@ pub(crate) fn section(s: &Summary) -> Option<Section<'_>> {
                 if f.queue_wait_us.count == 0 { "-".into() } else { us(f.queue_wait_us.p99) },
             ]);
         }
-        (t, measured.iter().map(|(r, f)| (r.case.as_str(), f.limits.as_str())).collect())
-    });
+        blocks.extend([Block::Para(plain(REMOTE_INTRO)), Block::Table(t)]);
+        let items = measured
+            .iter()
+            .map(|(r, f)| vec![Span::Strong(r.case.clone()), Span::Text(format!(" limits: {}", f.limits))])
+            .collect();
+        blocks.push(Block::List(items));
+    }
     let rows: Vec<_> =
         cases.iter().flat_map(|(r, _)| r.faults.iter().filter(|x| x.fleet).map(move |x| (r, x))).collect();
-    let faults = (!rows.is_empty()).then(|| faults_table(rows));
-    Some(Section { turns, remote, faults })
+    if !rows.is_empty() {
+        blocks.extend([Block::Para(plain(FAULTS_INTRO)), Block::Table(faults_table(rows))]);
+    }
+    if let Some(phases) = super::phases::blocks(s) {
+        blocks.extend(phases);
+    } else if let Some(t) = ramp(s) {
+        // A run from before the warm-up's figures were kept beside the steady state's.
+        let intro = vec![
+            Span::Text(
+                "The warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with "
+                    .into(),
+            ),
+            Span::Code("start_spread".into()),
+            Span::Text("):".into()),
+        ];
+        blocks.extend([Block::Para(intro), Block::Table(t)]);
+    }
+    Some(doc::Section::new("fleet", "Fleet", blocks))
 }
 
 /// A row per case of its agent turns: how many, how many demoted, the fallback polling, the
@@ -121,40 +136,6 @@ fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
         ]);
     }
     t
-}
-
-/// The section, in summary.md and report.html alike, when some case is telling: the turns,
-/// the remote side and each case's limits, the fleet-wide faults, the warm-up beside the
-/// steady state (or, for a run from before it was kept, the warm-up's ramp).
-pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
-    let sec = section(s)?;
-    let mut blocks = vec![Block::Para(plain(TURNS_INTRO)), Block::Table(sec.turns)];
-    if let Some((t, limits)) = sec.remote {
-        blocks.extend([Block::Para(plain(REMOTE_INTRO)), Block::Table(t)]);
-        let items = limits
-            .into_iter()
-            .map(|(case, l)| vec![Span::Strong(case.to_owned()), Span::Text(format!(" limits: {l}"))])
-            .collect();
-        blocks.push(Block::List(items));
-    }
-    if let Some(t) = sec.faults {
-        blocks.extend([Block::Para(plain(FAULTS_INTRO)), Block::Table(t)]);
-    }
-    if let Some(phases) = super::phases::blocks(s) {
-        blocks.extend(phases);
-    } else if let Some(t) = ramp(s) {
-        // A run from before the warm-up's figures were kept beside the steady state's.
-        let intro = vec![
-            Span::Text(
-                "The warm-up's ramp, left out of the figures above (sessions starting over it, or in a burst with "
-                    .into(),
-            ),
-            Span::Code("start_spread".into()),
-            Span::Text("):".into()),
-        ];
-        blocks.extend([Block::Para(intro), Block::Table(t)]);
-    }
-    Some(doc::Section::new("fleet", "Fleet", blocks))
 }
 
 /// The warm-up's ramp per case, which the tables above leave out.
