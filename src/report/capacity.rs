@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::doc::{code, columns, inline, plain, Align, Block, Doc, Section, Span, Table};
+use super::doc::{code, inline, plain, Align, Block, Doc, Section, Span, Table};
 use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use super::side::{SideReport, FORMATS};
@@ -160,10 +160,7 @@ fn machine(r: &CapacityReport) -> Vec<Block> {
     ];
     let p = &r.ramp;
     vec![
-        Block::Table(Table {
-            columns: columns("fact|value"),
-            rows: rows.into_iter().map(|(k, v)| vec![k.to_owned(), v]).collect(),
-        }),
+        Block::Table(Table::new("fact|value", rows.into_iter().map(|(k, v)| vec![k.to_owned(), v]))),
         Block::Para(inline(format!(
             "Steps {} (max {}); {} probes per step; each held exec runs {} with timeoutMs {}; each probe runs {} \
              with timeoutMs {}.",
@@ -266,10 +263,7 @@ fn costs(r: &CapacityReport) -> Vec<Block> {
         Block::Para(plain(format!("Least-squares over {} steps (the baseline included):", r.steps.len()))),
         Block::List(fits),
         Block::Para(plain("Between steps (the slope: change / change in held execs):")),
-        Block::Table(Table {
-            columns: columns(">from|>to|>RSS KiB/exec|>fds/exec|>threads/exec"),
-            rows: rows.collect(),
-        }),
+        Block::Table(Table::new(">from|>to|>RSS KiB/exec|>fds/exec|>threads/exec", rows)),
     ]
 }
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::doc::{columns, inline, plain, Block, Doc, Section, Table};
+use super::doc::{inline, plain, Block, Doc, Section, Table};
 use super::output::Moment;
 use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 use super::side::{SideReport, FORMATS};
@@ -91,7 +91,7 @@ fn document(r: &ConformReport) -> Doc {
     let rows = r.cases.iter().map(|c| {
         vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.name()), c.reason.clone()]
     });
-    let table = Table { columns: columns("case|§|verdict|why"), rows: rows.collect() };
+    let table = Table::new("case|§|verdict|why", rows);
     let cases = r.cases.iter().flat_map(|c| {
         [
             Block::Heading(format!("{} — {}", c.name, c.verdict.name())),

@@ -60,6 +60,13 @@ pub(crate) struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+impl Table {
+    /// A table of `rows` under the columns `spec` names ([`columns`]).
+    pub(crate) fn new(spec: &str, rows: impl IntoIterator<Item = Vec<String>>) -> Table {
+        Table { columns: columns(spec), rows: rows.into_iter().collect() }
+    }
+}
+
 /// A table's columns from their names, `|` between them, a right-aligned one marked `>`
 /// (`"case|>calls|>lost"`).
 pub(crate) fn columns(spec: &str) -> Vec<(String, Align)> {
@@ -330,10 +337,7 @@ mod tests {
             format!("case `{bad}` {bad}"),
             vec![
                 Block::Para(vec![Span::Text(bad.into()), Span::Strong(bad.into()), Span::Code(bad.into())]),
-                Block::Table(Table {
-                    columns: crate::report::doc::columns("a"),
-                    rows: vec![vec![format!("`{bad}` {bad}")]],
-                }),
+                Block::Table(Table::new("a", vec![vec![format!("`{bad}` {bad}")]])),
                 Block::Heading(bad.into()),
                 Block::Para(vec![Span::Code("a` <b> `c".into())]),
             ],
@@ -364,10 +368,7 @@ mod tests {
             title: "Title".into(),
             blocks: vec![
                 Block::Para(vec![Span::Text("with ".into()), Span::Code("code".into()), Span::Text(":".into())]),
-                Block::Table(Table {
-                    columns: crate::report::doc::columns("a|>n"),
-                    rows: vec![vec!["x|y".into(), "1".into()]],
-                }),
+                Block::Table(Table::new("a|>n", vec![vec!["x|y".into(), "1".into()]])),
                 Block::List(vec![vec![Span::Strong("case".into()), Span::Text(" limits".into())], plain("two")]),
                 Block::List(vec![]),
                 Block::Fold {

@@ -22,10 +22,7 @@ pub(super) fn calibration(s: &Summary) -> Section {
         0 => [*name, "0", "-", "-", "-"].map(str::to_owned).to_vec(),
         _ => vec![(*name).to_owned(), st.count.to_string(), stat(st, "p50"), stat(st, "p99"), us(st.max)],
     });
-    let mut blocks = vec![Block::Table(Table {
-        columns: crate::report::doc::columns("probe|>samples|>p50|>p99|>max"),
-        rows: rows.collect(),
-    })];
+    let mut blocks = vec![Block::Table(Table::new("probe|>samples|>p50|>p99|>max", rows))];
     if any_thin(probes.iter().flatten().map(|(_, st)| *st), &["p50", "p99"]) {
         blocks.push(Block::Para(plain(THIN_NOTE)));
     }
@@ -116,10 +113,7 @@ pub(super) fn causes(s: &Summary) -> Vec<Block> {
             "Each lost or doubled call told by what happened to it, in order; the counts of a case sum to its lost \
              and duplicated columns above.",
         )),
-        Block::Table(Table {
-            columns: crate::report::doc::columns("case|outcome|what happened|>calls|for example"),
-            rows,
-        }),
+        Block::Table(Table::new("case|outcome|what happened|>calls|for example", rows)),
     ]
 }
 
@@ -149,10 +143,7 @@ pub(super) fn daemon_log(s: &Summary) -> Vec<Block> {
              sweep before it and what the runners did while they stopped), and relay-bench's own (its checks before \
              the run and its in-sandbox side: in no rate; docs/measures.md names each one's route).",
         )),
-        Block::Table(Table {
-            columns: crate::report::doc::columns("case|runners' requests, whole case|relay-bench's own"),
-            rows,
-        }),
+        Block::Table(Table::new("case|runners' requests, whole case|relay-bench's own", rows)),
     ]
 }
 
@@ -182,10 +173,7 @@ pub(super) fn faults(s: &Summary) -> Option<Section> {
             ]
         })
     });
-    let table = Table {
-        columns: crate::report::doc::columns("case|fault|>sandbox|struck / ended|detected (after)|recovery|calls touched: answered / failed|>worst pickup|ok"),
-        rows: rows.collect(),
-    };
+    let table = Table::new("case|fault|>sandbox|struck / ended|detected (after)|recovery|calls touched: answered / failed|>worst pickup|ok", rows);
     let mut blocks = vec![Block::Para(plain(intro)), Block::Table(table)];
     blocks.extend(super::storm::blocks(s));
     Some(Section::new("faults", "Faults", blocks))

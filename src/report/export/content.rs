@@ -166,10 +166,7 @@ fn results(s: &Summary) -> Section {
             gates,
         ]
     });
-    let table = Table {
-        columns: crate::report::doc::columns("case|strategy|writer|departs from production|>calls|>lost|wake p50 / p99|pickup p50 / p99|completion p50 / p99|>discovery/min/dir|gates"),
-        rows: rows.collect(),
-    };
+    let table = Table::new("case|strategy|writer|departs from production|>calls|>lost|wake p50 / p99|pickup p50 / p99|completion p50 / p99|>discovery/min/dir|gates", rows);
     let thin = any_thin(s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m))), &["p50", "p99"]);
     Section::new("results", "Results", [Some(Block::Table(table)), thin_note(thin)].into_iter().flatten().collect())
 }
@@ -218,12 +215,8 @@ fn latency(s: &Summary) -> Section {
          start; relay overhead is uncorrected completion minus handler time.",
     ))];
     blocks.extend(warmup_note(s).map(|n| Block::Para(inline(n))));
-    let rows =
-        s.results.iter().flat_map(|r| Measure::all().filter_map(move |m| Some(latency_row(r, m.row()?, m)))).collect();
-    blocks.push(Block::Table(Table {
-        columns: crate::report::doc::columns("case|measure|>samples|>p50|>p90|>p99|>p99.9|>max"),
-        rows,
-    }));
+    let rows = s.results.iter().flat_map(|r| Measure::all().filter_map(move |m| Some(latency_row(r, m.row()?, m))));
+    blocks.push(Block::Table(Table::new("case|measure|>samples|>p50|>p90|>p99|>p99.9|>max", rows)));
     let shown = s.results.iter().flat_map(|r| Measure::all().filter(|m| m.row().is_some()).map(|m| r.latency(m)));
     blocks.extend(thin_note(any_thin(shown, &["p50", "p90", "p99", "p999"])));
     Section::new("latency", "Latency distributions", blocks)
@@ -288,15 +281,9 @@ fn calls_and_requests(s: &Summary) -> Section {
         ]
     });
     let mut blocks = vec![
-        Block::Table(Table {
-            columns: crate::report::doc::columns("case|>scheduled|>ok|>error|>paused|>lost|>duplicated|>leftover files"),
-            rows: calls.collect(),
-        }),
+        Block::Table(Table::new("case|>scheduled|>ok|>error|>paused|>lost|>duplicated|>leftover files", calls)),
         Block::Para(inline(RATES)),
-        Block::Table(Table {
-            columns: crate::report::doc::columns("case|>discovery/min/dir|>busy|>idle, live relay|>idle, dir|>active phases|>idle phases|>data/min/dir|requests by kind"),
-            rows: rates.collect(),
-        }),
+        Block::Table(Table::new("case|>discovery/min/dir|>busy|>idle, live relay|>idle, dir|>active phases|>idle phases|>data/min/dir|requests by kind", rates)),
     ];
     blocks.extend(aside::daemon_log(s));
     blocks.extend(aside::causes(s));
@@ -404,10 +391,10 @@ fn assumptions(s: &Summary) -> Section {
                 "What this run takes as given rather than measures, and where each value comes from: a figure above \
                  holds for these, not beyond them.",
             )),
-            Block::Table(Table {
-                columns: crate::report::doc::columns("what|value|source"),
-                rows: all.iter().map(|a| vec![a.what.clone(), a.value.clone(), a.source.clone()]).collect(),
-            }),
+            Block::Table(Table::new(
+                "what|value|source",
+                all.iter().map(|a| vec![a.what.clone(), a.value.clone(), a.source.clone()]),
+            )),
         ],
         None => vec![Block::Para(plain(
             "This run did not record what it assumes (a run from before assumptions were recorded): its scenario \

@@ -42,15 +42,9 @@ pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
     let mut blocks = vec![Block::Para(plain(TURNS_INTRO)), Block::Table(turns_table(&cases))];
     let measured: Vec<_> = cases.iter().filter(|(_, f)| f.org_measured).collect();
     if !measured.is_empty() {
-        let mut t = Table {
-            columns: doc::columns(
-                "case|held execs|per sandbox|in flight|connections|requests/s|>rejected / queued / cut|>queue wait p99",
-            ),
-            rows: Vec::new(),
-        };
-        for (r, f) in &measured {
+        let rows = measured.iter().map(|(r, f)| {
             let q = &f.requests_per_sec;
-            t.rows.push(vec![
+            vec![
                 r.case.clone(),
                 gauge(&f.held_execs),
                 gauge(&f.sandbox_held_execs),
@@ -59,8 +53,12 @@ pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
                 format!("{} / {} / {}", q.peak_1s, q.peak_10s, q.mean_per_sec),
                 format!("{} / {} / {}", f.rejected, f.queued, f.cut),
                 if f.queue_wait_us.count == 0 { "-".into() } else { us(f.queue_wait_us.p99) },
-            ]);
-        }
+            ]
+        });
+        let t = Table::new(
+            "case|held execs|per sandbox|in flight|connections|requests/s|>rejected / queued / cut|>queue wait p99",
+            rows,
+        );
         blocks.extend([Block::Para(plain(REMOTE_INTRO)), Block::Table(t)]);
         let items = measured
             .iter()
@@ -93,15 +91,9 @@ pub(crate) fn document(s: &Summary) -> Option<doc::Section> {
 /// A row per case of its agent turns: how many, how many demoted, the fallback polling, the
 /// calls per turn, and the turns (and healthy ones) at once.
 fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
-    let mut turns = Table {
-        columns: doc::columns(
-            "case|>turns|>demoted|>fallback polling|>calls per turn (max)|turns at once|healthy at once",
-        ),
-        rows: Vec::new(),
-    };
-    for (r, f) in cases {
+    let rows = cases.iter().map(|(r, f)| {
         let tu = &f.turns;
-        turns.rows.push(vec![
+        vec![
             r.case.clone(),
             tu.started.to_string(),
             format!("{} ({}%)", tu.demoted, tu.demoted_pct),
@@ -109,23 +101,17 @@ fn turns_table(cases: &[(&CaseResult, &FleetResult)]) -> Table {
             format!("{} ({})", tu.calls_per_turn_mean, tu.calls_per_turn_max),
             gauge(&tu.active),
             gauge(&tu.healthy),
-        ]);
-    }
-    turns
+        ]
+    });
+    Table::new("case|>turns|>demoted|>fallback polling|>calls per turn (max)|turns at once|healthy at once", rows)
 }
 
 /// A row per fleet-wide fault: when it struck, how long the fleet took back to 95 % healthy
 /// turns, the worst it got, the turns it demoted and the busiest ten seconds after it.
 fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
-    let mut t = Table {
-        columns: doc::columns(
-            "case|fault|struck / ended|>back to 95% healthy|>worst healthy|>turns demoted|>busiest 10 s after (req/s)",
-        ),
-        rows: Vec::new(),
-    };
-    for (r, x) in rows {
-        let Some(fr) = &x.fleet_recovery else { continue };
-        t.rows.push(vec![
+    let rows = rows.into_iter().filter_map(|(r, x)| {
+        let fr = x.fleet_recovery.as_ref()?;
+        Some(vec![
             r.case.clone(),
             format!("`{}`", x.kind),
             format!("{:.1} s / {:.1} s", x.at_secs, x.until_secs),
@@ -133,9 +119,12 @@ fn faults_table(rows: Vec<(&&CaseResult, &FaultRow)>) -> Table {
             format!("{}%", fr.worst_healthy_pct),
             fr.turns_demoted.to_string(),
             fr.peak_requests_per_sec_10s.to_string(),
-        ]);
-    }
-    t
+        ])
+    });
+    Table::new(
+        "case|fault|struck / ended|>back to 95% healthy|>worst healthy|>turns demoted|>busiest 10 s after (req/s)",
+        rows,
+    )
 }
 
 /// The warm-up's ramp per case, which the tables above leave out.
@@ -148,19 +137,16 @@ fn ramp(s: &Summary) -> Option<Table> {
     let columns =
         "case|>warm-up|>turns started|>of them demoted|>window failures|>held execs max|>requests/s, busiest step";
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    let rows = ramps
-        .into_iter()
-        .map(|(case, r)| {
-            vec![
-                case.to_owned(),
-                crate::base::units::human(crate::base::units::secs(r.secs)),
-                r.turns_started.to_string(),
-                r.turns_demoted.to_string(),
-                r.window_failures.to_string(),
-                or_dash(r.held_execs_max.map(|v| v.to_string())),
-                or_dash(r.requests_per_sec_max.map(|v| crate::base::units::readable(v, 1))),
-            ]
-        })
-        .collect();
-    Some(Table { columns: doc::columns(columns), rows })
+    let rows = ramps.into_iter().map(|(case, r)| {
+        vec![
+            case.to_owned(),
+            crate::base::units::human(crate::base::units::secs(r.secs)),
+            r.turns_started.to_string(),
+            r.turns_demoted.to_string(),
+            r.window_failures.to_string(),
+            or_dash(r.held_execs_max.map(|v| v.to_string())),
+            or_dash(r.requests_per_sec_max.map(|v| crate::base::units::readable(v, 1))),
+        ]
+    });
+    Some(Table::new(columns, rows))
 }

@@ -31,11 +31,9 @@ pub(crate) fn document(s: &Summary) -> Option<Section> {
         return None;
     }
     cases.sort_by_key(|(r, _)| r.sandboxes);
-    let columns = doc::columns(">sandboxes|case|runner|>requests/min, mean|>requests/min, busiest minute|>held execs, peak|>per sandbox, peak|request-rate tier that covers it|held-exec limit");
-    let rows = cases.iter().map(|(r, f)| row(r, f)).collect();
     let blocks = vec![
         Block::Para(doc::plain(INTRO)),
-        Block::Table(Table { columns, rows }),
+        Block::Table(Table::new(">sandboxes|case|runner|>requests/min, mean|>requests/min, busiest minute|>held execs, peak|>per sandbox, peak|request-rate tier that covers it|held-exec limit", cases.iter().map(|(r, f)| row(r, f)))),
         Block::Para(doc::plain("Where each number of the provider's comes from:")),
         Block::List(sources()),
     ];

@@ -26,9 +26,7 @@ pub(crate) fn blocks(s: &Summary) -> Option<Vec<Block>> {
     if cases.is_empty() {
         return None;
     }
-    let columns = doc::columns("case|>span|>turns started|>turns demoted|>window failures|>held execs max|>per sandbox max|>rejected|>requests/s, busiest 10 s|>requests/s, busiest 60 s|>requests/s, mean");
-    let rows = cases.iter().map(|(r, f)| row(r, f)).collect();
-    let mut out = vec![Block::Para(doc::inline(INTRO)), Block::Table(Table { columns, rows })];
+    let mut out = vec![Block::Para(doc::inline(INTRO)), Block::Table(Table::new("case|>span|>turns started|>turns demoted|>window failures|>held execs max|>per sandbox max|>rejected|>requests/s, busiest 10 s|>requests/s, busiest 60 s|>requests/s, mean", cases.iter().map(|(r, f)| row(r, f))))];
     let ungated: Vec<Vec<Span>> = cases
         .iter()
         .filter(|(_, f)| f.warmup_ungated)

@@ -130,12 +130,7 @@ fn gates_table(v: &Verdict, s: &Summary) -> Table {
         let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
         vec![format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]
     });
-    Table {
-        columns: crate::report::doc::columns(
-            "rollout gate|production as built|option sets that meet it|option sets that miss it",
-        ),
-        rows: rows.collect(),
-    }
+    Table::new("rollout gate|production as built|option sets that meet it|option sets that miss it", rows)
 }
 
 /// An axis value with its unit, as the maps say it.
@@ -187,10 +182,7 @@ gates only, the others having seen only the part that ran.",
                 .collect();
             vec![along, map.join(" · "), b.sentence()]
         });
-        out.push(Block::Table(Table {
-            columns: crate::report::doc::columns("along|points|boundary"),
-            rows: rows.collect(),
-        }));
+        out.push(Block::Table(Table::new("along|points|boundary", rows)));
     }
     out
 }

@@ -71,9 +71,6 @@ pub(super) fn blocks(s: &Summary) -> Vec<Block> {
     if rows.is_empty() {
         return Vec::new();
     }
-    let table = Table {
-        columns: crate::report::doc::columns("case|struck sandbox|stormed|>requests/s: before → during|>windows/s: before → during|its requests while it stormed|>rejected: its / the others'|>others' rejections/s: before → during|>others' turns demoted|>others' worst pickup"),
-        rows,
-    };
+    let table = Table::new("case|struck sandbox|stormed|>requests/s: before → during|>windows/s: before → during|its requests while it stormed|>rejected: its / the others'|>others' rejections/s: before → during|>others' turns demoted|>others' worst pickup", rows);
     vec![Block::Para(plain(INTRO)), Block::Table(table)]
 }

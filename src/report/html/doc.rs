@@ -137,7 +137,7 @@ mod tests {
                     in_markdown: false,
                     blocks: vec![Block::List(vec![vec![Span::Mark(false)]])],
                 },
-                Block::Table(Table { columns: crate::report::doc::columns(">n"), rows: vec![vec!["1".into()]] }),
+                Block::Table(Table::new(">n", vec![vec!["1".into()]])),
             ],
         };
         let mut p = Page::default();
