@@ -31,12 +31,69 @@ impl SideReport for CapacityReport {
         matches!(moment, Moment::Case | Moment::End)
     }
 
+    /// The capacity report as a document: what the command measures and how the ramp ended,
+    /// then the machine and daemon, a row per step, the failure point, the cost per held exec
+    /// and the cleanup.
     fn document(&self) -> Doc {
-        document(self)
+        let outcome = match self.outcome {
+            Outcome::Running => ("RUNNING", true),
+            Outcome::Completed => ("COMPLETED", true),
+            Outcome::FailurePoint => ("FAILURE POINT FOUND", true),
+            Outcome::Stopped => ("STOPPED", false),
+            Outcome::Interrupted => ("INTERRUPTED", false),
+        };
+        Doc {
+            title: "Daemon capacity: held execs on one sandbox-agent daemon".into(),
+            outcome,
+            verdict: None,
+            lead: vec![
+                Block::Para(inline(ABOUT)),
+                Block::Para(vec![Span::Strong("Outcome:".into()), Span::Text(format!(" {}", verdict(self)))]),
+            ],
+            sections: vec![
+                Section::new("machine", "Machine and daemon", machine(self)),
+                Section::new("steps", "Steps", steps(self)),
+                Section::new("failure-point", "Failure point", failure(self)),
+                Section::new("costs", "Cost per held exec", costs(self)),
+                Section::new("cleanup", "Cleanup", cleanup(self)),
+            ],
+        }
     }
 
+    /// The short table printed on the console.
     fn table(&self) -> String {
-        table(self)
+        let mut t = format!(
+            "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
+            "held", "running", "p50", "p99", "RSS", "fds", "threads", "children"
+        );
+        for s in &self.steps {
+            t.push_str(&format!(
+                "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
+                s.held,
+                num(s.running.map(u64::from)),
+                latency(s, s.probe.p50),
+                latency(s, s.probe.p99),
+                mib(s.readings.rss_kib),
+                num(s.readings.fds),
+                num(s.readings.threads),
+                num(s.readings.children),
+            ));
+        }
+        t.push_str(&format!("{}\n", verdict(self)));
+        let f = &self.costs.fit;
+        if f.rss_kib.is_some() || f.fds.is_some() {
+            let v = |l: &Option<crate::results::capacity::Line>| {
+                l.map_or_else(|| "–".into(), |l| format!("{:.2}", l.per_exec))
+            };
+            t.push_str(&format!(
+                "per held exec: RSS {} KiB, {} fds, {} threads (least squares over {} steps)\n",
+                v(&f.rss_kib),
+                v(&f.fds),
+                v(&f.threads),
+                self.steps.len()
+            ));
+        }
+        t
     }
 }
 
@@ -83,35 +140,6 @@ pub(crate) fn verdict(r: &CapacityReport) -> String {
         (Outcome::FailurePoint, Some(f)) => format!("failure point at step {}: {}", f.step, f.said),
         (Outcome::Stopped, Some(f)) => format!("stopped at step {} (not the daemon's failure): {}", f.step, f.said),
         (o, None) => format!("{}: {} held execs", o.name(), r.reached()),
-    }
-}
-
-/// The capacity report as a document: what the command measures and how the ramp ended,
-/// then the machine and daemon, a row per step, the failure point, the cost per held exec
-/// and the cleanup.
-fn document(r: &CapacityReport) -> Doc {
-    let outcome = match r.outcome {
-        Outcome::Running => ("RUNNING", true),
-        Outcome::Completed => ("COMPLETED", true),
-        Outcome::FailurePoint => ("FAILURE POINT FOUND", true),
-        Outcome::Stopped => ("STOPPED", false),
-        Outcome::Interrupted => ("INTERRUPTED", false),
-    };
-    Doc {
-        title: "Daemon capacity: held execs on one sandbox-agent daemon".into(),
-        outcome,
-        verdict: None,
-        lead: vec![
-            Block::Para(inline(ABOUT)),
-            Block::Para(vec![Span::Strong("Outcome:".into()), Span::Text(format!(" {}", verdict(r)))]),
-        ],
-        sections: vec![
-            Section::new("machine", "Machine and daemon", machine(r)),
-            Section::new("steps", "Steps", steps(r)),
-            Section::new("failure-point", "Failure point", failure(r)),
-            Section::new("costs", "Cost per held exec", costs(r)),
-            Section::new("cleanup", "Cleanup", cleanup(r)),
-        ],
     }
 }
 
@@ -283,39 +311,4 @@ fn cleanup(r: &CapacityReport) -> Vec<Block> {
         }
     };
     vec![Block::Para(plain(text))]
-}
-
-/// The short table printed on the console.
-fn table(r: &CapacityReport) -> String {
-    let mut t = format!(
-        "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
-        "held", "running", "p50", "p99", "RSS", "fds", "threads", "children"
-    );
-    for s in &r.steps {
-        t.push_str(&format!(
-            "{:>6} {:>7} {:>10} {:>10} {:>10} {:>6} {:>7} {:>8}\n",
-            s.held,
-            num(s.running.map(u64::from)),
-            latency(s, s.probe.p50),
-            latency(s, s.probe.p99),
-            mib(s.readings.rss_kib),
-            num(s.readings.fds),
-            num(s.readings.threads),
-            num(s.readings.children),
-        ));
-    }
-    t.push_str(&format!("{}\n", verdict(r)));
-    let f = &r.costs.fit;
-    if f.rss_kib.is_some() || f.fds.is_some() {
-        let v =
-            |l: &Option<crate::results::capacity::Line>| l.map_or_else(|| "–".into(), |l| format!("{:.2}", l.per_exec));
-        t.push_str(&format!(
-            "per held exec: RSS {} KiB, {} fds, {} threads (least squares over {} steps)\n",
-            v(&f.rss_kib),
-            v(&f.fds),
-            v(&f.threads),
-            r.steps.len()
-        ));
-    }
-    t
 }

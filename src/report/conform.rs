@@ -27,12 +27,70 @@ impl SideReport for ConformReport {
         moment == Moment::End
     }
 
+    /// The conform report as a document, for conform.md and conform.html alike: the verdict
+    /// line and how the battery ran, a row per case, then each case's expectation, outcome and
+    /// evidence.
     fn document(&self) -> Doc {
-        document(self)
+        let mut lead = vec![
+            Block::Para(plain(verdict(self))),
+            Block::Para(inline(format!(
+                "Command: `{}`. Started {} UTC; each case bounded at {} ms in a fresh relay dir.",
+                self.command.join(" "),
+                self.started,
+                self.case_bound_ms
+            ))),
+        ];
+        lead.extend(setting(self).map(|l| Block::Para(plain(l))));
+        let rows = self.cases.iter().map(|c| {
+            vec![
+                c.name.clone(),
+                c.section.clone(),
+                format!("{} {}", icon(c.verdict), c.verdict.name()),
+                c.reason.clone(),
+            ]
+        });
+        let table = Table::new("case|§|verdict|why", rows);
+        let cases = self.cases.iter().flat_map(|c| {
+            [
+                Block::Heading(format!("{} — {}", c.name, c.verdict.name())),
+                Block::Para(inline(format!("Expected (SPEC {}): {}", c.section, c.expectation))),
+                Block::Para(inline(format!("{} ({} ms)", c.reason, c.duration_ms))),
+                Block::List(c.evidence.iter().map(|e| plain(e.clone())).collect()),
+            ]
+        });
+        Doc {
+            title: format!("relay-bench conform --{}", self.side.name()),
+            outcome: outcome(self),
+            verdict: None,
+            lead,
+            sections: vec![
+                Section::new("results", "Results", vec![Block::Table(table)]),
+                Section::new("cases", "Cases", cases.collect()),
+            ],
+        }
     }
 
+    /// The console table: a row per case, then the verdict line.
     fn table(&self) -> String {
-        table(self)
+        let w = self.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
+        let mut s = format!("{:<w$}  {:<13}  {:<7}  why\n", "case", "verdict", "§");
+        for c in &self.cases {
+            s.push_str(&format!("{:<w$}  {:<13}  {:<7}  {}\n", c.name, c.verdict.name(), c.section, c.reason));
+        }
+        s.push_str(&verdict(self));
+        s.push('\n');
+        s
+    }
+}
+
+/// What the battery came to, and whether it passed: FAILED when any case failed.
+fn outcome(r: &ConformReport) -> (&'static str, bool) {
+    if r.failed() {
+        ("FAILED", false)
+    } else if r.inconclusive() {
+        ("INCONCLUSIVE", false)
+    } else {
+        ("PASSED", true)
     }
 }
 
@@ -41,13 +99,7 @@ pub(crate) fn verdict(r: &ConformReport) -> String {
     let c = &r.counts;
     format!(
         "{}: {} OK, {} NON-STRICT, {} FAILED, {} INFORMATIONAL{}{}",
-        if r.failed() {
-            "FAILED"
-        } else if r.inconclusive() {
-            "INCONCLUSIVE"
-        } else {
-            "PASSED"
-        },
+        outcome(r).0,
         c.ok,
         c.non_strict,
         c.failed,
@@ -64,51 +116,6 @@ fn icon(v: Verdict) -> &'static str {
         Verdict::Failed => "❌",
         Verdict::Informational => "ℹ️",
         Verdict::Inconclusive => "❔",
-    }
-}
-
-/// The conform report as a document, for conform.md and conform.html alike: the verdict
-/// line and how the battery ran, a row per case, then each case's expectation, outcome and
-/// evidence.
-fn document(r: &ConformReport) -> Doc {
-    let outcome = if r.failed() {
-        ("FAILED", false)
-    } else if r.inconclusive() {
-        ("INCONCLUSIVE", false)
-    } else {
-        ("PASSED", true)
-    };
-    let mut lead = vec![
-        Block::Para(plain(verdict(r))),
-        Block::Para(inline(format!(
-            "Command: `{}`. Started {} UTC; each case bounded at {} ms in a fresh relay dir.",
-            r.command.join(" "),
-            r.started,
-            r.case_bound_ms
-        ))),
-    ];
-    lead.extend(setting(r).map(|l| Block::Para(plain(l))));
-    let rows = r.cases.iter().map(|c| {
-        vec![c.name.clone(), c.section.clone(), format!("{} {}", icon(c.verdict), c.verdict.name()), c.reason.clone()]
-    });
-    let table = Table::new("case|§|verdict|why", rows);
-    let cases = r.cases.iter().flat_map(|c| {
-        [
-            Block::Heading(format!("{} — {}", c.name, c.verdict.name())),
-            Block::Para(inline(format!("Expected (SPEC {}): {}", c.section, c.expectation))),
-            Block::Para(inline(format!("{} ({} ms)", c.reason, c.duration_ms))),
-            Block::List(c.evidence.iter().map(|e| plain(e.clone())).collect()),
-        ]
-    });
-    Doc {
-        title: format!("relay-bench conform --{}", r.side.name()),
-        outcome,
-        verdict: None,
-        lead,
-        sections: vec![
-            Section::new("results", "Results", vec![Block::Table(table)]),
-            Section::new("cases", "Cases", cases.collect()),
-        ],
     }
 }
 
@@ -135,16 +142,4 @@ fn setting(r: &ConformReport) -> Option<String> {
     });
     let parts: Vec<String> = host.into_iter().chain(pace).collect();
     (!parts.is_empty()).then(|| parts.join(" "))
-}
-
-/// The console table: a row per case, then the verdict line.
-pub(crate) fn table(r: &ConformReport) -> String {
-    let w = r.cases.iter().map(|c| c.name.len()).max().unwrap_or(4).max(4);
-    let mut s = format!("{:<w$}  {:<13}  {:<7}  why\n", "case", "verdict", "§");
-    for c in &r.cases {
-        s.push_str(&format!("{:<w$}  {:<13}  {:<7}  {}\n", c.name, c.verdict.name(), c.section, c.reason));
-    }
-    s.push_str(&verdict(r));
-    s.push('\n');
-    s
 }
