@@ -63,29 +63,16 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
             esc(&design),
             esc(r.clock.name())
         );
-        let _ = write!(o, r#"    <testcase classname="{}" name="finished""#, esc(&suite));
-        match unfinished(r) {
-            None => o.push_str("/>\n"),
-            Some(why) => {
-                let _ = writeln!(o, ">\n      <failure type=\"case\" message=\"{}\"/>\n    </testcase>", esc(&why));
-            }
-        }
+        testcase(&mut o, &suite, "finished", unfinished(r).map(|why| (r#"failure type="case""#, why)));
         for g in &r.gates {
-            let _ = write!(o, r#"    <testcase classname="{}" name="{}""#, esc(&suite), esc(&g.expr));
-            if g.pass {
-                o.push_str("/>\n");
-                continue;
-            }
-            let message = format!(
-                "observed {}; threshold {} {}",
-                g.observed_text,
-                g.op.name(),
-                g.expr
-                    .split(g.op.name())
-                    .nth(1)
-                    .map_or_else(|| crate::base::units::readable(g.threshold, 3), |t| t.trim().to_owned())
-            );
-            let _ = writeln!(o, ">\n      <failure type=\"gate\" message=\"{}\"/>\n    </testcase>", esc(&message));
+            let failure = (!g.pass).then(|| {
+                let threshold = g.expr.split(g.op.name()).nth(1);
+                let threshold =
+                    threshold.map_or_else(|| crate::base::units::readable(g.threshold, 3), |t| t.trim().to_owned());
+                let message = format!("observed {}; threshold {} {threshold}", g.observed_text, g.op.name());
+                (r#"failure type="gate""#, message)
+            });
+            testcase(&mut o, &suite, &g.expr, failure);
         }
         o.push_str("  </testsuite>\n");
     }
@@ -111,11 +98,10 @@ fn verdict_suite(o: &mut String, s: &Summary, v: &Verdict) {
         esc(&super::rollout::headline(v))
     );
     for g in &v.gates {
-        let _ = write!(o, r#"    <testcase classname="{}" name="{}""#, esc(&suite), esc(&g.expr));
         let met: Vec<&str> = g.option_sets.iter().filter(|j| j.pass).map(|j| j.case.as_str()).collect();
         let met = if met.is_empty() { "none".to_owned() } else { met.join(", ") };
-        match g.production_pass() {
-            Some(true) => o.push_str("/>\n"),
+        let outcome = match g.production_pass() {
+            Some(true) => None,
             Some(false) => {
                 let missed: Vec<String> = g
                     .production
@@ -125,16 +111,28 @@ fn verdict_suite(o: &mut String, s: &Summary, v: &Verdict) {
                     .collect();
                 let message =
                     format!("production as built misses it: {}; option sets that meet it: {met}", missed.join(", "));
-                let _ =
-                    writeln!(o, ">\n      <failure type=\"rollout\" message=\"{}\"/>\n    </testcase>", esc(&message));
+                Some((r#"failure type="rollout""#, message))
             }
-            None => {
-                let message = format!("no case of this run is production as built; option sets that meet it: {met}");
-                let _ = writeln!(o, ">\n      <skipped message=\"{}\"/>\n    </testcase>", esc(&message));
-            }
-        }
+            None => Some((
+                "skipped",
+                format!("no case of this run is production as built; option sets that meet it: {met}"),
+            )),
+        };
+        testcase(o, &suite, &g.expr, outcome);
     }
     o.push_str("  </testsuite>\n");
+}
+
+/// A `<testcase>` of `suite`: passed, or holding its outcome's element (`failure type="gate"`,
+/// `skipped`) with the message.
+fn testcase(o: &mut String, suite: &str, name: &str, outcome: Option<(&str, String)>) {
+    let _ = write!(o, r#"    <testcase classname="{}" name="{}""#, esc(suite), esc(name));
+    match outcome {
+        None => o.push_str("/>\n"),
+        Some((element, message)) => {
+            let _ = writeln!(o, ">\n      <{element} message=\"{}\"/>\n    </testcase>", esc(&message));
+        }
+    }
 }
 
 /// Why a case did not finish cleanly, if it did not.
