@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use super::{Change, Comparison, Verdict};
 use crate::base::units::readable;
+use crate::report::export::table::wrap;
 
 /// A figure's value with its unit (`150.21ms`, `5.25/min`, `3`).
 pub(super) fn value(v: f64, unit: &str) -> String {
@@ -63,26 +64,10 @@ pub(super) fn tally(c: &Comparison) -> String {
 pub(super) const TOO_FEW: &str = "too few samples: a p-quantile needs at least 10/(1-p) samples in both runs \
      (p50 20, p90 100, p99 1,000, p99.9 10,000); under that it is shown, not judged";
 
-/// `text` wrapped at 100 columns on spaces, continued lines indented by two.
-fn wrap(o: &mut String, text: &str) {
-    let mut line = String::new();
-    for word in text.split(' ') {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 100 {
-            let _ = writeln!(o, "{line}");
-            line = String::from(" ");
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    let _ = writeln!(o, "{line}");
-}
-
 pub(super) fn render(c: &Comparison) -> String {
     let mut o = String::new();
     for line in heading(c) {
-        wrap(&mut o, &line);
+        wrap(&mut o, &line, 0);
     }
     for w in &c.warnings {
         let _ = writeln!(o, "warning: {w}");
@@ -122,7 +107,7 @@ pub(super) fn render(c: &Comparison) -> String {
         let _ = writeln!(o, "FAIL: case {m} of OLD is missing from NEW: nothing measured for it");
     }
     if c.changes.iter().any(|ch| ch.verdict == Verdict::TooFewSamples) {
-        wrap(&mut o, TOO_FEW);
+        wrap(&mut o, TOO_FEW, 0);
     }
     for ch in c.changes.iter().filter(|ch| ch.verdict == Verdict::WithinFloor) {
         if let Some(f) = ch.floor {
@@ -137,7 +122,7 @@ pub(super) fn render(c: &Comparison) -> String {
         }
     }
     if c.changes.iter().any(|ch| ch.verdict == Verdict::WithinFloor) {
-        wrap(&mut o, WITHIN_FLOOR);
+        wrap(&mut o, WITHIN_FLOOR, 0);
     }
     if c.zero_in_both > 0 {
         let _ = writeln!(o, "{} figure(s) 0 in both runs left out", c.zero_in_both);

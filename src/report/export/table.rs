@@ -83,16 +83,19 @@ fn fit(text: &str, width: usize) -> String {
     out
 }
 
-/// A note under the table: indented by two, wrapped at [`WIDTH`] on spaces (continued
-/// lines by four).
-fn note(o: &mut String, text: &str) {
-    let mut line = String::from(" ");
+/// `text` wrapped at [`WIDTH`] columns on spaces, its first line indented by `indent` and
+/// the lines it continues on by two more: a note under the table is indented by two, the
+/// comparison's lines by none.
+pub(crate) fn wrap(o: &mut String, text: &str, indent: usize) {
+    let mut line = " ".repeat(indent);
     for word in text.split(' ') {
         if line.chars().count() + 1 + word.chars().count() > WIDTH && !line.trim().is_empty() {
             let _ = writeln!(o, "{}", line.trim_end());
-            line = String::from("   ");
+            line = " ".repeat(indent + 2);
         }
-        line.push(' ');
+        if !line.trim().is_empty() {
+            line.push(' ');
+        }
         line.push_str(word);
     }
     let _ = writeln!(o, "{}", line.trim_end());
@@ -156,7 +159,7 @@ pub(crate) fn render(s: &Summary) -> Vec<u8> {
     if footnote {
         let _ = writeln!(o, "* departs from production's relay as built:");
         for r in departing {
-            note(&mut o, &format!("{}: {}", r.case, super::design(r)));
+            wrap(&mut o, &format!("{}: {}", r.case, super::design(r)), 2);
         }
     }
     let notes_start = o.len();
@@ -167,7 +170,7 @@ pub(crate) fn render(s: &Summary) -> Vec<u8> {
     }
     // Last, the verdict.
     if let Some(v) = &s.verdict {
-        super::rollout::console(&mut o, v, s, note);
+        super::rollout::console(&mut o, v, s, |o, t| wrap(o, t, 2));
     }
     o.into_bytes()
 }
@@ -178,24 +181,24 @@ pub(crate) fn render(s: &Summary) -> Vec<u8> {
 fn notes(o: &mut String, s: &Summary) {
     let shown = s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m)));
     if any_thin(shown, &["p99"]) {
-        note(o, THIN_NOTE);
+        wrap(o, THIN_NOTE, 2);
     }
     let virtuals: Vec<&str> =
         s.results.iter().filter(|r| r.clock == crate::scenario::Clock::Virtual).map(|r| r.case.as_str()).collect();
     if !virtuals.is_empty() {
-        note(o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
+        wrap(o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")), 2);
     }
     for r in &s.results {
         if let Some(line) = repeated(r) {
-            note(o, &line);
+            wrap(o, &line, 2);
         }
     }
     for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
-        note(o, &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck));
+        wrap(o, &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck), 2);
     }
     for r in &s.results {
         if let Some(c) = &r.vs_baseline {
-            note(o, &format!("{} vs {}: {}", r.case, c.baseline, c.text));
+            wrap(o, &format!("{} vs {}: {}", r.case, c.baseline, c.text), 2);
         }
     }
     for r in &s.results {
@@ -205,29 +208,30 @@ fn notes(o: &mut String, s: &Summary) {
             } else {
                 format!(": {}", g.observed_text)
             };
-            note(o, &format!("{}: gate `{}` failed{why}", r.case, g.expr));
+            wrap(o, &format!("{}: gate `{}` failed{why}", r.case, g.expr), 2);
         }
         if r.pairing_violations.total > 0 {
-            note(o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total));
+            wrap(o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total), 2);
         }
         for d in &r.runner.degraded {
-            note(o, &format!("{}: degraded: {d}", r.case));
+            wrap(o, &format!("{}: degraded: {d}", r.case), 2);
         }
         for f in r.faults.iter().filter(|f| !f.ok) {
-            note(
+            wrap(
                 o,
                 &format!(
                     "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
                     r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
                 ),
+                2,
             );
         }
     }
     if !s.cases_not_run.is_empty() {
-        note(o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
+        wrap(o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")), 2);
     }
     for w in &s.sweeps {
-        note(o, &format!("sweep {}: {}", w.case, w.best_line()));
+        wrap(o, &format!("sweep {}: {}", w.case, w.best_line()), 2);
     }
 }
 
@@ -285,7 +289,7 @@ mod tests {
         assert_eq!(fit_name("window-exec", 12), "window-exec");
         assert_eq!(fit("abcdef", 4), "abc…");
         let mut o = String::new();
-        note(&mut o, &"word ".repeat(40));
+        wrap(&mut o, &"word ".repeat(40), 2);
         assert!(o.lines().all(|l| l.chars().count() <= WIDTH) && o.lines().count() == 3, "{o}");
         assert!(o.lines().nth(1).unwrap().starts_with("    word"), "{o}");
     }
