@@ -385,7 +385,7 @@ fn compare_case(
     // Each measure's histograms, read once for all its quantiles.
     let mut hists: Vec<(Measure, hdrhistogram::Histogram<u64>, hdrhistogram::Histogram<u64>)> = Vec::new();
     for (k, f) in figures::figures(o, n).iter().enumerate() {
-        match f.kind {
+        let ((vo, vn), samples, (model, interval, verdict, floor)) = match f.kind {
             Kind::Quantile(m, stat) => {
                 if clocks_differ {
                     continue;
@@ -400,8 +400,7 @@ fn compare_case(
                     hists.push((m, ho, hn));
                 }
                 let (_, ho, hn) = hists.iter().find(|(x, ..)| *x == m).expect("read above");
-                let change = quantile_change(f, name, (so, o, ho), (sn, n, hn), (stat, 0x5EED + k as u64), t);
-                out.changes.push(change);
+                quantile_change(f, (so, o, ho), (sn, n, hn), (stat, 0x5EED + k as u64), t)
             }
             Kind::Plain(source) => {
                 let latency = match source {
@@ -425,24 +424,23 @@ fn compare_case(
                     out.zero_in_both += 1;
                     continue;
                 }
-                let ratio = (vo != 0.0).then(|| vn / vo);
-                let (model, interval, verdict, floor) = judge_plain(f, source, latency, (so, o), (sn, n), (vo, vn), t);
-                out.changes.push(Change {
-                    case: name.to_owned(),
-                    figure: f.name.clone(),
-                    unit: f.unit,
-                    better: f.better,
-                    old: vo,
-                    new: vn,
-                    ratio,
-                    interval,
-                    samples: None,
-                    model,
-                    floor,
-                    verdict,
-                });
+                ((vo, vn), None, judge_plain(f, source, latency, (so, o), (sn, n), (vo, vn), t))
             }
-        }
+        };
+        out.changes.push(Change {
+            case: name.to_owned(),
+            figure: f.name.clone(),
+            unit: f.unit,
+            better: f.better,
+            old: vo,
+            new: vn,
+            ratio: (vo > 0.0).then(|| vn / vo),
+            interval,
+            samples,
+            model,
+            floor,
+            verdict,
+        });
     }
     Ok(())
 }
@@ -461,16 +459,16 @@ impl Comparison {
     }
 }
 
-/// A latency quantile's change, judged by its bootstrap interval (from both runs'
-/// histograms, `seed` its resampling's) and held against the floors on the real clock.
+/// A latency quantile's values in both runs, its samples in each, and how it moved as
+/// judged by its bootstrap interval (from both runs' histograms, `seed` its resampling's)
+/// and held against the floors on the real clock.
 fn quantile_change(
     f: &Figure,
-    case: &str,
     (so, o, ho): (&Summary, &CaseResult, &hdrhistogram::Histogram<u64>),
     (sn, n, hn): (&Summary, &CaseResult, &hdrhistogram::Histogram<u64>),
     (stat, seed): (&'static str, u64),
     t: f64,
-) -> Change {
+) -> ((f64, f64), Option<[u64; 2]>, Judged) {
     let q = LatencyStats::quantile(stat).expect("a quantile figure");
     let (vo, vn) = (ho.value_at_quantile(q) as f64 / 1e6, hn.value_at_quantile(q) as f64 / 1e6);
     let (low, high) = ratio_interval(ho, hn, q, seed);
@@ -482,21 +480,12 @@ fn quantile_change(
         let v = noise::judge(f.better, low, high, t);
         floor.map_or(v, |fl| fl.hold(v, (vo, vn), [low, high], t))
     };
-    Change {
-        case: case.to_owned(),
-        figure: f.name.clone(),
-        unit: f.unit,
-        better: f.better,
-        old: vo,
-        new: vn,
-        ratio: (vo > 0.0).then(|| vn / vo),
-        interval: Some([low, high]),
-        samples: Some([ho.len(), hn.len()]),
-        model: Model::Bootstrap,
-        floor,
-        verdict,
-    }
+    ((vo, vn), Some([ho.len(), hn.len()]), (Model::Bootstrap, Some([low, high]), verdict, floor))
 }
+
+/// How a figure's move was judged: the model, the interval, the verdict and the floors it
+/// was held against.
+type Judged = (Model, Option<[f64; 2]>, Verdict, Option<Floor>);
 
 /// How a plain figure's move is judged: by its repeats' spreads when both runs have them (a
 /// latency held against the floors as well), else by its kind's own model (a count's
@@ -510,7 +499,7 @@ fn judge_plain(
     (sn, n): (&Summary, &CaseResult),
     (vo, vn): (f64, f64),
     t: f64,
-) -> (Model, Option<[f64; 2]>, Verdict, Option<Floor>) {
+) -> Judged {
     let mut floor = None;
     let (model, interval, verdict) = if let Some((ro, rn)) = spreads(o, n, &f.name) {
         let iv = noise::repeats_interval(ro, rn);
