@@ -5,30 +5,26 @@
 
 use super::console::{heading, interval, ratio, tally, value, TOO_FEW, WITHIN_FLOOR};
 use super::{Change, Comparison, Verdict};
-use crate::report::doc::{self, code, columns, inline, plain, Block, Span, Table};
+use crate::report::doc::{self, code, inline, plain, Block, Span, Table};
 
 fn table(rows: &[&Change]) -> Block {
-    let columns = columns("case|figure|>old|>new|>ratio|95% noise|verdict");
-    let rows = rows
-        .iter()
-        .map(|ch| {
-            let word = match ch.verdict {
-                Verdict::Regression => "❌ regression".to_owned(),
-                Verdict::Improvement => "✅ improvement".to_owned(),
-                v => v.word().to_owned(),
-            };
-            vec![
-                ch.case.clone(),
-                code(&ch.figure),
-                value(ch.old, ch.unit),
-                value(ch.new, ch.unit),
-                ratio(ch),
-                interval(ch),
-                word,
-            ]
-        })
-        .collect();
-    Block::Table(Table { columns, rows })
+    let rows = rows.iter().map(|ch| {
+        let word = match ch.verdict {
+            Verdict::Regression => "❌ regression".to_owned(),
+            Verdict::Improvement => "✅ improvement".to_owned(),
+            v => v.word().to_owned(),
+        };
+        vec![
+            ch.case.clone(),
+            code(&ch.figure),
+            value(ch.old, ch.unit),
+            value(ch.new, ch.unit),
+            ratio(ch),
+            interval(ch),
+            word,
+        ]
+    });
+    Block::Table(Table::new("case|figure|>old|>new|>ratio|95% noise|verdict", rows))
 }
 
 /// The heading: how many figures regressed, and the cases NEW lacks.
