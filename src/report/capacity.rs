@@ -1,32 +1,23 @@
 //! What a `daemon-capacity` run directory holds: the formats every side command writes
 //! ([`FORMATS`]), rendered from the capacity report and published by the same loop as a run's
-//! outputs ([`publish_outputs`]: each file under a temp name,
+//! outputs ([`super::side::publish`]: each file under a temp name,
 //! renamed into place once it rendered whole): `capacity.json` (the typed report),
 //! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
 //! facts), `capacity.html` (the same document on one page) and the console table, the two
 //! documents from one [`Doc`]: the formats of [`super::side`], which `conform` shares.
 
-use std::path::Path;
-
 use super::doc::{code, inline, plain, Align, Block, Doc, Section, Span, Table};
 use super::output::Moment;
-use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
-use super::side::{SideReport, FORMATS};
+use super::side::SideReport;
 use crate::base::units::human_us;
 use crate::results::capacity::{how, CapacityReport, How, Outcome, Step};
-
-/// Writes every output of `report` into `dir` at `moment`: after each step
-/// ([`Moment::Case`], so a killed ramp still leaves its report) and at the end
-/// ([`Moment::End`]); the console table is returned, not printed.
-pub(crate) fn publish_capacity(moment: Moment, report: &CapacityReport, dir: &Path) -> Result<Published, OutputError> {
-    publish_outputs(&FORMATS, moment, report, dir, &FlagPaths::default())
-}
 
 impl SideReport for CapacityReport {
     const FILES: [&'static str; 3] = ["capacity.json", "capacity.md", "capacity.html"];
     const CONSOLE: (&'static str, &'static str) = ("console table", "(the console)");
 
-    /// A capacity report is rewritten after each step and at the end.
+    /// A capacity report is rewritten after each step ([`Moment::Case`], so a killed ramp
+    /// still leaves its report) and at the end ([`Moment::End`]).
     fn written_at(moment: Moment) -> bool {
         matches!(moment, Moment::Case | Moment::End)
     }

@@ -1,22 +1,14 @@
 //! What a `conform` run directory holds: the formats every side command writes
 //! ([`FORMATS`]), rendered from the conform report and published by the same loop as a run's
-//! outputs ([`publish_outputs`]) at the battery's end: `conform.json` (the typed
+//! outputs ([`super::side::publish`]) at the battery's end: `conform.json` (the typed
 //! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
 //! evidence), `conform.html` (the same document on one self-contained page) and the
 //! console table: the formats of [`super::side`], which `daemon-capacity` shares.
 
-use std::path::Path;
-
 use super::doc::{inline, plain, Block, Doc, Section, Table};
 use super::output::Moment;
-use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
-use super::side::{SideReport, FORMATS};
+use super::side::SideReport;
 use crate::results::conform::{ConformReport, Verdict};
-
-/// Writes every output of `report` into `dir`; the console table is returned, not printed.
-pub(crate) fn publish_conform(report: &ConformReport, dir: &Path) -> Result<Published, OutputError> {
-    publish_outputs(&FORMATS, Moment::End, report, dir, &FlagPaths::default())
-}
 
 impl SideReport for ConformReport {
     const FILES: [&'static str; 3] = ["conform.json", "conform.md", "conform.html"];

@@ -183,20 +183,16 @@ impl Published {
     }
 }
 
-/// Writes every output of a run due at `moment`.
-pub(crate) fn publish(moment: Moment, input: &Input<'_>, flags: &FlagPaths) -> Result<Published, OutputError> {
-    publish_until(moment, input, flags, None)
-}
-
 /// The finished case's own files ([`Output::per_case`]), and nothing of the whole run's: a
 /// case's publication between two rewrites of the run's report.
 pub(crate) fn publish_case_only(input: &Input<'_>) -> Result<Published, OutputError> {
     let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| o.per_case()).collect();
-    publish_outputs_until(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
+    publish_outputs(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
 }
 
-/// [`publish`], stopping (each output left out whole) once `stop` is closed.
-pub(crate) fn publish_until(
+/// Writes every output of a run due at `moment`, stopping (each output left out whole) once
+/// `stop` is closed.
+pub(crate) fn publish(
     moment: Moment,
     input: &Input<'_>,
     flags: &FlagPaths,
@@ -204,11 +200,11 @@ pub(crate) fn publish_until(
 ) -> Result<Published, OutputError> {
     let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
     if !cut_short {
-        return publish_outputs_until(&OUTPUTS, moment, input, input.dir, flags, stop);
+        return publish_outputs(&OUTPUTS, moment, input, input.dir, flags, stop);
     }
     // Interrupted: what the run measured is written now; the drawings wait for `report`.
     let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| !o.drawing()).collect();
-    let mut done = publish_outputs_until(&outputs, moment, input, input.dir, flags, stop)?;
+    let mut done = publish_outputs(&outputs, moment, input, input.dir, flags, stop)?;
     if moment == Moment::End {
         let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
         done.warnings.push(format!(
@@ -224,21 +220,10 @@ pub(crate) fn publish_until(
 /// outputs into `dir`, flag outputs where `flags` says (skipped without their flag), console
 /// outputs into [`Published::console`]. Each output's files land together or not at all; a
 /// failure of an essential output (of any, at a re-render) ends the publication, another's
-/// is a warning.
+/// is a warning. It stops once `stop` is closed. An output that fails for want of space or
+/// of a working filesystem ends the publication, essential or not: what follows would fail
+/// too, and a report missing its files is no report.
 pub(crate) fn publish_outputs<R: ?Sized, O: Output<R>>(
-    outputs: &[O],
-    moment: Moment,
-    input: &R,
-    dir: &Path,
-    flags: &FlagPaths,
-) -> Result<Published, OutputError> {
-    publish_outputs_until(outputs, moment, input, dir, flags, None)
-}
-
-/// [`publish_outputs`], stopping once `stop` is closed. An output that fails for want of
-/// space or of a working filesystem ends the publication, essential or not: what follows
-/// would fail too, and a report missing its files is no report.
-fn publish_outputs_until<R: ?Sized, O: Output<R>>(
     outputs: &[O],
     moment: Moment,
     input: &R,

@@ -4,8 +4,11 @@
 //! what differs between the commands — their file names, when they write, how each format
 //! renders — is the report's ([`SideReport`]).
 
+use std::path::Path;
+
 use super::doc::Doc;
 use super::output::{Dest, Moment, Output, Staged, WriteError};
+use super::publish::{publish_outputs, FlagPaths, OutputError, Published};
 
 /// A command's report as its outputs read it.
 pub(crate) trait SideReport: serde::Serialize + Sync {
@@ -22,6 +25,12 @@ pub(crate) trait SideReport: serde::Serialize + Sync {
     /// The report as a document: its Markdown and its page are both written from it.
     fn document(&self) -> Doc;
     fn table(&self) -> String;
+}
+
+/// Writes every output of `report` due at `moment` into `dir` ([`SideReport::written_at`]);
+/// the console table is returned, not printed.
+pub(crate) fn publish<R: SideReport>(moment: Moment, report: &R, dir: &Path) -> Result<Published, OutputError> {
+    publish_outputs(&FORMATS, moment, report, dir, &FlagPaths::default(), None)
 }
 
 /// A report's document as Markdown.

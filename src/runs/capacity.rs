@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::base::signal::Signal;
 use crate::engine::capacity::{CapacityError, CapacityPlan, Session};
-use crate::report::capacity::publish_capacity;
 use crate::report::outdir::{take_new, utc_stamps, OutDirError, OutLock};
 use crate::report::output::Moment;
 use crate::report::publish::OutputError;
+use crate::report::side::publish;
 use crate::results::capacity::{CapacityReport, Step};
 
 /// Where capacity reports go unless `--out` says.
@@ -90,11 +90,11 @@ pub(crate) async fn run(
                 progress(s);
             }
             if write_error.is_none() {
-                write_error = publish_capacity(Moment::Case, report, &dir).err();
+                write_error = publish(Moment::Case, report, &dir).err();
             }
         })
         .await;
-    let published = publish_capacity(Moment::End, &report, &dir)?;
+    let published = publish(Moment::End, &report, &dir)?;
     if let Some(e) = write_error {
         return Err(e.into());
     }

@@ -71,7 +71,7 @@ pub(crate) fn merge(
     copy_files(&parts, &dir)?;
     write_parts_note(&parts, &dir)?;
     let flags = FlagPaths(junit.iter().map(|p| ("--junit", p.to_path_buf())).collect());
-    let published = publish(Moment::End, &Input { summaries: std::slice::from_ref(&merged), dir: &dir }, &flags)?;
+    let published = publish(Moment::End, &Input { summaries: std::slice::from_ref(&merged), dir: &dir }, &flags, None)?;
     Ok((merged, dir, published))
 }
 

@@ -13,7 +13,7 @@ use crate::report::compare::{compare, CompareError, Comparison, Threshold};
 use crate::report::outdir::{save_baseline, take_new, this_run, utc_stamps};
 use crate::report::outdir::{OutDirError, OutLock};
 use crate::report::output::{Input, Moment};
-use crate::report::publish::{publish, publish_until, FlagPaths, OutputError};
+use crate::report::publish::{publish, FlagPaths, OutputError};
 use crate::results::summary::{Summary, SummaryError};
 use crate::runs::scenario::{run_scenario, BenchError, RunOptions};
 use crate::scenario::sweep::SweepArg;
@@ -284,7 +284,7 @@ impl Plan {
                     return Err(e.into());
                 }
             }
-            let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags)?;
+            let published = publish(Moment::End, &Input { summaries: &done, dir: &opts.out_dir }, &flags, None)?;
             let summary = done.last().expect("just pushed");
             step(Step::Ran { out_dir: &opts.out_dir, console: &published.console, warnings: &published.warnings });
             outcome.interrupted |= summary.interrupted;
@@ -458,7 +458,7 @@ pub(crate) fn rerender_until(
     crate::report::export::hdr::check_logs(dir, &cases)?;
     let _lock = crate::report::outdir::lock_for_rerender(dir, &this_run(&utc_stamps().0))?;
     let input = Input { summaries: std::slice::from_ref(&summary), dir };
-    let done = match publish_until(Moment::Rerender, &input, &FlagPaths::default(), stop.clone()) {
+    let done = match publish(Moment::Rerender, &input, &FlagPaths::default(), stop.clone()) {
         Err(_) if stop.as_ref().is_some_and(|s| s.is_closed()) => return Err(RunsError::Interrupted),
         r => r?,
     };

@@ -446,7 +446,7 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
             c.factor
         ));
     }
-    let done = crate::report::conform::publish_conform(&report, &dir)
+    let done = crate::report::side::publish(crate::report::output::Moment::End, &report, &dir)
         .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
     out!("{}", String::from_utf8_lossy(&done.console));
     out!(line "report: {}", dir.join("conform.md").display());

@@ -551,7 +551,7 @@ fn finished(
 /// is not essential and fails is a warning, said.
 fn publish_as(moment: Moment, summary: &Summary, dir: &Path, say: &impl Fn(&str)) -> Result<(), BenchError> {
     let input = Input { summaries: std::slice::from_ref(summary), dir };
-    let done = publish(moment, &input, &FlagPaths::default())?;
+    let done = publish(moment, &input, &FlagPaths::default(), None)?;
     done.warnings.iter().for_each(|w| say(&format!("warning: {w}")));
     Ok(())
 }
