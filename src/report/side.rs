@@ -35,9 +35,7 @@ pub(crate) fn publish<R: SideReport>(moment: Moment, report: &R, dir: &Path) -> 
 
 /// A report's document as Markdown.
 pub(crate) fn markdown(r: &impl SideReport) -> String {
-    let mut o = String::new();
-    super::doc::document(&mut o, &r.document());
-    o
+    super::doc::document(&r.document())
 }
 
 /// A report's document on one self-contained page.

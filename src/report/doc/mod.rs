@@ -152,15 +152,16 @@ pub(crate) struct Doc {
 }
 
 /// The whole report in Markdown: `# title — outcome`, the verdict, the lead, the sections.
-pub(crate) fn document(o: &mut String, d: &Doc) {
-    let _ = writeln!(o, "# {} — {}", escape_inline(&d.title), d.outcome.0);
+pub(crate) fn document(d: &Doc) -> String {
+    let mut o = format!("# {} — {}\n", escape_inline(&d.title), d.outcome.0);
     if let Some(v) = &d.verdict {
-        markdown(o, &v.section);
+        markdown(&mut o, &v.section);
     }
-    blocks(o, &d.lead);
+    blocks(&mut o, &d.lead);
     for sec in &d.sections {
-        markdown(o, sec);
+        markdown(&mut o, sec);
     }
+    o
 }
 
 /// The section in Markdown: a blank line, its heading, then each block after a blank line.

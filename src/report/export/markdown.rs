@@ -11,9 +11,7 @@ pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteErro
 
 /// The report ([`super::content::document`]) in Markdown.
 pub(crate) fn render(s: &Summary) -> Vec<u8> {
-    let mut o = String::new();
-    crate::report::doc::document(&mut o, &super::content::document(s));
-    o.into_bytes()
+    crate::report::doc::document(&super::content::document(s)).into_bytes()
 }
 
 #[cfg(test)]
