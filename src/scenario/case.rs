@@ -149,8 +149,7 @@ fn parse_case(
     }
     let writer = parse_writer(c)?;
     let baseline = c.string("baseline")?.map(str::to_owned);
-    let own = c.strings("gates")?;
-    let own = parse_gates(c, "gates", &own)?;
+    let own = parse_gates(c, "gates")?;
     // Scenario gates, the invariants, then the case's own: every case shares the leading
     // ones (a run that declared no rollout gates is read that way: its case's own gates).
     let mut gates = common.to_vec();
@@ -162,9 +161,9 @@ fn parse_case(
     // under another workload), judged on no rollout gate.
     let judged = !matches!(c.raw_peek("rollout"), Some(toml::Value::Boolean(false)));
     let own_rollout =
-        if judged { c.strings("rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
+        if judged { parse_gates(c, "rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
     let mut rollout = if judged { common_rollout.to_vec() } else { Vec::new() };
-    for g in parse_gates(c, "rollout", &own_rollout)? {
+    for g in own_rollout {
         if !rollout.iter().any(|r| r.same_test(&g)) {
             rollout.push(g);
         }

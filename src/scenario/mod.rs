@@ -409,10 +409,8 @@ impl Scenario {
             let msg = format!("{} characters; allowed: at most {MAX_DESCRIPTION}", description.chars().count());
             return Err(top.err("description", msg));
         }
-        let gate_strings = top.strings("gates")?;
-        let common_gates = parse_gates(&top, "gates", &gate_strings)?;
-        let rollout_strings = top.strings("rollout")?;
-        let rollout = parse_gates(&top, "rollout", &rollout_strings)?;
+        let common_gates = parse_gates(&mut top, "gates")?;
+        let rollout = parse_gates(&mut top, "rollout")?;
         // Faults strike at the same share of a scaled schedule: `factor`.
         let (workload, factor) = match top.table("workload")? {
             Some(mut w) => parse_workload(&mut w, over).and_then(|wl| w.finish().map(|_| wl))?,
@@ -570,8 +568,8 @@ impl Scenario {
     }
 }
 
-pub(super) fn parse_gates(f: &Fields<'_>, key: &str, exprs: &[&str]) -> Result<Vec<Gate>, ScenarioError> {
-    exprs.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
+pub(super) fn parse_gates(f: &mut Fields<'_>, key: &'static str) -> Result<Vec<Gate>, ScenarioError> {
+    f.strings(key)?.iter().map(|e| Gate::parse(e).map_err(|m| f.err(key, m))).collect()
 }
 
 #[cfg(test)]
