@@ -65,12 +65,9 @@ impl CaseContext<'_> {
         let mut faults = if workload == self.workload {
             self.common_faults.clone()
         } else {
-            common_faults(self.file, self.table, workload, self.factor)?
+            read_faults(&mut Fields::new(self.file, "", self.table), workload, self.factor)?
         };
-        for mut f in c.tables("fault")? {
-            faults.push(parse_fault(&mut f, workload, self.factor)?);
-            f.finish()?;
-        }
+        faults.extend(read_faults(&mut c, workload, self.factor)?);
         for (i, f) in faults.iter().enumerate() {
             check_fault(&c, &case, f, self.over.clock.is_some())?;
             if faults[..i].contains(f) {
@@ -95,18 +92,13 @@ impl CaseContext<'_> {
     }
 }
 
-/// The scenario's `[[fault]]` tables, read against `wl` (a sweep's point may have a workload
-/// of its own: fewer sandboxes, a shorter schedule).
-pub(super) fn common_faults(
-    file: &str,
-    table: &toml::Table,
-    wl: &Workload,
-    factor: f64,
-) -> Result<Vec<FaultSpec>, ScenarioError> {
+/// The `[[fault]]` tables of `f` (the scenario's or a case's), read against `wl` (a sweep's
+/// point may have a workload of its own: fewer sandboxes, a shorter schedule).
+pub(super) fn read_faults(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<Vec<FaultSpec>, ScenarioError> {
     let mut out = Vec::new();
-    for mut f in Fields::new(file, "", table).tables("fault")? {
-        out.push(parse_fault(&mut f, wl, factor)?);
-        f.finish()?;
+    for mut t in f.tables("fault")? {
+        out.push(parse_fault(&mut t, wl, factor)?);
+        t.finish()?;
     }
     Ok(out)
 }

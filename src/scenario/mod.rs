@@ -35,7 +35,7 @@ pub(crate) mod sweep;
 pub(crate) mod turns;
 mod workload;
 
-use case::{common_faults, CaseContext};
+use case::{read_faults, CaseContext};
 pub use overrides::Overrides;
 pub(crate) use overrides::{Applied, Length};
 use rules::check_schedule_size;
@@ -427,7 +427,6 @@ impl Scenario {
         };
         let tables = host_tables(&mut top, over)?;
         let baseline = top.string("baseline")?.map(str::to_owned);
-        let _ = top.tables("fault")?;
         let ctx = CaseContext {
             file,
             table: &table,
@@ -435,7 +434,7 @@ impl Scenario {
             tables: &tables,
             handler: &handler,
             workload: &workload,
-            common_faults: common_faults(file, &table, &workload, factor)?,
+            common_faults: read_faults(&mut top, &workload, factor)?,
             common_rollout: &rollout,
             over,
             factor,
