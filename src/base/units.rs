@@ -193,6 +193,12 @@ pub(crate) fn ms_2dp(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e5).round() / 100.0
 }
 
+/// Rounded to `d` decimals, as the reports store derived figures.
+pub(crate) fn round(v: f64, d: i32) -> f64 {
+    let k = 10f64.powi(d);
+    (v * k).round() / k
+}
+
 /// `t` as signed nanoseconds from `epoch` (an event before it is negative), saturating.
 pub(crate) fn offset_ns(t: tokio::time::Instant, epoch: tokio::time::Instant) -> i64 {
     let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::units::round;
 use crate::record::recorder::LatencyStats;
 
 /// Bumped when a field changes meaning or goes away.
@@ -333,12 +334,6 @@ pub(crate) fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let per_exec = sxy / sxx;
     Some(Line { per_exec, at_zero: my - per_exec * mx })
-}
-
-/// Rounded to `d` decimals, as the report stores derived figures.
-fn round(v: f64, d: i32) -> f64 {
-    let k = 10f64.powi(d);
-    (v * k).round() / k
 }
 
 impl Costs {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::base::gauge::GaugeStats;
+use crate::base::units::round;
 use crate::record::recorder::{FleetRecording, LatencyStats};
 use crate::results::repeat::{stat_place, Place};
 use crate::sandbox::host::org::{OrgStats, RateStats};
@@ -176,8 +177,8 @@ impl FleetResult {
             demoted: turns.demoted,
             demoted_pct: pct(turns.demoted, turns.started),
             window_failures: turns.window_failures,
-            fallback_secs: (turns.fallback.as_secs_f64() * 100.0).round() / 100.0,
-            calls_per_turn_mean: calls.map_or(0.0, |h| (h.mean() * 100.0).round() / 100.0),
+            fallback_secs: round(turns.fallback.as_secs_f64(), 2),
+            calls_per_turn_mean: calls.map_or(0.0, |h| round(h.mean(), 2)),
             calls_per_turn_max: calls.map_or(0, |h| h.max()),
             active: turns.active,
             healthy: turns.healthy,
@@ -270,11 +271,9 @@ impl FleetResult {
             FleetMetric::RecoverySecs => recovery.flatten(),
             FleetMetric::HeldExecsUtilisation => {
                 let cap = self.held_exec_limit.filter(|c| *c > 0 && org)?;
-                Some((self.held_execs.max as f64 / f64::from(cap) * 1e4).round() / 1e4)
+                Some(round(self.held_execs.max as f64 / f64::from(cap), 4))
             }
-            FleetMetric::HeldExecSecsPerMin => {
-                org.then_some((self.sandbox_held_execs.mean * 60.0 * 100.0).round() / 100.0)
-            }
+            FleetMetric::HeldExecSecsPerMin => org.then_some(round(self.sandbox_held_execs.mean * 60.0, 2)),
             FleetMetric::Phased(Phase::Warmup, f) => self.warmup(f),
             FleetMetric::Phased(Phase::Worst, f) => self.worst(f).map(|(v, _)| v),
         }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::base::units::round;
 use crate::results::summary::{PhaseRates, RatePoint, Requests, Stretch};
 use crate::sandbox::host::RequestCounts;
 use crate::scenario::pacer::Phase;
@@ -33,18 +34,18 @@ pub(crate) struct Snapshots<'a> {
 /// `n` per minute, to two decimals; 0 over no time.
 fn rate(n: u64, minutes: f64) -> f64 {
     if minutes > 0.0 {
-        (n as f64 / minutes * 100.0).round() / 100.0
+        round(n as f64 / minutes, 2)
     } else {
         0.0
     }
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 fn stretch(discovery: u64, data: u64, minutes: f64) -> Stretch {
-    Stretch { minutes: round3(minutes), discovery_per_min: rate(discovery, minutes), data_per_min: rate(data, minutes) }
+    Stretch {
+        minutes: round(minutes, 3),
+        discovery_per_min: rate(discovery, minutes),
+        data_per_min: rate(data, minutes),
+    }
 }
 
 /// Every rate of a case.

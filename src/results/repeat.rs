@@ -47,7 +47,7 @@ impl Place<'_> {
     /// Sets the field, a count rounded to a whole one, a figure to 1e-4.
     pub(crate) fn set(self, v: f64) {
         match self {
-            Place::F(x) => *x = (v * 1e4).round() / 1e4,
+            Place::F(x) => *x = crate::base::units::round(v, 4),
             Place::U(x) => *x = v.round().max(0.0) as u64,
         }
     }

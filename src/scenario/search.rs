@@ -21,7 +21,7 @@
 use toml::{Table, Value};
 
 use crate::base::fields::ScenarioError;
-use crate::base::units::{parse_duration, readable};
+use crate::base::units::{parse_duration, readable, round};
 
 /// The most times a bracket is widened before the search says the boundary is outside it.
 pub(crate) const MAX_WIDENINGS: u32 = 3;
@@ -149,7 +149,7 @@ impl Search {
         }
         let snapped = (x / step).round() * step;
         // Clear the float noise a step of 0.05 leaves (27.150000000000002).
-        (snapped * 1e6).round() / 1e6
+        round(snapped, 6)
     }
 }
 

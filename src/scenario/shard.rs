@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::Scenario;
+use crate::base::units::round;
 
 /// `--shard K/N`: part `index` of `count` parts, from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +162,8 @@ impl Scenario {
             cases: whole.cases.iter().map(|c| c.name.clone()).collect(),
             sweeps: whole.sweeps.iter().map(|w| w.case.clone()).collect(),
             runs: runs.clone(),
-            estimate_secs: round_ms(load[mine]),
-            mean_secs: round_ms(total / arg.count),
+            estimate_secs: round(load[mine].as_secs_f64(), 3),
+            mean_secs: round((total / arg.count).as_secs_f64(), 3),
         };
         if runs.is_empty() {
             self.cases.clear();
@@ -202,10 +203,6 @@ impl Scenario {
         }
         format!("{h:016x}")
     }
-}
-
-fn round_ms(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::base::notice::Recovery;
+use crate::base::units::round;
 use crate::record::recorder::{Recording, SpanStats};
 use crate::sandbox::host::{ByKind, Kind, ReadStorm, RequestCounts};
 
@@ -62,15 +63,11 @@ pub struct StormRow {
     pub others_worst_pickup_ms: Option<f64>,
 }
 
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 fn rate(n: u64, over: Duration) -> f64 {
     if over.is_zero() {
         return 0.0;
     }
-    round3(n as f64 / over.as_secs_f64())
+    round(n as f64 / over.as_secs_f64(), 3)
 }
 
 fn total(c: &RequestCounts) -> u64 {
@@ -90,7 +87,7 @@ impl StormRow {
         rec: &Recording,
         others: SpanStats,
     ) -> StormRow {
-        let secs = |t: Instant| round3(t.saturating_duration_since(epoch).as_secs_f64());
+        let secs = |t: Instant| round(t.saturating_duration_since(epoch).as_secs_f64(), 3);
         let demoted = |from: Instant, to: Instant| {
             let demotion = |n: &&crate::record::recorder::TimedNotice| {
                 n.sandbox != sandbox && n.at >= from && n.at <= to && n.what.recovery() == Some(Recovery::Demoted)
@@ -124,8 +121,8 @@ impl StormRow {
         let life = if during.alive_time.is_zero() { wall } else { during.alive_time.min(wall) };
         row.from_secs = Some(secs(start.at));
         row.until_secs = storm.ended.map(|m| secs(m.at));
-        row.lasted_secs = round3(wall.as_secs_f64());
-        row.stormed_secs = round3(life.as_secs_f64());
+        row.lasted_secs = round(wall.as_secs_f64(), 3);
+        row.stormed_secs = round(life.as_secs_f64(), 3);
         row.per_sec = rate(total(&during), life);
         row.execs_per_sec = rate(of_kind(&during, Kind::Exec), life);
         row.lists_per_sec = rate(of_kind(&during, Kind::List), life);
@@ -143,14 +140,14 @@ impl StormRow {
                     && n.at <= end.at
                     && n.what.recovery() == Some(Recovery::Demoted)
             })
-            .map(|n| round3(n.at.saturating_duration_since(start.at).as_secs_f64()));
+            .map(|n| round(n.at.saturating_duration_since(start.at).as_secs_f64(), 3));
         row
     }
 
     /// How many times the struck dir's rate before the fault the storm's was (requests, and
     /// windows armed); `None` where the rate before was zero.
     pub fn ratios(&self) -> (Option<f64>, Option<f64>) {
-        let r = |during: f64, before: f64| (before > 0.0).then(|| (during / before * 10.0).round() / 10.0);
+        let r = |during: f64, before: f64| (before > 0.0).then(|| round(during / before, 1));
         (r(self.per_sec, self.before_per_sec), r(self.execs_per_sec, self.before_execs_per_sec))
     }
 }

@@ -32,7 +32,7 @@ pub struct Comparison {
 }
 
 fn ratio(base: f64, this: f64) -> Option<f64> {
-    (base > 0.0 && this > 0.0).then(|| (base / this * 1e4).round() / 1e4)
+    (base > 0.0 && this > 0.0).then(|| crate::base::units::round(base / this, 4))
 }
 
 fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<String> {

@@ -8,13 +8,13 @@
 //! repeat's, the one run with the run's own seed.
 
 use super::CaseResult;
+use crate::base::units::round;
 use crate::results::repeat::{bootstrap_ci, median, Repeats, Rule, Spread};
 use crate::scenario::gate::Metric;
 
 /// One figure's spread across repeats: each repeat's value (rounded as summary.json holds
 /// it), the one the case reports as its [`Rule`] says, the median's interval.
 fn spread(m: Metric, values: Vec<Option<f64>>, seed: u64) -> Option<Spread> {
-    let r4 = |x: f64| (x * 1e4).round() / 1e4;
     let got: Vec<f64> = values.iter().flatten().copied().collect();
     let med = median(&got)?;
     let (min, max) = got.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(*x), b.max(*x)));
@@ -29,12 +29,12 @@ fn spread(m: Metric, values: Vec<Option<f64>>, seed: u64) -> Option<Spread> {
         figure: m.name(),
         unit: m.stored_unit().into(),
         values,
-        value: r4(value),
+        value: round(value, 4),
         rule: (rule != Rule::Median).then_some(rule),
-        median: r4(med),
-        min: r4(min),
-        max: r4(max),
-        ci95: ci95.map(|[a, b]| [r4(a), r4(b)]),
+        median: round(med, 4),
+        min: round(min, 4),
+        max: round(max, 4),
+        ci95: ci95.map(|[a, b]| [round(a, 4), round(b, 4)]),
     })
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn combine(mut runs: Vec<CaseResult>, seeds: Vec<u64>) -> CaseResult 
     let base = seeds.first().copied().unwrap_or(0);
     let mut combined: Vec<(Metric, Spread)> = Vec::new();
     for m in Metric::table() {
-        let values: Vec<Option<f64>> = runs.iter().map(|r| r.figure(*m).map(|v| (v * 1e4).round() / 1e4)).collect();
+        let values: Vec<Option<f64>> = runs.iter().map(|r| r.figure(*m).map(|v| round(v, 4))).collect();
         if values.iter().any(Option::is_some) {
             combined.extend(spread(*m, values, base ^ (combined.len() as u64 + 1)).map(|s| (*m, s)));
         }
