@@ -177,7 +177,8 @@ impl Metric {
     /// allowed ones.
     pub fn parse(name: &str) -> Result<Metric, MetricError> {
         Metric::parse_exact(name).map_err(|e| {
-            let every = every_metric_name();
+            // Every metric's full name, each statistic of each measure spelled out.
+            let every: Vec<String> = Metric::all().map(Metric::name).collect();
             MetricError { hint: did_you_mean(name, every.iter().map(String::as_str)), ..e }
         })
     }
@@ -371,12 +372,6 @@ impl TryFrom<StoredGateResult> for GateResult {
             pass: g.pass,
         })
     }
-}
-
-/// Every metric's full name, each statistic of each measure spelled out: for error
-/// messages and help.
-fn every_metric_name() -> Vec<String> {
-    Metric::all().map(Metric::name).collect()
 }
 
 pub(crate) fn metric_names() -> String {
