@@ -109,11 +109,6 @@ impl FaultKind {
         self == FaultKind::ReadFails
     }
 
-    /// Faults of a host's daemon or wire: only a host with one can take them.
-    pub(crate) fn needs_daemon(self) -> bool {
-        self.daemon_fault().is_some()
-    }
-
     /// Faults this machine can produce for real, on the real clock. The others need the
     /// in-memory sandbox of the virtual clock.
     pub(crate) fn real_time(self) -> bool {
@@ -309,7 +304,7 @@ pub(crate) fn actions(faults: &[FaultSpec]) -> Vec<(Duration, usize, bool)> {
     for (i, f) in faults.iter().enumerate() {
         out.push((f.at, i, true));
         // Conditions with a length end by themselves in the daemon; the others are undone.
-        if f.kind.lasts() && !f.duration.is_zero() && (!f.kind.needs_daemon() || f.kind.target() == Target::Org) {
+        if f.kind.lasts() && !f.duration.is_zero() && f.kind.daemon_fault().is_none() {
             out.push((f.at + f.duration, i, false));
         }
     }
