@@ -264,45 +264,39 @@ impl SweepResult {
     /// says), ties broken by cost; with the sentence that says so.
     fn best_of(&self, passing: &[&SweepPoint], goal: Goal, metric: Metric, of: &str) -> (Option<String>, String) {
         let k = self.figures.iter().position(|m| *m == metric).expect("the objective is a figure");
+        let objective = self.objective.as_deref().unwrap_or_default();
+        let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
         let mut best: Option<(&SweepPoint, f64)> = None;
         for p in passing {
-            let Some(v) = p.figures.get(k).copied().flatten() else { continue };
+            let Some(v) = value(p, k) else { continue };
             let better = best.is_none_or(|(_, b)| if goal == Goal::Min { v < b } else { v > b });
             if better {
                 best = Some((p, v));
             }
         }
         let Some((least, v)) = best else {
-            let objective = self.objective.as_deref().unwrap_or_default();
             return (None, format!("no point that meets every gate measured {objective} ({of} points)"));
         };
         // Points within the tie margin of the least are no worse, as measured;
         // of those, the best is the one that costs least (the first cost figure
         // the sweep shows), so a tie is not won by holding more.
-        let tied: Vec<&SweepPoint> = passing
-            .iter()
-            .copied()
-            .filter(|q| q.figures.get(k).copied().flatten().is_some_and(|x| tie(x, v)))
-            .collect();
-        let cost = self
+        let tied: Vec<&SweepPoint> =
+            passing.iter().copied().filter(|q| value(q, k).is_some_and(|x| tie(x, v))).collect();
+        let costs: Vec<(usize, Metric)> = self
             .figures
             .iter()
+            .copied()
             .enumerate()
-            .find(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-            .map(|(j, _)| j);
-        let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
-        let p = match cost {
-            Some(c) => tied
+            .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
+            .collect();
+        let p = match costs.first() {
+            Some(&(c, _)) => tied
                 .iter()
                 .copied()
-                .min_by(|a, b| {
-                    let (x, y) = (value(a, c).unwrap_or(f64::MAX), value(b, c).unwrap_or(f64::MAX));
-                    x.total_cmp(&y)
-                })
+                .min_by(|a, b| value(a, c).unwrap_or(f64::MAX).total_cmp(&value(b, c).unwrap_or(f64::MAX)))
                 .unwrap_or(least),
             None => least,
         };
-        let objective = self.objective.as_deref().unwrap_or_default();
         let mut text = format!(
             "{}: {objective} = {}, of the {} points that meet every gate ({of} points)",
             p.case,
@@ -321,13 +315,8 @@ impl SweepResult {
         } else if !others.is_empty() {
             text += &format!("; a tie (within {:.0} %) with {}", TIE * 100.0, others.join(", "));
         }
-        let costs: Vec<String> = self
-            .figures
-            .iter()
-            .enumerate()
-            .filter(|(j, m)| *j != k && COSTS.contains(&m.name().as_str()))
-            .map(|(j, m)| format!("{} = {}", m.name(), show(*m, value(p, j))))
-            .collect();
+        let costs: Vec<String> =
+            costs.iter().map(|&(j, m)| format!("{} = {}", m.name(), show(m, value(p, j)))).collect();
         if !costs.is_empty() {
             text += &format!("; its cost: {}", costs.join(", "));
         }
