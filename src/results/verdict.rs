@@ -114,28 +114,20 @@ impl Verdict {
         let mut gates: Vec<RolloutGate> = Vec::new();
         for r in results {
             for g in r.rollout {
-                let i =
-                    match gates.iter().position(|x| x.metric == g.metric && x.op == g.op && x.threshold == g.threshold)
-                    {
-                        Some(i) => i,
-                        None => {
-                            gates.push(RolloutGate {
-                                expr: g.expr.clone(),
-                                metric: g.metric,
-                                op: g.op,
-                                threshold: g.threshold,
-                                production: Vec::new(),
-                                option_sets: Vec::new(),
-                            });
-                            gates.len() - 1
-                        }
-                    };
-                let judged = Judged::of(r, g);
-                if r.is_production() {
-                    gates[i].production.push(judged);
-                } else {
-                    gates[i].option_sets.push(judged);
-                }
+                let same = gates.iter().position(|x| (x.metric, x.op, x.threshold) == (g.metric, g.op, g.threshold));
+                let i = same.unwrap_or_else(|| {
+                    gates.push(RolloutGate {
+                        expr: g.expr.clone(),
+                        metric: g.metric,
+                        op: g.op,
+                        threshold: g.threshold,
+                        production: Vec::new(),
+                        option_sets: Vec::new(),
+                    });
+                    gates.len() - 1
+                });
+                let side = if r.is_production() { &mut gates[i].production } else { &mut gates[i].option_sets };
+                side.push(Judged::of(r, g));
             }
         }
         let any_production = gates.iter().any(|g| !g.production.is_empty());
