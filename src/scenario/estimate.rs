@@ -78,33 +78,22 @@ impl Scenario {
     /// How long this scenario should take here, from each case's own workload (a sweep's
     /// point's sandboxes and length are its own).
     pub fn estimate(&self) -> Estimate {
-        let schedule = self.workload.duration();
-        // A search's probes as many as it should take when its boundary is in its bracket.
-        let probes: Vec<(Clock, Duration, usize)> =
-            self.searches().map(|(_, p, n)| (p.clock, p.wall_estimate(), n)).collect();
-        let real_probes: usize = probes.iter().filter(|(clock, _, _)| *clock == Clock::Real).map(|(_, _, n)| n).sum();
-        let all_probes: usize = probes.iter().map(|(_, _, n)| n).sum();
-        let real_cases = self.cases.iter().filter(|c| c.clock == Clock::Real).count() + real_probes;
-        let virtual_cases = self.cases.len() + all_probes - real_cases;
-        let (mut real, mut virtual_wall) = (Duration::ZERO, Duration::ZERO);
-        let cases = self.cases.iter().map(|c| (c.clock, c.wall_estimate()));
-        for (clock, wall) in cases.chain(probes.iter().map(|(clock, wall, n)| (*clock, *wall * *n as u32))) {
-            match clock {
-                Clock::Real => real += wall,
-                Clock::Virtual => virtual_wall += wall,
-            }
-        }
         // Every repeat counted in full (virtual ones run side by side, as a sweep's points
         // do, which this estimate leaves out for both).
         let repeats = self.repeats();
-        Estimate {
-            real_cases,
-            virtual_cases,
-            real: real * repeats,
-            virtual_wall: virtual_wall * repeats,
-            schedule,
-            repeats,
+        let mut e = Estimate { schedule: self.workload.duration(), repeats, ..Estimate::default() };
+        let cases = self.cases.iter().map(|c| (c.clock, c.wall_estimate(), 1));
+        // A search's probes as many as it should take when its boundary is in its bracket.
+        let probes = self.searches().map(|(_, p, n)| (p.clock, p.wall_estimate(), n));
+        for (clock, wall, n) in cases.chain(probes) {
+            let (count, time) = match clock {
+                Clock::Real => (&mut e.real_cases, &mut e.real),
+                Clock::Virtual => (&mut e.virtual_cases, &mut e.virtual_wall),
+            };
+            *count += n;
+            *time += wall * n as u32 * repeats;
         }
+        e
     }
 }
 
