@@ -42,17 +42,16 @@ fn say_ratio(what: &str, r: Option<f64>, lower: &str, higher: &str) -> Option<St
 
 impl Comparison {
     pub fn of(base: &CaseResult, this: &CaseResult) -> Comparison {
-        let of = |x: &LatencyStats, y: &LatencyStats, stat: fn(&LatencyStats) -> f64| {
+        let of = |m: Measure, stat: fn(&LatencyStats) -> f64| {
+            let (x, y) = (base.latency(m), this.latency(m));
             ratio(stat(x), stat(y)).filter(|_| x.count > 0 && y.count > 0)
         };
-        let lat = |m: Measure| of(base.latency(m), this.latency(m), |s| s.p50);
-        let p90 = |m: Measure| of(base.latency(m), this.latency(m), |s| s.p90);
         // Two pickups timed to different points are not one measure: no ratio.
         let same_pickup = base.pickup_defined_as() == this.pickup_defined_as();
         let mut c = Comparison {
             baseline: base.case.clone(),
-            pickup_p50_ratio: lat(Measure::Pickup).filter(|_| same_pickup),
-            completion_p50_ratio: lat(Measure::Completion),
+            pickup_p50_ratio: of(Measure::Pickup, |s| s.p50).filter(|_| same_pickup),
+            completion_p50_ratio: of(Measure::Completion, |s| s.p50),
             discovery_per_min_ratio: ratio(base.requests.discovery_per_min, this.requests.discovery_per_min),
             // The idle phases (a steady state) when the workload has any, else a live relay's
             // idle stretches (the dir's, in a summary that lacks them).
@@ -63,13 +62,12 @@ impl Comparison {
                     |r: &CaseResult| r.requests.idle_relay.as_ref().unwrap_or(&r.requests.idle).discovery_per_min;
                 ratio(live(base), live(this))
             },
-            wake_p50_ratio: lat(Measure::Wake),
-            wake_p90_ratio: p90(Measure::Wake),
-            pickup_p90_ratio: p90(Measure::Pickup).filter(|_| same_pickup),
-            completion_p90_ratio: p90(Measure::Completion),
-            completion_mean_ratio: of(base.latency(Measure::Completion), this.latency(Measure::Completion), |s| s.mean),
-            pickup_mean_ratio: of(base.latency(Measure::Pickup), this.latency(Measure::Pickup), |s| s.mean)
-                .filter(|_| same_pickup),
+            wake_p50_ratio: of(Measure::Wake, |s| s.p50),
+            wake_p90_ratio: of(Measure::Wake, |s| s.p90),
+            pickup_p90_ratio: of(Measure::Pickup, |s| s.p90).filter(|_| same_pickup),
+            completion_p90_ratio: of(Measure::Completion, |s| s.p90),
+            completion_mean_ratio: of(Measure::Completion, |s| s.mean),
+            pickup_mean_ratio: of(Measure::Pickup, |s| s.mean).filter(|_| same_pickup),
             text: String::new(),
         };
         let mut parts: Vec<String> = [
