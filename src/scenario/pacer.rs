@@ -182,10 +182,7 @@ pub(crate) fn pace(
         fire(slot, at);
     }
     // The schedule lasts its whole length: a closing idle phase is part of the case.
-    if !wait_until(epoch + length) {
-        return (slots.len(), true);
-    }
-    (slots.len(), false)
+    (slots.len(), !wait_until(epoch + length))
 }
 
 /// [`pace`] on the tokio clock, for virtual time: the same schedule, with every sleep a
