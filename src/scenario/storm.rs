@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::base::notice::Recovery;
 use crate::base::units::round;
-use crate::record::recorder::{Recording, SpanStats};
+use crate::record::recorder::{Recording, SpanStats, TimedNotice};
 use crate::sandbox::host::{ByKind, Kind, ReadStorm, RequestCounts};
 
 /// What a `read-fails` fault set off, counted.
@@ -88,12 +88,13 @@ impl StormRow {
         others: SpanStats,
     ) -> StormRow {
         let secs = |t: Instant| round(t.saturating_duration_since(epoch).as_secs_f64(), 3);
-        let demoted = |from: Instant, to: Instant| {
-            let demotion = |n: &&crate::record::recorder::TimedNotice| {
-                n.sandbox != sandbox && n.at >= from && n.at <= to && n.what.recovery() == Some(Recovery::Demoted)
-            };
-            rec.timed_notices.iter().filter(demotion).count() as u64
+        // The demotions said from `from` to `to`, in any sandbox; the other sandboxes' counted.
+        let demotions = |from: Instant, to: Instant| {
+            let demotion =
+                move |n: &&TimedNotice| n.at >= from && n.at <= to && n.what.recovery() == Some(Recovery::Demoted);
+            rec.timed_notices.iter().filter(demotion)
         };
+        let demoted = |from, to| demotions(from, to).filter(|n| n.sandbox != sandbox).count() as u64;
         let struck = &storm.struck;
         let before = struck.counts;
         let since_epoch = struck.at.saturating_duration_since(epoch);
@@ -131,15 +132,8 @@ impl StormRow {
         row.others_rejected = end.others_rejected - start.others_rejected;
         row.others_rejected_per_sec = rate(row.others_rejected, wall);
         row.others_demoted = demoted(start.at, end.at);
-        row.demoted_after_secs = rec
-            .timed_notices
-            .iter()
-            .find(|n| {
-                n.sandbox == sandbox
-                    && n.at >= start.at
-                    && n.at <= end.at
-                    && n.what.recovery() == Some(Recovery::Demoted)
-            })
+        row.demoted_after_secs = demotions(start.at, end.at)
+            .find(|n| n.sandbox == sandbox)
             .map(|n| round(n.at.saturating_duration_since(start.at).as_secs_f64(), 3));
         row
     }
