@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use tokio::time::Instant;
 
 use crate::base::clock;
@@ -23,7 +24,7 @@ use crate::relay::writer::{writer_deadline, CallEnd, CallSpec, Writer};
 use crate::sandbox::dir::claim::{Claim, ClaimError, ClaimNote, ClaimedDir};
 use crate::sandbox::dir::{RealDir, RelayDir};
 use crate::sandbox::host::{Host, LocalHost};
-use crate::strategy::{Parts, RunnerKind, RunnerSpec, WriterSpec};
+use crate::strategy::{writer_by_name, Parts, RunnerKind, RunnerSpec, WriterKind, WriterSpec};
 
 /// A line `serve` or `call` says as it goes: for stdout (stat lines) or stderr (notices).
 /// The caller prints it (the CLI: a closed pipe is not a panic).
@@ -360,16 +361,29 @@ impl Turns {
     }
 }
 
-/// One call through a real relay dir, as the reference writer makes it.
+/// One call through a real relay dir, as the reference writer makes it: `call`'s flags.
+#[derive(Debug, clap::Args)]
 pub(crate) struct CallOptions {
+    /// The relay directory.
+    #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
+    /// The tool name.
+    #[arg(long)]
     pub tool: String,
+    /// The args, as JSON (default {}).
+    #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
-    pub id: String,
-    /// The tool timeout; the writer waits it plus 10 s (60 s without one), SPEC §2.
+    /// The call id (default: call-<pid>-<time>).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The tool timeout: the writer waits it plus 10 s (60 s without one).
+    #[arg(long, value_name = "DURATION", value_parser = crate::base::units::parse_duration)]
     pub timeout: Option<Duration>,
+    /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
+    #[arg(long, default_value = crate::strategy::WRITER_DEFAULT, value_parser = PossibleValuesParser::new(WriterKind::NAMES).map(|n| writer_by_name(&n).expect("a writer's name")))]
     pub wait: WriterSpec,
-    /// Answers past this size are not read.
+    /// An answer larger than this is not read.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
     pub max_file_bytes: u64,
 }
 
@@ -384,8 +398,9 @@ pub(crate) struct CallOptions {
 /// already there is taken as stale: removed, never returned. What this cannot see: a call
 /// with the same id whose request a runner already picked up, or one published between
 /// this check and this call's own publish. Ids are the callers' to keep unique (the
-/// default id, `call-<pid>-<time>`, is).
+/// default id, `call-<pid>-<time>`, is); the caller sets `opts.id` (the CLI: that default).
 pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
+    let id = opts.id.expect("the caller names the call");
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
@@ -405,12 +420,12 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
         serde_json::from_str::<serde::de::IgnoredAny>(a)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("--args is not JSON: {e}")))?;
     }
-    let file_id = sanitize_id(&opts.id);
+    let file_id = sanitize_id(&id);
     let (req, res) = (opts.dir.join(req_name(&file_id)), opts.dir.join(res_name(&file_id)));
     if req.symlink_metadata().is_ok() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
-            format!("a call with id {:?} is in flight ({} exists); use another --id", opts.id, req.display()),
+            format!("a call with id {id:?} is in flight ({} exists); use another --id", req.display()),
         ));
     }
     if res.symlink_metadata().is_ok() {
@@ -422,8 +437,7 @@ pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -
     let reporter = Reporter::new(sink.clone(), 0);
     let writer = Writer::new(0, dir.clone(), opts.wait.build(&dir, reporter.clone()), sink).with_reporter(reporter);
     let deadline = writer_deadline(opts.timeout);
-    let spec =
-        CallSpec { id: opts.id, tool: opts.tool, args: opts.args, intended: clock::now(), warmup: false, deadline };
+    let spec = CallSpec { id, tool: opts.tool, args: opts.args, intended: clock::now(), warmup: false, deadline };
     let end = tokio::select! {
         end = writer.call(spec) => Some(end),
         () = stop.closed() => None,

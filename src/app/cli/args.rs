@@ -42,7 +42,7 @@ pub(crate) enum Command {
     /// Serve a relay dir with the reference runner until Ctrl-C (a stat line per interval).
     Serve(ServeArgs),
     /// Make one call through a relay dir as the reference writer and print the answer.
-    Call(CallArgs),
+    Call(crate::engine::serve::CallOptions),
     /// Compare two run directories case by case: latency p50 and p99, request rates and
     /// requests per call, the fleet's figures and every gated one, each judged the way it
     /// gets worse, with a noise-aware verdict; exit 1 on any regression.
@@ -234,31 +234,6 @@ pub(crate) struct ServeArgs {
     /// is the writer's deadline for a call without a tool timeout: nobody waits longer.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "60s")]
     pub handler_timeout: Duration,
-}
-
-#[derive(Debug, clap::Args)]
-pub(crate) struct CallArgs {
-    /// The relay directory.
-    #[arg(long, value_name = "DIR")]
-    pub dir: PathBuf,
-    /// The tool name.
-    #[arg(long)]
-    pub tool: String,
-    /// The args, as JSON (default {}).
-    #[arg(long, value_name = "JSON")]
-    pub args: Option<String>,
-    /// The call id (default: call-<pid>-<time>).
-    #[arg(long)]
-    pub id: Option<String>,
-    /// The tool timeout: the writer waits it plus 10 s (60 s without one).
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
-    pub timeout: Option<Duration>,
-    /// How to wait for the answer: watch (inotify + 300 ms safety check) or poll (every 300 ms).
-    #[arg(long, default_value = crate::strategy::WRITER_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::WriterKind::NAMES))]
-    pub wait: String,
-    /// An answer larger than this is not read.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
-    pub max_file_bytes: u64,
 }
 
 /// `daemon-capacity`'s flags.

@@ -5,7 +5,7 @@
 mod args;
 mod interrupt;
 
-pub(crate) use args::{CallArgs, CapacityArgs, Cli, Command, ConformArgs, ServeArgs};
+pub(crate) use args::{CapacityArgs, Cli, Command, ConformArgs, ServeArgs};
 use interrupt::on_interrupt;
 
 use std::path::Path;
@@ -28,7 +28,6 @@ use crate::runs::capacity::CapacityRunError;
 use crate::runs::plan::RunRequest;
 use crate::runs::plan::{list_shipped, rerender_until, Plan, RunsError, Step};
 use crate::scenario::ScenarioError;
-use crate::strategy::writer_by_name;
 
 /// `print!` to stdout through [`console::out`] (never a panic; a failure is the exit code
 /// [`Exit::OutputLost`]); `out!(line ...)` adds the newline.
@@ -338,18 +337,8 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     Ok(Exit::Pass)
 }
 
-async fn call_cmd(a: CallArgs) -> Result<Exit, CliError> {
-    let wait = writer_by_name(&a.wait).expect("clap checked the name");
-    let id = a.id.unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
-    let opts = CallOptions {
-        dir: a.dir,
-        tool: a.tool,
-        args: a.args,
-        id,
-        timeout: a.timeout,
-        wait,
-        max_file_bytes: a.max_file_bytes,
-    };
+async fn call_cmd(mut opts: CallOptions) -> Result<Exit, CliError> {
+    opts.id.get_or_insert_with(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
     let stop = on_interrupt("removing the request");
     let end = crate::engine::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
