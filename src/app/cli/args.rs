@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+use crate::base::units::parse_duration;
 use crate::report::compare::{Format, Threshold};
 use crate::runs::plan::RunRequest;
 
@@ -58,7 +59,7 @@ pub(crate) enum Command {
         threshold: Threshold,
         /// How to print the comparison: `table` (the console), `md` (markdown, for a pull
         /// request's comment) or `json` (reports/compare.schema.json).
-        #[arg(long, default_value = "table", value_parser = format_arg)]
+        #[arg(long, default_value = "table", value_parser = Format::parse)]
         format: Format,
         /// Refuse to compare runs whose environments differ (kernel, filesystem, cpus,
         /// build profile, suite version).
@@ -144,7 +145,7 @@ pub(crate) struct ConformArgs {
     /// the pace the battery measures at start (at most 10x, at most 600s), and the
     /// implementation is killed when it passes (the writer's deadline cases wait their
     /// deadline on top).
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub bound: Duration,
     /// Grade a runner over a daemon: `sandbox-agent` puts each case's relay dir inside a
     /// sandbox-agent daemon's filesystem (a daemon started for each case) and gives the runner
@@ -171,18 +172,10 @@ pub(crate) struct ConformArgs {
     pub command: Vec<String>,
 }
 
-// clap's value parsers take any error type; these return the library's own, whose text
-// clap prints after "invalid value ... for '--flag'".
+/// `--threshold`'s value, parsed by the library (clap prints its error's text after
+/// "invalid value ... for '--threshold'").
 fn threshold_arg(s: &str) -> Result<Threshold, crate::report::compare::ThresholdError> {
     s.parse()
-}
-
-fn format_arg(s: &str) -> Result<Format, crate::report::compare::UnknownFormat> {
-    Format::parse(s)
-}
-
-fn duration_arg(s: &str) -> Result<Duration, crate::base::units::DurationError> {
-    crate::base::units::parse_duration(s)
 }
 
 #[derive(Debug, clap::Args)]
@@ -195,16 +188,16 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = crate::strategy::SERVE_DEFAULT, value_parser = clap::builder::PossibleValuesParser::new(crate::strategy::serve_names()))]
     pub strategy: String,
     /// The poll interval (it grows to 5x after 5 idle lists, as production's does).
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "300ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "300ms")]
     pub interval: Duration,
     /// How long the tool takes per call.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "0ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0ms")]
     pub handler: Duration,
     /// Share of calls answered {"ok":false,...}.
     #[arg(long, default_value_t = 0.0)]
     pub error_ratio: f64,
     /// How often a stat line is printed (at least 100ms).
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub every: Duration,
     /// Request files larger than this are skipped (reported once, never read).
     #[arg(long, value_name = "BYTES", default_value_t = crate::sandbox::dir::RealDir::DEFAULT_MAX_BYTES)]
@@ -214,11 +207,11 @@ pub(crate) struct ServeArgs {
     /// its seen set, backoff and demotion last the turn, so a call id reused within a turn
     /// is skipped (said once), never run twice, and runs in the next turn. Without --turn or
     /// --turn-idle, serve is one turn until it is stopped. At least 1s.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub turn: Option<Duration>,
     /// End a turn that handled a call once no call came for this long (an agent's turn
     /// ends when it stops calling tools), and start a new one. At least 1s.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub turn_idle: Option<Duration>,
     /// Sweep stale relay files (requests, answers and their temp names) before each turn, as
     /// production's runner does. Off by default: a shared dir's files may be another's.
@@ -232,7 +225,7 @@ pub(crate) struct ServeArgs {
     /// How long --handler-command's program may run for one call before it is killed (its
     /// whole process group) and the call answered {"ok":false,...} saying so. The default
     /// is the writer's deadline for a call without a tool timeout: nobody waits longer.
-    #[arg(long, value_name = "DURATION", value_parser = duration_arg, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub handler_timeout: Duration,
 }
 
