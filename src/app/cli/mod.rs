@@ -181,12 +181,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Merge { parts, out, junit, quiet } => merge_cmd(&parts, out.as_deref(), junit.as_deref(), quiet),
         Command::Report { dir } => {
             let stop = on_interrupt("stopping: the outputs drawn so far are kept whole");
-            let r = tokio::task::block_in_place(|| rerender_until(&dir, Some(stop))).map_err(|e| {
-                match e.environment() {
-                    Some(why) => CliError::Environment { why, source: e },
-                    None => CliError::Runs(e),
-                }
-            })?;
+            let r = tokio::task::block_in_place(|| rerender_until(&dir, Some(stop))).map_err(written)?;
             out!(line
                 "{} and {} .hgrm files rewritten; {} chart files written under {}; the page: {}",
                 dir.join("summary.md").display(),
@@ -197,6 +192,15 @@ pub(crate) async fn run(cli: Cli) -> Result<Exit, CliError> {
             );
             Ok(Exit::Pass)
         }
+    }
+}
+
+/// The error of a command that writes a run's reports: this machine's failure when it is
+/// one ([`CliError::Environment`]), else the run's own.
+fn written(e: RunsError) -> CliError {
+    match e.environment() {
+        Some(why) => CliError::Environment { why, source: e },
+        None => CliError::Runs(e),
     }
 }
 
@@ -230,10 +234,7 @@ async fn run_cmd(args: RunRequest) -> Result<Exit, CliError> {
             }
         })
         .await
-        .map_err(|e| match e.environment() {
-            Some(why) => CliError::Environment { why, source: e },
-            None => CliError::Runs(e),
-        })?;
+        .map_err(written)?;
     if outcome.environment_failures > 0 {
         console::err(&format!(
             "error: this machine failed {} write(s) of the relay (a full disk, a quota, a read-only or failing \
@@ -260,10 +261,7 @@ fn merge_cmd(
     junit: Option<&std::path::Path>,
     quiet: bool,
 ) -> Result<Exit, CliError> {
-    let (merged, dir, published) = crate::runs::merge::merge(parts, out, junit).map_err(|e| match e.environment() {
-        Some(why) => CliError::Environment { why, source: e },
-        None => CliError::Runs(e),
-    })?;
+    let (merged, dir, published) = crate::runs::merge::merge(parts, out, junit).map_err(written)?;
     published.warnings.iter().for_each(|w| console::err(&format!("warning: {w}")));
     out!("{}", String::from_utf8_lossy(&published.console));
     if !quiet {
