@@ -33,13 +33,9 @@ pub type BoxFut<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// another length does not compile).
 macro_rules! named {
     ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident,)* } names [$($n:expr),* $(,)?]) => {
-        $(#[$m])*
-        $vis enum $E { $($(#[$vm])* $V,)* }
+        $crate::base::named!($(#[$m])* $vis enum $E { $($(#[$vm])* $V,)* });
 
         impl $E {
-            /// Every variant, in declaration order.
-            $vis const ALL: [$E; [$(stringify!($V)),*].len()] = [$($E::$V,)*];
-
             /// Every variant's name, in declaration order.
             #[allow(dead_code)]
             $vis const NAMES: [&'static str; [$(stringify!($V)),*].len()] = [$($n,)*];
