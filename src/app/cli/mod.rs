@@ -103,24 +103,19 @@ impl CliError {
 /// Parses `args`, runs, prints; returns the process exit code.
 pub fn main_with_args<I: Into<std::ffi::OsString>>(args: impl IntoIterator<Item = I>) -> i32 {
     let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-    // The in-sandbox watch program (run by the suite itself, hidden from help): its argv is
-    // `sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS` (DIR may be any bytes), read by
-    // its own parser.
-    if args.get(1).is_some_and(|a| a == crate::sandbox::dir::program::SUBCOMMAND) {
-        return crate::sandbox::dir::program::main(&args[2..]);
-    }
-    // The in-sandbox writer and the clock it is timed by, run in a sandbox through its
-    // daemon (`in_sandbox = true`); hidden from help as well.
     use crate::engine::in_sandbox::program as in_sandbox;
-    if args.get(1).is_some_and(|a| a == in_sandbox::CLOCK_SUBCOMMAND) {
-        return in_sandbox::clock_main();
-    }
-    if args.get(1).is_some_and(|a| a == in_sandbox::WRITER_SUBCOMMAND) {
-        return in_sandbox::writer_main(&args[2..]);
-    }
-    // The tool `conform --runner` gives the runner under test (hidden from help too).
-    if args.get(1).is_some_and(|a| a == crate::engine::conform::HANDLER_SUBCOMMAND) {
-        return crate::engine::conform::handler_main(&args[2..]);
+    match args.get(1).and_then(|a| a.to_str()) {
+        // The in-sandbox watch program (run by the suite itself, hidden from help): its argv is
+        // `sandbox-watch [options] -- DIR WINDOW_MS RELIST_MS` (DIR may be any bytes), read by
+        // its own parser.
+        Some(crate::sandbox::dir::program::SUBCOMMAND) => return crate::sandbox::dir::program::main(&args[2..]),
+        // The in-sandbox writer and the clock it is timed by, run in a sandbox through its
+        // daemon (`in_sandbox = true`); hidden from help as well.
+        Some(in_sandbox::CLOCK_SUBCOMMAND) => return in_sandbox::clock_main(),
+        Some(in_sandbox::WRITER_SUBCOMMAND) => return in_sandbox::writer_main(&args[2..]),
+        // The tool `conform --runner` gives the runner under test (hidden from help too).
+        Some(crate::engine::conform::HANDLER_SUBCOMMAND) => return crate::engine::conform::handler_main(&args[2..]),
+        _ => {}
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
