@@ -18,45 +18,23 @@ pub(crate) fn total_counts(hosts: &[Arc<dyn Host>]) -> RequestCounts {
     c
 }
 
-/// The counters at the end of each phase (offsets from `epoch`).
-pub(crate) fn at_phase_ends(
-    hosts: &[Arc<dyn Host>],
-    epoch: Instant,
-    phases: Vec<Duration>,
-) -> JoinHandle<Vec<RequestCounts>> {
-    let hosts = hosts.to_vec();
-    tokio::spawn(async move {
-        let mut snaps = Vec::new();
-        let mut end = epoch;
-        for d in phases {
-            end += d;
-            tokio::time::sleep_until(end).await;
-            snaps.push(total_counts(&hosts));
-        }
-        snaps
-    })
-}
-
 /// One step's sample: when, the counters, the organisation.
 pub(crate) type Point = (Duration, RequestCounts, OrgSample);
 
-/// The counters and the organisation's gauges every `step` until `length`.
-pub(crate) fn every(
-    hosts: &[Arc<dyn Host>],
-    org: Arc<Org>,
+/// A task that takes `sample` at each of the offsets `at` from `epoch` (ascending), given
+/// the offset.
+fn at_offsets<T: Send + 'static>(
     epoch: Instant,
-    step: Duration,
-    length: Duration,
-) -> JoinHandle<Vec<Point>> {
-    let hosts = hosts.to_vec();
+    at: Vec<Duration>,
+    sample: impl Fn(Duration) -> T + Send + 'static,
+) -> JoinHandle<Vec<T>> {
     tokio::spawn(async move {
-        let (mut points, mut at, end) = (Vec::new(), epoch, epoch + length);
-        while at < end {
-            at = (at + step).min(end);
-            tokio::time::sleep_until(at).await;
-            points.push((at - epoch, total_counts(&hosts), org.sample()));
+        let mut taken = Vec::with_capacity(at.len());
+        for d in at {
+            tokio::time::sleep_until(epoch + d).await;
+            taken.push(sample(d));
         }
-        points
+        taken
     })
 }
 
@@ -75,7 +53,18 @@ impl Samplers {
         step: Duration,
         (phases, length): (Vec<Duration>, Duration),
     ) -> Samplers {
-        Samplers { phase_ends: at_phase_ends(hosts, epoch, phases), timeline: every(hosts, org, epoch, step, length) }
+        // The counters at the end of each phase.
+        let ends = phases.iter().scan(Duration::ZERO, |end, d| {
+            *end += *d;
+            Some(*end)
+        });
+        // The counters and the organisation's gauges every `step` until `length`.
+        let steps = (1..).map(|k| (step * k).min(length)).take(length.as_nanos().div_ceil(step.as_nanos()) as usize);
+        let (phase_hosts, hosts) = (hosts.to_vec(), hosts.to_vec());
+        Samplers {
+            phase_ends: at_offsets(epoch, ends.collect(), move |_| total_counts(&phase_hosts)),
+            timeline: at_offsets(epoch, steps.collect(), move |d| (d, total_counts(&hosts), org.sample())),
+        }
     }
 
     /// What they sampled. They end with the schedule, which a finished case has reached; an
