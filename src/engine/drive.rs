@@ -139,8 +139,7 @@ pub(crate) struct Sessions {
 
 /// Runs agent turns on every relay until the schedule's end; resolves to (calls made,
 /// stopped early) once every turn has ended, so every call has ended too.
-pub(crate) fn sessions(relays: Vec<Arc<Relay>>, wl: &Workload, s: Sessions) -> JoinHandle<(usize, bool)> {
-    debug_assert!(wl.agent.is_some());
+pub(crate) fn sessions(relays: Vec<Arc<Relay>>, s: Sessions) -> JoinHandle<(usize, bool)> {
     let s = Arc::new(s);
     tokio::spawn(async move {
         let drivers: Vec<JoinHandle<usize>> =

@@ -259,7 +259,7 @@ impl Calls {
         let told = drive::Told { done: done_tx.clone(), cutoff };
         let fire = drive::firing(parts.writers.clone(), wl, told.clone(), per_sandbox.clone());
         let pacer = match drive::Sessions::of(wl, epoch, parts.sink.clone(), stop.clone(), told) {
-            Some(s) => drive::sessions(parts.relays.clone(), wl, s),
+            Some(s) => drive::sessions(parts.relays.clone(), s),
             None => {
                 let schedule = backend::Schedule { slots, epoch, length: wl.duration(), stop };
                 parts.backend.pace(schedule, fire.clone())
