@@ -398,9 +398,14 @@ pub(crate) struct CallOptions {
 /// already there is taken as stale: removed, never returned. What this cannot see: a call
 /// with the same id whose request a runner already picked up, or one published between
 /// this check and this call's own publish. Ids are the callers' to keep unique (the
-/// default id, `call-<pid>-<time>`, is); the caller sets `opts.id` (the CLI: that default).
-pub(crate) async fn call(opts: CallOptions, stop: Arc<Signal>, say: SayTo<'_>) -> std::io::Result<Option<CallEnd>> {
-    let id = opts.id.expect("the caller names the call");
+/// default id, `call-<pid>-<time>`, is). `id` is the call's: `opts.id`, or the caller's
+/// default for it.
+pub(crate) async fn call(
+    opts: CallOptions,
+    id: String,
+    stop: Arc<Signal>,
+    say: SayTo<'_>,
+) -> std::io::Result<Option<CallEnd>> {
     if !opts.dir.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,

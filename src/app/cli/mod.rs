@@ -330,10 +330,10 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
     Ok(Exit::Pass)
 }
 
-async fn call_cmd(mut opts: CallOptions) -> Result<Exit, CliError> {
-    opts.id.get_or_insert_with(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
+async fn call_cmd(opts: CallOptions) -> Result<Exit, CliError> {
+    let id = opts.id.clone().unwrap_or_else(|| format!("call-{}-{}", std::process::id(), utc_stamps().1));
     let stop = on_interrupt("removing the request");
-    let end = crate::engine::serve::call(opts, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
+    let end = crate::engine::serve::call(opts, id, stop, &say).await.map_err(|e| CliError::BadInput(e.to_string()))?;
     let Some(end) = end else {
         console::err("interrupted: the request was removed");
         return Ok(Exit::Interrupted);
