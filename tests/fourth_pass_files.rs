@@ -222,9 +222,13 @@ fn conform_writes_nothing_through_a_relay_dir_the_runner_replaced_with_a_link() 
     let outside = t.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     // A runner that moves its relay dir away, puts a link to `outside` in its place and
-    // serves through it.
-    let script =
-        format!("mv \"$1\" \"$1.moved\" && ln -s {} \"$1\" && exec \"$0\" serve --dir \"$1\"", outside.display());
+    // serves through it. The link is made first and the two renames are one process's, so
+    // the dir is never missing long enough for the battery's own setup to meet ENOENT (two
+    // process starts apart, it did on a loaded machine).
+    let script = format!(
+        "ln -s {} \"$1.link\" && perl -e 'rename($ARGV[0], \"$ARGV[0].moved\") && rename(\"$ARGV[0].link\", $ARGV[0]) or die' \"$1\" && exec \"$0\" serve --dir \"$1\"",
+        outside.display()
+    );
     let done = Command::new(BIN)
         .args(["conform", "--runner", "--case", "answer-ok", "--case", "parallel-8", "--out"])
         .arg(t.path().join("report"))
