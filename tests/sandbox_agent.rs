@@ -402,7 +402,8 @@ fn an_interrupted_run_stops_the_writers_in_the_sandbox_and_removes_their_files()
     assert!(r.calls.completed > 0, "calls ran before the interrupt: {:?}", r.calls);
     assert_eq!(r.calls.lost, 0, "calls cut off are interrupted, not lost: {:?} {:?}", r.calls, r.notices);
     assert!(r.calls.started < r.calls.scheduled, "the writers stopped pacing: {:?}", r.calls);
-    assert!(common::processes_naming(&sandbox_root).is_empty(), "the writers stopped");
+    let left = common::processes_naming(&sandbox_root);
+    assert!(left.is_empty(), "the writers stopped: {left:?}");
     assert_eq!(std::fs::read_dir(&sandbox_root).unwrap().count(), 0, "the case's files removed from the sandbox");
 }
 

@@ -157,6 +157,10 @@ fn command(bin: &Path, port: u16) -> std::process::Command {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
+    // A process group of its own: what it runs (a window's watch program, a writer) is in
+    // it and ends with it, and a Ctrl-C at the terminal reaches relay-bench alone, which
+    // still needs the daemon to bring the case's files back.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // SAFETY: prctl in the child before exec, async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
@@ -168,13 +172,22 @@ fn command(bin: &Path, port: u16) -> std::process::Command {
 }
 
 /// A daemon process that is killed and reaped when dropped, wherever it is dropped (a slot
-/// overwritten, a restart that outlived its case).
+/// overwritten, a restart that outlived its case), and with it every process it started
+/// (its group): a held window's watch program does not outlive its daemon.
 struct Running(std::process::Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // SAFETY: kill() only sends a signal; a paused daemon is resumed so that it can die.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGCONT) };
+        // Not reaped yet, so its pid (the group's id) cannot have been reused.
+        if let Ok(None) = self.0.try_wait() {
+            let group = -(self.0.id() as i32);
+            // SAFETY: kill() only sends signals, to the group this process made for its
+            // daemon; a paused daemon is resumed so that it can die.
+            unsafe {
+                libc::kill(group, libc::SIGCONT);
+                libc::kill(group, libc::SIGKILL);
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
