@@ -27,7 +27,8 @@ impl PollDelay {
     }
 }
 
-/// Which requests the loop remembers as handled.
+crate::base::named! {
+/// Which requests the loop remembers as handled (a strategy's `seen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeenScope {
     /// Every request name seen this turn (production): a reused id never runs twice.
@@ -35,8 +36,11 @@ pub enum SeenScope {
     /// Only names in flight or awaiting their delete: a name seen again later runs again.
     InFlight,
 }
+names ["turn", "in-flight"]
+}
 
-/// What a failed read of a request leads to.
+crate::base::named! {
+/// What a failed read of a request leads to (a strategy's `read_failure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadFailure {
     /// Answer `{ok:false,error}` under the file id and leave the file (production).
@@ -44,14 +48,19 @@ pub enum ReadFailure {
     /// Say nothing, forget the name and read it again on the next list.
     Retry,
 }
+names ["answer", "retry"]
+}
 
-/// What a handler's pause writes.
+crate::base::named! {
+/// What a handler's pause writes (a strategy's `pause_answer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PauseAnswer {
     /// Nothing: the turn ends and the writer is told out of band (production's default).
     None,
     /// `{"ok":true,"paused":true}` (production's other integration).
     Paused,
+}
+names ["none", "paused"]
 }
 
 /// How the loop runs; every default is production's (SPEC §8).

@@ -387,18 +387,11 @@ pub(crate) fn parse_loop(t: Option<&mut Fields<'_>>) -> Result<LoopOptions, Scen
     o.stat = t.boolean("stat")?.unwrap_or(o.stat);
     o.sweep = t.boolean("sweep")?.unwrap_or(o.sweep);
     o.answer_retry = t.boolean("answer_retry")?.unwrap_or(o.answer_retry);
-    o.seen = match t.choice("seen", &["turn", "in-flight"])? {
-        Some("in-flight") => SeenScope::InFlight,
-        _ => SeenScope::Turn,
-    };
-    o.read_failure = match t.choice("read_failure", &["answer", "retry"])? {
-        Some("retry") => ReadFailure::Retry,
-        _ => ReadFailure::Answer,
-    };
-    o.pause_answer = match t.choice("pause_answer", &["none", "paused"])? {
-        Some("paused") => PauseAnswer::Paused,
-        _ => PauseAnswer::None,
-    };
+    o.seen = t.choice("seen", &SeenScope::NAMES)?.and_then(SeenScope::from_name).unwrap_or(o.seen);
+    o.read_failure =
+        t.choice("read_failure", &ReadFailure::NAMES)?.and_then(ReadFailure::from_name).unwrap_or(o.read_failure);
+    o.pause_answer =
+        t.choice("pause_answer", &PauseAnswer::NAMES)?.and_then(PauseAnswer::from_name).unwrap_or(o.pause_answer);
     Ok(o)
 }
 
@@ -447,24 +440,19 @@ pub(crate) fn loop_departures(o: &LoopOptions) -> Vec<Departure> {
     if o.poll.max != p.poll.max {
         d.push(Departure::setting(format!("max_interval = {}", human(o.poll.max)), "POLLING_MAX", ms(o.poll.max)));
     }
+    let yes_no = |on: bool| if on { "true" } else { "false" };
     for (key, on, prod) in [
-        ("await_pickups", o.await_pickups, p.await_pickups),
-        ("stat", o.stat, p.stat),
-        ("sweep", o.sweep, p.sweep),
-        ("answer_retry", o.answer_retry, p.answer_retry),
+        ("await_pickups", yes_no(o.await_pickups), yes_no(p.await_pickups)),
+        ("stat", yes_no(o.stat), yes_no(p.stat)),
+        ("sweep", yes_no(o.sweep), yes_no(p.sweep)),
+        ("answer_retry", yes_no(o.answer_retry), yes_no(p.answer_retry)),
+        ("seen", o.seen.name(), p.seen.name()),
+        ("read_failure", o.read_failure.name(), p.read_failure.name()),
+        ("pause_answer", o.pause_answer.name(), p.pause_answer.name()),
     ] {
         if on != prod {
             d.push(Departure::code(format!("{key} = {on}")));
         }
-    }
-    if o.seen != p.seen {
-        d.push(Departure::code("seen = in-flight"));
-    }
-    if o.read_failure != p.read_failure {
-        d.push(Departure::code("read_failure = retry"));
-    }
-    if o.pause_answer != p.pause_answer {
-        d.push(Departure::code("pause_answer = paused"));
     }
     if o.safety_wait != p.safety_wait {
         let text = format!("safety_wait = {}", human(o.safety_wait));
