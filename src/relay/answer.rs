@@ -30,28 +30,25 @@ impl AnswerRetry {
     pub(crate) const DEFAULT: AnswerRetry =
         AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
 
-    /// The schedule of the loop's options: every failure tried again (`answer_retry`), or
-    /// only this machine's.
-    pub(crate) fn of(answer_retry: bool) -> (AnswerRetry, bool) {
-        (AnswerRetry::DEFAULT, answer_retry)
-    }
-
     /// The delay before retry `n` (1-based).
     pub(crate) fn delay(&self, n: u32) -> Duration {
         backoff(n, self.first, self.max)
     }
 }
 
-/// Publishes `body` as `name` (the answer to `call`), retrying as `retry` says; when it is
-/// out, the moment it was. `None`: it never was (every try failed, said).
+/// Publishes `body` as `name` (the answer to `call`), retrying on [`AnswerRetry::DEFAULT`]'s
+/// schedule every failure (`every_failure`: the loop's `answer_retry`) or only this
+/// machine's; when it is out, the moment it was. `None`: it never was (every try failed,
+/// said).
 pub(crate) async fn publish_answer(
     host: &dyn Host,
     reporter: &Reporter,
-    (retry, every_failure): (AnswerRetry, bool),
+    every_failure: bool,
     call: &str,
     name: &str,
     body: &[u8],
 ) -> Option<Instant> {
+    let retry = AnswerRetry::DEFAULT;
     let tries = retry.retries + 1;
     for n in 1..=tries {
         let (error, environment, permanent) = match host.publish(name, body).await {
@@ -133,7 +130,7 @@ mod tests {
                 })
             };
             let t0 = clock::now();
-            let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}").await;
+            let at = publish_answer(&host, &reporter, true, "c-1", "c-1.res.json", b"{}").await;
             healer.await.unwrap();
             let at = at.unwrap_or_else(|| panic!("{fault:?}: published once the dir healed"));
             assert!(at - t0 >= Duration::from_secs(3) && at - t0 < Duration::from_secs(5), "{fault:?}");
@@ -155,7 +152,7 @@ mod tests {
     async fn an_answer_that_cannot_be_published_is_given_up_after_the_last_retry_and_said() {
         let (host, reporter, mut inbox) = read_only();
         let t0 = clock::now();
-        let at = publish_answer(&host, &reporter, (AnswerRetry::DEFAULT, true), "c-1", "c-1.res.json", b"{}");
+        let at = publish_answer(&host, &reporter, true, "c-1", "c-1.res.json", b"{}");
         assert_eq!(at.await, None);
         assert!(t0.elapsed() < Duration::from_secs(30), "bounded: {:?}", t0.elapsed());
         let lines = said(&mut inbox);
@@ -169,7 +166,7 @@ mod tests {
     async fn production_tries_an_answer_once() {
         let (host, reporter, mut inbox) = read_only();
         let t0 = clock::now();
-        let at = publish_answer(&host, &reporter, AnswerRetry::of(false), "c-1", "c-1.res.json", b"{}").await;
+        let at = publish_answer(&host, &reporter, false, "c-1", "c-1.res.json", b"{}").await;
         assert_eq!((at, t0.elapsed()), (None, Duration::ZERO));
         let lines = said(&mut inbox);
         assert_eq!(lines.len(), 1, "{lines:?}");

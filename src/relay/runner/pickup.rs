@@ -14,7 +14,7 @@ use crate::base::clock;
 use crate::base::notice::Say;
 use crate::base::protocol::{file_id_of, res_name, Outcome, Request, Response};
 use crate::events::{CallId, EventKind, EventSink, RunnerSide};
-use crate::relay::answer::{publish_answer, AnswerRetry};
+use crate::relay::answer::publish_answer;
 use crate::relay::handler::HandlerModel;
 use crate::relay::source::Reporter;
 use crate::sandbox::dir::UnsafeEntry;
@@ -199,15 +199,7 @@ fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &
 /// writer made one); a writer waiting on that file id reads it and ends its own call.
 async fn answer_error(ctx: Ctx, file_id: String, body: Vec<u8>) {
     ctx.events.emit(ctx.sandbox, &CallId::from(file_id.as_str()), EventKind::AnsweringUnread);
-    publish_answer(
-        &*ctx.host,
-        &ctx.reporter,
-        AnswerRetry::of(ctx.opts.answer_retry),
-        &file_id,
-        &res_name(&file_id),
-        &body,
-    )
-    .await;
+    publish_answer(&*ctx.host, &ctx.reporter, ctx.opts.answer_retry, &file_id, &res_name(&file_id), &body).await;
 }
 
 /// Runs the handler for one call and publishes its answer (a pause without an answer ends
@@ -248,8 +240,8 @@ async fn execute(
     ctx.events.emit(ctx.sandbox, &call, EventKind::Answering);
     // One try, as production's (held and tried again with `answer_retry`, or when this
     // machine failed it).
-    let retry = AnswerRetry::of(ctx.opts.answer_retry);
-    side.answered = publish_answer(&*ctx.host, &ctx.reporter, retry, &call, &res_name(&file_id), &body).await;
+    let every_failure = ctx.opts.answer_retry;
+    side.answered = publish_answer(&*ctx.host, &ctx.reporter, every_failure, &call, &res_name(&file_id), &body).await;
     let at = side.answered.unwrap_or(handler_end);
     ctx.events.emit_at(at, ctx.sandbox, &call, EventKind::Runner(side));
 }
