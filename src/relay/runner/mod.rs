@@ -288,8 +288,8 @@ impl Runner {
             let host = self.host.clone();
             let reporter = self.reporter.clone();
             batch.push(Box::pin(async move {
-                let deleted = delete(&*host, &reporter, &name).await;
-                Picked { name, how: Settled::of(deleted) }
+                let how = delete(&*host, &reporter, &name).await;
+                Picked { name, how }
             }));
         }
         let mut found = 0usize;
@@ -485,13 +485,13 @@ pub(crate) async fn join_all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::
     outputs.into_iter().map(|o| o.expect("every future finished")).collect()
 }
 
-/// Deletes a picked-up request within [`DELETE_BOUND`]; false if it must be retried.
-pub(super) async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> bool {
+/// Deletes a picked-up request within [`DELETE_BOUND`]: deleted, or a delete to retry.
+async fn delete(host: &dyn Host, reporter: &Reporter, name: &str) -> Settled {
     let error = match clock::timeout(DELETE_BOUND, host.delete(name)).await {
-        Ok(Ok(())) => return true,
+        Ok(Ok(())) => return Settled::Deleted,
         Ok(Err(e)) => e.to_string(),
         Err(_) => "exceeded 10 s".to_owned(),
     };
     reporter.say(Say::DeleteFailed { name: name.to_owned(), error });
-    false
+    Settled::DeleteFailed
 }

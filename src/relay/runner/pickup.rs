@@ -58,16 +58,6 @@ pub(super) enum Settled {
     Forget,
 }
 
-impl Settled {
-    pub(super) fn of(deleted: bool) -> Settled {
-        if deleted {
-            Settled::Deleted
-        } else {
-            Settled::DeleteFailed
-        }
-    }
-}
-
 /// Starts the handlers (and error answers) in the background; the loop awaits them all
 /// when it ends, through the [`Handlers`] [`HandlerSpawner::new`] returns.
 #[derive(Clone)]
@@ -165,8 +155,8 @@ pub(super) async fn pickup(
             let _ = ctx.host.stat(&name).await;
         }
     };
-    let (_, deleted) = tokio::join!(stat, delete(&*ctx.host, &ctx.reporter, &name));
-    Picked { name, how: Settled::of(deleted) }
+    let (_, how) = tokio::join!(stat, delete(&*ctx.host, &ctx.reporter, &name));
+    Picked { name, how }
 }
 
 fn read_failed(ctx: &Ctx, name: String, file_id: String, e: std::io::Error, h: &HandlerSpawner) -> Picked {
