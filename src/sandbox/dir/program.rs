@@ -165,7 +165,8 @@ pub(crate) enum WatchArgsError {
     Extra,
 }
 
-/// Why a window finished (printed with `--report`).
+crate::base::named! {
+/// Why a window finished (printed with `--report`, its name a line of its own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Finish {
     /// A request was there when listed.
@@ -175,15 +176,7 @@ pub enum Finish {
     /// The window ended with nothing.
     Idle,
 }
-
-impl Finish {
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Finish::Found => "found",
-            Finish::Event => "event",
-            Finish::Idle => "idle",
-        }
-    }
+names ["found", "event", "idle"]
 }
 
 /// One request carried inline.
@@ -204,12 +197,7 @@ pub struct WatchReport {
 pub fn parse_report(stdout: &[u8]) -> Option<WatchReport> {
     let text = std::str::from_utf8(stdout).ok()?;
     let mut lines = text.lines();
-    let finish = match lines.next()? {
-        "found" => Finish::Found,
-        "event" => Finish::Event,
-        "idle" => Finish::Idle,
-        _ => return None,
-    };
+    let finish = Finish::from_name(lines.next()?)?;
     let inline = lines.filter(|l| !l.is_empty()).map(serde_json::from_str).collect::<Result<_, _>>().ok()?;
     Some(WatchReport { finish, inline })
 }
@@ -307,7 +295,7 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
     }
     let mut out = String::new();
     if args.report {
-        out = format!("{}\n", how.word());
+        out = format!("{}\n", how.name());
     }
     if args.inline && how != Finish::Idle {
         for name in requests(dir) {
