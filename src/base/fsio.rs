@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::base::protocol::TMP_MARKER;
 
 pub(crate) use super::writable::{
-    check_replaceable, dirs_under, is_refusal, kind_name, not_a_dir, open_to_write, refusal,
+    check_replaceable, dirs_under, is_refusal, kind_name, not_a_dir, open_to_write, refusal, WRITE_FLAGS,
 };
 
 static NONCE: AtomicU64 = AtomicU64::new(0);
@@ -120,11 +120,7 @@ pub(crate) fn is_taken(e: &io::Error) -> bool {
 /// Creates a new regular file at `path` to write: never an existing entry (a file, a FIFO,
 /// a link: [`is_taken`]), never through a link, never blocking.
 pub(crate) fn create_new(path: &Path) -> io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
+    std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(WRITE_FLAGS).open(path)
 }
 
 /// Writes `bytes` to a new file at `path` ([`create_new`]); a failed write removes the

@@ -4,10 +4,12 @@
 //! file there through one of these, so a link put in the dir's place is never written
 //! through.
 
+use std::ffi::CString;
 use std::io::{self, Write};
+use std::os::fd::FromRawFd;
 use std::path::Path;
 
-use crate::base::fsio::refusal;
+use crate::base::fsio::{refusal, WRITE_FLAGS};
 
 /// A directory opened once, never through a link: what is made in it through this handle
 /// lands in that directory, whatever its path names later (a link someone puts in its place
@@ -16,11 +18,15 @@ pub(crate) struct InDir {
     fd: std::os::fd::OwnedFd,
 }
 
-fn c_name(name: &str) -> io::Result<std::ffi::CString> {
+fn c_name(name: &str) -> io::Result<CString> {
     if name.contains('/') {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?}: not a plain file name")));
     }
-    std::ffi::CString::new(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+    c_path(Path::new(name))
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_encoded_bytes()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
 fn check(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -34,9 +40,7 @@ fn check(r: libc::c_int) -> io::Result<libc::c_int> {
 impl InDir {
     /// Opens `dir`; a link there (the directory replaced by one) is refused ([`NotReplaced`]).
     pub(crate) fn open(dir: &Path) -> io::Result<InDir> {
-        use std::os::fd::FromRawFd;
-        let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let c = c_path(dir)?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: open on a NUL-terminated path; the descriptor returned is owned below.
         let fd = unsafe { libc::open(c.as_ptr(), flags) };
@@ -55,15 +59,8 @@ impl InDir {
 
     /// A new regular file `name` in the directory ([`create_new`]'s rules).
     pub(crate) fn create_new(&self, name: &str) -> io::Result<std::fs::File> {
-        use std::os::fd::FromRawFd;
         let c = c_name(name)?;
-        let flags = libc::O_WRONLY
-            | libc::O_CREAT
-            | libc::O_EXCL
-            | libc::O_NOFOLLOW
-            | libc::O_NONBLOCK
-            | libc::O_NOCTTY
-            | libc::O_CLOEXEC;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | WRITE_FLAGS;
         // SAFETY: openat on this directory's descriptor and a NUL-terminated name.
         let fd = check(unsafe { libc::openat(self.raw(), c.as_ptr(), flags, 0o644) })?;
         // SAFETY: `fd` was just opened and is owned by nobody else.
@@ -94,9 +91,7 @@ impl InDir {
 
     /// A symbolic link `name` to `target`.
     pub(crate) fn symlink(&self, target: &Path, name: &str) -> io::Result<()> {
-        let t = std::ffi::CString::new(target.as_os_str().as_encoded_bytes())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let c = c_name(name)?;
+        let (t, c) = (c_path(target)?, c_name(name)?);
         // SAFETY: symlinkat within this directory's descriptor, NUL-terminated strings.
         check(unsafe { libc::symlinkat(t.as_ptr(), self.raw(), c.as_ptr()) }).map(|_| ())
     }

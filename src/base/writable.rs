@@ -8,6 +8,10 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// The flags of every open that makes or writes a file: never through a link, never
+/// blocking (on a FIFO), never taking a terminal, never inherited by a child.
+pub(crate) const WRITE_FLAGS: libc::c_int = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+
 /// What an entry is, as an error names it.
 pub(crate) fn kind_name(kind: std::fs::FileType) -> &'static str {
     if kind.is_symlink() {
@@ -77,7 +81,7 @@ pub(crate) fn open_to_write(path: &Path, append: bool) -> io::Result<std::fs::Fi
         .write(true)
         .append(append)
         .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .custom_flags(WRITE_FLAGS)
         .open(path)
         .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { refusal("a symbolic link") } else { e })?;
     let kind = file.metadata()?.file_type();
