@@ -215,6 +215,11 @@ impl Bound {
     pub(crate) const fn following_links(self) -> Bound {
         Bound { follow_links: true, ..self }
     }
+
+    /// The error of `path`, read under this bound, refused for `why`.
+    fn refused(self, path: &Path, why: Refused) -> BoundedReadError {
+        BoundedReadError { what: self.what, path: path.display().to_string(), why }
+    }
 }
 
 /// A file [`read_bounded`] would not read, or could not.
@@ -242,60 +247,52 @@ pub enum Refused {
 /// Opens a regular file to read, never blocking (a FIFO with no writer is refused, not
 /// waited on) and, unless `bound` follows links, never through a symbolic link.
 pub(crate) fn open_regular(path: &Path, bound: Bound) -> Result<std::fs::File, BoundedReadError> {
-    let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
     let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     if !bound.follow_links {
         flags |= libc::O_NOFOLLOW;
     }
     let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path).map_err(|e| {
-        fail(if !bound.follow_links && e.raw_os_error() == Some(libc::ELOOP) {
-            Refused::Symlink
-        } else {
-            Refused::Io(e)
-        })
+        let link = !bound.follow_links && e.raw_os_error() == Some(libc::ELOOP);
+        bound.refused(path, if link { Refused::Symlink } else { Refused::Io(e) })
     })?;
-    let kind = file.metadata().map_err(|e| fail(Refused::Io(e)))?.file_type();
+    let kind = file.metadata().map_err(|e| bound.refused(path, Refused::Io(e)))?.file_type();
     if !kind.is_file() {
-        return Err(fail(Refused::NotRegular(kind_name(kind))));
+        return Err(bound.refused(path, Refused::NotRegular(kind_name(kind))));
     }
     Ok(file)
+}
+
+/// Opens a regular file of at most `bound.max` bytes ([`open_regular`]'s rules); its size.
+fn open_capped(path: &Path, bound: Bound) -> Result<(std::fs::File, u64), BoundedReadError> {
+    let file = open_regular(path, bound)?;
+    match file.metadata() {
+        Ok(m) if m.len() > bound.max => Err(bound.refused(path, Refused::TooLarge { cap: bound.max })),
+        Ok(m) => Ok((file, m.len())),
+        Err(e) => Err(bound.refused(path, Refused::Io(e))),
+    }
 }
 
 /// Reads a whole regular file of at most `bound.max` bytes ([`open_regular`]'s rules); a
 /// file that grows while it is read is still read no further than the cap.
 pub(crate) fn read_bounded(path: &Path, bound: Bound) -> Result<Vec<u8>, BoundedReadError> {
-    let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
-    let file = open_regular(path, bound)?;
-    let len = file.metadata().map_err(|e| fail(Refused::Io(e)))?.len();
-    if len > bound.max {
-        return Err(fail(Refused::TooLarge { cap: bound.max }));
-    }
+    let (file, len) = open_capped(path, bound)?;
     let mut bytes = Vec::with_capacity(len as usize);
-    file.take(bound.max + 1).read_to_end(&mut bytes).map_err(|e| fail(Refused::Io(e)))?;
+    file.take(bound.max + 1).read_to_end(&mut bytes).map_err(|e| bound.refused(path, Refused::Io(e)))?;
     if bytes.len() as u64 > bound.max {
-        return Err(fail(Refused::TooLarge { cap: bound.max }));
+        return Err(bound.refused(path, Refused::TooLarge { cap: bound.max }));
     }
     Ok(bytes)
 }
 
 /// Checks that [`read_bounded`] would read `path` (its kind and size), without reading it.
 pub(crate) fn check_bounded(path: &Path, bound: Bound) -> Result<(), BoundedReadError> {
-    let file = open_regular(path, bound)?;
-    let fail = |why| BoundedReadError { what: bound.what, path: path.display().to_string(), why };
-    match file.metadata() {
-        Ok(m) if m.len() > bound.max => Err(fail(Refused::TooLarge { cap: bound.max })),
-        Ok(_) => Ok(()),
-        Err(e) => Err(fail(Refused::Io(e))),
-    }
+    open_capped(path, bound).map(drop)
 }
 
 /// [`read_bounded`], as UTF-8 text.
 pub(crate) fn read_bounded_text(path: &Path, bound: Bound) -> Result<String, BoundedReadError> {
-    let bytes = read_bounded(path, bound)?;
-    String::from_utf8(bytes).map_err(|e| BoundedReadError {
-        what: bound.what,
-        path: path.display().to_string(),
-        why: Refused::Io(io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}"))),
+    String::from_utf8(read_bounded(path, bound)?).map_err(|e| {
+        bound.refused(path, Refused::Io(io::Error::new(io::ErrorKind::InvalidData, format!("not UTF-8 text: {e}"))))
     })
 }
 
