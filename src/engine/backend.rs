@@ -51,13 +51,15 @@ pub(crate) trait Backend: Send + Sync {
     fn replace_dir(&self, sandbox: u32, delete: bool, recreate: bool) -> Result<(), NotApplied>;
     /// Fires every slot at its intended start; ends with (fired, stopped early).
     fn pace(&self, schedule: Schedule, fire: Fire) -> JoinHandle<(usize, bool)>;
-    /// How often progress is reported, given the real-clock period asked for.
-    fn progress_every(&self, real: Duration) -> Duration;
 
     /// The calls run elsewhere (the in-sandbox side in the sandbox): the pacer's task ends
     /// when they all have, and their events arrive at the end ([`Backend::finish`]).
     fn settles_calls(&self) -> bool {
         false
+    }
+    /// How often progress is reported, given the real-clock period asked for.
+    fn progress_every(&self, real: Duration) -> Duration {
+        real
     }
     /// Time between the runners being ready and the first intended start.
     fn lead(&self) -> Duration {
@@ -202,10 +204,6 @@ impl Backend for Real {
 
     fn pace(&self, schedule: Schedule, fire: Fire) -> JoinHandle<(usize, bool)> {
         pace_on_a_thread(schedule, fire)
-    }
-
-    fn progress_every(&self, real: Duration) -> Duration {
-        real
     }
 }
 

@@ -216,10 +216,6 @@ impl Backend for InSandbox {
         tokio::spawn(async move { run.run(epoch, stop, fired, bound).await })
     }
 
-    fn progress_every(&self, real: Duration) -> Duration {
-        real
-    }
-
     fn settles_calls(&self) -> bool {
         true
     }
