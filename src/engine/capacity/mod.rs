@@ -153,7 +153,6 @@ pub(crate) struct CapacityPlan {
     which: Which,
     /// What the ramp does (its held execs' argv marked for this run).
     ramp: RampPlan,
-    max: u32,
     nofile: Option<NoFile>,
     out: Option<PathBuf>,
 }
@@ -246,16 +245,18 @@ impl CapacityPlan {
                 });
             }
         }
-        let ramp = RampPlan {
+        let facts = RampFacts {
             steps,
+            max: r.max,
             samples: r.samples,
-            hold: r.hold,
+            hold_ms: r.hold.as_millis() as u64,
             hold_timeout_ms: (r.hold + HOLD_GRACE).as_millis() as u64,
-            probe_timeout: r.probe_timeout,
+            probe_timeout_ms: r.probe_timeout.as_millis() as u64,
             held_argv: held_argv(r.hold),
             probe_argv: vec!["true".into()],
         };
-        Ok(CapacityPlan { which, ramp, max: r.max, nofile, out: r.out })
+        let ramp = RampPlan { facts, hold: r.hold, probe_timeout: r.probe_timeout };
+        Ok(CapacityPlan { which, ramp, nofile, out: r.out })
     }
 
     /// Where the report goes (`--out`), when the flags said.
@@ -289,16 +290,7 @@ fn first_report(
         command: std::env::args().collect::<Vec<_>>().join(" "),
         machine: Machine::probe(client_nofile),
         daemon,
-        ramp: RampFacts {
-            steps: plan.ramp.steps.clone(),
-            max: plan.max,
-            samples: plan.ramp.samples,
-            hold_ms: plan.ramp.hold.as_millis() as u64,
-            hold_timeout_ms: plan.ramp.hold_timeout_ms,
-            probe_timeout_ms: plan.ramp.probe_timeout.as_millis() as u64,
-            held_argv: plan.ramp.held_argv.clone(),
-            probe_argv: plan.ramp.probe_argv.clone(),
-        },
+        ramp: plan.ramp.facts.clone(),
         steps: Vec::new(),
         outcome: Outcome::Running,
         failure: None,
@@ -413,10 +405,10 @@ impl Session {
         };
         let cancelled = ramp.cancel().await;
         drop(ramp);
-        let (killed, mut left) = self.s.target.kill_held(&self.s.plan.held_argv).await;
+        let (killed, mut left) = self.s.target.kill_held(&self.s.plan.facts.held_argv).await;
         let daemon_stopped = self.s.target.stop();
         // A last look, the daemon gone: no held program of this ramp anywhere.
-        for p in self.s.target.left(&self.s.plan.held_argv) {
+        for p in self.s.target.left(&self.s.plan.facts.held_argv) {
             if !left.contains(&p) {
                 left.push(p);
             }

@@ -15,19 +15,15 @@ use crate::base::clock;
 use crate::base::signal::Signal;
 use crate::base::units::record;
 use crate::record::recorder::{new_histogram, LatencyStats};
-use crate::results::capacity::{Failure, How, Limit, LimitHit, Outcome, Readings, Step};
+use crate::results::capacity::{Failure, How, Limit, LimitHit, Outcome, Ramp as RampFacts, Readings, Step};
 use crate::sandbox::host::{errno_label, ExecError, RunAnswer};
 
-/// What the ramp does, validated.
+/// What the ramp does, validated: as its report states it, and its two durations.
 #[derive(Debug, Clone)]
 pub(super) struct RampPlan {
-    pub steps: Vec<u32>,
-    pub samples: u32,
+    pub facts: RampFacts,
     pub hold: Duration,
-    pub hold_timeout_ms: u64,
     pub probe_timeout: Duration,
-    pub held_argv: Vec<String>,
-    pub probe_argv: Vec<String>,
 }
 
 /// How the ramp stopped.
@@ -93,7 +89,7 @@ impl<'a> Ramp<'a> {
     async fn ramp(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Result<(), Stop> {
         steps.push(self.measure(0, Duration::ZERO).await?);
         after(steps);
-        for &n in &self.s.plan.steps {
+        for &n in &self.s.plan.facts.steps {
             let open = self.open(n).await?;
             steps.push(self.measure(n, open).await?);
             after(steps);
@@ -116,7 +112,7 @@ impl<'a> Ramp<'a> {
 
     fn spawn_held(&mut self, index: u32) {
         let (ep, argv, timeout_ms) =
-            (self.s.target.endpoint.clone(), self.s.plan.held_argv.clone(), self.s.plan.hold_timeout_ms);
+            (self.s.target.endpoint.clone(), self.s.plan.facts.held_argv.clone(), self.s.plan.facts.hold_timeout_ms);
         let (tx, connected) = (self.ends_tx.clone(), self.connected.clone());
         self.held.push(tokio::spawn(async move {
             let t0 = Instant::now();
@@ -137,7 +133,7 @@ impl<'a> Ramp<'a> {
         let mut look = Duration::from_millis(1);
         loop {
             self.check(n, &during).await?;
-            let running = self.s.target.held_running(&self.s.plan.held_argv);
+            let running = self.s.target.held_running(&self.s.plan.facts.held_argv);
             let connected = self.connected.load(Ordering::Acquire);
             self.running = running.unwrap_or(self.running).max(self.running);
             match running {
@@ -168,13 +164,13 @@ impl<'a> Ramp<'a> {
     async fn measure(&mut self, n: u32, open: Duration) -> Result<Step, Stop> {
         let mut h = new_histogram();
         let bound = self.s.plan.probe_timeout + PROBE_GRACE;
-        let timeout_ms = self.s.plan.probe_timeout.as_millis() as u64;
-        for i in 1..=self.s.plan.samples {
-            let during = format!("probe {i} of {} at {n} held", self.s.plan.samples);
+        let timeout_ms = self.s.plan.facts.probe_timeout_ms;
+        for i in 1..=self.s.plan.facts.samples {
+            let during = format!("probe {i} of {} at {n} held", self.s.plan.facts.samples);
             self.check(n, &during).await?;
             let t0 = Instant::now();
             let answer = tokio::select! {
-                r = clock::timeout(bound, self.s.target.endpoint.run_alone(&self.s.plan.probe_argv, timeout_ms, None)) => r,
+                r = clock::timeout(bound, self.s.target.endpoint.run_alone(&self.s.plan.facts.probe_argv, timeout_ms, None)) => r,
                 _ = self.s.interrupt.closed() => return Err(Stop::Interrupted),
             };
             let took = t0.elapsed();
@@ -193,7 +189,7 @@ impl<'a> Ramp<'a> {
         self.check(n, &format!("reading the daemon at {n} held")).await?;
         Ok(Step {
             held: n,
-            running: self.s.target.held_running(&self.s.plan.held_argv),
+            running: self.s.target.held_running(&self.s.plan.facts.held_argv),
             open_ms: (open.as_secs_f64() * 1e4).round() / 10.0,
             probe: LatencyStats::of(&h),
             readings: self.s.target.readings(),
@@ -221,7 +217,7 @@ impl<'a> Ramp<'a> {
             Ok(a) => {
                 let after_ms = end.after.as_millis() as u64;
                 if a.exit_code == Some(0) && !a.timed_out && end.after + Duration::from_secs(1) >= self.s.plan.hold {
-                    let how = How::HoldExpired { hold_ms: self.s.plan.hold.as_millis() as u64 };
+                    let how = How::HoldExpired { hold_ms: self.s.plan.facts.hold_ms };
                     return self.fail(n, &during, how, true);
                 }
                 self.fail(
@@ -253,7 +249,7 @@ impl<'a> Ramp<'a> {
     /// stop, not the daemon's failure.
     fn fail(&self, n: u32, during: &str, how: How, ours: bool) -> Stop {
         let readings = self.s.target.readings();
-        let held = match (&how, self.s.target.held_running(&self.s.plan.held_argv)) {
+        let held = match (&how, self.s.target.held_running(&self.s.plan.facts.held_argv)) {
             (How::DaemonDied { .. }, _) => self.running,
             (_, Some(r)) => r,
             (_, None) => self.held.iter().filter(|h| !h.is_finished()).count() as u32,
