@@ -46,11 +46,7 @@ pub struct Request {
 
 /// A `toolCallId` that is missing, `null` or not a string reads as none.
 fn lenient_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(match v {
-        serde_json::Value::String(s) => Some(s),
-        _ => None,
-    })
+    Ok(if let serde_json::Value::String(s) = serde_json::Value::deserialize(d)? { Some(s) } else { None })
 }
 
 fn empty_args() -> Box<RawValue> {
