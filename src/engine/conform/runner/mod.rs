@@ -52,10 +52,7 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
     let log = w.scratch.join("handler.log");
     let handler = w.scratch.join("handler");
     handler_script(&opts.handler_program, &log, &handler)?;
-    let daemon = match &opts.daemon {
-        Some(d) => Some(remote::CaseDaemon::up(d)?),
-        None => None,
-    };
+    let daemon = opts.daemon.as_ref().map(remote::CaseDaemon::up).transpose()?;
     let ctx = Ctx {
         w,
         log,
