@@ -388,12 +388,8 @@ pub(crate) struct Consumed(pub String);
 
 /// Why a case could not be set up: what the implementation did, when it was its doing.
 pub(crate) fn setup_failed(e: &std::io::Error) -> Graded {
-    let inner = e.get_ref();
-    if let Some(c) = inner.and_then(|i| i.downcast_ref::<Consumed>()) {
-        return Graded::new(Verdict::Failed, c.to_string(), vec![]);
-    }
-    if let Some(r) = inner.and_then(|i| i.downcast_ref::<Replaced>()) {
-        return Graded::new(Verdict::Failed, r.to_string(), vec![]);
+    if let Some(i) = e.get_ref().filter(|i| i.is::<Consumed>() || i.is::<Replaced>()) {
+        return Graded::new(Verdict::Failed, i.to_string(), vec![]);
     }
     Graded::new(Verdict::Inconclusive, format!("the battery could not set the case up: {e}"), vec![])
 }
