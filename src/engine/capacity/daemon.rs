@@ -54,25 +54,18 @@ impl Target {
     pub(super) fn start(bin: &Path) -> std::io::Result<Target> {
         let process = AgentProcess::start(bin)?;
         let addr = process.addr();
-        Ok(Target {
-            endpoint: Endpoint { addr, authority: addr.to_string(), token: None },
-            url: process.base.clone(),
-            pid: process.pid(),
-            started: Some(process),
-            seen: Default::default(),
-        })
+        let endpoint = Endpoint { addr, authority: addr.to_string(), token: None };
+        Ok(Target::new(endpoint, process.base.clone(), process.pid(), Some(process)))
     }
 
     /// One already running at `url` (`pid`: its process on this machine, if it is here).
     pub(super) fn running(url: &Url, pid: Option<u32>, token: Option<String>) -> std::io::Result<Target> {
-        let addr = url.addr()?;
-        Ok(Target {
-            endpoint: Endpoint { addr, authority: url.host_port(), token },
-            url: url.base(),
-            pid,
-            started: None,
-            seen: Default::default(),
-        })
+        let endpoint = Endpoint { addr: url.addr()?, authority: url.host_port(), token };
+        Ok(Target::new(endpoint, url.base(), pid, None))
+    }
+
+    fn new(endpoint: Endpoint, url: String, pid: Option<u32>, started: Option<AgentProcess>) -> Target {
+        Target { endpoint, url, pid, started, seen: Default::default() }
     }
 
     pub(super) fn started_here(&self) -> bool {
@@ -130,16 +123,9 @@ impl Target {
             .pid
             .filter(|_| self.started_here())
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::Unsupported, "only a daemon relay-bench started"))?;
-        let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: prlimit reads nothing (a null new limit) and writes `old`.
-        if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let old = prlimit_nofile(pid, None)?;
         let new = libc::rlimit { rlim_cur: to.map_or(old.rlim_max, |n| n as libc::rlim_t), rlim_max: old.rlim_max };
-        // SAFETY: prlimit on the daemon this process started, with a valid limit.
-        if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        prlimit_nofile(pid, Some(&new))?;
         Ok(Limit { soft: rlim(old.rlim_cur), hard: rlim(old.rlim_max) })
     }
 
@@ -243,6 +229,18 @@ fn sh(script: &str, args: &[&str]) -> Vec<String> {
     let mut argv = vec!["sh".to_owned(), "-c".to_owned(), script.to_owned(), "sh".to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     argv
+}
+
+/// The open-files limit of `pid` (the daemon this process started), set to `new` if given;
+/// the limit before.
+fn prlimit_nofile(pid: u32, new: Option<&libc::rlimit>) -> std::io::Result<libc::rlimit> {
+    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let new = new.map_or(std::ptr::null(), |n| n as *const libc::rlimit);
+    // SAFETY: prlimit on the daemon this process started, with a valid limit or none, writing `old`.
+    if unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, new, &mut old) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(old)
 }
 
 // rlim_t is not u64 on every target.
