@@ -4,7 +4,6 @@
 //! calls there were ([`Drain::run`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -17,7 +16,6 @@ use super::setup::Parts;
 use super::{CaseEnv, EngineError};
 use crate::base::signal::Signal;
 use crate::base::units::{human, thousands};
-use crate::relay::writer::Writer;
 use crate::scenario::{CaseSpec, Clock};
 
 /// What a drain works with.
@@ -25,15 +23,12 @@ pub(super) struct Drain<'a> {
     pub case: &'a CaseSpec,
     pub env: &'a CaseEnv,
     pub striker: Striker<'a>,
-    pub writers: &'a [Arc<Writer>],
+    /// The case's parts: their writers, where the calls run, whether they are agent turns.
+    pub parts: &'a Parts,
     pub epoch: Instant,
     pub length: Duration,
     /// How often progress is told (on the case's clock).
     pub progress_every: Duration,
-    /// The calls run elsewhere: they are counted only at the end.
-    pub elsewhere: bool,
-    /// Agent turns: how many calls there are is known when they end.
-    pub turns: bool,
     /// The live pickup p50 (ns) the recorder keeps, for progress.
     pub live_p50: &'a AtomicU64,
     /// When the drain began on this machine's clock: a simulated case's ETA is in wall time.
@@ -76,22 +71,11 @@ impl<'a> Drain<'a> {
         Drain {
             case,
             env,
-            striker: Striker {
-                relays: &parts.relays,
-                daemons: &parts.daemons,
-                backend: &*parts.backend,
-                org: &parts.org,
-                sink: &parts.sink,
-                fire,
-                sandboxes: case.workload.sandboxes,
-                org_cap: parts.limits.org.held_execs,
-            },
-            writers: &parts.writers,
+            striker: Striker { parts, fire, sandboxes: case.workload.sandboxes },
+            parts,
             epoch,
             length: case.workload.duration(),
             progress_every: parts.backend.progress_every(env.progress_every),
-            elsewhere: parts.elsewhere,
-            turns: parts.turns,
             live_p50,
             wall_start: std::time::Instant::now(),
         }
@@ -109,7 +93,7 @@ impl<'a> Drain<'a> {
     ) -> Result<Drained, EngineError> {
         // The pacer's task ends when its calls have (they follow each other's answers, or
         // run in the sandbox): then every call it fired has finished.
-        let settles = self.turns || self.elsewhere;
+        let settles = self.parts.turns || self.parts.elsewhere;
         let faults = &self.case.faults;
         let mut t = Tally {
             total,
@@ -163,14 +147,14 @@ impl<'a> Drain<'a> {
     fn interrupt(&self, t: &mut Tally) {
         if !t.interrupted {
             t.interrupted = true;
-            self.writers.iter().for_each(|w| w.close());
+            self.parts.writers.iter().for_each(|w| w.close());
         }
     }
 
     fn progress(&self, t: &Tally) {
         if let Some(p) = &self.env.progress {
-            let done = (!self.elsewhere).then_some(t.finished);
-            let total = (!self.turns).then_some(t.total);
+            let done = (!self.parts.elsewhere).then_some(t.finished);
+            let total = (!self.parts.turns).then_some(t.total);
             let p50 = self.live_p50.load(Ordering::Relaxed);
             let at = At { elapsed: self.epoch.elapsed(), length: self.length, wall: self.wall_start.elapsed() };
             p(&progress_line(self.case, at, done, total, p50));

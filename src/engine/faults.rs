@@ -3,30 +3,23 @@
 //! workload, or the organisation every sandbox shares — in one sandbox, or in every sandbox
 //! at once for a fleet-wide fault (`sandbox = "all"`, and every `org-limit`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::backend::{Backend, Fire};
+use super::backend::Fire;
+use super::setup::Parts;
 use super::STOP_BOUND;
 use crate::base::clock;
 use crate::base::notice::Say;
-use crate::events::EventSink;
-use crate::sandbox::host::org::Org;
-use crate::sandbox::host::{DaemonControl, NotApplied};
+use crate::sandbox::host::NotApplied;
 use crate::scenario::fault::{FaultSpec, Target};
-use crate::strategy::Relay;
 
-/// What a fault acts on in one case.
+/// What a fault acts on in one case: the case's parts (its relays, daemons, backend and
+/// organisation, whose own held-exec limit an `org-limit` restores when it ends), the calls
+/// `fire` fires, and how many sandboxes there are.
 pub(crate) struct Striker<'a> {
-    pub relays: &'a [Arc<Relay>],
-    pub daemons: &'a [Option<Arc<dyn DaemonControl>>],
-    pub backend: &'a dyn Backend,
-    pub org: &'a Org,
-    pub sink: &'a EventSink,
+    pub parts: &'a Parts,
     pub fire: &'a Fire,
     pub sandboxes: u32,
-    /// The organisation's own held-exec limit (an `org-limit` restores it when it ends).
-    pub org_cap: Option<u32>,
 }
 
 /// What striking one fault did.
@@ -42,7 +35,7 @@ impl Striker<'_> {
     /// Strikes fault `i` (`on`) or ends its condition; what could not be applied is said.
     pub(super) async fn strike(&self, i: usize, f: &FaultSpec, on: bool) -> Struck {
         let mut struck = Struck::default();
-        self.sink.notice(f.sandbox, Say::Fault { kind: f.kind.name(), on });
+        self.parts.sink.notice(f.sandbox, Say::Fault { kind: f.kind.name(), on });
         let mut errors = Vec::new();
         let sandboxes = f.sandboxes(self.sandboxes);
         match f.kind.target() {
@@ -50,7 +43,7 @@ impl Striker<'_> {
                 let stops: Vec<_> = sandboxes
                     .clone()
                     .map(|k| {
-                        let relay = self.relays[k as usize].clone();
+                        let relay = self.parts.relays[k as usize].clone();
                         tokio::spawn(async move { relay.restart_runner(clock::now() + STOP_BOUND).await })
                     })
                     .collect();
@@ -58,7 +51,7 @@ impl Striker<'_> {
                     match stop.await {
                         Ok(Ok(took)) => {
                             struck.stop_took = struck.stop_took.max(Some(took));
-                            self.sink.notice(k, Say::RunnerRestarted { took });
+                            self.parts.sink.notice(k, Say::RunnerRestarted { took });
                         }
                         Ok(Err(e)) => errors.push((k, e.to_string())),
                         Err(e) => errors.push((k, e.to_string())),
@@ -75,7 +68,7 @@ impl Striker<'_> {
             }
             Target::Daemon(_) if on => {
                 for k in sandboxes {
-                    let applied = match &self.daemons[k as usize] {
+                    let applied = match &self.parts.daemons[k as usize] {
                         Some(d) => f.kind.strike_daemon(&**d, f.duration, f.answer_fails),
                         None => Err(NotApplied::NoDaemon),
                     };
@@ -87,22 +80,24 @@ impl Striker<'_> {
             Target::Daemon(_) => {}
             Target::Dir => {
                 for k in sandboxes {
-                    if let Err(e) = self.backend.replace_dir(k, on, !on || f.duration.is_zero()) {
+                    if let Err(e) = self.parts.backend.replace_dir(k, on, !on || f.duration.is_zero()) {
                         errors.push((k, e.to_string()));
                     }
                 }
             }
             Target::Sandbox(c) => {
                 for k in sandboxes {
-                    if let Err(e) = self.backend.switch(k, c, on) {
+                    if let Err(e) = self.parts.backend.switch(k, c, on) {
                         errors.push((k, e.to_string()));
                     }
                 }
             }
-            Target::Org => self.org.set_org_held_execs(if on { f.held_execs } else { self.org_cap }),
+            Target::Org => {
+                self.parts.org.set_org_held_execs(if on { f.held_execs } else { self.parts.limits.org.held_execs })
+            }
         }
         for (k, error) in errors {
-            self.sink.notice(k, Say::FaultNotApplied { kind: f.kind.name(), error });
+            self.parts.sink.notice(k, Say::FaultNotApplied { kind: f.kind.name(), error });
         }
         struck
     }
@@ -114,13 +109,13 @@ impl Striker<'_> {
             let f = &faults[i];
             for k in f.sandboxes(self.sandboxes) {
                 let _ = match f.kind.target() {
-                    Target::Dir => self.backend.replace_dir(k, false, true),
-                    Target::Sandbox(c) => self.backend.switch(k, c, false),
+                    Target::Dir => self.parts.backend.replace_dir(k, false, true),
+                    Target::Sandbox(c) => self.parts.backend.switch(k, c, false),
                     _ => Ok(()),
                 };
             }
             if f.kind.target() == Target::Org {
-                self.org.set_org_held_execs(self.org_cap);
+                self.parts.org.set_org_held_execs(self.parts.limits.org.held_execs);
             }
         }
     }
