@@ -18,13 +18,18 @@ pub enum DurationError {
     OutOfRange(String),
 }
 
+/// `<number><unit>` read apart: the number, and the unit after it (trimmed); `None` when
+/// the text does not start with a number.
+pub(crate) fn number_and_unit(s: &str) -> Option<(f64, &str)> {
+    let t = s.trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len()));
+    Some((num.parse().ok()?, unit.trim()))
+}
+
 /// Parses `<number><unit>` with unit one of `ns`, `us`, `µs`, `ms`, `s`, `m`, `h`.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| DurationError::NotANumber(s.to_owned()))?;
-    let scale = match unit.trim() {
+    let (value, unit) = number_and_unit(s).ok_or_else(|| DurationError::NotANumber(s.to_owned()))?;
+    let scale = match unit {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
         "ms" => 1e-3,

@@ -101,11 +101,8 @@ pub(crate) enum SizeError {
 /// A size as `--max-event-log` takes it: bytes, or a number with `KB`, `MB`, `GB` (powers of
 /// 1000).
 pub(crate) fn parse_size(s: &str) -> Result<u64, SizeError> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| SizeError::NotANumber(s.to_owned()))?;
-    let scale = match unit.trim().to_ascii_uppercase().as_str() {
+    let (value, unit) = crate::base::units::number_and_unit(s).ok_or_else(|| SizeError::NotANumber(s.to_owned()))?;
+    let scale = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 1.0,
         "KB" => 1e3,
         "MB" => 1e6,
