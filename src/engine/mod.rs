@@ -169,7 +169,6 @@ pub(crate) async fn run_case(scenario: &Scenario, case: &CaseSpec, env: &CaseEnv
     let recording = recorder.await.map_err(|_| EngineError::Recorder("the recorder thread ended early".into()))?;
     let ended = result::Ended {
         case,
-        wl,
         hosts: &hosts,
         epoch,
         end,

@@ -17,7 +17,6 @@ use crate::results::summary::{CaseResult, RunnerStats, SandboxSide};
 use crate::sandbox::host::org::{Limits, Org, OrgStats};
 use crate::sandbox::host::{DaemonControl, Host, RequestCounts};
 use crate::scenario::fault::FleetRecovery;
-use crate::scenario::pacer::Workload;
 use crate::scenario::CaseSpec;
 
 /// How long after a fleet-wide fault's recovery its storm is still looked for.
@@ -26,7 +25,6 @@ const STORM_AFTER: Duration = Duration::from_secs(60);
 /// Everything a case ended with, besides the recording.
 pub(super) struct Ended<'a> {
     pub case: &'a CaseSpec,
-    pub wl: &'a Workload,
     pub hosts: &'a [Arc<dyn Host>],
     pub epoch: Instant,
     pub end: Instant,
@@ -60,7 +58,7 @@ pub(super) struct Ended<'a> {
 
 impl Ended<'_> {
     pub(super) fn result(self, recording: &Recording) -> CaseResult {
-        let (case, wl) = (self.case, self.wl);
+        let (case, wl) = (self.case, &self.case.workload);
         let window = self.end.saturating_duration_since(self.epoch).max(Duration::from_millis(1));
         // The emulated daemons' legs are their organisation's; a real daemon's proxy keeps its own.
         let mut injected = self.org_handle.legs();
