@@ -105,8 +105,6 @@ pub(crate) enum WriterError {
     LogPanicked,
     #[error("writing the log: {0}")]
     Log(std::io::Error),
-    #[error("{0}")]
-    Json(serde_json::Error),
 }
 
 /// `sandbox-clock`: prints this machine's monotonic clock (ns).
@@ -137,13 +135,14 @@ pub(crate) fn writer_main(args: &[std::ffi::OsString]) -> i32 {
 
 fn fatal(args: &WriterArgs, msg: &str) -> i32 {
     eprintln!("sandbox-writer: {msg}");
-    let line = serde_json::to_string(&Line::Fatal { msg: msg.to_owned() }).unwrap_or_default();
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&args.events)
-        .and_then(|mut f| writeln!(f, "{line}"));
+    let _ = append_line(&args.events, &Line::Fatal { msg: msg.to_owned() }, true);
     3
+}
+
+/// Appends `line` to the writer's log at `path` (made first when `create`).
+fn append_line(path: &std::path::Path, line: &Line, create: bool) -> std::io::Result<()> {
+    let text = serde_json::to_string(line)?;
+    std::fs::OpenOptions::new().create(create).append(true).open(path).and_then(|mut f| writeln!(f, "{text}"))
 }
 
 /// The writer's events, as lines of `file`, written on a thread of their own.
@@ -243,12 +242,7 @@ async fn run_writer(args: &WriterArgs) -> Result<(), WriterError> {
     let end = Line::End { fired: fired.unwrap_or(0) as u64, stopped };
     drop((writer, sink));
     logger.join().map_err(|_| WriterError::LogPanicked)?.map_err(WriterError::Log)?;
-    let line = serde_json::to_string(&end).map_err(WriterError::Json)?;
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&args.events)
-        .and_then(|mut f| writeln!(f, "{line}"))
-        .map_err(at(&args.events))
+    append_line(&args.events, &end, false).map_err(at(&args.events))
 }
 
 #[cfg(test)]
