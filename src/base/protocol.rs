@@ -263,11 +263,7 @@ impl IdRegistry {
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Outcome::Ok => "ok",
-            Outcome::Error => "error",
-            Outcome::Paused => "paused",
-        })
+        f.write_str(self.name())
     }
 }
 
