@@ -194,15 +194,13 @@ fn real_dirs(dir: &Path, rel: &Path) -> bool {
     })
 }
 
-/// The listed `files` under `dir`, by the folder they are in (relative to `dir`).
-fn by_folder(files: &[String]) -> BTreeMap<PathBuf, HashSet<String>> {
+/// `paths` by the folder they are in: each folder's file names.
+fn by_folder<'a>(paths: impl IntoIterator<Item = &'a Path>) -> BTreeMap<PathBuf, HashSet<String>> {
     let mut by = BTreeMap::<PathBuf, HashSet<String>>::new();
-    for f in files.iter().filter(|f| plain(f)) {
-        let p = Path::new(f);
-        let (Some(name), parent) = (p.file_name().and_then(|n| n.to_str()), p.parent().unwrap_or(Path::new(""))) else {
-            continue;
-        };
-        by.entry(parent.to_path_buf()).or_default().insert(name.to_owned());
+    for p in paths {
+        if let (Some(parent), Some(name)) = (p.parent(), p.file_name().and_then(|n| n.to_str())) {
+            by.entry(parent.to_path_buf()).or_default().insert(name.to_owned());
+        }
     }
     by
 }
@@ -237,7 +235,8 @@ fn sweep(dir: &Path, by: &BTreeMap<PathBuf, HashSet<String>>, finals: bool) -> i
 /// temp names, and the folders that leaves empty; returns what was removed. A listed name
 /// that is no longer a regular file, or is reached through a link, is left as it is.
 pub(crate) fn clear(dir: &Path, files: &[String]) -> io::Result<Vec<PathBuf>> {
-    let by = by_folder(files);
+    // The listed files under `dir`, by the folder they are in (relative to `dir`).
+    let by = by_folder(files.iter().filter(|f| plain(f)).map(Path::new));
     let mut removed = sweep(dir, &by, true)?;
     // Deepest first: a folder emptied, then its parent (never `dir` itself).
     let mut folders: Vec<&Path> = by.keys().flat_map(|f| f.ancestors()).filter(|f| !f.as_os_str().is_empty()).collect();
@@ -254,15 +253,9 @@ pub(crate) fn clear(dir: &Path, files: &[String]) -> io::Result<Vec<PathBuf>> {
 /// Removes the temp names of `written` (files just written) left beside them by a process
 /// killed while it wrote them.
 pub(crate) fn remove_stale_temps(written: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
-    let mut by = BTreeMap::<PathBuf, HashSet<String>>::new();
-    for w in written {
-        if let (Some(parent), Some(name)) = (w.parent(), w.file_name().and_then(|n| n.to_str())) {
-            by.entry(parent.to_path_buf()).or_default().insert(name.to_owned());
-        }
-    }
     // Each folder is reached as the writer reached it (absolute, or from here).
     let mut removed = Vec::new();
-    for (folder, names) in by {
+    for (folder, names) in by_folder(written.iter().map(PathBuf::as_path)) {
         let one = BTreeMap::from([(PathBuf::new(), names)]);
         removed.extend(sweep(&folder, &one, false)?);
     }
