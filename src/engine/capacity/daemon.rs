@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use super::NoFile;
 use crate::base::clock;
 use crate::results::capacity::{Limit, Readings};
 use crate::sandbox::host::{AgentProcess, Url};
@@ -116,17 +117,16 @@ impl Target {
         }
     }
 
-    /// Sets the started daemon's soft open-files limit to `to` (its hard limit when `None`);
-    /// returns the limit before.
-    pub(crate) fn set_nofile(&self, to: Option<u64>) -> std::io::Result<Limit> {
+    /// Sets the started daemon's soft open-files limit as `--nofile` asks: to its hard limit,
+    /// or to a number.
+    pub(crate) fn set_nofile(&self, to: NoFile) -> std::io::Result<()> {
         let pid = self
             .pid
             .filter(|_| self.started_here())
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::Unsupported, "only a daemon relay-bench started"))?;
         let old = prlimit_nofile(pid, None)?;
-        let new = libc::rlimit { rlim_cur: to.map_or(old.rlim_max, |n| n as libc::rlim_t), rlim_max: old.rlim_max };
-        prlimit_nofile(pid, Some(&new))?;
-        Ok(Limit { soft: rlim(old.rlim_cur), hard: rlim(old.rlim_max) })
+        let soft = if let NoFile::To(n) = to { n as libc::rlim_t } else { old.rlim_max };
+        prlimit_nofile(pid, Some(&libc::rlimit { rlim_cur: soft, rlim_max: old.rlim_max })).map(drop)
     }
 
     /// The held programs running now (the daemon's children with the ramp's argv); `None`

@@ -354,10 +354,7 @@ impl Session {
             None => None,
             Some(n) => {
                 let as_started = target.limit("Max open files");
-                if let Err(e) = target.set_nofile(match n {
-                    NoFile::Hard => None,
-                    NoFile::To(n) => Some(n),
-                }) {
+                if let Err(e) = target.set_nofile(n) {
                     target.stop();
                     let why = format!("prlimit on the daemon: {e}");
                     return Err(CapacityError::NoFile { given: n.given(), why });
