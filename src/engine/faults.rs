@@ -67,31 +67,16 @@ impl Striker<'_> {
                 }
             }
             Target::Daemon(_) if on => {
-                for k in sandboxes {
-                    let applied = match &self.parts.daemons[k as usize] {
-                        Some(d) => f.kind.strike_daemon(&**d, f.duration, f.answer_fails),
-                        None => Err(NotApplied::NoDaemon),
-                    };
-                    if let Err(e) = applied {
-                        errors.push((k, e.to_string()));
-                    }
-                }
+                errors = in_each(sandboxes, |k| match &self.parts.daemons[k as usize] {
+                    Some(d) => f.kind.strike_daemon(&**d, f.duration, f.answer_fails),
+                    None => Err(NotApplied::NoDaemon),
+                })
             }
             Target::Daemon(_) => {}
             Target::Dir => {
-                for k in sandboxes {
-                    if let Err(e) = self.parts.backend.replace_dir(k, on, !on || f.duration.is_zero()) {
-                        errors.push((k, e.to_string()));
-                    }
-                }
+                errors = in_each(sandboxes, |k| self.parts.backend.replace_dir(k, on, !on || f.duration.is_zero()))
             }
-            Target::Sandbox(c) => {
-                for k in sandboxes {
-                    if let Err(e) = self.parts.backend.switch(k, c, on) {
-                        errors.push((k, e.to_string()));
-                    }
-                }
-            }
+            Target::Sandbox(c) => errors = in_each(sandboxes, |k| self.parts.backend.switch(k, c, on)),
             Target::Org => {
                 self.parts.org.set_org_held_execs(if on { f.held_execs } else { self.parts.limits.org.held_execs })
             }
@@ -107,16 +92,19 @@ impl Striker<'_> {
     pub(crate) fn undo(&self, faults: &[FaultSpec], pending: impl Iterator<Item = usize>) {
         for i in pending {
             let f = &faults[i];
-            for k in f.sandboxes(self.sandboxes) {
-                let _ = match f.kind.target() {
-                    Target::Dir => self.parts.backend.replace_dir(k, false, true),
-                    Target::Sandbox(c) => self.parts.backend.switch(k, c, false),
-                    _ => Ok(()),
-                };
-            }
+            let _ = in_each(f.sandboxes(self.sandboxes), |k| match f.kind.target() {
+                Target::Dir => self.parts.backend.replace_dir(k, false, true),
+                Target::Sandbox(c) => self.parts.backend.switch(k, c, false),
+                _ => Ok(()),
+            });
             if f.kind.target() == Target::Org {
                 self.parts.org.set_org_held_execs(self.parts.limits.org.held_execs);
             }
         }
     }
+}
+
+/// Does `act` in each of `sandboxes`; what could not be applied, by sandbox.
+fn in_each(sandboxes: impl Iterator<Item = u32>, act: impl Fn(u32) -> Result<(), NotApplied>) -> Vec<(u32, String)> {
+    sandboxes.filter_map(|k| act(k).err().map(|e| (k, e.to_string()))).collect()
 }
