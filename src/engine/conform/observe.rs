@@ -47,6 +47,16 @@ pub(crate) struct Ev {
     pub bytes: Option<Result<Vec<u8>, Arc<crate::base::fsio::Refused>>>,
 }
 
+impl Ev {
+    /// The bytes read as the name appeared (none when they were not, or could not be, read).
+    pub(crate) fn read(&self) -> &[u8] {
+        match &self.bytes {
+            Some(Ok(b)) => b,
+            _ => &[],
+        }
+    }
+}
+
 type Shared = Arc<(Mutex<Vec<Ev>>, Condvar)>;
 
 /// A running watch on one dir ([`DirWatch::record`]); the watch goes when this is dropped.

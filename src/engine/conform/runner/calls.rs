@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::super::observe::{publication, shown, What};
 use super::super::{left_in, left_line, ms, setup_failed, try_g, Graded};
-use super::{bytes_of, ok_reply, request, Ctx, OK_REPLY};
+use super::{ok_reply, request, Ctx, OK_REPLY};
 use crate::base::protocol::{req_name, res_name, Response, TMP_MARKER};
 use crate::results::conform::Verdict;
 
@@ -17,15 +17,15 @@ pub(super) fn shape(ctx: &Ctx, id: &str, reply: &str, want: Response) -> Graded 
         return ctx.w.unseen("no answer", vec![left_line(&ctx.w.dir), format!("tool runs: {}", ctx.runs(&tag).len())]);
     };
     std::thread::sleep(ctx.w.pace.wait(Duration::from_millis(150)));
-    let bytes = bytes_of(&ev);
+    let bytes = ev.read();
     let (runs, times) = (ctx.runs(&tag).len(), ctx.answers(&fid, at).len());
     let mut evidence = vec![
-        format!("answer {}: {}", res_name(&fid), shown(&bytes, 160)),
+        format!("answer {}: {}", res_name(&fid), shown(bytes, 160)),
         format!("published {} after the request", ms(ev.at - at)),
         format!("tool runs: {runs}, answers: {times}"),
     ];
     ctx.done_with(&fid);
-    let got = Response::decode(&bytes);
+    let got = Response::decode(bytes);
     if got.as_ref() != Ok(&want) {
         evidence.push(format!("read as {got:?}"));
         return Graded::new(
@@ -65,9 +65,9 @@ pub(super) fn answer_pause(ctx: &Ctx) -> Graded {
             Graded::new(Verdict::Ok, "a pause writes no answer (production's default integration)", evidence)
         }
         Some(ev) => {
-            let bytes = bytes_of(&ev);
-            evidence.push(format!("answer: {}", shown(&bytes, 120)));
-            let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let bytes = ev.read();
+            evidence.push(format!("answer: {}", shown(bytes, 120)));
+            let v: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
             if v["paused"] == serde_json::Value::Bool(true) && v["ok"] == serde_json::Value::Bool(true) {
                 Graded::new(Verdict::Ok, "a pause is answered {\"ok\":true,\"paused\":true}", evidence)
             } else {
@@ -88,8 +88,8 @@ pub(super) fn atomic_answers(ctx: &Ctx) -> Graded {
     for (fid, _, at) in &calls {
         match ctx.answer(fid, *at, Duration::from_secs(6)) {
             None => missing.push(format!("{fid}: no answer")),
-            Some(ev) if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(text.clone())) => {
-                breach.push(format!("{}: read {} bytes, not the whole answer", res_name(fid), bytes_of(&ev).len()))
+            Some(ev) if Response::decode(ev.read()) != Ok(Response::Ok(text.clone())) => {
+                breach.push(format!("{}: read {} bytes, not the whole answer", res_name(fid), ev.read().len()))
             }
             Some(_) => {}
         }
@@ -262,8 +262,8 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
             None => missing.push(format!("{fid}: no answer")),
             Some(ev) => {
                 last = last.max(ev.at);
-                if Response::decode(&bytes_of(&ev)) != Ok(Response::Ok(format!("\"answer-{i}\""))) {
-                    wrong.insert(fid.clone(), format!("{fid}: got {}", shown(&bytes_of(&ev), 60)));
+                if Response::decode(ev.read()) != Ok(Response::Ok(format!("\"answer-{i}\""))) {
+                    wrong.insert(fid.clone(), format!("{fid}: got {}", shown(ev.read(), 60)));
                 }
             }
         }
@@ -275,7 +275,7 @@ pub(super) fn parallel(ctx: &Ctx, n: usize) -> Graded {
             let seen: Vec<String> = ctx
                 .answers(fid, *at)
                 .iter()
-                .map(|e| format!("{:?} at +{} {}", e.what, ms(e.at - *at), shown(&bytes_of(e), 40)))
+                .map(|e| format!("{:?} at +{} {}", e.what, ms(e.at - *at), shown(e.read(), 40)))
                 .collect();
             wrong
                 .entry(fid.clone())

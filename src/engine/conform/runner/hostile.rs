@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::super::handler::execs;
 use super::super::observe::shown;
 use super::super::{hostile, left_in, left_line, ms, setup_failed, try_g, Graded};
-use super::{bytes_of, request, Ctx, OK_REPLY, PROBE};
+use super::{request, Ctx, OK_REPLY, PROBE};
 use crate::base::indir::InDir;
 use crate::base::protocol::{req_name, res_name, Response};
 use crate::results::conform::Verdict;
@@ -42,12 +42,11 @@ pub(super) fn bad<T>(
     let left = ctx.w.dir.join(req_name(fid)).symlink_metadata().is_ok();
     let mut evidence = vec![format!("answers: {}, tool runs: {runs}, request left: {left}", answers.len())];
     if let Some(a) = answers.first() {
-        evidence.push(format!("answer: {}", shown(&bytes_of(a), 120)));
+        evidence.push(format!("answer: {}", shown(a.read(), 120)));
     }
     evidence.push(left_line(&ctx.w.dir));
     if runs > 1 || answers.len() > 1 {
-        evidence
-            .extend(answers.iter().map(|e| format!("{:?} at +{}: {}", e.what, ms(e.at - at), shown(&bytes_of(e), 60))));
+        evidence.extend(answers.iter().map(|e| format!("{:?} at +{}: {}", e.what, ms(e.at - at), shown(e.read(), 60))));
         return Graded::new(Verdict::Failed, "run or answered more than once", evidence);
     }
     if let Err(why) = follow {
@@ -56,7 +55,7 @@ pub(super) fn bad<T>(
     if runs == 1 {
         return Graded::new(run_once, "run once", evidence);
     }
-    match answers.first().map(|a| Response::decode(&bytes_of(a))) {
+    match answers.first().map(|a| Response::decode(a.read())) {
         Some(Ok(Response::Error(_))) => Graded::new(Verdict::Ok, "answered {\"ok\":false}", evidence),
         Some(_) => Graded::new(Verdict::Failed, "answered, but not {\"ok\":false}", evidence),
         None if left => Graded::new(Verdict::Ok, "left in place, unanswered", evidence),

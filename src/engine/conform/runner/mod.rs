@@ -329,13 +329,6 @@ fn request(id: Option<&str>, tag: &str, reply: &str, sleep_ms: u64) -> Vec<u8> {
         .into_bytes()
 }
 
-fn bytes_of(e: &Ev) -> Vec<u8> {
-    match &e.bytes {
-        Some(Ok(b)) => b.clone(),
-        _ => Vec::new(),
-    }
-}
-
 mod calls;
 mod figures;
 mod hostile;

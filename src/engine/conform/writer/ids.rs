@@ -75,8 +75,8 @@ pub(super) fn hostile_ids(ctx: &Ctx) -> Graded {
             None if told == Told::Waiting => missing.push(format!("{id:?}: no {} seen", req_name(&fid))),
             None => wrong.push(format!("{id:?}: no {} (the writer told {told:?})", req_name(&fid))),
             Some(ev) => {
-                let bytes = ev.bytes.and_then(Result::ok).unwrap_or_default();
-                let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                let bytes = ev.read();
+                let v: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
                 if v["toolCallId"].as_str() != Some(id.as_str()) {
                     mangled.push(format!("{id:?}: toolCallId {}", v["toolCallId"]));
                 }
@@ -147,11 +147,7 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
     let (told1, _) = first.end(ctx.w.within(Duration::from_secs(5)).max(ctx.w.within(took * 3)));
     let (told2, _) = second.end(ctx.w.pace.wait(Duration::from_millis(500)).min(ctx.w.within(Duration::from_secs(1))));
     let mut evidence = vec![
-        format!(
-            "`coll/1` published {}: {}",
-            req_name(&fid),
-            shown(req.bytes.as_ref().and_then(|b| b.as_ref().ok()).map_or(&[][..], |b| b), 100)
-        ),
+        format!("`coll/1` published {}: {}", req_name(&fid), shown(req.read(), 100)),
         format!(
             "`coll:1` started while it waited: {}",
             match gave_up {
@@ -167,7 +163,7 @@ pub(super) fn id_collision(ctx: &Ctx) -> Graded {
             "{} published again {} after the second started: {}",
             e.name,
             ms(e.at - t1),
-            shown(e.bytes.as_ref().and_then(|b| b.as_ref().ok()).map_or(&[][..], |b| b), 100)
+            shown(e.read(), 100)
         ));
         return Graded::new(Verdict::Failed, "the colliding call published over the one in flight", evidence);
     }
