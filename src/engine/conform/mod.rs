@@ -236,10 +236,8 @@ pub(crate) fn run(
 ) -> Result<ConformReport, ConformError> {
     check(opts)?;
     let subreaper = proc::become_subreaper();
-    let root = match &opts.work_root {
-        Some(r) => tempfile::Builder::new().prefix("relay-conform.").tempdir_in(r)?,
-        None => tempfile::Builder::new().prefix("relay-conform.").tempdir()?,
-    };
+    let work_root = opts.work_root.clone().unwrap_or_else(std::env::temp_dir);
+    let root = tempfile::Builder::new().prefix("relay-conform.").tempdir_in(work_root)?;
     let host = match &opts.daemon {
         Some(Daemon::At(url)) => Some(runner::remote::check_url(url, root.path())?),
         Some(Daemon::Start(bin)) => Some(runner::remote::describe(bin)),
