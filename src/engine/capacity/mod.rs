@@ -330,14 +330,15 @@ pub(crate) struct Session {
 
 impl Session {
     /// Starts (or reaches) the daemon and asks its version; `started` is the ramp's start as
-    /// its report says it. A daemon that cannot run an exec is stopped before this returns.
+    /// its report says it. A daemon it started that fails any step (its limit, its version)
+    /// is stopped before this returns: dropped with the `Target` holding it.
     pub(crate) async fn start(
         plan: CapacityPlan,
         interrupt: Arc<Signal>,
         started: String,
     ) -> Result<Session, CapacityError> {
         let t0 = Instant::now();
-        let mut target = match &plan.which {
+        let target = match &plan.which {
             Which::Start(bin) => {
                 Target::start(bin).map_err(|source| CapacityError::Start { bin: bin.display().to_string(), source })?
             }
@@ -355,7 +356,6 @@ impl Session {
             Some(n) => {
                 let as_started = target.limit("Max open files");
                 if let Err(e) = target.set_nofile(n) {
-                    target.stop();
                     let why = format!("prlimit on the daemon: {e}");
                     return Err(CapacityError::NoFile { given: n.given(), why });
                 }
@@ -364,15 +364,10 @@ impl Session {
         };
         let asked = tokio::select! {
             v = target.version() => v,
-            () = interrupt.closed() => {
-                target.stop();
-                return Err(CapacityError::Interrupted("asking the daemon its version"));
-            }
+            () = interrupt.closed() => return Err(CapacityError::Interrupted("asking the daemon its version")),
         };
-        let version = asked.map_err(|why| {
-            target.stop();
-            CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours }
-        })?;
+        let version =
+            asked.map_err(|why| CapacityError::Unusable { url: target.url.clone(), why: why.to_string(), ours })?;
         let daemon_nofile = target.limit("Max open files");
         let report = first_report(&plan, &target, (version, ours), (client_nofile, open_files_as_started), started);
         let s = Setup { target, plan: plan.ramp, interrupt, daemon_nofile, client_nofile };
