@@ -4,6 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
+use std::mem::discriminant;
 
 use foldhash::HashMap;
 
@@ -30,41 +31,33 @@ impl<K> Default for Halves<K> {
 }
 
 impl<K: Hash + Eq> Halves<K> {
+    /// `mine` waits for the other side's half of `key`, or takes it if that was waiting (the
+    /// call is whole and forgotten).
+    fn meet(&mut self, key: K, mine: Half) -> Option<Half> {
+        match self.waiting.entry(key) {
+            Entry::Occupied(o) if discriminant(o.get()) != discriminant(&mine) => Some(o.remove()),
+            e => {
+                e.insert_entry(mine);
+                None
+            }
+        }
+    }
+
     /// The writer's half of `key`: the runner's, if it was waiting (the call is whole and
     /// forgotten); else `w` waits for it.
     pub(crate) fn writer(&mut self, key: K, w: &WriterSide) -> Option<RunnerSide> {
-        match self.waiting.entry(key) {
-            Entry::Occupied(o) if matches!(o.get(), Half::Runner(_)) => match o.remove() {
-                Half::Runner(r) => Some(r),
-                Half::Writer(_) => unreachable!("matched a runner half"),
-            },
-            Entry::Occupied(mut o) => {
-                *o.get_mut() = Half::Writer(w.clone());
-                None
-            }
-            Entry::Vacant(v) => {
-                v.insert(Half::Writer(w.clone()));
-                None
-            }
+        match self.meet(key, Half::Writer(w.clone()))? {
+            Half::Runner(r) => Some(r),
+            Half::Writer(_) => unreachable!("met a runner half"),
         }
     }
 
     /// The runner's half of `key`: the writer's, if it was waiting (the call is whole and
     /// forgotten); else `r` waits for it.
     pub(crate) fn runner(&mut self, key: K, r: &RunnerSide) -> Option<WriterSide> {
-        match self.waiting.entry(key) {
-            Entry::Occupied(o) if matches!(o.get(), Half::Writer(_)) => match o.remove() {
-                Half::Writer(w) => Some(w),
-                Half::Runner(_) => unreachable!("matched a writer half"),
-            },
-            Entry::Occupied(mut o) => {
-                *o.get_mut() = Half::Runner(r.clone());
-                None
-            }
-            Entry::Vacant(v) => {
-                v.insert(Half::Runner(r.clone()));
-                None
-            }
+        match self.meet(key, Half::Runner(r.clone()))? {
+            Half::Writer(w) => Some(w),
+            Half::Runner(_) => unreachable!("met a writer half"),
         }
     }
 
