@@ -126,23 +126,26 @@ impl Phased {
 pub(crate) const FLEET: &str = "fleet";
 
 impl FleetMetric {
-    const PLAIN: [FleetMetric; 16] = [
-        FleetMetric::PeakRequestsPerSec1s,
-        FleetMetric::PeakRequestsPerSec10s,
-        FleetMetric::PeakRequestsPerSec60s,
-        FleetMetric::MeanRequestsPerSec,
-        FleetMetric::Rejected,
-        FleetMetric::Queued,
-        FleetMetric::Cut,
-        FleetMetric::QueueWaitP99Ms,
-        FleetMetric::TurnsStarted,
-        FleetMetric::TurnsDemoted,
-        FleetMetric::TurnsDemotedPct,
-        FleetMetric::FallbackSecs,
-        FleetMetric::WindowFailures,
-        FleetMetric::RecoverySecs,
-        FleetMetric::HeldExecsUtilisation,
-        FleetMetric::CallsPerTurnMean,
+    /// The figures of one field or one formula, in the order [`FleetMetric::all`] lists
+    /// them, with their names.
+    const PLAIN: [(FleetMetric, &'static str); 17] = [
+        (FleetMetric::PeakRequestsPerSec1s, "requests_per_sec.peak_1s"),
+        (FleetMetric::PeakRequestsPerSec10s, "requests_per_sec.peak_10s"),
+        (FleetMetric::PeakRequestsPerSec60s, "requests_per_sec.peak_60s"),
+        (FleetMetric::MeanRequestsPerSec, "requests_per_sec.mean"),
+        (FleetMetric::Rejected, "rejected"),
+        (FleetMetric::Queued, "queued"),
+        (FleetMetric::Cut, "cut"),
+        (FleetMetric::QueueWaitP99Ms, "queue_wait_p99_ms"),
+        (FleetMetric::TurnsStarted, "turns_started"),
+        (FleetMetric::TurnsDemoted, "turns_demoted"),
+        (FleetMetric::TurnsDemotedPct, "turns_demoted_pct"),
+        (FleetMetric::FallbackSecs, "fallback_secs"),
+        (FleetMetric::WindowFailures, "window_failures"),
+        (FleetMetric::RecoverySecs, "recovery_secs"),
+        (FleetMetric::HeldExecsUtilisation, "held_execs_utilisation"),
+        (FleetMetric::CallsPerTurnMean, "calls_per_turn_mean"),
+        (FleetMetric::HeldExecSecsPerMin, "held_exec_secs_per_min"),
     ];
 
     /// The unit its value is shown in (`""`: a count or a share).
@@ -202,32 +205,20 @@ impl FleetMetric {
         let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
         let phased =
             Phase::ALL.into_iter().flat_map(|p| Phased::ALL.into_iter().map(move |f| FleetMetric::Phased(p, f)));
-        gauges.chain(FleetMetric::PLAIN).chain([FleetMetric::HeldExecSecsPerMin]).chain(phased).collect()
+        gauges.chain(FleetMetric::PLAIN.map(|(m, _)| m)).chain(phased).collect()
     }
 
     /// The name after `fleet.`.
     pub fn name(self) -> String {
         match self {
             FleetMetric::Gauge(g, s) => format!("{}.{}", g.name(), s.name()),
-            FleetMetric::PeakRequestsPerSec1s => "requests_per_sec.peak_1s".into(),
-            FleetMetric::PeakRequestsPerSec10s => "requests_per_sec.peak_10s".into(),
-            FleetMetric::PeakRequestsPerSec60s => "requests_per_sec.peak_60s".into(),
-            FleetMetric::MeanRequestsPerSec => "requests_per_sec.mean".into(),
-            FleetMetric::Rejected => "rejected".into(),
-            FleetMetric::Queued => "queued".into(),
-            FleetMetric::Cut => "cut".into(),
-            FleetMetric::QueueWaitP99Ms => "queue_wait_p99_ms".into(),
             FleetMetric::QueueWait(stat) => format!("queue_wait.{stat}"),
-            FleetMetric::TurnsStarted => "turns_started".into(),
-            FleetMetric::CallsPerTurnMean => "calls_per_turn_mean".into(),
-            FleetMetric::TurnsDemoted => "turns_demoted".into(),
-            FleetMetric::TurnsDemotedPct => "turns_demoted_pct".into(),
-            FleetMetric::FallbackSecs => "fallback_secs".into(),
-            FleetMetric::WindowFailures => "window_failures".into(),
-            FleetMetric::RecoverySecs => "recovery_secs".into(),
-            FleetMetric::HeldExecsUtilisation => "held_execs_utilisation".into(),
-            FleetMetric::HeldExecSecsPerMin => "held_exec_secs_per_min".into(),
             FleetMetric::Phased(p, f) => format!("{}.{}", p.name(), f.steady().name()),
+            plain => {
+                let (_, name) =
+                    FleetMetric::PLAIN.iter().find(|(m, _)| *m == plain).expect("a plain figure is in PLAIN");
+                (*name).to_owned()
+            }
         }
     }
 
