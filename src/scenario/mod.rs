@@ -212,9 +212,7 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
             };
             let f = Fields::new(file, &format!("case[{i}]"), &p.case);
             let case = ctx.read_case(f, &wl).map_err(explain)?;
-            if sweep.figures.is_empty() {
-                sweep.settle_figures(&[case.gates.as_slice(), case.rollout.as_slice()].concat());
-            }
+            sweep.settle_figures(&case);
             push(case, &mut cases)?;
         }
         sweeps.push(sweep);
@@ -553,9 +551,7 @@ impl Scenario {
             let from = self.probe(w, &first, search.from)?;
             self.probe(w, &first, search.to)?;
             let w = &mut self.sweeps[k];
-            if w.figures.is_empty() {
-                w.settle_figures(&[from.gates.as_slice(), from.rollout.as_slice()].concat());
-            }
+            w.settle_figures(&from);
             self.probes.push((w.case.clone(), from));
         }
         Ok(self)

@@ -129,12 +129,16 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// The measures shown per point, given the gates every point holds.
-    pub(crate) fn settle_figures(&mut self, gates: &[Gate]) {
+    /// The measures shown per point, given a point's case (its gates and rollout gates, which
+    /// every point holds); once settled, they stay.
+    pub(crate) fn settle_figures(&mut self, point: &crate::scenario::CaseSpec) {
+        if !self.figures.is_empty() {
+            return;
+        }
         let invariants: Vec<Metric> =
             crate::scenario::INVARIANTS.iter().map(|g| Gate::parse(g).expect("the invariants parse").metric).collect();
         let mut out: Vec<Metric> = Vec::new();
-        let gated = gates.iter().map(|g| g.metric).filter(|m| !invariants.contains(m));
+        let gated = point.gates.iter().chain(&point.rollout).map(|g| g.metric).filter(|m| !invariants.contains(m));
         for m in gated.chain(self.objective.iter().map(|o| o.metric)).chain(self.extra.iter().copied()) {
             if !out.contains(&m) {
                 out.push(m);
