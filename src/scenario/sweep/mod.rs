@@ -342,19 +342,18 @@ fn points_of(
         let mut workload = None;
         for (a, &v) in axes.iter().zip(&at) {
             let value = a.values[v].value.clone();
-            match a.path.strip_prefix("workload.") {
-                Some(rest) => {
-                    // The case's own workload when it has one, else the scenario's.
-                    let w = workload.get_or_insert_with(|| match base.get("workload").or(top.get("workload")) {
+            let (into, path) = match a.path.strip_prefix("workload.") {
+                // The case's own workload when it has one, else the scenario's.
+                Some(rest) => (
+                    workload.get_or_insert_with(|| match base.get("workload").or(top.get("workload")) {
                         Some(Value::Table(w)) => w.clone(),
                         _ => Table::new(),
-                    });
-                    set(w, rest, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m.to_string()))?;
-                }
-                None => {
-                    set(&mut t, &a.path, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m.to_string()))?
-                }
-            }
+                    }),
+                    rest,
+                ),
+                None => (&mut t, a.path.as_str()),
+            };
+            set(into, path, value, top).map_err(|m| err(&format!("sweep.{}", a.path), m.to_string()))?;
         }
         // A point's workload is read apart: the case's own, or it with the point's value set.
         t.remove("workload");
