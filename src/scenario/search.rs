@@ -89,8 +89,6 @@ names ["above", "below"]
 /// A case's search, as the scenario states it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Search {
-    /// The searched case's own name (no probe is named so).
-    pub case: String,
     /// The searched option's path (`limits.org_rate`).
     pub path: String,
     /// How a probe names it: the path's last part.
@@ -179,16 +177,7 @@ pub(crate) fn read(file: &str, i: usize, case: &Table) -> Result<Option<Search>,
     if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
         return Err(err(&format!(".{k}"), format!("unknown key; allowed here: {}", KEYS.join(", "))));
     }
-    let case_name = match case.get("name") {
-        Some(Value::String(s)) => s.clone(),
-        _ => {
-            return Err(ScenarioError {
-                file: file.to_owned(),
-                key: format!("case[{i}].name"),
-                msg: "is required".into(),
-            })
-        }
-    };
+    case_name(file, i, case)?;
     let path = match t.get("path") {
         Some(Value::String(p)) => p.clone(),
         _ => return Err(err(".path", "is required: the option path searched (e.g. \"runner.window\")".into())),
@@ -236,7 +225,15 @@ pub(crate) fn read(file: &str, i: usize, case: &Table) -> Result<Option<Search>,
     };
     let integer = fi && to_i && !matches!(precision, Precision::Absolute(w) if w.fract() != 0.0);
     let label = path.rsplit('.').next().unwrap_or(&path).to_owned();
-    Ok(Some(Search { case: case_name, path, label, from, to, duration: fd, integer, precision, meets }))
+    Ok(Some(Search { path, label, from, to, duration: fd, integer, precision, meets }))
+}
+
+/// The name of `[[case]]` number `i`, which a searched or swept case must state.
+pub(crate) fn case_name(file: &str, i: usize, case: &Table) -> Result<String, ScenarioError> {
+    match case.get("name") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(ScenarioError { file: file.to_owned(), key: format!("case[{i}].name"), msg: "is required".into() }),
+    }
 }
 
 /// One line of a search under way: its probes so far, each value and whether it met.

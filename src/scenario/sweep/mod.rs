@@ -260,10 +260,7 @@ pub(crate) fn expand(
         }
     };
     check_axes_count(&axes_given, search.as_ref(), &err)?;
-    let name = match case.get("name") {
-        Some(Value::String(s)) => s.clone(),
-        _ => return Err(err("name", "is required".into())),
-    };
+    let name = crate::scenario::search::case_name(file, i, case)?;
     crate::scenario::check_name(&name).map_err(|m| err("name", m.to_string()))?;
     let axes = read_axes(&axes_given, (file, &prefix), &err)?;
     let (objective, extra) = objective_and_figures(case, &err)?;
