@@ -85,58 +85,48 @@ impl EventLog {
         h.extend_from_slice(b",\"event\":\"");
     }
 
-    /// One line of the call whose [`head`](Self::head) is current. Lines are put together
-    /// from bytes: `write!` would cost several times as much on the recorder thread.
-    fn line(&mut self, event: &str, at: Instant, extra: Option<(&str, &str)>) {
+    /// One line of the call whose [`head`](Self::head) is current, `extra` the bytes of its
+    /// fields after `t_ns`. Lines are put together from bytes: `write!` would cost several
+    /// times as much on the recorder thread.
+    fn line(&mut self, event: &str, at: Instant, extra: &[&[u8]]) {
         let mut t = itoa::Buffer::new();
-        let t = t.format(self.t(at));
-        let head = &self.head;
-        self.out.write(|out| {
-            out.write_all(head)?;
-            out.write_all(event.as_bytes())?;
-            out.write_all(b"\",\"t_ns\":")?;
-            out.write_all(t.as_bytes())?;
-            if let Some((k, v)) = extra {
-                for part in [",\"", k, "\":\"", v, "\""] {
-                    out.write_all(part.as_bytes())?;
-                }
-            }
-            out.write_all(b"}\n")
-        });
+        let parts = [&self.head[..], event.as_bytes(), b"\",\"t_ns\":", t.format(self.t(at)).as_bytes()];
+        let end: &[u8] = b"}\n";
+        self.out.write(|out| parts.iter().chain(extra).chain([&end]).try_for_each(|part| out.write_all(part)));
     }
 
     /// The lines of one event.
     pub fn event(&mut self, ev: &Event) {
         self.head(ev.sandbox, &ev.call);
         match &ev.kind {
-            EventKind::Requesting => self.line("request", ev.at, None),
-            EventKind::Answering => self.line("response", ev.at, None),
+            EventKind::Requesting => self.line("request", ev.at, &[]),
+            EventKind::Answering => self.line("response", ev.at, &[]),
             // An error answer the runner names by the request's file id alone.
-            EventKind::AnsweringUnread => self.line("response_unread", ev.at, None),
+            EventKind::AnsweringUnread => self.line("response_unread", ev.at, &[]),
             // A call parked with no answer: its turn ended, which closes the request.
-            EventKind::Parked => self.line("parked", ev.at, None),
+            EventKind::Parked => self.line("parked", ev.at, &[]),
             EventKind::Writer(w) => {
                 if let Some(p) = w.published {
-                    self.line("published", p, None);
+                    self.line("published", p, &[]);
                 }
                 if let Some(r) = w.read {
-                    self.line("answer_read", r, None);
+                    self.line("answer_read", r, &[]);
                 }
                 let outcome = w.outcome.name();
                 self.calls += 1;
-                self.line("call_end", ev.at, Some(("outcome", outcome)));
+                self.line("call_end", ev.at, &[b",\"outcome\":\"", outcome.as_bytes(), b"\""]);
             }
             EventKind::Runner(r) => {
                 if !r.observed {
-                    self.line("woke", r.woke, None);
+                    self.line("woke", r.woke, &[]);
                 }
-                self.line("picked_up", r.picked, None);
+                self.line("picked_up", r.picked, &[]);
                 if r.handler_known {
-                    self.line("handler_start", r.handler_start, None);
-                    self.line("handler_end", r.handler_end, None);
+                    self.line("handler_start", r.handler_start, &[]);
+                    self.line("handler_end", r.handler_end, &[]);
                 }
                 if let Some(a) = r.answered {
-                    self.line("answered", a, None);
+                    self.line("answered", a, &[]);
                 }
             }
         }
@@ -146,21 +136,15 @@ impl EventLog {
     pub fn breaches(&mut self, report: &PairingReport, at: Instant) {
         for b in &report.breaches {
             self.head(b.sandbox, &b.call);
-            self.line("breach", at, Some(("kind", b.kind.name())));
+            self.line("breach", at, &[b",\"kind\":\"", b.kind.name().as_bytes(), b"\""]);
         }
     }
 
     /// The case's last line: how many calls it made.
     fn case_end(&mut self, at: Instant) {
         self.head(0, "");
-        let head = std::mem::take(&mut self.head);
-        let mut t = itoa::Buffer::new();
-        let t = t.format(self.t(at));
         let mut n = itoa::Buffer::new();
-        let n = n.format(self.calls);
-        let parts = [&head[..], b"case_end\",\"t_ns\":", t.as_bytes(), b",\"calls\":", n.as_bytes(), b"}\n"];
-        self.out.write(|out| parts.into_iter().try_for_each(|part| out.write_all(part)));
-        self.head = head;
+        self.line("case_end", at, &[b",\"calls\":", n.format(self.calls).as_bytes()]);
     }
 }
 
