@@ -134,25 +134,20 @@ impl Overrides {
 
     /// The flags as a person gave them.
     pub fn flags(&self) -> Vec<String> {
-        let mut f = Vec::new();
-        if let Some(c) = self.clock {
-            f.push(format!("--clock {}", c.name()));
-        }
-        match self.length {
-            Some(Length::To(d)) => f.push(format!("--duration {}", wall(d))),
-            Some(Length::Scale(x)) => f.push(format!("--scale {x}")),
-            None => {}
-        }
-        if let Some(s) = self.seed {
-            f.push(format!("--seed {s}"));
-        }
-        if let Some(n) = self.sandboxes {
-            f.push(format!("--sandboxes {n}"));
-        }
-        if let Some(n) = self.repeat {
-            f.push(format!("--repeat {n}"));
-        }
-        f
+        let length = self.length.map(|l| match l {
+            Length::To(d) => format!("--duration {}", wall(d)),
+            Length::Scale(x) => format!("--scale {x}"),
+        });
+        [
+            self.clock.map(|c| format!("--clock {}", c.name())),
+            length,
+            self.seed.map(|s| format!("--seed {s}")),
+            self.sandboxes.map(|n| format!("--sandboxes {n}")),
+            self.repeat.map(|n| format!("--repeat {n}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 
     /// The factor a schedule of `total` is scaled by (1: unchanged).
