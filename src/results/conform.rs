@@ -69,12 +69,8 @@ pub struct Counts {
     pub non_strict: u32,
     pub failed: u32,
     pub informational: u32,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::record::recorder::is_zero")]
     pub inconclusive: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 /// This machine's pace as the battery measured it at start; every wait was scaled by

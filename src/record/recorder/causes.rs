@@ -74,8 +74,9 @@ pub struct CauseReport {
     pub examples: BTreeMap<String, String>,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+/// A count left out of summary.json while it is zero (`skip_serializing_if`).
+pub(crate) fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The example key of a late run.

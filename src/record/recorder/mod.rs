@@ -28,7 +28,7 @@ pub(crate) use fleet::{Fleet, FleetRecording, HealthPoint};
 pub(crate) use follow::{CaseHdr, Intervals, Span, SpanStats, TimedNotice};
 
 use self::causes::Causes;
-pub(crate) use self::causes::{CauseReport, RAN_LATE};
+pub(crate) use self::causes::{is_zero, CauseReport, RAN_LATE};
 use crate::base::protocol::Outcome;
 use crate::events::pairing::{call_key, CallKey, PairEvent, Pairing, PairingReport};
 use crate::events::timeline::Halves;

@@ -47,10 +47,6 @@ pub enum SummaryError {
     Version { path: String, found: String },
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calls {
     /// Calls in the schedule (warm-up included).
@@ -72,7 +68,7 @@ pub struct Calls {
     pub publish_error: u64,
     /// Requests this machine failed to publish (a full disk, a quota, a read-only or failing
     /// filesystem): never visible, so not lost by the relay; the run's exit code says so.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::record::recorder::is_zero")]
     pub environment: u64,
     pub interrupted: u64,
     /// Warm-up calls, run but not in the histograms.
@@ -169,7 +165,7 @@ pub struct CaseResult {
     pub notices_total: u64,
     /// Writes of the relay this machine failed (a full disk, a quota, a read-only or failing
     /// filesystem): the run's failure, not the relay's (exit 7).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::record::recorder::is_zero")]
     pub environment_failures: u64,
     /// Each of the case's gates and whether it held.
     pub gates: Vec<GateResult>,
