@@ -107,16 +107,13 @@ fn read_compact(
     reader: impl BufRead,
     mut f: impl FnMut(Line) -> Result<(), Refused>,
 ) -> Result<Vec<String>, LogError> {
+    let err = |msg: String| LogError { file: file.to_owned(), line: 0, msg };
     let mut r = compact::CompactReader::new(reader);
     loop {
         match r.next_line() {
             Ok(Some(l)) => {
                 let at = r.offset();
-                f(l).map_err(|Refused(msg)| LogError {
-                    file: file.to_owned(),
-                    line: 0,
-                    msg: format!("at byte {at}: {msg}"),
-                })?
+                f(l).map_err(|Refused(msg)| err(format!("at byte {at}: {msg}")))?
             }
             Ok(None) => return Ok(Vec::new()),
             Err(compact::ReadError::Cut) => {
@@ -124,12 +121,11 @@ fn read_compact(
                 return Ok(vec![format!("{file}: byte {at}: the last record is cut short (by a kill?): skipped")]);
             }
             Err(compact::ReadError::Bad(at, what)) => {
-                let msg = format!("byte {at}: {what}; allowed: a relay-bench event log (events.bin or events.ndjson)");
-                return Err(LogError { file: file.to_owned(), line: 0, msg });
+                return Err(err(format!(
+                    "byte {at}: {what}; allowed: a relay-bench event log (events.bin or events.ndjson)"
+                )));
             }
-            Err(compact::ReadError::Io(e)) => {
-                return Err(LogError { file: file.to_owned(), line: 0, msg: format!("cannot read: {e}") })
-            }
+            Err(compact::ReadError::Io(e)) => return Err(err(format!("cannot read: {e}"))),
         }
     }
 }
