@@ -99,6 +99,15 @@ impl Recording {
     }
 }
 
+/// A histogram per measure, in [`Measure::ALL`]'s order.
+struct Hists([Histogram<u64>; COUNT]);
+
+impl Default for Hists {
+    fn default() -> Self {
+        Hists(std::array::from_fn(|_| new_histogram()))
+    }
+}
+
 /// At most this many notices are kept verbatim; all are counted.
 pub(crate) const MAX_NOTICES: usize = 200;
 /// At most this many notices are kept with their time, for the fault report.
@@ -108,10 +117,11 @@ const LIVE_EVERY: Duration = Duration::from_millis(200);
 
 /// The recorder's state. Feed it with [`Recorder::ingest`], end with [`Recorder::finish`],
 /// or let [`Recorder::drain`] do both on the recorder thread.
+#[derive(Default)]
 pub struct Recorder {
     /// Calls with one half of their timeline in.
     waiting: Halves<CallKey>,
-    hist: [Histogram<u64>; COUNT],
+    hist: Hists,
     calls: CallCounts,
     pairing: Pairing,
     notices: Vec<String>,
@@ -127,31 +137,10 @@ pub struct Recorder {
     causes: Causes,
 }
 
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder::with_capacity(0)
-    }
-}
-
 impl Recorder {
     /// A recorder sized for about `calls` calls, so the hot path never rehashes.
     pub(crate) fn with_capacity(calls: usize) -> Self {
-        Recorder {
-            waiting: Halves::default(),
-            hist: std::array::from_fn(|_| new_histogram()),
-            calls: CallCounts::default(),
-            pairing: Pairing::with_capacity(calls),
-            notices: Vec::new(),
-            notices_total: 0,
-            environment_failures: 0,
-            timed: Vec::new(),
-            spans: Vec::new(),
-            intervals: None,
-            live: None,
-            fleet: None,
-            last_at: None,
-            causes: Causes::default(),
-        }
+        Recorder { pairing: Pairing::with_capacity(calls), ..Recorder::default() }
     }
 
     /// Scopes the pairing check by agent turns ([`Pairing::scoped_by_turns`]).
@@ -205,7 +194,7 @@ impl Recorder {
             // The live median for a progress bar, at most five times a second.
             if let Some(live) = &self.live {
                 if published.elapsed() >= LIVE_EVERY {
-                    let h = &self.hist[Measure::Pickup.index()];
+                    let h = &self.hist.0[Measure::Pickup.index()];
                     live.store(if h.is_empty() { 0 } else { h.value_at_quantile(0.5) }, Ordering::Relaxed);
                     published = std::time::Instant::now();
                 }
@@ -312,7 +301,7 @@ impl Recorder {
     fn joined(&mut self, ev: &Event, w: &WriterSide, r: &RunnerSide) {
         let pickup = || span(w.published, Some(r.handler_start));
         if !w.warmup {
-            fold(&mut self.hist, w, r);
+            fold(&mut self.hist.0, w, r);
             if let (Some(iv), Some(p), Some(v)) = (&mut self.intervals, w.published, pickup()) {
                 iv.record(p, v);
             }
@@ -355,7 +344,7 @@ impl Recorder {
         let end = self.last_at;
         let fleet = self.fleet.take().map(|f| f.finish(end.unwrap_or_else(Instant::now)));
         Recording {
-            hist: self.hist,
+            hist: self.hist.0,
             calls: self.calls,
             pairing,
             log_error: None,
