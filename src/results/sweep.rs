@@ -78,7 +78,7 @@ pub struct SearchResult {
 }
 
 /// Where one line of a search ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchLine {
     /// The index of the value of each other axis.
     pub at: Vec<usize>,
@@ -192,14 +192,7 @@ impl SweepResult {
                 lines: s
                     .lines
                     .iter()
-                    .map(|at| SearchLine {
-                        at: at.clone(),
-                        outcome: "running".into(),
-                        miss: None,
-                        meet: None,
-                        probes: 0,
-                        across_repeats: None,
-                    })
+                    .map(|at| SearchLine { at: at.clone(), outcome: "running".into(), ..SearchLine::default() })
                     .collect(),
             }),
         };
