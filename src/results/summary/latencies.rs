@@ -18,11 +18,7 @@ pub struct Latencies([LatencyStats; COUNT]);
 impl Latencies {
     /// Each measure's statistics, from `of`.
     pub(crate) fn from_fn(of: impl Fn(Measure) -> LatencyStats) -> Latencies {
-        let mut l = Latencies::default();
-        for m in Measure::all() {
-            l.0[m.index()] = of(m);
-        }
-        l
+        Latencies(Measure::ALL.map(of))
     }
 
     /// The statistics of one measure.
