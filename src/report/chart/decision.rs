@@ -164,7 +164,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
             .map(|((_, _, text), n)| (2, format!("allowed by {text} ({n} case{})", if *n == 1 { "" } else { "s" }))),
     );
     let (w, h) = root.dim_in_pixel();
-    let rows = legend_rows(&items, w);
+    let rows = super::legend_rows(items.iter().map(|(_, label)| 40 + label_width(label)), w);
     let (body, strip) = root.split_vertically(h - (12 + 26 * rows.len() as u32));
     legend(&strip, &items, &rows, shade)?;
     let (x0, x1) = ax.span();
@@ -319,22 +319,6 @@ fn spread_bars<DB: DrawingBackend>(
 fn radii(at: &[(i32, i32)]) -> Vec<u32> {
     let near = |a: (i32, i32), b: (i32, i32)| (a.0 - b.0).abs() < 12 && (a.1 - b.1).abs() < 12;
     (0..at.len()).map(|k| 6 + 3 * at[k + 1..].iter().filter(|&&b| near(at[k], b)).count() as u32).collect()
-}
-
-/// The legend's items laid out in rows across `width`: each row's (x, item).
-fn legend_rows(items: &[(u8, String)], width: u32) -> Vec<Vec<(i32, usize)>> {
-    let mut rows: Vec<Vec<(i32, usize)>> = vec![Vec::new()];
-    let mut x = 10i32;
-    for (k, (_, label)) in items.iter().enumerate() {
-        let w = 40 + label_width(label);
-        if x + w > width as i32 && x > 10 {
-            rows.push(Vec::new());
-            x = 10;
-        }
-        rows.last_mut().expect("a row").push((x, k));
-        x += w;
-    }
-    rows
 }
 
 #[cfg(test)]

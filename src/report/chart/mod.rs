@@ -287,18 +287,30 @@ fn distinct(entries: &[Entry]) -> Vec<&Entry> {
     out
 }
 
-/// Height of a legend strip for `entries` across `width` pixels.
-pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
-    let (mut x, mut rows) = (10u32, 1u32);
-    for e in distinct(entries) {
-        let w = 40 + 9 * e.label.chars().count() as u32;
-        if x + w > width && x > 10 {
-            rows += 1;
+/// Legend items of these widths (in pixels) laid out in rows across `width`, each row from
+/// x = 10: each row's (x, item).
+fn legend_rows(widths: impl IntoIterator<Item = i32>, width: u32) -> Vec<Vec<(i32, usize)>> {
+    let mut rows: Vec<Vec<(i32, usize)>> = vec![Vec::new()];
+    let mut x = 10i32;
+    for (k, w) in widths.into_iter().enumerate() {
+        if x + w > width as i32 && x > 10 {
+            rows.push(Vec::new());
             x = 10;
         }
+        rows.last_mut().expect("a row").push((x, k));
         x += w;
     }
-    10 + 26 * rows.min(LEGEND_ROWS)
+    rows
+}
+
+/// The rows of a legend of `entries` across `width` pixels.
+fn entry_rows(entries: &[&Entry], width: u32) -> Vec<Vec<(i32, usize)>> {
+    legend_rows(entries.iter().map(|e| 40 + 9 * e.label.chars().count() as i32), width)
+}
+
+/// Height of a legend strip for `entries` across `width` pixels.
+pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
+    10 + 26 * (entry_rows(&distinct(entries), width).len() as u32).min(LEGEND_ROWS)
 }
 
 /// The most rows a legend takes: a sweep of hundreds of points names the first, then how
@@ -311,31 +323,26 @@ pub(crate) fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     entries: &[Entry],
 ) -> Result<(), DrawError> {
-    let width = area.dim_in_pixel().0;
-    let (mut x, mut y, mut row) = (10i32, 18i32, 1u32);
     let all = distinct(entries);
-    for (k, en) in all.iter().enumerate() {
-        let w = 40 + 9 * en.label.chars().count() as i32;
-        if x + w > width as i32 && x > 10 {
-            x = 10;
-            y += 26;
-            row += 1;
-            if row == LEGEND_ROWS && all.len() - k > 1 {
-                let more = format!("... and {} more (summary.md names them all)", all.len() - k);
-                area.draw(&Text::new(more, (x, y - 8), ("sans-serif", 15)))?;
-                break;
-            }
+    for (r, row) in entry_rows(&all, area.dim_in_pixel().0).iter().enumerate() {
+        let y = 18 + 26 * r as i32;
+        if r as u32 + 1 == LEGEND_ROWS && all.len() - row[0].1 > 1 {
+            let more = format!("... and {} more (summary.md names them all)", all.len() - row[0].1);
+            area.draw(&Text::new(more, (10, y - 8), ("sans-serif", 15)))?;
+            break;
         }
-        let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
-        if en.dashed {
-            for k in 0..3 {
-                area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style))?;
+        for &(x, k) in row {
+            let en = all[k];
+            let style = en.color.stroke_width(if en.dashed { 1 } else { 3 });
+            if en.dashed {
+                for k in 0..3 {
+                    area.draw(&PathElement::new(vec![(x + k * 9, y), (x + k * 9 + 5, y)], style))?;
+                }
+            } else {
+                area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style))?;
             }
-        } else {
-            area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], style))?;
+            area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15)))?;
         }
-        area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15)))?;
-        x += w;
     }
     Ok(())
 }
