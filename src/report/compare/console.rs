@@ -29,7 +29,7 @@ fn readable_ratio(r: f64) -> String {
 /// The noise interval as `[1.90, 2.10]`, or the model that has none (`margin 25%`, `exact`).
 pub(super) fn interval(c: &Change) -> String {
     c.interval.map_or_else(
-        || c.model.short().to_owned(),
+        || c.model.name().to_owned(),
         |[lo, hi]| format!("[{}, {}]", readable_ratio(lo), readable_ratio(hi)),
     )
 }
@@ -94,7 +94,7 @@ pub(super) fn render(c: &Comparison) -> String {
             value(ch.new, ch.unit),
             ratio(ch),
             interval(ch),
-            ch.verdict.word()
+            ch.verdict.name()
         );
     }
     for sk in &c.skipped {

@@ -12,7 +12,7 @@ fn table(rows: &[&Change]) -> Block {
         let word = match ch.verdict {
             Verdict::Regression => "❌ regression".to_owned(),
             Verdict::Improvement => "✅ improvement".to_owned(),
-            v => v.word().to_owned(),
+            v => v.name().to_owned(),
         };
         vec![
             ch.case.clone(),

@@ -97,7 +97,8 @@ pub(crate) struct Change {
     pub verdict: Verdict,
 }
 
-/// A figure's verdict.
+crate::base::named! {
+/// A figure's verdict; its name is the word the console and the markdown say it with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Verdict {
@@ -115,18 +116,7 @@ pub(crate) enum Verdict {
     /// machine's own floor moved: the load explains it, not the code.
     WithinFloor,
 }
-
-impl Verdict {
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Verdict::Regression => "REGRESSION",
-            Verdict::Improvement => "improvement",
-            Verdict::Noise => "noise",
-            Verdict::TooFewSamples => "too few samples",
-            Verdict::NotJudged => "not judged",
-            Verdict::WithinFloor => "within floor",
-        }
-    }
+names ["REGRESSION", "improvement", "noise", "too few samples", "not judged", "within floor"]
 }
 
 /// The whole comparison.
@@ -190,6 +180,7 @@ impl Comparison {
     }
 }
 
+crate::base::named! {
 /// How a comparison is written out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Format {
@@ -201,6 +192,8 @@ pub(crate) enum Format {
     /// JSON (`reports/compare.schema.json`).
     Json,
 }
+names ["table", "md", "json"]
+}
 
 /// A `--format` no comparison is written in; the error lists those it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -208,15 +201,9 @@ pub(crate) enum Format {
 pub(crate) struct UnknownFormat(pub String);
 
 impl Format {
-    pub(crate) const NAMES: [&'static str; 3] = ["table", "md", "json"];
-
+    /// The format named `s` (`markdown` is `md`'s other name).
     pub(crate) fn parse(s: &str) -> Result<Format, UnknownFormat> {
-        match s {
-            "table" => Ok(Format::Table),
-            "md" | "markdown" => Ok(Format::Markdown),
-            "json" => Ok(Format::Json),
-            _ => Err(UnknownFormat(s.to_owned())),
-        }
+        Format::from_name(if s == "markdown" { "md" } else { s }).ok_or_else(|| UnknownFormat(s.to_owned()))
     }
 }
 

@@ -31,7 +31,9 @@ use crate::scenario::gate::{Counter, FleetMetric, Metric};
 /// is one draw of the worst case, not an estimate, so its band is wide.
 pub(crate) const MARGIN: f64 = 0.25;
 
-/// The noise model a figure was judged with.
+crate::base::named! {
+/// The noise model a figure was judged with; its name is how the console and the markdown
+/// say it in the interval column's place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Model {
@@ -48,19 +50,7 @@ pub(crate) enum Model {
     /// A figure with no better side: shown, not judged.
     None,
 }
-
-impl Model {
-    /// How the console and the markdown say the model in the interval column's place.
-    pub(crate) fn short(self) -> &'static str {
-        match self {
-            Model::Bootstrap => "bootstrap",
-            Model::Repeats => "repeats",
-            Model::Poisson => "poisson",
-            Model::Margin => "margin 25%",
-            Model::Exact => "exact",
-            Model::None => "",
-        }
-    }
+names ["bootstrap", "repeats", "poisson", "margin 25%", "exact", ""]
 }
 
 /// The model a plain figure of summary.json is judged with, when the runs have no repeats.
