@@ -55,31 +55,23 @@ pub(crate) async fn run(
     progress: &mut dyn FnMut(&Step),
 ) -> Result<Finished, CapacityRunError> {
     let (started_iso, stamp) = utc_stamps();
-    // Last of the checks, first of the effects: a refused --out is left as it was found.
-    let lock: Option<OutLock> = match plan.out() {
-        Some(d) => Some(crate::report::outdir::take(d, &crate::report::outdir::this_run(&started_iso))?),
-        None => None,
-    };
     let holder = crate::report::outdir::this_run(&started_iso);
+    // Last of the checks, first of the effects: a refused --out is left as it was found.
+    let lock: Option<OutLock> = plan.out().map(|d| crate::report::outdir::take(d, &holder)).transpose()?;
     let session = Session::start(plan, interrupt, started_iso).await?;
-    let lock = match lock {
-        Some(l) => match crate::report::outdir::clear(&l) {
-            Ok(_) => l,
-            Err(e) => {
-                session.abandon();
-                return Err(e.into());
-            }
-        },
-        None => {
-            let stem = format!("{stamp}-daemon-capacity");
-            match take_new(Path::new(DEFAULT_REPORTS), &stem, &holder) {
-                Ok(l) => l,
-                Err(source) => {
-                    session.abandon();
-                    let path = Path::new(DEFAULT_REPORTS).join(stem).display().to_string();
-                    return Err(CapacityRunError::ReportDir { path, source });
-                }
-            }
+    let stem = format!("{stamp}-daemon-capacity");
+    let taken = match lock {
+        Some(l) => crate::report::outdir::clear(&l).map(|_| l).map_err(CapacityRunError::from),
+        None => take_new(Path::new(DEFAULT_REPORTS), &stem, &holder).map_err(|source| CapacityRunError::ReportDir {
+            path: Path::new(DEFAULT_REPORTS).join(&stem).display().to_string(),
+            source,
+        }),
+    };
+    let lock = match taken {
+        Ok(l) => l,
+        Err(e) => {
+            session.abandon();
+            return Err(e);
         }
     };
     let dir = lock.dir().to_path_buf();
