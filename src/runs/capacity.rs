@@ -13,8 +13,7 @@ use crate::report::publish::OutputError;
 use crate::report::side::publish;
 use crate::results::capacity::{CapacityReport, Step};
 
-/// Where capacity reports go unless `--out` says.
-const DEFAULT_REPORTS: &str = "reports";
+use super::plan::DEFAULT_REPORTS;
 
 /// What stopped a capacity run: the engine's refusal, or the report's directory.
 #[derive(Debug, thiserror::Error)]

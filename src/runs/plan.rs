@@ -371,7 +371,7 @@ pub(crate) fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
     if crate::scenario::check_name(name).is_err() {
         return Err(RunsError::BaselineName(name.to_owned()));
     }
-    Ok(PathBuf::from("reports").join("baselines").join(name))
+    Ok(Path::new(DEFAULT_REPORTS).join("baselines").join(name))
 }
 
 /// Where the baseline `name` keeps scenario `scenario`: its own subdirectory when it was

@@ -472,7 +472,7 @@ fn conform_dir(
     let lock = match &a.out {
         Some(d) => crate::report::outdir::take(d, &holder).map_err(|e| CliError::BadInput(e.to_string()))?,
         None => crate::report::outdir::take_new(
-            std::path::Path::new("reports"),
+            std::path::Path::new(crate::runs::plan::DEFAULT_REPORTS),
             &format!("{stamp}-conform-{}", side.name()),
             &holder,
         )
