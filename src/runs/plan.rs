@@ -93,7 +93,6 @@ impl RunsError {
             RunsError::CurrentExe(_) | RunsError::SaveBaseline { .. } | RunsError::Interrupted => false,
             RunsError::Stale { .. } | RunsError::Merge(MergeError::Copy { .. }) => false,
             RunsError::Bench(e) => e.is_bad_input(),
-            RunsError::EventLog(_) => true,
             _ => true,
         }
     }
