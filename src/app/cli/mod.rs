@@ -238,15 +238,16 @@ async fn run_cmd(args: RunRequest) -> Result<Exit, CliError> {
             outcome.environment_failures
         ));
     }
-    Ok(if outcome.interrupted {
-        Exit::Interrupted
-    } else if outcome.environment_failures > 0 {
-        Exit::Environment
-    } else if outcome.gate_failed || outcome.regressions > 0 {
-        Exit::GateFailed
-    } else {
-        Exit::Pass
-    })
+    Ok(first_exit(&[
+        (outcome.interrupted, Exit::Interrupted),
+        (outcome.environment_failures > 0, Exit::Environment),
+        (outcome.gate_failed || outcome.regressions > 0, Exit::GateFailed),
+    ]))
+}
+
+/// The exit code of the first condition that holds, in order; [`Exit::Pass`] when none does.
+fn first_exit(conditions: &[(bool, Exit)]) -> Exit {
+    conditions.iter().find(|(holds, _)| *holds).map_or(Exit::Pass, |&(_, code)| code)
 }
 
 /// `merge`: the parts joined, the run's table and verdict printed as `run` prints them.
@@ -262,13 +263,7 @@ fn merge_cmd(
     if !quiet {
         out!(line "merged {} parts: {}", parts.len(), dir.join("summary.md").display());
     }
-    Ok(if merged.interrupted {
-        Exit::Interrupted
-    } else if merged.pass {
-        Exit::Pass
-    } else {
-        Exit::GateFailed
-    })
+    Ok(first_exit(&[(merged.interrupted, Exit::Interrupted), (!merged.pass, Exit::GateFailed)]))
 }
 
 /// A duration flag's value as a person gave it, however small (`1ns`, not `0µs`).
@@ -432,15 +427,11 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
         .map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
     out!("{}", String::from_utf8_lossy(&done.console));
     out!(line "report: {}", dir.join("conform.md").display());
-    Ok(if report.interrupted {
-        Exit::Interrupted
-    } else if report.failed() {
-        Exit::GateFailed
-    } else if report.inconclusive() {
-        Exit::Inconclusive
-    } else {
-        Exit::Pass
-    })
+    Ok(first_exit(&[
+        (report.interrupted, Exit::Interrupted),
+        (report.failed(), Exit::GateFailed),
+        (report.inconclusive(), Exit::Inconclusive),
+    ]))
 }
 
 /// The daemon `conform --host sandbox-agent` starts (checked), or the one at `--url`.
