@@ -28,9 +28,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
     let n = rows.len();
     let entries: Vec<super::Entry> =
         PARTS.iter().map(|(l, c)| super::Entry { label: (*l).to_owned(), color: *c, dashed: false }).collect();
-    let (w, h) = root.dim_in_pixel();
-    let (body, strip) = root.split_vertically(h - super::legend_height(&entries, w));
-    super::legend(&strip, &entries)?;
+    let body = super::legend(root, &entries, false)?;
     let mut chart = ChartBuilder::on(&body)
         .caption(format!("{}: where a call's time goes (means)", run.scenario), ("sans-serif", 28))
         .margin(16)

@@ -31,9 +31,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
     if cases.iter().any(|c| c.3.is_some()) {
         entries.push(Entry { label: "held-exec limit (dashed, the case's colour)".into(), color: BLACK, dashed: true });
     }
-    let (w, h) = root.dim_in_pixel();
-    let (body, strip) = root.split_vertically(h - super::legend_height(&entries, w));
-    super::legend(&strip, &entries)?;
+    let body = super::legend(root, &entries, false)?;
     let panels = body.split_evenly((3, 1));
     let tmax = cases.iter().flat_map(|c| c.2.iter().map(|p| p.t_secs)).fold(1.0, f64::max);
     let specs: [(&str, Pick); 3] = [

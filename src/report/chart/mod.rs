@@ -303,28 +303,29 @@ fn legend_rows(widths: impl IntoIterator<Item = i32>, width: u32) -> Vec<Vec<(i3
     rows
 }
 
-/// The rows of a legend of `entries` across `width` pixels.
-fn entry_rows(entries: &[&Entry], width: u32) -> Vec<Vec<(i32, usize)>> {
-    legend_rows(entries.iter().map(|e| 40 + 9 * e.label.chars().count() as i32), width)
-}
-
-/// Height of a legend strip for `entries` across `width` pixels.
-pub(crate) fn legend_height(entries: &[Entry], width: u32) -> u32 {
-    10 + 26 * (entry_rows(&distinct(entries), width).len() as u32).min(LEGEND_ROWS)
-}
-
 /// The most rows a legend takes: a sweep of hundreds of points names the first, then how
 /// many more (summary.md lists them all), and the chart keeps its height.
 const LEGEND_ROWS: u32 = 8;
 
-/// Draws a legend as rows of entries in its own strip, so it never covers a line; an entry
-/// given twice is drawn once.
+/// Draws a legend as rows of entries in a strip of its own along `root`'s bottom (its top
+/// when `top`), so it never covers a line; an entry given twice is drawn once. Returns the
+/// rest of `root`, for the chart.
 pub(crate) fn legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
+    root: &DrawingArea<DB, Shift>,
     entries: &[Entry],
-) -> Result<(), DrawError> {
+    top: bool,
+) -> Result<DrawingArea<DB, Shift>, DrawError> {
     let all = distinct(entries);
-    for (r, row) in entry_rows(&all, area.dim_in_pixel().0).iter().enumerate() {
+    let (width, height) = root.dim_in_pixel();
+    let rows = legend_rows(all.iter().map(|e| 40 + 9 * e.label.chars().count() as i32), width);
+    let strip = 10 + 26 * (rows.len() as u32).min(LEGEND_ROWS);
+    let (area, body) = if top {
+        root.split_vertically(strip)
+    } else {
+        let (body, area) = root.split_vertically(height - strip);
+        (area, body)
+    };
+    for (r, row) in rows.iter().enumerate() {
         let y = 18 + 26 * r as i32;
         if r as u32 + 1 == LEGEND_ROWS && all.len() - row[0].1 > 1 {
             let more = format!("... and {} more (summary.md names them all)", all.len() - row[0].1);
@@ -344,7 +345,7 @@ pub(crate) fn legend<DB: DrawingBackend>(
             area.draw(&Text::new(en.label.clone(), (x + 30, y - 8), ("sans-serif", 15)))?;
         }
     }
-    Ok(())
+    Ok(body)
 }
 
 /// Writes `charts/<chart>.png` and `.svg`, drawn from the run directory's own files: what

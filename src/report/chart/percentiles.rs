@@ -35,8 +35,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
         .filter(|(_, c)| !c.hists.is_empty())
         .map(|(i, c)| super::Entry { label: c.name.clone(), color: color(i), dashed: false })
         .collect();
-    let (strip, body) = root.split_vertically(super::legend_height(&entries, root.dim_in_pixel().0));
-    super::legend(&strip, &entries)?;
+    let body = super::legend(&root, &entries, true)?;
     let panels = body.split_evenly((3, 1));
     for (panel, measure) in panels.iter().zip(["wake", "pickup", "completion"]) {
         let series: Vec<Series> = run

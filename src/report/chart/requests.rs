@@ -84,9 +84,7 @@ pub(crate) fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunD
     if gates.iter().any(|g| g.1.len() > 1) {
         entries.push(Entry { label: "a gate several cases share".into(), color: grey, dashed: true });
     }
-    let (w, h) = root.dim_in_pixel();
-    let (body, strip) = root.split_vertically(h - super::legend_height(&entries, w));
-    super::legend(&strip, &entries)?;
+    let body = super::legend(root, &entries, false)?;
     let bands = bands(&cases);
     let overview_h = body.dim_in_pixel().1 - BAND_PANEL * bands.len() as u32;
     let (overview, rest) = body.split_vertically(overview_h);

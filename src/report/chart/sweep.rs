@@ -92,9 +92,7 @@ pub(crate) fn draw<DB: DrawingBackend>(
             dashed: false,
         });
     }
-    let (w, h) = root.dim_in_pixel();
-    let (body, strip) = root.split_vertically(h - super::legend_height(&entries, w));
-    super::legend(&strip, &entries)?;
+    let body = super::legend(root, &entries, false)?;
     let axis = &s.axes[xa];
     let unit = if matches!(m, Metric::Latency(..)) { " (ms)" } else { "" };
     let p = Plot {
