@@ -17,16 +17,15 @@ use markup::Page;
 use crate::report::chart::{self, Inline, RunData};
 use crate::report::doc::Doc;
 use crate::report::export::content;
+use crate::report::outdir::RUN_FILES;
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::Summary;
-
-/// The files a run directory may hold beside its reports, linked when present.
-const OPTIONAL_FILES: [&str; 3] = ["events.ndjson", "events.bin", "calls.csv"];
 
 /// Writes it: what [`crate::report::publish::RunOutput::Html`] renders.
 pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
     let charts = RunData::load(input.dir).and_then(|run| chart::inline(&run)).map_err(WriteError::render)?;
-    let present: Vec<&str> = OPTIONAL_FILES.into_iter().filter(|f| input.dir.join(f).is_file()).collect();
+    // The files the run's recorders wrote beside its reports, linked when present.
+    let present: Vec<&str> = RUN_FILES.iter().copied().filter(|f| input.dir.join(f).is_file()).collect();
     out.put("report.html", render(input.summary(), &charts, &present).as_bytes())
 }
 
