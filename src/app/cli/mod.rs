@@ -391,7 +391,8 @@ async fn conform_cmd(a: ConformArgs) -> Result<Exit, CliError> {
     }
     let daemon = conform_daemon(&a)?;
     let (started, stamp) = utc_stamps();
-    let (_lock, dir) = conform_dir(&a, side, &started, &stamp)?;
+    let lock = conform_dir(&a, side, &started, &stamp)?;
+    let dir = lock.dir().to_path_buf();
     let handler_program = std::env::current_exe()
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot locate the relay-bench binary: {e}")))?;
     let opts = ConformOptions {
@@ -451,26 +452,24 @@ fn conform_daemon(a: &ConformArgs) -> Result<Option<crate::engine::conform::Daem
     })
 }
 
-/// The report directory of a battery: `--out` (locked for the run), or a new one under
+/// The report directory of a battery, locked for the run: `--out`, or a new one under
 /// `reports/`.
 fn conform_dir(
     a: &ConformArgs,
     side: crate::results::conform::Side,
     started: &str,
     stamp: &str,
-) -> Result<(Option<crate::report::outdir::OutLock>, std::path::PathBuf), CliError> {
+) -> Result<crate::report::outdir::OutLock, CliError> {
     let holder = crate::report::outdir::this_run(started);
-    let lock = match &a.out {
-        Some(d) => crate::report::outdir::take(d, &holder).map_err(|e| CliError::BadInput(e.to_string()))?,
+    match &a.out {
+        Some(d) => crate::report::outdir::take(d, &holder).map_err(|e| CliError::BadInput(e.to_string())),
         None => crate::report::outdir::take_new(
             std::path::Path::new(crate::runs::plan::DEFAULT_REPORTS),
             &format!("{stamp}-conform-{}", side.name()),
             &holder,
         )
-        .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}")))?,
-    };
-    let dir = lock.dir().to_path_buf();
-    Ok((Some(lock), dir))
+        .map_err(|e| CliError::BadInput(format!("cannot make the report directory under reports/: {e}"))),
+    }
 }
 
 async fn capacity_cmd(args: CapacityArgs) -> Result<Exit, CliError> {
