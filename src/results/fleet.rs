@@ -14,7 +14,7 @@ use crate::base::units::round;
 use crate::record::recorder::{FleetRecording, LatencyStats};
 use crate::results::repeat::{stat_place, Place};
 use crate::sandbox::host::org::{OrgStats, RateStats};
-use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased};
+use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat, Phase};
 
 /// Agent turns over a case (one relay per turn; a case of today's keys is one turn per
 /// sandbox that lasts the whole case).
@@ -274,8 +274,8 @@ impl FleetResult {
                 Some(round(self.held_execs.max as f64 / f64::from(cap), 4))
             }
             FleetMetric::HeldExecSecsPerMin => org.then_some(round(self.sandbox_held_execs.mean * 60.0, 2)),
-            FleetMetric::Phased(Phase::Warmup, f) => self.warmup(f),
-            FleetMetric::Phased(Phase::Worst, f) => self.worst(f).map(|(v, _)| v),
+            FleetMetric::Phased(Phase::Warmup, f) => self.warmup(*f),
+            FleetMetric::Phased(Phase::Worst, f) => self.worst(*f).map(|(v, _)| v),
         }
     }
 
@@ -320,30 +320,36 @@ impl FleetResult {
         })
     }
 
-    /// A figure of the warm-up; `None` without one, or when it was not measured.
-    pub fn warmup(&self, f: Phased) -> Option<f64> {
+    /// A figure of the warm-up (one of the gates' `PHASED`); `None` without one, or when it
+    /// was not measured.
+    pub fn warmup(&self, f: FleetMetric) -> Option<f64> {
         let ramp = self.ramp.as_ref()?;
         let org = ramp.org.as_ref();
         let count = |v: u64| Some(v as f64);
         match f {
-            Phased::TurnsDemoted => count(ramp.turns_demoted),
-            Phased::TurnsDemotedPct => (ramp.turns_started > 0).then(|| pct(ramp.turns_demoted, ramp.turns_started)),
-            Phased::WindowFailures => count(ramp.window_failures),
-            Phased::HeldExecsMax => org.map(|o| o.held_execs.max).or(ramp.held_execs_max).map(|v| v as f64),
-            Phased::SandboxHeldExecsMax => count(org?.sandbox_held_execs.max),
-            Phased::Rejected => count(org?.rejected),
-            Phased::PeakRequestsPerSec1s => Some(org?.requests_per_sec.peak_1s),
-            Phased::PeakRequestsPerSec10s => Some(org?.requests_per_sec.peak_10s),
-            Phased::PeakRequestsPerSec60s => org?.requests_per_sec.peak_60s,
-            Phased::MeanRequestsPerSec => Some(org?.requests_per_sec.mean_per_sec),
+            FleetMetric::TurnsDemoted => count(ramp.turns_demoted),
+            FleetMetric::TurnsDemotedPct => {
+                (ramp.turns_started > 0).then(|| pct(ramp.turns_demoted, ramp.turns_started))
+            }
+            FleetMetric::WindowFailures => count(ramp.window_failures),
+            FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max) => {
+                org.map(|o| o.held_execs.max).or(ramp.held_execs_max).map(|v| v as f64)
+            }
+            FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max) => count(org?.sandbox_held_execs.max),
+            FleetMetric::Rejected => count(org?.rejected),
+            FleetMetric::PeakRequestsPerSec1s => Some(org?.requests_per_sec.peak_1s),
+            FleetMetric::PeakRequestsPerSec10s => Some(org?.requests_per_sec.peak_10s),
+            FleetMetric::PeakRequestsPerSec60s => org?.requests_per_sec.peak_60s,
+            FleetMetric::MeanRequestsPerSec => Some(org?.requests_per_sec.mean_per_sec),
+            _ => None,
         }
     }
 
     /// The higher of the warm-up's figure and the steady state's, and which it was: what
     /// the capacity is gated on (`fleet.worst.*`). The steady state's alone when the workload
     /// said `warmup_gated = false`, or when the warm-up did not measure it.
-    pub fn worst(&self, f: Phased) -> Option<(f64, FromPhase)> {
-        let steady = self.metric(f.steady(), None);
+    pub fn worst(&self, f: FleetMetric) -> Option<(f64, FromPhase)> {
+        let steady = self.metric(f, None);
         let warm = if self.warmup_ungated { None } else { self.warmup(f) };
         match (warm, steady) {
             (Some(w), Some(s)) if w > s => Some((w, FromPhase::Warmup)),
@@ -358,6 +364,9 @@ impl FleetResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const HELD: FleetMetric = FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max);
+    const SANDBOX_HELD: FleetMetric = FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max);
 
     #[test]
     fn every_fleet_figure_reads_and_the_organisations_need_its_requests() {
@@ -411,40 +420,40 @@ mod tests {
     fn the_worst_of_the_warmup_and_the_steady_state_and_where_it_came_from() {
         let r = burst();
         let read = |p, f| r.metric(FleetMetric::Phased(p, f), None);
-        assert_eq!(read(Phase::Warmup, Phased::HeldExecsMax), Some(240.0));
-        assert_eq!(read(Phase::Warmup, Phased::TurnsDemotedPct), Some(1.36), "74 of 5,450");
-        assert_eq!(read(Phase::Warmup, Phased::Rejected), Some(2057.0));
-        assert_eq!(r.worst(Phased::HeldExecsMax), Some((240.0, FromPhase::Warmup)));
-        assert_eq!(r.worst(Phased::TurnsDemotedPct), Some((1.36, FromPhase::Warmup)));
-        assert_eq!(r.worst(Phased::SandboxHeldExecsMax), Some((2.0, FromPhase::Both)));
-        assert_eq!(r.worst(Phased::PeakRequestsPerSec10s), Some((236.6, FromPhase::Steady)));
-        assert_eq!(read(Phase::Worst, Phased::TurnsDemoted), Some(74.0));
+        assert_eq!(read(Phase::Warmup, &HELD), Some(240.0));
+        assert_eq!(read(Phase::Warmup, &FleetMetric::TurnsDemotedPct), Some(1.36), "74 of 5,450");
+        assert_eq!(read(Phase::Warmup, &FleetMetric::Rejected), Some(2057.0));
+        assert_eq!(r.worst(HELD), Some((240.0, FromPhase::Warmup)));
+        assert_eq!(r.worst(FleetMetric::TurnsDemotedPct), Some((1.36, FromPhase::Warmup)));
+        assert_eq!(r.worst(SANDBOX_HELD), Some((2.0, FromPhase::Both)));
+        assert_eq!(r.worst(FleetMetric::PeakRequestsPerSec10s), Some((236.6, FromPhase::Steady)));
+        assert_eq!(read(Phase::Worst, &FleetMetric::TurnsDemoted), Some(74.0));
         // The steady figures keep their names and values: summary.json's fields.
-        assert_eq!(r.metric(Phased::HeldExecsMax.steady(), None), Some(200.0));
+        assert_eq!(r.metric(HELD, None), Some(200.0));
         assert_eq!(r.metric(FleetMetric::TurnsDemotedPct, None), Some(0.2));
         // A gate on the worst reads the warm-up's 1.36 %; on the steady state, 0.2 %.
         let gate = crate::scenario::gate::Gate::parse("fleet.worst.turns_demoted_pct <= 1").unwrap();
         assert_eq!(gate.metric.name(), "fleet.worst.turns_demoted_pct");
-        assert!(!gate.evaluate(read(Phase::Worst, Phased::TurnsDemotedPct)).pass);
+        assert!(!gate.evaluate(read(Phase::Worst, &FleetMetric::TurnsDemotedPct)).pass);
     }
 
     #[test]
     fn a_workload_that_does_not_gate_its_warmup_reads_the_steady_state() {
         let mut r = burst();
         r.warmup_ungated = true;
-        assert_eq!(r.worst(Phased::HeldExecsMax), Some((200.0, FromPhase::Steady)));
-        assert_eq!(r.worst(Phased::TurnsDemotedPct), Some((0.2, FromPhase::Steady)));
-        assert_eq!(r.warmup(Phased::HeldExecsMax), Some(240.0), "still reported");
+        assert_eq!(r.worst(HELD), Some((200.0, FromPhase::Steady)));
+        assert_eq!(r.worst(FleetMetric::TurnsDemotedPct), Some((0.2, FromPhase::Steady)));
+        assert_eq!(r.warmup(HELD), Some(240.0), "still reported");
         // A run from before the warm-up's organisation figures were kept: its ramp's own.
         let mut old = burst();
         old.ramp.as_mut().unwrap().org = None;
-        assert_eq!(old.warmup(Phased::HeldExecsMax), Some(240.0), "the ramp's timeline maximum");
-        assert_eq!(old.warmup(Phased::SandboxHeldExecsMax), None);
-        assert_eq!(old.worst(Phased::SandboxHeldExecsMax), Some((2.0, FromPhase::Steady)));
+        assert_eq!(old.warmup(HELD), Some(240.0), "the ramp's timeline maximum");
+        assert_eq!(old.warmup(SANDBOX_HELD), None);
+        assert_eq!(old.worst(SANDBOX_HELD), Some((2.0, FromPhase::Steady)));
         // No warm-up at all: the worst is the steady state.
         let mut none = burst();
         none.ramp = None;
-        assert_eq!(none.worst(Phased::HeldExecsMax), Some((200.0, FromPhase::Steady)));
+        assert_eq!(none.worst(HELD), Some((200.0, FromPhase::Steady)));
     }
 
     #[test]

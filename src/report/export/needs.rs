@@ -10,7 +10,7 @@ use crate::report::doc::{self, Block, Section, Span, Table};
 use crate::results::fleet::{FleetResult, FromPhase};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::tiers::{covering, Cover, HELD_EXECS_SOURCE, HOW_COUNTED, TIERS};
-use crate::scenario::gate::Phased;
+use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat};
 
 /// What the section says first.
 pub(crate) const INTRO: &str = "What each fleet size needs of the sandbox provider, measured with no limit and no fault: requests a minute (the steady state's mean, and the busiest minute of the warm-up or the steady state, whichever is higher), execs held at once at the peak (the warm-up included: a deploy starts every turn together), and the smallest documented organisation tier whose request rate covers the busiest minute. The provider documents no held-exec limit.";
@@ -21,7 +21,7 @@ pub(crate) const INTRO: &str = "What each fleet size needs of the sandbox provid
 fn unbound(r: &CaseResult) -> Option<&FleetResult> {
     let f = r.fleet.as_ref()?;
     let free = f.org_measured && f.limits == "no limits" && r.faults.is_empty() && !r.interrupted;
-    (free && f.worst(Phased::PeakRequestsPerSec60s).is_some()).then_some(f)
+    (free && f.worst(FleetMetric::PeakRequestsPerSec60s).is_some()).then_some(f)
 }
 
 /// The section, when some case measured a fleet's needs.
@@ -42,10 +42,10 @@ pub(crate) fn document(s: &Summary) -> Option<Section> {
 
 /// A case's row.
 fn row(r: &CaseResult, f: &FleetResult) -> Vec<String> {
-    let mean = f.metric(Phased::MeanRequestsPerSec.steady(), None).map(|v| v * 60.0);
-    let busiest = f.worst(Phased::PeakRequestsPerSec60s).map(|(v, from)| (v * 60.0, from));
-    let held = f.worst(Phased::HeldExecsMax);
-    let per_sandbox = f.worst(Phased::SandboxHeldExecsMax);
+    let mean = f.metric(FleetMetric::MeanRequestsPerSec, None).map(|v| v * 60.0);
+    let busiest = f.worst(FleetMetric::PeakRequestsPerSec60s).map(|(v, from)| (v * 60.0, from));
+    let held = f.worst(FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max));
+    let per_sandbox = f.worst(FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max));
     let tier = match busiest.map(|(v, _)| (covering(v), v)) {
         Some((Cover::Tier(t), v)) => {
             let rate = t.requests_per_min.map_or(0.0, f64::from);

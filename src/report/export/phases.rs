@@ -7,7 +7,7 @@ use crate::base::units::{readable, wall};
 use crate::report::doc::{self, Block, Span, Table};
 use crate::results::fleet::{FleetResult, FromPhase};
 use crate::results::summary::{CaseResult, Summary};
-use crate::scenario::gate::Phased;
+use crate::scenario::gate::{FleetGauge, FleetMetric, GaugeStat};
 
 /// What the table says first.
 pub(crate) const INTRO: &str = "The warm-up beside the steady state: the fleet's figures above are the steady state's (after the warm-up); here each figure the warm-up has too is written warm-up / steady state. The capacity gates (`fleet.worst.*`) read the higher of the two: it is in **bold**, and neither is when they are equal. Turns demoted in the warm-up are those it started, demoted then or after.";
@@ -53,38 +53,38 @@ fn row(r: &CaseResult, f: &FleetResult) -> Vec<String> {
     let count = |v: f64| readable(v, 0);
     let rate = |v: f64| readable(v, 1);
     let demoted = {
-        let (w, s) = (f.warmup(Phased::TurnsDemoted), f.metric(Phased::TurnsDemoted.steady(), None));
-        let (wp, sp) = (f.warmup(Phased::TurnsDemotedPct), f.metric(Phased::TurnsDemotedPct.steady(), None));
+        let (w, s) = (f.warmup(FleetMetric::TurnsDemoted), f.metric(FleetMetric::TurnsDemoted, None));
+        let (wp, sp) = (f.warmup(FleetMetric::TurnsDemotedPct), f.metric(FleetMetric::TurnsDemotedPct, None));
         let with_pct = |n: Option<f64>, p: Option<f64>| match (n, p) {
             (Some(n), Some(p)) => format!("{} ({}%)", count(n), readable(p, 2)),
             (Some(n), None) => count(n),
             _ => "-".into(),
         };
-        bold_higher(f, Phased::TurnsDemotedPct, with_pct(w, wp), with_pct(s, sp))
+        bold_higher(f, FleetMetric::TurnsDemotedPct, with_pct(w, wp), with_pct(s, sp))
     };
     vec![
         r.case.clone(),
         format!("{} / {}", span(ramp.secs), span(steady_secs)),
         format!("{} / {}", ramp.turns_started, f.turns.started),
         demoted,
-        phased(f, Phased::WindowFailures, count),
-        phased(f, Phased::HeldExecsMax, count),
-        phased(f, Phased::SandboxHeldExecsMax, count),
-        phased(f, Phased::Rejected, count),
-        phased(f, Phased::PeakRequestsPerSec10s, rate),
-        phased(f, Phased::PeakRequestsPerSec60s, rate),
-        phased(f, Phased::MeanRequestsPerSec, rate),
+        phased(f, FleetMetric::WindowFailures, count),
+        phased(f, FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max), count),
+        phased(f, FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max), count),
+        phased(f, FleetMetric::Rejected, count),
+        phased(f, FleetMetric::PeakRequestsPerSec10s, rate),
+        phased(f, FleetMetric::PeakRequestsPerSec60s, rate),
+        phased(f, FleetMetric::MeanRequestsPerSec, rate),
     ]
 }
 
 /// `warm-up / steady state` of one figure, the higher in bold.
-fn phased(f: &FleetResult, figure: Phased, show: impl Fn(f64) -> String) -> String {
+fn phased(f: &FleetResult, figure: FleetMetric, show: impl Fn(f64) -> String) -> String {
     let show = |v: Option<f64>| v.map_or_else(|| "-".into(), &show);
-    bold_higher(f, figure, show(f.warmup(figure)), show(f.metric(figure.steady(), None)))
+    bold_higher(f, figure, show(f.warmup(figure)), show(f.metric(figure, None)))
 }
 
 /// The two cells joined, the one `fleet.worst.*` reads for `figure` in bold.
-fn bold_higher(f: &FleetResult, figure: Phased, warm: String, steady: String) -> String {
+fn bold_higher(f: &FleetResult, figure: FleetMetric, warm: String, steady: String) -> String {
     match f.worst(figure).map(|(_, from)| from) {
         Some(FromPhase::Warmup) => format!("**{warm}** / {steady}"),
         Some(FromPhase::Steady) if f.warmup(figure).is_some() => format!("{warm} / **{steady}**"),

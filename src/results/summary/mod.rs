@@ -295,7 +295,7 @@ impl CaseResult {
         let mut r = g.evaluate(self.metric(g.metric));
         let phase = match (g.metric, &self.fleet) {
             (Metric::Fleet(FleetMetric::Phased(Phase::Worst, f)), Some(fleet)) if self.repeat.is_none() => {
-                fleet.worst(f).map(|(_, from)| from)
+                fleet.worst(*f).map(|(_, from)| from)
             }
             _ => None,
         };

@@ -69,8 +69,8 @@ pub enum FleetMetric {
     HeldExecsUtilisation,
     /// Seconds of held exec per sandbox per minute.
     HeldExecSecsPerMin,
-    /// A figure the warm-up has too, read for one phase ([`Phase`]).
-    Phased(Phase, Phased),
+    /// A figure the warm-up has too (one of [`PHASED`]), read for one phase ([`Phase`]).
+    Phased(Phase, &'static FleetMetric),
 }
 
 crate::base::named! {
@@ -87,40 +87,20 @@ pub enum Phase {
 names ["warmup", "worst"]
 }
 
-crate::base::named! {
-/// A figure measured in the warm-up as in the steady state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phased {
-    HeldExecsMax,
-    SandboxHeldExecsMax,
-    TurnsDemoted,
-    TurnsDemotedPct,
-    WindowFailures,
-    Rejected,
-    PeakRequestsPerSec1s,
-    PeakRequestsPerSec10s,
-    PeakRequestsPerSec60s,
-    MeanRequestsPerSec,
-}
-}
-
-impl Phased {
-    /// The steady state's figure of the same name.
-    pub fn steady(self) -> FleetMetric {
-        match self {
-            Phased::HeldExecsMax => FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max),
-            Phased::SandboxHeldExecsMax => FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max),
-            Phased::TurnsDemoted => FleetMetric::TurnsDemoted,
-            Phased::TurnsDemotedPct => FleetMetric::TurnsDemotedPct,
-            Phased::WindowFailures => FleetMetric::WindowFailures,
-            Phased::Rejected => FleetMetric::Rejected,
-            Phased::PeakRequestsPerSec1s => FleetMetric::PeakRequestsPerSec1s,
-            Phased::PeakRequestsPerSec10s => FleetMetric::PeakRequestsPerSec10s,
-            Phased::PeakRequestsPerSec60s => FleetMetric::PeakRequestsPerSec60s,
-            Phased::MeanRequestsPerSec => FleetMetric::MeanRequestsPerSec,
-        }
-    }
-}
+/// The figures measured in the warm-up as in the steady state: the ones a
+/// [`FleetMetric::Phased`] reads.
+pub(crate) static PHASED: [FleetMetric; 10] = [
+    FleetMetric::Gauge(FleetGauge::HeldExecs, GaugeStat::Max),
+    FleetMetric::Gauge(FleetGauge::SandboxHeldExecs, GaugeStat::Max),
+    FleetMetric::TurnsDemoted,
+    FleetMetric::TurnsDemotedPct,
+    FleetMetric::WindowFailures,
+    FleetMetric::Rejected,
+    FleetMetric::PeakRequestsPerSec1s,
+    FleetMetric::PeakRequestsPerSec10s,
+    FleetMetric::PeakRequestsPerSec60s,
+    FleetMetric::MeanRequestsPerSec,
+];
 
 /// The prefix of a fleet figure's name.
 pub(crate) const FLEET: &str = "fleet";
@@ -152,7 +132,7 @@ impl FleetMetric {
     pub(super) fn unit(self) -> &'static str {
         match self {
             // A phased figure is in its steady figure's unit.
-            FleetMetric::Phased(_, f) => f.steady().unit(),
+            FleetMetric::Phased(_, f) => f.unit(),
             FleetMetric::QueueWaitP99Ms | FleetMetric::QueueWait(_) => "ms",
             FleetMetric::FallbackSecs | FleetMetric::RecoverySecs => "s",
             FleetMetric::HeldExecSecsPerMin => "s/min",
@@ -203,8 +183,7 @@ impl FleetMetric {
     /// Every fleet figure, gauges first, the phased ones last.
     pub fn all() -> Vec<FleetMetric> {
         let gauges = FleetGauge::ALL.iter().flat_map(|g| GaugeStat::ALL.iter().map(|s| FleetMetric::Gauge(*g, *s)));
-        let phased =
-            Phase::ALL.into_iter().flat_map(|p| Phased::ALL.into_iter().map(move |f| FleetMetric::Phased(p, f)));
+        let phased = Phase::ALL.into_iter().flat_map(|p| PHASED.iter().map(move |f| FleetMetric::Phased(p, f)));
         gauges.chain(FleetMetric::PLAIN.map(|(m, _)| m)).chain(phased).collect()
     }
 
@@ -213,7 +192,7 @@ impl FleetMetric {
         match self {
             FleetMetric::Gauge(g, s) => format!("{}.{}", g.name(), s.name()),
             FleetMetric::QueueWait(stat) => format!("queue_wait.{stat}"),
-            FleetMetric::Phased(p, f) => format!("{}.{}", p.name(), f.steady().name()),
+            FleetMetric::Phased(p, f) => format!("{}.{}", p.name(), f.name()),
             plain => {
                 let (_, name) =
                     FleetMetric::PLAIN.iter().find(|(m, _)| *m == plain).expect("a plain figure is in PLAIN");

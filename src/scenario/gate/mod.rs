@@ -13,7 +13,7 @@ use crate::base::units::parse_duration;
 use crate::record::recorder::{LatencyStats, Measure};
 pub(crate) use counter::{Counter, Rule};
 pub(crate) use error::{GateError, MetricError, Unknown};
-pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, Phase, Phased, FLEET};
+pub(crate) use fleet::{FleetGauge, FleetMetric, GaugeStat, Phase, FLEET};
 
 /// A number a gate can read from a case result; written as its name (`pickup.p50`, `lost`,
 /// `vs_baseline.pickup_p50`).
