@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::gate::{GateResult, Metric, Op};
+use crate::scenario::gate::{Gate, GateResult};
 use crate::scenario::Clock;
 use crate::strategy::Departure;
 
@@ -59,11 +59,8 @@ pub struct Verdict {
 /// One rollout gate and every case judged on it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RolloutGate {
-    pub expr: String,
-    pub metric: Metric,
-    pub op: Op,
-    /// Microseconds for latency metrics, plain for the others.
-    pub threshold: f64,
+    #[serde(flatten)]
+    pub gate: Gate,
     /// The cases of production's relay as built (no departure) judged on it.
     pub production: Vec<Judged>,
     /// The cases that depart from it with named options.
@@ -101,6 +98,15 @@ impl Judged {
     }
 }
 
+/// A rollout gate reads as its gate: `g.expr`, `g.metric`.
+impl std::ops::Deref for RolloutGate {
+    type Target = Gate;
+
+    fn deref(&self) -> &Gate {
+        &self.gate
+    }
+}
+
 impl RolloutGate {
     /// Whether every case of production as built judged on it meets it (`None`: none was).
     pub(crate) fn production_pass(&self) -> Option<bool> {
@@ -114,16 +120,8 @@ impl Verdict {
         let mut gates: Vec<RolloutGate> = Vec::new();
         for r in results {
             for g in r.rollout {
-                let same = gates.iter().position(|x| (x.metric, x.op, x.threshold) == (g.metric, g.op, g.threshold));
-                let i = same.unwrap_or_else(|| {
-                    gates.push(RolloutGate {
-                        expr: g.expr.clone(),
-                        metric: g.metric,
-                        op: g.op,
-                        threshold: g.threshold,
-                        production: Vec::new(),
-                        option_sets: Vec::new(),
-                    });
+                let i = gates.iter().position(|x| x.gate.same_test(&g.gate)).unwrap_or_else(|| {
+                    gates.push(RolloutGate { gate: g.gate.clone(), production: Vec::new(), option_sets: Vec::new() });
                     gates.len() - 1
                 });
                 let side = if r.is_production() { &mut gates[i].production } else { &mut gates[i].option_sets };

@@ -248,7 +248,9 @@ impl Op {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// What a gate reads, how it compares, and its threshold: its expression, parsed (a gate's
+/// verdict and a rollout gate hold them, the same four keys first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     pub expr: String,
     pub metric: Metric,
@@ -275,12 +277,8 @@ impl<'de> Deserialize<'de> for Op {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StoredGateResult")]
 pub struct GateResult {
-    pub expr: String,
-    /// What the gate reads, how it compares, and its threshold (microseconds for latency
-    /// metrics, plain for counters): the expression, parsed.
-    pub metric: Metric,
-    pub op: Op,
-    pub threshold: f64,
+    #[serde(flatten)]
+    pub gate: Gate,
     /// The observed value (microseconds for latency metrics); null when nothing was measured.
     pub observed: Option<f64>,
     /// The observed value as a person reads it.
@@ -293,6 +291,15 @@ pub struct GateResult {
 /// closer than it to its limit could have fallen on either side. The reports say "on the
 /// edge" with its margin, never a bare pass, and a search looks for values past it.
 pub(crate) const EDGE: f64 = 0.02;
+
+/// A verdict reads as its gate: `g.expr`, `g.threshold`.
+impl std::ops::Deref for GateResult {
+    type Target = Gate;
+
+    fn deref(&self) -> &Gate {
+        &self.gate
+    }
+}
 
 impl GateResult {
     /// How far the observed value is from the threshold, as a share of the threshold:
@@ -315,7 +322,7 @@ impl GateResult {
     /// the allowance still holds ([`Gate::lost_allowed`]); any other gate judged such a probe
     /// on the part that ran.
     pub(crate) fn holds_when_stopped_early(&self) -> bool {
-        lost_allowed(self.metric, self.op, self.threshold).is_some()
+        self.gate.lost_allowed().is_some()
     }
 
     /// Met, but by less than [`EDGE`].
@@ -355,22 +362,11 @@ impl TryFrom<StoredGateResult> for GateResult {
     type Error = GateError;
 
     fn try_from(g: StoredGateResult) -> Result<GateResult, GateError> {
-        let (metric, op, threshold) = match (g.metric, g.op, g.threshold) {
-            (Some(m), Some(o), Some(t)) => (m, o, t),
-            _ => {
-                let parsed = Gate::parse(&g.expr)?;
-                (parsed.metric, parsed.op, parsed.threshold)
-            }
+        let gate = match (g.metric, g.op, g.threshold) {
+            (Some(metric), Some(op), Some(threshold)) => Gate { expr: g.expr, metric, op, threshold },
+            _ => Gate { expr: g.expr.clone(), ..Gate::parse(&g.expr)? },
         };
-        Ok(GateResult {
-            expr: g.expr,
-            metric,
-            op,
-            threshold,
-            observed: g.observed,
-            observed_text: g.observed_text,
-            pass: g.pass,
-        })
+        Ok(GateResult { gate, observed: g.observed, observed_text: g.observed_text, pass: g.pass })
     }
 }
 
@@ -387,26 +383,21 @@ pub(crate) fn metric_names() -> String {
     )
 }
 
-/// The most lost calls a gate on `lost` allows ([`Gate::lost_allowed`]).
-fn lost_allowed(metric: Metric, op: Op, threshold: f64) -> Option<u64> {
-    if metric != Metric::Count(Counter::Lost) {
-        return None;
-    }
-    let most = match op {
-        Op::Eq | Op::Le => threshold.floor(),
-        Op::Lt => threshold.ceil() - 1.0,
-        Op::Gt | Op::Ge | Op::Ne => return None,
-    };
-    // A float past u64's range saturates; below 0, the first lost call decides it.
-    Some(most.max(0.0) as u64)
-}
-
 impl Gate {
     /// For a gate on `lost` (`lost == 0`, `lost <= 5`, `lost < 3`), the most lost calls it
     /// allows: lost calls only add up, so one more and it has failed whatever follows.
     /// `None` for any other gate.
     pub(crate) fn lost_allowed(&self) -> Option<u64> {
-        lost_allowed(self.metric, self.op, self.threshold)
+        if self.metric != Metric::Count(Counter::Lost) {
+            return None;
+        }
+        let most = match self.op {
+            Op::Eq | Op::Le => self.threshold.floor(),
+            Op::Lt => self.threshold.ceil() - 1.0,
+            Op::Gt | Op::Ge | Op::Ne => return None,
+        };
+        // A float past u64's range saturates; below 0, the first lost call decides it.
+        Some(most.max(0.0) as u64)
     }
 
     pub fn parse(expr: &str) -> Result<Gate, GateError> {
@@ -441,15 +432,8 @@ impl Gate {
     /// Checks the gate against a value read by `lookup`.
     pub(crate) fn evaluate(&self, observed: Option<f64>) -> GateResult {
         let observed_text = observed.map_or_else(|| "not measured (no samples)".to_owned(), |v| self.metric.show(v));
-        GateResult {
-            expr: self.expr.clone(),
-            metric: self.metric,
-            op: self.op,
-            threshold: self.threshold,
-            observed,
-            observed_text,
-            pass: observed.is_some_and(|v| self.op.holds(v, self.threshold)),
-        }
+        let pass = observed.is_some_and(|v| self.op.holds(v, self.threshold));
+        GateResult { gate: self.clone(), observed, observed_text, pass }
     }
 }
 
