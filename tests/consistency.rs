@@ -137,7 +137,7 @@ fn check_gate_item(rest: &str, by_name: &HashMap<&str, &CaseResult>, bad: &mut i
     }
     let Some(expr) = after.split('`').nth(1) else { return bad(rest, "no gate".into()) };
     let gates = if after.starts_with("rollout gate") { &r.rollout } else { &r.gates };
-    match gates.iter().find(|g| g.expr == expr) {
+    match gates.iter().find(|g| g.gate.expr == expr) {
         Some(g) if g.pass == held => {}
         Some(g) => bad(rest, format!("{case}'s `{expr}` is {}", g.pass)),
         None => bad(rest, format!("{case} has no gate `{expr}`")),
@@ -196,10 +196,13 @@ fn check_row(
         "rollout gate" => {
             let expr = row[0].trim_matches('`');
             let Some(v) = s.verdict.as_ref() else { return bad(&line, "no verdict in summary.json".into()) };
-            let Some(g) = v.gates.iter().find(|g| g.expr == expr) else { return bad(&line, "no such gate".into()) };
+            let Some(g) = v.gates.iter().find(|g| g.gate.expr == expr) else {
+                return bad(&line, "no such gate".into());
+            };
             for j in &g.production {
                 let want = format!("{} **{}", mark(j.pass), j.case);
-                let case_pass = by_name.get(j.case.as_str()).and_then(|r| r.rollout.iter().find(|x| x.expr == expr));
+                let case_pass =
+                    by_name.get(j.case.as_str()).and_then(|r| r.rollout.iter().find(|x| x.gate.expr == expr));
                 if !row[1].contains(&want) || case_pass.is_none_or(|x| x.pass != j.pass) {
                     bad(&line, format!("production's {} on `{expr}`: {}", j.case, j.pass));
                 }
@@ -231,7 +234,7 @@ fn check_row(
                         // Only a probe that stopped early goes unjudged.
                         return r.filter(|r| r.stopped_early.is_none()).map(|_| false);
                     }
-                    Some(r.and_then(|r| r.rollout.iter().find(|g| g.expr == gate)).is_some_and(|g| g.pass))
+                    Some(r.and_then(|r| r.rollout.iter().find(|g| g.gate.expr == gate)).is_some_and(|g| g.pass))
                 })
                 .collect();
             if marks != want {

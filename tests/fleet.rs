@@ -145,7 +145,7 @@ fn the_idle_budget_is_over_live_relays_and_the_dir_figure_says_it_is_over_dirs()
         q.idle
     );
     assert!(live.discovery_per_min > q.idle.discovery_per_min * 1.5, "{live:?} vs {:?}", q.idle);
-    let observed = |m: &str| r.gates.iter().find(|g| g.expr.starts_with(m)).and_then(|g| g.observed);
+    let observed = |m: &str| r.gates.iter().find(|g| g.gate.expr.starts_with(m)).and_then(|g| g.observed);
     assert_eq!(
         observed("idle_discovery_per_min"),
         Some(live.discovery_per_min),
@@ -323,7 +323,7 @@ gates = ["fleet.worst.turns_demoted_pct >= 0", "fleet.warmup.turns_demoted_pct >
 
 /// The value a case's gate on `metric` read.
 fn observed(r: &relay_bench::CaseResult, metric: &str) -> Option<f64> {
-    r.gates.iter().find(|g| g.expr.starts_with(metric)).and_then(|g| g.observed)
+    r.gates.iter().find(|g| g.gate.expr.starts_with(metric)).and_then(|g| g.observed)
 }
 
 /// Every turn of the fleet starts within a second (a deploy): the warm-up holds more execs
@@ -341,7 +341,7 @@ fn a_burst_of_turns_peaks_in_the_warmup_and_the_capacity_is_gated_on_it() {
     assert!(warm.requests_per_sec.peak_10s > f.requests_per_sec.peak_10s, "the burst's requests too");
     assert!(free.pass, "the worst is the warm-up's: {:?}", free.gates);
     assert_eq!(observed(&free, "fleet.worst.held_execs.max"), Some(warm.held_execs.max as f64));
-    let said = &free.gates.iter().find(|g| g.expr.starts_with("fleet.worst")).unwrap().observed_text;
+    let said = &free.gates.iter().find(|g| g.gate.expr.starts_with("fleet.worst")).unwrap().observed_text;
     assert!(said.ends_with(" in the warm-up"), "the gate says which phase: {said}");
 
     let tight = run_case_virtual(&s, &s.cases[1], &env()).unwrap();

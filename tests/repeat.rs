@@ -70,12 +70,12 @@ async fn five_repeats_report_spreads_and_their_gates_judge_the_median() {
     let (judged, _) = run(&scenario(&format!("completion.mean < {threshold}us")), 5).await;
     let r = &judged.results[0];
     assert_eq!(r.repeat.as_ref().unwrap().get("completion.mean").unwrap().values, mean.values, "same seeds, same runs");
-    let gate = r.gates.iter().find(|g| g.expr.starts_with("completion.mean")).unwrap();
+    let gate = r.gates.iter().find(|g| g.gate.expr.starts_with("completion.mean")).unwrap();
     assert!(gate.pass && r.pass, "{gate:?}");
     // And one the median misses fails, though the fastest repeat meets it.
     let threshold = ((mean.median + mean.min) / 2.0).round();
     let (judged, _) = run(&scenario(&format!("completion.mean < {threshold}us")), 5).await;
-    let gate = judged.results[0].gates.iter().find(|g| g.expr.starts_with("completion.mean")).unwrap();
+    let gate = judged.results[0].gates.iter().find(|g| g.gate.expr.starts_with("completion.mean")).unwrap();
     assert!(!gate.pass && !judged.pass, "{gate:?}");
 }
 

@@ -62,7 +62,7 @@ async fn every_measure_is_recorded_kept_gated_repeated_and_shown() {
         assert_eq!(kept["count"], t.count, "{name} in summary.json");
         assert_eq!(back.results[0].latency(m), t, "{name} read back");
         // Gated, and carried by the repeats.
-        let g = r.gates.iter().find(|g| g.metric.name() == format!("{name}.max")).expect("gated");
+        let g = r.gates.iter().find(|g| g.gate.metric.name() == format!("{name}.max")).expect("gated");
         assert!(g.pass && g.observed == Some(t.max), "{name}: {g:?}");
         assert!(rep.get(&format!("{name}.p50")).is_some(), "a repeat's spread of {name}");
         // Shown: a row in summary.md's latency table when it has one, an HDR histogram.
@@ -88,7 +88,7 @@ async fn a_figure_added_to_the_table_is_gated_repeated_swept_and_compared() {
     let (summary, out) = run(&text, 2).await;
     for r in &summary.results {
         let started = r.calls.started as f64;
-        let g = r.gates.iter().find(|g| g.metric == probe).expect("gated");
+        let g = r.gates.iter().find(|g| g.gate.metric == probe).expect("gated");
         assert!(g.pass && g.observed == Some(started), "{g:?}");
         let spread = r.repeat.as_ref().and_then(|rep| rep.get("probe")).expect("a repeat's spread of probe");
         assert_eq!(spread.values.len(), 2, "{spread:?}");

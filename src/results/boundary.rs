@@ -162,7 +162,7 @@ pub(crate) fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Opti
                 let map: Vec<AxisPoint> = points
                     .iter()
                     .filter_map(|(name, r, v)| {
-                        let j = r.rollout.iter().find(|x| x.expr == g.expr)?;
+                        let j = r.rollout.iter().find(|x| x.gate.expr == g.gate.expr)?;
                         Some(AxisPoint {
                             case: (*name).to_owned(),
                             value: *v,
@@ -174,7 +174,7 @@ pub(crate) fn boundaries<'a>(sweeps: &[SweepResult], case: impl Fn(&str) -> Opti
                     .collect();
                 let (meets, boundary, beyond) = classify(&map);
                 out.push(Boundary {
-                    gate: g.expr.clone(),
+                    gate: g.gate.expr.clone(),
                     case: s.case.clone(),
                     axis: axis.clone(),
                     unit: unit.clone(),

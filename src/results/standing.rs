@@ -48,7 +48,13 @@ impl CaseResult {
             rollout: self.rollout.len(),
             interrupted: self.interrupted,
             stuck: self.runner.stuck > 0,
-            on_edge: self.gates.iter().chain(&self.rollout).filter(|g| g.on_edge()).map(|g| g.expr.clone()).collect(),
+            on_edge: self
+                .gates
+                .iter()
+                .chain(&self.rollout)
+                .filter(|g| g.on_edge())
+                .map(|g| g.gate.expr.clone())
+                .collect(),
         }
     }
 }

@@ -98,15 +98,6 @@ impl Judged {
     }
 }
 
-/// A rollout gate reads as its gate: `g.expr`, `g.metric`.
-impl std::ops::Deref for RolloutGate {
-    type Target = Gate;
-
-    fn deref(&self) -> &Gate {
-        &self.gate
-    }
-}
-
 impl RolloutGate {
     /// Whether every case of production as built judged on it meets it (`None`: none was).
     pub(crate) fn production_pass(&self) -> Option<bool> {

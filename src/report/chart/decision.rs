@@ -40,7 +40,7 @@ fn points(run: &RunData) -> Vec<Point<'_>> {
 
 /// Which of the two figures a gate reads, for a case whose idle figure `counter` reads.
 fn reads(g: &GateResult, counter: Counter) -> Option<bool> {
-    match g.metric {
+    match g.gate.metric {
         Metric::Latency(Measure::Pickup, "p50") => Some(false),
         Metric::Count(c) if c == counter => Some(true),
         _ => None,
@@ -58,14 +58,14 @@ fn region(p: &Point<'_>) -> Option<Region> {
     for g in &p.case.gates {
         let Some(on_x) = reads(g, p.counter) else { continue };
         let k = usize::from(!on_x);
-        let v = if on_x { g.threshold } else { g.threshold / 1000.0 };
-        let end = match g.op {
+        let v = if on_x { g.gate.threshold } else { g.gate.threshold / 1000.0 };
+        let end = match g.gate.op {
             Op::Lt | Op::Le => 1,
             Op::Gt | Op::Ge => 0,
             Op::Eq | Op::Ne => continue,
         };
         ends[k][end] = Some(v);
-        said[k].push(g.expr.clone());
+        said[k].push(g.gate.expr.clone());
     }
     for k in 0..2 {
         if ends[k][0].is_some() && ends[k][1].is_some() {

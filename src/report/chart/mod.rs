@@ -166,8 +166,8 @@ impl CaseData {
                 .gates
                 .iter()
                 .chain(&c.rollout)
-                .filter(|g| matches!(g.metric, Metric::Count(k) if k.is_discovery_rate()))
-                .map(|g| (g.expr.clone(), g.threshold))
+                .filter(|g| matches!(g.gate.metric, Metric::Count(k) if k.is_discovery_rate()))
+                .map(|g| (g.gate.expr.clone(), g.gate.threshold))
                 .collect(),
             faults: c.faults.iter().map(|f| (f.kind.clone(), f.at_secs, f.until_secs)).collect(),
             requests_measured: !c.requests.not_measured,
@@ -202,9 +202,9 @@ impl RunData {
                     .map(|m| {
                         let mut on: Vec<(String, f64)> = Vec::new();
                         let points = summary.results.iter().filter(|r| w.points.iter().any(|p| p.case == r.case));
-                        for g in points.flat_map(|r| r.gates.iter().chain(&r.rollout)).filter(|g| g.metric == *m) {
-                            if !on.iter().any(|(t, _)| *t == g.expr) {
-                                on.push((g.expr.clone(), g.threshold));
+                        for g in points.flat_map(|r| r.gates.iter().chain(&r.rollout)).filter(|g| g.gate.metric == *m) {
+                            if !on.iter().any(|(t, _)| *t == g.gate.expr) {
+                                on.push((g.gate.expr.clone(), g.gate.threshold));
                             }
                         }
                         on

@@ -112,7 +112,7 @@ pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
         out.extend(fleet_figures().into_iter().map(|f| plain(Metric::Fleet(f), false)));
     }
     for g in o.gates.iter().chain(&n.gates) {
-        let f = match g.metric {
+        let f = match g.gate.metric {
             Metric::VsBaseline(_) => continue,
             Metric::Latency(m, stat) if crate::record::recorder::LatencyStats::quantile(stat).is_some() => {
                 quantile(m, stat, false)

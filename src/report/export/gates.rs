@@ -9,14 +9,14 @@ use crate::scenario::gate::GateResult;
 use crate::scenario::rules::INVARIANTS;
 
 pub(crate) fn document(s: &Summary) -> Section {
-    let invariant_held = |g: &&GateResult| g.pass && INVARIANTS.contains(&g.expr.as_str());
+    let invariant_held = |g: &&GateResult| g.pass && INVARIANTS.contains(&g.gate.expr.as_str());
     let mut items = Vec::new();
     for r in &s.results {
         let held: Vec<String> = r
             .gates
             .iter()
             .filter(invariant_held)
-            .map(|g| format!("{} {}", g.metric.name().replace('_', " "), g.observed_text))
+            .map(|g| format!("{} {}", g.gate.metric.name().replace('_', " "), g.observed_text))
             .collect();
         if !held.is_empty() {
             items.push(vec![
@@ -33,8 +33,8 @@ pub(crate) fn document(s: &Summary) -> Section {
                 Span::Text(" ".into()),
                 Span::Strong(r.case.clone()),
                 Span::Text(format!(" {kind}")),
-                Span::Code(g.expr.clone()),
-                Span::Text(format!(" — observed {}{}", g.observed_text, super::gate_spread(r, g.metric))),
+                Span::Code(g.gate.expr.clone()),
+                Span::Text(format!(" — observed {}{}", g.observed_text, super::gate_spread(r, g.gate.metric))),
             ]);
         }
     }

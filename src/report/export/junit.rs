@@ -66,13 +66,13 @@ pub(crate) fn render_all(summaries: &[Summary]) -> Vec<u8> {
         testcase(&mut o, &suite, "finished", unfinished(r).map(|why| (r#"failure type="case""#, why)));
         for g in &r.gates {
             let failure = (!g.pass).then(|| {
-                let threshold = g.expr.split(g.op.name()).nth(1);
-                let threshold =
-                    threshold.map_or_else(|| crate::base::units::readable(g.threshold, 3), |t| t.trim().to_owned());
-                let message = format!("observed {}; threshold {} {threshold}", g.observed_text, g.op.name());
+                let threshold = g.gate.expr.split(g.gate.op.name()).nth(1);
+                let threshold = threshold
+                    .map_or_else(|| crate::base::units::readable(g.gate.threshold, 3), |t| t.trim().to_owned());
+                let message = format!("observed {}; threshold {} {threshold}", g.observed_text, g.gate.op.name());
                 (r#"failure type="gate""#, message)
             });
-            testcase(&mut o, &suite, &g.expr, failure);
+            testcase(&mut o, &suite, &g.gate.expr, failure);
         }
         o.push_str("  </testsuite>\n");
     }
@@ -118,7 +118,7 @@ fn verdict_suite(o: &mut String, s: &Summary, v: &Verdict) {
                 format!("no case of this run is production as built; option sets that meet it: {met}"),
             )),
         };
-        testcase(o, &suite, &g.expr, outcome);
+        testcase(o, &suite, &g.gate.expr, outcome);
     }
     o.push_str("  </testsuite>\n");
 }

@@ -133,12 +133,12 @@ mod tests {
             .results
             .iter()
             .flat_map(|r| &r.gates)
-            .filter(|g| !crate::scenario::rules::INVARIANTS.contains(&g.expr.as_str()));
+            .filter(|g| !crate::scenario::rules::INVARIANTS.contains(&g.gate.expr.as_str()));
         for g in declared {
-            assert!(section.contains(&format!("`{}` — observed {}", g.expr, g.observed_text)), "{}", g.expr);
+            assert!(section.contains(&format!("`{}` — observed {}", g.gate.expr, g.observed_text)), "{}", g.gate.expr);
         }
 
-        let lost = s.results[0].gates.iter_mut().find(|g| g.expr == "lost == 0").unwrap();
+        let lost = s.results[0].gates.iter_mut().find(|g| g.gate.expr == "lost == 0").unwrap();
         lost.pass = false;
         lost.observed_text = "2".into();
         let md = String::from_utf8(render(&s)).unwrap();

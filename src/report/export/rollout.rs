@@ -27,7 +27,7 @@ pub(crate) fn headline(v: &Verdict) -> String {
 /// empty when the case ran once.
 fn spread(s: &Summary, g: &RolloutGate, j: &Judged) -> String {
     match s.results.iter().find(|r| r.case == j.case) {
-        Some(r) if j.observed.is_some() => super::gate_spread(r, g.metric),
+        Some(r) if j.observed.is_some() => super::gate_spread(r, g.gate.metric),
         _ => String::new(),
     }
 }
@@ -55,14 +55,14 @@ pub(crate) fn on_the_edge(v: &Verdict, s: &Summary) -> Vec<String> {
         for j in &g.production {
             let Some(r) = s.results.iter().find(|r| r.case == j.case) else { continue };
             let Some(p) = r.repeat.as_ref() else { continue };
-            let Some(f) = p.get(&g.metric.name()) else { continue };
-            let passed = f.values.iter().flatten().filter(|&&x| g.op.holds(x, g.threshold)).count();
+            let Some(f) = p.get(&g.gate.metric.name()) else { continue };
+            let passed = f.values.iter().flatten().filter(|&&x| g.gate.op.holds(x, g.gate.threshold)).count();
             let measured = f.values.iter().flatten().count();
             if passed > 0 && passed < measured {
                 lines.push(format!(
                     "{}'s `{}` is {} at the median of {measured} repeats but holds in {passed} of them: \
 a single run could give either verdict",
-                    j.case, g.expr, j.observed_text
+                    j.case, g.gate.expr, j.observed_text
                 ));
             }
         }
@@ -128,7 +128,7 @@ fn gates_table(v: &Verdict, s: &Summary) -> Table {
         let production: Vec<String> =
             g.production.iter().map(|j| format!("{} **{}**{}", mark(j.pass), figure(j, ""), spread(s, g, j))).collect();
         let production = if production.is_empty() { "not in this run".to_owned() } else { production.join("; ") };
-        vec![format!("`{}`", g.expr), production, sets(s, g, true), sets(s, g, false)]
+        vec![format!("`{}`", g.gate.expr), production, sets(s, g, true), sets(s, g, false)]
     });
     Table::new("rollout gate|production as built|option sets that meet it|option sets that miss it", rows)
 }
@@ -265,7 +265,7 @@ pub(crate) fn console(o: &mut String, v: &Verdict, s: &Summary, note: impl Fn(&m
         };
         let production: Vec<String> = g.production.iter().map(|j| figure(j, &spread(s, g, j))).collect();
         let met: Vec<&str> = g.option_sets.iter().filter(|j| j.pass).map(|j| j.case.as_str()).collect();
-        let mut line = format!("{state} {}", g.expr);
+        let mut line = format!("{state} {}", g.gate.expr);
         if !production.is_empty() {
             let _ = write!(line, ": {}", production.join(", "));
         }

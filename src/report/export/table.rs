@@ -208,7 +208,7 @@ fn notes(o: &mut String, s: &Summary) {
             } else {
                 format!(": {}", g.observed_text)
             };
-            wrap(o, &format!("{}: gate `{}` failed{why}", r.case, g.expr), 2);
+            wrap(o, &format!("{}: gate `{}` failed{why}", r.case, g.gate.expr), 2);
         }
         if r.pairing_violations.total > 0 {
             wrap(o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total), 2);

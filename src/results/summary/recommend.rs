@@ -26,7 +26,7 @@ fn answers_a_miss(r: &CaseResult, results: &[CaseResult]) -> bool {
         p.departures.as_ref().is_some_and(|d| d.is_empty())
             && conditions(p) == conditions(r)
             && p.rollout.iter().any(|g| !g.pass)
-            && p.rollout.iter().all(|g| r.rollout.iter().any(|o| o.expr == g.expr))
+            && p.rollout.iter().all(|g| r.rollout.iter().any(|o| o.gate.expr == g.gate.expr))
     })
 }
 
@@ -45,7 +45,7 @@ fn choice(r: &CaseResult, searched: Option<String>) -> Option<Choice> {
     let margins = r
         .rollout
         .iter()
-        .map(|g| [g.expr.clone(), g.observed_text.clone(), g.margin_text().unwrap_or_else(|| "met".into())])
+        .map(|g| [g.gate.expr.clone(), g.observed_text.clone(), g.margin_text().unwrap_or_else(|| "met".into())])
         .collect();
     let outside_envelope: Vec<String> = departures.iter().filter_map(|d| d.outside_envelope.clone()).collect();
     Some(Choice {

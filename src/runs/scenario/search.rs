@@ -200,15 +200,15 @@ fn each_repeat(r: &crate::results::summary::CaseResult) -> Option<Vec<bool>> {
     let each = (0..n)
         .map(|k| {
             gates.iter().all(|g| {
-                let v = rep.get(&g.metric.name()).and_then(|f| f.values.get(k).copied().flatten());
+                let v = rep.get(&g.gate.metric.name()).and_then(|f| f.values.get(k).copied().flatten());
                 match v {
                     // A figure the repeats kept apart: that repeat's own value judged.
                     Some(v) => {
                         let gate = crate::scenario::gate::Gate {
-                            expr: g.expr.clone(),
-                            metric: g.metric,
-                            op: g.op,
-                            threshold: g.threshold,
+                            expr: g.gate.expr.clone(),
+                            metric: g.gate.metric,
+                            op: g.gate.op,
+                            threshold: g.gate.threshold,
                         };
                         let j = gate.evaluate(Some(v));
                         j.pass && !j.on_edge()

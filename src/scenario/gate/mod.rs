@@ -292,26 +292,17 @@ pub struct GateResult {
 /// edge" with its margin, never a bare pass, and a search looks for values past it.
 pub(crate) const EDGE: f64 = 0.02;
 
-/// A verdict reads as its gate: `g.expr`, `g.threshold`.
-impl std::ops::Deref for GateResult {
-    type Target = Gate;
-
-    fn deref(&self) -> &Gate {
-        &self.gate
-    }
-}
-
 impl GateResult {
     /// How far the observed value is from the threshold, as a share of the threshold:
     /// positive on the passing side. `None` for `==` and `!=`, a threshold of 0, or nothing
     /// measured.
     pub fn margin(&self) -> Option<f64> {
         let v = self.observed?;
-        if self.threshold == 0.0 || !v.is_finite() {
+        if self.gate.threshold == 0.0 || !v.is_finite() {
             return None;
         }
-        let t = self.threshold;
-        match self.op {
+        let t = self.gate.threshold;
+        match self.gate.op {
             Op::Lt | Op::Le => Some((t - v) / t.abs()),
             Op::Gt | Op::Ge => Some((v - t) / t.abs()),
             Op::Eq | Op::Ne => None,

@@ -47,10 +47,13 @@ fn a_result_says_its_gate_and_old_results_still_read() {
         (&"idle_phase_discovery_per_min".into(), &"<=".into(), &5.0.into())
     );
     assert_eq!(serde_json::from_value::<GateResult>(v).unwrap(), r);
-    assert!(matches!(r.metric, Metric::Count(c) if c.is_discovery_rate()));
+    assert!(matches!(r.gate.metric, Metric::Count(c) if c.is_discovery_rate()));
     let old = serde_json::json!({"expr": "pickup.p50 < 10ms", "observed": 9.0, "observed_text": "9µs", "pass": true});
     let r: GateResult = serde_json::from_value(old).unwrap();
-    assert_eq!((r.metric, r.op, r.threshold), (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0));
+    assert_eq!(
+        (r.gate.metric, r.gate.op, r.gate.threshold),
+        (Metric::Latency(Measure::Pickup, "p50"), Op::Lt, 10_000.0)
+    );
 }
 
 #[test]
