@@ -6,6 +6,7 @@
 //! The Markdown is GitHub's: a heading `## Title`, each block after a blank line, a list
 //! item `- ` a line, tables through [`MdTable`] (cells escaped).
 
+use crate::base::escape::markdown as escape;
 use std::fmt::Write;
 
 mod gfm;
@@ -248,26 +249,6 @@ fn spans(o: &mut String, line: &[Span]) {
             Span::Mark(held) => o.push_str(mark(*held)),
         }
     }
-}
-
-/// Text made safe for Markdown: `&`, `<` and `>` as entities. A report's text comes from
-/// untrusted places (a relay file name a sandbox planted, a graded program's stderr and
-/// answers, a summary.json anyone can edit): none of it may pass as raw HTML into a page
-/// that renders the Markdown (a CI job summary, a pull request).
-pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(['&', '<', '>']) {
-        return text.into();
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out.into()
 }
 
 /// [`escape`] for text with `` `code` `` pieces ([`Span::Inline`], a table cell): outside
