@@ -3,15 +3,10 @@
 //! a summary — case names, descriptions, notices, figures — goes in through [`Page::text`],
 //! a table [`Cell`] or an attribute, escaped.
 
-use std::borrow::Cow;
-
 use crate::report::chart::Inline;
 use crate::report::export::Align;
 
-/// `s` made safe as HTML text and as a quoted attribute value.
-pub(super) fn escape(s: &str) -> Cow<'_, str> {
-    crate::base::escape::html(s)
-}
+pub(super) use crate::base::escape::html as escape;
 
 /// A table cell: its text and a class for it (`""`: none).
 pub(super) struct Cell {
@@ -169,6 +164,8 @@ impl Page {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     #[test]
