@@ -76,7 +76,7 @@ pub use relay::writer::CallEnd;
 pub use report::capacity::{html as capacity_html, markdown as capacity_markdown};
 pub use report::conform::{html as conform_html, markdown as conform_markdown};
 pub use report::output::{Dest, Moment, Output};
-pub use report::publish::{RunOutput, OUTPUTS};
+pub use report::publish::RunOutput;
 pub use report::side::{Format, FORMATS};
 pub use results::capacity::CapacityReport;
 pub use results::conform::{ConformReport, Verdict};

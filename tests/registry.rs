@@ -187,12 +187,12 @@ fn check_registry<R: ?Sized, O: Output<R>>(what: &str, outputs: &[O]) -> Vec<Str
 
 #[test]
 fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it_writes() {
-    use relay_bench::{Format, RunOutput, FORMATS, OUTPUTS};
-    let run = check_registry("run", &OUTPUTS);
+    use relay_bench::{Format, RunOutput, FORMATS};
+    let run = check_registry("run", &RunOutput::ALL);
     let conform = check_registry::<relay_bench::ConformReport, _>("conform", &FORMATS);
     let capacity = check_registry::<relay_bench::CapacityReport, _>("daemon-capacity", &FORMATS);
-    // Every variant in OUTPUTS: a new one does not compile here until it is named, and is
-    // then one more than OUTPUTS holds until it is listed there (check_registry: each once).
+    // Every variant in RunOutput::ALL: a new one does not compile here until it is named, and
+    // ALL (named!) lists every variant (check_registry: each once).
     let seven = |o: RunOutput| match o {
         RunOutput::Json
         | RunOutput::Markdown
@@ -202,7 +202,7 @@ fn every_output_is_in_its_commands_registry_once_and_committed_runs_hold_what_it
         | RunOutput::Table
         | RunOutput::JUnit => 7,
     };
-    assert!(OUTPUTS.iter().all(|o| seven(*o) == OUTPUTS.len()), "every RunOutput is in OUTPUTS");
+    assert!(RunOutput::ALL.iter().all(|o| seven(*o) == RunOutput::ALL.len()), "every RunOutput is in ALL");
     let formats = [Format::Json, Format::Markdown, Format::Html, Format::Console];
     assert_eq!(FORMATS, formats, "every format of conform's and daemon-capacity's reports, in order");
 

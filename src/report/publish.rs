@@ -1,5 +1,5 @@
-//! Every output of a run ([`RunOutput`], listed in write order in [`OUTPUTS`]), and the one
-//! loop that publishes a command's outputs ([`publish_outputs`]), a run's or another
+//! Every output of a run ([`RunOutput`], listed in write order in [`RunOutput::ALL`]), and
+//! the one loop that publishes a command's outputs ([`publish_outputs`]), a run's or another
 //! command's (`conform`'s and `daemon-capacity`'s formats are [`super::side::Format`]). `run`
 //! publishes [`Moment::Progress`] before a scenario, [`Moment::Case`] after each of its cases
 //! and [`Moment::End`] after it; `report DIR` publishes [`Moment::Rerender`]. A new output of
@@ -14,37 +14,29 @@ use super::{chart, export, html};
 use crate::base::fsio::environment_failure;
 use crate::base::signal::Signal;
 
-/// An output of a run. A new one is a variant: the compiler then asks for its place in each
-/// `match` below (its name, where it lands, when, and how it writes) and in [`OUTPUTS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunOutput {
-    /// `summary.json`: the typed results every other output reads.
-    Json,
-    /// `summary.md`: the report a person reads, fit for a CI job summary.
-    Markdown,
-    /// `hdr/<case>/<measure>.hgrm|.hlog`: each case's histograms.
-    Hdr,
-    /// `charts/<chart>.png|.svg`.
-    Charts,
-    /// `report.html`: one self-contained page.
-    Html,
-    /// The console table.
-    Table,
-    /// `--junit FILE`: the gates as JUnit XML.
-    JUnit,
+crate::base::named! {
+    /// An output of a run, declared in the order written (charts and the page read the
+    /// summary.json and interval logs written before them): [`RunOutput::ALL`] lists them so.
+    /// A new one is a variant: the compiler then asks for its place in each `match` below (its
+    /// name, where it lands, when, and how it writes).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum RunOutput {
+        /// `summary.json`: the typed results every other output reads.
+        Json,
+        /// `summary.md`: the report a person reads, fit for a CI job summary.
+        Markdown,
+        /// `hdr/<case>/<measure>.hgrm|.hlog`: each case's histograms.
+        Hdr,
+        /// `charts/<chart>.png|.svg`.
+        Charts,
+        /// `report.html`: one self-contained page.
+        Html,
+        /// The console table.
+        Table,
+        /// `--junit FILE`: the gates as JUnit XML.
+        JUnit,
+    }
 }
-
-/// Every output of a run, in the order written (charts and the page read the summary.json
-/// and interval logs written before them).
-pub const OUTPUTS: [RunOutput; 7] = [
-    RunOutput::Json,
-    RunOutput::Markdown,
-    RunOutput::Hdr,
-    RunOutput::Charts,
-    RunOutput::Html,
-    RunOutput::Table,
-    RunOutput::JUnit,
-];
 
 impl Output<Input<'_>> for RunOutput {
     fn name(&self) -> &'static str {
@@ -186,7 +178,7 @@ impl Published {
 /// The finished case's own files ([`Output::per_case`]), and nothing of the whole run's: a
 /// case's publication between two rewrites of the run's report.
 pub(crate) fn publish_case_only(input: &Input<'_>) -> Result<Published, OutputError> {
-    let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| o.per_case()).collect();
+    let outputs: Vec<_> = RunOutput::ALL.into_iter().filter(|o| o.per_case()).collect();
     publish_outputs(&outputs, Moment::Case, input, input.dir, &FlagPaths::default(), None)
 }
 
@@ -200,13 +192,13 @@ pub(crate) fn publish(
 ) -> Result<Published, OutputError> {
     let cut_short = moment != Moment::Rerender && input.summaries.iter().any(|s| s.interrupted);
     if !cut_short {
-        return publish_outputs(&OUTPUTS, moment, input, input.dir, flags, stop);
+        return publish_outputs(&RunOutput::ALL, moment, input, input.dir, flags, stop);
     }
     // Interrupted: what the run measured is written now; the drawings wait for `report`.
-    let outputs: Vec<_> = OUTPUTS.into_iter().filter(|o| !o.drawing()).collect();
+    let outputs: Vec<_> = RunOutput::ALL.into_iter().filter(|o| !o.drawing()).collect();
     let mut done = publish_outputs(&outputs, moment, input, input.dir, flags, stop)?;
     if moment == Moment::End {
-        let left: Vec<&str> = OUTPUTS.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
+        let left: Vec<&str> = RunOutput::ALL.iter().filter(|o| o.drawing()).map(|o| o.path()).collect();
         done.warnings.push(format!(
             "interrupted: {} not drawn; `relay-bench report {}` draws them from the files written",
             left.join(" and "),
@@ -306,18 +298,18 @@ mod tests {
 
     #[test]
     fn every_output_is_registered_once_and_written_at_some_moment() {
-        let mut names: Vec<&str> = OUTPUTS.iter().map(|o| o.name()).collect();
+        let mut names: Vec<&str> = RunOutput::ALL.iter().map(|o| o.name()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), OUTPUTS.len());
-        for o in OUTPUTS {
+        assert_eq!(names.len(), RunOutput::ALL.len());
+        for o in RunOutput::ALL {
             assert!(
                 [Moment::Progress, Moment::Case, Moment::End, Moment::Rerender].iter().any(|m| o.written_at(*m)),
                 "{} is never written",
                 o.name()
             );
         }
-        let lines = describe(&OUTPUTS);
+        let lines = describe(&RunOutput::ALL);
         assert!(lines.iter().any(|l| l.starts_with("summary.json: summary.json")), "{lines:?}");
     }
 }
