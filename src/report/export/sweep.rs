@@ -15,40 +15,52 @@ pub(super) fn sections(s: &Summary) -> Vec<Section> {
 }
 
 fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
-    let paths: Vec<String> = w.axes.iter().map(|a| format!("`{}`", a.path)).collect();
-    let intro = format!(
-        "One case per point, named `{}@<values>`, every gate applied to each; the figures are the gated ones{}.",
-        w.case,
-        if w.objective.is_some() { ", the objective's and the ones asked for" } else { " and the ones asked for" }
-    );
-    let intro = match &w.search {
-        Some(x) => format!(
-            "The case's `{}` searched for where it meets every gate it is judged on with margin (not on the edge: \
-             {} % of a threshold): its bracket probed from {} to {}, then narrowed to {}. A probe per row, named \
-             `{}@<values>`, in order of value.",
-            x.path,
-            crate::base::units::readable(crate::scenario::gate::EDGE * 100.0, 1),
-            w.axes.last().map_or(String::new(), |a| value(x.from, &a.unit)),
-            w.axes.last().map_or(String::new(), |a| value(x.to, &a.unit)),
-            x.precision,
-            w.case
-        ),
-        None => intro,
+    // A search's probes in order of value along each line; a sweep's points as stated.
+    let mut points: Vec<&crate::results::sweep::SweepPoint> = w.points.iter().collect();
+    let (title, intro, outcome) = match &w.search {
+        Some(x) => {
+            let number = |p: &crate::results::sweep::SweepPoint| {
+                let k = p.at.len() - 1;
+                w.axes[k].numbers.as_ref().and_then(|n| n.get(p.at[k]).copied()).unwrap_or(f64::NAN)
+            };
+            points.sort_by(|a, b| {
+                a.at[..a.at.len() - 1].cmp(&b.at[..b.at.len() - 1]).then(number(a).total_cmp(&number(b)))
+            });
+            let intro = format!(
+                "The case's `{}` searched for where it meets every gate it is judged on with margin (not on the edge: \
+                 {} % of a threshold): its bracket probed from {} to {}, then narrowed to {}. A probe per row, named \
+                 `{}@<values>`, in order of value.",
+                x.path,
+                crate::base::units::readable(crate::scenario::gate::EDGE * 100.0, 1),
+                w.axes.last().map_or(String::new(), |a| value(x.from, &a.unit)),
+                w.axes.last().map_or(String::new(), |a| value(x.to, &a.unit)),
+                x.precision,
+                w.case
+            );
+            let unit = w.axes.last().map_or("", |a| a.unit.as_str());
+            let lines = x.lines.iter().map(|l| {
+                let at: Vec<String> =
+                    w.axes.iter().zip(&l.at).map(|(a, &i)| format!("{}={}", a.label, a.values[i])).collect();
+                let at = if at.is_empty() { String::new() } else { format!("at {}: ", at.join(", ")) };
+                inline(format!("**{at}{}**", x.sentence(l, unit)))
+            });
+            (format!("Search: {} along `{}`", w.case, x.path), intro, Block::List(lines.collect()))
+        }
+        None => {
+            let paths: Vec<String> = w.axes.iter().map(|a| format!("`{}`", a.path)).collect();
+            let intro = format!(
+                "One case per point, named `{}@<values>`, every gate applied to each; the figures are the gated ones{}.",
+                w.case,
+                if w.objective.is_some() { ", the objective's and the ones asked for" } else { " and the ones asked for" }
+            );
+            let best = Block::Para(inline(format!("**{}**", w.best_line())));
+            (format!("Sweep: {} over {}", w.case, paths.join(" × ")), intro, best)
+        }
     };
     let mut columns: Vec<(String, Align)> = w.axes.iter().map(|a| (a.label.clone(), L)).collect();
     columns.push(("departs from production".into(), L));
     columns.extend(w.figures.iter().map(|m| (m.name(), R)));
     columns.push(("gates".into(), L));
-    // A search's probes in order of value along each line; a sweep's points as stated.
-    let mut points: Vec<&crate::results::sweep::SweepPoint> = w.points.iter().collect();
-    if w.search.is_some() {
-        let number = |p: &crate::results::sweep::SweepPoint| {
-            let k = p.at.len() - 1;
-            w.axes[k].numbers.as_ref().and_then(|n| n.get(p.at[k]).copied()).unwrap_or(f64::NAN)
-        };
-        points
-            .sort_by(|a, b| a.at[..a.at.len() - 1].cmp(&b.at[..b.at.len() - 1]).then(number(a).total_cmp(&number(b))));
-    }
     let rows = points.into_iter().map(|p| {
         let mut row: Vec<String> = w.axes.iter().zip(&p.at).map(|(a, &i)| a.values[i].clone()).collect();
         let r = s.results.iter().find(|r| r.case == p.case);
@@ -63,21 +75,7 @@ fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
         });
         row
     });
-    let mut blocks = vec![Block::Para(inline(intro))];
-    match &w.search {
-        Some(x) => {
-            let unit = w.axes.last().map_or("", |a| a.unit.as_str());
-            let lines = x.lines.iter().map(|l| {
-                let at: Vec<String> =
-                    w.axes.iter().zip(&l.at).map(|(a, &i)| format!("{}={}", a.label, a.values[i])).collect();
-                let at = if at.is_empty() { String::new() } else { format!("at {}: ", at.join(", ")) };
-                inline(format!("**{at}{}**", x.sentence(l, unit)))
-            });
-            blocks.push(Block::List(lines.collect()));
-        }
-        None => blocks.push(Block::Para(inline(format!("**{}**", w.best_line())))),
-    }
-    blocks.push(Block::Table(Table { columns, rows: rows.collect() }));
+    let mut blocks = vec![Block::Para(inline(intro)), outcome, Block::Table(Table { columns, rows: rows.collect() })];
     let drawn: Vec<Chart> = w
         .figures
         .iter()
@@ -87,10 +85,6 @@ fn sweep(s: &Summary, w: &SweepResult, k: usize) -> Section {
     if !drawn.is_empty() {
         blocks.push(Block::Charts(drawn));
     }
-    let title = match &w.search {
-        Some(x) => format!("Search: {} along `{}`", w.case, x.path),
-        None => format!("Sweep: {} over {}", w.case, paths.join(" × ")),
-    };
     Section { nav: format!("sweep {}", w.case), ..Section::new(format!("sweep-{k}"), title, blocks) }
 }
 
