@@ -179,26 +179,27 @@ pub(crate) fn render(s: &Summary) -> Vec<u8> {
 /// case against its baseline, every failed gate, pairing violation, degraded wake and failed
 /// fault, the cases an interrupt left unrun, and each sweep's best point.
 fn notes(o: &mut String, s: &Summary) {
+    let mut note = |text: &str| wrap(o, text, 2);
     let shown = s.results.iter().flat_map(|r| Measure::SPEC.map(|m| r.latency(m)));
     if any_thin(shown, &["p99"]) {
-        wrap(o, THIN_NOTE, 2);
+        note(THIN_NOTE);
     }
     let virtuals: Vec<&str> =
         s.results.iter().filter(|r| r.clock == crate::scenario::Clock::Virtual).map(|r| r.case.as_str()).collect();
     if !virtuals.is_empty() {
-        wrap(o, &format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")), 2);
+        note(&format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
     }
     for r in &s.results {
         if let Some(line) = repeated(r) {
-            wrap(o, &line, 2);
+            note(&line);
         }
     }
     for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
-        wrap(o, &format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck), 2);
+        note(&format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck));
     }
     for r in &s.results {
         if let Some(c) = &r.vs_baseline {
-            wrap(o, &format!("{} vs {}: {}", r.case, c.baseline, c.text), 2);
+            note(&format!("{} vs {}: {}", r.case, c.baseline, c.text));
         }
     }
     for r in &s.results {
@@ -208,30 +209,26 @@ fn notes(o: &mut String, s: &Summary) {
             } else {
                 format!(": {}", g.observed_text)
             };
-            wrap(o, &format!("{}: gate `{}` failed{why}", r.case, g.gate.expr), 2);
+            note(&format!("{}: gate `{}` failed{why}", r.case, g.gate.expr));
         }
         if r.pairing_violations.total > 0 {
-            wrap(o, &format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total), 2);
+            note(&format!("{}: {} pairing violation(s)", r.case, r.pairing_violations.total));
         }
         for d in &r.runner.degraded {
-            wrap(o, &format!("{}: degraded: {d}", r.case), 2);
+            note(&format!("{}: degraded: {d}", r.case));
         }
         for f in r.faults.iter().filter(|f| !f.ok) {
-            wrap(
-                o,
-                &format!(
-                    "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
-                    r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
-                ),
-                2,
-            );
+            note(&format!(
+                "{}: fault {} at {:.1} s: {} of {} calls answered, {} failed",
+                r.case, f.kind, f.at_secs, f.answered, f.calls, f.failed
+            ));
         }
     }
     if !s.cases_not_run.is_empty() {
-        wrap(o, &format!("not run (interrupted): {}", s.cases_not_run.join(", ")), 2);
+        note(&format!("not run (interrupted): {}", s.cases_not_run.join(", ")));
     }
     for w in &s.sweeps {
-        wrap(o, &format!("sweep {}: {}", w.case, w.best_line()), 2);
+        note(&format!("sweep {}: {}", w.case, w.best_line()));
     }
 }
 
