@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use crate::base::escape::xml_attr as esc;
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 use crate::results::verdict::Verdict;
@@ -145,11 +146,6 @@ fn unfinished(r: &CaseResult) -> Option<String> {
 
 fn failed(r: &CaseResult) -> usize {
     r.gates.iter().filter(|g| !g.pass).count() + usize::from(unfinished(r).is_some())
-}
-
-/// XML attribute text: the five entities escaped, characters XML 1.0 forbids dropped.
-fn esc(s: &str) -> std::borrow::Cow<'_, str> {
-    crate::base::escape::xml_attr(s)
 }
 
 #[cfg(test)]
