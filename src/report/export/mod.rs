@@ -22,6 +22,7 @@ mod storm;
 mod sweep;
 pub(crate) mod table;
 
+use crate::base::units::human_us as us;
 use crate::record::recorder::LatencyStats;
 use crate::results::summary::CaseResult;
 use crate::scenario::gate::Metric;
@@ -130,11 +131,6 @@ pub(crate) fn repeats_note(s: &crate::results::summary::Summary) -> Option<Strin
          had (a percentile † is thin in a single repeat). Histograms, timelines and fault rows are the first \
          repeat's (the run's own seed)."
     ))
-}
-
-/// Microseconds for a person.
-pub(crate) fn us(v: f64) -> String {
-    crate::base::units::human_us(v)
 }
 
 /// What a case is against production's relay as built: `production as built`, or the
