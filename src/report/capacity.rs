@@ -136,12 +136,12 @@ pub(crate) fn verdict(r: &CapacityReport) -> String {
 
 /// capacity.md, rendered from the report alone (a committed run's must re-render to itself).
 pub fn markdown(r: &CapacityReport) -> String {
-    super::side::markdown(r)
+    super::doc::document(&r.document())
 }
 
 /// capacity.html: the same document on one self-contained page.
 pub fn html(r: &CapacityReport) -> String {
-    super::side::html(r)
+    super::html::document_page(&r.document())
 }
 
 /// The machine, the daemon and its limits, and the ramp's plan.

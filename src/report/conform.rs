@@ -113,12 +113,12 @@ fn icon(v: Verdict) -> &'static str {
 
 /// conform.md, rendered from the report alone.
 pub fn markdown(r: &ConformReport) -> String {
-    super::side::markdown(r)
+    super::doc::document(&r.document())
 }
 
 /// conform.html: the same document on one self-contained page.
 pub fn html(r: &ConformReport) -> String {
-    super::side::html(r)
+    super::html::document_page(&r.document())
 }
 
 /// Where the relay dir was and the machine's pace, when the report says (one line).

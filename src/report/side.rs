@@ -33,16 +33,6 @@ pub(crate) fn publish<R: SideReport>(moment: Moment, report: &R, dir: &Path) -> 
     publish_outputs(&FORMATS, moment, report, dir, &FlagPaths::default(), None)
 }
 
-/// A report's document as Markdown.
-pub(crate) fn markdown(r: &impl SideReport) -> String {
-    super::doc::document(&r.document())
-}
-
-/// A report's document on one self-contained page.
-pub(crate) fn html(r: &impl SideReport) -> String {
-    super::html::document_page(&r.document())
-}
-
 /// One format of a command's report (`conform`, `daemon-capacity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -91,8 +81,8 @@ impl<R: SideReport> Output<R> for Format {
         let name = <Format as Output<R>>::name(self);
         match self {
             Format::Json => out.put(name, report.json()?.as_bytes()),
-            Format::Markdown => out.put(name, markdown(report).as_bytes()),
-            Format::Html => out.put(name, html(report).as_bytes()),
+            Format::Markdown => out.put(name, super::doc::document(&report.document()).as_bytes()),
+            Format::Html => out.put(name, super::html::document_page(&report.document()).as_bytes()),
             Format::Console => {
                 out.console(report.table().as_bytes());
                 Ok(())
