@@ -32,7 +32,7 @@ use tokio::time::Instant;
 
 use super::appended::Appended;
 use crate::events::pairing::{BreachKind, PairingReport};
-use crate::events::{CallOutcome, Event, EventKind, Incomplete, Listener, Msg};
+use crate::events::{CallOutcome, Event, EventKind, FailKind, Incomplete, Listener, Msg};
 use serde::{Deserialize, Serialize};
 
 /// Where a decoded record's lines go: (event, time in ns, its outcome `(true, _)` or kind
@@ -74,7 +74,20 @@ const BREACH: u8 = 7;
 const CASE_END: u8 = 8;
 
 fn outcome_index(o: CallOutcome) -> u8 {
-    OUTCOMES.iter().position(|n| *n == o.name()).expect("every outcome is in OUTCOMES") as u8
+    let i = match o {
+        CallOutcome::Answered(a) => match a {
+            crate::base::protocol::Outcome::Ok => 0,
+            crate::base::protocol::Outcome::Error => 1,
+            crate::base::protocol::Outcome::Paused => 2,
+        },
+        CallOutcome::Failed(FailKind::Timeout) => 3,
+        CallOutcome::Failed(FailKind::IdCollision) => 4,
+        CallOutcome::Failed(FailKind::PublishError) => 5,
+        CallOutcome::Failed(FailKind::Interrupted) => 6,
+        CallOutcome::Failed(FailKind::Environment) => 7,
+    };
+    debug_assert_eq!(OUTCOMES[i as usize], o.name());
+    i
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
