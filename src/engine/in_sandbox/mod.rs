@@ -32,7 +32,7 @@ use crate::base::BoxFut;
 use crate::events::Msg;
 use crate::relay::writer::writer_deadline;
 use crate::results::summary::SandboxSide;
-use crate::sandbox::dir::{RelayDir, SimFault};
+use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, OnSeen, RelayDir, SimFault, WatchHandle};
 use crate::sandbox::host::{ClockReading, NotApplied, ProcessState, SandboxControl};
 use crate::scenario::pacer::Workload;
 
@@ -85,7 +85,38 @@ pub(crate) struct InSandbox {
 /// daemon's (the runner's through its host, relay-bench's through [`SandboxControl`]).
 struct SandboxDir(PathBuf);
 
+fn elsewhere<T>() -> io::Result<T> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "this relay dir is in the sandbox: reached through its daemon only"))
+}
+
 impl RelayDir for SandboxDir {
+    fn list(&self) -> io::Result<Vec<String>> {
+        elsewhere()
+    }
+    fn read(&self, _: &str) -> io::Result<Vec<u8>> {
+        elsewhere()
+    }
+    fn stat(&self, _: &str) -> io::Result<u64> {
+        elsewhere()
+    }
+    fn write(&self, _: &str, _: &[u8]) -> io::Result<()> {
+        elsewhere()
+    }
+    fn rename(&self, _: &str, _: &str) -> io::Result<()> {
+        elsewhere()
+    }
+    fn remove(&self, _: &str) -> io::Result<()> {
+        elsewhere()
+    }
+    fn watch(&self, _: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
+        elsewhere()
+    }
+    fn exec(&self, _: &[std::ffi::OsString], _: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
+        Box::pin(std::future::ready(elsewhere()))
+    }
+    fn exec_follow(&self, _: &[std::ffi::OsString], _: Option<LineDelay>) -> io::Result<Lines> {
+        elsewhere()
+    }
     fn path(&self) -> &Path {
         &self.0
     }

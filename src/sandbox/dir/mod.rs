@@ -125,18 +125,12 @@ impl ExecOutput {
 }
 
 /// One relay directory and the sandbox around it. Names are plain file names inside the
-/// dir; a `RelayDir` never accepts a path. Every operation but [`RelayDir::path`] is, unless
-/// a dir provides it, an `Unsupported` error: a dir in the sandbox is known here by its path
-/// alone, and reached through its daemon only.
+/// dir; a `RelayDir` never accepts a path.
 pub trait RelayDir: Send + Sync {
     /// Names of every entry.
-    fn list(&self) -> io::Result<Vec<String>> {
-        Err(elsewhere())
-    }
+    fn list(&self) -> io::Result<Vec<String>>;
     /// The bytes of the entry `name`.
-    fn read(&self, _name: &str) -> io::Result<Vec<u8>> {
-        Err(elsewhere())
-    }
+    fn read(&self, name: &str) -> io::Result<Vec<u8>>;
     /// The bytes of one file, `None` when it is not there (the writer's check for its
     /// answer, which mostly finds none).
     fn read_present(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
@@ -147,38 +141,24 @@ pub trait RelayDir: Send + Sync {
         }
     }
     /// The size of a file (the runner's pickup telemetry stats each request).
-    fn stat(&self, _name: &str) -> io::Result<u64> {
-        Err(elsewhere())
-    }
+    fn stat(&self, name: &str) -> io::Result<u64>;
     /// Writes a whole new file (not atomic on its own: see [`RelayDir::publish`]). On a real
     /// directory the name must be free: an entry already there (a link, a FIFO, a file) is
     /// never written through, opened or waited on, but refused as taken
     /// ([`crate::base::fsio::is_taken`]); a failed write leaves no file behind.
-    fn write(&self, _name: &str, _bytes: &[u8]) -> io::Result<()> {
-        Err(elsewhere())
-    }
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
     /// Renames within the dir, replacing `to`.
-    fn rename(&self, _from: &str, _to: &str) -> io::Result<()> {
-        Err(elsewhere())
-    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
     /// Removes a file; one already gone is not an error.
-    fn remove(&self, _name: &str) -> io::Result<()> {
-        Err(elsewhere())
-    }
+    fn remove(&self, name: &str) -> io::Result<()>;
     /// Arms a watch on the directory as it is now (a later replacement of the directory is
     /// not seen by it): every change is told to `on_seen`.
-    fn watch(&self, _on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>> {
-        Err(elsewhere())
-    }
+    fn watch(&self, on_seen: OnSeen) -> io::Result<Box<dyn WatchHandle>>;
     /// Runs a program in the sandbox; it is killed after `timeout` (the answer then says
     /// `timed_out`), or when the future is dropped.
-    fn exec(&self, _argv: &[OsString], _timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>> {
-        Box::pin(std::future::ready(Err(elsewhere())))
-    }
+    fn exec(&self, argv: &[OsString], timeout: Duration) -> BoxFut<'static, io::Result<ExecOutput>>;
     /// Starts a program and follows its stdout line by line; dropping the receiver kills it.
-    fn exec_follow(&self, _argv: &[OsString], _delay: Option<LineDelay>) -> io::Result<Lines> {
-        Err(elsewhere())
-    }
+    fn exec_follow(&self, argv: &[OsString], delay: Option<LineDelay>) -> io::Result<Lines>;
     /// The directory's path as the sandbox names it (what goes into a watch program's argv).
     fn path(&self) -> &std::path::Path;
 
@@ -194,11 +174,6 @@ pub trait RelayDir: Send + Sync {
         names.sort();
         Ok(names)
     }
-}
-
-/// What an operation a dir does not provide fails with ([`RelayDir`]).
-fn elsewhere() -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, "this relay dir is in the sandbox: reached through its daemon only")
 }
 
 /// A fresh unpredictable temp name, then a rename; a temp name already taken (an entry
