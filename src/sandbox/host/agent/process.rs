@@ -43,9 +43,23 @@ impl AgentProcess {
         self.child.lock().expect("daemon lock").as_ref().map(|c| c.0.id())
     }
 
-    /// How the daemon ended, if it has (it is reaped then); `None` while it runs.
+    /// How the daemon ended, if it has; `None` while it runs. It is not reaped here (only
+    /// its drop reaps it), so its pid stays its group's until then.
     pub(crate) fn exit_status(&self) -> Option<std::process::ExitStatus> {
-        self.child.lock().expect("daemon lock").as_mut().and_then(|c| c.0.try_wait().ok().flatten())
+        let pid = self.child.lock().expect("daemon lock").as_ref()?.0.id();
+        // SAFETY: waitid only writes the siginfo it is given; WNOWAIT leaves the child a
+        // zombie for its drop to reap.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let peeked =
+            unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        // SAFETY: si_pid and si_status are set by a waitid that found a child (zero otherwise).
+        let (found, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if peeked != 0 || found == 0 {
+            return None;
+        }
+        // Back to a wait(2) status word: an exit code in the high byte, else the signal.
+        let raw = if info.si_code == libc::CLD_EXITED { status << 8 } else { status };
+        Some(std::os::unix::process::ExitStatusExt::from_raw(raw))
     }
 
     /// Kills the daemon (its connections reset, its runs end), starts it again on the same
@@ -178,15 +192,14 @@ struct Running(std::process::Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // Not reaped yet, so its pid (the group's id) cannot have been reused.
-        if let Ok(None) = self.0.try_wait() {
-            let group = -(self.0.id() as i32);
-            // SAFETY: kill() only sends signals, to the group this process made for its
-            // daemon; a paused daemon is resumed so that it can die.
-            unsafe {
-                libc::kill(group, libc::SIGCONT);
-                libc::kill(group, libc::SIGKILL);
-            }
+        // Reaped only below (exit_status only looks), so its pid is still the group's id
+        // even when the daemon died first: what it started goes with it either way.
+        let group = -(self.0.id() as i32);
+        // SAFETY: kill() only sends signals, to the group this process made for its daemon;
+        // a paused daemon is resumed so that it can die.
+        unsafe {
+            libc::kill(group, libc::SIGCONT);
+            libc::kill(group, libc::SIGKILL);
         }
         let _ = self.0.kill();
         let _ = self.0.wait();
