@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::handler::{execs, handler_script, instant_of};
+use super::handler::{execs, handler_script, instant_of, Exec};
 use super::observe::Ev;
 use super::pace::Pace;
 use super::proc::{poll, Place, Proc};
@@ -215,11 +215,12 @@ impl Ctx {
 
     /// The handler's runs of a tag, with their start.
     fn runs(&self, tag: &str) -> Vec<Instant> {
-        execs(&self.log)
-            .into_iter()
-            .filter(|e| e.tag.as_deref() == Some(tag))
-            .map(|e| instant_of(e.t_ns, self.pair))
-            .collect()
+        self.runs_in(&execs(&self.log), tag)
+    }
+
+    /// The runs of a tag in a log already read.
+    fn runs_in(&self, log: &[Exec], tag: &str) -> Vec<Instant> {
+        log.iter().filter(|e| e.tag.as_deref() == Some(tag)).map(|e| instant_of(e.t_ns, self.pair)).collect()
     }
 
     fn wait_run(&self, tag: &str, wait: Duration) -> Option<Instant> {
@@ -259,10 +260,10 @@ impl Ctx {
         std::thread::sleep(self.w.pace.wait(QUIET).min(self.w.bound));
         let published = self.published.borrow();
         let first = published.iter().map(|p| p.at).min()?;
-        let mut wrong = Vec::new();
+        let (mut wrong, log) = (Vec::new(), execs(&self.log));
         for p in published.iter() {
             if let Some(tag) = &p.tag {
-                let runs = self.runs(tag);
+                let runs = self.runs_in(&log, tag);
                 if runs.len() > 1 {
                     let gap = runs[1].saturating_duration_since(runs[0]);
                     wrong.push(format!(
