@@ -421,7 +421,7 @@ fn compare_case(
             better: f.better,
             old: vo,
             new: vn,
-            ratio: (vo > 0.0).then(|| vn / vo),
+            ratio: (vo != 0.0).then(|| vn / vo),
             interval,
             samples,
             model,
