@@ -98,7 +98,7 @@ fn open_marker(dir: &Path, create: bool) -> Result<Option<File>, OutDirError> {
         .write(true)
         .create(create)
         .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .custom_flags(crate::base::fsio::WRITE_FLAGS)
         .open(&path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::ELOOP) {
