@@ -1,10 +1,10 @@
 //! What a `daemon-capacity` run directory holds: the formats every side command writes
-//! ([`FORMATS`]), rendered from the capacity report and published by the same loop as a run's
-//! outputs ([`super::side::publish`]: each file under a temp name,
-//! renamed into place once it rendered whole): `capacity.json` (the typed report),
-//! `capacity.md` (a table per step, the failure point, the per-exec costs, the machine's
-//! facts), `capacity.html` (the same document on one page) and the console table, the two
-//! documents from one [`Doc`]: the formats of [`super::side`], which `conform` shares.
+//! ([`FORMATS`](super::side::FORMATS)), rendered from the capacity report and published by the same
+//! loop as a run's outputs ([`super::side::publish`]: each file under a temp name, renamed into
+//! place once it rendered whole): `capacity.json` (the typed report), `capacity.md` (a table per
+//! step, the failure point, the per-exec costs, the machine's facts), `capacity.html` (the same
+//! document on one page) and the console table, the two documents from one [`Doc`]: the formats of
+//! [`super::side`], which `conform` shares.
 
 use super::doc::{code, inline, plain, Align, Block, Doc, Section, Span, Table};
 use super::output::Moment;

@@ -1,9 +1,9 @@
 //! What a `conform` run directory holds: the formats every side command writes
-//! ([`FORMATS`]), rendered from the conform report and published by the same loop as a run's
-//! outputs ([`super::side::publish`]) at the battery's end: `conform.json` (the typed
-//! report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
-//! evidence), `conform.html` (the same document on one self-contained page) and the
-//! console table: the formats of [`super::side`], which `daemon-capacity` shares.
+//! ([`FORMATS`](super::side::FORMATS)), rendered from the conform report and published by the same
+//! loop as a run's outputs ([`super::side::publish`]) at the battery's end: `conform.json` (the
+//! typed report, `reports/conform.schema.json`), `conform.md` (a row per case, then each case's
+//! evidence), `conform.html` (the same document on one self-contained page) and the console table:
+//! the formats of [`super::side`], which `daemon-capacity` shares.
 
 use super::doc::{inline, plain, Block, Doc, Section, Table};
 use super::output::Moment;
