@@ -204,13 +204,7 @@ fn each_repeat(r: &crate::results::summary::CaseResult) -> Option<Vec<bool>> {
                 match v {
                     // A figure the repeats kept apart: that repeat's own value judged.
                     Some(v) => {
-                        let gate = crate::scenario::gate::Gate {
-                            expr: g.gate.expr.clone(),
-                            metric: g.gate.metric,
-                            op: g.gate.op,
-                            threshold: g.gate.threshold,
-                        };
-                        let j = gate.evaluate(Some(v));
+                        let j = g.gate.evaluate(Some(v));
                         j.pass && !j.on_edge()
                     }
                     // Read whole (an invariant, the worst repeat's): as the case was judged.
