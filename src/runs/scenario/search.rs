@@ -19,6 +19,7 @@ use super::{BenchError, Run};
 const PROBES_PER_ROUND: usize = 2;
 
 /// One line of one search under way.
+#[derive(Default)]
 struct Open {
     /// The searched case's sweep (its index in the scenario's and the summary's sweeps).
     sweep: usize,
@@ -47,15 +48,7 @@ pub(super) fn start(s: &Scenario, summary: &mut Summary) -> Result<(Searches, Ve
     let mut open: Vec<Open> = Vec::new();
     for (k, w) in s.sweeps.iter().enumerate().filter(|(_, w)| w.search.is_some()) {
         for (line, at) in w.lines.iter().enumerate() {
-            open.push(Open {
-                sweep: k,
-                line,
-                at: at.clone(),
-                state: Line::default(),
-                pending: Vec::new(),
-                repeats: Vec::new(),
-                ended: None,
-            });
+            open.push(Open { sweep: k, line, at: at.clone(), ..Default::default() });
         }
     }
     // How many probes a line takes at once: the same on every machine and in every part of
