@@ -99,31 +99,12 @@ pub async fn run_scenario(
         progress,
         progress_every: Duration::from_millis(250),
     };
-    let repeats = s.repeats() as usize;
     // The searches' first probes are known before anything runs: they join the cases, so
     // the workers share one queue instead of waiting for the cases' last before a search.
     let (searches, first) = search::start(s, &mut summary)?;
-    let with_first = Scenario { cases: [s.cases.clone(), first].concat(), ..s.clone() };
-    let s_all = &with_first;
-    let run = Run {
-        s: s_all,
-        opts,
-        env,
-        tty,
-        repeats,
-        variants: (1..repeats).map(|k| s_all.for_repeat(k as u32, repeats as u32)).collect(),
-        written: std::cell::Cell::new((std::time::Instant::now(), false)),
-    };
-    // Virtual cases in a row (a sweep's points among them), and a virtual case's repeats,
-    // run side by side, `jobs` at once; real-clock cases one at a time.
-    let mut i = 0;
-    while i < s_all.cases.len() {
-        if interrupt.is_closed() {
-            summary.interrupted = true;
-            break;
-        }
-        i += run.batch(i, &mut summary).await?;
-    }
+    let s_all = &Scenario { cases: [s.cases.clone(), first].concat(), ..s.clone() };
+    let run = Run::new(s_all, opts, env, tty, std::cell::Cell::new((std::time::Instant::now(), false)));
+    run.cases(&mut summary).await?;
     // Interrupted, the searches only say where their lines stand (their first probes are
     // points already).
     search::run_searches(&run, &mut summary, searches).await?;
@@ -162,7 +143,35 @@ pub(super) struct Run<'a> {
     pub(super) written: std::cell::Cell<(std::time::Instant, bool)>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// The run of `s`'s cases, each with its repeats (their scenarios made here).
+    pub(super) fn new(
+        s: &'a Scenario,
+        opts: &'a RunOptions,
+        env: CaseEnv,
+        tty: bool,
+        written: std::cell::Cell<(std::time::Instant, bool)>,
+    ) -> Run<'a> {
+        let repeats = s.repeats() as usize;
+        let variants = (1..repeats).map(|k| s.for_repeat(k as u32, repeats as u32)).collect();
+        Run { s, opts, env, tty, repeats, variants, written }
+    }
+
+    /// Runs every case, batch after batch, until an interrupt. Virtual cases in a row (a
+    /// sweep's points among them), and a virtual case's repeats, run side by side, `jobs` at
+    /// once; real-clock cases one at a time.
+    pub(super) async fn cases(&self, summary: &mut Summary) -> Result<(), BenchError> {
+        let mut i = 0;
+        while i < self.s.cases.len() {
+            if self.env.interrupt.is_closed() {
+                summary.interrupted = true;
+                break;
+            }
+            i += self.batch(i, summary).await?;
+        }
+        Ok(())
+    }
+
     /// After a case: its histograms, and the whole report when [`REWRITE_EVERY`] has passed
     /// since it was last written, or the run is interrupted (its report says so at once).
     fn rewrite(&self, summary: &Summary) -> Result<(), BenchError> {
@@ -224,7 +233,7 @@ impl Run<'_> {
 
     /// Runs the batch of cases from `i` on (the virtual cases in a row side by side, or case
     /// `i` alone), each with its repeats; how many cases it held.
-    pub(super) async fn batch(&self, i: usize, summary: &mut Summary) -> Result<usize, BenchError> {
+    async fn batch(&self, i: usize, summary: &mut Summary) -> Result<usize, BenchError> {
         let (s, repeats, workers) = (self.s, self.repeats, self.opts.jobs.max(1));
         let batch = crate::engine::points::batch_at(s, i, workers > 1);
         // Job `j` is repeat `j % repeats` of the batch's case `j / repeats`.

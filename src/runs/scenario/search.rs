@@ -229,25 +229,9 @@ fn across_repeats(probes: &[(f64, Vec<bool>)], search: &Search) -> Option<[f64; 
 /// repeats), their results joining `summary`.
 async fn run_round(run: &Run<'_>, probes: Vec<CaseSpec>, summary: &mut Summary) -> Result<(), BenchError> {
     let round = Scenario { cases: probes, ..run.s.clone() };
-    let repeats = run.repeats;
-    let r = Run {
-        s: &round,
-        opts: run.opts,
-        env: run.env.clone(),
-        tty: run.tty,
-        repeats,
-        variants: (1..repeats).map(|k| round.for_repeat(k as u32, repeats as u32)).collect(),
-        // The run's own clock of rewrites: a round's probes are rewritten as the run's cases.
-        written: run.written.clone(),
-    };
-    let mut i = 0;
-    while i < round.cases.len() {
-        if run.env.interrupt.is_closed() {
-            summary.interrupted = true;
-            break;
-        }
-        i += r.batch(i, summary).await?;
-    }
+    // The run's own clock of rewrites: a round's probes are rewritten as the run's cases.
+    let r = Run::new(&round, run.opts, run.env.clone(), run.tty, run.written.clone());
+    r.cases(summary).await?;
     run.written.set(r.written.get());
     Ok(())
 }
