@@ -214,10 +214,9 @@ impl<'a> Run<'a> {
 
     /// Case `i`'s heading, and where it departs from production.
     fn announce(&self, i: usize) {
-        let case = &self.s.cases[i];
         self.clear_bar();
         self.say(&heading(self.s, i));
-        let departures = case.departures();
+        let departures = self.s.cases[i].departures();
         if !departures.is_empty() {
             self.say(&format!("      departs from production: {}", departures.join(", ")));
         }
@@ -515,7 +514,7 @@ fn heading(s: &Scenario, i: usize) -> String {
 fn finished(
     summary: &mut Summary,
     s: &Scenario,
-    result: CaseResult,
+    mut result: CaseResult,
     wall: Duration,
     say: &impl Fn(&str),
 ) -> Result<(), BenchError> {
@@ -523,7 +522,6 @@ fn finished(
         let simulated = Duration::from_secs_f64(result.window_secs);
         say(&format!("      {}: simulated {} in {} of wall time", result.case, human(simulated), human(wall)));
     }
-    let mut result = result;
     result.wall_secs = Some((wall.as_secs_f64() * 1000.0).round() / 1000.0);
     summary.interrupted |= result.interrupted;
     summary.cases_not_run.retain(|c| *c != result.case);
