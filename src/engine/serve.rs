@@ -173,10 +173,7 @@ pub(crate) async fn serve(opts: ServeOptions, stop: Arc<Signal>, say: SayTo<'_>)
     report.scans = totals.scans;
     report.turns = turn;
     say(Said::Out(&stopped_line(t0, &report, &totals)));
-    match lost {
-        Some(e) => Err(e.into()),
-        None => Ok(report),
-    }
+    lost.map_or(Ok(report), |e| Err(e.into()))
 }
 
 /// Says what a change of the dir's claim means; the error when the dir is lost to another
@@ -462,10 +459,8 @@ pub(crate) async fn call(
         Some(CallEnd::Failed(FailKind::Timeout)) => {
             let unpicked = req.symlink_metadata().is_ok();
             remove_if_present(&req)?;
-            let waited = match deadline.subsec_nanos() {
-                0 => format!("{} s", deadline.as_secs()),
-                _ => human(deadline),
-            };
+            let waited =
+                if deadline.subsec_nanos() == 0 { format!("{} s", deadline.as_secs()) } else { human(deadline) };
             say(Said::Err(&if unpicked {
                 format!(
                     "no answer in {waited}; is a runner serving {}? (no runner picked the request up; it is withdrawn)",

@@ -49,10 +49,7 @@ pub(crate) fn merge(
     junit: Option<&Path>,
 ) -> Result<(Summary, PathBuf, Published), RunsError> {
     let parts = read_parts(dirs)?;
-    if let Some(j) = junit {
-        super::plan::check_junit(j)?;
-    }
-    let first = &parts[0];
+    junit.map(super::plan::check_junit).transpose()?;
     let holder = this_run(&utc_stamps().0);
     let lock: OutLock = match out {
         Some(d) => {
@@ -64,7 +61,7 @@ pub(crate) fn merge(
             crate::report::outdir::clear(&lock)?;
             lock
         }
-        None => new_report_dir(Path::new(DEFAULT_REPORTS), &utc_stamps().1, &first.summary.scenario)?,
+        None => new_report_dir(Path::new(DEFAULT_REPORTS), &utc_stamps().1, &parts[0].summary.scenario)?,
     };
     let dir = lock.dir().to_path_buf();
     let merged = joined(&parts);

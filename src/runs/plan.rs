@@ -190,25 +190,19 @@ impl Plan {
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
-        if let (Some(save), Some(against)) = (&request.save_baseline, &request.baseline) {
-            if save == against {
-                return Err(RunsError::SameBaseline(save.clone()));
-            }
+        if let Some(save) = request.save_baseline.as_ref().filter(|s| request.baseline.as_ref() == Some(*s)) {
+            return Err(RunsError::SameBaseline(save.clone()));
         }
         if let Some(name) = &request.baseline {
             for s in &scenarios {
                 baseline_of(name, &s.name)?;
             }
         }
-        if let Some(j) = &request.junit {
-            check_junit(j)?;
-        }
+        request.junit.iter().try_for_each(|j| check_junit(j))?;
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.
-        let out = match &request.out {
-            Some(d) => Some(crate::report::outdir::take(d, &crate::report::outdir::this_run(&utc_stamps().0))?),
-            None => None,
-        };
+        let out =
+            request.out.as_ref().map(|d| crate::report::outdir::take(d, &this_run(&utc_stamps().0))).transpose()?;
         Ok(Plan { scenarios, request, relay_root, watch_program, out })
     }
 
@@ -321,13 +315,8 @@ impl Plan {
 pub(crate) fn check_junit(j: &Path) -> Result<(), RunsError> {
     let parent = j.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let there = std::fs::symlink_metadata(j).ok().map(|m| m.file_type());
-    let why = if let Some(kind) = there.filter(|k| !k.is_file()) {
-        Some(crate::base::fsio::kind_name(kind))
-    } else if !parent.is_dir() {
-        Some("its directory does not exist")
-    } else {
-        None
-    };
+    let why = there.filter(|k| !k.is_file()).map(crate::base::fsio::kind_name);
+    let why = why.or_else(|| (!parent.is_dir()).then_some("its directory does not exist"));
     if let Some(why) = why {
         return Err(RunsError::JUnitPath { path: j.display().to_string(), why });
     }
@@ -367,9 +356,7 @@ fn load(name: &str, cases: &[String], sweeps: &[SweepArg], overrides: &Overrides
 /// Where the baseline `name` is kept: `reports/baselines/NAME/`.
 pub(crate) fn baseline_dir(name: &str) -> Result<PathBuf, RunsError> {
     // The rule of scenario and case names: one plain file name, not read as an option.
-    if crate::scenario::check_name(name).is_err() {
-        return Err(RunsError::BaselineName(name.to_owned()));
-    }
+    crate::scenario::check_name(name).map_err(|_| RunsError::BaselineName(name.to_owned()))?;
     Ok(Path::new(DEFAULT_REPORTS).join("baselines").join(name))
 }
 
@@ -402,10 +389,7 @@ pub(crate) fn list_shipped() -> Result<String, ScenarioError> {
         let mut cases: Vec<String> = s.cases.iter().map(|c| c.name.clone()).collect();
         // A searched case's probes are made as it runs: it is listed by its own name.
         cases.extend(s.sweeps.iter().filter_map(|w| Some(format!("{} (search {})", w.case, w.search.as_ref()?.path))));
-        let clock = match e.clocks() {
-            "real and virtual" => "both",
-            c => c,
-        };
+        let clock = if e.clocks() == "real and virtual" { "both" } else { e.clocks() };
         let time = format!("~{}", crate::base::units::wall(e.total()));
         rows.push((name, clock, time, format!("{} [{}]", s.description, cases.join(", "))));
     }

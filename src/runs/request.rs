@@ -116,11 +116,7 @@ impl RunRequest {
     pub(super) fn overrides(&self) -> Overrides {
         Overrides {
             clock: self.clock,
-            length: match (self.duration, self.scale) {
-                (Some(d), _) => Some(crate::scenario::Length::To(d)),
-                (None, Some(f)) => Some(crate::scenario::Length::Scale(f)),
-                (None, None) => None,
-            },
+            length: self.duration.map(crate::scenario::Length::To).or(self.scale.map(crate::scenario::Length::Scale)),
             seed: self.seed,
             sandboxes: self.sandboxes,
             figures: self.figures.clone(),

@@ -220,10 +220,8 @@ fn check(opts: &ConformOptions) -> Result<(), ConformError> {
         return Err(ConformError::DaemonForWriter);
     }
     let names = case_names(opts.side);
-    match opts.cases.iter().find(|c| !names.iter().any(|(n, _, _)| n == *c)) {
-        Some(c) => Err(ConformError::UnknownCase(c.clone())),
-        None => Ok(()),
-    }
+    let unknown = opts.cases.iter().find(|c| !names.iter().any(|(n, _, _)| n == *c));
+    unknown.map_or(Ok(()), |c| Err(ConformError::UnknownCase(c.clone())))
 }
 
 /// Runs the battery; `done` hears each case as it ends. Once `stop` closes, the case under

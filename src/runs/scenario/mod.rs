@@ -388,13 +388,10 @@ async fn open_summary(s: &Scenario, opts: &RunOptions, started_at: &str, say: &i
     // The machine's floor means nothing to a scenario whose every case runs in virtual time.
     let calibration = if opts.calibrate && s.cases.iter().any(|c| c.clock == Clock::Real) {
         say("calibrating this machine's floor (inotify delivery, timer overshoot, dir listing)...");
-        match calibrate(&opts.relay_root, 200).await {
-            Ok(c) => Some(c),
-            Err(e) => {
-                say(&format!("calibration failed, reported as not measured: {e}"));
-                None
-            }
-        }
+        calibrate(&opts.relay_root, 200)
+            .await
+            .inspect_err(|e| say(&format!("calibration failed, reported as not measured: {e}")))
+            .ok()
     } else {
         None
     };
@@ -429,11 +426,9 @@ fn open_logs(
     say: &impl Fn(&str),
 ) -> Result<(Option<PathBuf>, Option<PathBuf>), BenchError> {
     // One event log per run directory: every case appends its lines (or its section).
-    let plan = if opts.no_event_log {
-        None
-    } else {
-        Some(crate::engine::logplan::plan(s, opts.event_log, opts.max_event_log)?)
-    };
+    let plan = (!opts.no_event_log)
+        .then(|| crate::engine::logplan::plan(s, opts.event_log, opts.max_event_log))
+        .transpose()?;
     if let Some(p) = plan.filter(|p| p.compact) {
         say(&format!("event log: events.bin (compact, about {:.0} MB by the planned calls)", p.estimate as f64 / 1e6));
     }

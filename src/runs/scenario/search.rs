@@ -145,14 +145,11 @@ fn add_point(summary: &mut Summary, o: &Open, search: &Search, x: f64, case: &st
     let w = &mut summary.sweeps[o.sweep];
     let axis = w.axes.last_mut().expect("a searched sweep has its axis");
     let text = search.text(x);
-    let i = match axis.values.iter().position(|v| *v == text) {
-        Some(i) => i,
-        None => {
-            axis.values.push(text);
-            axis.numbers.get_or_insert_with(Vec::new).push(x);
-            axis.values.len() - 1
-        }
-    };
+    let i = axis.values.iter().position(|v| *v == text).unwrap_or_else(|| {
+        axis.values.push(text);
+        axis.numbers.get_or_insert_with(Vec::new).push(x);
+        axis.values.len() - 1
+    });
     let mut at = o.at.clone();
     at.push(i);
     w.points.push(SweepPoint { case: case.to_owned(), at, pass: None, figures: Vec::new() });
