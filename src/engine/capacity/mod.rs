@@ -410,9 +410,9 @@ impl Session {
         report.costs = Costs::of(&steps, fd_soft);
         report.steps = steps;
         (report.outcome, report.failure) = match stop {
-            Stop::Completed => (Outcome::Completed, None),
-            Stop::Interrupted => (Outcome::Interrupted, None),
-            Stop::Failed(o, f) => (o, Some(*f)),
+            Ok(()) => (Outcome::Completed, None),
+            Err(Stop::Interrupted) => (Outcome::Interrupted, None),
+            Err(Stop::Failed(o, f)) => (o, Some(*f)),
         };
         report.duration_ms = self.t0.elapsed().as_millis() as u64;
         report.machine.load_end = crate::results::capacity::load_average();

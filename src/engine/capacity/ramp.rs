@@ -26,10 +26,9 @@ pub(super) struct RampPlan {
     pub probe_timeout: Duration,
 }
 
-/// How the ramp stopped.
+/// How the ramp stopped before its last step was measured.
 #[derive(Debug)]
 pub(super) enum Stop {
-    Completed,
     /// [`Outcome::FailurePoint`] (the daemon's) or [`Outcome::Stopped`] (the ramp's own).
     Failed(Outcome, Box<Failure>),
     Interrupted,
@@ -78,15 +77,9 @@ impl<'a> Ramp<'a> {
         Ramp { s, held: Vec::new(), ends_tx, ends, connected: Arc::default(), running: 0 }
     }
 
-    /// Runs the baseline and every step, pushing each into `steps` and telling `after`.
-    pub(super) async fn run(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Stop {
-        match self.ramp(steps, after).await {
-            Ok(()) => Stop::Completed,
-            Err(stop) => stop,
-        }
-    }
-
-    async fn ramp(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Result<(), Stop> {
+    /// Runs the baseline and every step, pushing each into `steps` and telling `after`; how
+    /// it stopped when it stopped short.
+    pub(super) async fn run(&mut self, steps: &mut Vec<Step>, after: &mut dyn FnMut(&[Step])) -> Result<(), Stop> {
         steps.push(self.measure(0, Duration::ZERO).await?);
         after(steps);
         for &n in &self.s.plan.facts.steps {
@@ -220,12 +213,8 @@ impl<'a> Ramp<'a> {
                     let how = How::HoldExpired { hold_ms: self.s.plan.facts.hold_ms };
                     return self.fail(n, &during, how, true);
                 }
-                self.fail(
-                    n,
-                    &during,
-                    How::HeldEnded { exit_code: a.exit_code, timed_out: a.timed_out, after_ms },
-                    false,
-                )
+                let how = How::HeldEnded { exit_code: a.exit_code, timed_out: a.timed_out, after_ms };
+                self.fail(n, &during, how, false)
             }
         }
     }
