@@ -218,9 +218,7 @@ impl CapacityPlan {
                         why: "sets the limit of a daemon relay-bench starts, not of one at --url".into(),
                     });
                 }
-                if let Some(pid) = pid {
-                    check_pid(pid)?;
-                }
+                pid.map(check_pid).transpose()?;
                 Which::Running { url, pid }
             }
             (None, Some(pid)) => {

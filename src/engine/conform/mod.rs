@@ -178,13 +178,9 @@ impl World {
     /// FAILED, unless it could not be observed in time ([`World::too_slow`]: INCONCLUSIVE).
     pub(crate) fn unseen(&self, reason: impl Into<String>, mut evidence: Vec<String>) -> Graded {
         let reason = reason.into();
-        match self.too_slow() {
-            Some((why, more)) => {
-                evidence.extend(more);
-                Graded::new(Verdict::Inconclusive, format!("{reason}, {why}"), evidence)
-            }
-            None => Graded::new(Verdict::Failed, reason, evidence),
-        }
+        let Some((why, more)) = self.too_slow() else { return Graded::new(Verdict::Failed, reason, evidence) };
+        evidence.extend(more);
+        Graded::new(Verdict::Inconclusive, format!("{reason}, {why}"), evidence)
     }
 
     /// Why a wait that saw nothing is no evidence, if it is not: the case's bound cut it
@@ -401,21 +397,13 @@ pub(crate) fn left_in(dir: &Path) -> Vec<String> {
 
 pub(crate) fn left_line(dir: &Path) -> String {
     let left = left_in(dir);
-    if left.is_empty() {
-        "left in the dir: nothing".into()
-    } else {
-        format!("left in the dir: {}", left.join(", "))
-    }
+    format!("left in the dir: {}", if left.is_empty() { "nothing".to_owned() } else { left.join(", ") })
 }
 
 pub(crate) fn ms(d: Duration) -> String {
     let v = d.as_secs_f64() * 1e3;
     // Under a millisecond (a local pickup, a rename seen) to the microsecond.
-    if v < 1.0 {
-        format!("{v:.3} ms")
-    } else {
-        format!("{v:.1} ms")
-    }
+    format!("{v:.*} ms", if v < 1.0 { 3 } else { 1 })
 }
 
 /// A figure's p50 and max over `v`, or "not measured" when there is no sample.

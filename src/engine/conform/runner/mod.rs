@@ -65,9 +65,7 @@ pub(crate) fn play(opts: &ConformOptions, pace: Pace, base: &Path, i: usize, sto
     };
     let mut g = (CASES[i].play)(&ctx);
     if g.verdict != Verdict::Failed && ctx.started() {
-        if let Some(twice) = ctx.settle() {
-            g = twice;
-        }
+        g = ctx.settle().unwrap_or(g);
     }
     if g.verdict == Verdict::Failed {
         if let Some(tail) = ctx.stderr_tail().filter(|t| !g.evidence.contains(t)) {
