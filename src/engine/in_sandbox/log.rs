@@ -151,6 +151,7 @@ pub(crate) struct WriterLog {
 /// Reads the log of `sandbox`'s writer, mapping its times through `fit` onto `mono`.
 pub(crate) fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) -> WriterLog {
     let at = |ns: u64| -> Instant { mono.instant_of(fit.to_local(ns)) };
+    let call_event = |t, call: String, kind| Msg::Call(Event { at: at(t), sandbox, call: Arc::from(call), kind });
     let mut log = WriterLog::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(parsed) = serde_json::from_str::<Line>(line) else {
@@ -158,12 +159,7 @@ pub(crate) fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) ->
             continue;
         };
         match parsed {
-            Line::Requesting { t, call } => log.msgs.push(Msg::Call(Event {
-                at: at(t),
-                sandbox,
-                call: Arc::from(call),
-                kind: EventKind::Requesting,
-            })),
+            Line::Requesting { t, call } => log.msgs.push(call_event(t, call, EventKind::Requesting)),
             Line::Writer { t, call, intended, started, warmup, published, read, outcome } => {
                 let Some(outcome) = CallOutcome::from_name(&outcome) else {
                     log.bad_lines += 1;
@@ -177,12 +173,7 @@ pub(crate) fn read_log(text: &str, sandbox: u32, fit: &ClockFit, mono: &Mono) ->
                     read: read.map(at),
                     outcome,
                 };
-                log.msgs.push(Msg::Call(Event {
-                    at: at(t),
-                    sandbox,
-                    call: Arc::from(call),
-                    kind: EventKind::Writer(w),
-                }));
+                log.msgs.push(call_event(t, call, EventKind::Writer(w)));
             }
             Line::Notice { t, text, degraded } => {
                 if degraded && log.degraded.is_none() {
