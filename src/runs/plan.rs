@@ -259,9 +259,7 @@ impl Plan {
         // The run directories made here (no --out), locked while the run writes them.
         let mut made: Vec<OutLock> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
-        if let Some(lock) = &self.out {
-            crate::report::outdir::clear(lock)?;
-        }
+        self.out.as_ref().map(crate::report::outdir::clear).transpose()?;
         for s in &self.scenarios {
             let opts = self.options(self.out_dir(s, several, &stamp_compact, &mut made)?);
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {

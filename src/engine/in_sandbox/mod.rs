@@ -341,13 +341,8 @@ impl Writers {
                 events: self.at.log(k as u32).into(),
                 stop: stop_file.clone().into(),
             };
-            match ctl.spawn(&args.argv(&self.at.program())).await {
-                Ok(id) => ids.push(Some(id)),
-                Err(e) => {
-                    problems.push(format!("sandbox {k}: cannot start its writer: {e}"));
-                    ids.push(None);
-                }
-            }
+            let id = ctl.spawn(&args.argv(&self.at.program())).await;
+            ids.push(id.inspect_err(|e| problems.push(format!("sandbox {k}: cannot start its writer: {e}"))).ok());
         }
         // Watch them to their end; an interrupt is a stop file they look for.
         let (deadline, mut stop_sent) = (epoch + bound, false);

@@ -116,13 +116,7 @@ pub(crate) fn clock_main() -> i32 {
 /// `sandbox-writer ARGS`: exit 0 when its calls ran (whatever became of them: the log
 /// says), 2 on bad arguments, 3 when it could not run (the log's `fatal` line says why).
 pub(crate) fn writer_main(args: &[std::ffi::OsString]) -> i32 {
-    let args = match WriterArgs::parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
+    let Ok(args) = WriterArgs::parse(args).inspect_err(|e| eprintln!("{e}")) else { return 2 };
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fatal(&args, &format!("cannot start the async runtime: {e}")),
