@@ -20,7 +20,6 @@ use crate::scenario::pacer::Slot;
 /// Starts one call: its sandbox, its id, its intended start, whether it is warm-up.
 pub(crate) type Fire = Arc<dyn Fn(u32, String, Instant, bool) + Send + Sync>;
 
-/// The part of a case that depends on its clock.
 /// Why the sandbox side of a case could not be readied: the step that failed, and why.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
@@ -38,6 +37,7 @@ pub(crate) struct Schedule {
     pub stop: Arc<Signal>,
 }
 
+/// The part of a case that depends on its clock.
 pub(crate) trait Backend: Send + Sync {
     /// Makes the relay dir of one sandbox.
     fn make_dir(&mut self, sandbox: u32) -> io::Result<Arc<dyn RelayDir>>;
