@@ -311,7 +311,6 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
             )));
         }
     }
-    let turns = Turns { length: a.turn, idle: a.turn_idle };
     let opts = ServeOptions {
         dir: a.dir,
         strategy,
@@ -319,7 +318,7 @@ async fn serve_cmd(a: ServeArgs) -> Result<Exit, CliError> {
         every: a.every,
         watch_program,
         max_file_bytes: a.max_file_bytes,
-        turns,
+        turns: Turns { length: a.turn, idle: a.turn_idle },
     };
     crate::engine::serve::serve(opts, stop, &say).await?;
     Ok(Exit::Pass)
