@@ -228,10 +228,9 @@ impl CapacityPlan {
                 })
             }
             (None, None) => {
-                let bin = match &r.sandbox_agent {
-                    Some(bin) => crate::sandbox::host::check_sandbox_agent(bin).map(|()| bin.clone()),
-                    None => crate::sandbox::host::find_sandbox_agent(),
-                };
+                let bin = r.sandbox_agent.as_ref().map_or_else(crate::sandbox::host::find_sandbox_agent, |bin| {
+                    crate::sandbox::host::check_sandbox_agent(bin).map(|()| bin.clone())
+                });
                 Which::Start(bin.map_err(CapacityError::Binary)?)
             }
         };
