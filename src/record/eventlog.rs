@@ -257,20 +257,16 @@ pub(crate) fn check_log(file: &str, reader: impl BufRead) -> Result<LogCheck, Lo
         if !EVENTS.contains(&l.event.as_str()) {
             return Err(Refused(format!("unknown event {:?}; an event log's are: {}", l.event, EVENTS.join(", "))));
         }
-        let idx = match cases.iter().position(|c| c.case == l.case) {
-            Some(i) => i,
-            None => {
-                cases.push(Tally { case: l.case.clone(), ..Tally::default() });
-                cases.len() - 1
-            }
-        };
+        let idx = cases.iter().position(|c| c.case == l.case).unwrap_or_else(|| {
+            cases.push(Tally { case: l.case.clone(), ..Tally::default() });
+            cases.len() - 1
+        });
         let tally = &mut cases[idx];
         match l.event.as_str() {
             "call_end" => tally.ended += 1,
-            "case_end" => match l.calls {
-                Some(n) => tally.calls = Some(n),
-                None => return Err(Refused("a case_end line without its `calls` count".into())),
-            },
+            "case_end" => {
+                tally.calls = Some(l.calls.ok_or_else(|| Refused("a case_end line without its `calls` count".into()))?)
+            }
             _ => {}
         }
         let ev = match (l.event.as_str(), l.outcome.as_deref()) {
