@@ -191,6 +191,15 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// What `parse` reads of this table, then [`Fields::finish`] on the rest.
+    pub(crate) fn read<T>(
+        mut self,
+        parse: impl FnOnce(&mut Self) -> Result<T, ScenarioError>,
+    ) -> Result<T, ScenarioError> {
+        let v = parse(&mut self)?;
+        self.finish().map(|_| v)
+    }
+
     /// Refuses every key that no accessor read.
     pub fn finish(self) -> Result<(), ScenarioError> {
         let mut unknown: Vec<&String> =

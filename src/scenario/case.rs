@@ -95,12 +95,7 @@ impl CaseContext<'_> {
 /// The `[[fault]]` tables of `f` (the scenario's or a case's), read against `wl` (a sweep's
 /// point may have a workload of its own: fewer sandboxes, a shorter schedule).
 pub(super) fn read_faults(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<Vec<FaultSpec>, ScenarioError> {
-    let mut out = Vec::new();
-    for mut t in f.tables("fault")? {
-        out.push(parse_fault(&mut t, wl, factor)?);
-        t.finish()?;
-    }
-    Ok(out)
+    f.tables("fault")?.into_iter().map(|t| t.read(|t| parse_fault(t, wl, factor))).collect()
 }
 
 fn parse_case(

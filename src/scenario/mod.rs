@@ -185,9 +185,8 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
         // A case may run a workload of its own: a whole `[case.workload]` table, read as the
         // scenario's is (the scenario's is not merged into it).
         let own = match c.table("workload")? {
-            Some(mut w) => {
-                let (wl, _) = parse_workload(&mut w, ctx.over)?;
-                w.finish()?;
+            Some(w) => {
+                let (wl, _) = w.read(|w| parse_workload(w, ctx.over))?;
                 check_schedule_size(&c, &wl)?;
                 Some(wl)
             }
@@ -202,9 +201,8 @@ fn read_cases(top: &mut Fields<'_>, ctx: &CaseContext<'_>) -> Result<(Vec<CaseSp
             let explain = |e| sweep::explain(e, i, p);
             let wl = match &p.workload {
                 Some(w) => {
-                    let mut f = Fields::new(file, "workload", w);
-                    let wl =
-                        parse_workload(&mut f, ctx.over).and_then(|(wl, _)| f.finish().map(|_| wl)).map_err(explain)?;
+                    let (wl, _) =
+                        Fields::new(file, "workload", w).read(|f| parse_workload(f, ctx.over)).map_err(explain)?;
                     check_schedule_size(&Fields::new(file, "", ctx.table), &wl).map_err(explain)?;
                     wl
                 }
@@ -249,17 +247,13 @@ fn host_tables(top: &mut Fields<'_>, over: &Overrides) -> Result<HostTables, Sce
     let mut tables = HostTables { sandbox_agent: over.sandbox_agent.clone(), ..HostTables::default() };
     if let Some(mut pt) = top.table("profile")? {
         for name in pt.keys() {
-            let mut f = pt.named_table(&name)?;
-            let profile = parse_profile(&mut f, &name)?;
-            f.finish()?;
+            let profile = pt.named_table(&name)?.read(|f| parse_profile(f, &name))?;
             tables.profiles.insert(name, profile);
         }
     }
     if let Some(mut lt) = top.table("limits")? {
         for name in lt.keys() {
-            let mut f = lt.named_table(&name)?;
-            let limits = crate::sandbox::host::org::parse_limits(&mut f)?;
-            f.finish()?;
+            let limits = lt.named_table(&name)?.read(crate::sandbox::host::org::parse_limits)?;
             tables.limits.insert(name, limits);
         }
     }
@@ -411,16 +405,12 @@ impl Scenario {
         let rollout = parse_gates(&mut top, "rollout")?;
         // Faults strike at the same share of a scaled schedule: `factor`.
         let (workload, factor) = match top.table("workload")? {
-            Some(mut w) => parse_workload(&mut w, over).and_then(|wl| w.finish().map(|_| wl))?,
+            Some(w) => w.read(|w| parse_workload(w, over))?,
             None => return Err(top.err("workload", "is required ([workload] table)")),
         };
         check_schedule_size(&top, &workload)?;
         let handler = match top.table("handler")? {
-            Some(mut h) => {
-                let m = parse_handler(&mut h, workload.seed)?;
-                h.finish()?;
-                m
-            }
+            Some(h) => h.read(|h| parse_handler(h, workload.seed))?,
             None => HandlerModel { seed: workload.seed, ..HandlerModel::default() },
         };
         let tables = host_tables(&mut top, over)?;

@@ -13,17 +13,15 @@ fn parse_phases(w: &mut Fields<'_>) -> Result<Option<Vec<Phase>>, ScenarioError>
     if tables.is_empty() {
         return Ok(None);
     }
-    let mut phases = Vec::new();
-    for mut t in tables {
+    let phase = |t: &mut Fields<'_>| {
         let duration = t.duration("duration")?.ok_or_else(|| t.err("duration", "is required"))?;
         if duration.is_zero() {
             return Err(t.err("duration", "must be longer than 0s"));
         }
         let turns_per_sec = t.float("turns_per_sec", 0.0, 100_000.0)?.unwrap_or(0.0);
-        t.finish()?;
-        phases.push(Phase { duration, turns_per_sec });
-    }
-    Ok(Some(phases))
+        Ok(Phase { duration, turns_per_sec })
+    };
+    tables.into_iter().map(|t| t.read(phase)).collect::<Result<_, _>>().map(Some)
 }
 
 /// The warm-up (`warmup`, shorter than the schedule's `duration`), and whether the capacity
@@ -42,43 +40,32 @@ fn parse_warmup(w: &mut Fields<'_>, duration: Duration) -> Result<(Duration, boo
 
 /// `[workload.agent]`: agent turns, which exclude an open-loop schedule's keys.
 fn parse_agent(w: &mut Fields<'_>) -> Result<Option<crate::scenario::turns::AgentTurns>, ScenarioError> {
-    Ok(match w.table("agent")? {
-        Some(mut a) => {
-            for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
-                if w.raw_unread(key) {
-                    let why =
-                        "cannot be given with [workload.agent]: agent turns come from sessions (steps, think times)";
-                    return Err(w.err(key, why));
-                }
-            }
-            let turns = crate::scenario::turns::AgentTurns::parse(&mut a)?;
-            a.finish()?;
-            Some(turns)
+    let Some(a) = w.table("agent")? else { return Ok(None) };
+    for key in ["turns_per_sec", "calls_per_turn", "arrival", "phase"] {
+        if w.raw_unread(key) {
+            let why = "cannot be given with [workload.agent]: agent turns come from sessions (steps, think times)";
+            return Err(w.err(key, why));
         }
-        None => None,
-    })
+    }
+    a.read(crate::scenario::turns::AgentTurns::parse).map(Some)
 }
 
 /// The phases: `[[workload.phase]]`, or one phase of `duration` at `turns_per_sec`.
 fn parse_schedule(w: &mut Fields<'_>) -> Result<Vec<Phase>, ScenarioError> {
-    Ok(match parse_phases(w)? {
-        Some(p) => {
-            for key in ["duration", "turns_per_sec"] {
-                if w.raw_unread(key) {
-                    return Err(w.err(key, "cannot be given with [[workload.phase]]; give it per phase"));
-                }
+    if let Some(p) = parse_phases(w)? {
+        for key in ["duration", "turns_per_sec"] {
+            if w.raw_unread(key) {
+                return Err(w.err(key, "cannot be given with [[workload.phase]]; give it per phase"));
             }
-            p
         }
-        None => {
-            let duration = w.duration("duration")?.unwrap_or(Duration::from_secs(10));
-            if duration.is_zero() {
-                return Err(w.err("duration", "must be longer than 0s"));
-            }
-            let turns_per_sec = w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0);
-            vec![Phase { duration, turns_per_sec }]
-        }
-    })
+        return Ok(p);
+    }
+    let duration = w.duration("duration")?.unwrap_or(Duration::from_secs(10));
+    if duration.is_zero() {
+        return Err(w.err("duration", "must be longer than 0s"));
+    }
+    let turns_per_sec = w.float("turns_per_sec", 0.001, 100_000.0)?.unwrap_or(1.0);
+    Ok(vec![Phase { duration, turns_per_sec }])
 }
 
 /// The workload with `run`'s overrides applied, and the factor its schedule was scaled by.

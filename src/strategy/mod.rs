@@ -356,12 +356,7 @@ fn parse_with<T>(
 ) -> Result<T, ScenarioError> {
     match &table {
         None => parse(None),
-        Some(t) => {
-            let mut f = Fields::new("(inline)", "", t);
-            let v = parse(Some(&mut f))?;
-            f.finish()?;
-            Ok(v)
-        }
+        Some(t) => Fields::new("(inline)", "", t).read(|f| parse(Some(f))),
     }
 }
 

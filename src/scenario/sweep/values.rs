@@ -51,12 +51,7 @@ pub(super) fn read(file: &str, prefix: &str, spec: &Value) -> Result<Vec<AxisVal
         Value::Array(a) => {
             a.iter().map(AxisValue::of).collect::<Result<Vec<_>, _>>().map_err(|e| err(e.to_string()))?
         }
-        Value::Table(t) => {
-            let mut f = Fields::new(file, prefix, t);
-            let v = range(&mut f)?;
-            f.finish()?;
-            v
-        }
+        Value::Table(t) => Fields::new(file, prefix, t).read(range)?,
         _ => return Err(err("expected a list of values or a range { from, to, steps, scale }".into())),
     };
     if values.is_empty() {
