@@ -36,8 +36,7 @@ impl CaseContext<'_> {
     /// One case (hand-written, or a sweep's point) over `workload`: its host, strategies,
     /// gates and faults, every key checked.
     pub(super) fn read_case(&self, mut c: Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
-        let mut case =
-            parse_case(&mut c, self.common_gates, self.common_rollout, self.tables, workload, self.over.clock)?;
+        let mut case = self.parse_case(&mut c, workload)?;
         let o = self.over;
         let reaching: Vec<&str> = [
             (o.length.is_some(), "--duration/--scale"),
@@ -90,84 +89,77 @@ impl CaseContext<'_> {
         c.finish()?;
         Ok(case)
     }
+
+    fn parse_case(&self, c: &mut Fields<'_>, workload: &Workload) -> Result<CaseSpec, ScenarioError> {
+        let name = c.required_string("name")?.to_owned();
+        check_case_name(&name).map_err(|msg| c.err("name", msg))?;
+        let host_name = c.choice("host", &HostKind::NAMES)?.unwrap_or(HostKind::NAMES[0]);
+        let kind = HostKind::from_name(host_name).expect("validated");
+        let host = kind.parse(c, self.tables)?;
+        let clock = c.choice("clock", &Clock::NAMES)?.and_then(Clock::from_name).unwrap_or_default();
+        // `run --clock` sets every case's; then a case that cannot take it says why, not how to
+        // edit the file.
+        let clock = self.over.clock.unwrap_or(clock);
+        let advice = if self.over.clock.is_some() { "" } else { ": use clock = \"real\"" };
+        let runner = parse_runner(c)?;
+        if runner.reads_the_dir_itself() && !host.dir_is_local() {
+            let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
+            return Err(c.err("runner", why));
+        }
+        if runner.follows_a_process() && !host.can_follow() {
+            let why = format!(
+                "{} follows a process's output, which the {host_name} host cannot: use host = \"remote\"",
+                runner.name()
+            );
+            return Err(c.err("runner", why));
+        }
+        if host.needs_real_clock() && clock != Clock::Real {
+            return Err(c.err("host", format!("the {host_name} host runs on the real clock only{advice}")));
+        }
+        if runner.needs_real_clock() && clock != Clock::Real {
+            return Err(c.err("runner", format!("the {} runner runs on the real clock only{advice}", runner.name())));
+        }
+        let writer = parse_writer(c)?;
+        let baseline = c.string("baseline")?.map(str::to_owned);
+        let own = parse_gates(c, "gates")?;
+        // Scenario gates, the invariants, then the case's own: every case shares the leading
+        // ones (a run that declared no rollout gates is read that way: its case's own gates).
+        let mut gates = self.common_gates.to_vec();
+        if !c.boolean("expect_breaches")?.unwrap_or(false) {
+            add_invariants(&mut gates, &own);
+        }
+        gates.extend(own);
+        // `rollout = false`: a case that measures a cost beside the verdict (the same option
+        // under another workload), judged on no rollout gate.
+        let judged = !matches!(c.raw_peek("rollout"), Some(toml::Value::Boolean(false)));
+        let own_rollout =
+            if judged { parse_gates(c, "rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
+        let mut rollout = if judged { self.common_rollout.to_vec() } else { Vec::new() };
+        for g in own_rollout {
+            if !rollout.iter().any(|r| r.same_test(&g)) {
+                rollout.push(g);
+            }
+        }
+        Ok(CaseSpec {
+            name,
+            host,
+            clock,
+            runner,
+            writer,
+            gates,
+            rollout,
+            baseline,
+            faults: Vec::new(),
+            workload: workload.clone(),
+            stop_past_lost: None,
+        })
+    }
 }
 
 /// The `[[fault]]` tables of `f` (the scenario's or a case's), read against `wl` (a sweep's
 /// point may have a workload of its own: fewer sandboxes, a shorter schedule).
 pub(super) fn read_faults(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<Vec<FaultSpec>, ScenarioError> {
     f.tables("fault")?.into_iter().map(|t| t.read(|t| parse_fault(t, wl, factor))).collect()
-}
-
-fn parse_case(
-    c: &mut Fields<'_>,
-    common: &[Gate],
-    common_rollout: &[Gate],
-    tables: &HostTables,
-    workload: &Workload,
-    forced_clock: Option<Clock>,
-) -> Result<CaseSpec, ScenarioError> {
-    let name = c.required_string("name")?.to_owned();
-    check_case_name(&name).map_err(|msg| c.err("name", msg))?;
-    let host_name = c.choice("host", &HostKind::NAMES)?.unwrap_or(HostKind::NAMES[0]);
-    let kind = HostKind::from_name(host_name).expect("validated");
-    let host = kind.parse(c, tables)?;
-    let clock = c.choice("clock", &Clock::NAMES)?.and_then(Clock::from_name).unwrap_or_default();
-    // `run --clock` sets every case's; then a case that cannot take it says why, not how to
-    // edit the file.
-    let clock = forced_clock.unwrap_or(clock);
-    let advice = if forced_clock.is_some() { "" } else { ": use clock = \"real\"" };
-    let runner = parse_runner(c)?;
-    if runner.reads_the_dir_itself() && !host.dir_is_local() {
-        let why = format!("{} reads the relay dir itself, not through a host: use host = \"local\"", runner.name());
-        return Err(c.err("runner", why));
-    }
-    if runner.follows_a_process() && !host.can_follow() {
-        let why = format!(
-            "{} follows a process's output, which the {host_name} host cannot: use host = \"remote\"",
-            runner.name()
-        );
-        return Err(c.err("runner", why));
-    }
-    if host.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("host", format!("the {host_name} host runs on the real clock only{advice}")));
-    }
-    if runner.needs_real_clock() && clock != Clock::Real {
-        return Err(c.err("runner", format!("the {} runner runs on the real clock only{advice}", runner.name())));
-    }
-    let writer = parse_writer(c)?;
-    let baseline = c.string("baseline")?.map(str::to_owned);
-    let own = parse_gates(c, "gates")?;
-    // Scenario gates, the invariants, then the case's own: every case shares the leading
-    // ones (a run that declared no rollout gates is read that way: its case's own gates).
-    let mut gates = common.to_vec();
-    if !c.boolean("expect_breaches")?.unwrap_or(false) {
-        add_invariants(&mut gates, &own);
-    }
-    gates.extend(own);
-    // `rollout = false`: a case that measures a cost beside the verdict (the same option
-    // under another workload), judged on no rollout gate.
-    let judged = !matches!(c.raw_peek("rollout"), Some(toml::Value::Boolean(false)));
-    let own_rollout =
-        if judged { parse_gates(c, "rollout")? } else { c.raw("rollout").map(|_| Vec::new()).unwrap_or_default() };
-    let mut rollout = if judged { common_rollout.to_vec() } else { Vec::new() };
-    for g in own_rollout {
-        if !rollout.iter().any(|r| r.same_test(&g)) {
-            rollout.push(g);
-        }
-    }
-    Ok(CaseSpec {
-        name,
-        host,
-        clock,
-        runner,
-        writer,
-        gates,
-        rollout,
-        baseline,
-        faults: Vec::new(),
-        workload: workload.clone(),
-        stop_past_lost: None,
-    })
 }
 
 fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSpec, ScenarioError> {
