@@ -176,10 +176,7 @@ fn parse_fault(f: &mut Fields<'_>, wl: &Workload, factor: f64) -> Result<FaultSp
         );
     }
     let (sandbox, fleet) = match f.raw_peek("sandbox") {
-        Some(toml::Value::String(_)) => match f.choice("sandbox", &["all"])? {
-            Some(_) => (0, true),
-            None => unreachable!("a string was read"),
-        },
+        Some(toml::Value::String(_)) => f.choice("sandbox", &["all"]).map(|_| (0, true))?,
         _ => (f.int("sandbox", 0, i64::from(wl.sandboxes) - 1)?.unwrap_or(0) as u32, false),
     };
     let calls = f.int("calls", 1, 10_000)?;
@@ -288,9 +285,7 @@ fn parse_runner(c: &mut Fields<'_>) -> Result<Arc<RunnerSpec>, ScenarioError> {
     let (name, mut table) = strategy_table(c, "runner", &RunnerKind::NAMES)?;
     let kind = RunnerKind::from_name(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut()).map_err(|e| if e.file.is_empty() { c.err("runner", e.msg) } else { e })?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
+    table.map(Fields::finish).transpose()?;
     Ok(spec)
 }
 
@@ -298,8 +293,6 @@ fn parse_writer(c: &mut Fields<'_>) -> Result<WriterSpec, ScenarioError> {
     let (name, mut table) = strategy_table(c, "writer", &WriterKind::NAMES)?;
     let kind = WriterKind::from_name(&name).expect("validated against the registry");
     let spec = kind.parse(table.as_mut())?;
-    if let Some(t) = table {
-        t.finish()?;
-    }
+    table.map(Fields::finish).transpose()?;
     Ok(spec)
 }
