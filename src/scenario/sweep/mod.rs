@@ -408,17 +408,14 @@ fn set(t: &mut Table, path: &str, value: Value, top: &Table) -> Result<(), Sweep
         let slot = cur.entry(part.to_string()).or_insert_with(|| Value::Table(Table::new()));
         if let Value::String(s) = slot {
             let expanded = match (depth, *part) {
-                (0, "runner" | "writer") => Some(Table::from_iter([("strategy".to_owned(), Value::String(s.clone()))])),
+                (0, "runner" | "writer") => Table::from_iter([("strategy".to_owned(), Value::String(s.clone()))]),
                 (0, "limits") => match top.get("limits").and_then(|l| l.get(s.as_str())) {
-                    Some(Value::Table(named)) => Some(named.clone()),
+                    Some(Value::Table(named)) => named.clone(),
                     _ => return Err(SweepError::NoLimits(s.clone())),
                 },
-                _ => None,
+                _ => return Err(SweepError::NameNotTable { here, name: s.clone() }),
             };
-            match expanded {
-                Some(e) => *slot = Value::Table(e),
-                None => return Err(SweepError::NameNotTable { here, name: s.clone() }),
-            }
+            *slot = Value::Table(expanded);
         }
         cur = match slot {
             Value::Table(inner) => inner,
@@ -433,10 +430,7 @@ fn set(t: &mut Table, path: &str, value: Value, top: &Table) -> Result<(), Sweep
 /// does not apply to the case (an unknown key) or the value is refused; elsewhere, which
 /// point it came from.
 pub(crate) fn explain(e: ScenarioError, i: usize, p: &PointTable) -> ScenarioError {
-    let full = |path: &str| match path.strip_prefix("workload.") {
-        Some(_) => path.to_owned(),
-        None => format!("case[{i}].{path}"),
-    };
+    let full = |path: &str| if path.starts_with("workload.") { path.to_owned() } else { format!("case[{i}].{path}") };
     // At the path itself, an unknown key does not apply and any other error refuses the
     // value; at a key above it (`limits` on a host without limits), the path does not apply.
     let hit = p.values.iter().find_map(|(path, text)| {
