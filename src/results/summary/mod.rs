@@ -381,12 +381,7 @@ impl Summary {
     pub fn compare(&mut self, own: impl Fn(&str) -> Option<String>) {
         let snapshot = self.results.clone();
         for r in self.results.iter_mut() {
-            let Some(name) = own(&r.case).or_else(|| self.baseline.clone()) else {
-                continue;
-            };
-            if name == r.case {
-                continue;
-            }
+            let Some(name) = own(&r.case).or_else(|| self.baseline.clone()).filter(|b| *b != r.case) else { continue };
             if let Some(base) = snapshot.iter().find(|b| b.case == name) {
                 r.vs_baseline = Some(Comparison::of(base, r));
             }
