@@ -259,15 +259,9 @@ impl SweepResult {
         let k = self.figures.iter().position(|m| *m == metric).expect("the objective is a figure");
         let objective = self.objective.as_deref().unwrap_or_default();
         let value = |q: &SweepPoint, j: usize| q.figures.get(j).copied().flatten();
-        let mut best: Option<(&SweepPoint, f64)> = None;
-        for p in passing {
-            let Some(v) = value(p, k) else { continue };
-            let better = best.is_none_or(|(_, b)| if goal == Goal::Min { v < b } else { v > b });
-            if better {
-                best = Some((p, v));
-            }
-        }
-        let Some((least, v)) = best else {
+        let better = |v: f64, b: f64| if goal == Goal::Min { v < b } else { v > b };
+        let measured = passing.iter().filter_map(|p| Some((*p, value(p, k)?)));
+        let Some((least, v)) = measured.reduce(|b, c| if better(c.1, b.1) { c } else { b }) else {
             return (None, format!("no point that meets every gate measured {objective} ({of} points)"));
         };
         // Points within the tie margin of the least are no worse, as measured;
