@@ -186,12 +186,9 @@ impl Metric {
     fn parse_exact(name: &str) -> Result<Metric, MetricError> {
         match name.split_once('.') {
             Some((FLEET, f)) => FleetMetric::parse(f).map(Metric::Fleet),
-            Some((VS_BASELINE, r)) => {
-                Ratio::ALL.into_iter().find(|x| x.name() == r).map(Metric::VsBaseline).ok_or_else(|| {
-                    let names: Vec<&str> = Ratio::ALL.iter().map(|x| x.name()).collect();
-                    MetricError::new(Unknown::Ratio(r.to_owned()), names.join(", "))
-                })
-            }
+            Some((VS_BASELINE, r)) => Ratio::from_name(r)
+                .map(Metric::VsBaseline)
+                .ok_or_else(|| MetricError::new(Unknown::Ratio(r.to_owned()), Ratio::NAMES.join(", "))),
             Some((m, stat)) => {
                 let measure = Measure::from_name(m)
                     .ok_or_else(|| MetricError::new(Unknown::Metric(name.to_owned()), metric_names()))?;
