@@ -101,10 +101,7 @@ impl Overrides {
                 c.insert("sweep".into(), toml::Value::Table(sweep.clone()));
                 // What each point shows: the case's own `figures`, the command line's, else
                 // the headline figures (a case gated on invariants alone would show none).
-                let mut figures: Vec<toml::Value> = match c.get("figures") {
-                    Some(toml::Value::Array(f)) => f.clone(),
-                    _ => Vec::new(),
-                };
+                let mut figures = c.get("figures").and_then(toml::Value::as_array).cloned().unwrap_or_default();
                 let given: Vec<&str> = if self.figures.is_empty() && figures.is_empty() {
                     CLI_SWEEP_FIGURES.to_vec()
                 } else {
