@@ -270,10 +270,9 @@ pub(crate) fn expand(
         return Err(err("sweep", why));
     }
     let mut base = case.clone();
-    SWEEP_KEYS.iter().for_each(|k| {
+    for k in SWEEP_KEYS.iter().chain(&["search"]) {
         base.remove(*k);
-    });
-    base.remove("search");
+    }
     if let Some(search) = search {
         let sweep = searched_sweep(search, name, axes, (objective, extra), &base, top, (file, &prefix))?;
         return Ok(Some((sweep, Vec::new())));
