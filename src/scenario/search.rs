@@ -50,10 +50,8 @@ impl Precision {
             Value::Float(f) => Precision::Absolute(*f),
             _ => return None,
         };
-        match p {
-            Precision::Absolute(x) | Precision::Relative(x) if x.is_finite() && x > 0.0 => Some(p),
-            _ => None,
-        }
+        let (Precision::Absolute(x) | Precision::Relative(x)) = p;
+        (x.is_finite() && x > 0.0).then_some(p)
     }
 
     /// Whether a bracket from `a` to `b` is narrow enough.
