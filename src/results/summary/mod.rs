@@ -282,8 +282,6 @@ impl CaseResult {
         self.measures.get(m)
     }
 
-    /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
-    /// rollout gates, which make the run's verdict instead.
     /// The rollout gates this case met, of how many (`None`: the scenario declares none).
     pub(crate) fn rollout_met(&self) -> Option<(usize, usize)> {
         (!self.rollout.is_empty()).then(|| (self.rollout.iter().filter(|g| g.pass).count(), self.rollout.len()))
@@ -305,6 +303,8 @@ impl CaseResult {
         r
     }
 
+    /// Evaluates the gates and sets `pass` (an interrupted case never passes), and the
+    /// rollout gates, which make the run's verdict instead.
     pub(crate) fn judge(&mut self, gates: &[Gate], rollout: &[Gate]) {
         self.gates = gates.iter().map(|g| self.evaluate(g)).collect();
         self.rollout = rollout.iter().map(|g| self.evaluate(g)).collect();
