@@ -162,15 +162,10 @@ pub struct Staged {
 }
 
 impl Staged {
-    /// An output's files under `base` (a flag output's under `rename`).
-    pub(crate) fn new(base: PathBuf, rename: Option<OsString>) -> Staged {
-        Staged { base, rename, temps: Vec::new(), console: Vec::new(), stop: None }
-    }
-
-    /// ... that stops staging once `stop` is closed.
-    pub(crate) fn stopping(mut self, stop: Option<std::sync::Arc<Signal>>) -> Staged {
-        self.stop = stop;
-        self
+    /// An output's files under `base` (a flag output's under `rename`), staged until `stop`
+    /// is closed.
+    pub(crate) fn new(base: PathBuf, rename: Option<OsString>, stop: Option<std::sync::Arc<Signal>>) -> Staged {
+        Staged { base, rename, temps: Vec::new(), console: Vec::new(), stop }
     }
 
     fn stopped(&self) -> Result<(), WriteError> {
@@ -301,13 +296,13 @@ mod tests {
     #[test]
     fn a_failed_output_leaves_no_temp_file_and_a_flag_output_lands_at_its_flag() {
         let t = tempfile::tempdir().unwrap();
-        let mut out = Staged::new(t.path().into(), None);
+        let mut out = Staged::new(t.path().into(), None, None);
         out.put("a/b.txt", b"x").unwrap();
         let tmp = out.temps[0].0.clone();
         assert!(tmp.is_file() && tmp.extension().is_some_and(|e| e == "txt"), "{tmp:?}");
         out.abandon();
         assert!(!tmp.exists() && !t.path().join("a/b.txt").exists());
-        let mut out = Staged::new(t.path().into(), Some("gates.xml".into()));
+        let mut out = Staged::new(t.path().into(), Some("gates.xml".into()), None);
         out.put("junit.xml", b"<x/>").unwrap();
         assert_eq!(out.commit().unwrap(), vec![t.path().join("gates.xml")]);
         assert_eq!(std::fs::read(t.path().join("gates.xml")).unwrap(), b"<x/>");

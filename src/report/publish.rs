@@ -233,7 +233,7 @@ pub(crate) fn publish_outputs<R: ?Sized, O: Output<R>>(
                 None => continue,
             },
         };
-        let mut out = Staged::new(base, rename).stopping(stop.clone());
+        let mut out = Staged::new(base, rename, stop.clone());
         match o.write(input, &mut out).and_then(|()| out.commit()) {
             Ok(files) => {
                 done.files.extend(files.into_iter().map(|f| (o.name(), f)));
