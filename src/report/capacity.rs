@@ -6,7 +6,7 @@
 //! document on one page) and the console table, the two documents from one [`Doc`]: the formats of
 //! [`super::side`], which `conform` shares.
 
-use super::doc::{code, inline, plain, Align, Block, Doc, Section, Span, Table};
+use super::doc::{code, inline, plain, Block, Doc, Section, Span, Table};
 use super::output::Moment;
 use super::side::SideReport;
 use crate::base::units::human_us;
@@ -212,17 +212,15 @@ fn steps(r: &CapacityReport) -> Vec<Block> {
             num(s.readings.children),
         ]
     });
-    let names =
-        ["held", "running", "open", "next exec p50", "p99", "max", "probes", "RSS", "fds", "threads", "children"];
     vec![
         Block::Para(inline(
             "Held 0 is the baseline. *open*: from sending the step's new held execs to seeing them all running. \
              *next exec*: the probe's round trip (connect included).",
         )),
-        Block::Table(Table {
-            columns: names.iter().map(|n| ((*n).to_owned(), Align::Right)).collect(),
-            rows: rows.collect(),
-        }),
+        Block::Table(Table::new(
+            ">held|>running|>open|>next exec p50|>p99|>max|>probes|>RSS|>fds|>threads|>children",
+            rows,
+        )),
     ]
 }
 

@@ -62,21 +62,15 @@ pub(crate) struct Table {
 }
 
 impl Table {
-    /// A table of `rows` under the columns `spec` names ([`columns`]).
+    /// A table of `rows` under the columns `spec` names, `|` between them, a right-aligned one
+    /// marked `>` (`"case|>calls|>lost"`).
     pub(crate) fn new(spec: &str, rows: impl IntoIterator<Item = Vec<String>>) -> Table {
-        Table { columns: columns(spec), rows: rows.into_iter().collect() }
-    }
-}
-
-/// A table's columns from their names, `|` between them, a right-aligned one marked `>`
-/// (`"case|>calls|>lost"`).
-pub(crate) fn columns(spec: &str) -> Vec<(String, Align)> {
-    spec.split('|')
-        .map(|n| match n.strip_prefix('>') {
+        let columns = spec.split('|').map(|n| match n.strip_prefix('>') {
             Some(n) => (n.to_owned(), Align::Right),
             None => (n.to_owned(), Align::Left),
-        })
-        .collect()
+        });
+        Table { columns: columns.collect(), rows: rows.into_iter().collect() }
+    }
 }
 
 /// A chart drawn beside the report (`charts/<stem>.png` and `.svg`): summary.md links it,
