@@ -159,19 +159,13 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
 gates only, the others having seen only the part that ran.",
         )));
     }
-    let mut gates: Vec<&str> = Vec::new();
-    for b in all {
-        if !gates.contains(&b.gate.as_str()) {
-            gates.push(&b.gate);
-        }
-    }
-    for gate in gates {
+    // Each gate once, where it first appears.
+    let firsts = all.iter().enumerate().filter(|(k, b)| !all[..*k].iter().any(|a| a.gate == b.gate));
+    for gate in firsts.map(|(_, b)| b.gate.as_str()) {
         out.push(Block::Para(vec![Span::StrongCode(gate.to_owned())]));
         let rows = all.iter().filter(|b| b.gate == gate).map(|b| {
-            let along = match &b.at {
-                Some(at) => format!("{} `{}` at {at}", b.case, b.axis),
-                None => format!("{} `{}`", b.case, b.axis),
-            };
+            let at = b.at.as_ref().map_or_else(String::new, |at| format!(" at {at}"));
+            let along = format!("{} `{}`{at}", b.case, b.axis);
             let map: Vec<String> = b
                 .points
                 .iter()
