@@ -15,7 +15,7 @@ mod sections;
 use markup::Page;
 
 use crate::report::chart::{self, Inline, RunData};
-use crate::report::doc::Doc;
+use crate::report::doc::{Doc, Section};
 use crate::report::export::content;
 use crate::report::outdir::RUN_FILES;
 use crate::report::output::{Input, Staged, WriteError};
@@ -131,7 +131,7 @@ struct Own<W: Fn(&mut Page, bool)> {
 /// A document as a page: its head, its title and lead, a nav, the verdict on a banner, the
 /// page's early sections, the document's sections, any chart drawn that no section shows,
 /// the page's late sections.
-fn page(d: &Doc, charts: &[Inline], own: Own<impl Fn(&mut Page, bool)>) -> String {
+fn page<'a>(d: &'a Doc, charts: &[Inline], own: Own<impl Fn(&mut Page, bool)>) -> String {
     let (word, passed) = d.outcome;
     let mut p = Page::default();
     p.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -145,15 +145,10 @@ fn page(d: &Doc, charts: &[Inline], own: Own<impl Fn(&mut Page, bool)>) -> Strin
     p.raw("</h1>\n");
     doc::blocks(&mut p, &d.lead, charts);
     p.raw("</header>\n");
-    let mut nav: Vec<(&str, &str)> = Vec::new();
-    if let Some(v) = &d.verdict {
-        nav.push((&v.section.id, &v.section.nav));
-    }
-    nav.extend(&own.early);
-    nav.extend(d.sections.iter().map(|sec| (sec.id.as_str(), sec.nav.as_str())));
-    nav.extend(&own.late);
+    let anchor = |sec: &'a Section| (sec.id.as_str(), sec.nav.as_str());
+    let (verdict, sections) = (d.verdict.iter().map(|v| anchor(&v.section)), d.sections.iter().map(anchor));
     p.raw("<nav>");
-    for (id, what) in nav {
+    for (id, what) in verdict.chain(own.early.iter().copied()).chain(sections).chain(own.late.iter().copied()) {
         p.raw("<a href=\"#").text(id).raw("\">").text(what).raw("</a>");
     }
     p.raw("</nav>\n");
