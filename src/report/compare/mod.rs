@@ -52,7 +52,7 @@ pub(crate) use threshold::{Threshold, ThresholdError};
 
 use crate::record::recorder::{samples_needed, LatencyStats, Measure};
 use crate::results::summary::{CaseResult, Summary, SummaryError};
-use crate::scenario::gate::Metric;
+use crate::scenario::gate::{FleetMetric, Metric};
 use context::{Difference, RunVerdict};
 use figures::{Better, Figure, Kind};
 use noise::{Floor, Model};
@@ -509,7 +509,9 @@ fn judge_plain(
             Model::Exact => (Model::Exact, None, noise::judge_exact(f.better, vo, vn)),
             Model::None => (Model::None, None, Verdict::NotJudged),
             _ => {
-                let whole = noise::whole_units(source);
+                // A gauge (execs or requests in flight) is counted in whole units: its margin
+                // is at least one unit.
+                let whole = matches!(source, Metric::Fleet(FleetMetric::Gauge(..)));
                 (Model::Margin, None, noise::judge_margin(f.better, vo, vn, t, whole))
             }
         }

@@ -153,12 +153,6 @@ pub(crate) fn judge(better: Better, low: f64, high: f64, t: f64) -> Verdict {
     }
 }
 
-/// Whether a figure is counted in whole units (a gauge of execs or requests in flight):
-/// its margin is at least one unit.
-pub(crate) fn whole_units(m: Metric) -> bool {
-    matches!(m, Metric::Fleet(FleetMetric::Gauge(..)))
-}
-
 /// The verdict on a maximum or a level: past the threshold and [`MARGIN`], and past one
 /// unit when `whole` (24 → 27 held requests is not news).
 pub(crate) fn judge_margin(better: Better, old: f64, new: f64, t: f64, whole: bool) -> Verdict {
