@@ -172,12 +172,10 @@ pub(crate) fn judge_margin(better: Better, old: f64, new: f64, t: f64, whole: bo
 
 /// The verdict on an invariant: any rise is a regression, any fall an improvement.
 pub(crate) fn judge_exact(better: Better, old: f64, new: f64) -> Verdict {
-    let r = if new > old {
-        2.0
-    } else if new < old {
-        0.0
-    } else {
-        1.0
+    let r = match new.partial_cmp(&old) {
+        Some(std::cmp::Ordering::Greater) => 2.0,
+        Some(std::cmp::Ordering::Less) => 0.0,
+        _ => 1.0,
     };
     judge(better, r, r, 0.0)
 }
