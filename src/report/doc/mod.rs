@@ -168,6 +168,12 @@ pub(crate) fn markdown(o: &mut String, sec: &Section) {
 /// Blocks in Markdown, each after a blank line, with no heading of their own (a part of
 /// a section another writer heads).
 pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
+    // A line of text after its marker (`> `, `- `, `  - `).
+    let line = |o: &mut String, marker: &str, text: &[Span]| {
+        o.push_str(marker);
+        spans(o, text);
+        o.push('\n');
+    };
     for b in blocks_ {
         if !matches!(b, Block::Fold { in_markdown: false, .. }) {
             o.push('\n');
@@ -176,32 +182,13 @@ pub(crate) fn blocks(o: &mut String, blocks_: &[Block]) {
             Block::Heading(t) => {
                 let _ = writeln!(o, "### {}", escape_inline(t));
             }
-            Block::Para(line) => {
-                spans(o, line);
-                o.push('\n');
-            }
-            Block::Quote(line) => {
-                o.push_str("> ");
-                spans(o, line);
-                o.push('\n');
-            }
-            Block::List(items) => {
-                for item in items {
-                    o.push_str("- ");
-                    spans(o, item);
-                    o.push('\n');
-                }
-            }
+            Block::Para(text) => line(o, "", text),
+            Block::Quote(text) => line(o, "> ", text),
+            Block::List(items) => items.iter().for_each(|item| line(o, "- ", item)),
             Block::Outline(items) => {
                 for (item, sub) in items {
-                    o.push_str("- ");
-                    spans(o, item);
-                    o.push('\n');
-                    for s in sub {
-                        o.push_str("  - ");
-                        spans(o, s);
-                        o.push('\n');
-                    }
+                    line(o, "- ", item);
+                    sub.iter().for_each(|s| line(o, "  - ", s));
                 }
             }
             Block::Table(t) => {
@@ -233,13 +220,9 @@ fn spans(o: &mut String, line: &[Span]) {
         match s {
             Span::Text(t) => o.push_str(&escape(t)),
             Span::Inline(t) => o.push_str(&escape_inline(t)),
-            Span::Strong(t) => {
-                let _ = write!(o, "**{}**", escape(t));
-            }
+            Span::Strong(t) => o.push_str(&format!("**{}**", escape(t))),
             Span::Code(t) => o.push_str(&code(t)),
-            Span::StrongCode(t) => {
-                let _ = write!(o, "**{}**", code(t));
-            }
+            Span::StrongCode(t) => o.push_str(&format!("**{}**", code(t))),
             Span::Mark(held) => o.push_str(mark(*held)),
         }
     }
