@@ -20,18 +20,6 @@ impl Cell {
     }
 }
 
-impl From<String> for Cell {
-    fn from(text: String) -> Cell {
-        Cell { text, class: "" }
-    }
-}
-
-impl From<&str> for Cell {
-    fn from(text: &str) -> Cell {
-        Cell { text: text.to_owned(), class: "" }
-    }
-}
-
 /// A page being written.
 #[derive(Default)]
 pub(super) struct Page {
@@ -174,7 +162,10 @@ mod tests {
         assert!(matches!(escape("plain"), Cow::Borrowed(_)));
         let mut p = Page::default();
         p.el("p", "note", "<script>alert(1)</script>").link("x\" onclick=\"y", "<b>");
-        p.table(&[("case", Align::Left), ("n", Align::Right)], &[vec!["<i>".into(), Cell::with("`a<b`", "fail")]]);
+        p.table(
+            &[("case", Align::Left), ("n", Align::Right)],
+            &[vec![Cell::with("<i>", ""), Cell::with("`a<b`", "fail")]],
+        );
         let html = p.finish();
         assert!(html.contains("<p class=\"note\">&lt;script&gt;alert(1)&lt;/script&gt;</p>"), "{html}");
         assert!(html.contains("<a href=\"x&quot; onclick=&quot;y\">&lt;b&gt;</a>"), "{html}");

@@ -32,7 +32,7 @@ pub(super) fn environment(p: &mut Page, s: &Summary) {
         ),
         ("build", e.build.clone()),
     ];
-    let rows: Vec<Vec<Cell>> = facts.into_iter().map(|(k, v)| vec![k.into(), v.into()]).collect();
+    let rows: Vec<Vec<Cell>> = facts.into_iter().map(|(k, v)| vec![Cell::with(k, ""), Cell::with(v, "")]).collect();
     p.table(&[("", L), ("", L)], &rows);
     p.raw("</section>\n");
 }
