@@ -171,7 +171,7 @@ impl CaseData {
                 .collect(),
             faults: c.faults.iter().map(|f| (f.kind.clone(), f.at_secs, f.until_secs)).collect(),
             requests_measured: !c.requests.not_measured,
-            fleet: crate::report::export::fleet_worth_showing(c)
+            fleet: crate::report::export::fleet::telling(c)
                 .filter(|f| f.org_measured && !f.timeline.is_empty())
                 .map(|f| (f.timeline.clone(), f.held_exec_limit)),
             pickup_p50_ms: (c.latency(Measure::Pickup).count > 0)

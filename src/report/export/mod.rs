@@ -2,15 +2,12 @@
 //! table, JUnit XML and the HDR files. Each is an output of the registry
 //! ([`crate::report::publish`]), which owns where and when they are written.
 
+mod aside;
+pub(crate) mod content;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub(crate) mod fleet;
 pub(crate) mod gates;
-
-pub(crate) use crate::report::doc::Align;
-pub(crate) use fleet::telling as fleet_worth_showing;
-mod aside;
-pub(crate) mod content;
 pub(crate) mod hdr;
 pub(crate) mod json;
 pub(crate) mod junit;

@@ -4,7 +4,7 @@
 //! a table [`Cell`] or an attribute, escaped.
 
 use crate::report::chart::Inline;
-use crate::report::export::Align;
+use crate::report::doc::Align;
 
 pub(super) use crate::base::escape::html as escape;
 

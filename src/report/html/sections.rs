@@ -3,7 +3,7 @@
 //! is escaped.
 
 use super::markup::{Cell, Page};
-use crate::report::export::Align;
+use crate::report::doc::Align;
 use crate::results::summary::Summary;
 
 use Align::Left as L;
