@@ -8,6 +8,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
 use hdrhistogram::serialization::interval_log::{
     IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, LogIteratorError, Tag,
 };
@@ -90,21 +92,14 @@ pub(crate) fn read_hlog(bytes: &[u8]) -> Result<Vec<Interval>, HlogError> {
     let lines = bytes.split_inclusive(|b| *b == b'\n');
     let parsed = lines.filter(|l| !l.starts_with(b"#") || l.starts_with(b"#[")).flat_map(IntervalLogIterator::new);
     for entry in parsed {
-        match entry.map_err(HlogError::Log)? {
-            LogEntry::Interval(ilh) => {
-                let raw = base64_decode(ilh.encoded_histogram())?;
-                let hist: Histogram<u64> = de.deserialize(&mut io::Cursor::new(raw)).map_err(HlogError::Histogram)?;
-                out.push(Interval { start: ilh.start_timestamp(), length: ilh.duration(), hist });
-            }
-            LogEntry::StartTime(_) | LogEntry::BaseTime(_) => {}
+        // A start or base time line says nothing the intervals need.
+        if let LogEntry::Interval(ilh) = entry.map_err(HlogError::Log)? {
+            let raw = BASE64.decode(ilh.encoded_histogram()).map_err(HlogError::Base64)?;
+            let hist: Histogram<u64> = de.deserialize(&mut io::Cursor::new(raw)).map_err(HlogError::Histogram)?;
+            out.push(Interval { start: ilh.start_timestamp(), length: ilh.duration(), hist });
         }
     }
     Ok(out)
-}
-
-fn base64_decode(s: &str) -> Result<Vec<u8>, HlogError> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(s).map_err(HlogError::Base64)
 }
 
 /// An interval log that does not read back: the file is damaged or not one (draw it again
