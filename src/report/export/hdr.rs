@@ -138,14 +138,13 @@ pub(crate) fn total(intervals: &[Interval]) -> Option<Histogram<u64>> {
     Some(h)
 }
 
-/// `hdr/<case>/<measure>.hgrm` (percentile distribution) and `.hlog` (interval log) for
-/// every measure with samples: written for a case as it finishes, and the `.hgrm` drawn
-/// again from its `.hlog` by a re-render.
 /// How an interval log is read back (`report`, `compare`, charts): a regular file under the
 /// run directory, no link followed, at most 256 MiB.
 pub(crate) const HLOG: Bound = Bound::new("an interval log (.hlog)", 256 << 20);
 
-/// Writes it: what [`crate::report::publish::RunOutput::Hdr`] renders.
+/// `hdr/<case>/<measure>.hgrm` (percentile distribution) and `.hlog` (interval log) for
+/// every measure with samples: written for a case as it finishes, and the `.hgrm` drawn
+/// again from its `.hlog` by a re-render; what [`crate::report::publish::RunOutput::Hdr`] renders.
 pub(crate) fn write(input: &Input<'_>, out: &mut Staged) -> Result<(), WriteError> {
     // After a case, the case just finished is the last result, its histograms still in
     // memory; a re-render has none in memory and reads the logs.
