@@ -78,9 +78,7 @@ fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    format!("{}…", text.chars().take(width.saturating_sub(1)).collect::<String>())
 }
 
 /// `text` wrapped at [`WIDTH`] columns on spaces, its first line indented by `indent` and
@@ -189,18 +187,14 @@ fn notes(o: &mut String, s: &Summary) {
     if !virtuals.is_empty() {
         note(&format!("virtual clock (simulated time, in-memory sandbox): {}", virtuals.join(", ")));
     }
-    for r in &s.results {
-        if let Some(line) = repeated(r) {
-            note(&line);
-        }
+    for line in s.results.iter().filter_map(repeated) {
+        note(&line);
     }
     for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
         note(&format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck));
     }
-    for r in &s.results {
-        if let Some(c) = &r.vs_baseline {
-            note(&format!("{} vs {}: {}", r.case, c.baseline, c.text));
-        }
+    for (r, c) in s.results.iter().filter_map(|r| Some((r, r.vs_baseline.as_ref()?))) {
+        note(&format!("{} vs {}: {}", r.case, c.baseline, c.text));
     }
     for r in &s.results {
         for g in r.gates.iter().filter(|g| !g.pass) {
