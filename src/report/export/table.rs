@@ -5,8 +5,7 @@
 use std::fmt::Write;
 
 use super::{any_thin, THIN, THIN_NOTE};
-use crate::record::recorder::LatencyStats;
-use crate::record::recorder::Measure;
+use crate::record::recorder::{LatencyStats, Measure};
 use crate::report::output::{Input, Staged, WriteError};
 use crate::results::summary::{CaseResult, Summary};
 
