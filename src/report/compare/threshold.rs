@@ -29,8 +29,8 @@ pub(crate) enum ThresholdError {
     Ambiguous { text: String, value: f64 },
 }
 
-/// A share of a figure, in [0, 1): 0.05 is 5 %.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+/// A share of a figure, in [0, 1): 0.05 is 5 %, and written so (as its fraction of 1).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
 pub(crate) struct Threshold(f64);
 
 impl Threshold {
@@ -41,23 +41,12 @@ impl Threshold {
     pub(crate) fn fraction(self) -> f64 {
         self.0
     }
-
-    /// As a percentage.
-    pub(crate) fn percent(self) -> f64 {
-        self.0 * 100.0
-    }
 }
 
-/// Written as its fraction of 1 (0.05).
-impl serde::Serialize for Threshold {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(self.0)
-    }
-}
-
+/// As a percentage (`5%`).
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = self.percent();
+        let p = self.0 * 100.0;
         if (p - p.round()).abs() < 1e-9 {
             write!(f, "{p:.0}%")
         } else {
