@@ -86,10 +86,7 @@ pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
             quantile(m, stat, core)
         }
     };
-    for m in Measure::SPEC {
-        out.push(quantile(m, "p50", true));
-        out.push(quantile(m, "p99", true));
-    }
+    out.extend(Measure::SPEC.into_iter().flat_map(|m| [quantile(m, "p50", true), quantile(m, "p99", true)]));
     // The idle and active rates a request budget reads: over the workload's idle (active)
     // phases when both runs have them, else over the stretches without (with) calls in flight.
     let both = |f: fn(&CaseResult) -> f64| f(o) > 0.0 && f(n) > 0.0;
@@ -103,9 +100,8 @@ pub(crate) fn figures(o: &CaseResult, n: &CaseResult) -> Vec<Figure> {
     } else {
         Counter::BusyDiscoveryPerMin
     };
-    for c in [Counter::DiscoveryPerMin, idle, active, Counter::DataPerMin, Counter::RequestsPerCall] {
-        out.push(plain(Metric::Count(c), true));
-    }
+    let rates = [Counter::DiscoveryPerMin, idle, active, Counter::DataPerMin, Counter::RequestsPerCall];
+    out.extend(rates.map(|c| plain(Metric::Count(c), true)));
     // A fleet's figures where either run's case has one to tell of (agent turns, limits, a
     // fleet-wide fault); a gate that names one brings it in below all the same.
     if telling(o).is_some() || telling(n).is_some() {
