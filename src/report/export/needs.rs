@@ -63,22 +63,21 @@ fn row(r: &CaseResult, f: &FleetResult) -> Vec<String> {
         Some(_) => "not documented (assumed)".to_owned(),
         None => "-".into(),
     };
+    // A figure and the phase it came from: `2405 (warm-up)`.
+    let phased = |x: Option<(f64, FromPhase)>| {
+        x.map_or_else(|| "-".into(), |(v, from)| format!("{} ({})", thousands(v), from.name()))
+    };
     vec![
         r.sandboxes.to_string(),
         r.case.clone(),
         r.strategy.clone(),
         mean.map_or_else(|| "-".into(), thousands),
-        busiest.map_or_else(|| "-".into(), |(v, from)| with_phase(thousands(v), from)),
-        held.map_or_else(|| "-".into(), |(v, from)| with_phase(thousands(v), from)),
-        per_sandbox.map_or_else(|| "-".into(), |(v, from)| with_phase(thousands(v), from)),
+        phased(busiest),
+        phased(held),
+        phased(per_sandbox),
         tier,
         held_limit,
     ]
-}
-
-/// A figure and the phase it came from: `2405 (warm-up)`.
-fn with_phase(v: String, from: FromPhase) -> String {
-    format!("{v} ({})", from.name())
 }
 
 /// Each documented number with its source, then what is not documented.
