@@ -16,29 +16,23 @@ pub(super) fn write(p: &mut Page, sec: &Section, charts: &[Inline]) {
 
 /// Blocks into the page, with no section of their own.
 pub(super) fn blocks(p: &mut Page, blocks_: &[Block], charts: &[Inline]) {
+    // Running text between its element's tags.
+    let line = |p: &mut Page, open: &'static str, text: &[Span], close: &'static str| {
+        p.raw(open);
+        spans(p, text);
+        p.raw(close);
+    };
     for b in blocks_ {
         match b {
             Block::Heading(t) => {
                 p.raw("<h3>").inline(t).raw("</h3>\n");
             }
-            Block::Para(line) => {
-                p.raw("<p>");
-                spans(p, line);
-                p.raw("</p>\n");
-            }
-            Block::Quote(line) => {
-                p.raw("<p class=\"banner\">");
-                spans(p, line);
-                p.raw("</p>\n");
-            }
+            Block::Para(text) => line(p, "<p>", text, "</p>\n"),
+            Block::Quote(text) => line(p, "<p class=\"banner\">", text, "</p>\n"),
             Block::List(items) if items.is_empty() => {}
             Block::List(items) => {
                 p.raw("<ul>\n");
-                for item in items {
-                    p.raw("<li>");
-                    spans(p, item);
-                    p.raw("</li>\n");
-                }
+                items.iter().for_each(|item| line(p, "<li>", item, "</li>\n"));
                 p.raw("</ul>\n");
             }
             Block::Outline(items) => {
@@ -48,11 +42,7 @@ pub(super) fn blocks(p: &mut Page, blocks_: &[Block], charts: &[Inline]) {
                     spans(p, item);
                     if !sub.is_empty() {
                         p.raw("\n<ul>\n");
-                        for s in sub {
-                            p.raw("<li>");
-                            spans(p, s);
-                            p.raw("</li>\n");
-                        }
+                        sub.iter().for_each(|s| line(p, "<li>", s, "</li>\n"));
                         p.raw("</ul>\n");
                     }
                     p.raw("</li>\n");
