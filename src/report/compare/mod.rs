@@ -178,6 +178,18 @@ impl Comparison {
     pub(crate) fn fails(&self) -> bool {
         self.regressions() > 0 || !self.missing_from_new.is_empty()
     }
+
+    /// Says why a figure of `case` was not compared.
+    fn skip(&mut self, case: &str, figure: &str, why: String) {
+        self.skipped.push(Skipped { case: case.to_owned(), figure: figure.to_owned(), why });
+    }
+
+    /// Says why a measure of `case` was not compared: one line per measure, not per quantile.
+    fn skip_measure(&mut self, case: &str, m: Measure, why: String) {
+        if !self.skipped.iter().any(|s| s.case == case && s.figure == m.name()) {
+            self.skip(case, m.name(), why);
+        }
+    }
 }
 
 crate::base::named! {
@@ -430,20 +442,6 @@ fn compare_case(
         });
     }
     Ok(())
-}
-
-impl Comparison {
-    /// Says why a figure of `case` was not compared.
-    fn skip(&mut self, case: &str, figure: &str, why: String) {
-        self.skipped.push(Skipped { case: case.to_owned(), figure: figure.to_owned(), why });
-    }
-
-    /// Says why a measure of `case` was not compared: one line per measure, not per quantile.
-    fn skip_measure(&mut self, case: &str, m: Measure, why: String) {
-        if !self.skipped.iter().any(|s| s.case == case && s.figure == m.name()) {
-            self.skip(case, m.name(), why);
-        }
-    }
 }
 
 /// A latency quantile's values in both runs, its samples in each, and how it moved as
