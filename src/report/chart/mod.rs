@@ -390,14 +390,6 @@ impl Chart {
         }
     }
 
-    fn stem(self) -> &'static str {
-        self.names().0
-    }
-
-    fn title(self) -> &'static str {
-        self.names().1
-    }
-
     /// Its size in pixels for `run`; `None`: `run` has nothing for it to show.
     fn size(self, run: &RunData) -> Option<(u32, u32)> {
         match self {
@@ -428,7 +420,7 @@ fn render(run: &RunData, out: &mut Staged) -> Result<(), ChartError> {
     font();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };
-        stage_pair(out, c.stem(), size, |root| c.draw(root, run), |root| c.draw(root, run))?;
+        stage_pair(out, c.names().0, size, |root| c.draw(root, run), |root| c.draw(root, run))?;
     }
     for c in sweep_charts(run) {
         let draw_png = |root: &DrawingArea<BitMapBackend<'_>, Shift>| sweep::draw(root, run, c.sweep, c.figure);
@@ -497,13 +489,14 @@ pub(crate) fn inline(run: &RunData) -> Result<Vec<Inline>, ChartError> {
     let mut out = Vec::new();
     for c in CHARTS {
         let Some(size) = c.size(run) else { continue };
+        let (stem, title) = c.names();
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-            c.draw(&root, run).map_err(|why| ChartError::Draw { at: c.stem().to_owned(), why })?;
-            root.present().map_err(|e| ChartError::Draw { at: c.stem().to_owned(), why: DrawError(e.to_string()) })?;
+            c.draw(&root, run).map_err(|why| ChartError::Draw { at: stem.to_owned(), why })?;
+            root.present().map_err(|e| ChartError::Draw { at: stem.to_owned(), why: DrawError(e.to_string()) })?;
         }
-        out.push(Inline { stem: c.stem().to_owned(), title: c.title().to_owned(), svg });
+        out.push(Inline { stem: stem.to_owned(), title: title.to_owned(), svg });
     }
     for c in sweep_charts(run) {
         let mut svg = String::new();
