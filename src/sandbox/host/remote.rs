@@ -17,11 +17,9 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
@@ -36,7 +34,7 @@ use crate::base::fsio;
 use crate::base::rng::Rng;
 use crate::base::units::human;
 use crate::base::BoxFut;
-use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, RealDir, RelayDir};
+use crate::sandbox::dir::{ExecOutput, LineDelay, Lines, RelayDir};
 
 /// What is wrong with a daemon right now (faults of SPEC §6), broadcast to its requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,7 +69,8 @@ pub struct Daemon {
 
 impl Daemon {
     /// A daemon alone in an organisation of its own, with no limits.
-    pub fn new(profile: LatencyProfile, seed: u64, busy: Arc<Busy>) -> Daemon {
+    #[cfg(test)]
+    pub(crate) fn new(profile: LatencyProfile, seed: u64, busy: Arc<Busy>) -> Daemon {
         Daemon::in_org(profile, seed, busy, Org::unlimited(1), 0)
     }
 
@@ -187,7 +186,8 @@ impl Daemon {
 
     /// The legs actually paid so far by every daemon of its organisation (one leg each, not
     /// a round trip).
-    pub fn paid_legs(&self) -> Histogram<u64> {
+    #[cfg(test)]
+    pub(crate) fn paid_legs(&self) -> hdrhistogram::Histogram<u64> {
         self.org.legs()
     }
 }
@@ -218,8 +218,9 @@ pub struct RemoteHost {
 
 impl RemoteHost {
     /// A real directory on this machine behind `daemon`.
-    pub fn new(dir: impl Into<PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
-        Self::over(Arc::new(RealDir::new(dir)), daemon)
+    #[cfg(test)]
+    pub(crate) fn new(dir: impl Into<std::path::PathBuf>, daemon: Arc<Daemon>) -> RemoteHost {
+        Self::over(Arc::new(crate::sandbox::dir::RealDir::new(dir)), daemon)
     }
 
     /// A host over `dir`, its requests made through `daemon`.
