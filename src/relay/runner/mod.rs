@@ -245,9 +245,8 @@ impl Runner {
             let found = self.pass(&ctx, &mut st, &mut report, &handlers, &mut background).await;
             self.wait(&mut st, found, &mut report).await;
         }
-        let mut sets = Sets { seen: &mut st.seen, failed: &mut st.remove_failed, removed: &mut st.removed };
         while let Some(done) = background.join_next().await {
-            settle_joined(done, &mut sets, self.opts.seen);
+            settle_joined(done, &mut st, self.opts.seen);
         }
         drop(handlers);
         collector.finish().await;
@@ -316,16 +315,15 @@ impl Runner {
         if listed && retry_deletes {
             st.said_reused.retain(|n| reused_now.contains(n));
         }
-        let mut sets = Sets { seen: &mut st.seen, failed: &mut st.remove_failed, removed: &mut st.removed };
         if self.opts.await_pickups {
             // Concurrently, on this task: no task hop between the wake and the pickups.
             for done in join_all(batch).await {
-                settle(done, &mut sets, self.opts.seen);
+                settle(done, st, self.opts.seen);
             }
         } else {
             batch.into_iter().for_each(|p| drop(background.spawn(p)));
             while let Some(done) = background.try_join_next() {
-                settle_joined(done, &mut sets, self.opts.seen);
+                settle_joined(done, st, self.opts.seen);
             }
         }
         found
@@ -406,21 +404,16 @@ struct LoopState {
     list_error: Option<String>,
 }
 
-/// The loop's bookkeeping of names: seen this turn, deletes to retry, handled and removed.
-struct Sets<'a> {
-    seen: &'a mut HashSet<String>,
-    failed: &'a mut BTreeSet<String>,
-    removed: &'a mut HashSet<String>,
-}
-
-fn settle_joined(done: Result<Picked, tokio::task::JoinError>, sets: &mut Sets<'_>, scope: SeenScope) {
+fn settle_joined(done: Result<Picked, tokio::task::JoinError>, st: &mut LoopState, scope: SeenScope) {
     if let Ok(p) = done {
-        settle(p, sets, scope);
+        settle(p, st, scope);
     }
 }
 
-fn settle(p: Picked, sets: &mut Sets<'_>, scope: SeenScope) {
-    let Sets { seen, failed, removed } = sets;
+/// Books a settled pickup in the loop's sets of names: seen this turn, deletes to retry,
+/// handled and removed.
+fn settle(p: Picked, st: &mut LoopState, scope: SeenScope) {
+    let LoopState { seen, remove_failed: failed, removed, .. } = st;
     match p.how {
         Settled::Deleted => {
             failed.remove(&p.name);
