@@ -172,10 +172,7 @@ impl SimDir {
     /// The state, if the dir is there and takes a change (`write`: one that adds bytes).
     fn changeable(&self, write: bool) -> io::Result<std::sync::MutexGuard<'_, State>> {
         let s = self.present()?;
-        match refused(&s, write) {
-            Some(e) => Err(e),
-            None => Ok(s),
-        }
+        refused(&s, write).map_or(Ok(s), Err)
     }
 
     fn log_exec(&self) {
@@ -333,10 +330,7 @@ impl RelayDir for SimDir {
         // copied into the exec.
         let (dir, asked) = (self.clone(), (argv.first().cloned(), WatchArgs::parse_argv(argv)));
         Box::pin(async move {
-            match clock::timeout(timeout, dir.run_program(asked)).await {
-                Ok(out) => Ok(out),
-                Err(_) => Ok(ExecOutput::timed_out()),
-            }
+            Ok(clock::timeout(timeout, dir.run_program(asked)).await.unwrap_or_else(|_| ExecOutput::timed_out()))
         })
     }
 
@@ -424,11 +418,7 @@ impl SimDir {
             return ExecOutput::exited(1, "", "sandbox-watch: killed (simulated failure)");
         }
         let hook = self.state().hook.clone();
-        let step = move |s: Step| {
-            if let Some(h) = &hook {
-                h(s);
-            }
-        };
+        let step = move |s: Step| hook.iter().for_each(|h| h(s));
         let view = self.view_at(&args.dir);
         program::run(view.as_ref(), &args, &step).await
     }
