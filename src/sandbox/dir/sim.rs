@@ -423,17 +423,13 @@ impl SimDir {
         program::run(view.as_ref(), &args, &step).await
     }
 
-    /// What a program sees at `path`: this directory, or nothing (a path that is not it).
+    /// What a program sees at `path`: this directory, or nothing (a path that is not it: a
+    /// directory that does not exist).
     fn view_at(&self, path: &Path) -> Box<dyn RelayDir> {
         if path == &*self.path {
             Box::new(self.clone())
         } else {
-            Box::new(SimDir::absent(path))
+            Box::new(SimDir { path: path.into(), state: Arc::default() })
         }
-    }
-
-    /// A directory that does not exist.
-    fn absent(path: &Path) -> SimDir {
-        SimDir { path: path.into(), state: Arc::default() }
     }
 }
