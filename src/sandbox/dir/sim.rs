@@ -183,7 +183,7 @@ impl SimDir {
 
     /// Stores `bytes` under `name` and tells the watches.
     fn put(&self, name: &str, bytes: Vec<u8>, append: bool) -> io::Result<()> {
-        let seen = {
+        let (tell, change) = {
             let mut s = self.changeable(true)?;
             let existed = s.files.contains_key(name);
             let slot = s.files.entry(name.to_owned()).or_default();
@@ -192,35 +192,24 @@ impl SimDir {
             } else {
                 *slot = bytes;
             }
-            let change = if existed { Change::Modified } else { Change::Appeared };
-            self.to_tell(&s, [(name, change), ("", change)], 1)
+            (watchers(&s), if existed { Change::Modified } else { Change::Appeared })
         };
-        tell(seen);
+        tell(&[(name, change)]);
         Ok(())
     }
-
-    /// The callbacks to run and what to tell them (called under the lock; the callbacks run
-    /// after it is released). Under a queue overflow every change is a rescan.
-    /// (The first `n` of `changes` are the changes; names are the caller's, told after it
-    /// has released the lock.)
-    fn to_tell<'a>(&self, s: &State, changes: [(&'a str, Change); 2], n: usize) -> Tell<'a> {
-        let cbs = s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
-        Tell { cbs, changes, n, overflow: s.faults.contains(&SimFault::QueueOverflow) }
-    }
 }
 
-/// Changes to tell, and to whom.
-struct Tell<'a> {
-    cbs: Vec<Arc<OnSeen>>,
-    changes: [(&'a str, Change); 2],
-    n: usize,
-    overflow: bool,
-}
-
-fn tell(t: Tell<'_>) {
-    for cb in &t.cbs {
-        for (name, change) in &t.changes[..t.n] {
-            cb(if t.overflow { Seen::Rescan } else { Seen::Name(name, *change) });
+/// The watches to tell of changes, read under the lock: the returned function tells them,
+/// once the caller has released it. Under a queue overflow every change is a rescan.
+fn watchers(s: &State) -> impl Fn(&[(&str, Change)]) {
+    let cbs: Vec<Arc<OnSeen>> =
+        s.watches.iter().filter(|w| w.generation == s.generation).map(|w| w.on_seen.clone()).collect();
+    let overflow = s.faults.contains(&SimFault::QueueOverflow);
+    move |changes: &[(&str, Change)]| {
+        for cb in &cbs {
+            for (name, change) in changes {
+                cb(if overflow { Seen::Rescan } else { Seen::Name(name, *change) });
+            }
         }
     }
 }
@@ -285,28 +274,28 @@ impl RelayDir for SimDir {
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        let seen = {
+        let tell = {
             let mut s = self.changeable(false)?;
             let bytes = s
                 .files
                 .remove(from)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{from}: not found")))?;
             s.files.insert(to.to_owned(), bytes);
-            self.to_tell(&s, [(from, Change::Removed), (to, Change::Appeared)], 2)
+            watchers(&s)
         };
-        tell(seen);
+        tell(&[(from, Change::Removed), (to, Change::Appeared)]);
         Ok(())
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
-        let seen = {
+        let tell = {
             let mut s = self.changeable(false)?;
             if s.files.remove(name).is_none() {
                 return Ok(());
             }
-            self.to_tell(&s, [(name, Change::Removed), ("", Change::Removed)], 1)
+            watchers(&s)
         };
-        tell(seen);
+        tell(&[(name, Change::Removed)]);
         Ok(())
     }
 
