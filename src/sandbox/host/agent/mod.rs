@@ -124,6 +124,7 @@ pub struct AgentHost {
     api: Api,
     dir: PathBuf,
     counter: RequestCounter,
+    /// How reports name it (`sandbox-agent`; a case's host: the daemon's version and where it runs).
     label: String,
     /// Keeps a daemon started for the sandbox alive while this host is.
     _process: Option<Arc<AgentProcess>>,
@@ -153,12 +154,6 @@ impl AgentHost {
     pub fn through(mut self, proxy: Arc<DelayProxy>) -> AgentHost {
         self.api.base = format!("http://{}", proxy.addr);
         self.proxy = Some(proxy);
-        self
-    }
-
-    /// How reports name it (the daemon's version and where it runs).
-    pub(crate) fn labelled(mut self, label: String) -> AgentHost {
-        self.label = label;
         self
     }
 
@@ -349,12 +344,12 @@ impl AgentSpec {
         let Seat { dir, busy, .. } = seat;
         let label = format!("{} @ {}", self.version(), api.base.trim_start_matches("http://"));
         let sandbox = Arc::new(SandboxControl::new(api.clone(), self.bench.clone()));
-        let mut host = AgentHost::over(api, dir.path().to_path_buf(), busy, process.clone());
+        let mut host = AgentHost { label, ..AgentHost::over(api, dir.path().to_path_buf(), busy, process.clone()) };
         if let Some(p) = &proxy {
             host = host.through(p.clone());
         }
         let control = AgentControl { process, proxy };
-        Ok(BuiltHost { host: Arc::new(host.labelled(label)), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
+        Ok(BuiltHost { host: Arc::new(host), daemon: Some(Arc::new(control)), sandbox: Some(sandbox) })
     }
 
     pub(super) fn missing_here(&self) -> Option<String> {
