@@ -270,10 +270,7 @@ pub struct AgentSpec {
 /// Reads `host = "sandbox-agent"`'s keys: a daemon's url and token, or its binary; a
 /// profile and limits for the delay proxy; where the in-sandbox side goes.
 pub(super) fn parse(case: &mut Fields<'_>, tables: &HostTables) -> Result<AgentSpec, ScenarioError> {
-    let url = match case.string("url")? {
-        Some(u) => Some(Url::parse(u).map_err(|why| case.err("url", why))?),
-        None => None,
-    };
+    let url = case.string("url")?.map(|u| Url::parse(u).map_err(|why| case.err("url", why))).transpose()?;
     let token_env = case.string("token_env")?.unwrap_or(TOKEN_ENV).to_owned();
     let bin = match case.string("binary")? {
         Some(b) if Path::new(b).is_file() => Ok(PathBuf::from(b)),
