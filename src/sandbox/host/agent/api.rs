@@ -246,14 +246,7 @@ fn kept(bytes: &[u8]) -> String {
 
 /// The io error under a hyper error, if there is one.
 fn io_cause(e: &hyper::Error) -> Option<&io::Error> {
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<io::Error>() {
-            return Some(io);
-        }
-        src = s.source();
-    }
-    None
+    std::iter::successors(std::error::Error::source(e), |s| s.source()).find_map(|s| s.downcast_ref::<io::Error>())
 }
 
 fn hyper_detail(e: &hyper::Error) -> String {
