@@ -339,16 +339,10 @@ impl Endpoint {
         connected: Option<&AtomicU32>,
     ) -> Result<RunAnswer, ExecError> {
         let body = run_body(argv, timeout_ms).map_err(|e| ExecError::Answer(e.into()))?.to_string();
-        let stream = match clock::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(self.addr)).await {
-            Ok(s) => s.map_err(ExecError::Connect)?,
-            Err(_) => {
-                return Err(ExecError::TimedOut {
-                    what: "no connection",
-                    bound: CONNECT_TIMEOUT,
-                    why: "did not accept",
-                })
-            }
-        };
+        let stream = clock::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| ExecError::TimedOut { what: "no connection", bound: CONNECT_TIMEOUT, why: "did not accept" })?
+            .map_err(ExecError::Connect)?;
         let _ = stream.set_nodelay(true);
         let answer = async {
             let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -376,10 +370,8 @@ impl Endpoint {
             drop(conn);
             Ok::<_, ExecError>((status, bytes))
         };
-        let (status, bytes) = match clock::timeout(bound, answer).await {
-            Ok(a) => a?,
-            Err(_) => return Err(ExecError::TimedOut { what: "no answer", bound, why: "accepted and never answered" }),
-        };
+        let never = |_| ExecError::TimedOut { what: "no answer", bound, why: "accepted and never answered" };
+        let (status, bytes) = clock::timeout(bound, answer).await.map_err(never)??;
         if !status.is_success() {
             return Err(ExecError::Status { status: status.as_u16(), body: kept(&bytes) });
         }
