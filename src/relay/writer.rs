@@ -25,10 +25,7 @@ use crate::sandbox::host::Busy;
 
 /// The writer deadline of SPEC §2.
 pub(crate) fn writer_deadline(tool_timeout: Option<Duration>) -> Duration {
-    match tool_timeout {
-        Some(t) => t + Duration::from_secs(10),
-        None => Duration::from_secs(60),
-    }
+    tool_timeout.map_or(Duration::from_secs(60), |t| t + Duration::from_secs(10))
 }
 
 /// How the writer learns that its answer is there.
@@ -90,11 +87,7 @@ impl Slots {
         }
         let slots = &self.0.lock().expect("slots poisoned").waits;
         match (wake_on, seen) {
-            (EventFilter::Responses, Seen::Name(n, _)) => {
-                if let Some(w) = slots.get(n) {
-                    w.signal.raise();
-                }
-            }
+            (EventFilter::Responses, Seen::Name(n, _)) => slots.get(n).into_iter().for_each(|w| w.signal.raise()),
             _ => slots.values().for_each(|w| w.signal.raise()),
         }
     }
@@ -302,14 +295,11 @@ impl Writer {
     /// No answer by the deadline: a lost call, unless the relay dir itself is gone (deleted
     /// under the run, its answer never publishable): then the machine's failure, said as such.
     fn timed_out(&self, id: &CallId) -> CallEnd {
-        match self.dir.list().err().and_then(|e| crate::base::fsio::environment_failure(&e).map(|why| (why, e))) {
-            Some((why, e)) => {
-                let what = format!("the answer to {id:?} could not be published");
-                self.reporter.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
-                CallEnd::Failed(FailKind::Environment)
-            }
-            None => CallEnd::Failed(FailKind::Timeout),
-        }
+        let gone = self.dir.list().err().and_then(|e| crate::base::fsio::environment_failure(&e).map(|why| (why, e)));
+        let Some((why, e)) = gone else { return CallEnd::Failed(FailKind::Timeout) };
+        let what = format!("the answer to {id:?} could not be published");
+        self.reporter.say(Say::Environment { what, why, error: e.to_string(), then: String::new() });
+        CallEnd::Failed(FailKind::Environment)
     }
 
     async fn exchange(&self, spec: &CallSpec, id: &CallId, file_id: &str, times: &mut WriterSide) -> CallEnd {
