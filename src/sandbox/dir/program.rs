@@ -87,13 +87,8 @@ impl WatchArgs {
         if self.events != EventFilter::Any {
             argv.extend(["--events".into(), self.events.name().into()]);
         }
-        for (on, flag) in
-            [(self.report && !self.inline, "--report"), (self.inline, "--inline"), (self.follow, "--follow")]
-        {
-            if on {
-                argv.push(flag.into());
-            }
-        }
+        let flags = [(self.report && !self.inline, "--report"), (self.inline, "--inline"), (self.follow, "--follow")];
+        argv.extend(flags.into_iter().filter(|(on, _)| *on).map(|(_, flag)| flag.into()));
         // `--` ends the options: a directory starting with `-` is still a directory.
         argv.extend(["--".into(), self.dir.clone().into()]);
         argv.extend([self.window.as_millis().to_string().into(), self.relist.as_millis().to_string().into()]);
@@ -293,10 +288,7 @@ pub(crate) async fn run(dir: &dyn RelayDir, args: &WatchArgs, step: &(dyn Fn(Ste
     if let Some(w) = watch {
         w.disarm();
     }
-    let mut out = String::new();
-    if args.report {
-        out = format!("{}\n", how.name());
-    }
+    let mut out = if args.report { format!("{}\n", how.name()) } else { String::new() };
     if args.inline && how != Finish::Idle {
         for name in requests(dir) {
             // A request deleted meanwhile, or not UTF-8, is left to the runner's list.
@@ -338,20 +330,18 @@ pub(crate) async fn follow(dir: &dyn RelayDir, args: &WatchArgs, out: tokio::syn
 /// The `sandbox-watch` subcommand: the program over a real directory, on a runtime of its
 /// own; returns the exit code (2 for bad arguments).
 pub(crate) fn main(args: &[OsString]) -> i32 {
+    let fail = |why: String, code: i32| {
+        // Not `eprintln!`, which panics on a closed or full stderr.
+        let _ = writeln!(std::io::stderr(), "{SUBCOMMAND}: {why}");
+        code
+    };
     let args = match WatchArgs::parse(args) {
         Ok(a) => a,
-        Err(e) => {
-            // Not `eprintln!`, which panics on a closed or full stderr.
-            let _ = writeln!(std::io::stderr(), "{SUBCOMMAND}: {e}");
-            return 2;
-        }
+        Err(e) => return fail(e.to_string(), 2),
     };
     let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
         Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "{SUBCOMMAND}: cannot start a runtime: {e}");
-            return 3;
-        }
+        Err(e) => return fail(format!("cannot start a runtime: {e}"), 3),
     };
     let dir = super::RealDir::new(&args.dir);
     rt.block_on(async {
