@@ -199,7 +199,7 @@ impl Org {
                 s.rejected += 1;
                 s.sandboxes[i].rejected_ever += 1;
                 drop(s);
-                return Err(too_many(refused));
+                return Err(std::io::Error::other(refused.answer()));
             }
             if !queued {
                 queued = true;
@@ -260,8 +260,7 @@ impl Org {
     /// Keeps each second's total of requests from now on (four bytes a second), for
     /// [`Org::peak_10s_between`]: a case with fleet-wide faults reads its storms from them.
     pub(crate) fn keep_seconds(&self) {
-        let mut s = self.lock();
-        s.rates = Rates::new(true);
+        self.lock().rates = Rates::new(true);
     }
 
     /// The case is over now: the requests of the seconds after this one (its teardown's)
@@ -354,10 +353,6 @@ async fn sweep(org: std::sync::Weak<Org>, idle: Arc<Notify>) {
             }
         }
     }
-}
-
-fn too_many(r: Refusal) -> std::io::Error {
-    std::io::Error::other(r.answer())
 }
 
 /// One timeline sample of the organisation.
