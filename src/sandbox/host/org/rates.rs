@@ -145,7 +145,7 @@ pub(super) struct Rates {
     /// its rate): counted in the totals only.
     until: usize,
     /// Every request counted, by kind, rated or not.
-    all: [u64; 7],
+    pub(super) all: [u64; 7],
     /// Each second's total, kept when a fleet-wide fault's storm is read afterwards
     /// ([`Rates::peak_10s_between`]): four bytes a second.
     kept: Option<Vec<u32>>,
@@ -208,11 +208,6 @@ impl Rates {
             p.fold(b);
         }
         p.stats(secs)
-    }
-
-    /// Every request counted, by kind.
-    pub(super) fn by_kind(&self) -> [u64; 7] {
-        self.all
     }
 
     /// The busiest ten seconds from second `a` up to second `b` (not included), in requests
