@@ -80,10 +80,6 @@ pub struct SimDir {
     state: Arc<Mutex<State>>,
 }
 
-fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{path:?}: no such directory"))
-}
-
 impl SimDir {
     /// An empty, existing directory named `path` (the name the sandbox knows it by).
     pub fn new(path: impl Into<PathBuf>) -> SimDir {
@@ -164,7 +160,7 @@ impl SimDir {
     fn present(&self) -> io::Result<std::sync::MutexGuard<'_, State>> {
         let s = self.state();
         if !s.exists {
-            return Err(not_found(&self.path));
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{:?}: no such directory", self.path)));
         }
         Ok(s)
     }
