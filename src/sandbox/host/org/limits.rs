@@ -31,16 +31,14 @@ pub struct Caps {
 
 impl Caps {
     fn describe(&self, whose: &str) -> Option<String> {
-        let mut parts = Vec::new();
-        if let Some(n) = self.held_execs {
-            parts.push(format!("{n} held execs"));
-        }
-        if let Some(n) = self.requests {
-            parts.push(format!("{n} requests at once"));
-        }
-        if let Some(r) = self.rate {
-            parts.push(format!("{}/s (burst {})", r.per_sec, r.burst));
-        }
+        let parts: Vec<String> = [
+            self.held_execs.map(|n| format!("{n} held execs")),
+            self.requests.map(|n| format!("{n} requests at once")),
+            self.rate.map(|r| format!("{}/s (burst {})", r.per_sec, r.burst)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         (!parts.is_empty()).then(|| format!("{whose}: {}", parts.join(", ")))
     }
 }
