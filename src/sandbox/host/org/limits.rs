@@ -158,17 +158,13 @@ impl Side {
             self.tat = Some(tat + interval);
         }
         self.requests += 1;
-        if held {
-            self.held += 1;
-        }
+        self.held += u32::from(held);
         Ok(())
     }
 
     pub(super) fn give_back(&mut self, held: bool) {
         self.requests = self.requests.saturating_sub(1);
-        if held {
-            self.held = self.held.saturating_sub(1);
-        }
+        self.held = self.held.saturating_sub(u32::from(held));
     }
 }
 
