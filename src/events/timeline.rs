@@ -19,15 +19,9 @@ enum Half {
 
 /// Calls with one half of their timeline in, by key. A second half of the same side
 /// replaces the first.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Halves<K> {
     waiting: HashMap<K, Half>,
-}
-
-impl<K> Default for Halves<K> {
-    fn default() -> Self {
-        Halves { waiting: HashMap::default() }
-    }
 }
 
 impl<K: Hash + Eq> Halves<K> {
