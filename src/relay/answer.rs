@@ -1,7 +1,7 @@
 //! Publishing an answer. Production's loop tries once: a failed write or rename is dropped
 //! (`writeResponse` swallows it) and the writer waits out its deadline. The suite's runner
 //! does the same unless `answer_retry` asks it to hold the answer and try again on a bounded
-//! schedule ([`AnswerRetry`]). A failure of this machine (a full disk, a read-only or failing
+//! schedule ([`retry_delay`]). A failure of this machine (a full disk, a read-only or failing
 //! filesystem) is tried again either way and said as the machine's: the run's failure, not
 //! the relay's (it never answers sooner, and never twice: a retry follows a publish that
 //! failed, and the rename that publishes is atomic).
@@ -15,29 +15,18 @@ use crate::base::notice::Say;
 use crate::relay::source::{backoff, Reporter};
 use crate::sandbox::host::Host;
 
-/// When a failed answer publish is tried again: after each delay in turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AnswerRetry {
-    pub first: Duration,
-    pub max: Duration,
-    /// Tries after the first one.
-    pub retries: u32,
+/// Tries of a failed answer publish after the first one, each after [`retry_delay`]'s delay:
+/// 250 ms doubling to 4 s, 8 retries: about 20 s in all, inside the writer's deadline (a
+/// tool's timeout + 10 s, 60 s without one).
+const RETRIES: u32 = 8;
+
+/// The delay before retry `n` (1-based).
+fn retry_delay(n: u32) -> Duration {
+    backoff(n, Duration::from_millis(250), Duration::from_secs(4))
 }
 
-impl AnswerRetry {
-    /// 250 ms doubling to 4 s, 8 retries: about 20 s in all, inside the writer's deadline
-    /// (a tool's timeout + 10 s, 60 s without one).
-    pub(crate) const DEFAULT: AnswerRetry =
-        AnswerRetry { first: Duration::from_millis(250), max: Duration::from_secs(4), retries: 8 };
-
-    /// The delay before retry `n` (1-based).
-    pub(crate) fn delay(&self, n: u32) -> Duration {
-        backoff(n, self.first, self.max)
-    }
-}
-
-/// Publishes `body` as `name` (the answer to `call`), retrying on [`AnswerRetry::DEFAULT`]'s
-/// schedule every failure (`every_failure`: the loop's `answer_retry`) or only this
+/// Publishes `body` as `name` (the answer to `call`), retrying ([`RETRIES`] times,
+/// [`retry_delay`] apart) every failure (`every_failure`: the loop's `answer_retry`) or only this
 /// machine's; when it is out, the moment it was. `None`: it never was (every try failed,
 /// said).
 pub(crate) async fn publish_answer(
@@ -48,14 +37,13 @@ pub(crate) async fn publish_answer(
     name: &str,
     body: &[u8],
 ) -> Option<Instant> {
-    let retry = AnswerRetry::DEFAULT;
-    let tries = retry.retries + 1;
+    let tries = RETRIES + 1;
     for n in 1..=tries {
         let (error, environment, permanent) = match host.publish(name, body).await {
             Ok(()) => return Some(clock::now()),
             Err(e) => (e.to_string(), crate::base::fsio::environment_failure(&e), crate::base::fsio::is_permanent(&e)),
         };
-        let wait = retry.delay(n);
+        let wait = retry_delay(n);
         // The machine's failure is said as such (one notice a failure either way).
         if let Some(why) = environment {
             let then = if n == tries {
@@ -110,7 +98,7 @@ mod tests {
 
     #[test]
     fn retries_double_up_to_the_cap() {
-        let d: Vec<u128> = (1..=8).map(|n| AnswerRetry::DEFAULT.delay(n).as_millis()).collect();
+        let d: Vec<u128> = (1..=8).map(|n| retry_delay(n).as_millis()).collect();
         assert_eq!(d, [250, 500, 1000, 2000, 4000, 4000, 4000, 4000]);
     }
 
