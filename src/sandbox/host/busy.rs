@@ -59,10 +59,7 @@ impl Busy {
 
     /// A relay (a turn's runner) started on the dir.
     pub(crate) fn relay_up(&self) {
-        let mut s = self.state.lock().expect("busy gauge poisoned");
-        if s.alive_since.is_none() {
-            s.alive_since = Some(clock::now());
-        }
+        self.state.lock().expect("busy gauge poisoned").alive_since.get_or_insert_with(clock::now);
     }
 
     /// The dir's relay stopped.
