@@ -120,9 +120,7 @@ impl ReadFault {
         if !s.on_disk.iter().any(|n| n == name) {
             s.on_disk.push(name.to_owned());
         }
-        if s.started.is_none() {
-            s.started = Some(mark());
-        }
+        s.started.get_or_insert_with(mark);
         // A storm that ended and a new request struck: it goes on (one storm per fault).
         s.ended = None;
         true
