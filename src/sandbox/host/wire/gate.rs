@@ -118,7 +118,7 @@ pub(super) async fn serve(client: TcpStream, server: TcpStream, shared: Arc<Shar
     };
     let up_write = up_write(pump, &mut up_rx, &mut sw, &mut gone, answers, &mut answer_rng);
     let down_read = down_read(pump, &mut sr, &mut down_rng, down_tx);
-    let down_write = down_write(&mut down_rx, &mut cw, &shared, &conn, &changed);
+    let down_write = down_write(pump, &mut down_rx, &mut cw);
     let timers = timers(&conn, &changed, gate.org.limits().keepalive);
     let mut cut = shared.cut.subscribe();
     let closed = tokio::select! {
@@ -279,26 +279,24 @@ async fn up_write(
 /// Bytes on their way back cross to the client when due; a response's end gives back the
 /// place it held, and the connection is idle again once nothing waits on it.
 async fn down_write(
+    p: Pump<'_>,
     down_rx: &mut mpsc::UnboundedReceiver<Down>,
     cw: &mut tokio::net::tcp::OwnedWriteHalf,
-    shared: &Shared,
-    conn: &Mutex<Conn>,
-    changed: &Notify,
 ) {
     while let Some(d) = down_rx.recv().await {
-        shared.cross(d.sent, d.due).await;
+        p.shared.cross(d.sent, d.due).await;
         if cw.write_all(&d.bytes).await.is_err() {
             break;
         }
         if let Some(ticket) = d.ends {
             // The response's last byte has crossed back: its place is given back.
             drop(ticket);
-            let mut c = conn.lock().expect("connection state poisoned");
+            let mut c = p.conn.lock().expect("connection state poisoned");
             if c.waiting.is_none() {
                 c.idle_since = Some(clock::now());
             }
             drop(c);
-            changed.notify_one();
+            p.changed.notify_one();
         }
         if d.last {
             break;
