@@ -190,15 +190,19 @@ impl Plan {
         for n in request.save_baseline.iter().chain(&request.baseline) {
             baseline_dir(n)?;
         }
-        if let Some(save) = request.save_baseline.as_ref().filter(|s| request.baseline.as_ref() == Some(*s)) {
-            return Err(RunsError::SameBaseline(save.clone()));
+        if let (Some(save), Some(against)) = (&request.save_baseline, &request.baseline) {
+            if save == against {
+                return Err(RunsError::SameBaseline(save.clone()));
+            }
         }
         if let Some(name) = &request.baseline {
             for s in &scenarios {
                 baseline_of(name, &s.name)?;
             }
         }
-        request.junit.iter().try_for_each(|j| check_junit(j))?;
+        if let Some(j) = &request.junit {
+            check_junit(j)?;
+        }
         let watch_program = std::env::current_exe().map_err(RunsError::CurrentExe)?;
         // Last: a plan refused for another reason leaves the directory as it was.
         let out =
@@ -259,7 +263,9 @@ impl Plan {
         // The run directories made here (no --out), locked while the run writes them.
         let mut made: Vec<OutLock> = Vec::new();
         let flags = FlagPaths(req.junit.iter().map(|p| ("--junit", p.clone())).collect());
-        self.out.as_ref().map(crate::report::outdir::clear).transpose()?;
+        if let Some(lock) = &self.out {
+            crate::report::outdir::clear(lock)?;
+        }
         for s in &self.scenarios {
             let opts = self.options(self.out_dir(s, several, &stamp_compact, &mut made)?);
             match run_scenario(s, &opts, &stamp_iso, interrupt.clone()).await {

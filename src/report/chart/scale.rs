@@ -81,9 +81,14 @@ impl Axis {
         if self.log {
             return super::log_label(&10f64.powf(u / TENTHS));
         }
-        // Two decimals on a span under 1, one under 10, none beyond.
         let span = self.hi - self.lo;
-        let digits = usize::from(span < 1.0) + usize::from(span < 10.0);
+        let digits = if span < 1.0 {
+            2
+        } else if span < 10.0 {
+            1
+        } else {
+            0
+        };
         format!("{u:.digits$}")
     }
 

@@ -220,9 +220,13 @@ fn spans(o: &mut String, line: &[Span]) {
         match s {
             Span::Text(t) => o.push_str(&escape(t)),
             Span::Inline(t) => o.push_str(&escape_inline(t)),
-            Span::Strong(t) => o.push_str(&format!("**{}**", escape(t))),
+            Span::Strong(t) => {
+                let _ = write!(o, "**{}**", escape(t));
+            }
             Span::Code(t) => o.push_str(&code(t)),
-            Span::StrongCode(t) => o.push_str(&format!("**{}**", code(t))),
+            Span::StrongCode(t) => {
+                let _ = write!(o, "**{}**", code(t));
+            }
             Span::Mark(held) => o.push_str(mark(*held)),
         }
     }

@@ -159,9 +159,13 @@ profiles is placed by its measured round trip (twice the median leg the daemon p
 gates only, the others having seen only the part that ran.",
         )));
     }
-    // Each gate once, where it first appears.
-    let firsts = all.iter().enumerate().filter(|(k, b)| !all[..*k].iter().any(|a| a.gate == b.gate));
-    for gate in firsts.map(|(_, b)| b.gate.as_str()) {
+    let mut gates: Vec<&str> = Vec::new();
+    for b in all {
+        if !gates.contains(&b.gate.as_str()) {
+            gates.push(&b.gate);
+        }
+    }
+    for gate in gates {
         out.push(Block::Para(vec![Span::StrongCode(gate.to_owned())]));
         let rows = all.iter().filter(|b| b.gate == gate).map(|b| {
             let at = b.at.as_ref().map_or_else(String::new, |at| format!(" at {at}"));

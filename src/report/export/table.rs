@@ -192,8 +192,10 @@ fn notes(o: &mut String, s: &Summary) {
     for r in s.results.iter().filter(|r| r.runner.stuck > 0) {
         note(&format!("{}: {} runner(s) hung past the stop bound and were aborted", r.case, r.runner.stuck));
     }
-    for (r, c) in s.results.iter().filter_map(|r| Some((r, r.vs_baseline.as_ref()?))) {
-        note(&format!("{} vs {}: {}", r.case, c.baseline, c.text));
+    for r in &s.results {
+        if let Some(c) = &r.vs_baseline {
+            note(&format!("{} vs {}: {}", r.case, c.baseline, c.text));
+        }
     }
     for r in &s.results {
         for g in r.gates.iter().filter(|g| !g.pass) {
