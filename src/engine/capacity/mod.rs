@@ -228,9 +228,10 @@ impl CapacityPlan {
                 })
             }
             (None, None) => {
-                let bin = r.sandbox_agent.as_ref().map_or_else(crate::sandbox::host::find_sandbox_agent, |bin| {
-                    crate::sandbox::host::check_sandbox_agent(bin).map(|()| bin.clone())
-                });
+                let bin = match &r.sandbox_agent {
+                    Some(bin) => crate::sandbox::host::check_sandbox_agent(bin).map(|()| bin.clone()),
+                    None => crate::sandbox::host::find_sandbox_agent(),
+                };
                 Which::Start(bin.map_err(CapacityError::Binary)?)
             }
         };

@@ -46,7 +46,7 @@ const POLL: Duration = Duration::from_millis(50);
 const END_MARGIN: Duration = Duration::from_secs(30);
 
 /// Where a case's files are in the sandbox, under its root.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Layout {
     root: String,
 }
@@ -134,7 +134,13 @@ impl InSandbox {
     ) -> io::Result<InSandbox> {
         let nonce = monotonic_ns() % 1_000_000_000;
         let root = format!("{}/relay-bench-{case}-{}-{nonce}", sandbox_root.trim_end_matches('/'), std::process::id());
-        let w = Writers { at: Layout { root }, case: case.to_owned(), ..Default::default() };
+        let w = Writers {
+            controls: Vec::new(),
+            at: Layout { root },
+            case: case.to_owned(),
+            before: Vec::new(),
+            problems: Arc::default(),
+        };
         Ok(InSandbox {
             w,
             scratch: tempfile::Builder::new().prefix("relay-bench-").tempdir()?,
@@ -308,7 +314,7 @@ impl Backend for InSandbox {
 }
 
 /// The pacer's task: the writers started and watched to their end.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Writers {
     controls: Vec<Arc<SandboxControl>>,
     at: Layout,
