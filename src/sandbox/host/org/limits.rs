@@ -222,11 +222,6 @@ pub(crate) fn case_limits(case: &mut Fields<'_>, named: &NamedLimits) -> Result<
                 case.err("limits", format!("no [limits.{name}] table; defined: {}", known.join(", ")))
             })
         }
-        Some(_) => {
-            let mut t = case.table("limits")?.expect("checked: present");
-            let l = parse_limits(&mut t)?;
-            t.finish()?;
-            Ok(Some(l))
-        }
+        Some(_) => case.table("limits")?.expect("checked: present").read(parse_limits).map(Some),
     }
 }
