@@ -68,7 +68,7 @@ pub struct Recording {
     pub notices: Vec<String>,
     /// Every notice said, repeats included.
     pub notices_total: u64,
-    /// Writes this machine failed (a full disk, ...): [`Say::Environment`] notices.
+    /// Writes this machine failed (a full disk, ...): [`Say::Environment`](crate::base::notice::Say::Environment) notices.
     pub environment_failures: u64,
     /// Notices with their time and sandbox (capped at [`MAX_TIMED_NOTICES`]).
     pub timed_notices: Vec<TimedNotice>,
